@@ -80,7 +80,9 @@ class Event:
 
     @property
     def content_hash(self) -> str:
-        return content_hash(self.title, self.body, self.state, self.deleted, sorted(self.extra.items()))
+        return content_hash(
+            self.title, self.body, self.state, self.deleted, sorted(self.extra.items())
+        )
 
 
 @dataclass(slots=True, frozen=True)

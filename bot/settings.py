@@ -1,0 +1,348 @@
+"""Configuration: the environment (pydantic-settings, `.env` supported) and the runs file
+(`runscribe.toml`). Both are validated up front; every problem is reported with its path, e.g.
+`runs[0].timezone: unknown time zone 'Mars/Base'`. Nothing here runs at import time."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+
+
+class ConfigError(Exception):
+    """A configuration problem a user can fix. `problems` are `path: message` lines."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+class Settings(BaseSettings):
+    """Process environment. Secrets are SecretStr so they never reach logs or reprs."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=False
+    )
+
+    discord_token: SecretStr | None = None
+    discord_api_base: str | None = None
+    discord_gateway_url: str | None = None
+    discord_guild_id: int | None = None
+    github_token: SecretStr | None = None
+    github_api_url: str = "https://api.github.com"
+    wandb_api_key: SecretStr | None = None
+    wandb_base_url: str | None = None
+    anthropic_api_key: SecretStr | None = None
+    anthropic_base_url: str | None = None
+    runscribe_config: Path = Path("runscribe.toml")
+    runscribe_db: Path = Path("runscribe.db")
+
+    # Tunables (all optional).
+    runscribe_model: str = DEFAULT_MODEL
+    runscribe_llm_timeout: float = Field(default=60.0, gt=0)
+    runscribe_llm_max_retries: int = Field(default=2, ge=0, le=10)
+    runscribe_llm_daily_budget_usd: float = Field(default=5.0, ge=0)
+    runscribe_poll_interval: float = Field(default=60.0, gt=0)
+    runscribe_log_level: str = "INFO"
+
+    @field_validator("github_api_url", "discord_api_base", "wandb_base_url", "anthropic_base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None if value == "" else value
+        if not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"must be an http(s) URL, got {value!r}")
+        return value.rstrip("/")
+
+    @field_validator("discord_gateway_url")
+    @classmethod
+    def _ws_url(cls, value: str | None) -> str | None:
+        if value and not re.match(r"^wss?://[^\s/]+", value):
+            raise ValueError(f"must be a ws(s):// URL, got {value!r}")
+        return value or None
+
+    @field_validator("runscribe_log_level")
+    @classmethod
+    def _level(cls, value: str) -> str:
+        level = value.upper()
+        if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+            raise ValueError(f"unknown log level {value!r}")
+        return level
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {name!r}") from None
+
+
+class MetricKeys(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    step: str = "_step"
+    tokens: str | None = None
+    loss: str | None = "train/loss"
+
+
+class Thresholds(BaseModel):
+    """Incident detector thresholds (runs file `[runs.alerts]`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    heartbeat_minutes: float = Field(default=15, gt=0)
+    stall_minutes: float = Field(default=20, gt=0)
+    loss_spike_percent: float = Field(default=25, gt=0)
+    loss_spike_points: int = Field(default=3, ge=1)
+    throughput_drop_percent: float = Field(default=25, gt=0, lt=100)
+    throughput_minutes: float = Field(default=30, gt=0)
+    pending_minutes: float = Field(default=0, ge=0)
+    reminder_minutes: float | None = Field(default=None, gt=0)
+
+
+_WANDB_PATH = re.compile(r"^[\w.\-]+/[\w.\-]+/[\w.\-]+$")
+_REPO = re.compile(r"^[\w.\-]+/[\w.\-]+$")
+_HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+
+
+class RunConfig(BaseModel):
+    """One `[[runs]]` table. Keys and meanings are fixed by DESIGN.md."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    slug: str = Field(min_length=1, max_length=32)
+    name: str = Field(min_length=1, max_length=200)
+    wandb_runs: list[str] = Field(default_factory=list)
+    wandb_run_pattern: str | None = None
+    total_steps: int | None = Field(default=None, gt=0)
+    target_tokens: float | None = Field(default=None, gt=0)
+    launched_at: datetime | None = None
+    github_repo: str | None = None
+    github_issues: list[int] = Field(default_factory=list)
+    github_labels: list[str] = Field(default_factory=list)
+    github_keywords: list[str] = Field(default_factory=list)
+    github_include_bots: bool = False
+    watch_channels: list[int] = Field(default_factory=list)
+    alerts_channel: int | None = None
+    digest_channel: int | None = None
+    digest_time: str = "09:00"
+    timezone: str = "UTC"
+    metrics: MetricKeys = Field(default_factory=MetricKeys)
+    links: dict[str, str] = Field(default_factory=dict)
+    alerts: Thresholds = Field(default_factory=Thresholds)
+
+    @field_validator("slug")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", value):
+            raise ValueError("use lowercase letters, digits, '-' and '_' (e.g. 'hero')")
+        return value
+
+    @field_validator("wandb_runs")
+    @classmethod
+    def _wandb_runs(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if not _WANDB_PATH.match(path):
+                raise ValueError(f"{path!r} is not an entity/project/run_id path")
+        if len(set(value)) != len(value):
+            raise ValueError("lists the same W&B run twice")
+        return value
+
+    @field_validator("wandb_run_pattern")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
+        return value
+
+    @field_validator("launched_at", mode="before")
+    @classmethod
+    def _launched(cls, value: Any) -> Any:
+        if isinstance(value, date) and not isinstance(value, datetime):
+            return datetime(value.year, value.month, value.day, tzinfo=UTC)
+        if isinstance(value, time):
+            raise ValueError("must be a date or a date-time")
+        return value
+
+    @field_validator("launched_at")
+    @classmethod
+    def _launched_utc(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+    @field_validator("github_repo")
+    @classmethod
+    def _repo(cls, value: str | None) -> str | None:
+        if value is not None and not _REPO.match(value):
+            raise ValueError(f"{value!r} is not an owner/name repository")
+        return value
+
+    @field_validator("github_issues")
+    @classmethod
+    def _issues(cls, value: list[int]) -> list[int]:
+        if any(n <= 0 for n in value):
+            raise ValueError("issue numbers must be positive")
+        return value
+
+    @field_validator("watch_channels")
+    @classmethod
+    def _channels(cls, value: list[int]) -> list[int]:
+        for channel in value:
+            _check_snowflake(channel)
+        return value
+
+    @field_validator("alerts_channel", "digest_channel")
+    @classmethod
+    def _channel(cls, value: int | None) -> int | None:
+        if value is not None:
+            _check_snowflake(value)
+        return value
+
+    @field_validator("digest_time")
+    @classmethod
+    def _digest_time(cls, value: str) -> str:
+        if not _HHMM.match(value):
+            raise ValueError(f"must be HH:MM in 24-hour time, got {value!r}")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        _zone(value)
+        return value
+
+    @field_validator("links")
+    @classmethod
+    def _links(cls, value: dict[str, str]) -> dict[str, str]:
+        for label, url in value.items():
+            if not re.match(r"^https?://\S+$", url):
+                raise ValueError(f"link {label!r} must be an http(s) URL")
+        return value
+
+    @model_validator(mode="after")
+    def _has_source(self) -> RunConfig:
+        if not self.wandb_runs and not self.wandb_run_pattern and not self.github_repo:
+            raise ValueError("needs at least one source: wandb_runs or github_repo")
+        if self.wandb_run_pattern and not self.wandb_runs:
+            raise ValueError("wandb_run_pattern needs wandb_runs (it names the project to watch)")
+        return self
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return _zone(self.timezone)
+
+    @property
+    def digest_clock(self) -> time:
+        hour, minute = self.digest_time.split(":")
+        return time(int(hour), int(minute), tzinfo=self.zone)
+
+
+def _check_snowflake(value: int) -> None:
+    if not 0 < value < 2**64:
+        raise ValueError(f"{value} is not a Discord id")
+
+
+class RunsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    runs: list[RunConfig] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_slugs(self) -> RunsFile:
+        seen: set[str] = set()
+        for run in self.runs:
+            if run.slug in seen:
+                raise ValueError(f"two runs share the slug {run.slug!r}")
+            seen.add(run.slug)
+        return self
+
+    def get(self, slug: str) -> RunConfig | None:
+        return next((run for run in self.runs if run.slug == slug), None)
+
+
+def _loc(parts: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _messages(error: ValidationError, prefix: str = "") -> list[str]:
+    problems = []
+    for item in error.errors(include_url=False):
+        path = _loc(tuple(item["loc"]))
+        message = item["msg"]
+        message = message.removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "unknown key"
+        elif item["type"] == "missing":
+            message = "required key is missing"
+        elif "input" in item and item["type"] not in {"value_error", "assertion_error"}:
+            message = f"{message} (got {item['input']!r})"[:300]
+        where = f"{prefix}{path}" if path else prefix.rstrip(".") or "runs file"
+        problems.append(f"{where}: {message}")
+    return problems
+
+
+def parse_runs(data: dict[str, Any], source: str = "runs file") -> RunsFile:
+    try:
+        return RunsFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_messages(exc)) from None
+
+
+def load_runs_file(path: Path) -> RunsFile:
+    """Read and validate the runs file; raise ConfigError with every problem found."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            [f"{path}: runs file not found (set RUNSCRIBE_CONFIG or create it)"]
+        ) from None
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot read runs file: {exc.strerror}"]) from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError([f"{path}: not UTF-8 text"]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([f"{path}: invalid TOML: {exc}"]) from None
+    return parse_runs(data, str(path))
+
+
+def load_settings(**overrides: Any) -> Settings:
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = []
+        for item in exc.errors(include_url=False):
+            name = str(item["loc"][0]).upper() if item["loc"] else "environment"
+            problems.append(f"{name}: {item['msg'].removeprefix('Value error, ')}")
+        raise ConfigError(problems) from None
+
+
+@dataclass(slots=True)
+class Config:
+    settings: Settings
+    runs: RunsFile

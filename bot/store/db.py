@@ -1,0 +1,149 @@
+"""The SQLite connection: one aiosqlite connection, WAL, foreign keys, a busy timeout, and
+numbered migrations (`migrations/NNNN_name.sql`) applied at open. The schema version lives in
+`PRAGMA user_version`; a database newer than the code is refused."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+log = logging.getLogger(__name__)
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[\w-]+\.sql$")
+_in_transaction: ContextVar[bool] = ContextVar("runscribe_in_transaction", default=False)
+
+
+class StoreError(Exception):
+    """A database problem a user must act on (e.g. a database from a newer Runscribe)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def load_migrations() -> list[Migration]:
+    folder = resources.files("bot.store") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        match = _MIGRATION_NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match.group(1)), entry.name, entry.read_text("utf-8")))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise StoreError(f"duplicate migration numbers in {versions}")
+    return found
+
+
+class Database:
+    """Owns the connection. Use `async with Database.open(path) as db:`.
+
+    Writes go through `transaction()`, which serialises writers on an asyncio lock (one connection
+    is shared by every coroutine) and uses BEGIN IMMEDIATE so a second process waits on
+    busy_timeout instead of failing half-way."""
+
+    def __init__(self, conn: aiosqlite.Connection, path: str):
+        self.conn = conn
+        self.path = path
+        self._write_lock = asyncio.Lock()
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, path: str | Path, *, migrate: bool = True) -> AsyncIterator[Database]:
+        path = str(path)
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        conn = await aiosqlite.connect(path, timeout=10.0, isolation_level=None)
+        try:
+            conn.row_factory = aiosqlite.Row
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await conn.execute("PRAGMA synchronous=NORMAL")
+            await conn.execute("PRAGMA foreign_keys=ON")
+            await conn.execute("PRAGMA busy_timeout=10000")
+            db = cls(conn, path)
+            await db._check_version(migrate)
+            yield db
+        finally:
+            await conn.close()
+
+    async def _check_version(self, migrate: bool) -> None:
+        migrations = load_migrations()
+        latest = migrations[-1].version if migrations else 0
+        current = await self.user_version()
+        if current > latest:
+            raise StoreError(
+                f"database {self.path} has schema version {current}, but this Runscribe "
+                f"knows only up to {latest}: upgrade Runscribe or use another RUNSCRIBE_DB"
+            )
+        if current < latest:
+            if not migrate:
+                raise StoreError(f"database {self.path} needs migrations {current + 1}..{latest}")
+            await self._migrate(current, migrations)
+
+    async def user_version(self) -> int:
+        async with self.conn.execute("PRAGMA user_version") as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    async def _migrate(self, current: int, migrations: list[Migration]) -> None:
+        for migration in migrations:
+            if migration.version <= current:
+                continue
+            log.info("applying migration %s", migration.name)
+            # executescript commits any open transaction first; wrap the script and the version
+            # bump in one explicit transaction so a failed migration leaves nothing half-done.
+            script = (
+                "BEGIN IMMEDIATE;\n"
+                f"{migration.sql}\n"
+                f"PRAGMA user_version = {migration.version};\n"
+                "COMMIT;"
+            )
+            try:
+                await self.conn.executescript(script)
+            except Exception:
+                if self.conn.in_transaction:
+                    await self.conn.execute("ROLLBACK")
+                raise
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A write transaction. Nested use inside the same task joins the outer transaction, so
+        a caller can commit events and a cursor together while each repository method stays
+        safe to call on its own."""
+        if _in_transaction.get():
+            yield self.conn
+            return
+        async with self._write_lock:
+            token = _in_transaction.set(True)
+            try:
+                await self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self.conn
+                except BaseException:
+                    await self.conn.execute("ROLLBACK")
+                    raise
+                else:
+                    await self.conn.execute("COMMIT")
+            finally:
+                _in_transaction.reset(token)
+
+    async def fetchall(self, sql: str, params: Any = ()) -> list[aiosqlite.Row]:
+        async with self.conn.execute(sql, params) as cursor:
+            return list(await cursor.fetchall())
+
+    async def fetchone(self, sql: str, params: Any = ()) -> aiosqlite.Row | None:
+        async with self.conn.execute(sql, params) as cursor:
+            return await cursor.fetchone()

@@ -1,0 +1,253 @@
+"""Progress, throughput, ETA and restart analysis over a run's W&B metric points.
+
+Pure functions: no I/O and no clock (callers pass `now`). Every datetime is timezone-aware UTC.
+
+A tracked training run is a *chain* of W&B runs (resumes, forks). The functions here first reduce
+the raw points of every run in the chain to one *effective series* (what training actually did,
+in wall-clock order), then derive restarts, rates and the projected end from it. Everything is
+O(n log n) in the number of points: a sort per W&B run, then linear scans and bisection.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from itertools import pairwise
+from operator import attrgetter
+
+from bot.models import MetricPoint
+
+NEW_RUN = "new-run"
+RESTORE = "restore"
+
+_HOUR = timedelta(hours=1)
+_AT = attrgetter("at")
+_STEP = attrgetter("step")
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    at: datetime  # when training resumed (first point of the new segment)
+    kind: str  # NEW_RUN (a new W&B run in the chain) | RESTORE (step went back within one run)
+    wandb_run: str  # the run that resumed
+    from_step: int | None  # last step reached before the interruption
+    to_step: int  # step training resumed from
+    down_for: timedelta | None  # gap between the last point before and the first point after
+    recomputed_steps: int  # max(0, from_step - to_step): steps done twice
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    step: int | None
+    total_steps: int | None
+    tokens: float | None
+    target_tokens: float | None
+    percent: float | None
+    steps_per_hour: float | None
+    tokens_per_hour: float | None
+    projected_end: datetime | None
+    finished: bool
+    last_point_at: datetime | None
+    loss: float | None
+    last_restart: Restart | None
+
+
+def effective_series(points: Sequence[MetricPoint], chain: Sequence[str] = ()) -> list[MetricPoint]:
+    """The points training actually produced, sorted by time.
+
+    Runs are ordered as `chain` lists them, then runs missing from it by their first point's time.
+    Once a later run has logged its first point at time T, every point of an earlier run at or
+    after T is dropped (a stale crashed run, or a parent that kept logging after a fork), so at
+    identical timestamps the later run wins. Within a run, points at one timestamp are ordered by
+    step; exact duplicates (same run, step and time) are kept once, the last given. Each run's
+    surviving points therefore form one contiguous block, the blocks in run order.
+    """
+    by_run: dict[str, list[MetricPoint]] = {}
+    for point in points:
+        group = by_run.get(point.wandb_run)
+        if group is None:
+            by_run[point.wandb_run] = [point]
+        else:
+            group.append(point)
+    for group in by_run.values():
+        # Two stable C-keyed sorts: (at, step) order, input order among exact duplicates. Much
+        # faster than one sort on a tuple key, and nearly free on already sorted input.
+        group.sort(key=_STEP)
+        group.sort(key=_AT)
+
+    listed = [run for run in dict.fromkeys(chain) if run in by_run]
+    unlisted = sorted(
+        (run for run in by_run if run not in listed),
+        key=lambda run: (by_run[run][0].at, run),
+    )
+    blocks: list[list[MetricPoint]] = []
+    cutoff: datetime | None = None  # earliest first point of any later run
+    for run in reversed(listed + unlisted):
+        group = by_run[run]
+        first_at = group[0].at
+        if cutoff is not None:
+            group = group[: bisect_left(group, cutoff, key=_AT)]
+        if group:
+            blocks.append(group)
+        if cutoff is None or first_at < cutoff:
+            cutoff = first_at
+
+    series: list[MetricPoint] = []
+    for group in reversed(blocks):
+        prev = None
+        for point in group:
+            if prev is not None and prev.at == point.at and prev.step == point.step:
+                series[-1] = point
+            else:
+                series.append(point)
+            prev = point
+    return series
+
+
+def _restarts_in(series: Sequence[MetricPoint]) -> list[Restart]:
+    """Restarts of an effective series. Within a segment steps strictly increase, so the previous
+    point holds both the last and the highest step reached before an interruption."""
+    restarts: list[Restart] = []
+    for prev, point in pairwise(series):
+        if point.wandb_run != prev.wandb_run:
+            kind = NEW_RUN
+        elif point.step <= prev.step:
+            kind = RESTORE
+        else:
+            continue
+        restarts.append(
+            Restart(
+                at=point.at,
+                kind=kind,
+                wandb_run=point.wandb_run,
+                from_step=prev.step,
+                to_step=point.step,
+                down_for=point.at - prev.at,
+                recomputed_steps=max(0, prev.step - point.step),
+            )
+        )
+    return restarts
+
+
+def detect_restarts(points: Sequence[MetricPoint], chain: Sequence[str] = ()) -> list[Restart]:
+    """Restarts in time order: the first point of every run after the first (NEW_RUN) and every
+    step that does not advance within one run (RESTORE)."""
+    return _restarts_in(effective_series(points, chain))
+
+
+def _net_rate(
+    times: Sequence[datetime], values: Sequence[float], end: datetime, window: timedelta
+) -> float | None:
+    """Net change per hour over the window ending at `end` (downtime included). The value at a
+    time is that of the last point at or before it. None without two distinct timestamps."""
+    if not times or times[0] == times[-1]:
+        return None
+    start = max(end - window, times[0])
+    at_end = values[bisect_right(times, end) - 1]
+    at_start = values[bisect_right(times, start) - 1]
+    return (at_end - at_start) / ((end - start) / _HOUR)
+
+
+def _crossing_time(times: Sequence[datetime], values: Sequence[float], target: float) -> datetime:
+    """Time of the point from which every value stays at or above `target` (values[-1] must)."""
+    i = len(values)
+    while i > 0 and values[i - 1] >= target:
+        i -= 1
+    return times[i]
+
+
+def _project(now: datetime, remaining: float, rate: float | None) -> datetime | None:
+    if rate is None or not math.isfinite(rate) or rate <= 0:
+        return None
+    try:
+        return now + remaining / rate * _HOUR
+    except OverflowError:  # beyond datetime's range: as good as never
+        return None
+
+
+def compute_progress(
+    points: Sequence[MetricPoint],
+    *,
+    total_steps: int | None,
+    target_tokens: float | None,
+    now: datetime,
+    chain: Sequence[str] = (),
+    window: timedelta = timedelta(hours=24),
+) -> Progress:
+    """Where the run stands at `now`: step, tokens, percent, net rates over the trailing `window`,
+    projected end, latest loss and the last restart. See the module doc for the effective series.
+    """
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware (UTC)")
+    if window <= timedelta(0):
+        raise ValueError("window must be positive")
+    series = effective_series(points, chain)
+    if not series:
+        return Progress(
+            step=None,
+            total_steps=total_steps,
+            tokens=None,
+            target_tokens=target_tokens,
+            percent=None,
+            steps_per_hour=None,
+            tokens_per_hour=None,
+            projected_end=None,
+            finished=False,
+            last_point_at=None,
+            loss=None,
+            last_restart=None,
+        )
+
+    last = series[-1]
+    end = max(now, last.at)  # a point stamped slightly after `now` (clock skew) still counts
+    times = [p.at for p in series]
+    steps = [p.step for p in series]
+    token_times: list[datetime] = []
+    token_values: list[float] = []
+    for p in series:
+        if p.tokens is not None and math.isfinite(p.tokens):
+            token_times.append(p.at)
+            token_values.append(p.tokens)
+    tokens = token_values[-1] if token_values else None
+    loss = next(
+        (p.loss for p in reversed(series) if p.loss is not None and math.isfinite(p.loss)), None
+    )
+    steps_per_hour = _net_rate(times, steps, end, window)
+    tokens_per_hour = _net_rate(token_times, token_values, end, window)
+
+    percent: float | None = None
+    finished = False
+    projected_end: datetime | None = None
+    if total_steps is not None and total_steps > 0:  # a non-positive total counts as unknown
+        percent = last.step / total_steps * 100
+        finished = last.step >= total_steps
+        if finished:
+            projected_end = _crossing_time(times, steps, total_steps)
+        else:
+            projected_end = _project(now, total_steps - last.step, steps_per_hour)
+    elif target_tokens is not None and target_tokens > 0 and tokens is not None:
+        percent = tokens / target_tokens * 100
+        finished = tokens >= target_tokens
+        if finished:
+            projected_end = _crossing_time(token_times, token_values, target_tokens)
+        else:
+            projected_end = _project(now, target_tokens - tokens, tokens_per_hour)
+
+    restarts = _restarts_in(series)
+    return Progress(
+        step=last.step,
+        total_steps=total_steps,
+        tokens=tokens,
+        target_tokens=target_tokens,
+        percent=None if percent is None else round(min(100.0, max(0.0, percent)), 2),
+        steps_per_hour=steps_per_hour,
+        tokens_per_hour=tokens_per_hour,
+        projected_end=projected_end,
+        finished=finished,
+        last_point_at=last.at,
+        loss=loss,
+        last_restart=restarts[-1] if restarts else None,
+    )

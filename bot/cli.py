@@ -1,0 +1,316 @@
+"""`runscribe` (== `python -m bot`): the composition root for every command.
+
+Exit codes: 0 fine, 1 unexpected failure, 2 a problem the user can fix (bad configuration, an
+unknown run, a bad argument). User-fixable problems never print a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bot import logs
+from bot.errors import UserFacingError
+from bot.models import SOURCES, TAGS
+from bot.settings import ConfigError, RunsFile, Settings, load_runs_file, load_settings
+from bot.store import Database, Store, StoreError
+from bot.timeutil import utcnow
+
+log = logging.getLogger("runscribe")
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="runscribe",
+        description="Runscribe: one voice about a long training run, in Discord.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser("run", help="start the Discord bot")
+    poll = sub.add_parser("poll", help="poll every source, enrich and detect incidents")
+    poll.add_argument("--once", action="store_true", help="one cycle, then exit")
+    status = sub.add_parser("status", help="what /status shows")
+    status.add_argument("--run", metavar="SLUG")
+    status.add_argument("--json", action="store_true")
+    timeline = sub.add_parser("timeline", help="what /timeline shows")
+    timeline.add_argument("--run", metavar="SLUG")
+    timeline.add_argument("--days", type=int, default=7, metavar="N")
+    timeline.add_argument("--tag", choices=TAGS, metavar="TAG")
+    timeline.add_argument("--source", choices=SOURCES, metavar="SOURCE")
+    timeline.add_argument("--limit", type=int, default=200, metavar="N")
+    timeline.add_argument("--json", action="store_true")
+    digest = sub.add_parser("digest", help="compose the digest of the last 24 h and print it")
+    digest.add_argument("--run", metavar="SLUG")
+    digest.add_argument("--json", action="store_true")
+    sub.add_parser("demo", help="the whole pipeline on a bundled sample run, offline")
+    sub.add_parser("check-config", help="validate the environment and the runs file")
+    sub.add_parser("usage", help="LLM spend today and this month, by task")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        _problems(exc.problems)
+        return EXIT_USAGE
+    long_running = args.command in ("run", "poll")
+    logs.configure(
+        settings.runscribe_log_level if long_running else "WARNING",
+        stream="stdout" if long_running else "stderr",
+    )
+    handler = _COMMANDS[args.command]
+    try:
+        return asyncio.run(handler(settings, args))
+    except ConfigError as exc:
+        _problems(exc.problems)
+        return EXIT_USAGE
+    except (UserFacingError, StoreError) as exc:
+        print(f"runscribe: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+def _problems(problems: list[str]) -> None:
+    print("runscribe: configuration problems:", file=sys.stderr)
+    for problem in problems:
+        print(f"  {problem}", file=sys.stderr)
+
+
+async def _resolve_slug(store: Store, requested: str | None) -> str:
+    runs = await store.runs.all()
+    slugs = [r.slug for r in runs]
+    if requested is not None:
+        if requested not in slugs:
+            from bot.services.status import UnknownRun
+
+            raise UnknownRun(requested, slugs)
+        return requested
+    if len(slugs) == 1:
+        return slugs[0]
+    if not slugs:
+        raise UserFacingError(
+            f"no runs recorded in {store.db.path}; run `runscribe poll --once` or "
+            "`runscribe demo` first"
+        )
+    raise UserFacingError(f"several runs recorded; pick one with --run ({', '.join(slugs)})")
+
+
+def _existing_db(settings: Settings) -> Path:
+    path = Path(settings.runscribe_db)
+    if not path.exists():
+        raise UserFacingError(
+            f"no database at {path}; set RUNSCRIBE_DB, or run `runscribe poll --once` or "
+            "`runscribe demo` first"
+        )
+    return path
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+async def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.render.cards import status_card
+    from bot.render.json import status_json
+    from bot.render.terminal import local_formatter, render_card
+    from bot.services.status import build_status
+
+    async with Database.open(_existing_db(settings)) as db:
+        store = Store(db)
+        slug = await _resolve_slug(store, args.run)
+        now = utcnow()
+        report = await build_status(store, slug, now)
+    if args.json:
+        _print_json(status_json(report))
+    else:
+        print(render_card(status_card(report, local_formatter(report.run.timezone, now))))
+    return EXIT_OK
+
+
+async def cmd_timeline(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.render.json import timeline_json
+    from bot.render.terminal import local_formatter, render_timeline
+    from bot.services.timeline import build_timeline, validate_filters
+
+    validate_filters(args.days, args.tag, args.source)
+    if args.limit < 1:
+        raise UserFacingError("--limit must be at least 1")
+    async with Database.open(_existing_db(settings)) as db:
+        store = Store(db)
+        slug = await _resolve_slug(store, args.run)
+        now = utcnow()
+        run = await store.runs.get(slug)
+        entries = await build_timeline(
+            store, slug, now, days=args.days, tag=args.tag, source=args.source, limit=args.limit
+        )
+    if args.json:
+        _print_json(timeline_json(entries))
+    else:
+        zone = run.timezone if run else "UTC"
+        print(render_timeline(entries, local_formatter(zone, now)))
+    return EXIT_OK
+
+
+async def cmd_digest(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.render.json import digest_json
+    from bot.services.digest import build_digest
+
+    async with Database.open(_existing_db(settings)) as db:
+        store = Store(db)
+        slug = await _resolve_slug(store, args.run)
+        facts = await build_digest(store, slug, utcnow())
+        from bot import wiring
+
+        await wiring.compose_digest(store, settings, facts)
+    if args.json:
+        _print_json(digest_json(facts))
+    else:
+        print(f"Digest — {facts.run.name}")
+        print(facts.text)
+    return EXIT_OK
+
+
+async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
+    runs = load_runs_file(settings.runscribe_config)
+    print(f"{settings.runscribe_config}: {len(runs.runs)} run(s) OK")
+    for run in runs.runs:
+        sources = []
+        if run.wandb_runs:
+            sources.append(f"W&B ({len(run.wandb_runs)} run(s))")
+        if run.github_repo:
+            sources.append(f"GitHub {run.github_repo}")
+        if run.watch_channels:
+            sources.append(f"Discord ({len(run.watch_channels)} channel(s))")
+        print(f"  {run.slug}: {run.name} — {', '.join(sources)}")
+    warnings = []
+    if settings.discord_token is None:
+        warnings.append("DISCORD_TOKEN is not set: `runscribe run` will refuse to start")
+    if settings.anthropic_api_key is None:
+        warnings.append("ANTHROPIC_API_KEY is not set: template text is used instead of the LLM")
+    if settings.github_token is None and any(r.github_repo for r in runs.runs):
+        warnings.append("GITHUB_TOKEN is not set: GitHub allows 60 requests an hour")
+    for warning in warnings:
+        print(f"note: {warning}")
+    return EXIT_OK
+
+
+def _load_config(settings: Settings) -> RunsFile:
+    return load_runs_file(settings.runscribe_config)
+
+
+async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.runtime import open_runtime
+
+    runs = _load_config(settings)
+    async with open_runtime(settings, runs) as runtime:
+        while True:
+            summary = await runtime.cycle(utcnow())
+            for key, result in summary.poll.results.items():
+                log.info(
+                    "%s: %d event(s), %d point(s), %d request(s), %d not modified",
+                    key,
+                    result.events,
+                    result.points,
+                    result.requests,
+                    result.not_modified,
+                )
+            for key, error in summary.poll.failures.items():
+                log.warning("%s failed: %s", key, error)
+            log.info(
+                "cycle done: %d enriched, %d alert(s) queued",
+                summary.enriched,
+                summary.alerts_queued,
+            )
+            if args.once:
+                return EXIT_OK if summary.poll.ok else EXIT_FAILURE
+            await asyncio.sleep(settings.runscribe_poll_interval)
+
+
+async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
+    if settings.discord_token is None:
+        raise ConfigError(["DISCORD_TOKEN: required to start the bot"])
+    runs = _load_config(settings)
+    from bot.app import run_bot
+    from bot.runtime import open_runtime
+
+    async with open_runtime(settings, runs) as runtime:
+        await run_bot(runtime)
+    return EXIT_OK
+
+
+async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
+    from bot import demo
+    from bot.render.cards import status_card
+    from bot.render.terminal import local_formatter, render_card, render_timeline
+    from bot.services.digest import build_digest
+    from bot.services.status import build_status
+    from bot.services.timeline import build_timeline
+
+    # Keep the demo database only where the user named one (environment or .env).
+    explicit = "runscribe_db" in settings.model_fields_set
+    with tempfile.TemporaryDirectory(prefix="runscribe-demo-") as tmp:
+        path = Path(settings.runscribe_db) if explicit else Path(tmp) / "demo.db"
+        now = utcnow()
+        sample = demo.load(now)
+        async with Database.open(path) as db:
+            store = Store(db)
+            from bot import wiring
+
+            enricher, detector = await wiring.demo_plugins(store, settings)
+            stats = await demo.replay_into(store, sample, enricher=enricher, detector=detector)
+            slug = sample.run_config["slug"]
+            report = await build_status(store, slug, now)
+            fmt = local_formatter(report.run.timezone, now)
+            entries = await build_timeline(store, slug, now, days=7)
+            facts = await build_digest(store, slug, now)
+            await wiring.compose_digest(store, settings, facts)
+        print(render_card(status_card(report, fmt)))
+        print()
+        print("Timeline (last 7 days)")
+        print("======================")
+        print(render_timeline(entries, fmt))
+        print()
+        print("Daily digest")
+        print("============")
+        print(facts.text)
+        print()
+        where = (
+            f"database kept at {path}: try `runscribe status` and `runscribe timeline`"
+            if explicit
+            else "temporary database removed (set RUNSCRIBE_DB to keep it)"
+        )
+        print(
+            f"demo: {stats.events} events, {stats.points} metric points, "
+            f"{stats.enriched} enriched, {stats.alerts} alert(s) queued; {where}"
+        )
+    return EXIT_OK
+
+
+async def cmd_usage(settings: Settings, args: argparse.Namespace) -> int:
+    from bot import wiring
+
+    async with Database.open(_existing_db(settings)) as db:
+        print(await wiring.usage_text(Store(db), settings, utcnow()))
+    return EXIT_OK
+
+
+_COMMANDS = {
+    "run": cmd_run,
+    "poll": cmd_poll,
+    "status": cmd_status,
+    "timeline": cmd_timeline,
+    "digest": cmd_digest,
+    "demo": cmd_demo,
+    "check-config": cmd_check_config,
+    "usage": cmd_usage,
+}

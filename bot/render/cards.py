@@ -1,0 +1,233 @@
+"""Platform-neutral cards. A card is what an embed is to Discord and a block of text is to a
+terminal: the Discord adapter (cogs) turns it into a `discord.Embed`, `render.terminal` into
+lines. Cards already respect Discord's limits (title 256, description 4096, 25 fields, field
+value 1024, 6000 characters in all) so no caller has to trim."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from bot.services.digest import DigestFacts
+from bot.services.status import StatusReport
+from bot.services.timeline import TimelineEntry
+from bot.timeutil import ago
+
+TITLE_LIMIT = 256
+DESCRIPTION_LIMIT = 4096
+FIELD_NAME_LIMIT = 256
+FIELD_VALUE_LIMIT = 1024
+FIELDS_LIMIT = 25
+FOOTER_LIMIT = 2048
+TOTAL_LIMIT = 6000
+
+Color = Literal["ok", "warning", "bad", "stale", "done", "unknown", "info"]
+TimeStyle = Literal["date", "datetime", "relative", "time"]
+# Formats a UTC datetime for a reader: Discord uses <t:…:D>, a terminal uses the run's zone.
+TimeFormatter = Callable[[datetime, TimeStyle], str]
+
+
+@dataclass(slots=True)
+class CardField:
+    name: str
+    value: str
+    inline: bool = False
+
+
+@dataclass(slots=True)
+class Card:
+    title: str
+    description: str = ""
+    color: Color = "info"
+    url: str | None = None
+    fields: list[CardField] = field(default_factory=list)
+    footer: str | None = None
+    image: str | None = None  # attachment file name, e.g. "chart.png"
+
+    def size(self) -> int:
+        """Characters counted toward Discord's 6000 limit."""
+        return (
+            len(self.title)
+            + len(self.description)
+            + sum(len(f.name) + len(f.value) for f in self.fields)
+            + len(self.footer or "")
+        )
+
+
+def clip(text: str, limit: int) -> str:
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit * 0.6:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
+
+
+def progress_bar(percent: float | None, width: int = 20) -> str:
+    if percent is None:
+        return "▱" * width
+    filled = round(max(0.0, min(100.0, percent)) / 100 * width)
+    return "▰" * filled + "▱" * (width - filled)
+
+
+def _state_label(report: StatusReport) -> str:
+    label = report.state
+    if report.monitor_stale:
+        label += " · monitor stale (W&B unreachable)"
+    return label
+
+
+def status_card(report: StatusReport, fmt: TimeFormatter, *, chart: str | None = None) -> Card:
+    p = report.progress
+    lines = []
+    percent = f"{p.percent:.1f}%" if p.percent is not None else "—"
+    lines.append(f"{progress_bar(p.percent)} **{percent}**")
+    if p.step is not None:
+        total = f" of {p.total_steps:,}" if p.total_steps else ""
+        lines.append(f"step **{p.step:,}**{total}")
+    if p.tokens is not None:
+        target = f" of {format_tokens(p.target_tokens)}" if p.target_tokens else ""
+        lines.append(f"{format_tokens(p.tokens)}{target} tokens")
+    card = Card(
+        title=clip(f"{report.run.name} — {_state_label(report)}", TITLE_LIMIT),
+        color=_color(report),
+        description=clip("\n".join(lines) + "\n\n" + report.narrative, DESCRIPTION_LIMIT),
+    )
+    when = []
+    if report.launched_at:
+        when.append(f"launched {fmt(report.launched_at, 'date')}")
+    if p.finished and p.projected_end:
+        when.append(f"finished {fmt(p.projected_end, 'date')}")
+    elif p.projected_end:
+        when.append(
+            f"projected end {fmt(p.projected_end, 'date')} ({fmt(p.projected_end, 'relative')})"
+        )
+    if when:
+        card.fields.append(CardField("Schedule", " · ".join(when)))
+    if report.last_restart:
+        r = report.last_restart
+        card.fields.append(
+            CardField(
+                "Last restart",
+                clip(f"{fmt(r.at, 'relative')}: {r.description}", FIELD_VALUE_LIMIT),
+            )
+        )
+    if p.loss is not None:
+        rate = f" · {p.steps_per_hour:,.0f} steps/h (24 h)" if p.steps_per_hour else ""
+        card.fields.append(CardField("Loss", f"{p.loss:.4f}{rate}", inline=True))
+    incidents = report.open_incidents
+    card.fields.append(
+        CardField(
+            "Open incidents",
+            clip(
+                "\n".join(f"• {i.title} (since {fmt(i.started_at, 'relative')})" for i in incidents)
+                or "none",
+                FIELD_VALUE_LIMIT,
+            ),
+            inline=True,
+        )
+    )
+    card.fields.append(
+        CardField("Sources", freshness_line(report.freshness, report.now), inline=False)
+    )
+    if report.links:
+        links = " · ".join(f"[{label}]({url})" for label, url in report.links.items())
+        card.fields.append(CardField("Links", clip(links, FIELD_VALUE_LIMIT)))
+    by = "LLM" if report.narrative_by == "llm" else "template"
+    updated = ago(report.narrative_at, report.now) if report.narrative_at else "never"
+    card.footer = f"narrative ({by}) updated {updated}"
+    card.image = chart
+    return card
+
+
+def freshness_line(freshness: dict[str, datetime | None], now: datetime) -> str:
+    names = {"wandb": "W&B", "github": "GitHub", "discord": "Discord"}
+    parts = []
+    for source, label in names.items():
+        if source in freshness:
+            parts.append(f"{label} {ago(freshness[source], now)}")
+    return " · ".join(parts) or "no source polled yet"
+
+
+def _color(report: StatusReport) -> Color:
+    if report.health in ("ok", "warning", "bad", "stale", "done"):
+        return report.health  # type: ignore[return-value]
+    return "unknown"
+
+
+def format_tokens(value: float | None) -> str:
+    if value is None:
+        return "—"
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(value) >= scale:
+            return f"{value / scale:.2f}".rstrip("0").rstrip(".") + suffix
+    return f"{value:.0f}"
+
+
+def entry_line(entry: TimelineEntry, *, link: bool = True) -> str:
+    """`**author** [#8818](url) open — summary · tag`"""
+    who = f"**{entry.author}**" if entry.author else f"**{entry.source}**"
+    ref = entry.ref or ""
+    if ref and entry.url and link:
+        ref = f"[{ref}]({entry.url})"
+    state = f" {entry.state}" if entry.state and entry.source == "github" else ""
+    mark = "🚨 " if entry.incident else ""
+    return f"{mark}{who} {ref}{state} — {entry.summary} · `{entry.tag}`".replace("  ", " ")
+
+
+def timeline_pages(
+    entries: list[TimelineEntry],
+    title: str,
+    fmt: TimeFormatter,
+    *,
+    page_budget: int = 4500,
+    max_fields: int = 10,
+) -> list[Card]:
+    """Entries grouped by day (newest first) into pages that fit Discord's limits."""
+    pages: list[Card] = []
+    current = Card(title=clip(title, TITLE_LIMIT), color="info")
+
+    def flush() -> None:
+        nonlocal current
+        if current.fields:
+            pages.append(current)
+        current = Card(title=clip(title, TITLE_LIMIT), color="info")
+
+    day_key: str | None = None
+    for entry in entries:
+        line = clip(entry_line(entry), FIELD_VALUE_LIMIT)
+        key = entry.at.strftime("%Y-%m-%d")
+        last = current.fields[-1] if current.fields else None
+        fits_field = last is not None and len(last.value) + 1 + len(line) <= FIELD_VALUE_LIMIT
+        fits_page = current.size() + len(line) + 1 <= page_budget
+        if key == day_key and last is not None and fits_field and fits_page:
+            last.value += "\n" + line
+            continue
+        name = fmt(entry.at, "date") if key != day_key else f"{fmt(entry.at, 'date')} (cont.)"
+        if len(current.fields) >= max_fields or current.size() + len(name) + len(line) > (
+            page_budget
+        ):
+            flush()
+        current.fields.append(CardField(clip(name, FIELD_NAME_LIMIT), line))
+        day_key = key
+    flush()
+    if not pages:
+        pages.append(Card(title=clip(title, TITLE_LIMIT), description="No entries.", color="info"))
+    for number, page in enumerate(pages, 1):
+        page.footer = f"page {number} of {len(pages)}"
+    return pages
+
+
+def digest_card(facts: DigestFacts, fmt: TimeFormatter) -> Card:
+    title = f"Daily digest — {facts.run.name}"
+    card = Card(
+        title=clip(title, TITLE_LIMIT),
+        description=clip(facts.text, DESCRIPTION_LIMIT),
+        color="info",
+        footer=f"{fmt(facts.start, 'datetime')} → {fmt(facts.end, 'datetime')} · {facts.by}",
+    )
+    return card

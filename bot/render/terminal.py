@@ -1,0 +1,86 @@
+"""Terminal rendering: the same cards, as plain text, with times in the run's own zone."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from bot.render.cards import Card, TimeFormatter, TimeStyle
+from bot.services.timeline import TimelineEntry
+from bot.timeutil import ago
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_CODE = re.compile(r"`([^`]+)`")
+_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
+
+
+def local_formatter(zone_name: str, now: datetime) -> TimeFormatter:
+    try:
+        zone = ZoneInfo(zone_name)
+    except Exception:
+        zone = ZoneInfo("UTC")
+
+    def fmt(value: datetime, style: TimeStyle) -> str:
+        local = value.astimezone(zone)
+        if style == "date":
+            return f"{local:%b} {local.day}, {local:%Y}"
+        if style == "time":
+            return local.strftime("%H:%M %Z")
+        if style == "relative":
+            if value >= now:
+                return "in " + ago(now, value).removesuffix(" ago")
+            return ago(value, now)
+        return f"{local:%b} {local.day}, {local:%Y %H:%M %Z}"
+
+    return fmt
+
+
+def plain(text: str) -> str:
+    """Drop the little markdown the cards use."""
+    text = _LINK.sub(r"\1 (\2)", text)
+    text = _BOLD.sub(r"\1", text)
+    return _CODE.sub(r"\1", text)
+
+
+def render_card(card: Card, width: int = 100) -> str:
+    out = [plain(card.title), "=" * min(len(card.title), width)]
+    if card.description:
+        for paragraph in card.description.split("\n"):
+            out.append(textwrap.fill(plain(paragraph), width) if paragraph.strip() else "")
+    for fld in card.fields:
+        out.append("")
+        out.append(f"{plain(fld.name)}:")
+        for line in fld.value.split("\n"):
+            out.append(
+                textwrap.fill(plain(line), width, initial_indent="  ", subsequent_indent="    ")
+            )
+    if card.footer:
+        out.append("")
+        out.append(f"({plain(card.footer)})")
+    return "\n".join(out)
+
+
+def render_timeline(entries: list[TimelineEntry], fmt: TimeFormatter, width: int = 100) -> str:
+    if not entries:
+        return "No timeline entries."
+    out: list[str] = []
+    day = None
+    for entry in entries:
+        label = fmt(entry.at, "date")
+        if label != day:
+            if out:
+                out.append("")
+            out.append(label)
+            day = label
+        who = entry.author or entry.source
+        ref = f" {entry.ref}" if entry.ref else ""
+        state = f" [{entry.state}]" if entry.state and entry.source == "github" else ""
+        flag = "! " if entry.incident else "  "
+        head = f"{flag}{fmt(entry.at, 'time')}  {who}{ref}{state}  ({entry.tag})"
+        out.append(head)
+        out.append(
+            textwrap.fill(entry.summary, width, initial_indent="      ", subsequent_indent="      ")
+        )
+    return "\n".join(out)

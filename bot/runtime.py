@@ -1,0 +1,74 @@
+"""The composition root's building blocks: open the database, the HTTP client, the sources and
+the LLM for a given configuration, and close them all on the way out. The CLI and the Discord
+bot both start from `open_runtime`; nothing is created at import time."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from bot.models import RunInfo
+from bot.pipeline import CycleSummary, Detector, Enricher, run_cycle
+from bot.settings import RunConfig, RunsFile, Settings
+from bot.sources.base import Source
+from bot.store import Database, Store
+
+log = logging.getLogger(__name__)
+
+
+def run_info(run: RunConfig) -> RunInfo:
+    """What the store keeps of a run, so commands work on a database without the runs file."""
+    return RunInfo(
+        slug=run.slug,
+        name=run.name,
+        total_steps=run.total_steps,
+        target_tokens=run.target_tokens,
+        launched_at=run.launched_at,
+        timezone=run.timezone,
+        links=dict(run.links),
+        config=run.model_dump(mode="json"),
+    )
+
+
+async def record_runs(store: Store, runs: RunsFile) -> None:
+    for run in runs.runs:
+        await store.runs.upsert(run_info(run))
+
+
+@dataclass(slots=True)
+class Runtime:
+    settings: Settings
+    runs: RunsFile
+    store: Store
+    sources: list[Source] = field(default_factory=list)
+    enricher: Enricher | None = None
+    detector: Detector | None = None
+    extras: dict[str, object] = field(default_factory=dict)  # e.g. the LLM client
+
+    async def cycle(self, now: datetime) -> CycleSummary:
+        return await run_cycle(
+            self.store, self.sources, now, enricher=self.enricher, detector=self.detector
+        )
+
+
+@asynccontextmanager
+async def open_store(settings: Settings) -> AsyncIterator[Store]:
+    async with Database.open(settings.runscribe_db) as db:
+        yield Store(db)
+
+
+@asynccontextmanager
+async def open_runtime(settings: Settings, runs: RunsFile) -> AsyncIterator[Runtime]:
+    """Open everything a polling process needs. Live sources and the LLM are attached by
+    `bot.wiring` when those modules are present and configured."""
+    async with AsyncExitStack() as stack:
+        store = await stack.enter_async_context(open_store(settings))
+        await record_runs(store, runs)
+        runtime = Runtime(settings=settings, runs=runs, store=store)
+        from bot import wiring  # late import: wiring pulls in httpx, wandb and anthropic
+
+        await wiring.attach(runtime, stack)
+        yield runtime

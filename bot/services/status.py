@@ -1,0 +1,252 @@
+"""What `/status` and `runscribe status` show, computed from the store alone (no network, no
+LLM on the request path). Numbers come from code; the narrative is the latest stored one, or a
+template written from the same numbers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from bot.analysis.progress import Progress, compute_progress, detect_restarts
+from bot.errors import UserFacingError
+from bot.models import UNHEALTHY_STATES, Event, Incident, RunInfo, RunSnapshot
+from bot.render.chart import ChartCache, render_chart_async
+from bot.store import Store
+from bot.timeutil import humanize_delta
+
+WINDOW = timedelta(hours=24)
+# W&B silent this long while we keep polling it fine → the run itself is quiet, not the monitor.
+MONITOR_STALE_AFTER = timedelta(minutes=15)
+FRESHNESS_SOURCES = ("wandb", "github", "discord")
+
+
+class UnknownRun(UserFacingError):
+    """No run with that slug is recorded in the store."""
+
+    def __init__(self, slug: str, known: list[str] | None = None):
+        self.slug = slug
+        hint = f"; known runs: {', '.join(known)}" if known else ""
+        super().__init__(f"unknown run {slug!r}{hint}")
+
+
+@dataclass(slots=True)
+class RestartInfo:
+    at: datetime
+    description: str
+    from_step: int | None = None
+    to_step: int | None = None
+
+
+@dataclass(slots=True)
+class StatusReport:
+    run: RunInfo
+    now: datetime
+    state: str  # running | crashed | failed | killed | stalled | finished | pending | unknown
+    health: str  # ok | warning | bad | stale | done | unknown
+    progress: Progress
+    launched_at: datetime | None
+    last_restart: RestartInfo | None
+    open_incidents: list[Incident]
+    freshness: dict[str, datetime | None]
+    monitor_stale: bool
+    heartbeat_at: datetime | None
+    narrative: str
+    narrative_at: datetime | None
+    narrative_by: str  # "llm" | "template"
+    links: dict[str, str] = field(default_factory=dict)
+    latest_wandb_run: str | None = None
+
+    @property
+    def slug(self) -> str:
+        return self.run.slug
+
+
+def _chain_order(run: RunInfo, snapshots: list[RunSnapshot]) -> list[str]:
+    listed = [str(path) for path in run.config.get("wandb_runs", [])]
+    rest = [s.wandb_run for s in snapshots if s.wandb_run not in listed]
+    return listed + rest
+
+
+def _current_snapshot(chain: list[str], snapshots: list[RunSnapshot]) -> RunSnapshot | None:
+    by_path = {s.wandb_run: s for s in snapshots}
+    for path in reversed(chain):
+        if path in by_path:
+            return by_path[path]
+    return None
+
+
+def derive_state(
+    snapshot: RunSnapshot | None,
+    progress: Progress,
+    now: datetime,
+    *,
+    wandb_fresh_at: datetime | None,
+    stall_after: timedelta = timedelta(minutes=20),
+) -> tuple[str, str, bool]:
+    """(state, health, monitor_stale). A monitor that cannot reach W&B makes the report 'stale',
+    never 'crashed': we only say what W&B last told us."""
+    monitor_stale = wandb_fresh_at is not None and now - wandb_fresh_at > MONITOR_STALE_AFTER
+    if progress.finished:
+        return "finished", "done", monitor_stale
+    if snapshot is None:
+        if progress.step is None:
+            return "unknown", "unknown", monitor_stale
+        state = "running"
+    else:
+        state = snapshot.state
+    if state in UNHEALTHY_STATES:
+        return state, "bad", monitor_stale
+    if state == "finished":
+        return state, "done", monitor_stale
+    if monitor_stale:
+        return state, "stale", True
+    last = progress.last_point_at
+    if state == "running" and last is not None and now - last > stall_after:
+        return "stalled", "warning", False
+    return state, ("ok" if state == "running" else "warning"), False
+
+
+def _restart_from_event(event: Event) -> RestartInfo:
+    return RestartInfo(
+        at=event.at,
+        description=event.summary or event.title or "restarted",
+        from_step=event.extra.get("from_step"),
+        to_step=event.extra.get("to_step"),
+    )
+
+
+def _last_restart(progress: Progress, stored: Event | None) -> RestartInfo | None:
+    computed = None
+    if progress.last_restart is not None:
+        r = progress.last_restart
+        down = f" after {humanize_delta(r.down_for)} down" if r.down_for else ""
+        verb = "resumed in a new W&B run" if r.kind == "new-run" else "restored from a checkpoint"
+        text = f"{verb} at step {r.to_step:,}{down}"
+        if r.recomputed_steps:
+            text += f"; {r.recomputed_steps:,} steps recomputed"
+        computed = RestartInfo(r.at, text, r.from_step, r.to_step)
+    if stored is not None and (computed is None or stored.at > computed.at):
+        return _restart_from_event(stored)
+    return computed
+
+
+def template_narrative(report: StatusReport) -> str:
+    """Plain sentences from the computed facts; what no-key installs show, and the fallback when
+    an LLM narrative fails its grounding check."""
+    p = report.progress
+    name = report.run.name
+    parts: list[str] = []
+    if p.step is None:
+        return f"{name} has no training metrics recorded yet."
+    where = f"step {p.step:,}"
+    if p.total_steps:
+        where += f" of {p.total_steps:,}"
+    if p.percent is not None:
+        where += f" ({p.percent:.1f}% done)"
+    if report.state == "finished":
+        parts.append(f"{name} has finished training at {where}.")
+    elif report.health == "bad":
+        parts.append(f"{name} is {report.state} according to W&B, last seen at {where}.")
+    elif report.state == "stalled" and p.last_point_at:
+        idle = humanize_delta(report.now - p.last_point_at)
+        parts.append(f"{name} has logged no new step for {idle}; it was last at {where}.")
+    else:
+        parts.append(f"{name} is {report.state} at {where}.")
+    if p.steps_per_hour and p.projected_end and report.state != "finished":
+        parts.append(
+            f"Over the last day it averaged {p.steps_per_hour:,.0f} steps an hour, downtime "
+            f"included, which puts the end around {p.projected_end:%b %d, %Y}."
+        )
+    if report.last_restart is not None:
+        since = humanize_delta(report.now - report.last_restart.at)
+        parts.append(f"The last restart was {since} ago: {report.last_restart.description}.")
+    if report.open_incidents:
+        titles = "; ".join(i.title for i in report.open_incidents[:3])
+        count = len(report.open_incidents)
+        parts.append(f"{count} incident{'s' if count != 1 else ''} open: {titles}.")
+    else:
+        parts.append("No incident is open.")
+    if report.monitor_stale:
+        parts.append(
+            "Runscribe has not been able to reach W&B recently, so these figures may be behind; "
+            "that says nothing about the run itself."
+        )
+    return " ".join(parts)
+
+
+async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
+    run = await store.runs.get(slug)
+    if run is None:
+        raise UnknownRun(slug)
+    snapshots = await store.snapshots.chain(slug)
+    chain = _chain_order(run, snapshots)
+    points = await store.metrics.window(slug, now - WINDOW)
+    progress = compute_progress(
+        points,
+        total_steps=run.total_steps,
+        target_tokens=run.target_tokens,
+        now=now,
+        chain=chain,
+        window=WINDOW,
+    )
+    health_rows = await store.health.for_run(slug)
+    freshness = {
+        source: (health_rows[source].last_success_at if source in health_rows else None)
+        for source in FRESHNESS_SOURCES
+    }
+    current = _current_snapshot(chain, snapshots)
+    stall_minutes = float(run.config.get("alerts", {}).get("stall_minutes", 20))
+    state, health, monitor_stale = derive_state(
+        current,
+        progress,
+        now,
+        wandb_fresh_at=freshness["wandb"],
+        stall_after=timedelta(minutes=stall_minutes),
+    )
+    launched = run.launched_at
+    if launched is None and snapshots:
+        created = [s.created_at for s in snapshots if s.created_at is not None]
+        launched = min(created) if created else None
+    stored_restart = await store.events.last_of_kind(slug, "wandb", "restart")
+    report = StatusReport(
+        run=run,
+        now=now,
+        state=state,
+        health=health,
+        progress=progress,
+        launched_at=launched,
+        last_restart=_last_restart(progress, stored_restart),
+        open_incidents=await store.incidents.find(slug, open_only=True),
+        freshness=freshness,
+        monitor_stale=monitor_stale,
+        heartbeat_at=current.heartbeat_at if current else None,
+        narrative="",
+        narrative_at=None,
+        narrative_by="template",
+        links=dict(run.links),
+        latest_wandb_run=current.wandb_run if current else None,
+    )
+    stored = await store.llm.latest(slug, "narrative")
+    if stored is not None and stored.content.strip():
+        report.narrative = stored.content
+        report.narrative_at = stored.created_at
+        report.narrative_by = "template" if stored.fallback else "llm"
+    else:
+        report.narrative = template_narrative(report)
+        report.narrative_at = now
+    return report
+
+
+async def status_chart(store: Store, slug: str, cache: ChartCache) -> bytes:
+    """The /status chart, served from the cache while no new point has arrived."""
+    version = await store.metrics.version(slug)
+    png = cache.get(slug, version)
+    if png is not None:
+        return png
+    run = await store.runs.get(slug)
+    points = await store.metrics.downsampled(slug)
+    chain = [str(p) for p in run.config.get("wandb_runs", [])] if run else []
+    restarts = detect_restarts(points, chain)
+    png = await render_chart_async(points, restarts, title=run.name if run else slug)
+    cache.put(slug, version, png)
+    return png

@@ -1,0 +1,90 @@
+"""What `/timeline` and `runscribe timeline` show: dated one-line entries, newest first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from bot.errors import UserFacingError
+from bot.models import SOURCES, TAGS, Event
+from bot.services.status import UnknownRun
+from bot.store import Store
+
+MAX_DAYS = 3650
+
+
+class BadFilter(UserFacingError):
+    """A timeline filter a user typed wrong; the message is safe to show them."""
+
+
+@dataclass(slots=True, frozen=True)
+class TimelineEntry:
+    at: datetime
+    author: str | None
+    source: str
+    ref: str | None
+    url: str | None
+    state: str | None
+    summary: str
+    tag: str
+    incident: bool
+    kind: str
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "at": self.at.isoformat().replace("+00:00", "Z"),
+            "author": self.author,
+            "source": self.source,
+            "ref": self.ref,
+            "url": self.url,
+            "state": self.state,
+            "summary": self.summary,
+            "tag": self.tag,
+            "incident": self.incident,
+        }
+
+
+def entry_from_event(event: Event) -> TimelineEntry:
+    summary = event.summary or event.title or (event.body[:200] if event.body else "")
+    return TimelineEntry(
+        at=event.at,
+        author=event.author,
+        source=event.source,
+        ref=event.ref,
+        url=event.url,
+        state=event.state,
+        summary=summary or "(no text)",
+        tag=event.tag or ("incident" if event.incident else "other"),
+        incident=event.incident,
+        kind=event.kind,
+    )
+
+
+def validate_filters(days: int | None, tag: str | None, source: str | None) -> None:
+    if days is not None and not 1 <= days <= MAX_DAYS:
+        raise BadFilter(f"days must be between 1 and {MAX_DAYS}")
+    if tag is not None and tag not in TAGS:
+        raise BadFilter(f"unknown tag {tag!r}; use one of: {', '.join(TAGS)}")
+    if source is not None and source not in SOURCES:
+        raise BadFilter(f"unknown source {source!r}; use one of: {', '.join(SOURCES)}")
+
+
+async def build_timeline(
+    store: Store,
+    slug: str,
+    now: datetime,
+    *,
+    days: int | None = 7,
+    tag: str | None = None,
+    source: str | None = None,
+    limit: int = 200,
+    offset: int = 0,
+) -> list[TimelineEntry]:
+    validate_filters(days, tag, source)
+    if await store.runs.get(slug) is None:
+        raise UnknownRun(slug)
+    since = now - timedelta(days=days) if days is not None else None
+    events = await store.events.timeline(
+        slug, since=since, tag=tag, source=source, limit=limit, offset=offset
+    )
+    return [entry_from_event(event) for event in events]

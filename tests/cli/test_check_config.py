@@ -1,0 +1,139 @@
+"""`runscribe check-config` as a user runs it: a real process, real files, exit codes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GOOD = """
+[[runs]]
+slug = "hero"
+name = "Hero 535B"
+wandb_runs = ["lab/proj/hero-1"]
+wandb_run_pattern = "^hero-"
+total_steps = 390251
+target_tokens = 18e12
+launched_at = 2026-08-20
+github_repo = "lab/model"
+github_issues = [8435]
+github_labels = ["hero-run"]
+github_keywords = ["hero run"]
+watch_channels = [123456789012345678]
+alerts_channel = 123456789012345678
+digest_channel = 123456789012345678
+digest_time = "09:00"
+timezone = "America/New_York"
+
+[runs.metrics]
+step = "_step"
+tokens = "throughput/total_tokens"
+loss = "train/loss"
+
+[runs.links]
+"W&B report" = "https://wandb.ai/lab/proj/reports/x"
+"""
+
+
+def run_cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("RUNSCRIBE_", "DISCORD_"))}
+    clean.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        cwd=tmp_path,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def check(tmp_path: Path, toml: str | None, **env: str):
+    path = tmp_path / "runscribe.toml"
+    if toml is not None:
+        path.write_text(toml)
+    return run_cli(tmp_path, "check-config", env={"RUNSCRIBE_CONFIG": str(path), **env})
+
+
+def test_good_file_passes(tmp_path: Path) -> None:
+    result = check(tmp_path, GOOD)
+    assert result.returncode == 0, result.stderr
+    assert "1 run(s) OK" in result.stdout
+    assert "hero: Hero 535B" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("toml", "expected"),
+    [
+        (None, "runs file not found"),
+        ("[[runs]\nslug = 1\n", "invalid TOML"),
+        (
+            GOOD.replace('timezone = "America/New_York"', 'timezone = "Mars/Base"'),
+            "runs[0].timezone: unknown time zone 'Mars/Base'",
+        ),
+        (GOOD.replace('digest_time = "09:00"', 'digest_time = "9am"'), "runs[0].digest_time"),
+        (GOOD.replace("total_steps = 390251", "total_steps = 0"), "runs[0].total_steps"),
+        (
+            GOOD.replace('wandb_run_pattern = "^hero-"', 'wandb_run_pattern = "(["'),
+            "runs[0].wandb_run_pattern: invalid regular expression",
+        ),
+        (GOOD + 'colour = "blue"\n', "runs[0].links: link 'colour' must be an http(s) URL"),
+        (GOOD.replace('slug = "hero"', 'slgu = "hero"'), "runs[0].slug: required key is missing"),
+        (
+            GOOD.replace('slug = "hero"', 'slug = "hero"\nmodel_size = 3'),
+            "runs[0].model_size: unknown key",
+        ),
+        (GOOD.replace("total_steps = 390251", 'total_steps = "lots"'), "runs[0].total_steps"),
+        (
+            GOOD.replace("watch_channels = [123456789012345678]", 'watch_channels = ["general"]'),
+            "runs[0].watch_channels[0]",
+        ),
+        (GOOD.replace('github_repo = "lab/model"', 'github_repo = "model"'), "runs[0].github_repo"),
+        ("", "runs: required key is missing"),
+    ],
+)
+def test_each_problem_is_named_with_its_path(
+    tmp_path: Path, toml: str | None, expected: str
+) -> None:
+    result = check(tmp_path, toml)
+    assert result.returncode == 2
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_invalid_toml_reports_the_line(tmp_path: Path) -> None:
+    result = check(tmp_path, 'x = 1\n\n[[runs]]\nslug = "a\n')
+    assert result.returncode == 2
+    assert "line 4" in result.stderr
+
+
+def test_every_problem_is_listed_not_just_the_first(tmp_path: Path) -> None:
+    bad = GOOD.replace('timezone = "America/New_York"', 'timezone = "Nowhere"').replace(
+        'digest_time = "09:00"', 'digest_time = "99:99"'
+    )
+    result = check(tmp_path, bad)
+    assert result.returncode == 2
+    assert "runs[0].timezone" in result.stderr and "runs[0].digest_time" in result.stderr
+
+
+def test_a_run_needs_a_source(tmp_path: Path) -> None:
+    result = check(tmp_path, '[[runs]]\nslug = "x"\nname = "X"\n')
+    assert result.returncode == 2
+    assert "needs at least one source" in result.stderr
+
+
+def test_bad_environment_names_the_variable(tmp_path: Path) -> None:
+    result = check(tmp_path, GOOD, GITHUB_API_URL="not a url")
+    assert result.returncode == 2
+    assert "GITHUB_API_URL" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_dotenv_is_read(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("DISCORD_GUILD_ID=notanumber\n")
+    result = check(tmp_path, GOOD)
+    assert result.returncode == 2
+    assert "DISCORD_GUILD_ID" in result.stderr

@@ -1,0 +1,198 @@
+"""Status, timeline and digest built from a real store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.models import Event, Incident, LLMOutput, MetricPoint, RunInfo, RunSnapshot
+from bot.render.cards import TOTAL_LIMIT, status_card, timeline_pages
+from bot.render.json import status_json, timeline_json
+from bot.render.terminal import local_formatter, render_card
+from bot.services.digest import build_digest
+from bot.services.status import UnknownRun, build_status
+from bot.services.timeline import BadFilter, build_timeline
+from bot.store import Store
+
+NOW = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
+RUN = "e/p/hero-1"
+
+
+async def seed(store: Store, *, hours: int = 48, state: str = "running") -> None:
+    await store.runs.upsert(
+        RunInfo(
+            slug="hero",
+            name="Hero 535B",
+            total_steps=10_000,
+            target_tokens=1e12,
+            timezone="America/New_York",
+            links={"Report": "https://example.org/report"},
+            config={"wandb_runs": [RUN]},
+        )
+    )
+    points = [
+        MetricPoint(
+            RUN,
+            step=h * 100,
+            at=NOW - timedelta(hours=hours - h),
+            tokens=h * 1e9,
+            loss=3.0 - h * 0.01,
+        )
+        for h in range(hours + 1)
+    ]
+    await store.metrics.add_points("hero", points)
+    await store.snapshots.upsert(
+        "hero", RunSnapshot(RUN, "hero-1", state, NOW - timedelta(hours=hours), NOW, 4800, NOW)
+    )
+    for source in ("wandb", "github"):
+        await store.health.record_success(source, "hero", NOW - timedelta(minutes=2))
+
+
+async def test_status_numbers_come_from_the_points(store: Store) -> None:
+    await seed(store)
+    report = await build_status(store, "hero", NOW)
+    p = report.progress
+    assert p.step == 4800 and p.total_steps == 10_000
+    assert p.percent == 48.0
+    assert p.steps_per_hour == pytest.approx(100.0)
+    assert p.projected_end == NOW + timedelta(hours=52)
+    assert report.state == "running" and report.health == "ok"
+    assert report.freshness["wandb"] == NOW - timedelta(minutes=2)
+    assert report.freshness["discord"] is None
+    data = status_json(report)
+    assert data["progress"]["percent"] == data["progress"]["step"] / 10_000 * 100
+    for key in (
+        "run",
+        "slug",
+        "state",
+        "launched_at",
+        "projected_end",
+        "last_restart_at",
+        "loss",
+        "open_incidents",
+        "freshness",
+        "narrative",
+        "links",
+    ):
+        assert key in data
+    assert set(data["freshness"]) == {"wandb", "github", "discord"}
+    assert "step 4,800 of 10,000" in report.narrative
+
+
+async def test_crashed_run_is_bad_but_stale_monitor_is_not_a_crash(store: Store) -> None:
+    await seed(store, state="crashed")
+    report = await build_status(store, "hero", NOW)
+    assert (report.state, report.health) == ("crashed", "bad")
+
+    await seed(store, state="running")
+    await store.health.record_success("wandb", "hero", NOW - timedelta(hours=1))
+    stale = await build_status(store, "hero", NOW + timedelta(hours=2))
+    assert stale.monitor_stale and stale.health == "stale"
+    assert stale.state == "running"  # never "crashed" because W&B could not be reached
+    assert "nothing about the run itself" in stale.narrative
+
+
+async def test_stall_is_reported(store: Store) -> None:
+    await seed(store)
+    await store.health.record_success("wandb", "hero", NOW + timedelta(hours=1))
+    report = await build_status(store, "hero", NOW + timedelta(hours=1))
+    assert report.state == "stalled" and report.health == "warning"
+
+
+async def test_open_incidents_and_stored_narrative(store: Store) -> None:
+    await seed(store)
+    await store.incidents.save(
+        Incident("hero", "node-loss", "node-loss", "Lost node s6", "firing", NOW)
+    )
+    await store.llm.record(
+        LLMOutput("narrative", "narrative", "abc", "m", "All calm.", NOW, "hero")
+    )
+    report = await build_status(store, "hero", NOW)
+    assert [i.title for i in report.open_incidents] == ["Lost node s6"]
+    assert report.narrative == "All calm." and report.narrative_by == "llm"
+
+
+async def test_status_card_fits_discord_limits(store: Store) -> None:
+    await seed(store)
+    report = await build_status(store, "hero", NOW)
+    report.narrative = "x " * 5000
+    card = status_card(report, local_formatter("America/New_York", NOW))
+    assert card.size() <= TOTAL_LIMIT
+    assert len(card.description) <= 4096
+    text = render_card(card)
+    assert "Hero 535B" in text and "48.0%" in text
+
+
+async def test_unknown_run(store: Store) -> None:
+    with pytest.raises(UnknownRun):
+        await build_status(store, "nope", NOW)
+
+
+async def test_timeline_filters_and_pages(store: Store) -> None:
+    await seed(store)
+    events = [
+        Event(
+            "hero",
+            "github",
+            f"comment:{i}",
+            "comment",
+            NOW - timedelta(hours=i),
+            author="ada",
+            ref="#12",
+            url="https://github.com/o/r/issues/12",
+            body="long " * 80,
+            summary=f"entry {i} " + "word " * 30,
+            tag="ablation" if i % 2 else "optimizer",
+        )
+        for i in range(120)
+    ]
+    await store.events.upsert_many(events)
+    for e in events:
+        assert e.summary is not None and e.tag is not None
+        await store.events.set_enrichment(
+            e,
+            summary=e.summary,
+            tag=e.tag,
+            incident=False,
+            severity=None,
+            newsworthy=True,
+            enriched_by="test",
+        )
+    entries = await build_timeline(store, "hero", NOW, days=2)
+    assert len(entries) == 49  # hours 0..48 inclusive
+    assert entries[0].at > entries[-1].at
+    ablations = await build_timeline(store, "hero", NOW, days=7, tag="ablation")
+    assert ablations and all(e.tag == "ablation" for e in ablations)
+    js = timeline_json(entries)
+    assert set(js[0]) == {
+        "at",
+        "author",
+        "source",
+        "ref",
+        "url",
+        "state",
+        "summary",
+        "tag",
+        "incident",
+    }
+    pages = timeline_pages(entries, "Timeline", local_formatter("UTC", NOW))
+    assert len(pages) > 1
+    for page in pages:
+        assert page.size() <= TOTAL_LIMIT and len(page.fields) <= 25
+        assert all(len(f.value) <= 1024 for f in page.fields)
+    with pytest.raises(BadFilter):
+        await build_timeline(store, "hero", NOW, tag="gossip")
+    with pytest.raises(BadFilter):
+        await build_timeline(store, "hero", NOW, days=0)
+
+
+async def test_digest_quiet_and_busy(store: Store) -> None:
+    await seed(store)
+    busy = await build_digest(store, "hero", NOW)
+    assert not busy.quiet and busy.steps_gained == 2400
+    assert "2,400 steps" in busy.text or "+2,400" in busy.text
+    later = NOW + timedelta(days=3)
+    quiet = await build_digest(store, "hero", later)
+    assert quiet.quiet
+    assert "nothing happened" in quiet.text

@@ -395,12 +395,22 @@ class MetricsRepo:
     async def window(self, run_slug: str, since: datetime) -> list[MetricPoint]:
         """Points since `since`, plus the last point of each W&B run before it, so a trailing
         rate can be measured from the window's start without reading the whole history."""
-        before = await self.db.fetchall(
-            "SELECT wandb_run, step, at, tokens, loss FROM metric_points AS m WHERE run_slug = ? "
-            "AND at = (SELECT MAX(at) FROM metric_points WHERE run_slug = m.run_slug "
-            "AND wandb_run = m.wandb_run AND at < ?)",
-            (run_slug, to_db(since)),
+        runs = await self.db.fetchall(
+            "SELECT wandb_run FROM run_snapshots WHERE run_slug = ?", (run_slug,)
         )
+        if not runs:
+            runs = await self.db.fetchall(
+                "SELECT DISTINCT wandb_run FROM metric_points WHERE run_slug = ?", (run_slug,)
+            )
+        before = []
+        for (wandb_run,) in runs:
+            row = await self.db.fetchone(
+                "SELECT wandb_run, step, at, tokens, loss FROM metric_points WHERE run_slug = ? "
+                "AND wandb_run = ? AND at < ? ORDER BY at DESC LIMIT 1",
+                (run_slug, wandb_run, to_db(since)),
+            )
+            if row is not None:
+                before.append(row)
         return [self._point(row) for row in before] + await self.points(run_slug, since=since)
 
     async def latest(self, run_slug: str) -> MetricPoint | None:

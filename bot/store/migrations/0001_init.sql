@@ -38,6 +38,7 @@ CREATE TABLE events (
 );
 CREATE INDEX events_run_at ON events (run_slug, at DESC);
 CREATE INDEX events_thread ON events (run_slug, thread);
+CREATE INDEX events_kind ON events (run_slug, source, kind, at);
 CREATE INDEX events_unenriched ON events (run_slug) WHERE enriched_hash IS NULL;
 
 CREATE TABLE metric_points (
@@ -51,6 +52,7 @@ CREATE TABLE metric_points (
     PRIMARY KEY (run_slug, wandb_run, step, at)
 ) WITHOUT ROWID;
 CREATE INDEX metric_points_at ON metric_points (run_slug, at);
+CREATE INDEX metric_points_run_at ON metric_points (run_slug, wandb_run, at);
 
 CREATE TABLE run_snapshots (
     run_slug      TEXT NOT NULL REFERENCES runs(slug) ON DELETE CASCADE,

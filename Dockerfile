@@ -1,0 +1,28 @@
+# syntax=docker/dockerfile:1
+# Stage 1: build a wheel and install it with its dependencies into a virtual environment.
+FROM python:3.11-slim AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY bot ./bot
+COPY cogs ./cogs
+COPY prompts ./prompts
+RUN python -m venv /opt/venv && /opt/venv/bin/pip install .
+
+# Stage 2: the runtime: the venv only, a non-root user, the database on a volume.
+FROM python:3.11-slim
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    RUNSCRIBE_DB=/data/runscribe.db \
+    RUNSCRIBE_CONFIG=/config/runscribe.toml \
+    WANDB_DIR=/data/wandb \
+    WANDB_CACHE_DIR=/data/wandb/cache \
+    WANDB_CONFIG_DIR=/data/wandb/config \
+    MPLCONFIGDIR=/tmp/matplotlib
+RUN useradd --create-home --uid 10001 runscribe && mkdir -p /data /config \
+    && chown runscribe:runscribe /data
+COPY --from=build /opt/venv /opt/venv
+USER runscribe
+WORKDIR /home/runscribe
+VOLUME ["/data"]
+CMD ["python", "-m", "bot", "run"]

@@ -1,0 +1,502 @@
+"""LLM enrichment: summary, tag, incident flag + severity and newsworthy flag for many events per
+request, through a forced tool call whose input is validated strictly.
+
+- **Batches.** Events are packed up to `max_batch` per request and up to `max_batch_tokens`
+  estimated input tokens. The system prompt, instructions and tool schema are paid once per batch;
+  each event costs its fenced text (body cleaned by the rules' `clean_text`, then capped at
+  `BODY_CHARS`), which keeps the amortized input under ~300 tokens per event.
+- **Cache.** Each enriched event is recorded in `llm_outputs` with
+  `cache_key = sha(prompt version, event identity, content hash)`. An event seen again with the
+  same content is answered from the store with no request; an edit changes the content hash and
+  is enriched again. The prompt version covers the system prompt, the enrich prompt and the tool
+  schema, so a prompt change re-enriches lazily (only events that come through again).
+- **Fallback.** No key, a spent budget, a failed call: every affected event gets the rules'
+  enrichment. A malformed item (unknown or duplicate id, bad tag, over-long or empty summary,
+  wrong types, a number not in the event) falls back for that event only.
+- **Cost.** A batch's usage is split evenly over the rows it produced; the share of events whose
+  items were rejected is recorded as one `enrich.rejected` row, so `usage` adds up to the bill.
+
+Discord bursts: `group_conversations` turns consecutive messages of one channel into one
+conversation event. It is pure; see its docstring for how the pipeline uses it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from bot.enrich.rules import Enrichment, clean_text, enrich_text
+from bot.llm.client import LLMClient, LLMResult, LLMUnavailable, estimate_tokens
+from bot.llm.grounding import FactIndex, check
+from bot.llm.prompts import load_prompt, short_hash
+from bot.llm.safety import fence, sanitize_output, urls_in
+from bot.models import TAGS, Event, LLMOutput
+from bot.store import Store
+from bot.timeutil import utcnow
+
+log = logging.getLogger(__name__)
+
+TASK = "enrich"
+TOOL_NAME = "record_enrichments"
+SUMMARY_MAX = 200
+BODY_CHARS = 600
+TITLE_CHARS = 160
+SEVERITIES = ("info", "warning", "critical")
+OUTPUT_TOKENS_PER_EVENT = 110  # max_tokens budget per item; typical use is ~60
+
+ENRICH_TOOL: dict[str, Any] = {
+    "name": TOOL_NAME,
+    "description": "Record the enrichment of every event in the batch, one item per event id.",
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "integer", "description": "the event's id"},
+                        "summary": {"type": "string", "maxLength": SUMMARY_MAX},
+                        "tag": {"type": "string", "enum": list(TAGS)},
+                        "incident": {"type": "boolean"},
+                        "severity": {"type": "string", "enum": list(SEVERITIES)},
+                        "newsworthy": {"type": "boolean"},
+                    },
+                    "required": ["id", "summary", "tag", "incident", "severity", "newsworthy"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["items"],
+        "additionalProperties": False,
+    },
+}
+
+
+def prompt_version() -> str:
+    """Hash of everything that shapes an enrichment: system prompt, enrich prompt, tool schema."""
+    system = load_prompt("system")
+    enrich = load_prompt("enrich")
+    return short_hash(system.text, enrich.text, json.dumps(ENRICH_TOOL, sort_keys=True))
+
+
+def label(version: str | None = None) -> str:
+    return f"llm:enrich@{(version or prompt_version())[:8]}"
+
+
+def cache_key(event: Event, version: str | None = None) -> str:
+    """Same prompt, same event identity, same content → same key."""
+    digest = hashlib.sha256()
+    for part in (
+        version or prompt_version(),
+        event.source,
+        event.kind,
+        event.author or "",
+        event.ref or "",
+        event.content_hash,
+    ):
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\x1f")
+    return "enrich:" + digest.hexdigest()[:32]
+
+
+def rules_for(event: Event) -> Enrichment:
+    return enrich_text(title=event.title, body=event.body, kind=event.kind, source=event.source)
+
+
+def prepare_body(text: str, limit: int = BODY_CHARS) -> str:
+    """Rules-cleaned prose, capped: the head carries the point, a short tail the conclusion."""
+    cleaned = clean_text(text or "").strip()
+    if len(cleaned) <= limit:
+        return cleaned
+    head = int(limit * 0.8)
+    tail = limit - head - 5
+    cut = cleaned[:head]
+    space = cut.rfind(" ")
+    if space > head * 0.7:
+        cut = cut[:space]
+    end = cleaned[-tail:]
+    space = end.find(" ")
+    if 0 <= space < tail * 0.3:
+        end = end[space + 1 :]
+    return f"{cut} […] {end}"
+
+
+def render_event(local_id: int, event: Event) -> str:
+    """One event as fenced data; metadata as attributes, text as the fenced body."""
+    title = (event.title or "").strip()
+    if len(title) > TITLE_CHARS:
+        title = title[: TITLE_CHARS - 1] + "…"
+    body = prepare_body(event.body)
+    text = f"title: {title}\n{body}" if title else body
+    return fence(
+        text or "(no text)",
+        source=event.source,
+        id=local_id,
+        kind=event.kind,
+        ref=event.ref,
+        author=event.author,
+        state=event.state,
+        date=event.at.strftime("%Y-%m-%d") if event.at else None,
+    )
+
+
+def _to_json(enrichment: Enrichment) -> str:
+    return json.dumps(
+        {
+            "summary": enrichment.summary,
+            "tag": enrichment.tag,
+            "incident": enrichment.incident,
+            "severity": enrichment.severity,
+            "incident_kind": enrichment.incident_kind,
+            "newsworthy": enrichment.newsworthy,
+        },
+        sort_keys=True,
+    )
+
+
+def _from_json(content: str) -> Enrichment | None:
+    try:
+        data = json.loads(content)
+        enrichment = Enrichment(
+            summary=str(data["summary"]),
+            tag=str(data["tag"]),
+            incident=bool(data["incident"]),
+            severity=data.get("severity"),
+            incident_kind=data.get("incident_kind"),
+            newsworthy=bool(data["newsworthy"]),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+    if enrichment.tag not in TAGS or not enrichment.summary:
+        return None
+    return enrichment
+
+
+@dataclass(slots=True)
+class _Pending:
+    local_id: int
+    event: Event
+    rendered: str
+    key: str
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.rendered)
+
+
+def plan_batches(
+    items: Sequence[_Pending], *, max_events: int, max_tokens: int
+) -> list[list[_Pending]]:
+    batches: list[list[_Pending]] = []
+    current: list[_Pending] = []
+    size = 0
+    for item in items:
+        if current and (len(current) >= max_events or size + item.tokens > max_tokens):
+            batches.append(current)
+            current, size = [], 0
+        current.append(item)
+        size += item.tokens
+    if current:
+        batches.append(current)
+    return batches
+
+
+def validate_item(raw: Any, event: Event, seen_text: str, base: Enrichment) -> Enrichment | None:
+    """A tool item → Enrichment, or None when anything about it is off."""
+    if not isinstance(raw, dict):
+        return None
+    summary, tag = raw.get("summary"), raw.get("tag")
+    incident, severity, newsworthy = raw.get("incident"), raw.get("severity"), raw.get("newsworthy")
+    if not isinstance(summary, str) or not summary.strip() or len(summary.strip()) > SUMMARY_MAX:
+        return None
+    if tag not in TAGS or not isinstance(incident, bool) or not isinstance(newsworthy, bool):
+        return None
+    if severity is not None and severity not in SEVERITIES:
+        return None
+    allowed = urls_in([event.body, event.url])
+    clean = sanitize_output(" ".join(summary.split()), allowed_urls=allowed, limit=SUMMARY_MAX)
+    # numbers, dates and refs in a summary must come from what the model saw of the event
+    if not check(clean, FactIndex.build(seen_text)).ok:
+        return None
+    sev = (severity if severity in ("warning", "critical") else "warning") if incident else None
+    return Enrichment(
+        summary=clean,
+        tag=tag,
+        incident=incident,
+        severity=sev,
+        incident_kind=(base.incident_kind if incident else None),
+        newsworthy=newsworthy or incident,
+    )
+
+
+class LLMEnricher:
+    """The pipeline's `Enricher` backed by the LLM, with the rules as the fallback."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        llm: LLMClient,
+        store: Store | None = None,
+        *,
+        run_names: dict[str, str] | None = None,
+        max_batch: int = 30,
+        max_batch_tokens: int = 8000,
+        clock: Callable[[], datetime] = utcnow,
+    ):
+        self.llm = llm
+        self.store = store or llm.store
+        self.run_names = run_names or {}
+        self.max_batch = max_batch
+        self.max_batch_tokens = max_batch_tokens
+        self.clock = clock
+        self.requests = 0  # requests sent by this enricher (for tests and the benchmark)
+
+    async def enrich(self, events: Sequence[Event]) -> dict[int, tuple[Enrichment, str]]:
+        out: dict[int, tuple[Enrichment, str]] = {}
+        version = prompt_version()
+        now = self.clock()
+        todo: list[_Pending] = []
+        for event in events:
+            if event.id is None:
+                continue
+            if event.deleted or not ((event.body or "").strip() or (event.title or "").strip()):
+                out[event.id] = (rules_for(event), "rules")
+                continue
+            key = cache_key(event, version)
+            cached = await self.store.llm.by_cache_key(key)
+            hit = _from_json(cached.content) if cached and not cached.fallback else None
+            if hit is not None and cached is not None:
+                out[event.id] = (hit, label(cached.prompt_hash))
+                continue
+            todo.append(_Pending(0, event, "", key))
+        if not todo:
+            return out
+        # one request per run keeps the run name accurate for every event in it
+        by_run: dict[str, list[_Pending]] = {}
+        for item in todo:
+            by_run.setdefault(item.event.run_slug, []).append(item)
+        unavailable: LLMUnavailable | None = None
+        for run_slug, items in by_run.items():
+            for n, item in enumerate(items, start=1):
+                item.local_id = n
+                item.rendered = render_event(n, item.event)
+            for batch in plan_batches(
+                items, max_events=self.max_batch, max_tokens=self.max_batch_tokens
+            ):
+                if unavailable is None:
+                    try:
+                        out.update(await self._enrich_batch(run_slug, batch, version, now))
+                        continue
+                    except LLMUnavailable as exc:
+                        unavailable = exc
+                        self.llm.note_fallback(exc, TASK, now)
+                for item in batch:
+                    if item.event.id is not None:
+                        out[item.event.id] = (rules_for(item.event), "rules")
+        return out
+
+    def build_request(self, run_slug: str, batch: Sequence[_Pending]) -> tuple[str, str]:
+        """(system, user message) for one batch; local ids are 1..n within the batch."""
+        for n, item in enumerate(batch, start=1):
+            if item.local_id != n:
+                item.local_id = n
+                item.rendered = render_event(n, item.event)
+        system = load_prompt("system").render()
+        user = load_prompt("enrich").render(
+            run_name=self.run_names.get(run_slug, run_slug),
+            count=len(batch),
+            tool_name=TOOL_NAME,
+            tags=", ".join(TAGS),
+            events="\n".join(item.rendered for item in batch),
+        )
+        return system, user
+
+    async def _enrich_batch(
+        self, run_slug: str, batch: list[_Pending], version: str, now: datetime
+    ) -> dict[int, tuple[Enrichment, str]]:
+        system, user = self.build_request(run_slug, batch)
+        self.requests += 1
+        result = await self.llm.complete(
+            system=system,
+            messages=[{"role": "user", "content": user}],
+            max_tokens=OUTPUT_TOKENS_PER_EVENT * len(batch) + 200,
+            tools=[ENRICH_TOOL],
+            tool_name=TOOL_NAME,
+            model=self.llm.enrich_model,
+            now=now,
+        )
+        accepted, rejected = self._accept(result, batch)
+        out: dict[int, tuple[Enrichment, str]] = {}
+        rows: list[LLMOutput] = []
+        parts = len(accepted) + (1 if rejected else 0)
+        name = label(version)
+        for index, (item, enrichment) in enumerate(accepted):
+            assert item.event.id is not None
+            out[item.event.id] = (enrichment, name)
+            rows.append(
+                result.output(
+                    task=TASK,
+                    prompt_name="enrich",
+                    prompt_hash=version,
+                    content=_to_json(enrichment),
+                    created_at=now,
+                    run_slug=run_slug,
+                    cache_key=item.key,
+                    share=(index, parts),
+                )
+            )
+        if rejected:
+            ids = [item.event.id for item in rejected]
+            log.warning(
+                "LLM enrichment rejected %d of %d items (ids %s); using the rules for them",
+                len(rejected),
+                len(batch),
+                ids,
+            )
+            for item in rejected:
+                if item.event.id is not None:
+                    out[item.event.id] = (rules_for(item.event), "rules")
+            row = result.output(
+                task=f"{TASK}.rejected",
+                prompt_name="enrich",
+                prompt_hash=version,
+                content=json.dumps({"rejected_event_ids": ids, "stop_reason": result.stop_reason}),
+                created_at=now,
+                run_slug=run_slug,
+                share=(len(accepted), parts),
+            )
+            # a fully rejected batch carries the whole cost on this row
+            rows.append(row if accepted else replace(row, cost_usd=result.cost_usd))
+        async with self.store.transaction():
+            for row in rows:
+                await self.store.llm.record(row)
+        return out
+
+    @staticmethod
+    def _accept(
+        result: LLMResult, batch: list[_Pending]
+    ) -> tuple[list[tuple[_Pending, Enrichment]], list[_Pending]]:
+        by_id = {item.local_id: item for item in batch}
+        found: dict[int, Enrichment] = {}
+        data = result.tool_input
+        raw_items = data.get("items") if isinstance(data, dict) else None
+        if isinstance(raw_items, list):
+            duplicates: set[int] = set()
+            for raw in raw_items:
+                if not isinstance(raw, dict):
+                    continue
+                local = raw.get("id")
+                if isinstance(local, bool) or not isinstance(local, int) or local not in by_id:
+                    continue
+                if local in found or local in duplicates:
+                    duplicates.add(local)
+                    found.pop(local, None)
+                    continue
+                item = by_id[local]
+                enrichment = validate_item(raw, item.event, item.rendered, rules_for(item.event))
+                if enrichment is not None:
+                    found[local] = enrichment
+        accepted = [(by_id[i], e) for i, e in sorted(found.items())]
+        rejected = [item for item in batch if item.local_id not in found]
+        return accepted, rejected
+
+
+# -- Discord conversations -------------------------------------------------------------------
+
+
+def _names(authors: list[str]) -> str:
+    if not authors:
+        return "someone"
+    if len(authors) == 1:
+        return authors[0]
+    if len(authors) <= 3:
+        return ", ".join(authors[:-1]) + " and " + authors[-1]
+    return f"{', '.join(authors[:2])} and {len(authors) - 2} others"
+
+
+def group_conversations(
+    events: Sequence[Event], gap: timedelta = timedelta(minutes=15)
+) -> list[Event]:
+    """Consecutive Discord messages of one channel, each within `gap` of the previous one, become
+    ONE `conversation` event; everything else (and a lone message) passes through unchanged.
+
+    The conversation is `Event(kind="conversation", external_id="conv:<first message id>",
+    thread=<channel>, author="A" / "A and B" / "A, B and C", body="author: text" lines)`, stamped
+    with the first message's time and the last message's time as `updated_at`;
+    `extra["messages"]` lists the member external ids. The first message's id keys it, so when a
+    later poll adds a message to the burst the same conversation is updated (new content hash →
+    enriched again) rather than duplicated.
+
+    Pipeline use (the caller decides about storage): after storing raw messages, take the recent
+    (e.g. last 2 h) non-deleted Discord messages of each watched channel, call this, upsert the
+    `conversation` events it returns, and enrich those; the member messages are then given
+    `newsworthy=False` (enriched_by "rules") so the timeline shows the conversation once.
+    Deleted messages are left out of a conversation; output order is by time.
+    """
+    passthrough: list[Event] = []
+    channels: dict[tuple[str, str], list[Event]] = {}
+    for event in events:
+        if event.source != "discord" or event.kind != "message" or event.deleted:
+            passthrough.append(event)
+            continue
+        channel = event.thread or event.ref or ""
+        channels.setdefault((event.run_slug, channel), []).append(event)
+    out = list(passthrough)
+    for (_, channel), messages in channels.items():
+        messages.sort(key=lambda e: (e.at, e.external_id))
+        groups: list[list[Event]] = []
+        for message in messages:
+            if groups and message.at - groups[-1][-1].at <= gap:
+                groups[-1].append(message)
+            else:
+                groups.append([message])
+        for group in groups:
+            out.append(group[0] if len(group) == 1 else _conversation(group, channel))
+    out.sort(key=lambda e: e.at)
+    return out
+
+
+def _conversation(group: list[Event], channel: str) -> Event:
+    first, last = group[0], group[-1]
+    authors: list[str] = []
+    for message in group:
+        name = message.author or "someone"
+        if name not in authors:
+            authors.append(name)
+    first_id = first.external_id.split(":", 1)[1] if ":" in first.external_id else first.external_id
+    lines = [f"{m.author or 'someone'}: {' '.join((m.body or '').split())}" for m in group]
+    return Event(
+        run_slug=first.run_slug,
+        source="discord",
+        external_id=f"conv:{first_id}",
+        kind="conversation",
+        at=first.at,
+        author=_names(authors),
+        ref=first.ref,
+        url=first.url,
+        title=None,
+        body="\n".join(lines),
+        thread=channel or None,
+        updated_at=max((m.updated_at or m.at) for m in group) if group else last.at,
+        extra={"messages": [m.external_id for m in group], "count": len(group)},
+    )
+
+
+__all__ = [
+    "ENRICH_TOOL",
+    "TOOL_NAME",
+    "LLMEnricher",
+    "cache_key",
+    "group_conversations",
+    "label",
+    "prepare_body",
+    "prompt_version",
+    "render_event",
+]

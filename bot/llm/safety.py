@@ -1,0 +1,142 @@
+"""Untrusted text in, safe text out.
+
+Inbound: every piece of GitHub, Discord or W&B text that goes into a prompt is wrapped by `fence`
+in `<untrusted_data source=… ref=…>…</untrusted_data>`; anything inside that looks like the fence's
+own tags (in any case or spacing) is neutralised so the data cannot close the fence and talk to the
+model as the operator. The system prompt tells the model that fenced text is data.
+
+Outbound: `sanitize_output` removes Discord mentions (`@everyone`, `@here`, `<@id>`, `<@!id>`,
+`<@&id>`), drops links whose URL did not appear in the sources or facts (keeping the link text),
+strips control characters and caps the length. Discord posts also go out with `allowed_mentions`
+none; this is the second lock on the same door."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+FENCE_TAG = "untrusted_data"
+
+_FENCE_LOOKALIKE = re.compile(r"<(\s*/?\s*)(untrusted[\s_\-]*data)", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+_ATTR_UNSAFE = re.compile(r"[\"<>\r\n\t&]")
+
+_MENTION_EVERYONE = re.compile(r"@(everyone|here)\b", re.IGNORECASE)
+_MENTION_USER = re.compile(r"<@!?\d+>")
+_MENTION_ROLE = re.compile(r"<@&\d+>")
+
+URL_RE = re.compile(r"https?://[^\s<>()\[\]\"'`]+", re.IGNORECASE)
+_MD_LINK = re.compile(r"\[([^\]\n]{0,300})\]\(\s*<?(https?://[^\s)>]+)>?\s*\)")
+_TRAILING = ".,;:!?'\"”’"
+
+
+def _attr(value: object, limit: int = 80) -> str:
+    text = _CONTROL.sub("", str(value))
+    text = _ATTR_UNSAFE.sub(" ", text).strip()
+    return text[:limit]
+
+
+def neutralise(text: str) -> str:
+    """Make fence look-alikes inert: `</untrusted_data>` becomes `&lt;/untrusted_data>`."""
+    return _FENCE_LOOKALIKE.sub(lambda m: "&lt;" + m.group(1) + m.group(2), text)
+
+
+def fence(text: str, *, source: str, **attrs: object) -> str:
+    """Wrap untrusted text as labelled data. Attribute values are escaped and capped; attributes
+    whose value is None or empty are left out."""
+    parts = [f'source="{_attr(source, 20)}"']
+    for key, value in attrs.items():
+        if value is None or value == "":
+            continue
+        parts.append(f'{key}="{_attr(value)}"')
+    body = neutralise(_CONTROL.sub("", text)).strip()
+    return f"<{FENCE_TAG} {' '.join(parts)}>\n{body}\n</{FENCE_TAG}>"
+
+
+def strip_mentions(text: str) -> str:
+    """Remove everything Discord would turn into a ping."""
+    text = _MENTION_EVERYONE.sub(lambda m: m.group(1), text)
+    text = _MENTION_ROLE.sub("a role", text)
+    text = _MENTION_USER.sub("someone", text)
+    return text
+
+
+def normalise_url(url: str) -> str:
+    url = url.strip().rstrip(_TRAILING)
+    while url.endswith(")") and url.count("(") < url.count(")"):
+        url = url[:-1]
+    return url.rstrip("/")
+
+
+def urls_in(texts: Iterable[str | None]) -> set[str]:
+    """Normalised URLs found in the given texts (the allow-list for output links)."""
+    found: set[str] = set()
+    for text in texts:
+        if text:
+            found.update(normalise_url(m.group(0)) for m in URL_RE.finditer(text))
+    return found
+
+
+def limit_links(text: str, allowed: set[str]) -> str:
+    """Keep links whose URL is allowed; a disallowed Markdown link keeps its text, a disallowed bare
+    URL is removed."""
+    allowed_norm = {normalise_url(url) for url in allowed}
+
+    def markdown(match: re.Match[str]) -> str:
+        label, url = match.group(1), match.group(2)
+        if normalise_url(url) in allowed_norm:
+            return match.group(0)
+        return label
+
+    text = _MD_LINK.sub(markdown, text)
+    out: list[str] = []
+    last = 0
+    for match in URL_RE.finditer(text):
+        start, end = match.span()
+        # leave URLs inside an allowed Markdown link alone
+        if start >= 2 and text[start - 2 : start] == "](":
+            continue
+        raw = match.group(0)
+        url = normalise_url(raw)
+        if url in allowed_norm:
+            continue
+        out.append(text[last:start])
+        out.append(raw[len(url) :] if raw.startswith(url) else "")
+        last = end
+    out.append(text[last:])
+    return re.sub(r"[ \t]{2,}", " ", "".join(out))
+
+
+def cap_length(text: str, limit: int) -> str:
+    """Cut at a word boundary and mark the cut with an ellipsis."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[: max(0, limit - 1)]
+    space = cut.rfind(" ")
+    if space > limit * 0.6:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
+
+
+def sanitize_output(text: str, *, allowed_urls: set[str], limit: int) -> str:
+    """Everything model output goes through before it is stored or posted."""
+    text = _CONTROL.sub("", text)
+    text = neutralise(text)
+    text = strip_mentions(text)
+    text = limit_links(text, allowed_urls)
+    return cap_length(text, limit)
+
+
+__all__ = [
+    "FENCE_TAG",
+    "URL_RE",
+    "cap_length",
+    "fence",
+    "limit_links",
+    "neutralise",
+    "normalise_url",
+    "sanitize_output",
+    "strip_mentions",
+    "urls_in",
+]

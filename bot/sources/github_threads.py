@@ -1,0 +1,318 @@
+"""Pure helpers for the GitHub source: which threads a run tracks, the reference graph, bot
+detection, and turning GitHub JSON into events. No I/O here, so all of it is testable alone."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from bot.models import Event
+from bot.settings import RunConfig
+from bot.timeutil import parse_time
+
+SOURCE = "github"
+BODY_CAP = 20_000  # characters kept of a description, comment or review
+TITLE_CAP = 1_000
+REFS_PER_ITEM = 200  # a hostile body cannot grow the graph without bound
+
+BOT_LOGINS = frozenset(
+    {"dependabot", "dependabot-preview", "renovate", "renovate-bot", "github-actions"}
+)
+
+# `#123` not preceded by a word character, `/`, `#` or `&` (so `repo#1`, `&#123;` and `##` do not
+# count), `owner/repo#123`, and issue/PR URLs on any host (GitHub Enterprise has its own).
+_HASH_REF = re.compile(r"(?<![\w/#&])#(\d{1,7})\b")
+_REPO_REF = re.compile(r"(?<![\w.\-/])([A-Za-z0-9][\w.\-]*)/([\w.\-]+)#(\d{1,7})\b")
+_URL_REF = re.compile(r"https?://[^\s/]+/([\w.\-]+)/([\w.\-]+)/(?:issues|pull|pulls)/(\d{1,7})\b")
+_ISSUE_URL_NUMBER = re.compile(r"/issues/(\d+)/?$")
+
+
+def cap(text: str | None, limit: int = BODY_CAP) -> str:
+    """Untrusted text stays data: length-capped, NUL bytes replaced."""
+    if not text:
+        return ""
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    return text.replace("\x00", "\ufffd")
+
+
+def is_bot(user: dict[str, Any] | None) -> bool:
+    if not user:
+        return False
+    login = str(user.get("login") or "").lower()
+    return user.get("type") == "Bot" or login.endswith("[bot]") or login in BOT_LOGINS
+
+
+def find_refs(text: str | None, repo: str) -> set[int]:
+    """Thread numbers of `repo` that `text` mentions: `#123`, `owner/repo#123`, issue/PR URLs."""
+    if not text:
+        return set()
+    found: set[int] = set()
+    wanted = repo.lower()
+    for match in _URL_REF.finditer(text):
+        if f"{match.group(1)}/{match.group(2)}".lower() == wanted:
+            found.add(int(match.group(3)))
+    for match in _REPO_REF.finditer(text):
+        if f"{match.group(1)}/{match.group(2)}".lower() == wanted:
+            found.add(int(match.group(3)))
+    for match in _HASH_REF.finditer(text):
+        found.add(int(match.group(1)))
+        if len(found) >= REFS_PER_ITEM:
+            break
+    found.discard(0)
+    return set(sorted(found)[:REFS_PER_ITEM])
+
+
+def issue_number(url: str | None) -> int | None:
+    """The thread number at the end of a comment's `issue_url`."""
+    match = _ISSUE_URL_NUMBER.search(url or "")
+    return int(match.group(1)) if match else None
+
+
+def thread_state(item: dict[str, Any]) -> str:
+    """open | closed | merged. A PR's merge time lives in `pull_request.merged_at`."""
+    pull = item.get("pull_request") or {}
+    if pull.get("merged_at"):
+        return "merged"
+    return "closed" if item.get("state") == "closed" else "open"
+
+
+def state_changed_at(item: dict[str, Any], state: str) -> str | None:
+    """When the thread entered `state`, as GitHub wrote it (stable across later edits)."""
+    if state == "merged":
+        return (item.get("pull_request") or {}).get("merged_at") or item.get("closed_at")
+    if state == "closed":
+        return item.get("closed_at") or item.get("updated_at")
+    return item.get("updated_at")  # GitHub keeps no reopened_at
+
+
+def run_fingerprint(run: RunConfig) -> str:
+    """Changes when what decides tracking changes, so the repository is re-scanned once."""
+    data = [
+        sorted(run.github_issues),
+        sorted(label.casefold() for label in run.github_labels),
+        sorted(keyword.casefold() for keyword in run.github_keywords),
+        run.github_include_bots,
+    ]
+    return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
+
+
+def is_seed(run: RunConfig, item: dict[str, Any], bot: bool) -> bool:
+    """A thread the run tracks by itself: listed, labelled, or mentioning a keyword."""
+    number = int(item["number"])
+    if number in run.github_issues:
+        return True
+    if bot and not run.github_include_bots:
+        return False
+    wanted = {label.casefold() for label in run.github_labels}
+    labels = {str(label.get("name", "")).casefold() for label in item.get("labels") or []}
+    if wanted & labels:
+        return True
+    if run.github_keywords:
+        text = f"{item.get('title') or ''}\n{item.get('body') or ''}".casefold()
+        return any(keyword.casefold() in text for keyword in run.github_keywords)
+    return False
+
+
+@dataclass(slots=True)
+class RefGraph:
+    """Who mentions whom, for the whole repository (descriptions and comments of every thread,
+    tracked or not), so a thread that becomes tracked later pulls in its neighbours. Mentions by
+    bots are kept apart so runs that ignore bots ignore them too."""
+
+    human: dict[int, set[int]] = field(default_factory=dict)
+    bot: dict[int, set[int]] = field(default_factory=dict)
+    bot_threads: set[int] = field(default_factory=set)  # threads opened by a bot
+
+    def add(self, source: int, targets: Iterable[int], *, by_bot: bool) -> bool:
+        targets = set(targets) - {source}
+        if not targets:
+            return False
+        edges = (self.bot if by_bot else self.human).setdefault(source, set())
+        before = len(edges)
+        edges |= targets
+        return len(edges) != before
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "human": {str(k): sorted(v) for k, v in sorted(self.human.items())},
+                "bot": {str(k): sorted(v) for k, v in sorted(self.bot.items())},
+                "bot_threads": sorted(self.bot_threads),
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | None) -> RefGraph:
+        if not text:
+            return cls()
+        data = json.loads(text)
+        return cls(
+            human={int(k): set(v) for k, v in data.get("human", {}).items()},
+            bot={int(k): set(v) for k, v in data.get("bot", {}).items()},
+            bot_threads=set(data.get("bot_threads", [])),
+        )
+
+
+@dataclass(slots=True)
+class Tracking:
+    """A run's tracked threads on one repository, kept in `source_cursors` as JSON.
+    `primary` are its own threads (listed, labelled, keyword); `tracked` adds one hop of
+    references; `pending` are newly tracked threads whose earlier comments still need fetching;
+    `fingerprint` is the config that produced `primary` (a change triggers a re-scan)."""
+
+    primary: set[int] = field(default_factory=set)
+    tracked: set[int] = field(default_factory=set)
+    pending: set[int] = field(default_factory=set)
+    fingerprint: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "fingerprint": self.fingerprint,
+                "primary": sorted(self.primary),
+                "tracked": sorted(self.tracked),
+                "pending": sorted(self.pending),
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | None) -> Tracking:
+        if not text:
+            return cls()
+        data = json.loads(text)
+        return cls(
+            primary=set(data.get("primary", [])),
+            tracked=set(data.get("tracked", [])),
+            pending=set(data.get("pending", [])),
+            fingerprint=data.get("fingerprint"),
+        )
+
+
+def compute_tracked(run: RunConfig, primary: set[int], graph: RefGraph) -> set[int]:
+    """Primary threads plus ONE hop: threads they mention and threads that mention them."""
+    listed = set(run.github_issues)
+    excluded = set() if run.github_include_bots else graph.bot_threads - listed
+    roots = (primary | listed) - excluded
+    tracked = set(roots)
+    edge_sets = [graph.human, graph.bot] if run.github_include_bots else [graph.human]
+    for edges in edge_sets:
+        for source, targets in edges.items():
+            if source in roots:
+                tracked |= targets
+            elif targets & roots:
+                tracked.add(source)
+    return tracked - excluded
+
+
+def _login(user: dict[str, Any] | None) -> str | None:
+    return str(user["login"]) if user and user.get("login") else None
+
+
+def _time(value: str | None, fallback: datetime | None = None) -> datetime:
+    parsed = parse_time(value)
+    if parsed is None:
+        if fallback is None:
+            raise ValueError("GitHub item without a timestamp")
+        return fallback
+    return parsed
+
+
+def thread_key(repo: str, number: int) -> str:
+    return f"github:{repo}#{number}"
+
+
+def issue_event(slug: str, repo: str, item: dict[str, Any]) -> Event:
+    number = int(item["number"])
+    pull = item.get("pull_request")
+    created = _time(item.get("created_at"))
+    return Event(
+        run_slug=slug,
+        source=SOURCE,
+        external_id=f"issue:{number}",
+        kind="pull" if pull is not None else "issue",
+        at=created,
+        updated_at=parse_time(item.get("updated_at")),
+        author=_login(item.get("user")),
+        ref=f"#{number}",
+        url=item.get("html_url"),
+        state=thread_state(item),
+        title=cap(item.get("title"), TITLE_CAP),
+        body=cap(item.get("body")),
+        thread=thread_key(repo, number),
+        extra={
+            "labels": [str(label.get("name")) for label in item.get("labels") or []],
+            "merged_at": (pull or {}).get("merged_at"),
+        },
+    )
+
+
+_STATE_VERBS = {"closed": "closed", "merged": "merged", "open": "reopened"}
+
+
+def state_event(slug: str, repo: str, item: dict[str, Any], state: str) -> Event:
+    number = int(item["number"])
+    when = state_changed_at(item, state)
+    closed_by = item.get("closed_by") if state != "open" else None
+    return Event(
+        run_slug=slug,
+        source=SOURCE,
+        external_id=f"state:{number}:{state}:{when}",
+        kind="state",
+        at=_time(when, _time(item.get("updated_at"))),
+        updated_at=parse_time(when),
+        author=_login(closed_by),
+        ref=f"#{number}",
+        url=item.get("html_url"),
+        state=state,
+        title=f"{_STATE_VERBS.get(state, state)} #{number}",
+        body=cap(item.get("title"), TITLE_CAP),
+        thread=thread_key(repo, number),
+    )
+
+
+def comment_event(
+    slug: str, repo: str, number: int, comment: dict[str, Any], state: str | None
+) -> Event:
+    return Event(
+        run_slug=slug,
+        source=SOURCE,
+        external_id=f"comment:{comment['id']}",
+        kind="comment",
+        at=_time(comment.get("created_at")),
+        updated_at=parse_time(comment.get("updated_at")),
+        author=_login(comment.get("user")),
+        ref=f"#{number}",
+        url=comment.get("html_url"),
+        state=state,
+        body=cap(comment.get("body")),
+        thread=thread_key(repo, number),
+    )
+
+
+def review_event(
+    slug: str, repo: str, number: int, review: dict[str, Any], state: str | None
+) -> Event:
+    submitted = _time(review.get("submitted_at"))
+    return Event(
+        run_slug=slug,
+        source=SOURCE,
+        external_id=f"review:{review['id']}",
+        kind="review",
+        at=submitted,
+        updated_at=submitted,
+        author=_login(review.get("user")),
+        ref=f"#{number}",
+        url=review.get("html_url"),
+        state=state,
+        body=cap(review.get("body")),
+        thread=thread_key(repo, number),
+        extra={"review_state": review.get("state")},
+    )

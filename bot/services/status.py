@@ -115,10 +115,15 @@ def _restart_from_event(event: Event) -> RestartInfo:
     )
 
 
-def _last_restart(progress: Progress, stored: Event | None) -> RestartInfo | None:
+def _last_restart(
+    progress: Progress, stored: Event | None, window_start: datetime
+) -> RestartInfo | None:
+    """The newest restart: a stored fact from the W&B source, or one seen in the window's
+    points. A restart computed from the window counts only if its downtime lies inside the
+    window; otherwise the gap is an artefact of reading a window, not an observed outage."""
     computed = None
-    if progress.last_restart is not None:
-        r = progress.last_restart
+    r = progress.last_restart
+    if r is not None and (r.down_for is None or r.at - r.down_for >= window_start):
         down = f" after {humanize_delta(r.down_for)} down" if r.down_for else ""
         verb = "resumed in a new W&B run" if r.kind == "new-run" else "restored from a checkpoint"
         text = f"{verb} at step {r.to_step:,}{down}"
@@ -159,7 +164,8 @@ def template_narrative(report: StatusReport) -> str:
         )
     if report.last_restart is not None:
         since = humanize_delta(report.now - report.last_restart.at)
-        parts.append(f"The last restart was {since} ago: {report.last_restart.description}.")
+        detail = report.last_restart.description.rstrip(".")
+        parts.append(f"The last restart was {since} ago: {detail}.")
     if report.open_incidents:
         titles = "; ".join(i.title for i in report.open_incidents[:3])
         count = len(report.open_incidents)
@@ -215,7 +221,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         health=health,
         progress=progress,
         launched_at=launched,
-        last_restart=_last_restart(progress, stored_restart),
+        last_restart=_last_restart(progress, stored_restart, now - WINDOW),
         open_incidents=await store.incidents.find(slug, open_only=True),
         freshness=freshness,
         monitor_stale=monitor_stale,

@@ -128,6 +128,10 @@ def event_from_row(row: aiosqlite.Row) -> Event:
     )
 
 
+def _older(incoming: datetime | None, stored: str | None) -> bool:
+    return incoming is not None and stored is not None and (to_db(incoming) or "") < stored
+
+
 class EventsRepo:
     def __init__(self, db: Database):
         self.db = db
@@ -147,7 +151,11 @@ class EventsRepo:
                     digest = event.content_hash
                     key = (event.run_slug, event.source, event.external_id)
                     known = existing.get(key)
-                    if known is not None and known[1] == digest:
+                    if known is not None and (
+                        known[1] == digest or _older(event.updated_at, known[2])
+                    ):
+                        # Same content, or an older version than the stored one (a replay or a
+                        # late page): never let it overwrite a newer edit.
                         event.id = known[0]
                         result.unchanged += 1
                         continue
@@ -183,7 +191,7 @@ class EventsRepo:
                         # a duplicate inside the same batch is simply skipped
                         else:
                             result.unchanged += 1
-                        existing[key] = (event.id or 0, digest)
+                        existing[key] = (event.id or 0, digest, to_db(event.updated_at))
                     else:
                         await conn.execute(
                             "UPDATE events SET kind = ?, updated_at = ?, author = ?, ref = ?, "
@@ -207,26 +215,26 @@ class EventsRepo:
                         )
                         event.id = known[0]
                         result.updated.append(known[0])
-                        existing[key] = (known[0], digest)
+                        existing[key] = (known[0], digest, to_db(event.updated_at))
         return result
 
     @staticmethod
     async def _existing(
         conn: aiosqlite.Connection, chunk: Sequence[Event]
-    ) -> dict[tuple[str, str, str], tuple[int, str]]:
-        found: dict[tuple[str, str, str], tuple[int, str]] = {}
+    ) -> dict[tuple[str, str, str], tuple[int, str, str | None]]:
+        found: dict[tuple[str, str, str], tuple[int, str, str | None]] = {}
         by_run_source: dict[tuple[str, str], list[str]] = {}
         for event in chunk:
             by_run_source.setdefault((event.run_slug, event.source), []).append(event.external_id)
         for (run_slug, source), ids in by_run_source.items():
             marks = ",".join("?" * len(ids))
             async with conn.execute(
-                "SELECT id, external_id, content_hash FROM events WHERE run_slug = ? AND "
-                f"source = ? AND external_id IN ({marks})",
+                "SELECT id, external_id, content_hash, updated_at FROM events "
+                f"WHERE run_slug = ? AND source = ? AND external_id IN ({marks})",
                 (run_slug, source, *ids),
             ) as cursor:
                 async for row in cursor:
-                    found[(run_slug, source, row[1])] = (row[0], row[2])
+                    found[(run_slug, source, row[1])] = (row[0], row[2], row[3])
         return found
 
     async def get(self, event_id: int) -> Event | None:

@@ -240,3 +240,13 @@ async def test_llm_spend_by_task(hero: Store) -> None:
     assert spend["enrich"]["cost_usd"] == pytest.approx(0.03)
     latest = await hero.llm.latest("hero", "digest")
     assert latest is not None and latest.cost_usd == 0.5
+
+
+async def test_an_older_version_never_overwrites_a_newer_edit(hero: Store) -> None:
+    newer = event("comment:1", body="v2", updated_at=T0 + timedelta(hours=2))
+    older = event("comment:1", body="v1", updated_at=T0 + timedelta(hours=1))
+    await hero.events.upsert_many([newer])
+    result = await hero.events.upsert_many([older])
+    assert result.updated == [] and result.unchanged == 1
+    stored = await hero.events.get_by_external("hero", "github", "comment:1")
+    assert stored is not None and stored.body == "v2"

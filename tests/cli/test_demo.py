@@ -1,0 +1,112 @@
+"""The offline demo end to end, then the query commands on the database it leaves behind."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bot.demo import replay_into
+from bot.sources.replay import load_sample
+from bot.store import Database, Store
+from tests.cli.test_check_config import run_cli
+
+
+def test_demo_then_status_and_timeline(tmp_path: Path) -> None:
+    env = {"RUNSCRIBE_DB": str(tmp_path / "demo.db")}
+    demo = run_cli(tmp_path, "demo", env=env)
+    assert demo.returncode == 0, demo.stderr
+    assert "Timeline" in demo.stdout and "Daily digest" in demo.stdout
+    assert "Traceback" not in demo.stderr
+
+    status = run_cli(tmp_path, "status", "--json", env=env)
+    assert status.returncode == 0, status.stderr
+    data = json.loads(status.stdout)
+    for key in (
+        "run",
+        "slug",
+        "state",
+        "progress",
+        "launched_at",
+        "projected_end",
+        "last_restart_at",
+        "loss",
+        "open_incidents",
+        "freshness",
+        "narrative",
+        "links",
+    ):
+        assert key in data, key
+    progress = data["progress"]
+    for key in ("percent", "step", "total_steps", "tokens", "target_tokens"):
+        assert key in progress, key
+    assert progress["percent"] == round(progress["step"] / progress["total_steps"] * 100, 2)
+    assert data["state"] == "running"
+    assert set(data["freshness"]) >= {"wandb", "github", "discord"}
+    assert data["last_restart_at"] is not None
+
+    timeline = run_cli(tmp_path, "timeline", "--json", "--days", "30", env=env)
+    assert timeline.returncode == 0, timeline.stderr
+    entries = json.loads(timeline.stdout)
+    assert entries, "the demo has three weeks of events"
+    assert {"at", "author", "source", "ref", "url", "state", "summary", "tag", "incident"} <= set(
+        entries[0]
+    )
+    assert [e["at"] for e in entries] == sorted((e["at"] for e in entries), reverse=True)
+    assert {e["source"] for e in entries} >= {"github", "discord", "wandb"}
+    assert all(len(e["summary"]) <= 200 for e in entries)
+
+    tagged = run_cli(tmp_path, "timeline", "--json", "--days", "30", "--tag", "incident", env=env)
+    assert tagged.returncode == 0
+    assert all(e["tag"] == "incident" for e in json.loads(tagged.stdout))
+
+    text = run_cli(tmp_path, "status", env=env)
+    assert text.returncode == 0 and "step" in text.stdout
+
+    digest = run_cli(tmp_path, "digest", "--json", env=env)
+    assert digest.returncode == 0, digest.stderr
+    assert json.loads(digest.stdout)["slug"] == data["slug"]
+
+
+def test_query_commands_fail_cleanly(tmp_path: Path) -> None:
+    missing = run_cli(tmp_path, "status", env={"RUNSCRIBE_DB": str(tmp_path / "none.db")})
+    assert missing.returncode == 2 and "no database" in missing.stderr
+    env = {"RUNSCRIBE_DB": str(tmp_path / "demo.db")}
+    assert run_cli(tmp_path, "demo", env=env).returncode == 0
+    unknown = run_cli(tmp_path, "status", "--run", "nope", env=env)
+    assert unknown.returncode == 2 and "unknown run 'nope'" in unknown.stderr
+    bad_days = run_cli(tmp_path, "timeline", "--days", "0", env=env)
+    assert bad_days.returncode == 2 and "days" in bad_days.stderr
+    bad_tag = run_cli(tmp_path, "timeline", "--tag", "gossip", env=env)
+    assert bad_tag.returncode == 2
+    for result in (missing, unknown, bad_days, bad_tag):
+        assert "Traceback" not in result.stderr
+
+
+def _table_dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    conn = sqlite3.connect(path)
+    try:
+        return {
+            table: sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+            for table in ("events", "metric_points", "run_snapshots", "runs")
+        }
+    finally:
+        conn.close()
+
+
+async def test_replaying_the_same_data_twice_changes_nothing(tmp_path: Path) -> None:
+    now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    path = tmp_path / "twice.db"
+    async with Database.open(path) as db:
+        await replay_into(Store(db), load_sample(now))
+    first = _table_dump(path)
+    async with Database.open(path) as db:
+        stats = await replay_into(Store(db), load_sample(now))
+    second = _table_dump(path)
+    assert stats.events == 0 and stats.points == 0
+    # ingested_at / observed_at are bookkeeping; compare everything else.
+    assert first["metric_points"] == second["metric_points"]
+    assert len(first["events"]) == len(second["events"]) > 100
+    strip = lambda rows: [r[:17] + r[18:] for r in rows]  # noqa: E731 - drop ingested_at
+    assert strip(first["events"]) == strip(second["events"])

@@ -1,0 +1,44 @@
+"""Architecture rules that a reviewer would otherwise have to remember."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_only_app_and_cogs_import_discord() -> None:
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "bot").rglob("*.py")
+        if path.name != "app.py" or path.parent != ROOT / "bot"
+        if "discord" in _imports(path)
+    ]
+    assert offenders == []
+
+
+def test_cogs_hold_no_sql_or_http() -> None:
+    for path in (ROOT / "cogs").rglob("*.py"):
+        imported = _imports(path)
+        assert not imported & {"sqlite3", "aiosqlite", "httpx", "anthropic", "wandb"}, path
+        text = path.read_text(encoding="utf-8")
+        assert "SELECT " not in text and "INSERT " not in text, path
+
+
+def test_migrations_are_numbered_without_duplicates() -> None:
+    from bot.store.db import load_migrations
+
+    versions = [m.version for m in load_migrations()]
+    assert versions == sorted(set(versions)) and versions[0] == 1

@@ -1,0 +1,214 @@
+"""One `wandb.Api` per process, driven from one worker thread.
+
+The `wandb` 0.31 public API is synchronous: every call goes through the bundled `wandb-core`
+process and blocks. Its thread safety is not documented, so all W&B work runs on a single
+dedicated thread (a one-worker executor): the event loop never blocks, and only one thread ever
+touches the `Api`. The `Api` is created lazily on that thread (its constructor already makes a
+`Viewer` request to verify the key) and reused.
+
+`configure_wandb_environment` keeps wandb's files in Runscribe's state directory (never `$HOME`),
+silences it, turns off its error reporting and bounds wandb-core's GraphQL retries (by default 20
+attempts with waits of up to 60 s, during which a history scan, which has no client-side
+timeout, would hang the worker for many minutes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from bot.sources.base import SourceUnavailable
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+ApiFactory = Callable[[], Any]
+
+DEFAULT_TIMEOUT = 30.0  # seconds Python waits on wandb-core per GraphQL request
+DEFAULT_POLL_TIMEOUT = 900.0  # seconds one poll may keep the worker busy
+_RETRY_ENV = {
+    "WANDB__GRAPHQL_RETRY_MAX": "3",
+    "WANDB__GRAPHQL_RETRY_WAIT_MIN_SECONDS": "1",
+    "WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS": "10",
+}
+
+
+def configure_wandb_environment(state_dir: Path | None = None) -> Path:
+    """Point wandb's directories at `state_dir` (default: a `wandb` folder in the temp dir) and
+    make it quiet. Values already in the environment win. Must run before wandb creates its
+    process-wide settings (the first `wandb.Api()`), which is why the default factory calls it.
+    Returns the directory used."""
+    root = state_dir or Path(tempfile.gettempdir()) / "runscribe-wandb"
+    root.mkdir(parents=True, exist_ok=True)
+    defaults = {
+        "WANDB_DIR": str(root),
+        "WANDB_CACHE_DIR": str(root / "cache"),
+        "WANDB_CONFIG_DIR": str(root / "config"),
+        "WANDB_DATA_DIR": str(root / "data"),
+        "WANDB_ARTIFACT_DIR": str(root / "artifacts"),
+        "WANDB_SILENT": "true",
+        "WANDB_ERROR_REPORTING": "false",
+        "WANDB_DISABLE_CODE": "true",
+        **_RETRY_ENV,
+    }
+    for name, value in defaults.items():
+        os.environ.setdefault(name, value)
+    return root
+
+
+def default_api_factory(
+    *,
+    base_url: str | None,
+    api_key: str,
+    entity: str | None,
+    timeout: float = DEFAULT_TIMEOUT,
+    state_dir: Path | None = None,
+) -> ApiFactory:
+    """A factory for the real `wandb.Api`. The entity override spares the `GetDefaultEntity`
+    lookup that `Api.run()` would otherwise make."""
+
+    def factory() -> Any:
+        configure_wandb_environment(state_dir)
+        import wandb  # heavy import, deferred until W&B is actually used
+
+        overrides: dict[str, Any] = {}
+        if base_url:
+            overrides["base_url"] = base_url
+        if entity:
+            overrides["entity"] = entity
+        return wandb.Api(overrides=overrides, api_key=api_key, timeout=int(max(timeout, 1)))
+
+    return factory
+
+
+class WandbClient:
+    """Owns the `Api` and the worker thread. Shared by every `WandbSource` of a process.
+
+    `call(fn, *args)` runs `fn(api, *args)` on the worker. Calls are serialised; a call that
+    outlives `poll_timeout` is abandoned (the thread cannot be interrupted) and later calls fail
+    fast with `SourceUnavailable` until it finishes, instead of queueing behind it."""
+
+    def __init__(
+        self,
+        api_factory: ApiFactory,
+        *,
+        poll_timeout: float = DEFAULT_POLL_TIMEOUT,
+        describe: str = "W&B",
+    ):
+        self._factory = api_factory
+        self._api: Any = None
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="wandb"
+        )
+        self._lock: asyncio.Lock | None = None
+        self._abandoned: asyncio.Future[Any] | None = None
+        self.poll_timeout = poll_timeout
+        self.describe = describe  # "W&B at <base url>", for messages
+        self.runs: dict[str, Any] = {}  # path -> wandb Run, reloaded on each poll
+        self.closed = False
+
+    @classmethod
+    def from_settings(
+        cls,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        entity: str | None,
+        timeout: float = DEFAULT_TIMEOUT,
+        state_dir: Path | None = None,
+        poll_timeout: float = DEFAULT_POLL_TIMEOUT,
+    ) -> WandbClient:
+        where = f"W&B at {base_url}" if base_url else "W&B"
+        if not api_key:
+
+            def missing() -> Any:
+                raise SourceUnavailable(
+                    "WANDB_API_KEY is not set: W&B runs cannot be polled", fatal=True
+                )
+
+            return cls(missing, poll_timeout=poll_timeout, describe=where)
+        factory = default_api_factory(
+            base_url=base_url, api_key=api_key, entity=entity, timeout=timeout, state_dir=state_dir
+        )
+        return cls(factory, poll_timeout=poll_timeout, describe=where)
+
+    def api(self) -> Any:
+        """The Api; creates it on first use. Call only from the worker (inside `call`)."""
+        if self._api is None:
+            try:
+                self._api = self._factory()
+            except SourceUnavailable:
+                raise
+            except Exception as exc:
+                if type(exc).__name__ == "AuthenticationError":
+                    raise SourceUnavailable(
+                        f"{self.describe} rejected the API key (check WANDB_API_KEY): {exc}",
+                        fatal=True,
+                    ) from None
+                raise
+            log.info("connected to %s", self.describe)
+        return self._api
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        if self.closed:
+            raise RuntimeError("WandbClient is closed")
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._abandoned is not None:
+                if not self._abandoned.done():
+                    raise SourceUnavailable(
+                        f"{self.describe}: an earlier request is still running", retry_after=60
+                    )
+                self._abandoned = None
+            loop = asyncio.get_running_loop()
+            future = loop.run_in_executor(self._executor, self._invoke, fn, args)
+            try:
+                return await asyncio.wait_for(asyncio.shield(future), self.poll_timeout)
+            except TimeoutError:
+                self._abandoned = future
+                future.add_done_callback(_consume)
+                raise SourceUnavailable(
+                    f"{self.describe} did not answer within {self.poll_timeout:.0f} s",
+                    retry_after=60,
+                ) from None
+            except asyncio.CancelledError:
+                self._abandoned = future
+                future.add_done_callback(_consume)
+                raise
+
+    def _invoke(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        return fn(self.api(), *args)
+
+    async def aclose(self, *, teardown: bool = False) -> None:
+        """Stop the worker. With `teardown`, also stop the wandb-core process (wandb does this
+        at interpreter exit anyway; do it only when no other `Api` of this process needs it)."""
+        if self.closed:
+            return
+        self.closed = True
+        if teardown and self._api is not None:
+            loop = asyncio.get_running_loop()
+            try:
+                await asyncio.wait_for(loop.run_in_executor(self._executor, _teardown), 10)
+            except Exception:  # best effort at shutdown
+                log.warning("wandb-core did not shut down cleanly", exc_info=True)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._api = None
+        self.runs.clear()
+
+
+def _teardown() -> None:
+    import wandb
+
+    wandb.teardown()
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.debug("abandoned W&B request failed: %s", future.exception())

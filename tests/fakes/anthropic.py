@@ -104,7 +104,9 @@ def tool_use(name: str, payload: Any, **kw: Any) -> Reply:
 
 
 def error(status: int, message: str = "scripted error", **kw: Any) -> Reply:
-    return Reply(status=status, error_type=ERROR_TYPES.get(status, "api_error"), message=message, **kw)
+    return Reply(
+        status=status, error_type=ERROR_TYPES.get(status, "api_error"), message=message, **kw
+    )
 
 
 def slow(seconds: float, reply: Reply | None = None) -> Reply:

@@ -25,9 +25,7 @@ async def fake() -> AsyncIterator[FakeAnthropic]:
 
 
 @pytest.fixture
-async def make_llm(
-    fake: FakeAnthropic, store: Store
-) -> AsyncIterator[Callable[..., LLMClient]]:
+async def make_llm(fake: FakeAnthropic, store: Store) -> AsyncIterator[Callable[..., LLMClient]]:
     clients: list[LLMClient] = []
 
     def build(**overrides: Any) -> LLMClient:

@@ -1,0 +1,158 @@
+"""Narrative and digest: grounded output stored, invented numbers rejected, fallbacks."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from bot.llm.digest import template_digest, write_digest
+from bot.llm.facts import render_facts
+from bot.llm.narrative import (
+    next_refresh_at,
+    refresh_narrative_if_due,
+    template_narrative,
+    write_narrative,
+)
+from bot.llm.prompts import load_prompt, short_hash
+from tests.fakes.anthropic import error, text
+from tests.llm.facts_fixture import digest_facts, narrative_facts
+
+GOOD = (
+    "Hero 70B is training normally at step 54,000, about 54% of the way. It restarted "
+    "eighteen hours ago after an InfiniBand fault (the fast network between GPU hosts) and resumed "
+    "from a checkpoint at step 50,195 after 47 minutes down. Larry's #8833 would add light weight "
+    "decay to the attention gate; #8818 is still open. See https://github.com/acme/llm/issues/8818."
+)
+INVENTED = (
+    "Hero 70B is at step 61,000 and 73% done; it restarted 3 times. See https://evil.example/x."
+)
+
+
+async def test_grounded_narrative_is_stored_with_prompt_and_cost(fake, make_llm, store, run, now):
+    fake.push(text(GOOD))
+    facts = narrative_facts(now)
+    output = await write_narrative(store, make_llm(), facts, now)
+    assert not output.fallback and output.content == GOOD
+    assert output.prompt_name == "narrative"
+    system, prompt = load_prompt("system"), load_prompt("narrative")
+    assert output.prompt_hash == short_hash(system.text, prompt.text)
+    assert output.model == "claude-sonnet-4-6"
+    assert output.input_tokens > 0 and output.output_tokens > 0 and output.cost_usd > 0
+    latest = await store.llm.latest("hero", "narrative")
+    assert latest is not None and latest.id == output.id and latest.created_at == now
+    [request] = fake.message_requests
+    assert "54,000" in request.user_text and "<untrusted_data" in request.user_text
+    # raw bodies never go in: only the summaries
+    assert "attention gate, lowered to 0.02" in request.user_text
+
+
+async def test_invented_number_is_retried_once_then_template(fake, make_llm, store, run, now):
+    fake.push(text(INVENTED), text(INVENTED))
+    facts = narrative_facts(now)
+    output = await write_narrative(store, make_llm(), facts, now)
+    assert output.fallback and output.model == "template"
+    assert output.content == template_narrative(facts)
+    assert len(fake.message_requests) == 2
+    retry = fake.message_requests[1].body["messages"]
+    assert [m["role"] for m in retry] == ["user", "assistant", "user"]
+    assert "61,000" in retry[2]["content"] and "evil.example" in retry[2]["content"]
+    spend = await store.llm.spend(now - timedelta(days=1))
+    assert spend["narrative.rejected"]["calls"] == 2  # paid for, and shown in usage
+    assert "narrative" not in spend  # the template costs nothing
+
+
+async def test_retry_that_fixes_the_numbers_is_accepted(fake, make_llm, store, run, now):
+    fake.push(text(INVENTED), text(GOOD))
+    output = await write_narrative(store, make_llm(), narrative_facts(now), now)
+    assert not output.fallback and output.content == GOOD
+
+
+async def test_outage_gives_template_and_no_exception(fake, make_llm, store, run, now):
+    fake.handler = lambda request: error(529, "overloaded")
+    output = await write_narrative(store, make_llm(max_retries=1), narrative_facts(now), now)
+    assert output.fallback and "Hero 70B" in output.content
+    assert len(fake.message_requests) == 2
+
+
+async def test_no_llm_at_all_gives_template(store, run, now):
+    output = await write_narrative(store, None, narrative_facts(now), now)
+    assert output.fallback and output.content.startswith("Hero 70B is training at step 54,000")
+
+
+async def test_output_mentions_and_foreign_links_are_stripped(fake, make_llm, store, run, now):
+    hostile = GOOD + " @everyone <@42> [click](https://github.com/acme/llm/issues/8818)"
+    fake.push(text(hostile))
+    output = await write_narrative(store, make_llm(), narrative_facts(now), now)
+    assert "@everyone" not in output.content and "<@42>" not in output.content
+
+
+def test_template_narrative_explains_and_names(now):
+    text_ = template_narrative(narrative_facts(now))
+    assert "step 54,000 of 100,000" in text_
+    assert "checkpoint (a saved copy of the model)" in text_
+    assert "#8818" in text_ and "Larry (#8833)" in text_
+
+
+async def test_refresh_only_when_due_and_something_changed(fake, make_llm, store, run, now):
+    fake.handler = lambda request: text(GOOD)
+    facts = narrative_facts(now)
+    calls = 0
+
+    async def builder(store_, slug, at):
+        nonlocal calls
+        calls += 1
+        facts.now = at
+        return facts
+
+    llm = make_llm()
+    first = await refresh_narrative_if_due(store, llm, builder, "hero", now)
+    assert first is not None
+    assert next_refresh_at(first) == now + timedelta(minutes=30)
+    # too soon: nothing is built or written
+    assert (
+        await refresh_narrative_if_due(store, llm, builder, "hero", now + timedelta(minutes=10))
+        is None
+    )
+    assert calls == 1
+    # due, but nothing new happened
+    later = now + timedelta(minutes=40)
+    assert await refresh_narrative_if_due(store, llm, builder, "hero", later) is None
+    # something new: a highlight arrives
+    facts.highlights.insert(
+        0,
+        facts.highlights[0].__class__(
+            at=later,
+            summary="A new evaluation landed.",
+            source="discord",
+            author="Ana",
+            tag="evals",
+        ),
+    )
+    assert await refresh_narrative_if_due(store, llm, builder, "hero", later) is not None
+    assert len(fake.message_requests) == 2
+
+
+async def test_digest_is_grounded_and_stored(fake, make_llm, store, run, now):
+    facts = digest_facts(now)
+    assert "steps trained in the window: 3,000" in render_facts(facts)
+    fake.push(text("Hero 70B trained 3,000 steps in the last 24 hours. Still open: #8818."))
+    output = await write_digest(store, make_llm(), facts, now)
+    assert not output.fallback and output.task == "digest"
+    assert "24 hours" in fake.message_requests[0].user_text
+
+
+async def test_quiet_digest_makes_no_call(fake, make_llm, store, run, now):
+    facts = digest_facts(now)
+    facts.events_in_window = 0
+    facts.restarts_in_window = []
+    facts.incidents = []
+    facts.step_at_start = facts.step
+    output = await write_digest(store, make_llm(), facts, now)
+    assert output.fallback and "nothing happened" in output.content
+    assert fake.requests == []
+
+
+def test_template_digest_has_headline_and_open_items(now):
+    body = template_digest(digest_facts(now))
+    assert body.startswith("Hero 70B is running at step 54,000 of 100,000 (54.0%)")
+    assert "3,000 steps further than 24 hours ago" in body
+    assert "Still open: #8818" in body

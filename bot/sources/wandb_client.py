@@ -62,6 +62,24 @@ def configure_wandb_environment(state_dir: Path | None = None) -> Path:
     return root
 
 
+class _DropOrphanReplies(logging.Filter):
+    """wandb 0.31 logs "Received response with no mailbox slot" at ERROR whenever wandb-core
+    acknowledges the cleanup request a finished history scan sends when garbage-collected. It is
+    harmless and would otherwise appear on every poll."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "no mailbox slot" not in record.getMessage()
+
+
+_FILTER = _DropOrphanReplies()
+
+
+def quiet_wandb_logs() -> None:
+    logger = logging.getLogger("wandb.sdk.mailbox.mailbox")
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+
+
 def default_api_factory(
     *,
     base_url: str | None,
@@ -75,6 +93,7 @@ def default_api_factory(
 
     def factory() -> Any:
         configure_wandb_environment(state_dir)
+        quiet_wandb_logs()
         import wandb  # heavy import, deferred until W&B is actually used
 
         overrides: dict[str, Any] = {}
@@ -107,6 +126,7 @@ class WandbClient:
             max_workers=1, thread_name_prefix="wandb"
         )
         self._lock: asyncio.Lock | None = None
+        self._lock_loop: asyncio.AbstractEventLoop | None = None
         self._abandoned: asyncio.Future[Any] | None = None
         self.poll_timeout = poll_timeout
         self.describe = describe  # "W&B at <base url>", for messages
@@ -158,8 +178,9 @@ class WandbClient:
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         if self.closed:
             raise RuntimeError("WandbClient is closed")
-        if self._lock is None:
-            self._lock = asyncio.Lock()
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock_loop is not loop:  # one lock per event loop
+            self._lock, self._lock_loop = asyncio.Lock(), loop
         async with self._lock:
             if self._abandoned is not None:
                 if not self._abandoned.done():
@@ -167,7 +188,6 @@ class WandbClient:
                         f"{self.describe}: an earlier request is still running", retry_after=60
                     )
                 self._abandoned = None
-            loop = asyncio.get_running_loop()
             future = loop.run_in_executor(self._executor, self._invoke, fn, args)
             try:
                 return await asyncio.wait_for(asyncio.shield(future), self.poll_timeout)

@@ -1,0 +1,532 @@
+"""WandbSource against the fake W&B server, through the real `wandb` 0.31 package and its
+wandb-core process (started once for the module), with a real SQLite store per test."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.models import Event, RunInfo
+from bot.settings import MetricKeys, RunConfig, Settings
+from bot.sources.base import SourceUnavailable
+from bot.sources.poller import poll_once
+from bot.sources.wandb import (
+    HistoryCursor,
+    WandbSource,
+    build_wandb_client,
+    open_wandb_sources,
+)
+from bot.sources.wandb_client import WandbClient, default_api_factory
+from bot.store import Store
+from tests.fakes.wandb import FakeWandb
+
+T0 = datetime(2026, 8, 20, tzinfo=UTC)
+EVERY = timedelta(minutes=2)
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def wandb_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """wandb's files in a temp dir; wandb-core gives up on a failing server after one retry."""
+    root = tmp_path_factory.mktemp("wandb")
+    values = {
+        "WANDB_DIR": str(root),
+        "WANDB_CACHE_DIR": str(root / "cache"),
+        "WANDB_CONFIG_DIR": str(root / "config"),
+        "WANDB_DATA_DIR": str(root / "data"),
+        "WANDB_SILENT": "true",
+        "WANDB_ERROR_REPORTING": "false",
+        "WANDB__GRAPHQL_RETRY_MAX": "1",
+        "WANDB__GRAPHQL_RETRY_WAIT_MIN_SECONDS": "0.2",
+        "WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS": "0.5",
+    }
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    yield root
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@pytest.fixture(scope="module")
+def server(wandb_env: Path) -> Iterator[FakeWandb]:
+    fake = FakeWandb().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server: FakeWandb, wandb_env: Path) -> Iterator[WandbClient]:
+    """One Api (one wandb-core session) for the whole module."""
+    factory = default_api_factory(
+        base_url=server.base_url, api_key=server.api_key, entity="ent", timeout=5
+    )
+    shared = WandbClient(factory, poll_timeout=60)
+    yield shared
+    asyncio.run(shared.aclose())
+
+
+@pytest.fixture
+def fake(server: FakeWandb) -> FakeWandb:
+    server.reset()
+    return server
+
+
+def config(
+    runs: list[str],
+    *,
+    slug: str = "hero",
+    pattern: str | None = None,
+    step: str = "_step",
+    tokens: str | None = "throughput/total_tokens",
+) -> RunConfig:
+    return RunConfig(
+        slug=slug,
+        name="Hero 70B",
+        wandb_runs=runs,
+        wandb_run_pattern=pattern,
+        metrics=MetricKeys(step=step, tokens=tokens, loss="train/loss"),
+    )
+
+
+async def make_source(store: Store, client: WandbClient, cfg: RunConfig) -> WandbSource:
+    await store.runs.upsert(RunInfo(slug=cfg.slug, name=cfg.name))
+    return WandbSource(store, cfg, client)
+
+
+async def events(store: Store, slug: str = "hero", kind: str | None = None) -> list[Event]:
+    found = await store.events.timeline(slug, newsworthy_only=False, limit=1000)
+    found.sort(key=lambda e: (e.at, e.id or 0))
+    return [e for e in found if kind is None or e.kind == kind]
+
+
+def history_rows(fake: FakeWandb) -> int:
+    return sum(r.rows for r in fake.requests if r.operation == "SampledHistoryPage")
+
+
+# ----------------------------------------------------------------------------- scenarios
+
+
+async def test_history_replayed_over_weeks_transfers_only_new_rows(
+    fake: FakeWandb, client: WandbClient, store: Store
+) -> None:
+    path = "ent/weeks/hero-1"
+    fake.add_run(path, display_name="hero-1", created_at=T0)
+    source = await make_source(store, client, config([path]))
+    total = 0
+    clock = T0
+    for week in range(6):
+        count = 500 + 100 * week
+        fake.log(path, count, start=clock, every=EVERY)
+        clock += EVERY * count
+        total += count
+        fake.clear_log()
+        result = await source.poll(clock)
+        assert result.points == count
+        # loss scan (+1 row re-read to check continuity after the first week) + tokens scan
+        assert history_rows(fake) == 2 * count + (1 if week else 0)
+        assert "RunHistoryKeys" not in fake.operations()
+        points = await store.metrics.points("hero")
+        assert len(points) == total
+        assert len({(p.step, p.at) for p in points}) == total
+        assert [p.step for p in points] == list(range(total))
+
+    last = points[-1]
+    assert last.loss is not None and last.tokens == 4_000_000 * total
+    assert last.at == T0 + EVERY * (total - 1)
+    snapshot = await store.snapshots.get("hero", path)
+    assert snapshot is not None and snapshot.last_step == total - 1
+    assert snapshot.summary["_step"] == total - 1 and "train/loss" in snapshot.summary
+    cursor = HistoryCursor.load((await store.cursors.get("wandb", f"{path}:history"))[0])
+    assert cursor.step == total - 1 and cursor.value == total - 1
+
+    # An idle cycle: one Run query, no history scan at all.
+    fake.clear_log()
+    result = await source.poll(clock + timedelta(minutes=5))
+    assert (result.points, result.events) == (0, 0)
+    assert fake.operations() == ["Run"]
+    # Only one state event (the first observation) in six weeks of running.
+    assert [e.external_id.split(":")[0] for e in await events(store)] == ["state"]
+    assert fake.unknown_operations == []
+
+
+async def test_idempotent_polls_add_nothing(
+    fake: FakeWandb, client: WandbClient, store: Store
+) -> None:
+    path = "ent/idem/run-a"
+    fake.add_run(path, created_at=T0)
+    fake.log(path, 50, start=T0)
+    source = await make_source(store, client, config([path]))
+    first = await source.poll(T0 + timedelta(hours=2))
+    assert first.points == 50 and first.events == 1
+    before = await events(store)
+    fake.clear_log()
+    for minutes in (3, 6):
+        again = await source.poll(T0 + timedelta(hours=2, minutes=minutes))
+        assert (again.points, again.events) == (0, 0)
+    assert fake.operations() == ["Run", "Run"]
+    assert [(e.id, e.content_hash) for e in await events(store)] == [
+        (e.id, e.content_hash) for e in before
+    ]
+    assert len(await store.metrics.points("hero")) == 50
+
+
+async def test_crash_then_resume_from_earlier_checkpoint_in_the_same_run(
+    fake: FakeWandb, client: WandbClient, store: Store
+) -> None:
+    """W&B rewind (`resume_from=run?_step=N`): history is rewritten from step N. Polled after the
+    run has logged past its old last step, so only a continuity check can notice."""
+    path = "ent/crash/aurora-b"
+    fake.add_run(path, display_name="aurora-b", created_at=T0)
+    fake.log(path, 1000, start=T0)  # steps 0..999
+    source = await make_source(store, client, config([path]))
+    now = T0 + EVERY * 1000
+    await source.poll(now)
+
+    fake.set_state(path, "crashed")
+    now += timedelta(minutes=30)
+    await source.poll(now)
+
+    resumed_at = now + timedelta(minutes=47)
+    fake.rewind(path, 900)
+    fake.log(path, 300, start=resumed_at)  # steps 900..1199, later timestamps
+    fake.set_state(path, "running")
+    now = resumed_at + EVERY * 300
+    fake.clear_log()
+    result = await source.poll(now)
+    assert result.points == 300
+
+    restarts = await events(store, kind="restart")
+    assert len(restarts) == 1
+    restart = restarts[0]
+    assert restart.external_id == f"restart:restore:{path}:900:{resumed_at.isoformat()}"
+    assert restart.title == "W&B run aurora-b resumed from step 900 (last step before: 999)"
+    assert restart.extra == {
+        "restart": "restore",
+        "from_step": 999,
+        "to_step": 900,
+        "wandb_run": path,
+    }
+    assert restart.at == resumed_at and restart.ref == "aurora-b"
+    assert restart.url == f"{fake.base_url}/ent/crash/runs/aurora-b"
+    assert restart.author is None and restart.state == "running"
+    states = [
+        (e.extra["from_state"], e.extra["to_state"]) for e in await events(store, kind="state")
+    ]
+    assert states == [(None, "running"), ("running", "crashed"), ("crashed", "running")]
+
+    # Both versions of steps 900..999 are kept (different times), nothing twice.
+    points = await store.metrics.points("hero")
+    assert len(points) == 1300
+    assert len({(p.step, p.at) for p in points}) == 1300
+    assert max(p.step for p in points) == 1199
+
+    # The next cycles are ordinary again: one continuity row + new rows.
+    fake.log(path, 10, start=now)
+    fake.clear_log()
+    assert (await source.poll(now + timedelta(minutes=30))).points == 10
+    assert history_rows(fake) == 2 * 10 + 1
+    assert len(await events(store, kind="restart")) == 1
+
+
+async def test_rewind_seen_before_the_run_catches_up(
+    fake: FakeWandb, client: WandbClient, store: Store
+) -> None:
+    path = "ent/rewind/run-r"
+    fake.add_run(path, display_name="run-r", created_at=T0)
+    fake.log(path, 2000, start=T0)
+    source = await make_source(store, client, config([path]))
+    await source.poll(T0 + timedelta(days=3))
+    fake.rewind(path, 1500)
+    later = T0 + timedelta(days=3, hours=1)
+    fake.log(path, 20, start=later)  # steps 1500..1519: still below the old 1999
+    assert (await source.poll(later + timedelta(hours=1))).points == 20
+    (restart,) = await events(store, kind="restart")
+    assert (restart.extra["from_step"], restart.extra["to_step"]) == (1999, 1500)
+    fake.log(path, 600, start=later + timedelta(hours=2))  # 1520..2119: past the old end
+    fake.clear_log()
+    assert (await source.poll(later + timedelta(days=1))).points == 600
+    assert history_rows(fake) == 2 * 600 + 1  # no second rewind search
+    assert len(await events(store, kind="restart")) == 1
+
+
+async def test_trainer_step_going_back_with_monotonic_wandb_step(
+    fake: FakeWandb, client: WandbClient, store: Store
+) -> None:
+    """`resume="allow"` on the same run id: `_step` keeps increasing, the trainer's own step
+    (the configured step key) restarts from the checkpoint."""
+    path = "ent/trainer/run-t"
+    fake.add_run(path, display_name="run-t", created_at=T0)
+    fake.log(path, 100, start=T0, step_key="train/step", first_value=41_771)  # ..41,870
+    source = await make_source(store, client, config([path], step="train/step"))
+    await source.poll(T0 + timedelta(hours=4))
+    back = T0 + timedelta(hours=5)
+    fake.log(path, 50, start=back, step_key="train/step", first_value=40_000)
+    await source.poll(back + timedelta(hours=2))
+    (restart,) = await events(store, kind="restart")
+    assert restart.title == "W&B run run-t resumed from step 40,000 (last step before: 41,870)"
+    assert (restart.extra["from_step"], restart.extra["to_step"]) == (41_870, 40_000)
+    snapshot = await store.snapshots.get("hero", path)
+    assert snapshot is not None and snapshot.last_step == 40_049
+
+
+async def test_new_chain_member_discovered_by_pattern(
+    fake: FakeWandb, client: WandbClient, store: Store
+) -> None:
+    first = "ent/chain/hero-a1"
+    fake.add_run(first, display_name="hero-a1", created_at=T0)
+    fake.log(first, 300, start=T0)
+    fake.add_run("ent/chain/abl-1", display_name="ablation-lr", created_at=T0 + timedelta(hours=1))
+    source = await make_source(store, client, config([first], pattern="^hero-"))
+    await source.poll(T0 + timedelta(hours=12))
+    assert [e.kind for e in await events(store)] == ["state"]
+
+    fake.set_state(first, "crashed")
+    created = T0 + timedelta(hours=13)
+    second = "ent/chain/x7k2p9"
+    fake.add_run(second, display_name="hero-a2", created_at=created)
+    fake.log(second, 120, start=created + timedelta(minutes=5))  # its own _step from 0
+    fake.clear_log()
+    now = T0 + timedelta(hours=20)
+    result = await source.poll(now)
+    assert result.points == 120
+    runs_requests = [r for r in fake.requests if r.operation == "Runs"]
+    assert len(runs_requests) == 1
+    filters = json.loads(runs_requests[0].variables["filters"])
+    assert filters == {"createdAt": {"$gte": "2026-08-20T01:00:00"}}  # newest run examined
+
+    (restart,) = await events(store, kind="restart")
+    assert restart.external_id == f"restart:new-run:{second}"
+    assert restart.at == created and restart.ref == "x7k2p9"
+    assert restart.extra == {
+        "restart": "new-run",
+        "from_step": 299,
+        "to_step": 0,
+        "wandb_run": second,
+        "previous_run": first,
+    }
+    assert "hero-a2" in (restart.title or "") and "299" in (restart.title or "")
+    chain = json.loads((await store.cursors.get("wandb", "hero:chain"))[0])
+    assert chain["members"] == [first, second]
+    assert list(chain["discovered"]) == [second]
+
+    # A third member; the chain order stays listed-then-by-creation, nothing repeats.
+    third = "ent/chain/hero-a3"
+    fake.add_run(third, display_name="hero-a3", created_at=created + timedelta(days=2))
+    await source.poll(now + timedelta(days=3))
+    await source.poll(now + timedelta(days=3, minutes=5))
+    chain = json.loads((await store.cursors.get("wandb", "hero:chain"))[0])
+    assert chain["members"] == [first, second, third]
+    restarts = await events(store, kind="restart")
+    assert [e.external_id for e in restarts] == [
+        f"restart:new-run:{second}",
+        f"restart:new-run:{third}",
+    ]
+    # hero-a3 has no history yet: the event is refined once its first step is known.
+    assert restarts[1].extra["to_step"] is None
+    fake.log(third, 5, start=created + timedelta(days=3, hours=1))
+    await source.poll(now + timedelta(days=4))
+    restarts = await events(store, kind="restart")
+    assert len(restarts) == 2 and restarts[1].extra["to_step"] == 0
+    assert restarts[1].extra["from_step"] == 119
+
+
+async def test_fork_starting_at_an_earlier_step(
+    fake: FakeWandb, client: WandbClient, store: Store
+) -> None:
+    parent, fork = "ent/fork/base-1", "ent/fork/base-1-fork"
+    fake.add_run(parent, display_name="base-1", created_at=T0)
+    fake.log(parent, 2000, start=T0)  # 0..1999
+    fake.set_state(parent, "crashed")
+    forked_at = T0 + EVERY * 2000 + timedelta(hours=1)
+    fake.add_run(fork, display_name="base-1-fork", created_at=forked_at)
+    # W&B fork_from="base-1?_step=1500": the fork's history continues at 1501.
+    fake.append_rows(
+        fork,
+        [
+            {
+                "_step": 1501 + i,
+                "_timestamp": (forked_at + EVERY * (i + 1)).timestamp(),
+                "train/loss": 2.5,
+                "throughput/total_tokens": 4e6 * (1502 + i),
+            }
+            for i in range(400)
+        ],
+    )
+    source = await make_source(store, client, config([parent, fork]))
+    result = await source.poll(forked_at + timedelta(days=1))
+    assert result.points == 2400
+    (restart,) = await events(store, kind="restart")
+    assert (restart.extra["from_step"], restart.extra["to_step"]) == (1999, 1501)
+    assert restart.title == (
+        "W&B run base-1-fork continues the chain after base-1 starting at step 1,501 "
+        "(last step before: 1,999)"
+    )
+    states = {e.extra["wandb_run"]: e.extra["to_state"] for e in await events(store, kind="state")}
+    assert states == {parent: "crashed", fork: "running"}
+
+    try:
+        from bot.analysis.progress import NEW_RUN, detect_restarts
+    except ImportError:  # pragma: no cover - the analysis module lands separately
+        return
+    found = detect_restarts(await store.metrics.points("hero"), [parent, fork])
+    assert [(r.kind, r.from_step, r.to_step) for r in found] == [(NEW_RUN, 1999, 1501)]
+
+
+async def test_state_changes_recorded_once_each(
+    fake: FakeWandb, client: WandbClient, store: Store
+) -> None:
+    path = "ent/states/run-s"
+    fake.add_run(path, display_name="run-s", created_at=T0)
+    fake.log(path, 10, start=T0)
+    source = await make_source(store, client, config([path]))
+    now = T0 + timedelta(hours=1)
+    for state in ("running", "running", "crashed", "crashed", "running", "running", "finished"):
+        fake.set_state(path, state)
+        await source.poll(now)
+        now += timedelta(minutes=5)
+    found = await events(store, kind="state")
+    assert [e.extra["to_state"] for e in found] == ["running", "crashed", "running", "finished"]
+    crashed = found[1]
+    assert (
+        crashed.external_id
+        == f"state:{path}:crashed:{(T0 + timedelta(hours=1, minutes=10)).isoformat()}"
+    )
+    assert crashed.title == "W&B run run-s went from running to crashed at step 9"
+    assert crashed.state == "crashed" and crashed.ref == "run-s" and crashed.author is None
+    assert len({e.external_id for e in found}) == 4
+
+
+async def test_transient_5xx_is_retried_by_wandb_core(
+    fake: FakeWandb, client: WandbClient, store: Store
+) -> None:
+    path = "ent/flaky/run-f"
+    fake.add_run(path, created_at=T0)
+    fake.log(path, 30, start=T0)
+    source = await make_source(store, client, config([path]))
+    fake.fail_next(1, 502)
+    assert (await source.poll(T0 + timedelta(hours=1))).points == 30
+    assert [r.status for r in fake.requests[:2]] == [502, 200]
+
+
+async def test_process_killed_between_fetching_and_committing(
+    fake: FakeWandb, client: WandbClient, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = "ent/kill/run-k"
+    fake.add_run(path, display_name="run-k", created_at=T0)
+    fake.log(path, 400, start=T0)
+    source = await make_source(store, client, config([path]))
+    await source.poll(T0 + timedelta(hours=14))
+    fake.log(path, 100, start=T0 + timedelta(hours=14))
+
+    # 1. Killed after the fetch, before the commit started.
+    async def killed(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(source, "_commit", killed)
+        with pytest.raises(KeyboardInterrupt):
+            await source.poll(T0 + timedelta(hours=18))
+    assert len(await store.metrics.points("hero")) == 400
+
+    # 2. Killed in the middle of the commit (after the points, before the cursor).
+    real_set = store.cursors.set
+
+    async def dies(source_name: str, key: str, *args: Any, **kwargs: Any) -> None:
+        if key.endswith(":history"):
+            raise KeyboardInterrupt
+        await real_set(source_name, key, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(store.cursors, "set", dies)
+        with pytest.raises(KeyboardInterrupt):
+            await source.poll(T0 + timedelta(hours=18))
+    assert len(await store.metrics.points("hero")) == 400  # rolled back with the cursor
+
+    # 3. The restarted process reads the same rows again and stores each once.
+    fake.clear_log()
+    result = await source.poll(T0 + timedelta(hours=19))
+    assert result.points == 100
+    assert history_rows(fake) == 2 * 100 + 1
+    points = await store.metrics.points("hero")
+    assert [p.step for p in points] == list(range(500))
+
+
+async def test_listed_run_not_found_is_a_clear_fatal_error(
+    fake: FakeWandb, client: WandbClient, store: Store
+) -> None:
+    fake.add_run("ent/missing/other", created_at=T0)
+    source = await make_source(store, client, config(["ent/missing/typo"]))
+    with pytest.raises(SourceUnavailable) as info:
+        await source.poll(T0)
+    assert info.value.fatal and "ent/missing/typo not found" in str(info.value)
+
+
+async def test_wrong_api_key_is_fatal_and_never_logged(
+    server: FakeWandb, store: Store, wandb_env: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    bad_key = "wrong-key-" + "x" * 30
+    settings = Settings(wandb_api_key=bad_key, wandb_base_url=server.base_url)
+    cfg = config(["ent/auth/run-1"])
+    await store.runs.upsert(RunInfo(slug=cfg.slug, name=cfg.name))
+    async with open_wandb_sources(store, settings, [cfg], teardown=False) as sources:
+        report = await poll_once(store, sources, T0)
+    assert "rejected the API key" in report.failures["wandb:hero"]
+    assert bad_key not in caplog.text and bad_key not in report.failures["wandb:hero"]
+
+
+async def test_missing_api_key_is_fatal(store: Store) -> None:
+    client = build_wandb_client(Settings(wandb_api_key=None), [config(["e/p/r"])])
+    source = await make_source(store, client, config(["e/p/r"]))
+    with pytest.raises(SourceUnavailable) as info:
+        await source.poll(T0)
+    assert info.value.fatal and "WANDB_API_KEY" in str(info.value)
+    await client.aclose()
+
+
+async def test_wandb_unreachable_marks_health_not_the_run(store: Store, wandb_env: Path) -> None:
+    """W&B goes away: the poll raises, the poller records the failure, freshness keeps the
+    last success, and the run's last snapshot stays "running" with no state event added."""
+    own = FakeWandb().start()
+    path = "ent/down/run-d"
+    own.add_run(path, display_name="run-d", created_at=T0)
+    own.log(path, 20, start=T0)
+    factory = default_api_factory(
+        base_url=own.base_url, api_key=own.api_key, entity="ent", timeout=2
+    )
+    down_client = WandbClient(factory, poll_timeout=30)
+    try:
+        source = await make_source(store, down_client, config([path]))
+        ok_at = T0 + timedelta(hours=1)
+        report = await poll_once(store, [source], ok_at)
+        assert report.ok
+        own.stop()  # the port is closed now
+
+        failed_at = ok_at + timedelta(minutes=5)
+        report = await poll_once(store, [source], failed_at)
+        assert list(report.failures) == ["wandb:hero"]
+        health = await store.health.get("wandb", "hero")
+        assert health is not None
+        assert health.last_success_at == ok_at and health.consecutive_failures == 1
+        backoff = await store.health.get("wandb", "wandb:hero")
+        assert backoff is not None and backoff.next_attempt_at is not None
+        snapshot = await store.snapshots.get("hero", path)
+        assert snapshot is not None and snapshot.state == "running"
+        assert snapshot.observed_at == ok_at
+        assert [e.extra["to_state"] for e in await events(store, kind="state")] == ["running"]
+        with pytest.raises(Exception):  # noqa: B017 - any W&B/transport error
+            await source.poll(failed_at + timedelta(minutes=1))
+    finally:
+        own.stop()
+        await down_client.aclose()

@@ -91,6 +91,7 @@ class GitHubSource:
         retry_cap: float = 4.0,
         sleep: Sleep = asyncio.sleep,
         per_page: int = PER_PAGE,
+        keep_window: int = KEEP_WINDOW,
     ):
         repos = {run.github_repo for run in runs}
         if len(repos) != 1 or None in repos:
@@ -101,6 +102,7 @@ class GitHubSource:
         self.store = store
         self.runs = list(runs)
         self.per_page = per_page
+        self.keep_window = min(keep_window, per_page)
         self.http = GitHubHTTP(
             client,
             base_url=settings.github_api_url,
@@ -272,7 +274,7 @@ class GitHubSource:
                 elif (
                     single
                     and len(page.items) < self.per_page
-                    and (len(page.items) < KEEP_WINDOW or not _after(page_max, cursor))
+                    and (len(page.items) < self.keep_window or not _after(page_max, cursor))
                 ):
                     write = (key, cursor, page.etag)  # same URL next time: a 304 when idle
                     settled = True

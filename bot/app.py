@@ -1,0 +1,366 @@
+"""The Discord client: a `commands.Bot` subclass that receives its services (a Runtime), loads an
+explicit list of extensions, and owns the background loops (poll, narrative, digest, outbox).
+
+Only this module and `cogs/` import discord. Everything the loops do is plain async Python in
+`bot.pipeline` and `bot.delivery`; here it is wired to Discord and kept alive: no exception ends
+a loop (it is logged and the loop backs off), and `CancelledError` always propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+import aiohttp
+import discord
+import yarl
+from discord.ext import commands
+
+from bot.delivery import (
+    DeliveryError,
+    DigestComposer,
+    OutboxPoster,
+    OutgoingMessage,
+    SeenMessage,
+    run_due_digests,
+)
+from bot.render.chart import ChartCache
+from bot.settings import ConfigError, RunConfig, RunsFile, Settings, load_runs_file
+from bot.store import Store
+from bot.timeutil import utcnow
+from cogs.embeds import card_to_embed, discord_time
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EXTENSIONS: tuple[str, ...] = (
+    "cogs.errors",
+    "cogs.status",
+    "cogs.timeline",
+    "cogs.digest",
+    "cogs.watch",
+    "cogs.admin",
+)
+NO_MENTIONS = discord.AllowedMentions.none()
+THREAD_EXISTS = 160004  # Discord error code: "a thread has already been created for this message"
+
+NarrativeRefresher = Callable[[str, datetime], Awaitable[object]]
+
+
+class BotServices(Protocol):
+    """What the bot needs from `bot.runtime.Runtime` (structural, so tests can hand in less)."""
+
+    settings: Settings
+    runs: RunsFile
+    store: Store
+
+    async def cycle(self, now: datetime) -> Any: ...
+
+
+@dataclass(slots=True)
+class LoopIntervals:
+    """Seconds between runs of each background loop."""
+
+    poll: float = 60.0
+    outbox: float = 2.0
+    digest: float = 20.0
+    narrative: float = 900.0
+    max_backoff: float = 300.0
+
+
+def apply_endpoints(settings: Settings) -> None:
+    """Point discord.py at DISCORD_API_BASE and DISCORD_GATEWAY_URL. A plain Bot never asks the
+    REST API for the gateway, so both are class attributes set before connecting."""
+    if settings.discord_api_base:
+        discord.http.Route.BASE = settings.discord_api_base
+        log.info("Discord REST base: %s", settings.discord_api_base)
+    if settings.discord_gateway_url:
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.discord_gateway_url)
+        log.info("Discord gateway: %s", settings.discord_gateway_url)
+
+
+class RunscribeBot(commands.Bot):
+    def __init__(
+        self,
+        runtime: BotServices,
+        *,
+        extensions: Sequence[str] = DEFAULT_EXTENSIONS,
+        narrative: NarrativeRefresher | None = None,
+        digest_composer: DigestComposer | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        intervals: LoopIntervals | None = None,
+        outbox_backoff: float = 2.0,
+        run_loops: bool = True,
+        **options: Any,
+    ):
+        intents = discord.Intents.default()
+        intents.message_content = True  # channel watch needs message text (privileged intent)
+        options.pop("allowed_mentions", None)  # never anything but none
+        super().__init__(
+            command_prefix=commands.when_mentioned,
+            intents=intents,
+            allowed_mentions=NO_MENTIONS,
+            help_command=None,
+            **options,
+        )
+        self.runtime = runtime
+        self.initial_extensions = tuple(extensions)
+        self.narrative = narrative
+        self.digest_composer = digest_composer
+        self.clock = clock
+        self.intervals = intervals or LoopIntervals(poll=runtime.settings.runscribe_poll_interval)
+        self.run_loops = run_loops
+        self.chart_cache = ChartCache()
+        self.poster = OutboxPoster(
+            runtime.store, DiscordTransport(self), clock=clock, backoff_base=outbox_backoff
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # --- services for cogs ----------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        return self.runtime.store
+
+    @property
+    def settings(self) -> Settings:
+        return self.runtime.settings
+
+    @property
+    def runs(self) -> list[RunConfig]:
+        return list(self.runtime.runs.runs)
+
+    def run_config(self, slug: str) -> RunConfig | None:
+        return self.runtime.runs.get(slug)
+
+    async def reload_runs(self) -> RunsFile:
+        """Re-read the runs file (raises ConfigError) and record its runs in the store."""
+        runs = load_runs_file(self.settings.runscribe_config)
+        from bot.runtime import record_runs  # late: the runtime pulls in every source
+
+        await record_runs(self.store, runs)
+        self.runtime.runs = runs
+        log.info("runs file reloaded: %s", ", ".join(r.slug for r in runs.runs))
+        return runs
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def setup_hook(self) -> None:
+        for extension in self.initial_extensions:
+            await self.load_extension(extension)
+        await self._sync_at_start()
+        if self.run_loops:
+            self.start_loops()
+
+    async def _sync_at_start(self) -> None:
+        guild_id = self.settings.discord_guild_id
+        if guild_id is None:
+            log.info("DISCORD_GUILD_ID is not set: commands are synced only by /admin sync")
+            return
+        guild = discord.Object(id=guild_id)
+        self.tree.copy_global_to(guild=guild)
+        try:
+            synced = await self.tree.sync(guild=guild)
+        except discord.HTTPException:
+            log.exception("could not sync commands to guild %s; use /admin sync later", guild_id)
+            return
+        log.info("synced %d commands to guild %s", len(synced), guild_id)
+
+    def start_loops(self) -> None:
+        every = self.intervals
+        self._spawn("outbox", every.outbox, self.drain_outbox)
+        self._spawn("poll", every.poll, self.poll_once)
+        self._spawn("digest", every.digest, self.schedule_digests)
+        if self.narrative is not None:
+            self._spawn("narrative", every.narrative, self.refresh_narratives)
+
+    def _spawn(self, name: str, interval: float, body: Callable[[], Awaitable[object]]) -> None:
+        task = asyncio.create_task(self._forever(name, interval, body), name=f"runscribe-{name}")
+        self._tasks.append(task)
+
+    async def _forever(
+        self, name: str, interval: float, body: Callable[[], Awaitable[object]]
+    ) -> None:
+        failures = 0
+        while not self.is_closed():
+            try:
+                await body()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                failures += 1
+                delay = min(max(interval, 1.0) * 2**failures, self.intervals.max_backoff)
+                log.exception(
+                    "%s loop failed (%d in a row); next try in %.0f s", name, failures, delay
+                )
+            else:
+                failures = 0
+                delay = interval
+            await asyncio.sleep(delay)
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        await super().close()
+
+    # --- loop bodies (each safe to call on its own, e.g. from tests or an admin command) --------
+
+    async def drain_outbox(self) -> object:
+        return await self.poster.drain()
+
+    async def poll_once(self) -> object:
+        return await self.runtime.cycle(self.clock())
+
+    async def schedule_digests(self) -> object:
+        return await run_due_digests(
+            self.store, self.runs, self.clock(), fmt=discord_time, composer=self.digest_composer
+        )
+
+    async def refresh_narratives(self) -> None:
+        assert self.narrative is not None
+        for run in self.runs:
+            try:
+                await self.narrative(run.slug, self.clock())
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("narrative refresh failed for %s", run.slug)
+
+
+class DiscordTransport:
+    """`bot.delivery.Transport` over discord.py: posts as the bot user, no mentions, nonce set
+    (discord.py adds enforce_nonce). Errors become DeliveryError(permanent=…)."""
+
+    def __init__(self, bot: commands.Bot):
+        self.bot = bot
+
+    def _channel(self, channel_id: int) -> discord.PartialMessageable:
+        return self.bot.get_partial_messageable(channel_id)
+
+    async def send(self, channel_id: int, message: OutgoingMessage) -> int:
+        embed = card_to_embed(message.card, color=message.color_value) if message.card else None
+        try:
+            sent = await self._channel(channel_id).send(
+                content=message.content,
+                embed=embed,  # type: ignore[arg-type]
+                nonce=message.nonce,
+                allowed_mentions=NO_MENTIONS,
+            )
+        except Exception as exc:
+            raise _delivery_error(exc) from exc
+        return sent.id
+
+    async def edit(self, channel_id: int, message_id: int, message: OutgoingMessage) -> None:
+        embed = card_to_embed(message.card, color=message.color_value) if message.card else None
+        partial = self._channel(channel_id).get_partial_message(message_id)
+        try:
+            await partial.edit(content=message.content, embed=embed, allowed_mentions=NO_MENTIONS)
+        except Exception as exc:
+            raise _delivery_error(exc) from exc
+
+    async def open_thread(self, channel_id: int, message_id: int, name: str) -> int | None:
+        partial = self._channel(channel_id).get_partial_message(message_id)
+        try:
+            thread = await partial.create_thread(name=name[:100] or "Updates")
+        except discord.HTTPException as exc:
+            if exc.code == THREAD_EXISTS:
+                return message_id  # a thread started from a message shares its id
+            error = _delivery_error(exc)
+            if error.permanent:
+                log.info("cannot open a thread in %s (%s); posting in the channel", channel_id, exc)
+                return None
+            raise error from exc
+        except Exception as exc:
+            raise _delivery_error(exc) from exc
+        return thread.id
+
+    async def recent(self, channel_id: int, limit: int) -> list[SeenMessage]:
+        seen = []
+        try:
+            async for message in self._channel(channel_id).history(limit=limit):
+                if message.author.id != getattr(self.bot.user, "id", None):
+                    continue
+                parts = [message.content]
+                for embed in message.embeds:
+                    parts.extend([embed.footer.text or "", embed.description or ""])
+                seen.append(SeenMessage(message.id, "\n".join(parts)))
+        except Exception as exc:
+            raise _delivery_error(exc) from exc
+        return seen
+
+
+def _delivery_error(exc: BaseException) -> DeliveryError:
+    if isinstance(exc, discord.RateLimited):
+        return DeliveryError(
+            f"rate limited for {exc.retry_after:.1f} s", retry_after=exc.retry_after
+        )
+    if isinstance(exc, discord.HTTPException):
+        text = f"HTTP {exc.status}: {exc.text or exc.__class__.__name__}"[:300]
+        if exc.status == 429 or exc.status >= 500:
+            return DeliveryError(text)
+        return DeliveryError(text, permanent=True)
+    if isinstance(exc, aiohttp.ClientError | OSError | TimeoutError):
+        return DeliveryError(f"{type(exc).__name__}: {exc}"[:300])
+    return DeliveryError(f"unexpected {type(exc).__name__}: {exc}"[:300])
+
+
+def _wiring_composer(runtime: BotServices) -> DigestComposer:
+    """The digest text from `bot.wiring.compose_digest` (the LLM when configured), which leaves
+    the template in place when it has nothing better."""
+
+    async def compose(facts: Any) -> str | None:
+        from bot import wiring
+
+        await wiring.compose_digest(runtime.store, runtime.settings, facts)
+        return str(facts.text)
+
+    return compose
+
+
+async def run_bot(
+    runtime: BotServices,
+    *,
+    narrative: NarrativeRefresher | None = None,
+    digest_composer: DigestComposer | None = None,
+    extensions: Sequence[str] = DEFAULT_EXTENSIONS,
+    **options: Any,
+) -> None:
+    """`runscribe run`: connect and serve until the process is stopped (SIGINT/SIGTERM)."""
+    token = runtime.settings.discord_token
+    if token is None:
+        raise ConfigError(["DISCORD_TOKEN: required to start the bot"])
+    apply_endpoints(runtime.settings)
+    bot = RunscribeBot(
+        runtime,
+        extensions=extensions,
+        narrative=narrative,
+        digest_composer=digest_composer or _wiring_composer(runtime),
+        **options,
+    )
+    loop = asyncio.get_running_loop()
+    async with bot:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGTERM, lambda: asyncio.ensure_future(bot.close()))
+        try:
+            await bot.start(token.get_secret_value())
+        except discord.LoginFailure:
+            raise ConfigError(["DISCORD_TOKEN: Discord rejected the token"]) from None
+        except discord.PrivilegedIntentsRequired:
+            raise ConfigError(
+                [
+                    "Discord refused the message content intent: enable it for the bot in the "
+                    "Developer Portal (Bot → Privileged Gateway Intents)"
+                ]
+            ) from None
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGTERM)

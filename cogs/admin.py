@@ -1,0 +1,90 @@
+"""`/admin sync|reload|post-digest`: for people with Manage Server. Syncing commands is for the
+bot's owner only (Discord allows 200 command creates a day per guild; never sync on every
+start)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Literal
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.delivery import enqueue_digest
+from bot.errors import UserFacingError
+from bot.settings import ConfigError
+from cogs.common import reply_private, resolve_run, run_autocomplete
+from cogs.embeds import discord_time
+
+if TYPE_CHECKING:
+    from bot.app import RunscribeBot
+
+log = logging.getLogger(__name__)
+
+
+@app_commands.guild_only()
+@app_commands.default_permissions(manage_guild=True)
+@app_commands.checks.has_permissions(manage_guild=True)
+class Admin(commands.GroupCog, group_name="admin", group_description="Runscribe administration"):
+    def __init__(self, bot: RunscribeBot):
+        self.bot = bot
+        super().__init__()
+
+    @app_commands.command(name="sync", description="Publish slash commands (bot owner only)")
+    @app_commands.describe(scope="This server (immediate) or every server (global)")
+    async def sync(
+        self, interaction: discord.Interaction, scope: Literal["guild", "global"] = "guild"
+    ) -> None:
+        if not await self.bot.is_owner(interaction.user):
+            raise UserFacingError("Only the bot's owner can sync commands.")
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        tree = self.bot.tree
+        if scope == "global":
+            synced = await tree.sync()
+        else:
+            assert interaction.guild is not None
+            tree.copy_global_to(guild=interaction.guild)
+            synced = await tree.sync(guild=interaction.guild)
+        log.info("%s synced %d commands (%s)", interaction.user.id, len(synced), scope)
+        await reply_private(interaction, f"Synced {len(synced)} commands ({scope}).")
+
+    @app_commands.command(name="reload", description="Re-read the runs file")
+    async def reload(self, interaction: discord.Interaction) -> None:
+        try:
+            runs = await self.bot.reload_runs()
+        except ConfigError as exc:
+            problems = "\n".join(f"• {p}" for p in exc.problems[:10])
+            raise UserFacingError(
+                f"The runs file has problems; nothing changed:\n{problems}"
+            ) from None
+        slugs = ", ".join(run.slug for run in runs.runs)
+        await reply_private(interaction, f"Runs file reloaded: {slugs}.")
+
+    @app_commands.command(name="post-digest", description="Post a run's digest to its channel now")
+    @app_commands.describe(run="Which run (optional when only one is tracked)")
+    @app_commands.autocomplete(run=run_autocomplete)
+    async def post_digest(self, interaction: discord.Interaction, run: str | None = None) -> None:
+        bot = self.bot
+        slug = await resolve_run(bot, run)
+        config = bot.run_config(slug)
+        if config is None or config.digest_channel is None:
+            raise UserFacingError(f"Run {slug!r} has no digest_channel in the runs file.")
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        item = await enqueue_digest(
+            bot.store,
+            config,
+            bot.clock(),
+            fmt=discord_time,
+            composer=bot.digest_composer,
+            dedup_key=f"digest:{slug}:manual:{interaction.id}",
+            skip_quiet=False,
+        )
+        await bot.drain_outbox()
+        await reply_private(
+            interaction, f"Digest queued for <#{config.digest_channel}> (outbox item {item})."
+        )
+
+
+async def setup(bot: RunscribeBot) -> None:
+    await bot.add_cog(Admin(bot))

@@ -1,0 +1,63 @@
+"""`/status [run]`: the run's card from the store, with the loss chart. Answers inside Discord's
+3 seconds: the report is a handful of indexed reads, and the chart is served from the cache;
+only when it must be drawn does the command defer first."""
+
+from __future__ import annotations
+
+import io
+import logging
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.render.cards import status_card
+from bot.services.status import build_status, status_chart
+from cogs.common import NO_MENTIONS, resolve_run, run_autocomplete
+from cogs.embeds import card_to_embed, discord_time
+
+if TYPE_CHECKING:
+    from bot.app import RunscribeBot
+
+log = logging.getLogger(__name__)
+CHART = "chart.png"
+
+
+class Status(commands.Cog):
+    def __init__(self, bot: RunscribeBot):
+        self.bot = bot
+
+    @app_commands.command(name="status", description="Progress, health and ETA of a training run")
+    @app_commands.describe(run="Which run (optional when only one is tracked)")
+    @app_commands.autocomplete(run=run_autocomplete)
+    async def status(self, interaction: discord.Interaction, run: str | None = None) -> None:
+        bot = self.bot
+        slug = await resolve_run(bot, run)
+        report = await build_status(bot.store, slug, bot.clock())
+        version = await bot.store.metrics.version(slug)
+        png = bot.chart_cache.get(slug, version)
+        if png is None:
+            await interaction.response.defer(thinking=True)
+            png = await self._draw(slug)
+        card = status_card(report, discord_time, chart=CHART if png else None)
+        embed = card_to_embed(card)
+        files = [discord.File(io.BytesIO(png), filename=CHART)] if png else []
+        if interaction.response.is_done():
+            await interaction.followup.send(embed=embed, files=files, allowed_mentions=NO_MENTIONS)
+        else:
+            await interaction.response.send_message(
+                embed=embed, files=files, allowed_mentions=NO_MENTIONS
+            )
+
+    async def _draw(self, slug: str) -> bytes | None:
+        """The chart, or None if drawing fails: a broken chart never costs the status."""
+        try:
+            return await status_chart(self.bot.store, slug, self.bot.chart_cache)
+        except Exception:
+            log.exception("chart for %s failed; answering without it", slug)
+            return None
+
+
+async def setup(bot: RunscribeBot) -> None:
+    await bot.add_cog(Status(bot))

@@ -1,0 +1,130 @@
+"""`/timeline [run] [days] [tag] [source]`: dated entries, newest first, grouped by day, paged
+with buttons that only the person who asked can press."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.models import SOURCES, TAGS
+from bot.render.cards import Card, timeline_pages
+from bot.services.timeline import build_timeline
+from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
+from cogs.embeds import card_to_embed, discord_time
+
+if TYPE_CHECKING:
+    from bot.app import RunscribeBot
+
+log = logging.getLogger(__name__)
+MAX_ENTRIES = 500
+PAGER_TIMEOUT = 600.0
+
+TAG_CHOICES = [app_commands.Choice(name=tag, value=tag) for tag in TAGS]
+SOURCE_CHOICES = [app_commands.Choice(name=source, value=source) for source in SOURCES]
+
+
+class Pager(discord.ui.View):
+    """◀ / ▶ over prepared pages. Buttons answer only the invoker; others get a private note."""
+
+    def __init__(self, pages: list[Card], owner_id: int, *, timeout: float = PAGER_TIMEOUT):
+        super().__init__(timeout=timeout)
+        self.pages = pages
+        self.owner_id = owner_id
+        self.index = 0
+        self.origin: discord.Interaction | None = None
+        self._sync_buttons()
+
+    def _sync_buttons(self) -> None:
+        self.previous.disabled = self.index == 0
+        self.next.disabled = self.index >= len(self.pages) - 1
+
+    def embed(self) -> discord.Embed:
+        return card_to_embed(self.pages[self.index])
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        if interaction.user.id == self.owner_id:
+            return True
+        await reply_private(
+            interaction, "Only the person who ran /timeline can turn these pages; run it yourself."
+        )
+        return False
+
+    async def _show(self, interaction: discord.Interaction, index: int) -> None:
+        self.index = max(0, min(index, len(self.pages) - 1))
+        self._sync_buttons()
+        await interaction.response.edit_message(embed=self.embed(), view=self)
+
+    @discord.ui.button(label="◀ Newer", style=discord.ButtonStyle.secondary)
+    async def previous(
+        self, interaction: discord.Interaction, button: discord.ui.Button[Pager]
+    ) -> None:
+        await self._show(interaction, self.index - 1)
+
+    @discord.ui.button(label="Older ▶", style=discord.ButtonStyle.secondary)
+    async def next(
+        self, interaction: discord.Interaction, button: discord.ui.Button[Pager]
+    ) -> None:
+        await self._show(interaction, self.index + 1)
+
+    async def on_timeout(self) -> None:
+        if self.origin is None:
+            return
+        try:
+            await self.origin.edit_original_response(view=None)
+        except discord.HTTPException:
+            pass  # message deleted or token expired: nothing to tidy
+
+
+class Timeline(commands.Cog):
+    def __init__(self, bot: RunscribeBot):
+        self.bot = bot
+
+    @app_commands.command(name="timeline", description="What happened to a run, newest first")
+    @app_commands.describe(
+        run="Which run (optional when only one is tracked)",
+        days="How many days back (default 7)",
+        tag="Only entries with this tag",
+        source="Only entries from this source",
+    )
+    @app_commands.choices(tag=TAG_CHOICES, source=SOURCE_CHOICES)
+    @app_commands.autocomplete(run=run_autocomplete)
+    async def timeline(
+        self,
+        interaction: discord.Interaction,
+        run: str | None = None,
+        days: app_commands.Range[int, 1, 3650] = 7,
+        tag: str | None = None,
+        source: str | None = None,
+    ) -> None:
+        bot = self.bot
+        slug = await resolve_run(bot, run)
+        entries = await build_timeline(
+            bot.store, slug, bot.clock(), days=days, tag=tag, source=source, limit=MAX_ENTRIES
+        )
+        info = await bot.store.runs.get(slug)
+        title = f"Timeline — {info.name if info else slug} · last {_days(days)}"
+        if tag or source:
+            title += " · " + " · ".join(x for x in (tag, source) if x)
+        pages = timeline_pages(entries, title, discord_time)
+        if len(pages) == 1:
+            await interaction.response.send_message(
+                embed=card_to_embed(pages[0]), allowed_mentions=NO_MENTIONS
+            )
+            return
+        view = Pager(pages, interaction.user.id)
+        view.origin = interaction
+        await interaction.response.send_message(
+            embed=view.embed(), view=view, allowed_mentions=NO_MENTIONS
+        )
+
+
+def _days(days: int) -> str:
+    return "day" if days == 1 else f"{days} days"
+
+
+async def setup(bot: RunscribeBot) -> None:
+    await bot.add_cog(Timeline(bot))

@@ -19,9 +19,36 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def _user_agent() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"runscribe/{version('runscribe')}"
+    except PackageNotFoundError:
+        return "runscribe/dev"
+
+
 async def attach(runtime: Runtime, stack: AsyncExitStack) -> None:
-    """Filled in as the live sources, LLM and incident engine land."""
-    return None
+    """Live sources (one shared httpx client for GitHub, one W&B client for every chain)."""
+    import httpx
+
+    from bot.sources.github import build_github_sources
+    from bot.sources.wandb import open_wandb_sources
+
+    runs = runtime.runs.runs
+    settings = runtime.settings
+    if any(run.github_repo for run in runs):
+        client = await stack.enter_async_context(
+            httpx.AsyncClient(
+                timeout=httpx.Timeout(30.0, connect=10.0),
+                headers={"User-Agent": _user_agent()},
+                follow_redirects=True,
+            )
+        )
+        runtime.sources += build_github_sources(runtime.store, client, settings, runs)
+    runtime.sources += await stack.enter_async_context(
+        open_wandb_sources(runtime.store, settings, runs)
+    )
 
 
 async def demo_plugins(store: Store, settings: Settings) -> tuple[Enricher | None, Detector | None]:

@@ -1,0 +1,409 @@
+"""Rule-based incident detection: is this text reporting that the run is (or was just) broken?
+
+Precision matters as much as recall: training-run threads talk about OOMs, hangs and crashes all
+the time without anything being broken ("no OOMs since the fix", "to avoid OOM", "would hang if",
+"Fix OOM in loader"). So every signal match is judged in its sentence:
+
+* a negation, fix or hypothetical cue earlier in the same clause discards it;
+* a question ("Did the job crash?") discards it;
+* words like "stuck" or "stalled" only count with a system subject (job, rank, restore...) and
+  not right after a training-dynamics noun ("the gate is stuck closed", "loss stalled");
+* text about CI, unit tests or someone's laptop is not the run.
+
+Code blocks never reach this module (``bot.enrich.text`` drops them); log-looking lines are only
+used when a message has no prose at all.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+CRITICAL: Final = "critical"
+WARNING: Final = "warning"
+
+#: Incident kinds, most specific (root cause) first: "crashed after an OOM" is an OOM.
+KIND_PRIORITY: Final[tuple[str, ...]] = (
+    "hardware",
+    "storage",
+    "oom",
+    "node-loss",
+    "restore-failed",
+    "checkpoint-failed",
+    "crash",
+    "hang",
+)
+_CRITICAL_KINDS: Final = frozenset(
+    {"hardware", "storage", "oom", "node-loss", "restore-failed", "crash"}
+)
+
+#: How much prose is examined (a long comment's incident report is near its top).
+DETECT_LIMIT: Final = 12_000
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One phrase that reports an incident of ``kind``.
+
+    ``anchors`` are lower-case substrings of which every match contains at least one: the regex
+    only runs on text containing an anchor, which keeps the common case (no incident words) to a
+    few substring searches. ``needs_subject`` marks ambiguous words ("stuck", "stalled") that
+    only count when the sentence names a part of the system.
+    """
+
+    kind: str
+    anchors: tuple[str, ...]
+    pattern: str
+    needs_subject: bool = False
+
+    def compile(self) -> re.Pattern[str]:
+        return re.compile(rf"\b(?:{self.pattern})\b", re.IGNORECASE)
+
+
+def _sig(kind: str, anchors: str, pattern: str, *, needs_subject: bool = False) -> Signal:
+    return Signal(kind, tuple(anchors.split()), pattern, needs_subject)
+
+
+_NODE = r"(?:nodes?|hosts?|workers?|vms?|slices?|machines?|tpus?|gpus?|pods?)"
+_SUBJ = r"(?:job|jobs|run|training|trainer|process|processes|worker|workers|task|pod|rank\s*\d+)"
+_FAIL_TO = r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't)"
+
+SIGNALS: Final[tuple[Signal, ...]] = (
+    # hardware faults
+    _sig("hardware", "nvlink", r"nvlink\s+(?:errors?|failures?|faults?|down|degraded|inactive)"),
+    _sig(
+        "hardware",
+        "nvlink",
+        r"(?:errors?|failures?|faults?)\s+on\s+(?:the\s+)?nvlink"
+        r"|(?:degraded|flaky|failing|faulty|broken)\s+nvlink",
+    ),
+    _sig("hardware", "xid", r"s?xid(?:\s*errors?)?\s*\(?\d{1,3}|s?xid\s+errors?"),
+    _sig(
+        "hardware",
+        "uncorrect double",
+        r"(?:uncorrectable|uncorrected|double[- ]bit)\s+(?:ecc\s+)?(?:errors?|memory)",
+    ),
+    _sig("hardware", "ecc", r"ecc\s+(?:errors?|failures?)"),
+    _sig("hardware", "bus", r"(?:fell|fallen|falls|dropped)\s+off\s+the\s+(?:pcie\s+)?bus"),
+    _sig(
+        "hardware",
+        "port link card",
+        r"(?:infiniband|ib|roce|nic|hca|network)\s+(?:port|link|card)s?\s+"
+        r"(?:faults?|failures?|failed|flap\w*|down|errors?|went\s+down|dropp\w*|bounc\w*)",
+    ),
+    _sig("hardware", "flap", r"(?:link|port)s?\s+(?:kept\s+|keeps\s+|started\s+)?flap\w*"),
+    _sig(
+        "hardware",
+        "faulty defective broken dead failing bad",
+        r"(?:faulty|defective|broken|dead|failing|bad)\s+(?:infiniband\s+|ib\s+|network\s+)?"
+        r"(?:gpus?|hosts?|nodes?|nics?|hcas?|tpus?|chips?|dimms?|ports?|links?|hardware|cables?)",
+    ),
+    _sig("hardware", "hardware", r"hardware\s+(?:faults?|failures?|errors?|issues?|problems?)"),
+    _sig("hardware", "fault failure", r"(?:tpu|gpu|chip)\s+(?:hardware\s+)?(?:faults?|failures?)"),
+    _sig("hardware", "machine pcie", r"machine[- ]check(?:\s+exception)?|pcie\s+(?:errors?|aer)"),
+    _sig("hardware", "remap", r"row[- ]remap(?:ping)?\s+(?:failures?|pending)"),
+    # node / link loss
+    _sig("node-loss", "lost", rf"lost\s+(?:\w+\s+){{0,2}}{_NODE}"),
+    _sig(
+        "node-loss",
+        "lost contact went disappeared dropped was were got been became died",
+        rf"{_NODE}\s+(?:\S+\s+){{0,3}}?(?:lost\s+connectivity|lost\s+contact"
+        r"|went\s+(?:down|offline|away)|disappeared|dropped\s+out|(?:was|were|got|is|are|been)\s+"
+        r"(?:lost|preempted|evicted|drained|reclaimed|unreachable|terminated)"
+        r"|became\s+unreachable|died)",
+    ),
+    _sig("node-loss", "connectivity", r"lost\s+(?:network\s+)?connectivity"),
+    _sig(
+        "node-loss",
+        "preempt",
+        r"preempt(?:ed|ions?)(?![- ](?:safe|tolerant|aware|handl\w*|resilien\w*|support|logic))",
+    ),
+    _sig("node-loss", "gang", r"gang(?:\s+scheduling)?\s+(?:failed|failures?|broke|broken)"),
+    _sig(
+        "node-loss",
+        "spot maintenance",
+        r"spot\s+(?:reclaim\w*|interruptions?)"
+        r"|host\s+maintenance\s+event",
+    ),
+    _sig(
+        "node-loss",
+        "unhealthy notready",
+        rf"unhealthy\s+{_NODE}|{_NODE}\s+(?:marked\s+)?"
+        r"(?:unhealthy|notready)",
+    ),
+    # out of memory
+    _sig("oom", "memory", r"out[- ]of[- ]memory|ran\s+out\s+of\s+(?:\w+\s+)?memory"),
+    _sig("oom", "oom", r"oom(?:s|ed|'d|-?kill(?:ed|er|s)?)?|oom\s+kill(?:ed|er|s)?"),
+    _sig("oom", "exhaust", r"(?:host\s+)?memory\s+exhaust(?:ed|ion)|resource_exhausted"),
+    _sig("oom", "killed", r"killed\s+by\s+the\s+(?:container\s+runtime|kernel|oom)"),
+    _sig(
+        "oom",
+        "137 memoryerror allocate",
+        r"exit\s+code\s+137|memoryerror"
+        r"|cannot\s+allocate\s+memory",
+    ),
+    # restore / checkpoint failures
+    _sig(
+        "restore-failed",
+        "restore resume reload checkpoint ckpt",
+        rf"{_FAIL_TO}\s+(?:restore|resume|reload"
+        r"|load\s+(?:the\s+|a\s+|from\s+)?(?:\w+\s+)?(?:checkpoint|ckpt))",
+    ),
+    _sig(
+        "restore-failed",
+        "restor resum checkpoint",
+        r"(?:restore|restoring|resume|resuming|checkpoint\s+(?:load|loading|restore))\s+"
+        r"(?:is\s+|was\s+|has\s+)?(?:stalled|stuck|hung|hanging|failed|failing|timed\s+out)",
+    ),
+    _sig(
+        "restore-failed",
+        "restore resume",
+        r"(?:restore|resume)\s+(?:failures?|errors?"
+        r"|timeouts?)",
+    ),
+    _sig(
+        "restore-failed",
+        "corrupt",
+        r"corrupt(?:ed)?\s+(?:checkpoint|ckpt)|(?:checkpoint|ckpt)\s+(?:is\s+|was\s+)?corrupt",
+    ),
+    _sig(
+        "checkpoint-failed",
+        "checkpoint ckpt",
+        r"(?:checkpoint|ckpt)(?:ing)?\s+(?:(?:save|write|upload|commit)s?\s+)?"
+        r"(?:failed|failing|failures?|errored|timed\s+out)",
+    ),
+    _sig(
+        "checkpoint-failed",
+        "checkpoint ckpt",
+        r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot)\s+"
+        r"(?:save|write|upload|commit|serialize)\s+(?:the\s+|a\s+)?(?:\w+\s+)?(?:checkpoint|ckpt)",
+    ),
+    _sig(
+        "checkpoint-failed",
+        "checkpoint ckpt",
+        r"(?:saving|writing)\s+(?:the\s+)?(?:checkpoint|ckpt)\s+(?:failed|timed\s+out|hung"
+        r"|stalled)",
+    ),
+    # storage
+    _sig("storage", "quota", r"quota\s+(?:exceeded|exhausted)|exceeded\s+(?:\w+\s+)?quota"),
+    _sig("storage", "full", r"(?:disk|volume|filesystem|bucket)\s+(?:is\s+|was\s+)?full"),
+    _sig("storage", "space enospc", r"no\s+space\s+left(?:\s+on\s+device)?|enospc"),
+    _sig(
+        "storage",
+        "gcs s3 bucket storage nfs lustre object",
+        r"(?:gcs|s3|bucket|storage|nfs|lustre|gcsfuse|object\s+store)\s+(?:is\s+|was\s+)?"
+        r"(?:5\d\d|unavailable|outage|down|degraded)",
+    ),
+    _sig(
+        "storage",
+        "storage read-only",
+        r"storage\s+(?:outage|failure|errors?)"
+        r"|read-only\s+file\s*system",
+    ),
+    _sig("storage", "503 500", r"(?:503|500)s?\s+(?:errors?\s+)?from\s+(?:gcs|s3|the\s+bucket)"),
+    # crashes
+    _sig("crash", "crash", r"crash(?:ed|es|ing)?|crashloop\w*"),
+    _sig(
+        "crash",
+        "seg sigsegv sigabrt sigbus sigill core",
+        r"seg(?:mentation\s+)?fault(?:ed|s)?|sig(?:segv|abrt|bus|ill)|core\s+dumped",
+    ),
+    _sig(
+        "crash",
+        "died exited killed blew errored failed down",
+        rf"{_SUBJ}\s+(?:\w+\s+){{0,2}}?(?:died|has\s+died|exited\s+unexpectedly|was\s+killed"
+        r"|got\s+killed|blew\s+up|errored\s+out|(?:has\s+|have\s+)?failed(?!\s+to\b)|is\s+down"
+        r"|went\s+down)",
+    ),
+    _sig(
+        "crash",
+        "exited",
+        r"exited\s+with\s+(?:a\s+)?(?:non-?zero|(?:exit\s+)?code\s+[1-9]|status\s+[1-9])",
+    ),
+    _sig("crash", "fatal unrecoverable", r"(?:fatal|unrecoverable)\s+error"),
+    _sig(
+        "crash",
+        "traceback stack exception",
+        r"(?:got|getting|seeing|hit|hitting|saw)\s+(?:this|the\s+following|a|an)\s+"
+        r"(?:traceback|stack\s*trace|exception)",
+    ),
+    # hangs
+    _sig(
+        "hang",
+        "hung deadlock hang",
+        r"hung|deadlock(?:ed|s)?|(?<!the )(?<!low-)(?<!low )hang(?:s|ing)?"
+        r"(?!\s+(?:on|tight|out|around))",
+    ),
+    _sig("hang", "nccl", r"nccl\s+(?:\w+\s+){0,2}?(?:time[d -]?outs?|watchdog)"),
+    _sig(
+        "hang",
+        "time",
+        r"(?:collective|all-?reduce|all-?gather|reduce-?scatter|barrier)s?\s+"
+        r"(?:operations?\s+)?(?:time[d -]?outs?|timed\s+out)",
+    ),
+    _sig("hang", "watchdog", r"watchdog\s+(?:caught|timeout|timed\s+out|fired)"),
+    _sig(
+        "hang",
+        "heartbeat",
+        r"heartbeats?\s+(?:stopped|missing|lost|timed\s+out)|stopped\s+sending\s+heartbeats",
+    ),
+    _sig(
+        "hang",
+        "stopped progress",
+        r"stopped\s+(?:logging|reporting|making\s+progress)|not\s+making\s+(?:any\s+)?progress",
+    ),
+    _sig(
+        "hang",
+        "stuck stall froze progress",
+        r"stuck|stall(?:s|ed|ing)?|froze|no\s+progress",
+        needs_subject=True,
+    ),
+)
+_COMPILED: Final = tuple((s, s.compile()) for s in SIGNALS)
+#: At most this many matches are judged per text (a wall of "no crash" is not worth more).
+MAX_JUDGED: Final = 64
+
+# Cues in the clause before a signal that make it not a live incident.
+_NEGATION = re.compile(
+    r"""\b(?:no|not|never|without|zero|nor|none|neither
+      |avoid\w*|prevent\w*|fix|fixes|fixed|fixing|resolv\w*|mitigat\w*|reduc\w*|workaround\w*
+      |(?:guard|guards|guarding|protect\w*|safe|robust|resilient)\s+against|handl\w*|detect\w*
+      |recover(?:s|ing)?\s+from|retry\s+on|survive[sd]?
+      |if|unless|whether|in\s+case|whenever|each\s+time|every\s+time|in\s+the\s+event
+      |would|could|might|may|should|shall|will|gonna|going\s+to|about\s+to|wouldn't|couldn't|shouldn't|won't|cannot|can't
+      |doesn't|don't|didn't|isn't|aren't|wasn't|weren't|hasn't|haven't|hadn't|can\s+(?:cause|lead)
+      |instead\s+of|rather\s+than|risk\w*|chance|likelihood|prone|susceptible|expect\w*
+      |hopefully|hope|unlikely|simulat\w*|inject\w*|test|tests|testing|tested|postmortem
+      |post-mortem|retro|lessons?|rare|rarely|occasional\s+false|false\s+positive\w*)\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+# Cues right before a signal ("any OOMs", "the last crash", "after the crash").
+_NEAR_CUE = re.compile(
+    r"\b(?:any(?:\s+(?:more|further|new|other))?|past|previous|prior|earlier|last|potential"
+    r"|possible|known|hypothetical|future|(?:after|since|before)\s+(?:the|that|this|a|an))\s+$",
+    re.IGNORECASE,
+)
+# Words right after a signal that make it a topic, not an event ("OOM risk", "crash handler").
+_AFTER_CUE = re.compile(
+    r"[\s-]*(?:risk|margin|headroom|safety|threshold|guard|protection|handling|handler|detection"
+    r"|detector|test|tests|repro|reproducer|checks?|tolerance|tolerant|resilien\w*|recovery"
+    r"|retr(?:y|ies)|rates?|budget|analysis|bug|fix|report|stats|counts?|probability)\b",
+    re.IGNORECASE,
+)
+_QUESTION_START = re.compile(
+    r"(?:did|does|do|is|are|was|were|has|have|had|could|can|would|will|should|any|anyone"
+    r"|anybody|how|why|what|when|where|which|who|whether|shall)\b",
+    re.IGNORECASE,
+)
+_CLAUSE_BREAK = re.compile(r"[,;:()—–]|\s-\s|\b(?:but|however|though|although|yet|whereas)\b")
+_DYNAMICS_BEFORE = re.compile(
+    r"\b(?:loss|losses|gates?|routers?|norms?|gradients?|grads?|weights?|logits?|experts?"
+    r"|accuracy|perplexity|evals?|metrics?|embeddings?|activations?|lr|learning\s+rate|heads?"
+    r"|sigmoid|softmax|curve|scores?|plateau)\b[^.!?\n]{0,20}$",
+    re.IGNORECASE,
+)
+_SYSTEM_SUBJECT = re.compile(
+    r"\b(?:job|jobs|run|training|trainer|step|steps|ranks?|process\w*|workers?|nodes?|hosts?"
+    r"|collectives?|nccl|all-?reduce|dataloader|loader|restor\w*|resum\w*|checkpoint\w*|saving"
+    r"|compil\w*|initiali[sz]\w*|pods?|slices?|tpus?|gpus?|queue|pending|scheduler|cluster"
+    r"|throughput|io|upload\w*|download\w*)\b",
+    re.IGNORECASE,
+)
+_NOT_THE_RUN = re.compile(
+    r"\b(?:ci|pytest|unit\s+tests?|test\s+suite|integration\s+tests?|linter|lint|docs?\s+build"
+    r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?)\b",
+    re.IGNORECASE,
+)
+_RECOVERED = re.compile(
+    r"\b(?:resumed|resuming|recovered|auto-?(?:resumed|restarted|recovered)|back\s+up"
+    r"|back\s+online|running\s+again|reporting\s+again|healthy\s+again|training\s+again"
+    r"|picked\s+(?:\w+\s+){0,2}back\s+up|replacement\s+(?:node|host|attempt|slice|vm)"
+    r"|rescheduled|retried\s+successfully|succeeded\s+on\s+retry|resolved|mitigated"
+    r"|no\s+(?:further\s+)?action\s+(?:is\s+)?needed|fine\s+now|(?:has|have)\s+been\s+fixed"
+    r"|restarted|restarting|relaunched)\b",
+    re.IGNORECASE,
+)
+_DEGRADED = re.compile(
+    r"\b(?:degraded|slower|slowdown|slowed\s+down|reduced\s+throughput|(?:single|one)\s+"
+    r"(?:task|worker|rank|eval|shard|host)\s+(?:\w+\s+)?(?:failed|died|crashed|was\s+lost)"
+    r"|still\s+(?:training|running|making\s+progress)|keeps?\s+training|continued\s+training"
+    r"|(?:training|main\s+job|run)\s+(?:itself\s+)?(?:is\s+|was\s+)?(?:fine|unaffected|healthy)"
+    r"|(?:eval|evaluation|export|conversion|inference|sampling)\s+(?:jobs?|tasks?|workers?))\b",
+    re.IGNORECASE,
+)
+_STOPPED = re.compile(
+    r"\b(?:(?:training|run|job)\s+(?:has\s+|is\s+)?(?:stopped|halted|dead|down)"
+    r"|no\s+steps?\s+(?:logged|since|for)|not\s+training|zero\s+throughput)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_BOUNDARY = re.compile(r"[.!?](?=\s)|\n")
+
+
+def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span of the sentence around ``text[start:end]`` (searching at most 300 chars away)."""
+    lo = max(0, start - 300)
+    left = lo
+    for m in _SENTENCE_BOUNDARY.finditer(text, lo, start):
+        left = m.end()
+    m2 = _SENTENCE_BOUNDARY.search(text, end, end + 300)
+    right = m2.end() if m2 else min(len(text), end + 300)
+    return left, right
+
+
+def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
+    """Whether one signal match reports a live incident, judged within its sentence."""
+    start, end = m.span()
+    left, right = _sentence_bounds(text, start, end)
+    sentence = text[left:right].strip()
+    before = text[left:start]
+    clause = _CLAUSE_BREAK.split(before)[-1][-80:] if before else ""
+    if _NEGATION.search(clause) or _NEAR_CUE.search(before[-40:]):
+        return False
+    if _AFTER_CUE.match(text, end, min(len(text), end + 30)):
+        return False
+    if sentence.endswith("?") and _QUESTION_START.match(sentence):
+        return False
+    if _NOT_THE_RUN.search(sentence):
+        return False
+    if signal.kind in ("hang", "crash") and _DYNAMICS_BEFORE.search(before[-40:]):
+        return False
+    return not (signal.needs_subject and not _SYSTEM_SUBJECT.search(sentence))
+
+
+def _severity(kind: str, context: str) -> str:
+    recovered = _RECOVERED.search(context) is not None
+    if kind in _CRITICAL_KINDS:
+        return WARNING if recovered or _DEGRADED.search(context) else CRITICAL
+    if _STOPPED.search(context) and not recovered:
+        return CRITICAL
+    return WARNING
+
+
+def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str] | None:
+    """``(kind, severity)`` of the incident reported by already-cleaned text, or None.
+
+    ``prose`` is cleaned body text (one block per line), ``title`` an issue title, ``logs`` the
+    log-looking lines, used only when there is no prose at all.
+    """
+    text = f"{title}\n{prose}" if title else prose
+    if not text.strip():
+        text = logs
+    text = text[:DETECT_LIMIT]
+    lowered = text.lower()
+    kinds: set[str] = set()
+    judged = 0
+    for signal, pattern in _COMPILED:
+        if signal.kind in kinds or not any(a in lowered for a in signal.anchors):
+            continue
+        for m in pattern.finditer(text):
+            judged += 1
+            if _counts(text, m, signal):
+                kinds.add(signal.kind)
+                break
+            if judged >= MAX_JUDGED:
+                break
+    if not kinds:
+        return None
+    kind = next(k for k in KIND_PRIORITY if k in kinds)
+    return kind, _severity(kind, text)

@@ -1,0 +1,163 @@
+"""Keyword/phrase scoring of cleaned text into one of ``bot.models.TAGS``.
+
+Text is lower-cased and split into alphanumeric tokens ("weight-decay" → "weight decay",
+"max_seq_len" → "max seq len"). A term is a token ("sweep"), a token prefix ("ablat*") or a phrase
+of tokens ("learning rate"); tokens are counted once with a ``Counter`` and phrases with
+``str.count`` on the space-joined tokens, so scoring costs a few C-level passes whatever the
+table size. Word boundaries come for free: "rope" never matches inside "europe".
+
+Every term has a weight; a title hit counts ``TITLE_WEIGHT`` times, and repeated body hits of one
+term count at most ``MAX_HITS`` times (a pasted list of 40 checkpoint paths is not 40 votes).
+Ties go to the more specific tag (``PRIORITY``). The "incident" tag is not scored here:
+``bot.enrich.rules`` gives it when the incident detector fires.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Final
+
+from bot.models import TAGS
+
+TITLE_WEIGHT: Final = 3.0
+MAX_HITS: Final = 3
+MIN_SCORE: Final = 1.0
+TAG_LIMIT: Final = 8_000  # characters of body prose scored
+
+#: Ties go to the earlier, more specific tag: an ablation of weight decay is an ablation.
+PRIORITY: Final[tuple[str, ...]] = (
+    "ablation",
+    "long-context",
+    "checkpointing",
+    "evals",
+    "optimizer",
+    "training-dynamics",
+    "data",
+    "infra",
+    "spec",
+)
+SCORED_TAGS: Final = frozenset(TAGS) - {"incident", "other"}
+
+#: (tag, weight, terms separated by commas). "x*" is a prefix; "x y" a phrase of tokens.
+TERMS: Final[tuple[tuple[str, float, str], ...]] = (
+    ("ablation", 3.0, "ablat*"),
+    ("ablation", 2.0, "sweep, sweeps, swept, we compared, compared against, compared with"),
+    ("ablation", 2.0, "baseline vs, vs baseline, vs the baseline, a b test, head to head"),
+    ("ablation", 1.0, "baseline, baselines, control run, variant, variants, side by side"),
+    ("ablation", 1.0, "ladder, rung, rungs"),
+    ("optimizer", 2.0, "learning rate, learning rates, lr, lr schedule, weight decay, warmup"),
+    ("optimizer", 2.0, "adam*, muon, lion, sophia, shampoo, soap, optimizer, optimizers, optim"),
+    ("optimizer", 2.0, "grad clip, grad clipping, gradient clipping, clip norm, clipping"),
+    ("optimizer", 1.5, "momentum, beta1, beta2, epsilon, cosine decay, wsd, anneal*"),
+    ("optimizer", 1.0, "decay, schedule free, ema, warm up"),
+    ("training-dynamics", 2.5, "loss spike, loss spikes, spike, spikes, spiked, spiking"),
+    ("training-dynamics", 2.5, "grad norm, grad norms, gradient norm, gradient norms"),
+    ("training-dynamics", 2.0, "attention gate, gate norm, router, routers, logit, logits"),
+    ("training-dynamics", 2.0, "z loss, norm growth, diverg*, instabilit*, unstable, collaps*"),
+    ("training-dynamics", 1.5, "saturat*, activation, activations, load balanc*, dead experts"),
+    ("training-dynamics", 1.0, "loss, losses, gate, gates, norm, norms, nan, nans, plateau*"),
+    ("evals", 2.5, "eval, evals, evaluation, evaluations, benchmark, benchmarks, mmlu, paloma"),
+    ("evals", 2.0, "hellaswag, gsm8k, humaneval, bits per byte, bpb, perplexit*, leaderboard"),
+    ("evals", 1.0, "downstream, held out, heldout, validation loss, val loss, contaminat*"),
+    ("data", 2.5, "data mix, data mixture, datamix, dataset, datasets, tokeniz*, tokenis*"),
+    ("data", 2.5, "dedup*, shard, shards, corpus, corpora, data loader, dataloader*"),
+    ("data", 1.0, "epoch, epochs, filtering, quality filter, web data, training data, data"),
+    ("checkpointing", 2.5, "checkpoint*, ckpt, ckpts, orbax, tensorstore"),
+    ("checkpointing", 1.5, "restore, restored, restores, restoring, resume from, resumed from"),
+    ("checkpointing", 1.5, "safetensors, hf export, export to hf"),
+    ("checkpointing", 0.5, "save, saves, saved, saving"),
+    ("long-context", 3.0, "long context, context length, context window, context extension"),
+    ("long-context", 3.0, "sequence length, sequence lengths, seq len, max seq len, seqlen"),
+    ("long-context", 2.5, "rope, yarn, ring attention, 262k, 131k, 128k, 256k, 64k context"),
+    ("long-context", 2.0, "needle, ruler, positional, position embeddings, 1m context"),
+    ("infra", 2.0, "cluster, clusters, scheduler, kubernetes, k8s, slurm, ray, tpu, tpus"),
+    ("infra", 2.0, "v4, v5e, v5p, v6e, h100, h100s, a100, a100s, gb200, nccl, infiniband"),
+    ("infra", 2.0, "throughput, mfu, jemalloc, container, containers, docker, node, nodes"),
+    ("infra", 1.5, "host, hosts, pod, pods, slice, slices, gpu, gpus, memory, oom*, step time"),
+    ("infra", 1.5, "tokens s, preempt*, allocator, vm, vms"),
+    ("infra", 1.0, "restart*, crash*, hang, hangs, hung, deadlock*, timeout, timeouts, gcs"),
+    ("infra", 1.0, "bucket, buckets, storage, fsdp, sharding, mesh, xla, jax, compil*, quota"),
+    ("spec", 3.0, "spec, specs, specification, architecture"),
+    ("spec", 2.0, "hyperparam*, hyper parameters, parameters, params, d model, hidden size"),
+    ("spec", 2.0, "vocab size, vocabulary size, num heads, moe, mixture of experts"),
+    ("spec", 1.0, "layers, experts, dense, config, recipe, head dim"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Term:
+    tag: str
+    weight: float
+    text: str
+
+
+def _compile(
+    table: tuple[tuple[str, float, str], ...],
+) -> tuple[dict[str, list[_Term]], dict[str, list[_Term]], dict[str, list[_Term]]]:
+    words: dict[str, list[_Term]] = {}
+    prefixes: dict[str, list[_Term]] = {}
+    phrases: dict[str, list[_Term]] = {}
+    for tag, weight, spec in table:
+        if tag not in SCORED_TAGS:
+            raise ValueError(f"unknown tag {tag!r} in TERMS")
+        for raw in spec.split(","):
+            term = raw.strip()
+            if term.endswith("*"):
+                prefixes.setdefault(term[:-1], []).append(_Term(tag, weight, term))
+            elif " " in term:
+                phrases.setdefault(f" {term} ", []).append(_Term(tag, weight, term))
+            else:
+                words.setdefault(term, []).append(_Term(tag, weight, term))
+    return words, prefixes, phrases
+
+
+_WORDS, _PREFIXES, _PHRASES = _compile(TERMS)
+_PREFIX_TUPLE: Final = tuple(_PREFIXES)
+_TOKEN = re.compile(r"[a-z0-9]+")
+_RANK: Final = {tag: i for i, tag in enumerate(PRIORITY)}
+
+
+def _add(scores: dict[str, float], terms: list[_Term], hits: int, factor: float) -> None:
+    for term in terms:
+        scores[term.tag] = scores.get(term.tag, 0.0) + term.weight * factor * min(hits, MAX_HITS)
+
+
+def _score_part(text: str, factor: float, scores: dict[str, float]) -> None:
+    tokens = _TOKEN.findall(text.lower())
+    if not tokens:
+        return
+    counts = Counter(tokens)
+    for token, n in counts.items():
+        terms = _WORDS.get(token)
+        if terms:
+            _add(scores, terms, n, factor)
+        if token.startswith(_PREFIX_TUPLE):
+            for prefix, pterms in _PREFIXES.items():
+                if token.startswith(prefix):
+                    _add(scores, pterms, n, factor)
+    if len(tokens) > 1:
+        joined = f" {' '.join(tokens)} "
+        for phrase, terms in _PHRASES.items():
+            n = joined.count(phrase)
+            if n:
+                _add(scores, terms, n, factor)
+
+
+def score_tags(text: str, title: str | None = None) -> dict[str, float]:
+    """Score of each tag for cleaned ``text`` and an optional title (weighted higher)."""
+    scores: dict[str, float] = {}
+    if title:
+        _score_part(title, TITLE_WEIGHT, scores)
+    if text:
+        _score_part(text[:TAG_LIMIT], 1.0, scores)
+    return scores
+
+
+def best_tag(scores: dict[str, float], default: str = "other") -> str:
+    """Highest-scoring tag (ties by ``PRIORITY``), or ``default`` below ``MIN_SCORE``."""
+    if not scores:
+        return default
+    tag = min(scores, key=lambda t: (-scores[t], _RANK.get(t, len(PRIORITY))))
+    return tag if scores[tag] >= MIN_SCORE else default

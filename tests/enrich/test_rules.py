@@ -1,0 +1,424 @@
+"""The deterministic enrichment path on realistic GitHub comments and Discord chatter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.enrich import rules
+from bot.enrich.rules import (
+    Enrichment,
+    classify_tag,
+    clean_text,
+    detect_incident,
+    enrich_text,
+    strip_mentions,
+    summarize,
+)
+from bot.enrich.tags import PRIORITY, SCORED_TAGS
+from bot.models import TAGS
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+def assert_one_line(summary: str, limit: int = 200) -> None:
+    assert summary
+    assert len(summary) <= limit
+    assert "\n" not in summary
+    assert "  " not in summary
+
+
+# ---------------------------------------------------------------------------------- summaries
+
+
+def test_summary_of_incident_report_skips_template_greeting_and_markup() -> None:
+    summary = summarize(fixture("gh_node_loss_report.md"))
+    assert summary == (
+        "The hero run lost node s55sxs64 after step 50,195 when its InfiniBand port kept "
+        "flapping, and the job went down at 23:39 UTC."
+    )
+
+
+def test_summary_of_issue_leans_on_title_plus_first_sentence() -> None:
+    summary = summarize(fixture("gh_pr_template.md"), title="[WIP] Pin a permanent checkpoint")
+    assert summary.startswith("Pin a permanent checkpoint — This pins one extra permanent")
+    assert_one_line(summary)
+
+
+def test_summary_is_capped_at_a_clause_or_word_with_ellipsis() -> None:
+    body = "The restore " + "kept re-reading the same shard from the regional bucket " * 10
+    summary = summarize(body)
+    assert len(summary) <= 200
+    assert summary.endswith("…")
+    assert summary[:-1] == summary[:-1].rstrip()
+    assert body.startswith(summary[:-1])  # cut on a word boundary, nothing invented
+    assert len(summarize(body, limit=60)) <= 60
+
+
+def test_summary_prefers_a_sentence_boundary_and_adds_short_followers() -> None:
+    body = "Restarted. Resumed from step 54,000 after 47 min on a fresh slice. Loss is on trend."
+    assert summarize(body) == "Restarted. Resumed from step 54,000 after 47 min on a fresh slice."
+    # abbreviations and decimals do not end a sentence
+    body = "Loss fell e.g. from 2.41 to 2.38 once the warmup ended at step 2,000. Nothing else."
+    assert (
+        summarize(body) == "Loss fell e.g. from 2.41 to 2.38 once the warmup ended at step 2,000."
+    )
+
+
+def test_summary_skips_fillers_and_prefers_tldr() -> None:
+    assert summarize("Thanks for the fix!\n\nThe run resumed cleanly from step 54,000.") == (
+        "The run resumed cleanly from step 54,000."
+    )
+    assert summarize("Hi all, update: the hero run passed 2.5T tokens overnight.") == (
+        "The hero run passed 2.5T tokens overnight."
+    )
+    body = (
+        "Long story below.\n\nWe looked at a lot of things.\n\n**TL;DR:** gate decay helps a bit."
+    )
+    assert summarize(body) == "Gate decay helps a bit."
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("## Description\n\nSwitch the allocator to **jemalloc** on all hosts.", "Switch the"),
+        ("Set `weight_decay` to *0.02* for the __router__.", "Set weight_decay to 0.02 for the"),
+        ("> did it crash?\n> really?\n\nNo, it was preempted and resumed.", "No, it was"),
+        ("```\nTraceback (most recent call last):\n```\n\nThe trace is from rank 3.", "The trace"),
+        ("    indented = code()\n\nIndented code is dropped too.", "Indented code"),
+        ("| a | b |\n|---|---|\n| 1 | 2 |\n\nTable rows are dropped.", "Table rows"),
+        ("<!-- template -->\n<details>\n<summary>logs</summary>\nnoise\n</details>\nKept.", "Kept"),
+        (
+            "![plot](https://img.example.com/a.png)\n\nSee the [W&B report](https://wandb.ai/x).",
+            "See",
+        ),
+        ("- [x] Drained the bad host and filed a ticket.", "Drained the bad host"),
+        ("Fixes #8854\n\nCo-authored-by: A <a@example.com>\n\nPins a checkpoint.", "Pins a"),
+    ],
+)
+def test_summary_strips_each_markdown_construct(body: str, expected: str) -> None:
+    summary = summarize(body)
+    assert summary.startswith(expected)
+    for token in ("**", "`", "> ", "|", "<", "](", "http", "[x]", "#", "__"):
+        assert token not in summary
+
+
+def test_links_keep_their_text_and_bare_urls_vanish() -> None:
+    text = clean_text(
+        "Numbers in the [ladder report](https://wandb.ai/m/r) and https://example.com/x.png."
+    )
+    assert text == "Numbers in the ladder report and."
+    assert "gs://" not in clean_text("Checkpoint at gs://marin-us/ckpt/step-54000 is fine.")
+
+
+def test_clean_text_keeps_blocks_on_separate_lines() -> None:
+    text = clean_text(fixture("gh_ablation.md"))
+    lines = text.split("\n")
+    assert lines[0] == "Results"
+    assert lines[1].startswith("Weight-decay ablation on the d1024 rung")
+    assert "weight_decay" not in text  # the YAML inside <details> is gone
+    assert "2.4127" not in text  # so is the table
+
+
+def test_summary_never_empty() -> None:
+    assert summarize("") == "(no text)"
+    assert summarize("```\nonly code\n```") == "(no text)"
+    assert summarize("", title="Hero run tracking") == "Hero run tracking"
+    assert summarize("<!-- nothing -->", title=None, limit=3) == "(n…"
+
+
+# ----------------------------------------------------------------------------------- mentions
+
+
+def test_strip_mentions_neutralises_every_ping_form() -> None:
+    text = strip_mentions("@everyone @here <@123> <@!456> <@&789> ping")
+    assert "@everyone" not in text and "@here" not in text
+    assert "<@" not in text
+    assert text.endswith("ping")
+    assert strip_mentions(text) == text  # idempotent
+
+
+def test_summaries_carry_no_pings() -> None:
+    summary = summarize("@everyone <@&42> the hero run is hung at step 48,112 <@1234>")
+    assert summary == "The hero run is hung at step 48,112"
+    assert "@everyone" not in summarize("Heads-up: @everyone the restore is slow.")
+
+
+# ---------------------------------------------------------------------------------- incidents
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "severity"),
+    [
+        (
+            "Node s55sxs64 lost connectivity and the job stopped at step 50,195.",
+            "node-loss",
+            "critical",
+        ),
+        ("The job was preempted at 03:12 UTC and has not come back.", "node-loss", "critical"),
+        ("Xid 79 on host a3-12: the GPU fell off the bus.", "hardware", "critical"),
+        (
+            "Uncorrectable ECC errors on two H100s in rack 7 took the job down.",
+            "hardware",
+            "critical",
+        ),
+        ("Host OOM-killed by the container runtime at step 51,200.", "oom", "critical"),
+        ("The hero run crashed with SIGSEGV inside the XLA runtime.", "crash", "critical"),
+        ("Training is hung at step 48,112 after an NCCL timeout on rank 17.", "hang", "warning"),
+        ("Restore stalled at 12% for over an hour.", "restore-failed", "critical"),
+        (
+            "Could not load checkpoint step-54000: shard 17 is missing.",
+            "restore-failed",
+            "critical",
+        ),
+        (
+            "Checkpoint save failed at step 54,000; training continues.",
+            "checkpoint-failed",
+            "warning",
+        ),
+        ("The job died: No space left on device on the scratch volume.", "storage", "critical"),
+        ("GCS is unavailable in us-central2, so every host is blocked.", "storage", "critical"),
+    ],
+)
+def test_each_incident_kind(text: str, kind: str, severity: str) -> None:
+    assert detect_incident(text) == (True, severity, kind)
+
+
+def test_recovered_and_single_task_incidents_are_warnings() -> None:
+    report = fixture("gh_node_loss_report.md")  # port flap → node lost → Iris restarted the job
+    assert detect_incident(report) == (True, "warning", "hardware")
+    assert detect_incident("The eval job OOMs on the v5p-64 slice; training itself is fine.") == (
+        True,
+        "warning",
+        "oom",
+    )
+    degraded = "Throughput dropped 30% after the restart; one host has a degraded NVLink."
+    assert detect_incident(degraded) == (True, "warning", "hardware")
+    hang = "The run has been hung for three hours and the job is down: no steps logged."
+    assert detect_incident(hang)[1] == "critical"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "No OOMs since we moved to the new host memory config.",
+        "We lowered the batch size to avoid OOM at 262k context.",
+        "It would hang if the coordinator restarted first.",
+        "Fixed the hang in the data loader by bumping the prefetch queue.",
+        "If the node is lost we lose about 40 minutes of progress.",
+        "Did the job crash overnight?",
+        "The attention gate is stuck closed in layer 0 for nearly every token.",
+        "Loss stalled around 2.31 for 2k steps, then kept falling.",
+        "Plenty of low-hanging fruit in the warmup schedule.",
+        "CI crashes on macOS with a segfault in the tokenizer tests.",
+        "I'm stuck on how to read this gate norm plot.",
+        "The new watchdog should catch hangs within five minutes.",
+        "Let's add OOM headroom checks to the launcher.",
+    ],
+)
+def test_negations_hypotheticals_and_topics_are_not_incidents(text: str) -> None:
+    assert detect_incident(text) == (False, None, None)
+
+
+def test_memory_tuning_discussion_with_old_oom_log_is_not_an_incident() -> None:
+    body = fixture("gh_memory_tuning.md")
+    assert detect_incident(body) == (False, None, None)
+    assert classify_tag(body) == "infra"
+
+
+def test_quoted_crash_in_a_reply_does_not_count() -> None:
+    assert detect_incident(fixture("gh_quoted_reply.md")) == (False, None, None)
+
+
+def test_pull_requests_and_reviews_are_never_incidents() -> None:
+    pr = enrich_text(
+        title="Fix OOM in loader",
+        body="The loader crashed with an OOM when shards were large.",
+        kind="pull",
+        source="github",
+    )
+    assert (pr.incident, pr.severity, pr.incident_kind) == (False, None, None)
+    assert pr.tag == "infra"
+    issue = enrich_text(
+        title="Hero run crashed at step 50,195", body="", kind="issue", source="github"
+    )
+    assert (issue.incident, issue.severity, issue.incident_kind) == (True, "critical", "crash")
+
+
+def test_only_issue_titles_count_for_comments() -> None:
+    comment = enrich_text(
+        title="Hero run crashed at step 50,195",
+        body="The loss curve after the restart is right on the ladder forecast.",
+        kind="comment",
+        source="github",
+    )
+    assert not comment.incident
+    assert comment.summary.startswith("The loss curve")
+
+
+def test_incident_wins_the_tag() -> None:
+    assert classify_tag("Checkpoint save failed: quota exceeded on the bucket.") == "incident"
+    assert classify_tag("Checkpoint saves now take 40 s instead of 90 s.") == "checkpointing"
+
+
+# --------------------------------------------------------------------------------------- tags
+
+
+@pytest.mark.parametrize(
+    ("text", "title", "tag"),
+    [
+        (fixture("gh_ablation.md"), None, "ablation"),
+        (
+            "Lowering the learning rate warmup and the weight decay on the router.",
+            None,
+            "optimizer",
+        ),
+        (
+            "Grad norm spikes every few thousand steps; the router logits grow too.",
+            None,
+            "training-dynamics",
+        ),
+        ("Paloma bits per byte and MMLU on the step-48k checkpoint.", "Evals at 48k", "evals"),
+        ("New data mix: upsample code, dedup the forum shards, same tokenizer.", None, "data"),
+        ("Pins one extra permanent checkpoint at step 55,000.", "Keep ckpt 55k", "checkpointing"),
+        ("Extending the context length to 262k with RoPE scaling.", None, "long-context"),
+        ("MFU dropped to 38% after the scheduler moved us to a new cluster.", None, "infra"),
+        ("Architecture: 48 layers, 535B total parameters, 23B active.", "Model spec", "spec"),
+        ("Sounds reasonable to me.", None, "other"),
+    ],
+)
+def test_each_tag(text: str, title: str | None, tag: str) -> None:
+    assert classify_tag(text, title) == tag
+
+
+def test_tag_words_need_word_boundaries() -> None:
+    # "europe" holds "rope", "evaluate" is no eval tag word, "specially" no spec
+    assert classify_tag("Moved the team offsite to Europe, specially planned.") == "other"
+
+
+def test_title_outweighs_body_mentions() -> None:
+    body = "Router logits and the gate norm look fine; this only adds a checkpoint."
+    assert classify_tag(body) == "training-dynamics"
+    assert classify_tag(body, title="Save a permanent checkpoint at 55k") == "checkpointing"
+
+
+def test_tag_tables_cover_the_shared_tag_list() -> None:
+    assert set(PRIORITY) == SCORED_TAGS
+    assert SCORED_TAGS | {"incident", "other"} == set(TAGS)
+
+
+# -------------------------------------------------------------------------------- newsworthy
+
+
+@pytest.mark.parametrize(
+    "body", ["lol", "nice", "👍", "thanks!", "+1", "ok", "LGTM", "Thanks @dlwh!", ":tada:", "haha"]
+)
+def test_chitchat_is_not_newsworthy(body: str) -> None:
+    e = enrich_text(title=None, body=body, kind="message", source="discord")
+    assert e.newsworthy is False
+    assert e.summary  # still has a summary for the archive
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ("ok restarted from 54k", "message"),
+        ("Loss is back on the forecast.", "message"),
+        ("```\nstep 54000 loss 2.31\n```", "comment"),
+        ("", "issue"),
+        ("lgtm", "pull"),
+    ],
+)
+def test_substance_is_newsworthy(body: str, kind: str) -> None:
+    assert enrich_text(title="t", body=body, kind=kind, source="github").newsworthy is True
+
+
+# ------------------------------------------------------------------------------- enrich_text
+
+
+def test_enrich_text_on_a_full_incident_report() -> None:
+    e = enrich_text(
+        title="Hero run: lost a node at step 50,195",
+        body=fixture("gh_node_loss_report.md"),
+        kind="issue",
+        source="github",
+    )
+    assert isinstance(e, Enrichment)
+    assert (e.tag, e.incident, e.severity, e.incident_kind) == (
+        "incident",
+        True,
+        "warning",
+        "hardware",
+    )
+    assert e.summary.startswith("Hero run: lost a node at step 50,195 — The hero run lost node")
+    assert_one_line(e.summary)
+    assert e.newsworthy
+
+
+def test_enrich_text_on_a_wandb_state_change() -> None:
+    e = enrich_text(title=None, body="Run moved to state crashed.", kind="state", source="wandb")
+    assert (e.incident, e.severity, e.incident_kind, e.tag) == (
+        True,
+        "critical",
+        "crash",
+        "incident",
+    )
+
+
+def test_enrich_text_is_deterministic() -> None:
+    body = fixture("gh_memory_tuning.md")
+    first = enrich_text(title="Host memory", body=body, kind="issue", source="github")
+    assert all(
+        enrich_text(title="Host memory", body=body, kind="issue", source="github") == first
+        for _ in range(3)
+    )
+
+
+def test_summary_is_always_valid_for_every_fixture() -> None:
+    for path in sorted(FIXTURES.glob("*.md")):
+        for kind in ("issue", "comment", "pull"):
+            e = enrich_text(title=path.stem, body=path.read_text(), kind=kind, source="github")
+            assert_one_line(e.summary)
+            assert e.tag in TAGS
+            assert e.severity in (None, "warning", "critical")
+            assert (e.severity is None) == (not e.incident) == (e.incident_kind is None)
+
+
+# --------------------------------------------------------------------------- hostile inputs
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "`" * 100_000,
+        "*" * 100_000,
+        "_a " * 70_000,
+        "**a _b *c " * 20_000,
+        "[" * 100_000 + "](" * 50_000,
+        "<details" * 25_000,
+        "<!--" * 50_000,
+        "a\n" * 100_000,
+        "a. " * 70_000,
+        "http://" * 30_000,
+        "crash hang oom stuck lost node no " * 6_000,
+    ],
+    ids=lambda b: repr(b[:12]),
+)
+def test_hostile_inputs_complete_with_valid_output(body: str) -> None:
+    e = enrich_text(title=body[:500], body=body, kind="issue", source="github")
+    assert_one_line(e.summary)
+    assert e.tag in TAGS
+    assert len(clean_text(body)) <= len(body)
+
+
+def test_a_200kb_realistic_paste_still_summarises_its_first_sentence() -> None:
+    log = "\n".join(f"2026-09-01T23:{i % 60:02d}:00Z INFO step {i} loss 2.31" for i in range(6000))
+    body = "The restore from step 54,000 is slow again.\n\n```\n" + log + "\n```\n"
+    assert len(body) > 200_000
+    assert summarize(body) == "The restore from step 54,000 is slow again."
+    assert rules.is_newsworthy(body)

@@ -465,4 +465,3 @@ __all__ = [
     "start_of_day",
     "usage_report",
 ]
-

@@ -1,0 +1,226 @@
+"""LLM cost benchmark (a script, not part of the test run):
+
+    python bench/bench_llm.py [--events 300] [--batch 30]
+
+1. Tokens per enriched event, batched (many events per request) vs one event per request, over
+   the same synthetic events, against the local fake Anthropic server (tests/fakes/anthropic.py).
+   The fake ESTIMATES usage as ~characters/4 of the request JSON it received (system, messages,
+   tools) and of the reply it sent; real tokenizer counts differ by a modest factor but the
+   ratio between the two modes holds. Goal: <= 300 input tokens per event, batched.
+2. The narrative and digest prompt sizes (estimated tokens of system + user text) after one week
+   and after three months of synthetic history (~60 events a day, enriched by the rules). Goal: a
+   prompt that does not grow with the run's length.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.llm.client import LLMClient, estimate_tokens
+from bot.llm.enrich import LLMEnricher
+from bot.llm.facts import build_digest_facts, build_narrative_facts
+from bot.llm.narrative import render_prompt
+from bot.models import Event, RunInfo
+from bot.pipeline import enrich_pending
+from bot.store import Database, Store
+from tests.fakes.anthropic import FakeAnthropic
+
+NOW = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
+WORDS = (
+    "the",
+    "attention",
+    "gate",
+    "norm",
+    "keeps",
+    "growing",
+    "in",
+    "early",
+    "layers",
+    "so",
+    "we",
+    "could",
+    "add",
+    "weight",
+    "decay",
+    "to",
+    "the",
+    "router",
+    "and",
+    "gate;",
+    "the",
+    "checkpoint",
+    "at",
+    "step",
+    "48k",
+    "shows",
+    "the",
+    "loss",
+    "is",
+    "still",
+    "below",
+    "the",
+    "ladder",
+    "forecast;",
+    "node",
+    "lost",
+    "after",
+    "an",
+    "InfiniBand",
+    "port",
+    "flapped",
+    "and",
+    "the",
+    "job",
+    "restarted",
+    "from",
+    "the",
+    "last",
+    "checkpoint;",
+    "eval",
+    "on",
+    "paloma",
+    "improved;",
+    "data",
+    "mixture",
+    "phase",
+    "two",
+    "starts",
+    "next",
+    "week",
+)
+
+
+def synthetic_body(rng: random.Random, source: str) -> str:
+    if source == "discord":
+        length = rng.choice([3, 8, 15, 30, 60])
+    else:
+        length = rng.choice([40, 80, 150, 300, 600])  # up to ~4,000 characters
+    words = [rng.choice(WORDS) for _ in range(length)]
+    text = " ".join(words).capitalize() + "."
+    if source == "github" and rng.random() < 0.3:
+        text += "\n\n```\nTraceback (most recent call last):\n  File x.py, line 1\nOOM\n```\n"
+    return text
+
+
+def synthetic_events(count: int, start: datetime, span: timedelta, seed: int = 7) -> list[Event]:
+    rng = random.Random(seed)
+    events: list[Event] = []
+    for n in range(count):
+        source = "discord" if rng.random() < 0.5 else "github"
+        at = start + span * (n / max(1, count))
+        events.append(
+            Event(
+                run_slug="hero",
+                source=source,
+                external_id=f"{'msg' if source == 'discord' else 'comment'}:{n}",
+                kind="message" if source == "discord" else "comment",
+                at=at,
+                author=f"person{rng.randrange(12)}",
+                ref="#hero-run" if source == "discord" else f"#{8800 + rng.randrange(40)}",
+                url=None
+                if source == "discord"
+                else f"https://github.com/acme/llm/issues/{8800 + n % 40}#c{n}",
+                title=None if source == "discord" else "Attention gate norm growth",
+                body=synthetic_body(rng, source),
+                thread="discord:1" if source == "discord" else "github:acme/llm#8818",
+            )
+        )
+    return events
+
+
+async def enrich_tokens(events: list[Event], batch: int, fake: FakeAnthropic) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        async with Database.open(Path(tmp) / "bench.db") as db:
+            store = Store(db)
+            await store.runs.upsert(RunInfo(slug="hero", name="Hero 70B"))
+            await store.events.upsert_many([_copy(e) for e in events])
+            before = len(fake.message_requests)
+            async with LLMClient(
+                store,
+                api_key="bench",
+                base_url=fake.base_url,
+                model="claude-haiku-4-5",
+                daily_budget_usd=1000,
+                max_retry_wait=0.01,
+            ) as llm:
+                enricher = LLMEnricher(llm, max_batch=batch, clock=lambda: NOW)
+                done = await enrich_pending(store, enricher, batch=1000)
+            spend = await store.llm.spend(NOW - timedelta(days=1))
+            total_in = sum(row["input_tokens"] for row in spend.values())
+            total_out = sum(row["output_tokens"] for row in spend.values())
+            cost = sum(row["cost_usd"] for row in spend.values())
+            return {
+                "events": done,
+                "requests": len(fake.message_requests) - before,
+                "in_per_event": total_in / max(1, done),
+                "out_per_event": total_out / max(1, done),
+                "usd_per_1k_events": cost / max(1, done) * 1000,
+            }
+
+
+def _copy(event: Event) -> Event:
+    return Event(**{name: getattr(event, name) for name in Event.__dataclass_fields__})
+
+
+async def prompt_sizes(days: int, per_day: int = 60) -> dict[str, int]:
+    with tempfile.TemporaryDirectory() as tmp:
+        async with Database.open(Path(tmp) / "history.db") as db:
+            store = Store(db)
+            await store.runs.upsert(RunInfo(slug="hero", name="Hero 70B", total_steps=390_251))
+            span = timedelta(days=days)
+            events = synthetic_events(days * per_day, NOW - span, span, seed=days)
+            await store.events.upsert_many(events)
+            await enrich_pending(store, batch=2000)
+            narrative = render_prompt(
+                "narrative", await build_narrative_facts(store, "hero", NOW), max_words=250
+            )
+            digest = render_prompt(
+                "digest",
+                await build_digest_facts(store, "hero", NOW),
+                max_words=400,
+                window="the last 24 hours",
+            )
+            return {
+                "events": len(events),
+                "narrative_tokens": estimate_tokens(narrative.system + narrative.user),
+                "digest_tokens": estimate_tokens(digest.system + digest.user),
+            }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=300)
+    parser.add_argument("--batch", type=int, default=30)
+    args = parser.parse_args()
+    events = synthetic_events(args.events, NOW - timedelta(days=2), timedelta(days=2))
+    async with FakeAnthropic() as fake:
+        batched = await enrich_tokens(events, args.batch, fake)
+        single = await enrich_tokens(events, 1, fake)
+    print(f"Enrichment of {args.events} synthetic events (fake server, tokens ~ chars/4)")
+    print(f"{'mode':<22}{'requests':>9}{'in/event':>10}{'out/event':>11}{'$/1k events':>13}")
+    for name, row in ((f"batched (<= {args.batch})", batched), ("one per request", single)):
+        print(
+            f"{name:<22}{row['requests']:>9}{row['in_per_event']:>10.0f}"
+            f"{row['out_per_event']:>11.0f}{row['usd_per_1k_events']:>13.3f}"
+        )
+    goal = "OK" if batched["in_per_event"] <= 300 else "OVER"
+    print(f"goal <= 300 input tokens/event batched: {goal}\n")
+    print("Prompt size vs history length (estimated tokens, system + user)")
+    print(f"{'history':<14}{'events':>8}{'narrative':>11}{'digest':>9}")
+    for label, days in (("1 week", 7), ("3 months", 90)):
+        row = await prompt_sizes(days)
+        print(
+            f"{label:<14}{row['events']:>8}{row['narrative_tokens']:>11}{row['digest_tokens']:>9}"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -66,6 +66,7 @@ class _Poll:
     graph: RefGraph
     tracking: dict[str, Tracking]
     issues_since: datetime | None  # the issues cursor when the poll began
+    listed_before: bool  # the issues listing has been read (and committed) at least once
     seen: dict[int, dict[str, Any]] = field(default_factory=dict)  # issues read this poll
     states: dict[int, str] = field(default_factory=dict)  # thread number -> state
     known: dict[tuple[str, int], str | None] = field(default_factory=dict)  # stored issue state
@@ -147,8 +148,7 @@ class GitHubSource:
         rescan = [
             run
             for run in self.runs
-            if poll.tracking[run.slug].fingerprint != run_fingerprint(run)
-            and poll.issues_since is not None
+            if poll.tracking[run.slug].fingerprint != run_fingerprint(run) and poll.listed_before
         ]
         if rescan:
             # The tracking rules changed (or a run is new): read every issue once more so
@@ -202,11 +202,12 @@ class GitHubSource:
         for run in self.runs:
             text, _ = await self.store.cursors.get(SOURCE, self._tracking_key(run.slug))
             tracking[run.slug] = Tracking.from_json(text)
-        since, _ = await self.store.cursors.get(SOURCE, self._listing_key("issues"))
+        since, etag = await self.store.cursors.get(SOURCE, self._listing_key("issues"))
         return _Poll(
             graph=RefGraph.from_json(graph_text),
             tracking=tracking,
             issues_since=parse_time(since),
+            listed_before=since is not None or etag is not None,
         )
 
     async def _commit(

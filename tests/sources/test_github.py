@@ -338,6 +338,25 @@ async def test_tracked_set_survives_restart(gh, client, store) -> None:
     assert bodies == ["a new comment on the referencing thread"]
 
 
+async def test_run_added_later_rescans_history_once(gh, client, store) -> None:
+    repo = gh.repo(REPO)
+    repo.add_issue("Hero run", labels=["hero-run"])
+    ablation = repo.add_issue("Ablation: no warmup", labels=["ablation"])
+    repo.add_comment(ablation, "warmup matters")
+    for i in range(60):  # move both cursors past the ablation thread
+        gh.advance(minutes=1)
+        repo.add_comment(1, f"hero step {i}")
+    await source(store, client, gh).poll(NOW)
+    gh.advance(hours=1)
+
+    both = [run(), run("abl", github_labels=["ablation"])]
+    await source(store, client, gh, both).poll(NOW)
+    stored = await by_id(store, "abl")
+    assert set(stored) == {f"issue:{ablation}", f"comment:{min(repo.comments)}"}
+    gh.advance(minutes=1)
+    assert [r.status for r in await cycle(gh, source(store, client, gh, both))] == [304, 304]
+
+
 async def test_bot_authors_are_ignored_unless_included(gh, client, store) -> None:
     repo = gh.repo(REPO)
     hero = repo.add_issue("Hero run", labels=["hero-run"])

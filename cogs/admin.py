@@ -25,11 +25,17 @@ log = logging.getLogger(__name__)
 
 @app_commands.guild_only()
 @app_commands.default_permissions(manage_guild=True)
-@app_commands.checks.has_permissions(manage_guild=True)
 class Admin(commands.GroupCog, group_name="admin", group_description="Runscribe administration"):
     def __init__(self, bot: RunscribeBot):
         self.bot = bot
         super().__init__()
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:  # type: ignore[override]
+        """Manage Server for every admin command, checked here as well as by Discord's default
+        permissions (which a server admin can loosen)."""
+        if not interaction.permissions.manage_guild:
+            raise app_commands.MissingPermissions(["manage_guild"])
+        return True
 
     @app_commands.command(name="sync", description="Publish slash commands (bot owner only)")
     @app_commands.describe(scope="This server (immediate) or every server (global)")

@@ -1,0 +1,268 @@
+"""The cogs driven through discord.py's real CommandTree with real Interaction objects: the bot
+runs in-process against the fake Discord, which dispatches INTERACTION_CREATE payloads and
+records the responses."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from typing import Any
+
+import discord
+import pytest
+
+from bot.errors import UserFacingError
+from tests.bot.conftest import Seed, StartBot
+from tests.fakes.discord import FakeDiscord, Interaction
+
+pytestmark = pytest.mark.timeout(60)
+OWNER = 900_000_000_000_000_003
+MANAGE_GUILD = 0x20
+
+
+async def answered(record: Interaction, within: float = 5.0) -> dict[str, Any]:
+    return await asyncio.wait_for(record.callback, within)
+
+
+async def final_message(fake: FakeDiscord, record: Interaction) -> dict[str, Any]:
+    body = await answered(record)
+    if body["type"] == 5:  # deferred: the answer is a followup
+        await fake.wait_for(lambda: record.followups, within=10)
+        return record.followups[0]
+    assert record.original is not None
+    return record.original
+
+
+def option(name: str, value: Any, type_: int = 3) -> dict[str, Any]:
+    return {"name": name, "type": type_, "value": value}
+
+
+async def test_status_answers_fast_with_progress_and_chart(
+    start_bot: StartBot, fake: FakeDiscord
+) -> None:
+    await start_bot()
+    record = await fake.slash("status")
+    message = await final_message(fake, record)
+    assert record.answered_at is not None
+    assert record.answered_at - record.received_at < 3.0
+    [embed] = message["embeds"]
+    assert "Aurora 310B-A17B MoE" in embed["title"]
+    assert "step **" in embed["description"] and "of 953,674" in embed["description"]
+    assert "%" in embed["description"]
+    names = [f["name"] for f in embed["fields"]]
+    assert {"Schedule", "Open incidents", "Sources"} <= set(names)
+    schedule = next(f["value"] for f in embed["fields"] if f["name"] == "Schedule")
+    assert ":D>" in schedule and ":R>" in schedule  # Discord timestamps, local to each reader
+    assert embed["image"]["url"] == "attachment://chart.png"
+    assert [name for name, _ in record.files] == ["chart.png"]
+    assert record.files[0][1].startswith(b"\x89PNG")
+
+
+async def test_status_serves_cached_chart_without_deferring(
+    start_bot: StartBot, fake: FakeDiscord
+) -> None:
+    await start_bot()
+    first = await fake.slash("status", [option("run", "aurora")])
+    assert (await answered(first))["type"] == 5  # chart drawn: deferred once
+    await fake.wait_for(lambda: first.followups)
+    second = await fake.slash("status", [option("run", "aurora")])
+    body = await answered(second)
+    assert body["type"] == 4  # cached: answered directly
+    assert second.answered_at is not None and second.answered_at - second.received_at < 1.0
+
+
+async def test_unknown_run_gets_a_private_hint(start_bot: StartBot, fake: FakeDiscord) -> None:
+    await start_bot()
+    record = await fake.slash("status", [option("run", "nope")])
+    body = await answered(record)
+    assert body["type"] == 4
+    assert body["data"]["flags"] & 64  # ephemeral
+    assert "unknown run 'nope'" in body["data"]["content"]
+    assert "aurora" in body["data"]["content"]
+
+
+async def test_timeline_pages_only_for_the_invoker(start_bot: StartBot, fake: FakeDiscord) -> None:
+    await start_bot()
+    record = await fake.slash("timeline", [option("days", 60, 4)])
+    message = await final_message(fake, record)
+    [embed] = message["embeds"]
+    assert embed["footer"]["text"].startswith("page 1 of ")
+    pages = int(embed["footer"]["text"].split(" of ")[1])
+    assert pages >= 2
+    buttons = [c for row in message["components"] for c in row["components"]]
+    newer, older = buttons
+    assert newer["disabled"] is True and older.get("disabled", False) is False
+
+    stranger = await fake.click(message, older["custom_id"], user_id=800_000_000_000_000_999)
+    body = await answered(stranger)
+    assert body["type"] == 4 and body["data"]["flags"] & 64  # a private "not yours"
+
+    click = await fake.click(message, older["custom_id"])
+    body = await answered(click)
+    assert body["type"] == 7  # the message is updated in place
+    page2 = body["data"]["embeds"][0]
+    assert page2["footer"]["text"].startswith("page 2 of ")
+    for page in (embed, page2):
+        assert len(page["fields"]) <= 25
+        assert all(len(f["value"]) <= 1024 for f in page["fields"])
+        size = len(page["title"]) + sum(len(f["name"]) + len(f["value"]) for f in page["fields"])
+        assert size + len(page["footer"]["text"]) <= 6000
+
+
+async def test_timeline_filters_and_rejects_bad_ones(
+    start_bot: StartBot, fake: FakeDiscord
+) -> None:
+    await start_bot()
+    record = await fake.slash("timeline", [option("days", 60, 4), option("source", "discord")])
+    message = await final_message(fake, record)
+    fields = message["embeds"][0]["fields"]
+    assert fields and all("#" in f["value"] for f in fields)
+    bad = await fake.slash("timeline", [option("tag", "nonsense")])
+    body = await answered(bad)
+    assert body["data"]["flags"] & 64 and "unknown tag" in body["data"]["content"]
+
+
+async def test_digest_defers_then_answers(start_bot: StartBot, fake: FakeDiscord) -> None:
+    calls: list[str] = []
+
+    async def composer(facts: Any) -> str:
+        calls.append(facts.run.slug)
+        await asyncio.sleep(0.2)  # an LLM takes its time: the command must have deferred
+        return "Composed for the test."
+
+    await start_bot(digest_composer=composer)
+    record = await fake.slash("digest")
+    assert (await answered(record))["type"] == 5
+    await fake.wait_for(lambda: record.followups)
+    [embed] = record.followups[0]["embeds"]
+    assert embed["title"].startswith("Daily digest")
+    assert embed["description"] == "Composed for the test."
+    assert calls == ["aurora"]
+
+
+async def test_admin_needs_manage_server_and_sync_needs_owner(
+    start_bot: StartBot, fake: FakeDiscord
+) -> None:
+    await start_bot()
+    denied = await fake.slash("admin", subcommand="reload")
+    body = await answered(denied)
+    assert body["data"]["flags"] & 64 and "Manage Server" in body["data"]["content"]
+
+    not_owner = await fake.slash("admin", subcommand="sync", permissions=MANAGE_GUILD)
+    body = await answered(not_owner)
+    assert "owner" in body["data"]["content"]
+
+    syncs = len([r for r in fake.requests if r.method == "PUT"])
+    owner = await fake.slash("admin", subcommand="sync", permissions=MANAGE_GUILD, user_id=OWNER)
+    await fake.wait_for(lambda: owner.followups)
+    assert "Synced 4 commands (guild)" in owner.followups[0]["content"]
+    assert len([r for r in fake.requests if r.method == "PUT"]) == syncs + 1
+
+
+async def test_admin_post_digest_goes_through_the_outbox(
+    start_bot: StartBot, fake: FakeDiscord, seed: Seed
+) -> None:
+    await start_bot()
+    channel = int(seed.config["digest_channel"])
+    record = await fake.slash("admin", subcommand="post-digest", permissions=MANAGE_GUILD)
+    await fake.wait_for(lambda: record.followups)
+    assert "Digest queued" in record.followups[0]["content"]
+    [posted] = await fake.wait_for(lambda: fake.posted(channel))
+    assert posted["embeds"][0]["title"].startswith("Daily digest")
+
+
+async def test_unexpected_error_is_logged_and_apologised(
+    start_bot: StartBot,
+    fake: FakeDiscord,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("database on fire")
+
+    await start_bot()
+    # load_extension executes a fresh module object: patch the one the bot loaded
+    monkeypatch.setattr(sys.modules["cogs.status"], "build_status", broken)
+    with caplog.at_level(logging.ERROR, logger="cogs.errors"):
+        record = await fake.slash("status", [option("run", "aurora")], user_name="bob")
+        body = await answered(record)
+    assert body["data"]["flags"] & 64
+    assert body["data"]["content"].startswith("Sorry")
+    [entry] = [r for r in caplog.records if r.name == "cogs.errors"]
+    text = entry.getMessage()
+    assert "/status" in text and "bob" in text and "'run': 'aurora'" in text
+    assert entry.exc_info is not None and "database on fire" in str(entry.exc_info[1])
+
+
+async def test_autocomplete_lists_runs(start_bot: StartBot, fake: FakeDiscord) -> None:
+    bot = await start_bot()
+    command = bot.tree.get_command("status", guild=discord.Object(fake.guild_id))
+    assert command is not None
+    payload = fake_interaction_payload(
+        fake, "status", [{"name": "run", "type": 3, "value": "aur", "focused": True}]
+    )
+    payload["type"] = 4  # APPLICATION_COMMAND_AUTOCOMPLETE
+    record = await fake._interaction(4, payload["data"], 800_000_000_000_000_001, "alice", 0, None)
+    body = await answered(record)
+    assert body["type"] == 8
+    assert body["data"]["choices"] == [{"name": "aurora — Aurora 310B-A17B MoE", "value": "aurora"}]
+
+
+def fake_interaction_payload(
+    fake: FakeDiscord, name: str, options: list[dict[str, Any]]
+) -> dict[str, Any]:
+    command = next(c for cmds in fake.commands.values() for c in cmds if c["name"] == name)
+    return {
+        "type": 2,
+        "data": {
+            "id": command["id"],
+            "name": name,
+            "type": 1,
+            "options": options,
+            "guild_id": command["guild_id"],
+        },
+    }
+
+
+async def test_tree_call_with_an_interaction_built_from_a_payload(
+    start_bot: StartBot, fake: FakeDiscord
+) -> None:
+    """The discord.py test-suite way: build discord.Interaction from a payload and hand it to
+    CommandTree._call directly (no gateway), with the real HTTP state pointed at the fake."""
+    bot = await start_bot()
+    command = next(c for cmds in fake.commands.values() for c in cmds if c["name"] == "timeline")
+    data = {
+        "id": "1234567890123456789",
+        "application_id": str(fake.app_id),
+        "type": 2,
+        "token": "direct-token",
+        "version": 1,
+        "attachment_size_limit": 1024,
+        "guild_id": str(fake.guild_id),
+        "channel_id": next(iter(fake.channels)),
+        "member": fake.member(800_000_000_000_000_001, "carol"),
+        "data": {
+            "id": command["id"],
+            "name": "timeline",
+            "type": 1,
+            "guild_id": str(fake.guild_id),
+            "options": [{"name": "days", "type": 4, "value": 1}],
+        },
+    }
+    loop = asyncio.get_running_loop()
+    record = Interaction(
+        1234567890123456789, "direct-token", data, loop.create_future(), time.monotonic()
+    )
+    fake.interactions[record.id] = record
+    interaction: discord.Interaction = discord.Interaction(data=data, state=bot._connection)  # type: ignore[arg-type]
+    await bot.tree._call(interaction)
+    body = await answered(record)
+    assert body["type"] == 4
+    assert body["data"]["embeds"][0]["title"].startswith("Timeline")
+    assert body["data"]["allowed_mentions"] == {"parse": []}
+
+
+def test_user_facing_error_is_plain_python() -> None:
+    assert not issubclass(UserFacingError, discord.DiscordException)

@@ -1,0 +1,424 @@
+"""The platform-neutral outbox poster and digest schedule: limits, markers, ordering, backoff,
+crash recovery, threads and edits, against an in-memory transport and a real SQLite store."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from bot.delivery import (
+    CONTENT_LIMIT,
+    DeliveryError,
+    Marker,
+    OutboxPoster,
+    OutgoingMessage,
+    SeenMessage,
+    backoff_delay,
+    due_digest_date,
+    escape_mentions,
+    find_markers,
+    fit_card,
+    latest_occurrence,
+    make_payload,
+    next_occurrence,
+    occurrence,
+    parse_payload,
+    payload_from_card,
+    plan_channels,
+    render_item,
+    run_due_digests,
+    split_text,
+)
+from bot.models import OutboxItem
+from bot.render.cards import Card, CardField
+from bot.settings import parse_runs
+from bot.store import Database, Store
+from bot.timeutil import utcnow
+
+NY = ZoneInfo("America/New_York")
+
+
+def fmt(value: datetime, style: str) -> str:
+    return value.strftime("%Y-%m-%d %H:%M")
+
+
+# --- payloads and limits -------------------------------------------------------------------------
+
+
+def test_payload_round_trip_from_card() -> None:
+    card = Card(
+        title="Node lost",
+        description="rank 17 gone",
+        color="bad",
+        url="https://github.com/o/r/issues/1",
+        fields=[CardField("Run", "hero", inline=True)],
+        footer="incident",
+    )
+    payload = payload_from_card(card, "heads up", thread_name="Incident: node lost")
+    assert payload == {
+        "content": "heads up",
+        "card": {
+            "title": "Node lost",
+            "description": "rank 17 gone",
+            "color": "bad",
+            "url": "https://github.com/o/r/issues/1",
+            "fields": [{"name": "Run", "value": "hero", "inline": True}],
+            "footer": "incident",
+            "image": None,
+        },
+        "thread_name": "Incident: node lost",
+        "edit_of": None,
+    }
+    parsed = parse_payload(payload)
+    assert parsed.card == card
+    assert parsed.content == "heads up"
+    assert parsed.thread_name == "Incident: node lost"
+
+
+def test_empty_payload_is_refused() -> None:
+    with pytest.raises(ValueError):
+        make_payload()
+    with pytest.raises(ValueError):
+        parse_payload({"content": "   ", "card": None})
+
+
+def test_split_text_respects_limit_and_boundaries() -> None:
+    text = "\n".join(f"line {i} " + "x" * 90 for i in range(60))  # ~6,000 characters
+    parts = split_text(text, 1950)
+    assert len(parts) == 4
+    assert all(len(p) <= 1950 for p in parts)
+    assert all(p.startswith("line ") for p in parts)  # cut at line ends
+    assert "".join(parts).replace("\n", "") == text.replace("\n", "")
+
+
+def test_split_text_trims_past_max_parts() -> None:
+    parts = split_text("word " * 5000, 1000, max_parts=3)
+    assert len(parts) == 3
+    assert parts[-1].endswith("(trimmed)")
+    assert all(len(p) <= 1000 for p in parts)
+
+
+def test_escape_mentions_breaks_every_ping() -> None:
+    text = "@everyone @here <@123> <@!456> <@&1> mail@example.com"
+    escaped = escape_mentions(text)
+    for ping in ("@everyone", "@here", "<@123>", "<@!456>", "<@&1>"):
+        assert ping not in escaped
+    assert "mail@example.com" in escaped
+
+
+def test_fit_card_keeps_every_embed_limit() -> None:
+    card = Card(
+        title="t" * 400,
+        description="d" * 5000,
+        fields=[CardField("n" * 300, "v" * 2000) for _ in range(40)],
+        footer="f" * 3000,
+    )
+    fitted = fit_card(card, reserve=48)
+    assert len(fitted.title) <= 256
+    assert len(fitted.description) <= 4096
+    assert len(fitted.fields) <= 25
+    assert all(len(f.name) <= 256 and len(f.value) <= 1024 for f in fitted.fields)
+    assert fitted.footer is not None and len(fitted.footer) <= 2048 - 48
+    assert fitted.size() <= 6000 - 48
+
+
+def test_render_item_splits_long_content_and_marks_every_part() -> None:
+    payload = parse_payload(make_payload("@everyone " + "y" * 4500, Card(title="Digest")))
+    messages = render_item(42, "digest:hero:2026-09-02", payload)
+    assert len(messages) == 3
+    assert messages[0].card is not None and messages[1].card is None
+    for part, message in enumerate(messages):
+        assert message.content is not None and len(message.content) <= CONTENT_LIMIT
+        assert "@everyone" not in message.content
+        assert find_markers(message.content) == [
+            Marker.for_item(42, part, "digest:hero:2026-09-02")
+        ]
+        assert len(message.nonce) <= 25
+
+
+def test_card_only_message_carries_marker_in_footer() -> None:
+    [message] = render_item(7, "k", parse_payload(make_payload(card=Card(title="x"))))
+    assert message.content is None and message.card is not None
+    assert message.card.footer is not None
+    assert find_markers(message.card.footer) == [Marker.for_item(7, 0, "k")]
+
+
+def test_marker_distinguishes_items_parts_and_databases() -> None:
+    markers = {
+        Marker.for_item(1, 0, "a"),
+        Marker.for_item(1, 1, "a"),
+        Marker.for_item(2, 0, "a"),
+        Marker.for_item(1, 0, "b"),
+    }
+    assert len(markers) == 4
+    for marker in markers:
+        assert find_markers("text" + marker.encode() + "more") == [marker]
+
+
+# --- ordering and backoff ------------------------------------------------------------------------
+
+
+def item(id: int, channel: int, not_before: datetime | None = None) -> OutboxItem:
+    return OutboxItem(
+        id=id,
+        channel_id=channel,
+        kind="alert",
+        payload={},
+        dedup_key=str(id),
+        not_before=not_before,
+    )
+
+
+def test_plan_blocks_a_channel_behind_its_backing_off_head() -> None:
+    now = datetime(2026, 9, 2, tzinfo=UTC)
+    later = now + timedelta(minutes=1)
+    plan = plan_channels([item(1, 10, later), item(2, 10), item(3, 20), item(4, 20)], now)
+    assert 10 not in plan  # item 2 must not overtake item 1
+    assert [i.id for i in plan[20]] == [3, 4]
+
+
+def test_backoff_doubles_caps_and_honours_retry_after() -> None:
+    assert [backoff_delay(n) for n in range(4)] == [2, 4, 8, 16]
+    assert backoff_delay(30) == 300
+    assert backoff_delay(0, retry_after=30) == 30
+
+
+# --- the poster against a real store ------------------------------------------------------------
+
+
+class MemoryTransport:
+    def __init__(self) -> None:
+        self.channels: dict[int, list[tuple[int, OutgoingMessage]]] = {}
+        self.fail: list[DeliveryError] = []
+        self.no_threads: set[int] = set()
+        self.threads: dict[int, int] = {}
+        self.edits: list[tuple[int, int, OutgoingMessage]] = []
+        self.next_id = 1000
+
+    async def send(self, channel_id: int, message: OutgoingMessage) -> int:
+        if self.fail:
+            raise self.fail.pop(0)
+        self.next_id += 1
+        self.channels.setdefault(channel_id, []).append((self.next_id, message))
+        return self.next_id
+
+    async def edit(self, channel_id: int, message_id: int, message: OutgoingMessage) -> None:
+        self.edits.append((channel_id, message_id, message))
+
+    async def open_thread(self, channel_id: int, message_id: int, name: str) -> int | None:
+        if channel_id in self.no_threads:
+            return None
+        self.threads[message_id] = channel_id
+        return message_id
+
+    async def recent(self, channel_id: int, limit: int) -> list[SeenMessage]:
+        out = []
+        for mid, message in reversed(self.channels.get(channel_id, [])[-limit:]):
+            text = (message.content or "") + ((message.card.footer or "") if message.card else "")
+            out.append(SeenMessage(mid, text))
+        return out
+
+    def texts(self, channel_id: int) -> list[str]:
+        return [
+            (m.content or (m.card.title if m.card else "")).split("\u2063")[0]
+            for _, m in self.channels.get(channel_id, [])
+        ]
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    async with Database.open(tmp_path / "delivery.db") as db:
+        yield Store(db)
+
+
+async def queue(store: Store, channel: int, text: str, **kw: object) -> int:
+    payload = kw.pop("payload", None) or make_payload(text)
+    item_id = await store.outbox.enqueue(
+        OutboxItem(channel_id=channel, kind="alert", payload=payload, dedup_key=text, **kw)  # type: ignore[arg-type]
+    )
+    assert item_id is not None
+    return item_id
+
+
+async def test_in_order_per_channel_and_stop_at_first_failure(store: Store) -> None:
+    transport = MemoryTransport()
+    poster = OutboxPoster(store, transport, backoff_base=0)
+    for n in range(3):
+        await queue(store, 10, f"a{n}")
+        await queue(store, 20, f"b{n}")
+    transport.fail = [DeliveryError("HTTP 503")]
+    report = await poster.drain()
+    # one channel lost its head to the 503 and stopped; the other went through
+    assert len(report.retried) == 1 and len(report.sent) == 3
+    report = await poster.drain()
+    assert len(report.sent) == 3
+    assert transport.texts(10) == ["a0", "a1", "a2"]
+    assert transport.texts(20) == ["b0", "b1", "b2"]
+    assert await store.outbox.pending_count() == 0
+
+
+async def test_permanent_errors_give_up_and_unblock_the_channel(store: Store) -> None:
+    transport = MemoryTransport()
+    poster = OutboxPoster(store, transport, backoff_base=0)
+    first = await queue(store, 10, "doomed")
+    await queue(store, 10, "next")
+    transport.fail = [DeliveryError("HTTP 403", permanent=True) for _ in range(5)]
+    for _ in range(6):
+        await poster.drain()
+    failed = await store.outbox.get(first)
+    assert failed is not None and failed.status == "failed" and failed.attempts == 5
+    assert transport.texts(10) == ["next"]
+
+
+async def test_crash_between_send_and_mark_does_not_duplicate(store: Store) -> None:
+    transport = MemoryTransport()
+    item_id = await queue(store, 10, "alert: node lost " + "z" * 3000)  # two parts
+    # A previous process sent the first part, then died before sending the rest or marking.
+    [first, _second] = render_item(
+        item_id,
+        "alert: node lost " + "z" * 3000,
+        parse_payload(make_payload("alert: node lost " + "z" * 3000)),
+    )
+    transport.channels[10] = [(555, first)]
+    poster = OutboxPoster(store, transport, clock=lambda: utcnow() + timedelta(seconds=1))
+    report = await poster.drain()
+    assert report.sent == [item_id]
+    assert len(transport.channels[10]) == 2  # only the missing part was sent
+    stored = await store.outbox.get(item_id)
+    assert stored is not None and stored.status == "sent" and stored.message_id == "555"
+
+
+async def test_fully_sent_item_is_recovered_not_resent(store: Store) -> None:
+    transport = MemoryTransport()
+    item_id = await queue(store, 10, "digest")
+    [message] = render_item(item_id, "digest", parse_payload(make_payload("digest")))
+    transport.channels[10] = [(777, message)]
+    poster = OutboxPoster(store, transport, clock=lambda: utcnow() + timedelta(seconds=1))
+    report = await poster.drain()
+    assert report.recovered == [item_id]
+    assert len(transport.channels[10]) == 1
+
+
+async def test_reply_goes_to_thread_or_channel_and_edit_waits_for_target(store: Store) -> None:
+    transport = MemoryTransport()
+    poster = OutboxPoster(store, transport, backoff_base=0)
+    head = await queue(
+        store, 10, "head", payload=make_payload("node lost", thread_name="Incident: node lost")
+    )
+    await queue(store, 10, "reply", payload=make_payload("comment"), reply_to=head)
+    await queue(store, 10, "edit", payload=make_payload("node lost — resolved", edit_of=head))
+    await poster.drain()
+    head_id = transport.channels[10][0][0]
+    assert transport.threads == {head_id: 10}
+    assert transport.texts(head_id) == ["comment"]  # posted in the thread (id = message id)
+    [(channel, edited, message)] = transport.edits
+    assert (channel, edited) == (10, head_id)
+    assert message.content is not None and message.content.startswith("node lost — resolved")
+
+    transport.no_threads.add(30)
+    head2 = await queue(store, 30, "h2", payload=make_payload("x", thread_name="t"))
+    await queue(store, 30, "r2", payload=make_payload("follow-up"), reply_to=head2)
+    await poster.drain()
+    assert transport.texts(30) == ["x", "follow-up"]  # no thread possible: the channel
+
+
+# --- digest schedule ----------------------------------------------------------------------------
+
+
+def test_occurrence_across_dst() -> None:
+    nine = time(9, 0, tzinfo=NY)
+    assert occurrence(date(2026, 3, 7), nine) == datetime(2026, 3, 7, 14, 0, tzinfo=UTC)  # EST
+    assert occurrence(date(2026, 3, 9), nine) == datetime(2026, 3, 9, 13, 0, tzinfo=UTC)  # EDT
+    # 02:30 does not exist on 2026-03-08 in New York: it moves forward by the hour skipped
+    gap = occurrence(date(2026, 3, 8), time(2, 30, tzinfo=NY))
+    assert gap == datetime(2026, 3, 8, 7, 30, tzinfo=UTC)  # = 03:30 EDT
+    # 01:30 happens twice on 2026-11-01: the first one (EDT) is used
+    twice = occurrence(date(2026, 11, 1), time(1, 30, tzinfo=NY))
+    assert twice == datetime(2026, 11, 1, 5, 30, tzinfo=UTC)
+
+
+def test_next_and_latest_occurrence() -> None:
+    nine = time(9, 0, tzinfo=NY)
+    now = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)  # 08:00 in New York
+    assert latest_occurrence(now, nine) == (date(2026, 9, 1), datetime(2026, 9, 1, 13, tzinfo=UTC))
+    assert next_occurrence(now, nine) == datetime(2026, 9, 2, 13, 0, tzinfo=UTC)
+
+
+def test_due_once_then_not_again() -> None:
+    nine = time(9, 0, tzinfo=NY)
+    before = datetime(2026, 9, 2, 12, 59, tzinfo=UTC)
+    at = datetime(2026, 9, 2, 13, 0, tzinfo=UTC)
+    assert due_digest_date(before, nine, last=date(2026, 9, 1)) is None
+    assert due_digest_date(at, nine, last=date(2026, 9, 1)) == date(2026, 9, 2)
+    assert due_digest_date(at + timedelta(minutes=5), nine, last=date(2026, 9, 2)) is None
+
+
+def test_catch_up_once_when_down_at_that_time_but_not_days_later() -> None:
+    nine = time(9, 0, tzinfo=NY)
+    # down from 08:00 to 11:30 local: the 09:00 digest is caught up on start
+    assert due_digest_date(
+        datetime(2026, 9, 2, 15, 30, tzinfo=UTC), nine, last=date(2026, 9, 1)
+    ) == date(2026, 9, 2)
+    # down for three days, back at 23:00 local: more than 12 h late, wait for tomorrow's
+    assert (
+        due_digest_date(datetime(2026, 9, 6, 3, 0, tzinfo=UTC), nine, last=date(2026, 9, 2)) is None
+    )
+
+
+def run_config(**changes: object) -> dict[str, object]:
+    config: dict[str, object] = {
+        "slug": "hero",
+        "name": "Hero run",
+        "github_repo": "o/r",
+        "digest_channel": 1234567890,
+        "digest_time": "09:00",
+        "timezone": "America/New_York",
+    }
+    config.update(changes)
+    return config
+
+
+async def test_scheduler_skips_quiet_day_and_records_it(store: Store) -> None:
+    from bot.runtime import record_runs
+
+    runs = parse_runs({"runs": [run_config()]})
+    await record_runs(store, runs)
+    now = datetime(2026, 9, 2, 13, 5, tzinfo=UTC)
+    done = await run_due_digests(store, runs.runs, now, fmt=fmt)  # type: ignore[arg-type]
+    assert done == [("hero", date(2026, 9, 2), None)]  # quiet: nothing queued
+    assert await store.outbox.pending_count() == 0
+    assert await run_due_digests(store, runs.runs, now + timedelta(minutes=1), fmt=fmt) == []  # type: ignore[arg-type]
+
+
+async def test_scheduler_queues_digest_with_dedup_key(store: Store) -> None:
+    from bot.models import Event
+    from bot.runtime import record_runs
+
+    runs = parse_runs({"runs": [run_config()]})
+    await record_runs(store, runs)
+    now = datetime(2026, 9, 2, 13, 5, tzinfo=UTC)
+    event = Event(
+        run_slug="hero",
+        source="github",
+        external_id="issue:1",
+        kind="issue",
+        at=now - timedelta(hours=2),
+        title="Loss spike at step 1,000",
+        summary="Loss spike at step 1,000",
+        tag="training-dynamics",
+    )
+    await store.events.upsert_many([event])
+
+    async def composer(facts: object) -> str:
+        return "An LLM wrote this."
+
+    done = await run_due_digests(store, runs.runs, now, fmt=fmt, composer=composer)  # type: ignore[arg-type]
+    [(slug, day, item_id)] = done
+    assert (slug, day) == ("hero", date(2026, 9, 2))
+    queued = await store.outbox.get_by_key("digest:hero:2026-09-02")
+    assert queued is not None and queued.id == item_id and queued.channel_id == 1234567890
+    assert queued.payload["card"]["description"] == "An LLM wrote this."

@@ -51,6 +51,7 @@ from bot.timeutil import parse_time
 
 log = logging.getLogger(__name__)
 
+DEFAULT_API_URL = "https://api.github.com"
 PER_PAGE = 100
 KEEP_WINDOW = 50  # items after the cursor we re-read rather than move the cursor
 MAX_ROUNDS = 3  # listing rounds per poll (a moved cursor costs one round to learn its ETag)
@@ -106,7 +107,7 @@ class GitHubSource:
         self.keep_window = min(keep_window, per_page)
         self.http = GitHubHTTP(
             client,
-            base_url=settings.github_api_url,
+            base_url=settings.github_api_url or DEFAULT_API_URL,
             repo=self.repo,
             token=settings.github_token,
             timeout=timeout,

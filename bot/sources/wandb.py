@@ -235,7 +235,19 @@ class WandbSource:
             requests += 1
         chain = ChainCursor(list(chain.members), dict(chain.discovered), chain.since)
         if self.pattern is not None:
-            requests += self._discover(api, chain, runs[self.run.wandb_runs[0]])
+            try:
+                requests += self._discover(api, chain, runs[self.run.wandb_runs[0]])
+            except SourceUnavailable:
+                raise
+            except Exception as exc:  # W&B answered the run queries: keep polling the chain
+                log.warning(
+                    "%s: could not list runs of %s/%s to discover new chain members: %s",
+                    self.key,
+                    self.entity,
+                    self.project,
+                    exc,
+                )
+                requests += 1
         for path in self._ordered_members(chain):
             if path in runs:
                 continue
@@ -310,8 +322,17 @@ class WandbSource:
         return max(requests, 1)
 
     def _read_member(self, run: Any, path: str, cursor: HistoryCursor) -> tuple[MemberFetch, int]:
+        extra_requests = 0
         history_keys = _attr(run, "historyKeys") or {}
-        last = history_keys.get("lastStep") if isinstance(history_keys, dict) else None
+        if isinstance(history_keys, str):
+            history_keys = json.loads(history_keys or "{}")
+        if not isinstance(history_keys, dict):
+            history_keys = {}
+        last = history_keys.get("lastStep")
+        if not isinstance(last, int | float) and history_keys.get("keys") is None:
+            # A server that left historyKeys out of the Run query: ask separately.
+            last = run.lastHistoryStep
+            extra_requests = 1
         last_step = int(last) if isinstance(last, int | float) else -1
         summary_keys = {self.step_key, self.loss_key, self.tokens_key, "_step", "_runtime"}
         raw_summary = _attr(run, "summaryMetrics") or {}
@@ -338,7 +359,7 @@ class WandbSource:
             check_ts=cursor.check_ts,
         )
         used = self._read_history(run, member, cursor)
-        return member, used
+        return member, used + extra_requests
 
     def _read_history(self, run: Any, member: MemberFetch, cursor: HistoryCursor) -> int:
         last = member.last_history_step

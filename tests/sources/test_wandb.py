@@ -530,3 +530,22 @@ async def test_wandb_unreachable_marks_health_not_the_run(store: Store, wandb_en
     finally:
         own.stop()
         await down_client.aclose()
+
+
+async def test_discovery_failure_does_not_stop_the_chain(
+    fake: FakeWandb,
+    client: WandbClient,
+    store: Store,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    path = "ent/nodisc/hero-n1"
+    fake.add_run(path, display_name="hero-n1", created_at=T0)
+    fake.log(path, 40, start=T0)
+    source = await make_source(store, client, config([path], pattern="^hero-"))
+    monkeypatch.setattr(fake, "_op_Runs", None, raising=False)  # the server lacks `Runs`
+    assert (await source.poll(T0 + timedelta(hours=2))).points == 40
+    assert fake.unknown_operations == ["Runs"]
+    assert "could not list runs" in caplog.text
+    chain = json.loads((await store.cursors.get("wandb", "hero:chain"))[0])
+    assert chain["members"] == [path] and chain["since"] is None  # retried next poll

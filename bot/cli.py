@@ -51,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     digest.add_argument("--json", action="store_true")
     sub.add_parser("demo", help="the whole pipeline on a bundled sample run, offline")
     sub.add_parser("check-config", help="validate the environment and the runs file")
-    sub.add_parser("usage", help="LLM spend today and this month, by task")
+    usage = sub.add_parser("usage", help="LLM spend today and this month, by task")
+    usage.add_argument("--json", action="store_true")
     return parser
 
 
@@ -266,14 +267,23 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
             store = Store(db)
             from bot import wiring
 
-            enricher, detector = await wiring.demo_plugins(store, settings)
-            stats = await demo.replay_into(store, sample, enricher=enricher, detector=detector)
-            slug = sample.run_config["slug"]
+            runs = demo.sample_runs_file(sample)
+            async with wiring.open_llm(store, settings) as llm:
+                enricher = None
+                if llm is not None:
+                    from bot.llm.enrich import LLMEnricher
+
+                    enricher = LLMEnricher(llm, run_names={r.slug: r.name for r in runs.runs})
+                stats = await demo.replay_into(
+                    store, sample, enricher=enricher, detector=wiring.incident_detector(runs.runs)
+                )
+                slug = sample.run_config["slug"]
+                await wiring.refresh_narratives(store, llm, [slug], now)
+                facts = await build_digest(store, slug, now)
+                await wiring.compose_digest(store, settings, facts, llm)
             report = await build_status(store, slug, now)
             fmt = local_formatter(report.run.timezone, now)
             entries = await build_timeline(store, slug, now, days=7)
-            facts = await build_digest(store, slug, now)
-            await wiring.compose_digest(store, settings, facts)
         print(render_card(status_card(report, fmt)))
         print()
         print("Timeline (last 7 days)")
@@ -300,7 +310,7 @@ async def cmd_usage(settings: Settings, args: argparse.Namespace) -> int:
     from bot import wiring
 
     async with Database.open(_existing_db(settings)) as db:
-        print(await wiring.usage_text(Store(db), settings, utcnow()))
+        print(await wiring.usage_text(Store(db), settings, utcnow(), as_json=args.json))
     return EXIT_OK
 
 

@@ -9,12 +9,16 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from bot.models import RunInfo
 from bot.pipeline import CycleSummary, Detector, Enricher, run_cycle
 from bot.settings import RunConfig, RunsFile, Settings
 from bot.sources.base import Source
 from bot.store import Database, Store
+
+if TYPE_CHECKING:
+    from bot.llm.client import LLMClient
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +50,23 @@ class Runtime:
     sources: list[Source] = field(default_factory=list)
     enricher: Enricher | None = None
     detector: Detector | None = None
-    extras: dict[str, object] = field(default_factory=dict)  # e.g. the LLM client
+    llm: LLMClient | None = None
 
     async def cycle(self, now: datetime) -> CycleSummary:
-        return await run_cycle(
+        """Poll, enrich, detect; then refresh any narrative that is due."""
+        summary = await run_cycle(
             self.store, self.sources, now, enricher=self.enricher, detector=self.detector
         )
+        from bot import wiring
+
+        try:
+            await wiring.refresh_narratives(
+                self.store, self.llm, [r.slug for r in self.runs.runs], now
+            )
+        except Exception as exc:  # a narrative problem never stops polling
+            log.exception("narrative refresh failed")
+            summary.errors.append(f"narrative: {exc}")
+        return summary
 
 
 @asynccontextmanager

@@ -23,7 +23,9 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-4-6"
+# Enrichment is many small structured calls: a fast, cheap model does it well.
+DEFAULT_ENRICH_MODEL = "claude-haiku-4-5"
 
 
 class ConfigError(Exception):
@@ -56,6 +58,7 @@ class Settings(BaseSettings):
 
     # Tunables (all optional).
     runscribe_model: str = DEFAULT_MODEL
+    runscribe_enrich_model: str = DEFAULT_ENRICH_MODEL
     runscribe_llm_timeout: float = Field(default=60.0, gt=0)
     runscribe_llm_max_retries: int = Field(default=2, ge=0, le=10)
     runscribe_llm_daily_budget_usd: float = Field(default=5.0, ge=0)

@@ -3,17 +3,21 @@ that knows which optional pieces exist; the CLI and the bot ask it rather than i
 
 from __future__ import annotations
 
+import json
 import logging
-from contextlib import AsyncExitStack
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.pipeline import Detector, Enricher
+from bot.pipeline import Detector
 from bot.services.digest import DigestFacts
-from bot.settings import Settings
+from bot.settings import RunConfig, Settings
 from bot.store import Store
 
 if TYPE_CHECKING:
+    from bot.llm.client import LLMClient
     from bot.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -47,19 +51,82 @@ async def attach(runtime: Runtime, stack: AsyncExitStack) -> None:
         )
         runtime.sources += build_github_sources(runtime.store, client, settings, runs)
     runtime.sources += await stack.enter_async_context(
-        open_wandb_sources(runtime.store, settings, runs)
+        open_wandb_sources(
+            runtime.store,
+            settings,
+            runs,
+            state_dir=wandb_state_dir(settings),
+        )
     )
+    llm = await stack.enter_async_context(open_llm(runtime.store, settings))
+    runtime.llm = llm
+    if llm is not None:
+        from bot.llm.enrich import LLMEnricher
+
+        runtime.enricher = LLMEnricher(llm, run_names={r.slug: r.name for r in runs})
+    runtime.detector = incident_detector(runs)
 
 
-async def demo_plugins(store: Store, settings: Settings) -> tuple[Enricher | None, Detector | None]:
-    """Enricher and detector for the offline demo (rules, no network)."""
-    return None, None
+def wandb_state_dir(settings: Settings) -> Path:
+    """wandb's own files (cache, config) live beside the database, never in $HOME."""
+    return Path(settings.runscribe_db).resolve().parent / "wandb"
 
 
-async def compose_digest(store: Store, settings: Settings, facts: DigestFacts) -> None:
-    """Replace the template text with the LLM's when one is configured (else keep it)."""
-    return None
+def open_llm(store: Store, settings: Settings) -> AbstractAsyncContextManager[LLMClient | None]:
+    """The LLM client when a key is configured, else None (template text everywhere)."""
+    if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value():
+        return nullcontext(None)
+    from bot.llm.client import LLMClient
+
+    return LLMClient.from_settings(settings, store, enrich_model=settings.runscribe_enrich_model)
 
 
-async def usage_text(store: Store, settings: Settings, now: datetime) -> str:
-    return "No LLM usage recorded."
+def incident_detector(runs: Sequence[RunConfig]) -> Detector | None:
+    """The incident engine, when it is installed (it is part of this package)."""
+    try:
+        from bot.incidents.engine import IncidentEngine
+    except ImportError:  # pragma: no cover - only while the engine is being built
+        return None
+    return IncidentEngine()  # type: ignore[return-value]
+
+
+async def refresh_narratives(
+    store: Store, llm: LLMClient | None, slugs: Sequence[str], now: datetime
+) -> int:
+    """Write a new narrative for each run where one is due; returns how many were written."""
+    from bot.llm.facts import build_narrative_facts
+    from bot.llm.narrative import refresh_narrative_if_due
+
+    written = 0
+    for slug in slugs:
+        output = await refresh_narrative_if_due(store, llm, build_narrative_facts, slug, now)
+        written += output is not None
+    return written
+
+
+async def compose_digest(
+    store: Store, settings: Settings, facts: DigestFacts, llm: LLMClient | None = None
+) -> None:
+    """Replace the template text with the LLM's when one is configured and its text passes the
+    grounding check; otherwise the template stays. Never raises for an LLM problem."""
+    if facts.prompt_facts is None or facts.quiet:
+        return
+    from bot.llm.digest import write_digest
+
+    async with AsyncExitStack() as stack:
+        if llm is None:
+            llm = await stack.enter_async_context(open_llm(store, settings))
+        if llm is None:
+            return
+        output = await write_digest(store, llm, facts.prompt_facts, facts.end)
+    facts.text = output.content
+    facts.by = "template" if output.fallback else "llm"
+
+
+async def usage_text(store: Store, settings: Settings, now: datetime, *, as_json: bool) -> str:
+    from bot.llm.client import format_usage, usage_report
+
+    report = await usage_report(
+        store, now, daily_budget_usd=settings.runscribe_llm_daily_budget_usd
+    )
+    return json.dumps(report, indent=2, default=str) if as_json else format_usage(report)

@@ -500,7 +500,7 @@ async def build_digest_facts(
             chain=chain,
             window=period,
         )
-    before = [p for p in points if p.at < start]
+    before = [p for p in points if p.at <= start]
     step_at_start = max(before, key=lambda p: p.at).step if before else None
     if step_at_start is None and points:
         step_at_start = min(points, key=lambda p: p.at).step

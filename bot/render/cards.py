@@ -13,7 +13,7 @@ from typing import Literal
 from bot.services.digest import DigestFacts
 from bot.services.status import StatusReport
 from bot.services.timeline import TimelineEntry
-from bot.timeutil import ago
+from bot.timeutil import ago, humanize_delta
 
 TITLE_LIMIT = 256
 DESCRIPTION_LIMIT = 4096
@@ -140,6 +140,8 @@ def status_card(report: StatusReport, fmt: TimeFormatter, *, chart: str | None =
     by = "LLM" if report.narrative_by == "llm" else "template"
     updated = ago(report.narrative_at, report.now) if report.narrative_at else "never"
     card.footer = f"narrative ({by}) updated {updated}"
+    if report.narrative_next_at is not None and report.narrative_next_at > report.now:
+        card.footer += f", next in {humanize_delta(report.narrative_next_at - report.now)}"
     card.image = chart
     return card
 

@@ -1,5 +1,7 @@
-"""The daily digest's facts, computed from the store for a period (default: the last 24 h), and
-the template text used when there is no LLM (or the LLM's text fails the grounding check)."""
+"""The daily digest's structured view for a period (default: the last 24 h): progress, restarts,
+incidents, the entries worth listing, and whether the day was quiet. Its text starts as the
+template digest from `bot.llm.digest`; `wiring.compose_digest` replaces it with the LLM's when
+one is configured."""
 
 from __future__ import annotations
 
@@ -8,11 +10,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.analysis.progress import Progress, Restart, compute_progress, detect_restarts
+from bot.llm.digest import template_digest
+from bot.llm.facts import DigestFacts as LLMDigestFacts
+from bot.llm.facts import build_digest_facts
 from bot.models import Incident, RunInfo
 from bot.services.status import UnknownRun
 from bot.services.timeline import TimelineEntry, entry_from_event
 from bot.store import Store
-from bot.timeutil import humanize_delta
 
 PERIOD = timedelta(hours=24)
 MAX_ENTRIES = 12
@@ -49,6 +53,8 @@ class DigestFacts:
     text: str = ""
     by: str = "template"
     links: dict[str, str] = field(default_factory=dict)
+    # The bounded facts the LLM writes from (and the template digest is built from).
+    prompt_facts: LLMDigestFacts | None = None
 
     @property
     def steps_gained(self) -> int | None:
@@ -91,10 +97,7 @@ async def build_digest(
         chain=chain,
         window=period,
     )
-    before = [p for p in points if p.at <= start]
-    step_at_start = max(before, key=lambda p: p.at).step if before else None
-    if step_at_start is None and points:
-        step_at_start = min(points, key=lambda p: p.at).step
+    prompt_facts = await build_digest_facts(store, slug, now, period=period, progress=progress)
     restarts = [r for r in detect_restarts(points, chain) if r.at >= start]
     events = await store.events.timeline(slug, since=start, until=now, limit=1000)
     entries = [entry_from_event(e) for e in events]
@@ -104,7 +107,7 @@ async def build_digest(
         start=start,
         end=now,
         progress=progress,
-        step_at_start=step_at_start,
+        step_at_start=prompt_facts.step_at_start,
         restarts=restarts,
         incidents_opened=[i for i in incidents if i.started_at >= start],
         incidents_resolved=[
@@ -115,45 +118,7 @@ async def build_digest(
         entries=_pick(entries),
         total_events=len(entries),
         links=dict(run.links),
+        prompt_facts=prompt_facts,
     )
-    facts.text = template_digest(facts)
+    facts.text = template_digest(prompt_facts)
     return facts
-
-
-def template_digest(facts: DigestFacts) -> str:
-    """A short plain-text digest built only from the facts."""
-    run = facts.run
-    if facts.quiet:
-        return f"{run.name}: nothing happened in the last 24 hours."
-    lines: list[str] = []
-    p = facts.progress
-    if p.step is not None:
-        head = f"{run.name} is at step {p.step:,}"
-        if p.total_steps:
-            head += f" of {p.total_steps:,}"
-        if p.percent is not None:
-            head += f" ({p.percent:.1f}%)"
-        gained = facts.steps_gained
-        if gained is not None:
-            head += f", {gained:+,} steps in the last 24 hours"
-        lines.append(head + ".")
-        if p.projected_end is not None and not p.finished:
-            lines.append(f"At the current pace it ends around {p.projected_end:%b %d, %Y}.")
-    else:
-        lines.append(f"{run.name}: no training metrics recorded yet.")
-    for restart in facts.restarts:
-        down = f" after {humanize_delta(restart.down_for)} down" if restart.down_for else ""
-        lines.append(f"Restarted at step {restart.to_step:,}{down}.")
-    if facts.incidents_opened or facts.incidents_resolved:
-        lines.append(
-            f"Incidents: {len(facts.incidents_opened)} opened, "
-            f"{len(facts.incidents_resolved)} resolved, {len(facts.incidents_open)} still open."
-        )
-    if facts.counts:
-        spread = ", ".join(f"{n} {tag}" for tag, n in sorted(facts.counts.items()))
-        lines.append(f"{facts.total_events} updates ({spread}).")
-    for entry in facts.entries:
-        who = entry.author or entry.source
-        ref = f" {entry.ref}" if entry.ref else ""
-        lines.append(f"• {who}{ref}: {entry.summary}")
-    return "\n".join(lines)

@@ -18,6 +18,7 @@ WINDOW = timedelta(hours=24)
 # W&B silent this long while we keep polling it fine → the run itself is quiet, not the monitor.
 MONITOR_STALE_AFTER = timedelta(minutes=15)
 FRESHNESS_SOURCES = ("wandb", "github", "discord")
+NARRATIVE_EVERY = timedelta(minutes=30)  # how often the poll cycle considers a new narrative
 
 
 class UnknownRun(UserFacingError):
@@ -55,6 +56,7 @@ class StatusReport:
     narrative_by: str  # "llm" | "template"
     links: dict[str, str] = field(default_factory=dict)
     latest_wandb_run: str | None = None
+    narrative_next_at: datetime | None = None
 
     @property
     def slug(self) -> str:
@@ -233,11 +235,13 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         latest_wandb_run=current.wandb_run if current else None,
     )
     stored = await store.llm.latest(slug, "narrative")
-    if stored is not None and stored.content.strip():
+    if stored is not None and not stored.fallback and stored.content.strip():
         report.narrative = stored.content
         report.narrative_at = stored.created_at
-        report.narrative_by = "template" if stored.fallback else "llm"
+        report.narrative_by = "llm"
+        report.narrative_next_at = stored.created_at + NARRATIVE_EVERY
     else:
+        # The template is cheap and always current, so it is written fresh for every reader.
         report.narrative = template_narrative(report)
         report.narrative_at = now
     return report

@@ -268,9 +268,11 @@ class DiscordTransport:
             raise _delivery_error(exc) from exc
 
     async def open_thread(self, channel_id: int, message_id: int, name: str) -> int | None:
-        partial = self._channel(channel_id).get_partial_message(message_id)
+        # Through the HTTP client: a PartialMessage needs guild info the outbox does not have.
         try:
-            thread = await partial.create_thread(name=name[:100] or "Updates")
+            data = await self.bot.http.start_thread_with_message(
+                channel_id, message_id, name=name[:100] or "Updates", auto_archive_duration=1440
+            )
         except discord.HTTPException as exc:
             if exc.code == THREAD_EXISTS:
                 return message_id  # a thread started from a message shares its id
@@ -281,7 +283,7 @@ class DiscordTransport:
             raise error from exc
         except Exception as exc:
             raise _delivery_error(exc) from exc
-        return thread.id
+        return int(data["id"])
 
     async def recent(self, channel_id: int, limit: int) -> list[SeenMessage]:
         seen = []
@@ -289,7 +291,7 @@ class DiscordTransport:
             async for message in self._channel(channel_id).history(limit=limit):
                 if message.author.id != getattr(self.bot.user, "id", None):
                     continue
-                parts = [message.content]
+                parts = [message.content or ""]
                 for embed in message.embeds:
                     parts.extend([embed.footer.text or "", embed.description or ""])
                 seen.append(SeenMessage(message.id, "\n".join(parts)))

@@ -56,7 +56,9 @@ class Pager(discord.ui.View):
     async def _show(self, interaction: discord.Interaction, index: int) -> None:
         self.index = max(0, min(index, len(self.pages) - 1))
         self._sync_buttons()
-        await interaction.response.edit_message(embed=self.embed(), view=self)
+        await interaction.response.edit_message(
+            embed=self.embed(), view=self, allowed_mentions=NO_MENTIONS
+        )
 
     @discord.ui.button(label="◀ Newer", style=discord.ButtonStyle.secondary)
     async def previous(

@@ -111,6 +111,7 @@ class FakeDiscord:
         self.injections: list[Injection] = []
         self.no_threads: set[int] = set()  # channels where thread creation is forbidden
         self.nonces: dict[tuple[int, str], dict[str, Any]] = {}
+        self.honor_nonce = True  # False: test the history-marker check on its own
         self.identifies: list[dict[str, Any]] = []
         self.resumes: list[dict[str, Any]] = []
         self.session_id = "fake-session-1"
@@ -121,6 +122,7 @@ class FakeDiscord:
         self._runner: web.AppRunner | None = None
         self.port = 0
         self.changed = asyncio.Condition()
+        self._closing = asyncio.Event()
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -139,6 +141,7 @@ class FakeDiscord:
         return self
 
     async def close(self) -> None:
+        self._closing.set()
         if self._ws is not None and not self._ws.closed:
             await self._ws.close()
         if self._runner is not None:
@@ -492,7 +495,10 @@ class FakeDiscord:
             if injection.record_first:  # the request takes effect, then the answer fails
                 effect = await self._route(request.method, path, recorded)
             if injection.hang is not None:
-                await asyncio.sleep(injection.hang)
+                try:  # ends early when the server closes, so teardown never waits on it
+                    await asyncio.wait_for(self._closing.wait(), injection.hang)
+                except TimeoutError:
+                    pass
             if injection.status:
                 recorded.status = injection.status
                 return self._failure(injection)
@@ -691,7 +697,7 @@ class FakeDiscord:
         messages = self._channel_messages(cid)
         body = req.json or {}
         nonce = body.get("nonce")
-        if nonce and body.get("enforce_nonce") and (cid, nonce) in self.nonces:
+        if self.honor_nonce and nonce and body.get("enforce_nonce") and (cid, nonce) in self.nonces:
             return _json_response(self.nonces[(cid, nonce)])
         content = body.get("content") or ""
         if len(content) > 2000:
@@ -728,7 +734,7 @@ class FakeDiscord:
                 body = req.json or {}
                 for key in ("content", "embeds", "components"):
                     if key in body:
-                        message[key] = body[key]
+                        message[key] = body[key] or ("" if key == "content" else [])
                 message["edited_timestamp"] = iso_now()
                 message["_allowed_mentions"] = body.get("allowed_mentions")
                 return _json_response(message)

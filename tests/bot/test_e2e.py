@@ -1,0 +1,382 @@
+"""End to end against the fake Discord gateway and REST server: the bot logs in, syncs, answers,
+posts through the outbox under 429 storms and 5xx, resumes a dropped websocket, watches
+channels, never pings anyone, and (as a real `python -m bot run` process) survives a kill -9
+between sending and marking without posting twice."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.delivery import make_payload, payload_from_card
+from bot.models import Event, OutboxItem
+from bot.render.cards import Card
+from bot.settings import RunsFile
+from bot.store import Database, Store
+from bot.timeutil import utcnow
+from tests.bot.conftest import Seed, StartBot, digest_due_now
+from tests.fakes.discord import FakeDiscord, Recorded, snowflake
+
+pytestmark = pytest.mark.timeout(60)
+MESSAGE_CONTENT = 1 << 15
+HOSTILE = "@everyone @here <@&1> <@123456789012345678> [totally safe](https://evil.example/x)"
+
+
+def channels(seed: Seed) -> tuple[int, int, int]:
+    config = seed.config
+    return int(config["alerts_channel"]), int(config["digest_channel"]), config["watch_channels"][1]
+
+
+async def alert(store: Store, channel: int, key: str, text: str, **kw: Any) -> int:
+    payload = kw.pop("payload", None) or make_payload(text)
+    item = OutboxItem(channel_id=channel, kind="alert", payload=payload, dedup_key=key, **kw)
+    item_id = await store.outbox.enqueue(item)
+    assert item_id is not None
+    return item_id
+
+
+def visible(message: dict[str, Any]) -> str:
+    return str(message["content"]).split("\u2063")[0]
+
+
+async def test_login_identify_and_guild_sync(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store
+) -> None:
+    await start_bot()
+    paths = [(r.method, r.path) for r in fake.requests]
+    assert ("GET", "/users/@me") in paths
+    assert ("GET", "/oauth2/applications/@me") in paths
+    puts = [p for m, p in paths if m == "PUT"]
+    assert puts == [f"/applications/{fake.app_id}/guilds/{fake.guild_id}/commands"]  # never global
+    assert sorted(c["name"] for c in fake.commands[fake.guild_id]) == [
+        "admin",
+        "digest",
+        "status",
+        "timeline",
+    ]
+    [identify] = fake.identifies
+    assert identify["intents"] & MESSAGE_CONTENT
+    health = await seeded_store.health.get("discord", "aurora")
+    assert health is not None and health.last_success_at is not None
+    assert health.last_success_at > utcnow() - timedelta(seconds=30)  # recorded at READY
+
+
+async def test_without_guild_id_nothing_is_synced(start_bot: StartBot, fake: FakeDiscord) -> None:
+    await start_bot(guild=False)
+    assert not [r for r in fake.requests if r.method == "PUT"]
+
+
+async def test_digest_and_alert_thread_delivered_through_outbox(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
+) -> None:
+    alerts, digest_channel, _ = channels(seed)
+    head = await alert(
+        seeded_store,
+        alerts,
+        "incident:1:fired",
+        "",
+        payload=payload_from_card(
+            Card(title="Aurora crashed at step 117,000", color="bad"),
+            thread_name="Incident: Aurora crashed",
+        ),
+    )
+    await alert(seeded_store, alerts, "incident:1:comment", "New comment on #1507", reply_to=head)
+    await alert(
+        seeded_store,
+        alerts,
+        "incident:1:head",
+        "",
+        payload=payload_from_card(
+            Card(title="Aurora crashed — resolved", color="ok"), edit_of=head
+        ),
+    )
+    await alert(seeded_store, alerts, "incident:1:resolved", "Resumed from step 117,000.")
+    await start_bot(runs_file=digest_due_now(runs, utcnow()))
+
+    [digest] = await fake.wait_for(lambda: fake.posted(digest_channel))
+    assert digest["embeds"][0]["title"] == "Daily digest — Aurora 310B-A17B MoE"
+    day = utcnow().astimezone(runs.runs[0].zone).date().isoformat()
+    queued = await seeded_store.outbox.get_by_key(f"digest:aurora:{day}")
+    assert queued is not None
+
+    await fake.wait_for(
+        lambda: len(fake.posted(alerts)) == 2 and fake.posted(int(fake.posted(alerts)[0]["id"]))
+    )
+    head_message, resolved = fake.posted(alerts)
+    assert visible(resolved) == "Resumed from step 117,000."
+    [in_thread] = fake.posted(int(head_message["id"]))
+    assert visible(in_thread) == "New comment on #1507"
+    await fake.wait_for(lambda: head_message["edited_timestamp"])
+    assert head_message["embeds"][0]["title"] == "Aurora crashed — resolved"
+    await asyncio.sleep(0.3)  # a few more drains and scheduler ticks: nothing posts twice
+    assert len(fake.posted(digest_channel)) == 1 and len(fake.posted(alerts)) == 2
+
+
+async def test_thread_forbidden_falls_back_to_channel(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed
+) -> None:
+    alerts, _, _ = channels(seed)
+    fake.no_threads.add(alerts)
+    head = await alert(
+        seeded_store, alerts, "h", "", payload=make_payload("Node lost", thread_name="Node lost")
+    )
+    await alert(seeded_store, alerts, "r", "Update: node replaced", reply_to=head)
+    await start_bot()
+    await fake.wait_for(lambda: len(fake.posted(alerts)) == 2)
+    assert [visible(m) for m in fake.posted(alerts)] == ["Node lost", "Update: node replaced"]
+
+
+async def test_429_storm_and_5xx_deliver_everything_once_in_order(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed
+) -> None:
+    alerts, _, _ = channels(seed)
+    path = rf"^/channels/{alerts}/messages$"
+    fake.inject("POST", path, 429, count=12, retry_after=0.02)  # beyond discord.py's 5 tries
+    fake.inject("POST", path, 503, count=3)
+    for n in range(8):
+        await alert(seeded_store, alerts, f"storm:{n}", f"alert {n}")
+    await start_bot()
+    await fake.wait_for(lambda: len(fake.posted(alerts)) >= 8, within=30)
+    await asyncio.sleep(0.3)
+    assert [visible(m) for m in fake.posted(alerts)] == [f"alert {n}" for n in range(8)]
+    statuses = [
+        r.status
+        for r in fake.requests
+        if r.method == "POST" and r.path.endswith(f"{alerts}/messages")
+    ]
+    assert statuses.count(429) == 12 and statuses.count(503) == 3
+    assert await seeded_store.outbox.pending_count() == 0
+
+
+async def test_dropped_websocket_resumes_and_replays(
+    start_bot: StartBot, fake: FakeDiscord
+) -> None:
+    await start_bot()
+    await fake.drop_websocket()
+    record = await fake.slash("status")  # dispatched while disconnected: replayed on RESUME
+    body = await asyncio.wait_for(record.callback, 10)
+    assert body["type"] in (4, 5)
+    assert len(fake.identifies) == 1  # no new session
+    [resume] = fake.resumes
+    assert resume["session_id"] == fake.session_id
+
+
+async def test_channel_watch_create_edit_delete_and_ignore(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed
+) -> None:
+    alerts, _, watched = channels(seed)
+    await start_bot()
+    human = fake.message(
+        watched, "NCCL timeout on node 17 " + "x" * 5000, author_id=42, author_name="dana"
+    )
+    bot_post = fake.message(
+        watched, "I am another bot", author_id=43, author_name="ci-bot", bot=True
+    )
+    unwatched = fake.message(alerts, "not for the store", author_id=42, author_name="dana")
+    for message in (human, bot_post, unwatched):
+        await fake.dispatch("MESSAGE_CREATE", message)
+
+    async def stored(message: dict[str, Any]) -> Event | None:
+        return await seeded_store.events.get_by_external(
+            "aurora", "discord", f"msg:{message['id']}"
+        )
+
+    for _ in range(100):
+        if await stored(human):
+            break
+        await asyncio.sleep(0.02)
+    event = await stored(human)
+    assert event is not None
+    assert (
+        event.author == "dana"
+        and event.ref == "#infra-oncall"
+        and event.thread == f"discord:{watched}"
+    )
+    assert event.url == f"https://discord.com/channels/{fake.guild_id}/{watched}/{human['id']}"
+    assert len(event.body) == 4000
+    assert await stored(bot_post) is None and await stored(unwatched) is None
+
+    edited = dict(
+        human,
+        content="NCCL timeout on node 17, fixed by reboot",
+        edited_timestamp=utcnow().isoformat(),
+    )
+    await fake.dispatch("MESSAGE_UPDATE", edited)
+    await fake.dispatch(
+        "MESSAGE_DELETE",
+        {"id": human["id"], "channel_id": str(watched), "guild_id": str(fake.guild_id)},
+    )
+    for _ in range(100):
+        event = await stored(human)
+        if event is not None and event.deleted:
+            break
+        await asyncio.sleep(0.02)
+    assert (
+        event is not None
+        and event.deleted
+        and event.body == "NCCL timeout on node 17, fixed by reboot"
+    )
+    assert event.updated_at is not None
+
+
+async def test_hostile_text_never_pings(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
+) -> None:
+    alerts, digest_channel, _ = channels(seed)
+    now = utcnow()
+    hostile = Event(
+        run_slug="aurora",
+        source="github",
+        external_id="comment:hostile",
+        kind="comment",
+        at=now - timedelta(minutes=5),
+        author="@everyone",
+        ref="#1507",
+        url="https://github.com/aurora-lab/aurora/issues/1507",
+        title=HOSTILE,
+        body=HOSTILE + " " + "A" * 4000,
+        summary=HOSTILE,
+        tag="incident",
+    )
+    await seeded_store.events.upsert_many([hostile])
+    await alert(seeded_store, alerts, "hostile", HOSTILE + " " + "B" * 4000)
+    await start_bot(runs_file=digest_due_now(runs, now))
+    timeline = await fake.slash("timeline", [{"name": "days", "type": 4, "value": 1}])
+    status = await fake.slash("status")
+    await asyncio.wait_for(timeline.callback, 5)
+    await asyncio.wait_for(status.callback, 5)
+    await fake.wait_for(lambda: fake.posted(digest_channel) and len(fake.posted(alerts)) >= 3)
+    await fake.wait_for(lambda: status.followups or status.original)
+
+    requests = fake.message_requests()
+    assert len(requests) >= 6
+    for request in requests:
+        body = _message_body(request)
+        if body is None:
+            continue  # a bare defer carries no message
+        assert body.get("allowed_mentions") == {"parse": []}, (request.path, body)
+        text = json.dumps(body, ensure_ascii=False)
+        for ping in ("@everyone", "@here", "<@&1>", "<@123456789012345678>"):
+            assert ping not in text, (request.path, ping)
+    assert all(len(m["content"]) <= 2000 for m in fake.posted(alerts))
+
+
+def _message_body(request: Recorded) -> dict[str, Any] | None:
+    body = request.json or {}
+    if "/callback" in request.path:
+        return body.get("data") if body.get("type") in (4, 7) else None
+    return body
+
+
+# --- a real process: python -m bot run ----------------------------------------------------------
+
+
+def _toml(config: dict[str, Any]) -> str:
+    lines = ["[[runs]]"]
+    tables = {}
+    for key, value in config.items():
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            tables[key] = value
+        else:
+            lines.append(f"{key} = {json.dumps(value)}")
+    for key, table in tables.items():
+        lines.append(f"[runs.{key}]")
+        lines.extend(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in table.items())
+    return "\n".join(lines) + "\n"
+
+
+async def _spawn(env: dict[str, str], log: Path) -> asyncio.subprocess.Process:
+    handle = log.open("ab")
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        "run",
+        env=env,
+        stdout=handle,
+        stderr=handle,
+        cwd=str(Path.cwd()),
+    )
+
+
+async def test_process_answers_and_survives_kill_9_between_send_and_mark(
+    fake: FakeDiscord, db_file: Path, seed: Seed, tmp_path: Path
+) -> None:
+    alerts, _, _ = channels(seed)
+    config = {k: v for k, v in seed.config.items() if k not in ("wandb_runs", "wandb_run_pattern")}
+    runs_path = tmp_path / "runscribe.toml"
+    runs_path.write_text(_toml(config))
+    env = {
+        **os.environ,
+        "DISCORD_TOKEN": fake.token,
+        "DISCORD_API_BASE": fake.api_base,
+        "DISCORD_GATEWAY_URL": fake.gateway_url,
+        "DISCORD_GUILD_ID": str(fake.guild_id),
+        "RUNSCRIBE_DB": str(db_file),
+        "RUNSCRIBE_CONFIG": str(runs_path),
+        "GITHUB_API_URL": "http://127.0.0.1:9",  # nothing listens: the poll fails fast, offline
+        "RUNSCRIBE_POLL_INTERVAL": "3600",
+    }
+    for name in ("GITHUB_TOKEN", "WANDB_API_KEY", "ANTHROPIC_API_KEY"):
+        env.pop(name, None)
+    fake.honor_nonce = False  # rely on the history marker alone
+    # The first post is created, then the answer never comes: the process dies before marking.
+    fake.inject("POST", rf"^/channels/{alerts}/messages$", 0, hang=30, record_first=True)
+    async with Database.open(db_file) as db:
+        item_id = await alert(Store(db), alerts, "kill9", "Loss is NaN at step 117,600")
+    log = tmp_path / "bot.log"
+    process = await _spawn(env, log)
+    try:
+        await fake.wait_for(lambda: fake.commands.get(fake.guild_id), within=30)
+        await fake.wait_connected(within=30)
+        record = await fake.slash("status")
+        await asyncio.wait_for(record.callback, 3)
+        assert record.answered_at is not None and record.answered_at - record.received_at < 3
+        await fake.wait_for(lambda: record.followups or record.original, within=10)
+        message = record.followups[0] if record.followups else record.original
+        assert message is not None and "of 953,674" in message["embeds"][0]["description"]
+        await fake.wait_for(lambda: fake.posted(alerts), within=20)
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    async with Database.open(db_file) as db:
+        item = await Store(db).outbox.get(item_id)
+        assert item is not None and item.status == "queued"  # sent, never marked
+
+    process = await _spawn(env, log)
+    try:
+        for _ in range(300):
+            async with Database.open(db_file) as db:
+                item = await Store(db).outbox.get(item_id)
+            if item is not None and item.status == "sent":
+                break
+            await asyncio.sleep(0.05)
+        assert item is not None and item.status == "sent", log.read_text()[-3000:]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), 10)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+    posted = fake.posted(alerts)
+    assert [visible(m) for m in posted] == ["Loss is NaN at step 117,600"]  # exactly once
+    assert item.message_id == posted[0]["id"]
+    assert "DISCORD_TOKEN" not in log.read_text() and fake.token not in log.read_text()
+
+
+def test_snowflakes_increase() -> None:
+    assert snowflake() < snowflake()

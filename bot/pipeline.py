@@ -8,9 +8,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
+from bot.enrich.conversations import GAP, group_conversations
 from bot.enrich.rules import Enrichment, enrich_text
 from bot.models import Event
 from bot.sources.base import Source
@@ -54,11 +55,63 @@ class Detector(Protocol):
         ...
 
 
+async def group_discord_bursts(
+    store: Store, run_slug: str | None = None, *, lookback: timedelta = timedelta(hours=2)
+) -> int:
+    """Fold new Discord messages into conversation events before enrichment.
+
+    For each channel with unenriched messages, the messages around them (from `lookback` before
+    the earliest) are grouped; every burst of two or more becomes (or updates) one
+    `conversation` event, keyed by its first message, and its member messages are enriched by
+    rules as not newsworthy, so the timeline and the LLM see the exchange once. A lone message is
+    left for ordinary enrichment. Returns the number of conversations written."""
+    pending = await store.events.pending_enrichment(
+        run_slug, limit=2000, source="discord", kind="message"
+    )
+    channels: dict[tuple[str, str], list[Event]] = {}
+    for event in pending:
+        if event.thread and not event.deleted:
+            channels.setdefault((event.run_slug, event.thread), []).append(event)
+    written = 0
+    for (slug, thread), events in channels.items():
+        earliest = min(e.at for e in events)
+        latest = max(e.at for e in events)
+        messages = await store.events.in_thread(
+            slug, thread, since=earliest - lookback, until=latest + GAP, kind="message"
+        )
+        grouped = group_conversations([m for m in messages if not m.deleted])
+        conversations = [e for e in grouped if e.kind == "conversation"]
+        if not conversations:
+            continue
+        by_id = {m.external_id: m for m in messages}
+        async with store.transaction():
+            result = await store.events.upsert_many(conversations)
+            written += len(result.changed)
+            for conversation in conversations:
+                for member_id in conversation.extra.get("messages", []):
+                    member = by_id.get(member_id)
+                    if member is None:
+                        continue
+                    enrichment = rules_enrichment(member)
+                    await store.events.set_enrichment(
+                        member,
+                        summary=enrichment.summary,
+                        tag=enrichment.tag,
+                        incident=enrichment.incident,
+                        severity=enrichment.severity,
+                        newsworthy=False,
+                        enriched_by="rules:in-conversation",
+                    )
+    return written
+
+
 async def enrich_pending(
     store: Store, enricher: Enricher | None = None, *, batch: int = 200, run_slug: str | None = None
 ) -> int:
-    """Enrich every event that is new or edited since it was last enriched. Returns how many."""
+    """Enrich every event that is new or edited since it was last enriched (Discord bursts are
+    folded into conversations first). Returns how many were enriched."""
     enricher = enricher or RulesEnricher()
+    await group_discord_bursts(store, run_slug)
     done = 0
     while True:
         pending = await store.events.pending_enrichment(run_slug, limit=batch)

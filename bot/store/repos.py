@@ -258,14 +258,20 @@ class EventsRepo:
             return bool(cursor.rowcount)
 
     async def pending_enrichment(
-        self, run_slug: str | None = None, limit: int = 500
+        self,
+        run_slug: str | None = None,
+        limit: int = 500,
+        *,
+        source: str | None = None,
+        kind: str | None = None,
     ) -> list[Event]:
         """Events never enriched, or edited since they were."""
         sql = "SELECT * FROM events WHERE (enriched_hash IS NULL OR enriched_hash != content_hash)"
         params: list[Any] = []
-        if run_slug is not None:
-            sql += " AND run_slug = ?"
-            params.append(run_slug)
+        for column, value in (("run_slug", run_slug), ("source", source), ("kind", kind)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                params.append(value)
         sql += " ORDER BY at LIMIT ?"
         params.append(limit)
         return [event_from_row(row) for row in await self.db.fetchall(sql, params)]
@@ -334,11 +340,27 @@ class EventsRepo:
         params.extend([limit, offset])
         return [event_from_row(row) for row in await self.db.fetchall(sql, params)]
 
-    async def in_thread(self, run_slug: str, thread: str) -> list[Event]:
-        rows = await self.db.fetchall(
-            "SELECT * FROM events WHERE run_slug = ? AND thread = ? ORDER BY at",
-            (run_slug, thread),
-        )
+    async def in_thread(
+        self,
+        run_slug: str,
+        thread: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        kind: str | None = None,
+    ) -> list[Event]:
+        sql = "SELECT * FROM events WHERE run_slug = ? AND thread = ?"
+        params: list[Any] = [run_slug, thread]
+        if since is not None:
+            sql += " AND at >= ?"
+            params.append(to_db(since))
+        if until is not None:
+            sql += " AND at <= ?"
+            params.append(to_db(until))
+        if kind is not None:
+            sql += " AND kind = ?"
+            params.append(kind)
+        rows = await self.db.fetchall(sql + " ORDER BY at", params)
         return [event_from_row(row) for row in rows]
 
     async def count(self, run_slug: str, *, since: datetime | None = None) -> int:

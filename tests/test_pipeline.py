@@ -1,0 +1,76 @@
+"""The enrichment step of the pipeline on a real store: rules enrichment and Discord bursts."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from bot.models import Event, RunInfo
+from bot.pipeline import enrich_pending
+from bot.services.timeline import build_timeline
+from bot.store import Store
+
+
+def message(i: int, at: datetime, text: str, author: str = "ana") -> Event:
+    return Event(
+        run_slug="hero",
+        source="discord",
+        external_id=f"msg:{i}",
+        kind="message",
+        at=at,
+        author=author,
+        ref="#hero-run",
+        url=f"https://discord.com/channels/1/2/{i}",
+        body=text,
+        thread="discord:2",
+    )
+
+
+async def test_bursts_become_one_conversation(store: Store, now: datetime) -> None:
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    minute = timedelta(minutes=1)
+    burst = [
+        message(1, now, "Node s12 dropped out of the gang again, job restarted from 40k"),
+        message(2, now + 3 * minute, "Iris brought a spare in within ten minutes", "bo"),
+        message(3, now + 6 * minute, "Loss is back on the curve", "ana"),
+    ]
+    lone = message(4, now + 3 * 60 * minute, "Evals for the 40k checkpoint are posted in #12")
+    await store.events.upsert_many([*burst, lone])
+    await enrich_pending(store)
+
+    entries = await build_timeline(store, "hero", now + timedelta(days=1), days=2)
+    kinds = sorted(e.kind for e in entries)
+    assert kinds == ["conversation", "message"]
+    conversation = next(e for e in entries if e.kind == "conversation")
+    assert conversation.author == "ana and bo"
+    assert conversation.incident  # a lost node reported in chat is flagged
+    assert await store.events.pending_enrichment() == []
+
+    # A fourth message in the same burst extends the conversation instead of adding one.
+    await store.events.upsert_many([message(5, now + 9 * minute, "Throughput is normal too")])
+    await enrich_pending(store)
+    entries = await build_timeline(store, "hero", now + timedelta(days=1), days=2)
+    assert sorted(e.kind for e in entries) == ["conversation", "message"]
+    stored = await store.events.get_by_external("hero", "discord", "conv:1")
+    assert stored is not None and stored.extra["count"] == 4
+
+
+async def test_rules_enrichment_fills_every_event(store: Store, now: datetime) -> None:
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    issue = Event(
+        "hero",
+        "github",
+        "issue:7",
+        "issue",
+        now,
+        author="kai",
+        ref="#7",
+        title="Weight decay on the router",
+        body="## Summary\nProposes weight decay 0.02 on the MoE router, annealed to zero.\n\n"
+        "| rung | loss |\n|---|---|\n| d768 | 3.1 |\n",
+    )
+    await store.events.upsert_many([issue])
+    assert await enrich_pending(store) == 1
+    stored = await store.events.get_by_external("hero", "github", "issue:7")
+    assert stored is not None and stored.summary and stored.tag == "optimizer"
+    assert "|" not in stored.summary and len(stored.summary) <= 200
+    assert await enrich_pending(store) == 0  # each event is enriched once

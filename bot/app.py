@@ -69,7 +69,7 @@ class LoopIntervals:
     poll: float = 60.0
     outbox: float = 2.0
     digest: float = 20.0
-    narrative: float = 900.0
+    narrative: float = 300.0  # the refresher decides whether a new narrative is due
     max_backoff: float = 300.0
 
 
@@ -322,10 +322,25 @@ def _wiring_composer(runtime: BotServices) -> DigestComposer:
     async def compose(facts: Any) -> str | None:
         from bot import wiring
 
-        await wiring.compose_digest(runtime.store, runtime.settings, facts)
+        await wiring.compose_digest(
+            runtime.store, runtime.settings, facts, llm=getattr(runtime, "llm", None)
+        )
         return str(facts.text)
 
     return compose
+
+
+def _wiring_narrative(runtime: BotServices) -> NarrativeRefresher:
+    """Narratives from `bot.wiring.refresh_narratives`, which writes one only when it is due."""
+
+    async def refresh(slug: str, now: datetime) -> object:
+        from bot import wiring
+
+        return await wiring.refresh_narratives(
+            runtime.store, getattr(runtime, "llm", None), [slug], now
+        )
+
+    return refresh
 
 
 async def run_bot(
@@ -344,7 +359,7 @@ async def run_bot(
     bot = RunscribeBot(
         runtime,
         extensions=extensions,
-        narrative=narrative,
+        narrative=narrative or _wiring_narrative(runtime),
         digest_composer=digest_composer or _wiring_composer(runtime),
         **options,
     )

@@ -1,0 +1,621 @@
+"""Incident detectors: pure functions from what the store holds about one run (a `RunData`) to
+`Finding`s, i.e. conditions with a fingerprint, a start and, when the data already shows it, an
+end. No I/O and no clock: the engine reads a time window and passes `now`.
+
+Detectors look at history, not only at the latest sample, so a crash and its resume that both
+happened between two cycles (a slow poll, the day-by-day demo) are still seen as one episode with
+a start and an end. Conditions only a live sample can show (heartbeat, stall, throughput) are
+evaluated at the latest W&B observation.
+
+Fingerprints (one open incident per run and fingerprint):
+
+| fingerprint               | condition                                                 |
+|---------------------------|-----------------------------------------------------------|
+| `wandb-state`             | the current W&B run of the chain is crashed/failed/killed |
+| `heartbeat`               | no heartbeat for N min while W&B says running             |
+| `stall`                   | no new step for N min while W&B says running              |
+| `loss-nan`                | loss NaN or infinite                                      |
+| `loss-spike`              | loss > X % above its trailing trend for K points          |
+| `throughput`              | step/token rate > X % below its trailing baseline         |
+| `report:<kind>:<thread>`  | an incident reported by people (GitHub/Discord)           |
+| `monitor-stale`           | Runscribe cannot reach W&B (says nothing about the run)   |
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from itertools import pairwise
+from statistics import median
+from typing import Any
+
+from bot.analysis.progress import effective_series
+from bot.enrich.rules import detect_incident
+from bot.models import Event, MetricPoint, RunSnapshot
+from bot.settings import Thresholds
+from bot.timeutil import humanize_delta
+
+CRASH = "wandb-state"
+HEARTBEAT = "heartbeat"
+STALL = "stall"
+NAN = "loss-nan"
+SPIKE = "loss-spike"
+THROUGHPUT = "throughput"
+MONITOR = "monitor-stale"
+REPORT_PREFIX = "report:"
+
+#: Fingerprints derived from W&B data: frozen (neither raised nor cleared) while W&B is unreachable.
+WANDB_FINGERPRINTS = frozenset({CRASH, HEARTBEAT, STALL, NAN, SPIKE, THROUGHPUT})
+#: A crash makes these meaningless: they are neither raised nor cleared while it lasts.
+INHIBITED_BY_CRASH = frozenset({HEARTBEAT, STALL, THROUGHPUT})
+#: "The run is down" conditions. Findings of this group close in time become one incident.
+OUTAGE = "outage"
+OUTAGE_FINGERPRINTS = frozenset({CRASH, HEARTBEAT, STALL})
+
+CRASH_STATES = frozenset({"crashed", "failed", "killed", "preempted"})
+TREND_POINTS = 20  # trailing points whose median is the loss trend
+MIN_TREND_POINTS = 5
+MAX_EXCURSION_POINTS = 60  # a "spike" longer than this is a new level, not a spike
+BASELINE = timedelta(hours=6)  # trailing throughput baseline
+MIN_BASELINE = timedelta(hours=1)
+
+KIND_LABELS = {
+    "crash": "Crash",
+    "node-loss": "Node loss",
+    "hardware": "Hardware fault",
+    "oom": "Out-of-memory kill",
+    "hang": "Hang",
+    "restore-failed": "Failed restore",
+    "checkpoint-failed": "Failed checkpoint save",
+    "storage": "Storage outage",
+    "reported": "Incident",
+}
+
+
+@dataclass(slots=True)
+class Finding:
+    """One condition over an interval. `until` None means it still holds at `now`."""
+
+    fingerprint: str
+    kind: str
+    severity: str  # info | warning | critical
+    title: str
+    cause: str
+    since: datetime
+    until: datetime | None = None
+    resolution: str | None = None  # what cleared it, when `until` is set
+    group: str | None = None
+    event_ids: list[int] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        return self.until is None
+
+
+@dataclass(slots=True)
+class RunData:
+    """What the engine read for one run and one cycle."""
+
+    slug: str
+    name: str
+    now: datetime
+    thresholds: Thresholds
+    chain: list[str]  # W&B run paths, chain order
+    snapshots: dict[str, RunSnapshot]
+    points: Sequence[MetricPoint]  # every point since the window start, any member, any order
+    wandb_events: list[Event]  # state and restart events, oldest first
+    reports: list[Event]  # incident-flagged GitHub/Discord events not yet linked, oldest first
+    eval_start: datetime  # W&B episodes that ended before this were judged by earlier cycles
+    loss_key: str | None = "train/loss"
+    known_down: datetime | None = None  # start of a crash the open incident already tracks
+    clear_hold: timedelta = timedelta(minutes=2)
+    series: list[MetricPoint] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.series = effective_series(self.points, self.chain)
+
+    @property
+    def current(self) -> RunSnapshot | None:
+        for path in reversed(self.chain):
+            if path in self.snapshots:
+                return self.snapshots[path]
+        return None
+
+    def created_at(self, path: str) -> datetime | None:
+        snapshot = self.snapshots.get(path)
+        if snapshot is not None and snapshot.created_at is not None:
+            return snapshot.created_at
+        firsts = [p.at for p in self.points if p.wandb_run == path]
+        return min(firsts) if firsts else None
+
+    def current_at(self, path: str, at: datetime) -> bool:
+        """Whether `path` was the chain's newest member at `at` (no later member existed)."""
+        if path not in self.chain:
+            return True
+        for later in self.chain[self.chain.index(path) + 1 :]:
+            created = self.created_at(later)
+            if created is not None and created <= at:
+                return False
+        return True
+
+    def first_point_after(self, at: datetime) -> MetricPoint | None:
+        return next((p for p in self.series if p.at > at), None)
+
+    def last_point_at_or_before(self, at: datetime) -> MetricPoint | None:
+        found = None
+        for point in self.series:
+            if point.at > at:
+                break
+            found = point
+        return found
+
+
+def run_label(path: str | None, snapshots: dict[str, RunSnapshot] | None = None) -> str:
+    if not path:
+        return "?"
+    snapshot = (snapshots or {}).get(path)
+    if snapshot is not None and snapshot.name:
+        return snapshot.name
+    return path.rsplit("/", 1)[-1]
+
+
+def _to_state(event: Event) -> str | None:
+    return event.extra.get("to_state") or event.state
+
+
+def _event_path(event: Event) -> str | None:
+    path = event.extra.get("wandb_run")
+    if path:
+        return str(path)
+    if event.thread and event.thread.startswith("wandb:"):
+        return event.thread.removeprefix("wandb:")
+    return None
+
+
+def _fmt_step(step: int | None) -> str:
+    return f"{step:,}" if step is not None else "?"
+
+
+# --- W&B state ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Down:
+    at: datetime
+    state: str
+    path: str | None
+    event_id: int | None
+
+
+def detect_crash(data: RunData) -> list[Finding]:
+    """Episodes of the chain being down: from a crashed/failed/killed state of the member that
+    was current at the time, to the first training step logged after it. A relaunch that logs
+    no step (a hang in restore) does not end the episode; a superseded member's crash never
+    starts one."""
+    downs: list[_Down] = []
+    for event in data.wandb_events:
+        if event.kind != "state":
+            continue
+        state = _to_state(event)
+        path = _event_path(event)
+        if state not in CRASH_STATES or (path and not data.current_at(path, event.at)):
+            continue
+        downs.append(_Down(event.at, state, path, event.id))
+    current = data.current
+    if data.known_down is not None:
+        state = current.state if current and current.state in CRASH_STATES else "crashed"
+        downs.append(_Down(data.known_down, state, current.wandb_run if current else None, None))
+    if current is not None and current.state in CRASH_STATES:
+        since = current.heartbeat_at or current.observed_at
+        covered = any(d.at >= since - timedelta(hours=1) for d in downs)
+        if not covered and data.first_point_after(since) is None:
+            downs.append(_Down(since, current.state, current.wandb_run, None))
+    if not downs:
+        return []
+    downs.sort(key=lambda d: d.at)
+
+    episodes: list[tuple[list[_Down], MetricPoint | None]] = []
+    for down in downs:
+        if episodes:
+            members, resumed = episodes[-1]
+            if resumed is None or down.at <= resumed.at + data.clear_hold:
+                members.append(down)
+                episodes[-1] = (members, data.first_point_after(down.at))
+                continue
+        episodes.append(([down], data.first_point_after(down.at)))
+
+    findings = []
+    for members, resumed in episodes:
+        start = members[0].at
+        if resumed is not None and resumed.at < data.eval_start and data.known_down != start:
+            continue  # judged (or deliberately skipped) by an earlier cycle
+        findings.append(_crash_finding(data, members, resumed))
+    return findings
+
+
+def _crash_finding(data: RunData, downs: list[_Down], resumed: MetricPoint | None) -> Finding:
+    first, last = downs[0], downs[-1]
+    start = first.at
+    end = resumed.at if resumed is not None else None
+    before = data.last_point_at_or_before(start)
+    path = first.path or (before.wandb_run if before else None)
+    name = run_label(path, data.snapshots)
+    step = before.step if before is not None else None
+    if step is None and path in data.snapshots:
+        step = data.snapshots[path].last_step
+    states = " then ".join(dict.fromkeys(d.state for d in downs))
+    title = f"W&B run {name} {first.state} at step {_fmt_step(step)}"
+    cause = f"W&B reports run {name} as {states}"
+    if before is not None:
+        cause += f"; last step {_fmt_step(before.step)} logged at {before.at:%Y-%m-%d %H:%M} UTC"
+    cause += "."
+    event_ids = [d.event_id for d in downs if d.event_id is not None]
+    relaunched = None
+    for event in data.wandb_events:
+        if event.at < start or (end is not None and event.at > end):
+            continue
+        if event.id is not None and event.id not in event_ids:
+            event_ids.append(event.id)
+        if event.kind == "state" and _to_state(event) == "running" and relaunched is None:
+            relaunched = event.at
+    facts: dict[str, Any] = {
+        "wandb_run": path,
+        "state": last.state,
+        "step": step,
+        "last_step_at": before.at.isoformat() if before else None,
+    }
+    if relaunched is not None:
+        facts["relaunched_at"] = relaunched.isoformat()
+    resolution = None
+    if resumed is not None:
+        resolution, resume = resume_text(data, before, resumed)
+        facts["resume"] = resume
+    return Finding(
+        fingerprint=CRASH,
+        kind="crash",
+        severity="warning" if first.state == "preempted" else "critical",
+        title=title,
+        cause=cause,
+        since=start,
+        until=end,
+        resolution=resolution,
+        group=OUTAGE,
+        event_ids=event_ids,
+        facts=facts,
+    )
+
+
+def resume_text(
+    data: RunData, before: MetricPoint | None, resumed: MetricPoint
+) -> tuple[str, dict[str, Any]]:
+    """'Training resumed from step 54,000 in run X after 47 min down; 195 steps recomputed.'"""
+    name = run_label(resumed.wandb_run, data.snapshots)
+    text = f"Training resumed from step {resumed.step:,} in run {name}"
+    facts: dict[str, Any] = {"to_step": resumed.step, "wandb_run": resumed.wandb_run}
+    if before is not None:
+        down = resumed.at - before.at
+        recomputed = max(0, before.step - resumed.step)
+        text += f" after {humanize_delta(down)} down"
+        text += f"; {recomputed:,} steps recomputed" if recomputed else "; no steps lost"
+        facts.update(
+            from_step=before.step, down_seconds=down.total_seconds(), recomputed_steps=recomputed
+        )
+    return text + ".", facts
+
+
+# --- live W&B conditions --------------------------------------------------------------------
+
+
+def detect_heartbeat(data: RunData) -> tuple[Finding | None, datetime | None]:
+    """(finding, clear time). Measured against the snapshot's own observation time, so a monitor
+    that stopped polling can never turn its own silence into a missing heartbeat."""
+    current = data.current
+    if current is None or current.state != "running" or current.heartbeat_at is None:
+        return None, None
+    limit = timedelta(minutes=data.thresholds.heartbeat_minutes)
+    age = current.observed_at - current.heartbeat_at
+    if age <= limit:
+        return None, current.heartbeat_at
+    name = run_label(current.wandb_run, data.snapshots)
+    return (
+        Finding(
+            fingerprint=HEARTBEAT,
+            kind="heartbeat",
+            severity="warning",
+            title=f"No heartbeat from W&B run {name} for {humanize_delta(age)}",
+            cause=(
+                f"W&B still shows run {name} as running, but its last heartbeat was at "
+                f"{current.heartbeat_at:%Y-%m-%d %H:%M} UTC ({humanize_delta(age)} before the "
+                f"last check; threshold {data.thresholds.heartbeat_minutes:g} min)."
+            ),
+            since=current.heartbeat_at + limit,
+            group=OUTAGE,
+            facts={
+                "wandb_run": current.wandb_run,
+                "heartbeat_at": current.heartbeat_at.isoformat(),
+            },
+        ),
+        None,
+    )
+
+
+def _last_progress(data: RunData, current: RunSnapshot) -> tuple[datetime | None, int | None]:
+    last = data.series[-1] if data.series else None
+    times = [t for t in (last.at if last else None, current.created_at) if t is not None]
+    for event in data.wandb_events:
+        if (
+            event.kind == "state"
+            and _event_path(event) == current.wandb_run
+            and _to_state(event) == "running"
+        ):
+            times.append(event.at)
+    return (max(times) if times else None), (last.step if last else current.last_step)
+
+
+def detect_stall(data: RunData) -> tuple[Finding | None, datetime | None]:
+    """No new step for N minutes while the current W&B run claims to be running (a launch or a
+    relaunch counts as progress, so a restore that never logs a step is caught too)."""
+    current = data.current
+    if current is None or current.state != "running":
+        return None, None
+    progress_at, step = _last_progress(data, current)
+    if progress_at is None:
+        return None, None
+    limit = timedelta(minutes=data.thresholds.stall_minutes)
+    age = current.observed_at - progress_at
+    if age <= limit:
+        return None, progress_at
+    name = run_label(current.wandb_run, data.snapshots)
+    return (
+        Finding(
+            fingerprint=STALL,
+            kind="stall",
+            severity="critical",
+            title=f"No new step for {humanize_delta(age)} in {name} (step {_fmt_step(step)})",
+            cause=(
+                f"W&B shows run {name} as running, but no training step has been logged since "
+                f"{progress_at:%Y-%m-%d %H:%M} UTC (threshold "
+                f"{data.thresholds.stall_minutes:g} min)."
+            ),
+            since=progress_at + limit,
+            group=OUTAGE,
+            facts={"wandb_run": current.wandb_run, "step": step},
+        ),
+        None,
+    )
+
+
+def _segments(series: Sequence[MetricPoint]) -> Iterable[tuple[MetricPoint, MetricPoint]]:
+    """Consecutive pairs inside one training segment (no restart between them)."""
+    for a, b in pairwise(series):
+        if a.wandb_run == b.wandb_run and b.step > a.step:
+            yield a, b
+
+
+def _rate(pairs: Sequence[tuple[MetricPoint, MetricPoint]], tokens: bool) -> tuple[float, float]:
+    """(value per hour, hours covered)."""
+    done = 0.0
+    hours = 0.0
+    for a, b in pairs:
+        if tokens:
+            assert a.tokens is not None and b.tokens is not None
+            done += b.tokens - a.tokens
+        else:
+            done += b.step - a.step
+        hours += (b.at - a.at).total_seconds() / 3600
+    return (done / hours if hours > 0 else 0.0), hours
+
+
+def detect_throughput(data: RunData) -> tuple[Finding | None, datetime | None]:
+    """The rate over the last N minutes (inside the current segment) against the 6 h before it;
+    tokens when every point has them, else steps."""
+    current = data.current
+    if current is None or current.state != "running" or len(data.series) < 4:
+        return None, None
+    series = data.series
+    ref = series[-1].at
+    window = timedelta(minutes=data.thresholds.throughput_minutes)
+    start = ref - window
+    recent_pts = [p for p in series if p.at >= start]
+    recent = list(_segments(recent_pts))
+    if len(recent) < 2 or len(recent) != len(recent_pts) - 1:
+        return None, None  # too few points, or a restart inside the window
+    span = recent[-1][1].at - recent[0][0].at
+    if span < window / 2:
+        return None, None
+    base_pts = [p for p in series if start - BASELINE <= p.at <= recent_pts[0].at]
+    base = list(_segments(base_pts))
+    use_tokens = all(p.tokens is not None for p in (*recent_pts, *base_pts))
+    base_rate, base_hours = _rate(base, use_tokens)
+    if base_hours < MIN_BASELINE.total_seconds() / 3600 or base_rate <= 0:
+        return None, None
+    rate, _ = _rate(recent, use_tokens)
+    floor = base_rate * (1 - data.thresholds.throughput_drop_percent / 100)
+    if rate >= floor:
+        return None, ref
+    unit = "tokens/h" if use_tokens else "steps/h"
+    drop = (1 - rate / base_rate) * 100
+    name = run_label(current.wandb_run, data.snapshots)
+    return (
+        Finding(
+            fingerprint=THROUGHPUT,
+            kind="throughput",
+            severity="warning",
+            title=f"Throughput down {drop:.0f}% in {name}",
+            cause=(
+                f"{rate:,.0f} {unit} over the last {humanize_delta(window)} against a trailing "
+                f"baseline of {base_rate:,.0f} {unit} (alert below "
+                f"{100 - data.thresholds.throughput_drop_percent:g}%)."
+            ),
+            since=start,
+            facts={"rate": rate, "baseline": base_rate, "unit": unit},
+        ),
+        None,
+    )
+
+
+# --- loss -----------------------------------------------------------------------------------
+
+
+def _non_finite(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return not math.isfinite(value)
+    if isinstance(value, str):
+        return value.strip().lower() in {"nan", "inf", "-inf", "infinity", "-infinity"}
+    return False
+
+
+def detect_nan(data: RunData) -> list[Finding]:
+    """Non-finite loss in the logged points, or in the current W&B run's summary (SQLite stores
+    NaN as NULL, so the summary is where a NaN loss survives)."""
+    episodes: list[list[Any]] = []  # [since, until, first point]
+    for point in data.series:
+        if point.loss is None:
+            continue
+        bad = not math.isfinite(point.loss)
+        if bad and (not episodes or episodes[-1][1] is not None):
+            episodes.append([point.at, None, point])
+        elif not bad and episodes and episodes[-1][1] is None:
+            episodes[-1][1] = point.at
+    current = data.current
+    summary_bad = (
+        current is not None
+        and data.loss_key is not None
+        and _non_finite(current.summary.get(data.loss_key))
+    )
+    if summary_bad and current is not None and (not episodes or episodes[-1][1] is not None):
+        last = data.series[-1] if data.series else None
+        # a finite point logged after the last observation means the summary is just behind
+        if last is None or last.loss is None or last.at <= current.observed_at:
+            since = last.at if last is not None else current.observed_at
+            episodes.append([since, None, last])
+    findings = []
+    for since, until, point in episodes:
+        if until is not None and until < data.eval_start:
+            continue
+        step = point.step if point is not None else None
+        value = point.loss if point is not None and point.loss is not None else float("nan")
+        findings.append(
+            Finding(
+                fingerprint=NAN,
+                kind="loss-nan",
+                severity="critical",
+                title=f"Loss is {value} at step {_fmt_step(step)}",
+                cause=f"The training loss became {value} (not a finite number).",
+                since=since,
+                until=until,
+                resolution="The loss is finite again." if until is not None else None,
+                facts={"step": step},
+            )
+        )
+    return findings
+
+
+def detect_spike(data: RunData) -> list[Finding]:
+    """Loss more than X % above the median of the trailing points for K consecutive points. The
+    trend is frozen during an excursion; one that lasts too long is taken as a new level."""
+    th = data.thresholds
+    factor = 1 + th.loss_spike_percent / 100
+    baseline: deque[float] = deque(maxlen=TREND_POINTS)
+    run: list[MetricPoint] = []
+    trend = 0.0
+    spiking = False
+    findings: list[Finding] = []
+
+    def close(until: datetime, resolution: str) -> None:
+        peak = max(run, key=lambda p: p.loss or 0.0)
+        assert peak.loss is not None
+        pct = (peak.loss / trend - 1) * 100
+        findings.append(
+            Finding(
+                fingerprint=SPIKE,
+                kind="loss-spike",
+                severity="warning",
+                title=f"Loss spike at step {peak.step:,}: {peak.loss:.4g}, {pct:.0f}% above trend",
+                cause=(
+                    f"The loss stayed more than {th.loss_spike_percent:g}% above its trend "
+                    f"({trend:.4g}) for {len(run)} consecutive points from step {run[0].step:,}."
+                ),
+                since=run[0].at,
+                until=until if resolution else None,
+                resolution=resolution or None,
+                facts={"peak": peak.loss, "peak_step": peak.step, "trend": trend},
+            )
+        )
+
+    for point in data.series:
+        loss = point.loss
+        if loss is None or not math.isfinite(loss):
+            continue
+        if len(baseline) < MIN_TREND_POINTS and not run:
+            baseline.append(loss)
+            continue
+        if not run:
+            trend = median(baseline)
+        if trend > 0 and loss > trend * factor:
+            run.append(point)
+            if len(run) >= th.loss_spike_points:
+                spiking = True
+            if spiking and len(run) > MAX_EXCURSION_POINTS:
+                close(point.at, "The loss settled at a new level.")
+                baseline.clear()
+                baseline.extend(p.loss for p in run[-TREND_POINTS:] if p.loss is not None)
+                run, spiking = [], False
+            continue
+        if spiking:
+            close(point.at, f"The loss is back within {th.loss_spike_percent:g}% of its trend "
+                  f"({loss:.4g} at step {point.step:,}).")  # fmt: skip
+        run, spiking = [], False
+        baseline.append(loss)
+    if spiking:
+        close(data.now, "")
+    return [f for f in findings if f.until is None or f.until >= data.eval_start]
+
+
+# --- people ---------------------------------------------------------------------------------
+
+
+def report_kind(event: Event) -> str:
+    _, _, kind = detect_incident(event.body or "", event.title)
+    return kind or "reported"
+
+
+def where(event: Event) -> str:
+    if event.source == "github":
+        return f"GitHub {event.ref or ''}".strip()
+    return f"Discord {event.ref or ''}".strip()
+
+
+def detect_reports(data: RunData) -> list[Finding]:
+    """One finding per (kind, thread): all new reports of the same kind in the same GitHub
+    thread or Discord channel belong to one incident."""
+    by_fp: dict[str, Finding] = {}
+    for event in data.reports:
+        kind = report_kind(event)
+        fp = f"{REPORT_PREFIX}{kind}:{event.thread or event.source + ':' + event.external_id}"
+        label = KIND_LABELS.get(kind, kind.replace("-", " ").capitalize())
+        found = by_fp.get(fp)
+        if found is None:
+            who = f" by {event.author}" if event.author else ""
+            found = by_fp[fp] = Finding(
+                fingerprint=fp,
+                kind=kind,
+                severity=event.severity or "warning",
+                title=f"{label} reported in {where(event)}{who}",
+                cause=event.summary or (event.title or event.body)[:300],
+                since=event.at,
+                group=OUTAGE,
+                facts={"last_report_at": event.at.isoformat(), "thread": event.thread},
+            )
+        elif event.severity == "critical":
+            found.severity = "critical"
+        found.facts["last_report_at"] = event.at.isoformat()
+        if event.id is not None:
+            found.event_ids.append(event.id)
+    return list(by_fp.values())

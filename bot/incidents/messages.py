@@ -1,0 +1,179 @@
+"""What incident posts say: the alert (head) card, its edits, thread updates and the resolution.
+Numbers and times come from the incident record; every text is clipped to Discord's limits and
+times are Discord timestamps (`<t:…:f>`), so each reader sees their own local time."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from datetime import datetime
+from typing import Any
+
+from bot.models import Event, Incident
+from bot.render.cards import (
+    DESCRIPTION_LIMIT,
+    FIELD_VALUE_LIMIT,
+    TITLE_LIMIT,
+    Card,
+    CardField,
+    Color,
+    clip,
+)
+from bot.timeutil import humanize_delta
+
+CONTENT_LIMIT = 1900
+SIGNALS_SHOWN = 12
+_COLORS: dict[str, Color] = {"critical": "bad", "warning": "warning", "info": "stale"}
+_ICONS = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
+
+
+def ts(at: datetime, style: str = "f") -> str:
+    return f"<t:{int(at.timestamp())}:{style}>"
+
+
+def payload(
+    card: Card | None,
+    content: str | None = None,
+    *,
+    thread_name: str | None = None,
+    edit_of: int | None = None,
+) -> dict[str, Any]:
+    """The outbox payload. The one place that knows its shape: `bot.delivery` builds it when
+    that module is present, else the same dict is built here."""
+    try:
+        from bot.delivery import payload_from_card
+    except ImportError:  # pragma: no cover - the poster lands separately
+        return {
+            "content": content or None,
+            "card": dataclasses.asdict(card) if card is not None else None,
+            "thread_name": thread_name or None,
+            "edit_of": edit_of,
+        }
+    if card is None:
+        from bot.delivery import make_payload
+
+        return dict(make_payload(content, None, thread_name=thread_name, edit_of=edit_of))
+    return payload_from_card(card, content, thread_name=thread_name, edit_of=edit_of)
+
+
+def digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def duration(incident: Incident, now: datetime) -> str:
+    end = incident.resolved_at or now
+    return humanize_delta(end - incident.started_at)
+
+
+def status_line(incident: Incident) -> str:
+    details = incident.details
+    if incident.status == "resolved":
+        assert incident.resolved_at is not None
+        took = duration(incident, incident.resolved_at)
+        return f"✅ Resolved {ts(incident.resolved_at)} after {took}"
+    parts = ["🚨 Firing" if incident.status == "firing" else "⏳ Pending"]
+    parts[0] += f" since {ts(incident.started_at)} ({ts(incident.started_at, 'R')})"
+    if details.get("clear_since"):
+        parts.append("condition cleared, confirming")
+    if details.get("flaps"):
+        parts.append(f"flapped {details['flaps']}×")
+    if incident.acked_by:
+        when = f" {ts(incident.acked_at, 'R')}" if incident.acked_at else ""
+        parts.append(f"acknowledged by {incident.acked_by}{when}")
+    return " · ".join(parts)
+
+
+def _signal_line(signal: dict[str, Any]) -> str:
+    at = datetime.fromisoformat(signal["at"])
+    text = clip(str(signal.get("text") or ""), 160)
+    url = signal.get("url")
+    source = signal.get("source", "")
+    label = f"[{source}]({url})" if url else source
+    return f"• {ts(at, 't')} {label}: {text}"
+
+
+def head_card(incident: Incident, run_name: str, links: dict[str, str]) -> Card:
+    """The alert message, edited in place as the incident evolves."""
+    severity = incident.severity if incident.severity in _COLORS else "warning"
+    icon = _ICONS[severity]
+    done = incident.status == "resolved"
+    title = f"{'✅' if done else icon} {run_name}: {incident.title}"
+    lines = [status_line(incident), "", clip(incident.cause or "", 1500)]
+    if done and incident.resolution:
+        lines += ["", f"**Resolution:** {clip(incident.resolution, 800)}"]
+    card = Card(
+        title=clip(title, TITLE_LIMIT),
+        description=clip("\n".join(lines), DESCRIPTION_LIMIT),
+        color="ok" if done else _COLORS[severity],
+        url=next(iter(links.values()), None),
+    )
+    signals = incident.details.get("signals") or []
+    if signals:
+        shown = [_signal_line(s) for s in signals[-SIGNALS_SHOWN:]]
+        more = len(signals) - len(shown)
+        value = "\n".join(shown) + (f"\n… and {more} earlier" if more > 0 else "")
+        card.fields.append(CardField("Signals", clip(value, FIELD_VALUE_LIMIT)))
+    if links:
+        value = " · ".join(f"[{label}]({url})" for label, url in list(links.items())[:6])
+        card.fields.append(CardField("Links", clip(value, FIELD_VALUE_LIMIT)))
+    silenced = incident.details.get("silenced_by")
+    footer = f"incident #{incident.id} · {incident.fingerprint} · severity {incident.severity}"
+    if silenced:
+        footer += f" · silenced (#{silenced})"
+    card.footer = footer
+    return card
+
+
+def alert_content(incident: Incident, run_name: str) -> str:
+    return clip(f"{_ICONS.get(incident.severity, '🟠')} **Incident #{incident.id}** — "
+                f"{run_name}: {incident.title}", CONTENT_LIMIT)  # fmt: skip
+
+
+def thread_name(incident: Incident) -> str:
+    return clip(f"Incident #{incident.id}: {incident.title}", 100)
+
+
+def event_update(event: Event) -> str:
+    """A thread post for a new related event: a GitHub comment, a Discord report, a W&B state."""
+    who = f"**{event.author}**" if event.author else f"**{event.source}**"
+    ref = event.ref or ""
+    if ref and event.url:
+        ref = f"[{ref}]({event.url})"
+    text = event.summary or event.title or event.body
+    line = f"{ts(event.at, 't')} {who} {ref} — {clip(text or '', 600)}"
+    return clip(line.replace("  ", " "), CONTENT_LIMIT)
+
+
+def member_update(title: str, at: datetime) -> str:
+    return clip(f"{ts(at, 't')} also: {title}", CONTENT_LIMIT)
+
+
+def reminder_content(incident: Incident, now: datetime) -> str:
+    return clip(
+        f"⏰ Still firing after {duration(incident, now)}: {incident.title} (not acknowledged).",
+        CONTENT_LIMIT,
+    )
+
+
+def resolved_card(incident: Incident, run_name: str) -> Card:
+    assert incident.resolved_at is not None
+    lines = [
+        clip(incident.resolution or "The condition cleared.", 1500),
+        "",
+        f"Started {ts(incident.started_at)}, resolved {ts(incident.resolved_at)} — "
+        f"{duration(incident, incident.resolved_at)}.",
+    ]
+    if incident.acked_by:
+        lines.append(f"Acknowledged by {incident.acked_by}.")
+    return Card(
+        title=clip(f"✅ Resolved — {run_name}: {incident.title}", TITLE_LIMIT),
+        description=clip("\n".join(lines), DESCRIPTION_LIMIT),
+        color="ok",
+        footer=f"incident #{incident.id} · {incident.fingerprint}",
+    )
+
+
+def resolved_content(incident: Incident) -> str:
+    return clip(f"✅ **Resolved** incident #{incident.id}: {incident.resolution or incident.title}",
+                CONTENT_LIMIT)  # fmt: skip

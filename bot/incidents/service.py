@@ -1,0 +1,149 @@
+"""Read and act on incidents for commands, `/status` and the digest. Store only: no network."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from bot.errors import UserFacingError
+from bot.incidents.detectors import CRASH, MONITOR
+from bot.incidents.repo import IncidentRepo
+from bot.models import Incident
+from bot.store import Store
+
+
+@dataclass(slots=True)
+class IncidentView:
+    """One line of `/incidents`: start, end, duration and cause."""
+
+    incident: Incident
+    started_at: datetime
+    ended_at: datetime | None
+    duration: timedelta | None  # None while open
+    cause: str
+    resolution: str | None
+    kinds: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+    silenced: bool = False
+
+    @property
+    def id(self) -> int:
+        assert self.incident.id is not None
+        return self.incident.id
+
+    @property
+    def open(self) -> bool:
+        return self.incident.status != "resolved"
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentStats:
+    """Unpacks as a tuple too: `count, healed, *_ = await incident_stats(store, slug)`."""
+
+    count: int  # incidents that alerted (the monitor's own notices excluded)
+    self_healed_restarts: int  # crashes training recovered from with no human report before
+    open: int
+    by_kind: dict[str, int]
+    self_healed_by_kind: dict[str, int]
+    downtime: timedelta  # summed duration of resolved crash incidents
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(
+            (
+                self.count,
+                self.self_healed_restarts,
+                self.open,
+                self.by_kind,
+                self.self_healed_by_kind,
+                self.downtime,
+            )
+        )
+
+
+def _kinds(incident: Incident) -> list[str]:
+    found = [incident.kind]
+    for member in (incident.details.get("members") or {}).values():
+        kind = str(member.get("kind") or "")
+        if kind and kind not in found:
+            found.append(kind)
+    return found
+
+
+def _view(incident: Incident) -> IncidentView:
+    links = [s["url"] for s in incident.details.get("signals", []) if s.get("url")]
+    ended = incident.resolved_at
+    return IncidentView(
+        incident=incident,
+        started_at=incident.started_at,
+        ended_at=ended,
+        duration=(ended - incident.started_at) if ended else None,
+        cause=incident.cause or incident.title,
+        resolution=incident.resolution,
+        kinds=_kinds(incident),
+        links=list(dict.fromkeys(links)),
+        silenced=bool(incident.details.get("silenced_by")),
+    )
+
+
+async def list_incidents(
+    store: Store, slug: str | None, open_only: bool = False, *, limit: int = 25, offset: int = 0
+) -> list[IncidentView]:
+    """Newest first. Incidents that cleared inside their pending period (never alerted) are
+    left out of the listing."""
+    rows = await IncidentRepo(store).listing(slug, open_only=open_only, limit=limit, offset=offset)
+    return [_view(i) for i in rows if not i.details.get("silent")]
+
+
+async def incident_stats(store: Store, slug: str, since: datetime | None = None) -> IncidentStats:
+    repo = IncidentRepo(store)
+    count = opened = healed = 0
+    by_kind: Counter[str] = Counter()
+    healed_by_kind: Counter[str] = Counter()
+    downtime = timedelta(0)
+    for incident in await repo.all_for(slug, since):
+        if incident.fingerprint == MONITOR or incident.details.get("silent"):
+            continue
+        if not incident.details.get("fired") and incident.status != "resolved":
+            continue  # still pending
+        count += 1
+        kinds = _kinds(incident)
+        by_kind.update(kinds)
+        if incident.status != "resolved":
+            opened += 1
+            continue
+        crash = (incident.details.get("members") or {}).get(CRASH)
+        if crash is None or incident.resolved_at is None or incident.id is None:
+            continue
+        downtime += incident.resolved_at - incident.started_at
+        resumed = "resume" in (crash.get("facts") or {})
+        if resumed and not await repo.human_reports_before(incident.id, incident.resolved_at):
+            healed += 1
+            healed_by_kind.update(kinds)
+    return IncidentStats(
+        count=count,
+        self_healed_restarts=healed,
+        open=opened,
+        by_kind=dict(by_kind),
+        self_healed_by_kind=dict(healed_by_kind),
+        downtime=downtime,
+    )
+
+
+async def acknowledge(store: Store, incident_id: int, who: str, now: datetime) -> Incident:
+    """Record who acknowledged an incident and when (the alert message shows it from the next
+    cycle on, and reminders stop)."""
+    incident = await store.incidents.get(incident_id)
+    if incident is None:
+        raise UserFacingError(f"no incident #{incident_id}")
+    if incident.acked_by:
+        raise UserFacingError(f"incident #{incident_id} was already acknowledged by "
+                              f"{incident.acked_by}")  # fmt: skip
+    if incident.status == "resolved":
+        raise UserFacingError(f"incident #{incident_id} is already resolved")
+    if not await IncidentRepo(store).acknowledge(incident_id, who, now):
+        raise UserFacingError(f"incident #{incident_id} was just acknowledged by someone else")
+    incident.acked_by, incident.acked_at = who, now
+    return incident

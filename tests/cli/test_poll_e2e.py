@@ -1,0 +1,133 @@
+"""`runscribe poll --once` as a real process against the fake GitHub and W&B servers, then the
+query commands on what it stored: the right step, tokens, last restart and freshness, and an
+idle second cycle that costs GitHub two 304s."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.github import FakeGitHub
+from tests.fakes.wandb import FakeWandb
+
+RUNS = """
+[[runs]]
+slug = "hero"
+name = "Hero 70B"
+wandb_runs = ["ent/proj/hero-1"]
+wandb_run_pattern = "^hero-"
+total_steps = 1000
+target_tokens = 4e9
+github_repo = "lab/model"
+github_labels = ["hero-run"]
+timezone = "Europe/Berlin"
+
+[runs.metrics]
+step = "_step"
+tokens = "throughput/total_tokens"
+loss = "train/loss"
+"""
+
+
+@pytest.fixture(scope="module")
+def wandb_server() -> Iterator[FakeWandb]:
+    fake = FakeWandb().start()
+    yield fake
+    fake.stop()
+
+
+async def cli(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot",
+        *args,
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_poll_once_then_status(tmp_path: Path, wandb_server: FakeWandb) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    wandb_server.reset()
+    first = wandb_server.add_run("ent/proj/hero-1", created_at=now - timedelta(hours=6))
+    wandb_server.log(first.path, 300, start=now - timedelta(hours=6), every=timedelta(seconds=48))
+    wandb_server.set_state(first.path, "crashed", heartbeat_at=now - timedelta(hours=2))
+    # A forked continuation from an earlier checkpoint (step 250), discovered by the pattern.
+    fork = wandb_server.add_run("ent/proj/hero-2", created_at=now - timedelta(hours=1, minutes=30))
+    rows = [
+        {
+            "_step": 250 + i,
+            "_timestamp": (
+                now - timedelta(hours=1, minutes=30) + timedelta(seconds=60 * i)
+            ).timestamp(),
+            "train/loss": 2.5 - i * 0.001,
+            "throughput/total_tokens": 4_000_000.0 * (251 + i),
+        }
+        for i in range(85)
+    ]
+    wandb_server.append_rows(fork.path, rows)
+    wandb_server.set_state(fork.path, "running", heartbeat_at=now)
+
+    async with FakeGitHub() as github:
+        repo = github.repo("lab/model")
+        number = repo.add_issue(
+            "Hero run: lost node s12",
+            "Node s12 lost connectivity and the gang failed.",
+            labels=["hero-run"],
+        )
+        repo.add_comment(number, "Iris restarted the job from the last checkpoint.")
+        repo.add_issue("Unrelated docs fix", "typo")
+
+        (tmp_path / "runscribe.toml").write_text(RUNS)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("RUNSCRIBE_", "WANDB_"))}
+        env.update(
+            RUNSCRIBE_CONFIG=str(tmp_path / "runscribe.toml"),
+            RUNSCRIBE_DB=str(tmp_path / "hero.db"),
+            GITHUB_API_URL=github.url,
+            WANDB_BASE_URL=wandb_server.base_url,
+            WANDB_API_KEY=wandb_server.api_key,
+            WANDB__GRAPHQL_RETRY_MAX="1",
+        )
+        env.pop("ANTHROPIC_API_KEY", None)
+
+        code, out, err = await cli(tmp_path, env, "poll", "--once")
+        assert code == 0, out + err
+
+        code, out, err = await cli(tmp_path, env, "status", "--json")
+        assert code == 0, err
+        status = json.loads(out)
+        assert status["progress"]["step"] == 334
+        assert status["progress"]["tokens"] == pytest.approx(4_000_000.0 * 335)
+        assert status["progress"]["percent"] == pytest.approx(33.4)
+        assert status["state"] == "running"  # the crashed run was superseded by the fork
+        assert status["last_restart_at"] is not None
+        assert status["freshness"]["wandb"] is not None
+        assert status["freshness"]["github"] is not None
+
+        # The fake GitHub keeps its own clock (September 2026): look back far enough.
+        code, out, err = await cli(tmp_path, env, "timeline", "--json", "--days", "365")
+        assert code == 0, err
+        entries = json.loads(out)
+        refs = {e["ref"] for e in entries if e["source"] == "github"}
+        assert refs == {f"#{number}"}  # the unlabelled issue is not tracked
+        assert any(e["source"] == "wandb" for e in entries)
+        assert any(e["incident"] for e in entries if e["source"] == "github")
+
+        mark = len(github.log)
+        code, out, err = await cli(tmp_path, env, "poll", "--once")
+        assert code == 0, out + err
+        idle = github.log[mark:]
+        assert len(idle) == 2 and all(r.status == 304 for r in idle)

@@ -80,7 +80,7 @@ MAX_PARTS = 5  # a longer text is trimmed on its last part rather than flooding 
 HISTORY_LIMIT = 100  # Discord's maximum page of channel history
 BACKOFF_BASE = 2.0  # seconds; doubles per attempt
 BACKOFF_CAP = 300.0
-MAX_PERMANENT_ATTEMPTS = 5  # a 4xx other than 429 is retried this often, then the row fails
+MAX_PERMANENT_ATTEMPTS = 6  # a 4xx other than 429 is retried this often, then the row fails
 CATCH_UP = timedelta(hours=12)
 DIGEST_SOURCE = "digest"  # store.cursors source for "last digest date per run"
 _FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
@@ -466,7 +466,7 @@ class OutboxPoster:
         *,
         clock: Callable[[], datetime] = utcnow,
         backoff_base: float = BACKOFF_BASE,
-        batch: int = 200,
+        batch: int = 500,
         send_timeout: float = 90.0,
     ):
         self.store = store

@@ -266,11 +266,11 @@ async def test_permanent_errors_give_up_and_unblock_the_channel(store: Store) ->
     poster = OutboxPoster(store, transport, backoff_base=0)
     first = await queue(store, 10, "doomed")
     await queue(store, 10, "next")
-    transport.fail = [DeliveryError("HTTP 403", permanent=True) for _ in range(5)]
-    for _ in range(6):
+    transport.fail = [DeliveryError("HTTP 403", permanent=True) for _ in range(6)]
+    for _ in range(7):
         await poster.drain()
     failed = await store.outbox.get(first)
-    assert failed is not None and failed.status == "failed" and failed.attempts == 5
+    assert failed is not None and failed.status == "failed" and failed.attempts == 6
     assert transport.texts(10) == ["next"]
 
 

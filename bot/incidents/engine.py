@@ -170,7 +170,8 @@ class IncidentEngine:
             eval_start = max(now - p.max_lookback, min(base, now) - p.late_margin)
         else:
             eval_start = now - p.first_lookback
-        incidents = await repo.relevant(run.slug, eval_start - p.followup_window)
+        report_since = eval_start - p.followup_window - p.group_window
+        incidents = await repo.relevant(run.slug, report_since - p.followup_window)
         window_start = eval_start
         known_down: datetime | None = None
         for incident in incidents:
@@ -187,7 +188,9 @@ class IncidentEngine:
         snapshots = await store.snapshots.chain(run.slug)
         points = await store.metrics.window(run.slug, window_start - p.baseline)
         wandb_events = await repo.wandb_events(run.slug, window_start - p.late_margin, now)
-        reports = await repo.unlinked_reports(run.slug, eval_start - p.first_lookback, now)
+        # Reports can be ingested long after they were written (a thread tracked late, an edit):
+        # look back far enough to attach them to the incident they describe.
+        reports = await repo.unlinked_reports(run.slug, report_since, now)
         data = RunData(
             slug=run.slug,
             name=run.name,
@@ -341,6 +344,8 @@ class IncidentEngine:
                 incident, how = self._match(cycle, finding)
                 if how == "old":
                     return
+        if incident is None and finding.since < cycle.data.eval_start - self.policy.first_lookback:
+            return  # an old report that matches nothing: history, not an alert
         if incident is None:
             incident = Incident(
                 run_slug=cycle.run.slug,

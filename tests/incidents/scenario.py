@@ -1,0 +1,264 @@
+"""A scripted training run for incident tests: writes what the W&B, GitHub and Discord sources
+would write (points, snapshots, state/restart events, enriched reports, source health), one
+poll cycle at a time, and runs the engine after each cycle."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bot.incidents import IncidentEngine
+from bot.models import Event, MetricPoint, OutboxItem, RunSnapshot
+from bot.pipeline import enrich_pending
+from bot.runtime import record_runs
+from bot.settings import parse_runs
+from bot.store import Store
+
+CHANNEL = 1213463398226931745
+RUN_A = "lab/pretrain/hero-a"
+RUN_B = "lab/pretrain/hero-b"
+FAR = datetime(2100, 1, 1, tzinfo=UTC)
+MIN = timedelta(minutes=1)
+
+
+@dataclass
+class Member:
+    path: str
+    created_at: datetime
+    state: str = "running"
+    step: int = 0
+    heartbeat_at: datetime | None = None
+    loss: float = 2.0
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+class Scenario:
+    def __init__(
+        self,
+        store: Store,
+        t0: datetime,
+        *,
+        alerts: dict[str, Any] | None = None,
+        channel: int | None = CHANNEL,
+        engine: IncidentEngine | None = None,
+        steps_per_minute: int = 100,
+    ):
+        self.store = store
+        self.now = t0
+        self.alerts = alerts or {}
+        self.channel = channel
+        self.engine = engine or IncidentEngine()
+        self.rate = steps_per_minute
+        self.members: dict[str, Member] = {}
+        self.current: str | None = None
+        self.training = True  # logging steps
+        self.beating = True  # heartbeats reaching W&B
+        self.wandb_up = True  # Runscribe can reach W&B
+        self.loss_override: float | None = None
+        self.last_point: dict[str, datetime] = {}
+        self.queued = 0
+        self._github_ids = 0
+        self._pending_points: list[MetricPoint] = []
+
+    async def start(self, path: str = RUN_A, step: int = 0) -> None:
+        config: dict[str, Any] = {
+            "slug": "hero",
+            "name": "Hero 70B",
+            "wandb_runs": [RUN_A, RUN_B],
+            "github_repo": "lab/hero",
+            "total_steps": 1_000_000,
+            "alerts": self.alerts,
+        }
+        if self.channel is not None:
+            config["alerts_channel"] = self.channel
+        await record_runs(self.store, parse_runs({"runs": [config]}))
+        await self.launch(path, step)
+
+    async def launch(self, path: str, step: int) -> None:
+        """A new member of the chain (or the same run relaunched) starts training at `step`."""
+        member = self.members.get(path)
+        if member is None:
+            member = self.members[path] = Member(path, created_at=self.now)
+            if path != RUN_A and self.current is not None:
+                await self._event(
+                    "restart",
+                    f"restart:new-run:{path}",
+                    path,
+                    "running",
+                    extra={"restart": "new-run", "wandb_run": path, "to_step": step},
+                )
+        member.step = step
+        member.heartbeat_at = self.now
+        self.last_point[path] = self.now
+        self.current = path
+        self.training = self.beating = True
+        await self.set_state("running")
+
+    # --- what the sources write --------------------------------------------------------------
+
+    async def _event(
+        self, kind: str, external_id: str, path: str, state: str, extra: dict[str, Any]
+    ) -> None:
+        event = Event(
+            run_slug="hero",
+            source="wandb",
+            external_id=external_id,
+            kind=kind,
+            at=self.now,
+            ref=path.rsplit("/", 1)[-1],
+            url=f"https://wandb.ai/{path.replace('/pretrain/', '/pretrain/runs/')}",
+            state=state,
+            title=f"W&B {kind} {path} {state}",
+            thread=f"wandb:{path}",
+            extra=extra,
+        )
+        await self.store.events.upsert_many([event])
+
+    async def set_state(self, state: str) -> None:
+        assert self.current is not None
+        member = self.members[self.current]
+        previous = await self.store.snapshots.get("hero", member.path)
+        member.state = state
+        await self._snapshot(member)
+        old = previous.state if previous else None
+        if old != state:
+            await self._event(
+                "state",
+                f"state:{member.path}:{state}:{self.now.isoformat()}",
+                member.path,
+                state,
+                extra={"wandb_run": member.path, "from_state": old, "to_state": state},
+            )
+
+    async def set_member_state(self, path: str, state: str) -> None:
+        current = self.current
+        self.current = path
+        try:
+            await self.set_state(state)
+        finally:
+            self.current = current
+
+    async def _snapshot(self, member: Member) -> None:
+        await self.store.snapshots.upsert(
+            "hero",
+            RunSnapshot(
+                wandb_run=member.path,
+                name=member.path.rsplit("/", 1)[-1],
+                state=member.state,
+                created_at=member.created_at,
+                heartbeat_at=member.heartbeat_at,
+                last_step=member.step,
+                observed_at=self.now,
+                summary=member.summary,
+            ),
+        )
+
+    async def report(
+        self,
+        body: str,
+        *,
+        source: str = "github",
+        number: int = 42,
+        author: str = "amara",
+        title: str | None = None,
+    ) -> Event:
+        """A person reports something; enrichment (rules) flags it as it would in the bot."""
+        self._github_ids += 1
+        if source == "github":
+            event = Event(
+                run_slug="hero",
+                source="github",
+                external_id=f"comment:{self._github_ids}",
+                kind="comment",
+                at=self.now,
+                author=author,
+                ref=f"#{number}",
+                url=f"https://github.com/lab/hero/issues/{number}#issuecomment-{self._github_ids}",
+                state="open",
+                title=title,
+                body=body,
+                thread=f"github:lab/hero#{number}",
+            )
+        else:
+            event = Event(
+                run_slug="hero",
+                source="discord",
+                external_id=f"msg:{self._github_ids}",
+                kind="message",
+                at=self.now,
+                author=author,
+                ref="#ops",
+                url=f"https://discord.com/channels/1/2/{self._github_ids}",
+                body=body,
+                thread="discord:2",
+            )
+        await self.store.events.upsert_many([event])
+        await enrich_pending(self.store, run_slug="hero")
+        stored = await self.store.events.get_by_external("hero", event.source, event.external_id)
+        assert stored is not None
+        return stored
+
+    async def tick(self, minutes: float = 1) -> int:
+        """Let time pass, then one poll cycle: W&B (if reachable) then detection."""
+        end = self.now + timedelta(minutes=minutes)
+        while self.now < end:
+            self.now = min(self.now + MIN, end)
+            member = self.members[self.current] if self.current else None
+            if member is not None and member.state == "running":
+                if self.beating:
+                    member.heartbeat_at = self.now
+                if self.training:
+                    loss = self.loss_override if self.loss_override is not None else member.loss
+                    member.loss = max(1.0, member.loss - 0.0001)
+                    self._pending_points.append(
+                        MetricPoint(member.path, member.step, self.now, member.step * 1e6, loss)
+                    )
+                    member.step += self.rate
+        if self.wandb_up:
+            await self._poll_wandb()
+        else:
+            await self.store.health.record_failure("wandb", "hero", self.now, "timeout", None)
+        for source in ("github", "discord"):
+            await self.store.health.record_success(source, "hero", self.now)
+        queued = await self.engine.detect(self.store, self.now)
+        self.queued += queued
+        return queued
+
+    async def _poll_wandb(self) -> None:
+        if self._pending_points:
+            await self.store.metrics.add_points("hero", self._pending_points)
+            self._pending_points = []
+        for member in self.members.values():
+            await self._snapshot(member)
+        await self.store.health.record_success("wandb", "hero", self.now)
+
+    async def run_for(self, minutes: int) -> None:
+        for _ in range(minutes):
+            await self.tick()
+
+    # --- what was queued ---------------------------------------------------------------------
+
+    async def outbox(self) -> list[OutboxItem]:
+        return await self.store.outbox.due(FAR, limit=10_000)
+
+    async def kinds(self) -> list[str]:
+        return [item.kind for item in await self.outbox()]
+
+    async def alerts_posted(self) -> list[OutboxItem]:
+        return [i for i in await self.outbox() if i.kind == "alert"]
+
+    async def resolutions(self) -> list[OutboxItem]:
+        """Resolution messages in the alerts channel itself (not the thread copy)."""
+        return [i for i in await self.outbox() if i.kind == "resolved" and i.reply_to is None]
+
+
+def content(item: OutboxItem) -> str:
+    text = item.payload.get("content") or ""
+    card = item.payload.get("card") or {}
+    return " ".join([text, str(card.get("title", "")), str(card.get("description", ""))])
+
+
+def finite(value: float) -> bool:
+    return math.isfinite(value)

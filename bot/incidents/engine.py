@@ -579,6 +579,7 @@ class IncidentEngine:
                 messages.alert_content(incident, name),
                 thread_name=messages.thread_name(incident),
             )
+            body["buttons"] = [messages.ack_button(incident.id)]  # for a poster that renders them
             fired = await self._enqueue(store, cycle, "alert", f"{key}:fired", body)
             details["notified"] = True
             details["fired_outbox_id"] = fired

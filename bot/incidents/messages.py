@@ -177,3 +177,46 @@ def resolved_card(incident: Incident, run_name: str) -> Card:
 def resolved_content(incident: Incident) -> str:
     return clip(f"✅ **Resolved** incident #{incident.id}: {incident.resolution or incident.title}",
                 CONTENT_LIMIT)  # fmt: skip
+
+
+ACK_CUSTOM_ID = "runscribe:incident-ack:{id}"
+
+
+def ack_button(incident_id: int) -> dict[str, str]:
+    """The Acknowledge button a poster may attach to the alert (custom_id carries the id, so the
+    bot's persistent handler works across restarts)."""
+    return {"custom_id": ACK_CUSTOM_ID.format(id=incident_id), "label": "Acknowledge"}
+
+
+def listing_card(views: list[Any], run_name: str, *, open_only: bool, now: datetime) -> Card:
+    """`/incidents`: one field per incident with start, end, duration and cause."""
+    scope = "Open incidents" if open_only else "Incidents"
+    card = Card(title=clip(f"{scope} — {run_name}", TITLE_LIMIT), color="info")
+    if not views:
+        card.description = "None." if open_only else "No incident recorded."
+        return card
+    for view in views[:10]:
+        incident: Incident = view.incident
+        icon = "✅" if not view.open else _ICONS.get(incident.severity, "🟠")
+        when = f"{ts(view.started_at)} → " + (
+            f"{ts(view.ended_at)} ({humanize_delta(view.ended_at - view.started_at)})"
+            if view.ended_at
+            else f"ongoing ({humanize_delta(now - view.started_at)})"
+        )
+        lines = [when, clip(view.cause, 300)]
+        if view.resolution:
+            lines.append(f"→ {clip(view.resolution, 250)}")
+        extra = []
+        if incident.acked_by:
+            extra.append(f"acked by {incident.acked_by}")
+        if view.silenced:
+            extra.append("silenced")
+        if view.links:
+            extra.append(" ".join(f"[link]({u})" for u in view.links[:3]))
+        if extra:
+            lines.append(" · ".join(extra))
+        name = f"{icon} #{incident.id} {incident.title}"
+        card.fields.append(CardField(clip(name, 256), clip("\n".join(lines), FIELD_VALUE_LIMIT)))
+    if len(views) > 10:
+        card.footer = f"showing 10 of {len(views)}"
+    return card

@@ -1,0 +1,143 @@
+"""`/incidents list|silence|unsilence|ack` and the persistent Acknowledge button on alerts.
+
+Thin: validate, call one service in `bot.incidents`, render. Discord does not allow a command
+group to be invoked itself, so the listing is `/incidents list [run] [scope]`."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any, Literal
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.errors import UserFacingError
+from bot.incidents import acknowledge, list_incidents
+from bot.incidents.messages import listing_card
+from bot.incidents.silences import add_silence, end_silence, parse_duration
+from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
+from cogs.embeds import card_to_embed, discord_time
+
+if TYPE_CHECKING:
+    from bot.app import RunscribeBot
+
+log = logging.getLogger(__name__)
+
+
+def _who(user: discord.abc.User) -> str:
+    return f"{user.name} ({user.id})"
+
+
+class AckButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"runscribe:incident-ack:(?P<id>\d+)",
+):
+    """Survives restarts: the incident id lives in the custom_id, not in memory."""
+
+    def __init__(self, incident_id: int) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label="Acknowledge",
+                style=discord.ButtonStyle.secondary,
+                custom_id=f"runscribe:incident-ack:{incident_id}",
+            )
+        )
+        self.incident_id = incident_id
+
+    @classmethod
+    async def from_custom_id(  # type: ignore[override]
+        cls, interaction: discord.Interaction, item: discord.ui.Button[Any], match: re.Match[str]
+    ) -> AckButton:
+        return cls(int(match["id"]))
+
+    async def callback(self, interaction: discord.Interaction) -> None:  # type: ignore[override]
+        bot: RunscribeBot = interaction.client  # type: ignore[assignment]
+        try:
+            incident = await acknowledge(
+                bot.store, self.incident_id, _who(interaction.user), bot.clock()
+            )
+        except UserFacingError as exc:
+            await reply_private(interaction, str(exc))
+            return
+        await reply_private(interaction, f"Acknowledged incident #{incident.id}: {incident.title}")
+
+
+@app_commands.guild_only()
+class Incidents(commands.GroupCog, group_name="incidents", group_description="Run incidents"):
+    def __init__(self, bot: RunscribeBot):
+        self.bot = bot
+        super().__init__()
+
+    @app_commands.command(name="list", description="Incidents with start, end, duration, cause")
+    @app_commands.describe(run="Which run (optional when only one is tracked)", scope="open or all")
+    @app_commands.autocomplete(run=run_autocomplete)
+    async def list_(
+        self,
+        interaction: discord.Interaction,
+        run: str | None = None,
+        scope: Literal["open", "all"] = "all",
+    ) -> None:
+        slug = await resolve_run(self.bot, run)
+        views = await list_incidents(self.bot.store, slug, open_only=scope == "open", limit=11)
+        info = await self.bot.store.runs.get(slug)
+        card = listing_card(
+            views, info.name if info else slug, open_only=scope == "open", now=self.bot.clock()
+        )
+        await interaction.response.send_message(
+            embed=card_to_embed(card), allowed_mentions=NO_MENTIONS
+        )
+
+    @app_commands.command(name="silence", description="Post nothing about a condition for a while")
+    @app_commands.describe(
+        run="Which run",
+        condition="'all', a fingerprint (wandb-state, stall, heartbeat…), a kind, or 'report:*'",
+        duration="How long: 30m, 2h, 1d",
+        reason="Why (shown to others)",
+    )
+    @app_commands.autocomplete(run=run_autocomplete)
+    async def silence(
+        self,
+        interaction: discord.Interaction,
+        duration: str,
+        reason: str,
+        run: str | None = None,
+        condition: str = "all",
+    ) -> None:
+        slug = await resolve_run(self.bot, run)
+        now = self.bot.clock()
+        made = await add_silence(
+            self.bot.store,
+            slug,
+            condition,
+            parse_duration(duration),
+            _who(interaction.user),
+            reason,
+            now,
+        )
+        await reply_private(
+            interaction,
+            f"Silence #{made.id} on {slug} `{made.matcher}` until "
+            f"{discord_time(made.ends_at, 'datetime')}: incidents are still recorded, nothing is "
+            f"posted about them.",
+        )
+
+    @app_commands.command(name="unsilence", description="End a silence early")
+    async def unsilence(self, interaction: discord.Interaction, silence_id: int) -> None:
+        ended = await end_silence(
+            self.bot.store, silence_id, _who(interaction.user), self.bot.clock()
+        )
+        await reply_private(interaction, f"Silence #{ended.id} ended.")
+
+    @app_commands.command(name="ack", description="Acknowledge an incident (recorded with you)")
+    async def ack(self, interaction: discord.Interaction, incident_id: int) -> None:
+        incident = await acknowledge(
+            self.bot.store, incident_id, _who(interaction.user), self.bot.clock()
+        )
+        await reply_private(interaction, f"Acknowledged incident #{incident.id}: {incident.title}")
+
+
+async def setup(bot: RunscribeBot) -> None:
+    bot.add_dynamic_items(AckButton)
+    await bot.add_cog(Incidents(bot))

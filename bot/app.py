@@ -23,6 +23,7 @@ import yarl
 from discord.ext import commands
 
 from bot.delivery import (
+    ButtonPayload,
     DeliveryError,
     DigestComposer,
     OutboxPoster,
@@ -43,6 +44,7 @@ DEFAULT_EXTENSIONS: tuple[str, ...] = (
     "cogs.status",
     "cogs.timeline",
     "cogs.digest",
+    "cogs.incidents",
     "cogs.watch",
     "cogs.admin",
 )
@@ -248,12 +250,16 @@ class DiscordTransport:
 
     async def send(self, channel_id: int, message: OutgoingMessage) -> int:
         embed = card_to_embed(message.card, color=message.color_value) if message.card else None
+        extra: dict[str, Any] = {}
+        if message.buttons:
+            extra["view"] = _buttons_view(message.buttons)
         try:
             sent = await self._channel(channel_id).send(
                 content=message.content,
                 embed=embed,  # type: ignore[arg-type]
                 nonce=message.nonce,
                 allowed_mentions=NO_MENTIONS,
+                **extra,
             )
         except Exception as exc:
             raise _delivery_error(exc) from exc
@@ -262,8 +268,13 @@ class DiscordTransport:
     async def edit(self, channel_id: int, message_id: int, message: OutgoingMessage) -> None:
         embed = card_to_embed(message.card, color=message.color_value) if message.card else None
         partial = self._channel(channel_id).get_partial_message(message_id)
+        extra: dict[str, Any] = {}
+        if message.buttons is not None:  # None keeps the buttons, [] removes them
+            extra["view"] = _buttons_view(message.buttons) if message.buttons else None
         try:
-            await partial.edit(content=message.content, embed=embed, allowed_mentions=NO_MENTIONS)
+            await partial.edit(
+                content=message.content, embed=embed, allowed_mentions=NO_MENTIONS, **extra
+            )
         except Exception as exc:
             raise _delivery_error(exc) from exc
 
@@ -298,6 +309,23 @@ class DiscordTransport:
         except Exception as exc:
             raise _delivery_error(exc) from exc
         return seen
+
+
+def _buttons_view(buttons: Sequence[ButtonPayload]) -> discord.ui.View:
+    """Buttons for an outbox post. Their clicks are handled by persistent handlers matching the
+    custom_id (e.g. the incident cog's DynamicItem), so the view itself is stopped: it only
+    serialises the components and is never kept in discord.py's view store."""
+    view = discord.ui.View(timeout=None)
+    for button in buttons[:5]:
+        view.add_item(
+            discord.ui.Button(
+                label=button["label"],
+                custom_id=button["custom_id"],
+                style=discord.ButtonStyle.secondary,
+            )
+        )
+    view.stop()
+    return view
 
 
 def _delivery_error(exc: BaseException) -> DeliveryError:

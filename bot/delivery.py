@@ -17,7 +17,10 @@ an `OutgoingMessage` into an HTTP call and classifies errors.
       "footer": str | null, "image": "https://…" | null
   } | null,
   "thread_name": str | null,      # open a thread on the posted message with this name
-  "edit_of":     int | null       # outbox id whose message is edited in place with this payload
+  "edit_of":     int | null,      # outbox id whose message is edited in place with this payload
+  "buttons":     [{"custom_id": str, "label": str}] | null   # at most 5, on the first message;
+                                  # handled by a persistent handler (e.g. the incident Ack
+                                  # button); on an edit, null keeps the buttons and [] removes them
 }
 ```
 
@@ -106,11 +109,17 @@ class CardPayload(TypedDict, total=False):
     image: str | None
 
 
+class ButtonPayload(TypedDict):
+    custom_id: str
+    label: str
+
+
 class Payload(TypedDict, total=False):
     content: str | None
     card: CardPayload | None
     thread_name: str | None
     edit_of: int | None
+    buttons: list[ButtonPayload] | None
 
 
 class PayloadError(ValueError):
@@ -135,16 +144,20 @@ def make_payload(
     *,
     thread_name: str | None = None,
     edit_of: int | None = None,
+    buttons: list[ButtonPayload] | None = None,
 ) -> dict[str, Any]:
     """The JSON stored in `outbox.payload`. Raises PayloadError when there is nothing to post."""
     if not content and card is None:
         raise PayloadError("a post needs content or a card")
-    return {
+    payload: dict[str, Any] = {
         "content": content or None,
         "card": card_to_payload(card) if card is not None else None,
         "thread_name": thread_name or None,
         "edit_of": edit_of,
     }
+    if buttons is not None:
+        payload["buttons"] = [dict(b) for b in buttons]
+    return payload
 
 
 def payload_from_card(
@@ -153,8 +166,9 @@ def payload_from_card(
     *,
     thread_name: str | None = None,
     edit_of: int | None = None,
+    buttons: list[ButtonPayload] | None = None,
 ) -> dict[str, Any]:
-    return make_payload(content, card, thread_name=thread_name, edit_of=edit_of)
+    return make_payload(content, card, thread_name=thread_name, edit_of=edit_of, buttons=buttons)
 
 
 def card_from_payload(data: Mapping[str, Any]) -> Card:
@@ -191,6 +205,7 @@ class ParsedPayload:
     thread_name: str | None
     edit_of: int | None
     color_value: int | None = None  # an explicit integer color, when the writer gave one
+    buttons: list[ButtonPayload] | None = None  # None: none (or unchanged on an edit)
 
 
 def parse_payload(data: Mapping[str, Any]) -> ParsedPayload:
@@ -214,13 +229,29 @@ def parse_payload(data: Mapping[str, Any]) -> ParsedPayload:
     if edit_of is not None and not isinstance(edit_of, int):
         raise PayloadError("edit_of must be an outbox id")
     thread_name = data.get("thread_name")
+    buttons = _buttons(data.get("buttons"))
     return ParsedPayload(
         content=content if content and content.strip() else None,
         card=card,
         thread_name=str(thread_name)[:100] if thread_name else None,
         edit_of=edit_of,
         color_value=color_value,
+        buttons=buttons,
     )
+
+
+def _buttons(raw: Any) -> list[ButtonPayload] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise PayloadError("buttons must be a list")
+    buttons: list[ButtonPayload] = []
+    for button in raw[:5]:
+        if not isinstance(button, Mapping) or not isinstance(button.get("custom_id"), str):
+            raise PayloadError("each button needs a custom_id")
+        label = str(button.get("label") or "Open")[:80]
+        buttons.append({"custom_id": button["custom_id"][:100], "label": label})
+    return buttons
 
 
 # --- text safety and limits ----------------------------------------------------------------------
@@ -351,6 +382,7 @@ class OutgoingMessage:
     card: Card | None
     marker: Marker
     color_value: int | None = None
+    buttons: list[ButtonPayload] | None = None
 
     @property
     def nonce(self) -> str:
@@ -376,7 +408,13 @@ def render_item(item_id: int, dedup_key: str, payload: ParsedPayload) -> list[Ou
         elif card is not None:
             card.footer = (card.footer or "Runscribe") + " " + marker.encode()
         messages.append(
-            OutgoingMessage(content, card, marker, payload.color_value if card else None)
+            OutgoingMessage(
+                content,
+                card,
+                marker,
+                payload.color_value if card else None,
+                payload.buttons if part == 0 else None,
+            )
         )
     return messages
 

@@ -56,12 +56,8 @@ async def test_login_identify_and_guild_sync(
     assert ("GET", "/oauth2/applications/@me") in paths
     puts = [p for m, p in paths if m == "PUT"]
     assert puts == [f"/applications/{fake.app_id}/guilds/{fake.guild_id}/commands"]  # never global
-    assert sorted(c["name"] for c in fake.commands[fake.guild_id]) == [
-        "admin",
-        "digest",
-        "status",
-        "timeline",
-    ]
+    names = {c["name"] for c in fake.commands[fake.guild_id]}
+    assert {"admin", "digest", "incidents", "status", "timeline"} <= names
     [identify] = fake.identifies
     assert identify["intents"] & MESSAGE_CONTENT
     health = await seeded_store.health.get("discord", "aurora")
@@ -86,6 +82,7 @@ async def test_digest_and_alert_thread_delivered_through_outbox(
         payload=payload_from_card(
             Card(title="Aurora crashed at step 117,000", color="bad"),
             thread_name="Incident: Aurora crashed",
+            buttons=[{"custom_id": "runscribe:incident-ack:1", "label": "Acknowledge"}],
         ),
     )
     await alert(seeded_store, alerts, "incident:1:comment", "New comment on #1507", reply_to=head)
@@ -114,8 +111,11 @@ async def test_digest_and_alert_thread_delivered_through_outbox(
     assert visible(resolved) == "Resumed from step 117,000."
     [in_thread] = fake.posted(int(head_message["id"]))
     assert visible(in_thread) == "New comment on #1507"
+    [row] = head_message["components"]
+    assert row["components"][0]["custom_id"] == "runscribe:incident-ack:1"
     await fake.wait_for(lambda: head_message["edited_timestamp"])
     assert head_message["embeds"][0]["title"] == "Aurora crashed — resolved"
+    assert head_message["components"] == [row]  # an edit without "buttons" keeps them
     await asyncio.sleep(0.3)  # a few more drains and scheduler ticks: nothing posts twice
     assert len(fake.posted(digest_channel)) == 1 and len(fake.posted(alerts)) == 2
 

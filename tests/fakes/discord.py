@@ -710,6 +710,7 @@ class FakeDiscord:
         if not content and not embeds and not req.files:
             raise _HTTPError(400, "Cannot send an empty message", 50006)
         message = self.message(cid, content, embeds=embeds)
+        message["components"] = body.get("components") or []
         message["nonce"] = nonce
         message["attachments"] = [
             {"id": str(snowflake()), "filename": name, "size": len(data), "url": f"https://cdn/{name}",

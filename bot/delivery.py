@@ -86,7 +86,6 @@ BACKOFF_CAP = 300.0
 MAX_PERMANENT_ATTEMPTS = 6  # a 4xx other than 429 is retried this often, then the row fails
 CATCH_UP = timedelta(hours=12)
 DIGEST_SOURCE = "digest"  # store.cursors source for "last digest date per run"
-_FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
 _COLORS = ("ok", "warning", "bad", "stale", "done", "unknown", "info")
 
 
@@ -145,8 +144,11 @@ def make_payload(
     thread_name: str | None = None,
     edit_of: int | None = None,
     buttons: list[ButtonPayload] | None = None,
+    thread_only: bool = False,
 ) -> dict[str, Any]:
-    """The JSON stored in `outbox.payload`. Raises PayloadError when there is nothing to post."""
+    """The JSON stored in `outbox.payload`. Raises PayloadError when there is nothing to post.
+    `thread_only` marks a reply that is pointless outside its thread (the channel gets its own
+    copy): where no thread can be opened it is dropped instead of posted twice."""
     if not content and card is None:
         raise PayloadError("a post needs content or a card")
     payload: dict[str, Any] = {
@@ -155,6 +157,8 @@ def make_payload(
         "thread_name": thread_name or None,
         "edit_of": edit_of,
     }
+    if thread_only:
+        payload["thread_only"] = True
     if buttons is not None:
         payload["buttons"] = [dict(b) for b in buttons]
     return payload
@@ -167,8 +171,16 @@ def payload_from_card(
     thread_name: str | None = None,
     edit_of: int | None = None,
     buttons: list[ButtonPayload] | None = None,
+    thread_only: bool = False,
 ) -> dict[str, Any]:
-    return make_payload(content, card, thread_name=thread_name, edit_of=edit_of, buttons=buttons)
+    return make_payload(
+        content,
+        card,
+        thread_name=thread_name,
+        edit_of=edit_of,
+        buttons=buttons,
+        thread_only=thread_only,
+    )
 
 
 def card_from_payload(data: Mapping[str, Any]) -> Card:
@@ -206,6 +218,7 @@ class ParsedPayload:
     edit_of: int | None
     color_value: int | None = None  # an explicit integer color, when the writer gave one
     buttons: list[ButtonPayload] | None = None  # None: none (or unchanged on an edit)
+    thread_only: bool = False  # drop, rather than post in the channel, when there is no thread
 
 
 def parse_payload(data: Mapping[str, Any]) -> ParsedPayload:
@@ -237,6 +250,7 @@ def parse_payload(data: Mapping[str, Any]) -> ParsedPayload:
         edit_of=edit_of,
         color_value=color_value,
         buttons=buttons,
+        thread_only=bool(data.get("thread_only", False)),
     )
 
 
@@ -522,7 +536,7 @@ class OutboxPoster:
         async with self._lock:
             report = DrainReport()
             now = self.clock()
-            queued = await self.store.outbox.due(_FAR_FUTURE, limit=self.batch)
+            queued = await self.store.outbox.queued(limit=self.batch)
             plan = plan_channels(queued, now)
             if plan:
                 await asyncio.gather(*(self._channel(items, report) for items in plan.values()))
@@ -561,7 +575,9 @@ class OutboxPoster:
             return False
         except (DeliveryError, TimeoutError) as exc:
             return await self._failed(item, exc, report)
-        await self.store.outbox.mark_sent(item.id, str(message_id), self.clock())
+        await self.store.outbox.mark_sent(
+            item.id, str(message_id) if message_id is not None else None, self.clock()
+        )
         (report.recovered if recovered else report.sent).append(item.id)
         self._tried.discard(item.id)
         return True
@@ -592,14 +608,18 @@ class OutboxPoster:
         report.retried.append(item.id)
         return False
 
-    async def _deliver(self, item: OutboxItem, payload: ParsedPayload) -> tuple[int, bool]:
-        """Send (or edit); return (message id, whether it was found already posted)."""
+    async def _deliver(self, item: OutboxItem, payload: ParsedPayload) -> tuple[int | None, bool]:
+        """Send (or edit); return (message id, whether it was found already posted). The id is
+        None for a thread-only item that had no thread to go to."""
         assert item.id is not None
         if payload.edit_of is not None:
             return await self._edit(item, payload), False
         channel_id = item.channel_id
         if item.reply_to is not None:
             channel_id = await self._thread_for_reply(item)
+            if channel_id == item.channel_id and payload.thread_only:
+                log.info("outbox item %s is for a thread that does not exist; dropped", item.id)
+                return None, False
         messages = render_item(item.id, item.dedup_key, payload)
         seen: dict[Marker, int] = {}
         if self._needs_history_check(item):

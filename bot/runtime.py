@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from bot.models import RunInfo
 from bot.pipeline import CycleSummary, Detector, Enricher, run_cycle
-from bot.settings import RunConfig, RunsFile, Settings
+from bot.settings import RunsFile, Settings
 from bot.sources.base import Source
 from bot.store import Database, Store
 
@@ -23,23 +22,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def run_info(run: RunConfig) -> RunInfo:
-    """What the store keeps of a run, so commands work on a database without the runs file."""
-    return RunInfo(
-        slug=run.slug,
-        name=run.name,
-        total_steps=run.total_steps,
-        target_tokens=run.target_tokens,
-        launched_at=run.launched_at,
-        timezone=run.timezone,
-        links=dict(run.links),
-        config=run.model_dump(mode="json"),
-    )
-
-
 async def record_runs(store: Store, runs: RunsFile) -> None:
     for run in runs.runs:
-        await store.runs.upsert(run_info(run))
+        await store.runs.upsert(run.info())
 
 
 @dataclass(slots=True)

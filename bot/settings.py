@@ -23,6 +23,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bot.models import RunInfo
+
 DEFAULT_MODEL = "claude-sonnet-4-6"
 # Enrichment is many small structured calls: a fast, cheap model does it well.
 DEFAULT_ENRICH_MODEL = "claude-haiku-4-5"
@@ -252,6 +254,19 @@ class RunConfig(BaseModel):
     @property
     def zone(self) -> ZoneInfo:
         return _zone(self.timezone)
+
+    def info(self) -> RunInfo:
+        """What the store keeps of this run, so commands work without the runs file."""
+        return RunInfo(
+            slug=self.slug,
+            name=self.name,
+            total_steps=self.total_steps,
+            target_tokens=self.target_tokens,
+            launched_at=self.launched_at,
+            timezone=self.timezone,
+            links=dict(self.links),
+            config=self.model_dump(mode="json"),
+        )
 
     @property
     def digest_clock(self) -> time:

@@ -600,8 +600,8 @@ class IncidentEngine:
         if incident.status == "resolved" and not details.get("resolved_posted"):
             text = messages.resolved_content(incident)
             await self._enqueue(
-                store, cycle, "resolved", f"{key}:resolved:thread", messages.payload(None, text),
-                fired_id,
+                store, cycle, "resolved", f"{key}:resolved:thread",
+                messages.payload(None, text, thread_only=True), fired_id,
             )  # fmt: skip
             body = messages.payload(messages.resolved_card(incident, name), text)
             await self._enqueue(store, cycle, "resolved", f"{key}:resolved", body)

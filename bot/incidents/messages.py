@@ -4,12 +4,12 @@ times are Discord timestamps (`<t:…:f>`), so each reader sees their own local 
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from datetime import datetime
 from typing import Any
 
+from bot.delivery import make_payload
 from bot.models import Event, Incident
 from bot.render.cards import (
     DESCRIPTION_LIMIT,
@@ -38,23 +38,12 @@ def payload(
     *,
     thread_name: str | None = None,
     edit_of: int | None = None,
+    thread_only: bool = False,
 ) -> dict[str, Any]:
-    """The outbox payload. The one place that knows its shape: `bot.delivery` builds it when
-    that module is present, else the same dict is built here."""
-    try:
-        from bot.delivery import payload_from_card
-    except ImportError:  # pragma: no cover - the poster lands separately
-        return {
-            "content": content or None,
-            "card": dataclasses.asdict(card) if card is not None else None,
-            "thread_name": thread_name or None,
-            "edit_of": edit_of,
-        }
-    if card is None:
-        from bot.delivery import make_payload
-
-        return dict(make_payload(content, None, thread_name=thread_name, edit_of=edit_of))
-    return payload_from_card(card, content, thread_name=thread_name, edit_of=edit_of)
+    """The outbox payload, in the shape `bot.delivery` defines."""
+    return make_payload(
+        content, card, thread_name=thread_name, edit_of=edit_of, thread_only=thread_only
+    )
 
 
 def digest(value: Any) -> str:

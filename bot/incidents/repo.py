@@ -1,9 +1,8 @@
-"""SQL the incident engine needs beyond `bot.store.repos` (tables from migration 0005). Every
+"""SQL the incident engine needs beyond `bot.store.repos` (tables from migration 0002). Every
 read is windowed by time or keyed by an index, so a cycle stays cheap at millions of events."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,35 +12,10 @@ import aiosqlite
 
 from bot.models import Event, Incident
 from bot.store import Store
-from bot.store.repos import event_from_row
+from bot.store.repos import event_from_row, incident_from_row, to_json
 from bot.timeutil import from_db, to_db
 
 REPORT_SOURCES = ("github", "discord")
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
-
-
-def _incident(row: aiosqlite.Row) -> Incident:
-    return Incident(
-        id=row["id"],
-        run_slug=row["run_slug"],
-        fingerprint=row["fingerprint"],
-        kind=row["kind"],
-        title=row["title"],
-        status=row["status"],
-        severity=row["severity"],
-        started_at=from_db(row["started_at"]),  # type: ignore[arg-type]
-        fired_at=from_db(row["fired_at"]),
-        resolved_at=from_db(row["resolved_at"]),
-        last_seen_at=from_db(row["last_seen_at"]),
-        cause=row["cause"],
-        resolution=row["resolution"],
-        acked_by=row["acked_by"],
-        acked_at=from_db(row["acked_at"]),
-        details=json.loads(row["details"]),
-    )
 
 
 @dataclass(slots=True)
@@ -157,7 +131,7 @@ class IncidentRepo:
             "resolved_at >= ?) ORDER BY started_at, id",
             (slug, to_db(resolved_since)),
         )
-        return [_incident(row) for row in rows]
+        return [incident_from_row(row) for row in rows]
 
     async def update(self, incident: Incident) -> None:
         """Write the engine's fields. Acknowledgement columns are left alone, so an ack made by
@@ -178,7 +152,7 @@ class IncidentRepo:
                     to_db(incident.last_seen_at),
                     incident.cause,
                     incident.resolution,
-                    _json(incident.details),
+                    to_json(incident.details),
                     incident.id,
                 ),
             )
@@ -203,7 +177,7 @@ class IncidentRepo:
             sql += " AND status != 'resolved'"
         sql += " ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?"
         params.extend([limit, offset])
-        return [_incident(row) for row in await self.db.fetchall(sql, params)]
+        return [incident_from_row(row) for row in await self.db.fetchall(sql, params)]
 
     async def all_for(self, slug: str, since: datetime | None = None) -> list[Incident]:
         sql = "SELECT * FROM incidents WHERE run_slug = ?"
@@ -212,7 +186,7 @@ class IncidentRepo:
             sql += " AND started_at >= ?"
             params.append(to_db(since))
         sql += " ORDER BY started_at, id"
-        return [_incident(row) for row in await self.db.fetchall(sql, params)]
+        return [incident_from_row(row) for row in await self.db.fetchall(sql, params)]
 
     async def human_reports_before(self, incident_id: int, before: datetime) -> int:
         """Incident-flagged GitHub/Discord reports linked to the incident before `before`."""

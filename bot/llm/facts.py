@@ -14,12 +14,14 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.analysis.progress import Progress, compute_progress, detect_restarts
 from bot.llm.prompts import short_hash
 from bot.llm.safety import fence
 from bot.models import Event, Incident
+from bot.services.status import RestartInfo, build_status
 from bot.store import Store
 from bot.timeutil import humanize_delta
 
@@ -393,22 +395,8 @@ def incident_facts(incidents: Sequence[Incident], limit: int = MAX_INCIDENTS) ->
 # -- builders from the store -----------------------------------------------------------------
 
 
-async def _progress(store: Store, run_slug: str, now: datetime) -> tuple[Progress, list[str]]:
-    run = await store.runs.get(run_slug)
-    chain = [str(p) for p in (run.config.get("wandb_runs", []) if run else [])]
-    points = await store.metrics.window(run_slug, now - timedelta(hours=24))
-    progress = compute_progress(
-        points,
-        total_steps=run.total_steps if run else None,
-        target_tokens=run.target_tokens if run else None,
-        now=now,
-        chain=chain,
-    )
-    return progress, chain
-
-
-def _restart_fact(progress: Progress, incidents: Sequence[Incident]) -> RestartFact | None:
-    restart = progress.last_restart
+def _restart_fact(restart: RestartInfo | None, incidents: Sequence[Incident]) -> RestartFact | None:
+    """The status service's last restart, with the incident that most likely caused it."""
     if restart is None:
         return None
     cause = None
@@ -426,13 +414,37 @@ def _restart_fact(progress: Progress, incidents: Sequence[Incident]) -> RestartF
     )
 
 
-async def _state(store: Store, run_slug: str, progress: Progress) -> str:
-    if progress.finished:
-        return "finished"
-    chain = await store.snapshots.chain(run_slug)
-    if chain:
-        return chain[-1].state
-    return "running" if progress.step is not None else "unknown"
+async def _common(
+    store: Store,
+    run_slug: str,
+    now: datetime,
+    incidents: Sequence[Incident],
+    progress: Progress | None,
+    state: str | None,
+) -> dict[str, Any]:
+    """The fields narrative and digest facts share, from the same computation /status shows, so
+    the LLM is never told a number the status page disagrees with."""
+    report = await build_status(store, run_slug, now)
+    progress = progress or report.progress
+    run = report.run
+    return {
+        "run_slug": run_slug,
+        "run_name": run.name,
+        "now": now,
+        "timezone": run.timezone,
+        "state": state or report.state,
+        "step": progress.step,
+        "total_steps": progress.total_steps,
+        "percent": progress.percent,
+        "tokens": progress.tokens,
+        "target_tokens": progress.target_tokens,
+        "launched_at": report.launched_at,
+        "projected_end": None if progress.finished else progress.projected_end,
+        "loss": progress.loss,
+        "last_restart": _restart_fact(report.last_restart, incidents),
+        "incidents": incident_facts(incidents),
+        "links": dict(run.links),
+    }
 
 
 async def build_narrative_facts(
@@ -445,34 +457,16 @@ async def build_narrative_facts(
     highlights: int = MAX_HIGHLIGHTS,
 ) -> NarrativeFacts:
     """Facts for the status narrative, read from the store. Pass `progress`/`state` when the
-    caller already computed them (the status service does)."""
-    run = await store.runs.get(run_slug)
-    if progress is None:
-        progress, _ = await _progress(store, run_slug, now)
+    caller already computed them."""
     incidents = await store.incidents.find(run_slug, since=now - INCIDENT_WINDOW)
     recent = await store.events.timeline(run_slug, since=now - COUNT_WINDOW, limit=SCAN_EVENTS)
     if len(recent) < highlights:  # a quiet week: look further back, still bounded
         recent = await store.events.timeline(run_slug, limit=SCAN_EVENTS)
     return NarrativeFacts(
-        run_slug=run_slug,
-        run_name=run.name if run else run_slug,
-        now=now,
-        timezone=run.timezone if run else "UTC",
-        state=state or await _state(store, run_slug, progress),
-        step=progress.step,
-        total_steps=progress.total_steps,
-        percent=progress.percent,
-        tokens=progress.tokens,
-        target_tokens=progress.target_tokens,
-        launched_at=run.launched_at if run else None,
-        projected_end=None if progress.finished else progress.projected_end,
-        loss=progress.loss,
-        last_restart=_restart_fact(progress, incidents),
-        incidents=incident_facts(incidents),
+        **await _common(store, run_slug, now, incidents, progress, state),
         counts_by_tag=dict(Counter(e.tag or "other" for e in recent if e.at >= now - COUNT_WINDOW)),
         highlights=select_highlights(recent, now, highlights),
         open_threads=open_threads_from(recent),
-        links=dict(run.links) if run else {},
     )
 
 
@@ -514,25 +508,10 @@ async def build_digest_facts(
         if r.at >= start
     ]
     return DigestFacts(
-        run_slug=run_slug,
-        run_name=run.name if run else run_slug,
-        now=now,
-        timezone=run.timezone if run else "UTC",
-        state=state or await _state(store, run_slug, progress),
-        step=progress.step,
-        total_steps=progress.total_steps,
-        percent=progress.percent,
-        tokens=progress.tokens,
-        target_tokens=progress.target_tokens,
-        launched_at=run.launched_at if run else None,
-        projected_end=None if progress.finished else progress.projected_end,
-        loss=progress.loss,
-        last_restart=_restart_fact(progress, incidents),
-        incidents=incident_facts(incidents),
+        **await _common(store, run_slug, now, incidents, progress, state),
         counts_by_tag=dict(Counter(e.tag or "other" for e in events)),
         highlights=select_highlights(events, now, highlights),
         open_threads=open_threads_from(older),
-        links=dict(run.links) if run else {},
         window_start=start,
         window_end=now,
         step_at_start=step_at_start,

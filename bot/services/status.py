@@ -36,6 +36,7 @@ class RestartInfo:
     description: str
     from_step: int | None = None
     to_step: int | None = None
+    down_for: timedelta | None = None
 
 
 @dataclass(slots=True)
@@ -109,11 +110,13 @@ def derive_state(
 
 
 def _restart_from_event(event: Event) -> RestartInfo:
+    down = event.extra.get("down_seconds")
     return RestartInfo(
         at=event.at,
         description=event.summary or event.title or "restarted",
         from_step=event.extra.get("from_step"),
         to_step=event.extra.get("to_step"),
+        down_for=timedelta(seconds=float(down)) if down is not None else None,
     )
 
 
@@ -131,7 +134,7 @@ def _last_restart(
         text = f"{verb} at step {r.to_step:,}{down}"
         if r.recomputed_steps:
             text += f"; {r.recomputed_steps:,} steps recomputed"
-        computed = RestartInfo(r.at, text, r.from_step, r.to_step)
+        computed = RestartInfo(r.at, text, r.from_step, r.to_step, r.down_for)
     if stored is not None and (computed is None or stored.at > computed.at):
         return _restart_from_event(stored)
     return computed

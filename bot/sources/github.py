@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from bot.models import Event, RunInfo
+from bot.models import Event
 from bot.settings import RunConfig, Settings
 from bot.sources.base import PollResult
 from bot.sources.github_http import GitHubHTTP, Page, Sleep
@@ -183,18 +183,7 @@ class GitHubSource:
             return
         for run in self.runs:
             if await self.store.runs.get(run.slug) is None:
-                await self.store.runs.upsert(
-                    RunInfo(
-                        slug=run.slug,
-                        name=run.name,
-                        total_steps=run.total_steps,
-                        target_tokens=run.target_tokens,
-                        launched_at=run.launched_at,
-                        timezone=run.timezone,
-                        links=dict(run.links),
-                        config=run.model_dump(mode="json"),
-                    )
-                )
+                await self.store.runs.upsert(run.info())
         self._runs_recorded = True
 
     async def _load(self) -> _Poll:

@@ -32,7 +32,7 @@ def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterable[Sequence[Any]]
         yield items[start : start + size]
 
 
-def _json(value: Any) -> str:
+def to_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
 
 
@@ -58,7 +58,7 @@ class RunsRepo:
                 "ON CONFLICT (slug) DO UPDATE SET name = excluded.name, config = excluded.config, "
                 "updated_at = excluded.updated_at WHERE runs.config != excluded.config "
                 "OR runs.name != excluded.name",
-                (run.slug, run.name, _json(record), to_db(utcnow())),
+                (run.slug, run.name, to_json(record), to_db(utcnow())),
             )
 
     @staticmethod
@@ -173,7 +173,7 @@ class EventsRepo:
                         event.title,
                         event.body,
                         event.thread,
-                        _json(event.extra),
+                        to_json(event.extra),
                         int(event.deleted),
                         digest,
                         now,
@@ -207,7 +207,7 @@ class EventsRepo:
                                 event.title,
                                 event.body,
                                 event.thread,
-                                _json(event.extra),
+                                to_json(event.extra),
                                 int(event.deleted),
                                 digest,
                                 known[0],
@@ -526,7 +526,7 @@ class SnapshotsRepo:
                     to_db(snapshot.heartbeat_at),
                     snapshot.last_step,
                     to_db(snapshot.observed_at),
-                    _json(snapshot.summary),
+                    to_json(snapshot.summary),
                 ),
             )
         return previous
@@ -631,7 +631,7 @@ class HealthRepo:
         return result
 
 
-def _incident_from_row(row: aiosqlite.Row) -> Incident:
+def incident_from_row(row: aiosqlite.Row) -> Incident:
     return Incident(
         id=row["id"],
         run_slug=row["run_slug"],
@@ -672,7 +672,7 @@ class IncidentsRepo:
             incident.resolution,
             incident.acked_by,
             to_db(incident.acked_at),
-            _json(incident.details),
+            to_json(incident.details),
         )
         async with self.db.transaction() as conn:
             if incident.id is None:
@@ -696,7 +696,7 @@ class IncidentsRepo:
 
     async def get(self, incident_id: int) -> Incident | None:
         row = await self.db.fetchone("SELECT * FROM incidents WHERE id = ?", (incident_id,))
-        return _incident_from_row(row) if row else None
+        return incident_from_row(row) if row else None
 
     async def open_for(self, run_slug: str, fingerprint: str) -> Incident | None:
         row = await self.db.fetchone(
@@ -704,7 +704,7 @@ class IncidentsRepo:
             "status != 'resolved'",
             (run_slug, fingerprint),
         )
-        return _incident_from_row(row) if row else None
+        return incident_from_row(row) if row else None
 
     async def find(
         self, run_slug: str, *, open_only: bool = False, since: datetime | None = None
@@ -717,7 +717,7 @@ class IncidentsRepo:
             sql += " AND (resolved_at IS NULL OR resolved_at >= ? OR started_at >= ?)"
             params.extend([to_db(since), to_db(since)])
         sql += " ORDER BY started_at DESC, id DESC"
-        return [_incident_from_row(row) for row in await self.db.fetchall(sql, params)]
+        return [incident_from_row(row) for row in await self.db.fetchall(sql, params)]
 
     async def link_event(self, incident_id: int, event_id: int) -> None:
         async with self.db.transaction() as conn:
@@ -771,7 +771,7 @@ class OutboxRepo:
                     item.channel_id,
                     item.kind,
                     item.dedup_key,
-                    _json(item.payload),
+                    to_json(item.payload),
                     to_db(item.created_at or utcnow()),
                     to_db(item.not_before),
                     item.reply_to,
@@ -789,6 +789,14 @@ class OutboxRepo:
             "SELECT * FROM outbox WHERE status = 'queued' AND (not_before IS NULL OR "
             "not_before <= ?) ORDER BY id LIMIT ?",
             (to_db(now), limit),
+        )
+        return [_outbox_from_row(row) for row in rows]
+
+    async def queued(self, limit: int = 50) -> list[OutboxItem]:
+        """Every queued item, oldest first, including those still backing off: a poster that
+        keeps per-channel order must see a waiting head item to hold the ones behind it."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM outbox WHERE status = 'queued' ORDER BY id LIMIT ?", (limit,)
         )
         return [_outbox_from_row(row) for row in rows]
 

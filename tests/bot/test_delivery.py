@@ -325,6 +325,19 @@ async def test_reply_goes_to_thread_or_channel_and_edit_waits_for_target(store: 
     await poster.drain()
     assert transport.texts(30) == ["x", "follow-up"]  # no thread possible: the channel
 
+    # A thread-only copy (the channel gets its own) is dropped where no thread exists, so the
+    # channel does not see the same resolution twice; with a thread it goes into the thread.
+    only = await queue(
+        store, 30, "r3", payload=make_payload("resolved", thread_only=True), reply_to=head2
+    )
+    await poster.drain()
+    assert transport.texts(30) == ["x", "follow-up"]
+    dropped = await store.outbox.get(only)
+    assert dropped is not None and dropped.status == "sent" and dropped.message_id is None
+    await queue(store, 10, "r4", payload=make_payload("resolved", thread_only=True), reply_to=head)
+    await poster.drain()
+    assert transport.texts(head_id) == ["comment", "resolved"]
+
 
 # --- digest schedule ----------------------------------------------------------------------------
 

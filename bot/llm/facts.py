@@ -116,6 +116,8 @@ class NarrativeFacts:
     highlights: list[Highlight] = field(default_factory=list)
     open_threads: list[OpenThread] = field(default_factory=list)
     links: dict[str, str] = field(default_factory=dict)
+    incidents_total: int = 0  # over the whole run
+    self_healed: int = 0  # crashes training recovered from with no human report
 
     def fingerprint(self) -> str:
         """What changes the story (not the ever-moving step count): state, last restart,
@@ -255,6 +257,11 @@ def render_facts(facts: NarrativeFacts) -> str:
             lines.append(line)
     else:
         lines.append("incidents: none")
+    if facts.incidents_total:
+        lines.append(
+            f"incidents over the whole run: {facts.incidents_total}; training recovered on its "
+            f"own (no human report before it resumed) from {facts.self_healed} of them"
+        )
     if facts.counts_by_tag:
         window = (
             "the window"
@@ -428,6 +435,8 @@ async def _common(
     progress = progress or report.progress
     run = report.run
     return {
+        "incidents_total": report.incidents_total,
+        "self_healed": report.incidents_self_healed,
         "run_slug": run_slug,
         "run_name": run.name,
         "now": now,

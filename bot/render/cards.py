@@ -120,14 +120,19 @@ def status_card(report: StatusReport, fmt: TimeFormatter, *, chart: str | None =
         rate = f" · {p.steps_per_hour:,.0f} steps/h (24 h)" if p.steps_per_hour else ""
         card.fields.append(CardField("Loss", f"{p.loss:.4f}{rate}", inline=True))
     incidents = report.open_incidents
+    lines = [f"• {i.title} (since {fmt(i.started_at, 'relative')})" for i in incidents]
+    lines = lines or ["none"]
+    if report.incidents_total:
+        healed = report.incidents_self_healed
+        lines.append(
+            f"{report.incidents_total} so far"
+            + (f", {healed} cleared on its own" if healed == 1 else "")
+            + (f", {healed} cleared on their own" if healed > 1 else "")
+        )
     card.fields.append(
         CardField(
             "Open incidents",
-            clip(
-                "\n".join(f"• {i.title} (since {fmt(i.started_at, 'relative')})" for i in incidents)
-                or "none",
-                FIELD_VALUE_LIMIT,
-            ),
+            clip("\n".join(lines), FIELD_VALUE_LIMIT),
             inline=True,
         )
     )

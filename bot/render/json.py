@@ -60,6 +60,11 @@ def status_json(report: StatusReport) -> dict[str, Any]:
             }
             for i in report.open_incidents
         ],
+        "incident_stats": {
+            "total": report.incidents_total,
+            "self_healed": report.incidents_self_healed,
+            "open": len(report.open_incidents),
+        },
         "freshness": {source: iso(at) for source, at in report.freshness.items()},
         "narrative": report.narrative,
         "narrative_at": iso(report.narrative_at),

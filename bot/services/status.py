@@ -58,6 +58,8 @@ class StatusReport:
     links: dict[str, str] = field(default_factory=dict)
     latest_wandb_run: str | None = None
     narrative_next_at: datetime | None = None
+    incidents_total: int = 0  # incidents that alerted over the whole run
+    incidents_self_healed: int = 0  # crashes training recovered from with no human report
 
     @property
     def slug(self) -> str:
@@ -177,6 +179,12 @@ def template_narrative(report: StatusReport) -> str:
         parts.append(f"{count} incident{'s' if count != 1 else ''} open: {titles}.")
     else:
         parts.append("No incident is open.")
+    if report.incidents_total:
+        total, healed = report.incidents_total, report.incidents_self_healed
+        line = f"The run has had {total} incident{'s' if total != 1 else ''} so far"
+        if healed:
+            line += f"; training recovered from {healed} of them on its own"
+        parts.append(line + ".")
     if report.monitor_stale:
         parts.append(
             "Runscribe has not been able to reach W&B recently, so these figures may be behind; "
@@ -237,6 +245,11 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         links=dict(run.links),
         latest_wandb_run=current.wandb_run if current else None,
     )
+    from bot.incidents.service import incident_stats  # late: the engine imports this module
+
+    stats = await incident_stats(store, slug)
+    report.incidents_total = stats.count
+    report.incidents_self_healed = stats.self_healed_restarts
     stored = await store.llm.latest(slug, "narrative")
     if stored is not None and not stored.fallback and stored.content.strip():
         report.narrative = stored.content

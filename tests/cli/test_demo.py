@@ -45,6 +45,11 @@ def test_demo_then_status_and_timeline(tmp_path: Path) -> None:
     assert data["state"] == "running"
     assert set(data["freshness"]) >= {"wandb", "github", "discord"}
     assert data["last_restart_at"] is not None
+    # The sample's crashes were detected, alerted and resolved during the replay.
+    stats = data["incident_stats"]
+    assert stats["total"] >= 3 and stats["open"] == 0
+    assert 1 <= stats["self_healed"] <= stats["total"]
+    assert f"{stats['total']} incidents so far" in data["narrative"]
 
     timeline = run_cli(tmp_path, "timeline", "--json", "--days", "30", env=env)
     assert timeline.returncode == 0, timeline.stderr

@@ -17,11 +17,13 @@ log = logging.getLogger(__name__)
 
 BACKOFF_BASE = timedelta(seconds=30)
 BACKOFF_CAP = timedelta(minutes=30)
+# A bad token or an unknown repository will not fix itself in 30 s; look again every 10 min.
+FATAL_BACKOFF = timedelta(minutes=10)
 
 
 def backoff_delay(failures: int, *, base: timedelta = BACKOFF_BASE) -> timedelta:
     """30 s, 60 s, 2 min, … capped at 30 min."""
-    seconds = base.total_seconds() * (2 ** max(failures - 1, 0))
+    seconds = base.total_seconds() * (2 ** min(max(failures - 1, 0), 20))
     return min(timedelta(seconds=seconds), BACKOFF_CAP)
 
 
@@ -57,8 +59,11 @@ async def poll_once(
         except Exception as exc:  # one source never takes the others down
             failures = (health.consecutive_failures if health else 0) + 1
             delay = backoff_delay(failures)
-            if isinstance(exc, SourceUnavailable) and exc.retry_after is not None:
-                delay = max(delay, timedelta(seconds=exc.retry_after))
+            if isinstance(exc, SourceUnavailable):
+                if exc.retry_after is not None:
+                    delay = max(delay, timedelta(seconds=exc.retry_after))
+                if exc.fatal:
+                    delay = max(delay, FATAL_BACKOFF)
             message = str(exc) or type(exc).__name__
             if isinstance(exc, SourceUnavailable):
                 log.error("%s: %s (retry in %s)", source.key, message, delay)

@@ -219,7 +219,12 @@ async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
     runs = _load_config(settings)
     async with open_runtime(settings, runs) as runtime:
         while True:
-            summary = await runtime.cycle(utcnow())
+            now = utcnow()
+            summary = await runtime.cycle(now)
+            try:
+                await runtime.refresh_narratives(now)
+            except Exception:  # a narrative problem never stops polling
+                log.exception("narrative refresh failed")
             for key, result in summary.poll.results.items():
                 log.info(
                     "%s: %d event(s), %d point(s), %d request(s), %d not modified",

@@ -38,20 +38,17 @@ class Runtime:
     llm: LLMClient | None = None
 
     async def cycle(self, now: datetime) -> CycleSummary:
-        """Poll, enrich, detect; then refresh any narrative that is due."""
-        summary = await run_cycle(
+        """Poll, enrich, detect. (Narratives are refreshed by the caller's own schedule: the
+        bot's narrative loop, or `runscribe poll` after each cycle.)"""
+        return await run_cycle(
             self.store, self.sources, now, enricher=self.enricher, detector=self.detector
         )
+
+    async def refresh_narratives(self, now: datetime) -> int:
         from bot import wiring
 
-        try:
-            await wiring.refresh_narratives(
-                self.store, self.llm, [r.slug for r in self.runs.runs], now
-            )
-        except Exception as exc:  # a narrative problem never stops polling
-            log.exception("narrative refresh failed")
-            summary.errors.append(f"narrative: {exc}")
-        return summary
+        slugs = [r.slug for r in self.runs.runs]
+        return await wiring.refresh_narratives(self.store, self.llm, slugs, now)
 
 
 @asynccontextmanager

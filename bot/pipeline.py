@@ -6,6 +6,7 @@ Enrichment and detection are plug-ins so the LLM and the incident engine stay op
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -13,7 +14,7 @@ from typing import Protocol
 
 from bot.enrich.conversations import GAP, group_conversations
 from bot.enrich.rules import Enrichment, enrich_text
-from bot.models import Event
+from bot.models import UNHEALTHY_STATES, Event
 from bot.sources.base import Source
 from bot.sources.poller import CycleReport, poll_once
 from bot.store import Store
@@ -46,7 +47,35 @@ class RulesEnricher:
 
 
 def rules_enrichment(event: Event) -> Enrichment:
-    return enrich_text(title=event.title, body=event.body, kind=event.kind, source=event.source)
+    if event.source in MACHINE_SOURCES:
+        return fact_enrichment(event)
+    body = event.body
+    if event.kind == "conversation":
+        # "author: text" lines: summarise what was said, not who said it first.
+        body = "\n".join(_SPEAKER.sub("", line, count=1) for line in body.splitlines())
+    return enrich_text(title=event.title, body=body, kind=event.kind, source=event.source)
+
+
+# Events that code wrote from structured data (W&B state changes and restarts, system notes):
+# their meaning is known exactly, so they are enriched from their fields, never by guessing from
+# their text and never by the LLM.
+MACHINE_SOURCES = frozenset({"wandb", "system"})
+_SPEAKER = re.compile(r"^[^:\n]{1,80}:\s+")
+
+
+def fact_enrichment(event: Event) -> Enrichment:
+    summary = (event.title or event.body or event.kind).strip()
+    if len(summary) > 200:
+        summary = summary[:199].rstrip() + "…"
+    failed = event.kind == "state" and event.state in UNHEALTHY_STATES
+    return Enrichment(
+        summary=summary,
+        tag="incident" if failed else ("checkpointing" if event.kind == "restart" else "infra"),
+        incident=failed,
+        severity="critical" if failed else None,
+        incident_kind="crash" if failed else None,
+        newsworthy=True,
+    )
 
 
 class Detector(Protocol):
@@ -117,7 +146,11 @@ async def enrich_pending(
         pending = await store.events.pending_enrichment(run_slug, limit=batch)
         if not pending:
             return done
-        results = await enricher.enrich(pending)
+        machine = [e for e in pending if e.source in MACHINE_SOURCES]
+        results = {e.id: (fact_enrichment(e), "facts") for e in machine if e.id is not None}
+        results.update(
+            await enricher.enrich([e for e in pending if e.source not in MACHINE_SOURCES])
+        )
         wrote = 0
         async with store.transaction():
             for event in pending:

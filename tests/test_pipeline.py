@@ -74,3 +74,46 @@ async def test_rules_enrichment_fills_every_event(store: Store, now: datetime) -
     assert stored is not None and stored.summary and stored.tag == "optimizer"
     assert "|" not in stored.summary and len(stored.summary) <= 200
     assert await enrich_pending(store) == 0  # each event is enriched once
+
+
+async def test_wandb_facts_are_enriched_from_their_fields(store: Store, now: datetime) -> None:
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+
+    def state(n: int, new: str, title: str) -> Event:
+        return Event(
+            "hero",
+            "wandb",
+            f"state:{n}",
+            "state",
+            now + timedelta(minutes=n),
+            ref="hero-1",
+            state=new,
+            title=title,
+            body=title,
+        )
+
+    crashed = state(1, "crashed", "W&B run hero-1 went from running to crashed at step 400")
+    resumed = state(2, "running", "W&B run hero-1 went from crashed to running at step 400")
+    await store.events.upsert_many([crashed, resumed])
+    await enrich_pending(store)
+    down = await store.events.get_by_external("hero", "wandb", "state:1")
+    up = await store.events.get_by_external("hero", "wandb", "state:2")
+    assert down is not None and down.incident and down.tag == "incident"
+    # The recovery mentions "crashed" but is not an incident: the state says so, not the words.
+    assert up is not None and not up.incident and up.tag == "infra"
+    assert up.enriched_by == "facts"
+
+
+async def test_conversation_summary_is_what_was_said(store: Store, now: datetime) -> None:
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    minute = timedelta(minutes=1)
+    await store.events.upsert_many(
+        [
+            message(1, now, "Loss spiked to 4.1 at step 9,100 but came back within 50 steps"),
+            message(2, now + minute, "Probably the bad shard again", "bo"),
+        ]
+    )
+    await enrich_pending(store)
+    conversation = await store.events.get_by_external("hero", "discord", "conv:1")
+    assert conversation is not None and conversation.summary is not None
+    assert conversation.summary.startswith("Loss spiked to 4.1")

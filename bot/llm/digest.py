@@ -18,6 +18,12 @@ DIGEST_MAX_CHARS = 3800
 DIGEST_MAX_TOKENS = 1400
 
 
+def _sentence(text: str) -> str:
+    """End with exactly one full stop, unless the text already ends a sentence (? or !)."""
+    text = text.rstrip().rstrip(".")
+    return text if text.endswith(("?", "!", "…")) else text + "."
+
+
 def template_digest(facts: DigestFacts) -> str:
     """Plain sentences from the facts alone."""
     tz = facts.timezone
@@ -74,7 +80,7 @@ def template_digest(facts: DigestFacts) -> str:
         for h in facts.highlights[:8]:
             who = h.author or "Someone"
             ref = f" in {h.ref}" if h.ref else ""
-            lines.append(f"- {who}{ref}: {h.summary.rstrip('.')}.")
+            lines.append(f"- {who}{ref}: {_sentence(h.summary)}")
         paragraphs.append("What happened:\n" + "\n".join(lines))
     if facts.open_threads:
         refs = "; ".join(f"{t.ref} {t.title}" if t.ref else t.title for t in facts.open_threads[:5])

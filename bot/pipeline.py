@@ -172,6 +172,38 @@ async def enrich_pending(
             return done
 
 
+async def retry_llm_fallbacks(
+    store: Store, enricher: Enricher, *, limit: int = 60, run_slug: str | None = None
+) -> int:
+    """Offer events the rules enriched during an LLM outage to the LLM again (newest first, a
+    bounded number per cycle). Those it still cannot do keep their rules enrichment."""
+    retry_label = getattr(enricher, "retry_label", None)
+    if not retry_label:
+        return 0
+    events = await store.events.enriched_by_label(retry_label, limit, run_slug=run_slug)
+    if not events:
+        return 0
+    results = await enricher.enrich(events)
+    improved = 0
+    async with store.transaction():
+        for event in events:
+            if event.id is None or event.id not in results:
+                continue
+            enrichment, label = results[event.id]
+            if label == retry_label:
+                continue  # still unavailable: nothing changes
+            improved += await store.events.set_enrichment(
+                event,
+                summary=enrichment.summary,
+                tag=enrichment.tag,
+                incident=enrichment.incident,
+                severity=enrichment.severity,
+                newsworthy=enrichment.newsworthy,
+                enriched_by=label,
+            )
+    return improved
+
+
 @dataclass(slots=True)
 class CycleSummary:
     poll: CycleReport
@@ -191,6 +223,8 @@ async def run_cycle(
     summary = CycleSummary(poll=await poll_once(store, sources, now))
     try:
         summary.enriched = await enrich_pending(store, enricher)
+        if enricher is not None:
+            summary.enriched += await retry_llm_fallbacks(store, enricher)
     except Exception as exc:
         log.exception("enrichment failed; events stay queued for the next cycle")
         summary.errors.append(f"enrich: {exc}")

@@ -236,10 +236,15 @@ def validate_item(raw: Any, event: Event, seen_text: str, base: Enrichment) -> E
     )
 
 
+# Rules stood in because the LLM failed: the pipeline offers these events to the LLM again.
+RETRY_LABEL = "rules:llm-retry"
+
+
 class LLMEnricher:
     """The pipeline's `Enricher` backed by the LLM, with the rules as the fallback."""
 
     name = "llm"
+    retry_label = RETRY_LABEL
 
     def __init__(
         self,
@@ -298,9 +303,11 @@ class LLMEnricher:
                     except LLMUnavailable as exc:
                         unavailable = exc
                         self.llm.note_fallback(exc, TASK, now)
+                # An outage is worth another try later; no key or a spent budget is not.
+                fallback = RETRY_LABEL if unavailable.reason == "error" else "rules"
                 for item in batch:
                     if item.event.id is not None:
-                        out[item.event.id] = (rules_for(item.event), "rules")
+                        out[item.event.id] = (rules_for(item.event), fallback)
         return out
 
     def build_request(self, run_slug: str, batch: Sequence[_Pending]) -> tuple[str, str]:

@@ -276,6 +276,20 @@ class EventsRepo:
         params.append(limit)
         return [event_from_row(row) for row in await self.db.fetchall(sql, params)]
 
+    async def enriched_by_label(
+        self, label: str, limit: int = 100, *, run_slug: str | None = None
+    ) -> list[Event]:
+        """Newest first: events whose current enrichment came from `label` (e.g. the rules
+        standing in during an LLM outage)."""
+        sql = "SELECT * FROM events WHERE enriched_by = ? AND deleted = 0"
+        params: list[Any] = [label]
+        if run_slug is not None:
+            sql += " AND run_slug = ?"
+            params.append(run_slug)
+        sql += " AND enriched_hash = content_hash ORDER BY at DESC LIMIT ?"
+        params.append(limit)
+        return [event_from_row(row) for row in await self.db.fetchall(sql, params)]
+
     async def set_enrichment(
         self,
         event: Event,

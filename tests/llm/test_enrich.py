@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from bot.llm.enrich import (
     ENRICH_TOOL,
+    RETRY_LABEL,
     TOOL_NAME,
     LLMEnricher,
     cache_key,
@@ -16,7 +17,7 @@ from bot.llm.enrich import (
     prompt_version,
 )
 from bot.models import TAGS, Event
-from bot.pipeline import enrich_pending
+from bot.pipeline import enrich_pending, retry_llm_fallbacks
 from bot.store import Store
 from tests.fakes.anthropic import Recorded, enrich_items, error, tool_use
 from tests.llm.conftest import make_event
@@ -129,10 +130,30 @@ async def test_full_outage_falls_back_without_raising(fake, make_llm, store, run
     fake.handler = lambda request: error(503, "down")
     enricher = LLMEnricher(make_llm(max_retries=1), max_batch=10)
     out = await enricher.enrich(events)
-    assert {by for _, by in out.values()} == {"rules"}
+    assert {by for _, by in out.values()} == {RETRY_LABEL}
     assert len(out) == 40
     # the first batch fails after its retries; the other batches do not hammer the API
     assert len(fake.message_requests) == 2
+
+
+async def test_events_enriched_during_an_outage_get_the_llm_later(
+    fake, make_llm, store, run, events_at
+):
+    await store.events.upsert_many(events_at(5))
+    fake.handler = lambda request: error(503, "down")
+    enricher = LLMEnricher(make_llm(max_retries=0))
+    await enrich_pending(store, enricher)
+    timeline = await store.events.timeline("hero")
+    assert {e.enriched_by for e in timeline} == {RETRY_LABEL}  # rules stood in, marked
+
+    assert await retry_llm_fallbacks(store, enricher) == 0  # still down: nothing changes
+    fake.handler = None  # the API is back
+    assert await retry_llm_fallbacks(store, enricher) == 5
+    timeline = await store.events.timeline("hero")
+    assert all(e.enriched_by == label() for e in timeline)
+    before = len(fake.message_requests)
+    assert await retry_llm_fallbacks(store, enricher) == 0  # nothing left to retry
+    assert len(fake.message_requests) == before
 
 
 async def test_no_key_sends_no_request(fake, make_llm, store, run, events_at):

@@ -220,7 +220,11 @@ async def run_cycle(
     enricher: Enricher | None = None,
     detector: Detector | None = None,
 ) -> CycleSummary:
+    """Poll, detect, enrich, detect again. Detection runs first on what is already known (W&B
+    facts need no enrichment), so a slow or failing LLM never delays a crash alert; the second
+    pass picks up the reports that enrichment has just flagged."""
     summary = CycleSummary(poll=await poll_once(store, sources, now))
+    await _detect(store, detector, now, summary)
     try:
         summary.enriched = await enrich_pending(store, enricher)
         if enricher is not None:
@@ -228,10 +232,17 @@ async def run_cycle(
     except Exception as exc:
         log.exception("enrichment failed; events stay queued for the next cycle")
         summary.errors.append(f"enrich: {exc}")
-    if detector is not None:
-        try:
-            summary.alerts_queued = await detector.detect(store, now)
-        except Exception as exc:
-            log.exception("incident detection failed")
-            summary.errors.append(f"detect: {exc}")
+    await _detect(store, detector, now, summary)
     return summary
+
+
+async def _detect(
+    store: Store, detector: Detector | None, now: datetime, summary: CycleSummary
+) -> None:
+    if detector is None:
+        return
+    try:
+        summary.alerts_queued += await detector.detect(store, now)
+    except Exception as exc:
+        log.exception("incident detection failed")
+        summary.errors.append(f"detect: {exc}")

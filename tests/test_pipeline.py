@@ -117,3 +117,29 @@ async def test_conversation_summary_is_what_was_said(store: Store, now: datetime
     conversation = await store.events.get_by_external("hero", "discord", "conv:1")
     assert conversation is not None and conversation.summary is not None
     assert conversation.summary.startswith("Loss spiked to 4.1")
+
+
+async def test_detection_does_not_wait_for_enrichment(store: Store, now: datetime) -> None:
+    """A slow or failing LLM must never delay a crash alert: detection runs before enrichment
+    (on W&B facts) and again after it (on newly flagged reports)."""
+    from bot.pipeline import run_cycle
+
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    await store.events.upsert_many([message(1, now, "node s3 lost")])
+    order: list[str] = []
+
+    class SlowEnricher:
+        name = "slow"
+
+        async def enrich(self, events):  # type: ignore[no-untyped-def]
+            order.append("enrich")
+            return {}
+
+    class Detector:
+        async def detect(self, store: Store, now: datetime) -> int:
+            order.append("detect")
+            return 1
+
+    summary = await run_cycle(store, [], now, enricher=SlowEnricher(), detector=Detector())
+    assert order == ["detect", "enrich", "detect"]
+    assert summary.alerts_queued == 2 and summary.errors == []

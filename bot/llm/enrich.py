@@ -27,7 +27,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.enrich.conversations import group_conversations
@@ -255,6 +255,7 @@ class LLMEnricher:
         max_batch: int = 30,
         max_batch_tokens: int = 8000,
         clock: Callable[[], datetime] = utcnow,
+        pause: timedelta = timedelta(minutes=5),
     ):
         self.llm = llm
         self.store = store or llm.store
@@ -263,6 +264,10 @@ class LLMEnricher:
         self.max_batch_tokens = max_batch_tokens
         self.clock = clock
         self.requests = 0  # requests sent by this enricher (for tests and the benchmark)
+        # After a failed call the LLM is left alone for a while: an outage then costs one slow
+        # failure per pause, not one per poll cycle.
+        self.pause = pause
+        self._paused_until: datetime | None = None
 
     async def enrich(self, events: Sequence[Event]) -> dict[int, tuple[Enrichment, str]]:
         out: dict[int, tuple[Enrichment, str]] = {}
@@ -289,6 +294,8 @@ class LLMEnricher:
         for item in todo:
             by_run.setdefault(item.event.run_slug, []).append(item)
         unavailable: LLMUnavailable | None = None
+        if self._paused_until is not None and now < self._paused_until:
+            unavailable = LLMUnavailable("error", "paused after a recent failure")
         for run_slug, items in by_run.items():
             for n, item in enumerate(items, start=1):
                 item.local_id = n
@@ -303,6 +310,8 @@ class LLMEnricher:
                     except LLMUnavailable as exc:
                         unavailable = exc
                         self.llm.note_fallback(exc, TASK, now)
+                        if exc.reason == "error":
+                            self._paused_until = now + self.pause
                 # An outage is worth another try later; no key or a spent budget is not.
                 fallback = RETRY_LABEL if unavailable.reason == "error" else "rules"
                 for item in batch:

@@ -141,13 +141,21 @@ async def test_events_enriched_during_an_outage_get_the_llm_later(
 ):
     await store.events.upsert_many(events_at(5))
     fake.handler = lambda request: error(503, "down")
-    enricher = LLMEnricher(make_llm(max_retries=0))
+    clock = [datetime(2026, 9, 2, 12, 0, tzinfo=UTC)]
+    enricher = LLMEnricher(make_llm(max_retries=0), clock=lambda: clock[0])
     await enrich_pending(store, enricher)
     timeline = await store.events.timeline("hero")
     assert {e.enriched_by for e in timeline} == {RETRY_LABEL}  # rules stood in, marked
+    failed = len(fake.message_requests)
 
-    assert await retry_llm_fallbacks(store, enricher) == 0  # still down: nothing changes
+    # Right after a failure the LLM is left alone: no request, nothing changes.
+    assert await retry_llm_fallbacks(store, enricher) == 0
+    assert len(fake.message_requests) == failed
+    clock[0] += timedelta(minutes=6)
+    assert await retry_llm_fallbacks(store, enricher) == 0  # tried again, still down
+    assert len(fake.message_requests) == failed + 1
     fake.handler = None  # the API is back
+    clock[0] += timedelta(minutes=6)
     assert await retry_llm_fallbacks(store, enricher) == 5
     timeline = await store.events.timeline("hero")
     assert all(e.enriched_by == label() for e in timeline)

@@ -1,0 +1,526 @@
+"""Incidents end to end, through the real protocols: W&B and GitHub state served by their fakes,
+polled by a real Runtime (`open_runtime`: wandb-core, httpx, SQLite, the incident engine), queued
+in the outbox, and delivered by a real RunscribeBot to the fake Discord. Every assertion is on what
+the fake Discord received in the alerts channel and in the alert's thread.
+
+Time is simulated: each poll cycle runs at an explicit `now` that matches the timestamps the
+fakes serve (W&B history and heartbeats, the fake GitHub's clock). The bot gets the same clock,
+and its own poll loop goes through the same lock as the cycles the test drives, so detection
+happens one cycle at a time, as in a process running `runscribe poll --once` beside the bot.
+The simulated times stay behind the wall clock, so `runscribe status --json` (which uses the
+wall clock) sees the same picture.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import discord
+import pytest
+from pydantic import SecretStr
+
+from bot.app import LoopIntervals, RunscribeBot, apply_endpoints
+from bot.incidents.detectors import CRASH, HEARTBEAT, MONITOR, STALL
+from bot.pipeline import CycleSummary
+from bot.runtime import Runtime, open_runtime
+from bot.services.status import build_status
+from bot.settings import RunsFile, Settings, parse_runs
+from bot.store import Store
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.github import FakeGitHub
+from tests.fakes.wandb import FakeWandb
+
+pytestmark = pytest.mark.timeout(60)
+
+ALERTS = 1_300_000_000_000_000_001
+FIRST = "ent/proj/hero-1"
+RESUMED = "ent/proj/hero-2"
+REPO = "lab/model"
+MIN = timedelta(minutes=1)
+MARKER = "\u2063"  # the outbox's invisible dedup marker starts here
+
+
+# --- fixtures -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wandb_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """wandb's files in a temp dir; wandb-core gives up on a failing server after one retry."""
+    root = tmp_path_factory.mktemp("wandb")
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in {
+            "WANDB_DIR": str(root),
+            "WANDB_CACHE_DIR": str(root / "cache"),
+            "WANDB_CONFIG_DIR": str(root / "config"),
+            "WANDB_DATA_DIR": str(root / "data"),
+            "WANDB_SILENT": "true",
+            "WANDB_ERROR_REPORTING": "false",
+            "WANDB__GRAPHQL_RETRY_MAX": "1",
+            "WANDB__GRAPHQL_RETRY_WAIT_MIN_SECONDS": "0.1",
+            "WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS": "0.2",
+        }.items():
+            patch.setenv(name, value)
+        yield root
+
+
+@pytest.fixture(scope="module")
+def wandb_server(wandb_env: Path) -> Iterator[FakeWandb]:
+    server = FakeWandb().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def wb(wandb_server: FakeWandb) -> FakeWandb:
+    wandb_server.reset()
+    return wandb_server
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing from the developer's environment (an LLM key, a GitHub token) leaks in."""
+    for name in list(os.environ):
+        if name.startswith(("RUNSCRIBE_", "DISCORD_", "GITHUB_", "ANTHROPIC_")):
+            monkeypatch.delenv(name)
+    for name in ("WANDB_API_KEY", "WANDB_BASE_URL", "WANDB_ENTITY", "WANDB_PROJECT"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+async def fake_discord(clean_env: None) -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord(channels={ALERTS: "training-alerts"}) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def discord_endpoints() -> Iterator[None]:
+    """discord.py keeps both URLs in class attributes; put them back after each test."""
+    base = discord.http.Route.BASE
+    gateway = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
+    yield
+    discord.http.Route.BASE = base
+    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = gateway
+
+
+# --- the deployment: a polling runtime and the bot that delivers its posts ----------------------
+
+
+class SimClock:
+    def __init__(self, now: datetime):
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class Services:
+    """What RunscribeBot needs from a Runtime (`bot.app.BotServices`), over a real one. The
+    bot's poll loop and the test's cycles take turns, so time never runs backwards."""
+
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+        self.settings: Settings = runtime.settings
+        self.runs: RunsFile = runtime.runs
+        self.store: Store = runtime.store
+        self.lock = asyncio.Lock()
+        self.polled = asyncio.Event()  # set once a cycle has run (the bot's first, at start)
+
+    async def cycle(self, now: datetime) -> CycleSummary:
+        async with self.lock:
+            summary = await self.runtime.cycle(now)
+        self.polled.set()
+        return summary
+
+
+@dataclass
+class Deployment:
+    services: Services
+    bot: RunscribeBot
+    clock: SimClock
+    discord: FakeDiscord
+
+    @property
+    def store(self) -> Store:
+        return self.services.store
+
+    async def cycle(self, at: datetime, *, wandb_up: bool = True) -> CycleSummary:
+        """One poll + detect cycle at `at`, then wait until the bot has delivered the outbox."""
+        assert at >= self.clock.now, "simulated time only moves forward"
+        self.clock.now = at
+        summary = await self.services.cycle(at)
+        if wandb_up:  # every source answered (a misconfigured fake fails here, not later)
+            assert "wandb:hero" in summary.poll.results, summary.poll
+            assert not summary.poll.failures and not summary.poll.skipped, summary.poll
+        assert not summary.errors, summary.errors
+        await self.delivered()
+        return summary
+
+    async def delivered(self, within: float = 15.0) -> None:
+        deadline = time.monotonic() + within
+        while await self.store.outbox.pending_count():
+            assert time.monotonic() < deadline, "the bot did not drain the outbox"
+            await asyncio.sleep(0.02)
+        await self.bot.drain_outbox()  # one more pass: nothing left that a drain would post
+
+    def channel(self) -> list[dict[str, Any]]:
+        return self.discord.posted(ALERTS)
+
+    def thread(self, head: dict[str, Any]) -> list[dict[str, Any]]:
+        thread_id = int(head["id"])  # a thread started from a message shares its id
+        assert thread_id in self.discord.messages, "the alert opened no thread"
+        return self.discord.posted(thread_id)
+
+
+@asynccontextmanager
+async def deployed(
+    settings: Settings, runs: RunsFile, clock: SimClock, fake: FakeDiscord
+) -> AsyncIterator[Deployment]:
+    """A Runtime (sources, store, engine) and a RunscribeBot on it, logged in to the fake
+    Discord; returns once the bot's own first poll (at the clock's time) is done."""
+    async with open_runtime(settings, runs) as runtime:
+        assert runtime.detector is not None and runtime.llm is None
+        services = Services(runtime)
+        apply_endpoints(settings)
+        bot = RunscribeBot(
+            services,
+            clock=clock,
+            intervals=LoopIntervals(poll=3600, outbox=0.05, digest=3600, narrative=3600),
+            outbox_backoff=0.05,
+            guild_ready_timeout=0,
+        )
+        assert settings.discord_token is not None
+        task = asyncio.create_task(bot.start(settings.discord_token.get_secret_value()))
+        try:
+            await asyncio.wait_for(bot.wait_until_ready(), 15)
+            await asyncio.wait_for(services.polled.wait(), 30)
+            deployment = Deployment(services, bot, clock, fake)
+            await deployment.delivered()
+            yield deployment
+        finally:
+            await bot.close()
+            try:
+                await asyncio.wait_for(task, 5)
+            except (asyncio.CancelledError, TimeoutError):
+                pass
+
+
+def make_settings(
+    tmp_path: Path, fake: FakeDiscord, wb: FakeWandb, github: FakeGitHub | None = None
+) -> Settings:
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        discord_token=SecretStr(fake.token),
+        discord_api_base=fake.api_base,
+        discord_gateway_url=fake.gateway_url,
+        discord_guild_id=None,
+        github_api_url=github.url if github is not None else "http://127.0.0.1:9",
+        wandb_base_url=wb.base_url,
+        wandb_api_key=SecretStr(wb.api_key),
+        anthropic_api_key=None,
+        runscribe_db=tmp_path / "runscribe.db",
+        runscribe_config=tmp_path / "runscribe.toml",
+    )
+
+
+def make_runs(**extra: Any) -> RunsFile:
+    config: dict[str, Any] = {
+        "slug": "hero",
+        "name": "Hero 70B",
+        "wandb_runs": [FIRST],
+        "wandb_run_pattern": "^hero-",
+        "total_steps": 10_000,
+        "alerts_channel": ALERTS,
+        "metrics": {"step": "_step", "tokens": "throughput/total_tokens", "loss": "train/loss"},
+        **extra,
+    }
+    return parse_runs({"runs": [config]})
+
+
+# --- what the trainer logs ----------------------------------------------------------------------
+
+
+def rows(first_step: int, count: int, start: datetime) -> list[dict[str, Any]]:
+    """One row a minute from `start`, `_step` from `first_step`; a slowly falling loss."""
+    return [
+        {
+            "_step": first_step + i,
+            "_timestamp": (start + i * MIN).timestamp(),
+            "train/loss": round(2.5 - 0.001 * (first_step + i), 6),
+            "throughput/total_tokens": 4_000_000.0 * (first_step + i + 1),
+        }
+        for i in range(count)
+    ]
+
+
+def healthy_run(wb: FakeWandb, t0: datetime) -> None:
+    """hero-1 has trained for 100 minutes: steps 0..99, the last one at t0 - 1 min."""
+    wb.add_run(FIRST, created_at=t0 - 101 * MIN)
+    wb.append_rows(FIRST, rows(0, 100, t0 - 100 * MIN))
+    wb.set_state(FIRST, "running")
+
+
+def resume(wb: FakeWandb, created: datetime, first_step: int, count: int) -> None:
+    """A new chain run (matched by `wandb_run_pattern`) restored from an earlier checkpoint."""
+    wb.add_run(RESUMED, created_at=created)
+    wb.append_rows(RESUMED, rows(first_step, count, created + 3 * MIN))
+    wb.set_state(RESUMED, "running")
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+# --- reading what Discord received ---------------------------------------------------------------
+
+
+def visible(message: dict[str, Any]) -> str:
+    return str(message["content"]).split(MARKER)[0]
+
+
+def full_text(message: dict[str, Any]) -> str:
+    parts = [visible(message)]
+    for embed in message.get("embeds") or []:
+        parts += [embed.get("title") or "", embed.get("description") or "", embed.get("url") or ""]
+        for item in embed.get("fields") or []:
+            parts += [item.get("name") or "", item.get("value") or ""]
+        parts.append((embed.get("footer") or {}).get("text") or "")
+    return "\n".join(parts)
+
+
+def assert_head_resolved(head: dict[str, Any]) -> None:
+    """The alert message was edited in place to its resolved state."""
+    assert head["edited_timestamp"], "the alert message was never edited"
+    [embed] = head["embeds"]
+    assert embed["title"].startswith("✅"), embed["title"]
+    assert "Resolved" in embed["description"]
+
+
+# --- 1. crash, then resume from an earlier checkpoint in a new chain run ------------------------
+
+
+async def test_crash_then_resume_in_a_new_run_alerts_once_and_resolves_once(
+    tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
+) -> None:
+    t0 = now_utc() - timedelta(hours=2)
+    healthy_run(wb, t0)
+    clock = SimClock(t0)
+    settings = make_settings(tmp_path, fake_discord, wb)
+    async with deployed(settings, make_runs(), clock, fake_discord) as d:
+        assert d.channel() == []  # healthy: nothing to say
+
+        wb.set_state(FIRST, "crashed", heartbeat_at=t0 + MIN)
+        await d.cycle(t0 + 5 * MIN)
+        [alert] = d.channel()
+        assert "Incident #" in visible(alert) and "hero-1 crashed at step 99" in visible(alert)
+        assert d.thread(alert) == []  # the thread is open, empty so far
+
+        await d.cycle(t0 + 10 * MIN)  # still down: no reminder, no repeat
+        assert len(d.channel()) == 1 and d.thread(alert) == []
+
+        # hero-2 appears at +12 min and restores the step-80 checkpoint (hero-1 had reached 99).
+        resume(wb, t0 + 12 * MIN, first_step=80, count=10)  # steps 80..89 from +15 min
+        await d.cycle(t0 + 25 * MIN)
+        head, resolved = d.channel()
+        assert head["id"] == alert["id"]
+        text = visible(resolved)
+        assert text.startswith("✅ **Resolved** incident #")
+        assert "resumed from step 80 in run hero-2" in text
+        assert "16 min down" in text and "19 steps recomputed" in text
+        [in_thread] = d.thread(head)
+        assert visible(in_thread) == text
+        assert_head_resolved(head)
+
+        # Training goes on in hero-2: later cycles post nothing, in the channel or the thread.
+        posts = len(fake_discord.message_requests())
+        for minutes in (30, 35, 40):  # steps 90..104, one a minute from +25 min
+            wb.append_rows(RESUMED, rows(65 + minutes, 5, t0 + (minutes - 5) * MIN))
+            await d.cycle(t0 + minutes * MIN)
+        assert len(d.channel()) == 2 and len(d.thread(head)) == 1
+        assert len(fake_discord.message_requests()) == posts
+        [incident] = await d.store.incidents.find("hero")
+        assert incident.status == "resolved" and incident.fingerprint == CRASH
+
+
+# --- 2. a lost node reported in GitHub, then the W&B crash: one incident ------------------------
+
+
+async def test_github_node_loss_then_wandb_crash_is_one_incident_with_both_links(
+    tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
+) -> None:
+    t0 = now_utc() - timedelta(hours=2)
+    healthy_run(wb, t0)
+    clock = SimClock(t0)
+    async with FakeGitHub() as github:
+        github.advance(seconds=(t0 - github.now).total_seconds())  # one clock for every fake
+        repo = github.repo(REPO)
+        repo.add_issue("Tokenizer docs", "Unrelated to the run.", labels=["docs"])
+        settings = make_settings(tmp_path, fake_discord, wb, github)
+        runs = make_runs(github_repo=REPO, github_labels=["hero-run"])
+        async with deployed(settings, runs, clock, fake_discord) as d:
+            assert d.channel() == []
+
+            # +2 min: an operator reports the lost node; the trainer has logged nothing since.
+            github.advance(minutes=2)
+            number = repo.add_issue(
+                "Hero run: lost node s12",
+                "Node s12 lost connectivity and the gang failed.",
+                user="dana",
+                labels=["hero-run"],
+            )
+            issue_url = f"https://github.com/{REPO}/issues/{number}"
+            await d.cycle(t0 + 4 * MIN)
+            [alert] = d.channel()
+            assert "Node loss reported in GitHub" in visible(alert)
+            assert issue_url in full_text(alert)
+
+            # +8 min: W&B marks the run crashed (40 minutes inside the grouping window).
+            wb.set_state(FIRST, "crashed", heartbeat_at=t0 + 3 * MIN)
+            github.advance(minutes=8)
+            await d.cycle(t0 + 10 * MIN)
+            [head] = d.channel()  # still one alert: the crash joined the reported incident
+            thread = d.thread(head)
+            assert thread, "the crash was not reported in the alert's thread"
+            together = "\n".join([full_text(head), *map(full_text, thread)])
+            assert issue_url in together
+            assert "W&B run hero-1 crashed at step 99" in together
+            assert "runs/hero-1" in together  # the W&B run's own link
+            [incident] = await d.store.incidents.find("hero")
+            assert incident.status == "firing"
+            assert {CRASH, f"report:node-loss:github:{REPO}#{number}"} <= set(
+                incident.details["members"]
+            ), incident.details["members"]
+
+            # Training resumes in a new run: the one incident resolves once.
+            resume(wb, t0 + 12 * MIN, first_step=90, count=10)
+            github.advance(minutes=15)
+            await d.cycle(t0 + 25 * MIN)
+            await d.cycle(t0 + 30 * MIN)
+            head, resolved = d.channel()
+            assert "resumed from step 90 in run hero-2" in visible(resolved)
+            assert [visible(m) for m in d.thread(head)][-1] == visible(resolved)
+            assert_head_resolved(head)
+            [incident] = await d.store.incidents.find("hero")
+            assert incident.status == "resolved"
+
+
+# --- 3. W&B unreachable for an hour while the run is healthy ------------------------------------
+
+
+async def test_wandb_unreachable_for_an_hour_is_a_blind_monitor_not_a_crash(
+    tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
+) -> None:
+    t0 = now_utc() - timedelta(minutes=75)
+    healthy_run(wb, t0)
+    clock = SimClock(t0)
+    settings = make_settings(tmp_path, fake_discord, wb)
+    async with deployed(settings, make_runs(), clock, fake_discord) as d:
+        wb.append_rows(FIRST, rows(100, 5, t0))  # steps 100..104, the last at +4 min
+        await d.cycle(t0 + 5 * MIN)
+
+        # W&B answers 503 to everything for an hour; the trainer keeps logging all along.
+        wb.set_down(503)
+        step, logged = 105, 5
+        for minutes in (20, 45, 70):  # stale from +20 min (15 min after the last good poll)
+            wb.append_rows(FIRST, rows(step, minutes - logged, t0 + logged * MIN))
+            step, logged = step + minutes - logged, minutes
+            summary = await d.cycle(t0 + minutes * MIN, wandb_up=False)
+            assert "wandb:hero" in summary.poll.failures, summary.poll
+        assert any(r.status == 503 for r in wb.requests)
+
+        report = await build_status(d.store, "hero", t0 + 70 * MIN)
+        assert report.monitor_stale and report.state == "running"
+        # The real CLI, on the wall clock (the simulated 70 min are just behind it).
+        env = {**os.environ, "RUNSCRIBE_DB": str(settings.runscribe_db)}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bot",
+            "status",
+            "--json",
+            cwd=tmp_path,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), 30)
+        assert process.returncode == 0, err.decode()
+        status = json.loads(out)
+        assert status["monitor_stale"] is True
+        assert status["state"] == "running", status["state"]
+
+        texts = [full_text(m) for m in d.channel()]
+        texts += [full_text(t) for m in d.channel() for t in d.thread(m)]
+        for text in texts:  # no alert title of a crash, a stall or a missing heartbeat
+            for claim in ("crashed", "No heartbeat", "No new step", "stalled"):
+                assert claim not in text, text
+        # What it does say: the monitor is blind (one notice, once).
+        [notice] = d.channel()
+        assert "Monitor blind: W&B unreachable" in visible(notice)
+        assert "nothing about the run" in full_text(notice)
+        assert f"· {MONITOR} ·" in full_text(notice)  # the footer names the fingerprint
+
+        # W&B answers again: the run was fine all along; the notice resolves, nothing else.
+        wb.set_down(None)
+        minutes = 75
+        while True:  # the source backs off after six failures; poll until it is tried again
+            summary = await d.cycle(t0 + minutes * MIN, wandb_up=False)
+            if "wandb:hero" in summary.poll.results:
+                break
+            assert minutes < 120, summary.poll
+            minutes += 5
+        await d.cycle(t0 + (minutes + 5) * MIN)
+        notice, resolved = d.channel()
+        assert "monitoring resumed" in visible(resolved)
+        incidents = await d.store.incidents.find("hero")
+        assert [i.fingerprint for i in incidents] == [MONITOR]
+        assert not {i.fingerprint for i in incidents} & {CRASH, HEARTBEAT, STALL}
+        report = await build_status(d.store, "hero", t0 + (minutes + 5) * MIN)
+        assert not report.monitor_stale and report.state == "running"
+        assert report.progress.step == step - 1
+
+
+# --- 4. a restart in the middle of an open incident ---------------------------------------------
+
+
+async def test_restart_during_an_open_incident_neither_realerts_nor_double_resolves(
+    tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
+) -> None:
+    t0 = now_utc() - timedelta(hours=2)
+    healthy_run(wb, t0)
+    clock = SimClock(t0)
+    settings = make_settings(tmp_path, fake_discord, wb)
+    runs = make_runs()
+    async with deployed(settings, runs, clock, fake_discord) as d:
+        wb.set_state(FIRST, "crashed", heartbeat_at=t0 + MIN)
+        await d.cycle(t0 + 5 * MIN)
+        [alert] = d.channel()
+        assert "hero-1 crashed at step 99" in visible(alert)
+    # Bot, runtime, wandb-core and database connection are all gone; a new process starts.
+    clock.now = t0 + 8 * MIN
+    async with deployed(settings, runs, clock, fake_discord) as d:  # its own poll at +8 min
+        await d.cycle(t0 + 12 * MIN)
+        assert [m["id"] for m in d.channel()] == [alert["id"]]  # no second alert
+        assert d.thread(alert) == []
+
+        resume(wb, t0 + 14 * MIN, first_step=70, count=10)  # steps 70..79 from +17 min
+        await d.cycle(t0 + 27 * MIN)
+        await d.cycle(t0 + 32 * MIN)
+        head, resolved = d.channel()
+        assert head["id"] == alert["id"]
+        assert "resumed from step 70 in run hero-2" in visible(resolved)
+        assert "29 steps recomputed" in visible(resolved)
+        [in_thread] = d.thread(head)  # the new bot found the old thread
+        assert visible(in_thread) == visible(resolved)
+        assert_head_resolved(head)
+        [incident] = await d.store.incidents.find("hero")
+        assert incident.status == "resolved"

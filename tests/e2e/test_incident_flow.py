@@ -7,8 +7,8 @@ Time is simulated: each poll cycle runs at an explicit `now` that matches the ti
 fakes serve (W&B history and heartbeats, the fake GitHub's clock). The bot gets the same clock,
 and its own poll loop goes through the same lock as the cycles the test drives, so detection
 happens one cycle at a time, as in a process running `runscribe poll --once` beside the bot.
-The simulated times stay behind the wall clock, so `runscribe status --json` (which uses the
-wall clock) sees the same picture.
+Simulated time stays behind the wall clock until `runscribe status --json` has run (it uses the
+wall clock), so the real CLI sees the same picture as the simulated cycles.
 """
 
 from __future__ import annotations

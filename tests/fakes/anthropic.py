@@ -168,7 +168,7 @@ class FakeAnthropic:
         await site.start()
         server = site._server
         assert server is not None
-        port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr,attr-defined]
         self.base_url = f"http://127.0.0.1:{port}"
         return self.base_url
 

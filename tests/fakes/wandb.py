@@ -156,8 +156,8 @@ class FakeWandb:
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
         server = site._server
-        assert server is not None and server.sockets  # type: ignore[union-attr]
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        assert server is not None and server.sockets  # type: ignore[union-attr,attr-defined]
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr,attr-defined]
 
     @asynccontextmanager
     async def serve(self) -> AsyncIterator[FakeWandb]:

@@ -42,7 +42,10 @@ SCORED_TAGS: Final = frozenset(TAGS) - {"incident", "other"}
 
 #: (tag, weight, terms separated by commas). "x*" is a prefix; "x y" a phrase of tokens.
 TERMS: Final[tuple[tuple[str, float, str], ...]] = (
-    ("ablation", 3.0, "ablat*"),
+    # Saying "ablation" is the strongest signal there is: whatever was ablated (an optimizer
+    # setting, a cache, the attention gate), the post reports an ablation.
+    ("ablation", 5.0, "ablat*"),
+    ("ablation", 2.5, "knockout, knock out, knocked out, zeroing out, zeroed out, layer skip"),
     ("ablation", 2.0, "sweep, sweeps, swept, we compared, compared against, compared with"),
     ("ablation", 2.0, "baseline vs, vs baseline, vs the baseline, a b test, head to head"),
     ("ablation", 1.0, "baseline, baselines, control run, variant, variants, side by side"),
@@ -65,6 +68,8 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("data", 2.5, "dedup*, shard, shards, corpus, corpora, data loader, dataloader*"),
     ("data", 1.0, "epoch, epochs, filtering, quality filter, web data, training data, data"),
     ("checkpointing", 2.5, "checkpoint*, ckpt, ckpts, orbax, tensorstore"),
+    ("checkpointing", 2.0, "permanent checkpoint, checkpoint schedule, checkpoint interval"),
+    ("checkpointing", 2.0, "checkpoint every, pin, pins, pinned, pinning"),
     ("checkpointing", 1.5, "restore, restored, restores, restoring, resume from, resumed from"),
     ("checkpointing", 1.5, "safetensors, hf export, export to hf"),
     ("checkpointing", 0.5, "save, saves, saved, saving"),

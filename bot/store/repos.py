@@ -147,76 +147,87 @@ class EventsRepo:
         async with self.db.transaction() as conn:
             for chunk in _chunks(events):
                 existing = await self._existing(conn, chunk)
+                fresh: dict[tuple[str, str, str], Event] = {}  # new keys, last version wins
                 for event in chunk:
                     digest = event.content_hash
                     key = (event.run_slug, event.source, event.external_id)
                     known = existing.get(key)
-                    if known is not None and (
-                        known[1] == digest or _older(event.updated_at, known[2])
-                    ):
+                    if known is None:
+                        earlier = fresh.get(key)
+                        if earlier is not None:
+                            result.unchanged += 1  # a duplicate inside the batch
+                            if _older(event.updated_at, to_db(earlier.updated_at)):
+                                continue
+                        fresh[key] = event
+                        continue
+                    if known[1] == digest or _older(event.updated_at, known[2]):
                         # Same content, or an older version than the stored one (a replay or a
                         # late page): never let it overwrite a newer edit.
                         event.id = known[0]
                         result.unchanged += 1
                         continue
-                    params = (
-                        event.run_slug,
-                        event.source,
-                        event.external_id,
-                        event.kind,
-                        to_db(event.at),
-                        to_db(event.updated_at),
-                        event.author,
-                        event.ref,
-                        event.url,
-                        event.state,
-                        event.title,
-                        event.body,
-                        event.thread,
-                        to_json(event.extra),
-                        int(event.deleted),
-                        digest,
-                        now,
+                    await conn.execute(
+                        "UPDATE events SET kind = ?, updated_at = ?, author = ?, ref = ?, "
+                        "url = ?, state = ?, title = ?, body = ?, thread = ?, extra = ?, "
+                        "deleted = ?, content_hash = ?, enriched_hash = NULL WHERE id = ?",
+                        (
+                            event.kind,
+                            to_db(event.updated_at),
+                            event.author,
+                            event.ref,
+                            event.url,
+                            event.state,
+                            event.title,
+                            event.body,
+                            event.thread,
+                            to_json(event.extra),
+                            int(event.deleted),
+                            digest,
+                            known[0],
+                        ),
                     )
-                    if known is None:
-                        cursor = await conn.execute(
-                            f"INSERT INTO events ({_EVENT_COLUMNS}) "
-                            f"VALUES ({', '.join('?' * 17)}) "
-                            "ON CONFLICT (run_slug, source, external_id) DO NOTHING",
-                            params,
-                        )
-                        if cursor.rowcount:
-                            event.id = cursor.lastrowid
-                            result.inserted.append(int(cursor.lastrowid or 0))
-                        # a duplicate inside the same batch is simply skipped
-                        else:
-                            result.unchanged += 1
-                        existing[key] = (event.id or 0, digest, to_db(event.updated_at))
-                    else:
-                        await conn.execute(
-                            "UPDATE events SET kind = ?, updated_at = ?, author = ?, ref = ?, "
-                            "url = ?, state = ?, title = ?, body = ?, thread = ?, extra = ?, "
-                            "deleted = ?, content_hash = ?, enriched_hash = NULL WHERE id = ?",
-                            (
-                                event.kind,
-                                to_db(event.updated_at),
-                                event.author,
-                                event.ref,
-                                event.url,
-                                event.state,
-                                event.title,
-                                event.body,
-                                event.thread,
-                                to_json(event.extra),
-                                int(event.deleted),
-                                digest,
-                                known[0],
-                            ),
-                        )
-                        event.id = known[0]
-                        result.updated.append(known[0])
-                        existing[key] = (known[0], digest, to_db(event.updated_at))
+                    event.id = known[0]
+                    result.updated.append(known[0])
+                    existing[key] = (known[0], digest, to_db(event.updated_at))
+                if fresh:
+                    await self._insert(conn, list(fresh.values()), now, result)
         return result
+
+    async def _insert(
+        self, conn: aiosqlite.Connection, events: list[Event], now: str | None, result: UpsertResult
+    ) -> None:
+        """Insert new events in one executemany (the per-row round trip to aiosqlite's thread
+        is what bounds ingest speed), then read their ids back."""
+        await conn.executemany(
+            f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES ({', '.join('?' * 17)}) "
+            "ON CONFLICT (run_slug, source, external_id) DO NOTHING",
+            [
+                (
+                    e.run_slug,
+                    e.source,
+                    e.external_id,
+                    e.kind,
+                    to_db(e.at),
+                    to_db(e.updated_at),
+                    e.author,
+                    e.ref,
+                    e.url,
+                    e.state,
+                    e.title,
+                    e.body,
+                    e.thread,
+                    to_json(e.extra),
+                    int(e.deleted),
+                    e.content_hash,
+                    now,
+                )
+                for e in events
+            ],
+        )
+        ids = await self._existing(conn, events)
+        for event in events:
+            event.id = ids[(event.run_slug, event.source, event.external_id)][0]
+            result.inserted.append(event.id)
 
     @staticmethod
     async def _existing(

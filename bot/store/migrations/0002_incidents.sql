@@ -24,5 +24,4 @@ CREATE TABLE incident_engine_state (
 
 CREATE INDEX incident_events_event ON incident_events (event_id);
 CREATE INDEX events_incident_flag ON events (run_slug, at) WHERE incident = 1;
-CREATE INDEX events_source_kind ON events (run_slug, source, kind, at);
 CREATE INDEX incidents_resolved ON incidents (run_slug, resolved_at);

@@ -42,7 +42,9 @@ def to_db(value: datetime | None) -> str | None:
 def from_db(value: str | None) -> datetime | None:
     if value is None:
         return None
-    return datetime.strptime(value, _DB_FORMAT).replace(tzinfo=UTC)
+    # fromisoformat reads our fixed format (trailing Z included) ~10x faster than strptime,
+    # which matters when a status read parses thousands of metric points.
+    return datetime.fromisoformat(value)
 
 
 def humanize_delta(delta: timedelta) -> str:

@@ -454,8 +454,13 @@ class MetricsRepo:
             "SELECT wandb_run FROM run_snapshots WHERE run_slug = ?", (run_slug,)
         )
         if not runs:
+            # DISTINCT would walk every point; this skip-scan does one index seek per W&B run.
             runs = await self.db.fetchall(
-                "SELECT DISTINCT wandb_run FROM metric_points WHERE run_slug = ?", (run_slug,)
+                "WITH RECURSIVE r(w) AS (SELECT MIN(wandb_run) FROM metric_points "
+                "WHERE run_slug = ?1 UNION ALL SELECT (SELECT MIN(wandb_run) FROM metric_points "
+                "WHERE run_slug = ?1 AND wandb_run > r.w) FROM r WHERE r.w IS NOT NULL) "
+                "SELECT w FROM r WHERE w IS NOT NULL",
+                (run_slug,),
             )
         before = []
         for (wandb_run,) in runs:

@@ -73,6 +73,33 @@ def test_demo_then_status_and_timeline(tmp_path: Path) -> None:
     assert digest.returncode == 0, digest.stderr
     assert json.loads(digest.stdout)["slug"] == data["slug"]
 
+    usage = run_cli(tmp_path, "usage", "--json", env=env)
+    assert usage.returncode == 0, usage.stderr
+    report = json.loads(usage.stdout)
+    assert "today" in report and "month" in report  # no key: nothing spent, still a report
+
+
+def test_package_data_is_installed(tmp_path: Path) -> None:
+    """Run from outside the checkout: in CI (a non-editable install) this proves the prompts,
+    migrations and sample ship inside the package, not just in the source tree."""
+    code = (
+        "from bot.llm.prompts import PROMPT_NAMES, load_prompt\n"
+        "from bot.store.db import load_migrations\n"
+        "from bot.sources.replay import load_sample\n"
+        "assert all(load_prompt(n).text.strip() for n in PROMPT_NAMES)\n"
+        "assert load_migrations()\n"
+        "assert load_sample().events\n"
+        "print('ok')\n"
+    )
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
 
 def test_query_commands_fail_cleanly(tmp_path: Path) -> None:
     missing = run_cli(tmp_path, "status", env={"RUNSCRIBE_DB": str(tmp_path / "none.db")})

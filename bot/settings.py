@@ -283,15 +283,6 @@ class RunsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     runs: list[RunConfig] = Field(min_length=1)
 
-    @model_validator(mode="after")
-    def _unique_slugs(self) -> RunsFile:
-        seen: set[str] = set()
-        for run in self.runs:
-            if run.slug in seen:
-                raise ValueError(f"two runs share the slug {run.slug!r}")
-            seen.add(run.slug)
-        return self
-
     def get(self, slug: str) -> RunConfig | None:
         return next((run for run in self.runs if run.slug == slug), None)
 
@@ -325,9 +316,20 @@ def _messages(error: ValidationError, prefix: str = "") -> list[str]:
 
 def parse_runs(data: dict[str, Any], source: str = "runs file") -> RunsFile:
     try:
-        return RunsFile.model_validate(data)
+        runs = RunsFile.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_messages(exc)) from None
+    first: dict[str, int] = {}
+    problems = []
+    for index, run in enumerate(runs.runs):
+        if run.slug in first:
+            problems.append(
+                f"runs[{index}].slug: {run.slug!r} is already used by runs[{first[run.slug]}]"
+            )
+        first.setdefault(run.slug, index)
+    if problems:
+        raise ConfigError(problems)
+    return runs
 
 
 def load_runs_file(path: Path) -> RunsFile:

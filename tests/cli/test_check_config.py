@@ -93,6 +93,11 @@ def test_good_file_passes(tmp_path: Path) -> None:
         ),
         (GOOD.replace('github_repo = "lab/model"', 'github_repo = "model"'), "runs[0].github_repo"),
         ("", "runs: required key is missing"),
+        (
+            GOOD + GOOD.replace('name = "Hero 535B"', 'name = "Other"'),
+            "runs[1].slug: 'hero' is already used by runs[0]",
+        ),
+        ('runs = "x"', "runs: Input should be a valid list"),
     ],
 )
 def test_each_problem_is_named_with_its_path(

@@ -150,8 +150,10 @@ def resolved_card(incident: Incident, run_name: str) -> Card:
     lines = [
         clip(incident.resolution or "The condition cleared.", 1500),
         "",
-        f"Started {ts(incident.started_at)}, resolved {ts(incident.resolved_at)} — "
-        f"{duration(incident, incident.resolved_at)}.",
+        # The incident's own span (from when it was detected); downtime measured from the last
+        # training step, when known, is in the resolution text above.
+        f"Open from {ts(incident.started_at)} to {ts(incident.resolved_at)} "
+        f"({duration(incident, incident.resolved_at)}).",
     ]
     if incident.acked_by:
         lines.append(f"Acknowledged by {incident.acked_by}.")

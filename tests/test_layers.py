@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +36,18 @@ def test_cogs_hold_no_sql_or_http() -> None:
         assert not imported & {"sqlite3", "aiosqlite", "httpx", "anthropic", "wandb"}, path
         text = path.read_text(encoding="utf-8")
         assert "SELECT " not in text and "INSERT " not in text, path
+
+
+def test_sql_lives_in_the_store() -> None:
+    sql = re.compile(r"\b(SELECT|INSERT INTO|UPDATE \w+ SET|DELETE FROM)\b")
+    offenders = [
+        str(path.relative_to(ROOT))
+        for folder in ("bot", "cogs")
+        for path in (ROOT / folder).rglob("*.py")
+        if "store" not in path.relative_to(ROOT).parts
+        if sql.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
 
 
 def test_migrations_are_numbered_without_duplicates() -> None:

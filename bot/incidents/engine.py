@@ -54,12 +54,12 @@ from bot.incidents.detectors import (
     detect_throughput,
     where,
 )
-from bot.incidents.repo import IncidentRepo, Silence
 from bot.incidents.silences import silencing
 from bot.models import Event, Incident, OutboxItem, RunInfo, RunSnapshot, SourceHealth
 from bot.services.status import MONITOR_STALE_AFTER
 from bot.settings import Thresholds
 from bot.store import Store
+from bot.store.incidents import IncidentRepo, Silence
 from bot.timeutil import humanize_delta
 
 log = logging.getLogger(__name__)

@@ -10,9 +10,9 @@ from typing import Any
 
 from bot.errors import UserFacingError
 from bot.incidents.detectors import CRASH, MONITOR
-from bot.incidents.repo import IncidentRepo
 from bot.models import Incident
 from bot.store import Store
+from bot.store.incidents import IncidentRepo
 
 
 @dataclass(slots=True)

@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from bot.errors import UserFacingError
-from bot.incidents.repo import IncidentRepo, Silence
 from bot.models import Incident
 from bot.store import Store
+from bot.store.incidents import IncidentRepo, Silence
 
 MAX_SILENCE = timedelta(days=14)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(m|min|mins|h|hr|hrs|d|day|days)?\s*$", re.I)

@@ -7,9 +7,9 @@ import re
 from datetime import datetime, timedelta
 
 from bot.incidents import IncidentEngine, acknowledge, incident_stats, list_incidents
-from bot.incidents.repo import IncidentRepo
 from bot.incidents.silences import add_silence
 from bot.store import Store
+from bot.store.incidents import IncidentRepo
 from tests.incidents.scenario import RUN_A, RUN_B, Scenario, content
 
 

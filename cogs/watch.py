@@ -1,6 +1,7 @@
-"""Channel watch: messages in a run's `watch_channels` become events. Bots (this one included)
-are ignored, edits update the event, deletions mark it deleted, and no other channel is ever
-stored. Needs the message-content intent."""
+"""Channel watch: messages in a run's `watch_channels` (and in threads under them, where teams
+often take a discussion) become events. Bots (this one included) are ignored, edits update the
+event, deletions mark it deleted, and no other channel is ever stored. Needs the
+message-content intent."""
 
 from __future__ import annotations
 
@@ -20,9 +21,18 @@ log = logging.getLogger(__name__)
 BODY_LIMIT = 4000
 
 
+def watched_id(channel: object, channel_id: int) -> int:
+    """The id that `watch_channels` would name: a thread's parent, else the channel itself."""
+    if isinstance(channel, discord.Thread) and channel.parent_id is not None:
+        return channel.parent_id
+    return channel_id
+
+
 def message_event(slug: str, message: discord.Message) -> Event:
     channel = message.channel
     name = getattr(channel, "name", None) or str(channel.id)
+    if isinstance(channel, discord.Thread) and channel.parent is not None:
+        name = f"{channel.parent.name} › {name}"
     return Event(
         run_slug=slug,
         source="discord",
@@ -48,8 +58,11 @@ class Watch(commands.Cog):
     def _ignored(self, message: discord.Message) -> bool:
         return message.author.bot or message.author.id == getattr(self.bot.user, "id", None)
 
+    def _runs_for(self, channel_id: int) -> list[str]:
+        return self.runs_watching(watched_id(self.bot.get_channel(channel_id), channel_id))
+
     async def _store(self, message: discord.Message) -> None:
-        slugs = self.runs_watching(message.channel.id)
+        slugs = self.runs_watching(watched_id(message.channel, message.channel.id))
         if not slugs or self._ignored(message):
             return
         events = [message_event(slug, message) for slug in slugs]
@@ -70,12 +83,12 @@ class Watch(commands.Cog):
 
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        for slug in self.runs_watching(payload.channel_id):
+        for slug in self._runs_for(payload.channel_id):
             await self.bot.store.events.mark_deleted(slug, "discord", f"msg:{payload.message_id}")
 
     @commands.Cog.listener()
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
-        for slug in self.runs_watching(payload.channel_id):
+        for slug in self._runs_for(payload.channel_id):
             for message_id in payload.message_ids:
                 await self.bot.store.events.mark_deleted(slug, "discord", f"msg:{message_id}")
 

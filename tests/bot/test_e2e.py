@@ -169,6 +169,65 @@ async def test_dropped_websocket_resumes_and_replays(
     assert resume["session_id"] == fake.session_id
 
 
+async def test_threads_under_a_watched_channel_are_watched(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed
+) -> None:
+    alerts, _, watched = channels(seed)
+    await start_bot()
+    thread_id, other_thread = snowflake(), snowflake()
+    for tid, parent in ((thread_id, watched), (other_thread, alerts)):
+        await fake.dispatch(
+            "THREAD_CREATE",
+            {
+                "id": str(tid),
+                "guild_id": str(fake.guild_id),
+                "parent_id": str(parent),
+                "owner_id": "42",
+                "name": "ecc-fault",
+                "type": 11,
+                "message_count": 0,
+                "member_count": 1,
+                "rate_limit_per_user": 0,
+                "thread_metadata": {
+                    "archived": False,
+                    "auto_archive_duration": 1440,
+                    "archive_timestamp": utcnow().isoformat(),
+                    "locked": False,
+                },
+            },
+        )
+    inside = fake.message(
+        thread_id, "r04n2 fell off the bus again", author_id=42, author_name="dana"
+    )
+    elsewhere = fake.message(other_thread, "not watched", author_id=42, author_name="dana")
+    for message in (inside, elsewhere):
+        await fake.dispatch("MESSAGE_CREATE", message)
+
+    async def stored(message: dict[str, Any]) -> Event | None:
+        return await seeded_store.events.get_by_external(
+            "aurora", "discord", f"msg:{message['id']}"
+        )
+
+    for _ in range(100):
+        if await stored(inside):
+            break
+        await asyncio.sleep(0.02)
+    event = await stored(inside)
+    assert event is not None and event.thread == f"discord:{thread_id}"
+    assert event.ref == "#infra-oncall › ecc-fault"
+    assert await stored(elsewhere) is None
+    await fake.dispatch(
+        "MESSAGE_DELETE",
+        {"id": inside["id"], "channel_id": str(thread_id), "guild_id": str(fake.guild_id)},
+    )
+    for _ in range(100):
+        event = await stored(inside)
+        if event is not None and event.deleted:
+            break
+        await asyncio.sleep(0.02)
+    assert event is not None and event.deleted
+
+
 async def test_channel_watch_create_edit_delete_and_ignore(
     start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed
 ) -> None:

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,20 @@ async def test_dropped_websocket_resumes_and_replays(
     assert resume["session_id"] == fake.session_id
 
 
+async def stored_message(
+    store: Store, message: dict[str, Any], until: Callable[[Event], bool] = lambda e: True
+) -> Event | None:
+    """The stored event for a dispatched message, once it satisfies `until` (up to ~2 s: the
+    bot handles gateway events on its own schedule)."""
+    event = None
+    for _ in range(100):
+        event = await store.events.get_by_external("aurora", "discord", f"msg:{message['id']}")
+        if event is not None and until(event):
+            return event
+        await asyncio.sleep(0.02)
+    return event
+
+
 async def test_threads_under_a_watched_channel_are_watched(
     start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed
 ) -> None:
@@ -203,28 +218,15 @@ async def test_threads_under_a_watched_channel_are_watched(
     for message in (inside, elsewhere):
         await fake.dispatch("MESSAGE_CREATE", message)
 
-    async def stored(message: dict[str, Any]) -> Event | None:
-        return await seeded_store.events.get_by_external(
-            "aurora", "discord", f"msg:{message['id']}"
-        )
-
-    for _ in range(100):
-        if await stored(inside):
-            break
-        await asyncio.sleep(0.02)
-    event = await stored(inside)
+    event = await stored_message(seeded_store, inside)
     assert event is not None and event.thread == f"discord:{thread_id}"
     assert event.ref == "#infra-oncall › ecc-fault"
-    assert await stored(elsewhere) is None
+    assert await stored_message(seeded_store, elsewhere) is None
     await fake.dispatch(
         "MESSAGE_DELETE",
         {"id": inside["id"], "channel_id": str(thread_id), "guild_id": str(fake.guild_id)},
     )
-    for _ in range(100):
-        event = await stored(inside)
-        if event is not None and event.deleted:
-            break
-        await asyncio.sleep(0.02)
+    event = await stored_message(seeded_store, inside, lambda e: e.deleted)
     assert event is not None and event.deleted
 
 

@@ -5,6 +5,7 @@ value 1024, 6000 characters in all) so no caller has to trim."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -175,15 +176,25 @@ def format_tokens(value: float | None) -> str:
     return f"{value:.0f}"
 
 
+_MARKDOWN = re.compile(r"([\\*_~`|\[\]>#])")
+
+
+def inert(text: str) -> str:
+    """Untrusted text shown as written: markdown characters escaped, so a display name or a
+    summary cannot bold, hide, or forge a masked link."""
+    return _MARKDOWN.sub(r"\\\1", text)
+
+
 def entry_line(entry: TimelineEntry, *, link: bool = True) -> str:
     """`**author** [#8818](url) open — summary · tag`"""
-    who = f"**{entry.author}**" if entry.author else f"**{entry.source}**"
+    who = f"**{inert(entry.author or entry.source)}**"
     ref = entry.ref or ""
     if ref and entry.url and link:
         ref = f"[{ref}]({entry.url})"
     state = f" {entry.state}" if entry.state and entry.source == "github" else ""
     mark = "🚨 " if entry.incident else ""
-    return f"{mark}{who} {ref}{state} — {entry.summary} · `{entry.tag}`".replace("  ", " ")
+    summary = entry.summary.replace("](", "]\u200b(")  # never a masked link
+    return f"{mark}{who} {ref}{state} — {summary} · `{entry.tag}`".replace("  ", " ")
 
 
 def timeline_pages(

@@ -196,3 +196,24 @@ async def test_digest_quiet_and_busy(store: Store) -> None:
     quiet = await build_digest(store, "hero", later)
     assert quiet.quiet
     assert "nothing happened" in quiet.text
+
+
+def test_timeline_lines_keep_untrusted_markdown_inert() -> None:
+    from bot.render.cards import entry_line
+    from bot.services.timeline import TimelineEntry
+
+    entry = TimelineEntry(
+        NOW,
+        "**boss**](https://evil.example)",
+        "discord",
+        "#hero",
+        None,
+        None,
+        "click [the fix](https://evil.example/x) now",
+        "other",
+        False,
+        "message",
+    )
+    line = entry_line(entry)
+    assert "](https://evil.example/x)" not in line  # no masked link survives
+    assert "**boss**" not in line and "\\*\\*boss\\*\\*" in line

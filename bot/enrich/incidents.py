@@ -185,6 +185,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:saving|writing)\s+(?:the\s+)?(?:checkpoint|ckpt)\s+(?:failed|timed\s+out|hung"
         r"|stalled)",
     ),
+    _sig(
+        "checkpoint-failed",
+        "checkpoint ckpt",
+        # "checkpoint save to gs://bucket/path failed with 503": a destination in between
+        r"(?:checkpoint|ckpt)\s+(?:save|write|upload|commit)s?\s+(?:to|into|on)\b"
+        r"(?:\s+\S+){0,4}?\s+(?:failed|failing|errored|timed\s+out)",
+    ),
     # storage
     _sig("storage", "quota", r"quota\s+(?:exceeded|exhausted)|exceeded\s+(?:\w+\s+)?quota"),
     _sig("storage", "full", r"(?:disk|volume|filesystem|bucket)\s+(?:is\s+|was\s+)?full"),

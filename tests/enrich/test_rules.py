@@ -422,3 +422,12 @@ def test_a_200kb_realistic_paste_still_summarises_its_first_sentence() -> None:
     assert len(body) > 200_000
     assert summarize(body) == "The restore from step 54,000 is slow again."
     assert rules.is_newsworthy(body)
+
+
+def test_checkpoint_save_failure_with_a_destination_in_between() -> None:
+    flagged = detect_incident(
+        "Checkpoint save to gs://lab-us-central2/hero failed with 503 Service Unavailable."
+    )
+    assert flagged[0] and flagged[2] == "checkpoint-failed"
+    hypothetical = detect_incident("If the checkpoint save to GCS failed we would lose a day.")
+    assert not hypothetical[0]

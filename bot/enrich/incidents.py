@@ -288,6 +288,7 @@ _NEGATION = re.compile(
 # Cues right before a signal ("any OOMs", "the last crash", "after the crash").
 _NEAR_CUE = re.compile(
     r"\b(?:any(?:\s+(?:more|further|new|other))?|past|previous|prior|earlier|last|potential"
+    r"|yesterday's|(?:last|previous|past)\s+(?:week|night|month|year|time)(?:'s)?"
     r"|possible|known|hypothetical|future|(?:after|since|before)\s+(?:the|that|this|a|an))\s+$",
     re.IGNORECASE,
 )

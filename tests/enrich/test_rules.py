@@ -431,3 +431,9 @@ def test_checkpoint_save_failure_with_a_destination_in_between() -> None:
     assert flagged[0] and flagged[2] == "checkpoint-failed"
     hypothetical = detect_incident("If the checkpoint save to GCS failed we would lose a day.")
     assert not hypothetical[0]
+
+
+def test_an_incident_from_last_week_is_history_not_news() -> None:
+    assert not detect_incident("Here's the trace from last week's crash for reference.")[0]
+    assert not detect_incident("Yesterday's OOM was the loader cache.")[0]
+    assert detect_incident("Last night the run crashed twice.")[0]

@@ -242,7 +242,10 @@ async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
                 summary.alerts_queued,
             )
             if args.once:
-                return EXIT_OK if summary.poll.ok else EXIT_FAILURE
+                # One failing source is isolated (logged, its health recorded, the others ran);
+                # only a cycle in which no source could be polled at all is a failure.
+                polled = summary.poll.results or not summary.poll.failures
+                return EXIT_OK if polled else EXIT_FAILURE
             await asyncio.sleep(settings.runscribe_poll_interval)
 
 

@@ -131,3 +131,38 @@ async def test_poll_once_then_status(tmp_path: Path, wandb_server: FakeWandb) ->
         assert code == 0, out + err
         idle = github.log[mark:]
         assert len(idle) == 2 and all(r.status == 304 for r in idle)
+
+
+async def test_one_failing_source_does_not_fail_the_cycle(
+    tmp_path: Path, wandb_server: FakeWandb
+) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    wandb_server.reset()
+    run = wandb_server.add_run("ent/proj/hero-1", created_at=now - timedelta(hours=1))
+    wandb_server.log(run.path, 20, start=now - timedelta(minutes=30), every=timedelta(minutes=1))
+    async with FakeGitHub() as github:  # no repository "lab/model" here: GitHub answers 404
+        (tmp_path / "runscribe.toml").write_text(RUNS)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("RUNSCRIBE_", "WANDB_"))}
+        env.update(
+            RUNSCRIBE_CONFIG=str(tmp_path / "runscribe.toml"),
+            RUNSCRIBE_DB=str(tmp_path / "hero.db"),
+            GITHUB_API_URL=github.url,
+            WANDB_BASE_URL=wandb_server.base_url,
+            WANDB_API_KEY=wandb_server.api_key,
+            WANDB__GRAPHQL_RETRY_MAX="1",
+        )
+        env.pop("ANTHROPIC_API_KEY", None)
+        code, out, err = await cli(tmp_path, env, "poll", "--once")
+        assert code == 0, out + err
+        assert "lab/model" in out + err  # one clear line naming the repository
+        code, out, err = await cli(tmp_path, env, "status", "--json")
+        status = json.loads(out)
+        assert status["progress"]["step"] == 19
+        assert status["freshness"]["wandb"] is not None
+        assert status["freshness"]["github"] is None
+
+        # Nothing reachable at all: that cycle did fail.
+        env["WANDB_BASE_URL"] = "http://127.0.0.1:9"  # discard port: connection refused
+        env["RUNSCRIBE_DB"] = str(tmp_path / "other.db")
+        code, out, err = await cli(tmp_path, env, "poll", "--once")
+        assert code == 1, out + err

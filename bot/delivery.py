@@ -566,7 +566,7 @@ class OutboxPoster:
             report.failed.append(item.id)
             return True
         try:
-            message_id, recovered = await asyncio.wait_for(
+            message_id, posted_in, recovered = await asyncio.wait_for(
                 self._deliver(item, payload), timeout=self.send_timeout
             )
         except _Wait as wait:
@@ -576,7 +576,10 @@ class OutboxPoster:
         except (DeliveryError, TimeoutError) as exc:
             return await self._failed(item, exc, report)
         await self.store.outbox.mark_sent(
-            item.id, str(message_id) if message_id is not None else None, self.clock()
+            item.id,
+            str(message_id) if message_id is not None else None,
+            self.clock(),
+            posted_in if payload.edit_of is None else None,
         )
         (report.recovered if recovered else report.sent).append(item.id)
         self._tried.discard(item.id)
@@ -608,18 +611,21 @@ class OutboxPoster:
         report.retried.append(item.id)
         return False
 
-    async def _deliver(self, item: OutboxItem, payload: ParsedPayload) -> tuple[int | None, bool]:
-        """Send (or edit); return (message id, whether it was found already posted). The id is
-        None for a thread-only item that had no thread to go to."""
+    async def _deliver(
+        self, item: OutboxItem, payload: ParsedPayload
+    ) -> tuple[int | None, int | None, bool]:
+        """Send (or edit); return (message id, the channel or thread it is in, whether it was
+        found already posted). The id is None for a thread-only item that had no thread."""
         assert item.id is not None
         if payload.edit_of is not None:
-            return await self._edit(item, payload), False
+            message_id, destination = await self._edit(item, payload)
+            return message_id, destination, False
         channel_id = item.channel_id
         if item.reply_to is not None:
             channel_id = await self._thread_for_reply(item)
             if channel_id == item.channel_id and payload.thread_only:
                 log.info("outbox item %s is for a thread that does not exist; dropped", item.id)
-                return None, False
+                return None, None, False
         messages = render_item(item.id, item.dedup_key, payload)
         seen: dict[Marker, int] = {}
         if self._needs_history_check(item):
@@ -640,9 +646,9 @@ class OutboxPoster:
             )
         if payload.thread_name and channel_id == item.channel_id:
             await self._open_thread(channel_id, ids[0], payload.thread_name)
-        return ids[0], recovered
+        return ids[0], channel_id, recovered
 
-    async def _edit(self, item: OutboxItem, payload: ParsedPayload) -> int:
+    async def _edit(self, item: OutboxItem, payload: ParsedPayload) -> tuple[int, int]:
         assert payload.edit_of is not None
         target = await self.store.outbox.get(payload.edit_of)
         if target is None or target.status == "failed":
@@ -653,14 +659,15 @@ class OutboxPoster:
             raise _Wait(f"edit target {target.id} not posted yet")
         assert target.id is not None
         message = render_item(target.id, target.dedup_key, replace(payload, edit_of=None))[0]
-        destination = target.channel_id
-        if target.reply_to is not None:
+        destination = target.posted_in or target.channel_id
+        if target.posted_in is None and target.reply_to is not None:
+            # rows sent before posted_in was recorded: the thread, if this process knows it
             parent = await self.store.outbox.get(target.reply_to)
             if parent is not None and parent.message_id:
                 thread = self._threads.get(int(parent.message_id))
                 destination = thread if thread is not None else target.channel_id
         await self.transport.edit(destination, int(target.message_id), message)
-        return int(target.message_id)
+        return int(target.message_id), destination
 
     async def _thread_for_reply(self, item: OutboxItem) -> int:
         assert item.reply_to is not None

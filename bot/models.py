@@ -162,6 +162,7 @@ class OutboxItem:
     message_id: str | None = None
     last_error: str | None = None
     reply_to: int | None = None  # outbox id whose message (thread) this belongs to
+    posted_in: int | None = None  # channel or thread id the message went to, once sent
     id: int | None = None
 
 

@@ -781,6 +781,7 @@ def _outbox_from_row(row: aiosqlite.Row) -> OutboxItem:
         message_id=row["message_id"],
         last_error=row["last_error"],
         reply_to=row["reply_to"],
+        posted_in=row["posted_in"],
     )
 
 
@@ -838,12 +839,14 @@ class OutboxRepo:
         row = await self.db.fetchone("SELECT * FROM outbox WHERE dedup_key = ?", (dedup_key,))
         return _outbox_from_row(row) if row else None
 
-    async def mark_sent(self, item_id: int, message_id: str | None, at: datetime) -> None:
+    async def mark_sent(
+        self, item_id: int, message_id: str | None, at: datetime, posted_in: int | None = None
+    ) -> None:
         async with self.db.transaction() as conn:
             await conn.execute(
-                "UPDATE outbox SET status = 'sent', sent_at = ?, message_id = ?, "
+                "UPDATE outbox SET status = 'sent', sent_at = ?, message_id = ?, posted_in = ?, "
                 "attempts = attempts + 1, last_error = NULL WHERE id = ?",
-                (to_db(at), message_id, item_id),
+                (to_db(at), message_id, posted_in, item_id),
             )
 
     async def mark_retry(

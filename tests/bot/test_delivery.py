@@ -339,6 +339,24 @@ async def test_reply_goes_to_thread_or_channel_and_edit_waits_for_target(store: 
     assert transport.texts(head_id) == ["comment", "resolved"]
 
 
+async def test_an_edit_after_a_restart_finds_the_thread_message(store: Store) -> None:
+    """The thread a reply went into is stored with it, so a new process (which never saw the
+    thread opened) still edits that message where it is."""
+    transport = MemoryTransport()
+    head = await queue(store, 10, "head", payload=make_payload("node lost", thread_name="t"))
+    reply = await queue(store, 10, "reply", payload=make_payload("update 1"), reply_to=head)
+    await OutboxPoster(store, transport, backoff_base=0).drain()
+    sent = await store.outbox.get(reply)
+    head_message = transport.channels[10][0][0]
+    assert sent is not None and sent.posted_in == head_message  # the thread's id
+
+    restarted = OutboxPoster(store, MemoryTransport(), backoff_base=0)
+    await queue(store, 10, "edit", payload=make_payload("update 1 (corrected)", edit_of=reply))
+    await restarted.drain()
+    [(channel, message_id, _)] = restarted.transport.edits  # type: ignore[attr-defined]
+    assert (channel, message_id) == (head_message, int(sent.message_id or 0))
+
+
 # --- digest schedule ----------------------------------------------------------------------------
 
 

@@ -8,7 +8,15 @@ from __future__ import annotations
 from datetime import datetime
 
 from bot.llm.client import LLMClient
-from bot.llm.facts import DigestFacts, fmt_big, fmt_date, fmt_duration, fmt_int, fmt_time
+from bot.llm.facts import (
+    DigestFacts,
+    fmt_big,
+    fmt_date,
+    fmt_duration,
+    fmt_int,
+    fmt_time,
+    sentence,
+)
 from bot.llm.narrative import render_prompt, write_grounded
 from bot.models import LLMOutput
 from bot.store import Store
@@ -16,12 +24,6 @@ from bot.store import Store
 DIGEST_MAX_WORDS = 400
 DIGEST_MAX_CHARS = 3800
 DIGEST_MAX_TOKENS = 1400
-
-
-def _sentence(text: str) -> str:
-    """End with exactly one full stop, unless the text already ends a sentence (? or !)."""
-    text = text.rstrip().rstrip(".")
-    return text if text.endswith(("?", "!", "…")) else text + "."
 
 
 def template_digest(facts: DigestFacts) -> str:
@@ -80,7 +82,7 @@ def template_digest(facts: DigestFacts) -> str:
         for h in facts.highlights[:8]:
             who = h.author or "Someone"
             ref = f" in {h.ref}" if h.ref else ""
-            lines.append(f"- {who}{ref}: {_sentence(h.summary)}")
+            lines.append(f"- {who}{ref}: {sentence(h.summary)}")
         paragraphs.append("What happened:\n" + "\n".join(lines))
     if facts.open_threads:
         refs = "; ".join(f"{t.ref} {t.title}" if t.ref else t.title for t in facts.open_threads[:5])

@@ -21,7 +21,7 @@ from bot.analysis.progress import Progress, compute_progress, detect_restarts
 from bot.llm.prompts import short_hash
 from bot.llm.safety import fence
 from bot.models import Event, Incident
-from bot.services.status import RestartInfo, build_status
+from bot.services.status import RestartInfo, StatusReport, build_status
 from bot.store import Store
 from bot.timeutil import humanize_delta
 
@@ -118,6 +118,7 @@ class NarrativeFacts:
     links: dict[str, str] = field(default_factory=dict)
     incidents_total: int = 0  # over the whole run
     self_healed: int = 0  # crashes training recovered from with no human report
+    monitor_stale: bool = False  # W&B unreachable lately: figures may be behind
 
     def fingerprint(self) -> str:
         """What changes the story (not the ever-moving step count): state, last restart,
@@ -182,6 +183,12 @@ def fmt_time(value: datetime, tz: str) -> str:
     hour = local.hour % 12 or 12
     half = "a.m." if local.hour < 12 else "p.m."
     return f"{fmt_date(value, tz)}, {hour}:{local.minute:02d} {half} {local.tzname() or tz}"
+
+
+def sentence(text: str) -> str:
+    """End with exactly one full stop, unless the text already ends a sentence (? ! …)."""
+    text = text.rstrip().rstrip(".")
+    return text if text.endswith(("?", "!", "…")) else text + "."
 
 
 def fmt_int(value: float | int) -> str:
@@ -257,6 +264,11 @@ def render_facts(facts: NarrativeFacts) -> str:
             lines.append(line)
     else:
         lines.append("incidents: none")
+    if facts.monitor_stale:
+        lines.append(
+            "monitor: Runscribe has not reached W&B recently, so these figures may be behind; "
+            "this says nothing about the run itself"
+        )
     if facts.incidents_total:
         lines.append(
             f"incidents over the whole run: {facts.incidents_total}; training recovered on its "
@@ -428,15 +440,17 @@ async def _common(
     incidents: Sequence[Incident],
     progress: Progress | None,
     state: str | None,
+    report: StatusReport | None = None,
 ) -> dict[str, Any]:
     """The fields narrative and digest facts share, from the same computation /status shows, so
     the LLM is never told a number the status page disagrees with."""
-    report = await build_status(store, run_slug, now)
+    report = report or await build_status(store, run_slug, now)
     progress = progress or report.progress
     run = report.run
     return {
         "incidents_total": report.incidents_total,
         "self_healed": report.incidents_self_healed,
+        "monitor_stale": report.monitor_stale,
         "run_slug": run_slug,
         "run_name": run.name,
         "now": now,
@@ -464,15 +478,18 @@ async def build_narrative_facts(
     progress: Progress | None = None,
     state: str | None = None,
     highlights: int = MAX_HIGHLIGHTS,
+    report: StatusReport | None = None,
+    scan: int = SCAN_EVENTS,
 ) -> NarrativeFacts:
-    """Facts for the status narrative, read from the store. Pass `progress`/`state` when the
-    caller already computed them."""
+    """Facts for the status narrative, read from the store. Pass `progress`/`state` (or the
+    whole status `report`) when the caller already computed them; `scan` bounds the recent
+    events read to pick highlights from (the live template needs far fewer than the LLM)."""
     incidents = await store.incidents.find(run_slug, since=now - INCIDENT_WINDOW)
-    recent = await store.events.timeline(run_slug, since=now - COUNT_WINDOW, limit=SCAN_EVENTS)
+    recent = await store.events.timeline(run_slug, since=now - COUNT_WINDOW, limit=scan)
     if len(recent) < highlights:  # a quiet week: look further back, still bounded
-        recent = await store.events.timeline(run_slug, limit=SCAN_EVENTS)
+        recent = await store.events.timeline(run_slug, limit=scan)
     return NarrativeFacts(
-        **await _common(store, run_slug, now, incidents, progress, state),
+        **await _common(store, run_slug, now, incidents, progress, state, report),
         counts_by_tag=dict(Counter(e.tag or "other" for e in recent if e.at >= now - COUNT_WINDOW)),
         highlights=select_highlights(recent, now, highlights),
         open_threads=open_threads_from(recent),

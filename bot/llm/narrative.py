@@ -26,6 +26,7 @@ from bot.llm.facts import (
     render_facts,
     render_highlights,
     render_open_threads,
+    sentence,
 )
 from bot.llm.grounding import FactIndex, GroundingReport, check
 from bot.llm.prompts import load_prompt, short_hash
@@ -199,12 +200,12 @@ def template_narrative(facts: NarrativeFacts) -> str:
             "killed": "was stopped at",
             "preempted": "was preempted at",
         }.get(facts.state, f"is {facts.state} at")
-        sentence = f"{name} {verb} {where}"
+        opening = f"{name} {verb} {where}"
         if facts.tokens is not None and facts.target_tokens:
-            sentence += (
+            opening += (
                 f", with {fmt_big(facts.tokens)} of {fmt_big(facts.target_tokens)} tokens seen"
             )
-        parts.append(sentence + ".")
+        parts.append(opening + ".")
         if facts.projected_end and facts.state != "finished":
             parts.append(
                 f"At the current pace it should finish around {fmt_date(facts.projected_end, tz)}."
@@ -222,6 +223,11 @@ def template_narrative(facts: NarrativeFacts) -> str:
         parts.append(text + ".")
         if restart.cause:
             parts.append(f"Cause: {restart.cause.rstrip('.')}.")
+    if facts.monitor_stale:
+        parts.append(
+            "Runscribe has not been able to reach W&B recently, so these figures may be behind; "
+            "that says nothing about the run itself."
+        )
     open_incidents = [i for i in facts.incidents if i.status != "resolved"]
     resolved = [i for i in facts.incidents if i.status == "resolved"]
     if open_incidents:
@@ -235,6 +241,12 @@ def template_narrative(facts: NarrativeFacts) -> str:
         )
     else:
         parts.append("No incident is open.")
+    if facts.incidents_total:
+        total, healed = facts.incidents_total, facts.self_healed
+        line = f"The run has had {total} incident{'s' if total != 1 else ''} so far"
+        if healed:
+            line += f"; training recovered from {healed} of them on its own"
+        parts.append(line + ".")
     paragraphs = [" ".join(parts)]
     if facts.highlights:
         recent = facts.highlights[:3]
@@ -242,7 +254,7 @@ def template_narrative(facts: NarrativeFacts) -> str:
         for h in recent:
             who = h.author or "Someone"
             ref = f" ({h.ref})" if h.ref else ""
-            lines.append(f"{who}{ref}: {h.summary.rstrip('.')}.")
+            lines.append(f"{who}{ref}: {sentence(h.summary)}")
         paragraphs.append("Latest: " + " ".join(lines))
     if facts.open_threads:
         refs = ", ".join(f"{t.ref} {t.title}" if t.ref else t.title for t in facts.open_threads[:4])

@@ -18,7 +18,11 @@ WINDOW = timedelta(hours=24)
 # W&B silent this long while we keep polling it fine → the run itself is quiet, not the monitor.
 MONITOR_STALE_AFTER = timedelta(minutes=15)
 FRESHNESS_SOURCES = ("wandb", "github", "discord")
-NARRATIVE_EVERY = timedelta(minutes=30)  # how often the poll cycle considers a new narrative
+NARRATIVE_EVERY = timedelta(minutes=30)
+# The live template names a few recent highlights and open threads; it reads only this many
+# recent events to find them, which keeps /status fast on a store of millions.
+TEMPLATE_HIGHLIGHTS = 3
+TEMPLATE_SCAN = 80  # how often the poll cycle considers a new narrative
 
 
 class UnknownRun(UserFacingError):
@@ -142,57 +146,6 @@ def _last_restart(
     return computed
 
 
-def template_narrative(report: StatusReport) -> str:
-    """Plain sentences from the computed facts; what no-key installs show, and the fallback when
-    an LLM narrative fails its grounding check."""
-    p = report.progress
-    name = report.run.name
-    parts: list[str] = []
-    if p.step is None:
-        return f"{name} has no training metrics recorded yet."
-    where = f"step {p.step:,}"
-    if p.total_steps:
-        where += f" of {p.total_steps:,}"
-    if p.percent is not None:
-        where += f" ({p.percent:.1f}% done)"
-    if report.state == "finished":
-        parts.append(f"{name} has finished training at {where}.")
-    elif report.health == "bad":
-        parts.append(f"{name} is {report.state} according to W&B, last seen at {where}.")
-    elif report.state == "stalled" and p.last_point_at:
-        idle = humanize_delta(report.now - p.last_point_at)
-        parts.append(f"{name} has logged no new step for {idle}; it was last at {where}.")
-    else:
-        parts.append(f"{name} is {report.state} at {where}.")
-    if p.steps_per_hour and p.projected_end and report.state != "finished":
-        parts.append(
-            f"Over the last day it averaged {p.steps_per_hour:,.0f} steps an hour, downtime "
-            f"included, which puts the end around {p.projected_end:%b %d, %Y}."
-        )
-    if report.last_restart is not None:
-        since = humanize_delta(report.now - report.last_restart.at)
-        detail = report.last_restart.description.rstrip(".")
-        parts.append(f"The last restart was {since} ago: {detail}.")
-    if report.open_incidents:
-        titles = "; ".join(i.title for i in report.open_incidents[:3])
-        count = len(report.open_incidents)
-        parts.append(f"{count} incident{'s' if count != 1 else ''} open: {titles}.")
-    else:
-        parts.append("No incident is open.")
-    if report.incidents_total:
-        total, healed = report.incidents_total, report.incidents_self_healed
-        line = f"The run has had {total} incident{'s' if total != 1 else ''} so far"
-        if healed:
-            line += f"; training recovered from {healed} of them on its own"
-        parts.append(line + ".")
-    if report.monitor_stale:
-        parts.append(
-            "Runscribe has not been able to reach W&B recently, so these figures may be behind; "
-            "that says nothing about the run itself."
-        )
-    return " ".join(parts)
-
-
 async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
     run = await store.runs.get(slug)
     if run is None:
@@ -257,8 +210,15 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         report.narrative_by = "llm"
         report.narrative_next_at = stored.created_at + NARRATIVE_EVERY
     else:
-        # The template is cheap and always current, so it is written fresh for every reader.
-        report.narrative = template_narrative(report)
+        # The template is cheap and always current, so it is written fresh for every reader,
+        # from the same facts (and by the same code) the LLM's fallback uses.
+        from bot.llm.facts import build_narrative_facts  # late: facts build on this module
+        from bot.llm.narrative import template_narrative
+
+        facts = await build_narrative_facts(
+            store, slug, now, report=report, highlights=TEMPLATE_HIGHLIGHTS, scan=TEMPLATE_SCAN
+        )
+        report.narrative = template_narrative(facts)
         report.narrative_at = now
     return report
 

@@ -459,11 +459,6 @@ def iter_split(text: str) -> Iterator[str]:
         yield rest
 
 
-def split_sentences(text: str) -> list[str]:
-    """Split one cleaned block into sentences."""
-    return list(iter_split(text))
-
-
 _LEAD_FILLER = re.compile(
     r"""^(?:
         (?:@[\w.\-]+[\s,:]*)+                                       # leading pings

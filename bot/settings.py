@@ -67,6 +67,16 @@ class Settings(BaseSettings):
     runscribe_poll_interval: float = Field(default=60.0, gt=0)
     runscribe_log_level: str = "INFO"
 
+    @field_validator(
+        "discord_token", "github_token", "wandb_api_key", "anthropic_api_key", mode="before"
+    )
+    @classmethod
+    def _blank_secret(cls, value: object) -> object:
+        """`DISCORD_TOKEN=` in a .env copied from .env.example means unset, not an empty key."""
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
     @field_validator("github_api_url", "discord_api_base", "wandb_base_url", "anthropic_base_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:

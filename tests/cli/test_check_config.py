@@ -142,3 +142,12 @@ def test_dotenv_is_read(tmp_path: Path) -> None:
     result = check(tmp_path, GOOD)
     assert result.returncode == 2
     assert "DISCORD_GUILD_ID" in result.stderr
+
+
+def test_blank_secrets_from_a_copied_env_example_mean_unset(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("DISCORD_TOKEN=\nANTHROPIC_API_KEY=\n")
+    result = check(tmp_path, GOOD)
+    assert result.returncode == 0, result.stderr
+    assert "DISCORD_TOKEN is not set" in result.stdout
+    run = run_cli(tmp_path, "run", env={"RUNSCRIBE_CONFIG": str(tmp_path / "runscribe.toml")})
+    assert run.returncode == 2 and "DISCORD_TOKEN: required" in run.stderr

@@ -43,6 +43,22 @@ def wandb_server() -> Iterator[FakeWandb]:
     fake.stop()
 
 
+def environment(tmp_path: Path, github: FakeGitHub, wandb: FakeWandb) -> dict[str, str]:
+    """A process environment pointing every source at the fakes, with the runs file written."""
+    (tmp_path / "runscribe.toml").write_text(RUNS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RUNSCRIBE_", "WANDB_"))}
+    env.update(
+        RUNSCRIBE_CONFIG=str(tmp_path / "runscribe.toml"),
+        RUNSCRIBE_DB=str(tmp_path / "hero.db"),
+        GITHUB_API_URL=github.url,
+        WANDB_BASE_URL=wandb.base_url,
+        WANDB_API_KEY=wandb.api_key,
+        WANDB__GRAPHQL_RETRY_MAX="1",
+    )
+    env.pop("ANTHROPIC_API_KEY", None)
+    return env
+
+
 async def cli(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -91,17 +107,7 @@ async def test_poll_once_then_status(tmp_path: Path, wandb_server: FakeWandb) ->
         repo.add_comment(number, "Iris restarted the job from the last checkpoint.")
         repo.add_issue("Unrelated docs fix", "typo")
 
-        (tmp_path / "runscribe.toml").write_text(RUNS)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("RUNSCRIBE_", "WANDB_"))}
-        env.update(
-            RUNSCRIBE_CONFIG=str(tmp_path / "runscribe.toml"),
-            RUNSCRIBE_DB=str(tmp_path / "hero.db"),
-            GITHUB_API_URL=github.url,
-            WANDB_BASE_URL=wandb_server.base_url,
-            WANDB_API_KEY=wandb_server.api_key,
-            WANDB__GRAPHQL_RETRY_MAX="1",
-        )
-        env.pop("ANTHROPIC_API_KEY", None)
+        env = environment(tmp_path, github, wandb_server)
 
         code, out, err = await cli(tmp_path, env, "poll", "--once")
         assert code == 0, out + err
@@ -141,17 +147,7 @@ async def test_one_failing_source_does_not_fail_the_cycle(
     run = wandb_server.add_run("ent/proj/hero-1", created_at=now - timedelta(hours=1))
     wandb_server.log(run.path, 20, start=now - timedelta(minutes=30), every=timedelta(minutes=1))
     async with FakeGitHub() as github:  # no repository "lab/model" here: GitHub answers 404
-        (tmp_path / "runscribe.toml").write_text(RUNS)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("RUNSCRIBE_", "WANDB_"))}
-        env.update(
-            RUNSCRIBE_CONFIG=str(tmp_path / "runscribe.toml"),
-            RUNSCRIBE_DB=str(tmp_path / "hero.db"),
-            GITHUB_API_URL=github.url,
-            WANDB_BASE_URL=wandb_server.base_url,
-            WANDB_API_KEY=wandb_server.api_key,
-            WANDB__GRAPHQL_RETRY_MAX="1",
-        )
-        env.pop("ANTHROPIC_API_KEY", None)
+        env = environment(tmp_path, github, wandb_server)
         code, out, err = await cli(tmp_path, env, "poll", "--once")
         assert code == 0, out + err
         assert "lab/model" in out + err  # one clear line naming the repository

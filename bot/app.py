@@ -31,6 +31,7 @@ from bot.delivery import (
     SeenMessage,
     run_due_digests,
 )
+from bot.errors import UserFacingError
 from bot.render.chart import ChartCache
 from bot.settings import ConfigError, RunConfig, RunsFile, Settings, load_runs_file
 from bot.store import Store
@@ -52,6 +53,16 @@ NO_MENTIONS = discord.AllowedMentions.none()
 THREAD_EXISTS = 160004  # Discord error code: "a thread has already been created for this message"
 
 NarrativeRefresher = Callable[[str, datetime], Awaitable[object]]
+
+#: Gateway close codes discord.py does not reconnect after: all need the operator.
+GATEWAY_CLOSES = {
+    4004: "Discord closed the gateway: authentication failed (4004). The bot token was reset "
+    "or revoked: put the current one in DISCORD_TOKEN and start again",
+    4010: "Discord closed the gateway: invalid shard (4010)",
+    4011: "Discord closed the gateway: this bot needs sharding (4011)",
+    4012: "Discord closed the gateway: invalid API version (4012)",
+    4013: "Discord closed the gateway: invalid intents (4013)",
+}
 
 
 class BotServices(Protocol):
@@ -399,6 +410,9 @@ async def run_bot(
             await bot.start(token.get_secret_value())
         except discord.LoginFailure:
             raise ConfigError(["DISCORD_TOKEN: Discord rejected the token"]) from None
+        except discord.ConnectionClosed as exc:  # e.g. the token was reset while running
+            text = GATEWAY_CLOSES.get(exc.code, f"Discord closed the gateway ({exc.code})")
+            raise UserFacingError(text) from None
         except discord.PrivilegedIntentsRequired:
             raise ConfigError(
                 [

@@ -11,11 +11,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.delivery import enqueue_digest
+from bot.app import discord_time
+from bot.digests import enqueue_digest
 from bot.errors import UserFacingError
 from bot.settings import ConfigError
 from cogs.common import reply_private, resolve_run, run_autocomplete
-from cogs.embeds import discord_time
 
 if TYPE_CHECKING:
     from bot.app import RunscribeBot

@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.incidents import messages
+import bot.incidents.messages as messages
 from bot.incidents.detectors import (
     CRASH,
     HEARTBEAT,

@@ -30,7 +30,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Runscribe 
         self.bot = bot
         super().__init__()
 
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:  # type: ignore[override]
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
         """Manage Server for every admin command, checked here as well as by Discord's default
         permissions (which a server admin can loosen)."""
         if not interaction.permissions.manage_guild:

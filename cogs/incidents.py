@@ -47,12 +47,12 @@ class AckButton(
         self.incident_id = incident_id
 
     @classmethod
-    async def from_custom_id(  # type: ignore[override]
-        cls, interaction: discord.Interaction, item: discord.ui.Button[Any], match: re.Match[str]
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
     ) -> AckButton:
         return cls(int(match["id"]))
 
-    async def callback(self, interaction: discord.Interaction) -> None:  # type: ignore[override]
+    async def callback(self, interaction: discord.Interaction) -> None:
         bot: RunscribeBot = interaction.client  # type: ignore[assignment]
         try:
             incident = await acknowledge(

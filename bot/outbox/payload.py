@@ -70,14 +70,6 @@ class ButtonPayload(TypedDict):
     label: str
 
 
-class Payload(TypedDict, total=False):
-    content: str | None
-    card: CardPayload | None
-    thread_name: str | None
-    edit_of: int | None
-    buttons: list[ButtonPayload] | None
-
-
 class PayloadError(ValueError):
     """An outbox payload that can never be delivered (malformed JSON shape)."""
 

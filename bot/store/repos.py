@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -957,7 +958,7 @@ class Store:
         self.outbox = OutboxRepo(db)
         self.llm = LLMRepo(db)
 
-    def transaction(self):  # type: ignore[no-untyped-def]
+    def transaction(self) -> AbstractAsyncContextManager[aiosqlite.Connection]:
         return self.db.transaction()
 
 

@@ -9,7 +9,25 @@ from datetime import datetime
 from typing import Any, Literal
 
 Source = Literal["github", "discord", "wandb", "system"]
-SOURCES: tuple[str, ...] = ("github", "discord", "wandb", "system")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    name: str
+    label: str  # how posts name it: "GitHub #8818", "Discord #hero-run"
+    people: bool  # people write there: an incident-flagged event is a human report
+
+
+#: The one list of sources. Everything else (CLI choices, report SQL, labels) derives from it.
+SOURCE_SPECS: tuple[SourceSpec, ...] = (
+    SourceSpec("github", "GitHub", people=True),
+    SourceSpec("discord", "Discord", people=True),
+    SourceSpec("wandb", "W&B", people=False),
+    SourceSpec("system", "Runscribe", people=False),
+)
+SOURCES: tuple[str, ...] = tuple(spec.name for spec in SOURCE_SPECS)
+#: Sources whose incident-flagged events are reports by people (GitHub threads, Discord chat).
+REPORT_SOURCES: tuple[str, ...] = tuple(spec.name for spec in SOURCE_SPECS if spec.people)
 
 TAGS: tuple[str, ...] = (
     "incident",
@@ -142,6 +160,25 @@ class Incident:
     acked_at: datetime | None = None
     details: dict[str, Any] = field(default_factory=dict)
     id: int | None = None
+
+
+@dataclass(slots=True)
+class Silence:
+    """ "Post nothing about this run's <matcher> until <ends_at>", with an owner and a reason."""
+
+    run_slug: str
+    matcher: str
+    starts_at: datetime
+    ends_at: datetime
+    owner: str
+    reason: str = ""
+    created_at: datetime | None = None
+    cancelled_at: datetime | None = None
+    cancelled_by: str | None = None
+    id: int | None = None
+
+    def active(self, now: datetime) -> bool:
+        return self.cancelled_at is None and self.starts_at <= now < self.ends_at
 
 
 @dataclass(slots=True)

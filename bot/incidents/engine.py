@@ -55,11 +55,11 @@ from bot.incidents.detectors import (
     where,
 )
 from bot.incidents.silences import silencing
-from bot.models import Event, Incident, OutboxItem, RunInfo, RunSnapshot, SourceHealth
+from bot.models import Event, Incident, OutboxItem, RunInfo, RunSnapshot, Silence, SourceHealth
 from bot.services.status import MONITOR_STALE_AFTER
 from bot.settings import Thresholds
 from bot.store import Store
-from bot.store.incidents import IncidentRepo, Silence
+from bot.store.incidents import IncidentsRepo
 from bot.timeutil import humanize_delta
 
 log = logging.getLogger(__name__)
@@ -160,7 +160,7 @@ class IncidentEngine:
 
     async def _detect_run(self, store: Store, run: RunInfo, now: datetime) -> int:
         p = self.policy
-        repo = IncidentRepo(store)
+        repo = store.incidents
         th = thresholds_for(run)
         last_detect, wandb_seen = await repo.engine_state(run.slug)
         health = (await store.health.for_run(run.slug)).get("wandb")
@@ -325,7 +325,7 @@ class IncidentEngine:
         return None, "new"
 
     async def _apply(
-        self, store: Store, repo: IncidentRepo, cycle: _Cycle, finding: Finding
+        self, store: Store, repo: IncidentsRepo, cycle: _Cycle, finding: Finding
     ) -> None:
         incident, how = self._match(cycle, finding)
         if how == "old":
@@ -425,7 +425,7 @@ class IncidentEngine:
         if finding.active:
             incident.last_seen_at = cycle.now
 
-    async def _thread_followups(self, store: Store, repo: IncidentRepo, cycle: _Cycle) -> None:
+    async def _thread_followups(self, store: Store, repo: IncidentsRepo, cycle: _Cycle) -> None:
         """New comments on the GitHub threads an open incident was reported in go to its
         Discord thread."""
         for incident in cycle.incidents:

@@ -4,9 +4,12 @@ no I/O, no Discord."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
+
+from bot.settings import RunConfig
 
 Source = Literal["github", "discord", "wandb", "system"]
 
@@ -130,7 +133,11 @@ class RunSnapshot:
 
 @dataclass(slots=True)
 class RunInfo:
-    """A tracked run as recorded in the store (so commands work without the runs file)."""
+    """A tracked run as recorded in the store (so commands work without the runs file).
+
+    `config` is the whole `[[runs]]` table, typed: the store keeps it as JSON and re-validates
+    it on read (`RunConfig.stored`). Built without one (a run recorded by hand, a test), it holds
+    the fields given here and the runs file's defaults; a mapping is validated the same way."""
 
     slug: str
     name: str
@@ -139,7 +146,42 @@ class RunInfo:
     launched_at: datetime | None = None
     timezone: str = "UTC"
     links: dict[str, str] = field(default_factory=dict)
-    config: dict[str, Any] = field(default_factory=dict)  # the whole [[runs]] table, as JSON
+    config: RunConfig = None  # type: ignore[assignment]  # filled in by __post_init__
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.config, RunConfig):
+            given: Mapping[str, Any] = self.config or {}
+            self.config = RunConfig.stored(
+                {
+                    "total_steps": self.total_steps,
+                    "target_tokens": self.target_tokens,
+                    "launched_at": self.launched_at,
+                    "timezone": self.timezone,
+                    "links": self.links,
+                    **given,
+                    "slug": self.slug,
+                    "name": self.name,
+                }
+            )
+
+    @classmethod
+    def from_config(cls, config: RunConfig) -> RunInfo:
+        """What the store keeps of a run from the runs file."""
+        return cls(
+            slug=config.slug,
+            name=config.name,
+            total_steps=config.total_steps,
+            target_tokens=config.target_tokens,
+            launched_at=config.launched_at,
+            timezone=config.timezone,
+            links=dict(config.links),
+            config=config,
+        )
+
+    def wandb_chain(self, snapshots: Iterable[RunSnapshot] = ()) -> list[str]:
+        """The W&B chain in order: the runs file's list, then runs only the store knows of
+        (`snapshots`, oldest first: e.g. forks found by pattern). The one place it is built."""
+        return self.config.wandb_chain(s.wandb_run for s in snapshots)
 
 
 @dataclass(slots=True)

@@ -9,9 +9,13 @@ import aiosqlite
 from bot.models import (
     RunInfo,
 )
+from bot.settings import RunConfig
 from bot.store.codec import to_json
 from bot.store.db import Database
 from bot.timeutil import from_db, to_db, utcnow
+
+# Kept beside the table in each record (runs recorded before the whole table was stored).
+_TOP_LEVEL = ("total_steps", "target_tokens", "launched_at", "timezone", "links")
 
 
 class RunsRepo:
@@ -19,9 +23,7 @@ class RunsRepo:
         self.db = db
 
     async def upsert(self, run: RunInfo) -> None:
-        config = dict(run.config)
-        config.setdefault("slug", run.slug)
-        config.setdefault("name", run.name)
+        config = run.config.model_dump(mode="json")
         record = {
             "total_steps": run.total_steps,
             "target_tokens": run.target_tokens,
@@ -41,7 +43,12 @@ class RunsRepo:
 
     @staticmethod
     def _from_row(row: aiosqlite.Row) -> RunInfo:
+        """The stored table is re-validated into its typed model here, once."""
         record = json.loads(row["config"])
+        top = {key: record.get(key) for key in _TOP_LEVEL if record.get(key) is not None}
+        config = RunConfig.stored(
+            {**top, **(record.get("config") or {}), "slug": row["slug"], "name": row["name"]}
+        )
         return RunInfo(
             slug=row["slug"],
             name=row["name"],
@@ -50,7 +57,7 @@ class RunsRepo:
             launched_at=from_db(record.get("launched_at")),
             timezone=record.get("timezone") or "UTC",
             links=record.get("links") or {},
-            config=record.get("config") or {},
+            config=config,
         )
 
     async def get(self, slug: str) -> RunInfo | None:

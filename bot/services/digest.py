@@ -19,7 +19,7 @@ from bot.narrative.facts import (
 )
 from bot.narrative.templates import template_digest
 from bot.services.narrative import SCAN_EVENTS, shared_facts
-from bot.services.status import UnknownRun, wandb_chain
+from bot.services.status import UnknownRun
 from bot.store import Store
 
 PERIOD = timedelta(hours=24)
@@ -39,7 +39,7 @@ async def build_digest(
     if run is None:
         raise UnknownRun(run_slug)
     start = now - period
-    chain = wandb_chain(run)
+    chain = run.wandb_chain()
     points = await store.metrics.window(run_slug, start)
     progress = compute_progress(
         points,

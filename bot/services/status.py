@@ -64,17 +64,6 @@ class StatusReport:
         return self.run.slug
 
 
-def wandb_chain(run: RunInfo) -> list[str]:
-    """The runs file's W&B chain, as recorded with the run."""
-    return [str(path) for path in run.config.get("wandb_runs", [])]
-
-
-def _chain_order(run: RunInfo, snapshots: list[RunSnapshot]) -> list[str]:
-    listed = wandb_chain(run)
-    rest = [s.wandb_run for s in snapshots if s.wandb_run not in listed]
-    return listed + rest
-
-
 def _current_snapshot(chain: list[str], snapshots: list[RunSnapshot]) -> RunSnapshot | None:
     by_path = {s.wandb_run: s for s in snapshots}
     for path in reversed(chain):
@@ -148,7 +137,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
     if run is None:
         raise UnknownRun(slug)
     snapshots = await store.snapshots.chain(slug)
-    chain = _chain_order(run, snapshots)
+    chain = run.wandb_chain(snapshots)
     points = await store.metrics.window(slug, now - WINDOW)
     progress = compute_progress(
         points,
@@ -164,13 +153,12 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         for source in FRESHNESS_SOURCES
     }
     current = _current_snapshot(chain, snapshots)
-    stall_minutes = float(run.config.get("alerts", {}).get("stall_minutes", 20))
     state, health, monitor_stale = derive_state(
         current,
         progress,
         now,
         wandb_fresh_at=freshness["wandb"],
-        stall_after=timedelta(minutes=stall_minutes),
+        stall_after=timedelta(minutes=run.config.alerts.stall_minutes),
     )
     launched = run.launched_at
     if launched is None and snapshots:
@@ -214,5 +202,5 @@ async def chart_series(store: Store, slug: str) -> ChartSeries:
     """The chart's data (drawing is `bot.render.chart`'s, caching the caller's)."""
     run = await store.runs.get(slug)
     points = await store.metrics.downsampled(slug)
-    restarts = detect_restarts(points, wandb_chain(run) if run else [])
+    restarts = detect_restarts(points, run.wandb_chain() if run else [])
     return ChartSeries(title=run.name if run else slug, points=points, restarts=restarts)

@@ -35,7 +35,7 @@ from bot.render.chart import ChartCache
 from bot.settings import ConfigError, RunConfig, RunsFile, Settings, load_runs_file
 from bot.store import Store
 from bot.timeutil import utcnow
-from cogs.embeds import card_to_embed, discord_time
+from cogs.embeds import card_to_embed, discord_text, discord_time
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +255,7 @@ class DiscordTransport:
             extra["view"] = _buttons_view(message.buttons)
         try:
             sent = await self._channel(channel_id).send(
-                content=message.content,
+                content=discord_text(message.content) if message.content else message.content,
                 embed=embed,  # type: ignore[arg-type]
                 nonce=message.nonce,
                 allowed_mentions=NO_MENTIONS,
@@ -273,7 +273,10 @@ class DiscordTransport:
             extra["view"] = _buttons_view(message.buttons) if message.buttons else None
         try:
             await partial.edit(
-                content=message.content, embed=embed, allowed_mentions=NO_MENTIONS, **extra
+                content=discord_text(message.content) if message.content else message.content,
+                embed=embed,
+                allowed_mentions=NO_MENTIONS,
+                **extra,
             )
         except Exception as exc:
             raise _delivery_error(exc) from exc

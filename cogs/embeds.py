@@ -9,6 +9,7 @@ import discord
 
 from bot.delivery import escape_mentions, fit_card
 from bot.render.cards import Card, TimeStyle
+from bot.render.stamps import render_card_stamps, render_stamps
 
 COLORS: dict[str, int] = {
     "ok": 0x2ECC71,  # green: running and healthy
@@ -32,10 +33,15 @@ def discord_time(value: datetime, style: TimeStyle) -> str:
     return discord.utils.format_dt(value, _STYLES.get(style, "f"))
 
 
+def discord_text(text: str) -> str:
+    """Post text for Discord: neutral time stamps become `<t:…>`."""
+    return render_stamps(text, discord_time)
+
+
 def card_to_embed(card: Card, *, color: int | None = None) -> discord.Embed:
     """An embed within Discord's limits, mentions escaped (embeds never ping, but text copied out
-    of them could)."""
-    card = fit_card(card)
+    of them could). Neutral time stamps become Discord timestamps."""
+    card = fit_card(render_card_stamps(card, discord_time))
     embed = discord.Embed(
         title=card.title or None,
         description=card.description or None,

@@ -9,14 +9,14 @@ from datetime import datetime, timedelta
 
 from bot.analysis.progress import Progress, compute_progress, detect_restarts
 from bot.errors import UserFacingError
-from bot.models import UNHEALTHY_STATES, Event, Incident, RunInfo, RunSnapshot
+from bot.incidents.service import incident_stats
+from bot.models import MONITOR_STALE_AFTER, UNHEALTHY_STATES, Event, Incident, RunInfo, RunSnapshot
 from bot.render.chart import ChartCache, render_chart_async
 from bot.store import Store
 from bot.timeutil import humanize_delta
 
 WINDOW = timedelta(hours=24)
 # W&B silent this long while we keep polling it fine → the run itself is quiet, not the monitor.
-MONITOR_STALE_AFTER = timedelta(minutes=15)
 FRESHNESS_SOURCES = ("wandb", "github", "discord")
 NARRATIVE_EVERY = timedelta(minutes=30)
 # The live template names a few recent highlights and open threads; it reads only this many
@@ -191,7 +191,6 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         links=dict(run.links),
         latest_wandb_run=current.wandb_run if current else None,
     )
-    from bot.incidents.service import incident_stats  # late: the engine imports this module
 
     stats = await incident_stats(store, slug)
     report.incidents_total = stats.count

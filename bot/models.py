@@ -4,12 +4,33 @@ no I/O, no Discord."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from bot.settings import RunConfig
+
 Source = Literal["github", "discord", "wandb", "system"]
-SOURCES: tuple[str, ...] = ("github", "discord", "wandb", "system")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    name: str
+    label: str  # how posts name it: "GitHub #8818", "Discord #hero-run"
+    people: bool  # people write there: an incident-flagged event is a human report
+
+
+#: The one list of sources. Everything else (CLI choices, report SQL, labels) derives from it.
+SOURCE_SPECS: tuple[SourceSpec, ...] = (
+    SourceSpec("github", "GitHub", people=True),
+    SourceSpec("discord", "Discord", people=True),
+    SourceSpec("wandb", "W&B", people=False),
+    SourceSpec("system", "Runscribe", people=False),
+)
+SOURCES: tuple[str, ...] = tuple(spec.name for spec in SOURCE_SPECS)
+#: Sources whose incident-flagged events are reports by people (GitHub threads, Discord chat).
+REPORT_SOURCES: tuple[str, ...] = tuple(spec.name for spec in SOURCE_SPECS if spec.people)
 
 TAGS: tuple[str, ...] = (
     "incident",
@@ -38,6 +59,9 @@ WANDB_STATES: tuple[str, ...] = (
     "unknown",
 )
 UNHEALTHY_STATES = frozenset({"crashed", "failed", "killed", "preempted"})
+#: W&B data older than this says more about the monitor than about the run ("stale", not
+#: "crashed"); the incident engine stops judging W&B conditions past it.
+MONITOR_STALE_AFTER = timedelta(minutes=15)
 
 
 def content_hash(*parts: object) -> str:
@@ -112,7 +136,11 @@ class RunSnapshot:
 
 @dataclass(slots=True)
 class RunInfo:
-    """A tracked run as recorded in the store (so commands work without the runs file)."""
+    """A tracked run as recorded in the store (so commands work without the runs file).
+
+    `config` is the whole `[[runs]]` table, typed: the store keeps it as JSON and re-validates
+    it on read (`RunConfig.stored`). Built without one (a run recorded by hand, a test), it holds
+    the fields given here and the runs file's defaults; a mapping is validated the same way."""
 
     slug: str
     name: str
@@ -121,7 +149,101 @@ class RunInfo:
     launched_at: datetime | None = None
     timezone: str = "UTC"
     links: dict[str, str] = field(default_factory=dict)
-    config: dict[str, Any] = field(default_factory=dict)  # the whole [[runs]] table, as JSON
+    config: RunConfig = None  # type: ignore[assignment]  # filled in by __post_init__
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.config, RunConfig):
+            given: Mapping[str, Any] = self.config or {}
+            self.config = RunConfig.stored(
+                {
+                    "total_steps": self.total_steps,
+                    "target_tokens": self.target_tokens,
+                    "launched_at": self.launched_at,
+                    "timezone": self.timezone,
+                    "links": self.links,
+                    **given,
+                    "slug": self.slug,
+                    "name": self.name,
+                }
+            )
+
+    @classmethod
+    def from_config(cls, config: RunConfig) -> RunInfo:
+        """What the store keeps of a run from the runs file."""
+        return cls(
+            slug=config.slug,
+            name=config.name,
+            total_steps=config.total_steps,
+            target_tokens=config.target_tokens,
+            launched_at=config.launched_at,
+            timezone=config.timezone,
+            links=dict(config.links),
+            config=config,
+        )
+
+    def wandb_chain(self, snapshots: Iterable[RunSnapshot] = ()) -> list[str]:
+        """The W&B chain in order: the runs file's list, then runs only the store knows of
+        (`snapshots`, oldest first: e.g. forks found by pattern). The one place it is built."""
+        return self.config.wandb_chain(s.wandb_run for s in snapshots)
+
+
+@dataclass(slots=True)
+class IncidentMember:
+    """One condition (fingerprint) of an incident over an interval: `until` None while it holds."""
+
+    kind: str
+    title: str
+    since: datetime
+    until: datetime | None = None
+    seen_at: datetime | None = None  # the last cycle a detector reported it
+    resolution: str | None = None  # what cleared it
+    last_report_at: datetime | None = None  # reported by people: the latest report
+    facts: dict[str, Any] = field(default_factory=dict)  # the detector's evidence, JSON values
+
+
+@dataclass(slots=True)
+class IncidentSignal:
+    """A linked event as the alert shows it: when, where, what, and its link."""
+
+    event_id: int | None
+    at: datetime
+    source: str  # "GitHub #8818", "Discord #hero-run", "W&B <run>"
+    text: str
+    url: str | None = None
+
+
+@dataclass(slots=True)
+class IncidentDetails:
+    """The engine's state of one incident (the `incidents.details` JSON column, parsed once by
+    the repository)."""
+
+    group: str | None = None  # e.g. "outage": findings of one group close in time join
+    members: dict[str, IncidentMember] = field(default_factory=dict)  # by fingerprint
+    signals: list[IncidentSignal] = field(default_factory=list)  # oldest first, at most 50
+    threads: list[str] = field(default_factory=list)  # GitHub/Discord threads it was reported in
+    flaps: int = 0  # times a cleared member came back
+    clear_since: datetime | None = None  # every member clear since then (resolving after a hold)
+    fired: bool = False  # passed its pending period
+    silent: bool = False  # cleared inside its pending period: never alerted
+    notified: bool = False  # the alert was queued
+    fired_outbox_id: int | None = None  # the alert's outbox row (its message has the thread)
+    head_hash: str | None = None  # of the alert card last queued, to edit only on change
+    edits: int = 0
+    resolved_posted: bool = False
+    silenced_by: int | None = None  # the silence holding its posts back
+    reminders: int = 0
+    last_reminder_at: datetime | None = None
+
+    def crash_open(self, crash: str) -> bool:
+        member = self.members.get(crash)
+        return member is not None and member.until is None
+
+    def clear_time(self) -> datetime | None:
+        """When every member had cleared (None while one still holds)."""
+        ends = [m.until for m in self.members.values()]
+        if not ends or any(end is None for end in ends):
+            return None
+        return max(end for end in ends if end is not None)
 
 
 @dataclass(slots=True)
@@ -140,8 +262,38 @@ class Incident:
     resolution: str | None = None
     acked_by: str | None = None
     acked_at: datetime | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    details: IncidentDetails = field(default_factory=IncidentDetails)
     id: int | None = None
+
+    def fingerprints(self) -> set[str]:
+        return {self.fingerprint, *self.details.members}
+
+    def kinds(self) -> list[str]:
+        """Its own kind, then its members' (deduplicated, in order)."""
+        found = [self.kind]
+        for member in self.details.members.values():
+            if member.kind and member.kind not in found:
+                found.append(member.kind)
+        return found
+
+
+@dataclass(slots=True)
+class Silence:
+    """ "Post nothing about this run's <matcher> until <ends_at>", with an owner and a reason."""
+
+    run_slug: str
+    matcher: str
+    starts_at: datetime
+    ends_at: datetime
+    owner: str
+    reason: str = ""
+    created_at: datetime | None = None
+    cancelled_at: datetime | None = None
+    cancelled_by: str | None = None
+    id: int | None = None
+
+    def active(self, now: datetime) -> bool:
+        return self.cancelled_at is None and self.starts_at <= now < self.ends_at
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ from bot.enrich.incidents import KIND_PRIORITY
 from bot.errors import UserFacingError
 from bot.incidents.detectors import (
     CRASH,
+    DETECTORS,
     HEARTBEAT,
     KIND_LABELS,
     MONITOR,
@@ -24,19 +25,15 @@ from bot.incidents.detectors import (
     STALL,
     THROUGHPUT,
 )
-from bot.models import Incident
+from bot.models import Incident, Silence
 from bot.store import Store
-from bot.store.incidents import IncidentRepo, Silence
 
 MAX_SILENCE = timedelta(days=14)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(m|min|mins|h|hr|hrs|d|day|days)?\s*$", re.I)
 _UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
 _ALL = {"*", "all", "any"}
 
-#: What a silence can name, with what it covers (shown when a condition is unknown). Detector
-#: conditions are named by fingerprint; each also answers to its incident kind.
-CONDITIONS: dict[str, str] = {
-    "all": "every condition of the run",
+_DESCRIPTIONS = {
     CRASH: "W&B says the run crashed, failed or was killed (kind `crash`)",
     HEARTBEAT: "no heartbeat from the run",
     STALL: "no new step",
@@ -44,11 +41,23 @@ CONDITIONS: dict[str, str] = {
     SPIKE: "loss spike",
     THROUGHPUT: "throughput drop",
     MONITOR: "Runscribe cannot reach W&B",
-    f"{REPORT_PREFIX}*": "every incident people report on GitHub or Discord",
+    REPORT_PREFIX: "every incident people report on GitHub or Discord",
+}
+#: What a silence can name, with what it covers (shown when a condition is unknown): `all` and
+#: every detector in the registry (a family of conditions, such as reports, as a glob). Each
+#: detector condition also answers to its incident kind.
+CONDITIONS: dict[str, str] = {
+    "all": "every condition of the run",
+    **{
+        spec.fingerprint + ("*" if spec.family else ""): _DESCRIPTIONS.get(
+            spec.fingerprint, spec.fingerprint
+        )
+        for spec in DETECTORS
+    },
 }
 #: Kinds of incidents people report; `report:<kind>:*` (or the bare kind) silences one of them.
 REPORT_KINDS: tuple[str, ...] = tuple(dict.fromkeys([*KIND_PRIORITY, *KIND_LABELS]))
-_DETECTOR_KINDS = ("crash", HEARTBEAT, STALL, THROUGHPUT, NAN, SPIKE, MONITOR)
+_DETECTOR_KINDS = ("crash",)  # kinds that differ from their detector's fingerprint
 
 
 def parse_duration(text: str) -> timedelta:
@@ -133,9 +142,9 @@ def matches(matcher: str, incident: Incident) -> bool:
     if matcher in _ALL:
         return True
     names = {incident.fingerprint.lower(), incident.kind.lower()}
-    for fp, member in (incident.details.get("members") or {}).items():
+    for fp, member in incident.details.members.items():
         names.add(fp.lower())
-        names.add(str(member.get("kind", "")).lower())
+        names.add(member.kind.lower())
     return any(fnmatch.fnmatchcase(name, matcher) for name in names)
 
 
@@ -167,20 +176,20 @@ async def add_silence(
         reason=(reason or "").strip()[:500],
         created_at=now,
     )
-    await IncidentRepo(store).add_silence(silence)
+    await store.incidents.add_silence(silence)
     return silence
 
 
 async def silence_run(store: Store, silence_id: int) -> str:
     """The run a silence belongs to (who may end it depends on the run)."""
-    silence = await IncidentRepo(store).get_silence(silence_id)
+    silence = await store.incidents.get_silence(silence_id)
     if silence is None:
         raise UserFacingError(f"no silence #{silence_id}")
     return silence.run_slug
 
 
 async def end_silence(store: Store, silence_id: int, who: str, now: datetime) -> Silence:
-    repo = IncidentRepo(store)
+    repo = store.incidents
     silence = await repo.get_silence(silence_id)
     if silence is None:
         raise UserFacingError(f"no silence #{silence_id}")

@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from bot.models import Incident
+from bot.models import Incident, Silence
 from bot.settings import RunsFile
 from bot.store import Store
-from bot.store.incidents import IncidentRepo, Silence
 from bot.timeutil import utcnow
 from tests.bot.conftest import StartBot, with_config
 from tests.fakes.discord import FakeDiscord, Interaction
@@ -56,7 +55,7 @@ async def unsilence(fake: FakeDiscord, who: dict[str, Any], silence_id: int) -> 
 
 
 async def silences(store: Store) -> list[Silence]:
-    return await IncidentRepo(store).silences("aurora")
+    return await store.incidents.silences("aurora")
 
 
 @pytest.fixture
@@ -81,12 +80,12 @@ async def test_only_responders_and_managers_silence_and_unsilence(
     assert mine.owner == f"rita ({RESPONDER['user_id']})" and mine.id is not None
 
     assert "needs the oncall role" in await unsilence(fake, MEMBER, mine.id)
-    assert mine.id in [s.id for s in await IncidentRepo(seeded_store).active_silences(
+    assert mine.id in [s.id for s in await seeded_store.incidents.active_silences(
         "aurora", utcnow()
     )]  # fmt: skip
 
     assert await unsilence(fake, ADMIN, mine.id) == f"Silence #{mine.id} ended."
-    ended = await IncidentRepo(seeded_store).get_silence(mine.id)
+    ended = await seeded_store.incidents.get_silence(mine.id)
     assert ended is not None and ended.cancelled_by == f"ada ({ADMIN['user_id']})"
     assert (await silence(fake, ADMIN, condition="report:*")).startswith("Silence #")
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-from bot.incidents import IncidentEngine, acknowledge, incident_stats, list_incidents
+from bot.incidents.engine import IncidentEngine
+from bot.incidents.service import acknowledge, incident_stats, list_incidents
 from bot.incidents.silences import add_silence
 from bot.store import Store
-from bot.store.incidents import IncidentRepo
 from tests.incidents.scenario import RUN_A, RUN_B, Scenario, content
 
 
@@ -60,7 +60,7 @@ async def test_a_flapping_heartbeat_is_one_incident(store: Store, now: datetime)
 
     incidents = await store.incidents.find("hero")
     assert [i.fingerprint for i in incidents] == ["heartbeat"]
-    assert incidents[0].details["flaps"] >= 2
+    assert incidents[0].details.flaps >= 2
     assert incidents[0].status == "resolved"
     assert len(await sc.alerts_posted()) == 1
     assert len(await sc.resolutions()) == 1
@@ -150,7 +150,7 @@ async def test_node_loss_reported_in_github_then_wandb_crash_is_one_incident(
     assert incident.id is not None
     linked = await store.incidents.events(incident.id)
     assert {e.source for e in linked} >= {"github", "wandb"}
-    urls = [s.get("url") or "" for s in incident.details["signals"]]
+    urls = [s.url or "" for s in incident.details.signals]
     assert any("github.com/lab/hero/issues/1507" in u for u in urls)
     assert any("wandb.ai" in u for u in urls)
     assert len(await sc.alerts_posted()) == 1
@@ -199,7 +199,7 @@ async def test_nothing_is_posted_during_a_silence_but_incidents_are_recorded(
     incidents = await store.incidents.find("hero")
     assert len(incidents) == 1
     assert incidents[0].status == "resolved"
-    assert incidents[0].details["silenced_by"] == silence.id
+    assert incidents[0].details.silenced_by == silence.id
     await sc.run_for(120)  # the silence expires: a resolved incident stays quiet
     assert await sc.outbox() == []
 
@@ -353,4 +353,4 @@ async def test_listing_and_stats(store: Store, now: datetime) -> None:
     assert len(await list_incidents(store, "hero", open_only=True)) == 1
     count, healed, *_ = await incident_stats(store, "hero")
     assert (count, healed) == (2, 1)
-    assert await IncidentRepo(store).active_silences("hero", sc.now) == []
+    assert await store.incidents.active_silences("hero", sc.now) == []

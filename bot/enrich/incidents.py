@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from bot.enrich.context import ThreadContext
+
 CRITICAL: Final = "critical"
 WARNING: Final = "warning"
 
@@ -415,3 +417,30 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
         return None
     kind = next(k for k in KIND_PRIORITY if k in kinds)
     return kind, _severity(kind, text)
+
+
+# --------------------------------------------------------------------------------------------
+# Where incident words do not report an incident of the run
+
+#: Threads about experiments: a crash there is a result of the experiment, not an outage.
+_EXPERIMENT = re.compile(
+    r"\b(?:ablat\w*|sweeps?|small[- ]scale|toy|proxy\s+(?:runs?|models?)|scaling\s+(?:ladder|laws?)"
+    r"|exploration|experiments?)\b",
+    re.IGNORECASE,
+)
+#: Threads and posts that look back: post-mortems, retrospectives, write-ups.
+_RETROSPECTIVE = re.compile(
+    r"\b(?:post-?mortems?|retrospectives?|retro|lessons\s+learned|root[- ]cause\s+analysis"
+    r"|incident\s+(?:review|write-?up|summary)|write-?up\s+of|what\s+went\s+wrong)\b",
+    re.IGNORECASE,
+)
+
+
+def thread_is_experiment(context: ThreadContext) -> bool:
+    """The thread is about an experiment (by its title prefix, labels or title)."""
+    return bool(context.known and _EXPERIMENT.search(context.topic))
+
+
+def is_retrospective(prose: str, thread_title: str = "") -> bool:
+    """A post-mortem or retrospective (said in the thread title or the post's opening)."""
+    return bool(_RETROSPECTIVE.search(thread_title) or _RETROSPECTIVE.search(prose[:300]))

@@ -19,6 +19,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
+from bot.enrich.context import ThreadContext, split_prefix
+from bot.enrich.markdown import HEADING, ITEM, PARA, Document
 from bot.models import TAGS
 
 TITLE_WEIGHT: Final = 3.0
@@ -166,3 +168,87 @@ def best_tag(scores: dict[str, float], default: str = "other") -> str:
         return default
     tag = min(scores, key=lambda t: (-scores[t], _RANK.get(t, len(PRIORITY))))
     return tag if scores[tag] >= MIN_SCORE else default
+
+
+# --------------------------------------------------------------------------------------------
+# Thread-aware choice
+
+#: Weights of the thread's words: its title prefix and labels are chosen by people to say what
+#: the thread is about, so they count more than the title's own words.
+PREFIX_WEIGHT: Final = 4.0
+LABEL_WEIGHT: Final = 4.0
+#: A description's first paragraph says what the change or issue is; the rest elaborates.
+FIRST_PARAGRAPH_WEIGHT: Final = 1.5
+#: How much the thread's topic counts in a comment's tag, relative to the comment's own words.
+PRIOR_WEIGHT: Final = 0.5
+#: A comment's own best score at or above this, and well ahead of its runner-up, overrides the
+#: thread's topic: "the gate norm spikes again" in an infra thread is training dynamics.
+STRONG: Final = 5.0
+
+
+def thread_scores(context: ThreadContext, title: str | None = None) -> dict[str, float]:
+    """Scores of the thread's topic: title prefix, labels and title (``title`` overrides the
+    context's, for a description that carries its own)."""
+    scores: dict[str, float] = {}
+    if context.prefix:
+        _score_part(context.prefix, PREFIX_WEIGHT, scores)
+    for label in context.labels:
+        _score_part(label, LABEL_WEIGHT, scores)
+    heading = title if title is not None else context.title
+    if heading:
+        prefix, rest = split_prefix(heading)
+        if prefix and prefix != context.prefix:
+            _score_part(prefix, PREFIX_WEIGHT, scores)
+        _score_part(rest, TITLE_WEIGHT, scores)
+    return scores
+
+
+def body_scores(doc: Document) -> dict[str, float]:
+    """Scores of a body: its first paragraph weighted up, then the rest of its prose."""
+    scores: dict[str, float] = {}
+    blocks = [b for b in doc.blocks if b.kind in (PARA, ITEM, HEADING)]
+    first = next((i for i, b in enumerate(blocks) if b.kind != HEADING), None)
+    if first is not None:
+        _score_part(blocks[first].text[:TAG_LIMIT], FIRST_PARAGRAPH_WEIGHT, scores)
+    rest = "\n".join(b.text for i, b in enumerate(blocks) if i != first)
+    if rest:
+        _score_part(rest[:TAG_LIMIT], 1.0, scores)
+    return scores
+
+
+def _top(scores: dict[str, float]) -> tuple[str | None, float, float]:
+    ranked = sorted(scores, key=lambda t: (-scores[t], _RANK.get(t, len(PRIORITY))))
+    if not ranked:
+        return None, 0.0, 0.0
+    second = scores[ranked[1]] if len(ranked) > 1 else 0.0
+    return ranked[0], scores[ranked[0]], second
+
+
+def choose_tag(
+    doc: Document,
+    *,
+    title: str | None,
+    kind: str,
+    context: ThreadContext,
+    default: str = "other",
+) -> str:
+    """The tag of one event in its thread.
+
+    A description (issue or pull, ``title`` given) is read title first: prefix, labels and title
+    words, then its first paragraph, then the rest. A comment, review or message is scored on its
+    own words, with the thread's topic as a prior that a strong signal of its own overrides.
+    """
+    own = body_scores(doc)
+    if title is not None or kind in ("issue", "pull"):
+        combined = thread_scores(context, title)
+        for tag, value in own.items():
+            combined[tag] = combined.get(tag, 0.0) + value
+        return best_tag(combined, default)
+    prior = thread_scores(context)
+    top, score, second = _top(own)
+    if top is not None and score >= STRONG and score >= 1.5 * second:
+        return top
+    combined = dict(own)
+    for tag, value in prior.items():
+        combined[tag] = combined.get(tag, 0.0) + PRIOR_WEIGHT * value
+    return best_tag(combined, default)

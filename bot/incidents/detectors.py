@@ -33,7 +33,7 @@ from statistics import median
 from typing import Any
 
 from bot.analysis.progress import effective_series
-from bot.enrich.rules import detect_incident
+from bot.enrich.rules import enrich_event
 from bot.models import Event, MetricPoint, RunSnapshot
 from bot.settings import Thresholds
 from bot.timeutil import humanize_delta
@@ -582,8 +582,8 @@ def detect_spike(data: RunData) -> list[Finding]:
 
 
 def report_kind(event: Event) -> str:
-    _, _, kind = detect_incident(event.body or "", event.title)
-    return kind or "reported"
+    """The incident kind the rules find in a report, read in its thread's context."""
+    return enrich_event(event).incident_kind or "reported"
 
 
 def where(event: Event) -> str:

@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.enrich.conversations import group_conversations
-from bot.enrich.rules import Enrichment, clean_text, enrich_text
+from bot.enrich.rules import Enrichment, clean_text, enrich_event
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable, estimate_tokens
 from bot.llm.grounding import FactIndex, check
 from bot.llm.prompts import load_prompt, short_hash
@@ -107,7 +107,7 @@ def cache_key(event: Event, version: str | None = None) -> str:
 
 
 def rules_for(event: Event) -> Enrichment:
-    return enrich_text(title=event.title, body=event.body, kind=event.kind, source=event.source)
+    return enrich_event(event)
 
 
 def prepare_body(text: str, limit: int = BODY_CHARS) -> str:

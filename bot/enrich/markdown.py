@@ -197,7 +197,7 @@ _TRAILER = re.compile(
         (?:co-authored-by|signed-off-by|reviewed-by|acked-by|tested-by|reported-by)[ \t]*:
           [^<>\n]{0,80}<[^<>\s]+@[^<>\s]+>
       | change-id[ \t]*:[ \t]*\w+
-      | 🤖?[ \t]*generated[ ]with[ ]\[?(?:claude|copilot|cursor|codex|aider|gemini)[\w .-]{0,20}
+      | 🤖?[ \t]*generated[ ]with[ ]\[?(?:claude|copilot|cursor|codex|aider|gemini)(?:[ ]code)?
           \]?(?:\([^()\s]*\))?
       | (?:fix(?:es|ed)?|close[sd]?|resolve[sd]?|part[ ]of|related(?:[ ]to)?|refs?|see|re
           |addresses|follow-?up[ ](?:to|of)|supersedes|depends[ ]on|blocked[ ]by)

@@ -211,11 +211,15 @@ def _one_line(text: str) -> str:
     return " ".join(strip_mentions(text).split())
 
 
+# emoji and bullets that open a post ("🤖 Rolled back …", "⚠️ Hero is down"), not words
+_LEAD_SYMBOLS = re.compile(r"^[^\w\s\"'(\[#$@~<`*]+\s*")
+
+
 def compose_summary(doc: Document, title: str | None, limit: int = 200) -> str:
     """Title (when given) plus the lead sentence of ``doc``, capped at ``limit`` characters."""
     limit = max(1, limit)
     lead = lead_sentence(doc, limit)
-    lead = _one_line(lead) if lead else ""
+    lead = _LEAD_SYMBOLS.sub("", _one_line(lead)) if lead else ""
     if lead[:1].islower() and not lead[1:2].isupper():
         lead = lead[0].upper() + lead[1:]  # "the run…" after a stripped "TL;DR:" or greeting
     t = _one_line(clean_title(title))

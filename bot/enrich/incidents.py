@@ -83,10 +83,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig("hardware", "xid", r"s?xid(?:\s*errors?)?\s*\(?\d{1,3}|s?xid\s+errors?"),
     _sig(
         "hardware",
-        "uncorrect double",
-        r"(?:uncorrectable|uncorrected|double[- ]bit)\s+(?:ecc\s+)?(?:errors?|memory)",
+        "uncorrect double dbe",
+        r"(?:uncorrectable|uncorrected|double[- ]bit|dbe)\s+(?:ecc|memory|errors?)",
     ),
-    _sig("hardware", "ecc", r"ecc\s+(?:errors?|failures?)"),
+    _sig("hardware", "ecc", r"ecc\s+(?:errors?|failures?|faults?)"),
     _sig("hardware", "bus", r"(?:fell|fallen|falls|dropped)\s+off\s+the\s+(?:pcie\s+)?bus"),
     _sig(
         "hardware",
@@ -114,6 +114,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|went\s+(?:down|offline|away)|disappeared|dropped\s+out|(?:was|were|got|is|are|been)\s+"
         r"(?:lost|preempted|evicted|drained|reclaimed|unreachable|terminated)"
         r"|became\s+unreachable|died)",
+    ),
+    _sig(
+        "node-loss",
+        "lost down dead gone offline unreachable",
+        # "node r12n4 lost", "host a3-12 down": a named machine and what happened to it
+        rf"{_NODE}\s+[\w.-]*\d[\w.-]*\s+(?:is\s+|was\s+|went\s+)?"
+        r"(?:lost|down|dead|gone|offline|unreachable)",
     ),
     _sig("node-loss", "connectivity", r"lost\s+(?:network\s+)?connectivity"),
     _sig(
@@ -233,6 +240,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig("crash", "fatal unrecoverable", r"(?:fatal|unrecoverable)\s+error"),
     _sig(
         "crash",
+        "down",
+        # "Hero is down", "the run went down": an outage, not "loss is down 0.02"
+        r"(?:is|was|went|has\s+gone|are|were)\s+(?:hard\s+|completely\s+)?down"
+        r"(?!\s*(?:\d|to\b|by\b|from\b|about\b|[\w.]*%|a\s+bit|slightly))",
+    ),
+    _sig(
+        "crash",
         "traceback stack exception",
         r"(?:got|getting|seeing|hit|hitting|saw)\s+(?:this|the\s+following|a|an)\s+"
         r"(?:traceback|stack\s*trace|exception)",
@@ -284,7 +298,8 @@ _NEGATION = re.compile(
       |doesn't|don't|didn't|isn't|aren't|wasn't|weren't|hasn't|haven't|hadn't|can\s+(?:cause|lead)
       |instead\s+of|rather\s+than|risk\w*|chance|likelihood|prone|susceptible|expect\w*
       |hopefully|hope|unlikely|simulat\w*|inject\w*|test|tests|testing|tested|postmortem
-      |post-mortem|retro|lessons?|rare|rarely|occasional\s+false|false\s+positive\w*)\b""",
+      |post-mortem|retro|lessons?|rare|rarely|occasional\s+false|false\s+positive\w*
+      |propos\w*|suggest\w*|consider\w*|plan\s+to|planning\s+to|let's|lets|e\.g|i\.e|example)\b""",
     re.IGNORECASE | re.VERBOSE,
 )
 # Cues right before a signal ("any OOMs", "the last crash", "after the crash").
@@ -301,6 +316,13 @@ _AFTER_CUE = re.compile(
     r"|retr(?:y|ies)|rates?|budget|analysis|bug|fix|report|stats|counts?|probability)\b",
     re.IGNORECASE,
 )
+# Anywhere in the sentence: it is about the past ("two weeks ago", "back in August").
+_HISTORY = re.compile(
+    r"\b(?:(?:\d+|a\s+few|a\s+couple\s+of|couple\s+of|two|three|four|several|many)\s+"
+    r"(?:days?|weeks?|months?)\s+ago|last\s+(?:week|month|year)|back\s+in|in\s+the\s+past"
+    r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like)\b",
+    re.IGNORECASE,
+)
 _QUESTION_START = re.compile(
     r"(?:did|does|do|is|are|was|were|has|have|had|could|can|would|will|should|any|anyone"
     r"|anybody|how|why|what|when|where|which|who|whether|shall)\b",
@@ -310,7 +332,8 @@ _CLAUSE_BREAK = re.compile(r"[,;:()—–]|\s-\s|\b(?:but|however|though|althoug
 _DYNAMICS_BEFORE = re.compile(
     r"\b(?:loss|losses|gates?|routers?|norms?|gradients?|grads?|weights?|logits?|experts?"
     r"|accuracy|perplexity|evals?|metrics?|embeddings?|activations?|lr|learning\s+rate|heads?"
-    r"|sigmoid|softmax|curve|scores?|plateau)\b[^.!?\n]{0,20}$",
+    r"|sigmoid|softmax|curve|scores?|plateau|mfu|throughput|speed|utili[sz]ation|tokens?"
+    r"|latency|memory|usage|cost|rate|count|bpb|val(?:idation)?)\b[^.!?\n]{0,20}$",
     re.IGNORECASE,
 )
 _SYSTEM_SUBJECT = re.compile(
@@ -322,7 +345,8 @@ _SYSTEM_SUBJECT = re.compile(
 )
 _NOT_THE_RUN = re.compile(
     r"\b(?:ci|pytest|unit\s+tests?|test\s+suite|integration\s+tests?|linter|lint|docs?\s+build"
-    r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?)\b",
+    r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?"
+    r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?)\b",
     re.IGNORECASE,
 )
 _RECOVERED = re.compile(
@@ -374,7 +398,7 @@ def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
         return False
     if sentence.endswith("?") and _QUESTION_START.match(sentence):
         return False
-    if _NOT_THE_RUN.search(sentence):
+    if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence):
         return False
     if signal.kind in ("hang", "crash") and _DYNAMICS_BEFORE.search(before[-40:]):
         return False

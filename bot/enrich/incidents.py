@@ -219,7 +219,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig("storage", "503 500", r"(?:503|500)s?\s+(?:errors?\s+)?from\s+(?:gcs|s3|the\s+bucket)"),
     # crashes
-    _sig("crash", "crash", r"crash(?:ed|es|ing)?|crashloop\w*"),
+    _sig("crash", "crash", r"(?<!pre-)(?<!post-)(?<!pre)crash(?:ed|es|ing)?|crashloop\w*"),
     _sig(
         "crash",
         "seg sigsegv sigabrt sigbus sigill core",
@@ -468,3 +468,47 @@ def thread_is_experiment(context: ThreadContext) -> bool:
 def is_retrospective(prose: str, thread_title: str = "") -> bool:
     """A post-mortem or retrospective (said in the thread title or the post's opening)."""
     return bool(_RETROSPECTIVE.search(thread_title) or _RETROSPECTIVE.search(prose[:300]))
+
+
+# --------------------------------------------------------------------------------------------
+# Follow-ups in an incident's own thread
+
+#: A follow-up saying the problem persists: "still down", "52,000 also fails", "same on the retry".
+_ONGOING = re.compile(
+    r"\b(?:still\s+(?:down|stuck|hung|hanging|failing|fails|broken|dead|crashing|oom\w*|erroring"
+    r"|blocked|not\s+(?:back|up|running|training|progressing)|no\s+(?:steps?|progress|luck))"
+    r"|(?:also|again)\s+(?:fails?|failed|failing|crashe[sd]|oom\w*|hangs?|hung|dies|died)"
+    r"|(?:fails?|failed|crashed|died|hung|hangs|oom\w*)\s+again"
+    r"|same\s+(?:error|failure|crash|hang|thing|problem|result)\b(?!\s+(?:as\s+)?(?:last|before))"
+    r"|same\s+on\s+the\s+(?:retry|rerun|second\s+attempt)|no\s+luck|not\s+back\s+yet"
+    r"|keeps?\s+(?:failing|crashing|dying|hanging|timing\s+out)|not\s+(?:yet\s+)?resolved)\b",
+    re.IGNORECASE,
+)
+#: The follow-up that ends it: the run is running again.
+_BACK = re.compile(
+    r"\b(?:back\s+(?:up|online|to\s+normal)|running\s+again|training\s+again|resumed|recovered"
+    r"|(?:is|are)\s+healthy|total\s+downtime|closing\s+(?:this|as)|resolved|all\s+good"
+    r"|(?:step|steps)\s+[\d,.]+k?\s+(?:logged|reached|done))\b",
+    re.IGNORECASE,
+)
+_INCIDENT_LABEL = re.compile(r"\b(?:incidents?|outages?|sev\s*\d|p0|firefight\w*)\b", re.IGNORECASE)
+
+
+def thread_incident(context: ThreadContext) -> str | None:
+    """The incident kind a thread is about (its labels, prefix or a live report in its title),
+    or None when the thread is not an incident's own."""
+    if not context.known or thread_is_experiment(context):
+        return None
+    if _RETROSPECTIVE.search(context.title):
+        return None
+    found = find_incident("", context.title) if context.title else None
+    if found is not None:
+        return found[0]
+    marked = _INCIDENT_LABEL.search(" ".join([context.prefix, *context.labels]))
+    return "reported" if marked else None
+
+
+def reports_ongoing(prose: str) -> bool:
+    """A follow-up that says the incident is not over."""
+    head = prose[:DETECT_LIMIT]
+    return bool(_ONGOING.search(head)) and not _BACK.search(head)

@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from typing import Final
 
 from bot.enrich.context import ThreadContext
-from bot.enrich.incidents import find_incident, is_retrospective, thread_is_experiment
+from bot.enrich.incidents import (
+    WARNING,
+    find_incident,
+    is_retrospective,
+    reports_ongoing,
+    thread_incident,
+    thread_is_experiment,
+)
 from bot.enrich.markdown import Document, clean_line, clean_text, parse, strip_mentions
 from bot.enrich.spam import is_spam
 from bot.enrich.summary import NO_TEXT, compose_summary, is_chitchat, summarize, words
@@ -73,10 +80,14 @@ def _incident(
     if thread_is_experiment(context) or is_retrospective(doc.prose, context.title):
         return False, None, None  # a crash in an ablation, a post-mortem: talk about incidents
     found = find_incident(doc.prose, clean_line(title) if title else "", doc.logs)
-    if found is None:
-        return False, None, None
-    kind, severity = found
-    return True, severity, kind
+    if found is not None:
+        kind, severity = found
+        return True, severity, kind
+    # "Still down", "52,000 also fails": a follow-up in the incident's own thread
+    thread_kind = thread_incident(context) if title is None else None
+    if thread_kind is not None and reports_ongoing(doc.prose):
+        return True, WARNING, thread_kind
+    return False, None, None
 
 
 def detect_incident(
@@ -150,7 +161,14 @@ def enrich_text(
     tag = (
         "incident"
         if incident
-        else choose_tag(doc, title=own_title, kind=kind, context=context, default=default)
+        else choose_tag(
+            doc,
+            title=own_title,
+            kind=kind,
+            context=context,
+            default=default,
+            incident_thread=thread_incident(context) is not None,
+        )
     )
     newsworthy = _newsworthy(doc, body, kind, tag, incident) and summary != NO_TEXT
     if newsworthy and is_spam(f"{own_title or ''}\n{body}", context):

@@ -4,7 +4,7 @@ Only people without a standing in the repository post it, so the rule needs both
 GitHub ``author_association`` is not OWNER, MEMBER, COLLABORATOR or CONTRIBUTOR (a contributor
 has had a change merged), and text that reads like an advertisement. A stranger's real report
 ("your loader crashes on empty shards") has no promotional cues and stays; a member is never
-filtered, whatever they write.
+filtered, whatever they write. Where the source cannot say (Discord), more cues are needed.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ _PROMO = re.compile(
       | limited[- ]time|act\s+now|don't\s+miss|best\s+price|cheap(?:est)?|affordable|lowest\s+price
       | click\s+(?:here|the\s+link)|link\s+in\s+(?:bio|profile)|dm\s+me|contact\s+me
       | hire\s+(?:me|us)
-      | whats\s?app|telegram|wechat|airdrop|crypto(?:currency)?|token\s+sale|nft|giveaway|casino
+      | whats\s?app|telegram|wechat|airdrop|crypto(?:currency)?|token\s+sale|nfts?|giveaway|casino
+      | free\s+mint|mint(?:ing)?\s+(?:now|live|is\s+live)|connect\s+(?:your\s+)?wallet|wallets?
       | earn\s+(?:money|\$)|make\s+money|passive\s+income|guaranteed|seo\s+services?|backlinks?
       | boost\s+your|grow\s+your|we\s+offer|we\s+provide|i\s+offer|special\s+offer|buy\s+now
       | (?:rent|cheap|on-?demand)\s+(?:gpus?|h100s?|a100s?)\s+(?:at|from|for)
@@ -31,8 +32,10 @@ _PROMO = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 _LINK: Final = re.compile(r"https?://|www\.", re.IGNORECASE)
-#: Cues needed: two promotional phrases, or one and a link.
+#: Cues needed: two promotional phrases, or one and a link; three when the author's standing
+#: is unknown (a Discord message: the channel is the team's, so more evidence is asked for).
 MIN_CUES: Final = 2
+MIN_CUES_UNKNOWN: Final = 3
 
 
 def promo_cues(text: str) -> int:
@@ -42,7 +45,9 @@ def promo_cues(text: str) -> int:
 
 
 def is_spam(text: str, context: ThreadContext) -> bool:
-    """Promotional text from an author without a standing in the repository."""
-    if context.trusted is not False:  # members, contributors, and sources that cannot say
+    """Promotional text from an author without a standing in the repository (or whose standing
+    is unknown, on stronger evidence). Members and contributors are never filtered."""
+    trusted = context.trusted
+    if trusted:
         return False
-    return promo_cues(text) >= MIN_CUES
+    return promo_cues(text) >= (MIN_CUES if trusted is False else MIN_CUES_UNKNOWN)

@@ -138,7 +138,8 @@ class Scores:
     flagged: int = 0  # flagged incident
     found: int = 0  # labelled and flagged
     substantive: int = 0
-    erased: list[str] = field(default_factory=list)  # substantive entries not shown or empty
+    erased: list[str] = field(default_factory=list)  # substantive entries summarised as nothing
+    hidden: list[str] = field(default_factory=list)  # substantive entries judged chit-chat
     spam: int = 0
     spam_shown: int = 0
     confusion: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -203,8 +204,10 @@ def score(entries: Iterable[dict[str, Any]], method: Method) -> Scores:
             s.spam_shown += v.shown
         elif entry.get("substantive"):
             s.substantive += 1
-            if empty or not v.shown:
+            if empty:
                 s.erased.append(ident)
+            elif not v.shown:
+                s.hidden.append(ident)
     return s
 
 

@@ -194,14 +194,12 @@ def test_a_stranger_with_a_real_report_and_a_member_are_kept() -> None:
     assert enrich_event(member).newsworthy
 
 
-def test_without_an_association_nothing_is_filtered() -> None:
-    e = enrich_text(
-        title=None,
-        body="Check out our platform, sign up for a free trial!",
-        kind="message",
-        source="discord",
-    )
-    assert e.newsworthy
+def test_without_an_association_only_blatant_advertising_is_filtered() -> None:
+    def shown(body: str) -> bool:
+        return enrich_text(title=None, body=body, kind="message", source="discord").newsworthy
+
+    assert shown("Check out our new eval dashboard, sign up link in the pinned post")
+    assert not shown("FREE MINT: first 500 wallets get an NFT, connect wallet at the link in bio")
 
 
 def test_events_without_context_still_enrich() -> None:

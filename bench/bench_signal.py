@@ -7,8 +7,9 @@ Each entry is turned into the event the live source would store (GitHub issue/PR
 `issue_event`, comments and reviews through `comment_event`/`review_event` with the thread
 context the source records, Discord messages with their channel as ref) and enriched by
 `bot.pipeline.rules_enrichment`, the function the poll cycle calls. Printed: tag agreement,
-incident recall and precision, substantive posts erased (summarised as nothing),
-substantive posts hidden as chit-chat ("lgtm"), spam kept out, and the tag confusion matrix. `--details` lists every miss.
+incident recall and precision (and how often the kind is right), substantive posts erased
+(summarised as nothing) or hidden as chit-chat ("lgtm"), spam kept out, and the tag confusion
+matrix. `--details` lists every miss.
 
 The baseline tags by the first tag whose keyword appears in the title or body and flags an
 incident when any outage word appears: what "grep for crash" would do.
@@ -93,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(report("rules", rules))
     print(report("baseline", baseline))
+    print(f"incident kind right (of those found): rules {rules.kinds_right}/{rules.found}")
     print(
         f"substantive erased: rules {len(rules.erased)} of {rules.substantive}"
         f"{' (' + ', '.join(rules.erased) + ')' if rules.erased else ''}"

@@ -26,18 +26,21 @@ CRITICAL: Final = "critical"
 WARNING: Final = "warning"
 
 #: Incident kinds, most specific (root cause) first: "crashed after an OOM" is an OOM.
+#: "crash" and "hang" say least about the cause, so they come last.
 KIND_PRIORITY: Final[tuple[str, ...]] = (
     "hardware",
     "storage",
     "oom",
-    "node-loss",
     "restore-failed",
     "checkpoint-failed",
-    "crash",
+    "network",
+    "preemption",
+    "node-loss",
     "hang",
+    "crash",
 )
 _CRITICAL_KINDS: Final = frozenset(
-    {"hardware", "storage", "oom", "node-loss", "restore-failed", "crash"}
+    {"hardware", "storage", "oom", "node-loss", "preemption", "restore-failed", "crash"}
 )
 
 #: How much prose is examined (a long comment's incident report is near its top).
@@ -88,13 +91,20 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig("hardware", "ecc", r"ecc\s+(?:errors?|failures?|faults?)"),
     _sig("hardware", "bus", r"(?:fell|fallen|falls|dropped)\s+off\s+the\s+(?:pcie\s+)?bus"),
+    # network: the fabric between machines
     _sig(
-        "hardware",
+        "network",
         "port link card",
-        r"(?:infiniband|ib|roce|nic|hca|network)\s+(?:port|link|card)s?\s+"
+        r"(?:infiniband|ib|roce|nic|hca|network|fabric|switch)\s+(?:port|link|card)s?\s+"
         r"(?:faults?|failures?|failed|flap\w*|down|errors?|went\s+down|dropp\w*|bounc\w*)",
     ),
-    _sig("hardware", "flap", r"(?:link|port)s?\s+(?:kept\s+|keeps\s+|started\s+)?flap\w*"),
+    _sig("network", "flap", r"(?:link|port)s?\s+(?:kept\s+|keeps\s+|started\s+)?flap\w*"),
+    _sig("network", "symbol", r"symbol\s+errors?|link\s+(?:down|errors?)\s+on\s+(?:leaf|spine)"),
+    _sig(
+        "network",
+        "nccl net",
+        r"nccl\s+(?:warn\s+)?net/(?:ib|socket)|nccl\s+(?:\w+\s+)?(?:network|connection)\s+errors?",
+    ),
     _sig(
         "hardware",
         "faulty defective broken dead failing bad",
@@ -124,10 +134,23 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig("node-loss", "connectivity", r"lost\s+(?:network\s+)?connectivity"),
     _sig(
-        "node-loss",
+        "preemption",
         "preempt",
         r"preempt(?:ed|ions?)(?![- ](?:safe|tolerant|aware|handl\w*|resilien\w*|support|logic))",
     ),
+    _sig(
+        "preemption",
+        "reclaim",
+        rf"(?:reclaimed|evicted)\s+(?:\d+\s+(?:of\s+(?:our\s+|the\s+)?\d+\s+)?)?{_NODE}",
+    ),
+    _sig(
+        "node-loss",
+        "lost",
+        # "lost r02n6": a machine named by a host name (letters with digits in it)
+        r"lost\s+(?:node\s+|host\s+)?[a-z][a-z-]*\d[\w-]*(?![\w-]*\s+(?:min|minutes|hours?|steps?"
+        r"|tokens?|gpus?))",
+    ),
+    _sig("node-loss", "pingable powered", r"not\s+pingable|powered\s+(?:off|down)\b"),
     _sig("node-loss", "gang", r"gang(?:\s+scheduling)?\s+(?:failed|failures?|broke|broken)"),
     _sig(
         "node-loss",
@@ -170,6 +193,12 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "restore resume",
         r"(?:restore|resume)\s+(?:failures?|errors?"
         r"|timeouts?)",
+    ),
+    _sig(
+        "restore-failed",
+        "restore resume",
+        # "the restore from step 52,500 fails on every attempt", "restore after preemption fails"
+        r"(?:restore|resume)\s+(?:[\w,.]+\s+){0,4}?(?:fails|failed|is\s+failing|keeps\s+failing)",
     ),
     _sig(
         "restore-failed",
@@ -405,7 +434,8 @@ def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
     return not (signal.needs_subject and not _SYSTEM_SUBJECT.search(sentence))
 
 
-def _severity(kind: str, context: str) -> str:
+def severity_of(kind: str, context: str) -> str:
+    """ "critical" when training stopped, "warning" when degraded or already recovered."""
     recovered = _RECOVERED.search(context) is not None
     if kind in _CRITICAL_KINDS:
         return WARNING if recovered or _DEGRADED.search(context) else CRITICAL
@@ -440,7 +470,7 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
     if not kinds:
         return None
     kind = next(k for k in KIND_PRIORITY if k in kinds)
-    return kind, _severity(kind, text)
+    return kind, severity_of(kind, text)
 
 
 # --------------------------------------------------------------------------------------------

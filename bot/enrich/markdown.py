@@ -340,8 +340,8 @@ class _Scanner:
                     continue
             if "<" in line and _DETAILS_TAG.search(line):
                 self.flush()
-                for m in _DETAILS_TAG.finditer(line):
-                    self.folded = max(0, self.folded - 1) if m.group(1) else self.folded + 1
+                for tag in _DETAILS_TAG.finditer(line):
+                    self.folded = max(0, self.folded - 1) if tag.group(1) else self.folded + 1
                 line = _DETAILS_TAG.sub("", line)
                 if not line.strip():
                     prev_blank = True

@@ -24,10 +24,10 @@ from typing import Final
 
 from bot.enrich.context import ThreadContext
 from bot.enrich.incidents import (
-    WARNING,
     find_incident,
     is_retrospective,
     reports_ongoing,
+    severity_of,
     thread_incident,
     thread_is_experiment,
 )
@@ -70,7 +70,7 @@ class Enrichment:
     tag: str  # one of bot.models.TAGS
     incident: bool
     severity: str | None  # "critical" | "warning" | None when not an incident
-    incident_kind: str | None  # node-loss | hardware | oom | crash | hang | restore-failed | ...
+    incident_kind: str | None  # one of bot.enrich.incidents.KIND_PRIORITY, or "reported"
     newsworthy: bool  # False for chit-chat, empty entries and strangers' advertising
 
 
@@ -86,7 +86,7 @@ def _incident(
     # "Still down", "52,000 also fails": a follow-up in the incident's own thread
     thread_kind = thread_incident(context) if title is None else None
     if thread_kind is not None and reports_ongoing(doc.prose):
-        return True, WARNING, thread_kind
+        return True, severity_of(thread_kind, doc.prose), thread_kind
     return False, None, None
 
 

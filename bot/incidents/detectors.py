@@ -65,6 +65,8 @@ MIN_BASELINE = timedelta(hours=1)
 KIND_LABELS = {
     "crash": "Crash",
     "node-loss": "Node loss",
+    "preemption": "Preemption",
+    "network": "Network fault",
     "hardware": "Hardware fault",
     "oom": "Out-of-memory kill",
     "hang": "Hang",

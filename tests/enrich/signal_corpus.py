@@ -28,6 +28,14 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "signal_corpus.jsonl"
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")
+#: The corpus names incident kinds by cause; the rules' names are finer in two places.
+KIND_NAMES = {
+    "node-loss": "node_loss",
+    "restore-failed": "checkpoint",
+    "checkpoint-failed": "checkpoint",
+    "crash": "other",
+    "reported": "other",
+}
 
 
 def load(path: Path = CORPUS) -> list[dict[str, Any]]:
@@ -137,6 +145,7 @@ class Scores:
     incidents: int = 0  # labelled incident
     flagged: int = 0  # flagged incident
     found: int = 0  # labelled and flagged
+    kinds_right: int = 0  # of those found, with the labelled kind
     substantive: int = 0
     erased: list[str] = field(default_factory=list)  # substantive entries summarised as nothing
     hidden: list[str] = field(default_factory=list)  # substantive entries judged chit-chat
@@ -168,6 +177,7 @@ class Verdict:
     incident: bool
     shown: bool = True
     summary: str = "-"
+    kind: str | None = None
 
 
 Method = Callable[[dict[str, Any]], Verdict]
@@ -175,7 +185,8 @@ Method = Callable[[dict[str, Any]], Verdict]
 
 def rules_method(entry: dict[str, Any]) -> Verdict:
     e = enrich(entry)
-    return Verdict(e.tag, e.incident, e.newsworthy, e.summary)
+    kind = KIND_NAMES.get(e.incident_kind, e.incident_kind) if e.incident_kind else None
+    return Verdict(e.tag, e.incident, e.newsworthy, e.summary, kind)
 
 
 def score(entries: Iterable[dict[str, Any]], method: Method) -> Scores:
@@ -194,6 +205,7 @@ def score(entries: Iterable[dict[str, Any]], method: Method) -> Scores:
         s.incidents += labelled
         s.flagged += v.incident
         s.found += labelled and v.incident
+        s.kinds_right += labelled and v.incident and v.kind == entry.get("incident_kind")
         if labelled and not v.incident:
             s.misses.append(ident)
         if v.incident and not labelled:

@@ -3,6 +3,8 @@ opens it and whatever surrounds it (the 🤖-opened agent updates that used to v
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -10,12 +12,13 @@ from bot.enrich.markdown import clean_text, parse
 from bot.enrich.rules import enrich_text
 from bot.enrich.summary import NO_TEXT
 
-WORDS = (
+WORDS = re.findall(
+    r"\S+",
     "the run rolled back to step after hang on rank node lost spare requeued we saw loss "
     "checkpoint restore failed again because storage bucket quota and then it resumed from "
     "gradient norm router gate learning rate sweep ablation baseline eval data mix shard "
-    "tokenizer throughput dropped while nvlink errors appeared on host this morning slowly"
-).split()
+    "tokenizer throughput dropped while nvlink errors appeared on host this morning slowly",
+)
 
 #: What opens a paragraph in real threads: agent markers, template and bot-looking openers,
 #: emphasis, emoji, headings words, trailer-like words.

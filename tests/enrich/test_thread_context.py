@@ -212,4 +212,4 @@ def test_events_without_context_still_enrich() -> None:
         body="The job was preempted at 03:12 UTC and has not come back.",
     )
     e = enrich_event(event)
-    assert e.incident and e.incident_kind == "node-loss"
+    assert e.incident and e.incident_kind == "preemption"

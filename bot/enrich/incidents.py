@@ -151,6 +151,12 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|tokens?|gpus?))",
     ),
     _sig("node-loss", "pingable powered", r"not\s+pingable|powered\s+(?:off|down)\b"),
+    _sig(
+        "node-loss",
+        "cordon drain",
+        # "r07n3 is cordoned": a named machine taken out of service
+        r"[a-z][a-z-]*\d[\w-]*\s+(?:is|was|got|has\s+been|stays)\s+(?:cordoned|drained)",
+    ),
     _sig("node-loss", "gang", r"gang(?:\s+scheduling)?\s+(?:failed|failures?|broke|broken)"),
     _sig(
         "node-loss",
@@ -542,3 +548,18 @@ def reports_ongoing(prose: str) -> bool:
     """A follow-up that says the incident is not over."""
     head = prose[:DETECT_LIMIT]
     return bool(_ONGOING.search(head)) and not _BACK.search(head)
+
+
+#: A note that opens by saying the run is back: "Back up from 15,000 on r11n2", "Restarted from
+#: step 11,500 on the spare node", "Relaunched on r16n1; step 61,010 logged".
+_RECOVERY_LEAD = re.compile(
+    r"^\W*(?:(?:hero|the\s+run|the\s+job|training|we(?:'re|\s+are))\s+(?:is\s+)?)?"
+    r"(?:back\s+(?:up|online|at|to\s+training)|(?:restarted|relaunched|resumed|requeued|recovered)"
+    r"\b(?![^.;]*\b(?:fail|crash|oom|again|stuck|hung)))",
+    re.IGNORECASE,
+)
+
+
+def is_recovery_note(prose: str) -> bool:
+    """The post opens by saying the run is running again: talk about an incident that is over."""
+    return bool(_RECOVERY_LEAD.match(prose.lstrip()))

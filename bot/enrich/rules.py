@@ -25,6 +25,7 @@ from typing import Final
 from bot.enrich.context import ThreadContext
 from bot.enrich.incidents import (
     find_incident,
+    is_recovery_note,
     is_retrospective,
     reports_ongoing,
     severity_of,
@@ -77,8 +78,12 @@ class Enrichment:
 def _incident(
     doc: Document, title: str | None, context: ThreadContext
 ) -> tuple[bool, str | None, str | None]:
-    if thread_is_experiment(context) or is_retrospective(doc.prose, context.title):
-        return False, None, None  # a crash in an ablation, a post-mortem: talk about incidents
+    if (
+        thread_is_experiment(context)
+        or is_retrospective(doc.prose, context.title)
+        or is_recovery_note(doc.prose)
+    ):
+        return False, None, None  # a crash in an ablation, a post-mortem, "back up from 15,000"
     found = find_incident(doc.prose, clean_line(title) if title else "", doc.logs)
     if found is not None:
         kind, severity = found

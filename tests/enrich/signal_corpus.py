@@ -189,6 +189,35 @@ def rules_method(entry: dict[str, Any]) -> Verdict:
     return Verdict(e.tag, e.incident, e.newsworthy, e.summary, kind)
 
 
+# --- the naive baseline: the first tag whose keyword appears, an incident on any outage word
+
+
+BASELINE_TAGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ablation", ("ablation", "sweep", "baseline")),
+    ("optimizer", ("learning rate", "lr ", "adam", "optimizer", "weight decay", "warmup")),
+    ("training-dynamics", ("loss spike", "grad norm", "diverge", "instability", "spike")),
+    ("evals", ("eval", "benchmark", "mmlu")),
+    ("data", ("dataset", "data mix", "tokenizer", "shard")),
+    ("checkpointing", ("checkpoint", "ckpt")),
+    ("long-context", ("context length", "long context", "seq len", "rope")),
+    ("infra", ("node", "gpu", "tpu", "cluster", "nccl", "throughput", "mfu", "memory")),
+    ("spec", ("spec", "architecture", "hyperparameter")),
+)
+BASELINE_INCIDENT = re.compile(
+    r"\b(?:crash\w*|down|oom\w*|hang\w*|hung|lost|ecc|xid|nccl|timeout|timed out|failed"
+    r"|preempt\w*|quota|outage)\b",
+    re.IGNORECASE,
+)
+
+
+def baseline_method(entry: dict[str, Any]) -> Verdict:
+    text = f"{entry.get('title') or ''}\n{entry.get('body') or ''}"
+    lowered = text.lower()
+    incident = bool(BASELINE_INCIDENT.search(text))
+    tag = next((t for t, words in BASELINE_TAGS if any(w in lowered for w in words)), "other")
+    return Verdict("incident" if incident else tag, incident)
+
+
 def score(entries: Iterable[dict[str, Any]], method: Method) -> Scores:
     s = Scores()
     for entry in entries:

@@ -213,3 +213,15 @@ def test_events_without_context_still_enrich() -> None:
     )
     e = enrich_event(event)
     assert e.incident and e.incident_kind == "preemption"
+
+
+def test_the_llm_sees_the_same_thread_context() -> None:
+    from bot.llm.enrich import render_event
+
+    item = thread("small-scale ablation: z-loss at 150M", ("ablation",))
+    event = comment(item, "The 150M run crashed with an OOM at step 3k.", association="NONE")
+    rendered = render_event(1, event)
+    assert 'thread="small-scale ablation: z-loss at 150M"' in rendered
+    assert 'labels="ablation"' in rendered
+    assert 'association="NONE"' in rendered
+    assert "crashed with an OOM" in rendered

@@ -38,9 +38,10 @@ KIND_PRIORITY: Final[tuple[str, ...]] = (
     "node-loss",
     "hang",
     "crash",
+    "outage",
 )
 _CRITICAL_KINDS: Final = frozenset(
-    {"hardware", "storage", "oom", "node-loss", "preemption", "restore-failed", "crash"}
+    {"hardware", "storage", "oom", "node-loss", "preemption", "restore-failed", "crash", "outage"}
 )
 
 #: How much prose is examined (a long comment's incident report is near its top).
@@ -133,6 +134,17 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:lost|down|dead|gone|offline|unreachable)",
     ),
     _sig("node-loss", "connectivity", r"lost\s+(?:network\s+)?connectivity"),
+    _sig(
+        "node-loss",
+        "down gone off",
+        rf"\d+\s+(?:of\s+(?:our|the)\s+)?{_NODE}\s+(?:are\s+|were\s+)?(?:down|gone|off|offline|lost)",
+    ),
+    _sig("node-loss", "power", r"lost\s+power|power\s+(?:event|outage|loss|failure)"),
+    _sig(
+        "node-loss",
+        "vanished disappeared",
+        r"[a-z][a-z-]*\d[\w-]*\s+(?:just\s+)?(?:vanished|disappeared|dropped\s+out|went\s+away)",
+    ),
     _sig(
         "preemption",
         "preempt",
@@ -231,6 +243,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig(
         "checkpoint-failed",
+        "save",
+        # "the 64,000 save failed", "the hero save at 24k failed"
+        r"(?:the\s+)?(?:[\d,.]+k?\s+)?saves?\s+(?:at\s+(?:step\s+)?[\d,.]+k?\s+)?"
+        r"(?:failed|is\s+failing|errored|timed\s+out)",
+    ),
+    _sig(
+        "checkpoint-failed",
         "checkpoint ckpt",
         # "checkpoint save to gs://bucket/path failed with 503": a destination in between
         r"(?:checkpoint|ckpt)\s+(?:save|write|upload|commit)s?\s+(?:to|into|on)\b"
@@ -253,6 +272,19 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|read-only\s+file\s*system",
     ),
     _sig("storage", "503 500", r"(?:503|500)s?\s+(?:errors?\s+)?from\s+(?:gcs|s3|the\s+bucket)"),
+    _sig(
+        "storage",
+        "reject refus deny denied forbidden 403 fail",
+        r"(?:bucket|storage|gcs|s3|filesystem|volume|nfs)\s+(?:is\s+|are\s+)?(?:rejecting|refusing"
+        r"|denying)\s+(?:\w+\s+)?(?:writes?|reads?|requests?|uploads?)"
+        r"|(?:writes?|uploads?)\s+(?:\w+\s+){0,4}?(?:fail|fails|failing|return|returns)\s+(?:with\s+)?"
+        r"(?:a\s+)?(?:403|401|permission\s+denied|access\s+denied|forbidden)",
+    ),
+    _sig(
+        "storage",
+        "read-only read only disk",
+        r"(?:went|is|are|mounted)\s+read[- ]only|disk\s+(?:failure|failed|died)",
+    ),
     # crashes
     _sig("crash", "crash", r"(?<!pre-)(?<!post-)(?<!pre)crash(?:ed|es|ing)?|crashloop\w*"),
     _sig(
@@ -274,7 +306,17 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig("crash", "fatal unrecoverable", r"(?:fatal|unrecoverable)\s+error"),
     _sig(
-        "crash",
+        "outage",
+        "dead trained pending training progress",
+        # the run is not training, whatever the cause: "hero dead at 80,240", "nothing has
+        # trained since midnight", "the job is just pending"
+        r"(?:hero|run|job|training|trainer)\s+(?:is\s+)?dead\b"
+        r"|nothing\s+(?:has\s+)?(?:trained|been\s+training|is\s+training)"
+        r"|(?:job|run)\s+(?:is\s+)?(?:just\s+|still\s+|now\s+)?pending\b"
+        r"|(?:no|zero)\s+(?:training\s+)?progress\s+(?:since|for)",
+    ),
+    _sig(
+        "outage",
         "down",
         # "Hero is down", "the run went down": an outage, not "loss is down 0.02"
         r"(?:is|was|went|has\s+gone|are|were)\s+(?:hard\s+|completely\s+)?down"
@@ -341,7 +383,8 @@ _NEGATION = re.compile(
 _NEAR_CUE = re.compile(
     r"\b(?:any(?:\s+(?:more|further|new|other))?|past|previous|prior|earlier|last|potential"
     r"|yesterday's|(?:last|previous|past)\s+(?:week|night|month|year|time)(?:'s)?"
-    r"|possible|known|hypothetical|future|(?:after|since|before)\s+(?:the|that|this|a|an))\s+$",
+    r"|possible|known|hypothetical|future|(?:as|like)\s+(?:a|an|the)"
+    r"|(?:after|since|before)\s+(?:the|that|this|a|an)(?:\s+[\w-]+){0,2})\s+$",
     re.IGNORECASE,
 )
 # Words right after a signal that make it a topic, not an event ("OOM risk", "crash handler").
@@ -363,7 +406,10 @@ _QUESTION_START = re.compile(
     r"|anybody|how|why|what|when|where|which|who|whether|shall)\b",
     re.IGNORECASE,
 )
-_CLAUSE_BREAK = re.compile(r"[,;:()—–]|\s-\s|\b(?:but|however|though|although|yet|whereas)\b")
+_CLAUSE_BREAK = re.compile(
+    r"[,;:()—–]|\s-\s|\b(?:but|however|though|although|yet|whereas)\b"
+    r"|\band\s+(?=(?:the|then|so|now|our|its|it|we|hero)\b)"
+)
 _DYNAMICS_BEFORE = re.compile(
     r"\b(?:loss|losses|gates?|routers?|norms?|gradients?|grads?|weights?|logits?|experts?"
     r"|accuracy|perplexity|evals?|metrics?|embeddings?|activations?|lr|learning\s+rate|heads?"
@@ -431,6 +477,8 @@ def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
         return False
     if _AFTER_CUE.match(text, end, min(len(text), end + 30)):
         return False
+    if before.count("(") > before.count(")"):
+        return False  # an aside: "(relaunched after the second NVLink fault)"
     if sentence.endswith("?") and _QUESTION_START.match(sentence):
         return False
     if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence):
@@ -491,7 +539,8 @@ _EXPERIMENT = re.compile(
 #: Threads and posts that look back: post-mortems, retrospectives, write-ups.
 _RETROSPECTIVE = re.compile(
     r"\b(?:post-?mortems?|retrospectives?|retro|lessons\s+learned|root[- ]cause\s+analysis"
-    r"|incident\s+(?:review|write-?up|summary)|write-?up\s+of|what\s+went\s+wrong)\b",
+    r"|incident\s+(?:review|write-?up|summary)|write-?up\s+of|what\s+went\s+wrong"
+    r"|weekly\s+(?:summary|recap|report|review)|recap\s+of|(?:week|month)\s+in\s+review)\b",
     re.IGNORECASE,
 )
 
@@ -511,8 +560,9 @@ def is_retrospective(prose: str, thread_title: str = "") -> bool:
 
 #: A follow-up saying the problem persists: "still down", "52,000 also fails", "same on the retry".
 _ONGOING = re.compile(
-    r"\b(?:still\s+(?:down|stuck|hung|hanging|failing|fails|broken|dead|crashing|oom\w*|erroring"
-    r"|blocked|not\s+(?:back|up|running|training|progressing)|no\s+(?:steps?|progress|luck))"
+    r"\b(?:(?:still|remains?)\s+(?:down|stuck|hung|hanging|failing|fails|broken|dead|crashing"
+    r"|oom\w*|erroring|pending|paused|queued|waiting|blocked|offline"
+    r"|not\s+(?:back|up|running|training|progressing)|no\s+(?:steps?|progress|luck))"
     r"|(?:also|again)\s+(?:fails?|failed|failing|crashe[sd]|oom\w*|hangs?|hung|dies|died)"
     r"|(?:fails?|failed|crashed|died|hung|hangs|oom\w*)\s+again"
     r"|same\s+(?:error|failure|crash|hang|thing|problem|result)\b(?!\s+(?:as\s+)?(?:last|before))"
@@ -563,3 +613,33 @@ _RECOVERY_LEAD = re.compile(
 def is_recovery_note(prose: str) -> bool:
     """The post opens by saying the run is running again: talk about an incident that is over."""
     return bool(_RECOVERY_LEAD.match(prose.lstrip()))
+
+
+#: The run is fine and the post says so: "we're fine", "training was fine the whole time",
+#: "preempted on schedule, as expected. nothing to do".
+_ALL_FINE = re.compile(
+    r"\b(?:we(?:'re|\s+are)\s+(?:fine|ok|okay|good)|(?:training|the\s+run|the\s+job|hero|it)"
+    r"(?:\s+itself)?\s+(?:was|is|stays|stayed)\s+(?:fine|unaffected|healthy)|nothing\s+to\s+do"
+    r"|no\s+action\s+(?:is\s+)?needed|as\s+expected|on\s+schedule|false\s+alarm"
+    r"|not\s+an\s+incident)\b",
+    re.IGNORECASE,
+)
+#: The incident is over and the post says how it ended: a recap, not a report.
+_DONE = re.compile(
+    r"\b(?:total\s+downtime|downtime\s+(?:of\s+|was\s+)?(?:\d|about|roughly|~)"
+    r"|step\s+[\d,.]+k?\s+(?:was\s+)?logged|(?:is|are)\s+(?:back\s+up|running\s+again"
+    r"|training\s+again|healthy\s+again)|back\s+(?:up|online)\s+(?:from|at|on|since)"
+    r"|running\s+again|resumed\s+(?:from|at)\s+(?:step\s+)?[\d,.]+k?)",
+    re.IGNORECASE,
+)
+
+
+def all_clear(prose: str) -> bool:
+    """The post says the run is fine, or that the incident it tells of is over."""
+    head = prose[:DETECT_LIMIT]
+    return bool(_ALL_FINE.search(head) or _DONE.search(head))
+
+
+def declares_incident(context: ThreadContext) -> bool:
+    """The thread is labelled (or prefixed) as an incident's own."""
+    return bool(_INCIDENT_LABEL.search(" ".join([context.prefix, *context.labels])))

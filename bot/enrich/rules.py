@@ -24,6 +24,8 @@ from typing import Final
 
 from bot.enrich.context import ThreadContext
 from bot.enrich.incidents import (
+    all_clear,
+    declares_incident,
     find_incident,
     is_recovery_note,
     is_retrospective,
@@ -82,12 +84,16 @@ def _incident(
         thread_is_experiment(context)
         or is_retrospective(doc.prose, context.title)
         or is_recovery_note(doc.prose)
+        or all_clear(doc.prose)
     ):
         return False, None, None  # a crash in an ablation, a post-mortem, "back up from 15,000"
     found = find_incident(doc.prose, clean_line(title) if title else "", doc.logs)
     if found is not None:
         kind, severity = found
         return True, severity, kind
+    if title is not None and declares_incident(context) and doc.prose:
+        # an issue opened in the incident's own label: its description is the report
+        return True, severity_of("outage", doc.prose), "outage"
     # "Still down", "52,000 also fails": a follow-up in the incident's own thread
     thread_kind = thread_incident(context) if title is None else None
     if thread_kind is not None and reports_ongoing(doc.prose):

@@ -28,6 +28,12 @@ _PROMO = re.compile(
       | earn\s+(?:money|\$)|make\s+money|passive\s+income|guaranteed|seo\s+services?|backlinks?
       | boost\s+your|grow\s+your|we\s+offer|we\s+provide|i\s+offer|special\s+offer|buy\s+now
       | (?:rent|cheap|on-?demand)\s+(?:gpus?|h100s?|a100s?)\s+(?:at|from|for)
+      | enrol(?:l|ment)?\s+(?:now|today)|register\s+(?:now|today)|early[- ]bird|bootcamp
+      | (?:this|today)\s+(?:week|month)?\s*only|only\s+today
+      | (?:please\s+)?star\s+(?:the|my|our)\s+repo
+      | share\s+(?:it\s+)?with\s+your|would\s+mean\s+a\s+lot|buy\s+(?:followers|likes|stars)
+      | followers|top\s+\d+\s+(?:ai\s+)?tools|(?:discord\s+)?nitro|free\s+(?:gpu\s+)?credits
+      | gpu\s+credits
     )\b""",
     re.IGNORECASE | re.VERBOSE,
 )

@@ -67,6 +67,7 @@ KIND_LABELS = {
     "node-loss": "Node loss",
     "preemption": "Preemption",
     "network": "Network fault",
+    "outage": "Outage",
     "hardware": "Hardware fault",
     "oom": "Out-of-memory kill",
     "hang": "Hang",

@@ -34,6 +34,7 @@ KIND_NAMES = {
     "restore-failed": "checkpoint",
     "checkpoint-failed": "checkpoint",
     "crash": "other",
+    "outage": "other",
     "reported": "other",
 }
 

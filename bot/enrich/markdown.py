@@ -214,6 +214,7 @@ _BOT_OPENER = re.compile(
       | this[ ]issue[ ]is[ ]stale
       | (?:documentation[ ]|docs[ ])?preview[ ](?:deployment|url|is[ ]ready)
       | pull[ ]request[ ](?:overview|summary)[ ]by
+      | \W{0,3}[ ]?all[ ](?:checks|tests|jobs)[ ](?:have[ ])?(?:passed|succeeded|failed)
       | \[?[\w-]+\[bot\]
     )""",
     re.VERBOSE | re.IGNORECASE,

@@ -63,6 +63,11 @@ TITLED_KINDS: Final = frozenset({"issue", "pull"})
 _STATE_KINDS: Final = frozenset({"state", "restart"})
 _GIF_HOSTS: Final = ("tenor.com", "giphy.com", "gfycat.com")
 _SPEAKER = re.compile(r"^[^:\n]{1,80}:\s+")
+# "Bump pyyaml from 6.0.1 to 6.0.2": an automated dependency bump (from an outside account)
+_DEPENDENCY_BUMP = re.compile(
+    r"\s*(?:build\(deps\):\s*|chore\(deps\):\s*)?bump\s+\S+\s+from\s+\S+\s+to\s+\S+\s*$",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,10 +187,14 @@ def enrich_text(
         )
     )
     newsworthy = _newsworthy(doc, body, kind, tag, incident) and summary != NO_TEXT
-    if newsworthy and is_spam(f"{own_title or ''}\n{body}", context):
+    if newsworthy and (
+        is_spam(f"{own_title or ''}\n{body}", context)
+        or (kind == "pull" and context.trusted is False and _DEPENDENCY_BUMP.match(title or ""))
+    ):
         newsworthy = incident = False
         severity = incident_kind = None
-        tag = "other"
+    if not newsworthy:
+        tag = "other" if tag != "incident" else tag  # chit-chat and junk have no topic
     return Enrichment(
         summary=summary,
         tag=tag,

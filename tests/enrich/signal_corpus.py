@@ -22,7 +22,13 @@ from bot.enrich.rules import Enrichment
 from bot.enrich.summary import NO_TEXT
 from bot.models import TAGS, Event
 from bot.pipeline import rules_enrichment
-from bot.sources.github_threads import comment_event, issue_event, review_event, thread_context
+from bot.sources.github_threads import (
+    comment_event,
+    is_bot,
+    issue_event,
+    review_event,
+    thread_context,
+)
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "signal_corpus.jsonl"
 SLUG = "hero"
@@ -184,7 +190,14 @@ class Verdict:
 Method = Callable[[dict[str, Any]], Verdict]
 
 
+def recorded(entry: dict[str, Any]) -> bool:
+    """Whether the live source stores the entry at all (bot accounts are left out by default)."""
+    return entry.get("source") != "github" or not is_bot(_user(entry.get("author")))
+
+
 def rules_method(entry: dict[str, Any]) -> Verdict:
+    if not recorded(entry):
+        return Verdict("other", False, shown=False)
     e = enrich(entry)
     kind = KIND_NAMES.get(e.incident_kind, e.incident_kind) if e.incident_kind else None
     return Verdict(e.tag, e.incident, e.newsworthy, e.summary, kind)

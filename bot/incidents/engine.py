@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.incidents import messages
+import bot.incidents.messages as messages
 from bot.incidents.detectors import (
     CRASH,
     HEARTBEAT,

@@ -9,8 +9,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from bot.delivery import make_payload
 from bot.models import Event, Incident
+from bot.outbox.payload import make_payload
 from bot.render.cards import (
     DESCRIPTION_LIMIT,
     FIELD_VALUE_LIMIT,
@@ -40,7 +40,7 @@ def payload(
     edit_of: int | None = None,
     thread_only: bool = False,
 ) -> dict[str, Any]:
-    """The outbox payload, in the shape `bot.delivery` defines."""
+    """The outbox payload, in the shape `bot.outbox.payload` defines."""
     return make_payload(
         content, card, thread_name=thread_name, edit_of=edit_of, thread_only=thread_only
     )

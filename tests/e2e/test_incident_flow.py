@@ -32,10 +32,11 @@ from pydantic import SecretStr
 from bot.app import LoopIntervals, RunscribeBot, apply_endpoints
 from bot.incidents.detectors import CRASH, HEARTBEAT, MONITOR, STALL
 from bot.pipeline import CycleSummary
-from bot.runtime import Runtime, open_runtime
+from bot.runtime import Runtime
 from bot.services.status import build_status
 from bot.settings import RunsFile, Settings, parse_runs
 from bot.store import Store
+from bot.wiring import open_runtime
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb

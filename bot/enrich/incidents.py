@@ -10,7 +10,7 @@ the time without anything being broken ("no OOMs since the fix", "to avoid OOM",
   not right after a training-dynamics noun ("the gate is stuck closed", "loss stalled");
 * text about CI, unit tests or someone's laptop is not the run.
 
-Code blocks never reach this module (``bot.enrich.text`` drops them); log-looking lines are only
+Code blocks never reach this module (``bot.enrich.markdown`` drops them); log-looking lines are only
 used when a message has no prose at all.
 """
 

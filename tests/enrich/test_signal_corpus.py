@@ -12,10 +12,10 @@ import pytest
 from tests.enrich.signal_corpus import Scores, baseline_method, load, rules_method, score
 
 # Reached on the corpus when these floors were set (less about two entries' worth of margin).
-TAG_FLOOR = 0.86
-RECALL_FLOOR = 0.95
-PRECISION_FLOOR = 0.92
-KIND_FLOOR = 0.85  # of the incidents found, the share whose kind matches the label
+TAG_FLOOR = 0.86  # reached 0.884
+RECALL_FLOOR = 0.95  # reached 1.000
+PRECISION_FLOOR = 0.95  # reached 1.000
+KIND_FLOOR = 0.82  # of the incidents found, the share whose kind matches the label (0.875)
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +29,8 @@ def rules(entries: list[dict[str, Any]]) -> Scores:
 
 
 def test_the_corpus_is_big_enough_to_mean_something(entries: list[dict[str, Any]]) -> None:
-    assert len(entries) >= 120
-    assert sum(bool(e["incident"]) for e in entries) >= 15
+    assert len(entries) >= 240
+    assert sum(bool(e["incident"]) for e in entries) >= 30
 
 
 def test_tag_agreement(rules: Scores) -> None:

@@ -29,6 +29,7 @@ from bot.outbox.payload import ButtonPayload, fit_card
 from bot.outbox.poster import DeliveryError, OutboxPoster, OutgoingMessage, SeenMessage
 from bot.render.cards import Card, TimeStyle
 from bot.render.chart import ChartCache
+from bot.render.stamps import render_card_stamps, render_stamps
 from bot.settings import ConfigError, RunConfig, RunsFile, Settings, load_runs_file
 from bot.store import Store
 from bot.timeutil import utcnow
@@ -73,10 +74,16 @@ def discord_time(value: datetime, style: TimeStyle) -> str:
     return discord.utils.format_dt(value, _STYLES.get(style, "f"))
 
 
+def discord_text(text: str) -> str:
+    """Post text for Discord: neutral time stamps become `<t:…>`."""
+    return render_stamps(text, discord_time)
+
+
 def card_to_embed(card: Card, *, color: int | None = None) -> discord.Embed:
     """A platform-neutral card as an embed within Discord's limits, mentions escaped (embeds
-    never ping, but text copied out of them could). Used by the cogs and the outbox transport."""
-    card = fit_card(card)
+    never ping, but text copied out of them could). Used by the cogs and the outbox transport.
+    Neutral time stamps (`bot.render.stamps`) become Discord timestamps."""
+    card = fit_card(render_card_stamps(card, discord_time))
     embed = discord.Embed(
         title=card.title or None,
         description=card.description or None,
@@ -301,7 +308,7 @@ class DiscordTransport:
             extra["view"] = _buttons_view(message.buttons)
         try:
             sent = await self._channel(channel_id).send(
-                content=message.content,
+                content=discord_text(message.content) if message.content else message.content,
                 embed=embed,  # type: ignore[arg-type]
                 nonce=message.nonce,
                 allowed_mentions=NO_MENTIONS,
@@ -319,7 +326,10 @@ class DiscordTransport:
             extra["view"] = _buttons_view(message.buttons) if message.buttons else None
         try:
             await partial.edit(
-                content=message.content, embed=embed, allowed_mentions=NO_MENTIONS, **extra
+                content=discord_text(message.content) if message.content else message.content,
+                embed=embed,
+                allowed_mentions=NO_MENTIONS,
+                **extra,
             )
         except Exception as exc:
             raise _delivery_error(exc) from exc

@@ -15,8 +15,8 @@ from discord.ext import commands
 
 from bot.app import card_to_embed, discord_time
 from bot.errors import UserFacingError
-from bot.incidents import acknowledge, list_incidents
 from bot.incidents.messages import listing_card
+from bot.incidents.service import acknowledge, list_incidents
 from bot.incidents.silences import add_silence, end_silence, parse_duration
 from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
 

@@ -9,12 +9,19 @@ from datetime import datetime, timedelta
 
 from bot.analysis.progress import Progress, Restart, compute_progress, detect_restarts
 from bot.errors import UserFacingError
-from bot.models import UNHEALTHY_STATES, Event, Incident, MetricPoint, RunInfo, RunSnapshot
+from bot.incidents.service import incident_stats
+from bot.models import (
+    MONITOR_STALE_AFTER,
+    UNHEALTHY_STATES,
+    Event,
+    Incident,
+    MetricPoint,
+    RunInfo,
+    RunSnapshot,
+)
 from bot.store import Store
 
 WINDOW = timedelta(hours=24)
-# W&B silent this long while we keep polling it fine → the run itself is quiet, not the monitor.
-MONITOR_STALE_AFTER = timedelta(minutes=15)
 FRESHNESS_SOURCES = ("wandb", "github", "discord")
 
 
@@ -180,8 +187,6 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         links=dict(run.links),
         latest_wandb_run=current.wandb_run if current else None,
     )
-    # Late: importing bot.incidents runs its package, whose engine reads MONITOR_STALE_AFTER here.
-    from bot.incidents.service import incident_stats
 
     stats = await incident_stats(store, slug)
     report.incidents_total = stats.count

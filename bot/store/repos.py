@@ -21,6 +21,7 @@ from bot.models import (
     RunSnapshot,
     SourceHealth,
 )
+from bot.store.cycles import CyclesRepo
 from bot.store.db import Database
 from bot.timeutil import from_db, parse_time, to_db, utcnow
 
@@ -956,6 +957,7 @@ class Store:
         self.incidents = IncidentsRepo(db)
         self.outbox = OutboxRepo(db)
         self.llm = LLMRepo(db)
+        self.cycles = CyclesRepo(db)
 
     def transaction(self):  # type: ignore[no-untyped-def]
         return self.db.transaction()

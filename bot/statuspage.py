@@ -28,7 +28,8 @@ from bot.services.timeline import MAX_DAYS, BadFilter, build_timeline
 from bot.store import Store
 
 DEFAULT_DAYS = 30
-TIMELINE_LIMIT = 5000  # the renderer's byte budget decides how many of these fit
+# More than fit in the page's byte budget even at the shortest entries; the budget decides.
+TIMELINE_LIMIT = 2000
 RESTART_SCAN = 1000
 STUCK_AFTER_CYCLES = 3
 # Which runs-file keys make a source "configured" for a run.

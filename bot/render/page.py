@@ -219,11 +219,11 @@ padding:.1rem .65rem;cursor:pointer}
 .days ul{list-style:none;margin:0;padding:0}
 .days li{padding:.55rem 0;border-bottom:1px solid var(--line)}
 .days li p{margin:.15rem 0 0}
-.days .m{font-size:.85rem;color:var(--muted)}
-.days .m b{color:var(--fg)}
-.tg{display:inline-block;background:var(--chip);border-radius:.3rem;padding:0 .4rem;
-font-size:.78rem}
-.inc .tg{color:var(--bad)}
+.days small{font-size:.85rem;color:var(--muted)}
+.days small b{color:var(--fg)}
+.days em{display:inline-block;background:var(--chip);border-radius:.3rem;padding:0 .4rem;
+font-size:.78rem;font-style:normal}
+.days .inc em{color:var(--bad)}
 .more{color:var(--muted);font-style:italic}
 .runs{list-style:none;padding:0}
 .runs li{padding:.8rem 0;border-bottom:1px solid var(--line)}
@@ -593,13 +593,13 @@ def _entry(entry: dict[str, Any], zone: ZoneInfo) -> str:
         meta.append(link("link", entry.get("url")))
     if entry.get("state"):
         meta.append(f"<i>{esc(entry['state'])}</i>")
-    meta.append(f'<span class="tg">{esc(entry.get("tag") or "other")}</span>')
+    meta.append(f"<em>{esc(entry.get('tag') or 'other')}</em>")
     summary = str(entry.get("summary") or "")
     if len(summary) > SUMMARY_CHARS:
         summary = summary[: SUMMARY_CHARS - 1].rstrip() + "…"
     inc = " inc" if entry.get("incident") else ""
     return (
-        f'<li class="t-{tag} s-{source}{inc}"><span class="m">{" ".join(meta)}</span>'
+        f'<li class="t-{tag} s-{source}{inc}"><small>{" ".join(meta)}</small>'
         f"<p>{esc(summary)}</p></li>"
     )
 
@@ -650,13 +650,14 @@ def _timeline(
         shown += 1
     if items:
         days.append(_day_block(current_day or "", items))
-    left = len(page.timeline) - shown
-    more = (
-        f'\n<p class="more">{left:,} older entries are not shown here; '
-        "<code>runscribe timeline</code> lists them all.</p>"
-        if left
-        else ""
-    )
+    more = ""
+    if shown < len(page.timeline):
+        oldest = _time(page.timeline[shown - 1].get("at")) if shown else None
+        since = f" before {_day(oldest, zone, page.now)}" if oldest else ""
+        more = (
+            f'\n<p class="more">Older entries{esc(since)} do not fit on this page; '
+            f"<code>runscribe timeline --days {page.days}</code> lists them all.</p>"
+        )
     return out + "\n" + "\n".join(days) + more + "\n</div>\n</section>"
 
 

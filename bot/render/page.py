@@ -538,14 +538,24 @@ def chart_svg(chart: ChartData) -> str:
     if fc_values:
         d = " ".join(f"{px(s):.1f},{py(v):.1f}" for s, v in fc_values)
         parts.append(f'<polyline class="fc" points="{d}"/>')
-    starts = sorted({0, *(i for i in chart.segments if 0 < i < len(pts))})
-    for a, b in zip(starts, [*starts[1:], len(pts)], strict=True):
-        seg = pts[a:b]
-        if len(seg) >= 2:
-            d = " ".join(f"{px(s):.1f},{py(v):.1f}" for s, v in seg)
-            parts.append(f'<polyline class="loss" points="{d}"/>')
+    # One polyline per stretch of training: a restart starts a new one, and points above the
+    # range (the first steps) are left out rather than drawn flat along the top.
+    breaks = set(chart.segments)
+    line: list[str] = []
+    for i, (step, value) in enumerate(pts):
+        if i in breaks or value > hi:
+            _flush(parts, line)
+        if value <= hi:
+            line.append(f"{px(step):.1f},{py(value):.1f}")
+    _flush(parts, line)
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _flush(parts: list[str], line: list[str]) -> None:
+    if len(line) >= 2:
+        parts.append(f'<polyline class="loss" points="{" ".join(line)}"/>')
+    line.clear()
 
 
 # --- the timeline ----------------------------------------------------------------------------

@@ -178,7 +178,20 @@ def test_chart_needs_two_points_and_draws_restarts_in_range() -> None:
 
 def busy_month(now: datetime, per_day: int) -> list[Entry]:
     rng = random.Random(15)
-    words = "gate router decay loss spike checkpoint node restart eval ladder mixture shard".split()
+    words = [
+        "gate",
+        "router",
+        "decay",
+        "loss",
+        "spike",
+        "checkpoint",
+        "node",
+        "restart",
+        "eval",
+        "ladder",
+        "mixture",
+        "shard",
+    ]
     tags = ["optimizer", "infra", "evals", "data", "ablation", "training-dynamics", "incident"]
     out = []
     for i in range(30 * per_day):
@@ -190,7 +203,8 @@ def busy_month(now: datetime, per_day: int) -> list[Entry]:
                 "comment" if source == "github" else "message",
                 rng.choice(["larry", "percy-liang", "kaiyue-wen", "helw150", "loom-oa-dev"]),
                 f"#{number}" if source == "github" else "#hero-run",
-                f"https://github.com/lab-name/model-repo/issues/{number}#issuecomment-{4 * 10**9 + i}"
+                f"https://github.com/lab-name/model-repo/issues/{number}"
+                f"#issuecomment-{4 * 10**9 + i}"
                 if source == "github"
                 else "https://discord.com/channels/1201188830310170624/1213462791155945512/"
                 f"{10**18 + i}",

@@ -25,6 +25,7 @@ from bot.render.page import (
 )
 from bot.services.status import build_status
 from bot.services.timeline import MAX_DAYS, BadFilter, build_timeline
+from bot.settings import RunConfig
 from bot.store import Store
 
 DEFAULT_DAYS = 30
@@ -33,10 +34,10 @@ TIMELINE_LIMIT = 2000
 RESTART_SCAN = 1000
 STUCK_AFTER_CYCLES = 3
 # Which runs-file keys make a source "configured" for a run.
-SOURCE_KEYS = {
-    "wandb": ("wandb_runs", "wandb_run_pattern"),
-    "github": ("github_repo",),
-    "discord": ("watch_channels",),
+CONFIGURED: dict[str, Callable[[RunConfig], bool]] = {
+    "wandb": lambda c: bool(c.wandb_runs or c.wandb_run_pattern),
+    "github": lambda c: bool(c.github_repo),
+    "discord": lambda c: bool(c.watch_channels),
 }
 
 
@@ -47,7 +48,7 @@ def validate_days(days: int) -> None:
 
 async def chart_data(store: Store, slug: str) -> ChartData:
     run = await store.runs.get(slug)
-    chain = [str(p) for p in (run.config.get("wandb_runs") or [])] if run else []
+    chain = run.wandb_chain(await store.snapshots.chain(slug)) if run else []
     series = [
         p
         for p in effective_series(await store.metrics.downsampled(slug), chain)
@@ -68,10 +69,15 @@ async def chart_data(store: Store, slug: str) -> ChartData:
         if e.kind == "restart" and isinstance(e.extra.get("to_step"), int | float)
     ]
     forecast: list[tuple[float, float]] = []
-    for knot in (run.config.get("loss_forecast") if run else None) or []:
+    # `loss_forecast` ([[step, loss], …] in the runs file) is drawn whenever a run has one.
+    knots = getattr(run.config, "loss_forecast", None) if run else None
+    for knot in knots or []:
         try:
-            step, loss = float(knot[0]), float(knot[1])
-        except (TypeError, ValueError, IndexError, KeyError):
+            if isinstance(knot, list | tuple):
+                step, loss = float(knot[0]), float(knot[1])
+            else:
+                step, loss = float(knot.step), float(knot.loss)
+        except (TypeError, ValueError, IndexError, AttributeError):
             continue
         if step > 0 and loss > 0 and math.isfinite(step) and math.isfinite(loss):
             forecast.append((step, loss))
@@ -166,8 +172,8 @@ async def health_report(
     for run in await store.runs.all():
         rows = await store.health.for_run(run.slug)
         sources: dict[str, Any] = {}
-        for source, keys in SOURCE_KEYS.items():
-            if not any(run.config.get(key) for key in keys):
+        for source, configured in CONFIGURED.items():
+            if not configured(run.config):
                 sources[source] = None
                 continue
             row = rows.get(source)

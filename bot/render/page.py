@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from bot.models import SOURCE_SPECS
 from bot.timeutil import humanize_delta, parse_time
 
 MAX_PAGE_BYTES = 300_000
@@ -425,12 +426,11 @@ def _num(value: object) -> str:
 
 
 def _footer(s: dict[str, Any], now: datetime) -> str:
-    names = {"wandb": "W&B", "github": "GitHub", "discord": "Discord"}
     fresh = []
     for key, at in (s.get("freshness") or {}).items():
         when = _time(at)
         if when is not None:
-            fresh.append(f"{names.get(key, key)} {_relative(when, now)}")
+            fresh.append(f"{_SOURCE_NAMES.get(key, key)} {_relative(when, now)}")
     line = f"Sources: {', '.join(fresh)}. " if fresh else ""
     by = "an LLM" if s.get("narrative_by") == "llm" else "a template"
     return (
@@ -560,8 +560,8 @@ def _flush(parts: list[str], line: list[str]) -> None:
 
 # --- the timeline ----------------------------------------------------------------------------
 
-_KNOWN_SOURCES = ("github", "discord", "wandb", "system")
-_SOURCE_NAMES = {"github": "GitHub", "discord": "Discord", "wandb": "W&B", "system": "Runscribe"}
+_KNOWN_SOURCES = tuple(spec.name for spec in SOURCE_SPECS)
+_SOURCE_NAMES = {spec.name: spec.label for spec in SOURCE_SPECS}
 
 
 def _ordered(values: Iterable[str], kind: str) -> list[str]:

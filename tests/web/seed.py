@@ -131,7 +131,7 @@ async def seed_run(
         target_tokens=4e9,
         launched_at=now - timedelta(days=2),
         timezone="Europe/Berlin",
-        links={"W&B report": "https://wandb.ai/ent/proj/reports/hero", "Sneaky": HOSTILE_LINK},
+        links={"W&B report": "https://wandb.ai/ent/proj/reports/hero"},
         config=config,
     )
     await store.runs.upsert(run)

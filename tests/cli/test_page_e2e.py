@@ -19,6 +19,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bot.cli import main
 from bot.services.timeline import build_timeline
 from bot.store import Database, Store
 from tests.cli.test_poll_e2e import cli, environment
@@ -98,7 +99,7 @@ async def test_page_and_web_from_a_polled_database(tmp_path: Path, wandb_server:
     assert 'href="hero.html"' in (site / "index.html").read_text()
 
     # Chromium renders the written file; the hostile markup is text in its DOM.
-    dom = await asyncio.to_thread(
+    done = await asyncio.to_thread(
         subprocess.run,
         [
             chromium(),
@@ -111,7 +112,8 @@ async def test_page_and_web_from_a_polled_database(tmp_path: Path, wandb_server:
         text=True,
         timeout=60,
         check=True,
-    ).stdout
+    )
+    dom = done.stdout
     assert "step 299 of 1,000" in dom
     assert "&lt;svg onload=" in dom and "window.__pwned" not in dom.split("<script")[1]
     assert "<img" not in dom and dom.count("<script") == 1
@@ -154,7 +156,16 @@ async def test_page_and_web_from_a_polled_database(tmp_path: Path, wandb_server:
         await asyncio.wait_for(process.wait(), 30)
 
 
-async def test_page_bad_input_is_one_line(tmp_path: Path) -> None:
-    env = {"RUNSCRIBE_DB": str(tmp_path / "missing.db"), "PATH": "/usr/bin:/bin"}
-    code, _out, err = await cli(tmp_path, env, "page", "--out", "site")
-    assert code == 2 and err.startswith("runscribe: no database at") and len(err.splitlines()) == 1
+def test_page_and_web_bad_input_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RUNSCRIBE_DB", str(tmp_path / "missing.db"))
+    for argv, message in (
+        (["page", "--out", "site"], "runscribe: no database at"),
+        (["page", "--out", "site", "--days", "0"], "runscribe: days must be between 1 and"),
+        (["web", "--port", "70000"], "runscribe: --port must be between 0 and 65535"),
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(message) and len(err.splitlines()) == 1, err

@@ -8,7 +8,6 @@ import logging
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
@@ -398,9 +397,3 @@ def load_settings(**overrides: Any) -> Settings:
             name = str(item["loc"][0]).upper() if item["loc"] else "environment"
             problems.append(f"{name}: {item['msg'].removeprefix('Value error, ')}")
         raise ConfigError(problems) from None
-
-
-@dataclass(slots=True)
-class Config:
-    settings: Settings
-    runs: RunsFile

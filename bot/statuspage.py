@@ -23,8 +23,8 @@ from bot.render.page import (
     render_index,
     render_run_page,
 )
-from bot.services.status import build_status
-from bot.services.timeline import MAX_DAYS, BadFilter, build_timeline
+from bot.services.narrative import status_with_narrative
+from bot.services.timeline import build_timeline, validate_filters
 from bot.settings import RunConfig
 from bot.store import Store
 
@@ -42,8 +42,7 @@ CONFIGURED: dict[str, Callable[[RunConfig], bool]] = {
 
 
 def validate_days(days: int) -> None:
-    if not 1 <= days <= MAX_DAYS:
-        raise BadFilter(f"days must be between 1 and {MAX_DAYS}")
+    validate_filters(days, None, None)
 
 
 async def chart_data(store: Store, slug: str) -> ChartData:
@@ -94,11 +93,11 @@ async def gather_run_page(
     poll_interval: float | None = None,
 ) -> RunPage:
     """Everything one run's page shows. (Re-point here when the services move.)"""
-    report = await build_status(store, slug, now)
+    report, narrative = await status_with_narrative(store, slug, now)
     entries = await build_timeline(store, slug, now, days=days, limit=TIMELINE_LIMIT)
     cycle = await store.cycles.last()
     return RunPage(
-        status=status_json(report),
+        status=status_json(report, narrative),
         timeline=timeline_json(entries),
         now=now,
         timezone=report.run.timezone,
@@ -113,8 +112,8 @@ async def gather_run_page(
 async def gather_index(store: Store, now: datetime, href: Callable[[str], str]) -> list[IndexEntry]:
     entries = []
     for run in await store.runs.all():
-        report = await build_status(store, run.slug, now)
-        entries.append(IndexEntry(status=status_json(report), href=href(run.slug)))
+        report, narrative = await status_with_narrative(store, run.slug, now)
+        entries.append(IndexEntry(status=status_json(report, narrative), href=href(run.slug)))
     return entries
 
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 
-from bot.delivery import escape_mentions
 from bot.errors import UserFacingError
+from bot.mentions import escape_mentions
 from bot.services.status import UnknownRun
 
 if TYPE_CHECKING:

@@ -128,7 +128,7 @@ async def test_digest_defers_then_answers(start_bot: StartBot, fake: FakeDiscord
     calls: list[str] = []
 
     async def composer(facts: Any) -> str:
-        calls.append(facts.run.slug)
+        calls.append(facts.run_slug)
         await asyncio.sleep(0.2)  # an LLM takes its time: the command must have deferred
         return "Composed for the test."
 
@@ -184,7 +184,7 @@ async def test_unexpected_error_is_logged_and_apologised(
 
     await start_bot()
     # load_extension executes a fresh module object: patch the one the bot loaded
-    monkeypatch.setattr(sys.modules["cogs.status"], "build_status", broken)
+    monkeypatch.setattr(sys.modules["cogs.status"], "status_with_narrative", broken)
     with caplog.at_level(logging.ERROR, logger="cogs.errors"):
         record = await fake.slash("status", [option("run", "aurora")], user_name="bob")
         body = await answered(record)

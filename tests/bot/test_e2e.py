@@ -19,8 +19,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.delivery import make_payload, payload_from_card
 from bot.models import Event, OutboxItem
+from bot.outbox.payload import make_payload, payload_from_card
 from bot.render.cards import Card
 from bot.settings import RunsFile
 from bot.store import Database, Store

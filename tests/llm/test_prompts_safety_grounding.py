@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.llm.enrich import render_event
-from bot.llm.facts import render_facts, render_highlights, render_open_threads
+from bot.llm.grounded import render_facts, render_highlights, render_open_threads
 from bot.llm.grounding import FactIndex, check, extract
 from bot.llm.prompts import PROMPT_NAMES, Prompt, PromptError, load_prompt
 from bot.llm.safety import fence, limit_links, sanitize_output, strip_mentions

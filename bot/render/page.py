@@ -23,10 +23,11 @@ from datetime import UTC, datetime, timedelta
 from html import escape
 from typing import Any
 from urllib.parse import urlsplit
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from bot.models import SOURCE_SPECS
-from bot.timeutil import humanize_delta, parse_time
+from bot.narrative.format import fmt_big
+from bot.timeutil import humanize_delta, parse_time, resolve_zone
 
 MAX_PAGE_BYTES = 300_000
 # What the page may spend on everything but the timeline is small (a few KB of style, script,
@@ -122,22 +123,6 @@ def css_ident(value: object) -> str:
     """A class-name-safe form of a tag or source (those come from the store, so are data)."""
     ident = re.sub(r"[^a-z0-9-]", "", str(value or "").lower())[:32]
     return ident or "other"
-
-
-def format_count(value: float | None) -> str:
-    if value is None:
-        return "—"
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(value) >= scale:
-            return f"{value / scale:.2f}".rstrip("0").rstrip(".") + suffix
-    return f"{value:.0f}"
-
-
-def _zone(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return ZoneInfo("UTC")
 
 
 def _time(value: object) -> datetime | None:
@@ -281,7 +266,7 @@ def _document(title: str, body: str, extra_css: str = "") -> str:
 
 def render_run_page(page: RunPage) -> str:
     s = page.status
-    zone = _zone(page.timezone)
+    zone = resolve_zone(page.timezone)
     head = "\n".join(
         [
             _header(page, zone),
@@ -306,7 +291,7 @@ def _header(page: RunPage, zone: ZoneInfo) -> str:
     health = css_ident(s.get("health") or "unknown")
     bits = []
     if progress.get("target_tokens"):
-        bits.append(f"{esc(format_count(progress['target_tokens']))} tokens")
+        bits.append(f"{esc(fmt_big(progress['target_tokens']))} tokens")
     launched = _time(s.get("launched_at"))
     if launched:
         bits.append(f"launched {esc(_day(launched, zone, page.now))}")
@@ -363,9 +348,9 @@ def _progress(s: dict[str, Any], zone: ZoneInfo, now: datetime) -> str:
     end = _time(s.get("projected_end"))
     tokens = ""
     if p.get("tokens") is not None:
-        tokens = f"{format_count(p['tokens'])}"
+        tokens = f"{fmt_big(p['tokens'])}"
         if p.get("target_tokens"):
-            tokens += f" of {format_count(p['target_tokens'])}"
+            tokens += f" of {fmt_big(p['target_tokens'])}"
         tokens += " tokens"
     start_label = f"launched {_day(launched, zone, now)}" if launched else ""
     end_label = f"projected end {_day(end, zone, now)}" if end else ""
@@ -525,8 +510,7 @@ def chart_svg(chart: ChartData) -> str:
         )
     for tick in _nice_ticks(float(x0), float(x1)):
         parts.append(
-            f'<text x="{px(tick):.1f}" y="{_H - 8}" text-anchor="middle">'
-            f"{format_count(tick)}</text>"
+            f'<text x="{px(tick):.1f}" y="{_H - 8}" text-anchor="middle">{fmt_big(tick)}</text>'
         )
     for step, _when in chart.restarts:
         if x0 <= step <= x1:

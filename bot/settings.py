@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from pydantic import (
     BaseModel,
@@ -24,6 +24,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bot.timeutil import resolve_zone
 
 log = logging.getLogger(__name__)
 
@@ -110,13 +112,6 @@ class Settings(BaseSettings):
         if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
             raise ValueError(f"unknown log level {value!r}")
         return level
-
-
-def _zone(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown time zone {name!r}") from None
 
 
 class MetricKeys(BaseModel):
@@ -255,7 +250,7 @@ class RunConfig(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _timezone(cls, value: str) -> str:
-        _zone(value)
+        resolve_zone(value, strict=True)
         return value
 
     @field_validator("links")
@@ -278,7 +273,7 @@ class RunConfig(BaseModel):
 
     @property
     def zone(self) -> ZoneInfo:
-        return _zone(self.timezone)
+        return resolve_zone(self.timezone, strict=True)
 
     @classmethod
     def stored(cls, data: Mapping[str, Any]) -> RunConfig:

@@ -8,7 +8,14 @@ the time without anything being broken ("no OOMs since the fix", "to avoid OOM",
 * a question ("Did the job crash?") discards it;
 * words like "stuck" or "stalled" only count with a system subject (job, rank, restore...) and
   not right after a training-dynamics noun ("the gate is stuck closed", "loss stalled");
-* text about CI, unit tests or someone's laptop is not the run.
+* text about CI, unit tests, someone's laptop, or an ablation or sweep is not the run;
+* a signal about the past ("two weeks ago"), in an aside "(…)" or compared with ("as a hang")
+  does not count.
+
+Whole posts and threads are judged too (``bot.enrich.rules`` combines them): a thread about a
+small experiment, a post-mortem or weekly recap, a note that opens with the run back up or the
+fix, and a post that says the run is fine report no incident; in an incident's own thread a
+follow-up that says it goes on ("still down", "52,000 also fails") does.
 
 Code blocks never reach this module (``bot.enrich.markdown`` drops them); log-looking lines are only
 used when a message has no prose at all.
@@ -591,8 +598,7 @@ def thread_incident(context: ThreadContext) -> str | None:
     found = find_incident("", context.title) if context.title else None
     if found is not None:
         return found[0]
-    marked = _INCIDENT_LABEL.search(" ".join([context.prefix, *context.labels]))
-    return "reported" if marked else None
+    return "outage" if declares_incident(context) else None
 
 
 def reports_ongoing(prose: str) -> bool:

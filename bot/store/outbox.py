@@ -32,6 +32,7 @@ def _outbox_from_row(row: aiosqlite.Row) -> OutboxItem:
         last_error=row["last_error"],
         reply_to=row["reply_to"],
         posted_in=row["posted_in"],
+        anchor_id=row["anchor_id"],
     )
 
 
@@ -97,6 +98,14 @@ class OutboxRepo:
                 "UPDATE outbox SET status = 'sent', sent_at = ?, message_id = ?, posted_in = ?, "
                 "attempts = attempts + 1, last_error = NULL WHERE id = ?",
                 (to_db(at), message_id, posted_in, item_id),
+            )
+
+    async def set_anchor(self, item_id: int, anchor_id: int) -> None:
+        """Record the channel's newest message id before the item's first send (kept once set)."""
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE outbox SET anchor_id = ? WHERE id = ? AND anchor_id IS NULL",
+                (anchor_id, item_id),
             )
 
     async def mark_retry(

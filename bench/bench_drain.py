@@ -49,7 +49,8 @@ async def drain_once(posts: int, storm: int, retry_after: float) -> float:
             )
             async with Database.open(db) as database:
                 store = Store(database)
-                runs = parse_runs({"runs": [{"slug": "bench", "name": "Bench", "github_repo": "o/r"}]})
+                run = {"slug": "bench", "name": "Bench", "github_repo": "o/r"}
+                runs = parse_runs({"runs": [run]})
                 for n in range(posts):
                     await store.outbox.enqueue(
                         OutboxItem(CHANNEL, "alert", make_payload(f"alert {n}"), f"drain:{n}")

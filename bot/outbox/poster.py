@@ -232,9 +232,7 @@ class OutboxPoster:
                 plan = plan_channels(queued, self.clock(), wake)
                 plan = {c: items for c, items in plan.items() if items[0].id in wake}
                 if plan:
-                    await asyncio.gather(
-                        *(self._channel(items, report) for items in plan.values())
-                    )
+                    await asyncio.gather(*(self._channel(items, report) for items in plan.values()))
             return report
 
     async def _channel(self, items: list[OutboxItem], report: DrainReport) -> None:

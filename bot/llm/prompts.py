@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from importlib import resources
 from string import Template
 
-PROMPT_NAMES: tuple[str, ...] = ("system", "enrich", "narrative", "digest", "grounding_retry")
+PROMPT_NAMES: tuple[str, ...] = (
+    "system",
+    "enrich",
+    "narrative",
+    "digest",
+    "grounding_retry",
+    "ask",
+)
 
 
 class PromptError(ValueError):

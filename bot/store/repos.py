@@ -956,6 +956,9 @@ class Store:
         self.incidents = IncidentsRepo(db)
         self.outbox = OutboxRepo(db)
         self.llm = LLMRepo(db)
+        from bot.store.search import SearchRepo  # it builds on this module's row mapping
+
+        self.search = SearchRepo(db)
 
     def transaction(self):  # type: ignore[no-untyped-def]
         return self.db.transaction()

@@ -1,0 +1,108 @@
+"""Which stored events answer a question: BM25 over the full-text index, a mild preference for
+recent events, at most a few hits per thread, with the work bounded at millions of events.
+
+How the work stays bounded. Each term is counted first, stopping at `budget` matches (cheap).
+Terms are then taken rarest first while their matches add up to at most `budget`, and only
+those are ranked with BM25: rare words are the ones that say what a question is about, and a
+word found in half the history adds little to the ranking but would cost a score per row. When
+that leaves fewer hits than asked for, or no term is rare enough, the newest events containing
+every word (then any word) fill the remaining places; FTS5 reads those backwards from the end
+of the index and stops early, so common words cost little too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.ask.query import Query, Term, all_of, any_of
+from bot.models import Event
+from bot.store import Store
+
+RANK_BUDGET = 3000  # matching rows BM25 may score for one question
+PER_THREAD = 2  # hits from one GitHub thread or Discord channel
+DEFAULT_LIMIT = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    event: Event
+    score: float | None  # BM25 with recency (lower is better); None when found by recency only
+
+
+def thread_key(event: Event) -> str:
+    return event.thread or f"id:{event.id}"
+
+
+def _add(hits: list[Hit], events: list[Event], limit: int, per_thread: int) -> None:
+    have = {h.event.id for h in hits}
+    per: dict[str, int] = {}
+    for hit in hits:
+        per[thread_key(hit.event)] = per.get(thread_key(hit.event), 0) + 1
+    for event in events:
+        if len(hits) >= limit:
+            return
+        key = thread_key(event)
+        if event.id in have or per.get(key, 0) >= per_thread:
+            continue
+        hits.append(Hit(event, None))
+        have.add(event.id)
+        per[key] = per.get(key, 0) + 1
+
+
+async def retrieve(
+    store: Store,
+    run_slug: str,
+    query: Query,
+    now: datetime,
+    *,
+    limit: int = DEFAULT_LIMIT,
+    per_thread: int = PER_THREAD,
+    budget: int = RANK_BUDGET,
+) -> list[Hit]:
+    """At most `limit` hits, best first."""
+    terms = list(query.terms)
+    counts = await store.search.match_counts([t.expression for t in terms], cap=budget)
+    present = sorted(
+        (
+            (count, index, term)
+            for index, (term, count) in enumerate(zip(terms, counts, strict=True))
+        ),
+        key=lambda item: (item[0], item[1]),
+    )
+    present = [item for item in present if item[0] > 0]
+    if not present:
+        return []
+    chosen: list[Term] = []
+    total = 0
+    for count, _, term in present:
+        if total + count > budget:
+            break
+        chosen.append(term)
+        total += count
+    hits: list[Hit] = []
+    if chosen:
+        ranked, saturated = await store.search.ranked(
+            any_of(chosen), run_slug, now, limit=limit, per_thread=per_thread
+        )
+        if len(ranked) < limit and saturated:  # other runs crowded this one out of the pool
+            ranked, _ = await store.search.ranked(
+                any_of(chosen), run_slug, now, limit=limit, per_thread=per_thread, scoped=True
+            )
+        hits = [Hit(r.event, r.score) for r in ranked]
+    if len(hits) < limit and len(chosen) < len(present):
+        words = [term for _, _, term in present if not term.pair] or [present[0][2]]
+        fills = [all_of(words), any_of(words)] if len(words) > 1 else [any_of(words)]
+        for expression in fills:
+            window = limit * per_thread * 4
+            _add(
+                hits,
+                await store.search.newest(expression, run_slug, limit=window),
+                limit,
+                per_thread,
+            )
+            if len(hits) >= limit:
+                break
+    return hits[:limit]
+
+
+__all__ = ["DEFAULT_LIMIT", "PER_THREAD", "RANK_BUDGET", "Hit", "retrieve", "thread_key"]

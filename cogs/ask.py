@@ -1,0 +1,81 @@
+"""`/ask question [run] [private]`: an answer from the run's stored history, with linked
+citations. Public by default so the channel learns; `private` makes it ephemeral. Bad questions
+and the rate limit get a short private reply before anything is deferred."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.ask.limits import RateLimiter
+from bot.ask.query import parse_question
+from bot.ask.service import AskService
+from bot.render.ask import answer_card
+from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
+from cogs.embeds import card_to_embed, discord_time
+
+if TYPE_CHECKING:
+    from bot.app import RunscribeBot
+
+log = logging.getLogger(__name__)
+# Discord's 3-second window is for the first response, which `defer` sends at once; the LLM then
+# gets this long before the search results are shown instead.
+LLM_DEADLINE = 8.0
+
+
+class Ask(commands.Cog):
+    def __init__(self, bot: RunscribeBot, limiter: RateLimiter | None = None):
+        self.bot = bot
+        self.limiter = limiter or RateLimiter()
+
+    def service(self) -> AskService:
+        llm = getattr(self.bot.runtime, "llm", None)
+        return AskService(
+            self.bot.store,
+            llm,
+            model=self.bot.settings.runscribe_enrich_model,
+            deadline=LLM_DEADLINE,
+        )
+
+    @app_commands.command(name="ask", description="Ask about a run; answered from its history")
+    @app_commands.describe(
+        question="What you want to know, e.g. why did we lower the gate weight decay?",
+        run="Which run (optional when only one is tracked)",
+        private="Only you see the answer (default: everyone in the channel)",
+    )
+    @app_commands.autocomplete(run=run_autocomplete)
+    async def ask(
+        self,
+        interaction: discord.Interaction,
+        question: str,
+        run: str | None = None,
+        private: bool = False,
+    ) -> None:
+        bot = self.bot
+        # Length is checked here, not by Discord, so an over-long question gets a clear reply.
+        parse_question(question)  # BadQuestion → a private reply from the error handler
+        slug = await resolve_run(bot, run)
+        wait = self.limiter.try_acquire(interaction.user.id)
+        if wait is not None:
+            await reply_private(
+                interaction,
+                "You have asked a lot in the last minute; please try again in "
+                f"{math.ceil(wait)} s.",
+            )
+            return
+        await interaction.response.defer(ephemeral=private, thinking=True)
+        answer = await self.service().ask(slug, question, bot.clock())
+        info = await bot.store.runs.get(slug)
+        card = answer_card(answer, discord_time, run_name=info.name if info else slug)
+        await interaction.followup.send(
+            embed=card_to_embed(card), ephemeral=private, allowed_mentions=NO_MENTIONS
+        )
+
+
+async def setup(bot: RunscribeBot) -> None:
+    await bot.add_cog(Ask(bot))

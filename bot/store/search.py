@@ -16,7 +16,7 @@ from datetime import datetime
 
 from bot.models import Event
 from bot.store.db import Database
-from bot.store.repos import event_from_row
+from bot.store.events import event_from_row
 from bot.timeutil import to_db
 
 # bm25 column weights, in the index's column order: title, body, summary, ref, author.

@@ -52,6 +52,75 @@ _GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+")
 _SCALED = re.compile(r"(\d+)[kK]")
 
 
+_MONTHS = {
+    m: i
+    for i, names in enumerate(
+        (
+            ("jan", "january"),
+            ("feb", "february"),
+            ("mar", "march"),
+            ("apr", "april"),
+            ("may",),
+            ("jun", "june"),
+            ("jul", "july"),
+            ("aug", "august"),
+            ("sep", "sept", "september"),
+            ("oct", "october"),
+            ("nov", "november"),
+            ("dec", "december"),
+        ),
+        1,
+    )
+    for m in names
+}
+_MONTH = r"(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY_PATTERNS = (
+    re.compile(r"\b(?P<year>20\d\d)-(?P<mnum>\d\d)-(?P<day>\d\d)\b"),
+    re.compile(
+        rf"\b{_MONTH}\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(?P<year>20\d\d)\b)?",
+        re.IGNORECASE,
+    ),
+    re.compile(rf"\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b", re.IGNORECASE),
+    re.compile(r"\bthe\s+(?P<day>\d{1,2})(?:st|nd|rd|th)\b", re.IGNORECASE),
+)
+_REF = re.compile(r"(?<![&#])#([A-Za-z0-9][\w-]*)")
+_NAMED_ISSUE = re.compile(r"\b(?:issue|pr|pull(?:\s+request)?)\s+(\d+)\b", re.IGNORECASE)
+
+
+def named_days(text: str) -> tuple[tuple[Day, ...], str]:
+    """The days a question names, and the question with those dates blanked out (a date's
+    words, "Sep" and "9", would otherwise be searched for as words and match any date)."""
+    found: list[Day] = []
+    rest = text
+    for pattern in _DAY_PATTERNS[1:]:  # ISO dates stay searchable as one exact phrase too
+        for match in pattern.finditer(rest):
+            rest = rest[: match.start()] + " " * (match.end() - match.start()) + rest[match.end() :]
+    for pattern in _DAY_PATTERNS:
+        for match in pattern.finditer(text):
+            groups = match.groupdict()
+            day = int(groups["day"])
+            if groups.get("mnum"):
+                month: int | None = int(groups["mnum"])
+            elif groups.get("mon"):
+                month = _MONTHS[groups["mon"].lower().rstrip(".")]
+            else:
+                month = None
+            year = int(groups["year"]) if groups.get("year") else None
+            if 1 <= day <= 31 and (month is None or 1 <= month <= 12):
+                candidate = Day(day, month, year)
+                if candidate not in found and not any(
+                    d.day == day and d.month is not None and month is None for d in found
+                ):
+                    found.append(candidate)
+    return tuple(found[:4]), rest
+
+
+def named_refs(text: str) -> tuple[str, ...]:
+    refs = ["#" + m.group(1).lower() for m in _REF.finditer(text)]
+    refs += ["#" + m.group(1) for m in _NAMED_ISSUE.finditer(text)]
+    return tuple(dict.fromkeys(refs))[:4]
+
+
 class BadQuestion(UserFacingError):
     """A question that cannot be searched; the message says why, in one line."""
 
@@ -72,9 +141,21 @@ class Term:
 
 
 @dataclass(frozen=True, slots=True)
+class Day:
+    """A calendar day the question names: `Sep 9` (no year), `2026-09-09`, `the 16th` (no
+    month). Resolved against the run's time zone and the current date by the retriever."""
+
+    day: int
+    month: int | None = None
+    year: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Query:
     question: str  # as asked (control characters removed)
     terms: tuple[Term, ...]
+    refs: tuple[str, ...] = ()  # references the question names: "#845", "#hero-run"
+    days: tuple[Day, ...] = ()
 
     @property
     def normalised(self) -> str:
@@ -140,7 +221,8 @@ def parse_question(question: str) -> Query:
             seen.add(key)
             into.append(term)
 
-    for match in _TOKEN.finditer(text):
+    days, searchable = named_days(text)
+    for match in _TOKEN.finditer(searchable):
         raw = match.group(0)
         lower = raw.lower()
         if not any(ch.isalnum() for ch in raw):
@@ -152,22 +234,32 @@ def parse_question(question: str) -> Query:
             previous = None
         else:
             add(words, Term(lower, (lower,)), MAX_WORDS)
-            if previous is not None and text[previous[1] : match.start()] == " ":
+            if previous is not None and searchable[previous[1] : match.start()] == " ":
                 pair = f"{previous[0]} {lower}"
                 add(pairs, Term(pair, (pair,), pair=True), MAX_PAIRS)
             previous = (lower, match.end())
-    if not words:
+    for day in days:  # "Sep 9" written in someone's text: the exact phrase, as one term
+        if day.month is not None:
+            month = next(name for name, number in _MONTHS.items() if number == day.month)
+            add(words, Term(f"{month} {day.day}", (f"{month} {day.day}",)), MAX_WORDS)
+    if not words and not days:
         raise BadQuestion(
             "That question has nothing to search for; name what you are looking for, e.g. "
             "“what caused the restart on the 16th?”."
         )
     # Single words first (they decide what is found), then pairs (they sharpen the ranking).
-    return Query(question=text, terms=tuple(words + pairs))
+    return Query(
+        question=text,
+        terms=tuple(words + pairs),
+        refs=named_refs(text),
+        days=days,
+    )
 
 
 __all__ = [
     "MAX_QUESTION_CHARS",
     "BadQuestion",
+    "Day",
     "Query",
     "Term",
     "all_of",

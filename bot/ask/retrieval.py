@@ -11,16 +11,20 @@ of the index and stops early, so common words cost little too."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from bot.ask.query import Query, Term, all_of, any_of
+from bot.ask.query import Day, Query, Term, all_of, any_of
 from bot.models import Event
 from bot.store import Store
+from bot.store.search import Boosts, Ranked
 
 RANK_BUDGET = 3000  # matching rows BM25 may score for one question
 PER_THREAD = 2  # hits from one GitHub thread or Discord channel
 DEFAULT_LIMIT = 8
+DAY_SLACK = timedelta(hours=6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +37,48 @@ def thread_key(event: Event) -> str:
     return event.thread or f"id:{event.id}"
 
 
-def _add(hits: list[Hit], events: list[Event], limit: int, per_thread: int) -> None:
+def _order(ranked: Ranked) -> tuple[float, int]:
+    return (ranked.score, -(ranked.event.id or 0))
+
+
+def day_ranges(
+    days: tuple[Day, ...], zone: str, now: datetime
+) -> tuple[tuple[datetime, datetime], ...]:
+    """Each named day as a UTC range in the run's time zone, widened by `DAY_SLACK` on both
+    sides ("the night of Sep 9" runs into the 10th). A day without a year is the latest one
+    not after today; a day without a month ("the 16th") is that day in each of the last three
+    months."""
+    try:
+        tz = ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        tz = ZoneInfo("UTC")
+    today = now.astimezone(tz).date()
+    found: list[date] = []
+    for d in days:
+        if d.month is None:
+            year, month = today.year, today.month
+            for _ in range(3):
+                with contextlib.suppress(ValueError):
+                    if (candidate := date(year, month, d.day)) <= today:
+                        found.append(candidate)
+                year, month = (year, month - 1) if month > 1 else (year - 1, 12)
+            continue
+        for year in (d.year,) if d.year else (today.year, today.year - 1):
+            with contextlib.suppress(ValueError):
+                candidate = date(year, d.month, d.day)
+                if d.year or candidate <= today:
+                    found.append(candidate)
+                    break
+    ranges = []
+    for day in dict.fromkeys(found):
+        start = datetime.combine(day, time(0), tz).astimezone(UTC)
+        ranges.append((start - DAY_SLACK, start + timedelta(days=1) + DAY_SLACK))
+    return tuple(ranges)
+
+
+def _add(
+    hits: list[Hit], events: list[Event], limit: int, per_thread: int, score: float | None = None
+) -> None:
     have = {h.event.id for h in hits}
     per: dict[str, int] = {}
     for hit in hits:
@@ -44,7 +89,7 @@ def _add(hits: list[Hit], events: list[Event], limit: int, per_thread: int) -> N
         key = thread_key(event)
         if event.id in have or per.get(key, 0) >= per_thread:
             continue
-        hits.append(Hit(event, None))
+        hits.append(Hit(event, score))
         have.add(event.id)
         per[key] = per.get(key, 0) + 1
 
@@ -58,6 +103,7 @@ async def retrieve(
     limit: int = DEFAULT_LIMIT,
     per_thread: int = PER_THREAD,
     budget: int = RANK_BUDGET,
+    zone: str = "UTC",
 ) -> list[Hit]:
     """At most `limit` hits, best first."""
     terms = list(query.terms)
@@ -81,14 +127,36 @@ async def retrieve(
         total += count
     hits: list[Hit] = []
     if chosen:
+        expression = any_of(chosen)
+        boosts = Boosts(refs=query.refs, days=day_ranges(query.days, zone, now))
         ranked, saturated = await store.search.ranked(
-            any_of(chosen), run_slug, now, limit=limit, per_thread=per_thread
+            expression, run_slug, now, limit=limit, per_thread=per_thread, boosts=boosts
         )
         if len(ranked) < limit and saturated:  # other runs crowded this one out of the pool
             ranked, _ = await store.search.ranked(
-                any_of(chosen), run_slug, now, limit=limit, per_thread=per_thread, scoped=True
+                expression,
+                run_slug,
+                now,
+                limit=limit,
+                per_thread=per_thread,
+                boosts=boosts,
+                scoped=True,
             )
-        hits = [Hit(r.event, r.score) for r in ranked]
+        if boosts.refs or boosts.days:
+            # Same expression, so the same BM25 scale: events in a named thread or on a named
+            # day compete with the rest even when they were outside the global pool.
+            named, _ = await store.search.ranked(
+                expression,
+                run_slug,
+                now,
+                limit=limit,
+                per_thread=per_thread,
+                boosts=boosts,
+                named_only=True,
+            )
+            ranked = sorted({r.event.id: r for r in [*ranked, *named]}.values(), key=_order)
+        for r in ranked:
+            _add(hits, [r.event], limit, per_thread, score=r.score)
     if len(hits) < limit and len(chosen) < len(present):
         words = [term for _, _, term in present if not term.pair] or [present[0][2]]
         fills = [all_of(words), any_of(words)] if len(words) > 1 else [any_of(words)]

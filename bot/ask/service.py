@@ -123,7 +123,7 @@ class AskService:
         if run is None:
             raise UnknownRun(slug, [r.slug for r in await self.store.runs.all()])
         limit = max(1, min(limit, MAX_LIMIT))
-        hits = await retrieve(self.store, slug, query, now, limit=limit)
+        hits = await retrieve(self.store, slug, query, now, limit=limit, zone=run.timezone)
         if not hits or self.llm is None or not self.llm.enabled:
             return search_answer(query, slug, hits)
         answer = await self._llm_answer(query, slug, run.timezone, hits, now, limit)

@@ -9,6 +9,7 @@ matches they have counted."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +22,27 @@ from bot.timeutil import to_db
 
 # bm25 column weights, in the index's column order: title, body, summary, ref, author.
 WEIGHTS = (3.0, 1.0, 2.0, 2.0, 1.0)
+
+
+_ON_DAY = (
+    "EXISTS (SELECT 1 FROM json_each(:ranges) d WHERE {e}.at >= json_extract(d.value, '$[0]') "
+    "AND {e}.at < json_extract(d.value, '$[1]'))"
+)
+_NAMED = "lower({e}.ref) IN (SELECT value FROM json_each(:refs)) OR " + _ON_DAY
+
+
+@dataclass(slots=True, frozen=True)
+class Boosts:
+    """Multipliers on BM25 (which is negative: a factor above 1 ranks higher)."""
+
+    recency: float = 0.3  # up to +30 % for an event from today, half that at `recency_days`
+    recency_days: float = 30.0
+    opener: float = 1.2  # an issue or pull request description: the thread's own summary
+    refs: tuple[str, ...] = ()  # references the question names (#845)
+    ref: float = 1.5
+    named_opener: float = 2.5  # the description of a thread the question names ("#845")
+    days: tuple[tuple[datetime, datetime], ...] = ()  # UTC ranges of days the question names
+    day: float = 2.0
 
 
 @dataclass(slots=True, frozen=True)
@@ -64,25 +86,29 @@ class SearchRepo:
         *,
         limit: int,
         per_thread: int,
+        boosts: Boosts | None = None,
         pool: int = 200,
-        recency_weight: float = 0.3,
-        recency_days: float = 30.0,
         scoped: bool = False,
+        named_only: bool = False,
     ) -> tuple[list[Ranked], bool]:
-        """The best `limit` events of the run for `expression`: BM25 (column weights in
-        `WEIGHTS`) scaled by up to `1 + recency_weight` for recent events (half of that at
-        `recency_days` old), at most `per_thread` per thread.
+        """The best `limit` events of the run for `expression`, at most `per_thread` per thread.
 
-        The `pool` best matches are ranked over the whole index first and only they are joined
-        to `events`; returns (hits, saturated) where saturated means the pool was full, so a run
-        sharing the index with busier runs may have lost hits to them (`scoped=True` filters by
-        run inside the pool instead, at about twice the cost per match)."""
+        Score: BM25 (column weights `WEIGHTS`) times `boosts` (recency, thread openers, the
+        references and days the question names). The `pool` best matches by BM25 alone are
+        taken from the whole index first and only they are joined to `events`. Returns (hits,
+        saturated): saturated means the pool was full, so busier runs sharing the index may have
+        crowded this one out (`scoped=True` filters by run inside the pool instead, at about
+        twice the cost per match). `named_only` ranks only events with a named reference or on
+        a named day (scoped), so those are found even when they are not in the global pool."""
+        boosts = boosts or Boosts()
         weights = ", ".join(str(w) for w in WEIGHTS)
-        if scoped:
+        if scoped or named_only:
+            named = f" AND ({_NAMED.format(e='p')})" if named_only else ""
             pool_sql = (
                 f"SELECT events_fts.rowid AS id, bm25(events_fts, {weights}) AS score "
                 "FROM events_fts JOIN events p ON p.id = events_fts.rowid "
-                "WHERE events_fts MATCH :q AND p.run_slug = :run ORDER BY score LIMIT :pool"
+                f"WHERE events_fts MATCH :q AND p.run_slug = :run{named} "
+                "ORDER BY score LIMIT :pool"
             )
         else:
             pool_sql = (
@@ -91,8 +117,13 @@ class SearchRepo:
             )
         sql = (
             f"WITH pool AS MATERIALIZED ({pool_sql}), "
-            "hits AS (SELECT e.*, pool.score * (1.0 + :w / (1.0 + "
-            "MAX(0.0, julianday(:now) - julianday(e.at)) / :days)) AS final, "
+            "hits AS (SELECT e.*, pool.score"
+            " * (1.0 + :w / (1.0 + MAX(0.0, julianday(:now) - julianday(e.at)) / :days))"
+            " * (CASE WHEN e.kind IN ('issue', 'pull') THEN :opener ELSE 1.0 END)"
+            " * (CASE WHEN lower(e.ref) IN (SELECT value FROM json_each(:refs))"
+            " THEN (CASE WHEN e.kind IN ('issue', 'pull') THEN :named_opener ELSE :refw END)"
+            " ELSE 1.0 END)"
+            f" * (CASE WHEN {_ON_DAY.format(e='e')} THEN :dayw ELSE 1.0 END) AS final, "
             "(SELECT COUNT(*) FROM pool) AS pooled "
             "FROM pool JOIN events e ON e.id = pool.id "
             "WHERE e.run_slug = :run AND e.deleted = 0), "
@@ -106,15 +137,21 @@ class SearchRepo:
                 "q": expression,
                 "run": run_slug,
                 "pool": pool,
-                "w": recency_weight,
                 "now": to_db(now),
-                "days": recency_days,
+                "w": boosts.recency,
+                "days": boosts.recency_days,
+                "opener": boosts.opener,
+                "refs": json.dumps(list(boosts.refs)),
+                "refw": boosts.ref,
+                "named_opener": boosts.named_opener,
+                "ranges": json.dumps([[to_db(a), to_db(b)] for a, b in boosts.days]),
+                "dayw": boosts.day,
                 "per_thread": per_thread,
                 "limit": limit,
             },
         )
         saturated = bool(rows) and int(rows[0]["pooled"]) >= pool
-        if not rows:
+        if not rows and not named_only:
             count = await self.db.fetchone(
                 "SELECT COUNT(*) FROM (SELECT 1 FROM events_fts WHERE events_fts MATCH ? LIMIT ?)",
                 (expression, pool),
@@ -163,4 +200,4 @@ class SearchRepo:
         return int(row[0]) if row and row[0] is not None else 0
 
 
-__all__ = ["WEIGHTS", "Ranked", "SearchRepo"]
+__all__ = ["WEIGHTS", "Boosts", "Ranked", "SearchRepo"]

@@ -37,6 +37,10 @@ def thread_key(event: Event) -> str:
     return event.thread or f"id:{event.id}"
 
 
+def _on(event: Event, days: tuple[tuple[datetime, datetime], ...]) -> bool:
+    return any(start <= event.at < end for start, end in days)
+
+
 def _order(ranked: Ranked) -> tuple[float, int]:
     return (ranked.score, -(ranked.event.id or 0))
 
@@ -154,7 +158,9 @@ async def retrieve(
                 boosts=boosts,
                 named_only=True,
             )
-            ranked = sorted({r.event.id: r for r in [*ranked, *named]}.values(), key=_order)
+            merged = {r.event.id: r for r in [*ranked, *named]}.values()
+            # A day the question names is a scope, not a hint: events on it come first.
+            ranked = sorted(merged, key=lambda r: (not _on(r.event, boosts.days), *_order(r)))
         for r in ranked:
             _add(hits, [r.event], limit, per_thread, score=r.score)
     if len(hits) < limit and len(chosen) < len(present):

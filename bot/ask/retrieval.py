@@ -84,6 +84,7 @@ def _add(
     hits: list[Hit], events: list[Event], limit: int, per_thread: int, score: float | None = None
 ) -> None:
     have = {h.event.id for h in hits}
+    links = {h.event.url for h in hits if h.event.url}
     per: dict[str, int] = {}
     for hit in hits:
         per[thread_key(hit.event)] = per.get(thread_key(hit.event), 0) + 1
@@ -91,10 +92,12 @@ def _add(
         if len(hits) >= limit:
             return
         key = thread_key(event)
-        if event.id in have or per.get(key, 0) >= per_thread:
-            continue
+        if event.id in have or event.url in links or per.get(key, 0) >= per_thread:
+            continue  # (a Discord conversation and its first message share one link)
         hits.append(Hit(event, score))
         have.add(event.id)
+        if event.url:
+            links.add(event.url)
         per[key] = per.get(key, 0) + 1
 
 
@@ -134,7 +137,7 @@ async def retrieve(
         expression = any_of(chosen)
         boosts = Boosts(refs=query.refs, days=day_ranges(query.days, zone, now))
         ranked, saturated = await store.search.ranked(
-            expression, run_slug, now, limit=limit, per_thread=per_thread, boosts=boosts
+            expression, run_slug, now, limit=limit * 2, per_thread=per_thread, boosts=boosts
         )
         if len(ranked) < limit and saturated:  # other runs crowded this one out of the pool
             ranked, _ = await store.search.ranked(

@@ -29,7 +29,7 @@ from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
 from bot.llm.facts import fmt_date
 from bot.llm.grounding import FactIndex, GroundingReport, check
 from bot.llm.prompts import load_prompt, short_hash
-from bot.llm.safety import URL_RE, fence, normalise_url, sanitize_output
+from bot.llm.safety import URL_RE, fence, normalise_url, sanitize_output, strip_mentions
 from bot.models import Event
 from bot.store import Store
 
@@ -180,9 +180,11 @@ async def write_answer(
                 now=now,
                 model=model,
             )
-            report = check_answer(result.text, sources, facts_text, tz)
+            # Mentions are removed, not argued with: a ping is never a reason to fall back.
+            reply = strip_mentions(result.text)
+            report = check_answer(reply, sources, facts_text, tz)
             if report.ok:
-                draft = finalise(result.text, sources)
+                draft = finalise(reply, sources)
                 await store.llm.record(
                     _output(result, draft, phash, run_slug=run_slug, now=now, key=cache_key)
                 )

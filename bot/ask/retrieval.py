@@ -12,6 +12,7 @@ of the index and stops early, so common words cost little too."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -136,31 +137,23 @@ async def retrieve(
     if chosen:
         expression = any_of(chosen)
         boosts = Boosts(refs=query.refs, days=day_ranges(query.days, zone, now))
-        ranked, saturated = await store.search.ranked(
-            expression, run_slug, now, limit=limit * 2, per_thread=per_thread, boosts=boosts
+        # A few more than asked for: two events may share one link (see `_add`).
+        rank = functools.partial(
+            store.search.ranked,
+            expression,
+            run_slug,
+            now,
+            limit=limit * 2,
+            per_thread=per_thread,
+            boosts=boosts,
         )
+        ranked, saturated = await rank()
         if len(ranked) < limit and saturated:  # other runs crowded this one out of the pool
-            ranked, _ = await store.search.ranked(
-                expression,
-                run_slug,
-                now,
-                limit=limit,
-                per_thread=per_thread,
-                boosts=boosts,
-                scoped=True,
-            )
+            ranked, _ = await store.search.ranked(expression, run_slug, now, scoped=True, **options)
         if boosts.refs or boosts.days:
             # Same expression, so the same BM25 scale: events in a named thread or on a named
             # day compete with the rest even when they were outside the global pool.
-            named, _ = await store.search.ranked(
-                expression,
-                run_slug,
-                now,
-                limit=limit,
-                per_thread=per_thread,
-                boosts=boosts,
-                named_only=True,
-            )
+            named, _ = await rank(named_only=True)
             merged = {r.event.id: r for r in [*ranked, *named]}.values()
             # A day the question names is a scope, not a hint: events on it come first.
             ranked = sorted(merged, key=lambda r: (not _on(r.event, boosts.days), *_order(r)))

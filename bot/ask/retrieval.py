@@ -149,7 +149,7 @@ async def retrieve(
         )
         ranked, saturated = await rank()
         if len(ranked) < limit and saturated:  # other runs crowded this one out of the pool
-            ranked, _ = await store.search.ranked(expression, run_slug, now, scoped=True, **options)
+            ranked, _ = await rank(scoped=True)
         if boosts.refs or boosts.days:
             # Same expression, so the same BM25 scale: events in a named thread or on a named
             # day compete with the rest even when they were outside the global pool.

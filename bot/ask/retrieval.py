@@ -22,7 +22,7 @@ from bot.models import Event
 from bot.store import Store
 from bot.store.search import Boosts, Ranked
 
-RANK_BUDGET = 3000  # matching rows BM25 may score for one question
+RANK_BUDGET = 2000  # matching rows BM25 may score for one question
 PER_THREAD = 2  # hits from one GitHub thread or Discord channel
 DEFAULT_LIMIT = 8
 DAY_SLACK = timedelta(hours=6)
@@ -102,6 +102,32 @@ def _add(
         per[key] = per.get(key, 0) + 1
 
 
+async def _counts(store: Store, terms: list[Term], budget: int) -> list[int]:
+    """Matches per term, each counted no further than `budget` + 1. Words first; a pair of
+    adjacent words is counted only when one of its words is rare, because matching a phrase of
+    two common words reads both words' whole posting lists (tens of ms at a million events).
+    Such a pair counts as common."""
+    words = [t for t in terms if not t.pair]
+    counted = dict(
+        zip(
+            (t.text for t in words),
+            await store.search.match_counts([t.expression for t in words], cap=budget),
+            strict=True,
+        )
+    )
+    pairs = [
+        t for t in terms if t.pair and min(counted.get(w, 0) for w in t.text.split()) <= budget
+    ]
+    counted.update(
+        zip(
+            (t.text for t in pairs),
+            await store.search.match_counts([t.expression for t in pairs], cap=budget),
+            strict=True,
+        )
+    )
+    return [counted.get(t.text, budget + 1) for t in terms]
+
+
 async def retrieve(
     store: Store,
     run_slug: str,
@@ -115,7 +141,7 @@ async def retrieve(
 ) -> list[Hit]:
     """At most `limit` hits, best first."""
     terms = list(query.terms)
-    counts = await store.search.match_counts([t.expression for t in terms], cap=budget)
+    counts = await _counts(store, terms, budget)
     present = sorted(
         (
             (count, index, term)

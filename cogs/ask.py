@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from bot.app import RunscribeBot
 
 log = logging.getLogger(__name__)
-# Discord's 3-second window is for the first response, which `defer` sends at once; the LLM then
-# gets this long before the search results are shown instead.
-LLM_DEADLINE = 8.0
+# The matches are shown right after the deferral; the model then has this long to replace them
+# with a written answer (the interaction token lasts 15 minutes).
+LLM_DEADLINE = 30.0
 
 
 class Ask(commands.Cog):
@@ -69,12 +69,24 @@ class Ask(commands.Cog):
             )
             return
         await interaction.response.defer(ephemeral=private, thinking=True)
-        answer = await self.service().ask(slug, question, bot.clock())
+        service = self.service()
+        searched = await service.search(slug, question, bot.clock())
         info = await bot.store.runs.get(slug)
-        card = answer_card(answer, discord_time, run_name=info.name if info else slug)
-        await interaction.followup.send(
-            embed=card_to_embed(card), ephemeral=private, allowed_mentions=NO_MENTIONS
+        name = info.name if info else slug
+        writing = service.writes and bool(searched.hits)
+        # The matches go out at once; a written answer replaces them when it is ready.
+        card = answer_card(searched.answer, discord_time, run_name=name, writing=writing)
+        message = await interaction.followup.send(
+            embed=card_to_embed(card), ephemeral=private, allowed_mentions=NO_MENTIONS, wait=True
         )
+        if not writing:
+            return
+        answer = await service.write(searched, bot.clock())
+        final = answer_card(answer or searched.answer, discord_time, run_name=name)
+        try:
+            await message.edit(embed=card_to_embed(final), allowed_mentions=NO_MENTIONS)
+        except discord.HTTPException:
+            log.warning("could not update the /ask answer (message deleted or token expired)")
 
 
 async def setup(bot: RunscribeBot) -> None:

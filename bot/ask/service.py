@@ -8,6 +8,9 @@ the best matching events, then:
 - without one, or when the model fails, is over budget or too slow: the best matches, each a
   one-line summary with its citation (`by = "search"`).
 
+The two halves are also callable apart (`search`, then `write`), so Discord can show the
+matches at once and replace them with the written answer when it arrives.
+
 Either way every `[n]` in the answer is a citation and every URL in it is a citation's URL, the
 invariant `ask --json` promises."""
 
@@ -99,6 +102,16 @@ def search_answer(query: Query, slug: str, hits: list[Hit]) -> Answer:
     return Answer(query.question, slug, "\n".join(lines), "search", citations)
 
 
+@dataclass(slots=True, frozen=True)
+class Searched:
+    query: Query
+    slug: str
+    zone: str
+    limit: int
+    hits: list[Hit]
+    answer: Answer  # the search answer
+
+
 class AskService:
     """Holds what an answer needs: the store, the optional LLM and its model and deadline."""
 
@@ -115,19 +128,38 @@ class AskService:
         self.model = model
         self.deadline = deadline
 
-    async def ask(
+    @property
+    def writes(self) -> bool:
+        """Whether an LLM answer will be attempted (a key and a non-zero budget)."""
+        return self.llm is not None and self.llm.enabled
+
+    async def search(
         self, slug: str, question: str, now: datetime, *, limit: int = DEFAULT_LIMIT
-    ) -> Answer:
+    ) -> Searched:
+        """The fast half, store only: the question parsed, the best matches, and the answer
+        made of them (what is shown without an LLM)."""
         query = parse_question(question)
         run = await self.store.runs.get(slug)
         if run is None:
             raise UnknownRun(slug, [r.slug for r in await self.store.runs.all()])
         limit = max(1, min(limit, MAX_LIMIT))
         hits = await retrieve(self.store, slug, query, now, limit=limit, zone=run.timezone)
-        if not hits or self.llm is None or not self.llm.enabled:
-            return search_answer(query, slug, hits)
-        answer = await self._llm_answer(query, slug, run.timezone, hits, now, limit)
-        return answer or search_answer(query, slug, hits)
+        return Searched(query, slug, run.timezone, limit, hits, search_answer(query, slug, hits))
+
+    async def write(self, searched: Searched, now: datetime) -> Answer | None:
+        """The slow half: the LLM's grounded answer (cached), or None when there is no model,
+        nothing was found, or the model failed, was over budget or missed the deadline."""
+        if not searched.hits or not self.writes:
+            return None
+        return await self._llm_answer(
+            searched.query, searched.slug, searched.zone, searched.hits, now, searched.limit
+        )
+
+    async def ask(
+        self, slug: str, question: str, now: datetime, *, limit: int = DEFAULT_LIMIT
+    ) -> Answer:
+        searched = await self.search(slug, question, now, limit=limit)
+        return await self.write(searched, now) or searched.answer
 
     async def _llm_answer(
         self, query: Query, slug: str, tz: str, hits: list[Hit], now: datetime, limit: int
@@ -187,4 +219,12 @@ def _llm(
     return Answer(query.question, slug, text, "llm", citations, cached=cached)
 
 
-__all__ = ["MAX_LIMIT", "Answer", "AskService", "Citation", "one_line", "search_answer"]
+__all__ = [
+    "MAX_LIMIT",
+    "Answer",
+    "AskService",
+    "Citation",
+    "Searched",
+    "one_line",
+    "search_answer",
+]

@@ -53,11 +53,16 @@ def linked(text: str, citations: list[Citation]) -> str:
     return "".join(out)
 
 
-def answer_card(answer: Answer, fmt: TimeFormatter, *, run_name: str | None = None) -> Card:
+def answer_card(
+    answer: Answer, fmt: TimeFormatter, *, run_name: str | None = None, writing: bool = False
+) -> Card:
+    """`writing`: a written answer is on its way and will replace these matches."""
     title = clip(f"Q: {answer.question}", TITLE_LIMIT)
     footer = f"{run_name or answer.run} · "
     if answer.by == "llm":
         footer += f"answered by the LLM from {len(answer.citations)} cited event(s)"
+    elif writing:
+        footer += "best matches so far; writing an answer from them…"
     else:
         footer += "best matches in the stored history (no LLM answer)"
     if answer.by == "search" or not answer.citations:

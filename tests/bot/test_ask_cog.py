@@ -122,13 +122,17 @@ async def test_model_inventions_and_pings_never_reach_the_channel(
         )
         try:
             record = await fake.slash("ask", [option("question", QUESTION)])
-            message = await followup(fake, record)
+            first = await followup(fake, record)
+            # the matches are shown first; the written answer replaces them in place
+            await fake.wait_for(lambda: "answered by" in first["embeds"][0]["footer"]["text"])
         finally:
             await llm.aclose()
-    [embed] = message["embeds"]
+    webhook = [r.method for r in fake.message_requests() if r.path.startswith("/webhooks/")]
+    assert webhook == ["POST", "PATCH"]
+    [embed] = first["embeds"]
     shown = embed["description"] + "".join(f["value"] for f in embed.get("fields", []))
     assert "answered by the LLM" in embed["footer"]["text"]
     assert "@everyone" not in shown and "<@&" not in shown
     assert "[99]" not in shown and "99\\]" not in shown and "evil.example" not in shown
     assert LINK.findall(embed["description"])  # [1] linked to its event
-    assert sent_mentions(fake, record) == [{"parse": []}]
+    assert sent_mentions(fake, record) == [{"parse": []}, {"parse": []}]

@@ -142,7 +142,7 @@ def prompt_hash() -> str:
 
 def render_user(question: str, sources: Sequence[Event], facts_text: str, tz: str) -> str:
     return load_prompt(TASK).render(
-        question=fence(question, source="discord", kind="question"),
+        question=fence(question, source="user", kind="question"),
         facts=facts_text,
         sources=render_sources(sources, tz),
         max_words=ASK_MAX_WORDS,

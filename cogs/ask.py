@@ -12,12 +12,12 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.app import card_to_embed, discord_time
 from bot.ask.limits import RateLimiter
 from bot.ask.query import parse_question
 from bot.ask.service import AskService
 from bot.render.ask import answer_card
 from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
-from cogs.embeds import card_to_embed, discord_time
 
 if TYPE_CHECKING:
     from bot.app import RunscribeBot

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Literal
 
 from bot.ask.query import Query, parse_question
 from bot.ask.retrieval import DEFAULT_LIMIT, Hit, retrieve
-from bot.llm.safety import URL_RE, cap_length, normalise_url, strip_mentions
+from bot.llm.safety import URL_RE, cap_length, normalise_url
+from bot.mentions import defuse_mentions
 from bot.models import Event
 from bot.services.status import UnknownRun
 from bot.store import Store
@@ -87,7 +88,7 @@ def one_line(event: Event, limit: int = LINE_CHARS) -> str:
     """The event in one line: its summary, else its title, else the start of its text. Links are
     left out (only citation URLs may appear) and mentions cannot ping."""
     text = event.summary or event.title or event.body or ""
-    text = URL_RE.sub("", strip_mentions(text))
+    text = URL_RE.sub("", defuse_mentions(text))
     text = _BRACKETED.sub(r"(\1)", text)  # "[3]" in someone's text is not our citation
     text = " ".join(text.split()) or "(no text)"
     return cap_length(text, limit)
@@ -165,7 +166,8 @@ class AskService:
         self, query: Query, slug: str, tz: str, hits: list[Hit], now: datetime, limit: int
     ) -> Answer | None:
         from bot.llm import ask as writer
-        from bot.llm.facts import build_narrative_facts, render_facts
+        from bot.llm.grounded import render_facts
+        from bot.services.narrative import build_narrative_facts
 
         assert self.llm is not None
         version = await self.store.search.version(slug)

@@ -26,11 +26,12 @@ from datetime import datetime
 from typing import Any
 
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
-from bot.llm.facts import fmt_date
 from bot.llm.grounding import FactIndex, GroundingReport, check
 from bot.llm.prompts import load_prompt, short_hash
-from bot.llm.safety import URL_RE, fence, normalise_url, sanitize_output, strip_mentions
+from bot.llm.safety import URL_RE, fence, normalise_url, sanitize_output
+from bot.mentions import defuse_mentions
 from bot.models import Event
+from bot.narrative.format import fmt_date
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -181,7 +182,7 @@ async def write_answer(
                 model=model,
             )
             # Mentions are removed, not argued with: a ping is never a reason to fall back.
-            reply = strip_mentions(result.text)
+            reply = defuse_mentions(result.text)
             report = check_answer(reply, sources, facts_text, tz)
             if report.ok:
                 draft = finalise(reply, sources)

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from bot.analysis.progress import Restart
 from bot.models import MetricPoint
+from bot.services.status import ChartSeries
 
 
 def render_chart(
@@ -67,6 +68,11 @@ async def render_chart_async(
     points: Sequence[MetricPoint], restarts: Sequence[Restart] = (), *, title: str = ""
 ) -> bytes:
     return await asyncio.to_thread(render_chart, points, restarts, title=title)
+
+
+async def render_series(series: ChartSeries) -> bytes:
+    """The /status chart of `bot.services.status.chart_series`, drawn in a worker thread."""
+    return await render_chart_async(series.points, series.restarts, title=series.title)
 
 
 class ChartCache:

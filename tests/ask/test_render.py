@@ -7,8 +7,8 @@ import re
 from datetime import UTC, datetime
 
 from bot.ask.service import Answer, Citation
-from bot.delivery import fit_card
 from bot.models import Event
+from bot.outbox.payload import fit_card
 from bot.render.ask import answer_card, answer_text
 from bot.render.cards import DESCRIPTION_LIMIT, FIELD_VALUE_LIMIT, TOTAL_LIMIT
 from bot.render.terminal import local_formatter

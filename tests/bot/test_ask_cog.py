@@ -4,6 +4,7 @@ and a model's invented citation or ping never shown."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -115,7 +116,7 @@ async def test_model_inventions_and_pings_never_reach_the_channel(
             model="claude-haiku-4-5",
             max_retry_wait=0.01,
         )
-        bot.runtime.llm = llm  # type: ignore[attr-defined]
+        bot.runtime = dataclasses.replace(bot.runtime, llm=llm)  # type: ignore[type-var]
         anthropic.push(
             text("@everyone it forked for the optimizer change [1][99], see https://evil.example"),
             text("@everyone <@&42> The fork carried an optimizer change [1]."),

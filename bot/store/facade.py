@@ -8,6 +8,7 @@ from contextlib import AbstractAsyncContextManager
 import aiosqlite
 
 from bot.store.cursors import CursorsRepo, HealthRepo
+from bot.store.cycles import CyclesRepo
 from bot.store.db import Database
 from bot.store.events import EventsRepo
 from bot.store.incidents import IncidentsRepo
@@ -35,6 +36,7 @@ class Store:
         self.outbox = OutboxRepo(db)
         self.llm = LLMRepo(db)
         self.search = SearchRepo(db)
+        self.cycles = CyclesRepo(db)
 
     def transaction(self) -> AbstractAsyncContextManager[aiosqlite.Connection]:
         return self.db.transaction()

@@ -1,6 +1,6 @@
-"""Full-text search over events (the `events_fts` index of migration 0005, kept in step by
-triggers). Expressions come from `bot.ask.query`, which quotes every term; nothing here takes
-raw user text.
+"""Full-text search over events: the `events_fts` index of the `NNNN_ask_search.sql`
+migration, kept in step by triggers. Expressions come from `bot.ask.query`, which quotes
+every term; nothing here takes raw user text.
 
 Costs at a million events: FTS5 reads a term's whole posting list to count it (tens of ns a
 document) and `bm25()` costs a few µs per matching row, so callers bound the work: they count

@@ -48,7 +48,9 @@ class Boosts:
 @dataclass(slots=True, frozen=True)
 class Ranked:
     event: Event
-    score: float  # lower is better (bm25 is negative), recency applied
+    score: float  # bm25 × boost: lower is better (bm25 is negative)
+    bm25: float = 0.0
+    boost: float = 1.0
 
 
 class SearchRepo:
@@ -117,18 +119,19 @@ class SearchRepo:
             )
         sql = (
             f"WITH pool AS MATERIALIZED ({pool_sql}), "
-            "hits AS (SELECT e.*, pool.score"
+            "hits AS (SELECT e.*, pool.score AS bm25, 1.0"
             " * (1.0 + :w / (1.0 + MAX(0.0, julianday(:now) - julianday(e.at)) / :days))"
             " * (CASE WHEN e.kind IN ('issue', 'pull') THEN :opener ELSE 1.0 END)"
             " * (CASE WHEN lower(e.ref) IN (SELECT value FROM json_each(:refs))"
             " THEN (CASE WHEN e.kind IN ('issue', 'pull') THEN :named_opener ELSE :refw END)"
             " ELSE 1.0 END)"
-            f" * (CASE WHEN {_ON_DAY.format(e='e')} THEN :dayw ELSE 1.0 END) AS final, "
+            f" * (CASE WHEN {_ON_DAY.format(e='e')} THEN :dayw ELSE 1.0 END) AS boost, "
             "(SELECT COUNT(*) FROM pool) AS pooled "
             "FROM pool JOIN events e ON e.id = pool.id "
             "WHERE e.run_slug = :run AND e.deleted = 0), "
+            "scored AS (SELECT *, bm25 * boost AS final FROM hits), "
             "capped AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY COALESCE(thread, 'id:' || id) "
-            "ORDER BY final, id DESC) AS nth FROM hits) "
+            "ORDER BY final, id DESC) AS nth FROM scored) "
             "SELECT * FROM capped WHERE nth <= :per_thread ORDER BY final, id DESC LIMIT :limit"
         )
         rows = await self.db.fetchall(
@@ -157,7 +160,18 @@ class SearchRepo:
                 (expression, pool),
             )
             saturated = count is not None and int(count[0]) >= pool
-        return [Ranked(event_from_row(row), float(row["final"])) for row in rows], saturated
+        ranked = [
+            Ranked(
+                event_from_row(row), float(row["final"]), float(row["bm25"]), float(row["boost"])
+            )
+            for row in rows
+        ]
+        return ranked, saturated
+
+    async def size(self) -> int:
+        """About how many events are stored (the highest id: O(1), unlike COUNT(*))."""
+        row = await self.db.fetchone("SELECT MAX(id) FROM events")
+        return int(row[0] or 0) if row else 0
 
     async def newest(self, expression: str, run_slug: str, *, limit: int) -> list[Event]:
         """The most recently stored events of the run matching `expression`, newest first. FTS5

@@ -33,3 +33,21 @@ async def test_citations_are_stored_urls(store: Store) -> None:
     for q in corpus.questions():
         hits = await retrieve(store, corpus.SLUG, parse_question(q.question), NOW, limit=8)
         assert hits and all(h.event.url in urls for h in hits)
+
+
+async def test_right_entry_in_the_top_three_after_rules_enrichment(store: Store) -> None:
+    """As a poll with no LLM key leaves it: rules summaries and tags indexed, Discord bursts
+    folded into conversations (which carry their first message's link)."""
+    from bot.pipeline import enrich_pending
+
+    await corpus.load(store)
+    assert await enrich_pending(store, run_slug=corpus.SLUG) > 0
+    by_id = {e["id"]: e["url"] for e in corpus.entries()}
+    questions = corpus.questions()
+    misses = []
+    for q in questions:
+        hits = await retrieve(store, corpus.SLUG, parse_question(q.question), NOW, limit=8)
+        top = {h.event.url for h in hits[:3]}
+        if not top & {by_id[i] for i in q.answer_ids}:
+            misses.append(f"{q.question!r}: wanted {q.answer_ids}")
+    assert 1 - len(misses) / len(questions) >= 0.9, "\n".join(misses)

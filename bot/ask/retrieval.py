@@ -36,7 +36,7 @@ DAY_SLACK = timedelta(hours=6)
 CANDIDATES = 100  # events SQL hands to the final scoring, per query
 COVERAGE_FLOOR = 0.25  # the score of an event holding one of many question words, relatively
 LENGTH_B = 0.5  # BM25's length normalisation (FTS5 uses 0.75, which buries long descriptions)
-COMMON_CAP = 50_000  # a common word's second count stops here (its IDF is small beyond)
+COMMON_CAP = 20_000  # a common word's second count stops here (its IDF is small beyond)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from pydantic import ValidationError
 from bot.incidents import messages
 from bot.incidents.detectors import (
     CRASH,
+    DRIFT_PREFIX,
     HEARTBEAT,
     INHIBITED_BY_CRASH,
     MONITOR,
@@ -46,16 +47,19 @@ from bot.incidents.detectors import (
     Finding,
     RunData,
     detect_crash,
+    detect_drift,
     detect_heartbeat,
     detect_nan,
     detect_reports,
     detect_spike,
     detect_stall,
     detect_throughput,
+    drift_fingerprint,
     where,
 )
 from bot.incidents.silences import silencing
 from bot.models import Event, Incident, OutboxItem, RunInfo, RunSnapshot, SourceHealth
+from bot.services.forecasts import advance_forecasts
 from bot.services.status import MONITOR_STALE_AFTER
 from bot.settings import Thresholds
 from bot.store import Store
@@ -191,12 +195,13 @@ class IncidentEngine:
         # Reports can be ingested long after they were written (a thread tracked late, an edit):
         # look back far enough to attach them to the incident they describe.
         reports = await repo.unlinked_reports(run.slug, report_since, now)
+        chain = chain_order(run, snapshots)
         data = RunData(
             slug=run.slug,
             name=run.name,
             now=now,
             thresholds=th,
-            chain=chain_order(run, snapshots),
+            chain=chain,
             snapshots={s.wandb_run: s for s in snapshots},
             points=[pt for pt in points if pt.at <= now],
             wandb_events=wandb_events,
@@ -205,6 +210,7 @@ class IncidentEngine:
             loss_key=(run.config.get("metrics") or {}).get("loss", "train/loss"),
             known_down=known_down,
             clear_hold=p.clear_hold,
+            forecasts=await advance_forecasts(store, run, chain, now),
         )
         channel = run.config.get("alerts_channel")
         cycle = _Cycle(
@@ -239,8 +245,9 @@ class IncidentEngine:
     def _findings(self, cycle: _Cycle, health: SourceHealth | None) -> list[Finding]:
         data, now = cycle.data, cycle.now
         findings: list[Finding] = []
+        drifts = {drift_fingerprint(t.config.metric) for t in data.forecasts}
         if cycle.blind:
-            cycle.frozen |= WANDB_FINGERPRINTS
+            cycle.frozen |= WANDB_FINGERPRINTS | drifts
             if health is not None and health.consecutive_failures > 0:
                 findings.append(_monitor_finding(health, now))
             else:
@@ -256,6 +263,7 @@ class IncidentEngine:
                     cycle.clears[fp] = min(clear, now)
             findings += detect_nan(data)
             findings += detect_spike(data)
+            findings += detect_drift(data)
             if health is not None and health.last_success_at is not None:
                 cycle.clears[MONITOR] = health.last_success_at
         crash_open = any(
@@ -265,8 +273,13 @@ class IncidentEngine:
         )
         crash_now = any(f.fingerprint == CRASH and f.active for f in findings)
         if crash_now or (cycle.blind and crash_open):
-            findings = [f for f in findings if f.fingerprint not in INHIBITED_BY_CRASH]
-            cycle.frozen |= INHIBITED_BY_CRASH
+            findings = [
+                f
+                for f in findings
+                if f.fingerprint not in INHIBITED_BY_CRASH
+                and not f.fingerprint.startswith(DRIFT_PREFIX)
+            ]
+            cycle.frozen |= INHIBITED_BY_CRASH | drifts
         findings.sort(key=lambda f: (f.fingerprint != CRASH, f.since))
         findings += detect_reports(data)  # after W&B findings, so reports join their incident
         return findings
@@ -699,4 +712,6 @@ def _default_resolution(incident: Incident, at: datetime) -> str:
         return "Training is logging steps again."
     if "throughput" in kinds:
         return "Throughput is back to its baseline."
+    if "drift" in kinds:
+        return "The metric is back within its forecast (or training went back before the drift)."
     return f"The condition cleared at {at:%Y-%m-%d %H:%M} UTC."

@@ -22,6 +22,7 @@ from bot.models import (
     SourceHealth,
 )
 from bot.store.db import Database
+from bot.store.forecasts import ForecastStateRepo, SeriesRepo
 from bot.timeutil import from_db, parse_time, to_db, utcnow
 
 _CHUNK = 400  # stays under SQLite's host-parameter limit with room to spare
@@ -956,6 +957,8 @@ class Store:
         self.incidents = IncidentsRepo(db)
         self.outbox = OutboxRepo(db)
         self.llm = LLMRepo(db)
+        self.series = SeriesRepo(db)
+        self.forecasts = ForecastStateRepo(db)
 
     def transaction(self):  # type: ignore[no-untyped-def]
         return self.db.transaction()

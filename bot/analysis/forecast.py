@@ -271,9 +271,12 @@ class Tracker:
         for point in points:
             if not math.isfinite(point.value):
                 continue
-            if self.run is not None and point.wandb_run != self.run:
-                if rank.get(point.wandb_run, len(rank)) < rank.get(self.run, len(rank)):
-                    continue  # an older chain member still logging: superseded
+            if (
+                self.run is not None
+                and point.wandb_run != self.run
+                and rank.get(point.wandb_run, len(rank)) < rank.get(self.run, len(rank))
+            ):
+                continue  # an older chain member still logging: superseded
             self.run = point.wandb_run
             self._accept(point, out)
         return out

@@ -109,6 +109,8 @@ class NarrativeFacts:
     launched_at: datetime | None = None
     projected_end: datetime | None = None
     loss: float | None = None
+    loss_vs_forecast: str | None = None  # "0.012 below the predicted curve"
+    drifting: list[str] = field(default_factory=list)  # watched metrics off their forecast
     last_restart: RestartFact | None = None
     incidents: list[IncidentFact] = field(default_factory=list)
     counts_by_tag: dict[str, int] = field(default_factory=dict)
@@ -238,6 +240,10 @@ def render_facts(facts: NarrativeFacts) -> str:
         lines.append(f"projected end: {fmt_date(facts.projected_end, tz)}")
     if facts.loss is not None:
         lines.append(f"latest loss: {facts.loss:.3f}")
+    if facts.loss_vs_forecast:
+        lines.append(f"loss against its predicted curve: {facts.loss_vs_forecast}")
+    for line in facts.drifting:
+        lines.append(f"metric off its forecast: {line}")
     if isinstance(facts, DigestFacts):
         lines.append(f"window: the last {facts.window_hours} hours")
         gained = facts.steps_gained
@@ -464,6 +470,12 @@ async def _common(
         "launched_at": report.launched_at,
         "projected_end": None if progress.finished else progress.projected_end,
         "loss": progress.loss,
+        "loss_vs_forecast": (
+            report.loss_forecast.reason
+            if report.loss_forecast is not None and report.loss_forecast.forecast is not None
+            else None
+        ),
+        "drifting": [view.describe() for view in report.drifting],
         "last_restart": _restart_fact(report.last_restart, incidents),
         "incidents": incident_facts(incidents),
         "links": dict(run.links),

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Literal
 
 from bot.services.digest import DigestFacts
+from bot.services.forecasts import ForecastView
 from bot.services.status import StatusReport
 from bot.services.timeline import TimelineEntry
 from bot.timeutil import ago, humanize_delta
@@ -119,7 +120,9 @@ def status_card(report: StatusReport, fmt: TimeFormatter, *, chart: str | None =
         )
     if p.loss is not None:
         rate = f" · {p.steps_per_hour:,.0f} steps/h (24 h)" if p.steps_per_hour else ""
-        card.fields.append(CardField("Loss", f"{p.loss:.4f}{rate}", inline=True))
+        curve = report.loss_forecast
+        against = f"\n{curve.reason}" if curve is not None and curve.forecast is not None else ""
+        card.fields.append(CardField("Loss", f"{p.loss:.4f}{rate}{against}", inline=True))
     incidents = report.open_incidents
     lines = [f"• {i.title} (since {fmt(i.started_at, 'relative')})" for i in incidents]
     lines = lines or ["none"]
@@ -137,6 +140,11 @@ def status_card(report: StatusReport, fmt: TimeFormatter, *, chart: str | None =
             inline=True,
         )
     )
+    watched = [f for f in report.forecasts if f.kind == "metric"]
+    if watched:
+        card.fields.append(
+            CardField("Forecasts", clip(forecasts_summary(watched), FIELD_VALUE_LIMIT))
+        )
     card.fields.append(
         CardField("Sources", freshness_line(report.freshness, report.now), inline=False)
     )
@@ -150,6 +158,28 @@ def status_card(report: StatusReport, fmt: TimeFormatter, *, chart: str | None =
         card.footer += f", next in {humanize_delta(report.narrative_next_at - report.now)}"
     card.image = chart
     return card
+
+
+def forecast_line(view: ForecastView) -> str:
+    """The metric key (from the runs file) in code style, so `a_b_c` stays as written."""
+    key = f"`{view.metric}`"
+    return view.describe(f"{view.label} ({key})" if view.label != view.metric else key)
+
+
+def forecasts_summary(views: list[ForecastView]) -> str:
+    """Drifting forecasts first, one line each; the rest summarised."""
+    drifting = [v for v in views if v.state == "drifting"]
+    lines = [f"⚠ {forecast_line(v)}" for v in drifting]
+    ok = sum(v.state == "ok" for v in views)
+    learning = [v for v in views if v.state == "learning"]
+    rest = []
+    if ok:
+        rest.append(f"{ok} within forecast")
+    if learning:
+        rest.append(f"{len(learning)} learning ({', '.join(v.label for v in learning)})")
+    if rest:
+        lines.append(("others: " if drifting else "") + ", ".join(rest))
+    return "\n".join(lines)
 
 
 def freshness_line(freshness: dict[str, datetime | None], now: datetime) -> str:

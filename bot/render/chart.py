@@ -7,7 +7,7 @@ import asyncio
 import io
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from bot.analysis.progress import Restart
@@ -20,6 +20,7 @@ def render_chart(
     *,
     title: str = "",
     now: datetime | None = None,
+    loss_curve: Callable[[float], float | None] | None = None,
 ) -> bytes:
     import matplotlib
 
@@ -32,6 +33,23 @@ def render_chart(
     losses = [p.loss for p in points if p.loss is not None and math.isfinite(p.loss)]
     if times:
         ax.plot(times, losses, color="#3b7dd8", linewidth=1.1, label="loss")  # type: ignore[arg-type]
+    if loss_curve is not None and times:
+        # the predicted curve at each point's step, against the same time axis
+        predicted = [
+            (p.at, loss_curve(p.step))
+            for p in points
+            if p.loss is not None and math.isfinite(p.loss)
+        ]
+        shown = [(t, v) for t, v in predicted if v is not None]
+        if shown:
+            ax.plot(
+                [t for t, _ in shown],  # type: ignore[arg-type]
+                [v for _, v in shown],
+                color="#e08a1e",
+                linewidth=1.0,
+                linestyle=":",
+                label="predicted",
+            )
     ax.set_ylabel("loss", color="#3b7dd8")
     ax.grid(alpha=0.25)
     token_points = [(p.at, p.tokens) for p in points if p.tokens is not None]
@@ -64,9 +82,15 @@ def render_chart(
 
 
 async def render_chart_async(
-    points: Sequence[MetricPoint], restarts: Sequence[Restart] = (), *, title: str = ""
+    points: Sequence[MetricPoint],
+    restarts: Sequence[Restart] = (),
+    *,
+    title: str = "",
+    loss_curve: Callable[[float], float | None] | None = None,
 ) -> bytes:
-    return await asyncio.to_thread(render_chart, points, restarts, title=title)
+    return await asyncio.to_thread(
+        render_chart, points, restarts, title=title, loss_curve=loss_curve
+    )
 
 
 class ChartCache:

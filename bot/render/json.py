@@ -70,6 +70,7 @@ def status_json(report: StatusReport) -> dict[str, Any]:
         "narrative_at": iso(report.narrative_at),
         "narrative_by": report.narrative_by,
         "links": report.links,
+        "forecasts": [view.as_json() for view in report.forecasts],
         "generated_at": iso(report.now),
     }
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.analysis.forecast import LossCurve, Tracker, offset_text
+from bot.analysis.forecast import LossCurve, Tracker, fmt_value, offset_text
 from bot.analysis.progress import effective_series
 from bot.models import MetricPoint, RunInfo
 from bot.settings import ForecastConfig
@@ -110,6 +110,25 @@ class ForecastView:
     def name(self) -> str:
         return f"{self.label} ({self.metric})" if self.label != self.metric else self.metric
 
+    def describe(self, name: str | None = None) -> str:
+        """'gradient norm (train/grad_norm) drifting up since step 41,200: 3.9 vs forecast 2.1
+        (band 1.8–2.4)'; '… ok: 2.1, forecast 2.05 (band 1.8–2.4)'; '… learning: 12 of 60
+        points'. `name` replaces the metric's name (a renderer's escaped one)."""
+        name = name or self.name
+        value = fmt_value(self.value)
+        band = f"(band {fmt_value(self.low)}–{fmt_value(self.high)})"
+        if self.state == "drifting":
+            since = f" since step {self.drift_since_step:,}" if self.drift_since_step else ""
+            way = f" {self.direction}" if self.direction in ("up", "down") else ""
+            return (
+                f"{name} drifting{way}{since}: {value} vs forecast "
+                f"{fmt_value(self.forecast)} {band}"
+            )
+        if self.state == "ok":
+            note = f"; {self.reason}" if self.reason else ""
+            return f"{name} ok: {value}, forecast {fmt_value(self.forecast)} {band}{note}"
+        return f"{name} learning: {self.reason or 'too few points'}"
+
     def as_json(self) -> dict[str, Any]:
         return {
             "metric": self.metric,
@@ -139,9 +158,9 @@ def loss_view(run: RunInfo, points: Sequence[MetricPoint], chain: Sequence[str])
         None,
     )
     if curve is None or latest is None or latest.loss is None:
-        return ForecastView(
-            key, "loss", None, None, None, None, "learning", reason="no loss logged yet", kind="loss"
-        )
+        empty = ForecastView(key, "loss", None, None, None, None, "learning", kind="loss")
+        empty.reason = "no loss logged yet"
+        return empty
     predicted = curve.at(latest.step)
     if predicted is None:
         return ForecastView(

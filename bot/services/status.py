@@ -11,6 +11,7 @@ from bot.analysis.progress import Progress, compute_progress, detect_restarts
 from bot.errors import UserFacingError
 from bot.models import UNHEALTHY_STATES, Event, Incident, RunInfo, RunSnapshot
 from bot.render.chart import ChartCache, render_chart_async
+from bot.services.forecasts import ForecastView, forecast_views, loss_curve
 from bot.store import Store
 from bot.timeutil import humanize_delta
 
@@ -64,6 +65,15 @@ class StatusReport:
     narrative_next_at: datetime | None = None
     incidents_total: int = 0  # incidents that alerted over the whole run
     incidents_self_healed: int = 0  # crashes training recovered from with no human report
+    forecasts: list[ForecastView] = field(default_factory=list)  # the loss first, if forecast
+
+    @property
+    def loss_forecast(self) -> ForecastView | None:
+        return next((f for f in self.forecasts if f.kind == "loss"), None)
+
+    @property
+    def drifting(self) -> list[ForecastView]:
+        return [f for f in self.forecasts if f.state == "drifting"]
 
     @property
     def slug(self) -> str:
@@ -197,6 +207,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         narrative_by="template",
         links=dict(run.links),
         latest_wandb_run=current.wandb_run if current else None,
+        forecasts=await forecast_views(store, run, chain, now, points, progress.step),
     )
     from bot.incidents.service import incident_stats  # late: the engine imports this module
 
@@ -233,6 +244,9 @@ async def status_chart(store: Store, slug: str, cache: ChartCache) -> bytes:
     points = await store.metrics.downsampled(slug)
     chain = [str(p) for p in run.config.get("wandb_runs", [])] if run else []
     restarts = detect_restarts(points, chain)
-    png = await render_chart_async(points, restarts, title=run.name if run else slug)
+    curve = loss_curve(run) if run else None
+    png = await render_chart_async(
+        points, restarts, title=run.name if run else slug, loss_curve=curve.at if curve else None
+    )
     cache.put(slug, version, png)
     return png

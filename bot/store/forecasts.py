@@ -91,6 +91,7 @@ class ForecastStateRepo:
             await conn.execute(
                 "INSERT INTO forecast_state (run_slug, metric, cursor, state, updated_at) "
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_slug, metric) DO UPDATE SET "
-                "cursor = excluded.cursor, state = excluded.state, updated_at = excluded.updated_at",
+                "cursor = excluded.cursor, state = excluded.state, "
+                "updated_at = excluded.updated_at",
                 (run_slug, metric, cursor, json.dumps(state, separators=(",", ":")), to_db(at)),
             )

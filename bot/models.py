@@ -4,12 +4,33 @@ no I/O, no Discord."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from bot.settings import RunConfig
+
 Source = Literal["github", "discord", "wandb", "system"]
-SOURCES: tuple[str, ...] = ("github", "discord", "wandb", "system")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    name: str
+    label: str  # how posts name it: "GitHub #8818", "Discord #hero-run"
+    people: bool  # people write there: an incident-flagged event is a human report
+
+
+#: The one list of sources. Everything else (CLI choices, report SQL, labels) derives from it.
+SOURCE_SPECS: tuple[SourceSpec, ...] = (
+    SourceSpec("github", "GitHub", people=True),
+    SourceSpec("discord", "Discord", people=True),
+    SourceSpec("wandb", "W&B", people=False),
+    SourceSpec("system", "Runscribe", people=False),
+)
+SOURCES: tuple[str, ...] = tuple(spec.name for spec in SOURCE_SPECS)
+#: Sources whose incident-flagged events are reports by people (GitHub threads, Discord chat).
+REPORT_SOURCES: tuple[str, ...] = tuple(spec.name for spec in SOURCE_SPECS if spec.people)
 
 TAGS: tuple[str, ...] = (
     "incident",
@@ -112,7 +133,11 @@ class RunSnapshot:
 
 @dataclass(slots=True)
 class RunInfo:
-    """A tracked run as recorded in the store (so commands work without the runs file)."""
+    """A tracked run as recorded in the store (so commands work without the runs file).
+
+    `config` is the whole `[[runs]]` table, typed: the store keeps it as JSON and re-validates
+    it on read (`RunConfig.stored`). Built without one (a run recorded by hand, a test), it holds
+    the fields given here and the runs file's defaults; a mapping is validated the same way."""
 
     slug: str
     name: str
@@ -121,7 +146,42 @@ class RunInfo:
     launched_at: datetime | None = None
     timezone: str = "UTC"
     links: dict[str, str] = field(default_factory=dict)
-    config: dict[str, Any] = field(default_factory=dict)  # the whole [[runs]] table, as JSON
+    config: RunConfig = None  # type: ignore[assignment]  # filled in by __post_init__
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.config, RunConfig):
+            given: Mapping[str, Any] = self.config or {}
+            self.config = RunConfig.stored(
+                {
+                    "total_steps": self.total_steps,
+                    "target_tokens": self.target_tokens,
+                    "launched_at": self.launched_at,
+                    "timezone": self.timezone,
+                    "links": self.links,
+                    **given,
+                    "slug": self.slug,
+                    "name": self.name,
+                }
+            )
+
+    @classmethod
+    def from_config(cls, config: RunConfig) -> RunInfo:
+        """What the store keeps of a run from the runs file."""
+        return cls(
+            slug=config.slug,
+            name=config.name,
+            total_steps=config.total_steps,
+            target_tokens=config.target_tokens,
+            launched_at=config.launched_at,
+            timezone=config.timezone,
+            links=dict(config.links),
+            config=config,
+        )
+
+    def wandb_chain(self, snapshots: Iterable[RunSnapshot] = ()) -> list[str]:
+        """The W&B chain in order: the runs file's list, then runs only the store knows of
+        (`snapshots`, oldest first: e.g. forks found by pattern). The one place it is built."""
+        return self.config.wandb_chain(s.wandb_run for s in snapshots)
 
 
 @dataclass(slots=True)
@@ -142,6 +202,25 @@ class Incident:
     acked_at: datetime | None = None
     details: dict[str, Any] = field(default_factory=dict)
     id: int | None = None
+
+
+@dataclass(slots=True)
+class Silence:
+    """ "Post nothing about this run's <matcher> until <ends_at>", with an owner and a reason."""
+
+    run_slug: str
+    matcher: str
+    starts_at: datetime
+    ends_at: datetime
+    owner: str
+    reason: str = ""
+    created_at: datetime | None = None
+    cancelled_at: datetime | None = None
+    cancelled_by: str | None = None
+    id: int | None = None
+
+    def active(self, now: datetime) -> bool:
+        return self.cancelled_at is None and self.starts_at <= now < self.ends_at
 
 
 @dataclass(slots=True)

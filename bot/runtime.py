@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from bot.models import RunInfo
 from bot.pipeline import CycleSummary, Detector, Enricher, run_cycle
 from bot.settings import RunsFile, Settings
 from bot.sources.base import Source
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 
 async def record_runs(store: Store, runs: RunsFile) -> None:
     for run in runs.runs:
-        await store.runs.upsert(run.info())
+        await store.runs.upsert(RunInfo.from_config(run))
 
 
 @dataclass(slots=True)

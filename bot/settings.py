@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from pathlib import Path
@@ -19,12 +21,13 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.models import RunInfo
+log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 # Enrichment is many small structured calls: a fast, cheap model does it well.
@@ -170,6 +173,8 @@ class ForecastConfig(BaseModel):
     def name(self) -> str:
         return self.label or self.metric
 
+# Validation context of a config read back from the store (see `RunConfig.stored`).
+_STORED = {"stored": True}
 
 _WANDB_PATH = re.compile(r"^[\w.\-]+/[\w.\-]+/[\w.\-]+$")
 _REPO = re.compile(r"^[\w.\-]+/[\w.\-]+$")
@@ -322,7 +327,9 @@ class RunConfig(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _has_source(self) -> RunConfig:
+    def _has_source(self, info: ValidationInfo) -> RunConfig:
+        if info.context == _STORED:
+            return self  # a runs-file rule; the store may hold runs recorded without sources
         if not self.wandb_runs and not self.wandb_run_pattern and not self.github_repo:
             raise ValueError("needs at least one source: wandb_runs or github_repo")
         if self.wandb_run_pattern and not self.wandb_runs:
@@ -344,18 +351,30 @@ class RunConfig(BaseModel):
     def zone(self) -> ZoneInfo:
         return _zone(self.timezone)
 
-    def info(self) -> RunInfo:
-        """What the store keeps of this run, so commands work without the runs file."""
-        return RunInfo(
-            slug=self.slug,
-            name=self.name,
-            total_steps=self.total_steps,
-            target_tokens=self.target_tokens,
-            launched_at=self.launched_at,
-            timezone=self.timezone,
-            links=dict(self.links),
-            config=self.model_dump(mode="json"),
-        )
+    @classmethod
+    def stored(cls, data: Mapping[str, Any]) -> RunConfig:
+        """Re-validate a config the store kept (`model_dump(mode="json")` of one written by any
+        earlier version). A key this version cannot read is dropped, with a warning, rather than
+        losing the whole run: an invalid `alerts` table falls back to the default thresholds."""
+        values = dict(data)
+        while True:
+            try:
+                return cls.model_validate(values, context=_STORED)
+            except ValidationError as exc:
+                bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]} - {"slug", "name"}
+                if not bad or not bad & values.keys():
+                    raise
+                log.warning(
+                    "run %s: ignoring invalid stored %s", values.get("slug"), ", ".join(sorted(bad))
+                )
+                for key in bad:
+                    values.pop(key, None)
+
+    def wandb_chain(self, discovered: Iterable[str] = ()) -> list[str]:
+        """The W&B runs of the chain in order: those listed in the runs file, then any other
+        `discovered` (e.g. forks matched by `wandb_run_pattern`, in the order given)."""
+        listed = list(self.wandb_runs)
+        return listed + [path for path in dict.fromkeys(discovered) if path not in listed]
 
     @property
     def digest_clock(self) -> time:

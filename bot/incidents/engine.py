@@ -30,8 +30,6 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import ValidationError
-
 from bot.incidents import messages
 from bot.incidents.detectors import (
     CRASH,
@@ -58,12 +56,12 @@ from bot.incidents.detectors import (
     where,
 )
 from bot.incidents.silences import silencing
-from bot.models import Event, Incident, OutboxItem, RunInfo, RunSnapshot, SourceHealth
+from bot.models import Event, Incident, OutboxItem, RunInfo, Silence, SourceHealth
 from bot.services.forecasts import advance_forecasts
 from bot.services.status import MONITOR_STALE_AFTER
 from bot.settings import Thresholds
 from bot.store import Store
-from bot.store.incidents import IncidentRepo, Silence
+from bot.store.incidents import IncidentsRepo
 from bot.timeutil import humanize_delta
 
 log = logging.getLogger(__name__)
@@ -86,19 +84,6 @@ class Policy:
     max_lookback: timedelta = timedelta(days=3)
     baseline: timedelta = timedelta(hours=6)  # points read before the window (trends, rates)
     monitor_notice_after: timedelta = timedelta(minutes=30)  # W&B unreachable this long: notice
-
-
-def thresholds_for(run: RunInfo) -> Thresholds:
-    try:
-        return Thresholds.model_validate(run.config.get("alerts") or {})
-    except ValidationError:
-        log.warning("run %s: invalid [runs.alerts]; using defaults", run.slug)
-        return Thresholds()
-
-
-def chain_order(run: RunInfo, snapshots: list[RunSnapshot]) -> list[str]:
-    listed = [str(path) for path in run.config.get("wandb_runs", [])]
-    return listed + [s.wandb_run for s in snapshots if s.wandb_run not in listed]
 
 
 def _iso(at: datetime | None) -> str | None:
@@ -164,8 +149,8 @@ class IncidentEngine:
 
     async def _detect_run(self, store: Store, run: RunInfo, now: datetime) -> int:
         p = self.policy
-        repo = IncidentRepo(store)
-        th = thresholds_for(run)
+        repo = store.incidents
+        th = run.config.alerts
         last_detect, wandb_seen = await repo.engine_state(run.slug)
         health = (await store.health.for_run(run.slug)).get("wandb")
         blind = _blind(health, now)
@@ -195,7 +180,7 @@ class IncidentEngine:
         # Reports can be ingested long after they were written (a thread tracked late, an edit):
         # look back far enough to attach them to the incident they describe.
         reports = await repo.unlinked_reports(run.slug, report_since, now)
-        chain = chain_order(run, snapshots)
+        chain = run.wandb_chain(snapshots)
         data = RunData(
             slug=run.slug,
             name=run.name,
@@ -207,12 +192,11 @@ class IncidentEngine:
             wandb_events=wandb_events,
             reports=reports,
             eval_start=eval_start,
-            loss_key=(run.config.get("metrics") or {}).get("loss", "train/loss"),
+            loss_key=run.config.metrics.loss,
             known_down=known_down,
             clear_hold=p.clear_hold,
             forecasts=await advance_forecasts(store, run, chain, now),
         )
-        channel = run.config.get("alerts_channel")
         cycle = _Cycle(
             run=run,
             now=now,
@@ -224,7 +208,7 @@ class IncidentEngine:
             incidents=incidents,
             events={e.id: e for e in (*wandb_events, *reports) if e.id is not None},
             silences=await repo.active_silences(run.slug, now),
-            channel=int(channel) if channel else None,
+            channel=run.config.alerts_channel,
             new_ids=set(),
             updates={},
             resolved_now=set(),
@@ -338,7 +322,7 @@ class IncidentEngine:
         return None, "new"
 
     async def _apply(
-        self, store: Store, repo: IncidentRepo, cycle: _Cycle, finding: Finding
+        self, store: Store, repo: IncidentsRepo, cycle: _Cycle, finding: Finding
     ) -> None:
         incident, how = self._match(cycle, finding)
         if how == "old":
@@ -438,7 +422,7 @@ class IncidentEngine:
         if finding.active:
             incident.last_seen_at = cycle.now
 
-    async def _thread_followups(self, store: Store, repo: IncidentRepo, cycle: _Cycle) -> None:
+    async def _thread_followups(self, store: Store, repo: IncidentsRepo, cycle: _Cycle) -> None:
         """New comments on the GitHub threads an open incident was reported in go to its
         Discord thread."""
         for incident in cycle.incidents:

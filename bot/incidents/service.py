@@ -12,7 +12,6 @@ from bot.errors import UserFacingError
 from bot.incidents.detectors import CRASH, MONITOR
 from bot.models import Incident
 from bot.store import Store
-from bot.store.incidents import IncidentRepo
 
 
 @dataclass(slots=True)
@@ -93,17 +92,16 @@ async def list_incidents(
 ) -> list[IncidentView]:
     """Newest first. Incidents that cleared inside their pending period (never alerted) are
     left out of the listing."""
-    rows = await IncidentRepo(store).listing(slug, open_only=open_only, limit=limit, offset=offset)
+    rows = await store.incidents.listing(slug, open_only=open_only, limit=limit, offset=offset)
     return [_view(i) for i in rows if not i.details.get("silent")]
 
 
 async def incident_stats(store: Store, slug: str, since: datetime | None = None) -> IncidentStats:
-    repo = IncidentRepo(store)
     count = opened = healed = 0
     by_kind: Counter[str] = Counter()
     healed_by_kind: Counter[str] = Counter()
     downtime = timedelta(0)
-    for incident in await repo.all_for(slug, since):
+    for incident in await store.incidents.started_since(slug, since):
         if incident.fingerprint == MONITOR or incident.details.get("silent"):
             continue
         if not incident.details.get("fired") and incident.status != "resolved":
@@ -119,7 +117,9 @@ async def incident_stats(store: Store, slug: str, since: datetime | None = None)
             continue
         downtime += incident.resolved_at - incident.started_at
         resumed = "resume" in (crash.get("facts") or {})
-        if resumed and not await repo.human_reports_before(incident.id, incident.resolved_at):
+        if resumed and not await store.incidents.human_reports_before(
+            incident.id, incident.resolved_at
+        ):
             healed += 1
             healed_by_kind.update(kinds)
     return IncidentStats(
@@ -143,7 +143,7 @@ async def acknowledge(store: Store, incident_id: int, who: str, now: datetime) -
                               f"{incident.acked_by}")  # fmt: skip
     if incident.status == "resolved":
         raise UserFacingError(f"incident #{incident_id} is already resolved")
-    if not await IncidentRepo(store).acknowledge(incident_id, who, now):
+    if not await store.incidents.acknowledge(incident_id, who, now):
         raise UserFacingError(f"incident #{incident_id} was just acknowledged by someone else")
     incident.acked_by, incident.acked_at = who, now
     return incident

@@ -9,9 +9,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from bot.errors import UserFacingError
-from bot.models import Incident
+from bot.models import Incident, Silence
 from bot.store import Store
-from bot.store.incidents import IncidentRepo, Silence
 
 MAX_SILENCE = timedelta(days=14)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(m|min|mins|h|hr|hrs|d|day|days)?\s*$", re.I)
@@ -81,12 +80,12 @@ async def add_silence(
         reason=(reason or "").strip()[:500],
         created_at=now,
     )
-    await IncidentRepo(store).add_silence(silence)
+    await store.incidents.add_silence(silence)
     return silence
 
 
 async def end_silence(store: Store, silence_id: int, who: str, now: datetime) -> Silence:
-    repo = IncidentRepo(store)
+    repo = store.incidents
     silence = await repo.get_silence(silence_id)
     if silence is None:
         raise UserFacingError(f"no silence #{silence_id}")

@@ -521,7 +521,7 @@ async def build_digest_facts(
     """Facts for the daily digest over [now - period, now)."""
     run = await store.runs.get(run_slug)
     start = now - period
-    chain = [str(p) for p in (run.config.get("wandb_runs", []) if run else [])]
+    chain = run.wandb_chain() if run else []
     points = await store.metrics.window(run_slug, start)
     if progress is None:
         progress = compute_progress(

@@ -87,7 +87,7 @@ async def build_digest(
     if run is None:
         raise UnknownRun(slug)
     start = now - period
-    chain = [str(p) for p in run.config.get("wandb_runs", [])]
+    chain = run.wandb_chain()
     points = await store.metrics.window(slug, start)
     progress = compute_progress(
         points,

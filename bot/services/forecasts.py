@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
-
 from bot.analysis.forecast import LossCurve, Tracker, fmt_value, offset_text
 from bot.analysis.progress import effective_series
 from bot.models import MetricPoint, RunInfo
@@ -32,22 +30,16 @@ BATCH = 5000  # points read per query while catching up
 
 
 def forecast_configs(run: RunInfo) -> list[ForecastConfig]:
-    """The run's `[[runs.forecasts]]` (as recorded in the store), invalid entries skipped."""
-    out = []
-    for raw in run.config.get("forecasts") or []:
-        try:
-            out.append(ForecastConfig.model_validate(raw))
-        except ValidationError:
-            log.warning("run %s: invalid [[runs.forecasts]] entry %r; skipped", run.slug, raw)
-    return out
+    """The run's `[[runs.forecasts]]` as recorded in the store."""
+    return list(run.config.forecasts)
 
 
 def loss_curve(run: RunInfo) -> LossCurve | None:
-    return LossCurve.from_config(run.config.get("loss_forecast"))
+    return LossCurve.from_config(run.config.loss_forecast)
 
 
 def loss_key(run: RunInfo) -> str:
-    return str((run.config.get("metrics") or {}).get("loss") or "train/loss")
+    return run.config.metrics.loss or "train/loss"
 
 
 async def advance_forecasts(

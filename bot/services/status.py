@@ -80,12 +80,6 @@ class StatusReport:
         return self.run.slug
 
 
-def _chain_order(run: RunInfo, snapshots: list[RunSnapshot]) -> list[str]:
-    listed = [str(path) for path in run.config.get("wandb_runs", [])]
-    rest = [s.wandb_run for s in snapshots if s.wandb_run not in listed]
-    return listed + rest
-
-
 def _current_snapshot(chain: list[str], snapshots: list[RunSnapshot]) -> RunSnapshot | None:
     by_path = {s.wandb_run: s for s in snapshots}
     for path in reversed(chain):
@@ -161,7 +155,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
     if run is None:
         raise UnknownRun(slug)
     snapshots = await store.snapshots.chain(slug)
-    chain = _chain_order(run, snapshots)
+    chain = run.wandb_chain(snapshots)
     points = await store.metrics.window(slug, now - WINDOW)
     progress = compute_progress(
         points,
@@ -177,13 +171,12 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         for source in FRESHNESS_SOURCES
     }
     current = _current_snapshot(chain, snapshots)
-    stall_minutes = float(run.config.get("alerts", {}).get("stall_minutes", 20))
     state, health, monitor_stale = derive_state(
         current,
         progress,
         now,
         wandb_fresh_at=freshness["wandb"],
-        stall_after=timedelta(minutes=stall_minutes),
+        stall_after=timedelta(minutes=run.config.alerts.stall_minutes),
     )
     launched = run.launched_at
     if launched is None and snapshots:
@@ -242,7 +235,7 @@ async def status_chart(store: Store, slug: str, cache: ChartCache) -> bytes:
         return png
     run = await store.runs.get(slug)
     points = await store.metrics.downsampled(slug)
-    chain = [str(p) for p in run.config.get("wandb_runs", [])] if run else []
+    chain = run.wandb_chain() if run else []
     restarts = detect_restarts(points, chain)
     curve = loss_curve(run) if run else None
     png = await render_chart_async(

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from bot.models import Event
+from bot.models import Event, RunInfo
 from bot.settings import RunConfig, Settings
 from bot.sources.base import PollResult
 from bot.sources.github_http import GitHubHTTP, Page, Sleep
@@ -183,7 +183,7 @@ class GitHubSource:
             return
         for run in self.runs:
             if await self.store.runs.get(run.slug) is None:
-                await self.store.runs.upsert(run.info())
+                await self.store.runs.upsert(RunInfo.from_config(run))
         self._runs_recorded = True
 
     async def _load(self) -> _Poll:

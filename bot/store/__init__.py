@@ -1,6 +1,8 @@
-"""SQLite storage: `Database` (connection, migrations) and `Store` (repositories)."""
+"""SQLite storage: `Database` (connection, migrations) and `Store` (one repository per
+aggregate: runs, events, metrics, snapshots, cursors and health, incidents, outbox, llm)."""
 
 from bot.store.db import Database, StoreError
-from bot.store.repos import Store, UpsertResult
+from bot.store.events import UpsertResult
+from bot.store.facade import Store
 
 __all__ = ["Database", "Store", "StoreError", "UpsertResult"]

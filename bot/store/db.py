@@ -20,7 +20,6 @@ import aiosqlite
 log = logging.getLogger(__name__)
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[\w-]+\.sql$")
-_in_transaction: ContextVar[bool] = ContextVar("runscribe_in_transaction", default=False)
 
 
 class StoreError(Exception):
@@ -59,6 +58,11 @@ class Database:
         self.conn = conn
         self.path = path
         self._write_lock = asyncio.Lock()
+        # Per instance: a transaction open on another Database (another file) must not turn
+        # this one's `transaction()` into a no-op that leaves a failed block committed.
+        self._in_transaction: ContextVar[bool] = ContextVar(
+            f"runscribe_in_transaction_{id(self):x}", default=False
+        )
 
     @classmethod
     @asynccontextmanager
@@ -123,11 +127,11 @@ class Database:
         """A write transaction. Nested use inside the same task joins the outer transaction, so
         a caller can commit events and a cursor together while each repository method stays
         safe to call on its own."""
-        if _in_transaction.get():
+        if self._in_transaction.get():
             yield self.conn
             return
         async with self._write_lock:
-            token = _in_transaction.set(True)
+            token = self._in_transaction.set(True)
             try:
                 await self.conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -138,7 +142,7 @@ class Database:
                 else:
                     await self.conn.execute("COMMIT")
             finally:
-                _in_transaction.reset(token)
+                self._in_transaction.reset(token)
 
     async def fetchall(self, sql: str, params: Any = ()) -> list[aiosqlite.Row]:
         async with self.conn.execute(sql, params) as cursor:

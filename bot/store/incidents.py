@@ -1,41 +1,48 @@
-"""SQL the incident engine needs beyond `bot.store.repos` (tables from migration 0002). Every
-read is windowed by time or keyed by an index, so a cycle stays cheap at millions of events."""
+"""Incidents: the records, their linked events, the engine's cursor, silences and the windowed
+reads the engine needs. Every read is windowed by time or keyed by an index, so a cycle stays
+cheap at millions of events."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import aiosqlite
 
-from bot.models import Event, Incident
-from bot.store import Store
-from bot.store.repos import event_from_row, incident_from_row, to_json
+from bot.models import REPORT_SOURCES, Event, Incident, Silence
+from bot.store.codec import to_json
+from bot.store.db import Database
+from bot.store.events import event_from_row
 from bot.timeutil import from_db, to_db
 
-REPORT_SOURCES = ("github", "discord")
+_REPORT_SOURCES_SQL = f"e.source IN ({', '.join('?' * len(REPORT_SOURCES))})"
+_UNLINKED = "NOT EXISTS (SELECT 1 FROM incident_events AS ie WHERE ie.event_id = e.id)"
 
 
-@dataclass(slots=True)
-class Silence:
-    run_slug: str
-    matcher: str
-    starts_at: datetime
-    ends_at: datetime
-    owner: str
-    reason: str = ""
-    created_at: datetime | None = None
-    cancelled_at: datetime | None = None
-    cancelled_by: str | None = None
-    id: int | None = None
+def incident_from_row(row: aiosqlite.Row) -> Incident:
+    return Incident(
+        id=row["id"],
+        run_slug=row["run_slug"],
+        fingerprint=row["fingerprint"],
+        kind=row["kind"],
+        title=row["title"],
+        status=row["status"],
+        severity=row["severity"],
+        started_at=from_db(row["started_at"]),  # type: ignore[arg-type]
+        fired_at=from_db(row["fired_at"]),
+        resolved_at=from_db(row["resolved_at"]),
+        last_seen_at=from_db(row["last_seen_at"]),
+        cause=row["cause"],
+        resolution=row["resolution"],
+        acked_by=row["acked_by"],
+        acked_at=from_db(row["acked_at"]),
+        details=json.loads(row["details"]),
+    )
 
-    def active(self, now: datetime) -> bool:
-        return self.cancelled_at is None and self.starts_at <= now < self.ends_at
 
-
-def _silence(row: aiosqlite.Row) -> Silence:
+def _silence_from_row(row: aiosqlite.Row) -> Silence:
     return Silence(
         id=row["id"],
         run_slug=row["run_slug"],
@@ -50,111 +57,75 @@ def _silence(row: aiosqlite.Row) -> Silence:
     )
 
 
-class IncidentRepo:
-    def __init__(self, store: Store):
-        self.store = store
-        self.db = store.db
+# The columns the engine owns. Acknowledgement columns are written only by `acknowledge`, so an
+# ack made by a command while a cycle runs is never overwritten.
+_ENGINE_COLUMNS = (
+    "run_slug",
+    "fingerprint",
+    "kind",
+    "title",
+    "status",
+    "severity",
+    "started_at",
+    "fired_at",
+    "resolved_at",
+    "last_seen_at",
+    "cause",
+    "resolution",
+    "details",
+)
 
-    # --- engine cursor ---------------------------------------------------------------------
 
-    async def engine_state(self, slug: str) -> tuple[datetime | None, datetime | None]:
-        row = await self.db.fetchone(
-            "SELECT last_detect_at, wandb_seen_at FROM incident_engine_state WHERE run_slug = ?",
-            (slug,),
-        )
-        if row is None:
-            return None, None
-        return from_db(row[0]), from_db(row[1])
+def _engine_values(incident: Incident) -> tuple[Any, ...]:
+    return (
+        incident.run_slug,
+        incident.fingerprint,
+        incident.kind,
+        incident.title,
+        incident.status,
+        incident.severity,
+        to_db(incident.started_at),
+        to_db(incident.fired_at),
+        to_db(incident.resolved_at),
+        to_db(incident.last_seen_at),
+        incident.cause,
+        incident.resolution,
+        to_json(incident.details),
+    )
 
-    async def set_engine_state(
-        self, slug: str, last_detect_at: datetime, wandb_seen_at: datetime | None
-    ) -> None:
-        async with self.db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO incident_engine_state (run_slug, last_detect_at, wandb_seen_at) "
-                "VALUES (?, ?, ?) ON CONFLICT (run_slug) DO UPDATE SET "
-                "last_detect_at = MAX(incident_engine_state.last_detect_at, "
-                "excluded.last_detect_at), wandb_seen_at = COALESCE(excluded.wandb_seen_at, "
-                "incident_engine_state.wandb_seen_at)",
-                (slug, to_db(last_detect_at), to_db(wandb_seen_at)),
-            )
 
-    # --- events ----------------------------------------------------------------------------
-
-    async def wandb_events(self, slug: str, since: datetime, until: datetime) -> list[Event]:
-        """W&B state changes and restarts in [since, until], oldest first."""
-        rows = await self.db.fetchall(
-            "SELECT * FROM events WHERE run_slug = ? AND source = 'wandb' AND "
-            "kind IN ('state', 'restart') AND at >= ? AND at <= ? AND deleted = 0 "
-            "ORDER BY at, id",
-            (slug, to_db(since), to_db(until)),
-        )
-        return [event_from_row(row) for row in rows]
-
-    async def unlinked_reports(self, slug: str, since: datetime, until: datetime) -> list[Event]:
-        """Incident-flagged GitHub/Discord events not yet attached to any incident."""
-        rows = await self.db.fetchall(
-            "SELECT e.* FROM events AS e WHERE e.run_slug = ? AND e.incident = 1 AND e.at >= ? "
-            "AND e.at <= ? AND e.deleted = 0 AND e.source IN ('github', 'discord') AND NOT EXISTS "
-            "(SELECT 1 FROM incident_events AS ie WHERE ie.event_id = e.id) ORDER BY e.at, e.id",
-            (slug, to_db(since), to_db(until)),
-        )
-        return [event_from_row(row) for row in rows]
-
-    async def unlinked_in_threads(
-        self, slug: str, threads: Sequence[str], since: datetime, until: datetime
-    ) -> list[Event]:
-        """New items (comments, reviews, state changes) in the given threads."""
-        if not threads:
-            return []
-        marks = ",".join("?" * len(threads))
-        rows = await self.db.fetchall(
-            f"SELECT e.* FROM events AS e WHERE e.run_slug = ? AND e.thread IN ({marks}) "
-            "AND e.at >= ? AND e.at <= ? AND e.deleted = 0 AND NOT EXISTS "
-            "(SELECT 1 FROM incident_events AS ie WHERE ie.event_id = e.id) ORDER BY e.at, e.id",
-            (slug, *threads, to_db(since), to_db(until)),
-        )
-        return [event_from_row(row) for row in rows]
-
-    async def linked_ids(self, incident_id: int) -> set[int]:
-        rows = await self.db.fetchall(
-            "SELECT event_id FROM incident_events WHERE incident_id = ?", (incident_id,)
-        )
-        return {int(row[0]) for row in rows}
+class IncidentsRepo:
+    def __init__(self, db: Database):
+        self.db = db
 
     # --- incidents -------------------------------------------------------------------------
 
-    async def relevant(self, slug: str, resolved_since: datetime) -> list[Incident]:
-        """Open incidents plus those resolved at or after `resolved_since`, oldest first."""
-        rows = await self.db.fetchall(
-            "SELECT * FROM incidents WHERE run_slug = ? AND (status != 'resolved' OR "
-            "resolved_at >= ?) ORDER BY started_at, id",
-            (slug, to_db(resolved_since)),
-        )
-        return [incident_from_row(row) for row in rows]
+    async def save(self, incident: Incident) -> int:
+        """Insert a new incident (its id is set) or write every column of a stored one."""
+        columns = (*_ENGINE_COLUMNS, "acked_by", "acked_at")
+        params = (*_engine_values(incident), incident.acked_by, to_db(incident.acked_at))
+        async with self.db.transaction() as conn:
+            if incident.id is None:
+                cursor = await conn.execute(
+                    f"INSERT INTO incidents ({', '.join(columns)}) "
+                    f"VALUES ({', '.join('?' * len(columns))})",
+                    params,
+                )
+                incident.id = int(cursor.lastrowid or 0)
+            else:
+                await conn.execute(
+                    f"UPDATE incidents SET {', '.join(f'{c} = ?' for c in columns)} WHERE id = ?",
+                    (*params, incident.id),
+                )
+        return incident.id
 
     async def update(self, incident: Incident) -> None:
-        """Write the engine's fields. Acknowledgement columns are left alone, so an ack made by
-        a command while a cycle runs is never overwritten."""
+        """Write the engine's fields, leaving the acknowledgement alone."""
         async with self.db.transaction() as conn:
             await conn.execute(
-                "UPDATE incidents SET kind = ?, title = ?, status = ?, severity = ?, "
-                "started_at = ?, fired_at = ?, resolved_at = ?, last_seen_at = ?, cause = ?, "
-                "resolution = ?, details = ? WHERE id = ?",
-                (
-                    incident.kind,
-                    incident.title,
-                    incident.status,
-                    incident.severity,
-                    to_db(incident.started_at),
-                    to_db(incident.fired_at),
-                    to_db(incident.resolved_at),
-                    to_db(incident.last_seen_at),
-                    incident.cause,
-                    incident.resolution,
-                    to_json(incident.details),
-                    incident.id,
-                ),
+                f"UPDATE incidents SET {', '.join(f'{c} = ?' for c in _ENGINE_COLUMNS)} "
+                "WHERE id = ?",
+                (*_engine_values(incident), incident.id),
             )
 
     async def acknowledge(self, incident_id: int, who: str, at: datetime) -> bool:
@@ -165,38 +136,155 @@ class IncidentRepo:
             )
             return bool(cursor.rowcount)
 
-    async def listing(
-        self, slug: str | None, *, open_only: bool, limit: int, offset: int = 0
-    ) -> list[Incident]:
-        sql = "SELECT * FROM incidents WHERE 1 = 1"
-        params: list[Any] = []
-        if slug is not None:
-            sql += " AND run_slug = ?"
-            params.append(slug)
-        if open_only:
-            sql += " AND status != 'resolved'"
-        sql += " ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?"
-        params.extend([limit, offset])
-        return [incident_from_row(row) for row in await self.db.fetchall(sql, params)]
+    async def get(self, incident_id: int) -> Incident | None:
+        row = await self.db.fetchone("SELECT * FROM incidents WHERE id = ?", (incident_id,))
+        return incident_from_row(row) if row else None
 
-    async def all_for(self, slug: str, since: datetime | None = None) -> list[Incident]:
-        sql = "SELECT * FROM incidents WHERE run_slug = ?"
-        params: list[Any] = [slug]
+    async def _select(
+        self, where: list[str], params: list[Any], *, newest_first: bool, limit: int | None = None
+    ) -> list[Incident]:
+        order = "DESC" if newest_first else "ASC"
+        sql = f"SELECT * FROM incidents WHERE {' AND '.join(where) or '1 = 1'} "
+        sql += f"ORDER BY started_at {order}, id {order}"
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+        rows = await self.db.fetchall(sql, params)
+        return [incident_from_row(row) for row in rows]
+
+    async def find(
+        self, run_slug: str, *, open_only: bool = False, since: datetime | None = None
+    ) -> list[Incident]:
+        """Newest first; with `since`, those still open or active at or after it."""
+        where: list[str] = ["run_slug = ?"]
+        params: list[Any] = [run_slug]
+        if open_only:
+            where.append("status != 'resolved'")
         if since is not None:
-            sql += " AND started_at >= ?"
+            where.append("(resolved_at IS NULL OR resolved_at >= ? OR started_at >= ?)")
+            params += [to_db(since), to_db(since)]
+        return await self._select(where, params, newest_first=True)
+
+    async def listing(
+        self, run_slug: str | None, *, open_only: bool, limit: int, offset: int = 0
+    ) -> list[Incident]:
+        """A page of incidents, newest first, of one run or of all."""
+        where: list[str] = []
+        params: list[Any] = []
+        if run_slug is not None:
+            where.append("run_slug = ?")
+            params.append(run_slug)
+        if open_only:
+            where.append("status != 'resolved'")
+        params += [limit, offset]
+        return await self._select(where, params, newest_first=True, limit=limit)
+
+    async def started_since(self, run_slug: str, since: datetime | None = None) -> list[Incident]:
+        """Oldest first: every incident of the run (started at or after `since`)."""
+        where: list[str] = ["run_slug = ?"]
+        params: list[Any] = [run_slug]
+        if since is not None:
+            where.append("started_at >= ?")
             params.append(to_db(since))
-        sql += " ORDER BY started_at, id"
-        return [incident_from_row(row) for row in await self.db.fetchall(sql, params)]
+        return await self._select(where, params, newest_first=False)
+
+    async def relevant(self, run_slug: str, resolved_since: datetime) -> list[Incident]:
+        """Oldest first: open incidents plus those resolved at or after `resolved_since`."""
+        where = ["run_slug = ?", "(status != 'resolved' OR resolved_at >= ?)"]
+        return await self._select(where, [run_slug, to_db(resolved_since)], newest_first=False)
+
+    # --- linked events ---------------------------------------------------------------------
+
+    async def link_event(self, incident_id: int, event_id: int) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "INSERT OR IGNORE INTO incident_events (incident_id, event_id) VALUES (?, ?)",
+                (incident_id, event_id),
+            )
+
+    async def events(self, incident_id: int) -> list[Event]:
+        rows = await self.db.fetchall(
+            "SELECT e.* FROM events e JOIN incident_events ie ON ie.event_id = e.id "
+            "WHERE ie.incident_id = ? ORDER BY e.at",
+            (incident_id,),
+        )
+        return [event_from_row(row) for row in rows]
+
+    async def linked_ids(self, incident_id: int) -> set[int]:
+        rows = await self.db.fetchall(
+            "SELECT event_id FROM incident_events WHERE incident_id = ?", (incident_id,)
+        )
+        return {int(row[0]) for row in rows}
 
     async def human_reports_before(self, incident_id: int, before: datetime) -> int:
-        """Incident-flagged GitHub/Discord reports linked to the incident before `before`."""
+        """Incident-flagged reports by people linked to the incident at or before `before`."""
         row = await self.db.fetchone(
             "SELECT COUNT(*) FROM incident_events AS ie JOIN events AS e ON e.id = ie.event_id "
-            "WHERE ie.incident_id = ? AND e.incident = 1 AND e.source IN ('github', 'discord') "
+            f"WHERE ie.incident_id = ? AND e.incident = 1 AND {_REPORT_SOURCES_SQL} "
             "AND e.at <= ?",
-            (incident_id, to_db(before)),
+            (incident_id, *REPORT_SOURCES, to_db(before)),
         )
         return int(row[0]) if row else 0
+
+    # --- what the engine reads -------------------------------------------------------------
+
+    async def wandb_events(self, run_slug: str, since: datetime, until: datetime) -> list[Event]:
+        """W&B state changes and restarts in [since, until], oldest first."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM events WHERE run_slug = ? AND source = 'wandb' AND "
+            "kind IN ('state', 'restart') AND at >= ? AND at <= ? AND deleted = 0 "
+            "ORDER BY at, id",
+            (run_slug, to_db(since), to_db(until)),
+        )
+        return [event_from_row(row) for row in rows]
+
+    async def unlinked_reports(
+        self, run_slug: str, since: datetime, until: datetime
+    ) -> list[Event]:
+        """Incident-flagged reports by people not yet attached to any incident."""
+        rows = await self.db.fetchall(
+            "SELECT e.* FROM events AS e WHERE e.run_slug = ? AND e.incident = 1 AND e.at >= ? "
+            f"AND e.at <= ? AND e.deleted = 0 AND {_REPORT_SOURCES_SQL} AND {_UNLINKED} "
+            "ORDER BY e.at, e.id",
+            (run_slug, to_db(since), to_db(until), *REPORT_SOURCES),
+        )
+        return [event_from_row(row) for row in rows]
+
+    async def unlinked_in_threads(
+        self, run_slug: str, threads: Sequence[str], since: datetime, until: datetime
+    ) -> list[Event]:
+        """New items (comments, reviews, state changes) in the given threads."""
+        if not threads:
+            return []
+        marks = ",".join("?" * len(threads))
+        rows = await self.db.fetchall(
+            f"SELECT e.* FROM events AS e WHERE e.run_slug = ? AND e.thread IN ({marks}) "
+            f"AND e.at >= ? AND e.at <= ? AND e.deleted = 0 AND {_UNLINKED} ORDER BY e.at, e.id",
+            (run_slug, *threads, to_db(since), to_db(until)),
+        )
+        return [event_from_row(row) for row in rows]
+
+    async def engine_state(self, run_slug: str) -> tuple[datetime | None, datetime | None]:
+        """(last cycle, last cycle that could see W&B)."""
+        row = await self.db.fetchone(
+            "SELECT last_detect_at, wandb_seen_at FROM incident_engine_state WHERE run_slug = ?",
+            (run_slug,),
+        )
+        if row is None:
+            return None, None
+        return from_db(row[0]), from_db(row[1])
+
+    async def set_engine_state(
+        self, run_slug: str, last_detect_at: datetime, wandb_seen_at: datetime | None
+    ) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO incident_engine_state (run_slug, last_detect_at, wandb_seen_at) "
+                "VALUES (?, ?, ?) ON CONFLICT (run_slug) DO UPDATE SET "
+                "last_detect_at = MAX(incident_engine_state.last_detect_at, "
+                "excluded.last_detect_at), wandb_seen_at = COALESCE(excluded.wandb_seen_at, "
+                "incident_engine_state.wandb_seen_at)",
+                (run_slug, to_db(last_detect_at), to_db(wandb_seen_at)),
+            )
 
     # --- silences --------------------------------------------------------------------------
 
@@ -218,26 +306,26 @@ class IncidentRepo:
             silence.id = int(cursor.lastrowid or 0)
             return silence.id
 
-    async def active_silences(self, slug: str, now: datetime) -> list[Silence]:
+    async def active_silences(self, run_slug: str, now: datetime) -> list[Silence]:
         rows = await self.db.fetchall(
             "SELECT * FROM incident_silences WHERE run_slug = ? AND ends_at > ? AND "
             "starts_at <= ? AND cancelled_at IS NULL ORDER BY id",
-            (slug, to_db(now), to_db(now)),
+            (run_slug, to_db(now), to_db(now)),
         )
-        return [_silence(row) for row in rows]
+        return [_silence_from_row(row) for row in rows]
 
-    async def silences(self, slug: str | None = None) -> list[Silence]:
+    async def silences(self, run_slug: str | None = None) -> list[Silence]:
         sql = "SELECT * FROM incident_silences"
         params: list[Any] = []
-        if slug is not None:
+        if run_slug is not None:
             sql += " WHERE run_slug = ?"
-            params.append(slug)
+            params.append(run_slug)
         sql += " ORDER BY id DESC LIMIT 100"
-        return [_silence(row) for row in await self.db.fetchall(sql, params)]
+        return [_silence_from_row(row) for row in await self.db.fetchall(sql, params)]
 
     async def get_silence(self, silence_id: int) -> Silence | None:
         row = await self.db.fetchone("SELECT * FROM incident_silences WHERE id = ?", (silence_id,))
-        return _silence(row) if row else None
+        return _silence_from_row(row) if row else None
 
     async def cancel_silence(self, silence_id: int, who: str, at: datetime) -> bool:
         async with self.db.transaction() as conn:

@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 from bot.incidents import IncidentEngine, acknowledge, incident_stats, list_incidents
 from bot.incidents.silences import add_silence
 from bot.store import Store
-from bot.store.incidents import IncidentRepo
 from tests.incidents.scenario import RUN_A, RUN_B, Scenario, content
 
 
@@ -353,4 +352,4 @@ async def test_listing_and_stats(store: Store, now: datetime) -> None:
     assert len(await list_incidents(store, "hero", open_only=True)) == 1
     count, healed, *_ = await incident_stats(store, "hero")
     assert (count, healed) == (2, 1)
-    assert await IncidentRepo(store).active_silences("hero", sc.now) == []
+    assert await store.incidents.active_silences("hero", sc.now) == []

@@ -250,3 +250,28 @@ async def test_an_older_version_never_overwrites_a_newer_edit(hero: Store) -> No
     assert result.updated == [] and result.unchanged == 1
     stored = await hero.events.get_by_external("hero", "github", "comment:1")
     assert stored is not None and stored.body == "v2"
+
+
+async def test_transaction_on_one_database_does_not_swallow_anothers(tmp_path: Path) -> None:
+    """Two databases used nested in one task: the inner block fails, so its write must be rolled
+    back even though the outer database has a transaction open."""
+    async with (
+        Database.open(tmp_path / "a.db") as db_a,
+        Database.open(tmp_path / "b.db") as db_b,
+    ):
+        async with db_a.transaction() as conn_a:
+            await conn_a.execute(
+                "INSERT INTO runs (slug, name, config, updated_at) VALUES ('a', 'A', '{}', '')"
+            )
+            with pytest.raises(RuntimeError):
+                async with db_b.transaction() as conn_b:
+                    await conn_b.execute(
+                        "INSERT INTO runs (slug, name, config, updated_at) "
+                        "VALUES ('b', 'B', '{}', '')"
+                    )
+                    raise RuntimeError("the block failed")
+            # Nested use of the same database still joins the outer transaction.
+            async with db_a.transaction() as inner:
+                assert inner is conn_a
+        assert [r.slug for r in await Store(db_a).runs.all()] == ["a"]
+        assert await Store(db_b).runs.all() == []

@@ -1,0 +1,340 @@
+"""Events from every source: idempotent upserts, enrichment, timelines."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import aiosqlite
+
+from bot.models import (
+    Event,
+)
+from bot.store.codec import chunks, to_json
+from bot.store.db import Database
+from bot.timeutil import from_db, to_db, utcnow
+
+
+@dataclass(slots=True)
+class UpsertResult:
+    inserted: list[int] = field(default_factory=list)
+    updated: list[int] = field(default_factory=list)
+    unchanged: int = 0
+
+    @property
+    def changed(self) -> list[int]:
+        return self.inserted + self.updated
+
+
+_EVENT_COLUMNS = (
+    "run_slug, source, external_id, kind, at, updated_at, author, ref, url, state, title, body, "
+    "thread, extra, deleted, content_hash, ingested_at"
+)
+
+
+def event_from_row(row: aiosqlite.Row) -> Event:
+    return Event(
+        id=row["id"],
+        run_slug=row["run_slug"],
+        source=row["source"],
+        external_id=row["external_id"],
+        kind=row["kind"],
+        at=from_db(row["at"]),  # type: ignore[arg-type]
+        updated_at=from_db(row["updated_at"]),
+        author=row["author"],
+        ref=row["ref"],
+        url=row["url"],
+        state=row["state"],
+        title=row["title"],
+        body=row["body"],
+        thread=row["thread"],
+        extra=json.loads(row["extra"]),
+        deleted=bool(row["deleted"]),
+        summary=row["summary"],
+        tag=row["tag"],
+        incident=bool(row["incident"]),
+        severity=row["severity"],
+        newsworthy=bool(row["newsworthy"]),
+        enriched_by=row["enriched_by"],
+    )
+
+
+def _older(incoming: datetime | None, stored: str | None) -> bool:
+    return incoming is not None and stored is not None and (to_db(incoming) or "") < stored
+
+
+class EventsRepo:
+    def __init__(self, db: Database):
+        self.db = db
+
+    async def upsert_many(self, events: Sequence[Event]) -> UpsertResult:
+        """Insert new events and update edited ones in place. An event whose content hash is
+        unchanged is left alone, so ingesting the same input twice changes nothing. An edit clears
+        the enrichment hash so the event is enriched again."""
+        result = UpsertResult()
+        if not events:
+            return result
+        now = to_db(utcnow())
+        async with self.db.transaction() as conn:
+            for chunk in chunks(events):
+                existing = await self._existing(conn, chunk)
+                fresh: dict[tuple[str, str, str], Event] = {}  # new keys, last version wins
+                for event in chunk:
+                    digest = event.content_hash
+                    key = (event.run_slug, event.source, event.external_id)
+                    known = existing.get(key)
+                    if known is None:
+                        earlier = fresh.get(key)
+                        if earlier is not None:
+                            result.unchanged += 1  # a duplicate inside the batch
+                            if _older(event.updated_at, to_db(earlier.updated_at)):
+                                continue
+                        fresh[key] = event
+                        continue
+                    if known[1] == digest or _older(event.updated_at, known[2]):
+                        # Same content, or an older version than the stored one (a replay or a
+                        # late page): never let it overwrite a newer edit.
+                        event.id = known[0]
+                        result.unchanged += 1
+                        continue
+                    await conn.execute(
+                        "UPDATE events SET kind = ?, updated_at = ?, author = ?, ref = ?, "
+                        "url = ?, state = ?, title = ?, body = ?, thread = ?, extra = ?, "
+                        "deleted = ?, content_hash = ?, enriched_hash = NULL WHERE id = ?",
+                        (
+                            event.kind,
+                            to_db(event.updated_at),
+                            event.author,
+                            event.ref,
+                            event.url,
+                            event.state,
+                            event.title,
+                            event.body,
+                            event.thread,
+                            to_json(event.extra),
+                            int(event.deleted),
+                            digest,
+                            known[0],
+                        ),
+                    )
+                    event.id = known[0]
+                    result.updated.append(known[0])
+                    existing[key] = (known[0], digest, to_db(event.updated_at))
+                if fresh:
+                    await self._insert(conn, list(fresh.values()), now, result)
+        return result
+
+    async def _insert(
+        self, conn: aiosqlite.Connection, events: list[Event], now: str | None, result: UpsertResult
+    ) -> None:
+        """Insert new events in one executemany (the per-row round trip to aiosqlite's thread
+        is what bounds ingest speed), then read their ids back."""
+        await conn.executemany(
+            f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES ({', '.join('?' * 17)}) "
+            "ON CONFLICT (run_slug, source, external_id) DO NOTHING",
+            [
+                (
+                    e.run_slug,
+                    e.source,
+                    e.external_id,
+                    e.kind,
+                    to_db(e.at),
+                    to_db(e.updated_at),
+                    e.author,
+                    e.ref,
+                    e.url,
+                    e.state,
+                    e.title,
+                    e.body,
+                    e.thread,
+                    to_json(e.extra),
+                    int(e.deleted),
+                    e.content_hash,
+                    now,
+                )
+                for e in events
+            ],
+        )
+        ids = await self._existing(conn, events)
+        for event in events:
+            event.id = ids[(event.run_slug, event.source, event.external_id)][0]
+            result.inserted.append(event.id)
+
+    @staticmethod
+    async def _existing(
+        conn: aiosqlite.Connection, chunk: Sequence[Event]
+    ) -> dict[tuple[str, str, str], tuple[int, str, str | None]]:
+        found: dict[tuple[str, str, str], tuple[int, str, str | None]] = {}
+        by_run_source: dict[tuple[str, str], list[str]] = {}
+        for event in chunk:
+            by_run_source.setdefault((event.run_slug, event.source), []).append(event.external_id)
+        for (run_slug, source), ids in by_run_source.items():
+            marks = ",".join("?" * len(ids))
+            async with conn.execute(
+                "SELECT id, external_id, content_hash, updated_at FROM events "
+                f"WHERE run_slug = ? AND source = ? AND external_id IN ({marks})",
+                (run_slug, source, *ids),
+            ) as cursor:
+                async for row in cursor:
+                    found[(run_slug, source, row[1])] = (row[0], row[2], row[3])
+        return found
+
+    async def get(self, event_id: int) -> Event | None:
+        row = await self.db.fetchone("SELECT * FROM events WHERE id = ?", (event_id,))
+        return event_from_row(row) if row else None
+
+    async def get_by_external(self, run_slug: str, source: str, external_id: str) -> Event | None:
+        row = await self.db.fetchone(
+            "SELECT * FROM events WHERE run_slug = ? AND source = ? AND external_id = ?",
+            (run_slug, source, external_id),
+        )
+        return event_from_row(row) if row else None
+
+    async def mark_deleted(self, run_slug: str, source: str, external_id: str) -> bool:
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE events SET deleted = 1, enriched_hash = NULL WHERE run_slug = ? AND "
+                "source = ? AND external_id = ? AND deleted = 0",
+                (run_slug, source, external_id),
+            )
+            return bool(cursor.rowcount)
+
+    async def pending_enrichment(
+        self,
+        run_slug: str | None = None,
+        limit: int = 500,
+        *,
+        source: str | None = None,
+        kind: str | None = None,
+    ) -> list[Event]:
+        """Events never enriched, or edited since they were."""
+        sql = "SELECT * FROM events WHERE (enriched_hash IS NULL OR enriched_hash != content_hash)"
+        params: list[Any] = []
+        for column, value in (("run_slug", run_slug), ("source", source), ("kind", kind)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                params.append(value)
+        sql += " ORDER BY at LIMIT ?"
+        params.append(limit)
+        return [event_from_row(row) for row in await self.db.fetchall(sql, params)]
+
+    async def enriched_by_label(
+        self, label: str, limit: int = 100, *, run_slug: str | None = None
+    ) -> list[Event]:
+        """Newest first: events whose current enrichment came from `label` (e.g. the rules
+        standing in during an LLM outage)."""
+        sql = "SELECT * FROM events WHERE enriched_by = ? AND deleted = 0"
+        params: list[Any] = [label]
+        if run_slug is not None:
+            sql += " AND run_slug = ?"
+            params.append(run_slug)
+        sql += " AND enriched_hash = content_hash ORDER BY at DESC LIMIT ?"
+        params.append(limit)
+        return [event_from_row(row) for row in await self.db.fetchall(sql, params)]
+
+    async def set_enrichment(
+        self,
+        event: Event,
+        *,
+        summary: str,
+        tag: str,
+        incident: bool,
+        severity: str | None,
+        newsworthy: bool,
+        enriched_by: str,
+    ) -> bool:
+        """Store enrichment for the content the event had when it was read; if it was edited in
+        the meantime nothing is written and the newer version is enriched on the next pass."""
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE events SET summary = ?, tag = ?, incident = ?, severity = ?, "
+                "newsworthy = ?, enriched_by = ?, enriched_hash = content_hash "
+                "WHERE id = ? AND content_hash = ?",
+                (
+                    summary,
+                    tag,
+                    int(incident),
+                    severity,
+                    int(newsworthy),
+                    enriched_by,
+                    event.id,
+                    event.content_hash,
+                ),
+            )
+            return bool(cursor.rowcount)
+
+    async def timeline(
+        self,
+        run_slug: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        tag: str | None = None,
+        source: str | None = None,
+        newsworthy_only: bool = True,
+        limit: int = 200,
+        offset: int = 0,
+    ) -> list[Event]:
+        """Newest first. Deleted events are never shown."""
+        sql = "SELECT * FROM events WHERE run_slug = ? AND deleted = 0"
+        params: list[Any] = [run_slug]
+        if since is not None:
+            sql += " AND at >= ?"
+            params.append(to_db(since))
+        if until is not None:
+            sql += " AND at < ?"
+            params.append(to_db(until))
+        if tag is not None:
+            sql += " AND tag = ?"
+            params.append(tag)
+        if source is not None:
+            sql += " AND source = ?"
+            params.append(source)
+        if newsworthy_only:
+            sql += " AND newsworthy = 1"
+        sql += " ORDER BY at DESC, id DESC LIMIT ? OFFSET ?"
+        params.extend([limit, offset])
+        return [event_from_row(row) for row in await self.db.fetchall(sql, params)]
+
+    async def in_thread(
+        self,
+        run_slug: str,
+        thread: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        kind: str | None = None,
+    ) -> list[Event]:
+        sql = "SELECT * FROM events WHERE run_slug = ? AND thread = ?"
+        params: list[Any] = [run_slug, thread]
+        if since is not None:
+            sql += " AND at >= ?"
+            params.append(to_db(since))
+        if until is not None:
+            sql += " AND at <= ?"
+            params.append(to_db(until))
+        if kind is not None:
+            sql += " AND kind = ?"
+            params.append(kind)
+        rows = await self.db.fetchall(sql + " ORDER BY at", params)
+        return [event_from_row(row) for row in rows]
+
+    async def count(self, run_slug: str, *, since: datetime | None = None) -> int:
+        sql = "SELECT COUNT(*) FROM events WHERE run_slug = ? AND deleted = 0"
+        params: list[Any] = [run_slug]
+        if since is not None:
+            sql += " AND at >= ?"
+            params.append(to_db(since))
+        row = await self.db.fetchone(sql, params)
+        return int(row[0]) if row else 0
+
+    async def last_of_kind(self, run_slug: str, source: str, kind: str) -> Event | None:
+        row = await self.db.fetchone(
+            "SELECT * FROM events WHERE run_slug = ? AND source = ? AND kind = ? AND deleted = 0 "
+            "ORDER BY at DESC, id DESC LIMIT 1",
+            (run_slug, source, kind),
+        )
+        return event_from_row(row) if row else None

@@ -1,0 +1,41 @@
+"""`Store`: one repository per aggregate over one Database, handed to services by the
+composition root."""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+
+import aiosqlite
+
+from bot.store.cursors import CursorsRepo, HealthRepo
+from bot.store.db import Database
+from bot.store.events import EventsRepo
+from bot.store.forecasts import ForecastStateRepo, SeriesRepo
+from bot.store.incidents import IncidentsRepo
+from bot.store.llm import LLMRepo
+from bot.store.metrics import MetricsRepo
+from bot.store.outbox import OutboxRepo
+from bot.store.runs import RunsRepo
+from bot.store.snapshots import SnapshotsRepo
+
+
+class Store:
+    """The repositories over one Database. Each write method is safe alone and joins an
+    enclosing `store.transaction()` when there is one."""
+
+    def __init__(self, db: Database):
+        self.db = db
+        self.runs = RunsRepo(db)
+        self.events = EventsRepo(db)
+        self.metrics = MetricsRepo(db)
+        self.snapshots = SnapshotsRepo(db)
+        self.cursors = CursorsRepo(db)
+        self.health = HealthRepo(db)
+        self.incidents = IncidentsRepo(db)
+        self.outbox = OutboxRepo(db)
+        self.llm = LLMRepo(db)
+        self.series = SeriesRepo(db)  # watched metrics ([[runs.forecasts]])
+        self.forecasts = ForecastStateRepo(db)
+
+    def transaction(self) -> AbstractAsyncContextManager[aiosqlite.Connection]:
+        return self.db.transaction()

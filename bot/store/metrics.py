@@ -1,0 +1,128 @@
+"""W&B history points, reduced to step, tokens and loss."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import aiosqlite
+
+from bot.models import (
+    MetricPoint,
+)
+from bot.store.db import Database
+from bot.timeutil import from_db, to_db
+
+
+class MetricsRepo:
+    def __init__(self, db: Database):
+        self.db = db
+
+    async def add_points(self, run_slug: str, points: Sequence[MetricPoint]) -> int:
+        """Insert history rows; rows already stored are ignored. Returns rows inserted."""
+        if not points:
+            return 0
+        async with self.db.transaction() as conn:
+            before = conn.total_changes
+            await conn.executemany(
+                "INSERT OR IGNORE INTO metric_points (run_slug, wandb_run, step, at, tokens, loss) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(run_slug, p.wandb_run, p.step, to_db(p.at), p.tokens, p.loss) for p in points],
+            )
+            return conn.total_changes - before
+
+    @staticmethod
+    def _point(row: aiosqlite.Row) -> MetricPoint:
+        return MetricPoint(
+            wandb_run=row[0],
+            step=row[1],
+            at=from_db(row[2]),  # type: ignore[arg-type]
+            tokens=row[3],
+            loss=row[4],
+        )
+
+    async def points(
+        self, run_slug: str, *, since: datetime | None = None, until: datetime | None = None
+    ) -> list[MetricPoint]:
+        sql = "SELECT wandb_run, step, at, tokens, loss FROM metric_points WHERE run_slug = ?"
+        params: list[Any] = [run_slug]
+        if since is not None:
+            sql += " AND at >= ?"
+            params.append(to_db(since))
+        if until is not None:
+            sql += " AND at < ?"
+            params.append(to_db(until))
+        sql += " ORDER BY at"
+        return [self._point(row) for row in await self.db.fetchall(sql, params)]
+
+    async def window(self, run_slug: str, since: datetime) -> list[MetricPoint]:
+        """Points since `since`, plus the last point of each W&B run before it, so a trailing
+        rate can be measured from the window's start without reading the whole history."""
+        runs = await self.db.fetchall(
+            "SELECT wandb_run FROM run_snapshots WHERE run_slug = ?", (run_slug,)
+        )
+        if not runs:
+            # DISTINCT would walk every point; this skip-scan does one index seek per W&B run.
+            runs = await self.db.fetchall(
+                "WITH RECURSIVE r(w) AS (SELECT MIN(wandb_run) FROM metric_points "
+                "WHERE run_slug = ?1 UNION ALL SELECT (SELECT MIN(wandb_run) FROM metric_points "
+                "WHERE run_slug = ?1 AND wandb_run > r.w) FROM r WHERE r.w IS NOT NULL) "
+                "SELECT w FROM r WHERE w IS NOT NULL",
+                (run_slug,),
+            )
+        before = []
+        for (wandb_run,) in runs:
+            row = await self.db.fetchone(
+                "SELECT wandb_run, step, at, tokens, loss FROM metric_points WHERE run_slug = ? "
+                "AND wandb_run = ? AND at < ? ORDER BY at DESC LIMIT 1",
+                (run_slug, wandb_run, to_db(since)),
+            )
+            if row is not None:
+                before.append(row)
+        return [self._point(row) for row in before] + await self.points(run_slug, since=since)
+
+    async def latest(self, run_slug: str) -> MetricPoint | None:
+        row = await self.db.fetchone(
+            "SELECT wandb_run, step, at, tokens, loss FROM metric_points WHERE run_slug = ? "
+            "ORDER BY at DESC LIMIT 1",
+            (run_slug,),
+        )
+        return self._point(row) if row else None
+
+    async def last_step(self, run_slug: str, wandb_run: str) -> int | None:
+        row = await self.db.fetchone(
+            "SELECT step FROM metric_points WHERE run_slug = ? AND wandb_run = ? "
+            "ORDER BY at DESC LIMIT 1",
+            (run_slug, wandb_run),
+        )
+        return int(row[0]) if row else None
+
+    async def downsampled(self, run_slug: str, buckets: int = 400) -> list[MetricPoint]:
+        """At most about `buckets` points per W&B run for charts: the last point of each time
+        bucket, computed in SQL so a 400,000-point history never crosses into Python."""
+        span = await self.db.fetchone(
+            "SELECT MIN(at), MAX(at), COUNT(*) FROM metric_points WHERE run_slug = ?", (run_slug,)
+        )
+        if not span or not span[2]:
+            return []
+        if span[2] <= buckets:
+            return await self.points(run_slug)
+        first, last = from_db(span[0]), from_db(span[1])
+        assert first is not None and last is not None
+        width = max((last - first).total_seconds() / buckets, 1.0)
+        rows = await self.db.fetchall(
+            "SELECT wandb_run, step, at, tokens, loss FROM ("
+            " SELECT *, ROW_NUMBER() OVER (PARTITION BY wandb_run,"
+            "  CAST((julianday(at) - julianday(?)) * 86400 / ? AS INTEGER) ORDER BY at DESC) AS rn"
+            " FROM metric_points WHERE run_slug = ?) WHERE rn = 1 ORDER BY at",
+            (span[0], width, run_slug),
+        )
+        return [self._point(row) for row in rows]
+
+    async def version(self, run_slug: str) -> str:
+        """Changes whenever a point is added: the cache key for rendered charts."""
+        row = await self.db.fetchone(
+            "SELECT COUNT(*), MAX(at) FROM metric_points WHERE run_slug = ?", (run_slug,)
+        )
+        return f"{row[0]}:{row[1]}" if row else "0:"

@@ -1,0 +1,114 @@
+"""The outbox: posts queued for Discord, deduplicated by key, delivered in order."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import aiosqlite
+
+from bot.models import (
+    OutboxItem,
+)
+from bot.store.codec import to_json
+from bot.store.db import Database
+from bot.timeutil import from_db, to_db, utcnow
+
+
+def _outbox_from_row(row: aiosqlite.Row) -> OutboxItem:
+    return OutboxItem(
+        id=row["id"],
+        run_slug=row["run_slug"],
+        channel_id=row["channel_id"],
+        kind=row["kind"],
+        dedup_key=row["dedup_key"],
+        payload=json.loads(row["payload"]),
+        status=row["status"],
+        attempts=row["attempts"],
+        created_at=from_db(row["created_at"]),
+        not_before=from_db(row["not_before"]),
+        sent_at=from_db(row["sent_at"]),
+        message_id=row["message_id"],
+        last_error=row["last_error"],
+        reply_to=row["reply_to"],
+        posted_in=row["posted_in"],
+    )
+
+
+class OutboxRepo:
+    def __init__(self, db: Database):
+        self.db = db
+
+    async def enqueue(self, item: OutboxItem) -> int | None:
+        """Queue a post. The dedup key makes this idempotent: a second enqueue of the same key
+        returns None and queues nothing."""
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO outbox (run_slug, channel_id, kind, dedup_key, payload, status, "
+                "created_at, not_before, reply_to) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?) "
+                "ON CONFLICT (dedup_key) DO NOTHING",
+                (
+                    item.run_slug,
+                    item.channel_id,
+                    item.kind,
+                    item.dedup_key,
+                    to_json(item.payload),
+                    to_db(item.created_at or utcnow()),
+                    to_db(item.not_before),
+                    item.reply_to,
+                ),
+            )
+            if not cursor.rowcount:
+                return None
+            item.id = int(cursor.lastrowid or 0)
+            return item.id
+
+    async def due(self, now: datetime, limit: int = 50) -> list[OutboxItem]:
+        """Queued items ready to send, oldest first. Callers deliver per channel in id order and
+        stop a channel at its first failure, so order within a channel is kept."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM outbox WHERE status = 'queued' AND (not_before IS NULL OR "
+            "not_before <= ?) ORDER BY id LIMIT ?",
+            (to_db(now), limit),
+        )
+        return [_outbox_from_row(row) for row in rows]
+
+    async def queued(self, limit: int = 50) -> list[OutboxItem]:
+        """Every queued item, oldest first, including those still backing off: a poster that
+        keeps per-channel order must see a waiting head item to hold the ones behind it."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM outbox WHERE status = 'queued' ORDER BY id LIMIT ?", (limit,)
+        )
+        return [_outbox_from_row(row) for row in rows]
+
+    async def get(self, item_id: int) -> OutboxItem | None:
+        row = await self.db.fetchone("SELECT * FROM outbox WHERE id = ?", (item_id,))
+        return _outbox_from_row(row) if row else None
+
+    async def get_by_key(self, dedup_key: str) -> OutboxItem | None:
+        row = await self.db.fetchone("SELECT * FROM outbox WHERE dedup_key = ?", (dedup_key,))
+        return _outbox_from_row(row) if row else None
+
+    async def mark_sent(
+        self, item_id: int, message_id: str | None, at: datetime, posted_in: int | None = None
+    ) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE outbox SET status = 'sent', sent_at = ?, message_id = ?, posted_in = ?, "
+                "attempts = attempts + 1, last_error = NULL WHERE id = ?",
+                (to_db(at), message_id, posted_in, item_id),
+            )
+
+    async def mark_retry(
+        self, item_id: int, error: str, not_before: datetime, *, give_up: bool = False
+    ) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE outbox SET status = ?, attempts = attempts + 1, last_error = ?, "
+                "not_before = ? WHERE id = ?",
+                ("failed" if give_up else "queued", error[:500], to_db(not_before), item_id),
+            )
+
+    async def pending_count(self) -> int:
+        row = await self.db.fetchone("SELECT COUNT(*) FROM outbox WHERE status = 'queued'")
+        return int(row[0]) if row else 0

@@ -1,0 +1,69 @@
+"""The tracked runs: what the runs file said, kept so commands work without it."""
+
+from __future__ import annotations
+
+import json
+
+import aiosqlite
+
+from bot.models import (
+    RunInfo,
+)
+from bot.settings import RunConfig
+from bot.store.codec import to_json
+from bot.store.db import Database
+from bot.timeutil import from_db, to_db, utcnow
+
+# Kept beside the table in each record (runs recorded before the whole table was stored).
+_TOP_LEVEL = ("total_steps", "target_tokens", "launched_at", "timezone", "links")
+
+
+class RunsRepo:
+    def __init__(self, db: Database):
+        self.db = db
+
+    async def upsert(self, run: RunInfo) -> None:
+        config = run.config.model_dump(mode="json")
+        record = {
+            "total_steps": run.total_steps,
+            "target_tokens": run.target_tokens,
+            "launched_at": to_db(run.launched_at),
+            "timezone": run.timezone,
+            "links": run.links,
+            "config": config,
+        }
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO runs (slug, name, config, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (slug) DO UPDATE SET name = excluded.name, config = excluded.config, "
+                "updated_at = excluded.updated_at WHERE runs.config != excluded.config "
+                "OR runs.name != excluded.name",
+                (run.slug, run.name, to_json(record), to_db(utcnow())),
+            )
+
+    @staticmethod
+    def _from_row(row: aiosqlite.Row) -> RunInfo:
+        """The stored table is re-validated into its typed model here, once."""
+        record = json.loads(row["config"])
+        top = {key: record.get(key) for key in _TOP_LEVEL if record.get(key) is not None}
+        config = RunConfig.stored(
+            {**top, **(record.get("config") or {}), "slug": row["slug"], "name": row["name"]}
+        )
+        return RunInfo(
+            slug=row["slug"],
+            name=row["name"],
+            total_steps=record.get("total_steps"),
+            target_tokens=record.get("target_tokens"),
+            launched_at=from_db(record.get("launched_at")),
+            timezone=record.get("timezone") or "UTC",
+            links=record.get("links") or {},
+            config=config,
+        )
+
+    async def get(self, slug: str) -> RunInfo | None:
+        row = await self.db.fetchone("SELECT * FROM runs WHERE slug = ?", (slug,))
+        return self._from_row(row) if row else None
+
+    async def all(self) -> list[RunInfo]:
+        rows = await self.db.fetchall("SELECT * FROM runs ORDER BY slug")
+        return [self._from_row(row) for row in rows]

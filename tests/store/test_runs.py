@@ -1,0 +1,63 @@
+"""The runs repository: the run's configuration comes back typed, and one function orders the
+W&B chain."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from bot.models import RunInfo, RunSnapshot
+from bot.settings import RunConfig, Thresholds, parse_runs
+from bot.store import Store
+
+T0 = datetime(2026, 8, 20, tzinfo=UTC)
+
+
+def _config(**extra: object) -> RunConfig:
+    table = {"slug": "hero", "name": "Hero", "wandb_runs": ["e/p/a", "e/p/b"], **extra}
+    return parse_runs({"runs": [table]}).runs[0]
+
+
+async def test_config_is_typed_on_read(store: Store) -> None:
+    config = _config(alerts={"stall_minutes": 45}, alerts_channel=123456789, launched_at=T0)
+    await store.runs.upsert(RunInfo.from_config(config))
+    run = await store.runs.get("hero")
+    assert run is not None
+    assert isinstance(run.config, RunConfig)
+    assert run.config == config
+    assert run.config.alerts.stall_minutes == 45
+    assert run.config.alerts.heartbeat_minutes == Thresholds().heartbeat_minutes
+    assert run.config.launched_at == T0
+
+
+async def test_invalid_stored_key_falls_back_to_its_default_only(store: Store) -> None:
+    await store.runs.upsert(RunInfo.from_config(_config(alerts_channel=123456789)))
+    record = json.loads((await store.db.fetchall("SELECT config FROM runs"))[0][0])
+    record["config"]["alerts"] = {"stall_minutes": -1, "retired_key": 1}
+    async with store.transaction() as conn:
+        await conn.execute("UPDATE runs SET config = ?", (json.dumps(record),))
+    run = await store.runs.get("hero")
+    assert run is not None
+    assert run.config.alerts == Thresholds()
+    assert run.config.alerts_channel == 123456789
+    assert run.config.wandb_runs == ["e/p/a", "e/p/b"]
+
+
+async def test_run_recorded_by_hand_gets_defaults(store: Store) -> None:
+    await store.runs.upsert(RunInfo(slug="bare", name="Bare", total_steps=1000))
+    run = await store.runs.get("bare")
+    assert run is not None
+    assert run.config.total_steps == 1000
+    assert run.config.alerts == Thresholds()
+    assert run.wandb_chain() == []
+
+
+def test_chain_lists_the_runs_file_then_runs_only_the_store_knows() -> None:
+    run = RunInfo.from_config(_config())
+
+    def snap(path: str) -> RunSnapshot:
+        return RunSnapshot(path, None, "running", T0, None, None, T0)
+
+    snapshots = [snap("e/p/fork"), snap("e/p/b"), snap("e/p/a"), snap("e/p/fork2")]
+    assert run.wandb_chain() == ["e/p/a", "e/p/b"]
+    assert run.wandb_chain(snapshots) == ["e/p/a", "e/p/b", "e/p/fork", "e/p/fork2"]

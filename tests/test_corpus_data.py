@@ -1,0 +1,246 @@
+"""Schema checks for the hand-written development corpus in tests/data/.
+
+The corpus feeds the signal benchmark (issue 10) and the /ask retrieval tests (issue 13), so a
+malformed row would silently skew both. ``corpus_problems`` lists every problem it finds; the
+tests assert the shipped files have none and that the checker does catch broken rows.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+CORPUS = DATA / "signal_corpus.jsonl"
+QUESTIONS = DATA / "ask_questions.jsonl"
+
+TAGS = frozenset(
+    {
+        "incident",
+        "ablation",
+        "optimizer",
+        "training-dynamics",
+        "evals",
+        "data",
+        "checkpointing",
+        "long-context",
+        "infra",
+        "spec",
+        "other",
+    }
+)
+INCIDENT_KINDS = frozenset(
+    {
+        "node_loss",
+        "hardware",
+        "oom",
+        "hang",
+        "checkpoint",
+        "storage",
+        "network",
+        "preemption",
+        "other",
+    }
+)
+GITHUB_KINDS = frozenset({"issue", "pull", "comment", "review"})
+ASSOCIATIONS = frozenset({"MEMBER", "COLLABORATOR", "CONTRIBUTOR", "NONE"})
+FIELDS = (
+    "id",
+    "source",
+    "kind",
+    "thread_title",
+    "thread_labels",
+    "thread_kind",
+    "author",
+    "author_association",
+    "at",
+    "ref",
+    "url",
+    "title",
+    "body",
+    "tag",
+    "incident",
+    "incident_kind",
+    "substantive",
+    "spam",
+)
+ID_RE = re.compile(r"^c\d{3,}$")
+
+MIN_ENTRIES = 120
+MIN_INCIDENTS = 15
+MIN_QUESTIONS = 24
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        row = json.loads(line)
+        assert isinstance(row, dict), f"{path.name}:{n} is not a JSON object"
+        rows.append(row)
+    return rows
+
+
+def _row_problems(row: dict[str, Any]) -> list[str]:
+    rid = row.get("id", "?")
+    out: list[str] = []
+    missing = [f for f in FIELDS if f not in row]
+    extra = sorted(set(row) - set(FIELDS))
+    if missing or extra:
+        return [f"{rid}: missing {missing} extra {extra}"]
+    if not isinstance(rid, str) or not ID_RE.match(rid):
+        out.append(f"{rid}: bad id")
+    if row["tag"] not in TAGS:
+        out.append(f"{rid}: unknown tag {row['tag']!r}")
+    for flag in ("incident", "substantive", "spam"):
+        if not isinstance(row[flag], bool):
+            out.append(f"{rid}: {flag} is not a bool")
+    # The flag and the kind travel together, and in this corpus the incident tag means exactly
+    # "a live incident report" (the enrichment gives the tag when the detector fires).
+    if row["incident"] != (row["incident_kind"] is not None):
+        out.append(f"{rid}: incident_kind must be set iff incident")
+    if row["incident_kind"] is not None and row["incident_kind"] not in INCIDENT_KINDS:
+        out.append(f"{rid}: unknown incident_kind {row['incident_kind']!r}")
+    if (row["tag"] == "incident") != (row["incident"] is True):
+        out.append(f"{rid}: tag 'incident' must go with incident=true")
+    if row["spam"] and (row["substantive"] or row["incident"]):
+        out.append(f"{rid}: spam cannot be substantive or an incident")
+    if not isinstance(row["body"], str) or not row["body"].strip():
+        out.append(f"{rid}: empty body")
+    if not isinstance(row["thread_labels"], list) or not all(
+        isinstance(x, str) for x in row["thread_labels"]
+    ):
+        out.append(f"{rid}: thread_labels must be a list of strings")
+    try:
+        at = datetime.fromisoformat(str(row["at"]).replace("Z", "+00:00"))
+        if at.utcoffset() is None or not str(row["at"]).endswith("Z"):
+            out.append(f"{rid}: 'at' must be UTC with a Z suffix")
+    except ValueError:
+        out.append(f"{rid}: unparsable 'at' {row['at']!r}")
+
+    if row["source"] == "github":
+        if row["kind"] not in GITHUB_KINDS:
+            out.append(f"{rid}: github kind {row['kind']!r}")
+        if row["thread_kind"] not in ("issue", "pull"):
+            out.append(f"{rid}: github thread_kind {row['thread_kind']!r}")
+        if row["author_association"] not in ASSOCIATIONS:
+            out.append(f"{rid}: author_association {row['author_association']!r}")
+        if not str(row["url"]).startswith("https://github.com/"):
+            out.append(f"{rid}: github url {row['url']!r}")
+        if not re.fullmatch(r"#\d+", str(row["ref"])):
+            out.append(f"{rid}: github ref {row['ref']!r}")
+        is_description = row["kind"] in ("issue", "pull")
+        if is_description and row["kind"] != row["thread_kind"]:
+            out.append(f"{rid}: a description's kind must equal its thread_kind")
+        if is_description != isinstance(row["title"], str):
+            out.append(f"{rid}: title is set for descriptions only")
+        if row["kind"] == "review" and row["thread_kind"] != "pull":
+            out.append(f"{rid}: reviews belong to pull requests")
+        if row["spam"] and row["author_association"] in ("MEMBER", "COLLABORATOR"):
+            out.append(f"{rid}: spam from a member or collaborator")
+    elif row["source"] == "discord":
+        if row["kind"] != "message" or row["thread_kind"] is not None:
+            out.append(f"{rid}: discord rows are messages with thread_kind null")
+        if row["author_association"] is not None or row["title"] is not None:
+            out.append(f"{rid}: discord rows have no association or title")
+        if not str(row["url"]).startswith("https://discord.com/channels/"):
+            out.append(f"{rid}: discord url {row['url']!r}")
+        if not str(row["ref"]).startswith("#"):
+            out.append(f"{rid}: discord ref {row['ref']!r}")
+    else:
+        out.append(f"{rid}: unknown source {row['source']!r}")
+    return out
+
+
+def corpus_problems(rows: list[dict[str, Any]]) -> list[str]:
+    out = [p for row in rows for p in _row_problems(row)]
+    for field in ("id", "url"):
+        dupes = [v for v, n in Counter(r.get(field) for r in rows).items() if n > 1]
+        if dupes:
+            out.append(f"duplicate {field}s: {dupes[:5]}")
+    return out
+
+
+def question_problems(questions: list[dict[str, Any]], ids: set[str]) -> list[str]:
+    out = []
+    for n, q in enumerate(questions, start=1):
+        if set(q) != {"question", "answer_ids"}:
+            out.append(f"question {n}: fields {sorted(q)}")
+            continue
+        if not isinstance(q["question"], str) or not q["question"].strip():
+            out.append(f"question {n}: empty")
+        answers = q["answer_ids"]
+        if not isinstance(answers, list) or not answers:
+            out.append(f"question {n}: no answer_ids")
+            continue
+        unknown = [a for a in answers if a not in ids]
+        if unknown:
+            out.append(f"question {n}: unknown answer ids {unknown}")
+        if len(set(answers)) != len(answers):
+            out.append(f"question {n}: repeated answer ids")
+    return out
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict[str, Any]]:
+    return _load(CORPUS)
+
+
+@pytest.fixture(scope="module")
+def questions() -> list[dict[str, Any]]:
+    return _load(QUESTIONS)
+
+
+def test_corpus_rows_are_well_formed(rows: list[dict[str, Any]]) -> None:
+    assert corpus_problems(rows) == []
+
+
+def test_corpus_is_big_and_varied_enough(rows: list[dict[str, Any]]) -> None:
+    assert len(rows) >= MIN_ENTRIES
+    assert sum(r["incident"] for r in rows) >= MIN_INCIDENTS
+    assert {r["tag"] for r in rows} == TAGS, "every tag should have examples"
+    assert {r["source"] for r in rows} == {"github", "discord"}
+    assert any(r["spam"] for r in rows)
+    assert any(r["body"].startswith("🤖") and len(r["body"].split()) >= 40 for r in rows)
+
+
+def test_questions_point_at_existing_entries(
+    rows: list[dict[str, Any]], questions: list[dict[str, Any]]
+) -> None:
+    assert len(questions) >= MIN_QUESTIONS
+    assert question_problems(questions, {r["id"] for r in rows}) == []
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda r: r.update(tag="weather"), "unknown tag"),
+        (lambda r: r.update(incident=True), "incident_kind must be set iff incident"),
+        (lambda r: r.update(incident_kind="hang"), "incident_kind must be set iff incident"),
+        (lambda r: r.pop("body"), "missing ['body']"),
+        (lambda r: r.update(at="2026-09-03 14:22"), "'at' must be UTC"),
+        (lambda r: r.update(source="slack"), "unknown source"),
+    ],
+)
+def test_checker_catches_broken_rows(
+    rows: list[dict[str, Any]], mutate: Any, expected: str
+) -> None:
+    broken = copy.deepcopy(rows[:3])
+    mutate(broken[1])
+    assert any(expected in p for p in corpus_problems(broken))
+
+
+def test_checker_catches_duplicate_ids_and_dangling_answers(rows: list[dict[str, Any]]) -> None:
+    twins = copy.deepcopy(rows[:2])
+    twins[1]["id"] = twins[0]["id"]
+    assert any("duplicate ids" in p for p in corpus_problems(twins))
+    bad = [{"question": "what broke?", "answer_ids": ["c999999"]}]
+    assert question_problems(bad, {r["id"] for r in rows}) == [
+        "question 1: unknown answer ids ['c999999']"
+    ]

@@ -173,6 +173,7 @@ class ForecastConfig(BaseModel):
     def name(self) -> str:
         return self.label or self.metric
 
+
 # Validation context of a config read back from the store (see `RunConfig.stored`).
 _STORED = {"stored": True}
 

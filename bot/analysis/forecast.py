@@ -120,12 +120,14 @@ class SeriesPoint:
 
 @dataclass(frozen=True, slots=True)
 class Fit:
-    """value ≈ intercept + slope × (step − anchor); band = ± width."""
+    """value ≈ intercept + slope × (step − anchor); band = ± width. Fitted on the steps from
+    `start` to `anchor`."""
 
     anchor: float
     slope: float
     intercept: float
     width: float
+    start: float | None = None
 
     def at(self, step: float) -> float:
         return self.intercept + self.slope * (step - self.anchor)
@@ -224,7 +226,7 @@ def fit_trend(xs: Sequence[float], ys: Sequence[float], band: float) -> Fit | No
     intercept = median(level)
     spread = median(abs(v - intercept) for v in level)
     sigma = max(MAD_SIGMA * spread, LEVEL_FLOOR * abs(intercept), 1e-12)
-    return Fit(anchor=anchor, slope=slope, intercept=intercept, width=band * sigma)
+    return Fit(anchor=anchor, slope=slope, intercept=intercept, width=band * sigma, start=xs[0])
 
 
 @dataclass(slots=True)
@@ -404,7 +406,7 @@ class Tracker:
             "run": self.run,
             "seen": self.seen,
             "restarts": self.restarts,
-            "fit": [fit.anchor, fit.slope, fit.intercept, fit.width] if fit else None,
+            "fit": [fit.anchor, fit.slope, fit.intercept, fit.width, fit.start] if fit else None,
             "since_fit": self.since_fit,
             "last": self.last.as_json() if self.last else None,
             "outside": self.outside,

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Literal
 
 from bot.services.digest import DigestFacts
-from bot.services.forecasts import ForecastView
+from bot.services.forecasts import ForecastPanel, ForecastView
 from bot.services.status import StatusReport
 from bot.services.timeline import TimelineEntry
 from bot.timeutil import ago, humanize_delta
@@ -279,3 +279,27 @@ def digest_card(facts: DigestFacts, fmt: TimeFormatter) -> Card:
         footer=f"{fmt(facts.start, 'datetime')} → {fmt(facts.end, 'datetime')} · {facts.by}",
     )
     return card
+
+
+def forecast_cards(run_name: str, panels: list[ForecastPanel]) -> list[Card]:
+    """One card per watched metric for `/forecast`, each with its chart `forecast-<n>.png`."""
+    colors: dict[str, Color] = {"drifting": "warning", "ok": "ok", "learning": "unknown"}
+    cards = []
+    for index, panel in enumerate(panels):
+        view = panel.view
+        lines = [forecast_line(view)]
+        if view.step is not None:
+            lines.append(f"latest value at step {view.step:,}")
+        cards.append(
+            Card(
+                title=clip(f"{run_name} · {view.name}", TITLE_LIMIT),
+                description=clip("\n".join(lines), DESCRIPTION_LIMIT),
+                color=colors.get(view.state, "info"),
+                image=forecast_image(index),
+            )
+        )
+    return cards
+
+
+def forecast_image(index: int) -> str:
+    return f"forecast-{index}.png"

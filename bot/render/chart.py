@@ -12,6 +12,7 @@ from datetime import datetime
 
 from bot.analysis.progress import Restart
 from bot.models import MetricPoint
+from bot.services.forecasts import ForecastPanel
 
 
 def render_chart(
@@ -117,3 +118,63 @@ class ChartCache:
         self._items[(slug, version)] = png
         while len(self._items) > self._size:
             self._items.popitem(last=False)
+
+
+def render_forecast_chart(
+    steps: Sequence[int],
+    values: Sequence[float],
+    band: Sequence[tuple[int, float, float, float]] = (),
+    *,
+    title: str = "",
+    drift_step: int | None = None,
+    note: str = "",
+) -> bytes:
+    """One watched metric against its forecast: the values by step, the trend line and its band
+    (`band`: (step, low, forecast, high) at the ends of a straight stretch), where a drift began."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 3.0), dpi=100)
+    ax = fig.add_subplot(1, 1, 1)
+    if steps:
+        ax.plot(list(steps), list(values), color="#3b7dd8", linewidth=1.0, label="value")
+    if band:
+        xs = [b[0] for b in band]
+        ax.fill_between(
+            xs, [b[1] for b in band], [b[3] for b in band], color="#e08a1e", alpha=0.18,
+            linewidth=0, label="forecast band",
+        )  # fmt: skip
+        ax.plot(xs, [b[2] for b in band], color="#e08a1e", linewidth=1.0, linestyle="--",
+                label="forecast")  # fmt: skip
+    if drift_step is not None:
+        ax.axvline(drift_step, color="#d9534f", linewidth=0.9, alpha=0.8, label="drift began")
+    if steps:
+        ax.legend(loc="upper left", fontsize=8, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no values yet", ha="center", va="center", transform=ax.transAxes)
+    if note:
+        ax.text(0.99, 0.02, note, ha="right", va="bottom", fontsize=8, color="#777777",
+                transform=ax.transAxes)  # fmt: skip
+    ax.set_xlabel("step")
+    ax.grid(alpha=0.25)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def forecast_panel_chart(panel: ForecastPanel) -> bytes:
+    """The `/forecast` chart of one watched metric (blocking: call it in a worker thread)."""
+    view = panel.view
+    return render_forecast_chart(
+        [p.step for p in panel.points],
+        [p.value for p in panel.points],
+        panel.band(),
+        title=view.name,
+        drift_step=view.drift_since_step,
+        note=view.reason or "",
+    )

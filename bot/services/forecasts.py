@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.analysis.forecast import LossCurve, Tracker, fmt_value, offset_text
+from bot.analysis.forecast import Fit, LossCurve, SeriesPoint, Tracker, fmt_value, offset_text
 from bot.analysis.progress import effective_series
+from bot.errors import UserFacingError
 from bot.models import MetricPoint, RunInfo
 from bot.settings import ForecastConfig
 from bot.store import Store
@@ -223,3 +224,70 @@ async def forecast_trackers(
 ) -> list[Tracker]:
     """Current trackers without writing (for `/forecast` charts)."""
     return await advance_forecasts(store, run, chain, now, save=False)
+
+
+# --------------------------------------------------------------------------- /forecast
+
+PANEL_POINTS = 1000  # newest values drawn per metric
+MAX_PANELS = 10  # Discord: at most 10 embeds (and 10 files) per message
+
+
+@dataclass(slots=True)
+class ForecastPanel:
+    """One watched metric for `/forecast`: its line, its newest values and its trend."""
+
+    view: ForecastView
+    points: list[SeriesPoint]
+    fit: Fit | None
+    fit_from: int | None  # first step of the window the trend was fitted on
+
+    def band(self) -> list[tuple[int, float, float, float]]:
+        """(step, low, forecast, high) from the fit window's start to the newest point."""
+        if self.fit is None or not self.points or self.fit_from is None:
+            return []
+        width = self.fit.width
+        steps = sorted({self.fit_from, self.points[-1].step})
+        return [(s, self.fit.at(s) - width, self.fit.at(s), self.fit.at(s) + width) for s in steps]
+
+
+async def forecast_panels(
+    store: Store, slug: str, now: datetime, metric: str | None = None
+) -> tuple[RunInfo, list[ForecastPanel]]:
+    """The run's watched metrics (or the one named), each with what its chart needs. Raises a
+    UserFacingError for an unknown run, a run without forecasts, or a metric it does not watch."""
+    from bot.services.status import UnknownRun  # late: status imports this module
+
+    run = await store.runs.get(slug)
+    if run is None:
+        raise UnknownRun(slug)
+    configs = forecast_configs(run)
+    if not configs:
+        raise UserFacingError(
+            f"Run {slug!r} watches no metrics: add [[runs.forecasts]] entries to the runs file."
+        )
+    if metric:
+        wanted = metric.strip()
+        configs = [c for c in configs if wanted in (c.metric, c.label)]
+        if not configs:
+            names = ", ".join(c.metric for c in forecast_configs(run))
+            raise UserFacingError(f"Run {slug!r} does not watch {wanted!r}; it watches {names}.")
+    snapshots = await store.snapshots.chain(slug)
+    chain = run.wandb_chain(snapshots)
+    latest = await store.metrics.latest(slug)
+    run_step = latest.step if latest else None
+    panels = []
+    trackers = await advance_forecasts(store, run, chain, now, save=False)
+    for tracker in trackers:
+        if tracker.config not in configs:
+            continue
+        points = await store.series.latest(slug, tracker.config.metric, PANEL_POINTS)
+        fit = tracker.fit if tracker.state != "learning" else None
+        panels.append(
+            ForecastPanel(
+                view=metric_view(tracker, run_step),
+                points=points,
+                fit=fit,
+                fit_from=int(fit.start) if fit is not None and fit.start is not None else None,
+            )
+        )
+    return run, panels[:MAX_PANELS]

@@ -91,6 +91,8 @@ def digest_json(facts: DigestFacts) -> dict[str, Any]:
         "restarts": len(facts.restarts),
         "incidents_opened": len(facts.incidents_opened),
         "incidents_resolved": len(facts.incidents_resolved),
+        "drifts_opened": [i.title for i in facts.incidents_opened if i.kind == "drift"],
+        "drifts_resolved": [i.title for i in facts.incidents_resolved if i.kind == "drift"],
         "incidents_open": len(facts.incidents_open),
         "counts": facts.counts,
         "entries": [entry.as_json() for entry in facts.entries],

@@ -7,6 +7,8 @@ import random
 from datetime import datetime, timedelta
 
 from bot.incidents.silences import add_silence
+from bot.render.json import digest_json
+from bot.services.digest import build_digest
 from bot.store import Store
 from tests.incidents.scenario import RUN_A, Scenario, content
 
@@ -95,3 +97,16 @@ async def test_a_crash_inhibits_drift_alerts(store: Store, now: datetime) -> Non
     assert kinds == {"crash"}
     alerts = await sc.alerts_posted()
     assert len(alerts) == 1 and "drifting" not in content(alerts[0])
+
+
+async def test_the_digest_mentions_drifts_opened_and_resolved(store: Store, now: datetime) -> None:
+    sc, _ = await drifting_run(store, now)
+    await sc.run_for(20)
+    sc.watched["train/grad_norm"] = noise(3)
+    await sc.run_for(10)
+    facts = await build_digest(store, "hero", sc.now)
+    out = digest_json(facts)
+    [opened] = out["drifts_opened"]
+    assert opened.startswith("gradient norm (train/grad_norm) drifting up")
+    assert out["drifts_resolved"] == [opened]
+    assert opened.rstrip(".") in facts.text and "resolved after" in facts.text

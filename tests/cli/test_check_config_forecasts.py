@@ -57,9 +57,8 @@ def test_bad_forecast_keys_are_named_with_their_path(tmp_path: Path) -> None:
 
 
 def test_a_one_point_curve_is_refused(tmp_path: Path) -> None:
-    result = check(
-        tmp_path, with_forecasts('loss_forecast = [[1000, 3.1]]\n\n[[runs.forecasts]]\nmetric = "g"')
-    )
+    text = 'loss_forecast = [[1000, 3.1]]\n\n[[runs.forecasts]]\nmetric = "g"'
+    result = check(tmp_path, with_forecasts(text))
     assert result.returncode == 2
     assert "runs[0].loss_forecast: needs at least 2 [step, loss] points" in result.stdout + (
         result.stderr

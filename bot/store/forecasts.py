@@ -43,9 +43,12 @@ class SeriesRepo:
     async def after(
         self, run_slug: str, metric: str, cursor: int, limit: int
     ) -> list[tuple[int, SeriesPoint]]:
-        """Up to `limit` points stored after id `cursor`, in arrival order, with their ids."""
+        """Up to `limit` points stored after id `cursor`, in arrival order, with their ids.
+        The index seek makes this O(new points of this metric), however many other metrics
+        logged since (the planner would otherwise pick a rowid range and walk theirs too)."""
         rows = await self.db.fetchall(
             "SELECT id, wandb_run, step, at, value FROM metric_series "
+            "INDEXED BY metric_series_order "
             "WHERE run_slug = ? AND metric = ? AND id > ? ORDER BY id LIMIT ?",
             (run_slug, metric, cursor, limit),
         )

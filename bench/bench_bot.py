@@ -28,13 +28,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bot.app import card_to_embed, discord_time
 from bot.render.cards import status_card, timeline_pages
-from bot.render.chart import ChartCache
-from bot.services.status import build_status, status_chart
+from bot.render.chart import ChartCache, render_series
+from bot.services.narrative import status_with_narrative
+from bot.services.status import chart_series
 from bot.services.timeline import build_timeline
 from bot.store import Database, Store
 from bot.timeutil import to_db
-from cogs.embeds import card_to_embed, discord_time
 
 SLUG = "bench"
 NOW = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
@@ -129,16 +130,26 @@ def row(name: str, samples: list[float]) -> str:
     return f"| {name:<46} | {len(samples):>5} | {statistics.median(samples):>9.1f} | {p99:>9.1f} |"
 
 
+async def status_chart(store: Store, slug: str, cache: ChartCache) -> bytes:
+    """What the /status cog does: the cached chart for this data version, else draw and keep it."""
+    version = await store.metrics.version(slug)
+    png = cache.get(slug, version)
+    if png is None:
+        png = await render_series(await chart_series(store, slug))
+        cache.put(slug, version, png)
+    return png
+
+
 async def handlers(store: Store, runs: int) -> list[str]:
     cache = ChartCache()
     await status_chart(store, SLUG, cache)  # warm, as a running bot would be
 
     async def status() -> None:
-        report = await build_status(store, SLUG, NOW)
+        report, narrative = await status_with_narrative(store, SLUG, NOW)
         version = await store.metrics.version(SLUG)
         png = cache.get(SLUG, version)
         assert png is not None
-        card_to_embed(status_card(report, discord_time, chart="chart.png"))
+        card_to_embed(status_card(report, narrative, discord_time, chart="chart.png"))
 
     def timeline(days: int) -> Callable[[], Awaitable[None]]:
         async def body() -> None:

@@ -20,7 +20,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.incidents import IncidentEngine
+from bot.incidents.engine import IncidentEngine
 from bot.models import Event, MetricPoint, RunSnapshot
 from bot.runtime import record_runs
 from bot.settings import parse_runs

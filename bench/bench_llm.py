@@ -26,10 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.llm.client import LLMClient, estimate_tokens
 from bot.llm.enrich import LLMEnricher
-from bot.llm.facts import build_digest_facts, build_narrative_facts
-from bot.llm.narrative import render_prompt
+from bot.llm.grounded import render_prompt
 from bot.models import Event, RunInfo
 from bot.pipeline import enrich_pending
+from bot.services.digest import build_digest
+from bot.services.narrative import build_narrative_facts
 from bot.store import Database, Store
 from tests.fakes.anthropic import FakeAnthropic
 
@@ -184,7 +185,7 @@ async def prompt_sizes(days: int, per_day: int = 60) -> dict[str, int]:
             )
             digest = render_prompt(
                 "digest",
-                await build_digest_facts(store, "hero", NOW),
+                await build_digest(store, "hero", NOW),
                 max_words=400,
                 window="the last 24 hours",
             )

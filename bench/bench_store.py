@@ -30,7 +30,7 @@ from bot.analysis.progress import compute_progress
 from bot.models import TAGS, Event, MetricPoint, RunInfo
 from bot.render.cards import status_card, timeline_pages
 from bot.render.terminal import local_formatter
-from bot.services.status import build_status
+from bot.services.narrative import status_with_narrative
 from bot.services.timeline import build_timeline
 from bot.store import Database, Store
 
@@ -159,7 +159,7 @@ async def main() -> None:
             fmt = local_formatter("UTC", NOW)
 
             async def status() -> None:
-                status_card(await build_status(store, "hero", NOW), fmt)
+                status_card(*await status_with_narrative(store, "hero", NOW), fmt)
 
             async def timeline() -> None:
                 entries = await build_timeline(store, "hero", NOW, days=7)

@@ -2,8 +2,10 @@
 explicit list of extensions, and owns the background loops (poll, narrative, digest, outbox).
 
 Only this module and `cogs/` import discord. Everything the loops do is plain async Python in
-`bot.pipeline` and `bot.delivery`; here it is wired to Discord and kept alive: no exception ends
-a loop (it is logged and the loop backs off), and `CancelledError` always propagates.
+`bot.pipeline`, `bot.outbox` and `bot.digests`; here it is wired to Discord and kept alive: no
+exception ends a loop (it is logged and the loop backs off), and `CancelledError` always
+propagates. The card → embed conversion and the Discord time formatter live here too, for the
+outbox transport and for the cogs.
 """
 
 from __future__ import annotations
@@ -15,27 +17,25 @@ import signal
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
 import discord
 import yarl
 from discord.ext import commands
 
-from bot.delivery import (
-    ButtonPayload,
-    DeliveryError,
-    DigestComposer,
-    OutboxPoster,
-    OutgoingMessage,
-    SeenMessage,
-    run_due_digests,
-)
+from bot.digests import DigestComposer, run_due_digests
+from bot.outbox.payload import ButtonPayload, fit_card
+from bot.outbox.poster import DeliveryError, OutboxPoster, OutgoingMessage, SeenMessage
+from bot.render.cards import Card, TimeStyle
 from bot.render.chart import ChartCache
+from bot.render.stamps import render_card_stamps, render_stamps
 from bot.settings import ConfigError, RunConfig, RunsFile, Settings, load_runs_file
 from bot.store import Store
 from bot.timeutil import utcnow
-from cogs.embeds import card_to_embed, discord_time
+
+if TYPE_CHECKING:
+    from bot.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -53,16 +53,67 @@ NO_MENTIONS = discord.AllowedMentions.none()
 THREAD_EXISTS = 160004  # Discord error code: "a thread has already been created for this message"
 
 NarrativeRefresher = Callable[[str, datetime], Awaitable[object]]
+COLORS: dict[str, int] = {
+    "ok": 0x2ECC71,  # green: running and healthy
+    "warning": 0xF1C40F,  # yellow: stalled, pending
+    "bad": 0xE74C3C,  # red: crashed, failed, killed
+    "stale": 0x95A5A6,  # grey: the monitor cannot see W&B (the run may be fine)
+    "done": 0x3498DB,  # blue: finished
+    "unknown": 0x7F8C8D,
+    "info": 0x5865F2,  # blurple: timelines, digests
+}
+_STYLES: dict[str, discord.utils.TimestampStyle] = {
+    "date": "D",
+    "datetime": "f",
+    "relative": "R",
+    "time": "t",
+}
+
+
+def discord_time(value: datetime, style: TimeStyle) -> str:
+    """`<t:…:D>` and friends, so every reader sees their own local time."""
+    return discord.utils.format_dt(value, _STYLES.get(style, "f"))
+
+
+def discord_text(text: str) -> str:
+    """Post text for Discord: neutral time stamps become `<t:…>`."""
+    return render_stamps(text, discord_time)
+
+
+def card_to_embed(card: Card, *, color: int | None = None) -> discord.Embed:
+    """A platform-neutral card as an embed within Discord's limits, mentions escaped (embeds
+    never ping, but text copied out of them could). Used by the cogs and the outbox transport.
+    Neutral time stamps (`bot.render.stamps`) become Discord timestamps."""
+    card = fit_card(render_card_stamps(card, discord_time))
+    embed = discord.Embed(
+        title=card.title or None,
+        description=card.description or None,
+        url=card.url,
+        color=color if color is not None else COLORS.get(card.color, COLORS["info"]),
+    )
+    for item in card.fields:
+        embed.add_field(name=item.name, value=item.value, inline=item.inline)
+    if card.footer:
+        embed.set_footer(text=card.footer)
+    if card.image:
+        url = card.image if "://" in card.image else f"attachment://{card.image}"
+        embed.set_image(url=url)
+    return embed
 
 
 class BotServices(Protocol):
     """What the bot needs from `bot.runtime.Runtime` (structural, so tests can hand in less)."""
 
-    settings: Settings
-    runs: RunsFile
-    store: Store
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def runs(self) -> RunsFile: ...
+    @property
+    def store(self) -> Store: ...
 
     async def cycle(self, now: datetime) -> Any: ...
+
+    async def reload(self, runs: RunsFile) -> BotServices: ...
 
 
 @dataclass(slots=True)
@@ -123,6 +174,7 @@ class RunscribeBot(commands.Bot):
             runtime.store, DiscordTransport(self), clock=clock, backoff_base=outbox_backoff
         )
         self._tasks: list[asyncio.Task[None]] = []
+        self._cycle_lock = asyncio.Lock()  # a reload never swaps sources under a running poll
 
     # --- services for cogs ----------------------------------------------------------------------
 
@@ -142,12 +194,12 @@ class RunscribeBot(commands.Bot):
         return self.runtime.runs.get(slug)
 
     async def reload_runs(self) -> RunsFile:
-        """Re-read the runs file (raises ConfigError) and record its runs in the store."""
+        """Re-read the runs file (raises ConfigError), record its runs in the store and rebuild
+        the sources from it: new repositories, labels and W&B runs are polled from the next
+        cycle on."""
         runs = load_runs_file(self.settings.runscribe_config)
-        from bot.runtime import record_runs  # late: the runtime pulls in every source
-
-        await record_runs(self.store, runs)
-        self.runtime.runs = runs
+        async with self._cycle_lock:
+            self.runtime = await self.runtime.reload(runs)
         log.info("runs file reloaded: %s", ", ".join(r.slug for r in runs.runs))
         return runs
 
@@ -221,7 +273,8 @@ class RunscribeBot(commands.Bot):
         return await self.poster.drain()
 
     async def poll_once(self) -> object:
-        return await self.runtime.cycle(self.clock())
+        async with self._cycle_lock:
+            return await self.runtime.cycle(self.clock())
 
     async def schedule_digests(self) -> object:
         return await run_due_digests(
@@ -240,7 +293,7 @@ class RunscribeBot(commands.Bot):
 
 
 class DiscordTransport:
-    """`bot.delivery.Transport` over discord.py: posts as the bot user, no mentions, nonce set
+    """`bot.outbox.poster.Transport` over discord.py: posts as the bot user, no mentions, nonce set
     (discord.py adds enforce_nonce). Errors become DeliveryError(permanent=…)."""
 
     def __init__(self, bot: commands.Bot):
@@ -256,7 +309,7 @@ class DiscordTransport:
             extra["view"] = _buttons_view(message.buttons)
         try:
             sent = await self._channel(channel_id).send(
-                content=message.content,
+                content=discord_text(message.content) if message.content else message.content,
                 embed=embed,  # type: ignore[arg-type]
                 nonce=message.nonce,
                 allowed_mentions=NO_MENTIONS,
@@ -274,7 +327,10 @@ class DiscordTransport:
             extra["view"] = _buttons_view(message.buttons) if message.buttons else None
         try:
             await partial.edit(
-                content=message.content, embed=embed, allowed_mentions=NO_MENTIONS, **extra
+                content=discord_text(message.content) if message.content else message.content,
+                embed=embed,
+                allowed_mentions=NO_MENTIONS,
+                **extra,
             )
         except Exception as exc:
             raise _delivery_error(exc) from exc
@@ -344,36 +400,8 @@ def _delivery_error(exc: BaseException) -> DeliveryError:
     return DeliveryError(f"unexpected {type(exc).__name__}: {exc}"[:300])
 
 
-def _wiring_composer(runtime: BotServices) -> DigestComposer:
-    """The digest text from `bot.wiring.compose_digest` (the LLM when configured), which leaves
-    the template in place when it has nothing better."""
-
-    async def compose(facts: Any) -> str | None:
-        from bot import wiring
-
-        await wiring.compose_digest(
-            runtime.store, runtime.settings, facts, llm=getattr(runtime, "llm", None)
-        )
-        return str(facts.text)
-
-    return compose
-
-
-def _wiring_narrative(runtime: BotServices) -> NarrativeRefresher:
-    """Narratives from `bot.wiring.refresh_narratives`, which writes one only when it is due."""
-
-    async def refresh(slug: str, now: datetime) -> object:
-        from bot import wiring
-
-        return await wiring.refresh_narratives(
-            runtime.store, getattr(runtime, "llm", None), [slug], now
-        )
-
-    return refresh
-
-
 async def run_bot(
-    runtime: BotServices,
+    runtime: Runtime,
     *,
     narrative: NarrativeRefresher | None = None,
     digest_composer: DigestComposer | None = None,
@@ -385,11 +413,15 @@ async def run_bot(
     if token is None:
         raise ConfigError(["DISCORD_TOKEN: required to start the bot"])
     apply_endpoints(runtime.settings)
+
+    async def refresh(slug: str, now: datetime) -> object:
+        return await runtime.refresh_narratives(now, [slug])
+
     bot = RunscribeBot(
         runtime,
         extensions=extensions,
-        narrative=narrative or _wiring_narrative(runtime),
-        digest_composer=digest_composer or _wiring_composer(runtime),
+        narrative=narrative or refresh,
+        digest_composer=digest_composer or runtime.digest_composer,
         **options,
     )
     loop = asyncio.get_running_loop()

@@ -128,17 +128,18 @@ async def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     from bot.render.cards import status_card
     from bot.render.json import status_json
     from bot.render.terminal import local_formatter, render_card
-    from bot.services.status import build_status
+    from bot.services.narrative import status_with_narrative
 
     async with Database.open(_existing_db(settings)) as db:
         store = Store(db)
         slug = await _resolve_slug(store, args.run)
         now = utcnow()
-        report = await build_status(store, slug, now)
+        report, narrative = await status_with_narrative(store, slug, now)
     if args.json:
-        _print_json(status_json(report))
+        _print_json(status_json(report, narrative))
     else:
-        print(render_card(status_card(report, local_formatter(report.run.timezone, now))))
+        fmt = local_formatter(report.run.timezone, now)
+        print(render_card(status_card(report, narrative, fmt)))
     return EXIT_OK
 
 
@@ -167,6 +168,8 @@ async def cmd_timeline(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def cmd_digest(settings: Settings, args: argparse.Namespace) -> int:
+    from bot import wiring
+    from bot.digests import compose_text
     from bot.render.json import digest_json
     from bot.services.digest import build_digest
 
@@ -174,13 +177,12 @@ async def cmd_digest(settings: Settings, args: argparse.Namespace) -> int:
         store = Store(db)
         slug = await _resolve_slug(store, args.run)
         facts = await build_digest(store, slug, utcnow())
-        from bot import wiring
-
-        await wiring.compose_digest(store, settings, facts)
+        async with wiring.open_llm(store, settings) as llm:
+            facts.text = await compose_text(facts, wiring.digest_composer(store, llm))
     if args.json:
         _print_json(digest_json(facts))
     else:
-        print(f"Digest — {facts.run.name}")
+        print(f"Digest — {facts.run_name}")
         print(facts.text)
     return EXIT_OK
 
@@ -214,7 +216,7 @@ def _load_config(settings: Settings) -> RunsFile:
 
 
 async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.runtime import open_runtime
+    from bot.wiring import open_runtime
 
     runs = _load_config(settings)
     async with open_runtime(settings, runs) as runtime:
@@ -254,7 +256,7 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
         raise ConfigError(["DISCORD_TOKEN: required to start the bot"])
     runs = _load_config(settings)
     from bot.app import run_bot
-    from bot.runtime import open_runtime
+    from bot.wiring import open_runtime
 
     async with open_runtime(settings, runs) as runtime:
         await run_bot(runtime)
@@ -262,11 +264,12 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
-    from bot import demo
+    from bot import demo, wiring
+    from bot.digests import compose_text
     from bot.render.cards import status_card
     from bot.render.terminal import local_formatter, render_card, render_timeline
     from bot.services.digest import build_digest
-    from bot.services.status import build_status
+    from bot.services.narrative import refresh_narratives, status_with_narrative
     from bot.services.timeline import build_timeline
 
     # Keep the demo database only where the user named one (environment or .env).
@@ -277,26 +280,22 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
         sample = demo.load(now)
         async with Database.open(path) as db:
             store = Store(db)
-            from bot import wiring
-
             runs = demo.sample_runs_file(sample)
             async with wiring.open_llm(store, settings) as llm:
-                enricher = None
-                if llm is not None:
-                    from bot.llm.enrich import LLMEnricher
-
-                    enricher = LLMEnricher(llm, run_names={r.slug: r.name for r in runs.runs})
                 stats = await demo.replay_into(
-                    store, sample, enricher=enricher, detector=wiring.incident_detector(runs.runs)
+                    store,
+                    sample,
+                    enricher=wiring.llm_enricher(llm, runs.runs),
+                    detector=wiring.incident_detector(runs.runs),
                 )
                 slug = sample.run_config["slug"]
-                await wiring.refresh_narratives(store, llm, [slug], now)
+                await refresh_narratives(store, wiring.narrative_writer(store, llm), [slug], now)
                 facts = await build_digest(store, slug, now)
-                await wiring.compose_digest(store, settings, facts, llm)
-            report = await build_status(store, slug, now)
+                facts.text = await compose_text(facts, wiring.digest_composer(store, llm))
+            report, narrative = await status_with_narrative(store, slug, now)
             fmt = local_formatter(report.run.timezone, now)
             entries = await build_timeline(store, slug, now, days=7)
-        print(render_card(status_card(report, fmt)))
+        print(render_card(status_card(report, narrative, fmt)))
         print()
         print("Timeline (last 7 days)")
         print("======================")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bot.analysis.progress import Restart, detect_restarts
-from bot.models import Event, MetricPoint
+from bot.models import Event, MetricPoint, RunSnapshot
 from bot.pipeline import Detector, Enricher, enrich_pending
 from bot.runtime import record_runs
 from bot.settings import RunsFile, parse_runs
@@ -142,7 +142,7 @@ async def replay_into(
     return stats
 
 
-def _snapshot_at(sample: SampleRun, wandb_run: str, at: datetime):  # type: ignore[no-untyped-def]
+def _snapshot_at(sample: SampleRun, wandb_run: str, at: datetime) -> RunSnapshot:
     """The W&B run's state as it was at `at` (the last state change before it)."""
     final = next(s for s in sample.snapshots if s.wandb_run == wandb_run)
     changes = [c for c in sample.state_history if c.wandb_run == wandb_run and c.at <= at]

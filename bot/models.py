@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from bot.settings import RunConfig
@@ -59,6 +59,9 @@ WANDB_STATES: tuple[str, ...] = (
     "unknown",
 )
 UNHEALTHY_STATES = frozenset({"crashed", "failed", "killed", "preempted"})
+#: W&B data older than this says more about the monitor than about the run ("stale", not
+#: "crashed"); the incident engine stops judging W&B conditions past it.
+MONITOR_STALE_AFTER = timedelta(minutes=15)
 
 
 def content_hash(*parts: object) -> str:
@@ -185,6 +188,65 @@ class RunInfo:
 
 
 @dataclass(slots=True)
+class IncidentMember:
+    """One condition (fingerprint) of an incident over an interval: `until` None while it holds."""
+
+    kind: str
+    title: str
+    since: datetime
+    until: datetime | None = None
+    seen_at: datetime | None = None  # the last cycle a detector reported it
+    resolution: str | None = None  # what cleared it
+    last_report_at: datetime | None = None  # reported by people: the latest report
+    facts: dict[str, Any] = field(default_factory=dict)  # the detector's evidence, JSON values
+
+
+@dataclass(slots=True)
+class IncidentSignal:
+    """A linked event as the alert shows it: when, where, what, and its link."""
+
+    event_id: int | None
+    at: datetime
+    source: str  # "GitHub #8818", "Discord #hero-run", "W&B <run>"
+    text: str
+    url: str | None = None
+
+
+@dataclass(slots=True)
+class IncidentDetails:
+    """The engine's state of one incident (the `incidents.details` JSON column, parsed once by
+    the repository)."""
+
+    group: str | None = None  # e.g. "outage": findings of one group close in time join
+    members: dict[str, IncidentMember] = field(default_factory=dict)  # by fingerprint
+    signals: list[IncidentSignal] = field(default_factory=list)  # oldest first, at most 50
+    threads: list[str] = field(default_factory=list)  # GitHub/Discord threads it was reported in
+    flaps: int = 0  # times a cleared member came back
+    clear_since: datetime | None = None  # every member clear since then (resolving after a hold)
+    fired: bool = False  # passed its pending period
+    silent: bool = False  # cleared inside its pending period: never alerted
+    notified: bool = False  # the alert was queued
+    fired_outbox_id: int | None = None  # the alert's outbox row (its message has the thread)
+    head_hash: str | None = None  # of the alert card last queued, to edit only on change
+    edits: int = 0
+    resolved_posted: bool = False
+    silenced_by: int | None = None  # the silence holding its posts back
+    reminders: int = 0
+    last_reminder_at: datetime | None = None
+
+    def crash_open(self, crash: str) -> bool:
+        member = self.members.get(crash)
+        return member is not None and member.until is None
+
+    def clear_time(self) -> datetime | None:
+        """When every member had cleared (None while one still holds)."""
+        ends = [m.until for m in self.members.values()]
+        if not ends or any(end is None for end in ends):
+            return None
+        return max(end for end in ends if end is not None)
+
+
+@dataclass(slots=True)
 class Incident:
     run_slug: str
     fingerprint: str  # per run and condition, e.g. "wandb-state", "stall", "node-loss"
@@ -200,8 +262,19 @@ class Incident:
     resolution: str | None = None
     acked_by: str | None = None
     acked_at: datetime | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    details: IncidentDetails = field(default_factory=IncidentDetails)
     id: int | None = None
+
+    def fingerprints(self) -> set[str]:
+        return {self.fingerprint, *self.details.members}
+
+    def kinds(self) -> list[str]:
+        """Its own kind, then its members' (deduplicated, in order)."""
+        found = [self.kind]
+        for member in self.details.members.values():
+            if member.kind and member.kind not in found:
+                found.append(member.kind)
+        return found
 
 
 @dataclass(slots=True)

@@ -1,13 +1,13 @@
-"""The composition root's building blocks: open the database, the HTTP client, the sources and
-the LLM for a given configuration, and close them all on the way out. The CLI and the Discord
-bot both start from `open_runtime`; nothing is created at import time."""
+"""What a running process holds: settings, runs, the store, the sources, the enricher, the
+incident detector and the writers. Built complete by `bot.wiring.open_runtime` (the one module
+that knows which optional pieces exist); never mutated: reloading the runs file gives a new
+Runtime. Nothing is created at import time."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -15,10 +15,12 @@ from bot.models import RunInfo
 from bot.pipeline import CycleSummary, Detector, Enricher, run_cycle
 from bot.settings import RunsFile, Settings
 from bot.sources.base import Source
-from bot.store import Database, Store
+from bot.store import Store
 
 if TYPE_CHECKING:
+    from bot.digests import DigestComposer
     from bot.llm.client import LLMClient
+    from bot.services.narrative import NarrativeWriter
 
 log = logging.getLogger(__name__)
 
@@ -28,45 +30,63 @@ async def record_runs(store: Store, runs: RunsFile) -> None:
         await store.runs.upsert(RunInfo.from_config(run))
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """The pieces that depend on the runs file, rebuilt when it is reloaded."""
+
+    sources: tuple[Source, ...] = ()
+    enricher: Enricher | None = None
+    detector: Detector | None = None
+
+
+# Builds the parts for a runs file (`bot.wiring` supplies it; it owns the clients they share).
+PartsBuilder = Callable[[RunsFile], Awaitable[Parts]]
+
+
+@dataclass(frozen=True, slots=True)
 class Runtime:
     settings: Settings
     runs: RunsFile
     store: Store
-    sources: list[Source] = field(default_factory=list)
+    sources: tuple[Source, ...] = ()
     enricher: Enricher | None = None
     detector: Detector | None = None
     llm: LLMClient | None = None
+    narrator: NarrativeWriter | None = None  # writes a narrative when one is due
+    digest_composer: DigestComposer | None = None  # the digest's text beyond the template
+    rebuild: PartsBuilder | None = None
 
     async def cycle(self, now: datetime) -> CycleSummary:
         """Poll, enrich, detect. (Narratives are refreshed by the caller's own schedule: the
         bot's narrative loop, or `runscribe poll` after each cycle.)"""
         return await run_cycle(
-            self.store, self.sources, now, enricher=self.enricher, detector=self.detector
+            self.store,
+            self.sources,
+            now,
+            enricher=self.enricher,
+            detector=self.detector,
         )
 
-    async def refresh_narratives(self, now: datetime) -> int:
-        from bot import wiring
+    async def refresh_narratives(self, now: datetime, slugs: Sequence[str] | None = None) -> int:
+        """A new narrative for each run (or each of `slugs`) where one is due."""
+        if self.narrator is None:
+            return 0
+        from bot.services.narrative import refresh_narratives
 
-        slugs = [r.slug for r in self.runs.runs]
-        return await wiring.refresh_narratives(self.store, self.llm, slugs, now)
+        wanted = [r.slug for r in self.runs.runs] if slugs is None else list(slugs)
+        return await refresh_narratives(self.store, self.narrator, wanted, now)
 
-
-@asynccontextmanager
-async def open_store(settings: Settings) -> AsyncIterator[Store]:
-    async with Database.open(settings.runscribe_db) as db:
-        yield Store(db)
-
-
-@asynccontextmanager
-async def open_runtime(settings: Settings, runs: RunsFile) -> AsyncIterator[Runtime]:
-    """Open everything a polling process needs. Live sources and the LLM are attached by
-    `bot.wiring` when those modules are present and configured."""
-    async with AsyncExitStack() as stack:
-        store = await stack.enter_async_context(open_store(settings))
-        await record_runs(store, runs)
-        runtime = Runtime(settings=settings, runs=runs, store=store)
-        from bot import wiring  # late import: wiring pulls in httpx, wandb and anthropic
-
-        await wiring.attach(runtime, stack)
-        yield runtime
+    async def reload(self, runs: RunsFile) -> Runtime:
+        """This runtime for a new runs file: its runs recorded, its sources, enricher and
+        detector rebuilt (new repositories, labels and W&B runs take effect at once)."""
+        await record_runs(self.store, runs)
+        if self.rebuild is None:
+            return replace(self, runs=runs)
+        parts = await self.rebuild(runs)
+        return replace(
+            self,
+            runs=runs,
+            sources=parts.sources,
+            enricher=parts.enricher,
+            detector=parts.detector,
+        )

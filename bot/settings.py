@@ -9,11 +9,10 @@ import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from pydantic import (
     BaseModel,
@@ -26,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bot.timeutil import resolve_zone
 
 log = logging.getLogger(__name__)
 
@@ -104,13 +105,6 @@ class Settings(BaseSettings):
         if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
             raise ValueError(f"unknown log level {value!r}")
         return level
-
-
-def _zone(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown time zone {name!r}") from None
 
 
 class MetricKeys(BaseModel):
@@ -291,7 +285,7 @@ class RunConfig(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _timezone(cls, value: str) -> str:
-        _zone(value)
+        resolve_zone(value, strict=True)
         return value
 
     @field_validator("links")
@@ -350,7 +344,7 @@ class RunConfig(BaseModel):
 
     @property
     def zone(self) -> ZoneInfo:
-        return _zone(self.timezone)
+        return resolve_zone(self.timezone, strict=True)
 
     @classmethod
     def stored(cls, data: Mapping[str, Any]) -> RunConfig:
@@ -469,9 +463,3 @@ def load_settings(**overrides: Any) -> Settings:
             name = str(item["loc"][0]).upper() if item["loc"] else "environment"
             problems.append(f"{name}: {item['msg'].removeprefix('Value error, ')}")
         raise ConfigError(problems) from None
-
-
-@dataclass(slots=True)
-class Config:
-    settings: Settings
-    runs: RunsFile

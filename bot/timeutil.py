@@ -4,12 +4,24 @@ concern only. The store keeps times as fixed-width ISO-8601 text so they sort as
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 _DB_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def resolve_zone(name: str, *, strict: bool = False) -> ZoneInfo:
+    """The IANA zone `name`. An unknown name is UTC, or a ValueError when `strict` (the runs
+    file's validator: a typo there must be reported, not silently read as UTC)."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        if strict:
+            raise ValueError(f"unknown time zone {name!r}") from None
+        return ZoneInfo("UTC")
 
 
 def ensure_utc(value: datetime) -> datetime:

@@ -1,24 +1,33 @@
-"""Attach live sources, the LLM and the incident engine to a Runtime. This is the one module
-that knows which optional pieces exist; the CLI and the bot ask it rather than importing them."""
+"""The composition root's building blocks: open the store, the HTTP and W&B clients, the LLM and
+the incident engine for a configuration, and return them as one complete `Runtime`. This is the
+one module that knows which optional pieces exist (and the only one that binds the LLM writers
+to the services that call them); the CLI and the bot ask it rather than importing them."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from bot.pipeline import Detector
-from bot.services.digest import DigestFacts
-from bot.settings import RunConfig, Settings
-from bot.store import Store
+from bot.digests import DigestComposer
+from bot.models import LLMOutput
+from bot.narrative.facts import DigestFacts, NarrativeFacts
+from bot.pipeline import Detector, Enricher
+from bot.runtime import Parts, Runtime, record_runs
+from bot.services.narrative import NarrativeWriter
+from bot.settings import RunConfig, RunsFile, Settings
+from bot.sources.base import Source
+from bot.store import Database, Store
 
 if TYPE_CHECKING:
+    import httpx
+
     from bot.llm.client import LLMClient
-    from bot.runtime import Runtime
+    from bot.sources.wandb_client import WandbClient
 
 log = logging.getLogger(__name__)
 
@@ -32,44 +41,58 @@ def _user_agent() -> str:
         return "runscribe/dev"
 
 
-async def attach(runtime: Runtime, stack: AsyncExitStack) -> None:
-    """Live sources (one shared httpx client for GitHub, one W&B client for every chain)."""
-    import httpx
-
-    from bot.sources.github import build_github_sources
-    from bot.sources.wandb import open_wandb_sources
-
-    runs = runtime.runs.runs
-    settings = runtime.settings
-    if any(run.github_repo for run in runs):
-        client = await stack.enter_async_context(
-            httpx.AsyncClient(
-                timeout=httpx.Timeout(30.0, connect=10.0),
-                headers={"User-Agent": _user_agent()},
-                follow_redirects=True,
-            )
-        )
-        runtime.sources += build_github_sources(runtime.store, client, settings, runs)
-    runtime.sources += await stack.enter_async_context(
-        open_wandb_sources(
-            runtime.store,
-            settings,
-            runs,
-            state_dir=wandb_state_dir(settings),
-        )
-    )
-    llm = await stack.enter_async_context(open_llm(runtime.store, settings))
-    runtime.llm = llm
-    if llm is not None:
-        from bot.llm.enrich import LLMEnricher
-
-        runtime.enricher = LLMEnricher(llm, run_names={r.slug: r.name for r in runs})
-    runtime.detector = incident_detector(runs)
-
-
 def wandb_state_dir(settings: Settings) -> Path:
     """wandb's own files (cache, config) live beside the database, never in $HOME."""
     return Path(settings.runscribe_db).resolve().parent / "wandb"
+
+
+@asynccontextmanager
+async def open_store(settings: Settings) -> AsyncIterator[Store]:
+    async with Database.open(settings.runscribe_db) as db:
+        yield Store(db)
+
+
+class LiveSources:
+    """Builds the live sources for a runs file, as often as it is reloaded. The clients they
+    share (one httpx client for GitHub, one W&B client) are opened on first need and closed
+    with this object, so a rebuild never tears down a client a running poll still uses."""
+
+    def __init__(self, store: Store, settings: Settings, stack: AsyncExitStack):
+        self.store = store
+        self.settings = settings
+        self._stack = stack
+        self._http: httpx.AsyncClient | None = None
+        self._wandb: WandbClient | None = None
+
+    async def build(self, runs: Sequence[RunConfig]) -> tuple[Source, ...]:
+        from bot.sources.github import build_github_sources
+        from bot.sources.wandb import build_wandb_client, build_wandb_sources
+
+        sources: list[Source] = []
+        if any(run.github_repo for run in runs):
+            client = await self._http_client()
+            sources += build_github_sources(self.store, client, self.settings, runs)
+        if any(run.wandb_runs for run in runs):
+            if self._wandb is None:
+                self._wandb = build_wandb_client(
+                    self.settings, runs, state_dir=wandb_state_dir(self.settings)
+                )
+                self._stack.push_async_callback(self._wandb.aclose, teardown=True)
+            sources += build_wandb_sources(self.store, runs, self._wandb)
+        return tuple(sources)
+
+    async def _http_client(self) -> httpx.AsyncClient:
+        import httpx
+
+        if self._http is None:
+            self._http = await self._stack.enter_async_context(
+                httpx.AsyncClient(
+                    timeout=httpx.Timeout(30.0, connect=10.0),
+                    headers={"User-Agent": _user_agent()},
+                    follow_redirects=True,
+                )
+            )
+        return self._http
 
 
 def open_llm(store: Store, settings: Settings) -> AbstractAsyncContextManager[LLMClient | None]:
@@ -81,52 +104,84 @@ def open_llm(store: Store, settings: Settings) -> AbstractAsyncContextManager[LL
     return LLMClient.from_settings(settings, store, enrich_model=settings.runscribe_enrich_model)
 
 
-def incident_detector(runs: Sequence[RunConfig]) -> Detector | None:
-    """The incident engine, when it is installed (it is part of this package)."""
-    try:
-        from bot.incidents.engine import IncidentEngine
-    except ImportError:  # pragma: no cover - only while the engine is being built
+def llm_enricher(llm: LLMClient | None, runs: Sequence[RunConfig]) -> Enricher | None:
+    """Batched LLM enrichment when a key is configured; None leaves the rules to do it."""
+    if llm is None:
         return None
-    return IncidentEngine()  # type: ignore[return-value]
+    from bot.llm.enrich import LLMEnricher
+
+    return LLMEnricher(llm, run_names={r.slug: r.name for r in runs})
 
 
-async def refresh_narratives(
-    store: Store, llm: LLMClient | None, slugs: Sequence[str], now: datetime
-) -> int:
-    """Write a new narrative for each run where one is due; returns how many were written."""
-    from bot.llm.facts import build_narrative_facts
-    from bot.llm.narrative import refresh_narrative_if_due
+def incident_detector(runs: Sequence[RunConfig]) -> Detector:
+    """The incident engine (the pipeline's Detector)."""
+    from bot.incidents.engine import IncidentEngine
 
-    written = 0
-    for slug in slugs:
-        output = await refresh_narrative_if_due(store, llm, build_narrative_facts, slug, now)
-        written += output is not None
-    return written
+    return IncidentEngine()
 
 
-async def compose_digest(
-    store: Store, settings: Settings, facts: DigestFacts, llm: LLMClient | None = None
-) -> None:
-    """Replace the template text with the LLM's when one is configured and its text passes the
-    grounding check; otherwise the template stays. Never raises for an LLM problem."""
-    if facts.prompt_facts is None or facts.quiet:
-        return
-    from bot.llm.digest import write_digest
+def narrative_writer(store: Store, llm: LLMClient | None) -> NarrativeWriter:
+    """The LLM's grounded narrative writer (the template when there is no key)."""
+    from bot.llm.narrative import write_narrative
 
+    async def write(facts: NarrativeFacts, now: datetime) -> LLMOutput:
+        return await write_narrative(store, llm, facts, now)
+
+    return write
+
+
+def digest_composer(store: Store, llm: LLMClient | None) -> DigestComposer:
+    """The digest's text by the LLM when one is configured and its text passes the grounding
+    check; otherwise the template stays (`facts.by` says which). Never raises for an LLM
+    problem."""
+
+    async def compose(facts: DigestFacts) -> str | None:
+        if llm is None or facts.quiet:
+            return facts.text
+        from bot.llm.digest import write_digest
+
+        output = await write_digest(store, llm, facts, facts.end)
+        facts.by = "template" if output.fallback else "llm"
+        return output.content
+
+    return compose
+
+
+@asynccontextmanager
+async def open_runtime(settings: Settings, runs: RunsFile) -> AsyncIterator[Runtime]:
+    """Everything a polling process needs, opened and closed together."""
     async with AsyncExitStack() as stack:
-        if llm is None:
-            llm = await stack.enter_async_context(open_llm(store, settings))
-        if llm is None:
-            return
-        output = await write_digest(store, llm, facts.prompt_facts, facts.end)
-    facts.text = output.content
-    facts.by = "template" if output.fallback else "llm"
+        store = await stack.enter_async_context(open_store(settings))
+        await record_runs(store, runs)
+        llm = await stack.enter_async_context(open_llm(store, settings))
+        live = LiveSources(store, settings, stack)
+
+        async def parts(new: RunsFile) -> Parts:
+            return Parts(
+                sources=await live.build(new.runs),
+                enricher=llm_enricher(llm, new.runs),
+                detector=incident_detector(new.runs),
+            )
+
+        first = await parts(runs)
+        yield Runtime(
+            settings=settings,
+            runs=runs,
+            store=store,
+            sources=first.sources,
+            enricher=first.enricher,
+            detector=first.detector,
+            llm=llm,
+            narrator=narrative_writer(store, llm),
+            digest_composer=digest_composer(store, llm),
+            rebuild=parts,
+        )
 
 
 async def usage_text(store: Store, settings: Settings, now: datetime, *, as_json: bool) -> str:
     from bot.llm.client import format_usage, usage_report
 
-    report = await usage_report(
+    report: dict[str, Any] = await usage_report(
         store, now, daily_budget_usd=settings.runscribe_llm_daily_budget_usd
     )
     return json.dumps(report, indent=2, default=str) if as_json else format_usage(report)

@@ -11,11 +11,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.delivery import enqueue_digest
+from bot.app import discord_time
+from bot.digests import enqueue_digest
 from bot.errors import UserFacingError
 from bot.settings import ConfigError
 from cogs.common import reply_private, resolve_run, run_autocomplete
-from cogs.embeds import discord_time
 
 if TYPE_CHECKING:
     from bot.app import RunscribeBot
@@ -30,7 +30,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Runscribe 
         self.bot = bot
         super().__init__()
 
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:  # type: ignore[override]
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
         """Manage Server for every admin command, checked here as well as by Discord's default
         permissions (which a server admin can loosen)."""
         if not interaction.permissions.manage_guild:

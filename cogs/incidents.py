@@ -13,12 +13,12 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.app import card_to_embed, discord_time
 from bot.errors import UserFacingError
-from bot.incidents import acknowledge, list_incidents
 from bot.incidents.messages import listing_card
+from bot.incidents.service import acknowledge, list_incidents
 from bot.incidents.silences import add_silence, end_silence, parse_duration
 from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
-from cogs.embeds import card_to_embed, discord_time
 
 if TYPE_CHECKING:
     from bot.app import RunscribeBot
@@ -47,12 +47,12 @@ class AckButton(
         self.incident_id = incident_id
 
     @classmethod
-    async def from_custom_id(  # type: ignore[override]
-        cls, interaction: discord.Interaction, item: discord.ui.Button[Any], match: re.Match[str]
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
     ) -> AckButton:
         return cls(int(match["id"]))
 
-    async def callback(self, interaction: discord.Interaction) -> None:  # type: ignore[override]
+    async def callback(self, interaction: discord.Interaction) -> None:
         bot: RunscribeBot = interaction.client  # type: ignore[assignment]
         try:
             incident = await acknowledge(

@@ -12,10 +12,12 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.app import card_to_embed, discord_time
 from bot.render.cards import status_card
-from bot.services.status import build_status, status_chart
+from bot.render.chart import render_series
+from bot.services.narrative import status_with_narrative
+from bot.services.status import chart_series
 from cogs.common import NO_MENTIONS, resolve_run, run_autocomplete
-from cogs.embeds import card_to_embed, discord_time
 
 if TYPE_CHECKING:
     from bot.app import RunscribeBot
@@ -34,13 +36,13 @@ class Status(commands.Cog):
     async def status(self, interaction: discord.Interaction, run: str | None = None) -> None:
         bot = self.bot
         slug = await resolve_run(bot, run)
-        report = await build_status(bot.store, slug, bot.clock())
+        report, narrative = await status_with_narrative(bot.store, slug, bot.clock())
         version = await bot.store.metrics.version(slug)
         png = bot.chart_cache.get(slug, version)
         if png is None:
             await interaction.response.defer(thinking=True)
-            png = await self._draw(slug)
-        card = status_card(report, discord_time, chart=CHART if png else None)
+            png = await self._draw(slug, version)
+        card = status_card(report, narrative, discord_time, chart=CHART if png else None)
         embed = card_to_embed(card)
         files = [discord.File(io.BytesIO(png), filename=CHART)] if png else []
         if interaction.response.is_done():
@@ -50,13 +52,16 @@ class Status(commands.Cog):
                 embed=embed, files=files, allowed_mentions=NO_MENTIONS
             )
 
-    async def _draw(self, slug: str) -> bytes | None:
-        """The chart, or None if drawing fails: a broken chart never costs the status."""
+    async def _draw(self, slug: str, version: str) -> bytes | None:
+        """The chart, drawn and cached for this data version, or None if drawing fails: a broken
+        chart never costs the status."""
         try:
-            return await status_chart(self.bot.store, slug, self.bot.chart_cache)
+            png = await render_series(await chart_series(self.bot.store, slug))
         except Exception:
             log.exception("chart for %s failed; answering without it", slug)
             return None
+        self.bot.chart_cache.put(slug, version, png)
+        return png
 
 
 async def setup(bot: RunscribeBot) -> None:

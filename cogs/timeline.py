@@ -10,11 +10,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.app import card_to_embed, discord_time
 from bot.models import SOURCES, TAGS
 from bot.render.cards import Card, timeline_pages
 from bot.services.timeline import build_timeline
 from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
-from cogs.embeds import card_to_embed, discord_time
 
 if TYPE_CHECKING:
     from bot.app import RunscribeBot

@@ -73,8 +73,8 @@ FIELDS = (
 )
 ID_RE = re.compile(r"^c\d{3,}$")
 
-MIN_ENTRIES = 120
-MIN_INCIDENTS = 15
+MIN_ENTRIES = 240
+MIN_INCIDENTS = 30
 MIN_QUESTIONS = 24
 
 

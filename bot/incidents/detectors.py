@@ -1,6 +1,13 @@
-"""Incident detectors: pure functions from what the store holds about one run (a `RunData`) to
-`Finding`s, i.e. conditions with a fingerprint, a start and, when the data already shows it, an
-end. No I/O and no clock: the engine reads a time window and passes `now`.
+"""Incident detectors: pure functions from what the store holds about one run (a `RunData`) to a
+`Detection`: `Finding`s, i.e. conditions with a fingerprint, a start and, when the data already
+shows it, an end; or, with no finding, since when the data shows the condition clear. No I/O and
+no clock: the engine reads a time window and passes `now`.
+
+Every detector has the same signature, `(RunData) -> Detection`, and is listed once in
+`DETECTORS` with what the engine needs to know about it (which data it judges, whether a crash
+makes it meaningless, how long a clear must hold, what to say when it clears). Adding a detector
+is therefore a function plus its `DetectorSpec` here, and its threshold in
+`bot.settings.Thresholds`; the engine iterates the registry and names no detector.
 
 Detectors look at history, not only at the latest sample, so a crash and its resume that both
 happened between two cycles (a slow poll, the day-by-day demo) are still seen as one episode with
@@ -26,17 +33,24 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import pairwise
 from statistics import median
-from typing import Any
+from typing import Any, Literal
 
 from bot.analysis.forecast import Episode, Tracker, drift_title, fmt_value
 from bot.analysis.progress import effective_series
 from bot.enrich.rules import detect_incident
-from bot.models import Event, MetricPoint, RunSnapshot
+from bot.models import (
+    MONITOR_STALE_AFTER,
+    SOURCE_SPECS,
+    Event,
+    MetricPoint,
+    RunSnapshot,
+    SourceHealth,
+)
 from bot.settings import Thresholds
 from bot.timeutil import humanize_delta
 
@@ -50,13 +64,8 @@ MONITOR = "monitor-stale"
 REPORT_PREFIX = "report:"
 DRIFT_PREFIX = "drift:"
 
-#: Fingerprints derived from W&B data: frozen (neither raised nor cleared) while W&B is unreachable.
-WANDB_FINGERPRINTS = frozenset({CRASH, HEARTBEAT, STALL, NAN, SPIKE, THROUGHPUT})
-#: A crash makes these meaningless: they are neither raised nor cleared while it lasts.
-INHIBITED_BY_CRASH = frozenset({HEARTBEAT, STALL, THROUGHPUT})
 #: "The run is down" conditions. Findings of this group close in time become one incident.
 OUTAGE = "outage"
-OUTAGE_FINGERPRINTS = frozenset({CRASH, HEARTBEAT, STALL})
 
 CRASH_STATES = frozenset({"crashed", "failed", "killed", "preempted"})
 TREND_POINTS = 20  # trailing points whose median is the loss trend
@@ -92,11 +101,22 @@ class Finding:
     resolution: str | None = None  # what cleared it, when `until` is set
     group: str | None = None
     event_ids: list[int] = field(default_factory=list)
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)  # evidence, JSON values
+    last_report_at: datetime | None = None  # reported by people: the latest report
+    thread: str | None = None  # reported by people: where
 
     @property
     def active(self) -> bool:
         return self.until is None
+
+
+@dataclass(slots=True)
+class Detection:
+    """What one detector says about one cycle."""
+
+    findings: list[Finding] = field(default_factory=list)
+    clear_at: datetime | None = None  # no finding: the data shows it clear since then
+    frozen: bool = False  # the data cannot judge the condition now: neither raise nor clear it
 
 
 @dataclass(slots=True)
@@ -116,6 +136,7 @@ class RunData:
     loss_key: str | None = "train/loss"
     known_down: datetime | None = None  # start of a crash the open incident already tracks
     clear_hold: timedelta = timedelta(minutes=2)
+    wandb_health: SourceHealth | None = None  # polling W&B for this run: freshness, failures
     forecasts: Sequence[Tracker] = ()  # watched metrics, brought up to date this cycle
     series: list[MetricPoint] = field(init=False)
 
@@ -145,6 +166,11 @@ class RunData:
             if created is not None and created <= at:
                 return False
         return True
+
+    @property
+    def blind(self) -> bool:
+        """W&B data is too old to judge the run by (the monitor, not the run, is the problem)."""
+        return monitor_blind(self.wandb_health, self.now)
 
     def first_point_after(self, at: datetime) -> MetricPoint | None:
         return next((p for p in self.series if p.at > at), None)
@@ -195,7 +221,7 @@ class _Down:
     event_id: int | None
 
 
-def detect_crash(data: RunData) -> list[Finding]:
+def detect_crash(data: RunData) -> Detection:
     """Episodes of the chain being down: from a crashed/failed/killed state of the member that
     was current at the time, to the first training step logged after it. A relaunch that logs
     no step (a hang in restore) does not end the episode; a superseded member's crash never
@@ -219,7 +245,7 @@ def detect_crash(data: RunData) -> list[Finding]:
         if not covered and data.first_point_after(since) is None:
             downs.append(_Down(since, current.state, current.wandb_run, None))
     if not downs:
-        return []
+        return Detection()
     downs.sort(key=lambda d: d.at)
 
     episodes: list[tuple[list[_Down], MetricPoint | None]] = []
@@ -238,7 +264,7 @@ def detect_crash(data: RunData) -> list[Finding]:
         if resumed is not None and resumed.at < data.eval_start and data.known_down != start:
             continue  # judged (or deliberately skipped) by an earlier cycle
         findings.append(_crash_finding(data, members, resumed))
-    return findings
+    return Detection(findings)
 
 
 def _crash_finding(data: RunData, downs: list[_Down], resumed: MetricPoint | None) -> Finding:
@@ -314,36 +340,37 @@ def resume_text(
 # --- live W&B conditions --------------------------------------------------------------------
 
 
-def detect_heartbeat(data: RunData) -> tuple[Finding | None, datetime | None]:
-    """(finding, clear time). Measured against the snapshot's own observation time, so a monitor
+def detect_heartbeat(data: RunData) -> Detection:
+    """Measured against the snapshot's own observation time, so a monitor
     that stopped polling can never turn its own silence into a missing heartbeat."""
     current = data.current
     if current is None or current.state != "running" or current.heartbeat_at is None:
-        return None, None
+        return Detection()
     limit = timedelta(minutes=data.thresholds.heartbeat_minutes)
     age = current.observed_at - current.heartbeat_at
     if age <= limit:
-        return None, current.heartbeat_at
+        return Detection(clear_at=current.heartbeat_at)
     name = run_label(current.wandb_run, data.snapshots)
-    return (
-        Finding(
-            fingerprint=HEARTBEAT,
-            kind="heartbeat",
-            severity="warning",
-            title=f"No heartbeat from W&B run {name} for {humanize_delta(age)}",
-            cause=(
-                f"W&B still shows run {name} as running, but its last heartbeat was at "
-                f"{current.heartbeat_at:%Y-%m-%d %H:%M} UTC ({humanize_delta(age)} before the "
-                f"last check; threshold {data.thresholds.heartbeat_minutes:g} min)."
-            ),
-            since=current.heartbeat_at + limit,
-            group=OUTAGE,
-            facts={
-                "wandb_run": current.wandb_run,
-                "heartbeat_at": current.heartbeat_at.isoformat(),
-            },
-        ),
-        None,
+    return Detection(
+        [
+            Finding(
+                fingerprint=HEARTBEAT,
+                kind="heartbeat",
+                severity="warning",
+                title=f"No heartbeat from W&B run {name} for {humanize_delta(age)}",
+                cause=(
+                    f"W&B still shows run {name} as running, but its last heartbeat was at "
+                    f"{current.heartbeat_at:%Y-%m-%d %H:%M} UTC ({humanize_delta(age)} before the "
+                    f"last check; threshold {data.thresholds.heartbeat_minutes:g} min)."
+                ),
+                since=current.heartbeat_at + limit,
+                group=OUTAGE,
+                facts={
+                    "wandb_run": current.wandb_run,
+                    "heartbeat_at": current.heartbeat_at.isoformat(),
+                },
+            )
+        ]
     )
 
 
@@ -360,36 +387,37 @@ def _last_progress(data: RunData, current: RunSnapshot) -> tuple[datetime | None
     return (max(times) if times else None), (last.step if last else current.last_step)
 
 
-def detect_stall(data: RunData) -> tuple[Finding | None, datetime | None]:
+def detect_stall(data: RunData) -> Detection:
     """No new step for N minutes while the current W&B run claims to be running (a launch or a
     relaunch counts as progress, so a restore that never logs a step is caught too)."""
     current = data.current
     if current is None or current.state != "running":
-        return None, None
+        return Detection()
     progress_at, step = _last_progress(data, current)
     if progress_at is None:
-        return None, None
+        return Detection()
     limit = timedelta(minutes=data.thresholds.stall_minutes)
     age = current.observed_at - progress_at
     if age <= limit:
-        return None, progress_at
+        return Detection(clear_at=progress_at)
     name = run_label(current.wandb_run, data.snapshots)
-    return (
-        Finding(
-            fingerprint=STALL,
-            kind="stall",
-            severity="critical",
-            title=f"No new step for {humanize_delta(age)} in {name} (step {_fmt_step(step)})",
-            cause=(
-                f"W&B shows run {name} as running, but no training step has been logged since "
-                f"{progress_at:%Y-%m-%d %H:%M} UTC (threshold "
-                f"{data.thresholds.stall_minutes:g} min)."
-            ),
-            since=progress_at + limit,
-            group=OUTAGE,
-            facts={"wandb_run": current.wandb_run, "step": step},
-        ),
-        None,
+    return Detection(
+        [
+            Finding(
+                fingerprint=STALL,
+                kind="stall",
+                severity="critical",
+                title=f"No new step for {humanize_delta(age)} in {name} (step {_fmt_step(step)})",
+                cause=(
+                    f"W&B shows run {name} as running, but no training step has been logged since "
+                    f"{progress_at:%Y-%m-%d %H:%M} UTC (threshold "
+                    f"{data.thresholds.stall_minutes:g} min)."
+                ),
+                since=progress_at + limit,
+                group=OUTAGE,
+                facts={"wandb_run": current.wandb_run, "step": step},
+            )
+        ]
     )
 
 
@@ -414,12 +442,12 @@ def _rate(pairs: Sequence[tuple[MetricPoint, MetricPoint]], tokens: bool) -> tup
     return (done / hours if hours > 0 else 0.0), hours
 
 
-def detect_throughput(data: RunData) -> tuple[Finding | None, datetime | None]:
+def detect_throughput(data: RunData) -> Detection:
     """The rate over the last N minutes (inside the current segment) against the 6 h before it;
     tokens when every point has them, else steps."""
     current = data.current
     if current is None or current.state != "running" or len(data.series) < 4:
-        return None, None
+        return Detection()
     series = data.series
     ref = series[-1].at
     window = timedelta(minutes=data.thresholds.throughput_minutes)
@@ -427,38 +455,39 @@ def detect_throughput(data: RunData) -> tuple[Finding | None, datetime | None]:
     recent_pts = [p for p in series if p.at >= start]
     recent = list(_segments(recent_pts))
     if len(recent) < 2 or len(recent) != len(recent_pts) - 1:
-        return None, None  # too few points, or a restart inside the window
+        return Detection()  # too few points, or a restart inside the window
     span = recent[-1][1].at - recent[0][0].at
     if span < window / 2:
-        return None, None
+        return Detection()
     base_pts = [p for p in series if start - BASELINE <= p.at <= recent_pts[0].at]
     base = list(_segments(base_pts))
     use_tokens = all(p.tokens is not None for p in (*recent_pts, *base_pts))
     base_rate, base_hours = _rate(base, use_tokens)
     if base_hours < MIN_BASELINE.total_seconds() / 3600 or base_rate <= 0:
-        return None, None
+        return Detection()
     rate, _ = _rate(recent, use_tokens)
     floor = base_rate * (1 - data.thresholds.throughput_drop_percent / 100)
     if rate >= floor:
-        return None, ref
+        return Detection(clear_at=ref)
     unit = "tokens/h" if use_tokens else "steps/h"
     drop = (1 - rate / base_rate) * 100
     name = run_label(current.wandb_run, data.snapshots)
-    return (
-        Finding(
-            fingerprint=THROUGHPUT,
-            kind="throughput",
-            severity="warning",
-            title=f"Throughput down {drop:.0f}% in {name}",
-            cause=(
-                f"{rate:,.0f} {unit} over the last {humanize_delta(window)} against a trailing "
-                f"baseline of {base_rate:,.0f} {unit} (alert below "
-                f"{100 - data.thresholds.throughput_drop_percent:g}%)."
-            ),
-            since=start,
-            facts={"rate": rate, "baseline": base_rate, "unit": unit},
-        ),
-        None,
+    return Detection(
+        [
+            Finding(
+                fingerprint=THROUGHPUT,
+                kind="throughput",
+                severity="warning",
+                title=f"Throughput down {drop:.0f}% in {name}",
+                cause=(
+                    f"{rate:,.0f} {unit} over the last {humanize_delta(window)} against a trailing "
+                    f"baseline of {base_rate:,.0f} {unit} (alert below "
+                    f"{100 - data.thresholds.throughput_drop_percent:g}%)."
+                ),
+                since=start,
+                facts={"rate": rate, "baseline": base_rate, "unit": unit},
+            )
+        ]
     )
 
 
@@ -475,7 +504,7 @@ def _non_finite(value: Any) -> bool:
     return False
 
 
-def detect_nan(data: RunData) -> list[Finding]:
+def detect_nan(data: RunData) -> Detection:
     """Non-finite loss in the logged points, or in the current W&B run's summary (SQLite stores
     NaN as NULL, so the summary is where a NaN loss survives)."""
     episodes: list[list[Any]] = []  # [since, until, first point]
@@ -518,10 +547,10 @@ def detect_nan(data: RunData) -> list[Finding]:
                 facts={"step": step},
             )
         )
-    return findings
+    return Detection(findings)
 
 
-def detect_spike(data: RunData) -> list[Finding]:
+def detect_spike(data: RunData) -> Detection:
     """Loss more than X % above the median of the trailing points for K consecutive points. The
     trend is frozen during an excursion; one that lasts too long is taken as a new level."""
     th = data.thresholds
@@ -579,7 +608,7 @@ def detect_spike(data: RunData) -> list[Finding]:
         baseline.append(loss)
     if spiking:
         close(data.now, "")
-    return [f for f in findings if f.until is None or f.until >= data.eval_start]
+    return Detection([f for f in findings if f.until is None or f.until >= data.eval_start])
 
 
 # --- people ---------------------------------------------------------------------------------
@@ -590,13 +619,15 @@ def report_kind(event: Event) -> str:
     return kind or "reported"
 
 
+_LABELS = {spec.name: spec.label for spec in SOURCE_SPECS}
+
+
 def where(event: Event) -> str:
-    if event.source == "github":
-        return f"GitHub {event.ref or ''}".strip()
-    return f"Discord {event.ref or ''}".strip()
+    """'GitHub #8818', 'Discord #hero-run', 'W&B <run>'."""
+    return f"{_LABELS.get(event.source, event.source)} {event.ref or ''}".strip()
 
 
-def detect_reports(data: RunData) -> list[Finding]:
+def detect_reports(data: RunData) -> Detection:
     """One finding per (kind, thread): all new reports of the same kind in the same GitHub
     thread or Discord channel belong to one incident."""
     by_fp: dict[str, Finding] = {}
@@ -615,14 +646,14 @@ def detect_reports(data: RunData) -> list[Finding]:
                 cause=event.summary or (event.title or event.body)[:300],
                 since=event.at,
                 group=OUTAGE,
-                facts={"last_report_at": event.at.isoformat(), "thread": event.thread},
+                thread=event.thread,
             )
         elif event.severity == "critical":
             found.severity = "critical"
-        found.facts["last_report_at"] = event.at.isoformat()
+        found.last_report_at = event.at
         if event.id is not None:
             found.event_ids.append(event.id)
-    return list(by_fp.values())
+    return Detection(list(by_fp.values()))
 
 
 # --- forecasts ------------------------------------------------------------------------------
@@ -632,7 +663,7 @@ def drift_fingerprint(metric: str) -> str:
     return f"{DRIFT_PREFIX}{metric}"
 
 
-def detect_drift(data: RunData) -> list[Finding]:
+def detect_drift(data: RunData) -> Detection:
     """One finding per drift episode of each watched metric: the open one, and those that
     closed since the last cycle looked (their end resolves the incident). An episode a restore
     undid (training went back before it began) is no finding: an incident already open for it
@@ -646,7 +677,7 @@ def detect_drift(data: RunData) -> list[Finding]:
             if episode.undone or (episode.end is not None and episode.end.at < data.eval_start):
                 continue
             findings.append(_drift_finding(tracker, episode))
-    return findings
+    return Detection(findings)
 
 
 def _drift_finding(tracker: Tracker, episode: Episode) -> Finding:
@@ -682,3 +713,129 @@ def _drift_finding(tracker: Tracker, episode: Episode) -> Finding:
             "peak_step": episode.peak.step,
         },
     )
+
+
+# --- the monitor itself ---------------------------------------------------------------------
+
+
+def monitor_blind(health: SourceHealth | None, now: datetime) -> bool:
+    """W&B data is too old to judge the run by (the monitor, not the run, is the problem)."""
+    if health is None:
+        return False
+    fresh = health.last_success_at
+    return fresh is None or now - fresh > MONITOR_STALE_AFTER
+
+
+def detect_monitor(data: RunData) -> Detection:
+    """Runscribe cannot read W&B: says so once polls have failed, and nothing about the run."""
+    health, now = data.wandb_health, data.now
+    if not data.blind:
+        fresh = health.last_success_at if health is not None else None
+        return Detection(clear_at=fresh)
+    if health is None or health.consecutive_failures <= 0:
+        return Detection(frozen=True)  # stale without failures: nobody is polling
+    fresh = health.last_success_at
+    since = (fresh + MONITOR_STALE_AFTER) if fresh else (health.last_attempt_at or now)
+    blind_for = humanize_delta(now - fresh) if fresh else "ever since it started"
+    error = f" Last error: {health.last_error[:200]}" if health.last_error else ""
+    finding = Finding(
+        fingerprint=MONITOR,
+        kind="monitor-stale",
+        severity="info",
+        title="Monitor blind: W&B unreachable",
+        cause=(
+            f"Runscribe has not been able to read W&B for {blind_for} "
+            f"({health.consecutive_failures} failed polls). This says nothing about the run "
+            f"itself: no crash, heartbeat or stall alert is raised until W&B answers again."
+            f"{error}"
+        ),
+        since=since,
+        resolution="W&B is reachable again; monitoring resumed.",
+    )
+    return Detection([finding])
+
+
+# --- the registry ---------------------------------------------------------------------------
+
+Detect = Callable[[RunData], Detection]
+#: How long a member's clear must hold before the incident resolves, given the run's thresholds
+#: and the engine's base hold.
+Hold = Callable[[Thresholds, timedelta], timedelta]
+
+
+def _base_hold(th: Thresholds, base: timedelta) -> timedelta:
+    return base
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorSpec:
+    """A detector and what the engine needs to know about it."""
+
+    fingerprint: str  # the condition's fingerprint, or a family's prefix ("report:")
+    detect: Detect
+    #: "wandb": judges W&B data, so it is frozen while W&B is unreachable; "people": reports,
+    #: matched after the W&B findings so they join the incident they describe; "monitor": judges
+    #: Runscribe's own access to W&B.
+    judges: Literal["wandb", "people", "monitor"]
+    inhibited_by_crash: bool = False  # meaningless while the chain is down
+    #: None: a clear of this member does not set the hold (report-only incidents use the
+    #: engine's quiet period instead).
+    hold: Hold | None = _base_hold
+    default_resolution: str | None = None  # said when it clears without a resolution of its own
+    family: bool = False  # `fingerprint` is a prefix shared by many conditions
+
+    def owns(self, fingerprint: str) -> bool:
+        if self.family:
+            return fingerprint.startswith(self.fingerprint)
+        return fingerprint == self.fingerprint
+
+
+#: Every detector, in the order the engine runs them (findings are then matched crash first, by
+#: start time, reports last).
+DETECTORS: tuple[DetectorSpec, ...] = (
+    DetectorSpec(CRASH, detect_crash, "wandb"),
+    DetectorSpec(
+        HEARTBEAT,
+        detect_heartbeat,
+        "wandb",
+        inhibited_by_crash=True,
+        hold=lambda th, base: timedelta(minutes=th.heartbeat_minutes) + base,
+        default_resolution="W&B heartbeats are back.",
+    ),
+    DetectorSpec(
+        STALL,
+        detect_stall,
+        "wandb",
+        inhibited_by_crash=True,
+        default_resolution="Training is logging steps again.",
+    ),
+    DetectorSpec(
+        THROUGHPUT,
+        detect_throughput,
+        "wandb",
+        inhibited_by_crash=True,
+        hold=lambda th, base: max(timedelta(minutes=th.throughput_minutes), base),
+        default_resolution="Throughput is back to its baseline.",
+    ),
+    DetectorSpec(NAN, detect_nan, "wandb"),
+    DetectorSpec(SPIKE, detect_spike, "wandb"),
+    DetectorSpec(
+        DRIFT_PREFIX,
+        detect_drift,
+        "wandb",
+        inhibited_by_crash=True,
+        default_resolution="The metric is back within its forecast band.",
+        family=True,
+    ),
+    DetectorSpec(MONITOR, detect_monitor, "monitor"),
+    DetectorSpec(REPORT_PREFIX, detect_reports, "people", hold=None, family=True),
+)
+
+
+def spec_for(fingerprint: str) -> DetectorSpec | None:
+    return next((spec for spec in DETECTORS if spec.owns(fingerprint)), None)
+
+
+def is_report(fingerprint: str) -> bool:
+    spec = spec_for(fingerprint)
+    return spec is not None and spec.judges == "people"

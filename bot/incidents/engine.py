@@ -4,9 +4,10 @@
 transaction (so a bot and a `runscribe poll --once` never both fire the same incident):
 
 1. read a window of the store (W&B facts since the last cycle, open incidents, new reports);
-2. run the pure detectors (`bot.incidents.detectors`), unless W&B is unreachable: then W&B
-   conditions are frozen (never raised, never cleared) and at most a "monitor blind" notice is
-   raised; a crash inhibits stall, heartbeat and throughput;
+2. run every detector of the registry (`bot.incidents.detectors.DETECTORS`), except, while W&B
+   is unreachable, those judging W&B data: their conditions are frozen (never raised, never
+   cleared) and at most a "monitor blind" notice is raised; a crash inhibits the detectors
+   marked `inhibited_by_crash` (heartbeat, stall, throughput);
 3. match each finding to an incident: the open one with its fingerprint, else an open incident
    of the same group close in time (a GitHub report of a lost node and a W&B crash are one
    incident), else a new one. A finding the store already resolved is old news;
@@ -18,8 +19,9 @@ transaction (so a bot and a `runscribe poll --once` never both fire the same inc
    of the alert message, the resolution (in the thread and in the channel), reminders if set.
    Silenced incidents and runs without an `alerts_channel` are recorded but post nothing.
 
-All state (incidents with their members in `details`, the engine cursor) lives in SQLite, so a
-new engine over the same database carries on where the last one stopped.
+All state (incidents with their typed `details` and members, the engine cursor) lives in SQLite,
+so a new engine over the same database carries on where the last one stopped. Posts carry
+neutral time stamps (`bot.render.stamps`); the Discord edge renders them.
 """
 
 from __future__ import annotations
@@ -30,39 +32,34 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.incidents import messages
+import bot.incidents.messages as messages
 from bot.incidents.detectors import (
     CRASH,
-    DRIFT_PREFIX,
-    HEARTBEAT,
-    INHIBITED_BY_CRASH,
+    DETECTORS,
     MONITOR,
     OUTAGE,
-    REPORT_PREFIX,
-    STALL,
-    THROUGHPUT,
-    WANDB_FINGERPRINTS,
     Finding,
     RunData,
-    detect_crash,
-    detect_drift,
-    detect_heartbeat,
-    detect_nan,
-    detect_reports,
-    detect_spike,
-    detect_stall,
-    detect_throughput,
-    drift_fingerprint,
+    is_report,
+    spec_for,
     where,
 )
 from bot.incidents.silences import silencing
-from bot.models import Event, Incident, OutboxItem, RunInfo, Silence, SourceHealth
+from bot.models import (
+    MONITOR_STALE_AFTER,
+    Event,
+    Incident,
+    IncidentDetails,
+    IncidentMember,
+    IncidentSignal,
+    OutboxItem,
+    RunInfo,
+    Silence,
+)
 from bot.services.forecasts import advance_forecasts
-from bot.services.status import MONITOR_STALE_AFTER
 from bot.settings import Thresholds
 from bot.store import Store
 from bot.store.incidents import IncidentsRepo
-from bot.timeutil import humanize_delta
 
 log = logging.getLogger(__name__)
 
@@ -86,23 +83,6 @@ class Policy:
     monitor_notice_after: timedelta = timedelta(minutes=30)  # W&B unreachable this long: notice
 
 
-def _iso(at: datetime | None) -> str | None:
-    return at.isoformat() if at is not None else None
-
-
-def _dt(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
-
-
-def members(incident: Incident) -> dict[str, dict[str, Any]]:
-    found: dict[str, dict[str, Any]] = incident.details.setdefault("members", {})
-    return found
-
-
-def fingerprints(incident: Incident) -> set[str]:
-    return {incident.fingerprint, *members(incident)}
-
-
 @dataclass(slots=True)
 class _Cycle:
     """One run's cycle: what was read, and what to write."""
@@ -111,7 +91,6 @@ class _Cycle:
     now: datetime
     th: Thresholds
     data: RunData
-    blind: bool
     frozen: set[str]
     clears: dict[str, datetime]
     incidents: list[Incident]
@@ -153,7 +132,6 @@ class IncidentEngine:
         th = run.config.alerts
         last_detect, wandb_seen = await repo.engine_state(run.slug)
         health = (await store.health.for_run(run.slug)).get("wandb")
-        blind = _blind(health, now)
         base = wandb_seen or last_detect
         if base is not None:
             eval_start = max(now - p.max_lookback, min(base, now) - p.late_margin)
@@ -166,12 +144,12 @@ class IncidentEngine:
         for incident in incidents:
             if incident.status == "resolved":
                 continue
-            for fp, member in members(incident).items():
-                if fp in WANDB_FINGERPRINTS or fp.startswith(REPORT_PREFIX):
-                    since = _dt(member["since"])
-                    assert since is not None
-                    window_start = min(window_start, since)
-                    if fp == CRASH and member.get("until") is None:
+            for fp, member in incident.details.members.items():
+                spec = spec_for(fp)
+                if spec is not None and spec.judges != "monitor":
+                    window_start = min(window_start, member.since)
+                    if fp == CRASH and member.until is None:
+                        since = member.since
                         known_down = since if known_down is None else min(known_down, since)
         window_start = max(window_start, now - p.max_lookback)
         snapshots = await store.snapshots.chain(run.slug)
@@ -195,6 +173,7 @@ class IncidentEngine:
             loss_key=run.config.metrics.loss,
             known_down=known_down,
             clear_hold=p.clear_hold,
+            wandb_health=health,
             forecasts=await advance_forecasts(store, run, chain, now),
         )
         cycle = _Cycle(
@@ -202,7 +181,6 @@ class IncidentEngine:
             now=now,
             th=th,
             data=data,
-            blind=blind,
             frozen=set(),
             clears={},
             incidents=incidents,
@@ -213,7 +191,7 @@ class IncidentEngine:
             updates={},
             resolved_now=set(),
         )
-        findings = self._findings(cycle, health)
+        findings = self._findings(cycle)
         for finding in findings:
             await self._apply(store, repo, cycle, finding)
         await self._thread_followups(store, repo, cycle)
@@ -223,88 +201,69 @@ class IncidentEngine:
         for incident in cycle.incidents:
             await self._deliver(store, cycle, incident)
             await repo.update(incident)
-        await repo.set_engine_state(run.slug, now, None if blind else now)
+        await repo.set_engine_state(run.slug, now, None if data.blind else now)
         return cycle.queued
 
-    def _findings(self, cycle: _Cycle, health: SourceHealth | None) -> list[Finding]:
+    def _findings(self, cycle: _Cycle) -> list[Finding]:
+        """Run the registry. Matching order: W&B and monitor findings crash first, then by
+        start; reports last, so they join the incident the W&B data already opened."""
         data, now = cycle.data, cycle.now
         findings: list[Finding] = []
-        drifts = {drift_fingerprint(t.config.metric) for t in data.forecasts}
-        if cycle.blind:
-            cycle.frozen |= WANDB_FINGERPRINTS | drifts
-            if health is not None and health.consecutive_failures > 0:
-                findings.append(_monitor_finding(health, now))
-            else:
-                cycle.frozen.add(MONITOR)  # stale without failures: nobody is polling
-        else:
-            findings += detect_crash(data)
-            live = ((HEARTBEAT, detect_heartbeat), (STALL, detect_stall))
-            for fp, detector in (*live, (THROUGHPUT, detect_throughput)):
-                found, clear = detector(data)
-                if found is not None:
-                    findings.append(found)
-                elif clear is not None:
-                    cycle.clears[fp] = min(clear, now)
-            findings += detect_nan(data)
-            findings += detect_spike(data)
-            findings += detect_drift(data)
-            if health is not None and health.last_success_at is not None:
-                cycle.clears[MONITOR] = health.last_success_at
+        for spec in DETECTORS:
+            if data.blind and spec.judges == "wandb":
+                cycle.frozen.add(spec.fingerprint)
+                continue
+            detection = spec.detect(data)
+            if detection.frozen:
+                cycle.frozen.add(spec.fingerprint)
+            elif detection.findings:
+                findings += detection.findings
+            elif detection.clear_at is not None:
+                cycle.clears[spec.fingerprint] = min(detection.clear_at, now)
         crash_open = any(
-            members(i).get(CRASH, {}).get("until", "x") is None
-            for i in cycle.incidents
-            if i.status != "resolved"
+            i.details.crash_open(CRASH) for i in cycle.incidents if i.status != "resolved"
         )
         crash_now = any(f.fingerprint == CRASH and f.active for f in findings)
-        if crash_now or (cycle.blind and crash_open):
-            findings = [
-                f
-                for f in findings
-                if f.fingerprint not in INHIBITED_BY_CRASH
-                and not f.fingerprint.startswith(DRIFT_PREFIX)
-            ]
-            cycle.frozen |= INHIBITED_BY_CRASH | drifts
-        findings.sort(key=lambda f: (f.fingerprint != CRASH, f.since))
-        findings += detect_reports(data)  # after W&B findings, so reports join their incident
+        if crash_now or (data.blind and crash_open):
+            inhibited = [spec for spec in DETECTORS if spec.inhibited_by_crash]
+            findings = [f for f in findings if not any(s.owns(f.fingerprint) for s in inhibited)]
+            cycle.frozen |= {spec.fingerprint for spec in inhibited}
+        findings.sort(key=lambda f: (is_report(f.fingerprint), f.fingerprint != CRASH, f.since))
         return findings
 
     # --- matching ----------------------------------------------------------------------------
 
     def _hold(self, cycle: _Cycle, incident: Incident) -> timedelta:
-        p, th = self.policy, cycle.th
+        p = self.policy
         holds = []
-        for fp, member in members(incident).items():
-            if fp.startswith(REPORT_PREFIX):
-                continue
-            if member.get("kind") == "heartbeat":
-                holds.append(timedelta(minutes=th.heartbeat_minutes) + p.clear_hold)
-            elif member.get("kind") == "throughput":
-                holds.append(max(timedelta(minutes=th.throughput_minutes), p.clear_hold))
-            else:
+        for fp in incident.details.members:
+            spec = spec_for(fp)
+            if spec is None:
                 holds.append(p.clear_hold)
+            elif spec.hold is not None:
+                holds.append(spec.hold(cycle.th, p.clear_hold))
         base = max(holds) if holds else p.report_quiet
-        flaps = int(incident.details.get("flaps", 0))
-        return base * min(2**flaps, p.max_flap_factor)
+        return base * min(2**incident.details.flaps, p.max_flap_factor)
 
     def _match(self, cycle: _Cycle, finding: Finding) -> tuple[Incident | None, str]:
         p = self.policy
-        report = finding.fingerprint.startswith(REPORT_PREFIX)
+        report = is_report(finding.fingerprint)
         for incident in cycle.incidents:
-            if incident.status != "resolved" and finding.fingerprint in fingerprints(incident):
+            if incident.status != "resolved" and finding.fingerprint in incident.fingerprints():
                 return incident, "member"
         for incident in reversed(cycle.incidents):
-            member = members(incident).get(finding.fingerprint)
+            member = incident.details.members.get(finding.fingerprint)
             if incident.status != "resolved" or member is None:
                 continue
-            since, until = _dt(member["since"]), _dt(member.get("until")) or incident.resolved_at
-            assert since is not None and until is not None
+            since, until = member.since, member.until or incident.resolved_at
+            assert until is not None
             if since - self._hold(cycle, incident) <= finding.since <= until:
                 return incident, ("followup" if report else "old")
         if finding.group == OUTAGE:
             for incident in cycle.incidents:
                 if (
                     incident.status != "resolved"
-                    and incident.details.get("group") == OUTAGE
+                    and incident.details.group == OUTAGE
                     and finding.since >= incident.started_at - p.group_window
                 ):
                     return incident, "join"
@@ -313,7 +272,7 @@ class IncidentEngine:
                     resolved = incident.resolved_at
                     if (
                         resolved is not None
-                        and incident.details.get("group") == OUTAGE
+                        and incident.details.group == OUTAGE
                         and incident.started_at - p.group_window
                         <= finding.since
                         <= resolved + p.followup_window
@@ -331,7 +290,7 @@ class IncidentEngine:
             # A clear that had outlasted its hold when this finding began was a resolution: the
             # finding is a new episode (or, for a report, a follow-up). Seen when one cycle
             # covers a long stretch (a slow poll, the day-by-day demo).
-            clear = _clear_time(incident)
+            clear = incident.details.clear_time()
             if (
                 clear is not None
                 and incident.status != "resolved"
@@ -354,7 +313,7 @@ class IncidentEngine:
                 severity=finding.severity,
                 last_seen_at=cycle.now,
                 cause=finding.cause,
-                details={"group": finding.group, "flaps": 0, "members": {}, "signals": []},
+                details=IncidentDetails(group=finding.group),
             )
             await store.incidents.save(incident)
             assert incident.id is not None
@@ -380,15 +339,12 @@ class IncidentEngine:
                 )
 
     def _member(self, cycle: _Cycle, incident: Incident, finding: Finding, *, joined: bool) -> None:
-        table = members(incident)
-        member = table.get(finding.fingerprint)
+        details = incident.details
+        member = details.members.get(finding.fingerprint)
         if member is None:
-            member = table[finding.fingerprint] = {
-                "kind": finding.kind,
-                "title": finding.title,
-                "since": _iso(finding.since),
-                "until": None,
-            }
+            member = details.members[finding.fingerprint] = IncidentMember(
+                kind=finding.kind, title=finding.title, since=finding.since
+            )
             if joined and incident.id is not None and incident.id not in cycle.new_ids:
                 cycle.updates.setdefault(incident.id, []).append(
                     (
@@ -398,23 +354,21 @@ class IncidentEngine:
                 )
                 if finding.fingerprint == CRASH:
                     incident.title = finding.title  # the W&B fact names the outage best
-        elif member.get("until") is not None and finding.active:
-            incident.details["flaps"] = int(incident.details.get("flaps", 0)) + 1
-        since = min(_dt(member["since"]) or finding.since, finding.since)
-        member["since"] = _iso(since)
-        member["until"] = _iso(finding.until)
-        member["facts"] = finding.facts
-        member["seen_at"] = _iso(cycle.now)
+        elif member.until is not None and finding.active:
+            details.flaps += 1
+        since = min(member.since, finding.since)
+        member.since = since
+        member.until = finding.until
+        member.facts = finding.facts
+        member.seen_at = cycle.now
         if finding.resolution:
-            member["resolution"] = finding.resolution
-        if finding.fingerprint.startswith(REPORT_PREFIX):
-            member["last_report_at"] = finding.facts.get("last_report_at")
+            member.resolution = finding.resolution
+        if is_report(finding.fingerprint):
+            member.last_report_at = finding.last_report_at
             until, text = self._report_clear(cycle, member)
-            member["until"], member["resolution"] = _iso(until), text or None
-            if finding.facts.get("thread"):
-                threads = incident.details.setdefault("threads", [])
-                if finding.facts["thread"] not in threads:
-                    threads.append(finding.facts["thread"])
+            member.until, member.resolution = until, text or None
+            if finding.thread and finding.thread not in details.threads:
+                details.threads.append(finding.thread)
         if since < incident.started_at:
             incident.started_at = since
         if _SEVERITY_RANK.get(finding.severity, 1) > _SEVERITY_RANK.get(incident.severity, 1):
@@ -426,7 +380,7 @@ class IncidentEngine:
         """New comments on the GitHub threads an open incident was reported in go to its
         Discord thread."""
         for incident in cycle.incidents:
-            threads = [t for t in incident.details.get("threads", []) if t.startswith("github:")]
+            threads = [t for t in incident.details.threads if t.startswith("github:")]
             if incident.status == "resolved" or not threads or incident.id is None:
                 continue
             since = incident.started_at - self.policy.group_window
@@ -441,13 +395,12 @@ class IncidentEngine:
 
     # --- lifecycle ---------------------------------------------------------------------------
 
-    def _report_clear(self, cycle: _Cycle, member: dict[str, Any]) -> tuple[datetime | None, str]:
+    def _report_clear(self, cycle: _Cycle, member: IncidentMember) -> tuple[datetime | None, str]:
         """When a reported incident counts as over: training progressed after the last report
         (W&B runs), or no further report for a day (runs without W&B data)."""
-        last = _dt(member.get("last_report_at")) or _dt(member["since"])
-        assert last is not None
+        last = member.last_report_at or member.since
         data = cycle.data
-        if cycle.blind:
+        if data.blind:
             return None, ""
         if data.snapshots or data.series:
             point = data.first_point_after(last)
@@ -464,36 +417,33 @@ class IncidentEngine:
     def _advance(self, cycle: _Cycle, incident: Incident, at: datetime | None = None) -> None:
         """Move the incident along its lifecycle as of `at` (default: now)."""
         now = at or cycle.now
-        for fp, member in members(incident).items():
+        details = incident.details
+        for fp, member in details.members.items():
             if at is not None:
                 break  # judging the past: only what the findings already said counts
-            if member.get("until") is not None:
+            if member.until is not None:
                 continue
-            if fp.startswith(REPORT_PREFIX):
+            if is_report(fp):
                 until, text = self._report_clear(cycle, member)
                 if until is not None:
-                    member["until"], member["resolution"] = _iso(until), text
-            elif fp not in cycle.frozen and member.get("seen_at") != _iso(now):
+                    member.until, member.resolution = until, text
+            elif not _frozen(cycle, fp) and member.seen_at != now:
                 # no finding this cycle: the condition is over
-                member["until"] = _iso(cycle.clears.get(fp, now))
-        active = [m for m in members(incident).values() if m.get("until") is None]
-        details = incident.details
-        if active:
-            details["clear_since"] = None
+                member.until = cycle.clears.get(fp, now)
+        if any(m.until is None for m in details.members.values()):
+            details.clear_since = None
         else:
-            details["clear_since"] = _iso(
-                max(_dt(m["until"]) or now for m in members(incident).values())
-            )
-        clear = _dt(details.get("clear_since"))
+            details.clear_since = max(m.until or now for m in details.members.values())
+        clear = details.clear_since
         if incident.status == "pending":
             pending = self._pending(cycle, incident)
             end = clear if clear is not None else now
             if end - incident.started_at >= pending:
                 incident.status = "firing"
                 incident.fired_at = cycle.now
-                details["fired"] = True
+                details.fired = True
             elif clear is not None:
-                details["silent"] = True  # cleared before its pending period: never alerted
+                details.silent = True  # cleared before its pending period: never alerted
                 self._resolve(cycle, incident, clear)
                 return
         if (
@@ -510,18 +460,17 @@ class IncidentEngine:
         return pending
 
     def _resolve(self, cycle: _Cycle, incident: Incident, at: datetime) -> None:
-        table = members(incident)
         order = sorted(
-            table.items(),
-            key=lambda kv: (kv[0] != CRASH, -(_dt(kv[1].get("until")) or at).timestamp()),
+            incident.details.members.items(),
+            key=lambda kv: (kv[0] != CRASH, -(kv[1].until or at).timestamp()),
         )
-        text = next((m["resolution"] for _, m in order if m.get("resolution")), None)
+        text = next((m.resolution for _, m in order if m.resolution), None)
         if text is None:
             text = _default_resolution(incident, at)
         incident.status = "resolved"
         incident.resolved_at = at
         incident.resolution = text
-        incident.details["clear_since"] = None
+        incident.details.clear_since = None
         if incident.id is not None:
             cycle.resolved_now.add(incident.id)
 
@@ -555,19 +504,19 @@ class IncidentEngine:
 
     async def _deliver(self, store: Store, cycle: _Cycle, incident: Incident) -> None:
         details = incident.details
-        if incident.id is None or not details.get("fired"):
+        if incident.id is None or not details.fired:
             return
         silence = silencing(cycle.silences, incident, cycle.now)
         if silence is not None:
-            details["silenced_by"] = silence.id
+            details.silenced_by = silence.id
             return
-        details.pop("silenced_by", None)
+        details.silenced_by = None
         if cycle.channel is None:
             return
         key = f"incident:{incident.id}"
         name = cycle.run.name
         links = _links(cycle, incident)
-        if not details.get("notified"):
+        if not details.notified:
             if incident.status != "firing" and incident.id not in cycle.resolved_now:
                 return  # fired and cleared while silenced (or without a channel): stay quiet
             card = messages.head_card(incident, name, links)
@@ -578,23 +527,23 @@ class IncidentEngine:
             )
             body["buttons"] = [messages.ack_button(incident.id)]  # for a poster that renders them
             fired = await self._enqueue(store, cycle, "alert", f"{key}:fired", body)
-            details["notified"] = True
-            details["fired_outbox_id"] = fired
-            details["head_hash"] = messages.digest(asdict(card))
-            details["edits"] = 0
+            details.notified = True
+            details.fired_outbox_id = fired
+            details.head_hash = messages.digest(asdict(card))
+            details.edits = 0
             cycle.updates.pop(incident.id, None)  # the alert already shows them
-        fired_id = details.get("fired_outbox_id")
+        fired_id = details.fired_outbox_id
         for suffix, text in cycle.updates.pop(incident.id, []):
             body = messages.payload(None, text)
             await self._enqueue(store, cycle, "update", f"{key}:{suffix}", body, fired_id)
         card = messages.head_card(incident, name, links)
         digest = messages.digest(asdict(card))
-        if digest != details.get("head_hash") and fired_id is not None:
-            details["edits"] = int(details.get("edits", 0)) + 1
+        if digest != details.head_hash and fired_id is not None:
+            details.edits += 1
             body = messages.payload(card, messages.alert_content(incident, name), edit_of=fired_id)
-            await self._enqueue(store, cycle, "edit", f"{key}:edit:{details['edits']}", body)
-            details["head_hash"] = digest
-        if incident.status == "resolved" and not details.get("resolved_posted"):
+            await self._enqueue(store, cycle, "edit", f"{key}:edit:{details.edits}", body)
+            details.head_hash = digest
+        if incident.status == "resolved" and not details.resolved_posted:
             text = messages.resolved_content(incident)
             await self._enqueue(
                 store, cycle, "resolved", f"{key}:resolved:thread",
@@ -602,86 +551,40 @@ class IncidentEngine:
             )  # fmt: skip
             body = messages.payload(messages.resolved_card(incident, name), text)
             await self._enqueue(store, cycle, "resolved", f"{key}:resolved", body)
-            details["resolved_posted"] = True
+            details.resolved_posted = True
             return
         reminder = cycle.th.reminder_minutes
         if incident.status == "firing" and reminder and not incident.acked_by:
-            last = _dt(details.get("last_reminder_at")) or incident.fired_at or cycle.now
+            last = details.last_reminder_at or incident.fired_at or cycle.now
             if cycle.now - last >= timedelta(minutes=reminder):
-                count = int(details.get("reminders", 0)) + 1
+                count = details.reminders + 1
                 body = messages.payload(None, messages.reminder_content(incident, cycle.now))
                 await self._enqueue(
                     store, cycle, "update", f"{key}:reminder:{count}", body, fired_id
                 )
-                details["reminders"] = count
-                details["last_reminder_at"] = _iso(cycle.now)
+                details.reminders = count
+                details.last_reminder_at = cycle.now
 
 
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def _clear_time(incident: Incident) -> datetime | None:
-    """When every member of the incident had cleared (None while one still holds)."""
-    ends = [_dt(m.get("until")) for m in members(incident).values()]
-    if not ends or any(end is None for end in ends):
-        return None
-    return max(end for end in ends if end is not None)
-
-
-def _blind(health: SourceHealth | None, now: datetime) -> bool:
-    """W&B data is too old to judge the run by (the monitor, not the run, is the problem)."""
-    if health is None:
-        return False
-    fresh = health.last_success_at
-    return fresh is None or now - fresh > MONITOR_STALE_AFTER
-
-
-def _monitor_finding(health: SourceHealth, now: datetime) -> Finding:
-    fresh = health.last_success_at
-    since = (fresh + MONITOR_STALE_AFTER) if fresh else (health.last_attempt_at or now)
-    blind_for = humanize_delta(now - fresh) if fresh else "ever since it started"
-    error = f" Last error: {health.last_error[:200]}" if health.last_error else ""
-    return Finding(
-        fingerprint=MONITOR,
-        kind="monitor-stale",
-        severity="info",
-        title="Monitor blind: W&B unreachable",
-        cause=(
-            f"Runscribe has not been able to read W&B for {blind_for} "
-            f"({health.consecutive_failures} failed polls). This says nothing about the run "
-            f"itself: no crash, heartbeat or stall alert is raised until W&B answers again."
-            f"{error}"
-        ),
-        since=since,
-        resolution="W&B is reachable again; monitoring resumed.",
-    )
-
-
 def _add_signal(incident: Incident, event: Event) -> None:
-    signals = incident.details.setdefault("signals", [])
-    if any(s.get("event_id") == event.id for s in signals):
+    signals = incident.details.signals
+    if any(s.event_id == event.id for s in signals):
         return
     text = event.summary or event.title or event.body or event.kind
-    source = where(event) if event.source != "wandb" else f"W&B {event.ref or ''}".strip()
-    signals.append(
-        {
-            "event_id": event.id,
-            "at": event.at.isoformat(),
-            "source": source,
-            "text": text[:300],
-            "url": event.url,
-        }
-    )
-    signals.sort(key=lambda s: s["at"])
+    signals.append(IncidentSignal(event.id, event.at, where(event), text[:300], event.url))
+    signals.sort(key=lambda s: s.at)
     del signals[:-50]
 
 
 def _links(cycle: _Cycle, incident: Incident) -> dict[str, str]:
     links: dict[str, str] = {}
-    for signal in incident.details.get("signals", []):
-        url = signal.get("url")
+    for signal in incident.details.signals:
+        url = signal.url
         if url and url not in links.values() and len(links) < 6:
-            links[signal["source"]] = url
+            links[signal.source] = url
     for label, url in cycle.run.links.items():
         if url not in links.values() and len(links) < 6:
             links[label] = url
@@ -689,13 +592,17 @@ def _links(cycle: _Cycle, incident: Incident) -> dict[str, str]:
 
 
 def _default_resolution(incident: Incident, at: datetime) -> str:
-    kinds = {m.get("kind") for m in members(incident).values()}
-    if "heartbeat" in kinds:
-        return "W&B heartbeats are back."
-    if "stall" in kinds:
-        return "Training is logging steps again."
-    if "throughput" in kinds:
-        return "Throughput is back to its baseline."
-    if "drift" in kinds:
-        return "The metric is back within its forecast (or training went back before the drift)."
+    for spec in DETECTORS:
+        said = spec.default_resolution
+        if said and any(spec.owns(fp) for fp in incident.details.members):
+            return said
     return f"The condition cleared at {at:%Y-%m-%d %H:%M} UTC."
+
+
+def _frozen(cycle: _Cycle, fingerprint: str) -> bool:
+    """Whether this cycle neither raises nor clears the condition (its detector, or the family
+    it belongs to, e.g. `drift:<metric>`, is frozen)."""
+    if fingerprint in cycle.frozen:
+        return True
+    spec = spec_for(fingerprint)
+    return spec is not None and spec.fingerprint in cycle.frozen

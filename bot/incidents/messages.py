@@ -1,6 +1,7 @@
 """What incident posts say: the alert (head) card, its edits, thread updates and the resolution.
 Numbers and times come from the incident record; every text is clipped to Discord's limits and
-times are Discord timestamps (`<t:…:f>`), so each reader sees their own local time."""
+times are neutral stamps (`bot.render.stamps`) that the edge renders for its reader (Discord:
+each reader's own local time)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from bot.delivery import make_payload
-from bot.models import Event, Incident
+from bot.models import Event, Incident, IncidentSignal
+from bot.outbox.payload import make_payload
 from bot.render.cards import (
     DESCRIPTION_LIMIT,
     FIELD_VALUE_LIMIT,
@@ -20,16 +21,13 @@ from bot.render.cards import (
     Color,
     clip,
 )
+from bot.render.stamps import stamp
 from bot.timeutil import humanize_delta
 
 CONTENT_LIMIT = 1900
 SIGNALS_SHOWN = 12
 _COLORS: dict[str, Color] = {"critical": "bad", "warning": "warning", "info": "stale"}
 _ICONS = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
-
-
-def ts(at: datetime, style: str = "f") -> str:
-    return f"<t:{int(at.timestamp())}:{style}>"
 
 
 def payload(
@@ -40,7 +38,7 @@ def payload(
     edit_of: int | None = None,
     thread_only: bool = False,
 ) -> dict[str, Any]:
-    """The outbox payload, in the shape `bot.delivery` defines."""
+    """The outbox payload, in the shape `bot.outbox.payload` defines."""
     return make_payload(
         content, card, thread_name=thread_name, edit_of=edit_of, thread_only=thread_only
     )
@@ -60,26 +58,23 @@ def status_line(incident: Incident) -> str:
     if incident.status == "resolved":
         assert incident.resolved_at is not None
         took = duration(incident, incident.resolved_at)
-        return f"✅ Resolved {ts(incident.resolved_at)} after {took}"
+        return f"✅ Resolved {stamp(incident.resolved_at)} after {took}"
     parts = ["🚨 Firing" if incident.status == "firing" else "⏳ Pending"]
-    parts[0] += f" since {ts(incident.started_at)} ({ts(incident.started_at, 'R')})"
-    if details.get("clear_since"):
+    parts[0] += f" since {stamp(incident.started_at)} ({stamp(incident.started_at, 'relative')})"
+    if details.clear_since:
         parts.append("condition cleared, confirming")
-    if details.get("flaps"):
-        parts.append(f"flapped {details['flaps']}×")
+    if details.flaps:
+        parts.append(f"flapped {details.flaps}×")
     if incident.acked_by:
-        when = f" {ts(incident.acked_at, 'R')}" if incident.acked_at else ""
+        when = f" {stamp(incident.acked_at, 'relative')}" if incident.acked_at else ""
         parts.append(f"acknowledged by {incident.acked_by}{when}")
     return " · ".join(parts)
 
 
-def _signal_line(signal: dict[str, Any]) -> str:
-    at = datetime.fromisoformat(signal["at"])
-    text = clip(str(signal.get("text") or ""), 160)
-    url = signal.get("url")
-    source = signal.get("source", "")
-    label = f"[{source}]({url})" if url else source
-    return f"• {ts(at, 't')} {label}: {text}"
+def _signal_line(signal: IncidentSignal) -> str:
+    text = clip(signal.text, 160)
+    label = f"[{signal.source}]({signal.url})" if signal.url else signal.source
+    return f"• {stamp(signal.at, 'time')} {label}: {text}"
 
 
 def head_card(incident: Incident, run_name: str, links: dict[str, str]) -> Card:
@@ -97,7 +92,7 @@ def head_card(incident: Incident, run_name: str, links: dict[str, str]) -> Card:
         color="ok" if done else _COLORS[severity],
         url=next(iter(links.values()), None),
     )
-    signals = incident.details.get("signals") or []
+    signals = incident.details.signals
     if signals:
         shown = [_signal_line(s) for s in signals[-SIGNALS_SHOWN:]]
         more = len(signals) - len(shown)
@@ -106,7 +101,7 @@ def head_card(incident: Incident, run_name: str, links: dict[str, str]) -> Card:
     if links:
         value = " · ".join(f"[{label}]({url})" for label, url in list(links.items())[:6])
         card.fields.append(CardField("Links", clip(value, FIELD_VALUE_LIMIT)))
-    silenced = incident.details.get("silenced_by")
+    silenced = incident.details.silenced_by
     footer = f"incident #{incident.id} · {incident.fingerprint} · severity {incident.severity}"
     if silenced:
         footer += f" · silenced (#{silenced})"
@@ -130,12 +125,12 @@ def event_update(event: Event) -> str:
     if ref and event.url:
         ref = f"[{ref}]({event.url})"
     text = event.summary or event.title or event.body
-    line = f"{ts(event.at, 't')} {who} {ref} — {clip(text or '', 600)}"
+    line = f"{stamp(event.at, 'time')} {who} {ref} — {clip(text or '', 600)}"
     return clip(line.replace("  ", " "), CONTENT_LIMIT)
 
 
 def member_update(title: str, at: datetime) -> str:
-    return clip(f"{ts(at, 't')} also: {title}", CONTENT_LIMIT)
+    return clip(f"{stamp(at, 'time')} also: {title}", CONTENT_LIMIT)
 
 
 def reminder_content(incident: Incident, now: datetime) -> str:
@@ -152,7 +147,7 @@ def resolved_card(incident: Incident, run_name: str) -> Card:
         "",
         # The incident's own span (from when it was detected); downtime measured from the last
         # training step, when known, is in the resolution text above.
-        f"Open from {ts(incident.started_at)} to {ts(incident.resolved_at)} "
+        f"Open from {stamp(incident.started_at)} to {stamp(incident.resolved_at)} "
         f"({duration(incident, incident.resolved_at)}).",
     ]
     if incident.acked_by:
@@ -189,8 +184,8 @@ def listing_card(views: list[Any], run_name: str, *, open_only: bool, now: datet
     for view in views[:10]:
         incident: Incident = view.incident
         icon = "✅" if not view.open else _ICONS.get(incident.severity, "🟠")
-        when = f"{ts(view.started_at)} → " + (
-            f"{ts(view.ended_at)} ({humanize_delta(view.ended_at - view.started_at)})"
+        when = f"{stamp(view.started_at)} → " + (
+            f"{stamp(view.ended_at)} ({humanize_delta(view.ended_at - view.started_at)})"
             if view.ended_at
             else f"ongoing ({humanize_delta(now - view.started_at)})"
         )

@@ -62,17 +62,8 @@ class IncidentStats:
         )
 
 
-def _kinds(incident: Incident) -> list[str]:
-    found = [incident.kind]
-    for member in (incident.details.get("members") or {}).values():
-        kind = str(member.get("kind") or "")
-        if kind and kind not in found:
-            found.append(kind)
-    return found
-
-
 def _view(incident: Incident) -> IncidentView:
-    links = [s["url"] for s in incident.details.get("signals", []) if s.get("url")]
+    links = [s.url for s in incident.details.signals if s.url]
     ended = incident.resolved_at
     return IncidentView(
         incident=incident,
@@ -81,9 +72,9 @@ def _view(incident: Incident) -> IncidentView:
         duration=(ended - incident.started_at) if ended else None,
         cause=incident.cause or incident.title,
         resolution=incident.resolution,
-        kinds=_kinds(incident),
+        kinds=incident.kinds(),
         links=list(dict.fromkeys(links)),
-        silenced=bool(incident.details.get("silenced_by")),
+        silenced=incident.details.silenced_by is not None,
     )
 
 
@@ -93,7 +84,7 @@ async def list_incidents(
     """Newest first. Incidents that cleared inside their pending period (never alerted) are
     left out of the listing."""
     rows = await store.incidents.listing(slug, open_only=open_only, limit=limit, offset=offset)
-    return [_view(i) for i in rows if not i.details.get("silent")]
+    return [_view(i) for i in rows if not i.details.silent]
 
 
 async def incident_stats(store: Store, slug: str, since: datetime | None = None) -> IncidentStats:
@@ -102,21 +93,21 @@ async def incident_stats(store: Store, slug: str, since: datetime | None = None)
     healed_by_kind: Counter[str] = Counter()
     downtime = timedelta(0)
     for incident in await store.incidents.started_since(slug, since):
-        if incident.fingerprint == MONITOR or incident.details.get("silent"):
+        if incident.fingerprint == MONITOR or incident.details.silent:
             continue
-        if not incident.details.get("fired") and incident.status != "resolved":
+        if not incident.details.fired and incident.status != "resolved":
             continue  # still pending
         count += 1
-        kinds = _kinds(incident)
+        kinds = incident.kinds()
         by_kind.update(kinds)
         if incident.status != "resolved":
             opened += 1
             continue
-        crash = (incident.details.get("members") or {}).get(CRASH)
+        crash = incident.details.members.get(CRASH)
         if crash is None or incident.resolved_at is None or incident.id is None:
             continue
         downtime += incident.resolved_at - incident.started_at
-        resumed = "resume" in (crash.get("facts") or {})
+        resumed = "resume" in crash.facts
         if resumed and not await store.incidents.human_reports_before(
             incident.id, incident.resolved_at
         ):

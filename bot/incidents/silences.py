@@ -44,9 +44,9 @@ def matches(matcher: str, incident: Incident) -> bool:
     if matcher in _ALL:
         return True
     names = {incident.fingerprint.lower(), incident.kind.lower()}
-    for fp, member in (incident.details.get("members") or {}).items():
+    for fp, member in incident.details.members.items():
         names.add(fp.lower())
-        names.add(str(member.get("kind", "")).lower())
+        names.add(member.kind.lower())
     return any(fnmatch.fnmatchcase(name, matcher) for name in names)
 
 

@@ -7,24 +7,17 @@ stale prompt). Every stored output records the prompt's name and hash."""
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import dataclass
 from importlib import resources
 from string import Template
+
+from bot.hashing import short_hash
 
 PROMPT_NAMES: tuple[str, ...] = ("system", "enrich", "narrative", "digest", "grounding_retry")
 
 
 class PromptError(ValueError):
     """A prompt file is missing, malformed, or rendered with the wrong placeholders."""
-
-
-def short_hash(*parts: str, length: int = 12) -> str:
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(part.encode("utf-8"))
-        digest.update(b"\x1f")
-    return digest.hexdigest()[:length]
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from bot.services.digest import DigestFacts
+from bot.narrative.entries import TimelineEntry
+from bot.narrative.facts import DigestFacts
+from bot.narrative.format import fmt_big
 from bot.services.forecasts import ForecastPanel, ForecastView
-from bot.services.status import StatusReport
-from bot.services.timeline import TimelineEntry
+from bot.services.narrative import Narrative
+from bot.services.status import RestartInfo, StatusReport
 from bot.timeutil import ago, humanize_delta
 
 TITLE_LIMIT = 256
@@ -83,7 +85,23 @@ def _state_label(report: StatusReport) -> str:
     return label
 
 
-def status_card(report: StatusReport, fmt: TimeFormatter, *, chart: str | None = None) -> Card:
+def restart_text(restart: RestartInfo) -> str:
+    """'restored from a checkpoint at step 76,000 after 2 h 32 min down; 225 steps recomputed',
+    or the W&B source's own summary of the restart."""
+    if restart.summary:
+        return restart.summary
+    verb = "resumed in a new W&B run" if restart.kind == "new-run" else "restored from a checkpoint"
+    text = verb if restart.to_step is None else f"{verb} at step {restart.to_step:,}"
+    if restart.down_for:
+        text += f" after {humanize_delta(restart.down_for)} down"
+    if restart.recomputed_steps:
+        text += f"; {restart.recomputed_steps:,} steps recomputed"
+    return text
+
+
+def status_card(
+    report: StatusReport, narrative: Narrative, fmt: TimeFormatter, *, chart: str | None = None
+) -> Card:
     p = report.progress
     lines = []
     percent = f"{p.percent:.1f}%" if p.percent is not None else "—"
@@ -97,7 +115,7 @@ def status_card(report: StatusReport, fmt: TimeFormatter, *, chart: str | None =
     card = Card(
         title=clip(f"{report.run.name} — {_state_label(report)}", TITLE_LIMIT),
         color=_color(report),
-        description=clip("\n".join(lines) + "\n\n" + report.narrative, DESCRIPTION_LIMIT),
+        description=clip("\n".join(lines) + "\n\n" + narrative.text, DESCRIPTION_LIMIT),
     )
     when = []
     if report.launched_at:
@@ -115,7 +133,7 @@ def status_card(report: StatusReport, fmt: TimeFormatter, *, chart: str | None =
         card.fields.append(
             CardField(
                 "Last restart",
-                clip(f"{fmt(r.at, 'relative')}: {r.description}", FIELD_VALUE_LIMIT),
+                clip(f"{fmt(r.at, 'relative')}: {restart_text(r)}", FIELD_VALUE_LIMIT),
             )
         )
     if p.loss is not None:
@@ -151,11 +169,11 @@ def status_card(report: StatusReport, fmt: TimeFormatter, *, chart: str | None =
     if report.links:
         links = " · ".join(f"[{label}]({url})" for label, url in report.links.items())
         card.fields.append(CardField("Links", clip(links, FIELD_VALUE_LIMIT)))
-    by = "LLM" if report.narrative_by == "llm" else "template"
-    updated = ago(report.narrative_at, report.now) if report.narrative_at else "never"
+    by = "LLM" if narrative.by == "llm" else "template"
+    updated = ago(narrative.at, report.now) if narrative.at else "never"
     card.footer = f"narrative ({by}) updated {updated}"
-    if report.narrative_next_at is not None and report.narrative_next_at > report.now:
-        card.footer += f", next in {humanize_delta(report.narrative_next_at - report.now)}"
+    if narrative.next_at is not None and narrative.next_at > report.now:
+        card.footer += f", next in {humanize_delta(narrative.next_at - report.now)}"
     card.image = chart
     return card
 
@@ -198,12 +216,7 @@ def _color(report: StatusReport) -> Color:
 
 
 def format_tokens(value: float | None) -> str:
-    if value is None:
-        return "—"
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(value) >= scale:
-            return f"{value / scale:.2f}".rstrip("0").rstrip(".") + suffix
-    return f"{value:.0f}"
+    return "—" if value is None else fmt_big(value, decimals=2)
 
 
 _MARKDOWN = re.compile(r"([\\*_~`|\[\]>#])")
@@ -271,7 +284,7 @@ def timeline_pages(
 
 
 def digest_card(facts: DigestFacts, fmt: TimeFormatter) -> Card:
-    title = f"Daily digest — {facts.run.name}"
+    title = f"Daily digest — {facts.run_name}"
     card = Card(
         title=clip(title, TITLE_LIMIT),
         description=clip(facts.text, DESCRIPTION_LIMIT),

@@ -13,6 +13,7 @@ from datetime import datetime
 from bot.analysis.progress import Restart
 from bot.models import MetricPoint
 from bot.services.forecasts import ForecastPanel
+from bot.services.status import ChartSeries
 
 
 def render_chart(
@@ -91,6 +92,13 @@ async def render_chart_async(
 ) -> bytes:
     return await asyncio.to_thread(
         render_chart, points, restarts, title=title, loss_curve=loss_curve
+    )
+
+
+async def render_series(series: ChartSeries) -> bytes:
+    """The /status chart of `bot.services.status.chart_series`, drawn in a worker thread."""
+    return await render_chart_async(
+        series.points, series.restarts, title=series.title, loss_curve=series.loss_curve
     )
 
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from bot.services.digest import DigestFacts
+from bot.narrative.entries import TimelineEntry
+from bot.narrative.facts import DigestFacts
+from bot.render.cards import restart_text
+from bot.services.narrative import Narrative
 from bot.services.status import StatusReport
-from bot.services.timeline import TimelineEntry
 
 
 def iso(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
-def status_json(report: StatusReport) -> dict[str, Any]:
+def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
     p = report.progress
     restart = report.last_restart
     return {
@@ -39,7 +41,7 @@ def status_json(report: StatusReport) -> dict[str, Any]:
         "last_restart": (
             {
                 "at": iso(restart.at),
-                "description": restart.description,
+                "description": restart_text(restart),
                 "from_step": restart.from_step,
                 "to_step": restart.to_step,
             }
@@ -66,9 +68,9 @@ def status_json(report: StatusReport) -> dict[str, Any]:
             "open": len(report.open_incidents),
         },
         "freshness": {source: iso(at) for source, at in report.freshness.items()},
-        "narrative": report.narrative,
-        "narrative_at": iso(report.narrative_at),
-        "narrative_by": report.narrative_by,
+        "narrative": narrative.text,
+        "narrative_at": iso(narrative.at),
+        "narrative_by": narrative.by,
         "links": report.links,
         "forecasts": [view.as_json() for view in report.forecasts],
         "generated_at": iso(report.now),
@@ -81,20 +83,20 @@ def timeline_json(entries: list[TimelineEntry]) -> list[dict[str, Any]]:
 
 def digest_json(facts: DigestFacts) -> dict[str, Any]:
     return {
-        "run": facts.run.name,
-        "slug": facts.run.slug,
+        "run": facts.run_name,
+        "slug": facts.run_slug,
         "start": iso(facts.start),
         "end": iso(facts.end),
         "quiet": facts.quiet,
-        "step": facts.progress.step,
+        "step": facts.step,
         "steps_gained": facts.steps_gained,
-        "restarts": len(facts.restarts),
-        "incidents_opened": len(facts.incidents_opened),
-        "incidents_resolved": len(facts.incidents_resolved),
-        "drifts_opened": [i.title for i in facts.incidents_opened if i.kind == "drift"],
-        "drifts_resolved": [i.title for i in facts.incidents_resolved if i.kind == "drift"],
-        "incidents_open": len(facts.incidents_open),
-        "counts": facts.counts,
+        "restarts": len(facts.restarts_in_window),
+        "incidents_opened": facts.incidents_opened,
+        "incidents_resolved": facts.incidents_resolved,
+        "drifts_opened": facts.drifts_opened,
+        "drifts_resolved": facts.drifts_resolved,
+        "incidents_open": facts.incidents_open,
+        "counts": facts.counts_by_tag,
         "entries": [entry.as_json() for entry in facts.entries],
         "text": facts.text,
         "by": facts.by,

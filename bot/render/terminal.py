@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 import textwrap
 from datetime import datetime
-from zoneinfo import ZoneInfo
 
+from bot.narrative.entries import TimelineEntry
 from bot.render.cards import Card, TimeFormatter, TimeStyle
-from bot.services.timeline import TimelineEntry
-from bot.timeutil import ago
+from bot.timeutil import ago, resolve_zone
 
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _CODE = re.compile(r"`([^`]+)`")
@@ -17,10 +16,7 @@ _LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
 
 
 def local_formatter(zone_name: str, now: datetime) -> TimeFormatter:
-    try:
-        zone = ZoneInfo(zone_name)
-    except Exception:
-        zone = ZoneInfo("UTC")
+    zone = resolve_zone(zone_name)
 
     def fmt(value: datetime, style: TimeStyle) -> str:
         local = value.astimezone(zone)

@@ -1,94 +1,46 @@
-"""The daily digest's structured view for a period (default: the last 24 h): progress, restarts,
-incidents, the entries worth listing, and whether the day was quiet. Its text starts as the
-template digest from `bot.llm.digest`; `wiring.compose_digest` replaces it with the LLM's when
-one is configured."""
+"""The daily digest's view of a period (default: the last 24 h): the narrative facts over the
+window, the entries worth listing, whether the day was quiet, and the template text. A
+configured LLM may replace the text later (`bot.digests.compose_text`)."""
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.analysis.progress import Progress, Restart, compute_progress, detect_restarts
-from bot.llm.digest import template_digest
-from bot.llm.facts import DigestFacts as LLMDigestFacts
-from bot.llm.facts import build_digest_facts
-from bot.models import Incident, RunInfo
+from bot.analysis.progress import compute_progress, detect_restarts
+from bot.narrative.entries import entry_from_event
+from bot.narrative.facts import (
+    MAX_HIGHLIGHTS,
+    DigestFacts,
+    RestartFact,
+    open_threads_from,
+    pick_entries,
+    select_highlights,
+)
+from bot.narrative.templates import template_digest
+from bot.services.narrative import SCAN_EVENTS, shared_facts
 from bot.services.status import UnknownRun
-from bot.services.timeline import TimelineEntry, entry_from_event
 from bot.store import Store
 
 PERIOD = timedelta(hours=24)
-MAX_ENTRIES = 12
-# Order in which entries earn a place in a short digest.
-_TAG_WEIGHT = {
-    "incident": 0,
-    "spec": 1,
-    "optimizer": 2,
-    "training-dynamics": 2,
-    "ablation": 3,
-    "evals": 3,
-    "checkpointing": 4,
-    "data": 4,
-    "long-context": 4,
-    "infra": 5,
-    "other": 6,
-}
-
-
-@dataclass(slots=True)
-class DigestFacts:
-    run: RunInfo
-    start: datetime
-    end: datetime
-    progress: Progress
-    step_at_start: int | None
-    restarts: list[Restart]
-    incidents_opened: list[Incident]
-    incidents_resolved: list[Incident]
-    incidents_open: list[Incident]
-    counts: dict[str, int]  # entries per tag in the period
-    entries: list[TimelineEntry]  # the most important ones, newest first
-    total_events: int = 0
-    text: str = ""
-    by: str = "template"
-    links: dict[str, str] = field(default_factory=dict)
-    # The bounded facts the LLM writes from (and the template digest is built from).
-    prompt_facts: LLMDigestFacts | None = None
-
-    @property
-    def steps_gained(self) -> int | None:
-        if self.progress.step is None or self.step_at_start is None:
-            return None
-        return self.progress.step - self.step_at_start
-
-    @property
-    def quiet(self) -> bool:
-        """Nothing happened: no events, no incidents, no restarts and no training progress."""
-        return (
-            self.total_events == 0
-            and not self.restarts
-            and not self.incidents_opened
-            and not self.incidents_resolved
-            and not self.steps_gained
-        )
-
-
-def _pick(entries: list[TimelineEntry]) -> list[TimelineEntry]:
-    ranked = sorted(entries, key=lambda e: (_TAG_WEIGHT.get(e.tag, 6), -e.at.timestamp()))
-    chosen = ranked[:MAX_ENTRIES]
-    return sorted(chosen, key=lambda e: e.at, reverse=True)
+WINDOW_EVENTS = 1000  # newsworthy events a digest reads from its window (and counts, at most)
 
 
 async def build_digest(
-    store: Store, slug: str, now: datetime, period: timedelta = PERIOD
+    store: Store,
+    run_slug: str,
+    now: datetime,
+    period: timedelta = PERIOD,
+    *,
+    highlights: int = MAX_HIGHLIGHTS,
 ) -> DigestFacts:
-    run = await store.runs.get(slug)
+    """The digest of [now - period, now): its facts, the entries it lists, the template text."""
+    run = await store.runs.get(run_slug)
     if run is None:
-        raise UnknownRun(slug)
+        raise UnknownRun(run_slug)
     start = now - period
     chain = run.wandb_chain()
-    points = await store.metrics.window(slug, start)
+    points = await store.metrics.window(run_slug, start)
     progress = compute_progress(
         points,
         total_steps=run.total_steps,
@@ -97,28 +49,35 @@ async def build_digest(
         chain=chain,
         window=period,
     )
-    prompt_facts = await build_digest_facts(store, slug, now, period=period, progress=progress)
-    restarts = [r for r in detect_restarts(points, chain) if r.at >= start]
-    events = await store.events.timeline(slug, since=start, until=now, limit=1000)
+    before = [p for p in points if p.at <= start]
+    step_at_start = max(before, key=lambda p: p.at).step if before else None
+    if step_at_start is None and points:
+        step_at_start = min(points, key=lambda p: p.at).step
+    incidents = await store.incidents.find(run_slug, since=start)
+    events = await store.events.timeline(run_slug, since=start, until=now, limit=WINDOW_EVENTS)
+    older = await store.events.timeline(run_slug, limit=SCAN_EVENTS, until=now)
     entries = [entry_from_event(e) for e in events]
-    incidents = await store.incidents.find(slug, since=start)
+    restarts = [
+        RestartFact(at=r.at, down_for=r.down_for, resumed_step=r.to_step, from_step=r.from_step)
+        for r in detect_restarts(points, chain)
+        if r.at >= start
+    ]
     facts = DigestFacts(
-        run=run,
-        start=start,
-        end=now,
-        progress=progress,
-        step_at_start=prompt_facts.step_at_start,
-        restarts=restarts,
-        incidents_opened=[i for i in incidents if i.started_at >= start],
-        incidents_resolved=[
-            i for i in incidents if i.resolved_at is not None and i.resolved_at >= start
-        ],
-        incidents_open=[i for i in incidents if i.status != "resolved"],
-        counts=dict(Counter(e.tag for e in entries)),
-        entries=_pick(entries),
-        total_events=len(entries),
-        links=dict(run.links),
-        prompt_facts=prompt_facts,
+        **await shared_facts(store, run_slug, now, incidents, progress, None),
+        counts_by_tag=dict(Counter(e.tag for e in entries)),
+        highlights=select_highlights(events[:SCAN_EVENTS], now, highlights),
+        open_threads=open_threads_from(older),
+        window_start=start,
+        window_end=now,
+        step_at_start=step_at_start,
+        events_in_window=len(events),
+        restarts_in_window=restarts,
+        incidents_opened=sum(i.started_at >= start for i in incidents),
+        incidents_resolved=sum(
+            i.resolved_at is not None and i.resolved_at >= start for i in incidents
+        ),
+        incidents_open=sum(i.status != "resolved" for i in incidents),
+        entries=pick_entries(entries),
     )
-    facts.text = template_digest(prompt_facts)
+    facts.text = template_digest(facts)
     return facts

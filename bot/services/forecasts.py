@@ -255,11 +255,9 @@ async def forecast_panels(
 ) -> tuple[RunInfo, list[ForecastPanel]]:
     """The run's watched metrics (or the one named), each with what its chart needs. Raises a
     UserFacingError for an unknown run, a run without forecasts, or a metric it does not watch."""
-    from bot.services.status import UnknownRun  # late: status imports this module
-
     run = await store.runs.get(slug)
     if run is None:
-        raise UnknownRun(slug)
+        raise UserFacingError(f"unknown run {slug!r}")
     configs = forecast_configs(run)
     if not configs:
         raise UserFacingError(

@@ -1,29 +1,30 @@
-"""What `/status` and `runscribe status` show, computed from the store alone (no network, no
-LLM on the request path). Numbers come from code; the narrative is the latest stored one, or a
-template written from the same numbers."""
+"""The numbers `/status` and `runscribe status` show, computed from the store alone (no network,
+no LLM on the request path). Words are not made here: the narrative comes from
+`bot.services.narrative`, sentences and cards from `bot.render`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.analysis.progress import Progress, compute_progress, detect_restarts
+from bot.analysis.progress import Progress, Restart, compute_progress, detect_restarts
 from bot.errors import UserFacingError
-from bot.models import UNHEALTHY_STATES, Event, Incident, RunInfo, RunSnapshot
-from bot.render.chart import ChartCache, render_chart_async
+from bot.incidents.service import incident_stats
+from bot.models import (
+    MONITOR_STALE_AFTER,
+    UNHEALTHY_STATES,
+    Event,
+    Incident,
+    MetricPoint,
+    RunInfo,
+    RunSnapshot,
+)
 from bot.services.forecasts import ForecastView, forecast_views, loss_curve
 from bot.store import Store
-from bot.timeutil import humanize_delta
 
 WINDOW = timedelta(hours=24)
-# W&B silent this long while we keep polling it fine → the run itself is quiet, not the monitor.
-MONITOR_STALE_AFTER = timedelta(minutes=15)
 FRESHNESS_SOURCES = ("wandb", "github", "discord")
-NARRATIVE_EVERY = timedelta(minutes=30)
-# The live template names a few recent highlights and open threads; it reads only this many
-# recent events to find them, which keeps /status fast on a store of millions.
-TEMPLATE_HIGHLIGHTS = 3
-TEMPLATE_SCAN = 80  # how often the poll cycle considers a new narrative
 
 
 class UnknownRun(UserFacingError):
@@ -37,11 +38,16 @@ class UnknownRun(UserFacingError):
 
 @dataclass(slots=True)
 class RestartInfo:
+    """The newest restart: either recorded by the W&B source (`summary` is its stored one-line
+    summary) or seen in the window's points (`kind` is "checkpoint" or "new-run")."""
+
     at: datetime
-    description: str
     from_step: int | None = None
     to_step: int | None = None
     down_for: timedelta | None = None
+    kind: str | None = None
+    recomputed_steps: int | None = None
+    summary: str | None = None
 
 
 @dataclass(slots=True)
@@ -57,12 +63,8 @@ class StatusReport:
     freshness: dict[str, datetime | None]
     monitor_stale: bool
     heartbeat_at: datetime | None
-    narrative: str
-    narrative_at: datetime | None
-    narrative_by: str  # "llm" | "template"
     links: dict[str, str] = field(default_factory=dict)
     latest_wandb_run: str | None = None
-    narrative_next_at: datetime | None = None
     incidents_total: int = 0  # incidents that alerted over the whole run
     incidents_self_healed: int = 0  # crashes training recovered from with no human report
     forecasts: list[ForecastView] = field(default_factory=list)  # the loss first, if forecast
@@ -123,10 +125,11 @@ def _restart_from_event(event: Event) -> RestartInfo:
     down = event.extra.get("down_seconds")
     return RestartInfo(
         at=event.at,
-        description=event.summary or event.title or "restarted",
         from_step=event.extra.get("from_step"),
         to_step=event.extra.get("to_step"),
         down_for=timedelta(seconds=float(down)) if down is not None else None,
+        recomputed_steps=event.extra.get("recomputed_steps"),
+        summary=event.summary or event.title or "restarted",
     )
 
 
@@ -139,12 +142,9 @@ def _last_restart(
     computed = None
     r = progress.last_restart
     if r is not None and (r.down_for is None or r.at - r.down_for >= window_start):
-        down = f" after {humanize_delta(r.down_for)} down" if r.down_for else ""
-        verb = "resumed in a new W&B run" if r.kind == "new-run" else "restored from a checkpoint"
-        text = f"{verb} at step {r.to_step:,}{down}"
-        if r.recomputed_steps:
-            text += f"; {r.recomputed_steps:,} steps recomputed"
-        computed = RestartInfo(r.at, text, r.from_step, r.to_step, r.down_for)
+        computed = RestartInfo(
+            r.at, r.from_step, r.to_step, r.down_for, r.kind, r.recomputed_steps or None
+        )
     if stored is not None and (computed is None or stored.at > computed.at):
         return _restart_from_event(stored)
     return computed
@@ -195,51 +195,36 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         freshness=freshness,
         monitor_stale=monitor_stale,
         heartbeat_at=current.heartbeat_at if current else None,
-        narrative="",
-        narrative_at=None,
-        narrative_by="template",
         links=dict(run.links),
         latest_wandb_run=current.wandb_run if current else None,
         forecasts=await forecast_views(store, run, chain, now, points, progress.step),
     )
-    from bot.incidents.service import incident_stats  # late: the engine imports this module
 
     stats = await incident_stats(store, slug)
     report.incidents_total = stats.count
     report.incidents_self_healed = stats.self_healed_restarts
-    stored = await store.llm.latest(slug, "narrative")
-    if stored is not None and not stored.fallback and stored.content.strip():
-        report.narrative = stored.content
-        report.narrative_at = stored.created_at
-        report.narrative_by = "llm"
-        report.narrative_next_at = stored.created_at + NARRATIVE_EVERY
-    else:
-        # The template is cheap and always current, so it is written fresh for every reader,
-        # from the same facts (and by the same code) the LLM's fallback uses.
-        from bot.llm.facts import build_narrative_facts  # late: facts build on this module
-        from bot.llm.narrative import template_narrative
-
-        facts = await build_narrative_facts(
-            store, slug, now, report=report, highlights=TEMPLATE_HIGHLIGHTS, scan=TEMPLATE_SCAN
-        )
-        report.narrative = template_narrative(facts)
-        report.narrative_at = now
     return report
 
 
-async def status_chart(store: Store, slug: str, cache: ChartCache) -> bytes:
-    """The /status chart, served from the cache while no new point has arrived."""
-    version = await store.metrics.version(slug)
-    png = cache.get(slug, version)
-    if png is not None:
-        return png
+@dataclass(slots=True, frozen=True)
+class ChartSeries:
+    """What the /status chart plots: the run's downsampled points and the restarts among them."""
+
+    title: str
+    points: list[MetricPoint]
+    restarts: list[Restart]
+    loss_curve: Callable[[float], float | None] | None = None  # `loss_forecast`, by step
+
+
+async def chart_series(store: Store, slug: str) -> ChartSeries:
+    """The chart's data (drawing is `bot.render.chart`'s, caching the caller's)."""
     run = await store.runs.get(slug)
     points = await store.metrics.downsampled(slug)
-    chain = run.wandb_chain() if run else []
-    restarts = detect_restarts(points, chain)
+    restarts = detect_restarts(points, run.wandb_chain() if run else [])
     curve = loss_curve(run) if run else None
-    png = await render_chart_async(
-        points, restarts, title=run.name if run else slug, loss_curve=curve.at if curve else None
+    return ChartSeries(
+        title=run.name if run else slug,
+        points=points,
+        restarts=restarts,
+        loss_curve=curve.at if curve else None,
     )
-    cache.put(slug, version, png)
-    return png

@@ -11,7 +11,15 @@ from typing import Any
 
 import aiosqlite
 
-from bot.models import REPORT_SOURCES, Event, Incident, Silence
+from bot.models import (
+    REPORT_SOURCES,
+    Event,
+    Incident,
+    IncidentDetails,
+    IncidentMember,
+    IncidentSignal,
+    Silence,
+)
 from bot.store.codec import to_json
 from bot.store.db import Database
 from bot.store.events import event_from_row
@@ -19,6 +27,106 @@ from bot.timeutil import from_db, to_db
 
 _REPORT_SOURCES_SQL = f"e.source IN ({', '.join('?' * len(REPORT_SOURCES))})"
 _UNLINKED = "NOT EXISTS (SELECT 1 FROM incident_events AS ie WHERE ie.event_id = e.id)"
+
+
+def _iso(at: datetime | None) -> str | None:
+    return at.isoformat() if at is not None else None
+
+
+def _time(value: Any) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def details_to_json(details: IncidentDetails) -> str:
+    """The `details` column. Key names and ISO times are those the engine has always written,
+    so a database from before the typed state reads back unchanged."""
+    return to_json(
+        {
+            "group": details.group,
+            "members": {
+                fp: {
+                    "kind": m.kind,
+                    "title": m.title,
+                    "since": _iso(m.since),
+                    "until": _iso(m.until),
+                    "seen_at": _iso(m.seen_at),
+                    "resolution": m.resolution,
+                    "last_report_at": _iso(m.last_report_at),
+                    "facts": m.facts,
+                }
+                for fp, m in details.members.items()
+            },
+            "signals": [
+                {
+                    "event_id": s.event_id,
+                    "at": _iso(s.at),
+                    "source": s.source,
+                    "text": s.text,
+                    "url": s.url,
+                }
+                for s in details.signals
+            ],
+            "threads": details.threads,
+            "flaps": details.flaps,
+            "clear_since": _iso(details.clear_since),
+            "fired": details.fired,
+            "silent": details.silent,
+            "notified": details.notified,
+            "fired_outbox_id": details.fired_outbox_id,
+            "head_hash": details.head_hash,
+            "edits": details.edits,
+            "resolved_posted": details.resolved_posted,
+            "silenced_by": details.silenced_by,
+            "reminders": details.reminders,
+            "last_reminder_at": _iso(details.last_reminder_at),
+        }
+    )
+
+
+def details_from_json(text: str) -> IncidentDetails:
+    raw: dict[str, Any] = json.loads(text or "{}")
+    members = {}
+    for fp, m in (raw.get("members") or {}).items():
+        since = _time(m.get("since"))
+        assert since is not None, f"member {fp} without a start"
+        members[fp] = IncidentMember(
+            kind=str(m.get("kind") or ""),
+            title=str(m.get("title") or ""),
+            since=since,
+            until=_time(m.get("until")),
+            seen_at=_time(m.get("seen_at")),
+            resolution=m.get("resolution"),
+            last_report_at=_time(m.get("last_report_at")),
+            facts=dict(m.get("facts") or {}),
+        )
+    signals = [
+        IncidentSignal(
+            event_id=s.get("event_id"),
+            at=datetime.fromisoformat(s["at"]),
+            source=str(s.get("source") or ""),
+            text=str(s.get("text") or ""),
+            url=s.get("url"),
+        )
+        for s in raw.get("signals") or []
+    ]
+    return IncidentDetails(
+        group=raw.get("group"),
+        members=members,
+        signals=signals,
+        threads=list(raw.get("threads") or []),
+        flaps=int(raw.get("flaps") or 0),
+        clear_since=_time(raw.get("clear_since")),
+        fired=bool(raw.get("fired")),
+        silent=bool(raw.get("silent")),
+        notified=bool(raw.get("notified")),
+        fired_outbox_id=raw.get("fired_outbox_id"),
+        head_hash=raw.get("head_hash"),
+        edits=int(raw.get("edits") or 0),
+        resolved_posted=bool(raw.get("resolved_posted")),
+        silenced_by=raw.get("silenced_by"),
+        reminders=int(raw.get("reminders") or 0),
+        last_reminder_at=_time(raw.get("last_reminder_at")),
+    )
 
 
 def incident_from_row(row: aiosqlite.Row) -> Incident:
@@ -38,7 +146,7 @@ def incident_from_row(row: aiosqlite.Row) -> Incident:
         resolution=row["resolution"],
         acked_by=row["acked_by"],
         acked_at=from_db(row["acked_at"]),
-        details=json.loads(row["details"]),
+        details=details_from_json(row["details"]),
     )
 
 
@@ -90,7 +198,7 @@ def _engine_values(incident: Incident) -> tuple[Any, ...]:
         to_db(incident.last_seen_at),
         incident.cause,
         incident.resolution,
-        to_json(incident.details),
+        details_to_json(incident.details),
     )
 
 

@@ -129,11 +129,16 @@ async def start_bot(
     started: list[tuple[RunscribeBot, asyncio.Task[None]]] = []
 
     async def start(
-        *, runs_file: RunsFile | None = None, guild: bool = True, **options: Any
+        *,
+        runs_file: RunsFile | None = None,
+        guild: bool = True,
+        runtime: Runtime | None = None,
+        **options: Any,
     ) -> RunscribeBot:
         settings = fake_settings(fake, db_file, guild=guild)
-        runtime = Runtime(settings=settings, runs=runs_file or runs, store=seeded_store)
-        apply_endpoints(settings)
+        if runtime is None:
+            runtime = Runtime(settings=settings, runs=runs_file or runs, store=seeded_store)
+        apply_endpoints(runtime.settings)
         options.setdefault(
             "intervals", LoopIntervals(poll=3600, outbox=0.05, digest=0.1, narrative=3600)
         )

@@ -10,30 +10,33 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.delivery import (
+from bot.digests import (
+    due_digest_date,
+    latest_occurrence,
+    next_occurrence,
+    occurrence,
+    run_due_digests,
+)
+from bot.mentions import defuse_mentions
+from bot.models import OutboxItem
+from bot.outbox.markers import Marker, find_markers
+from bot.outbox.payload import (
     CONTENT_LIMIT,
+    fit_card,
+    make_payload,
+    parse_payload,
+    payload_from_card,
+    split_text,
+)
+from bot.outbox.poster import (
     DeliveryError,
-    Marker,
     OutboxPoster,
     OutgoingMessage,
     SeenMessage,
     backoff_delay,
-    due_digest_date,
-    escape_mentions,
-    find_markers,
-    fit_card,
-    latest_occurrence,
-    make_payload,
-    next_occurrence,
-    occurrence,
-    parse_payload,
-    payload_from_card,
     plan_channels,
     render_item,
-    run_due_digests,
-    split_text,
 )
-from bot.models import OutboxItem
 from bot.render.cards import Card, CardField
 from bot.settings import parse_runs
 from bot.store import Database, Store
@@ -102,9 +105,9 @@ def test_split_text_trims_past_max_parts() -> None:
     assert all(len(p) <= 1000 for p in parts)
 
 
-def test_escape_mentions_breaks_every_ping() -> None:
+def test_defuse_mentions_breaks_every_ping() -> None:
     text = "@everyone @here <@123> <@!456> <@&1> mail@example.com"
-    escaped = escape_mentions(text)
+    escaped = defuse_mentions(text)
     for ping in ("@everyone", "@here", "<@123>", "<@!456>", "<@&1>"):
         assert ping not in escaped
     assert "mail@example.com" in escaped

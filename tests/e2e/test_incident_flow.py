@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -32,10 +33,11 @@ from pydantic import SecretStr
 from bot.app import LoopIntervals, RunscribeBot, apply_endpoints
 from bot.incidents.detectors import CRASH, HEARTBEAT, MONITOR, STALL
 from bot.pipeline import CycleSummary
-from bot.runtime import Runtime, open_runtime
+from bot.runtime import Runtime
 from bot.services.status import build_status
 from bot.settings import RunsFile, Settings, parse_runs
 from bot.store import Store
+from bot.wiring import open_runtime
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb
@@ -303,6 +305,9 @@ def assert_head_resolved(head: dict[str, Any]) -> None:
     [embed] = head["embeds"]
     assert embed["title"].startswith("✅"), embed["title"]
     assert "Resolved" in embed["description"]
+    # Times reach Discord as Discord timestamps (each reader's own zone), never as raw stamps.
+    assert re.search(r"✅ Resolved <t:\d+:f> after ", embed["description"]), embed["description"]
+    assert "\ue000" not in full_text(head)
 
 
 # --- 1. crash, then resume from an earlier checkpoint in a new chain run ------------------------
@@ -394,11 +399,12 @@ async def test_github_node_loss_then_wandb_crash_is_one_incident_with_both_links
             assert issue_url in together
             assert "W&B run hero-1 crashed at step 99" in together
             assert "runs/hero-1" in together  # the W&B run's own link
+            assert re.search(r"^<t:\d+:t> ", visible(thread[0]), re.M), visible(thread[0])
             [incident] = await d.store.incidents.find("hero")
             assert incident.status == "firing"
             assert {CRASH, f"report:node-loss:github:{REPO}#{number}"} <= set(
-                incident.details["members"]
-            ), incident.details["members"]
+                incident.details.members
+            ), incident.details.members
 
             # Training resumes in a new run: the one incident resolves once.
             resume(wb, t0 + 12 * MIN, first_step=90, count=10)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.analysis.forecast import SeriesPoint
-from bot.incidents import IncidentEngine
+from bot.incidents.engine import IncidentEngine
 from bot.models import Event, MetricPoint, OutboxItem, RunSnapshot
 from bot.pipeline import enrich_pending
 from bot.runtime import record_runs

@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.demo import replay_into
-from bot.incidents import IncidentEngine, incident_stats, list_incidents
+from bot.incidents.engine import IncidentEngine
+from bot.incidents.service import incident_stats, list_incidents
 from bot.sources.replay import load_sample
 from bot.store import Store
 from tests.incidents.scenario import FAR

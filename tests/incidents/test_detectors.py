@@ -12,7 +12,7 @@ from bot.incidents.detectors import (
     detect_throughput,
 )
 from bot.incidents.silences import matches, parse_duration
-from bot.models import Event, Incident, MetricPoint, RunSnapshot
+from bot.models import Event, Incident, IncidentDetails, IncidentMember, MetricPoint, RunSnapshot
 from bot.settings import Thresholds
 
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
@@ -56,7 +56,7 @@ def test_crash_episode_ends_at_the_first_step_after_it() -> None:
               extra={"wandb_run": A, "to_state": "running"}, id=2),
     ]  # fmt: skip
     d.series = d.series  # recomputed in __post_init__ already
-    [finding] = detect_crash(d)
+    [finding] = detect_crash(d).findings
     assert finding.since == T0 + timedelta(minutes=35)
     assert finding.until == T0 + timedelta(minutes=60)
     assert finding.facts["relaunched_at"]
@@ -69,19 +69,19 @@ def test_crash_episode_ends_at_the_first_step_after_it() -> None:
 def test_stall_measured_against_the_observation_not_the_clock() -> None:
     pts = points(10)
     stale = data(pts, observed=pts[-1].at + timedelta(minutes=25))
-    found, _ = detect_stall(stale)
-    assert found is not None and found.fingerprint == "stall"
+    [found] = detect_stall(stale).findings
+    assert found.fingerprint == "stall"
     fresh = data(pts, observed=pts[-1].at + timedelta(minutes=5))
-    assert detect_stall(fresh)[0] is None
+    assert detect_stall(fresh).findings == []
 
 
 def test_spike_needs_k_consecutive_points() -> None:
     pts = points(30)
     spiky = [MetricPoint(p.wandb_run, p.step, p.at, loss=3.0) if 20 <= i < 22 else p
              for i, p in enumerate(pts)]  # fmt: skip
-    assert detect_spike(data(spiky)) == []
+    assert detect_spike(data(spiky)).findings == []
     spiky[22] = MetricPoint(A, spiky[22].step, spiky[22].at, loss=3.0)
-    [finding] = detect_spike(data(spiky))
+    [finding] = detect_spike(data(spiky)).findings
     assert finding.until == pts[23].at
 
 
@@ -91,15 +91,16 @@ def test_throughput_drop() -> None:
         MetricPoint(A, pts[-1].step + 50 * (i + 1), pts[-1].at + timedelta(minutes=i + 1))
         for i in range(40)
     ]
-    found, _ = detect_throughput(data(slow))
-    assert found is not None and "Throughput down" in found.title
+    [found] = detect_throughput(data(slow)).findings
+    assert "Throughput down" in found.title
     assert found.facts["rate"] < 0.75 * found.facts["baseline"]
-    assert detect_throughput(data(pts))[0] is None
+    assert detect_throughput(data(pts)).findings == []
 
 
 def test_silence_matching_and_durations() -> None:
+    crash = IncidentMember(kind="crash", title="t", since=T0)
     incident = Incident("r", "report:oom:github:o/r#1", "oom", "t", "firing", T0,
-                        details={"members": {"wandb-state": {"kind": "crash"}}})  # fmt: skip
+                        details=IncidentDetails(members={"wandb-state": crash}))  # fmt: skip
     assert matches("*", incident)
     assert matches("report:*", incident)
     assert matches("crash", incident)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-from bot.incidents import IncidentEngine, acknowledge, incident_stats, list_incidents
+from bot.incidents.engine import IncidentEngine
+from bot.incidents.service import acknowledge, incident_stats, list_incidents
 from bot.incidents.silences import add_silence
 from bot.store import Store
 from tests.incidents.scenario import RUN_A, RUN_B, Scenario, content
@@ -59,7 +60,7 @@ async def test_a_flapping_heartbeat_is_one_incident(store: Store, now: datetime)
 
     incidents = await store.incidents.find("hero")
     assert [i.fingerprint for i in incidents] == ["heartbeat"]
-    assert incidents[0].details["flaps"] >= 2
+    assert incidents[0].details.flaps >= 2
     assert incidents[0].status == "resolved"
     assert len(await sc.alerts_posted()) == 1
     assert len(await sc.resolutions()) == 1
@@ -149,7 +150,7 @@ async def test_node_loss_reported_in_github_then_wandb_crash_is_one_incident(
     assert incident.id is not None
     linked = await store.incidents.events(incident.id)
     assert {e.source for e in linked} >= {"github", "wandb"}
-    urls = [s.get("url") or "" for s in incident.details["signals"]]
+    urls = [s.url or "" for s in incident.details.signals]
     assert any("github.com/lab/hero/issues/1507" in u for u in urls)
     assert any("wandb.ai" in u for u in urls)
     assert len(await sc.alerts_posted()) == 1
@@ -198,7 +199,7 @@ async def test_nothing_is_posted_during_a_silence_but_incidents_are_recorded(
     incidents = await store.incidents.find("hero")
     assert len(incidents) == 1
     assert incidents[0].status == "resolved"
-    assert incidents[0].details["silenced_by"] == silence.id
+    assert incidents[0].details.silenced_by == silence.id
     await sc.run_for(120)  # the silence expires: a resolved incident stays quiet
     assert await sc.outbox() == []
 

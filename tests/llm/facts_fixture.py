@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from bot.llm.facts import (
+from bot.narrative.facts import (
     DigestFacts,
     Highlight,
     IncidentFact,

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from bot.llm.digest import template_digest, write_digest
-from bot.llm.facts import render_facts
-from bot.llm.narrative import (
-    next_refresh_at,
-    refresh_narrative_if_due,
-    template_narrative,
-    write_narrative,
-)
+from bot.llm.digest import write_digest
+from bot.llm.grounded import render_facts
+from bot.llm.narrative import write_narrative
 from bot.llm.prompts import load_prompt, short_hash
+from bot.narrative.templates import template_digest, template_narrative
+from bot.services.narrative import next_refresh_at, refresh_if_due
 from tests.fakes.anthropic import error, text
 from tests.llm.facts_fixture import digest_facts, narrative_facts
 
@@ -104,18 +101,22 @@ async def test_refresh_only_when_due_and_something_changed(fake, make_llm, store
         return facts
 
     llm = make_llm()
-    first = await refresh_narrative_if_due(store, llm, builder, "hero", now)
+
+    async def write(facts_, at):
+        return await write_narrative(store, llm, facts_, at)
+
+    first = await refresh_if_due(store, write, "hero", now, facts=builder)
     assert first is not None
     assert next_refresh_at(first) == now + timedelta(minutes=30)
     # too soon: nothing is built or written
     assert (
-        await refresh_narrative_if_due(store, llm, builder, "hero", now + timedelta(minutes=10))
+        await refresh_if_due(store, write, "hero", now + timedelta(minutes=10), facts=builder)
         is None
     )
     assert calls == 1
     # due, but nothing new happened
     later = now + timedelta(minutes=40)
-    assert await refresh_narrative_if_due(store, llm, builder, "hero", later) is None
+    assert await refresh_if_due(store, write, "hero", later, facts=builder) is None
     # something new: a highlight arrives
     facts.highlights.insert(
         0,
@@ -127,7 +128,7 @@ async def test_refresh_only_when_due_and_something_changed(fake, make_llm, store
             tag="evals",
         ),
     )
-    assert await refresh_narrative_if_due(store, llm, builder, "hero", later) is not None
+    assert await refresh_if_due(store, write, "hero", later, facts=builder) is not None
     assert len(fake.message_requests) == 2
 
 

@@ -11,6 +11,7 @@ from bot.render.cards import TOTAL_LIMIT, status_card, timeline_pages
 from bot.render.json import status_json, timeline_json
 from bot.render.terminal import local_formatter, render_card
 from bot.services.digest import build_digest
+from bot.services.narrative import Narrative, current_narrative
 from bot.services.status import UnknownRun, build_status
 from bot.services.timeline import BadFilter, build_timeline
 from bot.store import Store
@@ -52,6 +53,7 @@ async def seed(store: Store, *, hours: int = 48, state: str = "running") -> None
 async def test_status_numbers_come_from_the_points(store: Store) -> None:
     await seed(store)
     report = await build_status(store, "hero", NOW)
+    narrative = await current_narrative(store, report)
     p = report.progress
     assert p.step == 4800 and p.total_steps == 10_000
     assert p.percent == 48.0
@@ -60,7 +62,7 @@ async def test_status_numbers_come_from_the_points(store: Store) -> None:
     assert report.state == "running" and report.health == "ok"
     assert report.freshness["wandb"] == NOW - timedelta(minutes=2)
     assert report.freshness["discord"] is None
-    data = status_json(report)
+    data = status_json(report, narrative)
     assert data["progress"]["percent"] == data["progress"]["step"] / 10_000 * 100
     for key in (
         "run",
@@ -77,7 +79,7 @@ async def test_status_numbers_come_from_the_points(store: Store) -> None:
     ):
         assert key in data
     assert set(data["freshness"]) == {"wandb", "github", "discord"}
-    assert "step 4,800 of 10,000" in report.narrative
+    assert "step 4,800 of 10,000" in narrative.text
 
 
 async def test_crashed_run_is_bad_but_stale_monitor_is_not_a_crash(store: Store) -> None:
@@ -90,7 +92,7 @@ async def test_crashed_run_is_bad_but_stale_monitor_is_not_a_crash(store: Store)
     stale = await build_status(store, "hero", NOW + timedelta(hours=2))
     assert stale.monitor_stale and stale.health == "stale"
     assert stale.state == "running"  # never "crashed" because W&B could not be reached
-    assert "nothing about the run itself" in stale.narrative
+    assert "nothing about the run itself" in (await current_narrative(store, stale)).text
 
 
 async def test_stall_is_reported(store: Store) -> None:
@@ -110,14 +112,15 @@ async def test_open_incidents_and_stored_narrative(store: Store) -> None:
     )
     report = await build_status(store, "hero", NOW)
     assert [i.title for i in report.open_incidents] == ["Lost node s6"]
-    assert report.narrative == "All calm." and report.narrative_by == "llm"
+    narrative = await current_narrative(store, report)
+    assert narrative.text == "All calm." and narrative.by == "llm"
 
 
 async def test_status_card_fits_discord_limits(store: Store) -> None:
     await seed(store)
     report = await build_status(store, "hero", NOW)
-    report.narrative = "x " * 5000
-    card = status_card(report, local_formatter("America/New_York", NOW))
+    narrative = Narrative(text="x " * 5000, at=NOW, by="llm")
+    card = status_card(report, narrative, local_formatter("America/New_York", NOW))
     assert card.size() <= TOTAL_LIMIT
     assert len(card.description) <= 4096
     text = render_card(card)
@@ -199,8 +202,8 @@ async def test_digest_quiet_and_busy(store: Store) -> None:
 
 
 def test_timeline_lines_keep_untrusted_markdown_inert() -> None:
+    from bot.narrative.entries import TimelineEntry
     from bot.render.cards import entry_line
-    from bot.services.timeline import TimelineEntry
 
     entry = TimelineEntry(
         NOW,

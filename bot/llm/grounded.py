@@ -1,0 +1,291 @@
+"""The grounded writer shared by the narrative and the digest.
+
+Flow of `write_grounded`: render the prompt from facts → call → check every number, date,
+reference and link against the rendered facts (`grounding.check`) → on failure, one retry in the
+same conversation with the problems listed → on a second failure, the template. Rejected drafts
+are recorded as `<task>.rejected` rows (they cost money and the usage report shows them); the
+final text, model or template, is recorded as `<task>` with the prompt name and hash, model,
+tokens and cost, after `safety.sanitize_output`.
+
+The facts reach the model as text (`render_facts`, `render_highlights`, `render_open_threads`):
+trusted numbers one per line, untrusted summaries fenced as data."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
+from bot.llm.grounding import FactIndex, GroundingReport, check
+from bot.llm.prompts import load_prompt, short_hash
+from bot.llm.safety import fence, sanitize_output
+from bot.models import LLMOutput
+from bot.narrative.facts import DigestFacts, Highlight, NarrativeFacts, OpenThread, RestartFact
+from bot.narrative.format import fmt_big, fmt_date, fmt_duration, fmt_int, fmt_time, inline
+from bot.narrative.templates import NARRATIVE_MAX_CHARS
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+
+NARRATIVE_MAX_TOKENS = 900
+TEMPLATE_MODEL = "template"
+
+
+def render_facts(facts: NarrativeFacts) -> str:
+    """The trusted facts block, one fact per line."""
+    tz = facts.timezone
+    lines = [f"run: {facts.run_name} (slug {facts.run_slug})", f"state: {facts.state}"]
+    lines.append(f"time now: {fmt_time(facts.now, tz)}")
+    if facts.step is not None:
+        line = f"progress: step {fmt_int(facts.step)}"
+        if facts.total_steps:
+            line += f" of {fmt_int(facts.total_steps)}"
+        if facts.percent is not None:
+            line += f" ({facts.percent:.1f}% done)"
+        lines.append(line)
+    if facts.tokens is not None:
+        line = f"tokens trained: {fmt_big(facts.tokens)}"
+        if facts.target_tokens:
+            line += f" of {fmt_big(facts.target_tokens)}"
+        lines.append(line)
+    if facts.launched_at:
+        lines.append(f"launched: {fmt_date(facts.launched_at, tz)}")
+    if facts.projected_end:
+        lines.append(f"projected end: {fmt_date(facts.projected_end, tz)}")
+    if facts.loss is not None:
+        lines.append(f"latest loss: {facts.loss:.3f}")
+    if facts.loss_vs_forecast:
+        lines.append(f"loss against its predicted curve: {facts.loss_vs_forecast}")
+    for line in facts.drifting:
+        lines.append(f"metric off its forecast: {line}")
+    if isinstance(facts, DigestFacts):
+        lines.append(f"window: the last {facts.window_hours} hours")
+        gained = facts.steps_gained
+        if gained is not None:
+            lines.append(f"steps trained in the window: {fmt_int(gained)}")
+        lines.append(f"events in the window: {facts.events_in_window}")
+        lines.append(f"restarts in the window: {len(facts.restarts_in_window)}")
+        for restart in facts.restarts_in_window:
+            lines.append("- " + _restart_line(restart, facts))
+    if facts.last_restart is not None:
+        lines.append("last restart: " + _restart_line(facts.last_restart, facts))
+    if facts.incidents:
+        lines.append(f"incidents ({len(facts.incidents)}):")
+        for incident in facts.incidents:
+            line = f"- {incident.status}, {incident.severity}: {inline(incident.title, 120)}; "
+            line += f"started {fmt_time(incident.started_at, tz)}"
+            if incident.resolved_at:
+                line += f", resolved {fmt_time(incident.resolved_at, tz)}"
+                line += f", lasted {fmt_duration(incident.duration(facts.now))}"
+            else:
+                line += f", open for {fmt_duration(incident.duration(facts.now))}"
+            if incident.cause:
+                line += "; cause: " + fence(inline(incident.cause), source="system")
+            lines.append(line)
+    else:
+        lines.append("incidents: none")
+    if facts.monitor_stale:
+        lines.append(
+            "monitor: Runscribe has not reached W&B recently, so these figures may be behind; "
+            "this says nothing about the run itself"
+        )
+    if facts.incidents_total:
+        lines.append(
+            f"incidents over the whole run: {facts.incidents_total}; training recovered on its "
+            f"own (no human report before it resumed) from {facts.self_healed} of them"
+        )
+    if facts.counts_by_tag:
+        window = (
+            "the window"
+            if isinstance(facts, DigestFacts)
+            else (f"the last {facts.counts_window.days} days")
+        )
+        counts = ", ".join(f"{tag} {n}" for tag, n in sorted(facts.counts_by_tag.items()))
+        lines.append(f"events by tag in {window}: {counts}")
+    for name, url in facts.links.items():
+        lines.append(f"link: {inline(name, 60)} {url}")
+    return "\n".join(lines)
+
+
+def _restart_line(restart: RestartFact, facts: NarrativeFacts) -> str:
+    line = fmt_time(restart.at, facts.timezone)
+    if restart.resumed_step is not None:
+        line += f", resumed from step {fmt_int(restart.resumed_step)}"
+    if restart.from_step is not None:
+        line += f" (had reached step {fmt_int(restart.from_step)})"
+    if restart.down_for is not None:
+        line += f", down for {fmt_duration(restart.down_for)}"
+    line += f", {fmt_duration(facts.now - restart.at)} ago"
+    if restart.cause:
+        line += "; cause: " + fence(inline(restart.cause), source="system")
+    return line
+
+
+def render_highlights(highlights: Sequence[Highlight], tz: str) -> str:
+    if not highlights:
+        return "(none)"
+    return "\n".join(
+        fence(
+            inline(h.summary),
+            source=h.source,
+            date=fmt_date(h.at, tz),
+            author=h.author,
+            ref=h.ref,
+            state=h.state,
+            tag=h.tag,
+            url=h.url,
+        )
+        for h in highlights
+    )
+
+
+def render_open_threads(threads: Sequence[OpenThread], tz: str) -> str:
+    if not threads:
+        return "(none)"
+    return "\n".join(
+        fence(
+            inline(t.title, 160),
+            source="github" if (t.ref or "").startswith("#") else "discord",
+            kind=t.kind,
+            ref=t.ref,
+            author=t.author,
+            opened=fmt_date(t.opened_at, tz) if t.opened_at else None,
+            url=t.url,
+        )
+        for t in threads
+    )
+
+
+@dataclass(slots=True)
+class Rendered:
+    """A prompt rendered from facts, plus what the output is checked against."""
+
+    task: str
+    prompt_name: str
+    prompt_hash: str
+    system: str
+    user: str
+    index: FactIndex
+    max_chars: int
+    max_tokens: int
+
+
+def render_prompt(task: str, facts: NarrativeFacts, *, max_words: int, **extra: Any) -> Rendered:
+    facts_text = render_facts(facts)
+    highlights = render_highlights(facts.highlights, facts.timezone)
+    threads = render_open_threads(facts.open_threads, facts.timezone)
+    system = load_prompt("system")
+    prompt = load_prompt(task)
+    user = prompt.render(
+        facts=facts_text,
+        highlights=highlights,
+        open_threads=threads,
+        max_words=max_words,
+        **extra,
+    )
+    return Rendered(
+        task=task,
+        prompt_name=task,
+        prompt_hash=short_hash(system.text, prompt.text),
+        system=system.render(),
+        user=user,
+        index=FactIndex.build(facts_text, highlights, threads),
+        max_chars=NARRATIVE_MAX_CHARS,
+        max_tokens=NARRATIVE_MAX_TOKENS,
+    )
+
+
+def _grade(text: str, index: FactIndex) -> GroundingReport:
+    if not text.strip():
+        return GroundingReport(problems=["the reply was empty"])
+    return check(text, index)
+
+
+async def write_grounded(
+    store: Store,
+    llm: LLMClient | None,
+    rendered: Rendered,
+    template: str,
+    *,
+    run_slug: str | None,
+    now: datetime,
+    cache_key: str | None = None,
+) -> LLMOutput:
+    """Call, check, retry once with feedback, else the template. Never raises for model trouble."""
+    output: LLMOutput | None = None
+    if llm is not None:
+        try:
+            output = await _attempt(store, llm, rendered, run_slug=run_slug, now=now)
+        except LLMUnavailable as exc:
+            llm.note_fallback(exc, rendered.task, now)
+    if output is None:
+        output = LLMOutput(
+            task=rendered.task,
+            prompt_name=rendered.prompt_name,
+            prompt_hash=rendered.prompt_hash,
+            model=TEMPLATE_MODEL,
+            content=sanitize_output(
+                template, allowed_urls=rendered.index.urls, limit=rendered.max_chars
+            ),
+            created_at=now,
+            run_slug=run_slug,
+            fallback=True,
+        )
+    output.cache_key = cache_key
+    await store.llm.record(output)
+    return output
+
+
+async def _attempt(
+    store: Store, llm: LLMClient, rendered: Rendered, *, run_slug: str | None, now: datetime
+) -> LLMOutput | None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": rendered.user}]
+    problems: list[str] = []
+    for attempt in range(2):
+        result = await llm.complete(
+            system=rendered.system, messages=messages, max_tokens=rendered.max_tokens, now=now
+        )
+        report = _grade(result.text, rendered.index)
+        if report.ok:
+            return _final(result, rendered, run_slug=run_slug, now=now)
+        problems = report.problems
+        await store.llm.record(
+            result.output(
+                task=f"{rendered.task}.rejected",
+                prompt_name=rendered.prompt_name,
+                prompt_hash=rendered.prompt_hash,
+                content=result.text + "\n\n[grounding]\n" + report.feedback(),
+                created_at=now,
+                run_slug=run_slug,
+            )
+        )
+        if attempt == 0:
+            feedback = load_prompt("grounding_retry").render(problems=report.feedback())
+            messages = [
+                *messages,
+                {"role": "assistant", "content": result.text or "(empty)"},
+                {"role": "user", "content": feedback},
+            ]
+    log.warning(
+        "LLM %s failed the grounding check twice (%s); using the template text",
+        rendered.task,
+        "; ".join(problems[:5]),
+    )
+    return None
+
+
+def _final(
+    result: LLMResult, rendered: Rendered, *, run_slug: str | None, now: datetime
+) -> LLMOutput:
+    text = sanitize_output(result.text, allowed_urls=rendered.index.urls, limit=rendered.max_chars)
+    return result.output(
+        task=rendered.task,
+        prompt_name=rendered.prompt_name,
+        prompt_hash=rendered.prompt_hash,
+        content=text,
+        created_at=now,
+        run_slug=run_slug,
+    )

@@ -1,0 +1,272 @@
+"""Facts for the narrative and the digest: computed in code, bounded in size.
+
+Size is bounded whatever the run's length: at most `MAX_HIGHLIGHTS` enriched summaries (chosen
+by recency and tag weight), at most `MAX_OPEN_THREADS` open threads and `MAX_INCIDENTS`
+incidents; counts by tag are a handful of integers. Raw bodies never enter these facts, only
+enriched summaries. The selection here is pure; `bot.services.narrative` reads the store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from bot.hashing import short_hash
+from bot.models import Event, Incident
+from bot.narrative.entries import TimelineEntry
+
+MAX_HIGHLIGHTS = 40
+MAX_OPEN_THREADS = 10
+MAX_INCIDENTS = 8
+MAX_ENTRIES = 12  # timeline entries a digest lists
+COUNT_WINDOW = timedelta(days=7)
+INCIDENT_WINDOW = timedelta(days=7)
+
+# How much a tag matters when choosing what to mention (highlights, digest entries); lower is
+# more important. The one table: the narrative, the digest text and the digest's entries agree.
+TAG_WEIGHT = {
+    "incident": 0,
+    "spec": 1,
+    "optimizer": 1,
+    "training-dynamics": 1,
+    "ablation": 2,
+    "evals": 2,
+    "checkpointing": 2,
+    "data": 3,
+    "long-context": 3,
+    "infra": 3,
+    "other": 5,
+}
+
+
+@dataclass(slots=True)
+class Highlight:
+    at: datetime
+    summary: str
+    source: str
+    author: str | None = None
+    ref: str | None = None
+    url: str | None = None
+    tag: str | None = None
+    state: str | None = None
+    incident: bool = False
+
+
+@dataclass(slots=True)
+class RestartFact:
+    at: datetime
+    cause: str | None = None
+    down_for: timedelta | None = None
+    resumed_step: int | None = None
+    from_step: int | None = None
+
+
+@dataclass(slots=True)
+class IncidentFact:
+    title: str
+    status: str  # pending | firing | resolved
+    started_at: datetime
+    resolved_at: datetime | None = None
+    severity: str = "warning"
+    cause: str | None = None
+    resolution: str | None = None
+    kind: str = "other"
+
+    def duration(self, now: datetime) -> timedelta:
+        return (self.resolved_at or now) - self.started_at
+
+
+@dataclass(slots=True)
+class OpenThread:
+    title: str
+    ref: str | None = None
+    url: str | None = None
+    author: str | None = None
+    opened_at: datetime | None = None
+    kind: str | None = None
+
+
+@dataclass(slots=True)
+class NarrativeFacts:
+    run_slug: str
+    run_name: str
+    now: datetime
+    timezone: str = "UTC"
+    state: str = "unknown"
+    step: int | None = None
+    total_steps: int | None = None
+    percent: float | None = None
+    tokens: float | None = None
+    target_tokens: float | None = None
+    launched_at: datetime | None = None
+    projected_end: datetime | None = None
+    loss: float | None = None
+    loss_vs_forecast: str | None = None  # "0.012 below the predicted curve"
+    drifting: list[str] = field(default_factory=list)  # watched metrics off their forecast
+    last_restart: RestartFact | None = None
+    incidents: list[IncidentFact] = field(default_factory=list)
+    counts_by_tag: dict[str, int] = field(default_factory=dict)
+    counts_window: timedelta = COUNT_WINDOW
+    highlights: list[Highlight] = field(default_factory=list)
+    open_threads: list[OpenThread] = field(default_factory=list)
+    links: dict[str, str] = field(default_factory=dict)
+    incidents_total: int = 0  # over the whole run
+    self_healed: int = 0  # crashes training recovered from with no human report
+    monitor_stale: bool = False  # W&B unreachable lately: figures may be behind
+
+    def fingerprint(self) -> str:
+        """What changes the story (not the ever-moving step count): state, last restart,
+        incidents and their status, the newest highlights and open threads."""
+        parts = [
+            self.state,
+            self.last_restart.at.isoformat() if self.last_restart else "",
+            ";".join(f"{i.title}|{i.status}" for i in self.incidents),
+            ";".join(f"{h.at.isoformat()}|{h.ref}|{h.summary}" for h in self.highlights[:10]),
+            ";".join(t.ref or t.title for t in self.open_threads),
+        ]
+        return short_hash(*parts, length=16)
+
+
+@dataclass(slots=True)
+class DigestFacts(NarrativeFacts):
+    """The digest of a window: the narrative's facts over [window_start, window_end), plus what
+    the digest card and `digest --json` list. `text` starts as the template digest; a configured
+    LLM may replace it (`by` says which)."""
+
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    step_at_start: int | None = None
+    events_in_window: int = 0  # newsworthy events in the window
+    restarts_in_window: list[RestartFact] = field(default_factory=list)
+    incidents_opened: int = 0
+    incidents_resolved: int = 0
+    incidents_open: int = 0
+    entries: list[TimelineEntry] = field(default_factory=list)  # the most important, newest first
+    text: str = ""
+    by: str = "template"
+
+    @property
+    def start(self) -> datetime:
+        return self.window_start or self.now
+
+    @property
+    def end(self) -> datetime:
+        return self.window_end or self.now
+
+    @property
+    def steps_gained(self) -> int | None:
+        if self.step is None or self.step_at_start is None:
+            return None
+        return self.step - self.step_at_start
+
+    @property
+    def drifts_opened(self) -> list[str]:
+        """Titles of the drift incidents that began in the window."""
+        return [i.title for i in self.incidents if i.kind == "drift" and i.started_at >= self.start]
+
+    @property
+    def drifts_resolved(self) -> list[str]:
+        return [
+            i.title
+            for i in self.incidents
+            if i.kind == "drift" and i.resolved_at is not None and i.resolved_at >= self.start
+        ]
+
+    @property
+    def window_hours(self) -> int:
+        if self.window_start is None or self.window_end is None:
+            return 24
+        return round((self.window_end - self.window_start).total_seconds() / 3600)
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing happened: no newsworthy event, no restart and no training progress in the
+        window, and no incident open at any time in it (a run that is down all day is news)."""
+        return (
+            self.events_in_window == 0
+            and not self.restarts_in_window
+            and not self.incidents
+            and not self.steps_gained
+        )
+
+
+# -- selection (pure) ------------------------------------------------------------------------
+
+
+def select_highlights(
+    events: Sequence[Event], now: datetime, limit: int = MAX_HIGHLIGHTS
+) -> list[Highlight]:
+    """The `limit` most relevant enriched, newsworthy events: score = tag weight + age in half
+    days, lower first; returned newest first."""
+    scored: list[tuple[float, Event]] = []
+    for event in events:
+        if event.deleted or not event.newsworthy or not (event.summary or "").strip():
+            continue
+        age = max(0.0, (now - event.at).total_seconds() / 43200)
+        weight = TAG_WEIGHT.get(event.tag or "other", 5) - (1 if event.incident else 0)
+        scored.append((weight + age, event))
+    scored.sort(key=lambda pair: (pair[0], -pair[1].at.timestamp()))
+    chosen = sorted((event for _, event in scored[:limit]), key=lambda e: e.at, reverse=True)
+    return [
+        Highlight(
+            at=e.at,
+            summary=e.summary or "",
+            source=e.source,
+            author=e.author,
+            ref=e.ref,
+            url=e.url,
+            tag=e.tag,
+            state=e.state,
+            incident=e.incident,
+        )
+        for e in chosen
+    ]
+
+
+def open_threads_from(events: Sequence[Event], limit: int = MAX_OPEN_THREADS) -> list[OpenThread]:
+    """Open issues and pull requests, newest first, one per reference."""
+    seen: set[str] = set()
+    threads: list[OpenThread] = []
+    for event in sorted(events, key=lambda e: e.at, reverse=True):
+        if event.kind not in ("issue", "pull") or event.state != "open" or event.deleted:
+            continue
+        key = event.ref or event.external_id
+        if key in seen:
+            continue
+        seen.add(key)
+        threads.append(
+            OpenThread(
+                title=event.title or event.summary or key,
+                ref=event.ref,
+                url=event.url,
+                author=event.author,
+                opened_at=event.at,
+                kind=event.kind,
+            )
+        )
+        if len(threads) >= limit:
+            break
+    return threads
+
+
+def incident_facts(incidents: Sequence[Incident], limit: int = MAX_INCIDENTS) -> list[IncidentFact]:
+    ordered = sorted(incidents, key=lambda i: (i.status == "resolved", -i.started_at.timestamp()))
+    return [
+        IncidentFact(
+            title=i.title,
+            status=i.status,
+            started_at=i.started_at,
+            resolved_at=i.resolved_at,
+            severity=i.severity,
+            cause=i.cause,
+            resolution=i.resolution,
+            kind=i.kind,
+        )
+        for i in ordered[:limit]
+    ]
+
+
+def pick_entries(entries: Sequence[TimelineEntry], limit: int = MAX_ENTRIES) -> list[TimelineEntry]:
+    """The `limit` entries a digest lists: by tag weight, then newest; returned newest first."""
+    ranked = sorted(entries, key=lambda e: (TAG_WEIGHT.get(e.tag, 5), -e.at.timestamp()))
+    return sorted(ranked[:limit], key=lambda e: e.at, reverse=True)

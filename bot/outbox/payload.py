@@ -1,0 +1,274 @@
+"""The outbox payload (the `outbox.payload` JSON column) and Discord's limits.
+
+Everything the bot posts on its own (alerts, resolutions, digests) is an outbox row first.
+
+```
+{
+  "content":     str | null,      # plain text; split over several messages past 2,000 chars
+  "card":        {                # an embed, see bot.render.cards.Card
+      "title": str, "description": str, "color": "ok|warning|bad|stale|done|unknown|info" | int,
+      "url": str | null, "fields": [{"name": str, "value": str, "inline": bool}],
+      "footer": str | null, "image": "https://…" | null
+  } | null,
+  "thread_name": str | null,      # open a thread on the posted message with this name
+  "edit_of":     int | null,      # outbox id whose message is edited in place with this payload
+  "buttons":     [{"custom_id": str, "label": str}] | null   # at most 5, on the first message;
+                                  # handled by a persistent handler (e.g. the incident Ack
+                                  # button); on an edit, null keeps the buttons and [] removes them
+}
+```
+
+At least one of `content` and `card` is required. An item with `reply_to` (outbox id) is posted
+in the thread opened on that item's message, or in the channel when no thread can be made. Build
+payloads with `payload_from_card` / `make_payload`; never hand-write the dict."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypedDict, cast
+
+from bot.mentions import defuse_mentions
+from bot.render.cards import (
+    DESCRIPTION_LIMIT,
+    FIELD_NAME_LIMIT,
+    FIELD_VALUE_LIMIT,
+    FIELDS_LIMIT,
+    FOOTER_LIMIT,
+    TITLE_LIMIT,
+    TOTAL_LIMIT,
+    Card,
+    CardField,
+    Color,
+    clip,
+)
+
+CONTENT_LIMIT = 2000
+MAX_PARTS = 5  # a longer text is trimmed on its last part rather than flooding a channel
+_COLORS = ("ok", "warning", "bad", "stale", "done", "unknown", "info")
+
+
+class FieldPayload(TypedDict):
+    name: str
+    value: str
+    inline: bool
+
+
+class CardPayload(TypedDict, total=False):
+    title: str
+    description: str
+    color: str | int
+    url: str | None
+    fields: list[FieldPayload]
+    footer: str | None
+    image: str | None
+
+
+class ButtonPayload(TypedDict):
+    custom_id: str
+    label: str
+
+
+class PayloadError(ValueError):
+    """An outbox payload that can never be delivered (malformed JSON shape)."""
+
+
+def card_to_payload(card: Card) -> CardPayload:
+    return {
+        "title": card.title,
+        "description": card.description,
+        "color": card.color,
+        "url": card.url,
+        "fields": [{"name": f.name, "value": f.value, "inline": f.inline} for f in card.fields],
+        "footer": card.footer,
+        "image": card.image,
+    }
+
+
+def make_payload(
+    content: str | None = None,
+    card: Card | None = None,
+    *,
+    thread_name: str | None = None,
+    edit_of: int | None = None,
+    buttons: list[ButtonPayload] | None = None,
+    thread_only: bool = False,
+) -> dict[str, Any]:
+    """The JSON stored in `outbox.payload`. Raises PayloadError when there is nothing to post.
+    `thread_only` marks a reply that is pointless outside its thread (the channel gets its own
+    copy): where no thread can be opened it is dropped instead of posted twice."""
+    if not content and card is None:
+        raise PayloadError("a post needs content or a card")
+    payload: dict[str, Any] = {
+        "content": content or None,
+        "card": card_to_payload(card) if card is not None else None,
+        "thread_name": thread_name or None,
+        "edit_of": edit_of,
+    }
+    if thread_only:
+        payload["thread_only"] = True
+    if buttons is not None:
+        payload["buttons"] = [dict(b) for b in buttons]
+    return payload
+
+
+def payload_from_card(
+    card: Card,
+    content: str | None = None,
+    *,
+    thread_name: str | None = None,
+    edit_of: int | None = None,
+    buttons: list[ButtonPayload] | None = None,
+    thread_only: bool = False,
+) -> dict[str, Any]:
+    return make_payload(
+        content,
+        card,
+        thread_name=thread_name,
+        edit_of=edit_of,
+        buttons=buttons,
+        thread_only=thread_only,
+    )
+
+
+def card_from_payload(data: Mapping[str, Any]) -> Card:
+    color = data.get("color", "info")
+    fields = []
+    for raw in data.get("fields") or []:
+        if not isinstance(raw, Mapping):
+            raise PayloadError("card.fields must hold objects")
+        fields.append(
+            CardField(str(raw.get("name") or "\u200b"), str(raw.get("value") or "\u200b"))
+        )
+        fields[-1].inline = bool(raw.get("inline", False))
+    return Card(
+        title=str(data.get("title") or ""),
+        description=str(data.get("description") or ""),
+        color=cast(Color, color) if color in _COLORS else "info",
+        url=_http_url(data.get("url")),
+        fields=fields,
+        footer=str(data["footer"]) if data.get("footer") else None,
+        image=_http_url(data.get("image")),
+    )
+
+
+def _http_url(value: Any) -> str | None:
+    if isinstance(value, str) and re.match(r"^https?://\S+$", value):
+        return value
+    return None
+
+
+@dataclass(slots=True)
+class ParsedPayload:
+    content: str | None
+    card: Card | None
+    thread_name: str | None
+    edit_of: int | None
+    color_value: int | None = None  # an explicit integer color, when the writer gave one
+    buttons: list[ButtonPayload] | None = None  # None: none (or unchanged on an edit)
+    thread_only: bool = False  # drop, rather than post in the channel, when there is no thread
+
+
+def parse_payload(data: Mapping[str, Any]) -> ParsedPayload:
+    if not isinstance(data, Mapping):
+        raise PayloadError("payload must be a JSON object")
+    content = data.get("content")
+    if content is not None and not isinstance(content, str):
+        raise PayloadError("content must be a string")
+    raw_card = data.get("card")
+    card = None
+    color_value = None
+    if raw_card is not None:
+        if not isinstance(raw_card, Mapping):
+            raise PayloadError("card must be an object")
+        card = card_from_payload(raw_card)
+        if isinstance(raw_card.get("color"), int):
+            color_value = int(raw_card["color"])
+    if not (content and content.strip()) and card is None:
+        raise PayloadError("a post needs content or a card")
+    edit_of = data.get("edit_of")
+    if edit_of is not None and not isinstance(edit_of, int):
+        raise PayloadError("edit_of must be an outbox id")
+    thread_name = data.get("thread_name")
+    buttons = _buttons(data.get("buttons"))
+    return ParsedPayload(
+        content=content if content and content.strip() else None,
+        card=card,
+        thread_name=str(thread_name)[:100] if thread_name else None,
+        edit_of=edit_of,
+        color_value=color_value,
+        buttons=buttons,
+        thread_only=bool(data.get("thread_only", False)),
+    )
+
+
+def _buttons(raw: Any) -> list[ButtonPayload] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise PayloadError("buttons must be a list")
+    buttons: list[ButtonPayload] = []
+    for button in raw[:5]:
+        if not isinstance(button, Mapping) or not isinstance(button.get("custom_id"), str):
+            raise PayloadError("each button needs a custom_id")
+        label = str(button.get("label") or "Open")[:80]
+        buttons.append({"custom_id": button["custom_id"][:100], "label": label})
+    return buttons
+
+
+# --- limits ---------------------------------------------------------------------------------------
+
+
+def split_text(text: str, limit: int, max_parts: int = MAX_PARTS) -> list[str]:
+    """Split at paragraph, line, then word boundaries into at most `max_parts` pieces of at most
+    `limit` characters; whatever does not fit is trimmed with an ellipsis."""
+    text = text.strip()
+    parts: list[str] = []
+    while text:
+        if len(text) <= limit:
+            parts.append(text)
+            break
+        if len(parts) == max_parts - 1:
+            parts.append(clip(text, limit - len(" (trimmed)")) + " (trimmed)")
+            break
+        window = text[:limit]
+        cut = -1
+        for sep in ("\n\n", "\n", " "):
+            cut = window.rfind(sep)
+            if cut > limit // 2:
+                break
+        if cut <= limit // 2:
+            cut = limit
+        parts.append(text[:cut].rstrip())
+        text = text[cut:].lstrip()
+    return parts
+
+
+def fit_card(card: Card, reserve: int = 0) -> Card:
+    """A copy of `card` within every embed limit, keeping `reserve` characters free for a marker
+    in the footer. Mentions are escaped."""
+    fields = [
+        CardField(
+            clip(defuse_mentions(f.name), FIELD_NAME_LIMIT) or "\u200b",
+            clip(defuse_mentions(f.value), FIELD_VALUE_LIMIT) or "\u200b",
+            f.inline,
+        )
+        for f in card.fields[:FIELDS_LIMIT]
+    ]
+    out = Card(
+        title=clip(defuse_mentions(card.title), TITLE_LIMIT),
+        description=clip(defuse_mentions(card.description), DESCRIPTION_LIMIT),
+        color=card.color,
+        url=card.url,
+        fields=fields,
+        footer=clip(defuse_mentions(card.footer), FOOTER_LIMIT - reserve) if card.footer else None,
+        image=card.image,
+    )
+    budget = TOTAL_LIMIT - reserve
+    while out.size() > budget and out.fields:
+        out.fields.pop()
+    if out.size() > budget:
+        room = budget - (out.size() - len(out.description))
+        out.description = clip(out.description, max(room, 1))
+    return out

@@ -1,0 +1,355 @@
+"""The poster: drains the outbox through a platform `Transport`, in order per channel, with
+backoff, and with the crash-safe "was it already sent?" check (see `bot.outbox.markers`). The
+Discord half (`bot.app.DiscordTransport`) only turns an `OutgoingMessage` into an HTTP call and
+classifies errors."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from bot.mentions import defuse_mentions
+from bot.models import OutboxItem
+from bot.outbox.markers import MARKER_RESERVE, Marker, find_markers
+from bot.outbox.payload import (
+    CONTENT_LIMIT,
+    ButtonPayload,
+    ParsedPayload,
+    PayloadError,
+    fit_card,
+    parse_payload,
+    split_text,
+)
+from bot.render.cards import Card
+from bot.store import Store
+from bot.timeutil import utcnow
+
+log = logging.getLogger(__name__)
+
+HISTORY_LIMIT = 100  # Discord's maximum page of channel history
+BACKOFF_BASE = 2.0  # seconds; doubles per attempt
+BACKOFF_CAP = 300.0
+MAX_PERMANENT_ATTEMPTS = 6  # a 4xx other than 429 is retried this often, then the row fails
+
+
+@dataclass(slots=True)
+class OutgoingMessage:
+    """One Discord message, ready for a transport: limits applied, mentions escaped, marker in."""
+
+    content: str | None
+    card: Card | None
+    marker: Marker
+    color_value: int | None = None
+    buttons: list[ButtonPayload] | None = None
+
+    @property
+    def nonce(self) -> str:
+        return self.marker.nonce
+
+
+def render_item(item_id: int, dedup_key: str, payload: ParsedPayload) -> list[OutgoingMessage]:
+    """The messages an outbox item becomes: the card rides on the first; text past 2,000
+    characters continues in further messages."""
+    texts = (
+        split_text(defuse_mentions(payload.content), CONTENT_LIMIT - MARKER_RESERVE)
+        if payload.content
+        else []
+    )
+    count = max(1, len(texts))
+    messages = []
+    for part in range(count):
+        marker = Marker.for_item(item_id, part, dedup_key)
+        content = texts[part] if part < len(texts) else None
+        card = fit_card(payload.card, MARKER_RESERVE) if part == 0 and payload.card else None
+        if content is not None:
+            content += marker.encode()
+        elif card is not None:
+            card.footer = (card.footer or "Runscribe") + " " + marker.encode()
+        messages.append(
+            OutgoingMessage(
+                content,
+                card,
+                marker,
+                payload.color_value if card else None,
+                payload.buttons if part == 0 else None,
+            )
+        )
+    return messages
+
+
+# --- the poster ---------------------------------------------------------------------------------
+
+
+class DeliveryError(Exception):
+    """A failed send. `permanent` errors (4xx other than 429) will not succeed by waiting."""
+
+    def __init__(self, message: str, *, permanent: bool = False, retry_after: float | None = None):
+        super().__init__(message)
+        self.permanent = permanent
+        self.retry_after = retry_after
+
+
+@dataclass(slots=True, frozen=True)
+class SeenMessage:
+    id: int
+    text: str  # content, embed footers and descriptions joined: where markers can be
+
+
+class Transport(Protocol):
+    """What the poster needs from a chat platform. Raise DeliveryError on failure."""
+
+    async def send(self, channel_id: int, message: OutgoingMessage) -> int:
+        """Post; return the new message id."""
+        ...
+
+    async def edit(self, channel_id: int, message_id: int, message: OutgoingMessage) -> None: ...
+
+    async def open_thread(self, channel_id: int, message_id: int, name: str) -> int | None:
+        """Open (or find) the thread on a message; its id, or None where threads are not
+        possible (permissions, channel type): the caller then posts in the channel."""
+        ...
+
+    async def recent(self, channel_id: int, limit: int) -> list[SeenMessage]: ...
+
+
+def backoff_delay(
+    attempts: int, retry_after: float | None = None, base: float = BACKOFF_BASE
+) -> float:
+    """Seconds before the next try after `attempts` failed ones: base, 2·base, 4·base … capped at
+    5 minutes, and never sooner than the server's retry_after."""
+    delay = min(BACKOFF_CAP, base * (2 ** min(attempts, 20)))
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, BACKOFF_CAP * 4))
+    return delay
+
+
+def plan_channels(items: Sequence[OutboxItem], now: datetime) -> dict[int, list[OutboxItem]]:
+    """Group queued items by channel in id order, keeping only the due prefix of each channel:
+    a channel whose oldest queued item is backing off waits as a whole, so order is kept."""
+    plan: dict[int, list[OutboxItem]] = {}
+    blocked: set[int] = set()
+    for item in sorted(items, key=lambda i: i.id or 0):
+        if item.channel_id in blocked:
+            continue
+        if item.not_before is not None and item.not_before > now:
+            blocked.add(item.channel_id)
+            continue
+        plan.setdefault(item.channel_id, []).append(item)
+    return plan
+
+
+@dataclass(slots=True)
+class DrainReport:
+    sent: list[int] = field(default_factory=list)
+    retried: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    waiting: list[int] = field(default_factory=list)
+    recovered: list[int] = field(default_factory=list)  # found already posted, not re-sent
+
+
+class _Wait(Exception):
+    """The item depends on another that is not delivered yet; try again next drain."""
+
+
+class OutboxPoster:
+    """Drains the outbox through a Transport. One drain at a time; channels in parallel, items
+    within a channel strictly in id order, a channel stopped at its first failure."""
+
+    def __init__(
+        self,
+        store: Store,
+        transport: Transport,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        backoff_base: float = BACKOFF_BASE,
+        batch: int = 500,
+        send_timeout: float = 90.0,
+    ):
+        self.store = store
+        self.transport = transport
+        self.clock = clock
+        self.backoff_base = backoff_base
+        self.batch = batch
+        self.send_timeout = send_timeout
+        self.started_at = clock()
+        self._tried: set[int] = set()  # items this process has attempted (maybe half-sent)
+        self._threads: dict[int, int | None] = {}  # message id → thread id (None: no thread)
+        self._lock = asyncio.Lock()
+
+    async def drain(self) -> DrainReport:
+        async with self._lock:
+            report = DrainReport()
+            now = self.clock()
+            queued = await self.store.outbox.queued(limit=self.batch)
+            plan = plan_channels(queued, now)
+            if plan:
+                await asyncio.gather(*(self._channel(items, report) for items in plan.values()))
+            return report
+
+    async def _channel(self, items: list[OutboxItem], report: DrainReport) -> None:
+        for item in items:
+            if not await self._one(item, report):
+                return
+
+    def _needs_history_check(self, item: OutboxItem) -> bool:
+        assert item.id is not None
+        if item.id in self._tried:
+            return True  # an earlier try may have reached Discord before failing
+        created = item.created_at
+        return created is None or created < self.started_at or item.attempts > 0
+
+    async def _one(self, item: OutboxItem, report: DrainReport) -> bool:
+        assert item.id is not None
+        try:
+            payload = parse_payload(item.payload)
+        except PayloadError as exc:
+            log.error("outbox item %s has a bad payload and is dropped: %s", item.id, exc)
+            await self.store.outbox.mark_retry(
+                item.id, f"bad payload: {exc}", self.clock(), give_up=True
+            )
+            report.failed.append(item.id)
+            return True
+        try:
+            message_id, posted_in, recovered = await asyncio.wait_for(
+                self._deliver(item, payload), timeout=self.send_timeout
+            )
+        except _Wait as wait:
+            log.debug("outbox item %s waits: %s", item.id, wait)
+            report.waiting.append(item.id)
+            return False
+        except (DeliveryError, TimeoutError) as exc:
+            return await self._failed(item, exc, report)
+        await self.store.outbox.mark_sent(
+            item.id,
+            str(message_id) if message_id is not None else None,
+            self.clock(),
+            posted_in if payload.edit_of is None else None,
+        )
+        (report.recovered if recovered else report.sent).append(item.id)
+        self._tried.discard(item.id)
+        return True
+
+    async def _failed(
+        self, item: OutboxItem, exc: DeliveryError | TimeoutError, report: DrainReport
+    ) -> bool:
+        assert item.id is not None
+        permanent = isinstance(exc, DeliveryError) and exc.permanent
+        retry_after = exc.retry_after if isinstance(exc, DeliveryError) else None
+        error = str(exc) or type(exc).__name__
+        attempts = item.attempts + 1
+        give_up = permanent and attempts >= MAX_PERMANENT_ATTEMPTS
+        delay = backoff_delay(item.attempts, retry_after, self.backoff_base)
+        next_at = self.clock() + timedelta(seconds=delay)
+        await self.store.outbox.mark_retry(item.id, error, next_at, give_up=give_up)
+        if give_up:
+            log.error(
+                "outbox item %s (%s) to channel %s failed %d times, giving up: %s",
+                item.id, item.kind, item.channel_id, attempts, error,
+            )  # fmt: skip
+            report.failed.append(item.id)
+            return True  # a dead item must not block its channel forever
+        log.warning(
+            "outbox item %s to channel %s failed (attempt %d), retrying in %.0f s: %s",
+            item.id, item.channel_id, attempts, delay, error,
+        )  # fmt: skip
+        report.retried.append(item.id)
+        return False
+
+    async def _deliver(
+        self, item: OutboxItem, payload: ParsedPayload
+    ) -> tuple[int | None, int | None, bool]:
+        """Send (or edit); return (message id, the channel or thread it is in, whether it was
+        found already posted). The id is None for a thread-only item that had no thread."""
+        assert item.id is not None
+        if payload.edit_of is not None:
+            message_id, destination = await self._edit(item, payload)
+            return message_id, destination, False
+        channel_id = item.channel_id
+        if item.reply_to is not None:
+            channel_id = await self._thread_for_reply(item)
+            if channel_id == item.channel_id and payload.thread_only:
+                log.info("outbox item %s is for a thread that does not exist; dropped", item.id)
+                return None, None, False
+        messages = render_item(item.id, item.dedup_key, payload)
+        seen: dict[Marker, int] = {}
+        if self._needs_history_check(item):
+            for old in await self.transport.recent(channel_id, HISTORY_LIMIT):
+                for marker in find_markers(old.text):
+                    seen.setdefault(marker, old.id)
+        self._tried.add(item.id)
+        ids: list[int] = []
+        for message in messages:
+            if message.marker in seen:
+                ids.append(seen[message.marker])
+                continue
+            ids.append(await self.transport.send(channel_id, message))
+        recovered = all(m.marker in seen for m in messages)
+        if recovered:
+            log.info(
+                "outbox item %s was already posted (message %s); not re-sending", item.id, ids[0]
+            )
+        if payload.thread_name and channel_id == item.channel_id:
+            await self._open_thread(channel_id, ids[0], payload.thread_name)
+        return ids[0], channel_id, recovered
+
+    async def _edit(self, item: OutboxItem, payload: ParsedPayload) -> tuple[int, int]:
+        assert payload.edit_of is not None
+        target = await self.store.outbox.get(payload.edit_of)
+        if target is None or target.status == "failed":
+            raise DeliveryError(
+                f"outbox item {payload.edit_of} to edit was never posted", permanent=True
+            )
+        if target.status != "sent" or not target.message_id:
+            raise _Wait(f"edit target {target.id} not posted yet")
+        assert target.id is not None
+        message = render_item(target.id, target.dedup_key, replace(payload, edit_of=None))[0]
+        destination = target.posted_in or target.channel_id
+        if target.posted_in is None and target.reply_to is not None:
+            # rows sent before posted_in was recorded: the thread, if this process knows it
+            parent = await self.store.outbox.get(target.reply_to)
+            if parent is not None and parent.message_id:
+                thread = self._threads.get(int(parent.message_id))
+                destination = thread if thread is not None else target.channel_id
+        await self.transport.edit(destination, int(target.message_id), message)
+        return int(target.message_id), destination
+
+    async def _thread_for_reply(self, item: OutboxItem) -> int:
+        assert item.reply_to is not None
+        parent = await self.store.outbox.get(item.reply_to)
+        if (
+            parent is None
+            or parent.status == "failed"
+            or (parent.status == "sent" and not parent.message_id)
+        ):
+            return item.channel_id
+        if parent.status != "sent" or parent.message_id is None:
+            raise _Wait(f"parent {parent.id} not posted yet")
+        name = "Updates"
+        try:
+            name = parse_payload(parent.payload).thread_name or name
+        except PayloadError:
+            pass
+        thread = await self._open_thread(parent.channel_id, int(parent.message_id), name)
+        return thread if thread is not None else item.channel_id
+
+    async def _open_thread(self, channel_id: int, message_id: int, name: str) -> int | None:
+        if message_id in self._threads:
+            return self._threads[message_id]
+        try:
+            thread = await self.transport.open_thread(channel_id, message_id, name)
+        except DeliveryError as exc:
+            if not exc.permanent:
+                raise
+            thread = None
+        if thread is None:
+            log.info(
+                "no thread on message %s in channel %s; posting in the channel",
+                message_id,
+                channel_id,
+            )
+        self._threads[message_id] = thread
+        return thread

@@ -1,0 +1,215 @@
+"""Narratives from the store: the facts they are written from, which narrative `/status` shows,
+and when a new one is due. Writing prose is not done here: the caller hands in a writer (the
+LLM's, `bot.llm.narrative.write_narrative`, bound by `bot.wiring`), so this module never imports
+the LLM and works the same with or without a key."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from bot.analysis.progress import Progress
+from bot.models import Incident, LLMOutput
+from bot.narrative.facts import (
+    COUNT_WINDOW,
+    INCIDENT_WINDOW,
+    MAX_HIGHLIGHTS,
+    NarrativeFacts,
+    RestartFact,
+    incident_facts,
+    open_threads_from,
+    select_highlights,
+)
+from bot.narrative.templates import template_narrative
+from bot.services.status import RestartInfo, StatusReport, build_status
+from bot.store import Store
+
+NARRATIVE_EVERY = timedelta(minutes=30)  # at most one new narrative per run this often
+NARRATIVE_MAX_AGE = timedelta(
+    hours=6
+)  # past this, a narrative is rewritten even if nothing changed
+SCAN_EVENTS = 600  # events read from the store to choose highlights from
+# The live template names a few recent highlights and open threads; it reads only this many
+# recent events to find them, which keeps /status fast on a store of millions.
+TEMPLATE_HIGHLIGHTS = 3
+TEMPLATE_SCAN = 80
+
+# Writes, checks and stores a narrative from facts; returns the stored output.
+NarrativeWriter = Callable[[NarrativeFacts, datetime], Awaitable[LLMOutput]]
+FactsBuilder = Callable[[Store, str, datetime], Awaitable[NarrativeFacts]]
+
+
+@dataclass(slots=True, frozen=True)
+class Narrative:
+    """The narrative `/status` shows and where it came from."""
+
+    text: str
+    at: datetime | None
+    by: str  # "llm" | "template"
+    next_at: datetime | None = None  # when the next LLM narrative may be written
+
+
+# -- facts from the store --------------------------------------------------------------------
+
+
+def _restart_fact(restart: RestartInfo | None, incidents: Sequence[Incident]) -> RestartFact | None:
+    """The status service's last restart, with the incident that most likely caused it."""
+    if restart is None:
+        return None
+    cause = None
+    lower = restart.at - (restart.down_for or timedelta(0)) - timedelta(hours=1)
+    for incident in incidents:
+        if lower <= incident.started_at <= restart.at:
+            cause = incident.cause or incident.title
+            break
+    return RestartFact(
+        at=restart.at,
+        cause=cause,
+        down_for=restart.down_for,
+        resumed_step=restart.to_step,
+        from_step=restart.from_step,
+    )
+
+
+async def shared_facts(
+    store: Store,
+    run_slug: str,
+    now: datetime,
+    incidents: Sequence[Incident],
+    progress: Progress | None,
+    state: str | None,
+    report: StatusReport | None = None,
+) -> dict[str, Any]:
+    """The fields narrative and digest facts share, from the same computation /status shows, so
+    the LLM is never told a number the status page disagrees with."""
+    report = report or await build_status(store, run_slug, now)
+    progress = progress or report.progress
+    run = report.run
+    return {
+        "incidents_total": report.incidents_total,
+        "self_healed": report.incidents_self_healed,
+        "monitor_stale": report.monitor_stale,
+        "run_slug": run_slug,
+        "run_name": run.name,
+        "now": now,
+        "timezone": run.timezone,
+        "state": state or report.state,
+        "step": progress.step,
+        "total_steps": progress.total_steps,
+        "percent": progress.percent,
+        "tokens": progress.tokens,
+        "target_tokens": progress.target_tokens,
+        "launched_at": report.launched_at,
+        "projected_end": None if progress.finished else progress.projected_end,
+        "loss": progress.loss,
+        "loss_vs_forecast": (
+            report.loss_forecast.reason
+            if report.loss_forecast is not None and report.loss_forecast.forecast is not None
+            else None
+        ),
+        "drifting": [view.describe() for view in report.drifting],
+        "last_restart": _restart_fact(report.last_restart, incidents),
+        "incidents": incident_facts(incidents),
+        "links": dict(run.links),
+    }
+
+
+async def build_narrative_facts(
+    store: Store,
+    run_slug: str,
+    now: datetime,
+    *,
+    progress: Progress | None = None,
+    state: str | None = None,
+    highlights: int = MAX_HIGHLIGHTS,
+    report: StatusReport | None = None,
+    scan: int = SCAN_EVENTS,
+) -> NarrativeFacts:
+    """Facts for the status narrative, read from the store. Pass `progress`/`state` (or the
+    whole status `report`) when the caller already computed them; `scan` bounds the recent
+    events read to pick highlights from (the live template needs far fewer than the LLM)."""
+    incidents = await store.incidents.find(run_slug, since=now - INCIDENT_WINDOW)
+    recent = await store.events.timeline(run_slug, since=now - COUNT_WINDOW, limit=scan)
+    if len(recent) < highlights:  # a quiet week: look further back, still bounded
+        recent = await store.events.timeline(run_slug, limit=scan)
+    return NarrativeFacts(
+        **await shared_facts(store, run_slug, now, incidents, progress, state, report),
+        counts_by_tag=dict(Counter(e.tag or "other" for e in recent if e.at >= now - COUNT_WINDOW)),
+        highlights=select_highlights(recent, now, highlights),
+        open_threads=open_threads_from(recent),
+    )
+
+
+# -- which narrative, and when a new one is due ----------------------------------------------
+
+
+async def current_narrative(store: Store, report: StatusReport) -> Narrative:
+    """The latest LLM narrative, or the template written fresh from the report's numbers (cheap
+    and always current, by the same code the LLM's fallback uses)."""
+    stored = await store.llm.latest(report.slug, "narrative")
+    if stored is not None and not stored.fallback and stored.content.strip():
+        return Narrative(
+            text=stored.content,
+            at=stored.created_at,
+            by="llm",
+            next_at=next_refresh_at(stored),
+        )
+    facts = await build_narrative_facts(
+        store,
+        report.slug,
+        report.now,
+        report=report,
+        highlights=TEMPLATE_HIGHLIGHTS,
+        scan=TEMPLATE_SCAN,
+    )
+    return Narrative(text=template_narrative(facts), at=report.now, by="template")
+
+
+async def status_with_narrative(
+    store: Store, slug: str, now: datetime
+) -> tuple[StatusReport, Narrative]:
+    report = await build_status(store, slug, now)
+    return report, await current_narrative(store, report)
+
+
+def next_refresh_at(last: LLMOutput | None, every: timedelta = NARRATIVE_EVERY) -> datetime | None:
+    """When the next narrative may be written (for "updated 12 min ago, next in 18 min")."""
+    return None if last is None else last.created_at + every
+
+
+async def refresh_if_due(
+    store: Store,
+    write: NarrativeWriter,
+    run_slug: str,
+    now: datetime,
+    *,
+    every: timedelta = NARRATIVE_EVERY,
+    max_age: timedelta = NARRATIVE_MAX_AGE,
+    facts: FactsBuilder | None = None,
+) -> LLMOutput | None:
+    """Write a new narrative when `every` has passed since the last one AND something new
+    happened (state, restart, incidents, highlights or open threads changed — the facts'
+    fingerprint), or when the last one is older than `max_age` (its numbers age). Returns the new
+    output, or None when nothing was written. Reading facts touches only the store."""
+    last = await store.llm.latest(run_slug, "narrative")
+    if last is not None and now - last.created_at < every:
+        return None
+    current = await (facts or build_narrative_facts)(store, run_slug, now)
+    if last is not None:
+        same = last.cache_key == f"narrative:{run_slug}:{current.fingerprint()}"
+        if same and now - last.created_at < max_age:
+            return None
+    return await write(current, now)
+
+
+async def refresh_narratives(
+    store: Store, write: NarrativeWriter, slugs: Sequence[str], now: datetime
+) -> int:
+    """A new narrative for each run where one is due; returns how many were written."""
+    written = 0
+    for slug in slugs:
+        written += await refresh_if_due(store, write, slug, now) is not None
+    return written

@@ -347,3 +347,12 @@ class SourceHealth:
     consecutive_failures: int = 0
     next_attempt_at: datetime | None = None
     last_error: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class PollCycle:
+    """The last completed poll cycle, as the poller recorded it."""
+
+    started_at: datetime
+    finished_at: datetime
+    interval_seconds: float

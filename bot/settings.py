@@ -71,9 +71,17 @@ class Settings(BaseSettings):
     runscribe_llm_daily_budget_usd: float = Field(default=5.0, ge=0)
     runscribe_poll_interval: float = Field(default=60.0, gt=0)
     runscribe_log_level: str = "INFO"
+    # The status page and /healthz: `runscribe web`, and `runscribe run` when a port is set.
+    runscribe_web_port: int | None = Field(default=None, ge=0, le=65535)
+    runscribe_web_host: str = "127.0.0.1"
 
     @field_validator(
-        "discord_token", "github_token", "wandb_api_key", "anthropic_api_key", mode="before"
+        "discord_token",
+        "github_token",
+        "wandb_api_key",
+        "anthropic_api_key",
+        "runscribe_web_port",
+        mode="before",
     )
     @classmethod
     def _blank_secret(cls, value: object) -> object:

@@ -8,6 +8,7 @@ from contextlib import AbstractAsyncContextManager
 import aiosqlite
 
 from bot.store.cursors import CursorsRepo, HealthRepo
+from bot.store.cycles import CyclesRepo
 from bot.store.db import Database
 from bot.store.events import EventsRepo
 from bot.store.forecasts import ForecastStateRepo, SeriesRepo
@@ -34,6 +35,7 @@ class Store:
         self.incidents = IncidentsRepo(db)
         self.outbox = OutboxRepo(db)
         self.llm = LLMRepo(db)
+        self.cycles = CyclesRepo(db)
         self.series = SeriesRepo(db)  # watched metrics ([[runs.forecasts]])
         self.forecasts = ForecastStateRepo(db)
 

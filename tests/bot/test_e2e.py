@@ -9,12 +9,14 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from bot.models import Event, OutboxItem
@@ -446,6 +448,11 @@ async def test_process_answers_and_survives_kill_9_between_send_and_mark(
         item = await Store(db).outbox.get(item_id)
         assert item is not None and item.status == "queued"  # sent, never marked
 
+    # This time the bot also serves the status page (RUNSCRIBE_WEB_PORT).
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env["RUNSCRIBE_WEB_PORT"] = str(port)
     process = await _spawn(env, log)
     try:
         for _ in range(300):
@@ -455,6 +462,15 @@ async def test_process_answers_and_survives_kill_9_between_send_and_mark(
                 break
             await asyncio.sleep(0.05)
         assert item is not None and item.status == "sent", log.read_text()[-3000:]
+        health = await _healthz_after_a_cycle(port)
+        # The poll loop ran (GitHub points at a closed port): the failing source makes it a 503.
+        assert health["status"] == "failing", health
+        assert f"{seed.config['slug']}: github failing" in health["problems"]
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(f"http://127.0.0.1:{port}/runs/{seed.config['slug']}") as response,
+        ):
+            assert response.status == 200 and "of 953,674" in await response.text()
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -466,6 +482,21 @@ async def test_process_answers_and_survives_kill_9_between_send_and_mark(
     assert [visible(m) for m in posted] == ["Loss is NaN at step 117,600"]  # exactly once
     assert item.message_id == posted[0]["id"]
     assert "DISCORD_TOKEN" not in log.read_text() and fake.token not in log.read_text()
+
+
+async def _healthz_after_a_cycle(port: int) -> dict[str, Any]:
+    async with aiohttp.ClientSession() as http:
+        for _ in range(200):
+            try:
+                async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
+                    body = dict(await response.json())
+                    if body["last_cycle_at"] is not None:
+                        assert response.status == (200 if body["status"] == "ok" else 503)
+                        return body
+            except aiohttp.ClientConnectionError:
+                pass
+            await asyncio.sleep(0.05)
+    raise AssertionError("no poll cycle was reported on /healthz")
 
 
 def test_snowflakes_increase() -> None:

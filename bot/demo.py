@@ -100,7 +100,7 @@ async def replay_into(
     runs = sample_runs_file(sample)
     await record_runs(store, runs)
     slug = runs.runs[0].slug
-    chain = [str(p) for p in runs.runs[0].wandb_runs]
+    chain = runs.runs[0].wandb_chain()
     stats = ReplayStats()
     restarts = detect_restarts(sample.points, chain)
     last_state: dict[str, str] = {}

@@ -530,10 +530,11 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
 # --------------------------------------------------------------------------------------------
 # Where incident words do not report an incident of the run
 
-#: Threads about experiments: a crash there is a result of the experiment, not an outage.
+#: Threads about small experiments: a crash there is a result, not an outage of the run. Not
+#: "experiment" alone: a big run's own tracking issue is often labelled that way.
 _EXPERIMENT = re.compile(
     r"\b(?:ablat\w*|sweeps?|small[- ]scale|toy|proxy\s+(?:runs?|models?)|scaling\s+(?:ladder|laws?)"
-    r"|exploration|experiments?)\b",
+    r"|hparam\s+search|hyper-?parameter\s+search)\b",
     re.IGNORECASE,
 )
 #: Threads and posts that look back: post-mortems, retrospectives, write-ups.
@@ -600,12 +601,14 @@ def reports_ongoing(prose: str) -> bool:
     return bool(_ONGOING.search(head)) and not _BACK.search(head)
 
 
-#: A note that opens by saying the run is back: "Back up from 15,000 on r11n2", "Restarted from
-#: step 11,500 on the spare node", "Relaunched on r16n1; step 61,010 logged".
+#: A note that opens by saying the run is back, or the problem fixed: "Back up from 15,000 on
+#: r11n2", "Restarted from step 11,500 on the spare node", "Fixed by #1234, the hang came from …".
 _RECOVERY_LEAD = re.compile(
     r"^\W*(?:(?:hero|the\s+run|the\s+job|training|we(?:'re|\s+are))\s+(?:is\s+)?)?"
     r"(?:back\s+(?:up|online|at|to\s+training)|(?:restarted|relaunched|resumed|requeued|recovered)"
-    r"\b(?![^.;]*\b(?:fail|crash|oom|again|stuck|hung)))",
+    r"\b(?![^.;]*\b(?:fail|crash|oom|again|stuck|hung))"
+    # "Fixed by #1234, the hang came from …": the post is about the fix
+    r"|(?:fixed|resolved|mitigated|closing|closed)\b(?![^.;]*\b(?:again|still|but|yet)\b))",
     re.IGNORECASE,
 )
 

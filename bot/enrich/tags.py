@@ -201,17 +201,46 @@ def thread_scores(
     """Scores of the thread's topic: title prefix, labels and title (``title`` overrides the
     context's, for a description that carries its own)."""
     scores: dict[str, float] = {}
-    if context.prefix:
-        _score_part(context.prefix, PREFIX_WEIGHT, scores)
-    for label in context.labels:
-        _score_part(label, LABEL_WEIGHT, scores)
     heading = title if title is not None else context.title
-    if heading and with_title:
-        prefix, rest = split_prefix(heading)
-        if prefix and prefix != context.prefix:
-            _score_part(prefix, PREFIX_WEIGHT, scores)
+    prefix, rest = split_prefix(heading)
+    markers = [context.prefix, *context.labels]
+    if prefix and prefix != context.prefix:
+        markers.append(prefix)
+    for marker in markers:
+        named = named_tag(marker)
+        if named is not None:  # "[evals]", label "infra": the thread says what it is about
+            scores[named] = scores.get(named, 0.0) + NAMED_TAG_SCORE
+        else:
+            _score_part(marker, PREFIX_WEIGHT, scores)
+    if rest and with_title:
         _score_part(rest, TITLE_WEIGHT, scores)
     return scores
+
+
+#: A prefix or label that names a tag outright ("[evals]", "infra", "long-context").
+NAMED_TAG_SCORE: Final = 20.0
+_TAG_NAMES: Final = {
+    **{tag: tag for tag in SCORED_TAGS},
+    **{tag + "s": tag for tag in SCORED_TAGS},
+    "longcontext": "long-context",
+    "long context": "long-context",
+    "checkpoint": "checkpointing",
+    "checkpoints": "checkpointing",
+    "optimization": "optimizer",
+    "optim": "optimizer",
+    "evaluation": "evals",
+    "evaluations": "evals",
+    "eval": "evals",
+    "dynamics": "training-dynamics",
+    "training dynamics": "training-dynamics",
+    "infrastructure": "infra",
+}
+
+
+def named_tag(marker: str) -> str | None:
+    """The tag a label or title prefix names outright, if it does."""
+    key = " ".join(marker.lower().replace("_", " ").split())
+    return _TAG_NAMES.get(key) or _TAG_NAMES.get(key.replace(" ", "-"))
 
 
 def body_scores(doc: Document) -> dict[str, float]:

@@ -12,7 +12,7 @@ import pytest
 from tests.enrich.signal_corpus import Scores, baseline_method, load, rules_method, score
 
 # Reached on the corpus when these floors were set (less about two entries' worth of margin).
-TAG_FLOOR = 0.86  # reached 0.884
+TAG_FLOOR = 0.87  # reached 0.896
 RECALL_FLOOR = 0.95  # reached 1.000
 PRECISION_FLOOR = 0.95  # reached 1.000
 KIND_FLOOR = 0.82  # of the incidents found, the share whose kind matches the label (0.875)

@@ -225,3 +225,42 @@ def test_the_llm_sees_the_same_thread_context() -> None:
     assert 'labels="ablation"' in rendered
     assert 'association="NONE"' in rendered
     assert "crashed with an OOM" in rendered
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        (
+            "🤖 Hero run update (step 61,200): the job hung at 14:02 UTC in an all-gather on rank "
+            "212; the NCCL watchdog killed it after 10 min. I've cordoned r14n8 and relaunched "
+            "from the 61,000 checkpoint; will confirm once steps resume.",
+            "hang",
+        ),
+        ("🤖 Resume attempt at 58k was OOM-killed on 6 hosts. Retrying with streaming.", "oom"),
+        ("The v5p-512 slice lost two hosts; the job is restarting on a new slice.", "node-loss"),
+        ("TPU preempted again, waiting for capacity.", "preemption"),
+        ("Link flaps on the IB fabric again, step time up 40%.", "network"),
+        ("Checkpoint save at step 64,000 failed: 403 from the bucket.", "checkpoint-failed"),
+    ],
+)
+def test_a_big_runs_thread_labelled_experiment_still_reports_incidents(
+    body: str, kind: str
+) -> None:
+    # "experiment" alone is how many teams label the big run's own tracking issue
+    item = thread("[grug] 32B hero run tracking", ("experiment",))
+    e = enrich_event(comment(item, body))
+    assert (e.incident, e.incident_kind) == (True, kind)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "🤖 Run is healthy: step 70,100, loss 1.91, MFU 41%. No interruptions since yesterday.",
+        "Fixed by #1234, the hang came from the data loader deadlock.",
+        "🤖 Back up from 15,000 on r11n2; r12n4 is drained and tagged for an RMA.",
+        "The eval job crashed but that's just evals, training is fine.",
+    ],
+)
+def test_status_fixes_and_recoveries_in_the_runs_thread_are_not_incidents(body: str) -> None:
+    item = thread("[grug] 32B hero run tracking", ("experiment",))
+    assert not enrich_event(comment(item, body)).incident

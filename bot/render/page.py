@@ -295,13 +295,17 @@ def _header(page: RunPage, zone: ZoneInfo) -> str:
     launched = _time(s.get("launched_at"))
     if launched:
         bits.append(f"launched {esc(_day(launched, zone, page.now))}")
-    updated = page.last_cycle_at or _time(s.get("generated_at")) or page.now
-    local = updated.astimezone(zone)
-    bits.append(
-        f'updated <time data-rel="ago" datetime="{_iso(updated)}" '
-        f'title="{esc(local.strftime("%Y-%m-%d %H:%M %Z"))}">'
-        f"{esc(_relative(updated, page.now))}</time>"
-    )
+    # Updated when the poller last finished a cycle; without one on record (a database filled
+    # by the demo or an old copy), when a source last answered: never simply "now".
+    seen = [t for t in map(_time, (s.get("freshness") or {}).values()) if t is not None]
+    updated = page.last_cycle_at or (max(seen) if seen else None)
+    if updated is not None:
+        local = updated.astimezone(zone)
+        bits.append(
+            f'updated <time data-rel="ago" datetime="{_iso(updated)}" '
+            f'title="{esc(local.strftime("%Y-%m-%d %H:%M %Z"))}">'
+            f"{esc(_relative(updated, page.now))}</time>"
+        )
     interval = timedelta(seconds=page.poll_interval or 0)
     # "next in …" only while the loop keeps time; a snapshot of a stopped poller says when it ran.
     last = page.last_cycle_at

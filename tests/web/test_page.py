@@ -7,7 +7,7 @@ import base64
 import hashlib
 import random
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 
 import pytest
@@ -248,6 +248,33 @@ async def test_a_busy_month_stays_under_300_kb(store: Store, now: datetime, per_
         assert 0 < shown < len(entries)
         assert re.search(r"Older entries before \w+ \d+ do not fit on this page", html)
     assert "index.html" in pages
+
+
+def test_updated_is_the_last_cycle_else_the_freshest_source() -> None:
+    now = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
+    status = {
+        "run": "R",
+        "freshness": {"wandb": "2026-09-02T09:00:00Z", "github": "2026-09-02T10:30:00Z"},
+    }
+    old = render_run_page(RunPage(status=status, timeline=[], now=now))
+    assert "updated <time" in old and ">1 h 30 min ago</time>" in old and "next " not in old
+    cycle = now - timedelta(minutes=2)
+    live = render_run_page(
+        RunPage(status=status, timeline=[], now=now, last_cycle_at=cycle, poll_interval=300)
+    )
+    assert ">2 min ago</time>" in live and ">in 3 min</time>" in live
+    # A poller that stopped long ago: when it last ran, and no promise of a next cycle.
+    stale = render_run_page(
+        RunPage(
+            status=status,
+            timeline=[],
+            now=now + timedelta(hours=1),
+            last_cycle_at=cycle,
+            poll_interval=300,
+        )
+    )
+    assert ">1 h 2 min ago</time>" in stale and "next " not in stale
+    assert "updated" not in render_run_page(RunPage(status={"run": "R"}, timeline=[], now=now))
 
 
 def test_empty_run_page_renders() -> None:

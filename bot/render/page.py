@@ -273,7 +273,7 @@ def render_run_page(page: RunPage) -> str:
             _progress(s, zone, page.now),
             _narrative(s),
             _chart_section(page.chart),
-            _alerts(s),
+            _alerts(s, zone, page.now),
         ]
     )
     tags = _ordered({css_ident(e.get("tag")) for e in page.timeline}, "tag")
@@ -378,14 +378,15 @@ def _narrative(s: dict[str, Any]) -> str:
     return f'<section class="narrative" aria-label="narrative">\n{body}\n</section>'
 
 
-def _alerts(s: dict[str, Any]) -> str:
+def _alerts(s: dict[str, Any], zone: ZoneInfo, now: datetime) -> str:
     out = []
     incidents = s.get("open_incidents") or []
     if incidents:
         out.append("<h2>Open incidents</h2>")
         for incident in incidents:
             started = _time(incident.get("started_at"))
-            since = f" · since {_iso(started)[:16].replace('T', ' ')} UTC" if started else ""
+            local = started.astimezone(zone) if started else None
+            since = f" · since {_day(local, zone, now)} {local:%H:%M %Z}" if local else ""
             cause = incident.get("reported_cause")
             cause_html = f"<br>reported: {rich_text(str(cause))}" if cause else ""
             out.append(

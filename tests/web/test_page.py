@@ -277,6 +277,55 @@ def test_updated_is_the_last_cycle_else_the_freshest_source() -> None:
     assert "updated" not in render_run_page(RunPage(status={"run": "R"}, timeline=[], now=now))
 
 
+def test_open_incidents_and_drifting_forecasts() -> None:
+    now = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
+    status = {
+        "run": "R",
+        "open_incidents": [
+            {
+                "kind": "crash",
+                "title": "<b>W&B run crashed</b>",
+                "started_at": "2026-09-02T11:20:00Z",
+                "reported_cause": "node s12 lost, see https://github.com/lab/model/issues/9",
+            }
+        ],
+        "forecasts": [
+            {
+                "metric": "train/loss",
+                "label": "loss",
+                "value": 2.31,
+                "forecast": 2.2,
+                "low": 2.15,
+                "high": 2.26,
+                "state": "drifting",
+            },
+            {
+                "metric": "train/grad_norm",
+                "label": "gradient norm",
+                "value": 0.4,
+                "forecast": 0.41,
+                "low": 0.3,
+                "high": 0.5,
+                "state": "ok",
+            },
+        ],
+    }
+    html = render_run_page(RunPage(status=status, timeline=[], now=now))
+    doc = assert_inert(html)
+    text = " ".join("".join(doc.text).split())
+    assert "<b>W&B run crashed</b> crash · since Sep 2 11:20 UTC" in text
+    assert "reported: node s12 lost, see https://github.com/lab/model/issues/9" in text
+    assert "https://github.com/lab/model/issues/9" in doc.attrs("href")
+    assert (
+        "Drifting from forecast loss: 2.31 against a forecast of 2.2 (expected 2.15–2.26)" in text
+    )
+    assert "gradient norm" not in text  # on forecast: not listed
+    quiet = render_run_page(
+        RunPage(status={"run": "R", "forecasts": status["forecasts"][1:]}, timeline=[], now=now)
+    )
+    assert "Drifting" not in quiet and "Open incidents" not in quiet
+
+
 def test_empty_run_page_renders() -> None:
     now = datetime(2026, 9, 2, 12, 0)
     html = render_run_page(RunPage(status={"run": "Fresh", "slug": "fresh"}, timeline=[], now=now))

@@ -46,6 +46,7 @@ DEFAULT_EXTENSIONS: tuple[str, ...] = (
     "cogs.forecast",
     "cogs.timeline",
     "cogs.digest",
+    "cogs.ask",
     "cogs.incidents",
     "cogs.watch",
     "cogs.admin",

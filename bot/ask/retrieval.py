@@ -29,7 +29,7 @@ from bot.models import Event
 from bot.store import Store
 from bot.store.search import WEIGHTS, Boosts
 
-RANK_BUDGET = 2000  # matching rows BM25 may score for one question
+RANK_BUDGET = 1000  # matching rows BM25 may score for one question
 PER_THREAD = 2  # hits from one GitHub thread or Discord channel
 DEFAULT_LIMIT = 8
 DAY_SLACK = timedelta(hours=6)

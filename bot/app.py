@@ -174,12 +174,25 @@ class RunscribeBot(commands.Bot):
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._cycle_lock = asyncio.Lock()  # a reload never swaps sources under a running poll
+        self.cycles = 0  # poll cycles finished (or failed) since start
 
     # --- services for cogs ----------------------------------------------------------------------
 
     @property
     def store(self) -> Store:
         return self.runtime.store
+
+    @property
+    def reader(self) -> Store:
+        """The store as commands read it: read-only connections that never wait on the poll
+        cycle, the enricher or a chart query (`Store.reader`)."""
+        return self.runtime.store.reader
+
+    @property
+    def busy(self) -> bool:
+        """A command should acknowledge before reading: a poll cycle is running (its work shares
+        this event loop), or every read connection is taken by other commands."""
+        return self._cycle_lock.locked() or self.reader.db.saturated
 
     @property
     def settings(self) -> Settings:
@@ -273,7 +286,10 @@ class RunscribeBot(commands.Bot):
 
     async def poll_once(self) -> object:
         async with self._cycle_lock:
-            return await self.runtime.cycle(self.clock())
+            try:
+                return await self.runtime.cycle(self.clock())
+            finally:
+                self.cycles += 1
 
     async def schedule_digests(self) -> object:
         return await run_due_digests(

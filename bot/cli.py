@@ -256,9 +256,9 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
         raise ConfigError(["DISCORD_TOKEN: required to start the bot"])
     runs = _load_config(settings)
     from bot.app import run_bot
-    from bot.wiring import open_runtime
+    from bot.wiring import COMMAND_READERS, open_runtime
 
-    async with open_runtime(settings, runs) as runtime:
+    async with open_runtime(settings, runs, readers=COMMAND_READERS) as runtime:
         await run_bot(runtime)
     return EXIT_OK
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -180,7 +181,7 @@ class Database:
 
 
 async def _open_reader(path: str) -> aiosqlite.Connection:
-    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+    uri = f"{Path(os.path.abspath(path)).as_uri()}?mode=ro"
     conn = await aiosqlite.connect(uri, uri=True, timeout=10.0, isolation_level=None)
     conn.row_factory = aiosqlite.Row
     await conn.execute("PRAGMA busy_timeout=10000")

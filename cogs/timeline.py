@@ -133,9 +133,7 @@ async def _answer(
     if interaction.response.is_done():
         await interaction.followup.send(embed=embed, allowed_mentions=NO_MENTIONS, **extra)
     else:
-        await interaction.response.send_message(
-            embed=embed, allowed_mentions=NO_MENTIONS, **extra
-        )
+        await interaction.response.send_message(embed=embed, allowed_mentions=NO_MENTIONS, **extra)
 
 
 def _days(days: int) -> str:

@@ -180,8 +180,12 @@ class Database:
             return await cursor.fetchone()
 
 
+def _reader_uri(path: str) -> str:
+    return f"{Path(os.path.abspath(path)).as_uri()}?mode=ro"
+
+
 async def _open_reader(path: str) -> aiosqlite.Connection:
-    uri = f"{Path(os.path.abspath(path)).as_uri()}?mode=ro"
+    uri = await asyncio.to_thread(_reader_uri, path)
     conn = await aiosqlite.connect(uri, uri=True, timeout=10.0, isolation_level=None)
     conn.row_factory = aiosqlite.Row
     await conn.execute("PRAGMA busy_timeout=10000")

@@ -129,11 +129,18 @@ class Timeline(commands.Cog):
 async def _answer(
     interaction: discord.Interaction, *, embed: discord.Embed, view: discord.ui.View | None = None
 ) -> None:
-    extra = {"view": view} if view is not None else {}
+    """The reply, or its followup when the command deferred first."""
     if interaction.response.is_done():
-        await interaction.followup.send(embed=embed, allowed_mentions=NO_MENTIONS, **extra)
+        if view is None:
+            await interaction.followup.send(embed=embed, allowed_mentions=NO_MENTIONS)
+        else:
+            await interaction.followup.send(embed=embed, view=view, allowed_mentions=NO_MENTIONS)
+    elif view is None:
+        await interaction.response.send_message(embed=embed, allowed_mentions=NO_MENTIONS)
     else:
-        await interaction.response.send_message(embed=embed, allowed_mentions=NO_MENTIONS, **extra)
+        await interaction.response.send_message(
+            embed=embed, view=view, allowed_mentions=NO_MENTIONS
+        )
 
 
 def _days(days: int) -> str:

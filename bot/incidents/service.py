@@ -97,7 +97,7 @@ async def incident_stats(store: Store, slug: str, since: datetime | None = None)
     key = ("incident_stats", slug)
     cached = store.memo.get(key)
     if cached is not None and cached[0] == version:
-        return cached[1]  # type: ignore[no-any-return]
+        return cached[1]
     stats = await _incident_stats(store, slug, None)
     store.memo[key] = (version, stats)
     return stats

@@ -221,7 +221,12 @@ class EventsRepo:
         slugs = [run_slug] if run_slug is not None else await self._run_slugs()
         found: list[Event] = []
         for slug in slugs:
-            sql = "SELECT * FROM events WHERE run_slug = ? AND enriched_hash IS NULL"
+            # INDEXED BY: with a source or kind filter SQLite would otherwise pick
+            # events_kind and walk every Discord message of the run to find the pending ones.
+            sql = (
+                "SELECT * FROM events INDEXED BY events_pending "
+                "WHERE run_slug = ? AND enriched_hash IS NULL"
+            )
             params: list[Any] = [slug]
             for column, value in (("source", source), ("kind", kind)):
                 if value is not None:

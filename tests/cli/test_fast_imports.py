@@ -19,12 +19,13 @@ from bot.store import Database, Store
 from tests.cli.test_check_config import GOOD
 
 HEAVY = ("anthropic", "wandb", "matplotlib", "discord")
-PROBE = """
+PROBE = f"""
 import json, sys
 from bot.cli import main
 code = main(sys.argv[1:])
-print(json.dumps({"code": code, "heavy": [m for m in %r if m in sys.modules]}), file=sys.stderr)
-""" % (HEAVY,)
+heavy = [m for m in {HEAVY!r} if m in sys.modules]
+print(json.dumps({{"code": code, "heavy": heavy}}), file=sys.stderr)
+"""
 
 
 @pytest.fixture(scope="module")

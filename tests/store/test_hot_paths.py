@@ -14,7 +14,7 @@ from bot.enrich.rules import Enrichment
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import incident_stats
 from bot.models import Event, Incident, MetricPoint, RunInfo
-from bot.pipeline import run_cycle, rules_enrichment
+from bot.pipeline import rules_enrichment, run_cycle
 from bot.services.narrative import status_with_narrative
 from bot.services.status import chart_series
 from bot.services.timeline import build_timeline

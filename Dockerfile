@@ -18,11 +18,19 @@ ENV PATH=/opt/venv/bin:$PATH \
     WANDB_DIR=/data/wandb \
     WANDB_CACHE_DIR=/data/wandb/cache \
     WANDB_CONFIG_DIR=/data/wandb/config \
-    MPLCONFIGDIR=/tmp/matplotlib
+    MPLCONFIGDIR=/tmp/matplotlib \
+    RUNSCRIBE_WEB_HOST=0.0.0.0
 RUN useradd --create-home --uid 10001 runscribe && mkdir -p /data /config \
     && chown runscribe:runscribe /data
 COPY --from=build /opt/venv /opt/venv
 USER runscribe
 WORKDIR /home/runscribe
 VOLUME ["/data"]
+# The status page and /healthz, served when RUNSCRIBE_WEB_PORT is set (e.g. to 8080). Without it
+# there is nothing to probe and the check passes; with it, a failing source or a stuck poll loop
+# (503) marks the container unhealthy.
+EXPOSE 8080
+HEALTHCHECK --interval=60s --timeout=10s --start-period=120s --retries=3 CMD \
+    python -c "import os, urllib.request; port = os.environ.get('RUNSCRIBE_WEB_PORT'); \
+port and urllib.request.urlopen(f'http://127.0.0.1:{port}/healthz', timeout=8)"
 CMD ["python", "-m", "bot", "run"]

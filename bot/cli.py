@@ -54,6 +54,13 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("check-config", help="validate the environment and the runs file")
     usage = sub.add_parser("usage", help="LLM spend today and this month, by task")
     usage.add_argument("--json", action="store_true")
+    page = sub.add_parser("page", help="write the status page: DIR/index.html and DIR/<slug>.html")
+    page.add_argument("--run", metavar="SLUG")
+    page.add_argument("--days", type=int, default=30, metavar="N")
+    page.add_argument("--out", required=True, type=Path, metavar="DIR")
+    web = sub.add_parser("web", help="serve the status pages and /healthz from the store")
+    web.add_argument("--host", metavar="H")
+    web.add_argument("--port", type=int, metavar="P")
     return parser
 
 
@@ -64,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         _problems(exc.problems)
         return EXIT_USAGE
-    long_running = args.command in ("run", "poll")
+    long_running = args.command in ("run", "poll", "web")
     logs.configure(
         settings.runscribe_log_level if long_running else "WARNING",
         stream="stdout" if long_running else "stderr",
@@ -259,7 +266,60 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     from bot.wiring import COMMAND_READERS, open_runtime
 
     async with open_runtime(settings, runs, readers=COMMAND_READERS) as runtime:
-        await run_bot(runtime)
+        if settings.runscribe_web_port is None:
+            await run_bot(runtime)
+            return EXIT_OK
+        from bot.web import serve
+
+        async with serve(
+            runtime.store.reader,  # pages read like commands: never behind the poll cycle
+            settings.runscribe_web_host,
+            settings.runscribe_web_port,
+            poll_interval=settings.runscribe_poll_interval,
+        ):
+            await run_bot(runtime)
+    return EXIT_OK
+
+
+async def cmd_page(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.statuspage import render_pages, validate_days, write_pages
+
+    validate_days(args.days)
+    async with Database.open(_existing_db(settings)) as db:
+        store = Store(db)
+        only = await _resolve_slug(store, args.run) if args.run is not None else None
+        if not await store.runs.all():
+            await _resolve_slug(store, None)  # the one clear "no runs recorded" message
+        pages = await render_pages(store, utcnow(), days=args.days, only=only)
+    try:
+        written = await asyncio.to_thread(write_pages, args.out, pages)
+    except OSError as exc:
+        raise UserFacingError(f"cannot write to {args.out}: {exc.strerror or exc}") from None
+    for path in written:
+        print(path)
+    return EXIT_OK
+
+
+async def cmd_web(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.web import DEFAULT_PORT, serve
+
+    host = args.host or settings.runscribe_web_host
+    port = args.port if args.port is not None else settings.runscribe_web_port
+    if port is None:
+        port = DEFAULT_PORT
+    if not 0 <= port <= 65535:
+        raise UserFacingError("--port must be between 0 and 65535")
+    async with Database.open(_existing_db(settings)) as db:
+        try:
+            async with serve(
+                Store(db), host, port, poll_interval=settings.runscribe_poll_interval
+            ) as (_site, bound):
+                print(f"serving the status page on http://{host}:{bound}/", flush=True)
+                await asyncio.Event().wait()
+        except OSError as exc:
+            raise UserFacingError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+            ) from None
     return EXIT_OK
 
 
@@ -334,4 +394,6 @@ _COMMANDS = {
     "demo": cmd_demo,
     "check-config": cmd_check_config,
     "usage": cmd_usage,
+    "page": cmd_page,
+    "web": cmd_web,
 }

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bot.analysis.progress import Restart, detect_restarts
-from bot.models import Event, MetricPoint, RunSnapshot
+from bot.models import POLLED_SOURCES, Event, MetricPoint, RunSnapshot
 from bot.pipeline import Detector, Enricher, enrich_pending
 from bot.runtime import record_runs
 from bot.settings import RunsFile, parse_runs
@@ -133,7 +133,7 @@ async def replay_into(
         for snapshot in sample.snapshots:
             if snapshot.created_at is None or snapshot.created_at < upto:
                 await store.snapshots.upsert(slug, _snapshot_at(sample, snapshot.wandb_run, upto))
-        for source in ("wandb", "github", "discord"):
+        for source in POLLED_SOURCES:
             await store.health.record_success(source, slug, upto)
         stats.enriched += await enrich_pending(store, enricher, run_slug=slug)
         if detector is not None:

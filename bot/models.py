@@ -7,11 +7,9 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from bot.settings import RunConfig
-
-Source = Literal["github", "discord", "wandb", "system"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +17,7 @@ class SourceSpec:
     name: str
     label: str  # how posts name it: "GitHub #8818", "Discord #hero-run"
     people: bool  # people write there: an incident-flagged event is a human report
+    polled: bool = True  # Runscribe polls it (its freshness is shown); "system" is our own
 
 
 #: The one list of sources. Everything else (CLI choices, report SQL, labels) derives from it.
@@ -26,11 +25,15 @@ SOURCE_SPECS: tuple[SourceSpec, ...] = (
     SourceSpec("github", "GitHub", people=True),
     SourceSpec("discord", "Discord", people=True),
     SourceSpec("wandb", "W&B", people=False),
-    SourceSpec("system", "Runscribe", people=False),
+    SourceSpec("system", "Runscribe", people=False, polled=False),
 )
 SOURCES: tuple[str, ...] = tuple(spec.name for spec in SOURCE_SPECS)
 #: Sources whose incident-flagged events are reports by people (GitHub threads, Discord chat).
 REPORT_SOURCES: tuple[str, ...] = tuple(spec.name for spec in SOURCE_SPECS if spec.people)
+#: Sources Runscribe polls, W&B first (it says whether the run is alive): freshness order.
+POLLED_SOURCES: tuple[str, ...] = tuple(
+    sorted((spec.name for spec in SOURCE_SPECS if spec.polled), key=lambda name: name != "wandb")
+)
 
 TAGS: tuple[str, ...] = (
     "incident",
@@ -344,3 +347,12 @@ class SourceHealth:
     consecutive_failures: int = 0
     next_attempt_at: datetime | None = None
     last_error: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class PollCycle:
+    """The last completed poll cycle, as the poller recorded it."""
+
+    started_at: datetime
+    finished_at: datetime
+    interval_seconds: float

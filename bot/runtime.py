@@ -6,9 +6,10 @@ Runtime. Nothing is created at import time."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from bot.models import RunInfo
@@ -59,13 +60,18 @@ class Runtime:
     async def cycle(self, now: datetime) -> CycleSummary:
         """Poll, enrich, detect. (Narratives are refreshed by the caller's own schedule: the
         bot's narrative loop, or `runscribe poll` after each cycle.)"""
-        return await run_cycle(
+        started = time.monotonic()
+        summary = await run_cycle(
             self.store,
             self.sources,
             now,
             enricher=self.enricher,
             detector=self.detector,
         )
+        # The loop's heartbeat, for the status page's "updated … · next in …" and /healthz.
+        finished = now + timedelta(seconds=time.monotonic() - started)
+        await self.store.cycles.record(now, finished, self.settings.runscribe_poll_interval)
+        return summary
 
     async def refresh_narratives(self, now: datetime, slugs: Sequence[str] | None = None) -> int:
         """A new narrative for each run (or each of `slugs`) where one is due."""

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from pydantic import (
     BaseModel,
@@ -24,6 +24,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bot.timeutil import resolve_zone
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +70,17 @@ class Settings(BaseSettings):
     runscribe_llm_daily_budget_usd: float = Field(default=5.0, ge=0)
     runscribe_poll_interval: float = Field(default=60.0, gt=0)
     runscribe_log_level: str = "INFO"
+    # The status page and /healthz: `runscribe web`, and `runscribe run` when a port is set.
+    runscribe_web_port: int | None = Field(default=None, ge=0, le=65535)
+    runscribe_web_host: str = "127.0.0.1"
 
     @field_validator(
-        "discord_token", "github_token", "wandb_api_key", "anthropic_api_key", mode="before"
+        "discord_token",
+        "github_token",
+        "wandb_api_key",
+        "anthropic_api_key",
+        "runscribe_web_port",
+        mode="before",
     )
     @classmethod
     def _blank_secret(cls, value: object) -> object:
@@ -102,13 +112,6 @@ class Settings(BaseSettings):
         if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
             raise ValueError(f"unknown log level {value!r}")
         return level
-
-
-def _zone(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown time zone {name!r}") from None
 
 
 class MetricKeys(BaseModel):
@@ -247,7 +250,7 @@ class RunConfig(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _timezone(cls, value: str) -> str:
-        _zone(value)
+        resolve_zone(value, strict=True)
         return value
 
     @field_validator("links")
@@ -270,7 +273,7 @@ class RunConfig(BaseModel):
 
     @property
     def zone(self) -> ZoneInfo:
-        return _zone(self.timezone)
+        return resolve_zone(self.timezone, strict=True)
 
     @classmethod
     def stored(cls, data: Mapping[str, Any]) -> RunConfig:

@@ -10,7 +10,7 @@ import discord
 from discord import app_commands
 
 from bot.errors import UserFacingError
-from bot.mentions import escape_mentions
+from bot.mentions import defuse_mentions
 from bot.services.status import UnknownRun
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ async def run_autocomplete(
 async def reply_private(interaction: discord.Interaction, text: str) -> None:
     """An ephemeral answer; a followup when the interaction was already deferred or answered.
     The text may echo what the user typed, so mentions are escaped as well as disabled."""
-    text = escape_mentions(text)[:2000]
+    text = defuse_mentions(text)[:2000]
     try:
         if interaction.response.is_done():
             await interaction.followup.send(text, ephemeral=True, allowed_mentions=NO_MENTIONS)

@@ -29,14 +29,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
+import bot.incidents.lifecycle as lifecycle
 import bot.incidents.messages as messages
 from bot.incidents.detectors import (
     CRASH,
     DETECTORS,
-    MONITOR,
     OUTAGE,
     Finding,
     RunData,
@@ -44,13 +44,12 @@ from bot.incidents.detectors import (
     spec_for,
     where,
 )
+from bot.incidents.lifecycle import Judgement, Policy
 from bot.incidents.silences import silencing
 from bot.models import (
-    MONITOR_STALE_AFTER,
     Event,
     Incident,
     IncidentDetails,
-    IncidentMember,
     IncidentSignal,
     OutboxItem,
     RunInfo,
@@ -62,36 +61,13 @@ from bot.store.incidents import IncidentsRepo
 
 log = logging.getLogger(__name__)
 
-_SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
-
-
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """Engine-wide timing. Per-run thresholds come from the runs file (`[runs.alerts]`)."""
-
-    clear_hold: timedelta = timedelta(minutes=2)  # a clear must hold this long to resolve
-    max_flap_factor: int = 8  # the hold doubles per flap, up to this factor
-    group_window: timedelta = timedelta(hours=2)  # reports and W&B signals this close: one incident
-    followup_window: timedelta = timedelta(hours=12)  # late reports attach to a resolved incident
-    report_quiet: timedelta = timedelta(minutes=30)  # report-only incidents: progress this long
-    report_expiry: timedelta = timedelta(hours=24)  # report-only, run without W&B data
-    first_lookback: timedelta = timedelta(hours=6)  # history a brand-new engine looks at
-    late_margin: timedelta = timedelta(hours=1)  # data arriving late (slow history, enrichment)
-    max_lookback: timedelta = timedelta(days=3)
-    baseline: timedelta = timedelta(hours=6)  # points read before the window (trends, rates)
-    monitor_notice_after: timedelta = timedelta(minutes=30)  # W&B unreachable this long: notice
-
 
 @dataclass(slots=True)
 class _Cycle:
     """One run's cycle: what was read, and what to write."""
 
     run: RunInfo
-    now: datetime
-    th: Thresholds
-    data: RunData
-    frozen: set[str]
-    clears: dict[str, datetime]
+    judge: Judgement
     incidents: list[Incident]
     events: dict[int, Event]
     silences: list[Silence]
@@ -100,6 +76,18 @@ class _Cycle:
     updates: dict[int, list[tuple[str, str]]]  # incident id -> [(dedup suffix, text)]
     resolved_now: set[int]
     queued: int = 0
+
+    @property
+    def now(self) -> datetime:
+        return self.judge.now
+
+    @property
+    def data(self) -> RunData:
+        return self.judge.data
+
+    @property
+    def th(self) -> Thresholds:
+        return self.judge.thresholds
 
 
 class IncidentEngine:
@@ -175,11 +163,7 @@ class IncidentEngine:
         )
         cycle = _Cycle(
             run=run,
-            now=now,
-            th=th,
-            data=data,
-            frozen=set(),
-            clears={},
+            judge=Judgement(data, p),
             incidents=incidents,
             events={e.id: e for e in (*wandb_events, *reports) if e.id is not None},
             silences=await repo.active_silences(run.slug, now),
@@ -208,15 +192,15 @@ class IncidentEngine:
         findings: list[Finding] = []
         for spec in DETECTORS:
             if data.blind and spec.judges == "wandb":
-                cycle.frozen.add(spec.fingerprint)
+                cycle.judge.frozen.add(spec.fingerprint)
                 continue
             detection = spec.detect(data)
             if detection.frozen:
-                cycle.frozen.add(spec.fingerprint)
+                cycle.judge.frozen.add(spec.fingerprint)
             elif detection.findings:
                 findings += detection.findings
             elif detection.clear_at is not None:
-                cycle.clears[spec.fingerprint] = min(detection.clear_at, now)
+                cycle.judge.clears[spec.fingerprint] = min(detection.clear_at, now)
         crash_open = any(
             i.details.crash_open(CRASH) for i in cycle.incidents if i.status != "resolved"
         )
@@ -224,23 +208,11 @@ class IncidentEngine:
         if crash_now or (data.blind and crash_open):
             inhibited = {spec.fingerprint for spec in DETECTORS if spec.inhibited_by_crash}
             findings = [f for f in findings if f.fingerprint not in inhibited]
-            cycle.frozen |= inhibited
+            cycle.judge.frozen |= inhibited
         findings.sort(key=lambda f: (is_report(f.fingerprint), f.fingerprint != CRASH, f.since))
         return findings
 
     # --- matching ----------------------------------------------------------------------------
-
-    def _hold(self, cycle: _Cycle, incident: Incident) -> timedelta:
-        p = self.policy
-        holds = []
-        for fp in incident.details.members:
-            spec = spec_for(fp)
-            if spec is None:
-                holds.append(p.clear_hold)
-            elif spec.hold is not None:
-                holds.append(spec.hold(cycle.th, p.clear_hold))
-        base = max(holds) if holds else p.report_quiet
-        return base * min(2**incident.details.flaps, p.max_flap_factor)
 
     def _match(self, cycle: _Cycle, finding: Finding) -> tuple[Incident | None, str]:
         p = self.policy
@@ -254,7 +226,7 @@ class IncidentEngine:
                 continue
             since, until = member.since, member.until or incident.resolved_at
             assert until is not None
-            if since - self._hold(cycle, incident) <= finding.since <= until:
+            if since - lifecycle.hold(cycle.judge, incident) <= finding.since <= until:
                 return incident, ("followup" if report else "old")
         if finding.group == OUTAGE:
             for incident in cycle.incidents:
@@ -291,7 +263,7 @@ class IncidentEngine:
             if (
                 clear is not None
                 and incident.status != "resolved"
-                and finding.since - clear >= self._hold(cycle, incident)
+                and finding.since - clear >= lifecycle.hold(cycle.judge, incident)
             ):
                 self._advance(cycle, incident, at=finding.since)
                 incident, how = self._match(cycle, finding)
@@ -336,42 +308,16 @@ class IncidentEngine:
                 )
 
     def _member(self, cycle: _Cycle, incident: Incident, finding: Finding, *, joined: bool) -> None:
-        details = incident.details
-        member = details.members.get(finding.fingerprint)
-        if member is None:
-            member = details.members[finding.fingerprint] = IncidentMember(
-                kind=finding.kind, title=finding.title, since=finding.since
-            )
-            if joined and incident.id is not None and incident.id not in cycle.new_ids:
-                cycle.updates.setdefault(incident.id, []).append(
-                    (
-                        f"member:{finding.fingerprint}:{int(finding.since.timestamp())}",
-                        messages.member_update(f"{finding.title}. {finding.cause}", finding.since),
-                    )
+        new = lifecycle.absorb(cycle.judge, incident, finding)
+        if new and joined and incident.id is not None and incident.id not in cycle.new_ids:
+            cycle.updates.setdefault(incident.id, []).append(
+                (
+                    f"member:{finding.fingerprint}:{int(finding.since.timestamp())}",
+                    messages.member_update(f"{finding.title}. {finding.cause}", finding.since),
                 )
-                if finding.fingerprint == CRASH:
-                    incident.title = finding.title  # the W&B fact names the outage best
-        elif member.until is not None and finding.active:
-            details.flaps += 1
-        since = min(member.since, finding.since)
-        member.since = since
-        member.until = finding.until
-        member.facts = finding.facts
-        member.seen_at = cycle.now
-        if finding.resolution:
-            member.resolution = finding.resolution
-        if is_report(finding.fingerprint):
-            member.last_report_at = finding.last_report_at
-            until, text = self._report_clear(cycle, member)
-            member.until, member.resolution = until, text or None
-            if finding.thread and finding.thread not in details.threads:
-                details.threads.append(finding.thread)
-        if since < incident.started_at:
-            incident.started_at = since
-        if _SEVERITY_RANK.get(finding.severity, 1) > _SEVERITY_RANK.get(incident.severity, 1):
-            incident.severity = finding.severity
-        if finding.active:
-            incident.last_seen_at = cycle.now
+            )
+            if finding.fingerprint == CRASH:
+                incident.title = finding.title  # the W&B fact names the outage best
 
     async def _thread_followups(self, store: Store, repo: IncidentsRepo, cycle: _Cycle) -> None:
         """New comments on the GitHub threads an open incident was reported in go to its
@@ -392,83 +338,8 @@ class IncidentEngine:
 
     # --- lifecycle ---------------------------------------------------------------------------
 
-    def _report_clear(self, cycle: _Cycle, member: IncidentMember) -> tuple[datetime | None, str]:
-        """When a reported incident counts as over: training progressed after the last report
-        (W&B runs), or no further report for a day (runs without W&B data)."""
-        last = member.last_report_at or member.since
-        data = cycle.data
-        if data.blind:
-            return None, ""
-        if data.snapshots or data.series:
-            point = data.first_point_after(last)
-            if point is None:
-                return None, ""
-            return (
-                point.at,
-                f"Training has been progressing since the report (step {point.step:,}).",
-            )
-        if cycle.now - last >= self.policy.report_expiry:
-            return last + self.policy.report_expiry, "No further reports for 24 h."
-        return None, ""
-
     def _advance(self, cycle: _Cycle, incident: Incident, at: datetime | None = None) -> None:
-        """Move the incident along its lifecycle as of `at` (default: now)."""
-        now = at or cycle.now
-        details = incident.details
-        for fp, member in details.members.items():
-            if at is not None:
-                break  # judging the past: only what the findings already said counts
-            if member.until is not None:
-                continue
-            if is_report(fp):
-                until, text = self._report_clear(cycle, member)
-                if until is not None:
-                    member.until, member.resolution = until, text
-            elif fp not in cycle.frozen and member.seen_at != now:
-                # no finding this cycle: the condition is over
-                member.until = cycle.clears.get(fp, now)
-        if any(m.until is None for m in details.members.values()):
-            details.clear_since = None
-        else:
-            details.clear_since = max(m.until or now for m in details.members.values())
-        clear = details.clear_since
-        if incident.status == "pending":
-            pending = self._pending(cycle, incident)
-            end = clear if clear is not None else now
-            if end - incident.started_at >= pending:
-                incident.status = "firing"
-                incident.fired_at = cycle.now
-                details.fired = True
-            elif clear is not None:
-                details.silent = True  # cleared before its pending period: never alerted
-                self._resolve(cycle, incident, clear)
-                return
-        if (
-            incident.status == "firing"
-            and clear is not None
-            and now - clear >= self._hold(cycle, incident)
-        ):
-            self._resolve(cycle, incident, clear)
-
-    def _pending(self, cycle: _Cycle, incident: Incident) -> timedelta:
-        pending = timedelta(minutes=cycle.th.pending_minutes)
-        if incident.fingerprint == MONITOR:
-            pending = max(pending, self.policy.monitor_notice_after - MONITOR_STALE_AFTER)
-        return pending
-
-    def _resolve(self, cycle: _Cycle, incident: Incident, at: datetime) -> None:
-        order = sorted(
-            incident.details.members.items(),
-            key=lambda kv: (kv[0] != CRASH, -(kv[1].until or at).timestamp()),
-        )
-        text = next((m.resolution for _, m in order if m.resolution), None)
-        if text is None:
-            text = _default_resolution(incident, at)
-        incident.status = "resolved"
-        incident.resolved_at = at
-        incident.resolution = text
-        incident.details.clear_since = None
-        if incident.id is not None:
+        if lifecycle.advance(cycle.judge, incident, at) and incident.id is not None:
             cycle.resolved_now.add(incident.id)
 
     # --- delivery ----------------------------------------------------------------------------
@@ -550,17 +421,12 @@ class IncidentEngine:
             await self._enqueue(store, cycle, "resolved", f"{key}:resolved", body)
             details.resolved_posted = True
             return
-        reminder = cycle.th.reminder_minutes
-        if incident.status == "firing" and reminder and not incident.acked_by:
-            last = details.last_reminder_at or incident.fired_at or cycle.now
-            if cycle.now - last >= timedelta(minutes=reminder):
-                count = details.reminders + 1
-                body = messages.payload(None, messages.reminder_content(incident, cycle.now))
-                await self._enqueue(
-                    store, cycle, "update", f"{key}:reminder:{count}", body, fired_id
-                )
-                details.reminders = count
-                details.last_reminder_at = cycle.now
+        if lifecycle.reminder_due(incident, cycle.now, cycle.th):
+            count = details.reminders + 1
+            body = messages.payload(None, messages.reminder_content(incident, cycle.now))
+            await self._enqueue(store, cycle, "update", f"{key}:reminder:{count}", body, fired_id)
+            details.reminders = count
+            details.last_reminder_at = cycle.now
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -586,11 +452,3 @@ def _links(cycle: _Cycle, incident: Incident) -> dict[str, str]:
         if url not in links.values() and len(links) < 6:
             links[label] = url
     return links
-
-
-def _default_resolution(incident: Incident, at: datetime) -> str:
-    for spec in DETECTORS:
-        said = spec.default_resolution
-        if said and any(spec.owns(fp) for fp in incident.details.members):
-            return said
-    return f"The condition cleared at {at:%Y-%m-%d %H:%M} UTC."

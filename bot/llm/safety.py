@@ -15,15 +15,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from bot.mentions import defuse_mentions
+
 FENCE_TAG = "untrusted_data"
 
 _FENCE_LOOKALIKE = re.compile(r"<(\s*/?\s*)(untrusted[\s_\-]*data)", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 _ATTR_UNSAFE = re.compile(r"[\"<>\r\n\t&]")
 
-_MENTION_EVERYONE = re.compile(r"@(everyone|here)\b", re.IGNORECASE)
-_MENTION_USER = re.compile(r"<@!?\d+>")
-_MENTION_ROLE = re.compile(r"<@&\d+>")
 
 URL_RE = re.compile(r"https?://[^\s<>()\[\]\"'`]+", re.IGNORECASE)
 _MD_LINK = re.compile(r"\[([^\]\n]{0,300})\]\(\s*<?(https?://[^\s)>]+)>?\s*\)")
@@ -51,14 +50,6 @@ def fence(text: str, *, source: str, **attrs: object) -> str:
         parts.append(f'{key}="{_attr(value)}"')
     body = neutralise(_CONTROL.sub("", text)).strip()
     return f"<{FENCE_TAG} {' '.join(parts)}>\n{body}\n</{FENCE_TAG}>"
-
-
-def strip_mentions(text: str) -> str:
-    """Remove everything Discord would turn into a ping."""
-    text = _MENTION_EVERYONE.sub(lambda m: m.group(1), text)
-    text = _MENTION_ROLE.sub("a role", text)
-    text = _MENTION_USER.sub("someone", text)
-    return text
 
 
 def normalise_url(url: str) -> str:
@@ -123,7 +114,7 @@ def sanitize_output(text: str, *, allowed_urls: set[str], limit: int) -> str:
     """Everything model output goes through before it is stored or posted."""
     text = _CONTROL.sub("", text)
     text = neutralise(text)
-    text = strip_mentions(text)
+    text = defuse_mentions(text)
     text = limit_links(text, allowed_urls)
     return cap_length(text, limit)
 
@@ -137,6 +128,5 @@ __all__ = [
     "neutralise",
     "normalise_url",
     "sanitize_output",
-    "strip_mentions",
     "urls_in",
 ]

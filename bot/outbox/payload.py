@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
-from bot.mentions import escape_mentions
+from bot.mentions import defuse_mentions
 from bot.render.cards import (
     DESCRIPTION_LIMIT,
     FIELD_NAME_LIMIT,
@@ -250,19 +250,19 @@ def fit_card(card: Card, reserve: int = 0) -> Card:
     in the footer. Mentions are escaped."""
     fields = [
         CardField(
-            clip(escape_mentions(f.name), FIELD_NAME_LIMIT) or "\u200b",
-            clip(escape_mentions(f.value), FIELD_VALUE_LIMIT) or "\u200b",
+            clip(defuse_mentions(f.name), FIELD_NAME_LIMIT) or "\u200b",
+            clip(defuse_mentions(f.value), FIELD_VALUE_LIMIT) or "\u200b",
             f.inline,
         )
         for f in card.fields[:FIELDS_LIMIT]
     ]
     out = Card(
-        title=clip(escape_mentions(card.title), TITLE_LIMIT),
-        description=clip(escape_mentions(card.description), DESCRIPTION_LIMIT),
+        title=clip(defuse_mentions(card.title), TITLE_LIMIT),
+        description=clip(defuse_mentions(card.description), DESCRIPTION_LIMIT),
         color=card.color,
         url=card.url,
         fields=fields,
-        footer=clip(escape_mentions(card.footer), FOOTER_LIMIT - reserve) if card.footer else None,
+        footer=clip(defuse_mentions(card.footer), FOOTER_LIMIT - reserve) if card.footer else None,
         image=card.image,
     )
     budget = TOTAL_LIMIT - reserve

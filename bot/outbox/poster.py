@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from bot.mentions import escape_mentions
+from bot.mentions import defuse_mentions
 from bot.models import OutboxItem
 from bot.outbox.markers import MARKER_RESERVE, Marker, find_markers
 from bot.outbox.payload import (
@@ -55,7 +55,7 @@ def render_item(item_id: int, dedup_key: str, payload: ParsedPayload) -> list[Ou
     """The messages an outbox item becomes: the card rides on the first; text past 2,000
     characters continues in further messages."""
     texts = (
-        split_text(escape_mentions(payload.content), CONTENT_LIMIT - MARKER_RESERVE)
+        split_text(defuse_mentions(payload.content), CONTENT_LIMIT - MARKER_RESERVE)
         if payload.content
         else []
     )

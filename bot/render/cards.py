@@ -13,6 +13,7 @@ from typing import Literal
 
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
+from bot.narrative.format import fmt_big
 from bot.services.narrative import Narrative
 from bot.services.status import RestartInfo, StatusReport
 from bot.timeutil import ago, humanize_delta
@@ -185,12 +186,7 @@ def _color(report: StatusReport) -> Color:
 
 
 def format_tokens(value: float | None) -> str:
-    if value is None:
-        return "—"
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(value) >= scale:
-            return f"{value / scale:.2f}".rstrip("0").rstrip(".") + suffix
-    return f"{value:.0f}"
+    return "—" if value is None else fmt_big(value, decimals=2)
 
 
 _MARKDOWN = re.compile(r"([\\*_~`|\[\]>#])")

@@ -12,6 +12,7 @@ from bot.errors import UserFacingError
 from bot.incidents.service import incident_stats
 from bot.models import (
     MONITOR_STALE_AFTER,
+    POLLED_SOURCES,
     UNHEALTHY_STATES,
     Event,
     Incident,
@@ -22,7 +23,7 @@ from bot.models import (
 from bot.store import Store
 
 WINDOW = timedelta(hours=24)
-FRESHNESS_SOURCES = ("wandb", "github", "discord")
+FRESHNESS_SOURCES = POLLED_SOURCES
 
 
 class UnknownRun(UserFacingError):

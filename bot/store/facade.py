@@ -9,6 +9,7 @@ from typing import Any
 import aiosqlite
 
 from bot.store.cursors import CursorsRepo, HealthRepo
+from bot.store.cycles import CyclesRepo
 from bot.store.db import Database
 from bot.store.events import EventsRepo
 from bot.store.incidents import IncidentsRepo
@@ -38,6 +39,7 @@ class Store:
         self.incidents = IncidentsRepo(db)
         self.outbox = OutboxRepo(db)
         self.llm = LLMRepo(db)
+        self.cycles = CyclesRepo(db)
 
     @property
     def reader(self) -> Store:

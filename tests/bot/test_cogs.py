@@ -44,9 +44,10 @@ async def test_status_answers_fast_with_progress_and_chart(
 ) -> None:
     await start_bot()
     record = await fake.slash("status")
+    # Discord's 3 s are kept by design, not by luck: the chart is not cached yet, so the command
+    # defers before drawing it. (How fast a cached answer is belongs in bench/bench_bot.py.)
+    assert (await answered(record))["type"] == 5
     message = await final_message(fake, record)
-    assert record.answered_at is not None
-    assert record.answered_at - record.received_at < 3.0
     [embed] = message["embeds"]
     assert "Aurora 310B-A17B MoE" in embed["title"]
     assert "step **" in embed["description"] and "of 953,674" in embed["description"]
@@ -69,8 +70,7 @@ async def test_status_serves_cached_chart_without_deferring(
     await fake.wait_for(lambda: first.followups)
     second = await fake.slash("status", [option("run", "aurora")])
     body = await answered(second)
-    assert body["type"] == 4  # cached: answered directly
-    assert second.answered_at is not None and second.answered_at - second.received_at < 1.0
+    assert body["type"] == 4  # cached: answered directly, nothing drawn
 
 
 async def test_unknown_run_gets_a_private_hint(start_bot: StartBot, fake: FakeDiscord) -> None:

@@ -17,7 +17,7 @@ from bot.digests import (
     occurrence,
     run_due_digests,
 )
-from bot.mentions import escape_mentions
+from bot.mentions import defuse_mentions
 from bot.models import OutboxItem
 from bot.outbox.markers import Marker, find_markers
 from bot.outbox.payload import (
@@ -105,9 +105,9 @@ def test_split_text_trims_past_max_parts() -> None:
     assert all(len(p) <= 1000 for p in parts)
 
 
-def test_escape_mentions_breaks_every_ping() -> None:
+def test_defuse_mentions_breaks_every_ping() -> None:
     text = "@everyone @here <@123> <@!456> <@&1> mail@example.com"
-    escaped = escape_mentions(text)
+    escaped = defuse_mentions(text)
     for ping in ("@everyone", "@here", "<@123>", "<@!456>", "<@&1>"):
         assert ping not in escaped
     assert "mail@example.com" in escaped

@@ -5,14 +5,31 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from bot.incidents.detectors import (
+    DETECTORS,
+    HEARTBEAT,
+    MONITOR,
+    REPORT_PREFIX,
     RunData,
     detect_crash,
+    detect_heartbeat,
+    detect_monitor,
+    detect_nan,
+    detect_reports,
     detect_spike,
     detect_stall,
     detect_throughput,
+    spec_for,
 )
 from bot.incidents.silences import matches, parse_duration
-from bot.models import Event, Incident, IncidentDetails, IncidentMember, MetricPoint, RunSnapshot
+from bot.models import (
+    Event,
+    Incident,
+    IncidentDetails,
+    IncidentMember,
+    MetricPoint,
+    RunSnapshot,
+    SourceHealth,
+)
 from bot.settings import Thresholds
 
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
@@ -108,3 +125,112 @@ def test_silence_matching_and_durations() -> None:
     assert parse_duration("90") == timedelta(minutes=90)
     assert parse_duration("2h") == timedelta(hours=2)
     assert parse_duration("1.5 d") == timedelta(days=1.5)
+
+
+# --- one test per detector, against the shared signature ------------------------------------
+
+
+def test_heartbeat_fires_past_its_threshold_and_reports_when_it_was_clear() -> None:
+    pts = points(10)
+    beat = pts[-1].at  # the snapshot's heartbeat is the last point's time
+    fresh = detect_heartbeat(data(pts, observed=beat + timedelta(minutes=10)))
+    assert fresh.findings == [] and fresh.clear_at == beat
+    [found] = detect_heartbeat(
+        data(pts, observed=beat + timedelta(minutes=20), heartbeat_minutes=15)
+    ).findings
+    assert found.fingerprint == HEARTBEAT
+    assert found.since == beat + timedelta(minutes=15)
+    assert detect_heartbeat(data(pts, "crashed", observed=beat + timedelta(hours=2))).findings == []
+
+
+def test_crash_of_a_superseded_chain_member_is_ignored() -> None:
+    b = "e/p/b"
+    d = data(points(10))
+    d.chain = [A, b]
+    d.snapshots[b] = RunSnapshot(b, "b", "running", T0 + timedelta(minutes=5), None, None, T0)
+    d.wandb_events = [
+        Event("r", "wandb", "s1", "state", T0 + timedelta(minutes=9.5), state="crashed",
+              extra={"wandb_run": A, "to_state": "crashed"}, id=1),
+    ]  # fmt: skip
+    assert detect_crash(d).findings == []
+    d.snapshots.pop(b)
+    d.chain = [A]
+    [still_down] = detect_crash(d).findings  # no step logged after it: still down
+    assert still_down.active and still_down.severity == "critical"
+
+
+def test_nan_loss_episode_from_points() -> None:
+    nan = float("nan")
+    pts = [
+        MetricPoint(p.wandb_run, p.step, p.at, loss=nan if 10 <= i < 13 else 2.0)
+        for i, p in enumerate(points(20))
+    ]
+    [found] = detect_nan(data(pts)).findings
+    assert found.since == pts[10].at and found.until == pts[13].at
+    assert found.resolution == "The loss is finite again."
+    assert detect_nan(data(points(20))).findings == []
+
+
+def test_nan_loss_seen_only_in_the_run_summary() -> None:
+    pts = points(10)
+    d = data(pts)
+    d.snapshots[A].summary = {"train/loss": "NaN"}
+    [found] = detect_nan(d).findings
+    assert found.active and found.since == pts[-1].at
+    d.loss_key = None
+    assert detect_nan(d).findings == []
+
+
+def test_monitor_speaks_only_when_polls_fail_and_says_nothing_about_the_run() -> None:
+    now = T0 + timedelta(hours=1)
+
+    def at(health: SourceHealth | None) -> RunData:
+        d = data(points(5))
+        d.now = now
+        d.wandb_health = health
+        return d
+
+    assert detect_monitor(at(None)).findings == []
+    fresh = SourceHealth("wandb", "r", last_success_at=now - timedelta(minutes=5))
+    assert detect_monitor(at(fresh)).clear_at == now - timedelta(minutes=5)
+    failing = SourceHealth(
+        "wandb", "r", last_success_at=now - timedelta(minutes=40), consecutive_failures=3
+    )
+    [found] = detect_monitor(at(failing)).findings
+    assert found.fingerprint == MONITOR and found.severity == "info"
+    assert found.since == now - timedelta(minutes=25)  # stale from 15 min after the last success
+    assert "3 failed polls" in found.cause
+    idle = SourceHealth("wandb", "r", last_success_at=now - timedelta(minutes=40))
+    quiet = detect_monitor(at(idle))
+    assert quiet.frozen and quiet.findings == []  # stale, but nobody polled: judge nothing
+
+
+def test_reports_group_by_kind_and_thread() -> None:
+    def report(n: int, thread: str, severity: str = "warning") -> Event:
+        return Event("r", "github", f"comment:{n}", "comment", T0 + timedelta(minutes=n),
+                     author="ada", ref="#1", body="Something looks off", thread=thread,
+                     severity=severity, incident=True, id=n)  # fmt: skip
+
+    d = data(points(5))
+    d.reports = [report(1, "github:o/r#1"), report(2, "github:o/r#2"),
+                 report(3, "github:o/r#1", "critical")]  # fmt: skip
+    first, second = detect_reports(d).findings
+    assert first.fingerprint == f"{REPORT_PREFIX}reported:github:o/r#1"
+    assert first.event_ids == [1, 3] and first.severity == "critical"
+    assert first.since == T0 + timedelta(minutes=1)
+    assert first.last_report_at == T0 + timedelta(minutes=3)
+    assert first.thread == "github:o/r#1" and first.title == "Incident reported in GitHub #1 by ada"
+    assert second.event_ids == [2] and second.severity == "warning"
+
+
+def test_every_detector_is_registered_once_with_the_shared_signature() -> None:
+    fingerprints = [spec.fingerprint for spec in DETECTORS]
+    assert len(set(fingerprints)) == len(fingerprints)
+    d = data(points(30))
+    for spec in DETECTORS:
+        assert spec_for(spec.fingerprint) is spec
+        result = spec.detect(d)  # every detector takes RunData and returns a Detection
+        assert isinstance(result.findings, list)
+        assert all(spec.owns(f.fingerprint) for f in result.findings)
+    assert spec_for(f"{REPORT_PREFIX}oom:github:o/r#9") is spec_for(REPORT_PREFIX)
+    assert spec_for("no-such-condition") is None

@@ -8,7 +8,8 @@ from bot.llm.enrich import render_event
 from bot.llm.grounded import render_facts, render_highlights, render_open_threads
 from bot.llm.grounding import FactIndex, check, extract
 from bot.llm.prompts import PROMPT_NAMES, Prompt, PromptError, load_prompt
-from bot.llm.safety import fence, limit_links, sanitize_output, strip_mentions
+from bot.llm.safety import fence, limit_links, sanitize_output
+from bot.mentions import defuse_mentions
 from tests.llm.conftest import make_event
 from tests.llm.facts_fixture import digest_facts, narrative_facts
 
@@ -80,7 +81,7 @@ def test_fence_escapes_attributes():
 
 def test_strip_mentions_and_links():
     text = "@everyone @here <@123> <@!456> <@&789> ping"
-    assert strip_mentions(text) == "everyone here someone someone a role ping"
+    assert defuse_mentions(text) == "everyone here someone someone a role ping"
     allowed = {"https://github.com/a/b/issues/1"}
     out = limit_links(
         "See [the issue](https://github.com/a/b/issues/1), [bad](https://x.io/p) and "

@@ -1,0 +1,202 @@
+"""The status page's data, its health report and the files `runscribe page` writes.
+
+`gather_run_page` is the one place that reads the store for the page: it asks the same services
+`status --json` and `timeline --json` use and hands their JSON shapes (a stable interface) to the
+pure renderer in `bot.render.page`, plus the chart series and the poll loop's heartbeat.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bot.analysis.progress import effective_series
+from bot.render.json import iso, status_json, timeline_json
+from bot.render.page import (
+    ChartData,
+    IndexEntry,
+    RunPage,
+    render_index,
+    render_run_page,
+)
+from bot.services.narrative import status_with_narrative
+from bot.services.timeline import build_timeline, validate_filters
+from bot.settings import RunConfig
+from bot.store import Store
+
+DEFAULT_DAYS = 30
+# More than fit in the page's byte budget even at the shortest entries; the budget decides.
+TIMELINE_LIMIT = 2000
+RESTART_SCAN = 1000
+STUCK_AFTER_CYCLES = 3
+# Which runs-file keys make a source "configured" for a run.
+CONFIGURED: dict[str, Callable[[RunConfig], bool]] = {
+    "wandb": lambda c: bool(c.wandb_runs or c.wandb_run_pattern),
+    "github": lambda c: bool(c.github_repo),
+    "discord": lambda c: bool(c.watch_channels),
+}
+
+
+def validate_days(days: int) -> None:
+    validate_filters(days, None, None)
+
+
+async def chart_data(store: Store, slug: str) -> ChartData:
+    run = await store.runs.get(slug)
+    chain = run.wandb_chain(await store.snapshots.chain(slug)) if run else []
+    series = [
+        p
+        for p in effective_series(await store.metrics.downsampled(slug), chain)
+        if p.loss is not None and math.isfinite(p.loss)
+    ]
+    points = [(p.step, float(p.loss)) for p in series if p.loss is not None]
+    segments = [
+        i
+        for i in range(1, len(series))
+        if series[i].wandb_run != series[i - 1].wandb_run or series[i].step <= series[i - 1].step
+    ]
+    events = await store.events.timeline(
+        slug, source="wandb", newsworthy_only=False, limit=RESTART_SCAN
+    )
+    restarts = [
+        (int(e.extra["to_step"]), e.at)
+        for e in events
+        if e.kind == "restart" and isinstance(e.extra.get("to_step"), int | float)
+    ]
+    forecast: list[tuple[float, float]] = []
+    # `loss_forecast` ([[step, loss], …] in the runs file) is drawn whenever a run has one.
+    knots = getattr(run.config, "loss_forecast", None) if run else None
+    for knot in knots or []:
+        try:
+            if isinstance(knot, list | tuple):
+                step, loss = float(knot[0]), float(knot[1])
+            else:
+                step, loss = float(knot.step), float(knot.loss)
+        except (TypeError, ValueError, IndexError, AttributeError):
+            continue
+        if step > 0 and loss > 0 and math.isfinite(step) and math.isfinite(loss):
+            forecast.append((step, loss))
+    return ChartData(points=points, segments=segments, restarts=restarts, forecast=forecast)
+
+
+async def gather_run_page(
+    store: Store,
+    slug: str,
+    now: datetime,
+    *,
+    days: int = DEFAULT_DAYS,
+    index_href: str = "index.html",
+    poll_interval: float | None = None,
+) -> RunPage:
+    """Everything one run's page shows. (Re-point here when the services move.)"""
+    report, narrative = await status_with_narrative(store, slug, now)
+    entries = await build_timeline(store, slug, now, days=days, limit=TIMELINE_LIMIT)
+    cycle = await store.cycles.last()
+    return RunPage(
+        status=status_json(report, narrative),
+        timeline=timeline_json(entries),
+        now=now,
+        timezone=report.run.timezone,
+        days=days,
+        chart=await chart_data(store, slug),
+        last_cycle_at=cycle.finished_at if cycle else None,
+        poll_interval=cycle.interval_seconds if cycle else poll_interval,
+        index_href=index_href,
+    )
+
+
+async def gather_index(store: Store, now: datetime, href: Callable[[str], str]) -> list[IndexEntry]:
+    entries = []
+    for run in await store.runs.all():
+        report, narrative = await status_with_narrative(store, run.slug, now)
+        entries.append(IndexEntry(status=status_json(report, narrative), href=href(run.slug)))
+    return entries
+
+
+async def render_pages(
+    store: Store, now: datetime, *, days: int = DEFAULT_DAYS, only: str | None = None
+) -> dict[str, str]:
+    """`runscribe page`: file name → HTML for index.html (every run) and <slug>.html (each run,
+    or only `only`)."""
+    validate_days(days)
+    index = await gather_index(store, now, lambda slug: f"{slug}.html")
+    pages = {"index.html": render_index(index, now)}
+    for entry in index:
+        slug = str(entry.status["slug"])
+        if only is None or slug == only:
+            page = await gather_run_page(store, slug, now, days=days)
+            pages[f"{slug}.html"] = render_run_page(page)
+    return pages
+
+
+def write_pages(out: Path, pages: dict[str, str]) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in pages.items():
+        path = out / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+# --- /healthz --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    ok: bool
+    body: dict[str, Any]
+
+
+async def health_report(
+    store: Store, now: datetime, *, poll_interval: float, watching_since: datetime
+) -> Health:
+    """Per-source health of every run and the last cycle's time. Not ok when a configured source
+    is failing or no cycle has finished for more than three poll intervals (counted from
+    `watching_since`, the server's start, while no cycle was ever recorded)."""
+    cycle = await store.cycles.last()
+    interval = cycle.interval_seconds if cycle else poll_interval
+    reference = cycle.finished_at if cycle else watching_since
+    stuck = now - reference > timedelta(seconds=STUCK_AFTER_CYCLES * interval)
+    problems = []
+    if stuck:
+        problems.append(
+            f"no poll cycle since {iso(reference)}" if cycle else "no poll cycle recorded yet"
+        )
+    runs: dict[str, dict[str, Any]] = {}
+    for run in await store.runs.all():
+        rows = await store.health.for_run(run.slug)
+        sources: dict[str, Any] = {}
+        for source, configured in CONFIGURED.items():
+            if not configured(run.config):
+                sources[source] = None
+                continue
+            row = rows.get(source)
+            failing = row is not None and row.consecutive_failures > 0
+            sources[source] = {
+                "ok": not failing,
+                "error": row.last_error if failing and row else None,
+                "consecutive_failures": row.consecutive_failures if row else 0,
+                "last_success_at": iso(row.last_success_at) if row else None,
+                "last_attempt_at": iso(row.last_attempt_at) if row else None,
+            }
+            if failing:
+                problems.append(f"{run.slug}: {source} failing")
+        runs[run.slug] = sources
+    ok = not problems
+    return Health(
+        ok=ok,
+        body={
+            "status": "ok" if ok else "failing",
+            "last_cycle_at": iso(cycle.finished_at) if cycle else None,
+            "poll_interval": interval,
+            "stuck": stuck,
+            "problems": problems,
+            "runs": runs,
+            "checked_at": iso(now),
+        },
+    )

@@ -1,0 +1,304 @@
+"""The renderers on hand-built reports, no store: the status card, restart wording, the timeline
+pages, the digest card, the terminal text and the JSON shapes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from bot.analysis.progress import Progress
+from bot.models import Incident, RunInfo
+from bot.narrative.entries import TimelineEntry
+from bot.narrative.facts import DigestFacts, RestartFact
+from bot.render.cards import (
+    FIELD_VALUE_LIMIT,
+    TOTAL_LIMIT,
+    TimeStyle,
+    digest_card,
+    format_tokens,
+    restart_text,
+    status_card,
+    timeline_pages,
+)
+from bot.render.json import digest_json, status_json, timeline_json
+from bot.render.terminal import local_formatter, render_card, render_timeline
+from bot.services.narrative import Narrative
+from bot.services.status import RestartInfo, StatusReport
+
+NOW = datetime(2026, 9, 2, 15, 30, tzinfo=UTC)
+
+
+def fmt(value: datetime, style: TimeStyle) -> str:
+    """A formatter that shows what it was asked for, so tests can see the style chosen."""
+    return f"<{style}:{value:%m-%d %H:%M}>"
+
+
+def progress(**changes: object) -> Progress:
+    values: dict[str, object] = {
+        "step": 4_800,
+        "total_steps": 10_000,
+        "tokens": 9.8624e11,
+        "target_tokens": 8e12,
+        "percent": 48.0,
+        "steps_per_hour": 246.0,
+        "tokens_per_hour": 1e9,
+        "projected_end": NOW + timedelta(days=30),
+        "finished": False,
+        "last_point_at": NOW - timedelta(minutes=2),
+        "loss": 2.06761,
+        "last_restart": None,
+    }
+    values.update(changes)
+    return Progress(**values)  # type: ignore[arg-type]
+
+
+def report(**changes: object) -> StatusReport:
+    values: dict[str, object] = {
+        "run": RunInfo(slug="hero", name="Hero 535B", timezone="America/New_York"),
+        "now": NOW,
+        "state": "running",
+        "health": "ok",
+        "progress": progress(),
+        "launched_at": NOW - timedelta(days=20),
+        "last_restart": RestartInfo(
+            at=NOW - timedelta(days=2),
+            from_step=4_225,
+            to_step=4_000,
+            down_for=timedelta(hours=2, minutes=32),
+            kind="restore",
+            recomputed_steps=225,
+        ),
+        "open_incidents": [],
+        "freshness": {"wandb": NOW - timedelta(minutes=2), "github": None, "discord": NOW},
+        "monitor_stale": False,
+        "heartbeat_at": NOW,
+        "links": {"Run spec": "https://example.org/spec"},
+    }
+    values.update(changes)
+    return StatusReport(**values)  # type: ignore[arg-type]
+
+
+NARRATIVE = Narrative(
+    text="Hero is training.",
+    at=NOW - timedelta(minutes=12),
+    by="llm",
+    next_at=NOW + timedelta(minutes=18),
+)
+
+
+def test_status_card_shows_the_numbers_and_the_narrative() -> None:
+    card = status_card(report(), NARRATIVE, fmt, chart="chart.png")
+    assert card.title == "Hero 535B — running" and card.color == "ok"
+    assert "**48.0%**" in card.description and "step **4,800** of 10,000" in card.description
+    assert "986.24B of 8T tokens" in card.description
+    assert card.description.endswith("Hero is training.")
+    fields = {f.name: f.value for f in card.fields}
+    assert (
+        fields["Schedule"]
+        == "launched <date:08-13 15:30> · projected end <date:10-02 15:30> (<relative:10-02 15:30>)"
+    )
+    assert fields["Last restart"].startswith("<relative:08-31 15:30>: restored from a checkpoint")
+    assert fields["Loss"] == "2.0676 · 246 steps/h (24 h)"
+    assert fields["Open incidents"] == "none"
+    assert fields["Sources"] == "W&B 2 min ago · GitHub never · Discord just now"
+    assert fields["Links"] == "[Run spec](https://example.org/spec)"
+    assert card.footer == "narrative (LLM) updated 12 min ago, next in 18 min"
+    assert card.image == "chart.png"
+
+
+def test_status_card_colours_and_labels_what_the_monitor_cannot_see() -> None:
+    stale = status_card(report(health="stale", monitor_stale=True), NARRATIVE, fmt)
+    assert stale.color == "stale" and "monitor stale (W&B unreachable)" in stale.title
+    crashed = status_card(report(state="crashed", health="bad"), NARRATIVE, fmt)
+    assert crashed.color == "bad" and crashed.title.endswith("crashed")
+    odd = status_card(report(health="weird"), NARRATIVE, fmt)
+    assert odd.color == "unknown"
+
+
+def test_status_card_lists_open_incidents_and_the_run_total() -> None:
+    incident = Incident(
+        "hero", "crash", "crash", "W&B run crashed", "firing", NOW - timedelta(hours=1)
+    )
+    card = status_card(
+        report(open_incidents=[incident], incidents_total=4, incidents_self_healed=2),
+        Narrative("x", NOW, "template"),
+        fmt,
+    )
+    field = next(f for f in card.fields if f.name == "Open incidents")
+    assert (
+        field.value
+        == "• W&B run crashed (since <relative:09-02 14:30>)\n4 so far, 2 cleared on their own"
+    )
+    assert card.footer == "narrative (template) updated just now"
+
+
+def test_status_card_stays_within_discord_limits() -> None:
+    many = [Incident("hero", f"f{i}", "reported", "x" * 300, "firing", NOW) for i in range(20)]
+    card = status_card(report(open_incidents=many), Narrative("y " * 4000, NOW, "llm"), fmt)
+    assert card.size() <= TOTAL_LIMIT and len(card.description) <= 4096
+    assert all(len(f.value) <= FIELD_VALUE_LIMIT for f in card.fields)
+
+
+def test_restart_text_words_each_kind_of_restart() -> None:
+    restore = RestartInfo(NOW, 76_225, 76_000, timedelta(hours=2, minutes=32), "restore", 225)
+    assert restart_text(restore) == (
+        "restored from a checkpoint at step 76,000 after 2 h 32 min down; 225 steps recomputed"
+    )
+    new_run = RestartInfo(NOW, None, 55_000, None, "new-run", None)
+    assert restart_text(new_run) == "resumed in a new W&B run at step 55,000"
+    stored = RestartInfo(NOW, 1, 0, None, None, None, summary="W&B run b resumed from step 0")
+    assert restart_text(stored) == "W&B run b resumed from step 0"
+
+
+def test_one_token_formatter() -> None:
+    assert [format_tokens(v) for v in (9.8624e11, 8e12, 5.3e8, 1e11, 999.0, None)] == [
+        "986.24B",
+        "8T",
+        "530M",
+        "100B",
+        "999",
+        "—",
+    ]
+
+
+def entry(hours_ago: float, summary: str, **changes: object) -> TimelineEntry:
+    values: dict[str, object] = {
+        "at": NOW - timedelta(hours=hours_ago),
+        "author": "ana",
+        "source": "github",
+        "ref": "#12",
+        "url": "https://github.com/o/r/issues/12",
+        "state": "open",
+        "summary": summary,
+        "tag": "evals",
+        "incident": False,
+        "kind": "comment",
+    }
+    values.update(changes)
+    return TimelineEntry(**values)  # type: ignore[arg-type]
+
+
+def test_timeline_pages_group_by_day_newest_first() -> None:
+    entries = [entry(1, "new eval"), entry(2, "older eval"), entry(30, "yesterday", incident=True)]
+    [page] = timeline_pages(entries, "Timeline — Hero", fmt)
+    assert [f.name for f in page.fields] == ["<date:09-02 14:30>", "<date:09-01 09:30>"]
+    assert page.fields[0].value.splitlines() == [
+        "**ana** [#12](https://github.com/o/r/issues/12) open — new eval · `evals`",
+        "**ana** [#12](https://github.com/o/r/issues/12) open — older eval · `evals`",
+    ]
+    assert page.fields[1].value.startswith("🚨 **ana**")
+    assert page.footer == "page 1 of 1"
+    [empty] = timeline_pages([], "Timeline", fmt)
+    assert empty.description == "No entries." and empty.footer == "page 1 of 1"
+
+
+def test_timeline_pages_split_when_a_page_is_full() -> None:
+    entries = [entry(i / 10, f"entry {i} " + "z" * 200) for i in range(60)]
+    pages = timeline_pages(entries, "Timeline", fmt, page_budget=2000)
+    assert len(pages) > 1
+    assert all(p.size() <= 2000 + 300 for p in pages)  # a page closes before passing the budget
+    shown = [line for p in pages for f in p.fields for line in f.value.splitlines()]
+    assert len(shown) == 60  # nothing lost across pages
+    assert pages[1].fields[0].name.endswith("(cont.)")  # the same day continues
+    assert [p.footer for p in pages][-1] == f"page {len(pages)} of {len(pages)}"
+
+
+def digest(**changes: object) -> DigestFacts:
+    values: dict[str, object] = {
+        "run_slug": "hero",
+        "run_name": "Hero 535B",
+        "now": NOW,
+        "step": 4_800,
+        "window_start": NOW - timedelta(hours=24),
+        "window_end": NOW,
+        "step_at_start": 2_400,
+        "events_in_window": 3,
+        "restarts_in_window": [RestartFact(at=NOW - timedelta(hours=3))],
+        "incidents_opened": 1,
+        "incidents_resolved": 1,
+        "incidents_open": 0,
+        "counts_by_tag": {"evals": 2, "infra": 1},
+        "entries": [entry(1, "new eval")],
+        "text": "A day of evals.",
+        "by": "llm",
+    }
+    values.update(changes)
+    return DigestFacts(**values)  # type: ignore[arg-type]
+
+
+def test_digest_card_and_json() -> None:
+    facts = digest()
+    card = digest_card(facts, fmt)
+    assert card.title == "Daily digest — Hero 535B" and card.description == "A day of evals."
+    assert card.footer == "<datetime:09-01 15:30> → <datetime:09-02 15:30> · llm"
+    data = digest_json(facts)
+    assert data["slug"] == "hero" and data["run"] == "Hero 535B"
+    assert (data["start"], data["end"]) == ("2026-09-01T15:30:00Z", "2026-09-02T15:30:00Z")
+    assert (data["step"], data["steps_gained"], data["restarts"]) == (4_800, 2_400, 1)
+    assert (data["incidents_opened"], data["incidents_resolved"], data["incidents_open"]) == (
+        1,
+        1,
+        0,
+    )
+    assert data["quiet"] is False and data["counts"] == {"evals": 2, "infra": 1}
+    assert [e["summary"] for e in data["entries"]] == ["new eval"]
+
+
+def test_a_quiet_digest_is_quiet_in_json() -> None:
+    quiet = digest(events_in_window=0, restarts_in_window=[], step_at_start=4_800)
+    assert digest_json(quiet)["quiet"] is True
+    assert digest_json(digest(incidents=[]))["quiet"] is False  # steps were gained
+
+
+def test_status_json_shape() -> None:
+    data = status_json(report(), NARRATIVE)
+    assert data["run"] == "Hero 535B" and data["slug"] == "hero"
+    assert data["progress"]["tokens"] == 9.8624e11 and data["progress"]["percent"] == 48.0
+    assert data["last_restart_at"] == "2026-08-31T15:30:00Z"
+    assert data["last_restart"]["description"].startswith("restored from a checkpoint")
+    assert data["freshness"] == {
+        "wandb": "2026-09-02T15:28:00Z",
+        "github": None,
+        "discord": "2026-09-02T15:30:00Z",
+    }
+    assert (data["narrative"], data["narrative_by"]) == ("Hero is training.", "llm")
+    assert data["narrative_at"] == "2026-09-02T15:18:00Z"
+    assert data["links"] == {"Run spec": "https://example.org/spec"}
+
+
+def test_timeline_json_shape() -> None:
+    [item] = timeline_json([entry(1, "new eval")])
+    assert item == {
+        "at": "2026-09-02T14:30:00Z",
+        "author": "ana",
+        "source": "github",
+        "ref": "#12",
+        "url": "https://github.com/o/r/issues/12",
+        "state": "open",
+        "summary": "new eval",
+        "tag": "evals",
+        "incident": False,
+    }
+
+
+def test_terminal_text_in_the_runs_zone() -> None:
+    local = local_formatter("America/New_York", NOW)
+    assert local(NOW, "date") == "Sep 2, 2026"
+    assert local(NOW, "time") == "11:30 EDT"
+    assert local(NOW + timedelta(hours=3), "relative") == "in 3 h"
+    assert local(NOW - timedelta(minutes=5), "relative") == "5 min ago"
+    assert local_formatter("Mars/Base", NOW)(NOW, "time") == "15:30 UTC"  # unknown zone: UTC
+    text = render_card(status_card(report(), NARRATIVE, local))
+    assert text.splitlines()[0] == "Hero 535B — running"
+    assert "Run spec (https://example.org/spec)" in text  # links spelled out, markdown dropped
+    assert "**" not in text and "`" not in text
+    timeline = render_timeline([entry(1, "new eval"), entry(30, "old", incident=True)], local)
+    assert timeline.splitlines() == [
+        "Sep 2, 2026",
+        "  10:30 EDT  ana #12 [open]  (evals)",
+        "      new eval",
+        "",
+        "Sep 1, 2026",
+        "! 05:30 EDT  ana #12 [open]  (evals)",
+        "      old",
+    ]
+    assert render_timeline([], local) == "No timeline entries."

@@ -1,0 +1,105 @@
+"""The timeline service on a real store: windows, filters, paging, and how an event becomes a
+line when enrichment has not run or found nothing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.models import Event, RunInfo
+from bot.narrative.entries import entry_from_event
+from bot.services.status import UnknownRun
+from bot.services.timeline import MAX_DAYS, BadFilter, build_timeline, validate_filters
+from bot.store import Store
+
+NOW = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
+
+
+def event(n: int, hours_ago: float, source: str = "github", **changes: object) -> Event:
+    values: dict[str, object] = {
+        "run_slug": "hero",
+        "source": source,
+        "external_id": f"item:{n}",
+        "kind": "comment",
+        "at": NOW - timedelta(hours=hours_ago),
+        "author": "ana",
+        "summary": f"summary {n}",
+        "tag": "evals",
+    }
+    values.update(changes)
+    return Event(**values)  # type: ignore[arg-type]
+
+
+async def seed(store: Store, events: list[Event]) -> None:
+    """Store the events, then their enrichment (as the pipeline does, in two steps)."""
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    await store.events.upsert_many(events)
+    for e in events:
+        await store.events.set_enrichment(
+            e,
+            summary=e.summary or "",
+            tag=e.tag or "other",
+            incident=e.incident,
+            severity=None,
+            newsworthy=e.newsworthy,
+            enriched_by="test",
+        )
+
+
+async def test_newest_first_within_the_window(store: Store) -> None:
+    await seed(store, [event(1, 1), event(2, 30), event(3, 24 * 8)])
+    entries = await build_timeline(store, "hero", NOW, days=7)
+    assert [e.summary for e in entries] == ["summary 1", "summary 2"]
+    everything = await build_timeline(store, "hero", NOW, days=None)
+    assert [e.summary for e in everything] == ["summary 1", "summary 2", "summary 3"]
+
+
+async def test_filters_by_tag_and_source_and_pages(store: Store) -> None:
+    await seed(
+        store,
+        [
+            event(1, 1, tag="infra"),
+            event(2, 2, source="discord"),
+            event(3, 3),
+            event(4, 4),
+            event(5, 5, deleted=True),
+            event(6, 6, newsworthy=False),
+        ],
+    )
+    infra = await build_timeline(store, "hero", NOW, tag="infra")
+    assert [e.summary for e in infra] == ["summary 1"]
+    discord = await build_timeline(store, "hero", NOW, source="discord")
+    assert [e.summary for e in discord] == ["summary 2"]
+    first = await build_timeline(store, "hero", NOW, limit=2)
+    second = await build_timeline(store, "hero", NOW, limit=2, offset=2)
+    assert [e.summary for e in first + second] == [
+        "summary 1",
+        "summary 2",
+        "summary 3",
+        "summary 4",
+    ]  # deleted and non-newsworthy events never show
+
+
+async def test_unknown_run_and_bad_filters(store: Store) -> None:
+    with pytest.raises(UnknownRun):
+        await build_timeline(store, "nope", NOW)
+    for days, tag, source in ((0, None, None), (MAX_DAYS + 1, None, None)):
+        with pytest.raises(BadFilter, match="days must be between"):
+            validate_filters(days, tag, source)
+    with pytest.raises(BadFilter, match="unknown tag 'gossip'"):
+        validate_filters(7, "gossip", None)
+    with pytest.raises(BadFilter, match="unknown source 'slack'"):
+        validate_filters(7, None, "slack")
+    validate_filters(None, "evals", "wandb")  # all fine
+
+
+def test_an_event_becomes_a_line_without_enrichment() -> None:
+    enriched = entry_from_event(event(1, 0, title="Title", body="Body"))
+    assert (enriched.summary, enriched.tag) == ("summary 1", "evals")
+    titled = entry_from_event(event(2, 0, summary=None, tag=None, title="Loss spike"))
+    assert (titled.summary, titled.tag) == ("Loss spike", "other")
+    body = entry_from_event(event(3, 0, summary=None, body="x" * 300, incident=True, tag=None))
+    assert body.summary == "x" * 200 and body.tag == "incident" and body.incident
+    empty = entry_from_event(event(4, 0, summary=None, body=None))
+    assert empty.summary == "(no text)"

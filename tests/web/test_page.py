@@ -1,0 +1,258 @@
+"""The rendered page: what it shows, that nothing untrusted is active, nothing is loaded from
+elsewhere, and that a busy month stays under 300 KB."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import random
+import re
+from datetime import datetime, timedelta
+from html.parser import HTMLParser
+
+import pytest
+
+from bot.render.page import (
+    MAX_PAGE_BYTES,
+    ChartData,
+    RunPage,
+    chart_svg,
+    forecast_at,
+    render_run_page,
+    rich_text,
+    safe_url,
+)
+from bot.settings import RunConfig
+from bot.statuspage import gather_run_page, render_pages
+from bot.store import Store
+from tests.web.seed import (
+    HOSTILE_IMG,
+    HOSTILE_SCRIPT,
+    HOSTILE_SVG,
+    SLUG,
+    Entry,
+    add_entries,
+    seed_run,
+)
+
+
+class Parsed(HTMLParser):
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[str] = []
+        self.styles: list[str] = []
+        self.text: list[str] = []
+        self._in: str | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag in ("script", "style"):
+            self._in = tag
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in == "script":
+            self.scripts.append(data)
+        elif self._in == "style":
+            self.styles.append(data)
+        else:
+            self.text.append(data)
+
+    def attrs(self, name: str) -> list[str]:
+        return [a[name] or "" for _, a in self.tags if name in a]
+
+
+def sha(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+def assert_inert(html: str) -> Parsed:
+    """Nothing from the sources is active and nothing is loaded from elsewhere."""
+    doc = Parsed(html)
+    names = [tag for tag, _ in doc.tags]
+    for banned in ("img", "iframe", "object", "embed", "link", "base", "form", "meta-refresh"):
+        assert banned not in names, banned
+    assert names.count("script") == 1 and names.count("style") == 1
+    for tag, attrs in doc.tags:
+        assert not [a for a in attrs if a.startswith("on")], (tag, attrs)
+        assert "src" not in attrs and "style" not in attrs and "srcset" not in attrs, tag
+    for href in doc.attrs("href"):
+        assert re.match(r"^(https?://|/|[a-z0-9_-]+\.html$)", href), href
+    assert "javascript:" not in " ".join(doc.attrs("href")).lower()
+    assert "url(" not in doc.styles[0] and "@import" not in doc.styles[0]
+    # The CSP allows exactly the page's own script and style, by hash.
+    csp = next(
+        a["content"] for t, a in doc.tags if a.get("http-equiv") == "Content-Security-Policy"
+    )
+    assert csp is not None
+    assert "default-src 'none'" in csp
+    assert f"script-src '{sha(doc.scripts[0])}'" in csp
+    assert f"style-src '{sha(doc.styles[0])}'" in csp
+    assert "unsafe" not in csp and "connect-src" not in csp
+    return doc
+
+
+async def test_run_page_shows_progress_timeline_and_chart(store: Store, now: datetime) -> None:
+    await seed_run(store, now)
+    await store.cycles.record(now - timedelta(seconds=70), now - timedelta(seconds=65), 300)
+    page = await gather_run_page(store, SLUG, now, days=7)
+    html = render_run_page(page)
+    doc = assert_inert(html)
+    text = " ".join(" ".join(doc.text).split())
+    assert "Hero 70B" in text
+    assert "step 640 of 1,000" in text and "64.0%" in text
+    assert "2.56B of 4B tokens" in text
+    assert "launched Aug 31" in text  # two days before, in Europe/Berlin
+    assert "updated 1 min ago" in text and "next in 3 min" in text
+    # Links: the run's links and the timeline's refs.
+    hrefs = doc.attrs("href")
+    assert "https://wandb.ai/ent/proj/reports/hero" in hrefs
+    assert "https://github.com/lab/model/pull/8833" in hrefs
+    # Grouped by local day, newest first, each with author, ref, state, summary and tag.
+    timeline = text[text.index("Timeline, last 7 days") :]
+    assert timeline.index("Sep 2") < timeline.index("Sep 1") < timeline.index("Aug 31")
+    assert "larry #8833 open optimizer Weight decay for the gate and router lowered" in text
+    # The chart: two segments (the restore), a restart marker from the stored event, a forecast.
+    assert html.count('class="loss"') == 2
+    assert "restart at step 500" in html
+    # The forecast curve comes from the runs file's `loss_forecast` (issue 14 adds the key).
+    assert html.count('class="fc"') == (1 if "loss_forecast" in RunConfig.model_fields else 0)
+
+
+async def test_hostile_text_is_shown_as_text(store: Store, now: datetime) -> None:
+    await seed_run(store, now)
+    html = render_run_page(await gather_run_page(store, SLUG, now, days=7))
+    doc = assert_inert(html)
+    text = "".join(doc.text)
+    for hostile in (HOSTILE_SCRIPT, HOSTILE_IMG, HOSTILE_SVG):
+        assert hostile in text  # shown exactly as written, as text
+    assert '<b onmouseover="window.__pwned = 5">mallory</b>' in text
+    # The comment whose URL is javascript: keeps its ref, unlinked; a data: URL likewise.
+    assert "#8840" in text and "#8840" not in " ".join(doc.attrs("href"))
+    assert not [h for h in doc.attrs("href") if h.startswith("data:")]
+
+
+def test_safe_url_and_rich_text() -> None:
+    assert safe_url("https://github.com/a/b/issues/1") == "https://github.com/a/b/issues/1"
+    assert safe_url("HTTP://example.org/x") == "HTTP://example.org/x"
+    for bad in (
+        "javascript:alert(1)",
+        " javascript:alert(1)",
+        "JaVaScRiPt:alert(1)",
+        "data:text/html,x",
+        "vbscript:x",
+        "//evil.example/x",
+        "https://",
+        'https://x.org/"onmouseover="a()',
+        "https://x.org/<script>",
+        None,
+        42,
+    ):
+        assert safe_url(bad) is None, bad
+    out = rich_text(
+        "see [the PR](https://github.com/a/b/pull/2). and https://x.org/a, [x](javascript:y) <i>"
+    )
+    assert '<a href="https://github.com/a/b/pull/2">the PR</a>' in out
+    assert '<a href="https://x.org/a">https://x.org/a</a>,' in out
+    assert "[x](javascript:y) &lt;i&gt;" in out
+
+
+def test_forecast_interpolates_in_log_log() -> None:
+    knots = [(10, 4.0), (1000, 1.0)]
+    assert forecast_at(knots, 10) == pytest.approx(4.0)
+    assert forecast_at(knots, 100) == pytest.approx(2.0)  # the geometric midpoint
+    assert forecast_at(knots, 1000) == pytest.approx(1.0)
+    assert forecast_at([(10, 4.0)], 100) is None
+
+
+def test_chart_draws_segments_restarts_and_the_forecast() -> None:
+    assert chart_svg(ChartData(points=[(1, 2.0)])) == ""
+    points = [(s, 4.0 * (s + 10) ** -0.1) for s in range(0, 1001, 10)]
+    svg = chart_svg(
+        ChartData(
+            points=points,
+            segments=[50],
+            restarts=[(500, None), (9000, None)],
+            forecast=[(10, 4.0), (1000, 2.5)],
+        )
+    )
+    assert svg.count("<title>restart") == 1  # step 9000 lies outside the data
+    assert svg.count('class="loss"') == 2  # split at the restart
+    assert svg.count('class="fc"') == 1
+    assert 'class="fc"' not in chart_svg(ChartData(points=points))
+
+
+def busy_month(now: datetime, per_day: int) -> list[Entry]:
+    rng = random.Random(15)
+    words = [
+        "gate",
+        "router",
+        "decay",
+        "loss",
+        "spike",
+        "checkpoint",
+        "node",
+        "restart",
+        "eval",
+        "ladder",
+        "mixture",
+        "shard",
+    ]
+    tags = ["optimizer", "infra", "evals", "data", "ablation", "training-dynamics", "incident"]
+    out = []
+    for i in range(30 * per_day):
+        source = rng.choice(["github", "github", "discord", "wandb"])
+        number = 8000 + rng.randrange(900)
+        out.append(
+            Entry(
+                source,
+                "comment" if source == "github" else "message",
+                rng.choice(["larry", "percy-liang", "kaiyue-wen", "helw150", "loom-oa-dev"]),
+                f"#{number}" if source == "github" else "#hero-run",
+                f"https://github.com/lab-name/model-repo/issues/{number}"
+                f"#issuecomment-{4 * 10**9 + i}"
+                if source == "github"
+                else "https://discord.com/channels/1201188830310170624/1213462791155945512/"
+                f"{10**18 + i}",
+                "open" if source == "github" else None,
+                " ".join(rng.choice(words) for _ in range(rng.randrange(18, 34))).capitalize(),
+                rng.choice(tags),
+                i * 24 / per_day + 0.01,
+            )
+        )
+    return out
+
+
+# Busy: 20 entries a day, five times the reference page's pace, with full-length Discord and
+# GitHub comment URLs and 100-200 character summaries. 80 a day exercises the byte budget.
+@pytest.mark.parametrize("per_day", [20, 80])
+async def test_a_busy_month_stays_under_300_kb(store: Store, now: datetime, per_day: int) -> None:
+    await seed_run(store, now, entries=())
+    entries = busy_month(now, per_day)
+    await add_entries(store, SLUG, now, entries)
+    pages = await render_pages(store, now, days=30)
+    html = pages[f"{SLUG}.html"]
+    size = len(html.encode())
+    print(f"{per_day}/day x 30 days: {size:,} bytes")
+    assert size < MAX_PAGE_BYTES
+    assert_inert(html)
+    shown = html.count("<li class=")
+    if per_day == 20:
+        assert shown == len(entries)  # all 600 fit
+        assert "do not fit on this page" not in html
+    else:  # 6,000: the newest that fit, and an honest note about the rest
+        assert 0 < shown < len(entries)
+        assert re.search(r"Older entries before \w+ \d+ do not fit on this page", html)
+    assert "index.html" in pages
+
+
+def test_empty_run_page_renders() -> None:
+    now = datetime(2026, 9, 2, 12, 0)
+    html = render_run_page(RunPage(status={"run": "Fresh", "slug": "fresh"}, timeline=[], now=now))
+    doc = assert_inert(html)
+    text = " ".join(doc.text)
+    assert "no progress reported yet" in text and "Nothing recorded in this period." in text

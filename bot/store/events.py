@@ -62,6 +62,18 @@ def event_from_row(row: aiosqlite.Row) -> Event:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Enriched:
+    """What enrichment writes on an event (`EventsRepo.set_enrichment_many`)."""
+
+    summary: str
+    tag: str
+    incident: bool = False
+    severity: str | None = None
+    newsworthy: bool = True
+    enriched_by: str = "rules"
+
+
 # The label of events the rules enriched because the LLM failed; they are offered to it again.
 # Migration 0005 indexes exactly this value (`events_llm_retry`).
 RETRY_LABEL = "rules:llm-retry"
@@ -293,6 +305,32 @@ class EventsRepo:
                 ),
             )
             return bool(cursor.rowcount)
+
+    async def set_enrichment_many(self, items: Sequence[tuple[Event, Enriched]]) -> int:
+        """`set_enrichment` for many events in one statement (a backfill, a bulk import).
+        Returns how many were written; an event edited since it was read is left pending."""
+        if not items:
+            return 0
+        async with self.db.transaction() as conn:
+            cursor = await conn.executemany(
+                "UPDATE events SET summary = ?, tag = ?, incident = ?, severity = ?, "
+                "newsworthy = ?, enriched_by = ?, enriched_hash = content_hash "
+                "WHERE id = ? AND content_hash = ?",
+                [
+                    (
+                        e.summary,
+                        e.tag,
+                        int(e.incident),
+                        e.severity,
+                        int(e.newsworthy),
+                        e.enriched_by,
+                        event.id,
+                        event.content_hash,
+                    )
+                    for event, e in items
+                ],
+            )
+            return max(cursor.rowcount, 0)
 
     async def timeline(
         self,

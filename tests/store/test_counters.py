@@ -5,6 +5,7 @@ connections commands read through."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -160,3 +161,31 @@ async def test_reader_sees_commits_and_never_waits_for_the_writer(db_path: Path)
 
 async def test_without_readers_the_reader_is_the_store(store: Store) -> None:
     assert store.reader is store
+
+
+async def test_set_enrichment_many_skips_events_edited_since(hero: Store) -> None:
+    from bot.models import Event
+    from bot.store.events import Enriched
+
+    events = [
+        Event(
+            run_slug="hero",
+            source="github",
+            external_id=f"c:{i}",
+            kind="comment",
+            at=T0 + timedelta(minutes=i),
+            body=f"comment {i}",
+        )
+        for i in range(3)
+    ]
+    await hero.events.upsert_many(events)
+    edited = dataclasses.replace(events[2], body="edited", id=None)
+    await hero.events.upsert_many([edited])
+    written = await hero.events.set_enrichment_many(
+        [(e, Enriched(summary=f"s{i}", tag="infra")) for i, e in enumerate(events)]
+    )
+    assert written == 2
+    (pending,) = await hero.events.pending_enrichment("hero")
+    assert pending.external_id == "c:2" and pending.body == "edited"
+    first = await hero.events.get(events[0].id or 0)
+    assert first is not None and (first.summary, first.tag) == ("s0", "infra")

@@ -189,3 +189,14 @@ async def test_set_enrichment_many_skips_events_edited_since(hero: Store) -> Non
     assert pending.external_id == "c:2" and pending.body == "edited"
     first = await hero.events.get(events[0].id or 0)
     assert first is not None and (first.summary, first.tag) == ("s0", "infra")
+
+
+async def test_rewriting_an_unchanged_incident_keeps_its_version(hero: Store) -> None:
+    incident = Incident("hero", "stall", "stall", "Stalled", "firing", T0, fired_at=T0)
+    await hero.incidents.save(incident)
+    version = await hero.incidents.version("hero")
+    await hero.incidents.update(incident)  # what the engine does every cycle
+    assert await hero.incidents.version("hero") == version
+    incident.cause = "node lost"
+    await hero.incidents.update(incident)
+    assert await hero.incidents.version("hero") == version + 1

@@ -75,7 +75,16 @@ CREATE TRIGGER incidents_versioned_insert AFTER INSERT ON incidents BEGIN
     ON CONFLICT (run_slug) DO UPDATE SET version = version + 1;
 END;
 
-CREATE TRIGGER incidents_versioned_update AFTER UPDATE ON incidents BEGIN
+-- The engine rewrites the incidents it follows every cycle; only a real change is a new version.
+CREATE TRIGGER incidents_versioned_update AFTER UPDATE ON incidents
+WHEN old.status IS NOT new.status OR old.details IS NOT new.details
+    OR old.started_at IS NOT new.started_at OR old.resolved_at IS NOT new.resolved_at
+    OR old.fired_at IS NOT new.fired_at OR old.fingerprint IS NOT new.fingerprint
+    OR old.kind IS NOT new.kind OR old.title IS NOT new.title OR old.severity IS NOT new.severity
+    OR old.cause IS NOT new.cause OR old.resolution IS NOT new.resolution
+    OR old.acked_by IS NOT new.acked_by OR old.acked_at IS NOT new.acked_at
+    OR old.last_seen_at IS NOT new.last_seen_at OR old.run_slug IS NOT new.run_slug
+BEGIN
     INSERT INTO incident_versions (run_slug, version) VALUES (new.run_slug, 1)
     ON CONFLICT (run_slug) DO UPDATE SET version = version + 1;
 END;

@@ -178,14 +178,16 @@ def print_table(results: list[tuple[int, dict[str, float]]]) -> None:
     for size, r in results:
         print(
             f"| {size:,} | {int(size * 0.4):,} | {r['status']:.1f} ({r['status_naive']:.1f}) "
-            f"| {r['idle']:.1f} ({r['idle_naive']:.1f}) | {r['chart']:.0f} ({r['chart_naive']:.0f}) "
+            f"| {r['idle']:.1f} ({r['idle_naive']:.1f}) "
+            f"| {r['chart']:.0f} ({r['chart_naive']:.0f}) "
             f"| {r['ingest']:,.0f} | {r['bytes']:.0f} |"
         )
     if len(results) > 1:
         first, last = results[0][1], results[-1][1]
         print(
             f"\n{results[-1][0]:,} / {results[0][0]:,} events: /status ×"
-            f"{last['status'] / first['status']:.2f}, idle cycle ×{last['idle'] / first['idle']:.2f}, "
+            f"{last['status'] / first['status']:.2f}, "
+            f"idle cycle ×{last['idle'] / first['idle']:.2f}, "
             f"cold chart ×{last['chart'] / first['chart']:.2f}"
         )
     print(flush=True)

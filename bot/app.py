@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -25,6 +25,7 @@ import yarl
 from discord.ext import commands
 
 from bot.digests import DigestComposer, run_due_digests
+from bot.flight import SingleFlight
 from bot.outbox.payload import ButtonPayload, fit_card
 from bot.outbox.poster import DeliveryError, OutboxPoster, OutgoingMessage, SeenMessage
 from bot.render.cards import Card, TimeStyle
@@ -49,6 +50,8 @@ DEFAULT_EXTENSIONS: tuple[str, ...] = (
     "cogs.admin",
 )
 NO_MENTIONS = discord.AllowedMentions.none()
+# Commands answered at once before the next ones acknowledge first (`RunscribeBot.busy`).
+ANSWERED_AT_ONCE = 2
 THREAD_EXISTS = 160004  # Discord error code: "a thread has already been created for this message"
 
 NarrativeRefresher = Callable[[str, datetime], Awaitable[object]]
@@ -175,6 +178,9 @@ class RunscribeBot(commands.Bot):
         self._tasks: list[asyncio.Task[None]] = []
         self._cycle_lock = asyncio.Lock()  # a reload never swaps sources under a running poll
         self.cycles = 0  # poll cycles finished (or failed) since start
+        self._answering = 0  # commands between `answering()` enter and exit
+        # Concurrent identical reads (a burst of /status for one run) share one computation.
+        self.flights: SingleFlight[Any] = SingleFlight()
 
     # --- services for cogs ----------------------------------------------------------------------
 
@@ -191,8 +197,22 @@ class RunscribeBot(commands.Bot):
     @property
     def busy(self) -> bool:
         """A command should acknowledge before reading: a poll cycle is running (its work shares
-        this event loop), or every read connection is taken by other commands."""
-        return self._cycle_lock.locked() or self.reader.db.saturated
+        this event loop), other commands are being answered (a burst: each waits its turn on
+        the loop and the read connections), or every read connection is taken."""
+        return (
+            self._cycle_lock.locked()
+            or self._answering > ANSWERED_AT_ONCE
+            or self.reader.db.saturated
+        )
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        """Around a command's work, so `busy` knows how many are being answered."""
+        self._answering += 1
+        try:
+            yield
+        finally:
+            self._answering -= 1
 
     @property
     def settings(self) -> Settings:

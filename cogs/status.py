@@ -37,26 +37,33 @@ class Status(commands.Cog):
     @app_commands.autocomplete(run=run_autocomplete)
     async def status(self, interaction: discord.Interaction, run: str | None = None) -> None:
         bot = self.bot
-        store = bot.reader
-        slug = await resolve_run(bot, run)  # the runs table: a bad name still gets a private hint
-        version = await store.metrics.version(slug)
-        png = bot.chart_cache.ready(slug, version)
-        if png is None or bot.busy:
-            # The chart must be drawn, or a poll cycle (sharing this event loop) or other
-            # commands are running: acknowledge before the report's reads.
-            await interaction.response.defer(thinking=True)
-        report, narrative = await status_with_narrative(store, slug, bot.clock())
-        if png is None:
-            png = await bot.chart_cache.get_or_draw(slug, version, lambda: self._draw(slug))
-        card = status_card(report, narrative, discord_time, chart=CHART if png else None)
-        embed = card_to_embed(card)
-        files = [discord.File(io.BytesIO(png), filename=CHART)] if png else []
-        if interaction.response.is_done():
-            await interaction.followup.send(embed=embed, files=files, allowed_mentions=NO_MENTIONS)
-        else:
-            await interaction.response.send_message(
-                embed=embed, files=files, allowed_mentions=NO_MENTIONS
+        with bot.answering():
+            if bot.busy:
+                # A poll cycle (sharing this event loop) or other commands are running:
+                # acknowledge before any read.
+                await interaction.response.defer(thinking=True)
+            store = bot.reader
+            slug = await resolve_run(bot, run)
+            version = await store.metrics.version(slug)
+            png = bot.chart_cache.ready(slug, version)
+            if png is None and not interaction.response.is_done():
+                await interaction.response.defer(thinking=True)  # the chart must be drawn
+            report, narrative = await bot.flights.run(
+                ("status", slug), lambda: status_with_narrative(store, slug, bot.clock())
             )
+            if png is None:
+                png = await bot.chart_cache.get_or_draw(slug, version, lambda: self._draw(slug))
+            card = status_card(report, narrative, discord_time, chart=CHART if png else None)
+            embed = card_to_embed(card)
+            files = [discord.File(io.BytesIO(png), filename=CHART)] if png else []
+            if interaction.response.is_done():
+                await interaction.followup.send(
+                    embed=embed, files=files, allowed_mentions=NO_MENTIONS
+                )
+            else:
+                await interaction.response.send_message(
+                    embed=embed, files=files, allowed_mentions=NO_MENTIONS
+                )
 
     async def _draw(self, slug: str) -> bytes | None:
         """The chart, or None if drawing fails: a broken chart never costs the status."""

@@ -104,26 +104,31 @@ class Timeline(commands.Cog):
         source: str | None = None,
     ) -> None:
         bot = self.bot
-        store = bot.reader
-        slug = await resolve_run(bot, run)  # the runs table: a bad name still gets a private hint
-        # A filter over a long range may read far back before it finds 500 entries: acknowledge
-        # first then, as when the bot is busy.
-        if bot.busy or ((tag or source) and days > SLOW_FILTER_DAYS):
-            await interaction.response.defer(thinking=True)
-        entries = await build_timeline(
-            store, slug, bot.clock(), days=days, tag=tag, source=source, limit=MAX_ENTRIES
-        )
-        info = await store.runs.get(slug)
-        title = f"Timeline — {info.name if info else slug} · last {_days(days)}"
-        if tag or source:
-            title += " · " + " · ".join(x for x in (tag, source) if x)
-        pages = timeline_pages(entries, title, discord_time)
-        if len(pages) == 1:
-            await _answer(interaction, embed=card_to_embed(pages[0]))
-            return
-        view = Pager(pages, interaction.user.id)
-        view.origin = interaction
-        await _answer(interaction, embed=view.embed(), view=view)
+        with bot.answering():
+            if bot.busy:  # a poll cycle or other commands are running: acknowledge first
+                await interaction.response.defer(thinking=True)
+            store = bot.reader
+            slug = await resolve_run(bot, run)
+            # A filter over a long range may read far back before it finds 500 entries.
+            if (tag or source) and days > SLOW_FILTER_DAYS and not interaction.response.is_done():
+                await interaction.response.defer(thinking=True)
+            entries = await bot.flights.run(
+                ("timeline", slug, days, tag, source),
+                lambda: build_timeline(
+                    store, slug, bot.clock(), days=days, tag=tag, source=source, limit=MAX_ENTRIES
+                ),
+            )
+            info = await store.runs.get(slug)
+            title = f"Timeline — {info.name if info else slug} · last {_days(days)}"
+            if tag or source:
+                title += " · " + " · ".join(x for x in (tag, source) if x)
+            pages = timeline_pages(entries, title, discord_time)
+            if len(pages) == 1:
+                await _answer(interaction, embed=card_to_embed(pages[0]))
+                return
+            view = Pager(pages, interaction.user.id)
+            view.origin = interaction
+            await _answer(interaction, embed=view.embed(), view=view)
 
 
 async def _answer(

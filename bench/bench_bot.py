@@ -16,6 +16,8 @@ Measured, each next to the naive approach it replaced, in the same run:
    reply or the followup after a deferral), p50/p95/max, and how many were acknowledged within
    Discord's 3 s. Naive: the commands as they were: on the writer's connection, each computing
    its own answer, deferring only to draw the chart (the store's counters and buckets stay).
+4. One-shot `runscribe status` wall time on the same store, next to `import anthropic` alone
+   (which it used to pay for).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -363,6 +367,31 @@ async def through_discord(path: Path, now: datetime, readers: int) -> list[str]:
     return rows
 
 
+def wall(argv: list[str], env: dict[str, str], runs: int = 5) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, env=env, capture_output=True, check=True, timeout=120)
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def one_shot_cli(db: Path) -> list[str]:
+    """`runscribe status` as a user runs it, next to what it no longer pays for: the LLM SDK
+    import it used to pull in (through render → services → llm)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RUNSCRIBE_", "ANTHROPIC_"))}
+    env["RUNSCRIBE_DB"] = str(db)
+    python = sys.executable
+    return [
+        f"| one-shot `runscribe status` (wall, process start to exit) | "
+        f"{ms(wall([python, '-m', 'bot', 'status'], env))} | "
+        f"{ms(wall([python, '-c', 'import anthropic'], env))} |",
+        f"| one-shot `runscribe status --json` | "
+        f"{ms(wall([python, '-m', 'bot', 'status', '--json'], env))} | | |",
+        f"| python start alone | {ms(wall([python, '-c', 'pass'], env))} | | |",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -400,6 +429,7 @@ def main() -> None:
         return rows, discord_rows
 
     rows, discord_rows = asyncio.run(measure())
+    rows += one_shot_cli(args.db)
     print("\n| measurement | median ms | p95 ms | naive median ms | naive p95 ms |")
     print("|---|---:|---:|---:|---:|")
     for line in rows:

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
 from bot.enrich.conversations import GAP, group_conversations
-from bot.enrich.rules import Enrichment, enrich_text
+from bot.enrich.rules import Enrichment, enrich_event
 from bot.models import UNHEALTHY_STATES, Event
 from bot.sources.base import Source
 from bot.sources.poller import CycleReport, poll_once
@@ -57,18 +56,13 @@ class RulesEnricher:
 def rules_enrichment(event: Event) -> Enrichment:
     if event.source in MACHINE_SOURCES:
         return fact_enrichment(event)
-    body = event.body
-    if event.kind == "conversation":
-        # "author: text" lines: summarise what was said, not who said it first.
-        body = "\n".join(_SPEAKER.sub("", line, count=1) for line in body.splitlines())
-    return enrich_text(title=event.title, body=body, kind=event.kind, source=event.source)
+    return enrich_event(event)
 
 
 # Events that code wrote from structured data (W&B state changes and restarts, system notes):
 # their meaning is known exactly, so they are enriched from their fields, never by guessing from
 # their text and never by the LLM.
 MACHINE_SOURCES = frozenset({"wandb", "system"})
-_SPEAKER = re.compile(r"^[^:\n]{1,80}:\s+")
 
 
 def fact_enrichment(event: Event) -> Enrichment:

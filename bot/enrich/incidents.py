@@ -10,7 +10,7 @@ the time without anything being broken ("no OOMs since the fix", "to avoid OOM",
   not right after a training-dynamics noun ("the gate is stuck closed", "loss stalled");
 * text about CI, unit tests or someone's laptop is not the run.
 
-Code blocks never reach this module (``bot.enrich.text`` drops them); log-looking lines are only
+Code blocks never reach this module (``bot.enrich.markdown`` drops them); log-looking lines are only
 used when a message has no prose at all.
 """
 
@@ -20,22 +20,28 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from bot.enrich.context import ThreadContext
+
 CRITICAL: Final = "critical"
 WARNING: Final = "warning"
 
 #: Incident kinds, most specific (root cause) first: "crashed after an OOM" is an OOM.
+#: "crash" and "hang" say least about the cause, so they come last.
 KIND_PRIORITY: Final[tuple[str, ...]] = (
     "hardware",
     "storage",
     "oom",
-    "node-loss",
     "restore-failed",
     "checkpoint-failed",
-    "crash",
+    "network",
+    "preemption",
+    "node-loss",
     "hang",
+    "crash",
+    "outage",
 )
 _CRITICAL_KINDS: Final = frozenset(
-    {"hardware", "storage", "oom", "node-loss", "restore-failed", "crash"}
+    {"hardware", "storage", "oom", "node-loss", "preemption", "restore-failed", "crash", "outage"}
 )
 
 #: How much prose is examined (a long comment's incident report is near its top).
@@ -81,18 +87,25 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig("hardware", "xid", r"s?xid(?:\s*errors?)?\s*\(?\d{1,3}|s?xid\s+errors?"),
     _sig(
         "hardware",
-        "uncorrect double",
-        r"(?:uncorrectable|uncorrected|double[- ]bit)\s+(?:ecc\s+)?(?:errors?|memory)",
+        "uncorrect double dbe",
+        r"(?:uncorrectable|uncorrected|double[- ]bit|dbe)\s+(?:ecc|memory|errors?)",
     ),
-    _sig("hardware", "ecc", r"ecc\s+(?:errors?|failures?)"),
+    _sig("hardware", "ecc", r"ecc\s+(?:errors?|failures?|faults?)"),
     _sig("hardware", "bus", r"(?:fell|fallen|falls|dropped)\s+off\s+the\s+(?:pcie\s+)?bus"),
+    # network: the fabric between machines
     _sig(
-        "hardware",
+        "network",
         "port link card",
-        r"(?:infiniband|ib|roce|nic|hca|network)\s+(?:port|link|card)s?\s+"
+        r"(?:infiniband|ib|roce|nic|hca|network|fabric|switch)\s+(?:port|link|card)s?\s+"
         r"(?:faults?|failures?|failed|flap\w*|down|errors?|went\s+down|dropp\w*|bounc\w*)",
     ),
-    _sig("hardware", "flap", r"(?:link|port)s?\s+(?:kept\s+|keeps\s+|started\s+)?flap\w*"),
+    _sig("network", "flap", r"(?:link|port)s?\s+(?:kept\s+|keeps\s+|started\s+)?flap\w*"),
+    _sig("network", "symbol", r"symbol\s+errors?|link\s+(?:down|errors?)\s+on\s+(?:leaf|spine)"),
+    _sig(
+        "network",
+        "nccl net",
+        r"nccl\s+(?:warn\s+)?net/(?:ib|socket)|nccl\s+(?:\w+\s+)?(?:network|connection)\s+errors?",
+    ),
     _sig(
         "hardware",
         "faulty defective broken dead failing bad",
@@ -113,11 +126,48 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:lost|preempted|evicted|drained|reclaimed|unreachable|terminated)"
         r"|became\s+unreachable|died)",
     ),
+    _sig(
+        "node-loss",
+        "lost down dead gone offline unreachable",
+        # "node r12n4 lost", "host a3-12 down": a named machine and what happened to it
+        rf"{_NODE}\s+[\w.-]*\d[\w.-]*\s+(?:is\s+|was\s+|went\s+)?"
+        r"(?:lost|down|dead|gone|offline|unreachable)",
+    ),
     _sig("node-loss", "connectivity", r"lost\s+(?:network\s+)?connectivity"),
     _sig(
         "node-loss",
+        "down gone off",
+        rf"\d+\s+(?:of\s+(?:our|the)\s+)?{_NODE}\s+(?:are\s+|were\s+)?(?:down|gone|off|offline|lost)",
+    ),
+    _sig("node-loss", "power", r"lost\s+power|power\s+(?:event|outage|loss|failure)"),
+    _sig(
+        "node-loss",
+        "vanished disappeared",
+        r"[a-z][a-z-]*\d[\w-]*\s+(?:just\s+)?(?:vanished|disappeared|dropped\s+out|went\s+away)",
+    ),
+    _sig(
+        "preemption",
         "preempt",
         r"preempt(?:ed|ions?)(?![- ](?:safe|tolerant|aware|handl\w*|resilien\w*|support|logic))",
+    ),
+    _sig(
+        "preemption",
+        "reclaim",
+        rf"(?:reclaimed|evicted)\s+(?:\d+\s+(?:of\s+(?:our\s+|the\s+)?\d+\s+)?)?{_NODE}",
+    ),
+    _sig(
+        "node-loss",
+        "lost",
+        # "lost r02n6": a machine named by a host name (letters with digits in it)
+        r"lost\s+(?:node\s+|host\s+)?[a-z][a-z-]*\d[\w-]*(?![\w-]*\s+(?:min|minutes|hours?|steps?"
+        r"|tokens?|gpus?))",
+    ),
+    _sig("node-loss", "pingable powered", r"not\s+pingable|powered\s+(?:off|down)\b"),
+    _sig(
+        "node-loss",
+        "cordon drain",
+        # "r07n3 is cordoned": a named machine taken out of service
+        r"[a-z][a-z-]*\d[\w-]*\s+(?:is|was|got|has\s+been|stays)\s+(?:cordoned|drained)",
     ),
     _sig("node-loss", "gang", r"gang(?:\s+scheduling)?\s+(?:failed|failures?|broke|broken)"),
     _sig(
@@ -164,6 +214,12 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig(
         "restore-failed",
+        "restore resume",
+        # "the restore from step 52,500 fails on every attempt", "restore after preemption fails"
+        r"(?:restore|resume)\s+(?:[\w,.]+\s+){0,4}?(?:fails|failed|is\s+failing|keeps\s+failing)",
+    ),
+    _sig(
+        "restore-failed",
         "corrupt",
         r"corrupt(?:ed)?\s+(?:checkpoint|ckpt)|(?:checkpoint|ckpt)\s+(?:is\s+|was\s+)?corrupt",
     ),
@@ -184,6 +240,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "checkpoint ckpt",
         r"(?:saving|writing)\s+(?:the\s+)?(?:checkpoint|ckpt)\s+(?:failed|timed\s+out|hung"
         r"|stalled)",
+    ),
+    _sig(
+        "checkpoint-failed",
+        "save",
+        # "the 64,000 save failed", "the hero save at 24k failed"
+        r"(?:the\s+)?(?:[\d,.]+k?\s+)?saves?\s+(?:at\s+(?:step\s+)?[\d,.]+k?\s+)?"
+        r"(?:failed|is\s+failing|errored|timed\s+out)",
     ),
     _sig(
         "checkpoint-failed",
@@ -209,8 +272,21 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|read-only\s+file\s*system",
     ),
     _sig("storage", "503 500", r"(?:503|500)s?\s+(?:errors?\s+)?from\s+(?:gcs|s3|the\s+bucket)"),
+    _sig(
+        "storage",
+        "reject refus deny denied forbidden 403 fail",
+        r"(?:bucket|storage|gcs|s3|filesystem|volume|nfs)\s+(?:is\s+|are\s+)?(?:rejecting|refusing"
+        r"|denying)\s+(?:\w+\s+)?(?:writes?|reads?|requests?|uploads?)"
+        r"|(?:writes?|uploads?)\s+(?:\w+\s+){0,4}?(?:fail|fails|failing|return|returns)\s+(?:with\s+)?"
+        r"(?:a\s+)?(?:403|401|permission\s+denied|access\s+denied|forbidden)",
+    ),
+    _sig(
+        "storage",
+        "read-only read only disk",
+        r"(?:went|is|are|mounted)\s+read[- ]only|disk\s+(?:failure|failed|died)",
+    ),
     # crashes
-    _sig("crash", "crash", r"crash(?:ed|es|ing)?|crashloop\w*"),
+    _sig("crash", "crash", r"(?<!pre-)(?<!post-)(?<!pre)crash(?:ed|es|ing)?|crashloop\w*"),
     _sig(
         "crash",
         "seg sigsegv sigabrt sigbus sigill core",
@@ -229,6 +305,23 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"exited\s+with\s+(?:a\s+)?(?:non-?zero|(?:exit\s+)?code\s+[1-9]|status\s+[1-9])",
     ),
     _sig("crash", "fatal unrecoverable", r"(?:fatal|unrecoverable)\s+error"),
+    _sig(
+        "outage",
+        "dead trained pending training progress",
+        # the run is not training, whatever the cause: "hero dead at 80,240", "nothing has
+        # trained since midnight", "the job is just pending"
+        r"(?:hero|run|job|training|trainer)\s+(?:is\s+)?dead\b"
+        r"|nothing\s+(?:has\s+)?(?:trained|been\s+training|is\s+training)"
+        r"|(?:job|run)\s+(?:is\s+)?(?:just\s+|still\s+|now\s+)?pending\b"
+        r"|(?:no|zero)\s+(?:training\s+)?progress\s+(?:since|for)",
+    ),
+    _sig(
+        "outage",
+        "down",
+        # "Hero is down", "the run went down": an outage, not "loss is down 0.02"
+        r"(?:is|was|went|has\s+gone|are|were)\s+(?:hard\s+|completely\s+)?down"
+        r"(?!\s*(?:\d|to\b|by\b|from\b|about\b|[\w.]*%|a\s+bit|slightly))",
+    ),
     _sig(
         "crash",
         "traceback stack exception",
@@ -282,14 +375,16 @@ _NEGATION = re.compile(
       |doesn't|don't|didn't|isn't|aren't|wasn't|weren't|hasn't|haven't|hadn't|can\s+(?:cause|lead)
       |instead\s+of|rather\s+than|risk\w*|chance|likelihood|prone|susceptible|expect\w*
       |hopefully|hope|unlikely|simulat\w*|inject\w*|test|tests|testing|tested|postmortem
-      |post-mortem|retro|lessons?|rare|rarely|occasional\s+false|false\s+positive\w*)\b""",
+      |post-mortem|retro|lessons?|rare|rarely|occasional\s+false|false\s+positive\w*
+      |propos\w*|suggest\w*|consider\w*|plan\s+to|planning\s+to|let's|lets|e\.g|i\.e|example)\b""",
     re.IGNORECASE | re.VERBOSE,
 )
 # Cues right before a signal ("any OOMs", "the last crash", "after the crash").
 _NEAR_CUE = re.compile(
     r"\b(?:any(?:\s+(?:more|further|new|other))?|past|previous|prior|earlier|last|potential"
     r"|yesterday's|(?:last|previous|past)\s+(?:week|night|month|year|time)(?:'s)?"
-    r"|possible|known|hypothetical|future|(?:after|since|before)\s+(?:the|that|this|a|an))\s+$",
+    r"|possible|known|hypothetical|future|(?:as|like)\s+(?:a|an|the)"
+    r"|(?:after|since|before)\s+(?:the|that|this|a|an)(?:\s+[\w-]+){0,2})\s+$",
     re.IGNORECASE,
 )
 # Words right after a signal that make it a topic, not an event ("OOM risk", "crash handler").
@@ -299,16 +394,27 @@ _AFTER_CUE = re.compile(
     r"|retr(?:y|ies)|rates?|budget|analysis|bug|fix|report|stats|counts?|probability)\b",
     re.IGNORECASE,
 )
+# Anywhere in the sentence: it is about the past ("two weeks ago", "back in August").
+_HISTORY = re.compile(
+    r"\b(?:(?:\d+|a\s+few|a\s+couple\s+of|couple\s+of|two|three|four|several|many)\s+"
+    r"(?:days?|weeks?|months?)\s+ago|last\s+(?:week|month|year)|back\s+in|in\s+the\s+past"
+    r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like)\b",
+    re.IGNORECASE,
+)
 _QUESTION_START = re.compile(
     r"(?:did|does|do|is|are|was|were|has|have|had|could|can|would|will|should|any|anyone"
     r"|anybody|how|why|what|when|where|which|who|whether|shall)\b",
     re.IGNORECASE,
 )
-_CLAUSE_BREAK = re.compile(r"[,;:()—–]|\s-\s|\b(?:but|however|though|although|yet|whereas)\b")
+_CLAUSE_BREAK = re.compile(
+    r"[,;:()—–]|\s-\s|\b(?:but|however|though|although|yet|whereas)\b"
+    r"|\band\s+(?=(?:the|then|so|now|our|its|it|we|hero)\b)"
+)
 _DYNAMICS_BEFORE = re.compile(
     r"\b(?:loss|losses|gates?|routers?|norms?|gradients?|grads?|weights?|logits?|experts?"
     r"|accuracy|perplexity|evals?|metrics?|embeddings?|activations?|lr|learning\s+rate|heads?"
-    r"|sigmoid|softmax|curve|scores?|plateau)\b[^.!?\n]{0,20}$",
+    r"|sigmoid|softmax|curve|scores?|plateau|mfu|throughput|speed|utili[sz]ation|tokens?"
+    r"|latency|memory|usage|cost|rate|count|bpb|val(?:idation)?)\b[^.!?\n]{0,20}$",
     re.IGNORECASE,
 )
 _SYSTEM_SUBJECT = re.compile(
@@ -320,7 +426,8 @@ _SYSTEM_SUBJECT = re.compile(
 )
 _NOT_THE_RUN = re.compile(
     r"\b(?:ci|pytest|unit\s+tests?|test\s+suite|integration\s+tests?|linter|lint|docs?\s+build"
-    r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?)\b",
+    r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?"
+    r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?)\b",
     re.IGNORECASE,
 )
 _RECOVERED = re.compile(
@@ -370,16 +477,19 @@ def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
         return False
     if _AFTER_CUE.match(text, end, min(len(text), end + 30)):
         return False
+    if before.count("(") > before.count(")"):
+        return False  # an aside: "(relaunched after the second NVLink fault)"
     if sentence.endswith("?") and _QUESTION_START.match(sentence):
         return False
-    if _NOT_THE_RUN.search(sentence):
+    if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence):
         return False
     if signal.kind in ("hang", "crash") and _DYNAMICS_BEFORE.search(before[-40:]):
         return False
     return not (signal.needs_subject and not _SYSTEM_SUBJECT.search(sentence))
 
 
-def _severity(kind: str, context: str) -> str:
+def severity_of(kind: str, context: str) -> str:
+    """ "critical" when training stopped, "warning" when degraded or already recovered."""
     recovered = _RECOVERED.search(context) is not None
     if kind in _CRITICAL_KINDS:
         return WARNING if recovered or _DEGRADED.search(context) else CRITICAL
@@ -414,4 +524,125 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
     if not kinds:
         return None
     kind = next(k for k in KIND_PRIORITY if k in kinds)
-    return kind, _severity(kind, text)
+    return kind, severity_of(kind, text)
+
+
+# --------------------------------------------------------------------------------------------
+# Where incident words do not report an incident of the run
+
+#: Threads about small experiments: a crash there is a result, not an outage of the run. Not
+#: "experiment" alone: a big run's own tracking issue is often labelled that way.
+_EXPERIMENT = re.compile(
+    r"\b(?:ablat\w*|sweeps?|small[- ]scale|toy|proxy\s+(?:runs?|models?)|scaling\s+(?:ladder|laws?)"
+    r"|hparam\s+search|hyper-?parameter\s+search)\b",
+    re.IGNORECASE,
+)
+#: Threads and posts that look back: post-mortems, retrospectives, write-ups.
+_RETROSPECTIVE = re.compile(
+    r"\b(?:post-?mortems?|retrospectives?|retro|lessons\s+learned|root[- ]cause\s+analysis"
+    r"|incident\s+(?:review|write-?up|summary)|write-?up\s+of|what\s+went\s+wrong"
+    r"|weekly\s+(?:summary|recap|report|review)|recap\s+of|(?:week|month)\s+in\s+review)\b",
+    re.IGNORECASE,
+)
+
+
+def thread_is_experiment(context: ThreadContext) -> bool:
+    """The thread is about an experiment (by its title prefix, labels or title)."""
+    return bool(context.known and _EXPERIMENT.search(context.topic))
+
+
+def is_retrospective(prose: str, thread_title: str = "") -> bool:
+    """A post-mortem or retrospective (said in the thread title or the post's opening)."""
+    return bool(_RETROSPECTIVE.search(thread_title) or _RETROSPECTIVE.search(prose[:300]))
+
+
+# --------------------------------------------------------------------------------------------
+# Follow-ups in an incident's own thread
+
+#: A follow-up saying the problem persists: "still down", "52,000 also fails", "same on the retry".
+_ONGOING = re.compile(
+    r"\b(?:(?:still|remains?)\s+(?:down|stuck|hung|hanging|failing|fails|broken|dead|crashing"
+    r"|oom\w*|erroring|pending|paused|queued|waiting|blocked|offline"
+    r"|not\s+(?:back|up|running|training|progressing)|no\s+(?:steps?|progress|luck))"
+    r"|(?:also|again)\s+(?:fails?|failed|failing|crashe[sd]|oom\w*|hangs?|hung|dies|died)"
+    r"|(?:fails?|failed|crashed|died|hung|hangs|oom\w*)\s+again"
+    r"|same\s+(?:error|failure|crash|hang|thing|problem|result)\b(?!\s+(?:as\s+)?(?:last|before))"
+    r"|same\s+on\s+the\s+(?:retry|rerun|second\s+attempt)|no\s+luck|not\s+back\s+yet"
+    r"|keeps?\s+(?:failing|crashing|dying|hanging|timing\s+out)|not\s+(?:yet\s+)?resolved)\b",
+    re.IGNORECASE,
+)
+#: The follow-up that ends it: the run is running again.
+_BACK = re.compile(
+    r"\b(?:back\s+(?:up|online|to\s+normal)|running\s+again|training\s+again|resumed|recovered"
+    r"|(?:is|are)\s+healthy|total\s+downtime|closing\s+(?:this|as)|resolved|all\s+good"
+    r"|(?:step|steps)\s+[\d,.]+k?\s+(?:logged|reached|done))\b",
+    re.IGNORECASE,
+)
+_INCIDENT_LABEL = re.compile(r"\b(?:incidents?|outages?|sev\s*\d|p0|firefight\w*)\b", re.IGNORECASE)
+
+
+def thread_incident(context: ThreadContext) -> str | None:
+    """The incident kind a thread is about (its labels, prefix or a live report in its title),
+    or None when the thread is not an incident's own."""
+    if not context.known or thread_is_experiment(context):
+        return None
+    if _RETROSPECTIVE.search(context.title):
+        return None
+    found = find_incident("", context.title) if context.title else None
+    if found is not None:
+        return found[0]
+    marked = _INCIDENT_LABEL.search(" ".join([context.prefix, *context.labels]))
+    return "reported" if marked else None
+
+
+def reports_ongoing(prose: str) -> bool:
+    """A follow-up that says the incident is not over."""
+    head = prose[:DETECT_LIMIT]
+    return bool(_ONGOING.search(head)) and not _BACK.search(head)
+
+
+#: A note that opens by saying the run is back, or the problem fixed: "Back up from 15,000 on
+#: r11n2", "Restarted from step 11,500 on the spare node", "Fixed by #1234, the hang came from …".
+_RECOVERY_LEAD = re.compile(
+    r"^\W*(?:(?:hero|the\s+run|the\s+job|training|we(?:'re|\s+are))\s+(?:is\s+)?)?"
+    r"(?:back\s+(?:up|online|at|to\s+training)|(?:restarted|relaunched|resumed|requeued|recovered)"
+    r"\b(?![^.;]*\b(?:fail|crash|oom|again|stuck|hung))"
+    # "Fixed by #1234, the hang came from …": the post is about the fix
+    r"|(?:fixed|resolved|mitigated|closing|closed)\b(?![^.;]*\b(?:again|still|but|yet)\b))",
+    re.IGNORECASE,
+)
+
+
+def is_recovery_note(prose: str) -> bool:
+    """The post opens by saying the run is running again: talk about an incident that is over."""
+    return bool(_RECOVERY_LEAD.match(prose.lstrip()))
+
+
+#: The run is fine and the post says so: "we're fine", "training was fine the whole time",
+#: "preempted on schedule, as expected. nothing to do".
+_ALL_FINE = re.compile(
+    r"\b(?:we(?:'re|\s+are)\s+(?:fine|ok|okay|good)|(?:training|the\s+run|the\s+job|hero|it)"
+    r"(?:\s+itself)?\s+(?:was|is|stays|stayed)\s+(?:fine|unaffected|healthy)|nothing\s+to\s+do"
+    r"|no\s+action\s+(?:is\s+)?needed|as\s+expected|on\s+schedule|false\s+alarm"
+    r"|not\s+an\s+incident)\b",
+    re.IGNORECASE,
+)
+#: The incident is over and the post says how it ended: a recap, not a report.
+_DONE = re.compile(
+    r"\b(?:total\s+downtime|downtime\s+(?:of\s+|was\s+)?(?:\d|about|roughly|~)"
+    r"|step\s+[\d,.]+k?\s+(?:was\s+)?logged|(?:is|are)\s+(?:back\s+up|running\s+again"
+    r"|training\s+again|healthy\s+again)|back\s+(?:up|online)\s+(?:from|at|on|since)"
+    r"|running\s+again|resumed\s+(?:from|at)\s+(?:step\s+)?[\d,.]+k?)",
+    re.IGNORECASE,
+)
+
+
+def all_clear(prose: str) -> bool:
+    """The post says the run is fine, or that the incident it tells of is over."""
+    head = prose[:DETECT_LIMIT]
+    return bool(_ALL_FINE.search(head) or _DONE.search(head))
+
+
+def declares_incident(context: ThreadContext) -> bool:
+    """The thread is labelled (or prefixed) as an incident's own."""
+    return bool(_INCIDENT_LABEL.search(" ".join([context.prefix, *context.labels])))

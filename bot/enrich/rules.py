@@ -1,41 +1,51 @@
 """Deterministic (no-LLM) enrichment: a one-line summary, a tag, an incident flag and a
-newsworthiness flag for one event's text.
+newsworthiness flag for one event's text, read in the context of its thread.
 
 This is what users without an API key get, and what the bot falls back to when the LLM is down,
 so it has to hold up on real text. The work is split by concern:
 
-* ``bot.enrich.text``      markdown → plain prose, sentences, summaries, mention neutralising;
-* ``bot.enrich.incidents`` incident signals judged in their sentence (negations, hypotheticals);
-* ``bot.enrich.tags``      weighted phrase scoring into ``bot.models.TAGS``.
+* ``bot.enrich.markdown``  markdown → cleaned blocks (never drops a paragraph of prose);
+* ``bot.enrich.summary``   sentences, fillers, the one-line summary;
+* ``bot.enrich.context``   the thread or channel around an event;
+* ``bot.enrich.incidents`` live incident reports told apart from talk about incidents;
+* ``bot.enrich.tags``      weighted phrase scoring into ``bot.models.TAGS``, thread-aware;
+* ``bot.enrich.spam``      promotional posts by strangers.
 
-``enrich_text`` parses a body once and feeds the same cleaned blocks to all three. Cost is
-bounded by ``text.SCAN_LIMIT`` characters per body, whatever its size.
+``enrich_event`` is the one entry point the pipeline, the LLM fallback and the incident engine
+share; ``enrich_text`` is the same for text without an event. A body is parsed once and the same
+cleaned blocks feed every judgement. Cost is bounded by ``markdown.SCAN_LIMIT`` characters.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final
 
-from bot.enrich.incidents import find_incident
-from bot.enrich.tags import best_tag, score_tags
-from bot.enrich.text import (
-    Document,
-    clean_line,
-    clean_text,
-    compose_summary,
-    is_chitchat,
-    parse,
-    strip_mentions,
-    summarize,
-    words,
+from bot.enrich.context import ThreadContext
+from bot.enrich.incidents import (
+    all_clear,
+    declares_incident,
+    find_incident,
+    is_recovery_note,
+    is_retrospective,
+    reports_ongoing,
+    severity_of,
+    thread_incident,
+    thread_is_experiment,
 )
+from bot.enrich.markdown import Document, clean_line, clean_text, parse, strip_mentions
+from bot.enrich.spam import is_spam
+from bot.enrich.summary import NO_TEXT, compose_summary, is_chitchat, summarize, words
+from bot.enrich.tags import choose_tag
+from bot.models import Event
 
 __all__ = [
     "Enrichment",
     "classify_tag",
     "clean_text",
     "detect_incident",
+    "enrich_event",
     "enrich_text",
     "is_newsworthy",
     "strip_mentions",
@@ -43,7 +53,7 @@ __all__ = [
 ]
 
 #: Kinds whose text describes a change, not the run's condition: "Fix OOM in loader" is a PR,
-#: not an outage. Their tags are still scored (such a PR lands on "infra").
+#: not an outage.
 NO_INCIDENT_KINDS: Final = frozenset({"pull", "review"})
 #: Kinds that are news by themselves (a new issue, a W&B state change, a restart, a note).
 ALWAYS_NEWS_KINDS: Final = frozenset({"issue", "pull", "state", "restart", "note"})
@@ -52,6 +62,12 @@ TITLED_KINDS: Final = frozenset({"issue", "pull"})
 #: Default tag for run-state events that mention no topic.
 _STATE_KINDS: Final = frozenset({"state", "restart"})
 _GIF_HOSTS: Final = ("tenor.com", "giphy.com", "gfycat.com")
+_SPEAKER = re.compile(r"^[^:\n]{1,80}:\s+")
+# "Bump pyyaml from 6.0.1 to 6.0.2": an automated dependency bump (from an outside account)
+_DEPENDENCY_BUMP = re.compile(
+    r"\s*(?:build\(deps\):\s*|chore\(deps\):\s*)?bump\s+\S+\s+from\s+\S+\s+to\s+\S+\s*$",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,39 +78,50 @@ class Enrichment:
     tag: str  # one of bot.models.TAGS
     incident: bool
     severity: str | None  # "critical" | "warning" | None when not an incident
-    incident_kind: str | None  # node-loss | hardware | oom | crash | hang | restore-failed | ...
-    newsworthy: bool  # False for chit-chat ("thanks!", "+1", "lgtm", emoji-only)
+    incident_kind: str | None  # one of bot.enrich.incidents.KIND_PRIORITY, or "reported"
+    newsworthy: bool  # False for chit-chat, empty entries and strangers' advertising
 
 
-def _incident(doc: Document, title: str | None) -> tuple[bool, str | None, str | None]:
+def _incident(
+    doc: Document, title: str | None, context: ThreadContext
+) -> tuple[bool, str | None, str | None]:
+    if (
+        thread_is_experiment(context)
+        or is_retrospective(doc.prose, context.title)
+        or is_recovery_note(doc.prose)
+        or all_clear(doc.prose)
+    ):
+        return False, None, None  # a crash in an ablation, a post-mortem, "back up from 15,000"
     found = find_incident(doc.prose, clean_line(title) if title else "", doc.logs)
-    if found is None:
-        return False, None, None
-    kind, severity = found
-    return True, severity, kind
+    if found is not None:
+        kind, severity = found
+        return True, severity, kind
+    if title is not None and declares_incident(context) and doc.prose:
+        # an issue opened in the incident's own label: its description is the report
+        return True, severity_of("outage", doc.prose), "outage"
+    # "Still down", "52,000 also fails": a follow-up in the incident's own thread
+    thread_kind = thread_incident(context) if title is None else None
+    if thread_kind is not None and reports_ongoing(doc.prose):
+        return True, severity_of(thread_kind, doc.prose), thread_kind
+    return False, None, None
 
 
-def detect_incident(text: str, title: str | None = None) -> tuple[bool, str | None, str | None]:
+def detect_incident(
+    text: str, title: str | None = None, context: ThreadContext | None = None
+) -> tuple[bool, str | None, str | None]:
     """``(incident, severity, kind)`` for markdown ``text`` (and an issue title).
 
     Severity is "critical" when training stopped (crash, node loss, hardware, OOM, failed
     restore, storage outage) and "warning" for hangs, degraded running, single-task failures
     and incidents the text says have already recovered. ``(False, None, None)`` otherwise.
     """
-    return _incident(parse(text), title)
-
-
-def _tag(doc: Document, title: str | None, default: str = "other") -> str:
-    return best_tag(score_tags(doc.prose, clean_line(title) if title else None), default)
+    return _incident(parse(text), title, context or ThreadContext())
 
 
 def classify_tag(text: str, title: str | None = None) -> str:
     """One of ``bot.models.TAGS`` for markdown ``text``: "incident" when an incident is
     detected, else the best-scoring topic, else "other"."""
-    doc = parse(text)
-    if _incident(doc, title)[0]:
-        return "incident"
-    return _tag(doc, title)
+    return enrich_text(title=title, body=text, kind="issue", source="github").tag
 
 
 def _newsworthy(doc: Document, body: str, kind: str, tag: str, incident: bool) -> bool:
@@ -102,7 +129,7 @@ def _newsworthy(doc: Document, body: str, kind: str, tag: str, incident: bool) -
         return True
     prose = doc.prose
     if not prose:
-        if doc.had_code or doc.logs:
+        if doc.had_code or doc.blocks:
             return True  # a pasted log or config is worth a line
         lowered = body.lower()
         return "://" in lowered and not any(host in lowered for host in _GIF_HOSTS)
@@ -115,35 +142,80 @@ def _newsworthy(doc: Document, body: str, kind: str, tag: str, incident: bool) -
 
 def is_newsworthy(body: str, kind: str = "message") -> bool:
     """False for chit-chat and acks ("thanks!", "+1", "lgtm", "👍", "lol"); True otherwise."""
-    doc = parse(body)
-    incident = kind not in NO_INCIDENT_KINDS and _incident(doc, None)[0]
-    return _newsworthy(doc, body, kind, _tag(doc, None), incident)
+    return enrich_text(title=None, body=body, kind=kind, source="discord").newsworthy
 
 
-def enrich_text(*, title: str | None, body: str, kind: str, source: str) -> Enrichment:
+def enrich_text(
+    *,
+    title: str | None,
+    body: str,
+    kind: str,
+    source: str,
+    context: ThreadContext | None = None,
+) -> Enrichment:
     """Summary, tag, incident flag and newsworthiness of one event, without an LLM.
 
     ``kind`` is the event kind (issue | pull | comment | review | message | conversation | state
-    | restart | note) and ``source`` github | discord | wandb | system. Issues and pulls lean on
-    their title; other kinds use it only when the body has nothing to say. Pulls and reviews are
-    never incidents (they describe fixes); their incident words count towards "infra".
+    | restart | note) and ``source`` github | discord | wandb | system; ``context`` the thread
+    or channel around it. Issues and pulls lean on their title; other kinds use it only when the
+    body has nothing to say. Pulls and reviews are never incidents (they describe fixes).
+
+    An entry with nothing to summarise, and a stranger's advertisement, are not newsworthy.
     """
-    doc = parse(body or "")
+    context = context or ThreadContext()
+    body = body or ""
+    doc = parse(body)
     own_title = title if kind in TITLED_KINDS else None
     summary = compose_summary(doc, own_title)
-    if own_title is None and title and summary == "(no text)":
+    if own_title is None and title and summary == NO_TEXT:
         summary = compose_summary(doc, title)
 
     incident, severity, incident_kind = (
-        (False, None, None) if kind in NO_INCIDENT_KINDS else _incident(doc, own_title)
+        (False, None, None) if kind in NO_INCIDENT_KINDS else _incident(doc, own_title, context)
     )
     default = "infra" if kind in _STATE_KINDS or source == "wandb" else "other"
-    tag = "incident" if incident else _tag(doc, own_title, default)
+    tag = (
+        "incident"
+        if incident
+        else choose_tag(
+            doc,
+            title=own_title,
+            kind=kind,
+            context=context,
+            default=default,
+            incident_thread=thread_incident(context) is not None,
+        )
+    )
+    newsworthy = _newsworthy(doc, body, kind, tag, incident) and summary != NO_TEXT
+    if newsworthy and (
+        is_spam(f"{own_title or ''}\n{body}", context)
+        or (kind == "pull" and context.trusted is False and _DEPENDENCY_BUMP.match(title or ""))
+    ):
+        newsworthy = incident = False
+        severity = incident_kind = None
+    if not newsworthy:
+        tag = "other" if tag != "incident" else tag  # chit-chat and junk have no topic
     return Enrichment(
         summary=summary,
         tag=tag,
         incident=incident,
         severity=severity,
         incident_kind=incident_kind,
-        newsworthy=_newsworthy(doc, body or "", kind, tag, incident),
+        newsworthy=newsworthy,
+    )
+
+
+def enrich_event(event: Event) -> Enrichment:
+    """``enrich_text`` for a stored event, in the context its source recorded. The pipeline,
+    the LLM's fallback and the incident engine all call this, so they agree."""
+    body = event.body or ""
+    if event.kind == "conversation":
+        # "author: text" lines: summarise what was said, not who said it first.
+        body = "\n".join(_SPEAKER.sub("", line, count=1) for line in body.splitlines())
+    return enrich_text(
+        title=event.title,
+        body=body,
+        kind=event.kind,
+        source=event.source,
+        context=ThreadContext.of(event),
     )

@@ -19,6 +19,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
+from bot.enrich.context import ThreadContext, split_prefix
+from bot.enrich.markdown import HEADING, ITEM, PARA, Document
 from bot.models import TAGS
 
 TITLE_WEIGHT: Final = 3.0
@@ -49,7 +51,7 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("ablation", 2.0, "sweep, sweeps, swept, we compared, compared against, compared with"),
     ("ablation", 2.0, "baseline vs, vs baseline, vs the baseline, a b test, head to head"),
     ("ablation", 1.0, "baseline, baselines, control run, variant, variants, side by side"),
-    ("ablation", 1.0, "ladder, rung, rungs"),
+    ("ablation", 3.0, "ladder, ladders, rung, rungs, scaling law, scaling laws, isoflop*"),
     ("optimizer", 2.0, "learning rate, learning rates, lr, lr schedule, weight decay, warmup"),
     ("optimizer", 2.0, "adam*, muon, lion, sophia, shampoo, soap, optimizer, optimizers, optim"),
     ("optimizer", 2.0, "grad clip, grad clipping, gradient clipping, clip norm, clipping"),
@@ -65,19 +67,31 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("evals", 2.0, "hellaswag, gsm8k, humaneval, bits per byte, bpb, perplexit*, leaderboard"),
     ("evals", 1.0, "downstream, held out, heldout, validation loss, val loss, contaminat*"),
     ("data", 2.5, "data mix, data mixture, datamix, dataset, datasets, tokeniz*, tokenis*"),
-    ("data", 2.5, "dedup*, shard, shards, corpus, corpora, data loader, dataloader*"),
+    ("data", 2.5, "dedup*, corpus, corpora, synthetic data, data pipeline, upsampl*, downsampl*"),
+    ("data", 1.0, "shard, shards, data loader, dataloader*, synthetic, mixture"),
     ("data", 1.0, "epoch, epochs, filtering, quality filter, web data, training data, data"),
     ("checkpointing", 2.5, "checkpoint*, ckpt, ckpts, orbax, tensorstore"),
     ("checkpointing", 2.0, "permanent checkpoint, checkpoint schedule, checkpoint interval"),
     ("checkpointing", 2.0, "checkpoint every, pin, pins, pinned, pinning"),
-    ("checkpointing", 1.5, "restore, restored, restores, restoring, resume from, resumed from"),
+    ("checkpointing", 1.5, "restore, restored, restores, restoring, resumed"),
+    # a recovery note: "Back up from 15,000", "Relaunched from 41,000", "rolled back to 48k"
+    ("checkpointing", 2.5, "restarted from, relaunched from, back up from, restarting from"),
+    ("checkpointing", 2.5, "resume from, resumed from, resuming from, saved from memory"),
+    ("checkpointing", 2.5, "rolled back to, roll back to, rollback, resumed at, back at"),
+    ("checkpointing", 2.0, "manifest, retention, re saved, resave*, optimizer state"),
     ("checkpointing", 1.5, "safetensors, hf export, export to hf"),
     ("checkpointing", 0.5, "save, saves, saved, saving"),
     ("long-context", 3.0, "long context, context length, context window, context extension"),
     ("long-context", 3.0, "sequence length, sequence lengths, seq len, max seq len, seqlen"),
     ("long-context", 2.5, "rope, yarn, ring attention, 262k, 131k, 128k, 256k, 64k context"),
     ("long-context", 2.0, "needle, ruler, positional, position embeddings, 1m context"),
+    ("infra", 3.0, "infra, infrastructure, devops, sre, dependencies"),
     ("infra", 2.0, "cluster, clusters, scheduler, kubernetes, k8s, slurm, ray, tpu, tpus"),
+    ("infra", 2.0, "nvlink, nvswitch, xid, xids, ecc, firmware, driver, drivers, cuda, cublas"),
+    ("infra", 2.0, "reservation, reservations, allocation, allocations, capacity"),
+    ("infra", 2.0, "maintenance, maintenance window, switch, switches, rack, racks, spine, nic"),
+    ("infra", 1.5, "watchdog, monitoring, alert, alerts, sidecar, image, provider, rma, drained"),
+    ("infra", 1.0, "dashboard, dashboards"),
     ("infra", 2.0, "v4, v5e, v5p, v6e, h100, h100s, a100, a100s, gb200, nccl, infiniband"),
     ("infra", 2.0, "throughput, mfu, jemalloc, container, containers, docker, node, nodes"),
     ("infra", 1.5, "host, hosts, pod, pods, slice, slices, gpu, gpus, memory, oom*, step time"),
@@ -166,3 +180,118 @@ def best_tag(scores: dict[str, float], default: str = "other") -> str:
         return default
     tag = min(scores, key=lambda t: (-scores[t], _RANK.get(t, len(PRIORITY))))
     return tag if scores[tag] >= MIN_SCORE else default
+
+
+# --------------------------------------------------------------------------------------------
+# Thread-aware choice
+
+#: Weights of the thread's words: its title prefix and labels are chosen by people to say what
+#: the thread is about, so they count more than the title's own words.
+PREFIX_WEIGHT: Final = 4.0
+LABEL_WEIGHT: Final = 4.0
+#: A description's first paragraph says what the change or issue is; the rest elaborates.
+FIRST_PARAGRAPH_WEIGHT: Final = 1.5
+#: How much the thread's topic counts in a comment's tag, relative to the comment's own words.
+PRIOR_WEIGHT: Final = 0.3
+
+
+def thread_scores(
+    context: ThreadContext, title: str | None = None, *, with_title: bool = True
+) -> dict[str, float]:
+    """Scores of the thread's topic: title prefix, labels and title (``title`` overrides the
+    context's, for a description that carries its own)."""
+    scores: dict[str, float] = {}
+    heading = title if title is not None else context.title
+    prefix, rest = split_prefix(heading)
+    markers = [context.prefix, *context.labels]
+    if prefix and prefix != context.prefix:
+        markers.append(prefix)
+    for marker in markers:
+        named = named_tag(marker)
+        if named is not None:  # "[evals]", label "infra": the thread says what it is about
+            scores[named] = scores.get(named, 0.0) + NAMED_TAG_SCORE
+        else:
+            _score_part(marker, PREFIX_WEIGHT, scores)
+    if rest and with_title:
+        _score_part(rest, TITLE_WEIGHT, scores)
+    return scores
+
+
+#: A prefix or label that names a tag outright ("[evals]", "infra", "long-context").
+NAMED_TAG_SCORE: Final = 20.0
+_TAG_NAMES: Final = {
+    **{tag: tag for tag in SCORED_TAGS},
+    **{tag + "s": tag for tag in SCORED_TAGS},
+    "longcontext": "long-context",
+    "long context": "long-context",
+    "checkpoint": "checkpointing",
+    "checkpoints": "checkpointing",
+    "optimization": "optimizer",
+    "optim": "optimizer",
+    "evaluation": "evals",
+    "evaluations": "evals",
+    "eval": "evals",
+    "dynamics": "training-dynamics",
+    "training dynamics": "training-dynamics",
+    "infrastructure": "infra",
+}
+
+
+def named_tag(marker: str) -> str | None:
+    """The tag a label or title prefix names outright, if it does."""
+    key = " ".join(marker.lower().replace("_", " ").split())
+    return _TAG_NAMES.get(key) or _TAG_NAMES.get(key.replace(" ", "-"))
+
+
+def body_scores(doc: Document) -> dict[str, float]:
+    """Scores of a body: its first paragraph weighted up, then the rest of its prose."""
+    scores: dict[str, float] = {}
+    blocks = [b for b in doc.blocks if b.kind in (PARA, ITEM, HEADING)]
+    first = next((i for i, b in enumerate(blocks) if b.kind != HEADING), None)
+    if first is not None:
+        _score_part(blocks[first].text[:TAG_LIMIT], FIRST_PARAGRAPH_WEIGHT, scores)
+    rest = "\n".join(b.text for i, b in enumerate(blocks) if i != first)
+    if rest:
+        _score_part(rest[:TAG_LIMIT], 1.0, scores)
+    return scores
+
+
+def _top(scores: dict[str, float]) -> tuple[str | None, float, float]:
+    ranked = sorted(scores, key=lambda t: (-scores[t], _RANK.get(t, len(PRIORITY))))
+    if not ranked:
+        return None, 0.0, 0.0
+    second = scores[ranked[1]] if len(ranked) > 1 else 0.0
+    return ranked[0], scores[ranked[0]], second
+
+
+def choose_tag(
+    doc: Document,
+    *,
+    title: str | None,
+    kind: str,
+    context: ThreadContext,
+    default: str = "other",
+    incident_thread: bool = False,
+) -> str:
+    """The tag of one event in its thread.
+
+    A description (issue or pull, ``title`` given) is read title first: prefix, labels and title
+    words, then its first paragraph, then the rest. A comment, review or message is scored on its
+    own words, with the thread's topic as a prior (``PRIOR_WEIGHT``) that a strong signal of its
+    own overrides. In
+    an incident's own thread the title describes the incident, not the follow-ups: only the
+    labels and prefix count there.
+    """
+    own = body_scores(doc)
+    if title is not None or kind in ("issue", "pull"):
+        combined = thread_scores(context, title)
+        for tag, value in own.items():
+            combined[tag] = combined.get(tag, 0.0) + value
+        return best_tag(combined, default)
+    if not doc.prose:
+        return default  # nothing of its own to say: no topic either (a bot footer, a bare link)
+    prior = thread_scores(context, with_title=not incident_thread)
+    combined = dict(own)
+    for tag, value in prior.items():
+        combined[tag] = combined.get(tag, 0.0) + PRIOR_WEIGHT * value
+    return best_tag(combined, default)

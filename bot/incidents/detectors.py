@@ -40,7 +40,7 @@ from statistics import median
 from typing import Any, Literal
 
 from bot.analysis.progress import effective_series
-from bot.enrich.rules import detect_incident
+from bot.enrich.rules import enrich_event
 from bot.models import (
     MONITOR_STALE_AFTER,
     SOURCE_SPECS,
@@ -74,6 +74,9 @@ MIN_BASELINE = timedelta(hours=1)
 KIND_LABELS = {
     "crash": "Crash",
     "node-loss": "Node loss",
+    "preemption": "Preemption",
+    "network": "Network fault",
+    "outage": "Outage",
     "hardware": "Hardware fault",
     "oom": "Out-of-memory kill",
     "hang": "Hang",
@@ -611,8 +614,8 @@ def detect_spike(data: RunData) -> Detection:
 
 
 def report_kind(event: Event) -> str:
-    _, _, kind = detect_incident(event.body or "", event.title)
-    return kind or "reported"
+    """The incident kind the rules find in a report, read in its thread's context."""
+    return enrich_event(event).incident_kind or "reported"
 
 
 _LABELS = {spec.name: spec.label for spec in SOURCE_SPECS}

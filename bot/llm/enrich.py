@@ -30,8 +30,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.enrich.context import ThreadContext
 from bot.enrich.conversations import group_conversations
-from bot.enrich.rules import Enrichment, clean_text, enrich_text
+from bot.enrich.rules import Enrichment, clean_text, enrich_event
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable, estimate_tokens
 from bot.llm.grounding import FactIndex, check
 from bot.llm.prompts import load_prompt, short_hash
@@ -108,7 +109,7 @@ def cache_key(event: Event, version: str | None = None) -> str:
 
 
 def rules_for(event: Event) -> Enrichment:
-    return enrich_text(title=event.title, body=event.body, kind=event.kind, source=event.source)
+    return enrich_event(event)
 
 
 def prepare_body(text: str, limit: int = BODY_CHARS) -> str:
@@ -129,13 +130,20 @@ def prepare_body(text: str, limit: int = BODY_CHARS) -> str:
     return f"{cut} […] {end}"
 
 
+def _capped(text: str, limit: int = TITLE_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def render_event(local_id: int, event: Event) -> str:
-    """One event as fenced data; metadata as attributes, text as the fenced body."""
-    title = (event.title or "").strip()
-    if len(title) > TITLE_CHARS:
-        title = title[: TITLE_CHARS - 1] + "…"
+    """One event as fenced data; metadata as attributes, text as the fenced body. A comment or
+    review carries its thread (title, labels, issue or PR) as the rules read it, and GitHub's
+    author_association, so the model judges it in the same context."""
+    title = _capped(event.title or "")
     body = prepare_body(event.body)
     text = f"title: {title}\n{body}" if title else body
+    context = ThreadContext.of(event)
+    in_thread = event.kind not in ("issue", "pull")
     return fence(
         text or "(no text)",
         source=event.source,
@@ -143,8 +151,12 @@ def render_event(local_id: int, event: Event) -> str:
         kind=event.kind,
         ref=event.ref,
         author=event.author,
+        association=context.association,
         state=event.state,
         date=event.at.strftime("%Y-%m-%d") if event.at else None,
+        thread=_capped(context.title) if in_thread else None,
+        thread_kind=context.kind if in_thread and context.kind != "channel" else None,
+        labels=_capped(", ".join(context.labels)),
     )
 
 

@@ -44,6 +44,8 @@ from bot.sources.github_threads import (
     run_fingerprint,
     state_changed_at,
     state_event,
+    thread_context,
+    thread_context_of,
     thread_state,
 )
 from bot.store import Store
@@ -71,6 +73,7 @@ class _Poll:
     seen: dict[int, dict[str, Any]] = field(default_factory=dict)  # issues read this poll
     states: dict[int, str] = field(default_factory=dict)  # thread number -> state
     known: dict[tuple[str, int], str | None] = field(default_factory=dict)  # stored issue state
+    contexts: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)  # stored threads
     reviews: dict[int, str] = field(default_factory=dict)  # tracked PR -> updated_at to reach
     changed: int = 0
 
@@ -350,7 +353,10 @@ class GitHubSource:
             for number, comment in comments:
                 if number in tracked and self._wanted(run, comment):
                     state = await self._state_of(poll, run, number)
-                    events.append(comment_event(run.slug, self.repo, number, comment, state))
+                    context = await self._context_of(poll, run, number)
+                    events.append(
+                        comment_event(run.slug, self.repo, number, comment, state, context)
+                    )
         return events
 
     @staticmethod
@@ -376,6 +382,7 @@ class GitHubSource:
             if event is None:
                 return _MISSING
             poll.known[key] = event.state
+            poll.contexts[key] = thread_context_of(event)
         return poll.known[key]
 
     async def _state_of(self, poll: _Poll, run: RunConfig, number: int) -> str | None:
@@ -383,6 +390,13 @@ class GitHubSource:
             return poll.states[number]
         stored = await self._stored_state(poll, run.slug, number)
         return None if stored is _MISSING else stored  # type: ignore[return-value]
+
+    async def _context_of(self, poll: _Poll, run: RunConfig, number: int) -> dict[str, Any]:
+        """The thread's title, prefix, labels and kind, recorded on its comments and reviews."""
+        if number in poll.seen:
+            return thread_context(poll.seen[number])
+        await self._stored_state(poll, run.slug, number)
+        return poll.contexts.get((run.slug, number), {})
 
     async def _issue_events(self, poll: _Poll, run: RunConfig, item: dict[str, Any]) -> list[Event]:
         """The description event, plus a state event when the state changed since stored."""
@@ -459,8 +473,9 @@ class GitHubSource:
                 if number in tracking.pending:
                     events += await self._ensure_issue(poll, run, number)
                     state = await self._state_of(poll, run, number)
+                    context = await self._context_of(poll, run, number)
                     events += [
-                        comment_event(run.slug, self.repo, number, comment, state)
+                        comment_event(run.slug, self.repo, number, comment, state, context)
                         for comment in comments
                         if "id" in comment and self._wanted(run, comment)
                     ]
@@ -516,7 +531,12 @@ class GitHubSource:
             new_etag = first.etag if (first.not_modified or single) else None
             events = [
                 review_event(
-                    run.slug, self.repo, number, review, await self._state_of(poll, run, number)
+                    run.slug,
+                    self.repo,
+                    number,
+                    review,
+                    await self._state_of(poll, run, number),
+                    await self._context_of(poll, run, number),
                 )
                 for run in runs
                 for review in reviews

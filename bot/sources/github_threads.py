@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from bot.enrich.context import thread_extra
 from bot.models import Event
 from bot.settings import RunConfig
 from bot.timeutil import parse_time
@@ -250,8 +251,28 @@ def issue_event(slug: str, repo: str, item: dict[str, Any]) -> Event:
         extra={
             "labels": [str(label.get("name")) for label in item.get("labels") or []],
             "merged_at": (pull or {}).get("merged_at"),
+            **_association(item),
         },
     )
+
+
+def _association(item: dict[str, Any]) -> dict[str, str]:
+    value = item.get("author_association")
+    return {"author_association": str(value)} if value else {}
+
+
+def thread_context(item: dict[str, Any]) -> dict[str, Any]:
+    """What a comment or review records about its thread, from the thread's issue JSON."""
+    return thread_extra(
+        cap(item.get("title"), TITLE_CAP),
+        [str(label.get("name")) for label in item.get("labels") or []],
+        pull=item.get("pull_request") is not None,
+    )
+
+
+def thread_context_of(event: Event) -> dict[str, Any]:
+    """The same, from a stored description event (``issue_event``'s output)."""
+    return thread_extra(event.title, event.extra.get("labels") or [], pull=event.kind == "pull")
 
 
 _STATE_VERBS = {"closed": "closed", "merged": "merged", "open": "reopened"}
@@ -279,8 +300,14 @@ def state_event(slug: str, repo: str, item: dict[str, Any], state: str) -> Event
 
 
 def comment_event(
-    slug: str, repo: str, number: int, comment: dict[str, Any], state: str | None
+    slug: str,
+    repo: str,
+    number: int,
+    comment: dict[str, Any],
+    state: str | None,
+    context: dict[str, Any] | None = None,
 ) -> Event:
+    """A comment, with its thread's context (``thread_context``) recorded in ``extra``."""
     return Event(
         run_slug=slug,
         source=SOURCE,
@@ -294,11 +321,17 @@ def comment_event(
         state=state,
         body=cap(comment.get("body")),
         thread=thread_key(repo, number),
+        extra={**(context or {}), **_association(comment)},
     )
 
 
 def review_event(
-    slug: str, repo: str, number: int, review: dict[str, Any], state: str | None
+    slug: str,
+    repo: str,
+    number: int,
+    review: dict[str, Any],
+    state: str | None,
+    context: dict[str, Any] | None = None,
 ) -> Event:
     submitted = _time(review.get("submitted_at"))
     return Event(
@@ -314,5 +347,5 @@ def review_event(
         state=state,
         body=cap(review.get("body")),
         thread=thread_key(repo, number),
-        extra={"review_state": review.get("state")},
+        extra={"review_state": review.get("state"), **(context or {}), **_association(review)},
     )

@@ -65,6 +65,7 @@ class Issue:
     is_pull: bool = False
     merged_at: datetime | None = None
     comments: int = 0
+    association: str = "MEMBER"  # GitHub's author_association of the opener
 
 
 @dataclass
@@ -75,6 +76,7 @@ class Comment:
     user: str
     created_at: datetime
     updated_at: datetime
+    association: str = "MEMBER"
 
 
 @dataclass
@@ -85,6 +87,7 @@ class Review:
     user: str
     state: str
     submitted_at: datetime
+    association: str = "MEMBER"
 
 
 @dataclass
@@ -138,6 +141,7 @@ class FakeRepo:
         user: str = "alice",
         labels: Iterable[str] = (),
         pull: bool = False,
+        association: str = "MEMBER",
     ) -> int:
         number = self._next_number
         self._next_number += 1
@@ -151,6 +155,7 @@ class FakeRepo:
             updated_at=self.now,
             labels=list(labels),
             is_pull=pull,
+            association=association,
         )
         return number
 
@@ -186,7 +191,9 @@ class FakeRepo:
         issue.state, issue.closed_at, issue.merged_at = "closed", self.now, self.now
         self._touch(issue)
 
-    def add_comment(self, number: int, body: str, *, user: str = "bob") -> int:
+    def add_comment(
+        self, number: int, body: str, *, user: str = "bob", association: str = "MEMBER"
+    ) -> int:
         comment = Comment(
             id=self.server.new_id(),
             number=number,
@@ -194,6 +201,7 @@ class FakeRepo:
             user=user,
             created_at=self.now,
             updated_at=self.now,
+            association=association,
         )
         self.comments[comment.id] = comment
         issue = self.issues[number]
@@ -207,7 +215,13 @@ class FakeRepo:
         comment.updated_at = self.now
 
     def add_review(
-        self, number: int, body: str, *, user: str = "carol", state: str = "COMMENTED"
+        self,
+        number: int,
+        body: str,
+        *,
+        user: str = "carol",
+        state: str = "COMMENTED",
+        association: str = "MEMBER",
     ) -> int:
         review = Review(
             id=self.server.new_id(),
@@ -216,6 +230,7 @@ class FakeRepo:
             user=user,
             state=state,
             submitted_at=self.now,
+            association=association,
         )
         self.reviews[review.id] = review
         self._touch(self.issues[number])
@@ -246,7 +261,7 @@ class FakeRepo:
             "created_at": iso(issue.created_at),
             "updated_at": iso(issue.updated_at),
             "closed_at": iso(issue.closed_at),
-            "author_association": "MEMBER",
+            "author_association": issue.association,
             "body": issue.body,
             "state_reason": "completed" if issue.state == "closed" else None,
         }
@@ -273,7 +288,7 @@ class FakeRepo:
             "user": user(comment.user),
             "created_at": iso(comment.created_at),
             "updated_at": iso(comment.updated_at),
-            "author_association": "MEMBER",
+            "author_association": comment.association,
             "body": comment.body,
         }
 
@@ -290,7 +305,7 @@ class FakeRepo:
             "pull_request_url": f"{api}/pulls/{review.number}",
             "submitted_at": iso(review.submitted_at),
             "commit_id": "0" * 40,
-            "author_association": "MEMBER",
+            "author_association": review.association,
         }
 
 

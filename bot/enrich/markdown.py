@@ -1,4 +1,4 @@
-"""Markdown → plain prose, and one-line summaries, without an LLM.
+"""Markdown → plain prose: the block scanner and inline cleaning, without an LLM.
 
 The input is untrusted text from GitHub, Discord and W&B: long comments with tables, logs, stack
 traces, quoted replies, issue-template HTML comments and ``<details>`` blocks. Everything here is
@@ -11,23 +11,19 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import islice
 from typing import Final
 
 #: Characters of a body examined for summaries, tags and incidents. Real comments put what matters
 #: first; the cap bounds the cost of a hostile 200 KB paste.
 SCAN_LIMIT: Final = 20_000
 
-NO_TEXT: Final = "(no text)"
-ELLIPSIS: Final = "…"
-
 # Block kinds produced by the scanner.
 PARA: Final = "para"
 ITEM: Final = "item"
 HEADING: Final = "heading"
 LOG: Final = "log"
+FOLDED: Final = "folded"  # text inside <details>: kept, but not read as the post's own point
 PROSE_KINDS: Final = frozenset({PARA, ITEM, HEADING})
 
 
@@ -173,7 +169,10 @@ _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]|$)")
 _HR = re.compile(r" {0,3}([-*_=])(?:[ \t]*\1){2,}[ \t]*$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _REF_DEF = re.compile(r" {0,3}\[[^\]\n]{1,200}\]:[ \t]*\S")
-_DROP_TAG = re.compile(r"<(/?)(details|pre|table|script|style)\b[^<>]*>", re.IGNORECASE)
+# Contents dropped with their tags. ``<details>`` is not among them: people fold whole write-ups
+# into one, so its text is kept as FOLDED blocks (its ``<summary>`` label goes).
+_DROP_TAG = re.compile(r"<(/?)(summary|pre|table|script|style)\b[^<>]*>", re.IGNORECASE)
+_DETAILS_TAG = re.compile(r"<(/?)details\b[^<>]*>", re.IGNORECASE)
 _LOG_LINE = re.compile(
     r"""[ \t]*(?:
         \[?\d{4}-\d{2}-\d{2}[ T]\d{1,2}:\d{2}            # ISO timestamp
@@ -191,31 +190,65 @@ _LOG_LINE = re.compile(
     re.VERBOSE,
 )
 _NON_LETTERS = re.compile(r"[^A-Za-z\u00c0-\u024f]+")
-_BOILERPLATE = re.compile(
+#: Trailer lines recognised whole: the pattern must reach the end of the line, so a sentence that
+#: merely starts like one ("Fixes #12 by moving the loader …") is never a trailer.
+_TRAILER = re.compile(
     r"""[ \t]*(?:
-        (?:co-authored-by|signed-off-by|reviewed-by|change-id)\s*:
-      | 🤖
-      | generated[ ]with[ ]\[?(?:claude|copilot|cursor)
-      | (?:\#+[ ]*)?\[?codecov\]?[ ]report
-      | :(?:umbrella|warning|x|white_check_mark|rocket):[ ]
+        (?:co-authored-by|signed-off-by|reviewed-by|acked-by|tested-by|reported-by)[ \t]*:
+          [^<>\n]{0,80}<[^<>\s]+@[^<>\s]+>
+      | change-id[ \t]*:[ \t]*\w+
+      | 🤖?[ \t]*generated[ ]with[ ]\[?(?:claude|copilot|cursor|codex|aider|gemini)(?:[ ]code)?
+          \]?(?:\([^()\s]*\))?
+      | (?:fix(?:es|ed)?|close[sd]?|resolve[sd]?|part[ ]of|related(?:[ ]to)?|refs?|see|re
+          |addresses|follow-?up[ ](?:to|of)|supersedes|depends[ ]on|blocked[ ]by)
+        [:\s]+(?:[\w./-]*\#\d+[\s,]*(?:and[ ]+)?)+
+    )[ \t.]*$""",
+    re.VERBOSE | re.IGNORECASE,
+)
+#: Openers of what bots post (stale notices, preview links, coverage reports). A paragraph they
+#: open is dropped only while it is footer-sized (``FOOTER_WORDS``): prose always survives.
+_BOT_OPENER = re.compile(
+    r"""[ \t]*(?:
+        (?:\#+[ ]*)?\[?codecov\]?[ ]report
       | this[ ](?:issue|pull[ ]request|pr)[ ](?:has[ ]been|was|is)[ ](?:automatically|marked)
       | this[ ]issue[ ]is[ ]stale
       | (?:documentation[ ]|docs[ ])?preview[ ](?:deployment|url|is[ ]ready)
-      | thank[ ]you[ ]for[ ](?:your[ ]contribution|opening|submitting)
       | pull[ ]request[ ](?:overview|summary)[ ]by
+      | \W{0,3}[ ]?all[ ](?:checks|tests|jobs)[ ](?:have[ ])?(?:passed|succeeded|failed)
       | \[?[\w-]+\[bot\]
-      | (?:fix(?:es|ed)?|close[sd]?|resolve[sd]?|part[ ]of|related(?:[ ]to)?|refs?|see|re
-          |addresses|follow-?up[ ](?:to|of)|supersedes|depends[ ]on|blocked[ ]by)
-        [:\s]+(?:[\w./-]*\#\d+[\s,]*(?:and[ ]+)?)+\.?[ \t]*$
     )""",
     re.VERBOSE | re.IGNORECASE,
 )
+#: Checklist items a PR or issue template ships with ("- [ ] I have run the tests").
+_TEMPLATE_ITEM = re.compile(
+    r"""(?:i[ ]have|i've|i[ ](?:ran|added|updated|read|confirm|agree|understand)
+      |my[ ](?:code|changes)
+      |(?:new[ ]and[ ]existing[ ])?(?:unit[ ])?tests?[ ](?:pass|were[ ]added|added|have[ ]been)
+      |(?:the[ ])?(?:docs|documentation)[ ](?:is[ ]|are[ ]|has[ ]been[ ]|have[ ]been[ ])?updated
+      |(?:the[ ])?code[ ]follows|this[ ](?:pr|change)[ ](?:is|has|follows|includes)
+      |(?:ran|run)[ ](?:the[ ])?(?:pre-commit|linters?|tests|formatter)|self-review
+      |breaking[ ]change|bug[ ]fix|new[ ]feature|documentation[ ]update|refactor(?:ing)?$)""",
+    re.VERBOSE | re.IGNORECASE,
+)
 _EMAIL_QUOTE_HEADER = re.compile(r"On .{5,120} wrote:$")
+#: A boilerplate rule may remove a block of fewer words than this, never a longer one.
+FOOTER_WORDS: Final = 20
+_PROSE_WORD = re.compile(r"[A-Za-z\u00c0-\u024f][a-z\u00df-\u024f']+")
+
+
+def is_prose_line(stripped: str) -> bool:
+    """A line of running words ("the run rolled back to step 48k after …"), whatever opens it:
+    at least a dozen words, most of them ordinary lower-case words."""
+    tokens = stripped.split()
+    if len(tokens) < 12:
+        return False
+    wordy = sum(1 for t in tokens if _PROSE_WORD.fullmatch(t.strip(".,;:!?()'\"")))
+    return wordy >= 0.6 * len(tokens)
 
 
 def _looks_like_log(stripped: str) -> bool:
     if _LOG_LINE.match(stripped):
-        return True
+        return not is_prose_line(stripped)  # "[09:14] The run rolled back to …" is prose
     n = len(stripped) - stripped.count(" ")
     if n < 24:
         return False
@@ -245,7 +278,7 @@ def _strip_html_comments(line: str, in_comment: bool) -> tuple[str, bool]:
 
 
 def _strip_drop_tags(line: str, depth: int) -> tuple[str, int]:
-    """Remove the contents of ``<details>``/``<pre>``/``<table>`` blocks (nesting-aware)."""
+    """Remove the contents of ``<pre>``/``<table>``/``<summary>`` blocks (nesting-aware)."""
     out: list[str] = []
     pos = 0
     for m in _DROP_TAG.finditer(line):
@@ -267,18 +300,24 @@ class _Scanner:
         self.texts: list[str] = []
         self.para: list[str] = []
         self.para_kind = PARA
+        self.para_boilerplate = False  # the open block began like bot or template boilerplate
         self.had_code = False
+        self.folded = 0  # depth of <details> around the current line
 
     def flush(self) -> None:
         if self.para:
-            self.kinds.append(self.para_kind)
-            self.texts.append(" ".join(self.para))
+            text = " ".join(self.para)
+            # boilerplate goes only while it is footer-sized: a paragraph of prose always stays
+            if not (self.para_boilerplate and len(text.split()) < FOOTER_WORDS):
+                self.kinds.append(FOLDED if self.folded else self.para_kind)
+                self.texts.append(text)
             self.para = []
         self.para_kind = PARA
+        self.para_boilerplate = False
 
     def emit(self, kind: str, text: str) -> None:
         self.flush()
-        self.kinds.append(kind)
+        self.kinds.append(FOLDED if self.folded and kind in PROSE_KINDS else kind)
         self.texts.append(text)
 
     def scan(self, text: str) -> None:
@@ -299,6 +338,14 @@ class _Scanner:
             if in_comment or "<!--" in line:
                 line, in_comment = _strip_html_comments(line, in_comment)
                 if not line.strip():
+                    continue
+            if "<" in line and _DETAILS_TAG.search(line):
+                self.flush()
+                for tag in _DETAILS_TAG.finditer(line):
+                    self.folded = max(0, self.folded - 1) if tag.group(1) else self.folded + 1
+                line = _DETAILS_TAG.sub("", line)
+                if not line.strip():
+                    prev_blank = True
                     continue
             if drop_depth or "<" in line:
                 before = drop_depth
@@ -381,14 +428,19 @@ class _Scanner:
                     if item.strip():
                         self.para = [item.strip()]
                         self.para_kind = ITEM
+                        # "- [ ] I have run the tests": a template's checklist, not news
+                        self.para_boilerplate = bool(c) and bool(
+                            _TEMPLATE_ITEM.match(item.strip().lstrip("*_"))
+                        )
                     continue
             if first == "[" and _REF_DEF.match(line):
                 continue
-            if not self.para and (
-                _BOILERPLATE.match(stripped)
-                or (first == "O" and _EMAIL_QUOTE_HEADER.match(stripped))
+            if _TRAILER.match(stripped) or (
+                not self.para and first == "O" and _EMAIL_QUOTE_HEADER.match(stripped)
             ):
-                continue  # boilerplate starts its own line: "Fixes #12", "Signed-off-by: …"
+                continue  # a whole-line trailer: "Fixes #12", "Signed-off-by: A <a@b.c>"
+            if not self.para and _BOT_OPENER.match(stripped):
+                self.para_boilerplate = True
             # a line starting in lower case continues prose (log lines start otherwise)
             if (not first.islower() or stripped.startswith("at ")) and _looks_like_log(stripped):
                 self.emit(LOG, stripped)
@@ -408,25 +460,20 @@ def parse(text: str, limit: int | None = SCAN_LIMIT) -> Document:
     scanner = _Scanner()
     scanner.scan(text)
     cleaned = _clean_many(scanner.texts)
-    blocks = tuple(
+    blocks = [
         Block(kind, t) for kind, t in zip(scanner.kinds, cleaned, strict=True) if t.strip(" .,:;")
-    )
-    return Document(blocks, scanner.had_code)
-
-
-def clean_text(text: str) -> str:
-    """Markdown (GitHub or Discord flavoured) → plain prose.
-
-    Drops quoted replies, fenced and indented code, tables, HTML comments, ``<details>`` contents,
-    images, bare URLs and bot boilerplate; keeps link text, inline-code words and emphasised
-    words. Blocks (paragraphs, list items, headings, log-looking lines) are separated by newlines,
-    whitespace inside a block is collapsed, and mass mentions are neutralised.
-    """
-    return "\n".join(b.text for b in parse(text, limit=None).blocks)
-
-
-# --------------------------------------------------------------------------------------------
-# Sentences, fillers and chit-chat
+    ]
+    # a template's headings with nothing under them ("## Testing" then "## Checklist")
+    kept = [
+        b
+        for i, b in enumerate(blocks)
+        if not (
+            b.kind == HEADING
+            and is_template_heading(b.text)
+            and (i + 1 == len(blocks) or blocks[i + 1].kind == HEADING)
+        )
+    ]
+    return Document(tuple(kept), scanner.had_code)
 
 
 def wordset(text: str) -> frozenset[str]:
@@ -434,223 +481,32 @@ def wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_ABBREVIATIONS = wordset(
-    "e.g i.e vs etc approx cf fig no nos mr mrs ms dr st al eq incl resp w.r.t a.k.a"
-)
-_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*(?=\s)")
-_WORD_BEFORE = re.compile(r"([\w.]+)[.!?]*[\"')\]]*$")
-
-
-def iter_split(text: str) -> Iterator[str]:
-    """Sentences of one cleaned block, lazily (abbreviation- and decimal-aware)."""
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        end = m.end()
-        if m.group(0)[0] == ".":
-            w = _WORD_BEFORE.search(text, max(start, m.start() - 12), m.start() + 1)
-            if w and w.group(1).lower().rstrip(".") in _ABBREVIATIONS:
-                continue
-        sentence = text[start:end].strip()
-        if sentence:
-            yield sentence
-        start = end
-    rest = text[start:].strip()
-    if rest:
-        yield rest
-
-
-_LEAD_FILLER = re.compile(
-    r"""^(?:
-        (?:@[\w.\-]+[\s,:]*)+                                       # leading pings
-      | (?:hi|hey|hello|howdy|yo|greetings|good[ ](?:morning|afternoon|evening)
-          |thanks|thank[ ]you|thx|ty|ok(?:ay)?|so|alright|update|quick[ ]update|small[ ]update
-          |status[ ]update|update[ ]\d+|edit(?:ed)?|fyi|psa|note|nb|heads[ -]?up|tl;?[ ]?dr
-          |summary|context|followup|follow-up|re|ping|bump)
-        (?:[ ]+(?:all|everyone|folks|team|there|guys|y'all|again|@[\w.\-]+))*
-        [ ]*[:,!.—–\-]+[ ]*
-    )+""",
-    re.VERBOSE | re.IGNORECASE,
-)
-_TLDR = re.compile(r"^(?:tl;?[ ]?dr|tldr|summary|in short)\b[\s:,—–\-]*", re.IGNORECASE)
-_ACK_WORDS = wordset(
-    """
-    thanks thank you thx ty tysm tyvm cheers kudos lgtm sgtm ack acked same agreed agree done
-    nice great cool awesome perfect amazing excellent neat sweet wow congrats congratulations gg
-    ok okay k kk sure yes yeah yep yup ya nope lol lmao rofl xd omg heh hehe ha haha hahaha hmm
-    good work job catch find call point idea stuff effort for the this that a lot so much very all
-    everyone team folks guys again in advance sounds looks look to me will do on it makes sense
-    fix help review reviewing merging merge merged approve approved ship let's lets go love it's
-    its there hi hey hello morning evening cc ping bump see above below here noted got it +1 +100
-    1 welcome np no problem interesting indeed true right exactly totally
-    """
-)
-_TOKEN = re.compile(r"[a-z0-9+']+")
-_MENTION_WORD = re.compile(r"@[\w.\-\u200b]+")
-_LAUGH = re.compile(r"(?:ha|he|ah)+h?|l+o+l+|h+m+|o+k+|no+ice|ye+s+|\\+1+")
-
-
-def words(text: str) -> list[str]:
-    """Lower-case word tokens without mentions (``+1`` counts as a word)."""
-    if "@" in text:
-        text = _MENTION_WORD.sub(" ", text)
-    return _TOKEN.findall(text.lower())
-
-
-def is_chitchat(text: str) -> bool:
-    """True for acks and banter: every word is an acknowledgement word ("thanks!", "lgtm",
-    "nice work", "+1", "see above") or there are no words at all (emoji-only)."""
-    if len(text) > 160:
-        return False
-    return all(w in _ACK_WORDS or _LAUGH.fullmatch(w) for w in words(text))
-
-
-_BOILERPLATE_HEADINGS = wordset(
+_TEMPLATE_HEADING_WORDS = wordset(
     """
     description summary motivation context changes changelog what why how testing tests test
     plan checklist screenshots screenshot notes note related issues issue todo background
     overview details logs log steps to reproduce expected behavior behaviour actual environment
     additional problem solution proposal results result update updates tl;dr tldr reproduction
-    repro version versions system info information type of change pr
+    repro version versions system info information type of change pr the this does and
     """
 )
+_HEADING_TOKEN = re.compile(r"[a-z0-9+;']+")
 
 
-def _is_boilerplate_heading(text: str) -> bool:
-    return all(w in _BOILERPLATE_HEADINGS for w in words(text)) or len(text) < 4
+def is_template_heading(text: str) -> bool:
+    """A heading a template ships with ("Description", "Steps to reproduce", "Type of change")."""
+    tokens = _HEADING_TOKEN.findall(text.lower())
+    return len(text) < 4 or all(t in _TEMPLATE_HEADING_WORDS for t in tokens)
 
 
-def _is_filler(sentence: str) -> bool:
-    if is_chitchat(sentence):
-        return True
-    # "Details below:", "Logs:", "Here's the trace:" — short lead-ins to dropped content
-    return sentence.endswith(":") and len(sentence.split()) < 7
+def clean_text(text: str) -> str:
+    """Markdown (GitHub or Discord flavoured) → plain prose.
 
-
-# --------------------------------------------------------------------------------------------
-# Summaries
-
-_CUT_STRIP = " ,;:—–-([{'\"/"
-
-
-def truncate(text: str, limit: int) -> str:
-    """Cap ``text`` at ``limit`` characters: prefer a sentence boundary in the last half, else a
-    word boundary, adding an ellipsis when words were cut."""
-    if len(text) <= limit:
-        return text
-    if limit <= 1:
-        return ELLIPSIS[:limit]
-    head = text[: limit + 1]
-    best = -1
-    for m in _SENTENCE_END.finditer(head):
-        if m.end() <= limit:
-            best = m.end()
-    if best >= limit // 2:
-        return text[:best].rstrip()
-    cut = text[: limit - 1]
-    clause = max(cut.rfind(", "), cut.rfind("; "), cut.rfind(" — "), cut.rfind(" – "))
-    space = cut.rfind(" ")
-    if clause >= (limit - 1) * 0.7:
-        cut = cut[:clause]  # end on a clause rather than mid-phrase
-    elif space >= (limit - 1) * 0.5:
-        cut = cut[:space]
-    cut = cut.rstrip(_CUT_STRIP) or cut
-    return cut + ELLIPSIS
-
-
-_TITLE_PREFIX = re.compile(
-    r"^\s*(?:(?:\[(?:wip|draft|rfc|dnm|do not merge)\]|(?:wip|draft|dnm)\s*:)\s*)+", re.IGNORECASE
-)
-
-
-def clean_title(title: str | None) -> str:
-    if not title:
-        return ""
-    return _TITLE_PREFIX.sub("", clean_line(title)).strip()
-
-
-#: Sentences examined for a lead before giving up (bounds the cost of "a. a. a. …" walls).
-MAX_LEAD_SENTENCES: Final = 40
-
-
-def _lead_from(first: str, rest: Iterator[str], limit: int) -> str:
-    """``first`` (fillers stripped), plus following sentences while the result is very short."""
-    out = _LEAD_FILLER.sub("", first).strip()
-    for nxt in islice(rest, 4):
-        if len(out) >= 60 or len(out) + 1 + len(nxt) > limit:
-            break
-        out = f"{out} {nxt}"
-    return out
-
-
-def lead_sentence(doc: Document, limit: int = 200) -> str | None:
-    """The first meaningful sentence(s) of a document, uncapped; None when there is none."""
-    fallback: str | None = None
-    heading: str | None = None
-    tldr_next = False
-    # A TL;DR line (or a paragraph under a TL;DR heading) beats the first sentence.
-    for b in doc.blocks[:40]:
-        if tldr_next and b.kind != HEADING:
-            return _first_meaningful([b], limit) or None
-        tldr_next = False
-        if b.kind == HEADING:
-            tldr_next = bool(_TLDR.match(b.text)) and not _TLDR.sub("", b.text).strip()
-        elif b.kind in (PARA, ITEM):
-            m = _TLDR.match(b.text)
-            if m and b.text[m.end() :].strip() and b.text[: m.end()].rstrip()[-1:] in ":—–-":
-                return _first_meaningful([Block(b.kind, b.text[m.end() :])], limit) or None
-    lead = _first_meaningful([b for b in doc.blocks if b.kind in (PARA, ITEM)], limit)
-    if lead:
-        return lead
-    for b in doc.blocks:
-        if b.kind == HEADING and heading is None and not _is_boilerplate_heading(b.text):
-            heading = b.text
-        elif b.kind != HEADING and fallback is None:
-            fallback = _LEAD_FILLER.sub("", b.text).strip() or b.text
-    return heading or fallback
-
-
-def _first_meaningful(blocks: Iterable[Block], limit: int) -> str:
-    budget = MAX_LEAD_SENTENCES
-    for b in blocks:
-        sentences = iter_split(b.text)
-        for s in sentences:
-            stripped = _LEAD_FILLER.sub("", s).strip()
-            if stripped and not _is_filler(stripped):
-                return _lead_from(s, sentences, limit)
-            budget -= 1
-            if budget <= 0:
-                return ""
-    return ""
-
-
-def _one_line(text: str) -> str:
-    return " ".join(strip_mentions(text).split())
-
-
-def compose_summary(doc: Document, title: str | None, limit: int = 200) -> str:
-    """Title (when given) plus the lead sentence of ``doc``, capped at ``limit`` characters."""
-    limit = max(1, limit)
-    lead = lead_sentence(doc, limit)
-    lead = _one_line(lead) if lead else ""
-    if lead[:1].islower() and not lead[1:2].isupper():
-        lead = lead[0].upper() + lead[1:]  # "the run…" after a stripped "TL;DR:" or greeting
-    t = _one_line(clean_title(title))
-    if t and lead:
-        if t.lower().rstrip(".") in lead.lower():
-            return truncate(lead, limit)
-        sep = " " if t[-1] in ".!?" else " — "
-        if len(t) + len(sep) + len(lead) <= limit:
-            return f"{t}{sep}{lead}"
-        room = limit - len(t) - len(sep)
-        if room >= 40:
-            return f"{t}{sep}{truncate(lead, room)}"
-        return truncate(t, limit)
-    text = lead or t
-    return truncate(text, limit) if text else truncate(NO_TEXT, limit)
-
-
-def summarize(body: str, title: str | None = None, limit: int = 200) -> str:
-    """One line of at most ``limit`` characters: the title (if any) and the first meaningful
-    sentence of ``body``, markdown stripped, greetings and acks skipped, pings neutralised.
-    Never empty: falls back to the title, then to ``"(no text)"``."""
-    return compose_summary(parse(body), title, limit)
+    Drops quoted replies, fenced and indented code, tables, HTML comments, images, bare URLs and
+    recognised boilerplate (whole-line trailers such as "Co-Authored-By: …" and "🤖 Generated with
+    …", footer-sized bot notices, template checklists and empty template headings; never a
+    paragraph of prose); keeps link text, inline-code words and emphasised words. Blocks
+    (paragraphs, list items, headings, log-looking lines) are separated by newlines, whitespace
+    inside a block is collapsed, and mass mentions are neutralised.
+    """
+    return "\n".join(b.text for b in parse(text, limit=None).blocks)

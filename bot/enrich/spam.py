@@ -1,0 +1,59 @@
+"""Promotional spam in public threads: "Check out our GPU cloud, 50% off, DM me on Telegram".
+
+Only people without a standing in the repository post it, so the rule needs both: an author whose
+GitHub ``author_association`` is not OWNER, MEMBER, COLLABORATOR or CONTRIBUTOR (a contributor
+has had a change merged), and text that reads like an advertisement. A stranger's real report
+("your loader crashes on empty shards") has no promotional cues and stays; a member is never
+filtered, whatever they write. Where the source cannot say (Discord), more cues are needed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from bot.enrich.context import ThreadContext
+
+#: Promotional phrases; each distinct match is one cue.
+_PROMO = re.compile(
+    r"""\b(?:
+        check\s+out\s+(?:our|my|this)|visit\s+(?:our|my)|(?:our|my)\s+(?:platform|product|startup
+          |service|tool|app|website|site|course|company|agency|team\s+offers)
+      | sign\s+up|free\s+trial|(?:\d{1,2}\s?%|percent)\s+off|discount|promo(?:tion)?\s*code|coupon
+      | limited[- ]time|act\s+now|don't\s+miss|best\s+price|cheap(?:est)?|affordable|lowest\s+price
+      | click\s+(?:here|the\s+link)|link\s+in\s+(?:bio|profile)|dm\s+me|contact\s+me
+      | hire\s+(?:me|us)
+      | whats\s?app|telegram|wechat|airdrop|crypto(?:currency)?|token\s+sale|nfts?|giveaway|casino
+      | free\s+mint|mint(?:ing)?\s+(?:now|live|is\s+live)|connect\s+(?:your\s+)?wallet|wallets?
+      | earn\s+(?:money|\$)|make\s+money|passive\s+income|guaranteed|seo\s+services?|backlinks?
+      | boost\s+your|grow\s+your|we\s+offer|we\s+provide|i\s+offer|special\s+offer|buy\s+now
+      | (?:rent|cheap|on-?demand)\s+(?:gpus?|h100s?|a100s?)\s+(?:at|from|for)
+      | enrol(?:l|ment)?\s+(?:now|today)|register\s+(?:now|today)|early[- ]bird|bootcamp
+      | (?:this|today)\s+(?:week|month)?\s*only|only\s+today
+      | (?:please\s+)?star\s+(?:the|my|our)\s+repo
+      | share\s+(?:it\s+)?with\s+your|would\s+mean\s+a\s+lot|buy\s+(?:followers|likes|stars)
+      | followers|top\s+\d+\s+(?:ai\s+)?tools|(?:discord\s+)?nitro|free\s+(?:gpu\s+)?credits
+      | gpu\s+credits
+    )\b""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_LINK: Final = re.compile(r"https?://|www\.", re.IGNORECASE)
+#: Cues needed: two promotional phrases, or one and a link; three when the author's standing
+#: is unknown (a Discord message: the channel is the team's, so more evidence is asked for).
+MIN_CUES: Final = 2
+MIN_CUES_UNKNOWN: Final = 3
+
+
+def promo_cues(text: str) -> int:
+    """Distinct promotional phrases in ``text`` (a link counts as one more)."""
+    found = {m.group(0).lower() for m in _PROMO.finditer(text[:4000])}
+    return len(found) + (1 if found and _LINK.search(text) else 0)
+
+
+def is_spam(text: str, context: ThreadContext) -> bool:
+    """Promotional text from an author without a standing in the repository (or whose standing
+    is unknown, on stronger evidence). Members and contributors are never filtered."""
+    trusted = context.trusted
+    if trusted:
+        return False
+    return promo_cues(text) >= (MIN_CUES if trusted is False else MIN_CUES_UNKNOWN)

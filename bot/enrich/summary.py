@@ -1,0 +1,244 @@
+"""One-line summaries of cleaned text: sentences, fillers and chit-chat, the lead sentence, and
+truncation at a sentence, clause or word boundary. Parsing lives in ``bot.enrich.markdown``; this
+module only reads the blocks it produces."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import Final
+
+from bot.enrich.markdown import (
+    HEADING,
+    ITEM,
+    PARA,
+    Block,
+    Document,
+    clean_line,
+    is_template_heading,
+    parse,
+    strip_mentions,
+    wordset,
+)
+
+NO_TEXT: Final = "(no text)"
+ELLIPSIS: Final = "…"
+
+# --------------------------------------------------------------------------------------------
+# Sentences, fillers and chit-chat
+
+
+_ABBREVIATIONS = wordset(
+    "e.g i.e vs etc approx cf fig no nos mr mrs ms dr st al eq incl resp w.r.t a.k.a"
+)
+_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*(?=\s)")
+_WORD_BEFORE = re.compile(r"([\w.]+)[.!?]*[\"')\]]*$")
+
+
+def iter_split(text: str) -> Iterator[str]:
+    """Sentences of one cleaned block, lazily (abbreviation- and decimal-aware)."""
+    start = 0
+    for m in _SENTENCE_END.finditer(text):
+        end = m.end()
+        if m.group(0)[0] == ".":
+            w = _WORD_BEFORE.search(text, max(start, m.start() - 12), m.start() + 1)
+            if w and w.group(1).lower().rstrip(".") in _ABBREVIATIONS:
+                continue
+        sentence = text[start:end].strip()
+        if sentence:
+            yield sentence
+        start = end
+    rest = text[start:].strip()
+    if rest:
+        yield rest
+
+
+_LEAD_FILLER = re.compile(
+    r"""^(?:
+        (?:@[\w.\-]+[\s,:]*)+                                       # leading pings
+      | (?:hi|hey|hello|howdy|yo|greetings|good[ ](?:morning|afternoon|evening)
+          |thanks|thank[ ]you|thx|ty|ok(?:ay)?|so|alright|update|quick[ ]update|small[ ]update
+          |status[ ]update|update[ ]\d+|edit(?:ed)?|fyi|psa|note|nb|heads[ -]?up|tl;?[ ]?dr
+          |summary|context|followup|follow-up|re|ping|bump)
+        (?:[ ]+(?:all|everyone|folks|team|there|guys|y'all|again|@[\w.\-]+))*
+        [ ]*[:,!.—–\-]+[ ]*
+    )+""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_TLDR = re.compile(r"^(?:tl;?[ ]?dr|tldr|summary|in short)\b[\s:,—–\-]*", re.IGNORECASE)
+_ACK_WORDS = wordset(
+    """
+    thanks thank you thx ty tysm tyvm cheers kudos lgtm sgtm ack acked same agreed agree done
+    nice great cool awesome perfect amazing excellent neat sweet wow congrats congratulations gg
+    ok okay k kk sure yes yeah yep yup ya nope lol lmao rofl xd omg heh hehe ha haha hahaha hmm
+    good work job catch find call point idea stuff effort for the this that a lot so much very all
+    everyone team folks guys again in advance sounds looks look to me will do on it makes sense
+    fix help review reviewing merging merge merged approve approved ship let's lets go love it's
+    its there hi hey hello morning evening cc ping bump see above below here noted got it +1 +100
+    1 welcome np no problem interesting indeed true right exactly totally
+    """
+)
+_TOKEN = re.compile(r"[a-z0-9+']+")
+_MENTION_WORD = re.compile(r"@[\w.\-\u200b]+")
+_LAUGH = re.compile(r"(?:ha|he|ah)+h?|l+o+l+|h+m+|o+k+|no+ice|ye+s+|\\+1+")
+
+
+def words(text: str) -> list[str]:
+    """Lower-case word tokens without mentions (``+1`` counts as a word)."""
+    if "@" in text:
+        text = _MENTION_WORD.sub(" ", text)
+    return _TOKEN.findall(text.lower())
+
+
+def is_chitchat(text: str) -> bool:
+    """True for acks and banter: every word is an acknowledgement word ("thanks!", "lgtm",
+    "nice work", "+1", "see above") or there are no words at all (emoji-only)."""
+    if len(text) > 160:
+        return False
+    return all(w in _ACK_WORDS or _LAUGH.fullmatch(w) for w in words(text))
+
+
+def _is_boilerplate_heading(text: str) -> bool:
+    return is_template_heading(text)
+
+
+def _is_filler(sentence: str) -> bool:
+    if is_chitchat(sentence):
+        return True
+    # "Details below:", "Logs:", "Here's the trace:" — short lead-ins to dropped content
+    return sentence.endswith(":") and len(sentence.split()) < 7
+
+
+# --------------------------------------------------------------------------------------------
+# Summaries
+
+_CUT_STRIP = " ,;:—–-([{'\"/"
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cap ``text`` at ``limit`` characters: prefer a sentence boundary in the last half, else a
+    word boundary, adding an ellipsis when words were cut."""
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return ELLIPSIS[:limit]
+    head = text[: limit + 1]
+    best = -1
+    for m in _SENTENCE_END.finditer(head):
+        if m.end() <= limit:
+            best = m.end()
+    if best >= limit // 2:
+        return text[:best].rstrip()
+    cut = text[: limit - 1]
+    clause = max(cut.rfind(", "), cut.rfind("; "), cut.rfind(" — "), cut.rfind(" – "))
+    space = cut.rfind(" ")
+    if clause >= (limit - 1) * 0.7:
+        cut = cut[:clause]  # end on a clause rather than mid-phrase
+    elif space >= (limit - 1) * 0.5:
+        cut = cut[:space]
+    cut = cut.rstrip(_CUT_STRIP) or cut
+    return cut + ELLIPSIS
+
+
+_TITLE_PREFIX = re.compile(
+    r"^\s*(?:(?:\[(?:wip|draft|rfc|dnm|do not merge)\]|(?:wip|draft|dnm)\s*:)\s*)+", re.IGNORECASE
+)
+
+
+def clean_title(title: str | None) -> str:
+    if not title:
+        return ""
+    return _TITLE_PREFIX.sub("", clean_line(title)).strip()
+
+
+#: Sentences examined for a lead before giving up (bounds the cost of "a. a. a. …" walls).
+MAX_LEAD_SENTENCES: Final = 40
+
+
+def _lead_from(first: str, rest: Iterator[str], limit: int) -> str:
+    """``first`` (fillers stripped), plus following sentences while the result is very short."""
+    out = _LEAD_FILLER.sub("", first).strip()
+    for nxt in islice(rest, 4):
+        if len(out) >= 60 or len(out) + 1 + len(nxt) > limit:
+            break
+        out = f"{out} {nxt}"
+    return out
+
+
+def lead_sentence(doc: Document, limit: int = 200) -> str | None:
+    """The first meaningful sentence(s) of a document, uncapped; None when there is none."""
+    fallback: str | None = None
+    heading: str | None = None
+    tldr_next = False
+    # A TL;DR line (or a paragraph under a TL;DR heading) beats the first sentence.
+    for b in doc.blocks[:40]:
+        if tldr_next and b.kind != HEADING:
+            return _first_meaningful([b], limit) or None
+        tldr_next = False
+        if b.kind == HEADING:
+            tldr_next = bool(_TLDR.match(b.text)) and not _TLDR.sub("", b.text).strip()
+        elif b.kind in (PARA, ITEM):
+            m = _TLDR.match(b.text)
+            if m and b.text[m.end() :].strip() and b.text[: m.end()].rstrip()[-1:] in ":—–-":
+                return _first_meaningful([Block(b.kind, b.text[m.end() :])], limit) or None
+    lead = _first_meaningful([b for b in doc.blocks if b.kind in (PARA, ITEM)], limit)
+    if lead:
+        return lead
+    for b in doc.blocks:
+        if b.kind == HEADING and heading is None and not _is_boilerplate_heading(b.text):
+            heading = b.text
+        elif b.kind != HEADING and fallback is None:
+            fallback = _LEAD_FILLER.sub("", b.text).strip() or b.text
+    return heading or fallback
+
+
+def _first_meaningful(blocks: Iterable[Block], limit: int) -> str:
+    budget = MAX_LEAD_SENTENCES
+    for b in blocks:
+        sentences = iter_split(b.text)
+        for s in sentences:
+            stripped = _LEAD_FILLER.sub("", s).strip()
+            if stripped and not _is_filler(stripped):
+                return _lead_from(s, sentences, limit)
+            budget -= 1
+            if budget <= 0:
+                return ""
+    return ""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(strip_mentions(text).split())
+
+
+# emoji and bullets that open a post ("🤖 Rolled back …", "⚠️ Hero is down"), not words
+_LEAD_SYMBOLS = re.compile(r"^[^\w\s\"'(\[#$@~<`*]+\s*")
+
+
+def compose_summary(doc: Document, title: str | None, limit: int = 200) -> str:
+    """Title (when given) plus the lead sentence of ``doc``, capped at ``limit`` characters."""
+    limit = max(1, limit)
+    lead = lead_sentence(doc, limit)
+    lead = _LEAD_SYMBOLS.sub("", _one_line(lead)) if lead else ""
+    if lead[:1].islower() and not lead[1:2].isupper():
+        lead = lead[0].upper() + lead[1:]  # "the run…" after a stripped "TL;DR:" or greeting
+    t = _one_line(clean_title(title))
+    if t and lead:
+        if t.lower().rstrip(".") in lead.lower():
+            return truncate(lead, limit)
+        sep = " " if t[-1] in ".!?" else " — "
+        if len(t) + len(sep) + len(lead) <= limit:
+            return f"{t}{sep}{lead}"
+        room = limit - len(t) - len(sep)
+        if room >= 40:
+            return f"{t}{sep}{truncate(lead, room)}"
+        return truncate(t, limit)
+    text = lead or t
+    return truncate(text, limit) if text else truncate(NO_TEXT, limit)
+
+
+def summarize(body: str, title: str | None = None, limit: int = 200) -> str:
+    """One line of at most ``limit`` characters: the title (if any) and the first meaningful
+    sentence of ``body``, markdown stripped, greetings and acks skipped, pings neutralised.
+    Never empty: falls back to the title, then to ``"(no text)"``."""
+    return compose_summary(parse(body), title, limit)

@@ -1,0 +1,278 @@
+"""The development corpus (`tests/data/signal_corpus.jsonl`) turned into events exactly as the
+sources record them, enriched by the same function the pipeline calls, and scored.
+
+Shared by `bench/bench_signal.py` (prints the figures next to a naive keyword matcher) and
+`tests/enrich/test_signal_corpus.py` (keeps them from regressing). Nothing here knows an entry's
+labels while enriching it: labels are read only by `score`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bot.enrich.rules import Enrichment
+from bot.enrich.summary import NO_TEXT
+from bot.models import TAGS, Event
+from bot.pipeline import rules_enrichment
+from bot.sources.github_threads import (
+    comment_event,
+    is_bot,
+    issue_event,
+    review_event,
+    thread_context,
+)
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "signal_corpus.jsonl"
+SLUG = "hero"
+REPO = "lab/model"
+_NUMBER = re.compile(r"#(\d{1,7})\b")
+#: The corpus names incident kinds by cause; the rules' names are finer in two places.
+KIND_NAMES = {
+    "node-loss": "node_loss",
+    "restore-failed": "checkpoint",
+    "checkpoint-failed": "checkpoint",
+    "crash": "other",
+    "outage": "other",
+    "reported": "other",
+}
+
+
+def load(path: Path = CORPUS) -> list[dict[str, Any]]:
+    entries = []
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                entries.append(json.loads(line))
+    return entries
+
+
+def _at(value: Any) -> str:
+    if isinstance(value, str) and value:
+        return value
+    return "2026-09-01T09:00:00Z"
+
+
+def _number(entry: dict[str, Any]) -> int:
+    for key in ("ref", "url"):
+        m = _NUMBER.search(str(entry.get(key) or ""))
+        if m:
+            return int(m.group(1))
+    m = re.search(r"/(?:issues|pull)/(\d+)", str(entry.get("url") or ""))
+    if m:
+        return int(m.group(1))
+    return 1 + zlib.crc32(str(entry.get("thread_title") or entry.get("id")).encode()) % 90_000
+
+
+def _user(login: Any) -> dict[str, Any]:
+    return {"login": str(login or "someone"), "type": "User"}
+
+
+def _thread_item(entry: dict[str, Any], number: int) -> dict[str, Any]:
+    """The thread's issue JSON as GitHub serves it (what the source reads the context from)."""
+    title = entry.get("thread_title")
+    if title is None and entry.get("kind") in ("issue", "pull"):
+        title = entry.get("title")
+    item: dict[str, Any] = {
+        "number": number,
+        "title": title or "",
+        "labels": [{"name": str(label)} for label in entry.get("thread_labels") or []],
+    }
+    if (entry.get("thread_kind") or entry.get("kind")) == "pull":
+        item["pull_request"] = {"merged_at": None}
+    return item
+
+
+def to_event(entry: dict[str, Any]) -> Event:
+    """One corpus entry as the live source would have stored it."""
+    source = entry.get("source") or "github"
+    kind = entry.get("kind") or "comment"
+    at = _at(entry.get("at"))
+    association = entry.get("author_association")
+    if source == "discord":
+        channel = str(entry.get("thread_title") or entry.get("ref") or "general").lstrip("#")
+        return Event(
+            run_slug=SLUG,
+            source="discord",
+            external_id=f"msg:{entry['id']}",
+            kind="message",
+            at=datetime.fromisoformat(at.replace("Z", "+00:00")).astimezone(UTC),
+            author=entry.get("author"),
+            ref=f"#{channel}",
+            url=entry.get("url"),
+            body=entry.get("body") or "",
+            thread=f"discord:{zlib.crc32(channel.encode())}",
+        )
+    number = _number(entry)
+    thread = _thread_item(entry, number)
+    common: dict[str, Any] = {
+        "user": _user(entry.get("author")),
+        "body": entry.get("body") or "",
+        "html_url": entry.get("url"),
+        "author_association": association,
+    }
+    if kind in ("issue", "pull"):
+        item = dict(
+            thread,
+            **common,
+            title=entry.get("title") or thread["title"],
+            created_at=at,
+            updated_at=at,
+            state="open",
+        )
+        return issue_event(SLUG, REPO, item)
+    context = thread_context(thread)
+    ident = zlib.crc32(str(entry["id"]).encode())
+    if kind == "review":
+        review = dict(common, id=ident, submitted_at=at, state="COMMENTED")
+        return review_event(SLUG, REPO, number, review, "open", context)
+    comment = dict(common, id=ident, created_at=at, updated_at=at)
+    return comment_event(SLUG, REPO, number, comment, "open", context)
+
+
+def enrich(entry: dict[str, Any]) -> Enrichment:
+    """The live path's deterministic enrichment of one entry."""
+    return rules_enrichment(to_event(entry))
+
+
+# --- scoring ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Scores:
+    total: int = 0
+    tags_right: int = 0
+    incidents: int = 0  # labelled incident
+    flagged: int = 0  # flagged incident
+    found: int = 0  # labelled and flagged
+    kinds_right: int = 0  # of those found, with the labelled kind
+    substantive: int = 0
+    erased: list[str] = field(default_factory=list)  # substantive entries summarised as nothing
+    hidden: list[str] = field(default_factory=list)  # substantive entries judged chit-chat
+    spam: int = 0
+    spam_shown: int = 0
+    confusion: Counter[tuple[str, str]] = field(default_factory=Counter)
+    misses: list[str] = field(default_factory=list)  # labelled incidents not flagged
+    false_alarms: list[str] = field(default_factory=list)
+    wrong_tags: list[str] = field(default_factory=list)
+
+    @property
+    def agreement(self) -> float:
+        return self.tags_right / self.total if self.total else 0.0
+
+    @property
+    def recall(self) -> float:
+        return self.found / self.incidents if self.incidents else 1.0
+
+    @property
+    def precision(self) -> float:
+        return self.found / self.flagged if self.flagged else 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a method says about one entry."""
+
+    tag: str
+    incident: bool
+    shown: bool = True
+    summary: str = "-"
+    kind: str | None = None
+
+
+Method = Callable[[dict[str, Any]], Verdict]
+
+
+def recorded(entry: dict[str, Any]) -> bool:
+    """Whether the live source stores the entry at all (bot accounts are left out by default)."""
+    return entry.get("source") != "github" or not is_bot(_user(entry.get("author")))
+
+
+def rules_method(entry: dict[str, Any]) -> Verdict:
+    if not recorded(entry):
+        return Verdict("other", False, shown=False)
+    e = enrich(entry)
+    kind = KIND_NAMES.get(e.incident_kind, e.incident_kind) if e.incident_kind else None
+    return Verdict(e.tag, e.incident, e.newsworthy, e.summary, kind)
+
+
+# --- the naive baseline: the first tag whose keyword appears, an incident on any outage word
+
+
+BASELINE_TAGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ablation", ("ablation", "sweep", "baseline")),
+    ("optimizer", ("learning rate", "lr ", "adam", "optimizer", "weight decay", "warmup")),
+    ("training-dynamics", ("loss spike", "grad norm", "diverge", "instability", "spike")),
+    ("evals", ("eval", "benchmark", "mmlu")),
+    ("data", ("dataset", "data mix", "tokenizer", "shard")),
+    ("checkpointing", ("checkpoint", "ckpt")),
+    ("long-context", ("context length", "long context", "seq len", "rope")),
+    ("infra", ("node", "gpu", "tpu", "cluster", "nccl", "throughput", "mfu", "memory")),
+    ("spec", ("spec", "architecture", "hyperparameter")),
+)
+BASELINE_INCIDENT = re.compile(
+    r"\b(?:crash\w*|down|oom\w*|hang\w*|hung|lost|ecc|xid|nccl|timeout|timed out|failed"
+    r"|preempt\w*|quota|outage)\b",
+    re.IGNORECASE,
+)
+
+
+def baseline_method(entry: dict[str, Any]) -> Verdict:
+    text = f"{entry.get('title') or ''}\n{entry.get('body') or ''}"
+    lowered = text.lower()
+    incident = bool(BASELINE_INCIDENT.search(text))
+    tag = next((t for t, words in BASELINE_TAGS if any(w in lowered for w in words)), "other")
+    return Verdict("incident" if incident else tag, incident)
+
+
+def score(entries: Iterable[dict[str, Any]], method: Method) -> Scores:
+    s = Scores()
+    for entry in entries:
+        v = method(entry)
+        ident = str(entry.get("id"))
+        s.total += 1
+        want_tag = str(entry.get("tag") or "other")
+        s.confusion[(want_tag, v.tag)] += 1
+        if v.tag == want_tag:
+            s.tags_right += 1
+        else:
+            s.wrong_tags.append(f"{ident}: {want_tag} → {v.tag}")
+        labelled = bool(entry.get("incident"))
+        s.incidents += labelled
+        s.flagged += v.incident
+        s.found += labelled and v.incident
+        s.kinds_right += labelled and v.incident and v.kind == entry.get("incident_kind")
+        if labelled and not v.incident:
+            s.misses.append(ident)
+        if v.incident and not labelled:
+            s.false_alarms.append(ident)
+        empty = not v.summary.strip() or v.summary == NO_TEXT
+        if entry.get("spam"):
+            s.spam += 1
+            s.spam_shown += v.shown
+        elif entry.get("substantive"):
+            s.substantive += 1
+            if empty:
+                s.erased.append(ident)
+            elif not v.shown:
+                s.hidden.append(ident)
+    return s
+
+
+def confusion_table(s: Scores) -> str:
+    """Rows: the label; columns: what the method said."""
+    tags = [t for t in TAGS if any(t in pair for pair in s.confusion)]
+    short = {t: t[:6] for t in tags}
+    width = max(len(t) for t in tags) if tags else 5
+    lines = [" " * width + " | " + " ".join(f"{short[t]:>6}" for t in tags)]
+    for want in tags:
+        row = " ".join(f"{s.confusion.get((want, got), 0) or '.':>6}" for got in tags)
+        lines.append(f"{want:>{width}} | {row}")
+    return "\n".join(lines)

@@ -13,6 +13,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -265,19 +266,22 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     from bot.app import run_bot
     from bot.wiring import COMMAND_READERS, open_runtime
 
-    async with open_runtime(settings, runs, readers=COMMAND_READERS) as runtime:
-        if settings.runscribe_web_port is None:
-            await run_bot(runtime)
-            return EXIT_OK
-        from bot.web import serve
+    async with (
+        open_runtime(settings, runs, readers=COMMAND_READERS) as runtime,
+        AsyncExitStack() as stack,
+    ):
+        if settings.runscribe_web_port is not None:
+            from bot.web import serve
 
-        async with serve(
-            runtime.store.reader,  # pages read like commands: never behind the poll cycle
-            settings.runscribe_web_host,
-            settings.runscribe_web_port,
-            poll_interval=settings.runscribe_poll_interval,
-        ):
-            await run_bot(runtime)
+            await stack.enter_async_context(
+                serve(
+                    runtime.store.reader,  # pages read like commands: never behind the poll cycle
+                    settings.runscribe_web_host,
+                    settings.runscribe_web_port,
+                    poll_interval=settings.runscribe_poll_interval,
+                )
+            )
+        await run_bot(runtime)
     return EXIT_OK
 
 
@@ -309,17 +313,12 @@ async def cmd_web(settings: Settings, args: argparse.Namespace) -> int:
         port = DEFAULT_PORT
     if not 0 <= port <= 65535:
         raise UserFacingError("--port must be between 0 and 65535")
-    async with Database.open(_existing_db(settings)) as db:
-        try:
-            async with serve(
-                Store(db), host, port, poll_interval=settings.runscribe_poll_interval
-            ) as (_site, bound):
-                print(f"serving the status page on http://{host}:{bound}/", flush=True)
-                await asyncio.Event().wait()
-        except OSError as exc:
-            raise UserFacingError(
-                f"cannot listen on {host}:{port}: {exc.strerror or exc}"
-            ) from None
+    async with (
+        Database.open(_existing_db(settings)) as db,
+        serve(Store(db), host, port, poll_interval=settings.runscribe_poll_interval) as (_, bound),
+    ):
+        print(f"serving the status page on http://{host}:{bound}/", flush=True)
+        await asyncio.Event().wait()
     return EXIT_OK
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -78,6 +78,13 @@ def fact_enrichment(event: Event) -> Enrichment:
         incident_kind="crash" if failed else None,
         newsworthy=True,
     )
+
+
+def is_thread_state_change(event: Event) -> bool:
+    """A GitHub thread closed, merged or reopened. Its text is the thread's title, so reading it
+    for symptoms would report the thread's old incident again on the day it is closed: a state
+    change is never an incident report (the thread's own events are)."""
+    return event.source == "github" and event.kind == "state"
 
 
 class Detector(Protocol):
@@ -159,6 +166,10 @@ async def enrich_pending(
                 if event.id is None:
                     continue
                 enrichment, label = results.get(event.id) or (rules_enrichment(event), "rules")
+                if is_thread_state_change(event):
+                    enrichment = replace(
+                        enrichment, incident=False, severity=None, incident_kind=None
+                    )
                 stored = await store.events.set_enrichment(
                     event,
                     summary=enrichment.summary,

@@ -179,7 +179,7 @@ async def health_report(
             failing = row is not None and row.consecutive_failures > 0
             sources[source] = {
                 "ok": not failing,
-                "error": row.last_error if failing and row else None,
+                "error": (row.last_error or "")[:200] if failing and row else None,
                 "consecutive_failures": row.consecutive_failures if row else 0,
                 "last_success_at": iso(row.last_success_at) if row else None,
                 "last_attempt_at": iso(row.last_attempt_at) if row else None,

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 
 from aiohttp import web
 
+from bot.errors import UserFacingError
 from bot.render.page import render_index, render_run_page
 from bot.statuspage import DEFAULT_DAYS, gather_index, gather_run_page, health_report
 from bot.store import Store
@@ -40,6 +41,10 @@ _HEADERS = {
 }
 
 Clock = Callable[[], datetime]
+
+
+class CannotListen(UserFacingError):
+    """The server could not bind its address; the message says which and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,8 +223,10 @@ async def serve(
     runner = web.AppRunner(site.app(), access_log=None, handle_signals=False)
     await runner.setup()
     try:
-        tcp = web.TCPSite(runner, host, port)
-        await tcp.start()
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError as exc:  # a port in use, an address this host does not have
+            raise CannotListen(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         bound = runner.addresses[0][1] if runner.addresses else port
         log.info("status page on http://%s:%d/", host, bound)
         yield site, bound

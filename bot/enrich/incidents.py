@@ -8,7 +8,14 @@ the time without anything being broken ("no OOMs since the fix", "to avoid OOM",
 * a question ("Did the job crash?") discards it;
 * words like "stuck" or "stalled" only count with a system subject (job, rank, restore...) and
   not right after a training-dynamics noun ("the gate is stuck closed", "loss stalled");
-* text about CI, unit tests or someone's laptop is not the run.
+* text about CI, unit tests, someone's laptop, or an ablation or sweep is not the run;
+* a signal about the past ("two weeks ago"), in an aside "(…)" or compared with ("as a hang")
+  does not count.
+
+Whole posts and threads are judged too (``bot.enrich.rules`` combines them): a thread about a
+small experiment, a post-mortem or weekly recap, a note that opens with the run back up or the
+fix, and a post that says the run is fine report no incident; in an incident's own thread a
+follow-up that says it goes on ("still down", "52,000 also fails") does.
 
 Code blocks never reach this module (``bot.enrich.markdown`` drops them); log-looking lines are only
 used when a message has no prose at all.
@@ -401,6 +408,10 @@ _HISTORY = re.compile(
     r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like)\b",
     re.IGNORECASE,
 )
+# In the sentence: it was planned ("preempted on schedule, as expected", "drained for maintenance").
+_EXPECTED = re.compile(
+    r"\b(?:as\s+expected|on\s+schedule|as\s+planned|planned\s+maintenance)\b", re.I
+)
 _QUESTION_START = re.compile(
     r"(?:did|does|do|is|are|was|were|has|have|had|could|can|would|will|should|any|anyone"
     r"|anybody|how|why|what|when|where|which|who|whether|shall)\b",
@@ -481,7 +492,7 @@ def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
         return False  # an aside: "(relaunched after the second NVLink fault)"
     if sentence.endswith("?") and _QUESTION_START.match(sentence):
         return False
-    if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence):
+    if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence) or _EXPECTED.search(sentence):
         return False
     if signal.kind in ("hang", "crash") and _DYNAMICS_BEFORE.search(before[-40:]):
         return False
@@ -591,8 +602,7 @@ def thread_incident(context: ThreadContext) -> str | None:
     found = find_incident("", context.title) if context.title else None
     if found is not None:
         return found[0]
-    marked = _INCIDENT_LABEL.search(" ".join([context.prefix, *context.labels]))
-    return "reported" if marked else None
+    return "outage" if declares_incident(context) else None
 
 
 def reports_ongoing(prose: str) -> bool:
@@ -623,14 +633,13 @@ def is_recovery_note(prose: str) -> bool:
 _ALL_FINE = re.compile(
     r"\b(?:we(?:'re|\s+are)\s+(?:fine|ok|okay|good)|(?:training|the\s+run|the\s+job|hero|it)"
     r"(?:\s+itself)?\s+(?:was|is|stays|stayed)\s+(?:fine|unaffected|healthy)|nothing\s+to\s+do"
-    r"|no\s+action\s+(?:is\s+)?needed|as\s+expected|on\s+schedule|false\s+alarm"
-    r"|not\s+an\s+incident)\b",
+    r"|no\s+action\s+(?:is\s+)?needed|false\s+alarm|not\s+an\s+incident)\b",
     re.IGNORECASE,
 )
 #: The incident is over and the post says how it ended: a recap, not a report.
 _DONE = re.compile(
     r"\b(?:total\s+downtime|downtime\s+(?:of\s+|was\s+)?(?:\d|about|roughly|~)"
-    r"|step\s+[\d,.]+k?\s+(?:was\s+)?logged|(?:is|are)\s+(?:back\s+up|running\s+again"
+    r"|(?:is|are)\s+(?:back\s+up|running\s+again"
     r"|training\s+again|healthy\s+again)|back\s+(?:up|online)\s+(?:from|at|on|since)"
     r"|running\s+again|resumed\s+(?:from|at)\s+(?:step\s+)?[\d,.]+k?)",
     re.IGNORECASE,
@@ -638,9 +647,10 @@ _DONE = re.compile(
 
 
 def all_clear(prose: str) -> bool:
-    """The post says the run is fine, or that the incident it tells of is over."""
+    """The post says the run is fine, or that the incident it tells of is over (and not that it
+    came back: "resumed from 48k, then crashed again")."""
     head = prose[:DETECT_LIMIT]
-    return bool(_ALL_FINE.search(head) or _DONE.search(head))
+    return bool(_ALL_FINE.search(head) or _DONE.search(head)) and not _ONGOING.search(head)
 
 
 def declares_incident(context: ThreadContext) -> bool:

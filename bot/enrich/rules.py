@@ -78,7 +78,7 @@ class Enrichment:
     tag: str  # one of bot.models.TAGS
     incident: bool
     severity: str | None  # "critical" | "warning" | None when not an incident
-    incident_kind: str | None  # one of bot.enrich.incidents.KIND_PRIORITY, or "reported"
+    incident_kind: str | None  # one of bot.enrich.incidents.KIND_PRIORITY
     newsworthy: bool  # False for chit-chat, empty entries and strangers' advertising
 
 

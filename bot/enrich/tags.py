@@ -10,6 +10,10 @@ Every term has a weight; a title hit counts ``TITLE_WEIGHT`` times, and repeated
 term count at most ``MAX_HITS`` times (a pasted list of 40 checkpoint paths is not 40 votes).
 Ties go to the more specific tag (``PRIORITY``). The "incident" tag is not scored here:
 ``bot.enrich.rules`` gives it when the incident detector fires.
+
+``choose_tag`` reads an event in its thread (``bot.enrich.context``): a label or title prefix that
+names a tag ("[evals]", "infra") declares the thread's topic, other markers and the title are
+scored like text, and a comment's own words are weighed against that topic.
 """
 
 from __future__ import annotations
@@ -164,16 +168,6 @@ def _score_part(text: str, factor: float, scores: dict[str, float]) -> None:
                 _add(scores, terms, n, factor)
 
 
-def score_tags(text: str, title: str | None = None) -> dict[str, float]:
-    """Score of each tag for cleaned ``text`` and an optional title (weighted higher)."""
-    scores: dict[str, float] = {}
-    if title:
-        _score_part(title, TITLE_WEIGHT, scores)
-    if text:
-        _score_part(text[:TAG_LIMIT], 1.0, scores)
-    return scores
-
-
 def best_tag(scores: dict[str, float], default: str = "other") -> str:
     """Highest-scoring tag (ties by ``PRIORITY``), or ``default`` below ``MIN_SCORE``."""
     if not scores:
@@ -185,10 +179,9 @@ def best_tag(scores: dict[str, float], default: str = "other") -> str:
 # --------------------------------------------------------------------------------------------
 # Thread-aware choice
 
-#: Weights of the thread's words: its title prefix and labels are chosen by people to say what
-#: the thread is about, so they count more than the title's own words.
-PREFIX_WEIGHT: Final = 4.0
-LABEL_WEIGHT: Final = 4.0
+#: Weight of a thread's markers: its title prefix and labels are chosen by people to say what the
+#: thread is about, so their words count more than the title's own.
+MARKER_WEIGHT: Final = 4.0
 #: A description's first paragraph says what the change or issue is; the rest elaborates.
 FIRST_PARAGRAPH_WEIGHT: Final = 1.5
 #: How much the thread's topic counts in a comment's tag, relative to the comment's own words.
@@ -211,7 +204,7 @@ def thread_scores(
         if named is not None:  # "[evals]", label "infra": the thread says what it is about
             scores[named] = scores.get(named, 0.0) + NAMED_TAG_SCORE
         else:
-            _score_part(marker, PREFIX_WEIGHT, scores)
+            _score_part(marker, MARKER_WEIGHT, scores)
     if rest and with_title:
         _score_part(rest, TITLE_WEIGHT, scores)
     return scores
@@ -256,14 +249,6 @@ def body_scores(doc: Document) -> dict[str, float]:
     return scores
 
 
-def _top(scores: dict[str, float]) -> tuple[str | None, float, float]:
-    ranked = sorted(scores, key=lambda t: (-scores[t], _RANK.get(t, len(PRIORITY))))
-    if not ranked:
-        return None, 0.0, 0.0
-    second = scores[ranked[1]] if len(ranked) > 1 else 0.0
-    return ranked[0], scores[ranked[0]], second
-
-
 def choose_tag(
     doc: Document,
     *,
@@ -278,9 +263,8 @@ def choose_tag(
     A description (issue or pull, ``title`` given) is read title first: prefix, labels and title
     words, then its first paragraph, then the rest. A comment, review or message is scored on its
     own words, with the thread's topic as a prior (``PRIOR_WEIGHT``) that a strong signal of its
-    own overrides. In
-    an incident's own thread the title describes the incident, not the follow-ups: only the
-    labels and prefix count there.
+    own overrides. In an incident's own thread the title describes the incident, not the
+    follow-ups: only its labels and prefix count there.
     """
     own = body_scores(doc)
     if title is not None or kind in ("issue", "pull"):

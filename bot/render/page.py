@@ -273,7 +273,7 @@ def render_run_page(page: RunPage) -> str:
             _progress(s, zone, page.now),
             _narrative(s),
             _chart_section(page.chart),
-            _alerts(s),
+            _alerts(s, zone, page.now),
         ]
     )
     tags = _ordered({css_ident(e.get("tag")) for e in page.timeline}, "tag")
@@ -295,13 +295,17 @@ def _header(page: RunPage, zone: ZoneInfo) -> str:
     launched = _time(s.get("launched_at"))
     if launched:
         bits.append(f"launched {esc(_day(launched, zone, page.now))}")
-    updated = page.last_cycle_at or _time(s.get("generated_at")) or page.now
-    local = updated.astimezone(zone)
-    bits.append(
-        f'updated <time data-rel="ago" datetime="{_iso(updated)}" '
-        f'title="{esc(local.strftime("%Y-%m-%d %H:%M %Z"))}">'
-        f"{esc(_relative(updated, page.now))}</time>"
-    )
+    # Updated when the poller last finished a cycle; without one on record (a database filled
+    # by the demo or an old copy), when a source last answered: never simply "now".
+    seen = [t for t in map(_time, (s.get("freshness") or {}).values()) if t is not None]
+    updated = page.last_cycle_at or (max(seen) if seen else None)
+    if updated is not None:
+        local = updated.astimezone(zone)
+        bits.append(
+            f'updated <time data-rel="ago" datetime="{_iso(updated)}" '
+            f'title="{esc(local.strftime("%Y-%m-%d %H:%M %Z"))}">'
+            f"{esc(_relative(updated, page.now))}</time>"
+        )
     interval = timedelta(seconds=page.poll_interval or 0)
     # "next in …" only while the loop keeps time; a snapshot of a stopped poller says when it ran.
     last = page.last_cycle_at
@@ -374,14 +378,15 @@ def _narrative(s: dict[str, Any]) -> str:
     return f'<section class="narrative" aria-label="narrative">\n{body}\n</section>'
 
 
-def _alerts(s: dict[str, Any]) -> str:
+def _alerts(s: dict[str, Any], zone: ZoneInfo, now: datetime) -> str:
     out = []
     incidents = s.get("open_incidents") or []
     if incidents:
         out.append("<h2>Open incidents</h2>")
         for incident in incidents:
             started = _time(incident.get("started_at"))
-            since = f" · since {_iso(started)[:16].replace('T', ' ')} UTC" if started else ""
+            local = started.astimezone(zone) if started else None
+            since = f" · since {_day(local, zone, now)} {local:%H:%M %Z}" if local else ""
             cause = incident.get("reported_cause")
             cause_html = f"<br>reported: {rich_text(str(cause))}" if cause else ""
             out.append(

@@ -58,6 +58,8 @@ class SampleRun:
     superseded: list[Event] = field(default_factory=list)  # earlier versions of edited items
     discord_channels: dict[int, str] = field(default_factory=dict)  # channel id -> name
     discord_guild_id: int | None = None
+    github: dict[str, Any] = field(default_factory=dict)  # the file's GitHub items, unshifted
+    shift: timedelta = timedelta(0)  # add to a time in the file to get the replayed time
 
 
 def available_samples() -> list[str]:
@@ -103,6 +105,8 @@ def load_sample(now: datetime | None = None, name: str = "aurora") -> SampleRun:
         superseded=superseded,
         discord_channels=channels,
         discord_guild_id=guild_id,
+        github=raw["github"],
+        shift=offset,
     )
 
 

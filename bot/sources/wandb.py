@@ -710,11 +710,13 @@ class _Reader:
 def _history_scan(run: Any, keys: list[str], min_step: int, max_step: int, page_size: int) -> Any:
     """`run.scan_history` without its extra `RunHistoryKeys` request: the `Run` query already
     told us `lastStep`, so build the `HistoryScan` directly when this wandb allows it."""
-    try:
-        from wandb.apis.public import HistoryScan
-
-        service_api = run._service_api
-    except (ImportError, AttributeError):  # another wandb version: the public way
+    service_api = getattr(run, "_service_api", None)
+    if service_api is not None:
+        try:
+            from wandb.apis.public import HistoryScan
+        except ImportError:
+            service_api = None
+    if service_api is None:  # another wandb version (or a stand-in run): the public way
         return run.scan_history(
             keys=keys, min_step=min_step, max_step=max_step, page_size=page_size
         )

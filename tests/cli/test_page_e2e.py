@@ -10,6 +10,7 @@ import asyncio
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -169,3 +170,21 @@ def test_page_and_web_bad_input_is_one_line(
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith(message) and len(err.splitlines()) == 1, err
+
+    asyncio.run(_empty_database(tmp_path / "there.db"))
+    monkeypatch.setenv("RUNSCRIBE_DB", str(tmp_path / "there.db"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["web", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(f"runscribe: cannot listen on 127.0.0.1:{port}: ")
+        and len(err.splitlines()) == 1
+    ), err
+
+
+async def _empty_database(path: Path) -> None:
+    async with Database.open(path):
+        pass

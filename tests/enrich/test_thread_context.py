@@ -264,3 +264,16 @@ def test_a_big_runs_thread_labelled_experiment_still_reports_incidents(
 def test_status_fixes_and_recoveries_in_the_runs_thread_are_not_incidents(body: str) -> None:
     item = thread("[grug] 32B hero run tracking", ("experiment",))
     assert not enrich_event(comment(item, body)).incident
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "🤖 The run is hung: step 11,842 logged at 02:31 UTC and no step since.",
+        "The job crashed at step 80,100. Loss was tracking the forecast as expected before that.",
+        "Resumed from 48k at 03:10, then it crashed again at 03:40 and is down now.",
+    ],
+)
+def test_words_of_recovery_or_calm_elsewhere_do_not_hide_a_live_report(body: str) -> None:
+    item = thread("Hero run tracking", ("hero-run",))
+    assert enrich_event(comment(item, body)).incident

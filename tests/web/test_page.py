@@ -7,7 +7,7 @@ import base64
 import hashlib
 import random
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 
 import pytest
@@ -248,6 +248,82 @@ async def test_a_busy_month_stays_under_300_kb(store: Store, now: datetime, per_
         assert 0 < shown < len(entries)
         assert re.search(r"Older entries before \w+ \d+ do not fit on this page", html)
     assert "index.html" in pages
+
+
+def test_updated_is_the_last_cycle_else_the_freshest_source() -> None:
+    now = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
+    status = {
+        "run": "R",
+        "freshness": {"wandb": "2026-09-02T09:00:00Z", "github": "2026-09-02T10:30:00Z"},
+    }
+    old = render_run_page(RunPage(status=status, timeline=[], now=now))
+    assert "updated <time" in old and ">1 h 30 min ago</time>" in old and "next " not in old
+    cycle = now - timedelta(minutes=2)
+    live = render_run_page(
+        RunPage(status=status, timeline=[], now=now, last_cycle_at=cycle, poll_interval=300)
+    )
+    assert ">2 min ago</time>" in live and ">in 3 min</time>" in live
+    # A poller that stopped long ago: when it last ran, and no promise of a next cycle.
+    stale = render_run_page(
+        RunPage(
+            status=status,
+            timeline=[],
+            now=now + timedelta(hours=1),
+            last_cycle_at=cycle,
+            poll_interval=300,
+        )
+    )
+    assert ">1 h 2 min ago</time>" in stale and "next " not in stale
+    assert "updated" not in render_run_page(RunPage(status={"run": "R"}, timeline=[], now=now))
+
+
+def test_open_incidents_and_drifting_forecasts() -> None:
+    now = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
+    status = {
+        "run": "R",
+        "open_incidents": [
+            {
+                "kind": "crash",
+                "title": "<b>W&B run crashed</b>",
+                "started_at": "2026-09-02T11:20:00Z",
+                "reported_cause": "node s12 lost, see https://github.com/lab/model/issues/9",
+            }
+        ],
+        "forecasts": [
+            {
+                "metric": "train/loss",
+                "label": "loss",
+                "value": 2.31,
+                "forecast": 2.2,
+                "low": 2.15,
+                "high": 2.26,
+                "state": "drifting",
+            },
+            {
+                "metric": "train/grad_norm",
+                "label": "gradient norm",
+                "value": 0.4,
+                "forecast": 0.41,
+                "low": 0.3,
+                "high": 0.5,
+                "state": "ok",
+            },
+        ],
+    }
+    html = render_run_page(RunPage(status=status, timeline=[], now=now))
+    doc = assert_inert(html)
+    text = " ".join("".join(doc.text).split())
+    assert "<b>W&B run crashed</b> crash · since Sep 2 11:20 UTC" in text
+    assert "reported: node s12 lost, see https://github.com/lab/model/issues/9" in text
+    assert "https://github.com/lab/model/issues/9" in doc.attrs("href")
+    assert (
+        "Drifting from forecast loss: 2.31 against a forecast of 2.2 (expected 2.15–2.26)" in text
+    )
+    assert "gradient norm" not in text  # on forecast: not listed
+    quiet = render_run_page(
+        RunPage(status={"run": "R", "forecasts": status["forecasts"][1:]}, timeline=[], now=now)
+    )
+    assert "Drifting" not in quiet and "Open incidents" not in quiet
 
 
 def test_empty_run_page_renders() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -10,7 +11,7 @@ import aiohttp
 import pytest
 
 from bot.store import Store
-from bot.web import StatusSite, serve
+from bot.web import CannotListen, StatusSite, serve
 from tests.web.seed import SLUG, seed_run
 
 INTERVAL = 60.0
@@ -163,3 +164,13 @@ async def test_healthz_before_any_cycle(store: Store, now: datetime) -> None:
         async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
             assert response.status == 503
             assert (await response.json())["problems"] == ["no poll cycle recorded yet"]
+
+
+async def test_a_taken_port_is_one_clear_error(store: Store) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(CannotListen, match=f"cannot listen on 127.0.0.1:{port}: "):
+            async with serve(store, "127.0.0.1", port, poll_interval=INTERVAL):
+                pass

@@ -44,20 +44,27 @@ _DESCRIPTIONS = {
     REPORT_PREFIX: "every incident people report on GitHub or Discord",
 }
 #: What a silence can name, with what it covers (shown when a condition is unknown): `all` and
-#: every detector in the registry (a family of conditions, such as reports, as a glob). Each
-#: detector condition also answers to its incident kind.
+#: every detector in the registry; a family of conditions (reports, drifts) as a glob. Each
+#: condition also answers to its incident kind (a family's kind is its prefix: `drift`).
 CONDITIONS: dict[str, str] = {
     "all": "every condition of the run",
     **{
         spec.fingerprint + ("*" if spec.family else ""): _DESCRIPTIONS.get(
-            spec.fingerprint, spec.fingerprint
+            spec.fingerprint,
+            f"every `{spec.fingerprint.rstrip(':')}` condition"
+            if spec.family
+            else spec.fingerprint,
         )
         for spec in DETECTORS
     },
 }
 #: Kinds of incidents people report; `report:<kind>:*` (or the bare kind) silences one of them.
 REPORT_KINDS: tuple[str, ...] = tuple(dict.fromkeys([*KIND_PRIORITY, *KIND_LABELS]))
-_DETECTOR_KINDS = ("crash",)  # kinds that differ from their detector's fingerprint
+#: Kinds that differ from their detector's fingerprint.
+_DETECTOR_KINDS = (
+    "crash",
+    *(s.fingerprint.rstrip(":") for s in DETECTORS if s.family and s.fingerprint != REPORT_PREFIX),
+)
 
 
 def parse_duration(text: str) -> timedelta:
@@ -84,15 +91,20 @@ def known_condition(matcher: str) -> bool:
         return True
     names = [*CONDITIONS, *_DETECTOR_KINDS, *REPORT_KINDS]
     names += [f"{REPORT_PREFIX}{kind}:thread" for kind in REPORT_KINDS]
+    names += [f"{spec.fingerprint}x" for spec in DETECTORS if spec.family]
     if any(fnmatch.fnmatchcase(name, matcher) for name in names):
         return True
-    # one reported incident by its fingerprint: report:<kind>:<thread>
+    # one condition of a family by its fingerprint: report:<kind>:<thread>, drift:<metric>
     parts = matcher.split(":", 2)
-    return (
-        matcher.startswith(REPORT_PREFIX)
-        and len(parts) == 3
-        and bool(parts[2])
-        and any(fnmatch.fnmatchcase(kind, parts[1]) for kind in REPORT_KINDS)
+    if matcher.startswith(REPORT_PREFIX):
+        return (
+            len(parts) == 3
+            and bool(parts[2])
+            and any(fnmatch.fnmatchcase(kind, parts[1]) for kind in REPORT_KINDS)
+        )
+    return any(
+        spec.family and matcher.startswith(spec.fingerprint) and matcher != spec.fingerprint
+        for spec in DETECTORS
     )
 
 

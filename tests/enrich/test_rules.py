@@ -127,7 +127,7 @@ def test_clean_text_keeps_blocks_on_separate_lines() -> None:
 
 def test_a_post_that_is_only_code_is_summarised_by_its_telling_line() -> None:
     trace = (
-        "```\nTraceback (most recent call last):\n  File \"train.py\", line 412, in <module>\n"
+        '```\nTraceback (most recent call last):\n  File "train.py", line 412, in <module>\n'
         "RuntimeError: NCCL communicator was aborted on rank 212\n```"
     )
     assert summarize(trace) == "RuntimeError: NCCL communicator was aborted on rank 212"

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.errors import UserFacingError
+from bot.incidents.detectors import DETECTORS
 from bot.incidents.silences import (
     CONDITIONS,
     MAX_SILENCE,
@@ -35,22 +36,17 @@ def test_enormous_durations_are_refused_with_the_limit(text: str) -> None:
 
 
 def test_every_listed_condition_silences_something_and_typos_are_refused() -> None:
-    produced = [
-        incident("wandb-state", "crash"),
-        incident("heartbeat", "heartbeat"),
-        incident("stall", "stall"),
-        incident("loss-nan", "loss-nan"),
-        incident("loss-spike", "loss-spike"),
-        incident("throughput", "throughput"),
-        incident("monitor-stale", "monitor-stale"),
-        *(incident(f"report:{kind}:discord:1", kind) for kind in REPORT_KINDS),
-    ]
-    for name in [*CONDITIONS, *REPORT_KINDS, "report:oom", "report:oom:*", "loss-*"]:
+    produced = [incident("wandb-state", "crash")]  # the one kind unlike its fingerprint
+    for spec in DETECTORS:  # a family's kind is its prefix ("drift:<metric>" is a "drift")
+        stem = spec.fingerprint.rstrip(":")
+        produced.append(incident(f"{spec.fingerprint}x" if spec.family else stem, stem))
+    produced += [incident(f"report:{kind}:discord:1", kind) for kind in REPORT_KINDS]
+    for name in [*CONDITIONS, *REPORT_KINDS, "report:oom", "report:oom:*", "loss-*", "crash"]:
         matcher = check_condition(name)
         assert any(matches(matcher, i) for i in produced), name
     assert check_condition("report:oom") == "report:oom:*"
     assert check_condition("report:oom:github:o/r#1") == "report:oom:github:o/r#1"
-    for typo in ("evrything", "stal", "report:nope:*", "report:"):
+    for typo in ("evrything", "stal", "report:nope:*", "report:", "report"):
         with pytest.raises(UserFacingError, match="unknown condition") as caught:
             check_condition(typo)
         assert "`stall`" in str(caught.value) and "`oom`" in str(caught.value)

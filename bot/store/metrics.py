@@ -109,7 +109,7 @@ class MetricsRepo:
         too short for the finest resolution is downsampled from its raw points (a bounded
         range of the time index)."""
         series = await self.db.fetchone(
-            "SELECT points, first_at, last_at FROM metric_series WHERE run_slug = ?", (run_slug,)
+            "SELECT points, first_at, last_at FROM metric_spans WHERE run_slug = ?", (run_slug,)
         )
         if not series or not series[0]:
             return []
@@ -140,6 +140,6 @@ class MetricsRepo:
         """Changes whenever a point is added: the cache key for rendered charts (a counter kept
         by the insert trigger, not a count over the points)."""
         row = await self.db.fetchone(
-            "SELECT changes, last_at FROM metric_series WHERE run_slug = ?", (run_slug,)
+            "SELECT changes, last_at FROM metric_spans WHERE run_slug = ?", (run_slug,)
         )
         return f"{row[0]}:{row[1]}" if row else "0:"

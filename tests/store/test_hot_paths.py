@@ -127,7 +127,7 @@ async def test_command_and_idle_cycle_queries_never_scan_the_history(store: Stor
     assert len(series.points) <= 500  # downsampled, from the buckets
     found = await plans(conn, statements)
     issued = " ".join(found)
-    for needle in ("metric_series", "metric_buckets", "incident_versions", "enriched_hash IS NULL"):
+    for needle in ("metric_spans", "metric_buckets", "incident_versions", "enriched_hash IS NULL"):
         assert needle in issued, f"expected a query on {needle}"
     assert "events_llm_retry" in "\n".join(found.values())
     assert "events_thread" in "\n".join(found.values())

@@ -4,7 +4,7 @@
 
 -- The metric series per run: the chart cache's data version (`changes`) and the span the chart
 -- downsamples over, instead of COUNT(*), MIN(at), MAX(at) over every point.
-CREATE TABLE metric_series (
+CREATE TABLE metric_spans (
     run_slug  TEXT PRIMARY KEY REFERENCES runs(slug) ON DELETE CASCADE,
     points    INTEGER NOT NULL DEFAULT 0,
     first_at  TEXT,
@@ -27,7 +27,7 @@ CREATE TABLE metric_buckets (
 ) WITHOUT ROWID;
 
 CREATE TRIGGER metric_points_counted AFTER INSERT ON metric_points BEGIN
-    INSERT INTO metric_series (run_slug, points, first_at, last_at, changes)
+    INSERT INTO metric_spans (run_slug, points, first_at, last_at, changes)
     VALUES (new.run_slug, 1, new.at, new.at, 1)
     ON CONFLICT (run_slug) DO UPDATE SET
         points = points + 1,
@@ -47,11 +47,11 @@ END;
 -- Points are only ever deleted with their run (which takes the series and buckets with it); the
 -- count and version still follow, so a cached chart can never outlive its data.
 CREATE TRIGGER metric_points_uncounted AFTER DELETE ON metric_points BEGIN
-    UPDATE metric_series SET points = points - 1, changes = changes + 1
+    UPDATE metric_spans SET points = points - 1, changes = changes + 1
     WHERE run_slug = old.run_slug;
 END;
 
-INSERT INTO metric_series (run_slug, points, first_at, last_at, changes)
+INSERT INTO metric_spans (run_slug, points, first_at, last_at, changes)
 SELECT run_slug, COUNT(*), MIN(at), MAX(at), COUNT(*) FROM metric_points GROUP BY run_slug;
 
 -- SQLite's bare columns: with MAX(at), step/tokens/loss come from the row holding the maximum.

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -26,6 +26,7 @@ from discord.ext import commands
 
 from bot.digests import DigestComposer, run_due_digests
 from bot.errors import UserFacingError
+from bot.flight import SingleFlight
 from bot.outbox.payload import ButtonPayload, fit_card
 from bot.outbox.poster import DeliveryError, OutboxPoster, OutgoingMessage, SeenMessage
 from bot.render.cards import Card, TimeStyle
@@ -52,6 +53,8 @@ DEFAULT_EXTENSIONS: tuple[str, ...] = (
     "cogs.admin",
 )
 NO_MENTIONS = discord.AllowedMentions.none()
+# Commands answered at once before the next ones acknowledge first (`RunscribeBot.busy`).
+ANSWERED_AT_ONCE = 2
 THREAD_EXISTS = 160004  # Discord error code: "a thread has already been created for this message"
 
 NarrativeRefresher = Callable[[str, datetime], Awaitable[object]]
@@ -188,12 +191,42 @@ class RunscribeBot(commands.Bot):
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._cycle_lock = asyncio.Lock()  # a reload never swaps sources under a running poll
+        self.cycles = 0  # poll cycles finished (or failed) since start
+        self._answering = 0  # commands between `answering()` enter and exit
+        # Concurrent identical reads (a burst of /status for one run) share one computation.
+        self.flights: SingleFlight[Any] = SingleFlight()
 
     # --- services for cogs ----------------------------------------------------------------------
 
     @property
     def store(self) -> Store:
         return self.runtime.store
+
+    @property
+    def reader(self) -> Store:
+        """The store as commands read it: read-only connections that never wait on the poll
+        cycle, the enricher or a chart query (`Store.reader`)."""
+        return self.runtime.store.reader
+
+    @property
+    def busy(self) -> bool:
+        """A command should acknowledge before reading: a poll cycle is running (its work shares
+        this event loop), other commands are being answered (a burst: each waits its turn on
+        the loop and the read connections), or every read connection is taken."""
+        return (
+            self._cycle_lock.locked()
+            or self._answering > ANSWERED_AT_ONCE
+            or self.reader.db.saturated
+        )
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        """Around a command's work, so `busy` knows how many are being answered."""
+        self._answering += 1
+        try:
+            yield
+        finally:
+            self._answering -= 1
 
     @property
     def settings(self) -> Settings:
@@ -287,7 +320,10 @@ class RunscribeBot(commands.Bot):
 
     async def poll_once(self) -> object:
         async with self._cycle_lock:
-            return await self.runtime.cycle(self.clock())
+            try:
+                return await self.runtime.cycle(self.clock())
+            finally:
+                self.cycles += 1
 
     async def schedule_digests(self) -> object:
         return await run_due_digests(

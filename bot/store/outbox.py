@@ -118,6 +118,18 @@ class OutboxRepo:
                 ("failed" if give_up else "queued", error[:500], to_db(not_before), item_id),
             )
 
+    async def retire_queued(self, run_slug: str, reason: str) -> int:
+        """Mark every queued item of `run_slug` as never to be posted (history replayed into
+        the store, e.g. by the demo): a bot started later on this database must not announce
+        incidents that ended long ago. Returns how many items were retired."""
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE outbox SET status = 'failed', last_error = ? "
+                "WHERE run_slug = ? AND status = 'queued'",
+                (reason[:500], run_slug),
+            )
+            return cursor.rowcount
+
     async def pending_count(self) -> int:
         row = await self.db.fetchone("SELECT COUNT(*) FROM outbox WHERE status = 'queued'")
         return int(row[0]) if row else 0

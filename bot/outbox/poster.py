@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -46,6 +47,7 @@ BACKOFF_CAP = 30.0  # a long outage is retried at least this often
 RETRY_AFTER_CAP = 600.0  # a server's retry_after is obeyed up to this
 IN_DRAIN_WAIT = 5.0  # a retry_after up to this is waited inside the drain, not the next loop
 IN_DRAIN_RETRIES = 50  # rate-limited tries of one item within one drain
+THREADS_KEPT = 1024  # alert threads remembered by message id
 MAX_PERMANENT_ATTEMPTS = 6  # a 4xx other than 429 is retried this often, then the row fails
 
 
@@ -212,7 +214,9 @@ class OutboxPoster:
         self.send_timeout = send_timeout
         self.started_at = clock()
         self._tried: set[int] = set()  # items this process has attempted (maybe half-sent)
-        self._threads: dict[int, int | None] = {}  # message id → thread id (None: no thread)
+        # message id → thread id (None: no thread); the newest THREADS_KEPT, older ones are
+        # asked of the platform again (a thread started from a message shares its id)
+        self._threads: OrderedDict[int, int | None] = OrderedDict()
         self._newest: dict[int, int] = {}  # channel → newest message id this process knows
         self._server_down: set[int] = set()  # items backing off from a server error
         self._lock = asyncio.Lock()
@@ -449,6 +453,7 @@ class OutboxPoster:
 
     async def _open_thread(self, channel_id: int, message_id: int, name: str) -> int | None:
         if message_id in self._threads:
+            self._threads.move_to_end(message_id)
             return self._threads[message_id]
         try:
             thread = await self.transport.open_thread(channel_id, message_id, name)
@@ -463,4 +468,6 @@ class OutboxPoster:
                 channel_id,
             )
         self._threads[message_id] = thread
+        while len(self._threads) > THREADS_KEPT:
+            self._threads.popitem(last=False)
         return thread

@@ -23,6 +23,7 @@ from bot.sources.replay import SampleRun, load_sample
 from bot.store import Database, Store
 from bot.timeutil import utcnow
 from tests.fakes.discord import FakeDiscord
+from tests.slow_callbacks import no_slow_callbacks
 
 
 @dataclass
@@ -76,10 +77,14 @@ def runs(seed: Seed) -> RunsFile:
 
 @pytest.fixture
 async def fake(seed: Seed) -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord(
-        guild_id=seed.sample.discord_guild_id or 900_000_000_000_000_001,
-        channels=seed.sample.discord_channels,
-    ) as server:
+    """The fake Discord; the loop runs in debug mode and a callback over 100 ms fails the test."""
+    async with (
+        no_slow_callbacks(),
+        FakeDiscord(
+            guild_id=seed.sample.discord_guild_id or 900_000_000_000_000_001,
+            channels=seed.sample.discord_channels,
+        ) as server,
+    ):
         yield server
 
 

@@ -41,6 +41,7 @@ from bot.wiring import open_runtime
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb
+from tests.slow_callbacks import no_slow_callbacks
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -100,7 +101,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 async def fake_discord(clean_env: None) -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord(channels={ALERTS: "training-alerts"}) as server:
+    async with no_slow_callbacks(), FakeDiscord(channels={ALERTS: "training-alerts"}) as server:
         yield server
 
 

@@ -1,0 +1,149 @@
+"""Soak: an accelerated day of a busy run through the fake Discord, RSS sampled.
+
+    python bench/bench_soak.py [--messages 5760] [--poll-every 4] [--command-every 40] [--trace]
+
+One process: the fake Discord and a RunscribeBot on a real SQLite file seeded with the bundled
+sample run. A simulated day: a member message every 15 s (5,760), a poll cycle (enrich, detect,
+outbox) every minute, `/status` and `/timeline` every 10 minutes, each as fast as the machine
+goes. RSS (resident set, after a garbage collection) is sampled 20 times; the first quarter is
+warm-up (caches filling: discord.py's 1,000-message cache, SQLite's page cache). Goal: flat within
+10 % after warm-up. `--trace`: the ten allocation sites that grew most after warm-up
+(tracemalloc), to find a leak. The fake's own records are trimmed as it goes, so only the bot is
+measured. The naive baseline printed beside it is the RSS growth over the warm-up itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.app import LoopIntervals, RunscribeBot, apply_endpoints
+from bot.demo import replay_into, sample_runs_file
+from bot.runtime import Runtime
+from bot.settings import Settings
+from bot.sources.replay import load_sample
+from bot.store import Database, Store
+from bot.timeutil import utcnow
+from tests.fakes.discord import FakeDiscord
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+WORDS = (
+    "loss spiked at step {n} after the data shard swap; rolling back to the last checkpoint",
+    "node {n} lost, the scheduler restarted the job",
+    "eval numbers for checkpoint {n} look fine, MMLU up a bit",
+    "anyone seeing NCCL timeouts on rack {n}?",
+    "merged the fix for the tokenizer edge case (#{n})",
+)
+
+
+def rss_mb() -> float:
+    gc.collect()
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * PAGE / 1e6
+
+
+async def soak(args: argparse.Namespace) -> tuple[list[tuple[int, float]], list[str]]:
+    now = utcnow()
+    sample = load_sample(now)
+    folder = Path(tempfile.mkdtemp(prefix="soak-"))
+    db = folder / "soak.db"
+    async with Database.open(db) as database:
+        await replay_into(Store(database), sample)
+    guild = sample.discord_guild_id or 900_000_000_000_000_001
+    async with FakeDiscord(guild_id=guild, channels=sample.discord_channels) as fake:
+        settings = Settings(
+            _env_file=None,  # type: ignore[call-arg]
+            discord_token=fake.token,
+            discord_api_base=fake.api_base,
+            discord_gateway_url=fake.gateway_url,
+            discord_guild_id=fake.guild_id,
+            runscribe_db=db,
+            runscribe_config=folder / "runscribe.toml",
+        )
+        apply_endpoints(settings)
+        async with Database.open(db) as database:
+            store = Store(database)
+            runtime = Runtime(settings=settings, runs=sample_runs_file(sample), store=store)
+            bot = RunscribeBot(
+                runtime,
+                guild_ready_timeout=0,
+                intervals=LoopIntervals(poll=3600, outbox=0.5, digest=3600, narrative=3600),
+            )
+            task = asyncio.create_task(bot.start(fake.token))
+            await asyncio.wait_for(bot.wait_until_ready(), 30)
+            channel = int(sample.run_config["watch_channels"][0])
+            samples: list[tuple[int, float]] = []
+            every = max(1, args.messages // 20)
+            snapshot = None
+            for n in range(1, args.messages + 1):
+                text = WORDS[n % len(WORDS)].format(n=n)
+                await fake.say(channel, text, author_id=10_000 + n % 37, author_name=f"m{n % 37}")
+                if n % args.poll_every == 0:
+                    await bot.poll_once()
+                    await bot.drain_outbox()
+                if n % args.command_every == 0:
+                    for name, options in (
+                        ("status", []),
+                        ("timeline", [{"name": "days", "type": 4, "value": 1}]),
+                    ):
+                        record = await fake.slash(name, options)
+                        await asyncio.wait_for(record.callback, 30)
+                        await fake.wait_for(lambda r=record: r.followups or r.original, within=30)
+                if n % 200 == 0:  # the fake's own records are not the bot's memory
+                    fake.requests.clear()
+                    fake.interactions.clear()
+                    for messages in fake.messages.values():
+                        del messages[:-200]
+                if n % every == 0:
+                    samples.append((n, rss_mb()))
+                    if args.trace and len(samples) == 5:
+                        snapshot = tracemalloc.take_snapshot()
+            top: list[str] = []
+            if snapshot is not None:
+                stats = tracemalloc.take_snapshot().compare_to(snapshot, "lineno")
+                top = [str(stat) for stat in stats[:10]]
+            await bot.close()
+            task.cancel()
+    return samples, top
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--messages", type=int, default=5760)
+    parser.add_argument("--poll-every", type=int, default=4, help="messages per poll cycle")
+    parser.add_argument("--command-every", type=int, default=40, help="messages per command pair")
+    parser.add_argument("--trace", action="store_true")
+    args = parser.parse_args()
+    if args.trace:
+        tracemalloc.start(10)
+    start = rss_mb()
+    began = time.perf_counter()
+    samples, top = asyncio.run(soak(args))
+    took = time.perf_counter() - began
+    warm = samples[len(samples) // 4 - 1][1]
+    after = [mb for _, mb in samples[len(samples) // 4 :]]
+    growth = (max(after) - warm) / warm * 100
+    print(f"{args.messages:,} messages, {args.messages // args.poll_every:,} polls, "
+          f"{2 * (args.messages // args.command_every):,} commands in {took:.0f} s")  # fmt: skip
+    print("RSS MB: " + " ".join(f"{mb:.0f}" for _, mb in samples))
+    print(
+        f"  before start {start:.0f} MB; after warm-up {warm:.0f} MB; end {samples[-1][1]:.0f} MB"
+    )
+    during = (warm - samples[0][1]) / samples[0][1] * 100
+    print(f"  growth after warm-up: {growth:+.1f} % (goal: within 10 %); "
+          f"during warm-up (baseline): {during:+.1f} %")  # fmt: skip
+    for line in top:
+        print("  " + line)
+
+
+if __name__ == "__main__":
+    main()

@@ -22,6 +22,7 @@ from bot.models import (
     RunSnapshot,
     SourceHealth,
 )
+from bot.services.forecasts import ForecastView, forecast_views, loss_curve
 from bot.settings import RunConfig
 from bot.store import Store
 
@@ -116,6 +117,15 @@ class StatusReport:
     incidents_self_healed: int = 0  # crashes training recovered from with no human report
     # Each polled source: None when the run does not use it.
     sources: dict[str, SourceStatus | None] = field(default_factory=dict)
+    forecasts: list[ForecastView] = field(default_factory=list)  # the loss first, if forecast
+
+    @property
+    def loss_forecast(self) -> ForecastView | None:
+        return next((f for f in self.forecasts if f.kind == "loss"), None)
+
+    @property
+    def drifting(self) -> list[ForecastView]:
+        return [f for f in self.forecasts if f.state == "drifting"]
 
     @property
     def slug(self) -> str:
@@ -242,6 +252,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         links=dict(run.links),
         latest_wandb_run=current.wandb_run if current else None,
         sources=source_statuses(run.config, health_rows),
+        forecasts=await forecast_views(store, run, chain, now, points, progress.step),
     )
 
     stats = await incident_stats(store, slug)
@@ -257,6 +268,7 @@ class ChartSeries:
     title: str
     points: list[MetricPoint]
     restarts: list[Restart]
+    loss_curve: Callable[[float], float | None] | None = None  # `loss_forecast`, by step
 
 
 async def chart_series(store: Store, slug: str) -> ChartSeries:
@@ -264,4 +276,10 @@ async def chart_series(store: Store, slug: str) -> ChartSeries:
     run = await store.runs.get(slug)
     points = await store.metrics.downsampled(slug)
     restarts = detect_restarts(points, run.wandb_chain() if run else [])
-    return ChartSeries(title=run.name if run else slug, points=points, restarts=restarts)
+    curve = loss_curve(run) if run else None
+    return ChartSeries(
+        title=run.name if run else slug,
+        points=points,
+        restarts=restarts,
+        loss_curve=curve.at if curve else None,
+    )

@@ -15,8 +15,10 @@ import contextlib
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
@@ -27,6 +29,7 @@ from discord.ext import commands
 from bot.digests import DigestComposer, run_due_digests
 from bot.outbox.payload import ButtonPayload, fit_card
 from bot.outbox.poster import DeliveryError, OutboxPoster, OutgoingMessage, SeenMessage
+from bot.pipeline import FAMILIES
 from bot.render.cards import Card, TimeStyle
 from bot.render.chart import ChartCache
 from bot.render.stamps import render_card_stamps, render_stamps
@@ -112,14 +115,21 @@ class BotServices(Protocol):
 
     async def cycle(self, now: datetime) -> Any: ...
 
+    async def poll(self, family: str, now: datetime) -> Any: ...
+
+    async def enrich(self, now: datetime) -> Any: ...
+
     async def reload(self, runs: RunsFile) -> BotServices: ...
 
 
 @dataclass(slots=True)
 class LoopIntervals:
-    """Seconds between runs of each background loop."""
+    """Seconds between runs of each background loop. `poll` paces each source family's loop
+    (W&B, the threads) on its own; `enrich` how often the enrichment queue is looked at (it
+    sends a request only when a batch is worth it)."""
 
     poll: float = 60.0
+    enrich: float = 10.0
     outbox: float = 2.0
     digest: float = 20.0
     narrative: float = 300.0  # the refresher decides whether a new narrative is due
@@ -173,7 +183,9 @@ class RunscribeBot(commands.Bot):
             runtime.store, DiscordTransport(self), clock=clock, backoff_base=outbox_backoff
         )
         self._tasks: list[asyncio.Task[None]] = []
-        self._cycle_lock = asyncio.Lock()  # a reload never swaps sources under a running poll
+        # A reload never swaps sources under a running poll: one lock per loop (so the loops
+        # never wait for each other), all of them taken by a reload.
+        self._loop_locks = {name: asyncio.Lock() for name in (*FAMILIES, "enrich")}
 
     # --- services for cogs ----------------------------------------------------------------------
 
@@ -197,7 +209,9 @@ class RunscribeBot(commands.Bot):
         the sources from it: new repositories, labels and W&B runs are polled from the next
         cycle on."""
         runs = load_runs_file(self.settings.runscribe_config)
-        async with self._cycle_lock:
+        async with AsyncExitStack() as held:
+            for lock in self._loop_locks.values():
+                await held.enter_async_context(lock)
             self.runtime = await self.runtime.reload(runs)
         log.info("runs file reloaded: %s", ", ".join(r.slug for r in runs.runs))
         return runs
@@ -228,7 +242,11 @@ class RunscribeBot(commands.Bot):
     def start_loops(self) -> None:
         every = self.intervals
         self._spawn("outbox", every.outbox, self.drain_outbox)
-        self._spawn("poll", every.poll, self.poll_once)
+        # Each source family in its own loop with its own backoff, enrichment in a third: a
+        # GitHub backfill or a slow LLM never delays a W&B crash alert.
+        for family in FAMILIES:
+            self._spawn(f"poll-{family}", every.poll, partial(self.poll_family, family))
+        self._spawn("enrich", every.enrich, self.enrich_once)
         self._spawn("digest", every.digest, self.schedule_digests)
         if self.narrative is not None:
             self._spawn("narrative", every.narrative, self.refresh_narratives)
@@ -272,8 +290,19 @@ class RunscribeBot(commands.Bot):
         return await self.poster.drain()
 
     async def poll_once(self) -> object:
-        async with self._cycle_lock:
+        """One cycle of everything (all families, enrichment, detection)."""
+        async with AsyncExitStack() as held:
+            for lock in self._loop_locks.values():
+                await held.enter_async_context(lock)
             return await self.runtime.cycle(self.clock())
+
+    async def poll_family(self, family: str) -> object:
+        async with self._loop_locks[family]:
+            return await self.runtime.poll(family, self.clock())
+
+    async def enrich_once(self) -> object:
+        async with self._loop_locks["enrich"]:
+            return await self.runtime.enrich(self.clock())
 
     async def schedule_digests(self) -> object:
         return await run_due_digests(

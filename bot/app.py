@@ -27,6 +27,7 @@ import yarl
 from discord.ext import commands
 
 from bot.digests import DigestComposer, run_due_digests
+from bot.errors import UserFacingError
 from bot.outbox.payload import ButtonPayload, fit_card
 from bot.outbox.poster import DeliveryError, OutboxPoster, OutgoingMessage, SeenMessage
 from bot.pipeline import FAMILIES
@@ -101,6 +102,17 @@ def card_to_embed(card: Card, *, color: int | None = None) -> discord.Embed:
         url = card.image if "://" in card.image else f"attachment://{card.image}"
         embed.set_image(url=url)
     return embed
+
+
+#: Gateway close codes discord.py does not reconnect after: all need the operator.
+GATEWAY_CLOSES = {
+    4004: "Discord closed the gateway: authentication failed (4004). The bot token was reset "
+    "or revoked: put the current one in DISCORD_TOKEN and start again",
+    4010: "Discord closed the gateway: invalid shard (4010)",
+    4011: "Discord closed the gateway: this bot needs sharding (4011)",
+    4012: "Discord closed the gateway: invalid API version (4012)",
+    4013: "Discord closed the gateway: invalid intents (4013)",
+}
 
 
 class BotServices(Protocol):
@@ -460,6 +472,9 @@ async def run_bot(
             await bot.start(token.get_secret_value())
         except discord.LoginFailure:
             raise ConfigError(["DISCORD_TOKEN: Discord rejected the token"]) from None
+        except discord.ConnectionClosed as exc:  # e.g. the token was reset while running
+            text = GATEWAY_CLOSES.get(exc.code, f"Discord closed the gateway ({exc.code})")
+            raise UserFacingError(text) from None
         except discord.PrivilegedIntentsRequired:
             raise ConfigError(
                 [

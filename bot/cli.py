@@ -23,6 +23,7 @@ from bot.errors import UserFacingError
 from bot.models import SOURCES, TAGS
 from bot.settings import ConfigError, RunsFile, Settings, load_runs_file, load_settings
 from bot.store import Database, Store, StoreError
+from bot.store.db import path_problem
 from bot.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -125,6 +126,9 @@ async def _resolve_slug(store: Store, requested: str | None) -> str:
 
 def _existing_db(settings: Settings) -> Path:
     path = Path(settings.runscribe_db)
+    problem = path_problem(path)
+    if problem is not None:
+        raise StoreError(problem)
     if not path.exists():
         raise UserFacingError(
             f"no database at {path}; set RUNSCRIBE_DB, or run `runscribe poll --once` or "

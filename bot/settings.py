@@ -168,6 +168,7 @@ class RunConfig(BaseModel):
     watch_channels: list[int] = Field(default_factory=list)
     alerts_channel: int | None = None
     digest_channel: int | None = None
+    responder_role: int | None = None  # who may silence alerts (besides Manage Server)
     digest_time: str = "09:00"
     timezone: str = "UTC"
     metrics: MetricKeys = Field(default_factory=MetricKeys)
@@ -238,7 +239,7 @@ class RunConfig(BaseModel):
             _check_snowflake(channel)
         return value
 
-    @field_validator("alerts_channel", "digest_channel")
+    @field_validator("alerts_channel", "digest_channel", "responder_role")
     @classmethod
     def _channel(cls, value: int | None) -> int | None:
         if value is not None:

@@ -17,7 +17,15 @@ from bot.app import card_to_embed, discord_time
 from bot.errors import UserFacingError
 from bot.incidents.messages import listing_card
 from bot.incidents.service import acknowledge, list_incidents
-from bot.incidents.silences import add_silence, end_silence, parse_duration
+from bot.incidents.silences import (
+    CONDITIONS,
+    REPORT_KINDS,
+    add_silence,
+    end_silence,
+    parse_duration,
+    require_responder,
+    silence_run,
+)
 from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
 
 if TYPE_CHECKING:
@@ -28,6 +36,18 @@ log = logging.getLogger(__name__)
 
 def _who(user: discord.abc.User) -> str:
     return f"{user.name} ({user.id})"
+
+
+async def condition_autocomplete(
+    interaction: discord.Interaction, current: str
+) -> list[app_commands.Choice[str]]:
+    needle = current.strip().lower()
+    names = [*CONDITIONS, *REPORT_KINDS]
+    return [
+        app_commands.Choice(name=name, value=name)
+        for name in dict.fromkeys(names)
+        if needle in name
+    ][:25]
 
 
 class AckButton(
@@ -70,6 +90,21 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
         self.bot = bot
         super().__init__()
 
+    def _require_responder(self, interaction: discord.Interaction, slug: str) -> None:
+        """Silences need the run's `responder_role` or Manage Server (raises UserFacingError)."""
+        config = self.bot.run_config(slug)
+        role_id = config.responder_role if config else None
+        user = interaction.user
+        roles = user.roles if isinstance(user, discord.Member) else []
+        guild_role = interaction.guild.get_role(role_id) if interaction.guild and role_id else None
+        require_responder(
+            slug,
+            role_id,
+            role_ids={role.id for role in roles},
+            manages_server=interaction.permissions.manage_guild,
+            role_name=guild_role.name if guild_role else None,
+        )
+
     @app_commands.command(name="list", description="Incidents with start, end, duration, cause")
     @app_commands.describe(run="Which run (optional when only one is tracked)", scope="open or all")
     @app_commands.autocomplete(run=run_autocomplete)
@@ -92,11 +127,11 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
     @app_commands.command(name="silence", description="Post nothing about a condition for a while")
     @app_commands.describe(
         run="Which run",
-        condition="'all', a fingerprint (wandb-state, stall, heartbeat…), a kind, or 'report:*'",
+        condition="all, a condition (stall, loss-nan…), a reported kind (oom…) or report:*",
         duration="How long: 30m, 2h, 1d",
         reason="Why (shown to others)",
     )
-    @app_commands.autocomplete(run=run_autocomplete)
+    @app_commands.autocomplete(run=run_autocomplete, condition=condition_autocomplete)
     async def silence(
         self,
         interaction: discord.Interaction,
@@ -106,6 +141,7 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
         condition: str = "all",
     ) -> None:
         slug = await resolve_run(self.bot, run)
+        self._require_responder(interaction, slug)
         now = self.bot.clock()
         made = await add_silence(
             self.bot.store,
@@ -125,6 +161,7 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
 
     @app_commands.command(name="unsilence", description="End a silence early")
     async def unsilence(self, interaction: discord.Interaction, silence_id: int) -> None:
+        self._require_responder(interaction, await silence_run(self.bot.store, silence_id))
         ended = await end_silence(
             self.bot.store, silence_id, _who(interaction.user), self.bot.clock()
         )

@@ -18,6 +18,10 @@ from typing import Final
 #: first; the cap bounds the cost of a hostile 200 KB paste.
 SCAN_LIMIT: Final = 20_000
 
+#: Lines (and characters per line) of dropped code kept for a post that has nothing else.
+CODE_LINES: Final = 40
+CODE_CHARS: Final = 300
+
 # Block kinds produced by the scanner.
 PARA: Final = "para"
 ITEM: Final = "item"
@@ -37,10 +41,13 @@ class Block:
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """A body reduced to cleaned blocks. ``had_code`` records dropped code/log/table content."""
+    """A body reduced to cleaned blocks. ``had_code`` records dropped code/log/table content;
+    ``code`` keeps the first lines of fenced or indented code, raw, for a post that is nothing
+    else (a pasted traceback is still worth a line)."""
 
     blocks: tuple[Block, ...]
     had_code: bool
+    code: tuple[str, ...] = ()
 
     @property
     def prose(self) -> str:
@@ -303,6 +310,7 @@ class _Scanner:
         self.para_boilerplate = False  # the open block began like bot or template boilerplate
         self.had_code = False
         self.folded = 0  # depth of <details> around the current line
+        self.code: list[str] = []  # first lines of dropped code
 
     def flush(self) -> None:
         if self.para:
@@ -334,6 +342,8 @@ class _Scanner:
                 stripped = line.strip()
                 if stripped.startswith(fence) and not stripped.strip(fence[0]):
                     fence = None
+                elif stripped and len(self.code) < CODE_LINES:
+                    self.code.append(stripped[:CODE_CHARS])
                 continue
             if in_comment or "<!--" in line:
                 line, in_comment = _strip_html_comments(line, in_comment)
@@ -369,6 +379,8 @@ class _Scanner:
             if indent >= 4 and (prev_code or (prev_blank and not in_list)):
                 self.flush()
                 self.had_code = prev_code = True
+                if len(self.code) < CODE_LINES:
+                    self.code.append(stripped[:CODE_CHARS])
                 prev_blank = False
                 continue
             prev_code = False
@@ -473,7 +485,7 @@ def parse(text: str, limit: int | None = SCAN_LIMIT) -> Document:
             and (i + 1 == len(blocks) or blocks[i + 1].kind == HEADING)
         )
     ]
-    return Document(tuple(kept), scanner.had_code)
+    return Document(tuple(kept), scanner.had_code, tuple(scanner.code))
 
 
 def wordset(text: str) -> frozenset[str]:

@@ -233,8 +233,24 @@ def compose_summary(doc: Document, title: str | None, limit: int = 200) -> str:
         if room >= 40:
             return f"{t}{sep}{truncate(lead, room)}"
         return truncate(t, limit)
-    text = lead or t
+    text = lead or t or code_line(doc)
     return truncate(text, limit) if text else truncate(NO_TEXT, limit)
+
+
+# An error line of a pasted log or traceback: what a reader would look for first.
+_ERROR_LINE = re.compile(
+    r"(?:^|[\s\]:|])(?:[\w.]*(?:Error|Exception|Interrupt)\b|FATAL|ERROR|CRITICAL|Killed\b"
+    r"|Segmentation fault|Out of memory|NCCL (?:WARN|error))"
+)
+_WORDY = re.compile(r"[A-Za-z]{3,}")
+
+
+def code_line(doc: Document) -> str:
+    """The most telling line of a post that is only code: its first error line, else its first
+    line with words; empty when there is none."""
+    lines = [line for line in doc.code if _WORDY.search(line)]
+    best = next((line for line in lines if _ERROR_LINE.search(line)), lines[0] if lines else "")
+    return clean_line(best) if best else ""
 
 
 def summarize(body: str, title: str | None = None, limit: int = 200) -> str:

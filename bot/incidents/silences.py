@@ -1,41 +1,151 @@
 """Silences: "post nothing about this run's <condition> until <time>", with an owner and a
-reason. Incidents are still detected and recorded while silenced; only posts are held back."""
+reason. Incidents are still detected and recorded while silenced; only posts are held back.
+
+Silencing (and ending a silence) is for responders: members with the run's `responder_role` or
+Manage Server. Acknowledging an incident stays open to everyone and records who did it."""
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 
+from bot.enrich.incidents import KIND_PRIORITY
 from bot.errors import UserFacingError
+from bot.incidents.detectors import (
+    CRASH,
+    DETECTORS,
+    HEARTBEAT,
+    KIND_LABELS,
+    MONITOR,
+    NAN,
+    REPORT_PREFIX,
+    SPIKE,
+    STALL,
+    THROUGHPUT,
+)
 from bot.models import Incident, Silence
 from bot.store import Store
 
 MAX_SILENCE = timedelta(days=14)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(m|min|mins|h|hr|hrs|d|day|days)?\s*$", re.I)
+_UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
 _ALL = {"*", "all", "any"}
+
+_DESCRIPTIONS = {
+    CRASH: "W&B says the run crashed, failed or was killed (kind `crash`)",
+    HEARTBEAT: "no heartbeat from the run",
+    STALL: "no new step",
+    NAN: "loss NaN or infinite",
+    SPIKE: "loss spike",
+    THROUGHPUT: "throughput drop",
+    MONITOR: "Runscribe cannot reach W&B",
+    REPORT_PREFIX: "every incident people report on GitHub or Discord",
+}
+#: What a silence can name, with what it covers (shown when a condition is unknown): `all` and
+#: every detector in the registry; a family of conditions (reports, drifts) as a glob. Each
+#: condition also answers to its incident kind (a family's kind is its prefix: `drift`).
+CONDITIONS: dict[str, str] = {
+    "all": "every condition of the run",
+    **{
+        spec.fingerprint + ("*" if spec.family else ""): _DESCRIPTIONS.get(
+            spec.fingerprint,
+            f"every `{spec.fingerprint.rstrip(':')}` condition"
+            if spec.family
+            else spec.fingerprint,
+        )
+        for spec in DETECTORS
+    },
+}
+#: Kinds of incidents people report; `report:<kind>:*` (or the bare kind) silences one of them.
+REPORT_KINDS: tuple[str, ...] = tuple(dict.fromkeys([*KIND_PRIORITY, *KIND_LABELS]))
+#: Kinds that differ from their detector's fingerprint.
+_DETECTOR_KINDS = (
+    "crash",
+    *(s.fingerprint.rstrip(":") for s in DETECTORS if s.family and s.fingerprint != REPORT_PREFIX),
+)
 
 
 def parse_duration(text: str) -> timedelta:
-    """'90m', '2h', '1.5 h', '3d', a bare number is minutes."""
+    """'90m', '2h', '1.5 h', '3d', a bare number is minutes; at most MAX_SILENCE."""
     match = _DURATION.match(text or "")
     if not match:
         raise UserFacingError(f"can't read the duration {text!r}; try 30m, 2h or 1d")
-    value = float(match.group(1))
-    unit = (match.group(2) or "m").lower()
-    delta = (
-        timedelta(days=value)
-        if unit.startswith("d")
-        else timedelta(hours=value)
-        if unit.startswith("h")
-        else timedelta(minutes=value)
-    )
-    if delta <= timedelta(0):
+    unit = (match.group(2) or "m")[0].lower()
+    seconds = float(match.group(1)) * _UNIT_SECONDS[unit]  # a float: never overflows
+    if seconds <= 0:
         raise UserFacingError("the duration must be positive")
-    if delta > MAX_SILENCE:
-        raise UserFacingError("a silence can last at most 14 days")
-    return delta
+    if seconds > MAX_SILENCE.total_seconds():
+        raise UserFacingError(
+            f"{text.strip()[:24]!r} is too long: a silence can last at most "
+            f"{MAX_SILENCE.days} days (end it early with unsilence)"
+        )
+    return timedelta(seconds=seconds)
+
+
+def known_condition(matcher: str) -> bool:
+    """Whether a matcher can match anything a detector or a report produces."""
+    matcher = matcher.strip().lower()
+    if matcher in _ALL:
+        return True
+    names = [*CONDITIONS, *_DETECTOR_KINDS, *REPORT_KINDS]
+    names += [f"{REPORT_PREFIX}{kind}:thread" for kind in REPORT_KINDS]
+    names += [f"{spec.fingerprint}x" for spec in DETECTORS if spec.family]
+    if any(fnmatch.fnmatchcase(name, matcher) for name in names):
+        return True
+    # one condition of a family by its fingerprint: report:<kind>:<thread>, drift:<metric>
+    parts = matcher.split(":", 2)
+    if matcher.startswith(REPORT_PREFIX):
+        return (
+            len(parts) == 3
+            and bool(parts[2])
+            and any(fnmatch.fnmatchcase(kind, parts[1]) for kind in REPORT_KINDS)
+        )
+    return any(
+        spec.family and matcher.startswith(spec.fingerprint) and matcher != spec.fingerprint
+        for spec in DETECTORS
+    )
+
+
+def check_condition(matcher: str) -> str:
+    """The matcher, cleaned; an unknown one is refused with the list of conditions."""
+    matcher = (matcher or "all").strip() or "all"
+    if len(matcher) > 200:
+        raise UserFacingError("the condition is too long")
+    kind = matcher.lower().removeprefix(REPORT_PREFIX)
+    if matcher.lower().startswith(REPORT_PREFIX) and kind in REPORT_KINDS:
+        matcher = f"{matcher}:*"  # 'report:oom' means every reported OOM
+    if not known_condition(matcher):
+        names = ", ".join(f"`{name}`" for name in CONDITIONS)
+        kinds = ", ".join(f"`{kind}`" for kind in REPORT_KINDS)
+        raise UserFacingError(
+            f"unknown condition {matcher!r}. Conditions: {names}; reported kinds: {kinds} "
+            "(or `report:<kind>:*`); globs such as `loss-*` work too."
+        )
+    return matcher
+
+
+def require_responder(
+    slug: str,
+    responder_role: int | None,
+    *,
+    role_ids: Collection[int],
+    manages_server: bool,
+    role_name: str | None = None,
+) -> None:
+    """Silences are for the run's responders (its `responder_role`) and Manage Server."""
+    if manages_server or (responder_role is not None and responder_role in role_ids):
+        return
+    if responder_role is None:
+        raise UserFacingError(
+            f"Only members with Manage Server can silence or unsilence alerts for {slug} "
+            "(set `responder_role` in the runs file to let responders do it)."
+        )
+    role = f"the {role_name} role" if role_name else f"the responder role ({responder_role})"
+    raise UserFacingError(
+        f"Silencing or unsilencing alerts for {slug} needs {role} or Manage Server."
+    )
 
 
 def matches(matcher: str, incident: Incident) -> bool:
@@ -68,9 +178,7 @@ async def add_silence(
 ) -> Silence:
     if await store.runs.get(slug) is None:
         raise UserFacingError(f"unknown run {slug!r}")
-    matcher = (matcher or "*").strip() or "*"
-    if len(matcher) > 200:
-        raise UserFacingError("the condition is too long")
+    matcher = check_condition(matcher)
     silence = Silence(
         run_slug=slug,
         matcher=matcher,
@@ -82,6 +190,14 @@ async def add_silence(
     )
     await store.incidents.add_silence(silence)
     return silence
+
+
+async def silence_run(store: Store, silence_id: int) -> str:
+    """The run a silence belongs to (who may end it depends on the run)."""
+    silence = await store.incidents.get_silence(silence_id)
+    if silence is None:
+        raise UserFacingError(f"no silence #{silence_id}")
+    return silence.run_slug
 
 
 async def end_silence(store: Store, silence_id: int, who: str, now: datetime) -> Silence:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -24,6 +25,40 @@ _MIGRATION_NAME = re.compile(r"^(\d{4})_[\w-]+\.sql$")
 
 class StoreError(Exception):
     """A database problem a user must act on (e.g. a database from a newer Runscribe)."""
+
+
+def path_problem(path: str | Path) -> str | None:
+    """Why a database cannot live at `path` (a directory, or a file where a folder should be),
+    or None when nothing about the path itself is wrong."""
+    target = Path(path)
+    if target.is_dir():
+        return f"the database path {target} is a directory; name a file in it instead"
+    for parent in target.parents:
+        if parent.exists() and not parent.is_dir():
+            return f"cannot create the database {target}: {parent} is a file, not a folder"
+    return None
+
+
+def _probe(path: str) -> None:
+    """Open the file once, synchronously: a path that cannot be opened or a file that is not
+    SQLite fails here, where nothing outlives the failure (aiosqlite's worker thread would still
+    be stopping after a failed connect and could outlive the event loop)."""
+    conn = sqlite3.connect(path, timeout=10.0)
+    try:
+        conn.execute("PRAGMA schema_version")
+    finally:
+        conn.close()
+
+
+def _cannot_open(path: str, exc: BaseException) -> StoreError:
+    reason = path_problem(path)
+    if reason is None:
+        text = str(exc) or type(exc).__name__
+        if isinstance(exc, sqlite3.DatabaseError) and "not a database" in text:
+            reason = f"{path} is not a SQLite database (point RUNSCRIBE_DB at another file)"
+        else:
+            reason = f"cannot open the database {path}: {text} (check the path and permissions)"
+    return StoreError(reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,17 +103,24 @@ class Database:
     @asynccontextmanager
     async def open(cls, path: str | Path, *, migrate: bool = True) -> AsyncIterator[Database]:
         path = str(path)
-        if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        conn = await aiosqlite.connect(path, timeout=10.0, isolation_level=None)
+        try:  # a bad path, a file that is not SQLite, no permission: one clear StoreError
+            if path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                await asyncio.to_thread(_probe, path)
+            conn = await aiosqlite.connect(path, timeout=10.0, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise _cannot_open(path, exc) from None
         try:
-            conn.row_factory = aiosqlite.Row
-            await conn.execute("PRAGMA journal_mode=WAL")
-            await conn.execute("PRAGMA synchronous=NORMAL")
-            await conn.execute("PRAGMA foreign_keys=ON")
-            await conn.execute("PRAGMA busy_timeout=10000")
-            db = cls(conn, path)
-            await db._check_version(migrate)
+            try:
+                conn.row_factory = aiosqlite.Row
+                await conn.execute("PRAGMA journal_mode=WAL")
+                await conn.execute("PRAGMA synchronous=NORMAL")
+                await conn.execute("PRAGMA foreign_keys=ON")
+                await conn.execute("PRAGMA busy_timeout=10000")
+                db = cls(conn, path)
+                await db._check_version(migrate)
+            except (OSError, sqlite3.Error) as exc:
+                raise _cannot_open(path, exc) from None
             yield db
         finally:
             await conn.close()

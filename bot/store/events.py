@@ -299,6 +299,15 @@ class EventsRepo:
         params.extend([limit, offset])
         return [event_from_row(row) for row in await self.db.fetchall(sql, params)]
 
+    async def latest_in_thread(self, run_slug: str, source: str, thread: str) -> Event | None:
+        """The newest stored event of a thread (deleted ones included: they were seen)."""
+        row = await self.db.fetchone(
+            "SELECT * FROM events WHERE run_slug = ? AND thread = ? AND source = ? "
+            "ORDER BY at DESC, id DESC LIMIT 1",
+            (run_slug, thread, source),
+        )
+        return event_from_row(row) if row else None
+
     async def in_thread(
         self,
         run_slug: str,

@@ -125,9 +125,20 @@ def test_clean_text_keeps_blocks_on_separate_lines() -> None:
     assert "2.4127" not in text  # so is the table
 
 
+def test_a_post_that_is_only_code_is_summarised_by_its_telling_line() -> None:
+    trace = (
+        '```\nTraceback (most recent call last):\n  File "train.py", line 412, in <module>\n'
+        "RuntimeError: NCCL communicator was aborted on rank 212\n```"
+    )
+    assert summarize(trace) == "RuntimeError: NCCL communicator was aborted on rank 212"
+    assert summarize("```yaml\noptimizer:\n  lr: 3e-4\n```") == "optimizer:"
+    e = enrich_text(title=None, body=trace, kind="comment", source="github")
+    assert e.newsworthy and not e.incident  # shown; a pasted log alone is no live report
+
+
 def test_summary_never_empty() -> None:
     assert summarize("") == "(no text)"
-    assert summarize("```\nonly code\n```") == "(no text)"
+    assert summarize("```\n{}\n```") == "(no text)"
     assert summarize("", title="Hero run tracking") == "Hero run tracking"
     assert summarize("<!-- nothing -->", title=None, limit=3) == "(n…"
 

@@ -8,7 +8,12 @@ What it does like Discord, because discord.py depends on it:
   heartbeats, and honours RESUME on the resume URL, replaying events missed while disconnected;
 - 429s carry a `Via` header and a JSON body with a small `retry_after`, so discord.py retries them;
 - `POST /interactions/{id}/{token}/callback?with_response=1` returns the callback JSON;
-- `nonce` + `enforce_nonce` dedup message creates per channel, as Discord does for a few minutes.
+- `nonce` + `enforce_nonce` dedup message creates per channel, as Discord does for a few minutes;
+- `GET /channels/{id}/messages` pages like Discord: at most `limit` (1-100, default 50) messages,
+  always newest first; with `before` the newest ones older than it, with `after` the *oldest* ones
+  newer than it (still listed newest first, which is why discord.py pages on with the first id);
+- active threads arrive in GUILD_CREATE and from `GET /guilds/{id}/threads/active`;
+- a token refused at IDENTIFY (or `reject_identify`) closes the gateway with 4004.
 
 Everything it receives is recorded (`requests`, `messages`, `callbacks`) for assertions, and
 failures can be injected (`inject(...)`) per method and path pattern.
@@ -109,9 +114,14 @@ class FakeDiscord:
         self.commands: dict[int | None, list[dict[str, Any]]] = {}
         self.interactions: dict[int, Interaction] = {}
         self.injections: list[Injection] = []
+        self.in_flight: dict[str, int] = {}  # requests being answered, by path
+        self.max_in_flight: dict[str, int] = {}  # the most ever answered at once, by path
         self.no_threads: set[int] = set()  # channels where thread creation is forbidden
         self.nonces: dict[tuple[int, str], dict[str, Any]] = {}
         self.honor_nonce = True  # False: test the history-marker check on its own
+        self.threads: dict[int, dict[str, Any]] = {}  # active threads, by id
+        self.roles: list[dict[str, Any]] = []  # guild roles besides @everyone
+        self.reject_identify = False  # True: close the gateway with 4004 at IDENTIFY
         self.identifies: list[dict[str, Any]] = []
         self.resumes: list[dict[str, Any]] = []
         self.session_id = "fake-session-1"
@@ -178,6 +188,46 @@ class FakeDiscord:
             "rate_limit_per_user": 0,
         }
 
+    def add_thread(self, thread_id: int, parent_id: int, name: str) -> dict[str, Any]:
+        """An active public thread under `parent_id` (no gateway event: use it for threads that
+        exist before the bot connects or appear while it is away)."""
+        thread = {
+            "id": str(thread_id),
+            "type": 11,
+            "guild_id": str(self.guild_id),
+            "parent_id": str(parent_id),
+            "owner_id": "42",
+            "name": name,
+            "message_count": 0,
+            "member_count": 1,
+            "rate_limit_per_user": 0,
+            "last_message_id": None,
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": 1440,
+                "archive_timestamp": iso_now(),
+                "locked": False,
+            },
+        }
+        self.threads[thread_id] = thread
+        self.messages.setdefault(thread_id, [])
+        return thread
+
+    def add_role(self, role_id: int, name: str, *, permissions: int = 0) -> None:
+        self.roles.append(
+            {
+                "id": str(role_id),
+                "name": name,
+                "permissions": str(permissions),
+                "position": len(self.roles) + 1,
+                "color": 0,
+                "hoist": False,
+                "managed": False,
+                "mentionable": False,
+                "flags": 0,
+            }
+        )
+
     def user(self, user_id: int, name: str, *, bot: bool = False) -> dict[str, Any]:
         return {
             "id": str(user_id),
@@ -189,11 +239,16 @@ class FakeDiscord:
         }
 
     def member(
-        self, user_id: int, name: str, *, permissions: int = 0x400 | 0x800
+        self,
+        user_id: int,
+        name: str,
+        *,
+        permissions: int = 0x400 | 0x800,
+        roles: list[int] | None = None,
     ) -> dict[str, Any]:
         return {
             "user": self.user(user_id, name),
-            "roles": [],
+            "roles": [str(role) for role in roles or []],
             "joined_at": "2026-01-01T00:00:00+00:00",
             "deaf": False,
             "mute": False,
@@ -222,10 +277,11 @@ class FakeDiscord:
                     "managed": False,
                     "mentionable": False,
                     "flags": 0,
-                }
+                },
+                *self.roles,
             ],
             "channels": list(self.channels.values()),
-            "threads": [],
+            "threads": list(self.threads.values()),
             "members": [self.member(self.bot_id, "Runscribe")],
             "emojis": [],
             "stickers": [],
@@ -327,7 +383,7 @@ class FakeDiscord:
 
     async def _identify(self, ws: web.WebSocketResponse, data: dict[str, Any]) -> None:
         self.identifies.append(data)
-        if data.get("token") != self.token:
+        if self.reject_identify or data.get("token") != self.token:
             await ws.close(code=4004, message=b"Authentication failed.")
             return
         self.session_id = f"fake-session-{len(self.identifies)}"
@@ -372,6 +428,40 @@ class FakeDiscord:
         """Send a gateway event now, or buffer it for the RESUME replay while disconnected."""
         await self._send(self._ws if self._ws_ready.is_set() else None, event, data)
 
+    async def say(
+        self,
+        channel_id: int,
+        content: str,
+        *,
+        author_id: int = 42,
+        author_name: str = "dana",
+        bot: bool = False,
+        gateway: bool = True,
+    ) -> dict[str, Any]:
+        """A member posts in a channel or thread: the message joins its history and, unless
+        `gateway` is False (an event the gateway never delivers), MESSAGE_CREATE is dispatched
+        (or buffered for a RESUME while the bot is disconnected, and lost on a new session)."""
+        message = self.message(
+            channel_id, content, author_id=author_id, author_name=author_name, bot=bot
+        )
+        self._channel_messages(channel_id).append(message)
+        if gateway:
+            await self.dispatch("MESSAGE_CREATE", message)
+        return message
+
+    async def edit(
+        self, channel_id: int, message_id: str, content: str, *, gateway: bool = True
+    ) -> dict[str, Any]:
+        """A member edits their message: history shows the new text and `edited_timestamp`."""
+        for message in self._channel_messages(channel_id):
+            if message["id"] == message_id:
+                message["content"] = content
+                message["edited_timestamp"] = iso_now()
+                if gateway:
+                    await self.dispatch("MESSAGE_UPDATE", dict(message))
+                return message
+        raise KeyError(message_id)
+
     async def drop_websocket(self, code: int = 4000) -> None:
         """Close the gateway connection the way a network blip or a Discord restart does; the
         client should reconnect to `resume_gateway_url` and RESUME."""
@@ -392,9 +482,10 @@ class FakeDiscord:
         permissions: int = 0x400 | 0x800,
         channel_id: int | None = None,
         subcommand: str | None = None,
+        roles: list[int] | None = None,
     ) -> Interaction:
         """Dispatch a CHAT_INPUT interaction for `/name` and return its record; await
-        `record.callback` for the initial response."""
+        `record.callback` for the initial response. `roles`: the member's role ids."""
         command = next(
             (c for cmds in self.commands.values() for c in cmds if c["name"] == name), None
         )
@@ -409,7 +500,9 @@ class FakeDiscord:
         }
         if command and command.get("guild_id"):
             data["guild_id"] = command["guild_id"]
-        return await self._interaction(2, data, user_id, user_name, permissions, channel_id)
+        return await self._interaction(
+            2, data, user_id, user_name, permissions, channel_id, roles=roles
+        )
 
     async def click(
         self,
@@ -433,6 +526,8 @@ class FakeDiscord:
         permissions: int,
         channel_id: int | None,
         message: dict[str, Any] | None = None,
+        *,
+        roles: list[int] | None = None,
     ) -> Interaction:
         channel_id = channel_id or next(iter(self.channels), 1)
         interaction_id = snowflake()
@@ -447,7 +542,7 @@ class FakeDiscord:
             "guild_id": str(self.guild_id),
             "channel_id": str(channel_id),
             "channel": self.channels.get(channel_id, {"id": str(channel_id), "type": 0}),
-            "member": self.member(user_id, user_name, permissions=permissions),
+            "member": self.member(user_id, user_name, permissions=permissions, roles=roles),
             "app_permissions": str(0x7FFFFFFFFF),
             "locale": "en-US",
             "guild_locale": "en-US",
@@ -489,6 +584,14 @@ class FakeDiscord:
             request.method, path, dict(request.query), body, files, dict(request.headers)
         )
         self.requests.append(recorded)
+        self.in_flight[path] = self.in_flight.get(path, 0) + 1
+        self.max_in_flight[path] = max(self.max_in_flight.get(path, 0), self.in_flight[path])
+        try:
+            return await self._answer(request, path, recorded)
+        finally:
+            self.in_flight[path] -= 1
+
+    async def _answer(self, request: web.Request, path: str, recorded: Recorded) -> web.Response:
         injection = self._injection(request.method, path)
         if injection is not None:
             effect: web.Response | None = None
@@ -685,8 +788,10 @@ class FakeDiscord:
         return _json_response(record.original)
 
     def _channel_messages(self, channel_id: int) -> list[dict[str, Any]]:
-        known = channel_id in self.channels or any(
-            m["id"] == str(channel_id) for ms in self.messages.values() for m in ms
+        known = (
+            channel_id in self.channels
+            or channel_id in self.threads
+            or any(m["id"] == str(channel_id) for ms in self.messages.values() for m in ms)
         )
         if not known:
             raise _HTTPError(404, "Unknown Channel", 10003)
@@ -724,10 +829,29 @@ class FakeDiscord:
         return _json_response(message)
 
     async def _get_messages(self, req: Recorded, channel_id: str) -> web.Response:
-        messages = self._channel_messages(int(channel_id))
+        """Discord's paging: newest first always; `after` selects the oldest `limit` messages
+        newer than it, `before` the newest `limit` older than it."""
+        messages = sorted(self._channel_messages(int(channel_id)), key=lambda m: int(m["id"]))
         limit = int(req.query.get("limit", 50))
-        newest_first = list(reversed(messages))[:limit]
-        return _json_response(newest_first)
+        if not 1 <= limit <= 100:
+            raise _HTTPError(400, "Invalid Form Body: limit", 50035)
+        if "around" in req.query:
+            raise _HTTPError(400, "the fake does not serve 'around'", 0)
+        if "before" in req.query:
+            older = [m for m in messages if int(m["id"]) < int(req.query["before"])]
+            page = older[-limit:]
+        elif "after" in req.query:
+            newer = [m for m in messages if int(m["id"]) > int(req.query["after"])]
+            page = newer[:limit]
+        else:
+            page = messages[-limit:]
+        return _json_response(list(reversed(page)))
+
+    async def _active_threads(self, req: Recorded, guild_id: str) -> web.Response:
+        if int(guild_id) != self.guild_id:
+            raise _HTTPError(404, "Unknown Guild", 10004)
+        active = [t for t in self.threads.values() if not t["thread_metadata"]["archived"]]
+        return _json_response({"threads": active, "members": []})
 
     async def _patch_message(self, req: Recorded, channel_id: str, message_id: str) -> web.Response:
         for message in self._channel_messages(int(channel_id)):
@@ -797,7 +921,7 @@ class FakeDiscord:
         )
 
     async def _get_channel(self, req: Recorded, channel_id: str) -> web.Response:
-        channel = self.channels.get(int(channel_id))
+        channel = self.channels.get(int(channel_id)) or self.threads.get(int(channel_id))
         if channel is None:
             raise _HTTPError(404, "Unknown Channel", 10003)
         return _json_response(channel)
@@ -819,6 +943,7 @@ class FakeDiscord:
         ("POST", r"/channels/(\d+)/messages/(\d+)/threads", _message_thread),
         ("POST", r"/channels/(\d+)/threads", _channel_thread),
         ("GET", r"/channels/(\d+)", _get_channel),
+        ("GET", r"/guilds/(\d+)/threads/active", _active_threads),
     ]
 
     # --- assertions and waiting -----------------------------------------------------------------

@@ -115,11 +115,11 @@ class Runtime:
         the bot and `runscribe poll` run each family in its own loop, so a GitHub backfill never
         holds up a W&B crash alert."""
         started = time.monotonic()
-        summary = await poll_family(
-            self.store, of_family(self.sources, family), now, detector=self.detector
-        )
-        finished = now + timedelta(seconds=time.monotonic() - started)
-        await self.store.cycles.record(now, finished, self.settings.runscribe_poll_interval)
+        sources = of_family(self.sources, family)
+        summary = await poll_family(self.store, sources, now, detector=self.detector)
+        if sources:  # the heartbeat says a source was polled, not that a loop went round
+            finished = now + timedelta(seconds=time.monotonic() - started)
+            await self.store.cycles.record(now, finished, self.settings.runscribe_poll_interval)
         return summary
 
     async def enrich(self, now: datetime) -> CycleSummary:

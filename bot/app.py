@@ -48,6 +48,7 @@ DEFAULT_EXTENSIONS: tuple[str, ...] = (
     "cogs.status",
     "cogs.timeline",
     "cogs.digest",
+    "cogs.ask",
     "cogs.incidents",
     "cogs.watch",
     "cogs.admin",

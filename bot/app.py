@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,6 +28,7 @@ from discord.ext import commands
 
 from bot.digests import DigestComposer, run_due_digests
 from bot.errors import UserFacingError
+from bot.flight import SingleFlight
 from bot.outbox.payload import ButtonPayload, fit_card
 from bot.outbox.poster import DeliveryError, OutboxPoster, OutgoingMessage, SeenMessage
 from bot.pipeline import FAMILIES
@@ -55,6 +56,8 @@ DEFAULT_EXTENSIONS: tuple[str, ...] = (
     "cogs.admin",
 )
 NO_MENTIONS = discord.AllowedMentions.none()
+# Commands answered at once before the next ones acknowledge first (`RunscribeBot.busy`).
+ANSWERED_AT_ONCE = 2
 THREAD_EXISTS = 160004  # Discord error code: "a thread has already been created for this message"
 
 NarrativeRefresher = Callable[[str, datetime], Awaitable[object]]
@@ -200,12 +203,42 @@ class RunscribeBot(commands.Bot):
         # A reload never swaps sources under a running poll: one lock per loop (so the loops
         # never wait for each other), all of them taken by a reload.
         self._loop_locks = {name: asyncio.Lock() for name in (*FAMILIES, "enrich")}
+        self._rounds = dict.fromkeys(self._loop_locks, 0)  # rounds finished (or failed) per loop
+        self._answering = 0  # commands between `answering()` enter and exit
+        # Concurrent identical reads (a burst of /status for one run) share one computation.
+        self.flights: SingleFlight[Any] = SingleFlight()
 
     # --- services for cogs ----------------------------------------------------------------------
 
     @property
     def store(self) -> Store:
         return self.runtime.store
+
+    @property
+    def reader(self) -> Store:
+        """The store as commands read it: read-only connections that never wait on the poll
+        cycle, the enricher or a chart query (`Store.reader`)."""
+        return self.runtime.store.reader
+
+    @property
+    def busy(self) -> bool:
+        """A command should acknowledge before reading: a poll cycle is running (its work shares
+        this event loop), other commands are being answered (a burst: each waits its turn on
+        the loop and the read connections), or every read connection is taken."""
+        return (
+            any(lock.locked() for lock in self._loop_locks.values())
+            or self._answering > ANSWERED_AT_ONCE
+            or self.reader.db.saturated
+        )
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        """Around a command's work, so `busy` knows how many are being answered."""
+        self._answering += 1
+        try:
+            yield
+        finally:
+            self._answering -= 1
 
     @property
     def settings(self) -> Settings:
@@ -308,15 +341,30 @@ class RunscribeBot(commands.Bot):
         async with AsyncExitStack() as held:
             for lock in self._loop_locks.values():
                 await held.enter_async_context(lock)
-            return await self.runtime.cycle(self.clock())
+            try:
+                return await self.runtime.cycle(self.clock())
+            finally:
+                for name in self._rounds:
+                    self._rounds[name] += 1
 
     async def poll_family(self, family: str) -> object:
         async with self._loop_locks[family]:
-            return await self.runtime.poll(family, self.clock())
+            try:
+                return await self.runtime.poll(family, self.clock())
+            finally:
+                self._rounds[family] += 1
 
     async def enrich_once(self) -> object:
         async with self._loop_locks["enrich"]:
-            return await self.runtime.enrich(self.clock())
+            try:
+                return await self.runtime.enrich(self.clock())
+            finally:
+                self._rounds["enrich"] += 1
+
+    @property
+    def cycles(self) -> int:
+        """Full cycles since start: rounds that every loop (each family, enrichment) has done."""
+        return min(self._rounds.values())
 
     async def schedule_digests(self) -> object:
         return await run_due_digests(

@@ -299,15 +299,18 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
         raise ConfigError(["DISCORD_TOKEN: required to start the bot"])
     runs = _load_config(settings)
     from bot.app import run_bot
-    from bot.wiring import open_runtime
+    from bot.wiring import COMMAND_READERS, open_runtime
 
-    async with open_runtime(settings, runs) as runtime, AsyncExitStack() as stack:
+    async with (
+        open_runtime(settings, runs, readers=COMMAND_READERS) as runtime,
+        AsyncExitStack() as stack,
+    ):
         if settings.runscribe_web_port is not None:
             from bot.web import serve
 
             await stack.enter_async_context(
                 serve(
-                    runtime.store,
+                    runtime.store.reader,  # pages read like commands: never behind the poll cycle
                     settings.runscribe_web_host,
                     settings.runscribe_web_port,
                     poll_interval=settings.runscribe_poll_interval,

@@ -115,8 +115,8 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
         scope: Literal["open", "all"] = "all",
     ) -> None:
         slug = await resolve_run(self.bot, run)
-        views = await list_incidents(self.bot.store, slug, open_only=scope == "open", limit=11)
-        info = await self.bot.store.runs.get(slug)
+        views = await list_incidents(self.bot.reader, slug, open_only=scope == "open", limit=11)
+        info = await self.bot.reader.runs.get(slug)
         card = listing_card(
             views, info.name if info else slug, open_only=scope == "open", now=self.bot.clock()
         )

@@ -262,6 +262,8 @@ class CycleSummary:
         self.poll.results.update(other.poll.results)
         self.poll.failures.update(other.poll.failures)
         self.poll.skipped.extend(other.poll.skipped)
+        self.poll.retry_at.update(other.poll.retry_at)
+        self.poll.backoff_errors.update(other.poll.backoff_errors)
         self.enriched += other.enriched
         self.alerts_queued += other.alerts_queued
         self.errors.extend(other.errors)

@@ -411,7 +411,31 @@ class DiscordTransport:
                 parts = [message.content or ""]
                 for embed in message.embeds:
                     parts.extend([embed.footer.text or "", embed.description or ""])
-                seen.append(SeenMessage(message.id, "\n".join(parts)))
+                seen.append(SeenMessage(message.id, "\n".join(parts), message.created_at))
+        except Exception as exc:
+            raise _delivery_error(exc) from exc
+        return seen
+
+    async def newest_id(self, channel_id: int) -> int | None:
+        try:
+            async for message in self._channel(channel_id).history(limit=1):
+                return message.id
+        except Exception as exc:
+            raise _delivery_error(exc) from exc
+        return None
+
+    async def after(self, channel_id: int, after_id: int, limit: int) -> list[SeenMessage]:
+        me = getattr(self.bot.user, "id", None)
+        seen = []
+        try:
+            history = self._channel(channel_id).history(
+                limit=limit, after=discord.Object(id=after_id), oldest_first=True
+            )
+            async for message in history:
+                parts = [message.content or ""] if message.author.id == me else []
+                for embed in message.embeds if message.author.id == me else []:
+                    parts.extend([embed.footer.text or "", embed.description or ""])
+                seen.append(SeenMessage(message.id, "\n".join(parts), message.created_at))
         except Exception as exc:
             raise _delivery_error(exc) from exc
         return seen
@@ -441,12 +465,26 @@ def _delivery_error(exc: BaseException) -> DeliveryError:
         )
     if isinstance(exc, discord.HTTPException):
         text = f"HTTP {exc.status}: {exc.text or exc.__class__.__name__}"[:300]
-        if exc.status == 429 or exc.status >= 500:
+        if exc.status == 429:  # discord.py's own tries are used up: wait what Discord says
+            return DeliveryError(text, retry_after=_retry_after(exc))
+        if exc.status >= 500:
             return DeliveryError(text)
         return DeliveryError(text, permanent=True)
     if isinstance(exc, aiohttp.ClientError | OSError | TimeoutError):
         return DeliveryError(f"{type(exc).__name__}: {exc}"[:300])
     return DeliveryError(f"unexpected {type(exc).__name__}: {exc}"[:300])
+
+
+def _retry_after(exc: discord.HTTPException) -> float:
+    """Seconds a surfaced 429 asks to wait: its Retry-After or X-RateLimit-Reset-After header,
+    else one second."""
+    headers = getattr(exc.response, "headers", None) or {}
+    for name in ("X-RateLimit-Reset-After", "Retry-After"):
+        try:
+            return max(0.0, float(headers[name]))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return 1.0
 
 
 async def run_bot(

@@ -318,6 +318,7 @@ class OutboxItem:
     last_error: str | None = None
     reply_to: int | None = None  # outbox id whose message (thread) this belongs to
     posted_in: int | None = None  # channel or thread id the message went to, once sent
+    anchor_id: int | None = None  # newest message id in the channel before the first send
     id: int | None = None
 
 
@@ -347,6 +348,11 @@ class SourceHealth:
     consecutive_failures: int = 0
     next_attempt_at: datetime | None = None
     last_error: str | None = None
+    failing_since: datetime | None = None  # the first failure since the last success
+
+    @property
+    def failing(self) -> bool:
+        return self.consecutive_failures > 0
 
 
 @dataclass(slots=True, frozen=True)

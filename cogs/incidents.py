@@ -26,6 +26,7 @@ from bot.incidents.silences import (
     require_responder,
     silence_run,
 )
+from bot.mentions import unlinked
 from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
 
 if TYPE_CHECKING:
@@ -81,7 +82,9 @@ class AckButton(
         except UserFacingError as exc:
             await reply_private(interaction, str(exc))
             return
-        await reply_private(interaction, f"Acknowledged incident #{incident.id}: {incident.title}")
+        await reply_private(
+            interaction, f"Acknowledged incident #{incident.id}: {unlinked(incident.title)}"
+        )
 
 
 @app_commands.guild_only()
@@ -172,7 +175,9 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
         incident = await acknowledge(
             self.bot.store, incident_id, _who(interaction.user), self.bot.clock()
         )
-        await reply_private(interaction, f"Acknowledged incident #{incident.id}: {incident.title}")
+        await reply_private(
+            interaction, f"Acknowledged incident #{incident.id}: {unlinked(incident.title)}"
+        )
 
 
 async def setup(bot: RunscribeBot) -> None:

@@ -10,6 +10,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from bot.mentions import body, inert, plain, unlinked
 from bot.models import Event, Incident, IncidentSignal
 from bot.outbox.payload import make_payload
 from bot.render.cards import (
@@ -67,12 +68,12 @@ def status_line(incident: Incident) -> str:
         parts.append(f"flapped {details.flaps}×")
     if incident.acked_by:
         when = f" {stamp(incident.acked_at, 'relative')}" if incident.acked_at else ""
-        parts.append(f"acknowledged by {incident.acked_by}{when}")
+        parts.append(f"acknowledged by {unlinked(incident.acked_by)}{when}")
     return " · ".join(parts)
 
 
 def _signal_line(signal: IncidentSignal) -> str:
-    text = clip(signal.text, 160)
+    text = body(plain(clip(signal.text, 160)))
     label = f"[{signal.source}]({signal.url})" if signal.url else signal.source
     return f"• {stamp(signal.at, 'time')} {label}: {text}"
 
@@ -82,10 +83,10 @@ def head_card(incident: Incident, run_name: str, links: dict[str, str]) -> Card:
     severity = incident.severity if incident.severity in _COLORS else "warning"
     icon = _ICONS[severity]
     done = incident.status == "resolved"
-    title = f"{'✅' if done else icon} {run_name}: {incident.title}"
-    lines = [status_line(incident), "", clip(incident.cause or "", 1500)]
+    title = f"{'✅' if done else icon} {run_name}: {unlinked(incident.title)}"
+    lines = [status_line(incident), "", body(clip(incident.cause or "", 1500))]
     if done and incident.resolution:
-        lines += ["", f"**Resolution:** {clip(incident.resolution, 800)}"]
+        lines += ["", f"**Resolution:** {body(clip(incident.resolution, 800))}"]
     card = Card(
         title=clip(title, TITLE_LIMIT),
         description=clip("\n".join(lines), DESCRIPTION_LIMIT),
@@ -111,31 +112,34 @@ def head_card(incident: Incident, run_name: str, links: dict[str, str]) -> Card:
 
 def alert_content(incident: Incident, run_name: str) -> str:
     return clip(f"{_ICONS.get(incident.severity, '🟠')} **Incident #{incident.id}** — "
-                f"{run_name}: {incident.title}", CONTENT_LIMIT)  # fmt: skip
+                f"{run_name}: {unlinked(incident.title)}", CONTENT_LIMIT)  # fmt: skip
 
 
 def thread_name(incident: Incident) -> str:
-    return clip(f"Incident #{incident.id}: {incident.title}", 100)
+    # A thread name shows no markdown: no escapes, but nothing that reads as a link either.
+    name = plain(f"Incident #{incident.id}: {incident.title}").replace("](", "] (")
+    return clip(name.replace("<", "").replace(">", ""), 100)
 
 
 def event_update(event: Event) -> str:
     """A thread post for a new related event: a GitHub comment, a Discord report, a W&B state."""
-    who = f"**{event.author}**" if event.author else f"**{event.source}**"
+    who = f"**{inert(plain(event.author or event.source))}**"
     ref = event.ref or ""
     if ref and event.url:
         ref = f"[{ref}]({event.url})"
     text = event.summary or event.title or event.body
-    line = f"{stamp(event.at, 'time')} {who} {ref} — {clip(text or '', 600)}"
+    line = f"{stamp(event.at, 'time')} {who} {ref} — {body(clip(text or '', 600))}"
     return clip(line.replace("  ", " "), CONTENT_LIMIT)
 
 
 def member_update(title: str, at: datetime) -> str:
-    return clip(f"{stamp(at, 'time')} also: {title}", CONTENT_LIMIT)
+    return clip(f"{stamp(at, 'time')} also: {unlinked(title)}", CONTENT_LIMIT)
 
 
 def reminder_content(incident: Incident, now: datetime) -> str:
     return clip(
-        f"⏰ Still firing after {duration(incident, now)}: {incident.title} (not acknowledged).",
+        f"⏰ Still firing after {duration(incident, now)}: {unlinked(incident.title)} "
+        "(not acknowledged).",
         CONTENT_LIMIT,
     )
 
@@ -143,7 +147,7 @@ def reminder_content(incident: Incident, now: datetime) -> str:
 def resolved_card(incident: Incident, run_name: str) -> Card:
     assert incident.resolved_at is not None
     lines = [
-        clip(incident.resolution or "The condition cleared.", 1500),
+        body(clip(incident.resolution or "The condition cleared.", 1500)),
         "",
         # The incident's own span (from when it was detected); downtime measured from the last
         # training step, when known, is in the resolution text above.
@@ -151,9 +155,9 @@ def resolved_card(incident: Incident, run_name: str) -> Card:
         f"({duration(incident, incident.resolved_at)}).",
     ]
     if incident.acked_by:
-        lines.append(f"Acknowledged by {incident.acked_by}.")
+        lines.append(f"Acknowledged by {unlinked(incident.acked_by)}.")
     return Card(
-        title=clip(f"✅ Resolved — {run_name}: {incident.title}", TITLE_LIMIT),
+        title=clip(f"✅ Resolved — {run_name}: {unlinked(incident.title)}", TITLE_LIMIT),
         description=clip("\n".join(lines), DESCRIPTION_LIMIT),
         color="ok",
         footer=f"incident #{incident.id} · {incident.fingerprint}",
@@ -161,8 +165,8 @@ def resolved_card(incident: Incident, run_name: str) -> Card:
 
 
 def resolved_content(incident: Incident) -> str:
-    return clip(f"✅ **Resolved** incident #{incident.id}: {incident.resolution or incident.title}",
-                CONTENT_LIMIT)  # fmt: skip
+    said = body(incident.resolution) if incident.resolution else unlinked(incident.title)
+    return clip(f"✅ **Resolved** incident #{incident.id}: {said}", CONTENT_LIMIT)
 
 
 ACK_CUSTOM_ID = "runscribe:incident-ack:{id}"
@@ -189,19 +193,19 @@ def listing_card(views: list[Any], run_name: str, *, open_only: bool, now: datet
             if view.ended_at
             else f"ongoing ({humanize_delta(now - view.started_at)})"
         )
-        lines = [when, clip(view.cause, 300)]
+        lines = [when, body(clip(view.cause, 300))]
         if view.resolution:
-            lines.append(f"→ {clip(view.resolution, 250)}")
+            lines.append(f"→ {body(clip(view.resolution, 250))}")
         extra = []
         if incident.acked_by:
-            extra.append(f"acked by {incident.acked_by}")
+            extra.append(f"acked by {unlinked(incident.acked_by)}")
         if view.silenced:
             extra.append("silenced")
         if view.links:
             extra.append(" ".join(f"[link]({u})" for u in view.links[:3]))
         if extra:
             lines.append(" · ".join(extra))
-        name = f"{icon} #{incident.id} {incident.title}"
+        name = f"{icon} #{incident.id} {unlinked(incident.title)}"
         card.fields.append(CardField(clip(name, 256), clip("\n".join(lines), FIELD_VALUE_LIMIT)))
     if len(views) > 10:
         card.footer = f"showing 10 of {len(views)}"

@@ -5,18 +5,18 @@ value 1024, 6000 characters in all) so no caller has to trim."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
+from bot.mentions import body, inert, unlinked
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
 from bot.narrative.format import fmt_big
 from bot.services.forecasts import ForecastPanel, ForecastView
 from bot.services.narrative import Narrative
-from bot.services.status import RestartInfo, StatusReport
+from bot.services.status import RestartInfo, SourceStatus, StatusReport
 from bot.timeutil import ago, humanize_delta
 
 TITLE_LIMIT = 256
@@ -78,9 +78,16 @@ def progress_bar(percent: float | None, width: int = 20) -> str:
     return "▰" * filled + "▱" * (width - filled)
 
 
+SOURCE_LABELS = {"wandb": "W&B", "github": "GitHub", "discord": "Discord"}
+SOURCE_ERROR_LIMIT = 200
+
+
 def _state_label(report: StatusReport) -> str:
     label = report.state
-    if report.monitor_stale:
+    failing = report.failing_sources
+    if failing:
+        label += " · " + ", ".join(SOURCE_LABELS.get(s, s) for s in failing) + " failing"
+    elif report.monitor_stale:
         label += " · monitor stale (W&B unreachable)"
     return label
 
@@ -142,7 +149,7 @@ def status_card(
         against = f"\n{curve.reason}" if curve is not None and curve.forecast is not None else ""
         card.fields.append(CardField("Loss", f"{p.loss:.4f}{rate}{against}", inline=True))
     incidents = report.open_incidents
-    lines = [f"• {i.title} (since {fmt(i.started_at, 'relative')})" for i in incidents]
+    lines = [f"• {unlinked(i.title)} (since {fmt(i.started_at, 'relative')})" for i in incidents]
     lines = lines or ["none"]
     if report.incidents_total:
         healed = report.incidents_self_healed
@@ -164,7 +171,11 @@ def status_card(
             CardField("Forecasts", clip(forecasts_summary(watched), FIELD_VALUE_LIMIT))
         )
     card.fields.append(
-        CardField("Sources", freshness_line(report.freshness, report.now), inline=False)
+        CardField(
+            "Sources",
+            clip(sources_text(report.sources, report.now, fmt), FIELD_VALUE_LIMIT),
+            inline=False,
+        )
     )
     if report.links:
         links = " · ".join(f"[{label}]({url})" for label, url in report.links.items())
@@ -176,6 +187,35 @@ def status_card(
         card.footer += f", next in {humanize_delta(narrative.next_at - report.now)}"
     card.image = chart
     return card
+
+
+def failing_since_text(since: datetime | None, now: datetime, fmt: TimeFormatter) -> str:
+    """Like "since 01:51" the same day, "since Nov 21, 2026 01:51" before that."""
+    if since is None:
+        return ""
+    style: TimeStyle = "time" if now - since < timedelta(hours=20) else "datetime"
+    return f" since {fmt(since, style)}"
+
+
+def sources_text(sources: dict[str, SourceStatus | None], now: datetime, fmt: TimeFormatter) -> str:
+    """Healthy sources on one line ("W&B 2 min ago · GitHub 1 min ago"), then each failing one
+    on its own line with its error ("⚠️ W&B failing since 01:51 — run … not found"). A source
+    the run does not use is left out."""
+    healthy, failing = [], []
+    for source, status in sources.items():
+        if status is None:
+            continue
+        label = SOURCE_LABELS.get(source, source)
+        if status.ok:
+            seen = ago(status.last_success_at, now) if status.last_success_at else "not polled yet"
+            healthy.append(f"{label} {seen}")
+            continue
+        error = inert(clip(status.error or "failed", SOURCE_ERROR_LIMIT))
+        failing.append(
+            f"⚠️ **{label} failing**{failing_since_text(status.failing_since, now, fmt)} — {error}"
+        )
+    lines = ([" · ".join(healthy)] if healthy else []) + failing
+    return "\n".join(lines) or "no source configured"
 
 
 def forecast_line(view: ForecastView) -> str:
@@ -210,6 +250,11 @@ def freshness_line(freshness: dict[str, datetime | None], now: datetime) -> str:
 
 
 def _color(report: StatusReport) -> Color:
+    """The run's health; a failing source greys out (W&B: the state may be old) or yellows an
+    otherwise healthy card, and never hides a crash."""
+    failing = report.failing_sources
+    if failing and report.health in ("ok", "unknown", "warning"):
+        return "stale" if "wandb" in failing else "warning"
     if report.health in ("ok", "warning", "bad", "stale", "done"):
         return report.health  # type: ignore[return-value]
     return "unknown"
@@ -217,15 +262,6 @@ def _color(report: StatusReport) -> Color:
 
 def format_tokens(value: float | None) -> str:
     return "—" if value is None else fmt_big(value, decimals=2)
-
-
-_MARKDOWN = re.compile(r"([\\*_~`|\[\]>#])")
-
-
-def inert(text: str) -> str:
-    """Untrusted text shown as written: markdown characters escaped, so a display name or a
-    summary cannot bold, hide, or forge a masked link."""
-    return _MARKDOWN.sub(r"\\\1", text)
 
 
 def entry_line(entry: TimelineEntry, *, link: bool = True) -> str:
@@ -236,7 +272,7 @@ def entry_line(entry: TimelineEntry, *, link: bool = True) -> str:
         ref = f"[{ref}]({entry.url})"
     state = f" {entry.state}" if entry.state and entry.source == "github" else ""
     mark = "🚨 " if entry.incident else ""
-    summary = entry.summary.replace("](", "]\u200b(")  # never a masked link
+    summary = body(entry.summary)  # never a masked link
     return f"{mark}{who} {ref}{state} — {summary} · `{entry.tag}`".replace("  ", " ")
 
 
@@ -283,11 +319,18 @@ def timeline_pages(
     return pages
 
 
+def source_urls(facts: DigestFacts) -> list[str]:
+    """The links the digest's sources themselves carry (not URLs inside names or bodies)."""
+    urls = [h.url for h in facts.highlights] + [t.url for t in facts.open_threads]
+    return [url for url in urls if url]
+
+
 def digest_card(facts: DigestFacts, fmt: TimeFormatter) -> Card:
     title = f"Daily digest — {facts.run_name}"
     card = Card(
         title=clip(title, TITLE_LIMIT),
-        description=clip(facts.text, DESCRIPTION_LIMIT),
+        # template or LLM: names in it are the members' own; only the sources' links stay links
+        description=clip(body(facts.text, source_urls(facts)), DESCRIPTION_LIMIT),
         color="info",
         footer=f"{fmt(facts.start, 'datetime')} → {fmt(facts.end, 'datetime')} · {facts.by}",
     )

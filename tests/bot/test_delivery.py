@@ -200,6 +200,7 @@ class MemoryTransport:
         self.no_threads: set[int] = set()
         self.threads: dict[int, int] = {}
         self.edits: list[tuple[int, int, OutgoingMessage]] = []
+        self.archived: list[int] = []
         self.next_id = 1000
 
     async def send(self, channel_id: int, message: OutgoingMessage) -> int:
@@ -217,6 +218,9 @@ class MemoryTransport:
             return None
         self.threads[message_id] = channel_id
         return message_id
+
+    async def archive_thread(self, thread_id: int) -> None:
+        self.archived.append(thread_id)
 
     async def recent(self, channel_id: int, limit: int) -> list[SeenMessage]:
         out = []

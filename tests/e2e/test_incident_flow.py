@@ -300,14 +300,35 @@ def full_text(message: dict[str, Any]) -> str:
 
 
 def assert_head_resolved(head: dict[str, Any]) -> None:
-    """The alert message was edited in place to its resolved state."""
+    """The alert message was edited in place to its resolved state: text and embed both say
+    so, and the Acknowledge button is gone."""
     assert head["edited_timestamp"], "the alert message was never edited"
+    assert visible(head).startswith("✅ **Resolved** · Incident #"), visible(head)
+    assert "🔴" not in visible(head)
+    assert head["components"] == [], head["components"]
     [embed] = head["embeds"]
     assert embed["title"].startswith("✅"), embed["title"]
-    assert "Resolved" in embed["description"]
-    # Times reach Discord as Discord timestamps (each reader's own zone), never as raw stamps.
-    assert re.search(r"✅ Resolved <t:\d+:f> after ", embed["description"]), embed["description"]
+    # Times reach Discord as Discord timestamps (each reader's own zone), never as raw stamps;
+    # one downtime figure, with what it measures.
+    assert re.search(
+        r"^✅ Resolved <t:\d+:f> · down \d[^:]*: last step before the crash → first step after the "
+        r"restore$",
+        embed["description"],
+        re.M,
+    ), embed["description"]
     assert "\ue000" not in full_text(head)
+
+
+def assert_thread_closed(d: Deployment, head: dict[str, Any]) -> None:
+    """The thread's last post is the short closing line, and the thread is archived."""
+    closing = visible(d.thread(head)[-1])
+    assert re.fullmatch(r"✅ Resolved <t:\d+:t>; closing this thread\.", closing), closing
+    assert d.discord.archived(int(head["id"]))
+    patches = [
+        r for r in d.discord.requests
+        if r.method == "PATCH" and r.path == f"/channels/{head['id']}"
+    ]  # fmt: skip
+    assert [r.json for r in patches] == [{"archived": True}]
 
 
 # --- 1. crash, then resume from an earlier checkpoint in a new chain run ------------------------
@@ -340,9 +361,10 @@ async def test_crash_then_resume_in_a_new_run_alerts_once_and_resolves_once(
         text = visible(resolved)
         assert text.startswith("✅ **Resolved** incident #")
         assert "resumed from step 80 in run hero-2" in text
-        assert "16 min down" in text and "19 steps recomputed" in text
-        [in_thread] = d.thread(head)
-        assert visible(in_thread) == text
+        assert "Down 16 min: last step before the crash → first step after the restore" in text
+        assert "19 steps recomputed" in text and text.count("16 min") == 1
+        assert len(d.thread(head)) == 1
+        assert_thread_closed(d, head)
         assert_head_resolved(head)
 
         # Training goes on in hero-2: later cycles post nothing, in the channel or the thread.
@@ -413,7 +435,7 @@ async def test_github_node_loss_then_wandb_crash_is_one_incident_with_both_links
             await d.cycle(t0 + 30 * MIN)
             head, resolved = d.channel()
             assert "resumed from step 90 in run hero-2" in visible(resolved)
-            assert [visible(m) for m in d.thread(head)][-1] == visible(resolved)
+            assert_thread_closed(d, head)
             assert_head_resolved(head)
             [incident] = await d.store.incidents.find("hero")
             assert incident.status == "resolved"
@@ -526,7 +548,7 @@ async def test_restart_during_an_open_incident_neither_realerts_nor_double_resol
         assert "resumed from step 70 in run hero-2" in visible(resolved)
         assert "29 steps recomputed" in visible(resolved)
         [in_thread] = d.thread(head)  # the new bot found the old thread
-        assert visible(in_thread) == visible(resolved)
+        assert_thread_closed(d, head)
         assert_head_resolved(head)
         [incident] = await d.store.incidents.find("hero")
         assert incident.status == "resolved"

@@ -313,6 +313,8 @@ class IncidentEngine:
 
     def _member(self, cycle: _Cycle, incident: Incident, finding: Finding, *, joined: bool) -> None:
         new = lifecycle.absorb(cycle.judge, incident, finding)
+        if is_report(finding.fingerprint):
+            return  # the report itself is posted in the thread (its event), said once
         if new and joined and incident.id is not None and incident.id not in cycle.new_ids:
             cycle.updates.setdefault(incident.id, []).append(
                 (

@@ -45,6 +45,7 @@ DEFAULT_EXTENSIONS: tuple[str, ...] = (
     "cogs.status",
     "cogs.timeline",
     "cogs.digest",
+    "cogs.ask",
     "cogs.incidents",
     "cogs.watch",
     "cogs.admin",

@@ -54,6 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     digest.add_argument("--json", action="store_true")
     sub.add_parser("demo", help="the whole pipeline on a bundled sample run, offline")
     sub.add_parser("check-config", help="validate the environment and the runs file")
+    ask = sub.add_parser("ask", help="answer a question from the stored history, with citations")
+    ask.add_argument("--run", metavar="SLUG")
+    ask.add_argument("--json", action="store_true")
+    ask.add_argument("--limit", type=int, default=8, metavar="N", help="citations at most (1-20)")
+    ask.add_argument("question", nargs="+", metavar="QUESTION")
     usage = sub.add_parser("usage", help="LLM spend today and this month, by task")
     usage.add_argument("--json", action="store_true")
     page = sub.add_parser("page", help="write the status page: DIR/index.html and DIR/<slug>.html")
@@ -377,6 +382,32 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
+    from bot import wiring
+    from bot.ask.query import parse_question
+    from bot.ask.service import MAX_LIMIT, AskService
+    from bot.render.ask import answer_text
+    from bot.render.terminal import local_formatter
+
+    question = " ".join(args.question)
+    parse_question(question)  # a bad question is reported before the database is opened
+    if not 1 <= args.limit <= MAX_LIMIT:
+        raise UserFacingError(f"--limit must be between 1 and {MAX_LIMIT}")
+    async with Database.open(_existing_db(settings)) as db:
+        store = Store(db)
+        slug = await _resolve_slug(store, args.run)
+        now = utcnow()
+        async with wiring.open_llm(store, settings) as llm:
+            service = AskService(store, llm, model=settings.runscribe_enrich_model)
+            answer = await service.ask(slug, question, now, limit=args.limit)
+        run = await store.runs.get(slug)
+    if args.json:
+        _print_json(answer.as_json())
+    else:
+        print(answer_text(answer, local_formatter(run.timezone if run else "UTC", now)))
+    return EXIT_OK
+
+
 async def cmd_usage(settings: Settings, args: argparse.Namespace) -> int:
     from bot import wiring
 
@@ -394,6 +425,7 @@ _COMMANDS = {
     "demo": cmd_demo,
     "check-config": cmd_check_config,
     "usage": cmd_usage,
+    "ask": cmd_ask,
     "page": cmd_page,
     "web": cmd_web,
 }

@@ -37,7 +37,7 @@ from bot.timeutil import parse_time
 
 log = logging.getLogger(__name__)
 
-STEP = timedelta(hours=6)  # the replay clock's stride between state changes
+STEP = timedelta(hours=12)  # the replay clock's stride between state changes
 AFTER_CHANGE = (timedelta(minutes=2),)  # polls after each state change
 GITHUB_BASE = "https://sample.github.invalid"
 CURSOR = "demo"  # store.cursors source: the last replayed moment, per run

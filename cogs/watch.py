@@ -130,13 +130,15 @@ class Watch(commands.Cog):
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         for slug in self._runs_for(payload.channel_id):
-            await self.bot.store.events.mark_deleted(slug, "discord", f"msg:{payload.message_id}")
+            await self.bot.store.events.mark_deleted(
+                slug, "discord", message_key(payload.message_id)
+            )
 
     @commands.Cog.listener()
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
         for slug in self._runs_for(payload.channel_id):
             for message_id in payload.message_ids:
-                await self.bot.store.events.mark_deleted(slug, "discord", f"msg:{message_id}")
+                await self.bot.store.events.mark_deleted(slug, "discord", message_key(message_id))
 
     @commands.Cog.listener()
     async def on_ready(self) -> None:

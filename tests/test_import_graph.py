@@ -160,6 +160,13 @@ FORBIDDEN = [
     ("bot.render", "bot.store"),
     ("bot.render", "bot.llm"),
     ("bot.runtime", "bot.wiring"),  # wiring builds the runtime, never the other way round
+    ("bot.incidents", "bot.services"),  # the engine is domain; services read it, not back
+    ("bot.incidents", "bot.llm"),
+    ("bot.store", "bot.incidents"),  # repositories know the domain models only
+    ("bot.store", "bot.services"),
+    ("bot.models", "bot.store"),
+    ("bot.analysis", "bot.services"),
+    ("bot.sources", "bot.services"),
 ]
 
 

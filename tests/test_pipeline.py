@@ -143,3 +143,24 @@ async def test_detection_does_not_wait_for_enrichment(store: Store, now: datetim
     summary = await run_cycle(store, [], now, enricher=SlowEnricher(), detector=Detector())
     assert order == ["detect", "enrich", "detect"]
     assert summary.alerts_queued == 2 and summary.errors == []
+
+
+async def test_closing_an_incident_thread_is_not_a_new_report(store: Store, now: datetime) -> None:
+    """A GitHub close is a `state` event whose text is the thread's title: the thread's report
+    is flagged once, its close never again (the demo replay on live events found this)."""
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    title = "Restore hangs at barrier when requeued onto a spare with an older driver"
+    report = Event(
+        "hero", "github", "issue:1533", "issue", now, author="amara", ref="#1533",
+        title=title, body="The restore hung for 85 minutes at the barrier.",
+    )  # fmt: skip
+    closed = Event(
+        "hero", "github", "state:1533:closed:x", "state", now + timedelta(days=2),
+        ref="#1533", state="closed", title="closed #1533", body=title,
+    )  # fmt: skip
+    await store.events.upsert_many([report, closed])
+    await enrich_pending(store)
+    stored_report = await store.events.get_by_external("hero", "github", "issue:1533")
+    stored_close = await store.events.get_by_external("hero", "github", "state:1533:closed:x")
+    assert stored_report is not None and stored_report.incident
+    assert stored_close is not None and not stored_close.incident

@@ -13,7 +13,14 @@ from string import Template
 
 from bot.hashing import short_hash
 
-PROMPT_NAMES: tuple[str, ...] = ("system", "enrich", "narrative", "digest", "grounding_retry")
+PROMPT_NAMES: tuple[str, ...] = (
+    "system",
+    "enrich",
+    "narrative",
+    "digest",
+    "grounding_retry",
+    "ask",
+)
 
 
 class PromptError(ValueError):

@@ -220,10 +220,8 @@ class WandbSource:
 
     def _ordered_members(self, chain: ChainCursor) -> list[str]:
         """Listed runs in listed order, then discovered ones by creation time."""
-        listed = list(self.run.wandb_runs)
-        others = [p for p in chain.discovered if p not in listed]
-        others.sort(key=lambda p: (chain.discovered.get(p) or "", p))
-        return listed + others
+        found = sorted(chain.discovered, key=lambda p: (chain.discovered.get(p) or "", p))
+        return self.run.wandb_chain(found)
 
     # ------------------------------------------------------------------ worker side
 

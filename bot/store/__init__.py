@@ -1,5 +1,6 @@
 """SQLite storage: `Database` (connection, migrations) and `Store` (one repository per
-aggregate: runs, events, metrics, snapshots, cursors and health, incidents, outbox, llm)."""
+aggregate: runs, events, metrics, snapshots, cursors and health, incidents, outbox, llm,
+search)."""
 
 from bot.store.db import Database, StoreError
 from bot.store.events import UpsertResult

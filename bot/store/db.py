@@ -175,6 +175,12 @@ class Database:
         async with self._write_lock:
             token = self._in_transaction.set(True)
             try:
+                if self.conn.in_transaction:
+                    # Left open by a task cancelled while its BEGIN was running (the statement
+                    # still ran on aiosqlite's thread) or by a COMMIT that failed: nobody owns
+                    # it any more, and every later BEGIN would fail on it.
+                    log.warning("rolling back a transaction left open on the connection")
+                    await self.conn.execute("ROLLBACK")
                 await self.conn.execute("BEGIN IMMEDIATE")
                 try:
                     yield self.conn

@@ -16,6 +16,7 @@ from bot.store.llm import LLMRepo
 from bot.store.metrics import MetricsRepo
 from bot.store.outbox import OutboxRepo
 from bot.store.runs import RunsRepo
+from bot.store.search import SearchRepo
 from bot.store.snapshots import SnapshotsRepo
 
 
@@ -34,6 +35,7 @@ class Store:
         self.incidents = IncidentsRepo(db)
         self.outbox = OutboxRepo(db)
         self.llm = LLMRepo(db)
+        self.search = SearchRepo(db)
         self.cycles = CyclesRepo(db)
 
     def transaction(self) -> AbstractAsyncContextManager[aiosqlite.Connection]:

@@ -30,6 +30,8 @@ COMMANDS = [
     ["poll", "--once"],
     ["run"],
     ["demo"],
+    ["page", "--out", "site"],
+    ["web", "--port", "0"],
 ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.llm.ask import render_sources
 from bot.llm.enrich import render_event
 from bot.llm.grounded import render_facts, render_highlights, render_open_threads
 from bot.llm.grounding import FactIndex, check, extract
@@ -34,6 +35,12 @@ def fixture_values(name: str, now) -> dict[str, object]:
         "narrative": common,
         "digest": {**common, "window": "the last 24 hours"},
         "grounding_retry": {"problems": "- the number 7 is not in the facts"},
+        "ask": {
+            "question": "why did we lower the gate weight decay?",
+            "facts": render_facts(facts),
+            "sources": render_sources([make_event(1, now)], "UTC"),
+            "max_words": 180,
+        },
     }[name]
 
 

@@ -220,3 +220,31 @@ def test_timeline_lines_keep_untrusted_markdown_inert() -> None:
     line = entry_line(entry)
     assert "](https://evil.example/x)" not in line  # no masked link survives
     assert "**boss**" not in line and "\\*\\*boss\\*\\*" in line
+
+
+async def test_a_day_with_an_incident_open_throughout_is_not_quiet(store: Store) -> None:
+    """The one DigestFacts' quiet rule: no newsworthy event, restart or progress, but an
+    incident open the whole window is news (the run is down), so the digest is posted."""
+    await seed(store)
+    later = NOW + timedelta(days=3)
+    assert (await build_digest(store, "hero", later)).quiet
+    await store.incidents.save(
+        Incident("hero", "crash", "crash", "W&B run crashed", "firing", NOW + timedelta(hours=1))
+    )
+    facts = await build_digest(store, "hero", later)
+    assert not facts.quiet and facts.incidents_open == 1 and facts.incidents_opened == 0
+    assert "W&B run crashed" in facts.text
+
+
+async def test_only_newsworthy_events_in_the_window_count(store: Store) -> None:
+    await seed(store)
+    later = NOW + timedelta(days=3)
+    chatter = Event("hero", "discord", "msg:1", "message", later - timedelta(hours=1), body="+1")
+    after = Event("hero", "github", "issue:9", "issue", later + timedelta(hours=1), title="Later")
+    await store.events.upsert_many([chatter, after])
+    await store.events.set_enrichment(
+        chatter, summary="+1", tag="other", incident=False, severity=None, newsworthy=False,
+        enriched_by="test",
+    )  # fmt: skip
+    facts = await build_digest(store, "hero", later)
+    assert facts.events_in_window == 0 and facts.quiet  # noise, and an event after the window

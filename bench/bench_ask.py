@@ -1,0 +1,280 @@
+"""/ask benchmark: retrieval over 1,000,000 events, next to a naive LIKE scan in the same run.
+
+Reports:
+- retrieval (`bot.ask.retrieval.retrieve`): median and p95 over a few hundred questions;
+- the `/ask` handler without an LLM (parse, retrieve, answer, build the Discord card);
+- the full-text index's size per event (the index's own pages, from `dbstat`);
+- a naive `LIKE '%word%'` scan over the same table, for the same questions;
+- how often the event a question was written from is among the first three hits (synthetic
+  questions, so a sanity figure, not the quality test: that is tests/ask/test_quality.py).
+
+    python bench/bench_ask.py [--events N] [--questions N] [--db PATH]
+
+With `--db` naming an existing file, its events are reused (no fill, no ingest figure).
+
+Text is generated: a Zipf-distributed vocabulary of 30,000 made-up words mixed with a few hundred
+words of training-run talk, bodies of 8 to 150 words, GitHub threads of about 20 events, step
+numbers written with and without thousands separators, W&B run ids. The first 100,000 events go
+through `EventsRepo.upsert_many` (the measured ingest rate, index triggers included); the rest
+are inserted with executemany, so the same triggers build the same index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import bisect
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.ask.query import parse_question
+from bot.ask.retrieval import retrieve
+from bot.ask.service import AskService
+from bot.models import Event, RunInfo
+from bot.render.ask import answer_card
+from bot.render.terminal import local_formatter
+from bot.store import Database, Store
+
+NOW = datetime(2027, 3, 1, tzinfo=UTC)
+SPAN = timedelta(days=200)
+DOMAIN = """loss spike restart checkpoint restore node nccl timeout allreduce watchdog hang oom
+killed gate weight decay router expert balancing bias aux load ratio gradient norm clip warmup
+schedule cosine decay learning rate batch tokens throughput step time mfu flops eval mmlu
+humaneval gsm8k perplexity data mixture dedup filter shard loader tokenizer vocab rope base
+context extension attention head layer norm embedding fp8 bf16 precision overflow nan inf
+infiniband nvlink ecc xid gpu host memory preemption quota bucket storage upload save async
+ablation sweep ladder scaling exponent fit baseline config seed rerun fork resume rollback
+kernel cublas gemm fused flash sdpa compile graph pipeline parallel tensor fsdp zero optimizer
+adam beta epsilon momentum lion muon soap shampoo spectral curvature plateau divergence""".split()  # noqa: SIM905
+
+
+class Words:
+    """A Zipf-weighted vocabulary: a few words very common, most rare."""
+
+    def __init__(self, rng: random.Random, size: int = 30_000):
+        letters = "abcdefghiklmnoprstuvwy"
+        made = {"".join(rng.choice(letters) for _ in range(rng.randint(4, 9))) for _ in range(size)}
+        self.vocab = sorted(made)
+        rng.shuffle(self.vocab)
+        total = 0.0
+        self.cum = []
+        for rank in range(len(self.vocab)):
+            total += 1 / (rank + 1) ** 1.05
+            self.cum.append(total)
+        self.total = total
+        self.rng = rng
+
+    def word(self) -> str:
+        if self.rng.random() < 0.3:
+            return self.rng.choice(DOMAIN)
+        return self.vocab[bisect.bisect(self.cum, self.rng.random() * self.total)]
+
+    def text(self, n: int) -> str:
+        return " ".join(self.word() for _ in range(n))
+
+
+def make_event(i: int, n: int, words: Words, rng: random.Random) -> Event:
+    at = NOW - SPAN * (1 - i / n)
+    thread_no = 8000 + i // 20
+    body = words.text(rng.choice((8, 15, 25, 40, 70, 150)))
+    if rng.random() < 0.05:
+        step = rng.randint(1, 390) * 1000 + rng.choice((0, 250, 500))
+        body += f" at step {step:,}" if rng.random() < 0.5 else f" at step {step}"
+    if rng.random() < 0.02:
+        body += f" in W&B run hero-{rng.getrandbits(32):08x}"
+    source = "github" if rng.random() < 0.7 else "discord"
+    first = i % 20 == 0 and source == "github"
+    return Event(
+        run_slug="hero",
+        source=source,
+        external_id=f"e{i}",
+        kind="issue" if first else ("comment" if source == "github" else "message"),
+        at=at,
+        author=f"user{i % 211}",
+        ref=f"#{thread_no}" if source == "github" else "#hero-run",
+        url=f"https://github.com/lab/model/issues/{thread_no}#issuecomment-{i}"
+        if source == "github"
+        else f"https://discord.com/channels/1/2/{10_000_000 + i}",
+        title=words.text(7) if first else None,
+        body=body,
+        thread=f"github:lab/model#{thread_no}" if source == "github" else "discord:hero-run",
+    )
+
+
+def question_for(event: Event, rng: random.Random, rarity: dict[str, int]) -> str:
+    """What someone who half-remembers the event might type."""
+    words = [w for w in (event.title or event.body).split() if w.isalpha()]
+    if rng.random() < 0.15 and "step" in event.body:
+        return f"what happened at step {event.body.split('step ')[-1].split()[0]}?"
+    if rng.random() < 0.1 and event.ref and event.ref.startswith("#8"):
+        return f"what is {event.ref} about?"
+    # One or two of the event's rarer words (what sticks in memory), one to three others.
+    ranked = sorted(set(words), key=lambda w: rarity.get(w, 0), reverse=True)
+    picked = ranked[: rng.randint(1, 2)]
+    picked += rng.sample(words, min(len(words), rng.randint(1, 3)))
+    rng.shuffle(picked)
+    return "why did " + " ".join(picked) + "?"
+
+
+async def fill(store: Store, n: int, rng: random.Random) -> tuple[float, list[Event]]:
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero", timezone="UTC"))
+    words = Words(rng)
+    measured = min(100_000, n)
+    events = [make_event(i, n, words, rng) for i in range(measured)]
+    t0 = time.perf_counter()
+    for start in range(0, measured, 2000):
+        await store.events.upsert_many(events[start : start + 2000])
+    rate = measured / (time.perf_counter() - t0)
+    sample = rng.sample(events, min(2000, len(events)))
+    rows = []
+    for i in range(measured, n):
+        e = make_event(i, n, words, rng)
+        if rng.random() < 0.002:
+            sample.append(e)
+        rows.append(
+            (e.run_slug, e.source, e.external_id, e.kind, e.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+             e.author, e.ref, e.url, e.title, e.body, e.thread, "h", "x")
+        )  # fmt: skip
+        if len(rows) == 50_000:
+            await _bulk(store, rows)
+            rows = []
+    if rows:
+        await _bulk(store, rows)
+    await store.db.conn.execute("ANALYZE")
+    return rate, sample
+
+
+async def _bulk(store: Store, rows: list[tuple[object, ...]]) -> None:
+    async with store.transaction() as conn:
+        await conn.executemany(
+            "INSERT INTO events (run_slug, source, external_id, kind, at, author, ref, url, "
+            "title, body, thread, content_hash, ingested_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+
+async def naive(store: Store, question: str) -> list[str]:
+    """The obvious approach: each word as LIKE '%word%' over every event's text, ranked by how
+    many of the words an event contains, newest first among equals."""
+    words = [t.text for t in parse_question(question).terms if not t.pair]
+    text = "(coalesce(title, '') || ' ' || body || ' ' || coalesce(summary, ''))"
+    score = " + ".join(f"({text} LIKE ?)" for _ in words)
+    rows = await store.db.fetchall(
+        f"SELECT external_id FROM (SELECT external_id, at, {score} AS score FROM events "
+        "WHERE run_slug = ? AND deleted = 0) WHERE score > 0 "
+        "ORDER BY score DESC, at DESC LIMIT 8",
+        [*(f"%{w}%" for w in words), "hero"],
+    )
+    return [row[0] for row in rows]
+
+
+async def timed(fn: Callable[[str], Awaitable[object]], questions: list[str]) -> list[float]:
+    samples = []
+    for question in questions:
+        t0 = time.perf_counter()
+        await fn(question)
+        samples.append((time.perf_counter() - t0) * 1000)
+    return samples
+
+
+def line(label: str, samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p95 = ordered[max(0, int(len(ordered) * 0.95) - 1)]
+    return f"{label:46} {statistics.median(ordered):10.2f} {p95:9.2f} {len(ordered):6d}"
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--questions", type=int, default=300)
+    parser.add_argument("--naive", type=int, default=10, help="questions for the LIKE scan")
+    parser.add_argument("--db", type=Path)
+    args = parser.parse_args()
+    rng = random.Random(13)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.db or Path(tmp) / "bench_ask.db"
+        reuse = path.exists()
+        async with Database.open(path) as db:
+            store = Store(db)
+            t0 = time.perf_counter()
+            if reuse:  # a database left by an earlier run (--db): sample its events
+                rate, sample = float("nan"), []
+                top = await store.search.size()
+                while len(sample) < 2000:
+                    event = await store.events.get(rng.randint(1, top))
+                    if event is not None:
+                        sample.append(event)
+            else:
+                rate, sample = await fill(store, args.events, rng)
+            fill_s = time.perf_counter() - t0
+            targets = rng.sample(sample, min(args.questions, len(sample)))
+            rarity = {w: rank for rank, w in enumerate(Words(random.Random(13)).vocab)}
+            questions = [question_for(e, rng, rarity) for e in targets]
+            found = 0
+            for event, question in zip(targets, questions, strict=True):
+                hits = await retrieve(store, "hero", parse_question(question), NOW)
+                if question.startswith("what is #"):  # a thread question: any of its events
+                    found += any(h.event.thread == event.thread for h in hits[:3])
+                else:
+                    found += any(h.event.external_id == event.external_id for h in hits[:3])
+            service = AskService(store, None)
+            fmt = local_formatter("UTC", NOW)
+
+            async def one(question: str) -> None:
+                await retrieve(store, "hero", parse_question(question), NOW)
+
+            async def handler(question: str) -> None:
+                answer = await service.ask("hero", question, NOW)
+                answer_card(answer, fmt, run_name="Hero")
+
+            retrieval = await timed(one, questions)
+            handled = await timed(handler, questions)
+            naive_ms = await timed(lambda q: naive(store, q), questions[: args.naive])
+            naive_found = 0
+            for event, question in list(zip(targets, questions, strict=True))[: args.naive]:
+                naive_found += event.external_id in (await naive(store, question))[:3]
+            ours_found = 0
+            for event, question in list(zip(targets, questions, strict=True))[: args.naive]:
+                hits = await retrieve(store, "hero", parse_question(question), NOW)
+                ours_found += event.external_id in [h.event.external_id for h in hits[:3]]
+            index_bytes = await store.search.index_bytes()
+        count = sqlite3.connect(path).execute("SELECT COUNT(*) FROM events").fetchone()[0]
+        table_bytes = (
+            sqlite3.connect(path)
+            .execute("SELECT SUM(pgsize) FROM dbstat WHERE name = 'events'")
+            .fetchone()[0]
+        )
+    filled = "reused" if reuse else f"filled in {fill_s:.0f} s"
+    print(f"events in store: {count:,} ({filled})")
+    print(f"{'measure':46} {'median ms':>10} {'p95 ms':>9} {'runs':>6}")
+    print(line("retrieval (FTS5 BM25, bounded)", retrieval))
+    print(line("/ask handler without LLM (answer + card)", handled))
+    print(line("naive LIKE scan, same questions", naive_ms))
+    ratio = statistics.median(naive_ms) / statistics.median(retrieval)
+    print(f"naive / retrieval (median): {ratio:.0f}x")
+    print(
+        f"on the naive scan's {len(naive_ms)} questions, source event in the top 3: "
+        f"retrieval {ours_found}, naive {naive_found}"
+    )
+    if index_bytes is not None:
+        print(
+            f"full-text index: {index_bytes / count:.0f} bytes per event "
+            f"({index_bytes / 2**20:.0f} MiB; the events table itself: "
+            f"{table_bytes / count:.0f} bytes per event)"
+        )
+    print(f"synthetic recall: source event in the top 3 for {found} of {len(questions)} questions")
+    print(f"ingest through EventsRepo.upsert_many (index triggers included): {rate:,.0f} events/s")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,257 @@
+"""/ask's LLM answer: the retrieved events as numbered, fenced sources plus the run's computed
+facts in; an answer citing sources as `[n]` out, checked in code before anyone sees it.
+
+The check (`check_answer`): every `[n]` is one of the sources; every URL is a source's URL;
+every number, date, time, reference and identifier appears in a cited source or in the facts
+(`grounding.check`, the narrative's rules, with citation markers taken out first). A draft that
+fails is recorded as `ask.rejected` (it was paid for) and the model gets one retry with the
+problems listed; a second failure, an outage, no key or a spent budget return None and the
+caller shows the search results instead. Mentions are stripped from what passes
+(`safety.sanitize_output`), so an `@everyone` never reaches Discord even before the
+`allowed_mentions` lock.
+
+Accepted answers are renumbered in order of first citation ([3] then [1] become [1] then [2])
+and recorded as `ask` rows: content is JSON `{"answer", "event_ids"}` so a cached answer can be
+served again with its citations; tokens and cost count against the daily budget and appear in
+`runscribe usage`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
+from bot.llm.grounding import FactIndex, GroundingReport, check
+from bot.llm.prompts import load_prompt, short_hash
+from bot.llm.safety import URL_RE, fence, normalise_url, sanitize_output
+from bot.mentions import defuse_mentions
+from bot.models import Event
+from bot.narrative.format import fmt_date
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+
+TASK = "ask"
+ASK_MAX_WORDS = 180
+ASK_MAX_CHARS = 1500
+ASK_MAX_TOKENS = 700
+SOURCE_CHARS = 700  # of each event's text shown to the model
+
+# [1], [1, 2], [1][2], [1-3]; not a Markdown link's label ("[2](https://…)").
+_CITE = re.compile(r"\[\s*(\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*)\s*\](?!\()")
+
+
+@dataclass(slots=True, frozen=True)
+class Draft:
+    answer: str
+    event_ids: list[int]  # the cited events, in citation order: [1] is event_ids[0]
+
+
+def source_text(event: Event) -> str:
+    """What the model reads of one event: title, summary, then the start of the body."""
+    parts = [event.title or "", event.summary or ""]
+    body = " ".join((event.body or "").split())
+    if body and body not in parts:
+        parts.append(body)
+    text = "\n".join(p for p in parts if p.strip())
+    return text[:SOURCE_CHARS] + ("…" if len(text) > SOURCE_CHARS else "")
+
+
+def render_source(n: int, event: Event, tz: str) -> str:
+    return fence(
+        source_text(event) or "(no text)",
+        source=event.source,
+        n=n,
+        date=fmt_date(event.at, tz),
+        author=event.author,
+        ref=event.ref,
+        state=event.state,
+        url=event.url,
+    )
+
+
+def render_sources(events: Sequence[Event], tz: str) -> str:
+    return "\n".join(render_source(n, event, tz) for n, event in enumerate(events, 1))
+
+
+def citations_in(text: str) -> list[int]:
+    """Cited numbers in order of first appearance; `[2-4]` counts as 2, 3, 4."""
+    found: list[int] = []
+    for match in _CITE.finditer(text):
+        for part in re.split(r"\s*[,;]\s*", match.group(1)):
+            bounds = re.split(r"\s*[-–]\s*", part)
+            numbers = [int(b) for b in bounds if b]
+            if len(numbers) == 2 and 0 < numbers[1] - numbers[0] < 20:
+                numbers = list(range(numbers[0], numbers[1] + 1))
+            for number in numbers:
+                if number not in found:
+                    found.append(number)
+    return found
+
+
+def check_answer(text: str, sources: Sequence[Event], facts_text: str, tz: str) -> GroundingReport:
+    report = GroundingReport()
+    if not text.strip():
+        report.problems.append("the reply was empty")
+        return report
+    cited = citations_in(text)
+    for n in cited:
+        if not 1 <= n <= len(sources):
+            report.problems.append(
+                f"[{n}] is not a source: cite only [1] to [{len(sources)}]"
+                if sources
+                else f"[{n}] is not a source: there are no sources"
+            )
+    backing = [render_source(n, sources[n - 1], tz) for n in cited if 1 <= n <= len(sources)]
+    index = FactIndex.build(facts_text, *backing)
+    # Links: only the sources' own URLs (the facts' run links are not citations).
+    index.urls = {normalise_url(e.url) for e in sources if e.url}
+    report.problems.extend(check(_CITE.sub(" ", text), index).problems)
+    return report
+
+
+def finalise(text: str, sources: Sequence[Event]) -> Draft:
+    """Renumber citations in order of first use, add any source whose URL the text shows, and
+    sanitise (mentions, control characters, links to anything else, length)."""
+    order = [n for n in citations_in(text) if 1 <= n <= len(sources)]
+    by_url = {normalise_url(e.url): i + 1 for i, e in enumerate(sources) if e.url}
+    for match in URL_RE.finditer(text):
+        n = by_url.get(normalise_url(match.group(0)))
+        if n is not None and n not in order:
+            order.append(n)
+    renumber = {old: new for new, old in enumerate(order, 1)}
+
+    def replace(match: re.Match[str]) -> str:
+        numbers = citations_in(match.group(0))
+        return "".join(f"[{renumber[n]}]" for n in numbers if n in renumber)
+
+    text = _CITE.sub(replace, text)
+    cited = [sources[n - 1] for n in order]
+    allowed = {e.url for e in cited if e.url}
+    answer = sanitize_output(text, allowed_urls=allowed, limit=ASK_MAX_CHARS)
+    return Draft(answer=answer, event_ids=[int(e.id or 0) for e in cited])
+
+
+def prompt_hash() -> str:
+    return short_hash(load_prompt("system").text, load_prompt(TASK).text)
+
+
+def render_user(question: str, sources: Sequence[Event], facts_text: str, tz: str) -> str:
+    return load_prompt(TASK).render(
+        question=fence(question, source="user", kind="question"),
+        facts=facts_text,
+        sources=render_sources(sources, tz),
+        max_words=ASK_MAX_WORDS,
+    )
+
+
+async def write_answer(
+    store: Store,
+    llm: LLMClient,
+    question: str,
+    sources: Sequence[Event],
+    facts_text: str,
+    *,
+    tz: str,
+    run_slug: str,
+    now: datetime,
+    cache_key: str | None = None,
+    model: str | None = None,
+) -> Draft | None:
+    """Call, check, retry once with the problems, record. None means: show search results."""
+    if not sources:
+        return None
+    system = load_prompt("system").render()
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": render_user(question, sources, facts_text, tz)}
+    ]
+    phash = prompt_hash()
+    problems: list[str] = []
+    try:
+        for attempt in range(2):
+            result = await llm.complete(
+                system=system,
+                messages=messages,
+                max_tokens=ASK_MAX_TOKENS,
+                now=now,
+                model=model,
+            )
+            # Mentions are removed, not argued with: a ping is never a reason to fall back.
+            reply = defuse_mentions(result.text)
+            report = check_answer(reply, sources, facts_text, tz)
+            if report.ok:
+                draft = finalise(reply, sources)
+                await store.llm.record(
+                    _output(result, draft, phash, run_slug=run_slug, now=now, key=cache_key)
+                )
+                return draft
+            problems = report.problems
+            await store.llm.record(
+                result.output(
+                    task=f"{TASK}.rejected",
+                    prompt_name=TASK,
+                    prompt_hash=phash,
+                    content=result.text + "\n\n[grounding]\n" + report.feedback(),
+                    created_at=now,
+                    run_slug=run_slug,
+                )
+            )
+            if attempt == 0:
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": result.text or "(empty)"},
+                    {
+                        "role": "user",
+                        "content": load_prompt("grounding_retry").render(
+                            problems=report.feedback()
+                        ),
+                    },
+                ]
+    except LLMUnavailable as exc:
+        llm.note_fallback(exc, TASK, now)
+        return None
+    log.warning(
+        "LLM answer to a question failed the grounding check twice (%s); showing search results",
+        "; ".join(problems[:5]),
+    )
+    return None
+
+
+def _output(
+    result: LLMResult, draft: Draft, phash: str, *, run_slug: str, now: datetime, key: str | None
+) -> Any:
+    return result.output(
+        task=TASK,
+        prompt_name=TASK,
+        prompt_hash=phash,
+        content=json.dumps({"answer": draft.answer, "event_ids": draft.event_ids}),
+        created_at=now,
+        run_slug=run_slug,
+        cache_key=key,
+    )
+
+
+def parse_cached(content: str) -> Draft | None:
+    try:
+        data = json.loads(content)
+        return Draft(answer=str(data["answer"]), event_ids=[int(i) for i in data["event_ids"]])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+__all__ = [
+    "TASK",
+    "Draft",
+    "check_answer",
+    "citations_in",
+    "finalise",
+    "parse_cached",
+    "prompt_hash",
+    "render_sources",
+    "write_answer",
+]

@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 DEFAULT_EXTENSIONS: tuple[str, ...] = (
     "cogs.errors",
     "cogs.status",
+    "cogs.forecast",
     "cogs.timeline",
     "cogs.digest",
     "cogs.ask",

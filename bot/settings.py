@@ -5,12 +5,13 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from pydantic import (
@@ -135,6 +136,46 @@ class Thresholds(BaseModel):
     reminder_minutes: float | None = Field(default=None, gt=0)
 
 
+class ForecastConfig(BaseModel):
+    """One `[[runs.forecasts]]` entry: a W&B metric to forecast from its own history and watch
+    for drift (see `bot.analysis.forecast`). The defaults are chosen not to fire on noise."""
+
+    model_config = ConfigDict(extra="forbid")
+    metric: str = Field(min_length=1, max_length=200)
+    label: str | None = Field(default=None, max_length=100)
+    direction: Literal["up", "down", "both"] = "both"
+    points: int = Field(default=5, ge=1, le=1000)  # K: consecutive points outside (or back in)
+    window: int = Field(default=200, ge=10, le=5000)  # trailing points the trend is fitted on
+    holdout: int = Field(default=20, ge=1, le=5000)  # newest points left out of the fit
+    band: float = Field(default=5.0, gt=0, le=100)  # band half-width in robust sigmas
+    min_points: int = Field(default=60, ge=10, le=10000)  # learning until this many
+
+    @field_validator("metric")
+    @classmethod
+    def _metric(cls, value: str) -> str:
+        if value != value.strip() or value.startswith("_"):
+            raise ValueError(f"{value!r} is not a W&B history key to forecast")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ForecastConfig:
+        if self.holdout < self.points:
+            raise ValueError(
+                f"holdout ({self.holdout}) must be at least points ({self.points}): the newest "
+                "points are judged against a fit that does not contain them"
+            )
+        if self.min_points < self.holdout + 10:
+            raise ValueError(
+                f"min_points ({self.min_points}) must be at least holdout + 10 "
+                f"({self.holdout + 10})"
+            )
+        return self
+
+    @property
+    def name(self) -> str:
+        return self.label or self.metric
+
+
 # Validation context of a config read back from the store (see `RunConfig.stored`).
 _STORED = {"stored": True}
 
@@ -170,6 +211,8 @@ class RunConfig(BaseModel):
     metrics: MetricKeys = Field(default_factory=MetricKeys)
     links: dict[str, str] = Field(default_factory=dict)
     alerts: Thresholds = Field(default_factory=Thresholds)
+    loss_forecast: list[tuple[float, float]] | None = None
+    forecasts: list[ForecastConfig] = Field(default_factory=list)
 
     @field_validator("slug")
     @classmethod
@@ -263,6 +306,31 @@ class RunConfig(BaseModel):
                 raise ValueError(f"link {label!r} must be an http(s) URL")
         return value
 
+    @field_validator("loss_forecast")
+    @classmethod
+    def _loss_forecast(cls, value: list[tuple[float, float]] | None) -> Any:
+        if value is None:
+            return None
+        if len(value) < 2:
+            raise ValueError("needs at least 2 [step, loss] points")
+        for index, (step, loss) in enumerate(value):
+            if not (math.isfinite(step) and math.isfinite(loss)) or step <= 0 or loss <= 0:
+                raise ValueError(f"point {index} {[step, loss]}: step and loss must be positive")
+            if index and step <= value[index - 1][0]:
+                raise ValueError(f"point {index}: steps must increase ({step:g} after "
+                                 f"{value[index - 1][0]:g})")  # fmt: skip
+        return value
+
+    @field_validator("forecasts")
+    @classmethod
+    def _forecasts(cls, value: list[ForecastConfig]) -> list[ForecastConfig]:
+        seen: set[str] = set()
+        for entry in value:
+            if entry.metric in seen:
+                raise ValueError(f"metric {entry.metric!r} is listed twice")
+            seen.add(entry.metric)
+        return value
+
     @model_validator(mode="after")
     def _has_source(self, info: ValidationInfo) -> RunConfig:
         if info.context == _STORED:
@@ -271,6 +339,17 @@ class RunConfig(BaseModel):
             raise ValueError("needs at least one source: wandb_runs or github_repo")
         if self.wandb_run_pattern and not self.wandb_runs:
             raise ValueError("wandb_run_pattern needs wandb_runs (it names the project to watch)")
+        if self.forecasts and not self.wandb_runs:
+            raise ValueError("forecasts need wandb_runs (the metrics come from W&B)")
+        if self.loss_forecast and not self.metrics.loss:
+            raise ValueError("loss_forecast needs metrics.loss (the W&B key of the loss)")
+        watched = {self.metrics.step, self.metrics.tokens, self.metrics.loss}
+        for entry in self.forecasts:
+            if entry.metric in watched:
+                raise ValueError(
+                    f"forecasts: {entry.metric!r} is already a [runs.metrics] key; "
+                    "use loss_forecast for the loss"
+                )
         return self
 
     @property

@@ -24,6 +24,7 @@ Fingerprints (one open incident per run and fingerprint):
 | `loss-nan`                | loss NaN or infinite                                      |
 | `loss-spike`              | loss > X % above its trailing trend for K points          |
 | `throughput`              | step/token rate > X % below its trailing baseline         |
+| `drift:<metric>`          | a watched metric outside its forecast band for K points   |
 | `report:<kind>:<thread>`  | an incident reported by people (GitHub/Discord)           |
 | `monitor-stale`           | Runscribe cannot reach W&B (says nothing about the run)   |
 """
@@ -39,6 +40,7 @@ from itertools import pairwise
 from statistics import median
 from typing import Any, Literal
 
+from bot.analysis.forecast import Episode, Tracker, drift_title, fmt_value
 from bot.analysis.progress import effective_series
 from bot.enrich.rules import enrich_event
 from bot.models import (
@@ -60,6 +62,7 @@ SPIKE = "loss-spike"
 THROUGHPUT = "throughput"
 MONITOR = "monitor-stale"
 REPORT_PREFIX = "report:"
+DRIFT_PREFIX = "drift:"
 
 #: "The run is down" conditions. Findings of this group close in time become one incident.
 OUTAGE = "outage"
@@ -137,6 +140,7 @@ class RunData:
     known_down: datetime | None = None  # start of a crash the open incident already tracks
     clear_hold: timedelta = timedelta(minutes=2)
     wandb_health: SourceHealth | None = None  # polling W&B for this run: freshness, failures
+    forecasts: Sequence[Tracker] = ()  # watched metrics, brought up to date this cycle
     series: list[MetricPoint] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -656,6 +660,65 @@ def detect_reports(data: RunData) -> Detection:
     return Detection(list(by_fp.values()))
 
 
+# --- forecasts ------------------------------------------------------------------------------
+
+
+def drift_fingerprint(metric: str) -> str:
+    return f"{DRIFT_PREFIX}{metric}"
+
+
+def detect_drift(data: RunData) -> Detection:
+    """One finding per drift episode of each watched metric: the open one, and those that
+    closed since the last cycle looked (their end resolves the incident). An episode a restore
+    undid (training went back before it began) is no finding: an incident already open for it
+    clears for want of one."""
+    findings = []
+    for tracker in data.forecasts:
+        episodes = [*tracker.closed]
+        if tracker.episode is not None:
+            episodes.append(tracker.episode)
+        for episode in episodes:
+            if episode.undone or (episode.end is not None and episode.end.at < data.eval_start):
+                continue
+            findings.append(_drift_finding(tracker, episode))
+    return Detection(findings)
+
+
+def _drift_finding(tracker: Tracker, episode: Episode) -> Finding:
+    cfg = tracker.config
+    name = f"{cfg.label} ({cfg.metric})" if cfg.label else cfg.metric
+    c = episode.confirmed
+    side = "above" if episode.direction == "up" else "below"
+    cause = (
+        f"{name} left its forecast band at step {episode.start.step:,} and stayed {side} it for "
+        f"{cfg.points} consecutive points: {fmt_value(c.value)} at step {c.step:,} against a "
+        f"forecast of {fmt_value(c.forecast)} (band {fmt_value(c.low)}–{fmt_value(c.high)}), "
+        f"fitted from its own trailing {cfg.window} points."
+    )
+    end = episode.end
+    return Finding(
+        fingerprint=drift_fingerprint(cfg.metric),
+        kind="drift",
+        severity="warning",
+        title=drift_title(cfg, episode),
+        cause=cause,
+        since=episode.start.at,
+        until=end.at if end is not None else None,
+        resolution=f"{name} is {episode.resolution}." if end is not None else None,
+        facts={
+            "metric": cfg.metric,
+            "direction": episode.direction,
+            "since_step": episode.start.step,
+            "value": c.value,
+            "forecast": c.forecast,
+            "low": c.low,
+            "high": c.high,
+            "peak": episode.peak.value,
+            "peak_step": episode.peak.step,
+        },
+    )
+
+
 # --- the monitor itself ---------------------------------------------------------------------
 
 
@@ -760,6 +823,14 @@ DETECTORS: tuple[DetectorSpec, ...] = (
     ),
     DetectorSpec(NAN, detect_nan, "wandb"),
     DetectorSpec(SPIKE, detect_spike, "wandb"),
+    DetectorSpec(
+        DRIFT_PREFIX,
+        detect_drift,
+        "wandb",
+        inhibited_by_crash=True,
+        default_resolution="The metric is back within its forecast band.",
+        family=True,
+    ),
     DetectorSpec(MONITOR, detect_monitor, "monitor"),
     DetectorSpec(REPORT_PREFIX, detect_reports, "people", hold=None, family=True),
 )

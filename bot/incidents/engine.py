@@ -56,6 +56,7 @@ from bot.models import (
     RunInfo,
     Silence,
 )
+from bot.services.forecasts import advance_forecasts
 from bot.settings import Thresholds
 from bot.store import Store
 from bot.store.incidents import IncidentsRepo
@@ -146,12 +147,13 @@ class IncidentEngine:
         # Reports can be ingested long after they were written (a thread tracked late, an edit):
         # look back far enough to attach them to the incident they describe.
         reports = await repo.unlinked_reports(run.slug, report_since, now)
+        chain = run.wandb_chain(snapshots)
         data = RunData(
             slug=run.slug,
             name=run.name,
             now=now,
             thresholds=th,
-            chain=run.wandb_chain(snapshots),
+            chain=chain,
             snapshots={s.wandb_run: s for s in snapshots},
             points=[pt for pt in points if pt.at <= now],
             wandb_events=wandb_events,
@@ -161,6 +163,7 @@ class IncidentEngine:
             known_down=known_down,
             clear_hold=p.clear_hold,
             wandb_health=health,
+            forecasts=await advance_forecasts(store, run, chain, now),
         )
         cycle = _Cycle(
             run=run,
@@ -208,9 +211,9 @@ class IncidentEngine:
         )
         crash_now = any(f.fingerprint == CRASH and f.active for f in findings)
         if crash_now or (data.blind and crash_open):
-            inhibited = {spec.fingerprint for spec in DETECTORS if spec.inhibited_by_crash}
-            findings = [f for f in findings if f.fingerprint not in inhibited]
-            cycle.judge.frozen |= inhibited
+            inhibited = [spec for spec in DETECTORS if spec.inhibited_by_crash]
+            findings = [f for f in findings if not any(s.owns(f.fingerprint) for s in inhibited)]
+            cycle.judge.frozen |= {spec.fingerprint for spec in inhibited}
         findings.sort(key=lambda f: (is_report(f.fingerprint), f.fingerprint != CRASH, f.since))
         return findings
 

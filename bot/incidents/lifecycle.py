@@ -53,6 +53,13 @@ class Judgement:
     def now(self) -> datetime:
         return self.data.now
 
+    def is_frozen(self, fingerprint: str) -> bool:
+        """Whether the condition, or the family it belongs to (`drift:<metric>`), is frozen."""
+        if fingerprint in self.frozen:
+            return True
+        spec = spec_for(fingerprint)
+        return spec is not None and spec.fingerprint in self.frozen
+
     @property
     def thresholds(self) -> Thresholds:
         return self.data.thresholds
@@ -144,7 +151,7 @@ def advance(j: Judgement, incident: Incident, at: datetime | None = None) -> boo
             until, text = report_clear(j, member)
             if until is not None:
                 member.until, member.resolution = until, text
-        elif fp not in j.frozen and member.seen_at != now:
+        elif not j.is_frozen(fp) and member.seen_at != now:
             member.until = j.clears.get(fp, now)  # no finding this cycle: the condition is over
     if any(m.until is None for m in details.members.values()):
         details.clear_since = None

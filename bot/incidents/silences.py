@@ -16,6 +16,7 @@ from bot.errors import UserFacingError
 from bot.incidents.detectors import (
     CRASH,
     DETECTORS,
+    DRIFT_PREFIX,
     HEARTBEAT,
     KIND_LABELS,
     MONITOR,
@@ -42,6 +43,7 @@ _DESCRIPTIONS = {
     THROUGHPUT: "throughput drop",
     MONITOR: "Runscribe cannot reach W&B",
     REPORT_PREFIX: "every incident people report on GitHub or Discord",
+    DRIFT_PREFIX: "a watched metric drifting off its forecast (one metric: `drift:<metric>`)",
 }
 #: What a silence can name, with what it covers (shown when a condition is unknown): `all` and
 #: every detector in the registry; a family of conditions (reports, drifts) as a glob. Each

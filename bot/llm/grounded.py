@@ -57,6 +57,10 @@ def render_facts(facts: NarrativeFacts) -> str:
         lines.append(f"projected end: {fmt_date(facts.projected_end, tz)}")
     if facts.loss is not None:
         lines.append(f"latest loss: {facts.loss:.3f}")
+    if facts.loss_vs_forecast:
+        lines.append(f"loss against its predicted curve: {facts.loss_vs_forecast}")
+    for line in facts.drifting:
+        lines.append(f"metric off its forecast: {line}")
     if isinstance(facts, DigestFacts):
         lines.append(f"window: the last {facts.window_hours} hours")
         gained = facts.steps_gained

@@ -70,6 +70,7 @@ class IncidentFact:
     severity: str = "warning"
     cause: str | None = None
     resolution: str | None = None
+    kind: str = "other"
 
     def duration(self, now: datetime) -> timedelta:
         return (self.resolved_at or now) - self.started_at
@@ -100,6 +101,8 @@ class NarrativeFacts:
     launched_at: datetime | None = None
     projected_end: datetime | None = None
     loss: float | None = None
+    loss_vs_forecast: str | None = None  # "0.012 below the predicted curve"
+    drifting: list[str] = field(default_factory=list)  # watched metrics off their forecast
     last_restart: RestartFact | None = None
     incidents: list[IncidentFact] = field(default_factory=list)
     counts_by_tag: dict[str, int] = field(default_factory=dict)
@@ -155,6 +158,19 @@ class DigestFacts(NarrativeFacts):
         if self.step is None or self.step_at_start is None:
             return None
         return self.step - self.step_at_start
+
+    @property
+    def drifts_opened(self) -> list[str]:
+        """Titles of the drift incidents that began in the window."""
+        return [i.title for i in self.incidents if i.kind == "drift" and i.started_at >= self.start]
+
+    @property
+    def drifts_resolved(self) -> list[str]:
+        return [
+            i.title
+            for i in self.incidents
+            if i.kind == "drift" and i.resolved_at is not None and i.resolved_at >= self.start
+        ]
 
     @property
     def window_hours(self) -> int:
@@ -244,6 +260,7 @@ def incident_facts(incidents: Sequence[Incident], limit: int = MAX_INCIDENTS) ->
             severity=i.severity,
             cause=i.cause,
             resolution=i.resolution,
+            kind=i.kind,
         )
         for i in ordered[:limit]
     ]

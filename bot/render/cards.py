@@ -14,6 +14,7 @@ from typing import Literal
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
 from bot.narrative.format import fmt_big
+from bot.services.forecasts import ForecastPanel, ForecastView
 from bot.services.narrative import Narrative
 from bot.services.status import RestartInfo, StatusReport
 from bot.timeutil import ago, humanize_delta
@@ -137,7 +138,9 @@ def status_card(
         )
     if p.loss is not None:
         rate = f" · {p.steps_per_hour:,.0f} steps/h (24 h)" if p.steps_per_hour else ""
-        card.fields.append(CardField("Loss", f"{p.loss:.4f}{rate}", inline=True))
+        curve = report.loss_forecast
+        against = f"\n{curve.reason}" if curve is not None and curve.forecast is not None else ""
+        card.fields.append(CardField("Loss", f"{p.loss:.4f}{rate}{against}", inline=True))
     incidents = report.open_incidents
     lines = [f"• {i.title} (since {fmt(i.started_at, 'relative')})" for i in incidents]
     lines = lines or ["none"]
@@ -155,6 +158,11 @@ def status_card(
             inline=True,
         )
     )
+    watched = [f for f in report.forecasts if f.kind == "metric"]
+    if watched:
+        card.fields.append(
+            CardField("Forecasts", clip(forecasts_summary(watched), FIELD_VALUE_LIMIT))
+        )
     card.fields.append(
         CardField("Sources", freshness_line(report.freshness, report.now), inline=False)
     )
@@ -168,6 +176,28 @@ def status_card(
         card.footer += f", next in {humanize_delta(narrative.next_at - report.now)}"
     card.image = chart
     return card
+
+
+def forecast_line(view: ForecastView) -> str:
+    """The metric key (from the runs file) in code style, so `a_b_c` stays as written."""
+    key = f"`{view.metric}`"
+    return view.describe(f"{view.label} ({key})" if view.label != view.metric else key)
+
+
+def forecasts_summary(views: list[ForecastView]) -> str:
+    """Drifting forecasts first, one line each; the rest summarised."""
+    drifting = [v for v in views if v.state == "drifting"]
+    lines = [f"⚠ {forecast_line(v)}" for v in drifting]
+    ok = sum(v.state == "ok" for v in views)
+    learning = [v for v in views if v.state == "learning"]
+    rest = []
+    if ok:
+        rest.append(f"{ok} within forecast")
+    if learning:
+        rest.append(f"{len(learning)} learning ({', '.join(v.label for v in learning)})")
+    if rest:
+        lines.append(("others: " if drifting else "") + ", ".join(rest))
+    return "\n".join(lines)
 
 
 def freshness_line(freshness: dict[str, datetime | None], now: datetime) -> str:
@@ -262,3 +292,27 @@ def digest_card(facts: DigestFacts, fmt: TimeFormatter) -> Card:
         footer=f"{fmt(facts.start, 'datetime')} → {fmt(facts.end, 'datetime')} · {facts.by}",
     )
     return card
+
+
+def forecast_cards(run_name: str, panels: list[ForecastPanel]) -> list[Card]:
+    """One card per watched metric for `/forecast`, each with its chart `forecast-<n>.png`."""
+    colors: dict[str, Color] = {"drifting": "warning", "ok": "ok", "learning": "unknown"}
+    cards = []
+    for index, panel in enumerate(panels):
+        view = panel.view
+        lines = [forecast_line(view)]
+        if view.step is not None:
+            lines.append(f"latest value at step {view.step:,}")
+        cards.append(
+            Card(
+                title=clip(f"{run_name} · {view.name}", TITLE_LIMIT),
+                description=clip("\n".join(lines), DESCRIPTION_LIMIT),
+                color=colors.get(view.state, "info"),
+                image=forecast_image(index),
+            )
+        )
+    return cards
+
+
+def forecast_image(index: int) -> str:
+    return f"forecast-{index}.png"

@@ -7,11 +7,12 @@ import asyncio
 import io
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from bot.analysis.progress import Restart
 from bot.models import MetricPoint
+from bot.services.forecasts import ForecastPanel
 from bot.services.status import ChartSeries
 
 
@@ -21,6 +22,7 @@ def render_chart(
     *,
     title: str = "",
     now: datetime | None = None,
+    loss_curve: Callable[[float], float | None] | None = None,
 ) -> bytes:
     import matplotlib
 
@@ -33,6 +35,23 @@ def render_chart(
     losses = [p.loss for p in points if p.loss is not None and math.isfinite(p.loss)]
     if times:
         ax.plot(times, losses, color="#3b7dd8", linewidth=1.1, label="loss")  # type: ignore[arg-type]
+    if loss_curve is not None and times:
+        # the predicted curve at each point's step, against the same time axis
+        predicted = [
+            (p.at, loss_curve(p.step))
+            for p in points
+            if p.loss is not None and math.isfinite(p.loss)
+        ]
+        shown = [(t, v) for t, v in predicted if v is not None]
+        if shown:
+            ax.plot(
+                [t for t, _ in shown],  # type: ignore[arg-type]
+                [v for _, v in shown],
+                color="#e08a1e",
+                linewidth=1.0,
+                linestyle=":",
+                label="predicted",
+            )
     ax.set_ylabel("loss", color="#3b7dd8")
     ax.grid(alpha=0.25)
     token_points = [(p.at, p.tokens) for p in points if p.tokens is not None]
@@ -65,14 +84,22 @@ def render_chart(
 
 
 async def render_chart_async(
-    points: Sequence[MetricPoint], restarts: Sequence[Restart] = (), *, title: str = ""
+    points: Sequence[MetricPoint],
+    restarts: Sequence[Restart] = (),
+    *,
+    title: str = "",
+    loss_curve: Callable[[float], float | None] | None = None,
 ) -> bytes:
-    return await asyncio.to_thread(render_chart, points, restarts, title=title)
+    return await asyncio.to_thread(
+        render_chart, points, restarts, title=title, loss_curve=loss_curve
+    )
 
 
 async def render_series(series: ChartSeries) -> bytes:
     """The /status chart of `bot.services.status.chart_series`, drawn in a worker thread."""
-    return await render_chart_async(series.points, series.restarts, title=series.title)
+    return await render_chart_async(
+        series.points, series.restarts, title=series.title, loss_curve=series.loss_curve
+    )
 
 
 class ChartCache:
@@ -99,3 +126,63 @@ class ChartCache:
         self._items[(slug, version)] = png
         while len(self._items) > self._size:
             self._items.popitem(last=False)
+
+
+def render_forecast_chart(
+    steps: Sequence[int],
+    values: Sequence[float],
+    band: Sequence[tuple[int, float, float, float]] = (),
+    *,
+    title: str = "",
+    drift_step: int | None = None,
+    note: str = "",
+) -> bytes:
+    """One watched metric against its forecast: the values by step, the trend line and its band
+    (`band`: (step, low, forecast, high) at the ends of a straight stretch), where a drift began."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 3.0), dpi=100)
+    ax = fig.add_subplot(1, 1, 1)
+    if steps:
+        ax.plot(list(steps), list(values), color="#3b7dd8", linewidth=1.0, label="value")
+    if band:
+        xs = [b[0] for b in band]
+        ax.fill_between(
+            xs, [b[1] for b in band], [b[3] for b in band], color="#e08a1e", alpha=0.18,
+            linewidth=0, label="forecast band",
+        )  # fmt: skip
+        ax.plot(xs, [b[2] for b in band], color="#e08a1e", linewidth=1.0, linestyle="--",
+                label="forecast")  # fmt: skip
+    if drift_step is not None:
+        ax.axvline(drift_step, color="#d9534f", linewidth=0.9, alpha=0.8, label="drift began")
+    if steps:
+        ax.legend(loc="upper left", fontsize=8, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no values yet", ha="center", va="center", transform=ax.transAxes)
+    if note:
+        ax.text(0.99, 0.02, note, ha="right", va="bottom", fontsize=8, color="#777777",
+                transform=ax.transAxes)  # fmt: skip
+    ax.set_xlabel("step")
+    ax.grid(alpha=0.25)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def forecast_panel_chart(panel: ForecastPanel) -> bytes:
+    """The `/forecast` chart of one watched metric (blocking: call it in a worker thread)."""
+    view = panel.view
+    return render_forecast_chart(
+        [p.step for p in panel.points],
+        [p.value for p in panel.points],
+        panel.band(),
+        title=view.name,
+        drift_step=view.drift_since_step,
+        note=view.reason or "",
+    )

@@ -86,6 +86,7 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
         "narrative_at": iso(narrative.at),
         "narrative_by": narrative.by,
         "links": report.links,
+        "forecasts": [view.as_json() for view in report.forecasts],
         "generated_at": iso(report.now),
     }
 
@@ -106,6 +107,8 @@ def digest_json(facts: DigestFacts) -> dict[str, Any]:
         "restarts": len(facts.restarts_in_window),
         "incidents_opened": facts.incidents_opened,
         "incidents_resolved": facts.incidents_resolved,
+        "drifts_opened": facts.drifts_opened,
+        "drifts_resolved": facts.drifts_resolved,
         "incidents_open": facts.incidents_open,
         "counts": facts.counts_by_tag,
         "entries": [entry.as_json() for entry in facts.entries],

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
+from bot.analysis.forecast import LossCurve
 from bot.models import SOURCE_SPECS
 from bot.narrative.format import fmt_big
 from bot.timeutil import humanize_delta, parse_time, resolve_zone
@@ -436,18 +437,11 @@ _L, _R, _T, _B = 48, 12, 12, 28
 
 
 def forecast_at(knots: Sequence[tuple[float, float]], step: float) -> float | None:
-    """The predicted loss at `step`: piecewise linear in log(step)–log(loss) between knots,
-    extended along the end segments."""
+    """The predicted loss at `step` (`bot.analysis.forecast.LossCurve`: piecewise linear in
+    log(step)–log(loss) between knots, extended along the end segments)."""
     pts = sorted((float(s), float(v)) for s, v in knots if s > 0 and v > 0)
-    if len(pts) < 2 or step <= 0:
-        return None
-    lx = math.log(step)
-    i = 1
-    while i < len(pts) - 1 and pts[i][0] < step:
-        i += 1
-    (x0, y0), (x1, y1) = pts[i - 1], pts[i]
-    t = (lx - math.log(x0)) / (math.log(x1) - math.log(x0))
-    return math.exp(math.log(y0) + t * (math.log(y1) - math.log(y0)))
+    curve = LossCurve.from_config(pts)
+    return curve.at(step) if curve is not None else None
 
 
 def _nice_ticks(lo: float, hi: float, count: int = 4) -> list[float]:

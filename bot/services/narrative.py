@@ -105,6 +105,12 @@ async def shared_facts(
         "launched_at": report.launched_at,
         "projected_end": None if progress.finished else progress.projected_end,
         "loss": progress.loss,
+        "loss_vs_forecast": (
+            report.loss_forecast.reason
+            if report.loss_forecast is not None and report.loss_forecast.forecast is not None
+            else None
+        ),
+        "drifting": [view.describe() for view in report.drifting],
         "last_restart": _restart_fact(report.last_restart, incidents),
         "incidents": incident_facts(incidents),
         "links": dict(run.links),

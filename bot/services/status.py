@@ -4,6 +4,7 @@ no LLM on the request path). Words are not made here: the narrative comes from
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -20,6 +21,7 @@ from bot.models import (
     RunInfo,
     RunSnapshot,
 )
+from bot.services.forecasts import ForecastView, forecast_views, loss_curve
 from bot.store import Store
 
 WINDOW = timedelta(hours=24)
@@ -66,6 +68,15 @@ class StatusReport:
     latest_wandb_run: str | None = None
     incidents_total: int = 0  # incidents that alerted over the whole run
     incidents_self_healed: int = 0  # crashes training recovered from with no human report
+    forecasts: list[ForecastView] = field(default_factory=list)  # the loss first, if forecast
+
+    @property
+    def loss_forecast(self) -> ForecastView | None:
+        return next((f for f in self.forecasts if f.kind == "loss"), None)
+
+    @property
+    def drifting(self) -> list[ForecastView]:
+        return [f for f in self.forecasts if f.state == "drifting"]
 
     @property
     def slug(self) -> str:
@@ -187,6 +198,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         heartbeat_at=current.heartbeat_at if current else None,
         links=dict(run.links),
         latest_wandb_run=current.wandb_run if current else None,
+        forecasts=await forecast_views(store, run, chain, now, points, progress.step),
     )
 
     stats = await incident_stats(store, slug)
@@ -202,6 +214,7 @@ class ChartSeries:
     title: str
     points: list[MetricPoint]
     restarts: list[Restart]
+    loss_curve: Callable[[float], float | None] | None = None  # `loss_forecast`, by step
 
 
 async def chart_series(store: Store, slug: str) -> ChartSeries:
@@ -209,4 +222,10 @@ async def chart_series(store: Store, slug: str) -> ChartSeries:
     run = await store.runs.get(slug)
     points = await store.metrics.downsampled(slug)
     restarts = detect_restarts(points, run.wandb_chain() if run else [])
-    return ChartSeries(title=run.name if run else slug, points=points, restarts=restarts)
+    curve = loss_curve(run) if run else None
+    return ChartSeries(
+        title=run.name if run else slug,
+        points=points,
+        restarts=restarts,
+        loss_curve=curve.at if curve else None,
+    )

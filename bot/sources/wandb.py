@@ -16,6 +16,8 @@ Per poll, on the W&B worker thread (see `bot.sources.wandb_client`):
    exported the history to parquet, downloads whole files. Scans start after the last `_step`
    read, except the first (loss) scan, which re-reads its last row once to prove the history was
    not rewritten (a rewind, `resume_from=...?_step=N`); the bench shows this costs one row.
+   Each `[[runs.forecasts]]` key gets its own keyed scan over the same range; its values go to
+   the `metric_series` table (`store.series`), not into the points.
 4. A rewind (the history shrank, or the last row read changed) is located by galloping back from
    the old position until rows older than the last one read appear, then only the rows logged
    after it are taken.
@@ -50,6 +52,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bot.analysis.forecast import SeriesPoint
 from bot.models import Event, MetricPoint, RunSnapshot
 from bot.settings import RunConfig, Settings
 from bot.sources.base import PollResult, SourceUnavailable
@@ -143,6 +146,7 @@ class MemberFetch:
     check_step: int | None
     check_ts: float | None
     rewound_from: int | None = None  # `_step` position before a detected rewind
+    watched: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # forecast key → rows
 
 
 @dataclass(slots=True)
@@ -183,6 +187,9 @@ class WandbSource:
         self.loss_key = metrics.loss
         self.tokens_key = metrics.tokens
         self.scans = self._scan_groups()
+        # `[[runs.forecasts]]` keys: one more keyed scan each, kept apart from the points.
+        extra = [] if self.step_key == "_step" else [self.step_key]
+        self.watch_scans = {f.metric: [f.metric, *extra, "_timestamp"] for f in run.forecasts}
 
     @property
     def key(self) -> str:
@@ -386,6 +393,10 @@ class WandbSource:
                     rows, [reader.scan(keys, cursor.step + 1, last + 1) for keys in others]
                 )
                 self._finish(member, merged, last, rows[-1] if rows else None)
+                member.watched = {
+                    metric: reader.scan(keys, cursor.step + 1, last + 1)
+                    for metric, keys in self.watch_scans.items()
+                }
                 return reader.requests
         # The history was rewritten (a rewind). Rows logged after the last one we read have a
         # later `_timestamp`; gallop back until older rows show up, then take the newer ones.
@@ -420,6 +431,14 @@ class WandbSource:
             ]
             check = rows[-1] if rows else (old[-1] if old else None)
         self._finish(member, _join(rows, other_rows), last, check)
+        member.watched = {
+            metric: [
+                r
+                for r in reader.scan(keys, lo, last + 1)
+                if after is None or (r.get("_timestamp") or math.inf) > after
+            ]
+            for metric, keys in self.watch_scans.items()
+        }
         log.info(
             "%s: history of %s was rewritten (rewind from _step %d); %d rows re-read",
             self.key,
@@ -481,6 +500,9 @@ class WandbSource:
                 if state_event is not None:
                     events.append(state_event)
                 result.points += await self.store.metrics.add_points(self.slug, points)
+                for metric, rows in member.watched.items():
+                    series = self._series(member, metric, rows, now)
+                    result.points += await self.store.series.add(self.slug, metric, series)
                 await self.store.cursors.set(SOURCE, f"{member.path}:history", after.dump())
             if events:
                 upserted = await self.store.events.upsert_many(events)
@@ -541,6 +563,18 @@ class WandbSource:
             after.value = value
             after.value_ts = ts if isinstance(ts, int | float) else None
         return points, events, after
+
+    def _series(
+        self, member: MemberFetch, metric: str, rows: list[dict[str, Any]], now: datetime
+    ) -> list[SeriesPoint]:
+        """The finite values of one watched key, on the configured step axis."""
+        out = []
+        for row in rows:
+            step, value = _int(row.get(self.step_key)), _float(row.get(metric))
+            if step is not None and value is not None:
+                at = _from_ts(row.get("_timestamp")) or now
+                out.append(SeriesPoint(member.path, step, at, value))
+        return out
 
     def _base_event(self, member: MemberFetch, external_id: str, kind: str, at: datetime) -> Event:
         return Event(

@@ -11,6 +11,7 @@ from bot.store.cursors import CursorsRepo, HealthRepo
 from bot.store.cycles import CyclesRepo
 from bot.store.db import Database
 from bot.store.events import EventsRepo
+from bot.store.forecasts import ForecastStateRepo, SeriesRepo
 from bot.store.incidents import IncidentsRepo
 from bot.store.llm import LLMRepo
 from bot.store.metrics import MetricsRepo
@@ -37,6 +38,8 @@ class Store:
         self.llm = LLMRepo(db)
         self.search = SearchRepo(db)
         self.cycles = CyclesRepo(db)
+        self.series = SeriesRepo(db)  # watched metrics ([[runs.forecasts]])
+        self.forecasts = ForecastStateRepo(db)
 
     def transaction(self) -> AbstractAsyncContextManager[aiosqlite.Connection]:
         return self.db.transaction()

@@ -24,7 +24,7 @@ import bisect
 import json
 import re
 import threading
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -275,9 +275,13 @@ class FakeWandb:
         tokens_per_step: float = 4_000_000,
         loss_key: str = "train/loss",
         tokens_key: str | None = "throughput/total_tokens",
+        loss_at: Callable[[int], float] | None = None,
+        extra: Callable[[int], dict[str, float]] | None = None,
     ) -> list[dict[str, Any]]:
         """Append `count` training rows at `every` intervals from `start`. With `step_key`, the
         trainer's own step counter (starting at `first_value`, default continuing) is logged too.
+        `loss_at(step)` replaces the default loss curve; `extra(step)` adds more keys (watched
+        metrics such as a gradient norm) to each row.
         """
         with self._lock:
             run = self.runs[path]
@@ -295,8 +299,15 @@ class FakeWandb:
                 row: dict[str, Any] = {
                     "_timestamp": at.timestamp(),
                     "_runtime": (at - run.created_at).total_seconds(),
-                    loss_key: round(loss * (1 + 1 / (1 + trainer_step / 1000)), 6),
+                    loss_key: round(
+                        loss_at(trainer_step)
+                        if loss_at
+                        else loss * (1 + 1 / (1 + trainer_step / 1000)),
+                        6,
+                    ),
                 }
+                if extra:
+                    row.update(extra(trainer_step))
                 if tokens_key:
                     row[tokens_key] = tokens_per_step * (trainer_step + 1)
                 if step_key:

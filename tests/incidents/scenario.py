@@ -5,10 +5,12 @@ poll cycle at a time, and runs the engine after each cycle."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bot.analysis.forecast import SeriesPoint
 from bot.incidents.engine import IncidentEngine
 from bot.models import Event, MetricPoint, OutboxItem, RunSnapshot
 from bot.pipeline import enrich_pending
@@ -61,6 +63,10 @@ class Scenario:
         self.queued = 0
         self._github_ids = 0
         self._pending_points: list[MetricPoint] = []
+        # Watched metrics ([[runs.forecasts]]): metric -> value at a step, logged with each point.
+        self.forecasts: list[dict[str, Any]] = []
+        self.watched: dict[str, Callable[[int], float]] = {}
+        self._pending_series: dict[str, list[SeriesPoint]] = {}
 
     async def start(self, path: str = RUN_A, step: int = 0) -> None:
         config: dict[str, Any] = {
@@ -70,6 +76,7 @@ class Scenario:
             "github_repo": "lab/hero",
             "total_steps": 1_000_000,
             "alerts": self.alerts,
+            "forecasts": self.forecasts,
         }
         if self.channel is not None:
             config["alerts_channel"] = self.channel
@@ -215,6 +222,10 @@ class Scenario:
                     self._pending_points.append(
                         MetricPoint(member.path, member.step, self.now, member.step * 1e6, loss)
                     )
+                    for metric, value_at in self.watched.items():
+                        self._pending_series.setdefault(metric, []).append(
+                            SeriesPoint(member.path, member.step, self.now, value_at(member.step))
+                        )
                     member.step += self.rate
         if self.wandb_up:
             await self._poll_wandb()
@@ -230,6 +241,9 @@ class Scenario:
         if self._pending_points:
             await self.store.metrics.add_points("hero", self._pending_points)
             self._pending_points = []
+        for metric, points in self._pending_series.items():
+            await self.store.series.add("hero", metric, points)
+        self._pending_series = {}
         for member in self.members.values():
             await self._snapshot(member)
         await self.store.health.record_success("wandb", "hero", self.now)

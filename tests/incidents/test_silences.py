@@ -45,6 +45,10 @@ def test_every_listed_condition_silences_something_and_typos_are_refused() -> No
         matcher = check_condition(name)
         assert any(matches(matcher, i) for i in produced), name
     assert check_condition("report:oom") == "report:oom:*"
+    grad = incident("drift:train/grad_norm", "drift")
+    for name in ("drift", "drift:*", "drift:train/grad_norm"):  # all drifts, or one metric's
+        assert matches(check_condition(name), grad), name
+    assert not matches("drift:train/other", grad)
     assert check_condition("report:oom:github:o/r#1") == "report:oom:github:o/r#1"
     for typo in ("evrything", "stal", "report:nope:*", "report:", "report"):
         with pytest.raises(UserFacingError, match="unknown condition") as caught:

@@ -1,0 +1,72 @@
+"""`/forecast [run] [metric]`: each watched metric with its forecast band, as a chart. Drawing
+takes a moment per metric, so the command defers first; everything else is read from the store."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.app import card_to_embed
+from bot.render.cards import forecast_cards, forecast_image
+from bot.render.chart import forecast_panel_chart
+from bot.services.forecasts import forecast_configs, forecast_panels
+from cogs.common import NO_MENTIONS, known_slugs, resolve_run, run_autocomplete
+
+if TYPE_CHECKING:
+    from bot.app import RunscribeBot
+
+
+class Forecast(commands.Cog):
+    def __init__(self, bot: RunscribeBot):
+        self.bot = bot
+
+    @app_commands.command(
+        name="forecast", description="Watched metrics against their forecast bands"
+    )
+    @app_commands.describe(
+        run="Which run (optional when only one is tracked)",
+        metric="One watched metric (default: all of them)",
+    )
+    @app_commands.autocomplete(run=run_autocomplete)
+    async def forecast(
+        self, interaction: discord.Interaction, run: str | None = None, metric: str | None = None
+    ) -> None:
+        bot = self.bot
+        slug = await resolve_run(bot, run)
+        info, panels = await forecast_panels(bot.store, slug, bot.clock(), metric)
+        await interaction.response.defer(thinking=True)
+        pngs = [await asyncio.to_thread(forecast_panel_chart, panel) for panel in panels]
+        embeds = [card_to_embed(card) for card in forecast_cards(info.name, panels)]
+        files = [
+            discord.File(io.BytesIO(png), filename=forecast_image(index))
+            for index, png in enumerate(pngs)
+        ]
+        await interaction.followup.send(embeds=embeds, files=files, allowed_mentions=NO_MENTIONS)
+
+    @forecast.autocomplete("metric")
+    async def _metric_autocomplete(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        slug = interaction.namespace.run or None
+        slugs = await known_slugs(self.bot)
+        if slug is None and len(slugs) == 1:
+            slug = slugs[0]
+        info = await self.bot.store.runs.get(slug) if slug else None
+        if info is None:
+            return []
+        needle = current.lower()
+        choices = []
+        for config in forecast_configs(info):
+            name = f"{config.label} ({config.metric})" if config.label else config.metric
+            if needle in name.lower():
+                choices.append(app_commands.Choice(name=name[:100], value=config.metric))
+        return choices[:25]
+
+
+async def setup(bot: RunscribeBot) -> None:
+    await bot.add_cog(Forecast(bot))

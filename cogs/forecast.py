@@ -12,9 +12,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.app import card_to_embed
+from bot.incidents.forecasts import forecast_configs
 from bot.render.cards import forecast_cards, forecast_image
 from bot.render.chart import forecast_panel_chart
-from bot.services.forecasts import forecast_configs, forecast_panels
+from bot.services.forecasts import forecast_panels
 from cogs.common import NO_MENTIONS, known_slugs, resolve_run, run_autocomplete
 
 if TYPE_CHECKING:

@@ -45,6 +45,7 @@ from bot.incidents.detectors import (
     spec_for,
     where,
 )
+from bot.incidents.forecasts import advance_forecasts
 from bot.incidents.lifecycle import Judgement, Policy
 from bot.incidents.silences import silencing
 from bot.models import (
@@ -56,7 +57,6 @@ from bot.models import (
     RunInfo,
     Silence,
 )
-from bot.services.forecasts import advance_forecasts
 from bot.settings import Thresholds
 from bot.store import Store
 from bot.store.incidents import IncidentsRepo

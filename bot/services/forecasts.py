@@ -1,12 +1,7 @@
-"""Forecasts over the store: advance each watched metric's tracker with the points stored since
-its cursor (O(new points) per poll), and describe where every forecast stands for `/status`,
-`status --json`, the narrative facts and `/forecast`.
-
-The incident engine calls `advance_forecasts` once per cycle inside its transaction and saves the
-trackers; readers call it with `save=False`, so a status read between polls is current without
-writing. A tracker further behind than `CATCHUP` points (the first poll of a long run, a metric
-added to the runs file late) starts from the newest `CATCHUP` points instead of replaying the
-whole history: old drifts are history, not alerts."""
+"""What the forecasts say, for `/status`, `status --json`, the narrative facts and `/forecast`:
+the loss against its predicted curve, and each watched metric's tracker (advanced in memory by
+`bot.incidents.forecasts.advance_forecasts` without saving, so a read between polls is current
+and writes nothing)."""
 
 from __future__ import annotations
 
@@ -20,19 +15,11 @@ from typing import Any
 from bot.analysis.forecast import Fit, LossCurve, SeriesPoint, Tracker, fmt_value, offset_text
 from bot.analysis.progress import effective_series
 from bot.errors import UserFacingError
+from bot.incidents.forecasts import advance_forecasts, forecast_configs
 from bot.models import MetricPoint, RunInfo
-from bot.settings import ForecastConfig
 from bot.store import Store
 
 log = logging.getLogger(__name__)
-
-CATCHUP = 2000  # a tracker further behind than this starts from the newest points
-BATCH = 5000  # points read per query while catching up
-
-
-def forecast_configs(run: RunInfo) -> list[ForecastConfig]:
-    """The run's `[[runs.forecasts]]` as recorded in the store."""
-    return list(run.config.forecasts)
 
 
 def loss_curve(run: RunInfo) -> LossCurve | None:
@@ -41,45 +28,6 @@ def loss_curve(run: RunInfo) -> LossCurve | None:
 
 def loss_key(run: RunInfo) -> str:
     return run.config.metrics.loss or "train/loss"
-
-
-async def advance_forecasts(
-    store: Store, run: RunInfo, chain: Sequence[str], now: datetime, *, save: bool = True
-) -> list[Tracker]:
-    """Every watched metric's tracker, brought up to date with the stored points."""
-    trackers = []
-    for config in forecast_configs(run):
-        cursor, data = await store.forecasts.get(run.slug, config.metric)
-        settings = config.model_dump()
-        if data is not None and data.get("config") != settings:
-            cursor, data = 0, None  # thresholds changed: learn again under the new ones
-        tracker = Tracker.from_json(config, data)
-        rows = await store.series.after(run.slug, config.metric, cursor, CATCHUP + 1)
-        if len(rows) > CATCHUP:
-            jump = await store.series.tail_cursor(run.slug, config.metric, CATCHUP)
-            if jump is not None and jump > cursor:
-                if tracker.seen:
-                    log.info(
-                        "run %s: forecast of %s is far behind; starting from the newest %d points",
-                        run.slug,
-                        config.metric,
-                        CATCHUP,
-                    )
-                tracker = Tracker(config)
-                cursor = jump
-                rows = await store.series.after(run.slug, config.metric, cursor, BATCH)
-        while rows:
-            tracker.update([point for _, point in rows], chain)
-            cursor = rows[-1][0]
-            if len(rows) < BATCH:
-                break
-            rows = await store.series.after(run.slug, config.metric, cursor, BATCH)
-        if save:
-            state = tracker.as_json()
-            state["config"] = settings
-            await store.forecasts.put(run.slug, config.metric, cursor, state, now)
-        trackers.append(tracker)
-    return trackers
 
 
 @dataclass(slots=True)

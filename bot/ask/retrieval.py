@@ -29,14 +29,14 @@ from bot.models import Event
 from bot.store import Store
 from bot.store.search import WEIGHTS, Boosts
 
-RANK_BUDGET = 2000  # matching rows BM25 may score for one question
+RANK_BUDGET = 1000  # matching rows BM25 may score for one question
 PER_THREAD = 2  # hits from one GitHub thread or Discord channel
 DEFAULT_LIMIT = 8
 DAY_SLACK = timedelta(hours=6)
-CANDIDATES = 100  # events SQL hands to the final scoring, per query
+CANDIDATES = 40  # events SQL hands to the final scoring, per query
 COVERAGE_FLOOR = 0.25  # the score of an event holding one of many question words, relatively
 LENGTH_B = 0.5  # BM25's length normalisation (FTS5 uses 0.75, which buries long descriptions)
-COMMON_CAP = 20_000  # a common word's second count stops here (its IDF is small beyond)
+COMMON_CAP = 10_000  # a common word's second count stops here (its IDF is small beyond)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -26,6 +26,7 @@ from discord.ext import commands
 
 from bot.digests import DigestComposer, run_due_digests
 from bot.errors import UserFacingError
+from bot.flight import SingleFlight
 from bot.outbox.payload import ButtonPayload, fit_card
 from bot.outbox.poster import DeliveryError, OutboxPoster, OutgoingMessage, SeenMessage
 from bot.render.cards import Card, TimeStyle
@@ -52,6 +53,8 @@ DEFAULT_EXTENSIONS: tuple[str, ...] = (
     "cogs.admin",
 )
 NO_MENTIONS = discord.AllowedMentions.none()
+# Commands answered at once before the next ones acknowledge first (`RunscribeBot.busy`).
+ANSWERED_AT_ONCE = 2
 THREAD_EXISTS = 160004  # Discord error code: "a thread has already been created for this message"
 
 NarrativeRefresher = Callable[[str, datetime], Awaitable[object]]
@@ -188,12 +191,42 @@ class RunscribeBot(commands.Bot):
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._cycle_lock = asyncio.Lock()  # a reload never swaps sources under a running poll
+        self.cycles = 0  # poll cycles finished (or failed) since start
+        self._answering = 0  # commands between `answering()` enter and exit
+        # Concurrent identical reads (a burst of /status for one run) share one computation.
+        self.flights: SingleFlight[Any] = SingleFlight()
 
     # --- services for cogs ----------------------------------------------------------------------
 
     @property
     def store(self) -> Store:
         return self.runtime.store
+
+    @property
+    def reader(self) -> Store:
+        """The store as commands read it: read-only connections that never wait on the poll
+        cycle, the enricher or a chart query (`Store.reader`)."""
+        return self.runtime.store.reader
+
+    @property
+    def busy(self) -> bool:
+        """A command should acknowledge before reading: a poll cycle is running (its work shares
+        this event loop), other commands are being answered (a burst: each waits its turn on
+        the loop and the read connections), or every read connection is taken."""
+        return (
+            self._cycle_lock.locked()
+            or self._answering > ANSWERED_AT_ONCE
+            or self.reader.db.saturated
+        )
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        """Around a command's work, so `busy` knows how many are being answered."""
+        self._answering += 1
+        try:
+            yield
+        finally:
+            self._answering -= 1
 
     @property
     def settings(self) -> Settings:
@@ -287,7 +320,10 @@ class RunscribeBot(commands.Bot):
 
     async def poll_once(self) -> object:
         async with self._cycle_lock:
-            return await self.runtime.cycle(self.clock())
+            try:
+                return await self.runtime.cycle(self.clock())
+            finally:
+                self.cycles += 1
 
     async def schedule_digests(self) -> object:
         return await run_due_digests(
@@ -382,7 +418,31 @@ class DiscordTransport:
                 parts = [message.content or ""]
                 for embed in message.embeds:
                     parts.extend([embed.footer.text or "", embed.description or ""])
-                seen.append(SeenMessage(message.id, "\n".join(parts)))
+                seen.append(SeenMessage(message.id, "\n".join(parts), message.created_at))
+        except Exception as exc:
+            raise _delivery_error(exc) from exc
+        return seen
+
+    async def newest_id(self, channel_id: int) -> int | None:
+        try:
+            async for message in self._channel(channel_id).history(limit=1):
+                return message.id
+        except Exception as exc:
+            raise _delivery_error(exc) from exc
+        return None
+
+    async def after(self, channel_id: int, after_id: int, limit: int) -> list[SeenMessage]:
+        me = getattr(self.bot.user, "id", None)
+        seen = []
+        try:
+            history = self._channel(channel_id).history(
+                limit=limit, after=discord.Object(id=after_id), oldest_first=True
+            )
+            async for message in history:
+                parts = [message.content or ""] if message.author.id == me else []
+                for embed in message.embeds if message.author.id == me else []:
+                    parts.extend([embed.footer.text or "", embed.description or ""])
+                seen.append(SeenMessage(message.id, "\n".join(parts), message.created_at))
         except Exception as exc:
             raise _delivery_error(exc) from exc
         return seen
@@ -421,12 +481,26 @@ def _delivery_error(exc: BaseException) -> DeliveryError:
         )
     if isinstance(exc, discord.HTTPException):
         text = f"HTTP {exc.status}: {exc.text or exc.__class__.__name__}"[:300]
-        if exc.status == 429 or exc.status >= 500:
+        if exc.status == 429:  # discord.py's own tries are used up: wait what Discord says
+            return DeliveryError(text, retry_after=_retry_after(exc))
+        if exc.status >= 500:
             return DeliveryError(text)
         return DeliveryError(text, permanent=True)
     if isinstance(exc, aiohttp.ClientError | OSError | TimeoutError):
         return DeliveryError(f"{type(exc).__name__}: {exc}"[:300])
     return DeliveryError(f"unexpected {type(exc).__name__}: {exc}"[:300])
+
+
+def _retry_after(exc: discord.HTTPException) -> float:
+    """Seconds a surfaced 429 asks to wait: its Retry-After or X-RateLimit-Reset-After header,
+    else one second."""
+    headers = getattr(exc.response, "headers", None) or {}
+    for name in ("X-RateLimit-Reset-After", "Retry-After"):
+        try:
+            return max(0.0, float(headers[name]))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return 1.0
 
 
 async def run_bot(

@@ -28,6 +28,15 @@ from bot.timeutil import utcnow
 log = logging.getLogger("runscribe")
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+HISTORICAL = "historical: replayed by `runscribe demo`, never posted"
+_RUN_HELP = "the run's slug (needed only when several runs are recorded)"
+
+
+def _width() -> int:
+    """Text wraps to the terminal (or 100 columns when not a terminal), within sane bounds."""
+    import shutil
+
+    return max(40, min(shutil.get_terminal_size((100, 24)).columns, 160))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,34 +49,53 @@ def _parser() -> argparse.ArgumentParser:
     poll = sub.add_parser("poll", help="poll every source, enrich and detect incidents")
     poll.add_argument("--once", action="store_true", help="one cycle, then exit")
     status = sub.add_parser("status", help="what /status shows")
-    status.add_argument("--run", metavar="SLUG")
-    status.add_argument("--json", action="store_true")
+    status.add_argument("--run", metavar="SLUG", help=_RUN_HELP)
+    status.add_argument("--json", action="store_true", help="print JSON (see DESIGN.md)")
     timeline = sub.add_parser("timeline", help="what /timeline shows")
-    timeline.add_argument("--run", metavar="SLUG")
-    timeline.add_argument("--days", type=int, default=7, metavar="N")
-    timeline.add_argument("--tag", choices=TAGS, metavar="TAG")
-    timeline.add_argument("--source", choices=SOURCES, metavar="SOURCE")
-    timeline.add_argument("--limit", type=int, default=200, metavar="N")
-    timeline.add_argument("--json", action="store_true")
+    timeline.add_argument("--run", metavar="SLUG", help=_RUN_HELP)
+    timeline.add_argument(
+        "--days", type=int, default=7, metavar="N", help="how many days back (default 7)"
+    )
+    timeline.add_argument(
+        "--tag", choices=TAGS, metavar="TAG", help=f"only this tag: {', '.join(TAGS)}"
+    )
+    timeline.add_argument(
+        "--source",
+        choices=SOURCES,
+        metavar="SOURCE",
+        help=f"only this source: {', '.join(SOURCES)}",
+    )
+    timeline.add_argument(
+        "--limit", type=int, default=200, metavar="N", help="at most N entries (default 200)"
+    )
+    timeline.add_argument("--json", action="store_true", help="print a JSON list of entries")
     digest = sub.add_parser("digest", help="compose the digest of the last 24 h and print it")
-    digest.add_argument("--run", metavar="SLUG")
-    digest.add_argument("--json", action="store_true")
+    digest.add_argument("--run", metavar="SLUG", help=_RUN_HELP)
+    digest.add_argument("--json", action="store_true", help="print the digest's facts as JSON")
     sub.add_parser("demo", help="the whole pipeline on a bundled sample run, offline")
     sub.add_parser("check-config", help="validate the environment and the runs file")
     ask = sub.add_parser("ask", help="answer a question from the stored history, with citations")
-    ask.add_argument("--run", metavar="SLUG")
-    ask.add_argument("--json", action="store_true")
+    ask.add_argument("--run", metavar="SLUG", help=_RUN_HELP)
+    ask.add_argument("--json", action="store_true", help="print the answer and citations as JSON")
     ask.add_argument("--limit", type=int, default=8, metavar="N", help="citations at most (1-20)")
-    ask.add_argument("question", nargs="+", metavar="QUESTION")
+    ask.add_argument("question", nargs="+", metavar="QUESTION", help="the question, in words")
     usage = sub.add_parser("usage", help="LLM spend today and this month, by task")
-    usage.add_argument("--json", action="store_true")
+    usage.add_argument("--json", action="store_true", help="print the spend report as JSON")
     page = sub.add_parser("page", help="write the status page: DIR/index.html and DIR/<slug>.html")
-    page.add_argument("--run", metavar="SLUG")
-    page.add_argument("--days", type=int, default=30, metavar="N")
-    page.add_argument("--out", required=True, type=Path, metavar="DIR")
+    page.add_argument("--run", metavar="SLUG", help="only this run's page (default: every run)")
+    page.add_argument(
+        "--days", type=int, default=30, metavar="N", help="timeline days on the page (default 30)"
+    )
+    page.add_argument(
+        "--out", required=True, type=Path, metavar="DIR", help="directory to write the pages to"
+    )
     web = sub.add_parser("web", help="serve the status pages and /healthz from the store")
-    web.add_argument("--host", metavar="H")
-    web.add_argument("--port", type=int, metavar="P")
+    web.add_argument(
+        "--host", metavar="H", help="address to listen on (default RUNSCRIBE_WEB_HOST, 127.0.0.1)"
+    )
+    web.add_argument(
+        "--port", type=int, metavar="P", help="port (default RUNSCRIBE_WEB_PORT, else 8080)"
+    )
     return parser
 
 
@@ -156,7 +184,7 @@ async def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
         _print_json(status_json(report, narrative))
     else:
         fmt = local_formatter(report.run.timezone, now)
-        print(render_card(status_card(report, narrative, fmt)))
+        print(render_card(status_card(report, narrative, fmt), width=_width()))
     return EXIT_OK
 
 
@@ -180,7 +208,14 @@ async def cmd_timeline(settings: Settings, args: argparse.Namespace) -> int:
         _print_json(timeline_json(entries))
     else:
         zone = run.timezone if run else "UTC"
-        print(render_timeline(entries, local_formatter(zone, now)))
+        name = run.name if run else slug
+        heading = f"{name} — timeline, last {args.days} day{'s' if args.days != 1 else ''}"
+        filters = [f"{k} {v}" for k, v in (("tag", args.tag), ("source", args.source)) if v]
+        if filters:
+            heading += f" ({', '.join(filters)})"
+        print(heading)
+        print("=" * min(len(heading), _width()))
+        print(render_timeline(entries, local_formatter(zone, now), width=_width()))
     return EXIT_OK
 
 
@@ -221,6 +256,11 @@ async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
         warnings.append("DISCORD_TOKEN is not set: `runscribe run` will refuse to start")
     if settings.anthropic_api_key is None:
         warnings.append("ANTHROPIC_API_KEY is not set: template text is used instead of the LLM")
+    if settings.wandb_api_key is None and any(r.wandb_runs for r in runs.runs):
+        warnings.append(
+            "WANDB_API_KEY is not set but W&B runs are configured: the W&B source will fail "
+            "to authenticate"
+        )
     if settings.github_token is None and any(r.github_repo for r in runs.runs):
         warnings.append("GITHUB_TOKEN is not set: GitHub allows 60 requests an hour")
     for warning in warnings:
@@ -273,15 +313,18 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
         raise ConfigError(["DISCORD_TOKEN: required to start the bot"])
     runs = _load_config(settings)
     from bot.app import run_bot
-    from bot.wiring import open_runtime
+    from bot.wiring import COMMAND_READERS, open_runtime
 
-    async with open_runtime(settings, runs) as runtime, AsyncExitStack() as stack:
+    async with (
+        open_runtime(settings, runs, readers=COMMAND_READERS) as runtime,
+        AsyncExitStack() as stack,
+    ):
         if settings.runscribe_web_port is not None:
             from bot.web import serve
 
             await stack.enter_async_context(
                 serve(
-                    runtime.store,
+                    runtime.store.reader,  # pages read like commands: never behind the poll cycle
                     settings.runscribe_web_host,
                     settings.runscribe_web_port,
                     poll_interval=settings.runscribe_poll_interval,
@@ -354,17 +397,20 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
                     detector=wiring.incident_detector(runs.runs),
                 )
                 slug = sample.run_config["slug"]
+                # The sample's incidents are history: a bot started on this database later
+                # must not announce them (or post its old digests).
+                retired = await store.outbox.retire_queued(slug, HISTORICAL)
                 await refresh_narratives(store, wiring.narrative_writer(store, llm), [slug], now)
                 facts = await build_digest(store, slug, now)
                 facts.text = await compose_text(facts, wiring.digest_composer(store, llm))
             report, narrative = await status_with_narrative(store, slug, now)
             fmt = local_formatter(report.run.timezone, now)
             entries = await build_timeline(store, slug, now, days=7)
-        print(render_card(status_card(report, narrative, fmt)))
+        print(render_card(status_card(report, narrative, fmt), width=_width()))
         print()
         print("Timeline (last 7 days)")
         print("======================")
-        print(render_timeline(entries, fmt))
+        print(render_timeline(entries, fmt, width=_width()))
         print()
         print("Daily digest")
         print("============")
@@ -377,7 +423,8 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
         )
         print(
             f"demo: {stats.events} events, {stats.points} metric points, "
-            f"{stats.enriched} enriched, {stats.alerts} alert(s) queued; {where}"
+            f"{stats.enriched} enriched, {stats.alerts} alert(s) recorded as history "
+            f"({retired} never to be posted); {where}"
         )
     return EXIT_OK
 

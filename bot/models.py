@@ -335,6 +335,7 @@ class OutboxItem:
     last_error: str | None = None
     reply_to: int | None = None  # outbox id whose message (thread) this belongs to
     posted_in: int | None = None  # channel or thread id the message went to, once sent
+    anchor_id: int | None = None  # newest message id in the channel before the first send
     id: int | None = None
 
 

@@ -5,6 +5,7 @@ Enrichment and detection are plug-ins so the LLM and the incident engine stay op
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -31,6 +32,11 @@ class Enricher(Protocol):
         ...
 
 
+# Events the rules enrich between two turns of the event loop (a backlog of thousands must not
+# hold the loop, and with it every command's acknowledgement, for seconds).
+RULES_PER_TURN = 20
+
+
 class RulesEnricher:
     """The deterministic path every install has."""
 
@@ -38,10 +44,12 @@ class RulesEnricher:
 
     async def enrich(self, events: Sequence[Event]) -> dict[int, tuple[Enrichment, str]]:
         out: dict[int, tuple[Enrichment, str]] = {}
-        for event in events:
+        for n, event in enumerate(events, 1):
             if event.id is None:
                 continue
             out[event.id] = (rules_enrichment(event), "rules")
+            if n % RULES_PER_TURN == 0:
+                await asyncio.sleep(0)  # the rules are CPU work: let commands have the loop
         return out
 
 

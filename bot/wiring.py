@@ -46,9 +46,14 @@ def wandb_state_dir(settings: Settings) -> Path:
     return Path(settings.runscribe_db).resolve().parent / "wandb"
 
 
+# Read-only connections the bot's commands read through (`Store.reader`); the writer connection
+# is left to ingest, enrichment and detection.
+COMMAND_READERS = 2
+
+
 @asynccontextmanager
-async def open_store(settings: Settings) -> AsyncIterator[Store]:
-    async with Database.open(settings.runscribe_db) as db:
+async def open_store(settings: Settings, *, readers: int = 0) -> AsyncIterator[Store]:
+    async with Database.open(settings.runscribe_db, readers=readers) as db:
         yield Store(db)
 
 
@@ -148,10 +153,13 @@ def digest_composer(store: Store, llm: LLMClient | None) -> DigestComposer:
 
 
 @asynccontextmanager
-async def open_runtime(settings: Settings, runs: RunsFile) -> AsyncIterator[Runtime]:
-    """Everything a polling process needs, opened and closed together."""
+async def open_runtime(
+    settings: Settings, runs: RunsFile, *, readers: int = 0
+) -> AsyncIterator[Runtime]:
+    """Everything a polling process needs, opened and closed together (`readers`: read-only
+    connections for commands, see `COMMAND_READERS`)."""
     async with AsyncExitStack() as stack:
-        store = await stack.enter_async_context(open_store(settings))
+        store = await stack.enter_async_context(open_store(settings, readers=readers))
         await record_runs(store, runs)
         llm = await stack.enter_async_context(open_llm(store, settings))
         live = LiveSources(store, settings, stack)

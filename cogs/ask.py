@@ -21,6 +21,7 @@ from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplet
 
 if TYPE_CHECKING:
     from bot.app import RunscribeBot
+    from bot.store import Store
 
 log = logging.getLogger(__name__)
 # The matches are shown right after the deferral; the model then has this long to replace them
@@ -33,10 +34,11 @@ class Ask(commands.Cog):
         self.bot = bot
         self.limiter = limiter or RateLimiter()
 
-    def service(self) -> AskService:
+    def service(self, store: Store | None = None) -> AskService:
+        """Over the writer's store (writing stores the LLM's answer) or the given one."""
         llm = getattr(self.bot.runtime, "llm", None)
         return AskService(
-            self.bot.store,
+            store or self.bot.store,
             llm,
             model=self.bot.settings.runscribe_enrich_model,
             deadline=LLM_DEADLINE,
@@ -70,8 +72,9 @@ class Ask(commands.Cog):
             return
         await interaction.response.defer(ephemeral=private, thinking=True)
         service = self.service()
-        searched = await service.search(slug, question, bot.clock())
-        info = await bot.store.runs.get(slug)
+        # The search reads through the read-only connections, never behind the poll cycle.
+        searched = await self.service(bot.reader).search(slug, question, bot.clock())
+        info = await bot.reader.runs.get(slug)
         name = info.name if info else slug
         writing = service.writes and bool(searched.hits)
         # The matches go out at once; a written answer replaces them when it is ready.

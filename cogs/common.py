@@ -23,7 +23,7 @@ NO_MENTIONS = discord.AllowedMentions.none()
 async def known_slugs(bot: RunscribeBot) -> list[str]:
     """Runs in the runs file, then any others recorded in the store."""
     slugs = [run.slug for run in bot.runs]
-    for info in await bot.store.runs.all():
+    for info in await bot.reader.runs.all():
         if info.slug not in slugs:
             slugs.append(info.slug)
     return slugs

@@ -31,7 +31,7 @@ class Digest(commands.Cog):
         bot = self.bot
         slug = await resolve_run(bot, run)
         await interaction.response.defer(thinking=True)
-        facts = await build_digest(bot.store, slug, bot.clock())
+        facts = await build_digest(bot.reader, slug, bot.clock())
         facts.text = await compose_text(facts, bot.digest_composer)
         embed = card_to_embed(digest_card(facts, discord_time))
         await interaction.followup.send(embed=embed, allowed_mentions=NO_MENTIONS)

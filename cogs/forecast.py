@@ -39,7 +39,7 @@ class Forecast(commands.Cog):
     ) -> None:
         bot = self.bot
         slug = await resolve_run(bot, run)
-        info, panels = await forecast_panels(bot.store, slug, bot.clock(), metric)
+        info, panels = await forecast_panels(bot.reader, slug, bot.clock(), metric)
         await interaction.response.defer(thinking=True)
         pngs = [await asyncio.to_thread(forecast_panel_chart, panel) for panel in panels]
         embeds = [card_to_embed(card) for card in forecast_cards(info.name, panels)]
@@ -57,7 +57,7 @@ class Forecast(commands.Cog):
         slugs = await known_slugs(self.bot)
         if slug is None and len(slugs) == 1:
             slug = slugs[0]
-        info = await self.bot.store.runs.get(slug) if slug else None
+        info = await self.bot.reader.runs.get(slug) if slug else None
         if info is None:
             return []
         needle = current.lower()

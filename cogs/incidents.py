@@ -26,6 +26,7 @@ from bot.incidents.silences import (
     require_responder,
     silence_run,
 )
+from bot.mentions import unlinked
 from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
 
 if TYPE_CHECKING:
@@ -82,7 +83,9 @@ class AckButton(
         except UserFacingError as exc:
             await reply_private(interaction, str(exc))
             return
-        await reply_private(interaction, f"Acknowledged incident #{incident.id}: {incident.title}")
+        await reply_private(
+            interaction, f"Acknowledged incident #{incident.id}: {unlinked(incident.title)}"
+        )
 
 
 @app_commands.guild_only()
@@ -119,8 +122,8 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
         scope: Literal["open", "all"] = "all",
     ) -> None:
         slug = await resolve_run(self.bot, run)
-        views = await list_incidents(self.bot.store, slug, open_only=scope == "open", limit=11)
-        info = await self.bot.store.runs.get(slug)
+        views = await list_incidents(self.bot.reader, slug, open_only=scope == "open", limit=11)
+        info = await self.bot.reader.runs.get(slug)
         card = listing_card(
             views, info.name if info else slug, open_only=scope == "open", now=self.bot.clock()
         )
@@ -178,7 +181,9 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
         incident = await acknowledge(
             self.bot.store, incident_id, _who(interaction.user), self.bot.clock()
         )
-        await reply_private(interaction, f"Acknowledged incident #{incident.id}: {incident.title}")
+        await reply_private(
+            interaction, f"Acknowledged incident #{incident.id}: {unlinked(incident.title)}"
+        )
 
 
 async def setup(bot: RunscribeBot) -> None:

@@ -1,6 +1,8 @@
 """`/status [run]`: the run's card from the store, with the loss chart. Answers inside Discord's
-3 seconds: the report is a handful of indexed reads, and the chart is served from the cache;
-only when it must be drawn does the command defer first."""
+3 seconds: the report is a handful of indexed reads on the read-only connections (never behind
+the poll cycle's writes), and the chart is served from the cache. The command defers before any
+store work when the bot is busy, and before drawing when the chart must be drawn (one draw per
+data version, however many ask at once)."""
 
 from __future__ import annotations
 
@@ -35,33 +37,41 @@ class Status(commands.Cog):
     @app_commands.autocomplete(run=run_autocomplete)
     async def status(self, interaction: discord.Interaction, run: str | None = None) -> None:
         bot = self.bot
-        slug = await resolve_run(bot, run)
-        report, narrative = await status_with_narrative(bot.store, slug, bot.clock())
-        version = await bot.store.metrics.version(slug)
-        png = bot.chart_cache.get(slug, version)
-        if png is None:
-            await interaction.response.defer(thinking=True)
-            png = await self._draw(slug, version)
-        card = status_card(report, narrative, discord_time, chart=CHART if png else None)
-        embed = card_to_embed(card)
-        files = [discord.File(io.BytesIO(png), filename=CHART)] if png else []
-        if interaction.response.is_done():
-            await interaction.followup.send(embed=embed, files=files, allowed_mentions=NO_MENTIONS)
-        else:
-            await interaction.response.send_message(
-                embed=embed, files=files, allowed_mentions=NO_MENTIONS
+        with bot.answering():
+            if bot.busy:
+                # A poll cycle (sharing this event loop) or other commands are running:
+                # acknowledge before any read.
+                await interaction.response.defer(thinking=True)
+            store = bot.reader
+            slug = await resolve_run(bot, run)
+            version = await store.metrics.version(slug)
+            png = bot.chart_cache.ready(slug, version)
+            if png is None and not interaction.response.is_done():
+                await interaction.response.defer(thinking=True)  # the chart must be drawn
+            report, narrative = await bot.flights.run(
+                ("status", slug), lambda: status_with_narrative(store, slug, bot.clock())
             )
+            if png is None:
+                png = await bot.chart_cache.get_or_draw(slug, version, lambda: self._draw(slug))
+            card = status_card(report, narrative, discord_time, chart=CHART if png else None)
+            embed = card_to_embed(card)
+            files = [discord.File(io.BytesIO(png), filename=CHART)] if png else []
+            if interaction.response.is_done():
+                await interaction.followup.send(
+                    embed=embed, files=files, allowed_mentions=NO_MENTIONS
+                )
+            else:
+                await interaction.response.send_message(
+                    embed=embed, files=files, allowed_mentions=NO_MENTIONS
+                )
 
-    async def _draw(self, slug: str, version: str) -> bytes | None:
-        """The chart, drawn and cached for this data version, or None if drawing fails: a broken
-        chart never costs the status."""
+    async def _draw(self, slug: str) -> bytes | None:
+        """The chart, or None if drawing fails: a broken chart never costs the status."""
         try:
-            png = await render_series(await chart_series(self.bot.store, slug))
+            return await render_series(await chart_series(self.bot.reader, slug))
         except Exception:
             log.exception("chart for %s failed; answering without it", slug)
             return None
-        self.bot.chart_cache.put(slug, version, png)
-        return png
 
 
 async def setup(bot: RunscribeBot) -> None:

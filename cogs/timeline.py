@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 MAX_ENTRIES = 500
+SLOW_FILTER_DAYS = 30
 PAGER_TIMEOUT = 600.0
 
 TAG_CHOICES = [app_commands.Choice(name=tag, value=tag) for tag in TAGS]
@@ -103,24 +104,47 @@ class Timeline(commands.Cog):
         source: str | None = None,
     ) -> None:
         bot = self.bot
-        slug = await resolve_run(bot, run)
-        entries = await build_timeline(
-            bot.store, slug, bot.clock(), days=days, tag=tag, source=source, limit=MAX_ENTRIES
-        )
-        info = await bot.store.runs.get(slug)
-        title = f"Timeline — {info.name if info else slug} · last {_days(days)}"
-        if tag or source:
-            title += " · " + " · ".join(x for x in (tag, source) if x)
-        pages = timeline_pages(entries, title, discord_time)
-        if len(pages) == 1:
-            await interaction.response.send_message(
-                embed=card_to_embed(pages[0]), allowed_mentions=NO_MENTIONS
+        with bot.answering():
+            if bot.busy:  # a poll cycle or other commands are running: acknowledge first
+                await interaction.response.defer(thinking=True)
+            store = bot.reader
+            slug = await resolve_run(bot, run)
+            # A filter over a long range may read far back before it finds 500 entries.
+            if (tag or source) and days > SLOW_FILTER_DAYS and not interaction.response.is_done():
+                await interaction.response.defer(thinking=True)
+            entries = await bot.flights.run(
+                ("timeline", slug, days, tag, source),
+                lambda: build_timeline(
+                    store, slug, bot.clock(), days=days, tag=tag, source=source, limit=MAX_ENTRIES
+                ),
             )
-            return
-        view = Pager(pages, interaction.user.id)
-        view.origin = interaction
+            info = await store.runs.get(slug)
+            title = f"Timeline — {info.name if info else slug} · last {_days(days)}"
+            if tag or source:
+                title += " · " + " · ".join(x for x in (tag, source) if x)
+            pages = timeline_pages(entries, title, discord_time)
+            if len(pages) == 1:
+                await _answer(interaction, embed=card_to_embed(pages[0]))
+                return
+            view = Pager(pages, interaction.user.id)
+            view.origin = interaction
+            await _answer(interaction, embed=view.embed(), view=view)
+
+
+async def _answer(
+    interaction: discord.Interaction, *, embed: discord.Embed, view: discord.ui.View | None = None
+) -> None:
+    """The reply, or its followup when the command deferred first."""
+    if interaction.response.is_done():
+        if view is None:
+            await interaction.followup.send(embed=embed, allowed_mentions=NO_MENTIONS)
+        else:
+            await interaction.followup.send(embed=embed, view=view, allowed_mentions=NO_MENTIONS)
+    elif view is None:
+        await interaction.response.send_message(embed=embed, allowed_mentions=NO_MENTIONS)
+    else:
         await interaction.response.send_message(
-            embed=view.embed(), view=view, allowed_mentions=NO_MENTIONS
+            embed=embed, view=view, allowed_mentions=NO_MENTIONS
         )
 
 

@@ -42,7 +42,6 @@ from typing import Any, Literal
 
 from bot.analysis.forecast import Episode, Tracker, drift_title, fmt_value
 from bot.analysis.progress import effective_series
-from bot.enrich.rules import enrich_event
 from bot.models import (
     MONITOR_STALE_AFTER,
     SOURCE_SPECS,
@@ -620,6 +619,10 @@ def detect_spike(data: RunData) -> Detection:
 
 def report_kind(event: Event) -> str:
     """The incident kind the rules find in a report, read in its thread's context."""
+    # Imported here: the rules compile ~150 patterns, which `/status` and the one-shot CLI
+    # (they import this module for its fingerprints) should not pay for.
+    from bot.enrich.rules import enrich_event
+
     return enrich_event(event).incident_kind or "reported"
 
 

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.incidents.detectors import CRASH
+from bot.mentions import body, inert, plain, unlinked
 from bot.models import Event, Incident, IncidentSignal, ReportedCause
 from bot.outbox.payload import ButtonPayload, make_payload
 from bot.render.cards import (
@@ -128,9 +129,9 @@ def downtime(incident: Incident) -> str | None:
 def cause_line(cause: ReportedCause, limit: int = 700) -> str:
     """'**Reported cause** (dana, [Discord #hero-run](…) at 12:04): Hero is down: …'"""
     where = f"[{cause.source}]({cause.url})" if cause.url else cause.source
-    who = f"{cause.author}, {where}" if cause.author else where
+    who = f"{inert(plain(cause.author))}, {where}" if cause.author else where
     head = f"**Reported cause** ({who} at {stamp(cause.at, 'time')}): "
-    return head + clip_text(cause.text, max(40, limit - len(head)))
+    return head + body(plain(clip_text(cause.text, max(40, limit - len(head)))))
 
 
 def status_line(incident: Incident) -> str:
@@ -146,13 +147,13 @@ def status_line(incident: Incident) -> str:
         parts.append(f"flapped {details.flaps}×")
     if incident.acked_by:
         when = f" {stamp(incident.acked_at, 'relative')}" if incident.acked_at else ""
-        parts.append(f"acknowledged by {incident.acked_by}{when}")
+        parts.append(f"acknowledged by {unlinked(incident.acked_by)}{when}")
     return " · ".join(parts)
 
 
 def _signal_line(signal: IncidentSignal) -> str:
     label = f"[{signal.source}]({signal.url})" if signal.url else signal.source
-    return f"• {stamp(signal.at, 'time')} {label}: {clip_text(signal.text, 160)}"
+    return f"• {stamp(signal.at, 'time')} {label}: {body(plain(clip_text(signal.text, 160)))}"
 
 
 def shown_signals(incident: Incident) -> list[IncidentSignal]:
@@ -177,15 +178,15 @@ def head_card(incident: Incident, run_name: str, links: dict[str, str]) -> Card:
     severity = incident.severity if incident.severity in _COLORS else "warning"
     icon = _ICONS[severity]
     done = incident.status == "resolved"
-    title = f"{'✅' if done else icon} {run_name}: {incident.title}"
+    title = f"{'✅' if done else icon} {run_name}: {unlinked(incident.title)}"
     lines = [status_line(incident)]
     if incident.cause:
-        lines += ["", clip_text(incident.cause, 1500)]
+        lines += ["", body(clip_text(incident.cause, 1500))]
     cause = incident.details.reported_cause
     if cause is not None:
         lines += ["", cause_line(cause)]
     if done and incident.resolution:
-        lines += ["", f"**Resolution:** {clip_text(incident.resolution, 800)}"]
+        lines += ["", f"**Resolution:** {body(clip_text(incident.resolution, 800))}"]
     card = Card(
         title=clip(title, TITLE_LIMIT),
         description=clip_text("\n".join(lines), DESCRIPTION_LIMIT),
@@ -215,25 +216,26 @@ def alert_content(incident: Incident, run_name: str) -> str:
     """The alert message's text (what previews and notifications show): edited with the card,
     so a resolved incident never reads 🔴 anywhere."""
     if incident.status == "resolved":
-        text = f"✅ **Resolved** · Incident #{incident.id} — {run_name}: {incident.title}"
+        text = f"✅ **Resolved** · Incident #{incident.id} — {run_name}: {unlinked(incident.title)}"
     else:
         icon = _ICONS.get(incident.severity, "🟠")
-        text = f"{icon} **Incident #{incident.id}** — {run_name}: {incident.title}"
+        text = f"{icon} **Incident #{incident.id}** — {run_name}: {unlinked(incident.title)}"
     return clip(text, CONTENT_LIMIT)
 
 
 def thread_name(incident: Incident) -> str:
-    return clip(f"Incident #{incident.id}: {incident.title}", 100)
+    name = plain(f"Incident #{incident.id}: {incident.title}").replace("](", "] (")
+    return clip(name, 100)
 
 
 def event_update(event: Event) -> str:
     """A thread post for a new related event: a GitHub comment, a Discord report, a W&B state."""
-    who = f"**{event.author}**" if event.author else f"**{event.source}**"
+    who = f"**{inert(plain(event.author or event.source))}**"
     ref = event.ref or ""
     if ref and event.url:
         ref = f"[{ref}]({event.url})"
     text = event.summary or event.title or event.body
-    line = f"{stamp(event.at, 'time')} {who} {ref} — {clip_text(text or '', 600)}"
+    line = f"{stamp(event.at, 'time')} {who} {ref} — {body(clip_text(text or '', 600))}"
     return clip_text(line.replace("  ", " "), CONTENT_LIMIT)
 
 
@@ -243,12 +245,13 @@ def cause_update(cause: ReportedCause) -> str:
 
 
 def member_update(title: str, at: datetime) -> str:
-    return clip_text(f"{stamp(at, 'time')} also: {title}", CONTENT_LIMIT)
+    return clip_text(f"{stamp(at, 'time')} also: {unlinked(title)}", CONTENT_LIMIT)
 
 
 def reminder_content(incident: Incident, now: datetime) -> str:
     return clip(
-        f"⏰ Still firing after {duration(incident, now)}: {incident.title} (not acknowledged).",
+        f"⏰ Still firing after {duration(incident, now)}: {unlinked(incident.title)} "
+        "(not acknowledged).",
         CONTENT_LIMIT,
     )
 
@@ -257,13 +260,13 @@ def resolved_content(incident: Incident, run_name: str) -> str:
     """The one resolution message in the channel: what, how long it was down (with what that
     figure measures), what brought it back."""
     assert incident.resolved_at is not None
-    lines = [f"✅ **Resolved** incident #{incident.id} — {run_name}: {incident.title}"]
+    lines = [f"✅ **Resolved** incident #{incident.id} — {run_name}: {unlinked(incident.title)}"]
     said = (downtime(incident) or "").capitalize() + "."
     if incident.resolution:
-        said += " " + clip_text(incident.resolution, 800)
+        said += " " + body(clip_text(incident.resolution, 800))
     lines.append(said)
     if incident.acked_by:
-        lines.append(f"Acknowledged by {incident.acked_by}.")
+        lines.append(f"Acknowledged by {unlinked(incident.acked_by)}.")
     return clip_text("\n".join(lines), CONTENT_LIMIT)
 
 
@@ -300,22 +303,22 @@ def listing_card(views: list[Any], run_name: str, *, open_only: bool, now: datet
                 f"since {stamp(view.started_at)} ({stamp(view.started_at, 'relative')}), "
                 f"ongoing for {humanize_duration(now - view.started_at)}"
             )
-        lines = [when, clip_text(view.cause, 300)]
+        lines = [when, body(clip_text(view.cause, 300))]
         cause = incident.details.reported_cause
         if cause is not None:
             lines.append(cause_line(cause, 320))
         if view.resolution:
-            lines.append(f"→ {clip_text(view.resolution, 250)}")
+            lines.append(f"→ {body(clip_text(view.resolution, 250))}")
         extra = []
         if incident.acked_by:
             when_acked = f" {stamp(incident.acked_at, 'relative')}" if incident.acked_at else ""
-            extra.append(f"acknowledged by {incident.acked_by}{when_acked}")
+            extra.append(f"acknowledged by {unlinked(incident.acked_by)}{when_acked}")
         if view.silenced:
             extra.append("silenced")
         extra += [f"[{label}]({url})" for label, url in view.links[:3]]
         if extra:
             lines.append(" · ".join(extra))
-        name = f"{icon} #{incident.id} {incident.title}"
+        name = f"{icon} #{incident.id} {unlinked(incident.title)}"
         value = lines_within(lines, FIELD_VALUE_LIMIT, "…")
         card.fields.append(CardField(clip(name, 256), value))
     if len(views) > 10:

@@ -100,6 +100,22 @@ async def list_incidents(
 
 
 async def incident_stats(store: Store, slug: str, since: datetime | None = None) -> IncidentStats:
+    """Over the whole run (or since `since`). The whole-run figures /status shows are kept in the
+    store's memo under the incidents' data version, so a request reads one counter unless an
+    incident changed since the last one."""
+    if since is not None:
+        return await _incident_stats(store, slug, since)
+    version = await store.incidents.version(slug)
+    key = ("incident_stats", slug)
+    cached = store.memo.get(key)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    stats = await _incident_stats(store, slug, None)
+    store.memo[key] = (version, stats)
+    return stats
+
+
+async def _incident_stats(store: Store, slug: str, since: datetime | None) -> IncidentStats:
     count = opened = healed = 0
     by_kind: Counter[str] = Counter()
     healed_by_kind: Counter[str] = Counter()

@@ -226,8 +226,8 @@ class LLMClient:
         if spent + estimate > self.daily_budget_usd:
             raise LLMUnavailable(
                 "budget",
-                f"today's spend ${spent:.4f} + this call would pass the daily cap "
-                f"${self.daily_budget_usd:.2f}",
+                f"today's spend {money(spent)} + this call would pass the daily cap "
+                f"{money(self.daily_budget_usd)}",
             )
 
     def note_fallback(self, exc: LLMUnavailable, task: str, now: datetime) -> None:
@@ -425,6 +425,13 @@ async def usage_report(
     return report
 
 
+def money(usd: float) -> str:
+    """Dollars with two decimals; a spend too small to show as cents says so instead of $0.00."""
+    if 0 < usd < 0.005:
+        return "<$0.01"
+    return f"${usd:,.2f}"
+
+
 def format_usage(report: dict) -> str:
     """Plain-text table of a `usage_report`."""
     lines: list[str] = []
@@ -441,13 +448,13 @@ def format_usage(report: dict) -> str:
             for task, row in rows:
                 lines.append(
                     f"  {task:<20} {row['calls']:>6} {row['input_tokens']:>11,} "
-                    f"{row['output_tokens']:>11,} {'$' + format(row['cost_usd'], '.4f'):>10}"
+                    f"{row['output_tokens']:>11,} {money(row['cost_usd']):>10}"
                 )
         lines.append("")
     if "daily_budget_usd" in report:
         lines.append(
-            f"Daily budget ${report['daily_budget_usd']:.2f}, "
-            f"${report['budget_left_today_usd']:.4f} left today."
+            f"Daily budget {money(report['daily_budget_usd'])}, "
+            f"{money(report['budget_left_today_usd'])} left today."
         )
     return "\n".join(lines).rstrip() + "\n"
 

@@ -39,6 +39,7 @@ from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import fence, sanitize_output, urls_in
 from bot.models import TAGS, Event, LLMOutput
 from bot.store import Store
+from bot.store.events import RETRY_LABEL
 from bot.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -248,8 +249,8 @@ def validate_item(raw: Any, event: Event, seen_text: str, base: Enrichment) -> E
     )
 
 
-# Rules stood in because the LLM failed: the pipeline offers these events to the LLM again.
-RETRY_LABEL = "rules:llm-retry"
+# Rules stood in because the LLM failed: the pipeline offers these events to the LLM again
+# (`RETRY_LABEL` lives with the index that finds them, in bot.store.events).
 
 
 class LLMEnricher:

@@ -21,7 +21,7 @@ from typing import Any
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
 from bot.llm.grounding import FactIndex, GroundingReport, check
 from bot.llm.prompts import load_prompt, short_hash
-from bot.llm.safety import fence, sanitize_output
+from bot.llm.safety import fence, sanitize_output, urls_in
 from bot.models import LLMOutput
 from bot.narrative.facts import DigestFacts, Highlight, NarrativeFacts, OpenThread, RestartFact
 from bot.narrative.format import fmt_big, fmt_date, fmt_duration, fmt_int, fmt_time, inline
@@ -186,13 +186,20 @@ def render_prompt(task: str, facts: NarrativeFacts, *, max_words: int, **extra: 
         max_words=max_words,
         **extra,
     )
+    index = FactIndex.build(facts_text, highlights, threads)
+    # A URL that is only part of a name or title (a display name "[Status](https://evil…)") is
+    # not a source's link: the writer may not link it.
+    names = [h.author for h in facts.highlights] + [t.author for t in facts.open_threads]
+    names += [t.title for t in facts.open_threads] + [i.title for i in facts.incidents]
+    own = [h.url for h in facts.highlights] + [t.url for t in facts.open_threads]
+    index.urls -= urls_in(names) - urls_in([*own, *facts.links.values()])
     return Rendered(
         task=task,
         prompt_name=task,
         prompt_hash=short_hash(system.text, prompt.text),
         system=system.render(),
         user=user,
-        index=FactIndex.build(facts_text, highlights, threads),
+        index=index,
         max_chars=NARRATIVE_MAX_CHARS,
         max_tokens=NARRATIVE_MAX_TOKENS,
     )

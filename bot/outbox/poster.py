@@ -1,7 +1,16 @@
 """The poster: drains the outbox through a platform `Transport`, in order per channel, with
 backoff, and with the crash-safe "was it already sent?" check (see `bot.outbox.markers`). The
 Discord half (`bot.app.DiscordTransport`) only turns an `OutgoingMessage` into an HTTP call and
-classifies errors."""
+classifies errors.
+
+Waiting: a rate limit waits exactly what the server said (`retry_after`), inside the drain, so a
+429 storm costs about the sum of its `retry_after` values; other transient failures back off
+2, 4, 8 … seconds capped at `BACKOFF_CAP` (30 s), and a channel backing off from a server error
+is tried again at once when a request elsewhere succeeds (the outage is over).
+
+Already sent? Before an item's first send the channel's newest message id is recorded in its
+row (`anchor_id`); a later try reads the history after it, page by page, for the item's marker,
+so the check does not depend on how many messages arrived since."""
 
 from __future__ import annotations
 
@@ -31,8 +40,12 @@ from bot.timeutil import utcnow
 log = logging.getLogger(__name__)
 
 HISTORY_LIMIT = 100  # Discord's maximum page of channel history
+HISTORY_PAGES = 50  # at most 5,000 messages after the anchor are searched for a marker
 BACKOFF_BASE = 2.0  # seconds; doubles per attempt
-BACKOFF_CAP = 300.0
+BACKOFF_CAP = 30.0  # a long outage is retried at least this often
+RETRY_AFTER_CAP = 600.0  # a server's retry_after is obeyed up to this
+IN_DRAIN_WAIT = 5.0  # a retry_after up to this is waited inside the drain, not the next loop
+IN_DRAIN_RETRIES = 50  # rate-limited tries of one item within one drain
 MAX_PERMANENT_ATTEMPTS = 6  # a 4xx other than 429 is retried this often, then the row fails
 
 
@@ -108,6 +121,7 @@ class DeliveryError(Exception):
 class SeenMessage:
     id: int
     text: str  # content, embed footers and descriptions joined: where markers can be
+    created_at: datetime | None = None
 
 
 class Transport(Protocol):
@@ -124,7 +138,18 @@ class Transport(Protocol):
         possible (permissions, channel type): the caller then posts in the channel."""
         ...
 
-    async def recent(self, channel_id: int, limit: int) -> list[SeenMessage]: ...
+    async def recent(self, channel_id: int, limit: int) -> list[SeenMessage]:
+        """The newest `limit` messages, newest first."""
+        ...
+
+    async def newest_id(self, channel_id: int) -> int | None:
+        """The id of the channel's newest message (None: the channel is empty)."""
+        ...
+
+    async def after(self, channel_id: int, after_id: int, limit: int) -> list[SeenMessage]:
+        """The oldest `limit` messages newer than `after_id`, oldest first (every author: the
+        ids page on; text only where a marker can be)."""
+        ...
 
     async def archive_thread(self, thread_id: int) -> None:
         """Archive a thread (it reopens by itself if anyone posts in it again)."""
@@ -134,23 +159,26 @@ class Transport(Protocol):
 def backoff_delay(
     attempts: int, retry_after: float | None = None, base: float = BACKOFF_BASE
 ) -> float:
-    """Seconds before the next try after `attempts` failed ones: base, 2·base, 4·base … capped at
-    5 minutes, and never sooner than the server's retry_after."""
-    delay = min(BACKOFF_CAP, base * (2 ** min(attempts, 20)))
+    """Seconds before the next try after `attempts` failed ones. When the server said how long
+    (`retry_after`), exactly that: a rate limit is not a fault to back off from. Otherwise base,
+    2·base, 4·base … capped at `BACKOFF_CAP`."""
     if retry_after is not None:
-        delay = max(delay, min(retry_after, BACKOFF_CAP * 4))
-    return delay
+        return max(0.0, min(retry_after, RETRY_AFTER_CAP))
+    return min(BACKOFF_CAP, base * (2 ** min(attempts, 20)))
 
 
-def plan_channels(items: Sequence[OutboxItem], now: datetime) -> dict[int, list[OutboxItem]]:
+def plan_channels(
+    items: Sequence[OutboxItem], now: datetime, wake: frozenset[int] = frozenset()
+) -> dict[int, list[OutboxItem]]:
     """Group queued items by channel in id order, keeping only the due prefix of each channel:
-    a channel whose oldest queued item is backing off waits as a whole, so order is kept."""
+    a channel whose oldest queued item is backing off waits as a whole, so order is kept. Items
+    in `wake` are due whatever their backoff."""
     plan: dict[int, list[OutboxItem]] = {}
     blocked: set[int] = set()
     for item in sorted(items, key=lambda i: i.id or 0):
         if item.channel_id in blocked:
             continue
-        if item.not_before is not None and item.not_before > now:
+        if item.not_before is not None and item.not_before > now and item.id not in wake:
             blocked.add(item.channel_id)
             continue
         plan.setdefault(item.channel_id, []).append(item)
@@ -168,6 +196,13 @@ class DrainReport:
 
 class _Wait(Exception):
     """The item depends on another that is not delivered yet; try again next drain."""
+
+
+@dataclass(slots=True, frozen=True)
+class _RateLimited:
+    """The item was rate limited: try it again in `delay` seconds, within this drain."""
+
+    delay: float
 
 
 class OutboxPoster:
@@ -193,21 +228,43 @@ class OutboxPoster:
         self.started_at = clock()
         self._tried: set[int] = set()  # items this process has attempted (maybe half-sent)
         self._threads: dict[int, int | None] = {}  # message id → thread id (None: no thread)
+        self._newest: dict[int, int] = {}  # channel → newest message id this process knows
+        self._server_down: set[int] = set()  # items backing off from a server error
         self._lock = asyncio.Lock()
 
     async def drain(self) -> DrainReport:
         async with self._lock:
             report = DrainReport()
-            now = self.clock()
             queued = await self.store.outbox.queued(limit=self.batch)
-            plan = plan_channels(queued, now)
+            plan = plan_channels(queued, self.clock())
             if plan:
                 await asyncio.gather(*(self._channel(items, report) for items in plan.values()))
+            if (report.sent or report.recovered) and self._server_down:
+                # A request went through: the outage is over, the waiting heads go now, oldest
+                # first per channel, instead of sitting out their backoff.
+                wake = frozenset(self._server_down)
+                queued = await self.store.outbox.queued(limit=self.batch)
+                plan = plan_channels(queued, self.clock(), wake)
+                plan = {c: items for c, items in plan.items() if items[0].id in wake}
+                if plan:
+                    await asyncio.gather(*(self._channel(items, report) for items in plan.values()))
             return report
 
     async def _channel(self, items: list[OutboxItem], report: DrainReport) -> None:
         for item in items:
-            if not await self._one(item, report):
+            for _ in range(IN_DRAIN_RETRIES):
+                outcome = await self._one(item, report)
+                if not isinstance(outcome, _RateLimited):
+                    break
+                await asyncio.sleep(outcome.delay)  # what the server asked for, no more
+                assert item.id is not None
+                fresh = await self.store.outbox.get(item.id)
+                if fresh is None or fresh.status != "queued":
+                    return
+                item = fresh
+            else:
+                return
+            if outcome is not True:
                 return
 
     def _needs_history_check(self, item: OutboxItem) -> bool:
@@ -217,7 +274,7 @@ class OutboxPoster:
         created = item.created_at
         return created is None or created < self.started_at or item.attempts > 0
 
-    async def _one(self, item: OutboxItem, report: DrainReport) -> bool:
+    async def _one(self, item: OutboxItem, report: DrainReport) -> bool | _RateLimited:
         assert item.id is not None
         try:
             payload = parse_payload(item.payload)
@@ -246,11 +303,14 @@ class OutboxPoster:
         )
         (report.recovered if recovered else report.sent).append(item.id)
         self._tried.discard(item.id)
+        self._server_down.discard(item.id)
+        if report.retried and item.id in report.retried:
+            report.retried.remove(item.id)  # rate limited within this drain, then delivered
         return True
 
     async def _failed(
         self, item: OutboxItem, exc: DeliveryError | TimeoutError, report: DrainReport
-    ) -> bool:
+    ) -> bool | _RateLimited:
         assert item.id is not None
         permanent = isinstance(exc, DeliveryError) and exc.permanent
         retry_after = exc.retry_after if isinstance(exc, DeliveryError) else None
@@ -260,6 +320,10 @@ class OutboxPoster:
         delay = backoff_delay(item.attempts, retry_after, self.backoff_base)
         next_at = self.clock() + timedelta(seconds=delay)
         await self.store.outbox.mark_retry(item.id, error, next_at, give_up=give_up)
+        if retry_after is None and not permanent:
+            self._server_down.add(item.id)
+        else:
+            self._server_down.discard(item.id)
         if give_up:
             log.error(
                 "outbox item %s (%s) to channel %s failed %d times, giving up: %s",
@@ -268,10 +332,13 @@ class OutboxPoster:
             report.failed.append(item.id)
             return True  # a dead item must not block its channel forever
         log.warning(
-            "outbox item %s to channel %s failed (attempt %d), retrying in %.0f s: %s",
+            "outbox item %s to channel %s failed (attempt %d), retrying in %.1f s: %s",
             item.id, item.channel_id, attempts, delay, error,
         )  # fmt: skip
-        report.retried.append(item.id)
+        if item.id not in report.retried:
+            report.retried.append(item.id)
+        if retry_after is not None and delay <= IN_DRAIN_WAIT:
+            return _RateLimited(delay)
         return False
 
     async def _deliver(
@@ -292,9 +359,9 @@ class OutboxPoster:
         messages = render_item(item.id, item.dedup_key, payload)
         seen: dict[Marker, int] = {}
         if self._needs_history_check(item):
-            for old in await self.transport.recent(channel_id, HISTORY_LIMIT):
-                for marker in find_markers(old.text):
-                    seen.setdefault(marker, old.id)
+            seen = await self._already_posted(item, channel_id, {m.marker for m in messages})
+        if item.anchor_id is None:
+            await self._record_anchor(item, channel_id)
         self._tried.add(item.id)
         ids: list[int] = []
         for message in messages:
@@ -302,6 +369,7 @@ class OutboxPoster:
                 ids.append(seen[message.marker])
                 continue
             ids.append(await self.transport.send(channel_id, message))
+            self._newest[channel_id] = max(self._newest.get(channel_id, 0), ids[-1])
         recovered = all(m.marker in seen for m in messages)
         if recovered:
             log.info(
@@ -322,6 +390,49 @@ class OutboxPoster:
             if not exc.permanent:
                 raise
             log.warning("could not archive thread %s: %s", thread_id, exc)
+
+    async def _record_anchor(self, item: OutboxItem, channel_id: int) -> None:
+        """Before the first send: the newest message id in the channel, from what this process
+        posted there or (once per channel) asked the platform. Anything posted later is newer."""
+        assert item.id is not None
+        anchor = self._newest.get(channel_id)
+        if anchor is None:
+            anchor = await self.transport.newest_id(channel_id) or 0
+            self._newest[channel_id] = max(self._newest.get(channel_id, 0), anchor)
+        await self.store.outbox.set_anchor(item.id, anchor)
+        item.anchor_id = anchor
+
+    async def _already_posted(
+        self, item: OutboxItem, channel_id: int, wanted: set[Marker]
+    ) -> dict[Marker, int]:
+        """Which of the item's parts are already in the channel, and their message ids. With an
+        anchor: the history after it, paged oldest first until every part is found, the channel
+        ends, or the messages are newer than this process (a previous process's post cannot be
+        there) — bounded by `HISTORY_PAGES`. Rows queued before anchors: the last 100."""
+        seen: dict[Marker, int] = {}
+
+        def note(old: SeenMessage) -> None:
+            for marker in find_markers(old.text):
+                if marker in wanted:
+                    seen.setdefault(marker, old.id)
+
+        if item.anchor_id is None:
+            for old in await self.transport.recent(channel_id, HISTORY_LIMIT):
+                note(old)
+            return seen
+        bound = None if item.id in self._tried else self.started_at
+        after = item.anchor_id
+        for _ in range(HISTORY_PAGES):
+            page = await self.transport.after(channel_id, after, HISTORY_LIMIT)
+            for old in page:
+                note(old)
+            if len(seen) == len(wanted) or len(page) < HISTORY_LIMIT:
+                break
+            last = page[-1]
+            if bound is not None and last.created_at is not None and last.created_at > bound:
+                break
+            after = max(after, last.id)
+        return seen
 
     async def _edit(self, item: OutboxItem, payload: ParsedPayload) -> tuple[int, int]:
         assert payload.edit_of is not None

@@ -5,12 +5,12 @@ value 1024, 6000 characters in all) so no caller has to trim."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from bot.mentions import body, inert, unlinked
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
 from bot.narrative.format import fmt_big
@@ -142,7 +142,7 @@ def status_card(
         against = f"\n{curve.reason}" if curve is not None and curve.forecast is not None else ""
         card.fields.append(CardField("Loss", f"{p.loss:.4f}{rate}{against}", inline=True))
     incidents = report.open_incidents
-    lines = [f"• {i.title} (since {fmt(i.started_at, 'relative')})" for i in incidents]
+    lines = [f"• {unlinked(i.title)} (since {fmt(i.started_at, 'relative')})" for i in incidents]
     lines = lines or ["none"]
     if report.incidents_total:
         healed = report.incidents_self_healed
@@ -219,15 +219,6 @@ def format_tokens(value: float | None) -> str:
     return "—" if value is None else fmt_big(value, decimals=2)
 
 
-_MARKDOWN = re.compile(r"([\\*_~`|\[\]>#])")
-
-
-def inert(text: str) -> str:
-    """Untrusted text shown as written: markdown characters escaped, so a display name or a
-    summary cannot bold, hide, or forge a masked link."""
-    return _MARKDOWN.sub(r"\\\1", text)
-
-
 def entry_line(entry: TimelineEntry, *, link: bool = True) -> str:
     """`**author** [#8818](url) open — summary · tag`"""
     who = f"**{inert(entry.author or entry.source)}**"
@@ -236,7 +227,7 @@ def entry_line(entry: TimelineEntry, *, link: bool = True) -> str:
         ref = f"[{ref}]({entry.url})"
     state = f" {entry.state}" if entry.state and entry.source == "github" else ""
     mark = "🚨 " if entry.incident else ""
-    summary = entry.summary.replace("](", "]\u200b(")  # never a masked link
+    summary = body(entry.summary)  # never a masked link
     return f"{mark}{who} {ref}{state} — {summary} · `{entry.tag}`".replace("  ", " ")
 
 
@@ -283,11 +274,18 @@ def timeline_pages(
     return pages
 
 
+def source_urls(facts: DigestFacts) -> list[str]:
+    """The links the digest's sources themselves carry (not URLs inside names or bodies)."""
+    urls = [h.url for h in facts.highlights] + [t.url for t in facts.open_threads]
+    return [url for url in urls if url]
+
+
 def digest_card(facts: DigestFacts, fmt: TimeFormatter) -> Card:
     title = f"Daily digest — {facts.run_name}"
     card = Card(
         title=clip(title, TITLE_LIMIT),
-        description=clip(facts.text, DESCRIPTION_LIMIT),
+        # template or LLM: names in it are the members' own; only the sources' links stay links
+        description=clip(body(facts.text, source_urls(facts)), DESCRIPTION_LIMIT),
         color="info",
         footer=f"{fmt(facts.start, 'datetime')} → {fmt(facts.end, 'datetime')} · {facts.by}",
     )

@@ -1,19 +1,25 @@
 """Loss and tokens against time as a PNG, restarts marked. Rendering takes ~100 ms, so callers
-run it in a worker thread (`render_chart_async`) and cache it per data version (`ChartCache`)."""
+run it in a worker thread (`render_chart_async`), one at a time, and cache it per data version
+(`ChartCache`)."""
 
 from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import math
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
 from bot.analysis.progress import Restart
 from bot.models import MetricPoint
 from bot.services.forecasts import ForecastPanel
 from bot.services.status import ChartSeries
+
+log = logging.getLogger(__name__)
+_now = time.monotonic
 
 
 def render_chart(
@@ -79,8 +85,14 @@ def render_chart(
     fig.autofmt_xdate()
     fig.tight_layout()
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return buffer.getvalue()
+    try:
+        fig.savefig(buffer, format="png")
+        return buffer.getvalue()
+    finally:
+        # Not registered with pyplot, so nothing else holds it: clearing breaks the figure's
+        # internal reference cycles and its memory is returned at once, not at the next GC.
+        fig.clear()
+        del fig, ax
 
 
 async def render_chart_async(
@@ -103,29 +115,105 @@ async def render_series(series: ChartSeries) -> bytes:
 
 
 class ChartCache:
-    """PNG bytes keyed by (run, data version); the version changes when a point is added."""
+    """PNG bytes per run, with the data version they were drawn at.
 
-    def __init__(self, size: int = 16):
-        self._items: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+    - `get(slug, version)`: the chart for exactly this version, if drawn.
+    - `ready(slug, version)`: what `/status` may attach without drawing: this version, or the
+      run's last chart if it was drawn less than `min_interval` seconds ago (points arrive every
+      few seconds; the chart is redrawn at most once a minute however often they do).
+    - `get_or_draw(slug, version, draw)`: single flight: one draw at a time per run, and only
+      one draw at a time overall (a burst of misses costs one render, and one figure's memory);
+      concurrent misses await the same future. A failed draw (None or an exception) caches
+      nothing and gives None to everyone waiting on it."""
+
+    def __init__(
+        self, size: int = 16, *, min_interval: float = 60.0, clock: Callable[[], float] = _now
+    ):
+        self._items: OrderedDict[str, tuple[str, float, bytes]] = OrderedDict()
         self._size = size
+        self._min_interval = min_interval
+        self._clock = clock
+        self._drawing: dict[str, tuple[str, asyncio.Future[bytes | None]]] = {}
+        self._one_render = asyncio.Lock()
         self.hits = 0
         self.misses = 0
+        self.draws = 0
 
     def get(self, slug: str, version: str) -> bytes | None:
-        item = self._items.get((slug, version))
-        if item is not None:
-            self._items.move_to_end((slug, version))
+        item = self._items.get(slug)
+        if item is not None and item[0] == version:
+            self._items.move_to_end(slug)
             self.hits += 1
-        else:
-            self.misses += 1
-        return item
+            return item[2]
+        self.misses += 1
+        return None
+
+    def ready(self, slug: str, version: str) -> bytes | None:
+        item = self._items.get(slug)
+        if item is None:
+            return None
+        drawn_version, drawn_at, png = item
+        if drawn_version == version or self._clock() - drawn_at < self._min_interval:
+            self._items.move_to_end(slug)
+            self.hits += 1
+            return png
+        return None
 
     def put(self, slug: str, version: str, png: bytes) -> None:
-        for key in [k for k in self._items if k[0] == slug]:
-            del self._items[key]  # an older version of this run's chart is never wanted again
-        self._items[(slug, version)] = png
+        # An older version of this run's chart is never wanted again: one entry per run.
+        self._items[slug] = (version, self._clock(), png)
+        self._items.move_to_end(slug)
         while len(self._items) > self._size:
             self._items.popitem(last=False)
+
+    async def get_or_draw(
+        self, slug: str, version: str, draw: Callable[[], Awaitable[bytes | None]]
+    ) -> bytes | None:
+        png = self.ready(slug, version)
+        if png is not None:
+            return png
+        self.misses += 1
+        flight = self._drawing.get(slug)
+        if flight is None:
+            future: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+            self._drawing[slug] = (version, future)
+            task = asyncio.create_task(self._draw(slug, version, draw, future))
+            task.add_done_callback(_consume)
+        else:
+            future = flight[1]
+        # Shielded: a waiter that gives up (its interaction expired) never cancels the draw the
+        # others wait for.
+        return await asyncio.shield(future)
+
+    async def _draw(
+        self,
+        slug: str,
+        version: str,
+        draw: Callable[[], Awaitable[bytes | None]],
+        future: asyncio.Future[bytes | None],
+    ) -> None:
+        try:
+            async with self._one_render:
+                self.draws += 1
+                png = await draw()
+        except BaseException as exc:
+            if not future.done():
+                future.set_result(None)
+            if not isinstance(exc, Exception):
+                raise
+            log.exception("chart for %s failed", slug)
+            return
+        finally:
+            self._drawing.pop(slug, None)
+        if png is not None:
+            self.put(slug, version, png)
+        if not future.done():
+            future.set_result(png)
+
+
+def _consume(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()  # already turned into None for the waiters; never "never retrieved"
 
 
 def render_forecast_chart(

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.analysis.progress import Progress
+from bot.mentions import body
 from bot.models import Incident, LLMOutput
 from bot.narrative.facts import (
     COUNT_WINDOW,
@@ -165,7 +166,8 @@ async def current_narrative(store: Store, report: StatusReport) -> Narrative:
         highlights=TEMPLATE_HIGHLIGHTS,
         scan=TEMPLATE_SCAN,
     )
-    return Narrative(text=template_narrative(facts), at=report.now, by="template")
+    # the template has no links of its own: any in it came with a name or a summary
+    return Narrative(text=body(template_narrative(facts)), at=report.now, by="template")
 
 
 async def status_with_narrative(

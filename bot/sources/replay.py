@@ -78,6 +78,10 @@ def load_sample(now: datetime | None = None, name: str = "aurora") -> SampleRun:
     now = ensure_utc(now) if now is not None else utcnow()
     end_raw = _time(raw["end"])
     offset = now - end_raw
+    # The people in the sample write dates too ("2026-03-16", kernel log stamps): they move with
+    # the rest, so the replayed chat agrees with the replayed calendar.
+    raw["github"] = shift_text_dates(raw["github"], offset)
+    raw["discord"] = shift_text_dates(raw["discord"], offset)
 
     def at(value: str) -> datetime:
         return _time(value) + offset
@@ -108,6 +112,56 @@ def load_sample(now: datetime | None = None, name: str = "aurora") -> SampleRun:
         github=raw["github"],
         shift=offset,
     )
+
+
+# --- dates written in the sample's text -------------------------------------------------------
+
+_TEXT_KEYS = frozenset({"title", "body", "content"})
+_ISO_DATE = re.compile(r"\b(20\d\d)-(\d\d)-(\d\d)\b(?![T:]\d)")
+# syslog / dmesg -T stamps: "Wed Mar  4 02:15:41 2026"
+_LOG_STAMP = re.compile(
+    r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) "
+    r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d \d{4}\b"
+)
+_LOG_FORMAT = "%a %b %d %H:%M:%S %Y"
+
+
+def _shift_date(match: re.Match[str], offset: timedelta) -> str:
+    try:
+        day = datetime(int(match[1]), int(match[2]), int(match[3]), 12)
+    except ValueError:
+        return match[0]
+    return (day + offset).date().isoformat()
+
+
+def _shift_stamp(match: re.Match[str], offset: timedelta) -> str:
+    try:
+        stamp = datetime.strptime(" ".join(match[0].split()), _LOG_FORMAT)
+    except ValueError:
+        return match[0]
+    moved = stamp + offset
+    return f"{moved:%a %b} {moved.day:>2} {moved:%H:%M:%S %Y}"
+
+
+def shift_text_dates(value: Any, offset: timedelta) -> Any:
+    """A copy of `value` (the sample's GitHub or Discord items) whose prose moves every written
+    date by `offset`: ISO dates (taken at midday, the time of day being unknown) and log stamps
+    (exactly). Times in fields other than title/body/content are shifted where they are read."""
+    if isinstance(value, dict):
+        return {
+            key: (
+                _LOG_STAMP.sub(
+                    lambda m: _shift_stamp(m, offset),
+                    _ISO_DATE.sub(lambda m: _shift_date(m, offset), item),
+                )
+                if key in _TEXT_KEYS and isinstance(item, str)
+                else shift_text_dates(item, offset)
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [shift_text_dates(item, offset) for item in value]
+    return value
 
 
 # --- reading ------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import sqlite3
 from collections.abc import AsyncIterator
@@ -87,12 +88,18 @@ class Database:
 
     Writes go through `transaction()`, which serialises writers on an asyncio lock (one connection
     is shared by every coroutine) and uses BEGIN IMMEDIATE so a second process waits on
-    busy_timeout instead of failing half-way."""
+    busy_timeout instead of failing half-way.
+
+    With `readers=N`, N more connections are opened read-only (`mode=ro`); `read_only()` is a
+    Database over them, for commands: WAL lets them read while the writer's transaction (a poll
+    cycle, an enrichment batch) is open, and each has its own thread, so a command never queues
+    behind the writer's work."""
 
     def __init__(self, conn: aiosqlite.Connection, path: str):
         self.conn = conn
         self.path = path
         self._write_lock = asyncio.Lock()
+        self._reader: ReadOnlyDatabase | None = None
         # Per instance: a transaction open on another Database (another file) must not turn
         # this one's `transaction()` into a no-op that leaves a failed block committed.
         self._in_transaction: ContextVar[bool] = ContextVar(
@@ -101,7 +108,9 @@ class Database:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, path: str | Path, *, migrate: bool = True) -> AsyncIterator[Database]:
+    async def open(
+        cls, path: str | Path, *, migrate: bool = True, readers: int = 0
+    ) -> AsyncIterator[Database]:
         path = str(path)
         try:  # a bad path, a file that is not SQLite, no permission: one clear StoreError
             if path != ":memory:":
@@ -110,6 +119,7 @@ class Database:
             conn = await aiosqlite.connect(path, timeout=10.0, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise _cannot_open(path, exc) from None
+        pool: list[aiosqlite.Connection] = []
         try:
             try:
                 conn.row_factory = aiosqlite.Row
@@ -119,11 +129,28 @@ class Database:
                 await conn.execute("PRAGMA busy_timeout=10000")
                 db = cls(conn, path)
                 await db._check_version(migrate)
+                if path != ":memory:":
+                    for _ in range(readers):
+                        pool.append(await _open_reader(path))
             except (OSError, sqlite3.Error) as exc:
                 raise _cannot_open(path, exc) from None
+            if pool:
+                db._reader = ReadOnlyDatabase(db, pool)
             yield db
         finally:
+            for reader in pool:
+                await reader.close()
             await conn.close()
+
+    @property
+    def saturated(self) -> bool:
+        """A write transaction holds the connection: a read now would queue behind it."""
+        return self._write_lock.locked()
+
+    def read_only(self) -> Database:
+        """A Database for reads that never wait on this one's writer (its own read-only
+        connections when opened with `readers`, else this Database itself)."""
+        return self._reader or self
 
     async def _check_version(self, migrate: bool) -> None:
         migrations = load_migrations()
@@ -198,4 +225,58 @@ class Database:
 
     async def fetchone(self, sql: str, params: Any = ()) -> aiosqlite.Row | None:
         async with self.conn.execute(sql, params) as cursor:
+            return await cursor.fetchone()
+
+
+def _reader_uri(path: str) -> str:
+    return f"{Path(os.path.abspath(path)).as_uri()}?mode=ro"
+
+
+async def _open_reader(path: str) -> aiosqlite.Connection:
+    uri = await asyncio.to_thread(_reader_uri, path)
+    conn = await aiosqlite.connect(uri, uri=True, timeout=10.0, isolation_level=None)
+    conn.row_factory = aiosqlite.Row
+    await conn.execute("PRAGMA busy_timeout=10000")
+    await conn.execute("PRAGMA query_only=ON")
+    return conn
+
+
+class ReadOnlyDatabase(Database):
+    """Reads over a small pool of read-only connections, each query on whichever is free. Each
+    statement sees the latest committed data (autocommit); a write is a programming error."""
+
+    def __init__(self, writer: Database, pool: list[aiosqlite.Connection]):
+        super().__init__(writer.conn, writer.path)
+        self._free: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        for conn in pool:
+            self._free.put_nowait(conn)
+        self.size = len(pool)
+
+    def read_only(self) -> Database:
+        return self
+
+    @property
+    def saturated(self) -> bool:
+        """Every read-only connection is in use: a new read would queue."""
+        return self._free.empty()
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        raise StoreError("a read-only store cannot write")
+        yield self.conn  # pragma: no cover - makes this an async generator
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[aiosqlite.Connection]:
+        conn = await self._free.get()
+        try:
+            yield conn
+        finally:
+            self._free.put_nowait(conn)
+
+    async def fetchall(self, sql: str, params: Any = ()) -> list[aiosqlite.Row]:
+        async with self._connection() as conn, conn.execute(sql, params) as cursor:
+            return list(await cursor.fetchall())
+
+    async def fetchone(self, sql: str, params: Any = ()) -> aiosqlite.Row | None:
+        async with self._connection() as conn, conn.execute(sql, params) as cursor:
             return await cursor.fetchone()

@@ -62,6 +62,23 @@ def event_from_row(row: aiosqlite.Row) -> Event:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Enriched:
+    """What enrichment writes on an event (`EventsRepo.set_enrichment_many`)."""
+
+    summary: str
+    tag: str
+    incident: bool = False
+    severity: str | None = None
+    newsworthy: bool = True
+    enriched_by: str = "rules"
+
+
+# The label of events the rules enriched because the LLM failed; they are offered to it again.
+# Migration 0005 indexes exactly this value (`events_llm_retry`).
+RETRY_LABEL = "rules:llm-retry"
+
+
 def _older(incoming: datetime | None, stored: str | None) -> bool:
     return incoming is not None and stored is not None and (to_db(incoming) or "") < stored
 
@@ -210,30 +227,53 @@ class EventsRepo:
         source: str | None = None,
         kind: str | None = None,
     ) -> list[Event]:
-        """Events never enriched, or edited since they were."""
-        sql = "SELECT * FROM events WHERE (enriched_hash IS NULL OR enriched_hash != content_hash)"
-        params: list[Any] = []
-        for column, value in (("run_slug", run_slug), ("source", source), ("kind", kind)):
-            if value is not None:
-                sql += f" AND {column} = ?"
-                params.append(value)
-        sql += " ORDER BY at LIMIT ?"
-        params.append(limit)
-        return [event_from_row(row) for row in await self.db.fetchall(sql, params)]
+        """Events never enriched, or edited since they were (an edit clears `enriched_hash`),
+        oldest first. Reads the partial index of pending events run by run, so an idle cycle
+        costs nothing however long the history."""
+        slugs = [run_slug] if run_slug is not None else await self._run_slugs()
+        found: list[Event] = []
+        for slug in slugs:
+            # INDEXED BY: with a source or kind filter SQLite would otherwise pick
+            # events_kind and walk every Discord message of the run to find the pending ones.
+            sql = (
+                "SELECT * FROM events INDEXED BY events_pending "
+                "WHERE run_slug = ? AND enriched_hash IS NULL"
+            )
+            params: list[Any] = [slug]
+            for column, value in (("source", source), ("kind", kind)):
+                if value is not None:
+                    sql += f" AND {column} = ?"
+                    params.append(value)
+            sql += " ORDER BY at LIMIT ?"
+            params.append(limit)
+            found += [event_from_row(row) for row in await self.db.fetchall(sql, params)]
+        if len(slugs) > 1:
+            found.sort(key=lambda e: e.at)
+        return found[:limit]
+
+    async def _run_slugs(self) -> list[str]:
+        return [row[0] for row in await self.db.fetchall("SELECT slug FROM runs ORDER BY slug")]
 
     async def enriched_by_label(
         self, label: str, limit: int = 100, *, run_slug: str | None = None
     ) -> list[Event]:
         """Newest first: events whose current enrichment came from `label` (e.g. the rules
-        standing in during an LLM outage)."""
-        sql = "SELECT * FROM events WHERE enriched_by = ? AND deleted = 0"
-        params: list[Any] = [label]
-        if run_slug is not None:
-            sql += " AND run_slug = ?"
-            params.append(run_slug)
-        sql += " AND enriched_hash = content_hash ORDER BY at DESC LIMIT ?"
-        params.append(limit)
-        return [event_from_row(row) for row in await self.db.fetchall(sql, params)]
+        standing in during an LLM outage). `RETRY_LABEL` has its own partial index (its literal
+        must appear in the query for SQLite to use it); other labels are not indexed."""
+        column = f"enriched_by = '{RETRY_LABEL}'" if label == RETRY_LABEL else "enriched_by = ?"
+        slugs = [run_slug] if run_slug is not None else await self._run_slugs()
+        found: list[Event] = []
+        for slug in slugs:
+            params: list[Any] = [] if label == RETRY_LABEL else [label]
+            rows = await self.db.fetchall(
+                f"SELECT * FROM events WHERE run_slug = ? AND {column} AND deleted = 0 "
+                "AND enriched_hash = content_hash ORDER BY at DESC LIMIT ?",
+                [slug, *params, limit],
+            )
+            found += [event_from_row(row) for row in rows]
+        if len(slugs) > 1:
+            found.sort(key=lambda e: e.at, reverse=True)
+        return found[:limit]
 
     async def set_enrichment(
         self,
@@ -265,6 +305,32 @@ class EventsRepo:
                 ),
             )
             return bool(cursor.rowcount)
+
+    async def set_enrichment_many(self, items: Sequence[tuple[Event, Enriched]]) -> int:
+        """`set_enrichment` for many events in one statement (a backfill, a bulk import).
+        Returns how many were written; an event edited since it was read is left pending."""
+        if not items:
+            return 0
+        async with self.db.transaction() as conn:
+            cursor = await conn.executemany(
+                "UPDATE events SET summary = ?, tag = ?, incident = ?, severity = ?, "
+                "newsworthy = ?, enriched_by = ?, enriched_hash = content_hash "
+                "WHERE id = ? AND content_hash = ?",
+                [
+                    (
+                        e.summary,
+                        e.tag,
+                        int(e.incident),
+                        e.severity,
+                        int(e.newsworthy),
+                        e.enriched_by,
+                        event.id,
+                        event.content_hash,
+                    )
+                    for event, e in items
+                ],
+            )
+            return max(cursor.rowcount, 0)
 
     async def timeline(
         self,

@@ -4,6 +4,7 @@ composition root."""
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 import aiosqlite
 
@@ -25,8 +26,12 @@ class Store:
     """The repositories over one Database. Each write method is safe alone and joins an
     enclosing `store.transaction()` when there is one."""
 
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, *, memo: dict[Any, Any] | None = None):
         self.db = db
+        # Values services computed from the store, each kept with the data version it was
+        # computed at (e.g. the incident statistics); shared with `reader`.
+        self.memo: dict[Any, Any] = {} if memo is None else memo
+        self._reader: Store | None = None
         self.runs = RunsRepo(db)
         self.events = EventsRepo(db)
         self.metrics = MetricsRepo(db)
@@ -40,6 +45,15 @@ class Store:
         self.cycles = CyclesRepo(db)
         self.series = SeriesRepo(db)  # watched metrics ([[runs.forecasts]])
         self.forecasts = ForecastStateRepo(db)
+
+    @property
+    def reader(self) -> Store:
+        """The same repositories over the read-only connections (`Database.read_only`): what
+        commands read through, so they never wait for the poll cycle's writes."""
+        if self._reader is None:
+            reading = self.db.read_only()
+            self._reader = self if reading is self.db else Store(reading, memo=self.memo)
+        return self._reader
 
     def transaction(self) -> AbstractAsyncContextManager[aiosqlite.Connection]:
         return self.db.transaction()

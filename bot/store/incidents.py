@@ -319,6 +319,14 @@ class IncidentsRepo:
         params += [limit, offset]
         return await self._select(where, params, newest_first=True, limit=limit)
 
+    async def version(self, run_slug: str) -> int:
+        """Changes whenever an incident of the run, a link to one, or a linked event's incident
+        flag changes (maintained by triggers): the key for anything computed from them."""
+        row = await self.db.fetchone(
+            "SELECT version FROM incident_versions WHERE run_slug = ?", (run_slug,)
+        )
+        return int(row[0]) if row else 0
+
     async def started_since(self, run_slug: str, since: datetime | None = None) -> list[Incident]:
         """Oldest first: every incident of the run (started at or after `since`)."""
         where: list[str] = ["run_slug = ?"]

@@ -24,13 +24,14 @@ class MetricsRepo:
         if not points:
             return 0
         async with self.db.transaction() as conn:
-            before = conn.total_changes
-            await conn.executemany(
+            # rowcount, not total_changes: the insert triggers (series counter, chart buckets)
+            # make changes of their own.
+            cursor = await conn.executemany(
                 "INSERT OR IGNORE INTO metric_points (run_slug, wandb_run, step, at, tokens, loss) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 [(run_slug, p.wandb_run, p.step, to_db(p.at), p.tokens, p.loss) for p in points],
             )
-            return conn.total_changes - before
+            return max(cursor.rowcount, 0)
 
     @staticmethod
     def _point(row: aiosqlite.Row) -> MetricPoint:
@@ -98,31 +99,47 @@ class MetricsRepo:
         )
         return int(row[0]) if row else None
 
+    # Chart bucket widths maintained at ingest (migration 0005), finest first.
+    BUCKET_WIDTHS = (300, 3600, 43200)
+
     async def downsampled(self, run_slug: str, buckets: int = 400) -> list[MetricPoint]:
         """At most about `buckets` points per W&B run for charts: the last point of each time
-        bucket, computed in SQL so a 400,000-point history never crosses into Python."""
-        span = await self.db.fetchone(
-            "SELECT MIN(at), MAX(at), COUNT(*) FROM metric_points WHERE run_slug = ?", (run_slug,)
+        bucket. Read from the coarsest pre-aggregated resolution finer than a display bucket (at
+        most ~12 rows per display bucket), so the cost does not grow with the history; a span
+        too short for the finest resolution is downsampled from its raw points (a bounded
+        range of the time index)."""
+        series = await self.db.fetchone(
+            "SELECT points, first_at, last_at FROM metric_spans WHERE run_slug = ?", (run_slug,)
         )
-        if not span or not span[2]:
+        if not series or not series[0]:
             return []
-        if span[2] <= buckets:
+        if series[0] <= buckets:
             return await self.points(run_slug)
-        first, last = from_db(span[0]), from_db(span[1])
+        first, last = from_db(series[1]), from_db(series[2])
         assert first is not None and last is not None
-        width = max((last - first).total_seconds() / buckets, 1.0)
-        rows = await self.db.fetchall(
-            "SELECT wandb_run, step, at, tokens, loss FROM ("
-            " SELECT *, ROW_NUMBER() OVER (PARTITION BY wandb_run,"
-            "  CAST((julianday(at) - julianday(?)) * 86400 / ? AS INTEGER) ORDER BY at DESC) AS rn"
-            " FROM metric_points WHERE run_slug = ?) WHERE rn = 1 ORDER BY at",
-            (span[0], width, run_slug),
-        )
+        origin = int(first.timestamp())
+        width = max(int((last - first).total_seconds() / buckets) + 1, 1)
+        level = max((w for w in self.BUCKET_WIDTHS if w <= width), default=None)
+        if level is None:
+            rows = await self.db.fetchall(
+                "SELECT wandb_run, step, MAX(at), tokens, loss FROM metric_points "
+                "WHERE run_slug = ? GROUP BY wandb_run, "
+                "(CAST(strftime('%s', at) AS INTEGER) - ?) / ? ORDER BY 3",
+                (run_slug, origin, width),
+            )
+        else:
+            rows = await self.db.fetchall(
+                "SELECT wandb_run, step, MAX(at), tokens, loss FROM metric_buckets "
+                "WHERE run_slug = ? AND width = ? GROUP BY wandb_run, (bucket * ? - ?) / ? "
+                "ORDER BY 3",
+                (run_slug, level, level, origin, width),
+            )
         return [self._point(row) for row in rows]
 
     async def version(self, run_slug: str) -> str:
-        """Changes whenever a point is added: the cache key for rendered charts."""
+        """Changes whenever a point is added: the cache key for rendered charts (a counter kept
+        by the insert trigger, not a count over the points)."""
         row = await self.db.fetchone(
-            "SELECT COUNT(*), MAX(at) FROM metric_points WHERE run_slug = ?", (run_slug,)
+            "SELECT changes, last_at FROM metric_spans WHERE run_slug = ?", (run_slug,)
         )
         return f"{row[0]}:{row[1]}" if row else "0:"

@@ -32,6 +32,7 @@ def _outbox_from_row(row: aiosqlite.Row) -> OutboxItem:
         last_error=row["last_error"],
         reply_to=row["reply_to"],
         posted_in=row["posted_in"],
+        anchor_id=row["anchor_id"],
     )
 
 
@@ -99,6 +100,14 @@ class OutboxRepo:
                 (to_db(at), message_id, posted_in, item_id),
             )
 
+    async def set_anchor(self, item_id: int, anchor_id: int) -> None:
+        """Record the channel's newest message id before the item's first send (kept once set)."""
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE outbox SET anchor_id = ? WHERE id = ? AND anchor_id IS NULL",
+                (anchor_id, item_id),
+            )
+
     async def mark_retry(
         self, item_id: int, error: str, not_before: datetime, *, give_up: bool = False
     ) -> None:
@@ -108,6 +117,18 @@ class OutboxRepo:
                 "not_before = ? WHERE id = ?",
                 ("failed" if give_up else "queued", error[:500], to_db(not_before), item_id),
             )
+
+    async def retire_queued(self, run_slug: str, reason: str) -> int:
+        """Mark every queued item of `run_slug` as never to be posted (history replayed into
+        the store, e.g. by the demo): a bot started later on this database must not announce
+        incidents that ended long ago. Returns how many items were retired."""
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE outbox SET status = 'failed', last_error = ? "
+                "WHERE run_slug = ? AND status = 'queued'",
+                (reason[:500], run_slug),
+            )
+            return cursor.rowcount
 
     async def pending_count(self) -> int:
         row = await self.db.fetchone("SELECT COUNT(*) FROM outbox WHERE status = 'queued'")

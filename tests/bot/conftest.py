@@ -64,7 +64,8 @@ def db_file(seed: Seed, tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def seeded_store(db_file: Path) -> AsyncIterator[Store]:
-    async with Database.open(db_file) as db:
+    # As `runscribe run` opens it: commands read through their own read-only connections.
+    async with Database.open(db_file, readers=2) as db:
         yield Store(db)
 
 
@@ -147,6 +148,10 @@ async def start_bot(
         task = asyncio.create_task(bot.start(fake.token))
         started.append((bot, task))
         await asyncio.wait_for(bot.wait_until_ready(), 10)
+        if bot.run_loops:
+            # The poll loop's first cycle runs at start; while it runs, commands defer first.
+            # Tests see the bot after it, so an answer's shape does not depend on timing.
+            await fake.wait_for(lambda: bot.cycles >= 1)
         return bot
 
     yield start

@@ -187,9 +187,10 @@ async def test_unexpected_error_is_logged_and_apologised(
     monkeypatch.setattr(sys.modules["cogs.status"], "status_with_narrative", broken)
     with caplog.at_level(logging.ERROR, logger="cogs.errors"):
         record = await fake.slash("status", [option("run", "aurora")], user_name="bob")
-        body = await answered(record)
-    assert body["data"]["flags"] & 64
-    assert body["data"]["content"].startswith("Sorry")
+        # deferred first (the chart must be drawn): the apology is the followup
+        message = await final_message(fake, record)
+    assert message["flags"] & 64
+    assert message["content"].startswith("Sorry")
     [entry] = [r for r in caplog.records if r.name == "cogs.errors"]
     text = entry.getMessage()
     assert "/status" in text and "bob" in text and "'run': 'aurora'" in text

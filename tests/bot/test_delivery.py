@@ -187,8 +187,10 @@ def test_plan_blocks_a_channel_behind_its_backing_off_head() -> None:
 
 def test_backoff_doubles_caps_and_honours_retry_after() -> None:
     assert [backoff_delay(n) for n in range(4)] == [2, 4, 8, 16]
-    assert backoff_delay(30) == 300
-    assert backoff_delay(0, retry_after=30) == 30
+    assert backoff_delay(30) == 30  # a long outage is retried every 30 s, not every 5 minutes
+    assert backoff_delay(0, retry_after=45) == 45
+    # a rate limit waits what the server said, however often it happened: no growing backoff
+    assert backoff_delay(9, retry_after=0.3) == 0.3
 
 
 # --- the poster against a real store ------------------------------------------------------------
@@ -203,6 +205,7 @@ class MemoryTransport:
         self.edits: list[tuple[int, int, OutgoingMessage]] = []
         self.archived: list[int] = []
         self.next_id = 1000
+        self.history_pages = 0
 
     async def send(self, channel_id: int, message: OutgoingMessage) -> int:
         if self.fail:
@@ -226,9 +229,21 @@ class MemoryTransport:
     async def recent(self, channel_id: int, limit: int) -> list[SeenMessage]:
         out = []
         for mid, message in reversed(self.channels.get(channel_id, [])[-limit:]):
-            text = (message.content or "") + ((message.card.footer or "") if message.card else "")
-            out.append(SeenMessage(mid, text))
+            out.append(SeenMessage(mid, self._text(message)))
         return out
+
+    async def newest_id(self, channel_id: int) -> int | None:
+        messages = self.channels.get(channel_id)
+        return messages[-1][0] if messages else None
+
+    async def after(self, channel_id: int, after_id: int, limit: int) -> list[SeenMessage]:
+        self.history_pages += 1
+        newer = [(m, msg) for m, msg in self.channels.get(channel_id, []) if m > after_id]
+        return [SeenMessage(m, self._text(msg)) for m, msg in newer[:limit]]
+
+    @staticmethod
+    def _text(message: OutgoingMessage) -> str:
+        return (message.content or "") + ((message.card.footer or "") if message.card else "")
 
     def texts(self, channel_id: int) -> list[str]:
         return [
@@ -260,10 +275,9 @@ async def test_in_order_per_channel_and_stop_at_first_failure(store: Store) -> N
         await queue(store, 20, f"b{n}")
     transport.fail = [DeliveryError("HTTP 503")]
     report = await poster.drain()
-    # one channel lost its head to the 503 and stopped; the other went through
-    assert len(report.retried) == 1 and len(report.sent) == 3
-    report = await poster.drain()
-    assert len(report.sent) == 3
+    # one channel lost its head to the 503 and stopped; the other went through, which showed
+    # the outage over, so the stopped channel was tried again in the same drain, in order
+    assert len(report.sent) == 6 and report.retried == []
     assert transport.texts(10) == ["a0", "a1", "a2"]
     assert transport.texts(20) == ["b0", "b1", "b2"]
     assert await store.outbox.pending_count() == 0
@@ -497,3 +511,86 @@ async def test_scheduler_queues_digest_with_dedup_key(store: Store) -> None:
     queued = await store.outbox.get_by_key("digest:hero:2026-09-02")
     assert queued is not None and queued.id == item_id and queued.channel_id == 1234567890
     assert queued.payload["card"]["description"] == "An LLM wrote this."
+
+
+# --- the already-sent check after a crash, waits under rate limits and outages ----------------
+
+
+async def test_crash_then_150_newer_messages_is_found_by_anchor_not_resent(store: Store) -> None:
+    transport = MemoryTransport()
+    transport.channels[10] = [(900 + n, OutgoingMessage(f"old {n}", None, Marker(0, 0, 0)))
+                              for n in range(5)]  # fmt: skip
+    item_id = await queue(store, 10, "Loss is NaN")
+    # The previous process recorded the anchor, posted, and died before marking the row.
+    await store.outbox.set_anchor(item_id, 904)
+    [message] = render_item(item_id, "Loss is NaN", parse_payload(make_payload("Loss is NaN")))
+    transport.channels[10].append((1000, message))
+    chatter = OutgoingMessage("chat", None, Marker(0, 0, 0))
+    transport.channels[10].extend((2000 + n, chatter) for n in range(150))
+    poster = OutboxPoster(store, transport, clock=lambda: utcnow() + timedelta(seconds=1))
+    report = await poster.drain()
+    assert report.recovered == [item_id]
+    assert transport.texts(10).count("Loss is NaN") == 1
+    stored = await store.outbox.get(item_id)
+    assert stored is not None and stored.message_id == "1000"
+
+
+async def test_anchor_is_recorded_before_the_first_send(store: Store) -> None:
+    transport = MemoryTransport()
+    transport.channels[10] = [(950, OutgoingMessage("hello", None, Marker(0, 0, 0)))]
+    first = await queue(store, 10, "first")
+    second = await queue(store, 10, "second")
+    await OutboxPoster(store, transport).drain()
+    one, two = await store.outbox.get(first), await store.outbox.get(second)
+    assert one is not None and one.anchor_id == 950  # asked the channel once
+    assert two is not None and two.anchor_id == int(one.message_id or 0)  # then known locally
+
+
+async def test_rate_limit_waits_retry_after_within_the_drain(store: Store) -> None:
+    transport = MemoryTransport()
+    for n in range(3):
+        await queue(store, 10, f"a{n}")
+    transport.fail = [DeliveryError("HTTP 429", retry_after=0.001) for _ in range(7)]
+    report = await OutboxPoster(store, transport).drain()  # one drain: no waiting for the loop
+    assert report.sent == [1, 2, 3] and report.retried == []
+    assert transport.texts(10) == ["a0", "a1", "a2"]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 9, 2, 12, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+async def test_server_outage_waits_at_most_the_cap_then_oldest_first(store: Store) -> None:
+    transport = MemoryTransport()
+    clock = Clock()
+    poster = OutboxPoster(store, transport, clock=clock)
+    first = await queue(store, 10, "oldest alert", created_at=clock.now)
+    await queue(store, 10, "newer alert", created_at=clock.now)
+    transport.fail = [DeliveryError("HTTP 503") for _ in range(12)]
+    for _ in range(12):  # a long outage: every try fails
+        report = await poster.drain()
+        assert report.retried == [first]
+        head = await store.outbox.get(first)
+        assert head is not None and head.not_before is not None
+        assert head.not_before - clock.now <= timedelta(seconds=30)
+        clock.now = head.not_before
+    report = await poster.drain()  # Discord answers again: within one capped wait
+    assert transport.texts(10) == ["oldest alert", "newer alert"]
+
+
+async def test_a_success_elsewhere_ends_the_wait_of_a_server_error(store: Store) -> None:
+    transport = MemoryTransport()
+    clock = Clock()
+    poster = OutboxPoster(store, transport, clock=clock)
+    await queue(store, 10, "alert", created_at=clock.now)
+    transport.fail = [DeliveryError("HTTP 502")]
+    await poster.drain()
+    assert transport.texts(10) == []
+    await queue(store, 20, "digest", created_at=clock.now)
+    report = await poster.drain()  # same instant: channel 10 is still backing off, but 20 worked
+    assert transport.texts(20) == ["digest"] and transport.texts(10) == ["alert"]
+    assert len(report.sent) == 2

@@ -157,3 +157,27 @@ def test_blank_secrets_from_a_copied_env_example_mean_unset(tmp_path: Path) -> N
     assert "DISCORD_TOKEN is not set" in result.stdout
     run = run_cli(tmp_path, "run", env={"RUNSCRIBE_CONFIG": str(tmp_path / "runscribe.toml")})
     assert run.returncode == 2 and "DISCORD_TOKEN: required" in run.stderr
+
+
+def test_wandb_runs_without_a_key_are_warned_about(tmp_path: Path) -> None:
+    result = check(tmp_path, GOOD, WANDB_API_KEY="")  # blank means unset
+    assert result.returncode == 0, result.stderr
+    assert "WANDB_API_KEY is not set but W&B runs are configured" in result.stdout
+    keyed = check(tmp_path, GOOD, WANDB_API_KEY="k" * 40)
+    assert keyed.returncode == 0
+    assert "WANDB_API_KEY" not in keyed.stdout
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    import argparse
+
+    from bot.cli import _parser
+
+    parser = _parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert commands.choices
+    for name, sub in commands.choices.items():
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help and action.help != argparse.SUPPRESS, (name, action.dest)

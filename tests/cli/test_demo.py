@@ -69,6 +69,21 @@ def test_demo_then_status_and_timeline(tmp_path: Path) -> None:
     text = run_cli(tmp_path, "status", env=env)
     assert text.returncode == 0 and "step" in text.stdout
 
+    listed = run_cli(tmp_path, "timeline", "--days", "30", "--tag", "incident", env=env)
+    assert listed.returncode == 0, listed.stderr
+    heading = listed.stdout.splitlines()[0]
+    assert heading == f"{data['run']} — timeline, last 30 days (tag incident)"
+
+    # The sample's incidents are history: nothing is left queued for a bot started later.
+    conn = sqlite3.connect(tmp_path / "demo.db")
+    try:
+        statuses = dict(conn.execute("SELECT status, COUNT(*) FROM outbox GROUP BY status"))
+    finally:
+        conn.close()
+    assert statuses.get("queued", 0) == 0
+    assert statuses.get("failed", 0) >= stats["total"]  # every alert retired, never posted
+    assert "never to be posted" in demo.stdout
+
     digest = run_cli(tmp_path, "digest", "--json", env=env)
     assert digest.returncode == 0, digest.stderr
     assert json.loads(digest.stdout)["slug"] == data["slug"]

@@ -85,6 +85,7 @@ class Interaction:
     callback: asyncio.Future[dict[str, Any]]
     received_at: float
     answered_at: float | None = None
+    finished_at: float | None = None  # the answer itself: a direct reply or the first followup
     followups: list[dict[str, Any]] = field(default_factory=list)
     original: dict[str, Any] | None = None  # the message the response created or edited
     files: list[tuple[str, bytes]] = field(default_factory=list)
@@ -701,6 +702,7 @@ class FakeDiscord:
         data = body.get("data") or {}
         channel_id = int(record.payload["channel_id"])
         if kind == 4:
+            record.finished_at = record.answered_at
             message = self._webhook_message(channel_id, data, record)
             record.original = message
             response["interaction"]["response_message_id"] = message["id"]
@@ -751,6 +753,8 @@ class FakeDiscord:
     async def _followup(self, req: Recorded, app_id: str, token: str) -> web.Response:
         record = self._interaction_by_token(token)
         message = self._webhook_message(int(record.payload["channel_id"]), req.json or {}, record)
+        if record.finished_at is None:
+            record.finished_at = time.monotonic()
         record.followups.append(message)
         if req.files:
             record.files.extend(req.files)

@@ -180,7 +180,7 @@ async def test_usage_report_sums_today_and_month(store: Store, now: datetime):
     assert "digest" not in report["today"]["by_task"]
     assert report["budget_left_today_usd"] == pytest.approx(0.92)
     table = format_usage(report)
-    assert "enrich" in table and "$0.0800" in table and "Daily budget $1.00" in table
+    assert "enrich" in table and "$0.08" in table and "Daily budget $1.00" in table
 
 
 async def test_fallback_is_logged_once_without_the_key(make_llm, now, caplog):

@@ -425,3 +425,34 @@ def test_discord_messages(sample: SampleRun) -> None:
         for times in by_channel.values()
         for i in range(len(times) - 3)
     )
+
+
+def test_dates_written_in_the_sample_move_with_it() -> None:
+    """The changelog's "launched" date and a kernel log's stamps name the replayed days."""
+    from bot.sources.replay import shift_text_dates
+
+    offset = timedelta(days=271, hours=3)
+    moved = shift_text_dates(
+        {
+            "items": [
+                {
+                    "body": "- 2026-03-02: launched\n[Wed Mar  4 02:15:41 2026] link down",
+                    "url": "https://x/2026-03-02",
+                    "created_at": "2026-03-02T13:40:00Z",
+                }
+            ],
+            "content": "see ladder-2026-03 and 2026-02-30",
+        },
+        offset,
+    )
+    item = moved["items"][0]
+    assert item["body"] == "- 2026-11-28: launched\n[Mon Nov 30 05:15:41 2026] link down"
+    assert item["url"] == "https://x/2026-03-02"  # only prose moves
+    assert item["created_at"] == "2026-03-02T13:40:00Z"
+    assert moved["content"] == "see ladder-2026-03 and 2026-02-30"  # not a date: left alone
+
+    sample = load_sample(datetime(2026, 11, 30, 12, 0, tzinfo=UTC))
+    changelog = next(e for e in sample.events if "Changelog" in (e.body or "")[:40])
+    launch = next(p for p in sample.points)  # the first point: the launch day, shifted
+    assert launch.at.date().isoformat() in "".join(e.body for e in sample.events)
+    assert "2026-03-" not in changelog.body

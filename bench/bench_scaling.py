@@ -1,0 +1,212 @@
+"""How per-request and idle costs grow with history: one store grown through the store API to
+10k, 100k, 1M and 5M events at constant density (and 0.4 metric points per event), measured at
+each size next to the naive queries they replaced, run in the same process on the same store.
+
+    python bench/bench_scaling.py [--sizes 10000,100000,1000000,5000000] [--db PATH]
+
+At each size:
+- `/status` handler: report + narrative + chart version + card + embed (chart cached), median;
+  naive: the same with the chart version by COUNT(*)/MAX(at) over every point and the incident
+  statistics recomputed from every incident;
+- idle poll cycle (no source has anything new): pending enrichment, conversation lookup, LLM
+  fallback retry, incident detection twice; naive: the pending (`OR`) and retry (unindexed)
+  queries it used to run;
+- cold chart: chart data (pre-aggregated buckets) and the PNG drawn in a worker thread; naive:
+  the window function over every point, same drawing;
+- ingest: events/s through `upsert_many` + `set_enrichment_many` while growing to this size;
+- database bytes per event (events, points, incidents, indexes, everything).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from history import SLUG, db_bytes, grow, now_for, record_run
+
+from bot.app import card_to_embed, discord_time
+from bot.enrich.rules import Enrichment
+from bot.incidents.engine import IncidentEngine
+from bot.models import Event
+from bot.pipeline import rules_enrichment, run_cycle
+from bot.render.cards import status_card
+from bot.render.chart import ChartCache, render_chart_async, render_series
+from bot.services.narrative import status_with_narrative
+from bot.services.status import chart_series
+from bot.store import Database, Store
+from bot.store.events import RETRY_LABEL, event_from_row
+from bot.store.metrics import MetricsRepo
+from bot.timeutil import from_db
+
+
+class LLMStillDown:
+    """An LLM enricher (it has a retry label, so the cycle looks for rules fallbacks)."""
+
+    name = "llm"
+    retry_label = RETRY_LABEL
+
+    async def enrich(self, events: Sequence[Event]) -> dict[int, tuple[Enrichment, str]]:
+        return {e.id: (rules_enrichment(e), RETRY_LABEL) for e in events if e.id is not None}
+
+
+async def timed(runs: int, body: Callable[[], Awaitable[object]]) -> float:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        await body()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+async def status_handler(store: Store, cache: ChartCache, now: datetime) -> None:
+    report, narrative = await status_with_narrative(store, SLUG, now)
+    version = await store.metrics.version(SLUG)
+    png = cache.ready(SLUG, version)
+    assert png is not None
+    card_to_embed(status_card(report, narrative, discord_time, chart="chart.png"))
+
+
+async def naive_status_handler(store: Store, now: datetime) -> None:
+    store.memo.clear()  # incident statistics from every incident, as before
+    report, narrative = await status_with_narrative(store, SLUG, now)
+    await store.db.fetchone(
+        "SELECT COUNT(*), MAX(at) FROM metric_points WHERE run_slug = ?", (SLUG,)
+    )
+    card_to_embed(status_card(report, narrative, discord_time, chart="chart.png"))
+
+
+async def naive_idle_reads(store: Store) -> None:
+    """The pending and retry queries an idle cycle used to run (the OR defeats the partial
+    index; the retry label was not indexed)."""
+    pending = "SELECT * FROM events WHERE (enriched_hash IS NULL OR enriched_hash != content_hash)"
+    await store.db.fetchall(pending + " AND source = 'discord' AND kind = 'message' LIMIT 2000")
+    await store.db.fetchall(pending + " ORDER BY at LIMIT 200")
+    rows = await store.db.fetchall(
+        "SELECT * FROM events WHERE enriched_by = ? AND deleted = 0 "
+        "AND enriched_hash = content_hash ORDER BY at DESC LIMIT 60",
+        (RETRY_LABEL,),
+    )
+    [event_from_row(r) for r in rows]
+
+
+async def naive_chart(store: Store) -> bytes:
+    """The window function over every point, then the same drawing."""
+    span = await store.db.fetchone(
+        "SELECT MIN(at), MAX(at), COUNT(*) FROM metric_points WHERE run_slug = ?", (SLUG,)
+    )
+    assert span is not None
+    first, last = from_db(span[0]), from_db(span[1])
+    assert first is not None and last is not None
+    width = max((last - first).total_seconds() / 400, 1.0)
+    rows = await store.db.fetchall(
+        "SELECT wandb_run, step, at, tokens, loss FROM ("
+        " SELECT *, ROW_NUMBER() OVER (PARTITION BY wandb_run,"
+        "  CAST((julianday(at) - julianday(?)) * 86400 / ? AS INTEGER) ORDER BY at DESC) AS rn"
+        " FROM metric_points WHERE run_slug = ?) WHERE rn = 1 ORDER BY at",
+        (span[0], width, SLUG),
+    )
+    return await render_chart_async([MetricPoint_(r) for r in rows], title="naive")
+
+
+def MetricPoint_(row: object) -> object:
+    return MetricsRepo._point(row)  # type: ignore[arg-type]
+
+
+async def measure(store: Store, path: Path, size: int, ingest_rate: float) -> dict[str, float]:
+    reader = store.reader
+    now = now_for(size)
+    cache = ChartCache()
+    await cache.get_or_draw(SLUG, await reader.metrics.version(SLUG), lambda: draw(reader))
+    engine = IncidentEngine()
+    await run_cycle(store, [], now, enricher=LLMStillDown(), detector=engine)
+    heavy = size >= 1_000_000
+    out = {
+        "status": await timed(30, lambda: status_handler(reader, cache, now)),
+        "status_naive": await timed(3 if heavy else 10, lambda: naive_status_handler(reader, now)),
+        "idle": await timed(
+            10, lambda: run_cycle(store, [], now, enricher=LLMStillDown(), detector=engine)
+        ),
+        "idle_naive": await timed(3 if heavy else 5, lambda: naive_idle_reads(store)),
+        "chart": await timed(5, lambda: ChartCache().get_or_draw(SLUG, "x", lambda: draw(reader))),
+        "chart_naive": await timed(2 if heavy else 3, lambda: naive_chart(reader)),
+        "ingest": ingest_rate,
+        "bytes": db_bytes(path) / size,
+    }
+    return out
+
+
+async def draw(store: Store) -> bytes:
+    return await render_series(await chart_series(store, SLUG))
+
+
+async def main_async(sizes: list[int], path: Path) -> list[tuple[int, dict[str, float]]]:
+    results = []
+    async with Database.open(path, readers=2) as db:
+        store = Store(db)
+        await record_run(store)
+        have = 0
+        for size in sizes:
+            started = time.perf_counter()
+            grown = await grow(store, have, size)
+            have = size
+            print(
+                f"{size:,} events: grown in {time.perf_counter() - started:.0f} s, measuring",
+                flush=True,
+            )
+            results.append((size, await measure(store, path, size, grown.rate)))
+            print_table(results)
+    return results
+
+
+def print_table(results: list[tuple[int, dict[str, float]]]) -> None:
+    print()
+    print(
+        "| events | points | /status ms (naive) | idle cycle ms (naive reads) "
+        "| cold chart ms (naive) | ingest events/s | bytes/event |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for size, r in results:
+        print(
+            f"| {size:,} | {int(size * 0.4):,} | {r['status']:.1f} ({r['status_naive']:.1f}) "
+            f"| {r['idle']:.1f} ({r['idle_naive']:.1f}) "
+            f"| {r['chart']:.0f} ({r['chart_naive']:.0f}) "
+            f"| {r['ingest']:,.0f} | {r['bytes']:.0f} |"
+        )
+    if len(results) > 1:
+        first, last = results[0][1], results[-1][1]
+        print(
+            f"\n{results[-1][0]:,} / {results[0][0]:,} events: /status ×"
+            f"{last['status'] / first['status']:.2f}, "
+            f"idle cycle ×{last['idle'] / first['idle']:.2f}, "
+            f"cold chart ×{last['chart'] / first['chart']:.2f}"
+        )
+    print(flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000,5000000")
+    parser.add_argument("--db", type=Path, default=None, help="default: a temporary file")
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="runscribe-scaling-") as tmp:
+        path = args.db or Path(tmp) / "scaling.db"
+        if path.exists():
+            path.unlink()
+        asyncio.run(main_async(sizes, path))
+    print(f"total {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""The queries a command or an idle poll cycle runs must not grow with the history: every
+statement they issue is captured and `EXPLAIN QUERY PLAN`ned, and a full scan of `events` or
+`metric_points` fails the test. Tables stay tiny; the plan is what is checked, not the time."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import aiosqlite
+
+from bot.enrich.rules import Enrichment
+from bot.incidents.engine import IncidentEngine
+from bot.incidents.service import incident_stats
+from bot.models import Event, Incident, MetricPoint, RunInfo
+from bot.pipeline import rules_enrichment, run_cycle
+from bot.services.narrative import status_with_narrative
+from bot.services.status import chart_series
+from bot.services.timeline import build_timeline
+from bot.store import Store
+from bot.store.events import RETRY_LABEL
+
+NOW = datetime(2026, 9, 1, 12, tzinfo=UTC)
+FULL_SCAN = re.compile(r"\bSCAN (events|metric_points)\b")
+
+
+class StillDown:
+    """An LLM enricher whose model is still unreachable: the rules stand in again."""
+
+    name = "llm"
+    retry_label = RETRY_LABEL
+
+    async def enrich(self, events: Sequence[Event]) -> dict[int, tuple[Enrichment, str]]:
+        return {e.id: (rules_enrichment(e), RETRY_LABEL) for e in events if e.id is not None}
+
+
+async def seed(store: Store) -> None:
+    config = {"wandb_runs": ["e/p/r1"], "watch_channels": [1], "github_repo": "o/r"}
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero", total_steps=10_000, config=config))
+    await store.runs.upsert(RunInfo(slug="side", name="Side", total_steps=10_000))
+    start = NOW - timedelta(days=4)
+    await store.metrics.add_points(
+        "hero",
+        [
+            MetricPoint("e/p/r1", step=i * 10, at=start + timedelta(minutes=10 * i), loss=3.0)
+            for i in range(500)
+        ],
+    )
+    messages = [
+        Event(
+            run_slug="hero",
+            source="discord",
+            external_id=f"msg:{i}",
+            kind="message",
+            at=NOW - timedelta(minutes=10 - i),
+            author="ada",
+            thread="channel:1",
+            body=f"message {i}",
+        )
+        for i in range(3)
+    ]
+    comment = Event(
+        run_slug="hero",
+        source="github",
+        external_id="c:1",
+        kind="comment",
+        at=NOW - timedelta(hours=1),
+        body="loss spiked",
+    )
+    result = await store.events.upsert_many([*messages, comment])
+    stored = await store.events.get(result.inserted[-1])
+    assert stored is not None
+    await store.events.set_enrichment(
+        stored,
+        summary="loss spiked",
+        tag="incident",
+        incident=True,
+        severity=None,
+        newsworthy=True,
+        enriched_by=RETRY_LABEL,
+    )
+    incident = Incident(
+        run_slug="hero",
+        fingerprint="stall",
+        kind="stall",
+        title="Training stalled",
+        status="resolved",
+        started_at=NOW - timedelta(hours=3),
+        resolved_at=NOW - timedelta(hours=2),
+    )
+    await store.incidents.save(incident)
+    assert incident.id is not None
+    await store.incidents.link_event(incident.id, stored.id or 0)
+
+
+async def plans(conn: aiosqlite.Connection, statements: list[str]) -> dict[str, str]:
+    out = {}
+    for sql in statements:
+        head = sql.lstrip().split(None, 1)[0].upper()
+        if head not in ("SELECT", "WITH", "UPDATE", "DELETE", "INSERT"):
+            continue
+        async with conn.execute(f"EXPLAIN QUERY PLAN {sql}") as cursor:
+            rows = await cursor.fetchall()
+        out[sql] = "\n".join(str(row[3]) for row in rows)
+    return out
+
+
+async def test_command_and_idle_cycle_queries_never_scan_the_history(store: Store) -> None:
+    await seed(store)
+    statements: list[str] = []
+    conn = store.db.conn
+    await conn.set_trace_callback(statements.append)
+
+    # What /status, /timeline and the chart read per request.
+    await status_with_narrative(store, "hero", NOW)
+    await store.metrics.version("hero")
+    series = await chart_series(store, "hero")
+    await incident_stats(store, "hero")
+    await build_timeline(store, "hero", NOW, days=7)
+    # What a poll cycle reads when nothing is new: pending enrichment (with the Discord bursts'
+    # conversation lookup), the LLM fallback retry, and detection.
+    await run_cycle(store, [], NOW, enricher=StillDown(), detector=IncidentEngine())
+    await run_cycle(store, [], NOW, enricher=StillDown(), detector=IncidentEngine())
+    await conn.set_trace_callback(None)
+
+    assert len(series.points) <= 500  # downsampled, from the buckets
+    found = await plans(conn, statements)
+    issued = " ".join(found)
+    for needle in ("metric_spans", "metric_buckets", "incident_versions", "enriched_hash IS NULL"):
+        assert needle in issued, f"expected a query on {needle}"
+    assert "events_llm_retry" in "\n".join(found.values())
+    assert "events_thread" in "\n".join(found.values())
+    for sql, plan in found.items():
+        if "enriched_hash IS NULL" in sql and sql.lstrip().upper().startswith("SELECT"):
+            # the pending set, never the run's history of one source or kind
+            assert "USING INDEX events_pending" in plan, f"{sql}\n  {plan}"
+    scans = {sql: plan for sql, plan in found.items() if FULL_SCAN.search(plan)}
+    assert not scans, "\n\n".join(f"{sql}\n  {plan}" for sql, plan in scans.items())
+
+
+async def test_the_guard_catches_a_full_scan(store: Store) -> None:
+    """The check above can fail: the queries it replaced scan the history."""
+    await seed(store)
+    old = [
+        "SELECT * FROM events WHERE (enriched_hash IS NULL OR enriched_hash != content_hash) "
+        "ORDER BY at LIMIT 200",
+    ]
+    found = await plans(store.db.conn, old)
+    assert FULL_SCAN.search(found[old[0]])

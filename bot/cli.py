@@ -14,8 +14,9 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot import logs
 from bot.errors import UserFacingError
@@ -23,7 +24,10 @@ from bot.models import SOURCES, TAGS
 from bot.settings import ConfigError, RunsFile, Settings, load_runs_file, load_settings
 from bot.store import Database, Store, StoreError
 from bot.store.db import path_problem
-from bot.timeutil import utcnow
+from bot.timeutil import humanize_delta, utcnow
+
+if TYPE_CHECKING:
+    from bot.sources.poller import CycleReport
 
 log = logging.getLogger("runscribe")
 
@@ -295,6 +299,8 @@ async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
                 )
             for key, error in summary.poll.failures.items():
                 log.warning("%s failed: %s", key, error)
+            for key in summary.poll.skipped:
+                log.warning("%s", skipped_line(key, summary.poll, now))
             log.info(
                 "cycle done: %d enriched, %d alert(s) queued",
                 summary.enriched,
@@ -306,6 +312,15 @@ async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
                 polled = summary.poll.results or not summary.poll.failures
                 return EXIT_OK if polled else EXIT_FAILURE
             await asyncio.sleep(settings.runscribe_poll_interval)
+
+
+def skipped_line(key: str, report: CycleReport, now: datetime) -> str:
+    """Like "github:o/r skipped (backing off after: …); next try at 03:15 UTC, in 9 min"."""
+    line = f"{key} skipped (backing off after: {report.backoff_errors.get(key, 'a failure')})"
+    retry = report.retry_at.get(key)
+    if retry is not None:
+        line += f"; next try at {retry:%H:%M:%S} UTC, in {humanize_delta(retry - now)}"
+    return line
 
 
 async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:

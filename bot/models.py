@@ -365,6 +365,11 @@ class SourceHealth:
     consecutive_failures: int = 0
     next_attempt_at: datetime | None = None
     last_error: str | None = None
+    failing_since: datetime | None = None  # the first failure since the last success
+
+    @property
+    def failing(self) -> bool:
+        return self.consecutive_failures > 0
 
 
 @dataclass(slots=True, frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from bot.mentions import body, inert, unlinked
@@ -16,7 +16,7 @@ from bot.narrative.facts import DigestFacts
 from bot.narrative.format import fmt_big
 from bot.services.forecasts import ForecastPanel, ForecastView
 from bot.services.narrative import Narrative
-from bot.services.status import RestartInfo, StatusReport
+from bot.services.status import RestartInfo, SourceStatus, StatusReport
 from bot.timeutil import ago, humanize_delta
 
 TITLE_LIMIT = 256
@@ -78,9 +78,16 @@ def progress_bar(percent: float | None, width: int = 20) -> str:
     return "▰" * filled + "▱" * (width - filled)
 
 
+SOURCE_LABELS = {"wandb": "W&B", "github": "GitHub", "discord": "Discord"}
+SOURCE_ERROR_LIMIT = 200
+
+
 def _state_label(report: StatusReport) -> str:
     label = report.state
-    if report.monitor_stale:
+    failing = report.failing_sources
+    if failing:
+        label += " · " + ", ".join(SOURCE_LABELS.get(s, s) for s in failing) + " failing"
+    elif report.monitor_stale:
         label += " · monitor stale (W&B unreachable)"
     return label
 
@@ -164,7 +171,11 @@ def status_card(
             CardField("Forecasts", clip(forecasts_summary(watched), FIELD_VALUE_LIMIT))
         )
     card.fields.append(
-        CardField("Sources", freshness_line(report.freshness, report.now), inline=False)
+        CardField(
+            "Sources",
+            clip(sources_text(report.sources, report.now, fmt), FIELD_VALUE_LIMIT),
+            inline=False,
+        )
     )
     if report.links:
         links = " · ".join(f"[{label}]({url})" for label, url in report.links.items())
@@ -176,6 +187,35 @@ def status_card(
         card.footer += f", next in {humanize_delta(narrative.next_at - report.now)}"
     card.image = chart
     return card
+
+
+def failing_since_text(since: datetime | None, now: datetime, fmt: TimeFormatter) -> str:
+    """Like "since 01:51" the same day, "since Nov 21, 2026 01:51" before that."""
+    if since is None:
+        return ""
+    style: TimeStyle = "time" if now - since < timedelta(hours=20) else "datetime"
+    return f" since {fmt(since, style)}"
+
+
+def sources_text(sources: dict[str, SourceStatus | None], now: datetime, fmt: TimeFormatter) -> str:
+    """Healthy sources on one line ("W&B 2 min ago · GitHub 1 min ago"), then each failing one
+    on its own line with its error ("⚠️ W&B failing since 01:51 — run … not found"). A source
+    the run does not use is left out."""
+    healthy, failing = [], []
+    for source, status in sources.items():
+        if status is None:
+            continue
+        label = SOURCE_LABELS.get(source, source)
+        if status.ok:
+            seen = ago(status.last_success_at, now) if status.last_success_at else "not polled yet"
+            healthy.append(f"{label} {seen}")
+            continue
+        error = inert(clip(status.error or "failed", SOURCE_ERROR_LIMIT))
+        failing.append(
+            f"⚠️ **{label} failing**{failing_since_text(status.failing_since, now, fmt)} — {error}"
+        )
+    lines = ([" · ".join(healthy)] if healthy else []) + failing
+    return "\n".join(lines) or "no source configured"
 
 
 def forecast_line(view: ForecastView) -> str:
@@ -210,6 +250,11 @@ def freshness_line(freshness: dict[str, datetime | None], now: datetime) -> str:
 
 
 def _color(report: StatusReport) -> Color:
+    """The run's health; a failing source greys out (W&B: the state may be old) or yellows an
+    otherwise healthy card, and never hides a crash."""
+    failing = report.failing_sources
+    if failing and report.health in ("ok", "unknown", "warning"):
+        return "stale" if "wandb" in failing else "warning"
     if report.health in ("ok", "warning", "bad", "stale", "done"):
         return report.health  # type: ignore[return-value]
     return "unknown"

@@ -82,6 +82,19 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
             "open": len(report.open_incidents),
         },
         "freshness": {source: iso(at) for source, at in report.freshness.items()},
+        "sources": {
+            source: (
+                {
+                    "ok": status.ok,
+                    "error": status.error,
+                    "failing_since": iso(status.failing_since),
+                    "last_success_at": iso(status.last_success_at),
+                }
+                if status is not None
+                else None
+            )
+            for source, status in report.sources.items()
+        },
         "narrative": narrative.text,
         "narrative_at": iso(narrative.at),
         "narrative_by": narrative.by,

@@ -22,7 +22,7 @@ from bot.render.cards import (
 from bot.render.json import digest_json, status_json, timeline_json
 from bot.render.terminal import local_formatter, render_card, render_timeline
 from bot.services.narrative import Narrative
-from bot.services.status import RestartInfo, StatusReport
+from bot.services.status import RestartInfo, SourceStatus, StatusReport
 
 NOW = datetime(2026, 9, 2, 15, 30, tzinfo=UTC)
 
@@ -69,6 +69,11 @@ def report(**changes: object) -> StatusReport:
         ),
         "open_incidents": [],
         "freshness": {"wandb": NOW - timedelta(minutes=2), "github": None, "discord": NOW},
+        "sources": {
+            "wandb": SourceStatus(ok=True, last_success_at=NOW - timedelta(minutes=2)),
+            "github": None,  # the run does not use GitHub
+            "discord": SourceStatus(ok=True, last_success_at=NOW),
+        },
         "monitor_stale": False,
         "heartbeat_at": NOW,
         "links": {"Run spec": "https://example.org/spec"},
@@ -99,7 +104,7 @@ def test_status_card_shows_the_numbers_and_the_narrative() -> None:
     assert fields["Last restart"].startswith("<relative:08-31 15:30>: restored from a checkpoint")
     assert fields["Loss"] == "2.0676 · 246 steps/h (24 h)"
     assert fields["Open incidents"] == "none"
-    assert fields["Sources"] == "W&B 2 min ago · GitHub never · Discord just now"
+    assert fields["Sources"] == "W&B 2 min ago · Discord just now"  # no GitHub: not used
     assert fields["Links"] == "[Run spec](https://example.org/spec)"
     assert card.footer == "narrative (LLM) updated 12 min ago, next in 18 min"
     assert card.image == "chart.png"
@@ -263,6 +268,67 @@ def test_status_json_shape() -> None:
     assert (data["narrative"], data["narrative_by"]) == ("Hero is training.", "llm")
     assert data["narrative_at"] == "2026-09-02T15:18:00Z"
     assert data["links"] == {"Run spec": "https://example.org/spec"}
+
+
+FAILING_WANDB = SourceStatus(
+    ok=False,
+    error="W&B (api.wandb.ai): run ent/proj/gone not found (check wandb_runs)",
+    failing_since=NOW - timedelta(hours=1, minutes=39),
+    last_success_at=None,
+)
+
+
+def test_a_failing_source_is_shown_failing_and_colours_the_card() -> None:
+    failing = report(
+        sources={
+            "wandb": FAILING_WANDB,
+            "github": SourceStatus(ok=True, last_success_at=NOW - timedelta(minutes=4)),
+            "discord": None,
+        }
+    )
+    card = status_card(failing, NARRATIVE, fmt)
+    fields = {f.name: f.value for f in card.fields}
+    assert fields["Sources"] == (
+        "GitHub 4 min ago\n⚠️ **W&B failing** since <time:09-02 13:51> — W&B (api.wandb.ai): "
+        "run ent/proj/gone not found (check wandb\\_runs)"
+    )
+    assert card.title == "Hero 535B — running · W&B failing"
+    assert card.color == "stale"  # what W&B last said may be old: not a green card
+    text = render_card(card)
+    assert "W&B failing since" in text and "not found" in text
+
+    # GitHub failing on an otherwise healthy run: yellow. A crash stays red.
+    github_down = {
+        "wandb": SourceStatus(ok=True, last_success_at=NOW),
+        "github": SourceStatus(
+            ok=False, error="repository o/r not found", failing_since=NOW - timedelta(days=2)
+        ),
+        "discord": None,
+    }
+    card = status_card(report(sources=github_down), NARRATIVE, fmt)
+    assert card.color == "warning"
+    assert "**GitHub failing** since <datetime:08-31 15:30>" in card.fields[-2].value
+    crashed = report(sources=github_down, state="crashed", health="bad")
+    assert status_card(crashed, NARRATIVE, fmt).color == "bad"
+
+
+def test_status_json_sources() -> None:
+    data = status_json(report(sources={**report().sources, "wandb": FAILING_WANDB}), NARRATIVE)
+    assert data["sources"] == {
+        "wandb": {
+            "ok": False,
+            "error": FAILING_WANDB.error,
+            "failing_since": "2026-09-02T13:51:00Z",
+            "last_success_at": None,
+        },
+        "github": None,
+        "discord": {
+            "ok": True,
+            "error": None,
+            "failing_since": None,
+            "last_success_at": "2026-09-02T15:30:00Z",
+        },
+    }
 
 
 def test_timeline_json_shape() -> None:

@@ -402,7 +402,7 @@ class DiscordTransport:
                 content=discord_text(message.content) if message.content else message.content,
                 embed=embed,  # type: ignore[arg-type]
                 nonce=message.nonce,
-                allowed_mentions=NO_MENTIONS,
+                allowed_mentions=_mentions(message.ping_role),
                 **extra,
             )
         except Exception as exc:
@@ -443,6 +443,13 @@ class DiscordTransport:
             raise _delivery_error(exc) from exc
         return int(data["id"])
 
+    async def archive_thread(self, thread_id: int) -> None:
+        # PATCH /channels/{thread id} {"archived": true}, as Discord documents for threads.
+        try:
+            await self.bot.http.edit_channel(thread_id, archived=True)
+        except Exception as exc:
+            raise _delivery_error(exc) from exc
+
     async def recent(self, channel_id: int, limit: int) -> list[SeenMessage]:
         seen = []
         try:
@@ -480,6 +487,15 @@ class DiscordTransport:
         except Exception as exc:
             raise _delivery_error(exc) from exc
         return seen
+
+
+def _mentions(ping_role: int | None) -> discord.AllowedMentions:
+    """Nobody, or exactly the one role an incident's first post pages (`alert_role`)."""
+    if ping_role is None:
+        return NO_MENTIONS
+    return discord.AllowedMentions(
+        everyone=False, users=False, roles=[discord.Object(id=ping_role)], replied_user=False
+    )
 
 
 def _buttons_view(buttons: Sequence[ButtonPayload]) -> discord.ui.View:

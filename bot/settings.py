@@ -210,6 +210,7 @@ class RunConfig(BaseModel):
     alerts_channel: int | None = None
     digest_channel: int | None = None
     responder_role: int | None = None  # who may silence alerts (besides Manage Server)
+    alert_role: int | None = None  # the one role an incident's first post pings (opt-in)
     digest_time: str = "09:00"
     timezone: str = "UTC"
     metrics: MetricKeys = Field(default_factory=MetricKeys)
@@ -282,7 +283,7 @@ class RunConfig(BaseModel):
             _check_snowflake(channel)
         return value
 
-    @field_validator("alerts_channel", "digest_channel", "responder_role")
+    @field_validator("alerts_channel", "digest_channel", "responder_role", "alert_role")
     @classmethod
     def _channel(cls, value: int | None) -> int | None:
         if value is not None:

@@ -70,6 +70,11 @@ class Settings(BaseSettings):
     runscribe_llm_max_retries: int = Field(default=2, ge=0, le=10)
     runscribe_llm_daily_budget_usd: float = Field(default=5.0, ge=0)
     runscribe_poll_interval: float = Field(default=60.0, gt=0)
+    # Enrichment in the running bot: seconds of work per round (the rest resumes next round),
+    # and live batching: events wait up to WINDOW seconds or until BATCH of them are queued.
+    runscribe_enrich_budget: float = Field(default=20.0, gt=0)
+    runscribe_enrich_window: float = Field(default=120.0, ge=0)
+    runscribe_enrich_batch: int = Field(default=30, ge=1, le=100)
     runscribe_log_level: str = "INFO"
     # The status page and /healthz: `runscribe web`, and `runscribe run` when a port is set.
     runscribe_web_port: int | None = Field(default=None, ge=0, le=65535)

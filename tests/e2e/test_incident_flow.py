@@ -32,12 +32,13 @@ from pydantic import SecretStr
 
 from bot.app import LoopIntervals, RunscribeBot, apply_endpoints
 from bot.incidents.detectors import CRASH, HEARTBEAT, MONITOR, STALL
-from bot.pipeline import CycleSummary
+from bot.pipeline import THREADS, WANDB, CycleSummary
 from bot.runtime import Runtime
 from bot.services.status import build_status
 from bot.settings import RunsFile, Settings, parse_runs
 from bot.store import Store
 from bot.wiring import open_runtime
+from tests.fakes.anthropic import FakeAnthropic, Recorded, Reply, auto_reply
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb
@@ -142,6 +143,17 @@ class Services:
             summary = await self.runtime.cycle(now)
         self.polled.set()
         return summary
+
+    async def poll(self, family: str, now: datetime) -> CycleSummary:
+        async with self.lock:
+            summary = await self.runtime.poll(family, now)
+        if family == WANDB:
+            self.polled.set()
+        return summary
+
+    async def enrich(self, now: datetime) -> CycleSummary:
+        async with self.lock:
+            return await self.runtime.enrich(now)
 
 
 @dataclass
@@ -530,3 +542,66 @@ async def test_restart_during_an_open_incident_neither_realerts_nor_double_resol
         assert_head_resolved(head)
         [incident] = await d.store.incidents.find("hero")
         assert incident.status == "resolved"
+
+
+# --- 5. a slow GitHub backfill and a hanging LLM do not hold up the crash alert ------------------
+
+
+async def test_slow_github_and_hanging_llm_do_not_delay_the_wandb_crash_alert(
+    tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
+) -> None:
+    t0 = now_utc() - timedelta(hours=2)
+    healthy_run(wb, t0)
+    llm_released = asyncio.Event()
+    llm_called = asyncio.Event()
+
+    async def hang(request: Recorded) -> Reply:
+        llm_called.set()
+        await llm_released.wait()
+        return auto_reply(request)
+
+    async with FakeGitHub() as github, FakeAnthropic() as anthropic_fake:
+        anthropic_fake.handler = hang
+        github.advance(seconds=(t0 - github.now).total_seconds())
+        repo = github.repo(REPO)
+        for n in range(3):
+            repo.add_issue(f"Hero run: note {n}", "We may lower the LR.", labels=["hero-run"])
+        settings = make_settings(tmp_path, fake_discord, wb, github).model_copy(
+            update={
+                "anthropic_api_key": SecretStr("sk-ant-fake"),
+                "anthropic_base_url": anthropic_fake.base_url,
+                "runscribe_enrich_window": 0.0,  # enrich at once: the LLM call is made now
+                "runscribe_enrich_budget": 600.0,  # and may hang for the whole test
+            }
+        )
+        async with open_runtime(
+            settings, make_runs(github_repo=REPO, github_labels=["hero-run"])
+        ) as runtime:
+            await runtime.poll(WANDB, t0)  # healthy: nothing queued
+            await runtime.poll(THREADS, t0)  # three issues now wait for enrichment
+            assert await runtime.store.outbox.pending_count() == 0
+
+            # The LLM hangs on the queued issues; GitHub answers the next poll very slowly.
+            enriching = asyncio.create_task(runtime.enrich(t0 + MIN))
+            github.slow_next(600, count=20)
+            repo.add_issue("Hero run: another note", "Still tuning.", labels=["hero-run"])
+            polling = asyncio.create_task(runtime.poll(THREADS, t0 + 2 * MIN))
+            try:
+                await asyncio.wait_for(llm_called.wait(), 15)
+                for _ in range(1500):  # until the slow request is in flight
+                    if len(github.faults) < 20:
+                        break
+                    await asyncio.sleep(0.01)
+                assert len(github.faults) < 20, "the GitHub poll never reached the server"
+
+                wb.set_state(FIRST, "crashed", heartbeat_at=t0 + MIN)
+                summary = await runtime.poll(WANDB, t0 + 5 * MIN)
+                assert summary.alerts_queued >= 1, summary
+                [row] = await runtime.store.outbox.queued()
+                assert "hero-1 crashed at step 99" in json.dumps(row.payload)
+                # ... while the GitHub poll and the enrichment are both still waiting.
+                assert not polling.done() and not enriching.done()
+            finally:
+                llm_released.set()
+                polling.cancel()
+                await asyncio.gather(enriching, polling, return_exceptions=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Literal
 
 from bot.mentions import body, inert, unlinked
@@ -17,7 +17,7 @@ from bot.narrative.format import fmt_big
 from bot.services.forecasts import ForecastPanel, ForecastView
 from bot.services.narrative import Narrative
 from bot.services.status import RestartInfo, SourceStatus, StatusReport
-from bot.timeutil import ago, humanize_delta
+from bot.timeutil import ago, humanize_delta, resolve_zone
 
 TITLE_LIMIT = 256
 DESCRIPTION_LIMIT = 4096
@@ -276,15 +276,27 @@ def entry_line(entry: TimelineEntry, *, link: bool = True) -> str:
     return f"{mark}{who} {ref}{state} — {summary} · `{entry.tag}`".replace("  ", " ")
 
 
+CONTINUED = "\u200b"  # a field name Discord accepts that shows nothing
+
+
+def day_heading(local: datetime) -> str:
+    """A day's heading, for the day as the run's team lives it: "Sat Nov 21, 2026"."""
+    return f"{local:%a %b} {local.day}, {local.year}"
+
+
 def timeline_pages(
     entries: list[TimelineEntry],
     title: str,
     fmt: TimeFormatter,
     *,
+    zone: str = "UTC",
     page_budget: int = 4500,
     max_fields: int = 10,
 ) -> list[Card]:
-    """Entries grouped by day (newest first) into pages that fit Discord's limits."""
+    """Entries grouped by day in the run's time zone (newest first), each with its time, into
+    pages that fit Discord's limits. A day has one heading per page: a day that fills more than
+    one field continues under a blank name, and on the next page under "(cont.)"."""
+    tz = resolve_zone(zone)
     pages: list[Card] = []
     current = Card(title=clip(title, TITLE_LIMIT), color="info")
 
@@ -294,21 +306,25 @@ def timeline_pages(
             pages.append(current)
         current = Card(title=clip(title, TITLE_LIMIT), color="info")
 
-    day_key: str | None = None
+    day_key: date | None = None
     for entry in entries:
-        line = clip(entry_line(entry), FIELD_VALUE_LIMIT)
-        key = entry.at.strftime("%Y-%m-%d")
+        local = entry.at.astimezone(tz)
+        line = clip(f"{fmt(entry.at, 'time')} {entry_line(entry)}", FIELD_VALUE_LIMIT)
+        key = local.date()
         last = current.fields[-1] if current.fields else None
         fits_field = last is not None and len(last.value) + 1 + len(line) <= FIELD_VALUE_LIMIT
         fits_page = current.size() + len(line) + 1 <= page_budget
         if key == day_key and last is not None and fits_field and fits_page:
             last.value += "\n" + line
             continue
-        name = fmt(entry.at, "date") if key != day_key else f"{fmt(entry.at, 'date')} (cont.)"
+        heading = day_heading(local)
+        name = heading if key != day_key else f"{heading} (cont.)"
         if len(current.fields) >= max_fields or current.size() + len(name) + len(line) > (
             page_budget
         ):
             flush()
+        elif key == day_key:
+            name = CONTINUED  # the same day, on the same page: its heading is already shown
         current.fields.append(CardField(clip(name, FIELD_NAME_LIMIT), line))
         day_key = key
     flush()

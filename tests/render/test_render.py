@@ -10,6 +10,7 @@ from bot.models import Incident, RunInfo
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts, RestartFact
 from bot.render.cards import (
+    CONTINUED,
     FIELD_VALUE_LIMIT,
     TOTAL_LIMIT,
     TimeStyle,
@@ -185,12 +186,14 @@ def entry(hours_ago: float, summary: str, **changes: object) -> TimelineEntry:
 def test_timeline_pages_group_by_day_newest_first() -> None:
     entries = [entry(1, "new eval"), entry(2, "older eval"), entry(30, "yesterday", incident=True)]
     [page] = timeline_pages(entries, "Timeline — Hero", fmt)
-    assert [f.name for f in page.fields] == ["<date:09-02 14:30>", "<date:09-01 09:30>"]
+    assert [f.name for f in page.fields] == ["Wed Sep 2, 2026", "Tue Sep 1, 2026"]
     assert page.fields[0].value.splitlines() == [
-        "**ana** [#12](https://github.com/o/r/issues/12) open — new eval · `evals`",
-        "**ana** [#12](https://github.com/o/r/issues/12) open — older eval · `evals`",
+        "<time:09-02 14:30> **ana** [#12](https://github.com/o/r/issues/12) open — new eval · "
+        "`evals`",
+        "<time:09-02 13:30> **ana** [#12](https://github.com/o/r/issues/12) open — older eval · "
+        "`evals`",
     ]
-    assert page.fields[1].value.startswith("🚨 **ana**")
+    assert page.fields[1].value.startswith("<time:09-01 09:30> 🚨 **ana**")
     assert page.footer == "page 1 of 1"
     [empty] = timeline_pages([], "Timeline", fmt)
     assert empty.description == "No entries." and empty.footer == "page 1 of 1"
@@ -205,6 +208,23 @@ def test_timeline_pages_split_when_a_page_is_full() -> None:
     assert len(shown) == 60  # nothing lost across pages
     assert pages[1].fields[0].name.endswith("(cont.)")  # the same day continues
     assert [p.footer for p in pages][-1] == f"page {len(pages)} of {len(pages)}"
+    for page in pages:  # one heading per day per page; further fields of that day are unnamed
+        named = [f.name for f in page.fields if f.name != CONTINUED]
+        assert len(named) == len(set(named))
+
+
+def test_timeline_days_are_the_runs_days() -> None:
+    """Entries either side of UTC midnight fall on the run's local day, under one heading each:
+    at 23:30 and 01:30 UTC in New York (UTC-4 in September) both are the same evening."""
+    late = datetime(2026, 9, 2, 1, 30, tzinfo=UTC)  # 21:30 on Sep 1 in New York
+    early = datetime(2026, 9, 1, 23, 30, tzinfo=UTC)  # 19:30 on Sep 1 in New York
+    morning = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)  # 08:00 on Sep 1 in New York
+    entries = [entry(0, "late", at=late), entry(0, "early", at=early), entry(0, "am", at=morning)]
+    [local] = timeline_pages(entries, "Timeline", fmt, zone="America/New_York")
+    assert [f.name for f in local.fields] == ["Tue Sep 1, 2026"]
+    assert len(local.fields[0].value.splitlines()) == 3
+    [utc] = timeline_pages(entries, "Timeline", fmt)
+    assert [f.name for f in utc.fields] == ["Wed Sep 2, 2026", "Tue Sep 1, 2026"]
 
 
 def digest(**changes: object) -> DigestFacts:

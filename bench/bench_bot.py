@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from history import NAME, SLUG, counts, grow, now_for, record_run
+from history import NAME, SLUG, counts, grow, naive_chart_data, now_for, record_run
 
 from bot.app import (
     LoopIntervals,
@@ -50,7 +50,7 @@ from bot.app import (
     discord_time,
 )
 from bot.incidents.engine import IncidentEngine
-from bot.models import Event, MetricPoint
+from bot.models import Event
 from bot.render.cards import status_card, timeline_pages
 from bot.render.chart import ChartCache, render_chart_async, render_series
 from bot.runtime import Runtime
@@ -60,8 +60,6 @@ from bot.services.timeline import build_timeline
 from bot.settings import Settings, parse_runs
 from bot.sources.base import PollResult
 from bot.store import Database, Store
-from bot.store.metrics import MetricsRepo
-from bot.timeutil import from_db
 from tests.fakes.discord import FakeDiscord, Interaction
 
 T = TypeVar("T")
@@ -90,24 +88,6 @@ async def timed(runs: int, body: Callable[[], Awaitable[object]]) -> list[float]
 
 
 # --- 1 and 2: handlers and the chart ----------------------------------------------------------
-
-
-async def naive_chart_data(store: Store) -> list[MetricPoint]:
-    span = await store.db.fetchone(
-        "SELECT MIN(at), MAX(at), COUNT(*) FROM metric_points WHERE run_slug = ?", (SLUG,)
-    )
-    assert span is not None
-    first, last = from_db(span[0]), from_db(span[1])
-    assert first is not None and last is not None
-    width = max((last - first).total_seconds() / 400, 1.0)
-    rows = await store.db.fetchall(
-        "SELECT wandb_run, step, at, tokens, loss FROM ("
-        " SELECT *, ROW_NUMBER() OVER (PARTITION BY wandb_run,"
-        "  CAST((julianday(at) - julianday(?)) * 86400 / ? AS INTEGER) ORDER BY at DESC) AS rn"
-        " FROM metric_points WHERE run_slug = ?) WHERE rn = 1 ORDER BY at",
-        (span[0], width, SLUG),
-    )
-    return [MetricsRepo._point(row) for row in rows]
 
 
 async def handlers(store: Store, now: datetime, runs: int) -> list[str]:

@@ -7,7 +7,11 @@
    The fake ESTIMATES usage as ~characters/4 of the request JSON it received (system, messages,
    tools) and of the reply it sent; real tokenizer counts differ by a modest factor but the
    ratio between the two modes holds. Goal: <= 300 input tokens per event, batched.
-2. The narrative and digest prompt sizes (estimated tokens of system + user text) after one week
+2. A busy live day (500 GitHub comments, 2,000 Discord messages in bursts over two channels, a
+   poll a minute, a simulated clock): events per request, input tokens per event (cache reads
+   included) and dollars per day, with live batching (`pipeline.Gather`, several windows) next to
+   the old behaviour (everything pending enriched after every poll) in the same run.
+3. The narrative and digest prompt sizes (estimated tokens of system + user text) after one week
    and after three months of synthetic history (~60 events a day, enriched by the rules). Goal: a
    prompt that does not grow with the run's length.
 """
@@ -28,7 +32,7 @@ from bot.llm.client import LLMClient, estimate_tokens
 from bot.llm.enrich import LLMEnricher
 from bot.llm.grounded import render_prompt
 from bot.models import Event, RunInfo
-from bot.pipeline import enrich_pending
+from bot.pipeline import Gather, enrich_pending, enrich_step
 from bot.services.digest import build_digest
 from bot.services.narrative import build_narrative_facts
 from bot.store import Database, Store
@@ -171,6 +175,107 @@ def _copy(event: Event) -> Event:
     return Event(**{name: getattr(event, name) for name in Event.__dataclass_fields__})
 
 
+def busy_day(seed: int = 11) -> list[Event]:
+    """500 GitHub comments over 40 threads and 2,000 Discord messages in bursts (a few minutes
+    of back-and-forth, 1-4 minutes apart) over two channels, across 24 hours."""
+    rng = random.Random(seed)
+    day = timedelta(days=1)
+    events: list[Event] = []
+    for n in range(500):
+        at = NOW + day * rng.random()
+        number = 8800 + rng.randrange(40)
+        events.append(
+            Event(
+                run_slug="hero",
+                source="github",
+                external_id=f"comment:{n}",
+                kind="comment",
+                at=at,
+                author=f"person{rng.randrange(12)}",
+                ref=f"#{number}",
+                url=f"https://github.com/acme/llm/issues/{number}#c{n}",
+                title="Attention gate norm growth",
+                body=synthetic_body(rng, "github"),
+                thread=f"github:acme/llm#{number}",
+            )
+        )
+    n = 0
+    while n < 2000:
+        channel = rng.choice(("1", "2"))
+        at = NOW + day * rng.random()
+        for _ in range(rng.randint(4, 16)):
+            if n >= 2000:
+                break
+            events.append(
+                Event(
+                    run_slug="hero",
+                    source="discord",
+                    external_id=f"msg:{n}",
+                    kind="message",
+                    at=at,
+                    author=f"person{rng.randrange(12)}",
+                    ref=f"#hero-{channel}",
+                    url=f"https://discord.com/channels/9/{channel}/{n}",
+                    body=synthetic_body(rng, "discord"),
+                    thread=f"discord:{channel}",
+                )
+            )
+            at += timedelta(seconds=rng.randint(20, 240))
+            n += 1
+    return sorted(events, key=lambda e: e.at)
+
+
+async def simulate_day(
+    events: list[Event], gather: Gather | None, fake: FakeAnthropic, model: str
+) -> dict[str, float]:
+    """A day on a simulated clock: a poll a minute stores what arrived; without `gather`,
+    everything pending is enriched after each poll (the old cycle); with it, the enrichment loop
+    looks every 10 s and sends a request when a batch is worth it."""
+    clock = [NOW]
+    fake.clock = lambda: (clock[0] - NOW).total_seconds()
+    with tempfile.TemporaryDirectory() as tmp:
+        async with Database.open(Path(tmp) / "day.db") as db:
+            store = Store(db)
+            await store.runs.upsert(RunInfo(slug="hero", name="Hero 70B"))
+            before = len(fake.message_requests)
+            async with LLMClient(
+                store,
+                api_key="bench",
+                base_url=fake.base_url,
+                model=model,
+                daily_budget_usd=1000,
+                max_retry_wait=0.01,
+            ) as llm:
+                enricher = LLMEnricher(llm, clock=lambda: clock[0])
+                queue = list(events)
+                for minute in range(24 * 60 + 30):
+                    poll_at = NOW + timedelta(minutes=minute)
+                    arrived = []
+                    while queue and queue[0].at <= poll_at:
+                        arrived.append(_copy(queue.pop(0)))
+                    if arrived:
+                        await store.events.upsert_many(arrived)
+                    for tick in range(6 if gather is not None else 1):
+                        clock[0] = poll_at + timedelta(seconds=10 * tick)
+                        await enrich_step(store, clock[0], enricher=enricher, gather=gather)
+                clock[0] += timedelta(hours=1)  # the day's tail: anything still waiting goes
+                await enrich_step(store, clock[0], enricher=enricher)
+            pending = len(await store.events.pending_enrichment(limit=10_000))
+            rows = await store.llm.spend(NOW - timedelta(days=1))
+            enriched = sum(row["calls"] for task, row in rows.items() if task == "enrich")
+            total_in = sum(row["input_tokens"] for row in rows.values())
+            cost = sum(row["cost_usd"] for row in rows.values())
+            requests = len(fake.message_requests) - before
+            return {
+                "requests": requests,
+                "llm_events": enriched,
+                "per_request": enriched / max(1, requests),
+                "in_per_event": total_in / max(1, enriched),
+                "usd_per_day": cost,
+                "left_pending": pending,
+            }
+
+
 async def prompt_sizes(days: int, per_day: int = 60) -> dict[str, int]:
     with tempfile.TemporaryDirectory() as tmp:
         async with Database.open(Path(tmp) / "history.db") as db:
@@ -200,6 +305,8 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=300)
     parser.add_argument("--batch", type=int, default=30)
+    parser.add_argument("--model", default="claude-haiku-4-5")
+    parser.add_argument("--windows", type=float, nargs="*", default=[20.0, 120.0, 300.0])
     args = parser.parse_args()
     events = synthetic_events(args.events, NOW - timedelta(days=2), timedelta(days=2))
     async with FakeAnthropic() as fake:
@@ -214,6 +321,28 @@ async def main() -> None:
         )
     goal = "OK" if batched["in_per_event"] <= 300 else "OVER"
     print(f"goal <= 300 input tokens/event batched: {goal}\n")
+
+    day = busy_day()
+    print(
+        "A busy live day: 500 GitHub comments, 2,000 Discord messages in bursts, a poll a minute "
+        f"(model {args.model})"
+    )
+    print(
+        f"{'enrichment':<30}{'requests':>9}{'LLM events':>11}{'ev/req':>8}"
+        f"{'in/event':>10}{'$/day':>9}"
+    )
+    modes: list[tuple[str, Gather | None]] = [("old: all pending after each poll", None)]
+    modes += [
+        (f"live batching, window {w:g} s", Gather(timedelta(seconds=w), 30)) for w in args.windows
+    ]
+    for name, gather in modes:
+        async with FakeAnthropic() as fake:
+            row = await simulate_day(day, gather, fake, args.model)
+        print(
+            f"{name:<30}{row['requests']:>9.0f}{row['llm_events']:>11.0f}{row['per_request']:>8.1f}"
+            f"{row['in_per_event']:>10.0f}{row['usd_per_day']:>9.3f}"
+        )
+    print("goal: >= 8 events per request, <= 300 input tokens per event\n")
     print("Prompt size vs history length (estimated tokens, system + user)")
     print(f"{'history':<14}{'events':>8}{'narrative':>11}{'digest':>9}")
     for label, days in (("1 week", 7), ("3 months", 90)):

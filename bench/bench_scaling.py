@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from history import SLUG, db_bytes, grow, now_for, record_run
+from history import SLUG, db_bytes, grow, naive_chart_data, now_for, record_run
 
 from bot.app import card_to_embed, discord_time
 from bot.enrich.rules import Enrichment
@@ -45,8 +45,6 @@ from bot.services.narrative import status_with_narrative
 from bot.services.status import chart_series
 from bot.store import Database, Store
 from bot.store.events import RETRY_LABEL, event_from_row
-from bot.store.metrics import MetricsRepo
-from bot.timeutil import from_db
 
 
 class LLMStillDown:
@@ -101,25 +99,7 @@ async def naive_idle_reads(store: Store) -> None:
 
 async def naive_chart(store: Store) -> bytes:
     """The window function over every point, then the same drawing."""
-    span = await store.db.fetchone(
-        "SELECT MIN(at), MAX(at), COUNT(*) FROM metric_points WHERE run_slug = ?", (SLUG,)
-    )
-    assert span is not None
-    first, last = from_db(span[0]), from_db(span[1])
-    assert first is not None and last is not None
-    width = max((last - first).total_seconds() / 400, 1.0)
-    rows = await store.db.fetchall(
-        "SELECT wandb_run, step, at, tokens, loss FROM ("
-        " SELECT *, ROW_NUMBER() OVER (PARTITION BY wandb_run,"
-        "  CAST((julianday(at) - julianday(?)) * 86400 / ? AS INTEGER) ORDER BY at DESC) AS rn"
-        " FROM metric_points WHERE run_slug = ?) WHERE rn = 1 ORDER BY at",
-        (span[0], width, SLUG),
-    )
-    return await render_chart_async([MetricPoint_(r) for r in rows], title="naive")
-
-
-def MetricPoint_(row: object) -> object:
-    return MetricsRepo._point(row)  # type: ignore[arg-type]
+    return await render_chart_async(await naive_chart_data(store), title="naive")
 
 
 async def measure(store: Store, path: Path, size: int, ingest_rate: float) -> dict[str, float]:

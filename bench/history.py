@@ -19,6 +19,8 @@ from pathlib import Path
 from bot.models import Event, Incident, MetricPoint, RunInfo, RunSnapshot
 from bot.store import Store
 from bot.store.events import Enriched
+from bot.store.metrics import MetricsRepo
+from bot.timeutil import from_db
 
 SLUG = "bench"
 NAME = "Bench 500B"
@@ -215,3 +217,22 @@ def counts(path: Path) -> tuple[int, int]:
     except sqlite3.Error:
         return -1, -1
     return int(events), int(points)
+
+
+async def naive_chart_data(store: Store) -> list[MetricPoint]:
+    """The chart's data as it was read before buckets: a window function over every point."""
+    span = await store.db.fetchone(
+        "SELECT MIN(at), MAX(at), COUNT(*) FROM metric_points WHERE run_slug = ?", (SLUG,)
+    )
+    assert span is not None
+    first, last = from_db(span[0]), from_db(span[1])
+    assert first is not None and last is not None
+    width = max((last - first).total_seconds() / 400, 1.0)
+    rows = await store.db.fetchall(
+        "SELECT wandb_run, step, at, tokens, loss FROM ("
+        " SELECT *, ROW_NUMBER() OVER (PARTITION BY wandb_run,"
+        "  CAST((julianday(at) - julianday(?)) * 86400 / ? AS INTEGER) ORDER BY at DESC) AS rn"
+        " FROM metric_points WHERE run_slug = ?) WHERE rn = 1 ORDER BY at",
+        (span[0], width, SLUG),
+    )
+    return [MetricsRepo._point(row) for row in rows]

@@ -15,8 +15,10 @@ import contextlib
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
@@ -29,6 +31,7 @@ from bot.errors import UserFacingError
 from bot.flight import SingleFlight
 from bot.outbox.payload import ButtonPayload, fit_card
 from bot.outbox.poster import DeliveryError, OutboxPoster, OutgoingMessage, SeenMessage
+from bot.pipeline import FAMILIES
 from bot.render.cards import Card, TimeStyle
 from bot.render.chart import ChartCache
 from bot.render.stamps import render_card_stamps, render_stamps
@@ -129,14 +132,21 @@ class BotServices(Protocol):
 
     async def cycle(self, now: datetime) -> Any: ...
 
+    async def poll(self, family: str, now: datetime) -> Any: ...
+
+    async def enrich(self, now: datetime) -> Any: ...
+
     async def reload(self, runs: RunsFile) -> BotServices: ...
 
 
 @dataclass(slots=True)
 class LoopIntervals:
-    """Seconds between runs of each background loop."""
+    """Seconds between runs of each background loop. `poll` paces each source family's loop
+    (W&B, the threads) on its own; `enrich` how often the enrichment queue is looked at (it
+    sends a request only when a batch is worth it)."""
 
     poll: float = 60.0
+    enrich: float = 10.0
     outbox: float = 2.0
     digest: float = 20.0
     narrative: float = 300.0  # the refresher decides whether a new narrative is due
@@ -190,8 +200,10 @@ class RunscribeBot(commands.Bot):
             runtime.store, DiscordTransport(self), clock=clock, backoff_base=outbox_backoff
         )
         self._tasks: list[asyncio.Task[None]] = []
-        self._cycle_lock = asyncio.Lock()  # a reload never swaps sources under a running poll
-        self.cycles = 0  # poll cycles finished (or failed) since start
+        # A reload never swaps sources under a running poll: one lock per loop (so the loops
+        # never wait for each other), all of them taken by a reload.
+        self._loop_locks = {name: asyncio.Lock() for name in (*FAMILIES, "enrich")}
+        self._rounds = dict.fromkeys(self._loop_locks, 0)  # rounds finished (or failed) per loop
         self._answering = 0  # commands between `answering()` enter and exit
         # Concurrent identical reads (a burst of /status for one run) share one computation.
         self.flights: SingleFlight[Any] = SingleFlight()
@@ -214,7 +226,7 @@ class RunscribeBot(commands.Bot):
         this event loop), other commands are being answered (a burst: each waits its turn on
         the loop and the read connections), or every read connection is taken."""
         return (
-            self._cycle_lock.locked()
+            any(lock.locked() for lock in self._loop_locks.values())
             or self._answering > ANSWERED_AT_ONCE
             or self.reader.db.saturated
         )
@@ -244,7 +256,9 @@ class RunscribeBot(commands.Bot):
         the sources from it: new repositories, labels and W&B runs are polled from the next
         cycle on."""
         runs = load_runs_file(self.settings.runscribe_config)
-        async with self._cycle_lock:
+        async with AsyncExitStack() as held:
+            for lock in self._loop_locks.values():
+                await held.enter_async_context(lock)
             self.runtime = await self.runtime.reload(runs)
         log.info("runs file reloaded: %s", ", ".join(r.slug for r in runs.runs))
         return runs
@@ -275,7 +289,11 @@ class RunscribeBot(commands.Bot):
     def start_loops(self) -> None:
         every = self.intervals
         self._spawn("outbox", every.outbox, self.drain_outbox)
-        self._spawn("poll", every.poll, self.poll_once)
+        # Each source family in its own loop with its own backoff, enrichment in a third: a
+        # GitHub backfill or a slow LLM never delays a W&B crash alert.
+        for family in FAMILIES:
+            self._spawn(f"poll-{family}", every.poll, partial(self.poll_family, family))
+        self._spawn("enrich", every.enrich, self.enrich_once)
         self._spawn("digest", every.digest, self.schedule_digests)
         if self.narrative is not None:
             self._spawn("narrative", every.narrative, self.refresh_narratives)
@@ -319,11 +337,34 @@ class RunscribeBot(commands.Bot):
         return await self.poster.drain()
 
     async def poll_once(self) -> object:
-        async with self._cycle_lock:
+        """One cycle of everything (all families, enrichment, detection)."""
+        async with AsyncExitStack() as held:
+            for lock in self._loop_locks.values():
+                await held.enter_async_context(lock)
             try:
                 return await self.runtime.cycle(self.clock())
             finally:
-                self.cycles += 1
+                for name in self._rounds:
+                    self._rounds[name] += 1
+
+    async def poll_family(self, family: str) -> object:
+        async with self._loop_locks[family]:
+            try:
+                return await self.runtime.poll(family, self.clock())
+            finally:
+                self._rounds[family] += 1
+
+    async def enrich_once(self) -> object:
+        async with self._loop_locks["enrich"]:
+            try:
+                return await self.runtime.enrich(self.clock())
+            finally:
+                self._rounds["enrich"] += 1
+
+    @property
+    def cycles(self) -> int:
+        """Full cycles since start: rounds that every loop (each family, enrichment) has done."""
+        return min(self._rounds.values())
 
     async def schedule_digests(self) -> object:
         return await run_due_digests(
@@ -361,7 +402,7 @@ class DiscordTransport:
                 content=discord_text(message.content) if message.content else message.content,
                 embed=embed,  # type: ignore[arg-type]
                 nonce=message.nonce,
-                allowed_mentions=NO_MENTIONS,
+                allowed_mentions=_mentions(message.ping_role),
                 **extra,
             )
         except Exception as exc:
@@ -402,6 +443,13 @@ class DiscordTransport:
             raise _delivery_error(exc) from exc
         return int(data["id"])
 
+    async def archive_thread(self, thread_id: int) -> None:
+        # PATCH /channels/{thread id} {"archived": true}, as Discord documents for threads.
+        try:
+            await self.bot.http.edit_channel(thread_id, archived=True)
+        except Exception as exc:
+            raise _delivery_error(exc) from exc
+
     async def recent(self, channel_id: int, limit: int) -> list[SeenMessage]:
         seen = []
         try:
@@ -439,6 +487,15 @@ class DiscordTransport:
         except Exception as exc:
             raise _delivery_error(exc) from exc
         return seen
+
+
+def _mentions(ping_role: int | None) -> discord.AllowedMentions:
+    """Nobody, or exactly the one role an incident's first post pages (`alert_role`)."""
+    if ping_role is None:
+        return NO_MENTIONS
+    return discord.AllowedMentions(
+        everyone=False, users=False, roles=[discord.Object(id=ping_role)], replied_user=False
+    )
 
 
 def _buttons_view(buttons: Sequence[ButtonPayload]) -> discord.ui.View:

@@ -14,8 +14,10 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from datetime import datetime
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot import logs
 from bot.errors import UserFacingError
@@ -23,11 +25,16 @@ from bot.models import SOURCES, TAGS
 from bot.settings import ConfigError, RunsFile, Settings, load_runs_file, load_settings
 from bot.store import Database, Store, StoreError
 from bot.store.db import path_problem
-from bot.timeutil import utcnow
+from bot.timeutil import humanize_delta, utcnow
+
+if TYPE_CHECKING:
+    from bot.pipeline import CycleSummary
+    from bot.sources.poller import CycleReport
 
 log = logging.getLogger("runscribe")
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+ENRICH_EVERY = 10.0  # seconds between looks at the enrichment queue in `poll` without --once
 HISTORICAL = "historical: replayed by `runscribe demo`, never posted"
 _RUN_HELP = "the run's slug (needed only when several runs are recorded)"
 
@@ -272,40 +279,73 @@ def _load_config(settings: Settings) -> RunsFile:
     return load_runs_file(settings.runscribe_config)
 
 
+def _log_summary(summary: CycleSummary, what: str, now: datetime) -> None:
+    for key, result in summary.poll.results.items():
+        log.info(
+            "%s: %d event(s), %d point(s), %d request(s), %d not modified",
+            key,
+            result.events,
+            result.points,
+            result.requests,
+            result.not_modified,
+        )
+    for key, error in summary.poll.failures.items():
+        log.warning("%s failed: %s", key, error)
+    for key in summary.poll.skipped:
+        log.warning("%s", skipped_line(key, summary.poll, now))
+    log.info(
+        "%s done: %d enriched, %d alert(s) queued", what, summary.enriched, summary.alerts_queued
+    )
+
+
 async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.pipeline import FAMILIES
+    from bot.runtime import repeat
     from bot.wiring import open_runtime
 
     runs = _load_config(settings)
     async with open_runtime(settings, runs) as runtime:
-        while True:
+        if args.once:
             now = utcnow()
             summary = await runtime.cycle(now)
             try:
                 await runtime.refresh_narratives(now)
-            except Exception:  # a narrative problem never stops polling
+            except Exception:  # a narrative problem never fails the poll
                 log.exception("narrative refresh failed")
-            for key, result in summary.poll.results.items():
-                log.info(
-                    "%s: %d event(s), %d point(s), %d request(s), %d not modified",
-                    key,
-                    result.events,
-                    result.points,
-                    result.requests,
-                    result.not_modified,
-                )
-            for key, error in summary.poll.failures.items():
-                log.warning("%s failed: %s", key, error)
-            log.info(
-                "cycle done: %d enriched, %d alert(s) queued",
-                summary.enriched,
-                summary.alerts_queued,
-            )
-            if args.once:
-                # One failing source is isolated (logged, its health recorded, the others ran);
-                # only a cycle in which no source could be polled at all is a failure.
-                polled = summary.poll.results or not summary.poll.failures
-                return EXIT_OK if polled else EXIT_FAILURE
-            await asyncio.sleep(settings.runscribe_poll_interval)
+            _log_summary(summary, "cycle", now)
+            # One failing source is isolated (logged, its health recorded, the others ran);
+            # only a cycle in which no source could be polled at all is a failure.
+            polled = summary.poll.results or not summary.poll.failures
+            return EXIT_OK if polled else EXIT_FAILURE
+
+        # Each source family and the enrichment in its own loop with its own backoff, as in
+        # the bot: a GitHub backfill or a slow LLM never delays a W&B crash alert.
+        async def poll(family: str) -> None:
+            now = utcnow()
+            _log_summary(await runtime.poll(family, now), f"{family} poll", now)
+
+        async def enrich() -> None:
+            now = utcnow()
+            summary = await runtime.enrich(now)
+            if summary.enriched or summary.errors:
+                _log_summary(summary, "enrichment", now)
+            await runtime.refresh_narratives(now)
+
+        interval = settings.runscribe_poll_interval
+        async with asyncio.TaskGroup() as group:
+            for family in FAMILIES:
+                group.create_task(repeat(f"poll-{family}", interval, partial(poll, family)))
+            group.create_task(repeat("enrich", min(interval, ENRICH_EVERY), enrich))
+    return EXIT_OK  # pragma: no cover - the loops run until the process is stopped
+
+
+def skipped_line(key: str, report: CycleReport, now: datetime) -> str:
+    """Like "github:o/r skipped (backing off after: …); next try at 03:15 UTC, in 9 min"."""
+    line = f"{key} skipped (backing off after: {report.backoff_errors.get(key, 'a failure')})"
+    retry = report.retry_at.get(key)
+    if retry is not None:
+        line += f"; next try at {retry:%H:%M:%S} UTC, in {humanize_delta(retry - now)}"
+    return line
 
 
 async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:

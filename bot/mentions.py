@@ -3,6 +3,7 @@ such text reaches a post or a reply goes through one of these, and every post al
 `allowed_mentions` none:
 
 - `defuse_mentions`: pings as plain words (also applied by the outbox to every post);
+- `drop_discord_tokens`: pings and Discord tokens dropped, for enrichment's summaries;
 - `plain`: for places that show no markdown (thread names): zero-width and bidi controls
   removed, mentions defused, on one line;
 - `inert`: a name or title inside markdown: invisible characters removed, mentions defused and
@@ -40,6 +41,24 @@ def defuse_mentions(text: str) -> str:
     text = _EVERYONE.sub(lambda m: m.group(1), text)
     text = _ROLE.sub("a role", text)
     return _USER.sub("someone", text)
+
+
+_DISCORD_TOKEN = re.compile(
+    r"<(?:@[!&]?\d{1,25}|#\d{1,25}|a?:\w{1,64}:\d{1,25}|t:-?\d{1,20}(?::[tTdDfFR])?"
+    r"|/[\w -]{1,64}:\d{1,25})>"
+)
+_MASS_MENTION = re.compile(r"@(everyone|here)\b", re.IGNORECASE)
+
+
+def drop_discord_tokens(text: str) -> str:
+    """For a summary, where the tokens carry no meaning: drop `<@id>`, `<@!id>`, `<@&id>` (and
+    channel, emoji, command and timestamp tokens), and break `@everyone`/`@here` with a
+    zero-width space. Idempotent."""
+    if "<" in text:
+        text = _DISCORD_TOKEN.sub("", text)
+    if "@" in text:
+        text = _MASS_MENTION.sub("@\u200b\\1", text)
+    return text
 
 
 def plain(text: str) -> str:

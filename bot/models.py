@@ -216,6 +216,20 @@ class IncidentSignal:
 
 
 @dataclass(slots=True)
+class ReportedCause:
+    """What a person wrote about an incident while it was open (a watched Discord channel or a
+    tracked GitHub thread): shown as "Reported cause" on the alert, in `/incidents` and in
+    `status --json`."""
+
+    text: str
+    author: str | None
+    source: str  # "Discord #hero-run", "GitHub #8818"
+    at: datetime
+    url: str | None = None
+    event_id: int | None = None
+
+
+@dataclass(slots=True)
 class IncidentDetails:
     """The engine's state of one incident (the `incidents.details` JSON column, parsed once by
     the repository)."""
@@ -236,6 +250,9 @@ class IncidentDetails:
     silenced_by: int | None = None  # the silence holding its posts back
     reminders: int = 0
     last_reminder_at: datetime | None = None
+    reported_cause: ReportedCause | None = None
+    acted_by: str | None = None  # a person who reported acting on it (requeue, restart, drain…)
+    acted_checked_until: datetime | None = None  # people's posts read for that up to here
 
     def crash_open(self, crash: str) -> bool:
         member = self.members.get(crash)
@@ -348,6 +365,11 @@ class SourceHealth:
     consecutive_failures: int = 0
     next_attempt_at: datetime | None = None
     last_error: str | None = None
+    failing_since: datetime | None = None  # the first failure since the last success
+
+    @property
+    def failing(self) -> bool:
+        return self.consecutive_failures > 0
 
 
 @dataclass(slots=True, frozen=True)

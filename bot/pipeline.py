@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -144,22 +145,44 @@ async def group_discord_bursts(
 
 
 async def enrich_pending(
-    store: Store, enricher: Enricher | None = None, *, batch: int = 200, run_slug: str | None = None
+    store: Store,
+    enricher: Enricher | None = None,
+    *,
+    batch: int = 200,
+    run_slug: str | None = None,
+    budget: Budget | None = None,
 ) -> int:
     """Enrich every event that is new or edited since it was last enriched (Discord bursts are
-    folded into conversations first). Returns how many were enriched."""
+    folded into conversations first). Returns how many were enriched.
+
+    With a `budget`, no new batch starts once it is spent and a call that outlasts it is cut
+    off: its events get the rules' enrichment labelled for an LLM retry, and whatever is left
+    stays queued for the next cycle."""
     enricher = enricher or RulesEnricher()
     await group_discord_bursts(store, run_slug)
     done = 0
     while True:
+        if budget is not None and budget.spent:
+            return done
         pending = await store.events.pending_enrichment(run_slug, limit=batch)
         if not pending:
             return done
         machine = [e for e in pending if e.source in MACHINE_SOURCES]
         results = {e.id: (fact_enrichment(e), "facts") for e in machine if e.id is not None}
-        results.update(
-            await enricher.enrich([e for e in pending if e.source not in MACHINE_SOURCES])
-        )
+        texts = [e for e in pending if e.source not in MACHINE_SOURCES]
+        try:
+            async with asyncio.timeout(budget.remaining if budget is not None else None):
+                results.update(await enricher.enrich(texts))
+        except TimeoutError:
+            retry = getattr(enricher, "retry_label", None) or "rules"
+            log.warning(
+                "enrichment of %d event(s) outlasted the cycle's budget; rules stand in (%s)",
+                len(texts),
+                retry,
+            )
+            for event in texts:
+                if event.id is not None:
+                    results[event.id] = (rules_enrichment(event), retry)
         wrote = 0
         async with store.transaction():
             for event in pending:
@@ -186,17 +209,28 @@ async def enrich_pending(
 
 
 async def retry_llm_fallbacks(
-    store: Store, enricher: Enricher, *, limit: int = 60, run_slug: str | None = None
+    store: Store,
+    enricher: Enricher,
+    *,
+    limit: int = 60,
+    run_slug: str | None = None,
+    budget: Budget | None = None,
 ) -> int:
     """Offer events the rules enriched during an LLM outage to the LLM again (newest first, a
-    bounded number per cycle). Those it still cannot do keep their rules enrichment."""
+    bounded number per cycle). Those it still cannot do keep their rules enrichment. Skipped
+    when the cycle's `budget` is spent; a call that outlasts it changes nothing."""
     retry_label = getattr(enricher, "retry_label", None)
-    if not retry_label:
+    if not retry_label or (budget is not None and budget.spent):
         return 0
     events = await store.events.enriched_by_label(retry_label, limit, run_slug=run_slug)
     if not events:
         return 0
-    results = await enricher.enrich(events)
+    try:
+        async with asyncio.timeout(budget.remaining if budget is not None else None):
+            results = await enricher.enrich(events)
+    except TimeoutError:
+        log.warning("LLM retry of %d event(s) outlasted the cycle's budget", len(events))
+        return 0
     improved = 0
     async with store.transaction():
         for event in events:
@@ -224,6 +258,114 @@ class CycleSummary:
     alerts_queued: int = 0
     errors: list[str] = field(default_factory=list)
 
+    def add(self, other: CycleSummary) -> None:
+        self.poll.results.update(other.poll.results)
+        self.poll.failures.update(other.poll.failures)
+        self.poll.skipped.extend(other.poll.skipped)
+        self.poll.retry_at.update(other.poll.retry_at)
+        self.poll.backoff_errors.update(other.poll.backoff_errors)
+        self.enriched += other.enriched
+        self.alerts_queued += other.alerts_queued
+        self.errors.extend(other.errors)
+
+
+class Budget:
+    """Seconds of work allowed from now (on `clock`, monotonic by default)."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
+        self.clock = clock
+        self.deadline = clock() + seconds
+
+    @property
+    def remaining(self) -> float:
+        return max(0.0, self.deadline - self.clock())
+
+    @property
+    def spent(self) -> bool:
+        return self.remaining <= 0
+
+
+# Source families, each polled on its own schedule by the bot and by `runscribe poll`: W&B (the
+# crash alerts: polled and judged at once, never behind a GitHub backfill) and the threads
+# (GitHub and the other text sources, whose events then wait for enrichment).
+WANDB = "wandb"
+THREADS = "threads"
+FAMILIES = (WANDB, THREADS)
+
+
+def family_of(source: Source) -> str:
+    return WANDB if source.name == "wandb" else THREADS
+
+
+def of_family(sources: Sequence[Source], family: str) -> list[Source]:
+    return [s for s in sources if family_of(s) == family]
+
+
+@dataclass(frozen=True, slots=True)
+class Gather:
+    """Live batching: events wait for enrichment until `batch` of them are queued or the oldest
+    has waited `window`, so the fixed part of a prompt is shared by many events. An event the
+    rules read as an incident report is never kept waiting."""
+
+    window: timedelta = timedelta(seconds=120)
+    batch: int = 30
+
+
+async def enrichment_due(store: Store, now: datetime, gather: Gather | None) -> bool:
+    """Whether the queued events are worth a request now (see `Gather`)."""
+    if gather is None:
+        return True
+    pending = await store.events.pending_enrichment(limit=gather.batch)
+    texts = [e for e in pending if e.source not in MACHINE_SOURCES]
+    if len(texts) < len(pending) or len(texts) >= gather.batch:
+        return True  # machine facts cost no request; a full batch is worth one
+    if not texts:
+        return False
+    oldest = min(max(e.at, e.updated_at or e.at) for e in texts)
+    if now - oldest >= gather.window:
+        return True
+    return any(rules_enrichment(e).incident for e in texts)
+
+
+async def poll_family(
+    store: Store,
+    sources: Sequence[Source],
+    now: datetime,
+    *,
+    detector: Detector | None = None,
+) -> CycleSummary:
+    """Poll some sources (one family), then detect at once on what they brought."""
+    summary = CycleSummary(poll=await poll_once(store, sources, now))
+    await _detect(store, detector, now, summary)
+    return summary
+
+
+async def enrich_step(
+    store: Store,
+    now: datetime,
+    *,
+    enricher: Enricher | None = None,
+    detector: Detector | None = None,
+    budget: Budget | None = None,
+    gather: Gather | None = None,
+) -> CycleSummary:
+    """One bounded round of enrichment (what is queued, within `budget`; the rest resumes next
+    round), then detection on the reports it has just flagged. With `gather`, nothing is sent
+    until the queue is worth a request."""
+    summary = CycleSummary(poll=CycleReport())
+    try:
+        if not await enrichment_due(store, now, gather):
+            return summary
+        summary.enriched = await enrich_pending(store, enricher, budget=budget)
+        if enricher is not None:
+            summary.enriched += await retry_llm_fallbacks(store, enricher, budget=budget)
+    except Exception as exc:
+        log.exception("enrichment failed; events stay queued for the next cycle")
+        summary.errors.append(f"enrich: {exc}")
+    if summary.enriched:
+        await _detect(store, detector, now, summary)
+    return summary
+
 
 async def run_cycle(
     store: Store,
@@ -232,20 +374,17 @@ async def run_cycle(
     *,
     enricher: Enricher | None = None,
     detector: Detector | None = None,
+    budget: Budget | None = None,
 ) -> CycleSummary:
-    """Poll, detect, enrich, detect again. Detection runs first on what is already known (W&B
-    facts need no enrichment), so a slow or failing LLM never delays a crash alert; the second
-    pass picks up the reports that enrichment has just flagged."""
-    summary = CycleSummary(poll=await poll_once(store, sources, now))
-    await _detect(store, detector, now, summary)
-    try:
-        summary.enriched = await enrich_pending(store, enricher)
-        if enricher is not None:
-            summary.enriched += await retry_llm_fallbacks(store, enricher)
-    except Exception as exc:
-        log.exception("enrichment failed; events stay queued for the next cycle")
-        summary.errors.append(f"enrich: {exc}")
-    await _detect(store, detector, now, summary)
+    """One cycle of everything (`runscribe poll --once`, the demo): W&B polled and judged first,
+    then the threads polled and judged, then enrichment and a last detection. Detection never
+    waits for enrichment (W&B facts need none), so a slow or failing LLM never delays a crash
+    alert; the last pass picks up the reports that enrichment has just flagged."""
+    summary = await poll_family(store, of_family(sources, WANDB), now, detector=detector)
+    threads = of_family(sources, THREADS)
+    if threads:
+        summary.add(await poll_family(store, threads, now, detector=detector))
+    summary.add(await enrich_step(store, now, enricher=enricher, detector=detector, budget=budget))
     return summary
 
 
@@ -254,6 +393,8 @@ async def _detect(
 ) -> None:
     if detector is None:
         return
+    # The families' loops may detect at the same moment: the engine judges each run inside one
+    # write transaction, so two passes are serialised by the store and never queue twice.
     try:
         summary.alerts_queued += await detector.detect(store, now)
     except Exception as exc:

@@ -5,6 +5,7 @@ Runtime. Nothing is created at import time."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -13,7 +14,17 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from bot.models import RunInfo
-from bot.pipeline import CycleSummary, Detector, Enricher, run_cycle
+from bot.pipeline import (
+    Budget,
+    CycleSummary,
+    Detector,
+    Enricher,
+    Gather,
+    enrich_step,
+    of_family,
+    poll_family,
+    run_cycle,
+)
 from bot.settings import RunsFile, Settings
 from bot.sources.base import Source
 from bot.store import Store
@@ -24,6 +35,32 @@ if TYPE_CHECKING:
     from bot.services.narrative import NarrativeWriter
 
 log = logging.getLogger(__name__)
+
+
+async def repeat(
+    name: str,
+    interval: float,
+    body: Callable[[], Awaitable[object]],
+    *,
+    max_backoff: float = 300.0,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """Run `body` every `interval` seconds for ever; after a failure wait twice as long each
+    time (capped at `max_backoff`) so one broken loop neither spins nor stops the others."""
+    failures = 0
+    while True:
+        try:
+            await body()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            failures += 1
+            delay = min(max(interval, 1.0) * 2**failures, max_backoff)
+            log.exception("%s loop failed (%d in a row); next try in %.0f s", name, failures, delay)
+        else:
+            failures = 0
+            delay = interval
+        await sleep(delay)
 
 
 async def record_runs(store: Store, runs: RunsFile) -> None:
@@ -72,6 +109,39 @@ class Runtime:
         finished = now + timedelta(seconds=time.monotonic() - started)
         await self.store.cycles.record(now, finished, self.settings.runscribe_poll_interval)
         return summary
+
+    async def poll(self, family: str, now: datetime) -> CycleSummary:
+        """Poll one source family (`pipeline.WANDB` or `pipeline.THREADS`) and detect at once:
+        the bot and `runscribe poll` run each family in its own loop, so a GitHub backfill never
+        holds up a W&B crash alert."""
+        started = time.monotonic()
+        sources = of_family(self.sources, family)
+        summary = await poll_family(self.store, sources, now, detector=self.detector)
+        if sources:  # the heartbeat says a source was polled, not that a loop went round
+            finished = now + timedelta(seconds=time.monotonic() - started)
+            await self.store.cycles.record(now, finished, self.settings.runscribe_poll_interval)
+        return summary
+
+    async def enrich(self, now: datetime) -> CycleSummary:
+        """One bounded round of enrichment (`RUNSCRIBE_ENRICH_BUDGET` seconds; the rest resumes
+        next round), gathered into batches while the LLM writes them (live batching)."""
+        settings = self.settings
+        gather = (
+            Gather(
+                window=timedelta(seconds=settings.runscribe_enrich_window),
+                batch=settings.runscribe_enrich_batch,
+            )
+            if self.enricher is not None
+            else None
+        )
+        return await enrich_step(
+            self.store,
+            now,
+            enricher=self.enricher,
+            detector=self.detector,
+            budget=Budget(settings.runscribe_enrich_budget),
+            gather=gather,
+        )
 
     async def refresh_narratives(self, now: datetime, slugs: Sequence[str] | None = None) -> int:
         """A new narrative for each run (or each of `slugs`) where one is due."""

@@ -70,6 +70,11 @@ class Settings(BaseSettings):
     runscribe_llm_max_retries: int = Field(default=2, ge=0, le=10)
     runscribe_llm_daily_budget_usd: float = Field(default=5.0, ge=0)
     runscribe_poll_interval: float = Field(default=60.0, gt=0)
+    # Enrichment in the running bot: seconds of work per round (the rest resumes next round),
+    # and live batching: events wait up to WINDOW seconds or until BATCH of them are queued.
+    runscribe_enrich_budget: float = Field(default=20.0, gt=0)
+    runscribe_enrich_window: float = Field(default=120.0, ge=0)
+    runscribe_enrich_batch: int = Field(default=30, ge=1, le=100)
     runscribe_log_level: str = "INFO"
     # The status page and /healthz: `runscribe web`, and `runscribe run` when a port is set.
     runscribe_web_port: int | None = Field(default=None, ge=0, le=65535)
@@ -205,6 +210,7 @@ class RunConfig(BaseModel):
     alerts_channel: int | None = None
     digest_channel: int | None = None
     responder_role: int | None = None  # who may silence alerts (besides Manage Server)
+    alert_role: int | None = None  # the one role an incident's first post pings (opt-in)
     digest_time: str = "09:00"
     timezone: str = "UTC"
     metrics: MetricKeys = Field(default_factory=MetricKeys)
@@ -277,7 +283,7 @@ class RunConfig(BaseModel):
             _check_snowflake(channel)
         return value
 
-    @field_validator("alerts_channel", "digest_channel", "responder_role")
+    @field_validator("alerts_channel", "digest_channel", "responder_role", "alert_role")
     @classmethod
     def _channel(cls, value: int | None) -> int | None:
         if value is not None:

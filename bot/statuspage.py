@@ -24,8 +24,8 @@ from bot.render.page import (
     render_run_page,
 )
 from bot.services.narrative import status_with_narrative
+from bot.services.status import CONFIGURED_SOURCES
 from bot.services.timeline import build_timeline, validate_filters
-from bot.settings import RunConfig
 from bot.store import Store
 
 DEFAULT_DAYS = 30
@@ -33,12 +33,7 @@ DEFAULT_DAYS = 30
 TIMELINE_LIMIT = 2000
 RESTART_SCAN = 1000
 STUCK_AFTER_CYCLES = 3
-# Which runs-file keys make a source "configured" for a run.
-CONFIGURED: dict[str, Callable[[RunConfig], bool]] = {
-    "wandb": lambda c: bool(c.wandb_runs or c.wandb_run_pattern),
-    "github": lambda c: bool(c.github_repo),
-    "discord": lambda c: bool(c.watch_channels),
-}
+CONFIGURED = CONFIGURED_SOURCES
 
 
 def validate_days(days: int) -> None:

@@ -76,6 +76,14 @@ def humanize_delta(delta: timedelta) -> str:
     return f"{days} d {hours} h" if hours else f"{days} d"
 
 
+def humanize_duration(delta: timedelta) -> str:
+    """How long something lasted: '4 min', '3 h 12 min', and 'under a minute' below a minute
+    (never 'just now', which is a moment, not a duration)."""
+    if delta.total_seconds() < 60:
+        return "under a minute"
+    return humanize_delta(delta)
+
+
 def ago(then: datetime | None, now: datetime) -> str:
     if then is None:
         return "never"

@@ -36,7 +36,8 @@ log = logging.getLogger(__name__)
 
 
 def _who(user: discord.abc.User) -> str:
-    return f"{user.name} ({user.id})"
+    """How posts and listings name a person: their display name in the server, not an id."""
+    return user.display_name
 
 
 async def condition_autocomplete(
@@ -109,7 +110,10 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
         )
 
     @app_commands.command(name="list", description="Incidents with start, end, duration, cause")
-    @app_commands.describe(run="Which run (optional when only one is tracked)", scope="open or all")
+    @app_commands.describe(
+        run="Which run (optional when only one is tracked)",
+        scope="Only the open incidents, or all of them (newest first)",
+    )
     @app_commands.autocomplete(run=run_autocomplete)
     async def list_(
         self,
@@ -163,6 +167,7 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
         )
 
     @app_commands.command(name="unsilence", description="End a silence early")
+    @app_commands.describe(silence_id="The silence's number, as /incidents silence replied")
     async def unsilence(self, interaction: discord.Interaction, silence_id: int) -> None:
         self._require_responder(interaction, await silence_run(self.bot.store, silence_id))
         ended = await end_silence(
@@ -171,6 +176,7 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
         await reply_private(interaction, f"Silence #{ended.id} ended.")
 
     @app_commands.command(name="ack", description="Acknowledge an incident (recorded with you)")
+    @app_commands.describe(incident_id="The incident's number, as its alert shows (#12)")
     async def ack(self, interaction: discord.Interaction, incident_id: int) -> None:
         incident = await acknowledge(
             self.bot.store, incident_id, _who(interaction.user), self.bot.clock()

@@ -122,7 +122,8 @@ class Timeline(commands.Cog):
             title = f"Timeline — {info.name if info else slug} · last {_days(days)}"
             if tag or source:
                 title += " · " + " · ".join(x for x in (tag, source) if x)
-            pages = timeline_pages(entries, title, discord_time)
+            zone = info.timezone if info else "UTC"
+            pages = timeline_pages(entries, title, discord_time, zone=zone)
             if len(pages) == 1:
                 await _answer(interaction, embed=card_to_embed(pages[0]))
                 return

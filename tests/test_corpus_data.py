@@ -17,25 +17,13 @@ from typing import Any
 
 import pytest
 
+from bot.models import TAGS as MODEL_TAGS
+
 DATA = Path(__file__).parent / "data"
 CORPUS = DATA / "signal_corpus.jsonl"
 QUESTIONS = DATA / "ask_questions.jsonl"
 
-TAGS = frozenset(
-    {
-        "incident",
-        "ablation",
-        "optimizer",
-        "training-dynamics",
-        "evals",
-        "data",
-        "checkpointing",
-        "long-context",
-        "infra",
-        "spec",
-        "other",
-    }
-)
+TAGS = frozenset(MODEL_TAGS)  # the corpus is labelled with the product's own tags
 INCIDENT_KINDS = frozenset(
     {
         "node_loss",

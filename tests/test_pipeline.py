@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 
 from bot.models import Event, RunInfo
-from bot.pipeline import enrich_pending
+from bot.pipeline import Budget, RulesEnricher, enrich_pending
 from bot.services.timeline import build_timeline
 from bot.store import Store
 
@@ -143,6 +144,70 @@ async def test_detection_does_not_wait_for_enrichment(store: Store, now: datetim
     summary = await run_cycle(store, [], now, enricher=SlowEnricher(), detector=Detector())
     assert order == ["detect", "enrich", "detect"]
     assert summary.alerts_queued == 2 and summary.errors == []
+
+
+class ClockedEnricher:
+    """Rules, but each call costs `cost` seconds on a fake clock; `hang` never returns."""
+
+    name = "clocked"
+    retry_label = "rules:llm-retry"
+
+    def __init__(self, clock: list[float], cost: float = 0.0, *, hang: bool = False):
+        self.clock, self.cost, self.hang = clock, cost, hang
+        self.calls = 0
+
+    async def enrich(self, events):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        if self.hang:
+            await asyncio.Event().wait()
+        self.clock[0] += self.cost
+        return await RulesEnricher().enrich(events)
+
+
+def comment(i: int, at: datetime) -> Event:
+    return Event(
+        run_slug="hero",
+        source="github",
+        external_id=f"comment:{i}",
+        kind="comment",
+        at=at,
+        author="ana",
+        ref="#7",
+        body=f"Comment {i}: the learning rate warmup looks fine to me.",
+        thread="issue:7",
+    )
+
+
+async def test_enrichment_stops_at_its_budget_and_resumes_next_round(
+    store: Store, now: datetime
+) -> None:
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    await store.events.upsert_many([comment(i, now) for i in range(50)])
+    clock = [0.0]
+    enricher = ClockedEnricher(clock, cost=15.0)
+
+    budget = Budget(20.0, clock=lambda: clock[0])
+    first = await enrich_pending(store, enricher, batch=10, budget=budget)
+    assert enricher.calls == 2 and first == 20  # the second batch started at 15 s < 20 s
+    assert len(await store.events.pending_enrichment()) == 30
+
+    budget = Budget(20.0, clock=lambda: clock[0])
+    assert await enrich_pending(store, enricher, batch=10, budget=budget) == 20
+    assert await enrich_pending(store, enricher, batch=10) == 10  # unbounded: the rest
+    assert await store.events.pending_enrichment() == []
+
+
+async def test_a_hanging_enricher_is_cut_off_and_rules_stand_in_for_a_retry(
+    store: Store, now: datetime
+) -> None:
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    await store.events.upsert_many([comment(i, now) for i in range(3)])
+    enricher = ClockedEnricher([0.0], hang=True)
+
+    assert await enrich_pending(store, enricher, budget=Budget(0.05)) == 3
+    assert await store.events.pending_enrichment() == []
+    retry = await store.events.enriched_by_label("rules:llm-retry")
+    assert len(retry) == 3  # offered to the LLM again by `retry_llm_fallbacks` later
 
 
 async def test_closing_an_incident_thread_is_not_a_new_report(store: Store, now: datetime) -> None:

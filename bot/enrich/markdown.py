@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from bot.mentions import drop_discord_tokens
+
 #: Characters of a body examined for summaries, tags and incidents. Real comments put what matters
 #: first; the cap bounds the cost of a hostile 200 KB paste.
 SCAN_LIMIT: Final = 20_000
@@ -63,21 +65,8 @@ class Document:
 # Mentions
 
 
-_DISCORD_TOKEN = re.compile(
-    r"<(?:@[!&]?\d{1,25}|#\d{1,25}|a?:\w{1,64}:\d{1,25}|t:-?\d{1,20}(?::[tTdDfFR])?"
-    r"|/[\w -]{1,64}:\d{1,25})>"
-)
-_MASS_MENTION = re.compile(r"@(everyone|here)\b", re.IGNORECASE)
-
-
-def strip_mentions(text: str) -> str:
-    """Neutralise Discord pings: drop ``<@id>``, ``<@!id>``, ``<@&id>`` (and channel, emoji and
-    timestamp tokens), and break ``@everyone``/``@here`` with a zero-width space."""
-    if "<" in text:
-        text = _DISCORD_TOKEN.sub("", text)
-    if "@" in text:
-        text = _MASS_MENTION.sub("@\u200b\\1", text)
-    return text
+# One sanitiser for untrusted text lives in bot.mentions; summaries use its dropping form.
+strip_mentions = drop_discord_tokens
 
 
 # --------------------------------------------------------------------------------------------

@@ -324,14 +324,15 @@ def _crash_finding(data: RunData, downs: list[_Down], resumed: MetricPoint | Non
 def resume_text(
     data: RunData, before: MetricPoint | None, resumed: MetricPoint
 ) -> tuple[str, dict[str, Any]]:
-    """'Training resumed from step 54,000 in run X after 47 min down; 195 steps recomputed.'"""
+    """'Training resumed from step 54,000 in run X; 195 steps recomputed.' The downtime (last
+    step before the crash → first step after the restore) is a fact, `down_seconds`, which the
+    posts state once with its meaning (`bot.incidents.messages.downtime`)."""
     name = run_label(resumed.wandb_run, data.snapshots)
     text = f"Training resumed from step {resumed.step:,} in run {name}"
     facts: dict[str, Any] = {"to_step": resumed.step, "wandb_run": resumed.wandb_run}
     if before is not None:
         down = resumed.at - before.at
         recomputed = max(0, before.step - resumed.step)
-        text += f" after {humanize_delta(down)} down"
         text += f"; {recomputed:,} steps recomputed" if recomputed else "; no steps lost"
         facts.update(
             from_step=before.step, down_seconds=down.total_seconds(), recomputed_steps=recomputed

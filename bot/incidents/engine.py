@@ -34,6 +34,7 @@ from typing import Any
 
 import bot.incidents.lifecycle as lifecycle
 import bot.incidents.messages as messages
+import bot.incidents.people as people
 from bot.incidents.detectors import (
     CRASH,
     DETECTORS,
@@ -182,6 +183,7 @@ class IncidentEngine:
         for incident in cycle.incidents:
             if incident.status != "resolved":
                 self._advance(cycle, incident)
+        await self._people_acting(repo, cycle)
         for incident in cycle.incidents:
             await self._deliver(store, cycle, incident)
             await repo.update(incident)
@@ -307,11 +309,15 @@ class IncidentEngine:
                 event.source == "wandb" and event.kind == "restart"
             ):
                 cycle.updates.setdefault(incident.id, []).append(
-                    (f"update:{event_id}", messages.event_update(event))
+                    (f"update:{event_id}", _update_text(incident, event))
                 )
+            else:
+                people.attach_cause(incident, event)
 
     def _member(self, cycle: _Cycle, incident: Incident, finding: Finding, *, joined: bool) -> None:
         new = lifecycle.absorb(cycle.judge, incident, finding)
+        if is_report(finding.fingerprint):
+            return  # the report itself is posted in the thread (its event), said once
         if new and joined and incident.id is not None and incident.id not in cycle.new_ids:
             cycle.updates.setdefault(incident.id, []).append(
                 (
@@ -336,8 +342,27 @@ class IncidentEngine:
                 _add_signal(incident, event)
                 if incident.id not in cycle.new_ids:
                     cycle.updates.setdefault(incident.id, []).append(
-                        (f"update:{event.id}", messages.event_update(event))
+                        (f"update:{event.id}", _update_text(incident, event))
                     )
+                else:
+                    people.attach_cause(incident, event)
+
+    async def _people_acting(self, repo: IncidentsRepo, cycle: _Cycle) -> None:
+        """Whether a person reported acting on each recent incident (a requeue, a restart, a
+        drain…), read from what people wrote around it: only a recovery nobody reported acting
+        on counts as "on its own". Each incident stops being read once it is past its lag."""
+        for incident in cycle.incidents:
+            details = incident.details
+            if details.acted_by is not None or details.silent or not details.fired:
+                continue
+            end = cycle.now
+            if incident.resolved_at is not None:
+                end = min(end, incident.resolved_at + people.ACTING_LAG)
+            if details.acted_checked_until is not None and details.acted_checked_until >= end:
+                continue
+            start = incident.started_at - people.ACTING_LEAD
+            people.note_acting(incident, await repo.people_posts(cycle.run.slug, start, end))
+            details.acted_checked_until = end
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -387,16 +412,21 @@ class IncidentEngine:
         key = f"incident:{incident.id}"
         name = cycle.run.name
         links = _links(cycle, incident)
+        done = incident.status == "resolved"
         if not details.notified:
-            if incident.status != "firing" and incident.id not in cycle.resolved_now:
+            if not done and incident.status != "firing":
+                return
+            if done and incident.id not in cycle.resolved_now:
                 return  # fired and cleared while silenced (or without a channel): stay quiet
             card = messages.head_card(incident, name, links)
             body = messages.payload(
                 card,
                 messages.alert_content(incident, name),
                 thread_name=messages.thread_name(incident),
+                # the Acknowledge button, for a poster that renders buttons; none once resolved
+                buttons=[] if done else [messages.ack_button(incident.id)],
+                ping_role=cycle.run.config.alert_role,  # the incident's first post, only
             )
-            body["buttons"] = [messages.ack_button(incident.id)]  # for a poster that renders them
             fired = await self._enqueue(store, cycle, "alert", f"{key}:fired", body)
             details.notified = True
             details.fired_outbox_id = fired
@@ -405,22 +435,32 @@ class IncidentEngine:
             cycle.updates.pop(incident.id, None)  # the alert already shows them
         fired_id = details.fired_outbox_id
         for suffix, text in cycle.updates.pop(incident.id, []):
-            body = messages.payload(None, text)
+            # after the resolution, a late follow-up reopens the archived thread: close it again
+            body = messages.payload(None, text, archive_thread=details.resolved_posted)
             await self._enqueue(store, cycle, "update", f"{key}:{suffix}", body, fired_id)
         card = messages.head_card(incident, name, links)
         digest = messages.digest(asdict(card))
         if digest != details.head_hash and fired_id is not None:
             details.edits += 1
-            body = messages.payload(card, messages.alert_content(incident, name), edit_of=fired_id)
+            body = messages.payload(
+                card,
+                messages.alert_content(incident, name),
+                edit_of=fired_id,
+                buttons=[] if done else None,  # resolved: the Acknowledge button goes
+            )
             await self._enqueue(store, cycle, "edit", f"{key}:edit:{details.edits}", body)
             details.head_hash = digest
-        if incident.status == "resolved" and not details.resolved_posted:
-            text = messages.resolved_content(incident)
+        if done and not details.resolved_posted:
+            # Said once: the head above now reads resolved, the thread gets a closing line and
+            # is archived, the channel one resolution message.
             await self._enqueue(
                 store, cycle, "resolved", f"{key}:resolved:thread",
-                messages.payload(None, text, thread_only=True), fired_id,
+                messages.payload(
+                    None, messages.closing_line(incident), thread_only=True, archive_thread=True
+                ),
+                fired_id,
             )  # fmt: skip
-            body = messages.payload(messages.resolved_card(incident, name), text)
+            body = messages.payload(None, messages.resolved_content(incident, name))
             await self._enqueue(store, cycle, "resolved", f"{key}:resolved", body)
             details.resolved_posted = True
             return
@@ -443,6 +483,16 @@ def _add_signal(incident: Incident, event: Event) -> None:
     signals.append(IncidentSignal(event.id, event.at, where(event), text[:300], event.url))
     signals.sort(key=lambda s: s.at)
     del signals[:-50]
+
+
+def _update_text(incident: Incident, event: Event) -> str:
+    """A thread post for a newly linked event: the reported cause when this person's report
+    is the first one about the incident, else the event itself."""
+    if people.attach_cause(incident, event):
+        cause = incident.details.reported_cause
+        assert cause is not None
+        return messages.cause_update(cause)
+    return messages.event_update(event)
 
 
 def _links(cycle: _Cycle, incident: Incident) -> dict[str, str]:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime
+import re
+from datetime import datetime, timedelta
 from typing import Any
 
+from bot.incidents.detectors import CRASH
 from bot.mentions import body, inert, plain, unlinked
-from bot.models import Event, Incident, IncidentSignal
-from bot.outbox.payload import make_payload
+from bot.models import Event, Incident, IncidentSignal, ReportedCause
+from bot.outbox.payload import ButtonPayload, make_payload
 from bot.render.cards import (
     DESCRIPTION_LIMIT,
     FIELD_VALUE_LIMIT,
@@ -23,7 +25,7 @@ from bot.render.cards import (
     clip,
 )
 from bot.render.stamps import stamp
-from bot.timeutil import humanize_delta
+from bot.timeutil import humanize_duration
 
 CONTENT_LIMIT = 1900
 SIGNALS_SHOWN = 12
@@ -38,10 +40,20 @@ def payload(
     thread_name: str | None = None,
     edit_of: int | None = None,
     thread_only: bool = False,
+    buttons: list[ButtonPayload] | None = None,
+    ping_role: int | None = None,
+    archive_thread: bool = False,
 ) -> dict[str, Any]:
     """The outbox payload, in the shape `bot.outbox.payload` defines."""
     return make_payload(
-        content, card, thread_name=thread_name, edit_of=edit_of, thread_only=thread_only
+        content,
+        card,
+        thread_name=thread_name,
+        edit_of=edit_of,
+        thread_only=thread_only,
+        buttons=buttons,
+        ping_role=ping_role,
+        archive_thread=archive_thread,
     )
 
 
@@ -51,15 +63,82 @@ def digest(value: Any) -> str:
 
 def duration(incident: Incident, now: datetime) -> str:
     end = incident.resolved_at or now
-    return humanize_delta(end - incident.started_at)
+    return humanize_duration(end - incident.started_at)
+
+
+# --- text that must not be cut inside a link -----------------------------------------------------
+
+_LINKISH = re.compile(r"\[[^\]\n]*\]\([^)\s]*\)|<?https?://[^\s>)]+>?")
+
+
+def clip_text(text: str, limit: int) -> str:
+    """`clip`, but never inside a Markdown link or a URL: a cut that would fall in one moves to
+    just before it."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = limit - 1
+    for match in _LINKISH.finditer(text):
+        if match.start() < cut < match.end():
+            cut = match.start()
+            break
+    head = text[:cut]
+    space = head.rfind(" ")
+    if cut == limit - 1 and space > limit * 0.6:
+        head = head[:space]
+    return head.rstrip() + "…"
+
+
+def lines_within(lines: list[str], limit: int, more: str = "… and {n} more") -> str:
+    """Whole lines, as many as fit in `limit` characters, and a note of how many were left
+    out: a list is never cut in the middle of a line (or of a link)."""
+    kept: list[str] = []
+    size = 0
+    for index, line in enumerate(lines):
+        rest = len(lines) - index - 1
+        note = len(more.format(n=len(lines))) + 1 if rest else 0
+        if size + len(line) + (1 if kept else 0) + note > limit:
+            break
+        kept.append(line)
+        size += len(line) + (1 if len(kept) > 1 else 0)
+    left = len(lines) - len(kept)
+    if left:
+        kept.append(more.format(n=left))
+    return "\n".join(kept)
+
+
+# --- what the incident says about itself ----------------------------------------------------------
+
+
+def downtime(incident: Incident) -> str | None:
+    """The one downtime figure of a resolved incident, with its meaning: for a crash the
+    trainer came back from, 'down 2 h 32 min: last step before the crash → first step after the
+    restore'; otherwise how long the condition lasted, 'lasted 12 min: first seen → cleared'."""
+    if incident.resolved_at is None:
+        return None
+    crash = incident.details.members.get(CRASH)
+    resume = crash.facts.get("resume") if crash is not None else None
+    down = resume.get("down_seconds") if isinstance(resume, dict) else None
+    if isinstance(down, int | float):
+        took = humanize_duration(timedelta(seconds=float(down)))
+        return f"down {took}: last step before the crash → first step after the restore"
+    took = humanize_duration(incident.resolved_at - incident.started_at)
+    return f"lasted {took}: first seen → cleared"
+
+
+def cause_line(cause: ReportedCause, limit: int = 700) -> str:
+    """'**Reported cause** (dana, [Discord #hero-run](…) at 12:04): Hero is down: …'"""
+    where = f"[{cause.source}]({cause.url})" if cause.url else cause.source
+    who = f"{inert(plain(cause.author))}, {where}" if cause.author else where
+    head = f"**Reported cause** ({who} at {stamp(cause.at, 'time')}): "
+    return head + body(plain(clip_text(cause.text, max(40, limit - len(head)))))
 
 
 def status_line(incident: Incident) -> str:
     details = incident.details
     if incident.status == "resolved":
         assert incident.resolved_at is not None
-        took = duration(incident, incident.resolved_at)
-        return f"✅ Resolved {stamp(incident.resolved_at)} after {took}"
+        return f"✅ Resolved {stamp(incident.resolved_at)} · {downtime(incident)}"
     parts = ["🚨 Firing" if incident.status == "firing" else "⏳ Pending"]
     parts[0] += f" since {stamp(incident.started_at)} ({stamp(incident.started_at, 'relative')})"
     if details.clear_since:
@@ -73,9 +152,25 @@ def status_line(incident: Incident) -> str:
 
 
 def _signal_line(signal: IncidentSignal) -> str:
-    text = body(plain(clip(signal.text, 160)))
     label = f"[{signal.source}]({signal.url})" if signal.url else signal.source
-    return f"• {stamp(signal.at, 'time')} {label}: {text}"
+    return f"• {stamp(signal.at, 'time')} {label}: {body(plain(clip_text(signal.text, 160)))}"
+
+
+def shown_signals(incident: Incident) -> list[IncidentSignal]:
+    """Each message once: the reported cause is shown on its own, and a message seen twice (an
+    edit, a GitHub item and its mirror) is listed once."""
+    cause = incident.details.reported_cause
+    seen: set[tuple[str, str]] = set()
+    shown = []
+    for signal in incident.details.signals:
+        if cause is not None and cause.event_id is not None and signal.event_id == cause.event_id:
+            continue
+        key = (signal.url or signal.source, " ".join(signal.text.split()).lower())
+        if key in seen:
+            continue
+        seen.add(key)
+        shown.append(signal)
+    return shown
 
 
 def head_card(incident: Incident, run_name: str, links: dict[str, str]) -> Card:
@@ -84,24 +179,31 @@ def head_card(incident: Incident, run_name: str, links: dict[str, str]) -> Card:
     icon = _ICONS[severity]
     done = incident.status == "resolved"
     title = f"{'✅' if done else icon} {run_name}: {unlinked(incident.title)}"
-    lines = [status_line(incident), "", body(clip(incident.cause or "", 1500))]
+    lines = [status_line(incident)]
+    if incident.cause:
+        lines += ["", body(clip_text(incident.cause, 1500))]
+    cause = incident.details.reported_cause
+    if cause is not None:
+        lines += ["", cause_line(cause)]
     if done and incident.resolution:
-        lines += ["", f"**Resolution:** {body(clip(incident.resolution, 800))}"]
+        lines += ["", f"**Resolution:** {body(clip_text(incident.resolution, 800))}"]
     card = Card(
         title=clip(title, TITLE_LIMIT),
-        description=clip("\n".join(lines), DESCRIPTION_LIMIT),
+        description=clip_text("\n".join(lines), DESCRIPTION_LIMIT),
         color="ok" if done else _COLORS[severity],
         url=next(iter(links.values()), None),
     )
-    signals = incident.details.signals
+    signals = shown_signals(incident)
     if signals:
         shown = [_signal_line(s) for s in signals[-SIGNALS_SHOWN:]]
-        more = len(signals) - len(shown)
-        value = "\n".join(shown) + (f"\n… and {more} earlier" if more > 0 else "")
-        card.fields.append(CardField("Signals", clip(value, FIELD_VALUE_LIMIT)))
+        earlier = len(signals) - len(shown)
+        value = lines_within(shown, FIELD_VALUE_LIMIT - (30 if earlier else 0))
+        if earlier:
+            value += f"\n… and {earlier} earlier"
+        card.fields.append(CardField("Signals", value))
     if links:
-        value = " · ".join(f"[{label}]({url})" for label, url in list(links.items())[:6])
-        card.fields.append(CardField("Links", clip(value, FIELD_VALUE_LIMIT)))
+        items = [f"[{label}]({url})" for label, url in list(links.items())[:6]]
+        card.fields.append(CardField("Links", lines_within(items, FIELD_VALUE_LIMIT)))
     silenced = incident.details.silenced_by
     footer = f"incident #{incident.id} · {incident.fingerprint} · severity {incident.severity}"
     if silenced:
@@ -111,14 +213,19 @@ def head_card(incident: Incident, run_name: str, links: dict[str, str]) -> Card:
 
 
 def alert_content(incident: Incident, run_name: str) -> str:
-    return clip(f"{_ICONS.get(incident.severity, '🟠')} **Incident #{incident.id}** — "
-                f"{run_name}: {unlinked(incident.title)}", CONTENT_LIMIT)  # fmt: skip
+    """The alert message's text (what previews and notifications show): edited with the card,
+    so a resolved incident never reads 🔴 anywhere."""
+    if incident.status == "resolved":
+        text = f"✅ **Resolved** · Incident #{incident.id} — {run_name}: {unlinked(incident.title)}"
+    else:
+        icon = _ICONS.get(incident.severity, "🟠")
+        text = f"{icon} **Incident #{incident.id}** — {run_name}: {unlinked(incident.title)}"
+    return clip(text, CONTENT_LIMIT)
 
 
 def thread_name(incident: Incident) -> str:
-    # A thread name shows no markdown: no escapes, but nothing that reads as a link either.
     name = plain(f"Incident #{incident.id}: {incident.title}").replace("](", "] (")
-    return clip(name.replace("<", "").replace(">", ""), 100)
+    return clip(name, 100)
 
 
 def event_update(event: Event) -> str:
@@ -128,12 +235,17 @@ def event_update(event: Event) -> str:
     if ref and event.url:
         ref = f"[{ref}]({event.url})"
     text = event.summary or event.title or event.body
-    line = f"{stamp(event.at, 'time')} {who} {ref} — {body(clip(text or '', 600))}"
-    return clip(line.replace("  ", " "), CONTENT_LIMIT)
+    line = f"{stamp(event.at, 'time')} {who} {ref} — {body(clip_text(text or '', 600))}"
+    return clip_text(line.replace("  ", " "), CONTENT_LIMIT)
+
+
+def cause_update(cause: ReportedCause) -> str:
+    """The thread post when a person's report becomes the incident's reported cause."""
+    return clip_text(cause_line(cause, CONTENT_LIMIT), CONTENT_LIMIT)
 
 
 def member_update(title: str, at: datetime) -> str:
-    return clip(f"{stamp(at, 'time')} also: {unlinked(title)}", CONTENT_LIMIT)
+    return clip_text(f"{stamp(at, 'time')} also: {unlinked(title)}", CONTENT_LIMIT)
 
 
 def reminder_content(incident: Incident, now: datetime) -> str:
@@ -144,42 +256,38 @@ def reminder_content(incident: Incident, now: datetime) -> str:
     )
 
 
-def resolved_card(incident: Incident, run_name: str) -> Card:
+def resolved_content(incident: Incident, run_name: str) -> str:
+    """The one resolution message in the channel: what, how long it was down (with what that
+    figure measures), what brought it back."""
     assert incident.resolved_at is not None
-    lines = [
-        body(clip(incident.resolution or "The condition cleared.", 1500)),
-        "",
-        # The incident's own span (from when it was detected); downtime measured from the last
-        # training step, when known, is in the resolution text above.
-        f"Open from {stamp(incident.started_at)} to {stamp(incident.resolved_at)} "
-        f"({duration(incident, incident.resolved_at)}).",
-    ]
+    lines = [f"✅ **Resolved** incident #{incident.id} — {run_name}: {unlinked(incident.title)}"]
+    said = (downtime(incident) or "").capitalize() + "."
+    if incident.resolution:
+        said += " " + body(clip_text(incident.resolution, 800))
+    lines.append(said)
     if incident.acked_by:
         lines.append(f"Acknowledged by {unlinked(incident.acked_by)}.")
-    return Card(
-        title=clip(f"✅ Resolved — {run_name}: {unlinked(incident.title)}", TITLE_LIMIT),
-        description=clip("\n".join(lines), DESCRIPTION_LIMIT),
-        color="ok",
-        footer=f"incident #{incident.id} · {incident.fingerprint}",
-    )
+    return clip_text("\n".join(lines), CONTENT_LIMIT)
 
 
-def resolved_content(incident: Incident) -> str:
-    said = body(incident.resolution) if incident.resolution else unlinked(incident.title)
-    return clip(f"✅ **Resolved** incident #{incident.id}: {said}", CONTENT_LIMIT)
+def closing_line(incident: Incident) -> str:
+    """The thread's last post before it is archived."""
+    assert incident.resolved_at is not None
+    return f"✅ Resolved {stamp(incident.resolved_at, 'time')}; closing this thread."
 
 
 ACK_CUSTOM_ID = "runscribe:incident-ack:{id}"
 
 
-def ack_button(incident_id: int) -> dict[str, str]:
+def ack_button(incident_id: int) -> ButtonPayload:
     """The Acknowledge button a poster may attach to the alert (custom_id carries the id, so the
     bot's persistent handler works across restarts)."""
     return {"custom_id": ACK_CUSTOM_ID.format(id=incident_id), "label": "Acknowledge"}
 
 
 def listing_card(views: list[Any], run_name: str, *, open_only: bool, now: datetime) -> Card:
-    """`/incidents`: one field per incident with start, end, duration and cause."""
+    """`/incidents`: one field per incident: when (Discord timestamps), how long, the cause,
+    the reported cause, the resolution, who acknowledged it, and labelled links."""
     scope = "Open incidents" if open_only else "Incidents"
     card = Card(title=clip(f"{scope} — {run_name}", TITLE_LIMIT), color="info")
     if not views:
@@ -188,25 +296,31 @@ def listing_card(views: list[Any], run_name: str, *, open_only: bool, now: datet
     for view in views[:10]:
         incident: Incident = view.incident
         icon = "✅" if not view.open else _ICONS.get(incident.severity, "🟠")
-        when = f"{stamp(view.started_at)} → " + (
-            f"{stamp(view.ended_at)} ({humanize_delta(view.ended_at - view.started_at)})"
-            if view.ended_at
-            else f"ongoing ({humanize_delta(now - view.started_at)})"
-        )
-        lines = [when, body(clip(view.cause, 300))]
+        if view.ended_at is not None:
+            when = f"{stamp(view.started_at)} → {stamp(view.ended_at)} · {downtime(incident)}"
+        else:
+            when = (
+                f"since {stamp(view.started_at)} ({stamp(view.started_at, 'relative')}), "
+                f"ongoing for {humanize_duration(now - view.started_at)}"
+            )
+        lines = [when, body(clip_text(view.cause, 300))]
+        cause = incident.details.reported_cause
+        if cause is not None:
+            lines.append(cause_line(cause, 320))
         if view.resolution:
-            lines.append(f"→ {body(clip(view.resolution, 250))}")
+            lines.append(f"→ {body(clip_text(view.resolution, 250))}")
         extra = []
         if incident.acked_by:
-            extra.append(f"acked by {unlinked(incident.acked_by)}")
+            when_acked = f" {stamp(incident.acked_at, 'relative')}" if incident.acked_at else ""
+            extra.append(f"acknowledged by {unlinked(incident.acked_by)}{when_acked}")
         if view.silenced:
             extra.append("silenced")
-        if view.links:
-            extra.append(" ".join(f"[link]({u})" for u in view.links[:3]))
+        extra += [f"[{label}]({url})" for label, url in view.links[:3]]
         if extra:
             lines.append(" · ".join(extra))
         name = f"{icon} #{incident.id} {unlinked(incident.title)}"
-        card.fields.append(CardField(clip(name, 256), clip("\n".join(lines), FIELD_VALUE_LIMIT)))
+        value = lines_within(lines, FIELD_VALUE_LIMIT, "…")
+        card.fields.append(CardField(clip(name, 256), value))
     if len(views) > 10:
         card.footer = f"showing 10 of {len(views)}"
     return card

@@ -9,7 +9,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.errors import UserFacingError
-from bot.incidents.detectors import CRASH, MONITOR
+from bot.incidents.detectors import (
+    CRASH,
+    HEARTBEAT,
+    MONITOR,
+    NAN,
+    REPORT_PREFIX,
+    SPIKE,
+    STALL,
+    THROUGHPUT,
+)
 from bot.models import Incident
 from bot.store import Store
 
@@ -25,7 +34,7 @@ class IncidentView:
     cause: str
     resolution: str | None
     kinds: list[str] = field(default_factory=list)
-    links: list[str] = field(default_factory=list)
+    links: list[tuple[str, str]] = field(default_factory=list)  # (label, url): "GitHub #12"
     silenced: bool = False
 
     @property
@@ -63,7 +72,10 @@ class IncidentStats:
 
 
 def _view(incident: Incident) -> IncidentView:
-    links = [s.url for s in incident.details.signals if s.url]
+    links: dict[str, str] = {}  # url -> label, first label wins
+    for signal in incident.details.signals:
+        if signal.url:
+            links.setdefault(signal.url, signal.source)
     ended = incident.resolved_at
     return IncidentView(
         incident=incident,
@@ -73,7 +85,7 @@ def _view(incident: Incident) -> IncidentView:
         cause=incident.cause or incident.title,
         resolution=incident.resolution,
         kinds=incident.kinds(),
-        links=list(dict.fromkeys(links)),
+        links=[(label, url) for url, label in links.items()],
         silenced=incident.details.silenced_by is not None,
     )
 
@@ -123,10 +135,7 @@ async def _incident_stats(store: Store, slug: str, since: datetime | None) -> In
         if crash is None or incident.resolved_at is None or incident.id is None:
             continue
         downtime += incident.resolved_at - incident.started_at
-        resumed = "resume" in crash.facts
-        if resumed and not await store.incidents.human_reports_before(
-            incident.id, incident.resolved_at
-        ):
+        if "resume" in crash.facts and not await _people_acted(store, incident):
             healed += 1
             healed_by_kind.update(kinds)
     return IncidentStats(
@@ -137,6 +146,44 @@ async def _incident_stats(store: Store, slug: str, since: datetime | None) -> In
         self_healed_by_kind=dict(healed_by_kind),
         downtime=downtime,
     )
+
+
+async def _people_acted(store: Store, incident: Incident) -> bool:
+    """Whether a person reported acting on the incident (requeue, restart, drain…): the engine
+    reads that from what people wrote around it. An incident from before the engine did is
+    judged the old way: any person's report before it resolved."""
+    details = incident.details
+    if details.acted_by is not None:
+        return True
+    if details.acted_checked_until is not None:
+        return False
+    assert incident.id is not None and incident.resolved_at is not None
+    return bool(await store.incidents.human_reports_before(incident.id, incident.resolved_at))
+
+
+#: `kind` in `status --json`: the incident's condition in one word.
+_PUBLIC_KINDS = (
+    (CRASH, "crash"),
+    (STALL, "stall"),
+    (HEARTBEAT, "heartbeat"),
+    (NAN, "nan"),
+    (SPIKE, "spike"),
+    (THROUGHPUT, "throughput"),
+    ("drift", "drift"),
+    (REPORT_PREFIX, "reported"),
+    (MONITOR, "monitor"),
+)
+
+
+def public_kind(incident: Incident) -> str:
+    """'crash', 'stall', 'heartbeat', 'nan', 'spike', 'throughput', 'drift', 'reported' or
+    'monitor': the most telling of its conditions (a crash a person also reported is a crash)."""
+    fingerprints = [incident.fingerprint, *incident.details.members]
+    for prefix, kind in _PUBLIC_KINDS:
+        family = prefix if prefix.endswith(":") else prefix + ":"
+        if any(fp == prefix or fp.startswith(family) for fp in fingerprints):
+            return kind
+    return incident.kind
 
 
 async def acknowledge(store: Store, incident_id: int, who: str, now: datetime) -> Incident:

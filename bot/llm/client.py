@@ -250,27 +250,37 @@ class LLMClient:
     async def complete(
         self,
         *,
-        system: str,
+        system: str | Sequence[str],
         messages: Sequence[Mapping[str, Any]],
         max_tokens: int,
         now: datetime,
         tools: Sequence[Mapping[str, Any]] | None = None,
         tool_name: str | None = None,
         model: str | None = None,
+        cache_system: bool = False,
     ) -> LLMResult:
         """One Messages API call (with capped retries). With `tool_name`, that tool is forced and
-        its input is returned in `tool_input`. Raises LLMUnavailable on any failure."""
+        its input is returned in `tool_input`. `system` may be several text blocks; with
+        `cache_system` the last one carries `cache_control` (ephemeral, 5 minutes), so the tools
+        and the system prompt are a cached prefix: a cache write costs 1.25x the input price,
+        each read 0.1x. Raises LLMUnavailable on any failure."""
         model = model or self.model
         if self._sdk is None:
             raise LLMUnavailable("no-key", "ANTHROPIC_API_KEY is not set")
-        estimated = estimate_tokens(system) + sum(
+        parts = [system] if isinstance(system, str) else list(system)
+        estimated = sum(estimate_tokens(p) for p in parts) + sum(
             estimate_tokens(str(m.get("content", ""))) for m in messages
         )
         await self._check_budget(now, estimated, model)
+        system_param: str | list[dict[str, Any]] = system if isinstance(system, str) else ""
+        if cache_system or not isinstance(system, str):
+            system_param = [{"type": "text", "text": p} for p in parts]
+            if cache_system and system_param:
+                system_param[-1]["cache_control"] = {"type": "ephemeral"}
         kwargs: dict[str, Any] = {
             "model": model,
             "max_tokens": max_tokens,
-            "system": system,
+            "system": system_param,
             "messages": list(messages),
             "timeout": self.timeout,
         }

@@ -4,7 +4,9 @@ request, through a forced tool call whose input is validated strictly.
 - **Batches.** Events are packed up to `max_batch` per request and up to `max_batch_tokens`
   estimated input tokens. The system prompt, instructions and tool schema are paid once per batch;
   each event costs its fenced text (body cleaned by the rules' `clean_text`, then capped at
-  `BODY_CHARS`), which keeps the amortized input under ~300 tokens per event.
+  `BODY_CHARS`), which keeps the amortized input under ~300 tokens per event. The fixed part
+  (tool schema, system prompt, instructions) is sent with `cache_control` for prompt caching;
+  the API caches it only above a model-dependent minimum length (below it nothing happens).
 - **Cache.** Each enriched event is recorded in `llm_outputs` with
   `cache_key = sha(prompt version, event identity, content hash)`. An event seen again with the
   same content is answered from the store with no request; an edit changes the content hash and
@@ -85,7 +87,18 @@ def prompt_version() -> str:
     """Hash of everything that shapes an enrichment: system prompt, enrich prompt, tool schema."""
     system = load_prompt("system")
     enrich = load_prompt("enrich")
-    return short_hash(system.text, enrich.text, json.dumps(ENRICH_TOOL, sort_keys=True))
+    batch = load_prompt("enrich_batch")
+    tool = json.dumps(ENRICH_TOOL, sort_keys=True)
+    return short_hash(system.text, enrich.text, batch.text, tool)
+
+
+def fixed_instructions() -> list[str]:
+    """The part of every enrichment request that never changes: the system prompt and the
+    enrichment instructions (with the tool schema ahead of them, the cached prefix)."""
+    return [
+        load_prompt("system").render(),
+        load_prompt("enrich").render(tool_name=TOOL_NAME, tags=", ".join(TAGS)),
+    ]
 
 
 def label(version: str | None = None) -> str:
@@ -332,21 +345,21 @@ class LLMEnricher:
                         out[item.event.id] = (rules_for(item.event), fallback)
         return out
 
-    def build_request(self, run_slug: str, batch: Sequence[_Pending]) -> tuple[str, str]:
-        """(system, user message) for one batch; local ids are 1..n within the batch."""
+    def build_request(self, run_slug: str, batch: Sequence[_Pending]) -> tuple[list[str], str]:
+        """(system blocks, user message) for one batch; local ids are 1..n within the batch.
+        The system blocks (the system prompt and the enrichment instructions) are the same for
+        every batch of every run, so they are sent for prompt caching; the run's name and the
+        events are the user message."""
         for n, item in enumerate(batch, start=1):
             if item.local_id != n:
                 item.local_id = n
                 item.rendered = render_event(n, item.event)
-        system = load_prompt("system").render()
-        user = load_prompt("enrich").render(
+        user = load_prompt("enrich_batch").render(
             run_name=self.run_names.get(run_slug, run_slug),
             count=len(batch),
-            tool_name=TOOL_NAME,
-            tags=", ".join(TAGS),
             events="\n".join(item.rendered for item in batch),
         )
-        return system, user
+        return fixed_instructions(), user
 
     async def _enrich_batch(
         self, run_slug: str, batch: list[_Pending], version: str, now: datetime
@@ -355,6 +368,7 @@ class LLMEnricher:
         self.requests += 1
         result = await self.llm.complete(
             system=system,
+            cache_system=True,
             messages=[{"role": "user", "content": user}],
             max_tokens=OUTPUT_TOKENS_PER_EVENT * len(batch) + 200,
             tools=[ENRICH_TOOL],

@@ -16,6 +16,7 @@ from bot.hashing import short_hash
 PROMPT_NAMES: tuple[str, ...] = (
     "system",
     "enrich",
+    "enrich_batch",
     "narrative",
     "digest",
     "grounding_retry",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
-from bot.timeutil import humanize_delta, resolve_zone
+from bot.timeutil import humanize_duration, resolve_zone
 
 
 def fmt_date(value: datetime, tz: str) -> str:
@@ -51,7 +51,7 @@ def fmt_big(value: float, *, decimals: int | None = None) -> str:
 
 
 def fmt_duration(delta: timedelta) -> str:
-    return humanize_delta(delta)
+    return humanize_duration(delta)
 
 
 def inline(text: str | None, limit: int = 200) -> str:

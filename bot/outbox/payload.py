@@ -12,9 +12,12 @@ Everything the bot posts on its own (alerts, resolutions, digests) is an outbox 
   } | null,
   "thread_name": str | null,      # open a thread on the posted message with this name
   "edit_of":     int | null,      # outbox id whose message is edited in place with this payload
-  "buttons":     [{"custom_id": str, "label": str}] | null   # at most 5, on the first message;
+  "buttons":     [{"custom_id": str, "label": str}] | null,  # at most 5, on the first message;
                                   # handled by a persistent handler (e.g. the incident Ack
                                   # button); on an edit, null keeps the buttons and [] removes them
+  "ping_role":   int | null,      # the one role this post pings (an incident's first post, with
+                                  # the run's `alert_role`); every other post pings nobody
+  "archive_thread": bool          # a reply that closes its thread: archive it once posted
 }
 ```
 
@@ -94,10 +97,13 @@ def make_payload(
     edit_of: int | None = None,
     buttons: list[ButtonPayload] | None = None,
     thread_only: bool = False,
+    ping_role: int | None = None,
+    archive_thread: bool = False,
 ) -> dict[str, Any]:
     """The JSON stored in `outbox.payload`. Raises PayloadError when there is nothing to post.
     `thread_only` marks a reply that is pointless outside its thread (the channel gets its own
-    copy): where no thread can be opened it is dropped instead of posted twice."""
+    copy): where no thread can be opened it is dropped instead of posted twice. `ping_role`
+    makes the post ping that one role; `archive_thread` archives the reply's thread after it."""
     if not content and card is None:
         raise PayloadError("a post needs content or a card")
     payload: dict[str, Any] = {
@@ -108,6 +114,10 @@ def make_payload(
     }
     if thread_only:
         payload["thread_only"] = True
+    if ping_role is not None:
+        payload["ping_role"] = ping_role
+    if archive_thread:
+        payload["archive_thread"] = True
     if buttons is not None:
         payload["buttons"] = [dict(b) for b in buttons]
     return payload
@@ -168,6 +178,8 @@ class ParsedPayload:
     color_value: int | None = None  # an explicit integer color, when the writer gave one
     buttons: list[ButtonPayload] | None = None  # None: none (or unchanged on an edit)
     thread_only: bool = False  # drop, rather than post in the channel, when there is no thread
+    ping_role: int | None = None  # the one role the first message pings
+    archive_thread: bool = False  # archive the thread the reply went to, once posted
 
 
 def parse_payload(data: Mapping[str, Any]) -> ParsedPayload:
@@ -192,6 +204,11 @@ def parse_payload(data: Mapping[str, Any]) -> ParsedPayload:
         raise PayloadError("edit_of must be an outbox id")
     thread_name = data.get("thread_name")
     buttons = _buttons(data.get("buttons"))
+    ping_role = data.get("ping_role")
+    if ping_role is not None and (
+        not isinstance(ping_role, int) or isinstance(ping_role, bool) or ping_role <= 0
+    ):
+        raise PayloadError("ping_role must be a role id")
     return ParsedPayload(
         content=content if content and content.strip() else None,
         card=card,
@@ -200,6 +217,8 @@ def parse_payload(data: Mapping[str, Any]) -> ParsedPayload:
         color_value=color_value,
         buttons=buttons,
         thread_only=bool(data.get("thread_only", False)),
+        ping_role=ping_role,
+        archive_thread=bool(data.get("archive_thread", False)),
     )
 
 

@@ -60,20 +60,30 @@ class OutgoingMessage:
     marker: Marker
     color_value: int | None = None
     buttons: list[ButtonPayload] | None = None
+    ping_role: int | None = None  # the one role this message may ping (its mention is in content)
 
     @property
     def nonce(self) -> str:
         return self.marker.nonce
 
 
+def role_mention(role_id: int) -> str:
+    return f"<@&{role_id}>"
+
+
 def render_item(item_id: int, dedup_key: str, payload: ParsedPayload) -> list[OutgoingMessage]:
     """The messages an outbox item becomes: the card rides on the first; text past 2,000
-    characters continues in further messages."""
+    characters continues in further messages. A `ping_role` mention is added to the first
+    message after the text's own mentions were defused, so it is the only one there is."""
+    ping = payload.ping_role
+    prefix = f"{role_mention(ping)} " if ping is not None else ""
     texts = (
-        split_text(defuse_mentions(payload.content), CONTENT_LIMIT - MARKER_RESERVE)
+        split_text(defuse_mentions(payload.content), CONTENT_LIMIT - MARKER_RESERVE - len(prefix))
         if payload.content
         else []
     )
+    if prefix:
+        texts = [prefix + (texts[0] if texts else "").rstrip(), *texts[1:]]
     count = max(1, len(texts))
     messages = []
     for part in range(count):
@@ -91,6 +101,7 @@ def render_item(item_id: int, dedup_key: str, payload: ParsedPayload) -> list[Ou
                 marker,
                 payload.color_value if card else None,
                 payload.buttons if part == 0 else None,
+                ping if part == 0 else None,
             )
         )
     return messages
@@ -140,6 +151,10 @@ class Transport(Protocol):
     async def after(self, channel_id: int, after_id: int, limit: int) -> list[SeenMessage]:
         """The oldest `limit` messages newer than `after_id`, oldest first (every author: the
         ids page on; text only where a marker can be)."""
+        ...
+
+    async def archive_thread(self, thread_id: int) -> None:
+        """Archive a thread (it reopens by itself if anyone posts in it again)."""
         ...
 
 
@@ -366,7 +381,19 @@ class OutboxPoster:
             )
         if payload.thread_name and channel_id == item.channel_id:
             await self._open_thread(channel_id, ids[0], payload.thread_name)
+        if payload.archive_thread and channel_id != item.channel_id:
+            await self._archive(channel_id)
         return ids[0], channel_id, recovered
+
+    async def _archive(self, thread_id: int) -> None:
+        """A failure Discord will repeat (permissions) is logged and the post counts as sent; a
+        transient one fails the item, whose retry finds the post by its marker and archives."""
+        try:
+            await self.transport.archive_thread(thread_id)
+        except DeliveryError as exc:
+            if not exc.permanent:
+                raise
+            log.warning("could not archive thread %s: %s", thread_id, exc)
 
     async def _record_anchor(self, item: OutboxItem, channel_id: int) -> None:
         """Before the first send: the newest message id in the channel, from what this process

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from typing import Literal
 
 from bot.mentions import body, inert, unlinked
@@ -16,8 +16,8 @@ from bot.narrative.facts import DigestFacts
 from bot.narrative.format import fmt_big
 from bot.services.forecasts import ForecastPanel, ForecastView
 from bot.services.narrative import Narrative
-from bot.services.status import RestartInfo, StatusReport
-from bot.timeutil import ago, humanize_delta
+from bot.services.status import RestartInfo, SourceStatus, StatusReport
+from bot.timeutil import ago, humanize_delta, resolve_zone
 
 TITLE_LIMIT = 256
 DESCRIPTION_LIMIT = 4096
@@ -78,9 +78,16 @@ def progress_bar(percent: float | None, width: int = 20) -> str:
     return "▰" * filled + "▱" * (width - filled)
 
 
+SOURCE_LABELS = {"wandb": "W&B", "github": "GitHub", "discord": "Discord"}
+SOURCE_ERROR_LIMIT = 200
+
+
 def _state_label(report: StatusReport) -> str:
     label = report.state
-    if report.monitor_stale:
+    failing = report.failing_sources
+    if failing:
+        label += " · " + ", ".join(SOURCE_LABELS.get(s, s) for s in failing) + " failing"
+    elif report.monitor_stale:
         label += " · monitor stale (W&B unreachable)"
     return label
 
@@ -164,7 +171,11 @@ def status_card(
             CardField("Forecasts", clip(forecasts_summary(watched), FIELD_VALUE_LIMIT))
         )
     card.fields.append(
-        CardField("Sources", freshness_line(report.freshness, report.now), inline=False)
+        CardField(
+            "Sources",
+            clip(sources_text(report.sources, report.now, fmt), FIELD_VALUE_LIMIT),
+            inline=False,
+        )
     )
     if report.links:
         links = " · ".join(f"[{label}]({url})" for label, url in report.links.items())
@@ -176,6 +187,35 @@ def status_card(
         card.footer += f", next in {humanize_delta(narrative.next_at - report.now)}"
     card.image = chart
     return card
+
+
+def failing_since_text(since: datetime | None, now: datetime, fmt: TimeFormatter) -> str:
+    """Like "since 01:51" the same day, "since Nov 21, 2026 01:51" before that."""
+    if since is None:
+        return ""
+    style: TimeStyle = "time" if now - since < timedelta(hours=20) else "datetime"
+    return f" since {fmt(since, style)}"
+
+
+def sources_text(sources: dict[str, SourceStatus | None], now: datetime, fmt: TimeFormatter) -> str:
+    """Healthy sources on one line ("W&B 2 min ago · GitHub 1 min ago"), then each failing one
+    on its own line with its error ("⚠️ W&B failing since 01:51 — run … not found"). A source
+    the run does not use is left out."""
+    healthy, failing = [], []
+    for source, status in sources.items():
+        if status is None:
+            continue
+        label = SOURCE_LABELS.get(source, source)
+        if status.ok:
+            seen = ago(status.last_success_at, now) if status.last_success_at else "not polled yet"
+            healthy.append(f"{label} {seen}")
+            continue
+        error = inert(clip(status.error or "failed", SOURCE_ERROR_LIMIT))
+        failing.append(
+            f"⚠️ **{label} failing**{failing_since_text(status.failing_since, now, fmt)} — {error}"
+        )
+    lines = ([" · ".join(healthy)] if healthy else []) + failing
+    return "\n".join(lines) or "no source configured"
 
 
 def forecast_line(view: ForecastView) -> str:
@@ -210,6 +250,11 @@ def freshness_line(freshness: dict[str, datetime | None], now: datetime) -> str:
 
 
 def _color(report: StatusReport) -> Color:
+    """The run's health; a failing source greys out (W&B: the state may be old) or yellows an
+    otherwise healthy card, and never hides a crash."""
+    failing = report.failing_sources
+    if failing and report.health in ("ok", "unknown", "warning"):
+        return "stale" if "wandb" in failing else "warning"
     if report.health in ("ok", "warning", "bad", "stale", "done"):
         return report.health  # type: ignore[return-value]
     return "unknown"
@@ -231,15 +276,27 @@ def entry_line(entry: TimelineEntry, *, link: bool = True) -> str:
     return f"{mark}{who} {ref}{state} — {summary} · `{entry.tag}`".replace("  ", " ")
 
 
+CONTINUED = "\u200b"  # a field name Discord accepts that shows nothing
+
+
+def day_heading(local: datetime) -> str:
+    """A day's heading, for the day as the run's team lives it: "Sat Nov 21, 2026"."""
+    return f"{local:%a %b} {local.day}, {local.year}"
+
+
 def timeline_pages(
     entries: list[TimelineEntry],
     title: str,
     fmt: TimeFormatter,
     *,
+    zone: str = "UTC",
     page_budget: int = 4500,
     max_fields: int = 10,
 ) -> list[Card]:
-    """Entries grouped by day (newest first) into pages that fit Discord's limits."""
+    """Entries grouped by day in the run's time zone (newest first), each with its time, into
+    pages that fit Discord's limits. A day has one heading per page: a day that fills more than
+    one field continues under a blank name, and on the next page under "(cont.)"."""
+    tz = resolve_zone(zone)
     pages: list[Card] = []
     current = Card(title=clip(title, TITLE_LIMIT), color="info")
 
@@ -249,21 +306,25 @@ def timeline_pages(
             pages.append(current)
         current = Card(title=clip(title, TITLE_LIMIT), color="info")
 
-    day_key: str | None = None
+    day_key: date | None = None
     for entry in entries:
-        line = clip(entry_line(entry), FIELD_VALUE_LIMIT)
-        key = entry.at.strftime("%Y-%m-%d")
+        local = entry.at.astimezone(tz)
+        line = clip(f"{fmt(entry.at, 'time')} {entry_line(entry)}", FIELD_VALUE_LIMIT)
+        key = local.date()
         last = current.fields[-1] if current.fields else None
         fits_field = last is not None and len(last.value) + 1 + len(line) <= FIELD_VALUE_LIMIT
         fits_page = current.size() + len(line) + 1 <= page_budget
         if key == day_key and last is not None and fits_field and fits_page:
             last.value += "\n" + line
             continue
-        name = fmt(entry.at, "date") if key != day_key else f"{fmt(entry.at, 'date')} (cont.)"
+        heading = day_heading(local)
+        name = heading if key != day_key else f"{heading} (cont.)"
         if len(current.fields) >= max_fields or current.size() + len(name) + len(line) > (
             page_budget
         ):
             flush()
+        elif key == day_key:
+            name = CONTINUED  # the same day, on the same page: its heading is already shown
         current.fields.append(CardField(clip(name, FIELD_NAME_LIMIT), line))
         day_key = key
     flush()

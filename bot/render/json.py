@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from bot.incidents.service import public_kind
+from bot.models import ReportedCause
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
 from bot.render.cards import restart_text
@@ -14,6 +16,13 @@ from bot.services.status import StatusReport
 
 def iso(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def reported_by_json(cause: ReportedCause | None) -> dict[str, Any] | None:
+    """Who wrote the reported cause, where and when (null without one)."""
+    if cause is None:
+        return None
+    return {"author": cause.author, "source": cause.source, "at": iso(cause.at), "url": cause.url}
 
 
 def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
@@ -54,11 +63,16 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
         "open_incidents": [
             {
                 "id": i.id,
-                "kind": i.kind,
+                "kind": public_kind(i),
                 "title": i.title,
                 "severity": i.severity,
                 "status": i.status,
                 "started_at": iso(i.started_at),
+                # what a person wrote about it while it was open (text), or null
+                "reported_cause": i.details.reported_cause.text
+                if i.details.reported_cause
+                else None,
+                "reported_by": reported_by_json(i.details.reported_cause),
             }
             for i in report.open_incidents
         ],
@@ -68,6 +82,19 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
             "open": len(report.open_incidents),
         },
         "freshness": {source: iso(at) for source, at in report.freshness.items()},
+        "sources": {
+            source: (
+                {
+                    "ok": status.ok,
+                    "error": status.error,
+                    "failing_since": iso(status.failing_since),
+                    "last_success_at": iso(status.last_success_at),
+                }
+                if status is not None
+                else None
+            )
+            for source, status in report.sources.items()
+        },
         "narrative": narrative.text,
         "narrative_at": iso(narrative.at),
         "narrative_by": narrative.by,

@@ -20,12 +20,21 @@ from bot.models import (
     MetricPoint,
     RunInfo,
     RunSnapshot,
+    SourceHealth,
 )
 from bot.services.forecasts import ForecastView, forecast_views, loss_curve
+from bot.settings import RunConfig
 from bot.store import Store
 
 WINDOW = timedelta(hours=24)
 FRESHNESS_SOURCES = POLLED_SOURCES
+#: Which runs-file keys make a polled source part of a run. A source a run does not use is
+#: neither shown nor judged.
+CONFIGURED_SOURCES: dict[str, Callable[[RunConfig], bool]] = {
+    "wandb": lambda c: bool(c.wandb_runs or c.wandb_run_pattern),
+    "github": lambda c: bool(c.github_repo),
+    "discord": lambda c: bool(c.watch_channels),
+}
 
 
 class UnknownRun(UserFacingError):
@@ -51,6 +60,44 @@ class RestartInfo:
     summary: str | None = None
 
 
+@dataclass(slots=True, frozen=True)
+class SourceStatus:
+    """One configured source of a run: whether its last poll worked, and if not, since when
+    it has been failing and why (the poller's own one-line error)."""
+
+    ok: bool
+    error: str | None = None
+    failing_since: datetime | None = None
+    last_success_at: datetime | None = None
+
+    @classmethod
+    def from_health(cls, row: SourceHealth | None) -> SourceStatus:
+        if row is None:
+            return cls(ok=True)
+        if not row.failing:
+            return cls(ok=True, last_success_at=row.last_success_at)
+        return cls(
+            ok=False,
+            error=row.last_error or "failed",
+            failing_since=row.failing_since or row.last_attempt_at,
+            last_success_at=row.last_success_at,
+        )
+
+
+def source_statuses(
+    config: RunConfig, rows: dict[str, SourceHealth]
+) -> dict[str, SourceStatus | None]:
+    """Every polled source, in freshness order: None when the run does not use it."""
+    return {
+        source: (
+            SourceStatus.from_health(rows.get(source))
+            if CONFIGURED_SOURCES[source](config)
+            else None
+        )
+        for source in FRESHNESS_SOURCES
+    }
+
+
 @dataclass(slots=True)
 class StatusReport:
     run: RunInfo
@@ -68,6 +115,8 @@ class StatusReport:
     latest_wandb_run: str | None = None
     incidents_total: int = 0  # incidents that alerted over the whole run
     incidents_self_healed: int = 0  # crashes training recovered from with no human report
+    # Each polled source: None when the run does not use it.
+    sources: dict[str, SourceStatus | None] = field(default_factory=dict)
     forecasts: list[ForecastView] = field(default_factory=list)  # the loss first, if forecast
 
     @property
@@ -81,6 +130,10 @@ class StatusReport:
     @property
     def slug(self) -> str:
         return self.run.slug
+
+    @property
+    def failing_sources(self) -> list[str]:
+        return [name for name, src in self.sources.items() if src is not None and not src.ok]
 
 
 def _current_snapshot(chain: list[str], snapshots: list[RunSnapshot]) -> RunSnapshot | None:
@@ -198,6 +251,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         heartbeat_at=current.heartbeat_at if current else None,
         links=dict(run.links),
         latest_wandb_run=current.wandb_run if current else None,
+        sources=source_statuses(run.config, health_rows),
         forecasts=await forecast_views(store, run, chain, now, points, progress.step),
     )
 

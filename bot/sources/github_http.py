@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 API_VERSION = "2022-11-28"
 SECONDARY_MIN_WAIT = 60.0  # GitHub: without retry-after, wait at least a minute
 SECONDARY_MAX_WAIT = 3600.0
+# A rate limit that lifts within a minute is waited out inside the cycle (at most twice per
+# request) rather than failing the source and backing it off.
+SHORT_RATE_WAIT = 60.0
+SHORT_RATE_WAITS = 2
 
 
 def _version() -> str:
@@ -84,6 +88,7 @@ class GitHubHTTP:
         self.requests = 0
         self.not_modified = 0
         self.secondary_strikes = 0  # consecutive secondary limits; reset by a good poll
+        self.short_waits: list[float] = []  # rate limits waited out inside a poll (seconds)
         self.rate_remaining: int | None = None
         self.rate_reset: float | None = None  # epoch seconds
 
@@ -148,6 +153,7 @@ class GitHubHTTP:
     ) -> httpx.Response:
         headers = self._headers(etag)
         attempt = 0
+        rate_waits = 0
         while True:
             attempt += 1
             self.requests += 1
@@ -161,6 +167,15 @@ class GitHubHTTP:
                 problem = f"connection failed ({type(exc).__name__})"
             else:
                 self._note_rate(response)
+                short = self._short_rate_wait(response)
+                if short is not None and rate_waits < SHORT_RATE_WAITS:
+                    rate_waits += 1
+                    self.short_waits.append(short)
+                    log.info(
+                        "GitHub %s for %s: rate limited; waiting %.0f s", what, self.repo, short
+                    )
+                    await self.sleep(short)
+                    continue
                 if response.status_code < 500:
                     return response
                 problem = f"HTTP {response.status_code}"
@@ -179,6 +194,23 @@ class GitHubHTTP:
                 self.retries - 1,
             )
             await self.sleep(delay)
+
+    def _short_rate_wait(self, response: httpx.Response) -> float | None:
+        """Seconds to wait when a 403/429 is a rate limit that says it lifts within
+        `SHORT_RATE_WAIT` (a `retry-after`, or an exhausted window about to reset), else None."""
+        if response.status_code not in (403, 429):
+            return None
+        headers = response.headers
+        wait = _float(headers.get("retry-after"))
+        remaining = headers.get("x-ratelimit-remaining")
+        if remaining is not None and remaining.strip() == "0":
+            reset = _float(headers.get("x-ratelimit-reset"))
+            if reset is None:
+                return None
+            wait = max(reset - self._server_now(response), wait or 0.0)
+        if wait is None or wait > SHORT_RATE_WAIT:
+            return None
+        return max(wait, 1.0)
 
     def _note_rate(self, response: httpx.Response) -> None:
         remaining = response.headers.get("x-ratelimit-remaining")

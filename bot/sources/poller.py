@@ -32,6 +32,9 @@ class CycleReport:
     results: dict[str, PollResult] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    # Each skipped source's next attempt and the error that put it in backoff.
+    retry_at: dict[str, datetime] = field(default_factory=dict)
+    backoff_errors: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -51,6 +54,8 @@ async def poll_once(
             and health.next_attempt_at > now
         ):
             report.skipped.append(source.key)
+            report.retry_at[source.key] = health.next_attempt_at
+            report.backoff_errors[source.key] = health.last_error or "failed"
             continue
         try:
             result = await source.poll(now)

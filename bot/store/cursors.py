@@ -46,7 +46,8 @@ class HealthRepo:
                 "consecutive_failures, next_attempt_at, last_error) VALUES (?, ?, ?, ?, 0, NULL, "
                 "NULL) ON CONFLICT (source, scope) DO UPDATE SET last_attempt_at = "
                 "excluded.last_attempt_at, last_success_at = excluded.last_success_at, "
-                "consecutive_failures = 0, next_attempt_at = NULL, last_error = NULL",
+                "consecutive_failures = 0, next_attempt_at = NULL, last_error = NULL, "
+                "failing_since = NULL",
                 (source, scope, to_db(at), to_db(at)),
             )
 
@@ -57,12 +58,14 @@ class HealthRepo:
         async with self.db.transaction() as conn:
             await conn.execute(
                 "INSERT INTO source_health (source, scope, last_attempt_at, "
-                "consecutive_failures, next_attempt_at, last_error) VALUES (?, ?, ?, 1, ?, ?) "
+                "consecutive_failures, next_attempt_at, last_error, failing_since) "
+                "VALUES (?, ?, ?, 1, ?, ?, ?) "
                 "ON CONFLICT (source, scope) DO UPDATE SET "
                 "last_attempt_at = excluded.last_attempt_at, consecutive_failures = "
                 "source_health.consecutive_failures + 1, next_attempt_at = "
-                "excluded.next_attempt_at, last_error = excluded.last_error",
-                (source, scope, to_db(at), to_db(next_attempt_at), error[:500]),
+                "excluded.next_attempt_at, last_error = excluded.last_error, failing_since = "
+                "COALESCE(source_health.failing_since, excluded.failing_since)",
+                (source, scope, to_db(at), to_db(next_attempt_at), error[:500], to_db(at)),
             )
         health = await self.get(source, scope)
         return health.consecutive_failures if health else 1
@@ -81,6 +84,7 @@ class HealthRepo:
             consecutive_failures=row["consecutive_failures"],
             next_attempt_at=from_db(row["next_attempt_at"]),
             last_error=row["last_error"],
+            failing_since=from_db(row["failing_since"]),
         )
 
     async def for_run(self, run_slug: str) -> dict[str, SourceHealth]:

@@ -18,6 +18,7 @@ from bot.models import (
     IncidentDetails,
     IncidentMember,
     IncidentSignal,
+    ReportedCause,
     Silence,
 )
 from bot.store.codec import to_json
@@ -79,7 +80,36 @@ def details_to_json(details: IncidentDetails) -> str:
             "silenced_by": details.silenced_by,
             "reminders": details.reminders,
             "last_reminder_at": _iso(details.last_reminder_at),
+            "reported_cause": _cause_to_json(details.reported_cause),
+            "acted_by": details.acted_by,
+            "acted_checked_until": _iso(details.acted_checked_until),
         }
+    )
+
+
+def _cause_to_json(cause: ReportedCause | None) -> dict[str, Any] | None:
+    if cause is None:
+        return None
+    return {
+        "text": cause.text,
+        "author": cause.author,
+        "source": cause.source,
+        "at": _iso(cause.at),
+        "url": cause.url,
+        "event_id": cause.event_id,
+    }
+
+
+def _cause_from_json(raw: Any) -> ReportedCause | None:
+    if not isinstance(raw, dict) or not raw.get("at"):
+        return None
+    return ReportedCause(
+        text=str(raw.get("text") or ""),
+        author=raw.get("author"),
+        source=str(raw.get("source") or ""),
+        at=datetime.fromisoformat(raw["at"]),
+        url=raw.get("url"),
+        event_id=raw.get("event_id"),
     )
 
 
@@ -126,6 +156,9 @@ def details_from_json(text: str) -> IncidentDetails:
         silenced_by=raw.get("silenced_by"),
         reminders=int(raw.get("reminders") or 0),
         last_reminder_at=_time(raw.get("last_reminder_at")),
+        reported_cause=_cause_from_json(raw.get("reported_cause")),
+        acted_by=raw.get("acted_by"),
+        acted_checked_until=_time(raw.get("acted_checked_until")),
     )
 
 
@@ -342,6 +375,16 @@ class IncidentsRepo:
         return int(row[0]) if row else 0
 
     # --- what the engine reads -------------------------------------------------------------
+
+    async def people_posts(self, run_slug: str, since: datetime, until: datetime) -> list[Event]:
+        """What people wrote about the run in (since, until] (watched channels, tracked
+        threads), oldest first: read for reports of acting on an incident."""
+        rows = await self.db.fetchall(
+            "SELECT e.* FROM events AS e WHERE e.run_slug = ? AND e.at > ? AND e.at <= ? "
+            f"AND e.deleted = 0 AND {_REPORT_SOURCES_SQL} ORDER BY e.at, e.id",
+            (run_slug, to_db(since), to_db(until), *REPORT_SOURCES),
+        )
+        return [event_from_row(row) for row in rows]
 
     async def wandb_events(self, run_slug: str, since: datetime, until: datetime) -> list[Event]:
         """W&B state changes and restarts in [since, until], oldest first."""

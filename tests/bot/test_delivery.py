@@ -22,6 +22,7 @@ from bot.models import OutboxItem
 from bot.outbox.markers import Marker, find_markers
 from bot.outbox.payload import (
     CONTENT_LIMIT,
+    PayloadError,
     fit_card,
     make_payload,
     parse_payload,
@@ -202,6 +203,7 @@ class MemoryTransport:
         self.no_threads: set[int] = set()
         self.threads: dict[int, int] = {}
         self.edits: list[tuple[int, int, OutgoingMessage]] = []
+        self.archived: list[int] = []
         self.next_id = 1000
         self.history_pages = 0
 
@@ -220,6 +222,9 @@ class MemoryTransport:
             return None
         self.threads[message_id] = channel_id
         return message_id
+
+    async def archive_thread(self, thread_id: int) -> None:
+        self.archived.append(thread_id)
 
     async def recent(self, channel_id: int, limit: int) -> list[SeenMessage]:
         out = []
@@ -354,6 +359,42 @@ async def test_reply_goes_to_thread_or_channel_and_edit_waits_for_target(store: 
     await queue(store, 10, "r4", payload=make_payload("resolved", thread_only=True), reply_to=head)
     await poster.drain()
     assert transport.texts(head_id) == ["comment", "resolved"]
+
+
+def test_only_the_ping_role_can_ping() -> None:
+    payload = parse_payload(
+        make_payload("🔴 Incident #1 — <@&5> and @everyone in the text", ping_role=42)
+    )
+    [message] = render_item(1, "alert", payload)
+    assert message.ping_role == 42
+    assert message.content is not None
+    assert message.content.startswith("<@&42> 🔴 Incident #1 — a role and everyone in the text")
+    [plain] = render_item(2, "x", parse_payload(make_payload("<@&42> hi")))
+    assert plain.ping_role is None and plain.content is not None
+    assert plain.content.startswith("a role hi")
+    with pytest.raises(PayloadError):
+        parse_payload({"content": "x", "ping_role": "42"})
+
+
+async def test_a_closing_reply_archives_its_thread_once_posted(store: Store) -> None:
+    transport = MemoryTransport()
+    poster = OutboxPoster(store, transport, backoff_base=0)
+    head = await queue(store, 10, "head", payload=make_payload("down", thread_name="Incident"))
+    await queue(store, 10, "update", payload=make_payload("comment"), reply_to=head)
+    await poster.drain()
+    assert transport.archived == []  # an ordinary reply leaves the thread open
+    closing = make_payload("resolved; closing", thread_only=True, archive_thread=True)
+    await queue(store, 10, "closing", payload=closing, reply_to=head)
+    await poster.drain()
+    head_id = transport.channels[10][0][0]
+    assert transport.texts(head_id) == ["comment", "resolved; closing"]
+    assert transport.archived == [head_id]
+
+    transport.no_threads.add(30)  # no thread: nothing to archive, and nothing posted twice
+    head2 = await queue(store, 30, "h2", payload=make_payload("x", thread_name="t"))
+    await queue(store, 30, "c2", payload=closing, reply_to=head2)
+    await poster.drain()
+    assert transport.archived == [head_id] and transport.texts(30) == ["x"]
 
 
 async def test_an_edit_after_a_restart_finds_the_thread_message(store: Store) -> None:

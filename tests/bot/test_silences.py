@@ -77,7 +77,7 @@ async def test_only_responders_and_managers_silence_and_unsilence(
     made = await silence(fake, RESPONDER, condition="stall")
     assert made.startswith("Silence #")
     [mine] = [s for s in await silences(seeded_store) if s.matcher == "stall"]
-    assert mine.owner == f"rita ({RESPONDER['user_id']})" and mine.id is not None
+    assert mine.owner == "rita" and mine.id is not None  # a name people know, not an id
 
     assert "needs the oncall role" in await unsilence(fake, MEMBER, mine.id)
     assert mine.id in [s.id for s in await seeded_store.incidents.active_silences(
@@ -86,7 +86,7 @@ async def test_only_responders_and_managers_silence_and_unsilence(
 
     assert await unsilence(fake, ADMIN, mine.id) == f"Silence #{mine.id} ended."
     ended = await seeded_store.incidents.get_silence(mine.id)
-    assert ended is not None and ended.cancelled_by == f"ada ({ADMIN['user_id']})"
+    assert ended is not None and ended.cancelled_by == "ada"
     assert (await silence(fake, ADMIN, condition="report:*")).startswith("Silence #")
 
 
@@ -137,4 +137,4 @@ async def test_anyone_can_acknowledge_and_it_records_who(
     )
     assert (await reply(record)).startswith(f"Acknowledged incident #{incident_id}")
     incident = await seeded_store.incidents.get(incident_id)
-    assert incident is not None and incident.acked_by == f"mallory ({MEMBER['user_id']})"
+    assert incident is not None and incident.acked_by == "mallory"  # the display name

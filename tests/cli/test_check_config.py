@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+ALERTS = "alerts_channel = 123456789012345678"
 GOOD = """
 [[runs]]
 slug = "hero"
@@ -92,6 +93,11 @@ def test_good_file_passes(tmp_path: Path) -> None:
             "runs[0].watch_channels[0]",
         ),
         (GOOD.replace('github_repo = "lab/model"', 'github_repo = "model"'), "runs[0].github_repo"),
+        (
+            GOOD.replace(ALERTS, ALERTS + "\nalert_role = -5"),
+            "runs[0].alert_role: -5 is not a Discord id",
+        ),
+        (GOOD.replace(ALERTS, ALERTS + '\nalert_role = "oncall"'), "runs[0].alert_role"),
         ("", "runs: required key is missing"),
         (
             GOOD + GOOD.replace('name = "Hero 535B"', 'name = "Other"'),

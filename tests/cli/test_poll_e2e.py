@@ -162,3 +162,38 @@ async def test_one_failing_source_does_not_fail_the_cycle(
         env["RUNSCRIBE_DB"] = str(tmp_path / "other.db")
         code, out, err = await cli(tmp_path, env, "poll", "--once")
         assert code == 1, out + err
+
+
+async def test_missing_run_and_repository_are_shown_failing(
+    tmp_path: Path, wandb_server: FakeWandb
+) -> None:
+    """The runs file names a W&B run and a repository that do not exist (both fakes answer not
+    found): `status --json` says so per source, `status` says "failing" with the error, and the
+    next `poll --once` names both sources it skipped and when it will try them again."""
+    wandb_server.reset()  # no run "ent/proj/hero-1"
+    async with FakeGitHub() as github:  # no repository "lab/model"
+        env = environment(tmp_path, github, wandb_server)
+        code, out, err = await cli(tmp_path, env, "poll", "--once")
+        assert code == 1, out + err  # no source could be polled at all
+
+        code, out, err = await cli(tmp_path, env, "status", "--json")
+        assert code == 0, err
+        sources = json.loads(out)["sources"]
+        assert sources["discord"] is None  # the run watches no channel
+        for name, needle in (("wandb", "ent/proj/hero-1 not found"), ("github", "lab/model")):
+            assert sources[name]["ok"] is False, sources
+            assert needle in sources[name]["error"]
+            assert sources[name]["failing_since"] is not None
+            assert sources[name]["last_success_at"] is None
+
+        code, out, err = await cli(tmp_path, env, "status")
+        assert code == 0, err
+        assert "W&B failing since" in out and "GitHub failing since" in out
+        assert "not found" in out and "Discord" not in out
+
+        code, out, err = await cli(tmp_path, env, "poll", "--once")
+        skipped = [line for line in (out + err).splitlines() if " skipped " in line]
+        assert len(skipped) == 2, out + err
+        assert any("wandb:hero" in line for line in skipped)
+        assert any("github:lab/model" in line for line in skipped)
+        assert all("next try at" in line and "not found" in line for line in skipped)

@@ -32,12 +32,13 @@ from pydantic import SecretStr
 
 from bot.app import LoopIntervals, RunscribeBot, apply_endpoints
 from bot.incidents.detectors import CRASH, HEARTBEAT, MONITOR, STALL
-from bot.pipeline import CycleSummary
+from bot.pipeline import THREADS, WANDB, CycleSummary
 from bot.runtime import Runtime
 from bot.services.status import build_status
 from bot.settings import RunsFile, Settings, parse_runs
 from bot.store import Store
 from bot.wiring import open_runtime
+from tests.fakes.anthropic import FakeAnthropic, Recorded, Reply, auto_reply
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb
@@ -143,6 +144,17 @@ class Services:
             summary = await self.runtime.cycle(now)
         self.polled.set()
         return summary
+
+    async def poll(self, family: str, now: datetime) -> CycleSummary:
+        async with self.lock:
+            summary = await self.runtime.poll(family, now)
+        if family == WANDB:
+            self.polled.set()
+        return summary
+
+    async def enrich(self, now: datetime) -> CycleSummary:
+        async with self.lock:
+            return await self.runtime.enrich(now)
 
 
 @dataclass
@@ -301,14 +313,35 @@ def full_text(message: dict[str, Any]) -> str:
 
 
 def assert_head_resolved(head: dict[str, Any]) -> None:
-    """The alert message was edited in place to its resolved state."""
+    """The alert message was edited in place to its resolved state: text and embed both say
+    so, and the Acknowledge button is gone."""
     assert head["edited_timestamp"], "the alert message was never edited"
+    assert visible(head).startswith("✅ **Resolved** · Incident #"), visible(head)
+    assert "🔴" not in visible(head)
+    assert head["components"] == [], head["components"]
     [embed] = head["embeds"]
     assert embed["title"].startswith("✅"), embed["title"]
-    assert "Resolved" in embed["description"]
-    # Times reach Discord as Discord timestamps (each reader's own zone), never as raw stamps.
-    assert re.search(r"✅ Resolved <t:\d+:f> after ", embed["description"]), embed["description"]
+    # Times reach Discord as Discord timestamps (each reader's own zone), never as raw stamps;
+    # one downtime figure, with what it measures.
+    assert re.search(
+        r"^✅ Resolved <t:\d+:f> · down \d[^:]*: last step before the crash → first step after the "
+        r"restore$",
+        embed["description"],
+        re.M,
+    ), embed["description"]
     assert "\ue000" not in full_text(head)
+
+
+def assert_thread_closed(d: Deployment, head: dict[str, Any]) -> None:
+    """The thread's last post is the short closing line, and the thread is archived."""
+    closing = visible(d.thread(head)[-1])
+    assert re.fullmatch(r"✅ Resolved <t:\d+:t>; closing this thread\.", closing), closing
+    assert d.discord.archived(int(head["id"]))
+    patches = [
+        r for r in d.discord.requests
+        if r.method == "PATCH" and r.path == f"/channels/{head['id']}"
+    ]  # fmt: skip
+    assert [r.json for r in patches] == [{"archived": True}]
 
 
 # --- 1. crash, then resume from an earlier checkpoint in a new chain run ------------------------
@@ -341,9 +374,10 @@ async def test_crash_then_resume_in_a_new_run_alerts_once_and_resolves_once(
         text = visible(resolved)
         assert text.startswith("✅ **Resolved** incident #")
         assert "resumed from step 80 in run hero-2" in text
-        assert "16 min down" in text and "19 steps recomputed" in text
-        [in_thread] = d.thread(head)
-        assert visible(in_thread) == text
+        assert "Down 16 min: last step before the crash → first step after the restore" in text
+        assert "19 steps recomputed" in text and text.count("16 min") == 1
+        assert len(d.thread(head)) == 1
+        assert_thread_closed(d, head)
         assert_head_resolved(head)
 
         # Training goes on in hero-2: later cycles post nothing, in the channel or the thread.
@@ -414,7 +448,7 @@ async def test_github_node_loss_then_wandb_crash_is_one_incident_with_both_links
             await d.cycle(t0 + 30 * MIN)
             head, resolved = d.channel()
             assert "resumed from step 90 in run hero-2" in visible(resolved)
-            assert [visible(m) for m in d.thread(head)][-1] == visible(resolved)
+            assert_thread_closed(d, head)
             assert_head_resolved(head)
             [incident] = await d.store.incidents.find("hero")
             assert incident.status == "resolved"
@@ -526,8 +560,181 @@ async def test_restart_during_an_open_incident_neither_realerts_nor_double_resol
         assert head["id"] == alert["id"]
         assert "resumed from step 70 in run hero-2" in visible(resolved)
         assert "29 steps recomputed" in visible(resolved)
-        [in_thread] = d.thread(head)  # the new bot found the old thread
-        assert visible(in_thread) == visible(resolved)
+        assert len(d.thread(head)) == 1  # the new bot found the old thread
+        assert_thread_closed(d, head)
         assert_head_resolved(head)
         [incident] = await d.store.incidents.find("hero")
         assert incident.status == "resolved"
+
+
+# --- 5. a slow GitHub backfill and a hanging LLM do not hold up the crash alert ------------------
+
+
+async def test_slow_github_and_hanging_llm_do_not_delay_the_wandb_crash_alert(
+    tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
+) -> None:
+    t0 = now_utc() - timedelta(hours=2)
+    healthy_run(wb, t0)
+    llm_released = asyncio.Event()
+    llm_called = asyncio.Event()
+
+    async def hang(request: Recorded) -> Reply:
+        llm_called.set()
+        await llm_released.wait()
+        return auto_reply(request)
+
+    async with FakeGitHub() as github, FakeAnthropic() as anthropic_fake:
+        anthropic_fake.handler = hang
+        github.advance(seconds=(t0 - github.now).total_seconds())
+        repo = github.repo(REPO)
+        for n in range(3):
+            repo.add_issue(f"Hero run: note {n}", "We may lower the LR.", labels=["hero-run"])
+        settings = make_settings(tmp_path, fake_discord, wb, github).model_copy(
+            update={
+                "anthropic_api_key": SecretStr("sk-ant-fake"),
+                "anthropic_base_url": anthropic_fake.base_url,
+                "runscribe_enrich_window": 0.0,  # enrich at once: the LLM call is made now
+                "runscribe_enrich_budget": 600.0,  # and may hang for the whole test
+            }
+        )
+        async with open_runtime(
+            settings, make_runs(github_repo=REPO, github_labels=["hero-run"])
+        ) as runtime:
+            await runtime.poll(WANDB, t0)  # healthy: nothing queued
+            await runtime.poll(THREADS, t0)  # three issues now wait for enrichment
+            assert await runtime.store.outbox.pending_count() == 0
+
+            # The LLM hangs on the queued issues; GitHub answers the next poll very slowly.
+            enriching = asyncio.create_task(runtime.enrich(t0 + MIN))
+            github.slow_next(600, count=20)
+            repo.add_issue("Hero run: another note", "Still tuning.", labels=["hero-run"])
+            polling = asyncio.create_task(runtime.poll(THREADS, t0 + 2 * MIN))
+            try:
+                await asyncio.wait_for(llm_called.wait(), 15)
+                for _ in range(1500):  # until the slow request is in flight
+                    if len(github.faults) < 20:
+                        break
+                    await asyncio.sleep(0.01)
+                assert len(github.faults) < 20, "the GitHub poll never reached the server"
+
+                wb.set_state(FIRST, "crashed", heartbeat_at=t0 + MIN)
+                summary = await runtime.poll(WANDB, t0 + 5 * MIN)
+                assert summary.alerts_queued >= 1, summary
+                [row] = await runtime.store.outbox.queued()
+                assert "hero-1 crashed at step 99" in json.dumps(row.payload)
+                # ... while the GitHub poll and the enrichment are both still waiting.
+                assert not polling.done() and not enriching.done()
+            finally:
+                llm_released.set()
+                polling.cancel()
+                await asyncio.gather(enriching, polling, return_exceptions=True)
+
+
+# --- 6. a crash, a person's report in the watched channel, a resume; paging alert_role ----------
+
+WATCHED = 1_300_000_000_000_000_002
+ONCALL = 1_300_000_000_000_000_077
+REPORT = "Hero is down: node r12n4 lost, double-bit ECC on GPU 3. Requeueing onto a spare."
+
+
+@pytest.fixture
+async def watched_discord(clean_env: None) -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord(channels={ALERTS: "training-alerts", WATCHED: "hero-run"}) as server:
+        server.add_role(ONCALL, "oncall")
+        yield server
+
+
+async def run_cli(settings: Settings, cwd: Path, *args: str) -> dict[str, Any]:
+    env = {**os.environ, "RUNSCRIBE_DB": str(settings.runscribe_db)}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", *args, cwd=cwd, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 0, err.decode()
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+async def test_a_reported_cause_reaches_the_alert_which_pages_once_and_resolves_once(
+    tmp_path: Path, wb: FakeWandb, watched_discord: FakeDiscord
+) -> None:
+    fake = watched_discord
+    # Simulated time starts 40 min behind the wall clock and catches up with it when the person
+    # writes (their message carries the wall-clock time), so the report falls inside the crash.
+    t0 = now_utc() - timedelta(minutes=40)
+    healthy_run(wb, t0)
+    clock = SimClock(t0)
+    settings = make_settings(tmp_path, fake, wb)
+    runs = make_runs(watch_channels=[WATCHED], alert_role=ONCALL)
+    async with deployed(settings, runs, clock, fake) as d:
+        wb.set_state(FIRST, "crashed", heartbeat_at=t0 + MIN)
+        await d.cycle(t0 + 5 * MIN)
+        [alert] = d.channel()
+        assert visible(alert).startswith(f"<@&{ONCALL}> 🔴 **Incident #")
+
+        # A person reports what happened, in the watched channel; the bot stores it.
+        said = await fake.say(WATCHED, REPORT, author_name="dana")
+        external = f"msg:{said['id']}"
+
+        async def stored() -> bool:
+            return await d.store.events.get_by_external("hero", "discord", external) is not None
+
+        for _ in range(500):
+            if await stored():
+                break
+            await asyncio.sleep(0.02)
+        assert await stored(), "the watched channel's message was not stored"
+        t1 = max(now_utc() + timedelta(seconds=1), d.clock.now)
+        await d.cycle(t1)
+
+        # The cause reaches the head (edited) and the thread, once each.
+        [head] = d.channel()
+        cause = (
+            r"\*\*Reported cause\*\* \(dana, \[Discord #hero-run\]\(https://discord\.com/\S+\) "
+            r"at <t:\d+:t>\): "
+        )
+        assert re.search(cause + re.escape(REPORT), full_text(head)), full_text(head)
+        assert full_text(head).count("double-bit ECC on GPU 3") == 1  # not again under Signals
+        assert len(d.thread(head)) == 1, [visible(m) for m in d.thread(head)]
+        [cause_post] = d.thread(head)
+        assert re.fullmatch(cause + re.escape(REPORT), visible(cause_post)), visible(cause_post)
+
+        # …and `status --json` (the real CLI) has it on the open incident, with its kind.
+        status = await run_cli(settings, tmp_path, "status", "--json")
+        [open_incident] = status["open_incidents"]
+        assert open_incident["kind"] == "crash"
+        assert open_incident["reported_cause"] == REPORT
+        assert open_incident["reported_by"]["author"] == "dana"
+        assert open_incident["reported_by"]["source"] == "Discord #hero-run"
+
+        # Training resumes in hero-2 from step 90: resolved, said once.
+        resume(wb, t1 + MIN, first_step=90, count=10)  # steps 90..99 from t1 + 4 min
+        await d.cycle(t1 + 20 * MIN)
+        await d.cycle(t1 + 25 * MIN)
+        head, resolved = d.channel()  # one alert and one resolution post in the channel
+        assert head["id"] == alert["id"]
+        assert_head_resolved(head)
+        assert "**Reported cause**" in full_text(head)  # still there once resolved
+        assert_thread_closed(d, head)
+        assert [visible(m).split(" ")[0] for m in d.thread(head)] == ["**Reported", "✅"]
+        text = visible(resolved)
+        assert text.startswith("✅ **Resolved** incident #") and text.count("Down ") == 1
+        assert "resumed from step 90 in run hero-2" in text
+
+        # Only the alert's first post paged, and only the oncall role.
+        posts = [r for r in fake.message_requests() if r.method == "POST"]
+        mentions = [(r.json or {}).get("allowed_mentions") for r in fake.message_requests()]
+        assert all(m is not None for m in mentions), "a post without allowed_mentions"
+        pinging = [r for r in fake.message_requests() if r.json["allowed_mentions"]["parse"]
+                   or r.json["allowed_mentions"].get("roles")
+                   or r.json["allowed_mentions"].get("users")]  # fmt: skip
+        assert [r.json["allowed_mentions"] for r in pinging] == [{"parse": [], "roles": [ONCALL]}]
+        assert pinging[0] is posts[0] and f"<@&{ONCALL}>" in pinging[0].json["content"]
+        assert all("<@&" not in (r.json or {}).get("content", "") for r in posts[1:])
+
+        # A person requeued it: the recovery is not "on its own".
+        [incident] = await d.store.incidents.find("hero")
+        assert incident.details.acted_by == "dana"
+        report = await build_status(d.store, "hero", t1 + 25 * MIN)
+        assert report.incidents_total == 1 and report.incidents_self_healed == 0

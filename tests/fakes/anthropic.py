@@ -11,6 +11,14 @@ Usage is ESTIMATED like a tokenizer would roughly count: input_tokens ≈ charac
 system + messages + tools JSON / 4, output_tokens ≈ characters of the reply content / 4. The
 benchmark relies on that estimate; real counts differ by a modest factor, ratios hold.
 
+Prompt caching as the API does it: `cache_control` ({"type": "ephemeral", "ttl": "5m"|"1h"}) on
+system text blocks or tools (at most 4 breakpoints; anything else is a 400). The prefix up to the
+last breakpoint (tools, then system) is cached when it reaches the model's minimum cacheable length
+(`CACHE_MINIMUM`, overridable with `fake.cache_minimum`); below it nothing is cached and nothing
+fails. A cached prefix is reported as `cache_creation_input_tokens` on the first request and
+`cache_read_input_tokens` while it lives (its TTL on `fake.clock`, refreshed by each read); those
+tokens are not in `input_tokens`, as in the real usage object.
+
 Response shapes follow the API: `{"id","type":"message","role":"assistant","model","content":[…],
 "stop_reason","stop_sequence","usage":{input_tokens, output_tokens, cache_creation_input_tokens,
 cache_read_input_tokens}}`; errors are `{"type":"error","error":{"type","message"}}`.
@@ -19,6 +27,7 @@ cache_read_input_tokens}}`; errors are `{"type":"error","error":{"type","message
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import itertools
 import json
@@ -42,6 +51,16 @@ ERROR_TYPES = {
     503: "api_error",
     529: "overloaded_error",
 }
+
+# Minimum cacheable prefix in tokens, by model family (most specific first); others 1024.
+CACHE_MINIMUM: tuple[tuple[str, int], ...] = (
+    ("claude-opus-4-6", 4096),
+    ("claude-opus-4-5", 4096),
+    ("claude-haiku-4-5", 4096),
+    ("claude-3-5-haiku", 2048),
+    ("claude-3-haiku", 2048),
+)
+TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
 
 _IDS = re.compile(r"<untrusted_data [^>]*\bid=\"(\d+)\"")
 
@@ -148,6 +167,10 @@ class FakeAnthropic:
         self.handler: Handler | None = None
         self.require_key = require_key
         self._ids = itertools.count(1)
+        self.cache_minimum: int | None = None  # None: the model's own minimum
+        self.clock: Callable[[], float] = time.monotonic  # for cache lifetimes
+        self._cache: dict[str, float] = {}  # prefix digest -> expiry on `clock`
+        self.usages: list[dict[str, Any]] = []  # the usage of every successful message reply
         self._runner: web.AppRunner | None = None
         self.base_url = ""
 
@@ -223,6 +246,9 @@ class FakeAnthropic:
         body = recorded.body
         if not body.get("model") or not body.get("max_tokens") or not body.get("messages"):
             return self._error_response(error(400, "model, max_tokens and messages are required"))
+        problem = _cache_control_problem(body)
+        if problem:
+            return self._error_response(error(400, problem))
         if self.queue:
             reply = self.queue.popleft()
         else:
@@ -237,7 +263,19 @@ class FakeAnthropic:
             "input_tokens": estimate_tokens("x" * recorded.input_chars),
             "output_tokens": estimate_tokens(json.dumps(content)),
         }
+        if reply.usage is None:
+            written, read = self._cache_use(body)
+            usage["input_tokens"] = max(1, usage["input_tokens"] - written - read)
+            usage.update(
+                cache_creation_input_tokens=written,
+                cache_read_input_tokens=read,
+                cache_creation={
+                    "ephemeral_5m_input_tokens": written,
+                    "ephemeral_1h_input_tokens": 0,
+                },
+            )
         usage = {"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, **usage}
+        self.usages.append(usage)
         payload = {
             "id": f"msg_fake_{next(self._ids):04d}",
             "type": "message",
@@ -250,6 +288,39 @@ class FakeAnthropic:
         }
         return web.json_response(payload, headers={"request-id": payload["id"], **reply.headers})
 
+    def _cache_use(self, body: dict[str, Any]) -> tuple[int, int]:
+        """(tokens written to the cache, tokens read from it) for this request's prefix."""
+        prefix: list[Any] = []
+        cached: list[Any] = []
+        ttl = 0.0
+        blocks = [*(body.get("tools") or [])]
+        system = body.get("system")
+        if isinstance(system, list):
+            blocks += system
+        elif isinstance(system, str):
+            blocks.append({"type": "text", "text": system})
+        for block in blocks:
+            prefix.append(block)
+            control = block.get("cache_control") if isinstance(block, dict) else None
+            if control:
+                cached = list(prefix)
+                ttl = TTL_SECONDS[control.get("ttl", "5m")]
+        if not cached:
+            return 0, 0
+        text = json.dumps(cached, sort_keys=True)
+        tokens = estimate_tokens(text)
+        model = str(body.get("model", ""))
+        minimum = self.cache_minimum
+        if minimum is None:
+            minimum = next((n for p, n in CACHE_MINIMUM if model.startswith(p)), 1024)
+        if tokens < minimum:
+            return 0, 0
+        key = hashlib.sha256(f"{model}\x1f{text}".encode()).hexdigest()
+        now = self.clock()
+        hit = self._cache.get(key, float("-inf")) > now
+        self._cache[key] = now + ttl
+        return (0, tokens) if hit else (tokens, 0)
+
     @staticmethod
     def _error_response(reply: Reply) -> web.Response:
         payload = {
@@ -257,6 +328,28 @@ class FakeAnthropic:
             "error": {"type": reply.error_type or "api_error", "message": reply.message},
         }
         return web.json_response(payload, status=reply.status, headers=reply.headers)
+
+
+def _cache_control_problem(body: dict[str, Any]) -> str | None:
+    """The API's 400 for a malformed or excessive `cache_control`, else None."""
+    controls: list[Any] = []
+    system = body.get("system")
+    for block in [*(body.get("tools") or []), *(system if isinstance(system, list) else [])]:
+        if isinstance(block, dict) and "cache_control" in block:
+            controls.append(block["cache_control"])
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and "cache_control" in block:
+                controls.append(block["cache_control"])
+    for control in controls:
+        if not isinstance(control, dict) or control.get("type") != "ephemeral":
+            return "cache_control: type must be 'ephemeral'"
+        if set(control) - {"type", "ttl"} or control.get("ttl", "5m") not in TTL_SECONDS:
+            return "cache_control: ttl must be '5m' or '1h'"
+    if len(controls) > 4:
+        return "A maximum of 4 blocks with cache_control may be provided."
+    return None
 
 
 __all__ = [

@@ -120,7 +120,9 @@ class FakeDiscord:
         self.no_threads: set[int] = set()  # channels where thread creation is forbidden
         self.nonces: dict[tuple[int, str], dict[str, Any]] = {}
         self.honor_nonce = True  # False: test the history-marker check on its own
-        self.threads: dict[int, dict[str, Any]] = {}  # active threads, by id
+        self.threads: dict[
+            int, dict[str, Any]
+        ] = {}  # threads by id (archived ones too, as their metadata says)
         self.roles: list[dict[str, Any]] = []  # guild roles besides @everyone
         self.reject_identify = False  # True: close the gateway with 4004 at IDENTIFY
         self.identifies: list[dict[str, Any]] = []
@@ -282,7 +284,7 @@ class FakeDiscord:
                 *self.roles,
             ],
             "channels": list(self.channels.values()),
-            "threads": list(self.threads.values()),
+            "threads": [t for t in self.threads.values() if not _archived(t)],
             "members": [self.member(self.bot_id, "Runscribe")],
             "emojis": [],
             "stickers": [],
@@ -818,6 +820,12 @@ class FakeDiscord:
             _check_embed(embed)
         if not content and not embeds and not req.files:
             raise _HTTPError(400, "Cannot send an empty message", 50006)
+        thread = self.threads.get(cid)
+        if thread is not None and _archived(thread):
+            # Discord: a post unarchives an archived thread, unless it is locked
+            if thread["thread_metadata"].get("locked"):
+                raise _HTTPError(400, "Thread is locked", 50083)
+            thread["thread_metadata"]["archived"] = False
         message = self.message(cid, content, embeds=embeds)
         message["components"] = body.get("components") or []
         message["nonce"] = nonce
@@ -881,25 +889,25 @@ class FakeDiscord:
             raise _HTTPError(400, "A thread has already been created for this message", 160004)
         self.messages[int(message_id)] = []
         body = req.json or {}
-        return _json_response(
-            {
-                "id": message_id,
-                "type": 11,
-                "guild_id": str(self.guild_id),
-                "parent_id": channel_id,
-                "name": body.get("name", "thread"),
-                "owner_id": str(self.bot_id),
-                "message_count": 0,
-                "member_count": 1,
-                "rate_limit_per_user": 0,
-                "thread_metadata": {
-                    "archived": False,
-                    "auto_archive_duration": body.get("auto_archive_duration", 1440),
-                    "archive_timestamp": iso_now(),
-                    "locked": False,
-                },
-            }
-        )
+        thread = {
+            "id": message_id,
+            "type": 11,
+            "guild_id": str(self.guild_id),
+            "parent_id": channel_id,
+            "name": body.get("name", "thread"),
+            "owner_id": str(self.bot_id),
+            "message_count": 0,
+            "member_count": 1,
+            "rate_limit_per_user": 0,
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": body.get("auto_archive_duration", 1440),
+                "archive_timestamp": iso_now(),
+                "locked": False,
+            },
+        }
+        self.threads[int(message_id)] = thread
+        return _json_response(thread)
 
     async def _channel_thread(self, req: Recorded, channel_id: str) -> web.Response:
         cid = int(channel_id)
@@ -907,22 +915,45 @@ class FakeDiscord:
             raise _HTTPError(403, "Missing Permissions", 50013)
         thread_id = snowflake()
         self.messages[thread_id] = []
-        return _json_response(
-            {
-                "id": str(thread_id),
-                "type": 11,
-                "guild_id": str(self.guild_id),
-                "parent_id": channel_id,
-                "name": (req.json or {}).get("name", "thread"),
-                "owner_id": str(self.bot_id),
-                "thread_metadata": {
-                    "archived": False,
-                    "auto_archive_duration": 1440,
-                    "archive_timestamp": iso_now(),
-                    "locked": False,
-                },
-            }
-        )
+        thread = {
+            "id": str(thread_id),
+            "type": 11,
+            "guild_id": str(self.guild_id),
+            "parent_id": channel_id,
+            "name": (req.json or {}).get("name", "thread"),
+            "owner_id": str(self.bot_id),
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": 1440,
+                "archive_timestamp": iso_now(),
+                "locked": False,
+            },
+        }
+        self.threads[thread_id] = thread
+        return _json_response(thread)
+
+    async def _patch_channel(self, req: Recorded, channel_id: str) -> web.Response:
+        """Modify Channel: for a thread `name`, `archived`, `locked`, `auto_archive_duration`
+        (`archived: true` is how a bot closes a thread); for a channel its name and topic."""
+        body = req.json or {}
+        thread = self.threads.get(int(channel_id))
+        if thread is not None:
+            meta = thread["thread_metadata"]
+            for key in ("archived", "locked", "auto_archive_duration"):
+                if key in body:
+                    meta[key] = body[key]
+            if "archived" in body:
+                meta["archive_timestamp"] = iso_now()
+            if "name" in body:
+                thread["name"] = body["name"]
+            return _json_response(thread)
+        channel = self.channels.get(int(channel_id))
+        if channel is None:
+            raise _HTTPError(404, "Unknown Channel", 10003)
+        for key in ("name", "topic"):
+            if key in body:
+                channel[key] = body[key]
+        return _json_response(channel)
 
     async def _get_channel(self, req: Recorded, channel_id: str) -> web.Response:
         channel = self.channels.get(int(channel_id)) or self.threads.get(int(channel_id))
@@ -947,6 +978,7 @@ class FakeDiscord:
         ("POST", r"/channels/(\d+)/messages/(\d+)/threads", _message_thread),
         ("POST", r"/channels/(\d+)/threads", _channel_thread),
         ("GET", r"/channels/(\d+)", _get_channel),
+        ("PATCH", r"/channels/(\d+)", _patch_channel),
         ("GET", r"/guilds/(\d+)/threads/active", _active_threads),
     ]
 
@@ -955,6 +987,10 @@ class FakeDiscord:
     def posted(self, channel_id: int) -> list[dict[str, Any]]:
         """Messages created in a channel (or thread) through REST, oldest first."""
         return list(self.messages.get(channel_id, []))
+
+    def archived(self, thread_id: int) -> bool:
+        """Whether the thread is archived now."""
+        return _archived(self.threads[thread_id])
 
     def message_requests(self) -> list[Recorded]:
         """Every request that creates or edits a message (channel posts, interaction replies,
@@ -982,6 +1018,10 @@ class FakeDiscord:
                     await asyncio.wait_for(self.changed.wait(), min(remaining, 0.05))
                 except TimeoutError:
                     pass
+
+
+def _archived(thread: dict[str, Any]) -> bool:
+    return bool(thread["thread_metadata"].get("archived"))
 
 
 class _HTTPError(Exception):

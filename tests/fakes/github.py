@@ -336,7 +336,7 @@ class FakeGitHub:
             r"/repos/{owner}/{name}/issues/{number:\d+}/comments", self._issue_comments
         )
         app.router.add_get(r"/repos/{owner}/{name}/pulls/{number:\d+}/reviews", self._reviews)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

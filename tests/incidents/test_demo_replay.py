@@ -28,10 +28,16 @@ async def test_sample_yields_one_alert_and_one_resolution_per_incident(store: St
     assert len(resolved) == 4
     assert stats.alerts == len(items)
     texts = [i.payload["content"] for i in resolved]
-    assert "from step 8,000 in run aurora-main after 55 min down; 736 steps" in texts[0]
+    meaning = "last step before the crash → first step after the restore"
+    assert f"Down 55 min: {meaning}. Training resumed from step 8,000 in run aurora-main; " \
+        "736 steps recomputed." in texts[0]  # fmt: skip
     assert "from step 21,000" in texts[1]
-    assert "from step 40,000 in run aurora-main after 1 h 10 min down; 2,000 steps" in texts[2]
-    assert "from step 76,000 in run aurora-main-wd after 2 h 32 min down; 225 steps" in texts[3]
+    assert f"Down 1 h 10 min: {meaning}" in texts[2]
+    assert "from step 40,000 in run aurora-main; 2,000 steps" in texts[2]
+    assert f"Down 2 h 32 min: {meaning}" in texts[3]
+    assert "from step 76,000 in run aurora-main-wd; 225 steps" in texts[3]
+    for text in texts:  # one downtime figure, said once
+        assert text.count("Down ") == 1 and " down" not in text and "just now" not in text
     views = await list_incidents(store, "aurora")
     assert all(not v.open for v in views)
     hang = views[0]

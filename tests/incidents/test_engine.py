@@ -36,8 +36,11 @@ async def test_crash_then_resume_from_an_earlier_checkpoint(store: Store, now: d
     resolved = await sc.resolutions()
     assert len(resolved) == 1
     text = content(resolved[0])
-    assert re.search(r"resumed from step 5,000 in run hero-b after 4\d min down", text)
-    assert "900 steps recomputed" in text
+    assert re.search(
+        r"\nDown 4\d min: last step before the crash → first step after the restore\. "
+        r"Training resumed from step 5,000 in run hero-b; 900 steps recomputed\.",
+        text,
+    ), text
     in_thread = [i for i in await sc.outbox() if i.kind == "resolved" and i.reply_to]
     assert [i.reply_to for i in in_thread] == [alert.id]
     incidents = await store.incidents.find("hero")

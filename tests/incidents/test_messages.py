@@ -38,7 +38,9 @@ def test_incident_card_reaches_discord_with_timestamps() -> None:
     assert "<t:" not in card.description  # the domain writes no Discord markup
     embed = card_to_embed(card)
     assert embed.description is not None
-    assert embed.description.startswith(f"✅ Resolved <t:{EPOCH + 47 * 60}:f> after 47 min")
+    assert embed.description.startswith(
+        f"✅ Resolved <t:{EPOCH + 47 * 60}:f> · lasted 47 min: first seen → cleared"
+    )
     [signals] = [f for f in embed.fields if f.name == "Signals"]
     assert signals.value == f"• <t:{EPOCH + 180}:t> GitHub #1: node lost"
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 
+from bot.llm.client import cost_usd
 from bot.llm.enrich import (
     ENRICH_TOOL,
     RETRY_LABEL,
@@ -23,6 +25,7 @@ from tests.fakes.anthropic import Recorded, enrich_items, error, tool_use
 from tests.llm.conftest import make_event
 
 EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_IDS_IN = re.compile(r"<untrusted_data [^>]*\bid=")
 
 
 async def stored(store: Store, events: list[Event]) -> list[Event]:
@@ -203,7 +206,7 @@ async def test_hostile_event_is_fenced_and_output_has_no_mention(fake, make_llm,
     assert 'source="discord"' in fenced
     assert "&lt;/untrusted_data>" in fenced  # the look-alike closing tag is neutralised
     assert fenced.count("</untrusted_data>") == 1
-    assert "data" in fake.message_requests[0].body["system"]
+    assert "data" in json.dumps(fake.message_requests[0].body["system"])
     summary = out[events[0].id][0].summary
     assert "@everyone" not in summary and "<@" not in summary
     row = await store.llm.by_cache_key(cache_key(events[0]))
@@ -260,3 +263,59 @@ def test_group_conversations(now: datetime):
     [conv2] = [e for e in longer if e.kind == "conversation"]
     assert conv2.external_id == conv.external_id and conv2.content_hash != conv.content_hash
     assert json.dumps(conv2.extra)
+
+
+async def test_the_fixed_prompt_is_cached_and_cache_tokens_are_priced(
+    fake, make_llm, store, run, events_at
+):
+    fake.cache_minimum = 200  # the real minimum depends on the model; the fake lets us reach it
+    events = await stored(store, events_at(20))
+    llm = make_llm(model="claude-sonnet-4-6", enrich_model="claude-sonnet-4-6")
+    await LLMEnricher(llm, max_batch=10).enrich(events)
+    first, second = fake.message_requests
+    for request in (first, second):
+        *plain, last = request.body["system"]
+        assert last["cache_control"] == {"type": "ephemeral"}
+        assert all("cache_control" not in block for block in plain)
+        assert "record_enrichments" in last["text"]  # the instructions, not the events
+        assert not _IDS_IN.search(json.dumps(request.body["system"]))  # no fenced event
+    assert first.body["system"] == second.body["system"]  # one cached prefix for every batch
+
+    spend = (await store.llm.spend(EPOCH))["enrich"]
+    # What the fake billed: a cache write on the first request, a read on the second.
+    usage = fake.usages
+    assert usage[0]["cache_creation_input_tokens"] > 0 and usage[0]["cache_read_input_tokens"] == 0
+    assert usage[1]["cache_read_input_tokens"] == usage[0]["cache_creation_input_tokens"]
+    expected = sum(
+        cost_usd(
+            "claude-sonnet-4-6",
+            u["input_tokens"],
+            u["output_tokens"],
+            u["cache_creation_input_tokens"],
+            u["cache_read_input_tokens"],
+        )
+        for u in usage
+    )
+    assert abs(spend["cost_usd"] - expected) < 1e-9
+    uncached = sum(
+        cost_usd(
+            "claude-sonnet-4-6",
+            u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"],
+            u["output_tokens"],
+        )
+        for u in usage
+    )
+    assert spend["cost_usd"] < uncached  # the read at 0.1x outweighs the write at 1.25x
+    assert spend["input_tokens"] == sum(
+        u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"]
+        for u in usage
+    )
+
+
+async def test_below_the_models_minimum_nothing_is_cached(fake, make_llm, store, run, events_at):
+    events = await stored(store, events_at(4))
+    llm = make_llm(enrich_model="claude-haiku-4-5")  # a 4,096-token minimum: above our prefix
+    await LLMEnricher(llm, max_batch=2).enrich(events)
+    assert len(fake.usages) == 2
+    assert all(u["cache_creation_input_tokens"] == 0 for u in fake.usages)
+    assert all(u["cache_read_input_tokens"] == 0 for u in fake.usages)

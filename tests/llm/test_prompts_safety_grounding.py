@@ -25,11 +25,10 @@ def fixture_values(name: str, now) -> dict[str, object]:
     }
     return {
         "system": {},
-        "enrich": {
+        "enrich": {"tool_name": "record_enrichments", "tags": "incident, other"},
+        "enrich_batch": {
             "run_name": "Hero 70B",
             "count": 1,
-            "tool_name": "record_enrichments",
-            "tags": "incident, other",
             "events": render_event(1, make_event(1, now)),
         },
         "narrative": common,

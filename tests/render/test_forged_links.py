@@ -14,7 +14,7 @@ from bot.incidents import messages
 from bot.llm.grounded import render_prompt
 from bot.llm.safety import sanitize_output
 from bot.mentions import body, inert, plain, unlinked
-from bot.models import Event, Incident, IncidentDetails, IncidentSignal
+from bot.models import Event, Incident, IncidentDetails, IncidentSignal, ReportedCause
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts, Highlight, IncidentFact, NarrativeFacts
 from bot.narrative.templates import template_digest, template_narrative
@@ -100,11 +100,20 @@ def test_alerts_threads_and_incident_listing() -> None:
     )  # fmt: skip
     assert_no_forged_link(messages.event_update(update))
     item.status, item.resolved_at, item.resolution = "resolved", NOW, f"fixed by {EVIL}"
-    assert_no_forged_link(*texts(messages.resolved_card(item, "Hero 70B")))
-    assert_no_forged_link(messages.resolved_content(item))
+    item.details.reported_cause = ReportedCause(
+        f"node lost, see {EVIL}",
+        EVIL,
+        "Discord #hero-run",
+        NOW,
+        "https://discord.com/channels/1/2/3",
+    )
+    assert_no_forged_link(*texts(messages.head_card(item, "Hero 70B", {})))
+    assert_no_forged_link(messages.resolved_content(item, "Hero 70B"))
+    assert_no_forged_link(messages.closing_line(item), messages.alert_content(item, "Hero 70B"))
+    assert_no_forged_link(messages.cause_update(item.details.reported_cause))
     view: Any = SimpleNamespace(
         incident=item, open=False, started_at=item.started_at, ended_at=NOW, cause=item.cause,
-        resolution=item.resolution, silenced=False, links=[TRUSTED],
+        resolution=item.resolution, silenced=False, links=[("GitHub #8818", TRUSTED)],
     )  # fmt: skip
     listing = messages.listing_card([view], "Hero 70B", open_only=False, now=NOW)
     assert_no_forged_link(*texts(listing))

@@ -10,6 +10,7 @@ from bot.models import Incident, RunInfo
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts, RestartFact
 from bot.render.cards import (
+    CONTINUED,
     FIELD_VALUE_LIMIT,
     TOTAL_LIMIT,
     TimeStyle,
@@ -22,7 +23,7 @@ from bot.render.cards import (
 from bot.render.json import digest_json, status_json, timeline_json
 from bot.render.terminal import local_formatter, render_card, render_timeline
 from bot.services.narrative import Narrative
-from bot.services.status import RestartInfo, StatusReport
+from bot.services.status import RestartInfo, SourceStatus, StatusReport
 
 NOW = datetime(2026, 9, 2, 15, 30, tzinfo=UTC)
 
@@ -69,6 +70,11 @@ def report(**changes: object) -> StatusReport:
         ),
         "open_incidents": [],
         "freshness": {"wandb": NOW - timedelta(minutes=2), "github": None, "discord": NOW},
+        "sources": {
+            "wandb": SourceStatus(ok=True, last_success_at=NOW - timedelta(minutes=2)),
+            "github": None,  # the run does not use GitHub
+            "discord": SourceStatus(ok=True, last_success_at=NOW),
+        },
         "monitor_stale": False,
         "heartbeat_at": NOW,
         "links": {"Run spec": "https://example.org/spec"},
@@ -99,7 +105,7 @@ def test_status_card_shows_the_numbers_and_the_narrative() -> None:
     assert fields["Last restart"].startswith("<relative:08-31 15:30>: restored from a checkpoint")
     assert fields["Loss"] == "2.0676 · 246 steps/h (24 h)"
     assert fields["Open incidents"] == "none"
-    assert fields["Sources"] == "W&B 2 min ago · GitHub never · Discord just now"
+    assert fields["Sources"] == "W&B 2 min ago · Discord just now"  # no GitHub: not used
     assert fields["Links"] == "[Run spec](https://example.org/spec)"
     assert card.footer == "narrative (LLM) updated 12 min ago, next in 18 min"
     assert card.image == "chart.png"
@@ -180,12 +186,14 @@ def entry(hours_ago: float, summary: str, **changes: object) -> TimelineEntry:
 def test_timeline_pages_group_by_day_newest_first() -> None:
     entries = [entry(1, "new eval"), entry(2, "older eval"), entry(30, "yesterday", incident=True)]
     [page] = timeline_pages(entries, "Timeline — Hero", fmt)
-    assert [f.name for f in page.fields] == ["<date:09-02 14:30>", "<date:09-01 09:30>"]
+    assert [f.name for f in page.fields] == ["Wed Sep 2, 2026", "Tue Sep 1, 2026"]
     assert page.fields[0].value.splitlines() == [
-        "**ana** [#12](https://github.com/o/r/issues/12) open — new eval · `evals`",
-        "**ana** [#12](https://github.com/o/r/issues/12) open — older eval · `evals`",
+        "<time:09-02 14:30> **ana** [#12](https://github.com/o/r/issues/12) open — new eval · "
+        "`evals`",
+        "<time:09-02 13:30> **ana** [#12](https://github.com/o/r/issues/12) open — older eval · "
+        "`evals`",
     ]
-    assert page.fields[1].value.startswith("🚨 **ana**")
+    assert page.fields[1].value.startswith("<time:09-01 09:30> 🚨 **ana**")
     assert page.footer == "page 1 of 1"
     [empty] = timeline_pages([], "Timeline", fmt)
     assert empty.description == "No entries." and empty.footer == "page 1 of 1"
@@ -200,6 +208,23 @@ def test_timeline_pages_split_when_a_page_is_full() -> None:
     assert len(shown) == 60  # nothing lost across pages
     assert pages[1].fields[0].name.endswith("(cont.)")  # the same day continues
     assert [p.footer for p in pages][-1] == f"page {len(pages)} of {len(pages)}"
+    for page in pages:  # one heading per day per page; further fields of that day are unnamed
+        named = [f.name for f in page.fields if f.name != CONTINUED]
+        assert len(named) == len(set(named))
+
+
+def test_timeline_days_are_the_runs_days() -> None:
+    """Entries either side of UTC midnight fall on the run's local day, under one heading each:
+    at 23:30 and 01:30 UTC in New York (UTC-4 in September) both are the same evening."""
+    late = datetime(2026, 9, 2, 1, 30, tzinfo=UTC)  # 21:30 on Sep 1 in New York
+    early = datetime(2026, 9, 1, 23, 30, tzinfo=UTC)  # 19:30 on Sep 1 in New York
+    morning = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)  # 08:00 on Sep 1 in New York
+    entries = [entry(0, "late", at=late), entry(0, "early", at=early), entry(0, "am", at=morning)]
+    [local] = timeline_pages(entries, "Timeline", fmt, zone="America/New_York")
+    assert [f.name for f in local.fields] == ["Tue Sep 1, 2026"]
+    assert len(local.fields[0].value.splitlines()) == 3
+    [utc] = timeline_pages(entries, "Timeline", fmt)
+    assert [f.name for f in utc.fields] == ["Wed Sep 2, 2026", "Tue Sep 1, 2026"]
 
 
 def digest(**changes: object) -> DigestFacts:
@@ -263,6 +288,67 @@ def test_status_json_shape() -> None:
     assert (data["narrative"], data["narrative_by"]) == ("Hero is training.", "llm")
     assert data["narrative_at"] == "2026-09-02T15:18:00Z"
     assert data["links"] == {"Run spec": "https://example.org/spec"}
+
+
+FAILING_WANDB = SourceStatus(
+    ok=False,
+    error="W&B (api.wandb.ai): run ent/proj/gone not found (check wandb_runs)",
+    failing_since=NOW - timedelta(hours=1, minutes=39),
+    last_success_at=None,
+)
+
+
+def test_a_failing_source_is_shown_failing_and_colours_the_card() -> None:
+    failing = report(
+        sources={
+            "wandb": FAILING_WANDB,
+            "github": SourceStatus(ok=True, last_success_at=NOW - timedelta(minutes=4)),
+            "discord": None,
+        }
+    )
+    card = status_card(failing, NARRATIVE, fmt)
+    fields = {f.name: f.value for f in card.fields}
+    assert fields["Sources"] == (
+        "GitHub 4 min ago\n⚠️ **W&B failing** since <time:09-02 13:51> — W&B (api.wandb.ai): "
+        "run ent/proj/gone not found (check wandb\\_runs)"
+    )
+    assert card.title == "Hero 535B — running · W&B failing"
+    assert card.color == "stale"  # what W&B last said may be old: not a green card
+    text = render_card(card)
+    assert "W&B failing since" in text and "not found" in text
+
+    # GitHub failing on an otherwise healthy run: yellow. A crash stays red.
+    github_down = {
+        "wandb": SourceStatus(ok=True, last_success_at=NOW),
+        "github": SourceStatus(
+            ok=False, error="repository o/r not found", failing_since=NOW - timedelta(days=2)
+        ),
+        "discord": None,
+    }
+    card = status_card(report(sources=github_down), NARRATIVE, fmt)
+    assert card.color == "warning"
+    assert "**GitHub failing** since <datetime:08-31 15:30>" in card.fields[-2].value
+    crashed = report(sources=github_down, state="crashed", health="bad")
+    assert status_card(crashed, NARRATIVE, fmt).color == "bad"
+
+
+def test_status_json_sources() -> None:
+    data = status_json(report(sources={**report().sources, "wandb": FAILING_WANDB}), NARRATIVE)
+    assert data["sources"] == {
+        "wandb": {
+            "ok": False,
+            "error": FAILING_WANDB.error,
+            "failing_since": "2026-09-02T13:51:00Z",
+            "last_success_at": None,
+        },
+        "github": None,
+        "discord": {
+            "ok": True,
+            "error": None,
+            "failing_since": None,
+            "last_success_at": "2026-09-02T15:30:00Z",
+        },
+    }
 
 
 def test_timeline_json_shape() -> None:

@@ -248,3 +248,32 @@ async def test_only_newsworthy_events_in_the_window_count(store: Store) -> None:
     )  # fmt: skip
     facts = await build_digest(store, "hero", later)
     assert facts.events_in_window == 0 and facts.quiet  # noise, and an event after the window
+
+
+async def test_sources_follow_the_runs_file_and_keep_when_failing_began(store: Store) -> None:
+    """Only the sources the run uses are reported; a failing one keeps the time its failures
+    began (not the latest attempt) and its error, and a success clears both."""
+    await seed(store)  # uses W&B only; GitHub has a health row but is not configured
+    began = NOW - timedelta(minutes=30)
+    for minutes in (30, 20, 10):
+        await store.health.record_failure(
+            "wandb", "hero", NOW - timedelta(minutes=minutes), "run e/p/hero-1 not found", None
+        )
+    report = await build_status(store, "hero", NOW)
+    assert set(report.sources) == {"wandb", "github", "discord"}
+    assert report.sources["github"] is None and report.sources["discord"] is None
+    wandb = report.sources["wandb"]
+    assert wandb is not None and not wandb.ok
+    assert wandb.failing_since == began and wandb.error == "run e/p/hero-1 not found"
+    assert wandb.last_success_at == NOW - timedelta(minutes=2)
+    assert report.failing_sources == ["wandb"]
+    text = render_card(
+        status_card(report, Narrative("x", NOW, "template"), local_formatter("UTC", NOW))
+    )
+    assert "W&B failing since 11:30 UTC — run e/p/hero-1 not found" in text
+    assert "GitHub" not in text
+
+    await store.health.record_success("wandb", "hero", NOW)
+    await store.health.record_failure("wandb", "hero", NOW + timedelta(minutes=5), "HTTP 502", None)
+    wandb = (await build_status(store, "hero", NOW + timedelta(minutes=6))).sources["wandb"]
+    assert wandb is not None and wandb.failing_since == NOW + timedelta(minutes=5)

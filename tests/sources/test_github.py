@@ -525,6 +525,42 @@ async def test_secondary_limit_without_retry_after_backs_off_a_minute_then_more(
     assert caught.value.retry_after == 60  # a good poll resets the backoff
 
 
+async def test_a_short_rate_limit_is_waited_out_inside_the_poll(gh, client, store) -> None:
+    """retry-after ≤ 60 s: the poll sleeps and carries on instead of failing the source."""
+    repo = gh.repo(REPO)
+    threads = seed(repo)
+    sleeps = Sleeps()
+    src = source(store, client, gh, sleep=sleeps)
+    await src.poll(NOW)
+    repo.add_comment(threads["hero"], "after the short limit")
+    gh.advance(hours=1)
+    gh.secondary_limit(retry_after=20)
+    await src.poll(NOW)  # does not raise
+    assert sleeps.delays == [20]
+    assert "after the short limit" in {r["body"] for r in await rows(store)}
+
+    # A limit that keeps coming back fails after two waits, with its retry-after.
+    gh.secondary_limit(retry_after=20, count=3)
+    with pytest.raises(SourceUnavailable) as caught:
+        await src.poll(NOW)
+    assert caught.value.retry_after == 20 and sleeps.delays == [20, 20, 20]
+
+
+async def test_a_primary_window_about_to_reset_is_waited_out(gh, client, store) -> None:
+    seed(gh.repo(REPO))
+    waited: list[float] = []
+
+    async def sleep(delay: float) -> None:  # the fake's clock moves as we wait
+        waited.append(delay)
+        gh.advance(seconds=delay)
+
+    gh.advance(minutes=59, seconds=30)
+    gh.exhaust()
+    await source(store, client, gh, sleep=sleep).poll(NOW)
+    assert waited == [pytest.approx(30, abs=1)]
+    assert len(await rows(store)) == 2
+
+
 async def test_primary_exhaustion_waits_until_reset(gh, client, store) -> None:
     seed(gh.repo(REPO))
     gh.advance(minutes=20)

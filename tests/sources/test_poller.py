@@ -80,3 +80,19 @@ async def test_retry_after_and_fatal_errors_wait_longer(store: Store, now: datet
     assert limited_health.next_attempt_at == now + timedelta(seconds=600)
     assert denied_health.next_attempt_at == now + FATAL_BACKOFF
     assert denied_health.last_error == "token invalid"
+
+
+async def test_skipped_sources_say_when_they_will_be_tried_again(
+    store: Store, now: datetime
+) -> None:
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    missing = Scripted(
+        "github:o/gone", [SourceUnavailable("repository o/gone not found", fatal=True)]
+    )
+    await poll_once(store, [missing], now)
+    report = await poll_once(store, [missing], now + timedelta(minutes=1))
+    assert report.skipped == ["github:o/gone"]
+    assert report.retry_at == {"github:o/gone": now + FATAL_BACKOFF}
+    assert report.backoff_errors == {"github:o/gone": "repository o/gone not found"}
+    freshness = await store.health.get("github", "hero")
+    assert freshness is not None and freshness.failing and freshness.failing_since == now

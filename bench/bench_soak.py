@@ -73,13 +73,17 @@ async def soak(args: argparse.Namespace) -> tuple[list[tuple[int, float]], list[
         async with Database.open(db) as database:
             store = Store(database)
             runtime = Runtime(settings=settings, runs=sample_runs_file(sample), store=store)
+            options = {"max_messages": 1000} if args.unbounded else {}
             bot = RunscribeBot(
                 runtime,
                 guild_ready_timeout=0,
                 intervals=LoopIntervals(poll=3600, outbox=0.5, digest=3600, narrative=3600),
+                **options,
             )
             task = asyncio.create_task(bot.start(fake.token))
             await asyncio.wait_for(bot.wait_until_ready(), 30)
+            if args.unbounded:  # every /timeline pager lives until its timeout
+                bot.get_cog("Timeline").live_pagers = 10**9  # type: ignore[union-attr]
             channel = int(sample.run_config["watch_channels"][0])
             samples: list[tuple[int, float]] = []
             every = max(1, args.messages // 20)
@@ -104,6 +108,8 @@ async def soak(args: argparse.Namespace) -> tuple[list[tuple[int, float]], list[
                 if n % 200 == 0:  # the fake's own records are not the bot's memory
                     fake.requests.clear()
                     fake.interactions.clear()
+                    fake.nonces.clear()
+                    del fake._backlog[:]  # events kept for a RESUME replay
                     for messages in fake.messages.values():
                         del messages[:-200]
                 if n % every == 0:
@@ -125,6 +131,11 @@ def main() -> None:
     parser.add_argument("--poll-every", type=int, default=4, help="messages per poll cycle")
     parser.add_argument("--command-every", type=int, default=40, help="messages per command pair")
     parser.add_argument("--trace", action="store_true")
+    parser.add_argument(
+        "--unbounded",
+        action="store_true",
+        help="the old behaviour: discord.py's 1,000-message cache, every pager kept",
+    )
     args = parser.parse_args()
     if args.trace:
         tracemalloc.start(10)

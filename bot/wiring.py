@@ -5,6 +5,8 @@ to the services that call them); the CLI and the bot ask it rather than importin
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import json
 import logging
 from collections.abc import AsyncIterator, Sequence
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.digests import DigestComposer
+from bot.heap import freeze_long_lived
 from bot.models import LLMOutput
 from bot.narrative.facts import DigestFacts, NarrativeFacts
 from bot.pipeline import Detector, Enricher
@@ -152,12 +155,35 @@ def digest_composer(store: Store, llm: LLMClient | None) -> DigestComposer:
     return compose
 
 
+# Imported lazily by the functions above, all of them needed by `open_runtime`.
+RUNTIME_MODULES = (
+    "httpx",
+    "bot.sources.github",
+    "bot.sources.wandb",
+    "bot.incidents.engine",
+    "bot.llm.client",
+    "bot.llm.narrative",
+    "bot.llm.digest",
+    "bot.llm.enrich",
+)
+
+
+def _import_all(modules: Sequence[str]) -> None:
+    for name in modules:
+        importlib.import_module(name)
+
+
 @asynccontextmanager
 async def open_runtime(
     settings: Settings, runs: RunsFile, *, readers: int = 0
 ) -> AsyncIterator[Runtime]:
     """Everything a polling process needs, opened and closed together (`readers`: read-only
     connections for commands, see `COMMAND_READERS`)."""
+    # The modules a long-running process needs but one-shot commands do not (anthropic alone is
+    # 1.5 s of CPU to import): imported in a worker thread, so whatever else already runs on
+    # this loop (a bot, a web server) is never held up by the import.
+    await asyncio.to_thread(_import_all, RUNTIME_MODULES)
+    freeze_long_lived()
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(open_store(settings, readers=readers))
         await record_runs(store, runs)

@@ -4,6 +4,7 @@ with buttons that only the person who asked can press."""
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import TYPE_CHECKING
 
 import discord
@@ -22,7 +23,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 MAX_ENTRIES = 500
 SLOW_FILTER_DAYS = 30
-PAGER_TIMEOUT = 600.0
+PAGER_TIMEOUT = 300.0  # the buttons work for five minutes after the last press
+# Pagers with live buttons at once: each holds every rendered page of its timeline (up to 500
+# entries) until it ends, so opening another retires the oldest.
+LIVE_PAGERS = 20
 
 TAG_CHOICES = [app_commands.Choice(name=tag, value=tag) for tag in TAGS]
 SOURCE_CHOICES = [app_commands.Choice(name=source, value=source) for source in SOURCES]
@@ -74,10 +78,18 @@ class Pager(discord.ui.View):
         await self._show(interaction, self.index + 1)
 
     async def on_timeout(self) -> None:
-        if self.origin is None:
+        await self.retire()
+
+    async def retire(self) -> None:
+        """Stop answering presses, let go of the pages and the interaction, and take the
+        buttons off the message."""
+        self.stop()
+        origin, self.origin = self.origin, None
+        self.pages = self.pages[self.index : self.index + 1]
+        if origin is None:
             return
         try:
-            await self.origin.edit_original_response(view=None)
+            await origin.edit_original_response(view=None)
         except discord.HTTPException:
             pass  # message deleted or token expired: nothing to tidy
 
@@ -85,6 +97,20 @@ class Pager(discord.ui.View):
 class Timeline(commands.Cog):
     def __init__(self, bot: RunscribeBot):
         self.bot = bot
+        self.live_pagers = LIVE_PAGERS
+        self._pagers: deque[Pager] = deque()  # oldest first
+
+    async def cog_unload(self) -> None:
+        while self._pagers:
+            self._pagers.popleft().stop()
+
+    async def _keep(self, pager: Pager) -> None:
+        """Count `pager` among the live ones; past `live_pagers`, the oldest are retired."""
+        live = [p for p in self._pagers if not p.is_finished()]
+        live.append(pager)
+        while len(live) > self.live_pagers:
+            await live.pop(0).retire()
+        self._pagers = deque(live)
 
     @app_commands.command(name="timeline", description="What happened to a run, newest first")
     @app_commands.describe(
@@ -130,6 +156,7 @@ class Timeline(commands.Cog):
             view = Pager(pages, interaction.user.id)
             view.origin = interaction
             await _answer(interaction, embed=view.embed(), view=view)
+            await self._keep(view)
 
 
 async def _answer(

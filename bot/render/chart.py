@@ -12,14 +12,35 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from bot.analysis.progress import Restart
+from bot.heap import freeze_long_lived
 from bot.models import MetricPoint
 from bot.services.forecasts import ForecastPanel
 from bot.services.status import ChartSeries
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 log = logging.getLogger(__name__)
 _now = time.monotonic
+_FIGURE: type[Figure] | None = None
+
+
+def _figure_class() -> type[Figure]:
+    """matplotlib's Figure (the OO API: no global pyplot state, thread-safe), imported at the
+    first chart, not at start: a bot that never draws never pays its memory."""
+    global _FIGURE
+    if _FIGURE is None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib.figure import Figure
+
+        _FIGURE = Figure
+        freeze_long_lived()  # matplotlib's ~170,000 module objects: never walked by the GC
+    return _FIGURE
 
 
 def render_chart(
@@ -30,12 +51,7 @@ def render_chart(
     now: datetime | None = None,
     loss_curve: Callable[[float], float | None] | None = None,
 ) -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure  # the OO API: no global pyplot state, thread-safe
-
-    fig = Figure(figsize=(8, 3.2), dpi=100)
+    fig = _figure_class()(figsize=(8, 3.2), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
     times = [p.at for p in points if p.loss is not None and math.isfinite(p.loss)]
     losses = [p.loss for p in points if p.loss is not None and math.isfinite(p.loss)]
@@ -227,12 +243,7 @@ def render_forecast_chart(
 ) -> bytes:
     """One watched metric against its forecast: the values by step, the trend line and its band
     (`band`: (step, low, forecast, high) at the ends of a straight stretch), where a drift began."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(8, 3.0), dpi=100)
+    fig = _figure_class()(figsize=(8, 3.0), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
     if steps:
         ax.plot(list(steps), list(values), color="#3b7dd8", linewidth=1.0, label="value")
@@ -259,8 +270,12 @@ def render_forecast_chart(
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return buffer.getvalue()
+    try:
+        fig.savefig(buffer, format="png")
+        return buffer.getvalue()
+    finally:
+        fig.clear()  # see render_chart
+        del fig, ax
 
 
 def forecast_panel_chart(panel: ForecastPanel) -> bytes:

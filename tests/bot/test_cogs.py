@@ -111,6 +111,29 @@ async def test_timeline_pages_only_for_the_invoker(start_bot: StartBot, fake: Fa
         assert size + len(page["footer"]["text"]) <= 6000
 
 
+async def test_opening_more_pagers_than_kept_retires_the_oldest(
+    start_bot: StartBot, fake: FakeDiscord
+) -> None:
+    bot = await start_bot()
+    cog = bot.get_cog("Timeline")
+    assert cog is not None
+    cog.live_pagers = 2  # type: ignore[attr-defined]
+    records = []
+    for _ in range(3):
+        record = await fake.slash("timeline", [option("days", 60, 4)])
+        message = await final_message(fake, record)
+        assert message["components"], "a timeline of several pages has buttons"
+        records.append(record)
+    # The oldest lost its buttons and its pages; the two newest still page.
+    oldest = records[0]
+    await fake.wait_for(lambda: oldest.original is not None and not oldest.original["components"])
+    pagers = list(cog._pagers)  # type: ignore[attr-defined]
+    assert len(pagers) == 2 and all(not p.is_finished() and len(p.pages) >= 2 for p in pagers)
+    for record in records[1:]:
+        message = record.original if record.original is not None else record.followups[0]
+        assert message["components"]
+
+
 async def test_timeline_filters_and_rejects_bad_ones(
     start_bot: StartBot, fake: FakeDiscord
 ) -> None:

@@ -1,0 +1,54 @@
+"""The slow-callback check itself: it fails a test whose callback held the loop (running or
+blocked), and lets pass only what was time spent waiting for a CPU."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from tests.slow_callbacks import Cost, no_slow_callbacks
+
+
+def burn(seconds: float) -> None:
+    """Busy for `seconds` of this thread's CPU time, however loaded the machine is."""
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+
+
+async def test_a_callback_that_computes_for_150_ms_fails_the_test() -> None:
+    with pytest.raises(pytest.fail.Exception, match="the event loop was blocked"):
+        async with no_slow_callbacks():
+            await asyncio.sleep(0)  # the check measures from the next callback on
+            burn(0.15)
+            await asyncio.sleep(0)
+
+
+async def test_a_callback_that_sleeps_150_ms_fails_the_test() -> None:
+    with pytest.raises(pytest.fail.Exception, match="the event loop was blocked"):
+        async with no_slow_callbacks():
+            await asyncio.sleep(0)
+            time.sleep(0.15)  # noqa: ASYNC251 - the blocking call under test
+            await asyncio.sleep(0)
+
+
+async def test_short_callbacks_pass_and_the_loop_is_restored() -> None:
+    loop = asyncio.get_running_loop()
+    debug, duration = loop.get_debug(), loop.slow_callback_duration
+    async with no_slow_callbacks() as check:
+        assert loop.get_debug() and loop.slow_callback_duration == 0.1
+        for _ in range(20):
+            await asyncio.sleep(0.001)
+    assert not check.blocked
+    assert (loop.get_debug(), loop.slow_callback_duration) == (debug, duration)
+
+
+def test_only_the_wait_for_a_cpu_is_excused() -> None:
+    # 300 ms of wall time, 290 of them waiting for a CPU: starvation, the callback held 10 ms
+    assert not Cost(wall=0.3, cpu=0.01, waited=0.29).blocked_loop(0.1)
+    # the same wall time with no wait: it slept or blocked for 290 ms
+    assert Cost(wall=0.3, cpu=0.01, waited=0.0).blocked_loop(0.1)
+    # starved, but it also ran for 120 ms
+    assert Cost(wall=0.5, cpu=0.12, waited=0.38).blocked_loop(0.1)

@@ -153,7 +153,8 @@ async def enrich_pending(
     budget: Budget | None = None,
 ) -> int:
     """Enrich every event that is new or edited since it was last enriched (Discord bursts are
-    folded into conversations first). Returns how many were enriched.
+    folded into conversations first), until a batch finds the queue drained. Returns how many
+    were enriched.
 
     With a `budget`, no new batch starts once it is spent and a call that outlasts it is cut
     off: its events get the rules' enrichment labelled for an LLM retry, and whatever is left
@@ -205,6 +206,11 @@ async def enrich_pending(
                 wrote += int(stored)
         done += wrote
         if wrote == 0:  # everything changed under us; try again next cycle
+            return done
+        if len(pending) < batch:
+            # The queue was drained: what arrived since waits for the next round, so a busy
+            # channel (a message every few milliseconds) never keeps one round going until
+            # its budget is spent, holding the enrichment loop and deferring every command.
             return done
 
 

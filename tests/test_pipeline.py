@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta
+from typing import Any
 
 from bot.models import Event, RunInfo
 from bot.pipeline import Budget, RulesEnricher, enrich_pending
@@ -229,3 +230,30 @@ async def test_closing_an_incident_thread_is_not_a_new_report(store: Store, now:
     stored_close = await store.events.get_by_external("hero", "github", "state:1533:closed:x")
     assert stored_report is not None and stored_report.incident
     assert stored_close is not None and not stored_close.incident
+
+
+class ChattyEnricher:
+    """The rules, while a busy channel keeps adding a comment during every request."""
+
+    def __init__(self, store: Store, now: datetime):
+        self.store, self.now, self.calls = store, now, 0
+
+    async def enrich(self, events: list[Event]) -> dict[int, tuple[Any, str]]:
+        self.calls += 1
+        if self.calls <= 10:  # (a round that never ended would otherwise go on for ever)
+            await self.store.events.upsert_many([comment(1000 + self.calls, self.now)])
+        return await RulesEnricher().enrich(events)
+
+
+async def test_a_round_ends_once_the_queue_was_drained_however_busy_the_channel(
+    store: Store, now: datetime
+) -> None:
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    await store.events.upsert_many([comment(i, now) for i in range(25)])
+    enricher = ChattyEnricher(store, now)
+    # 25 queued, one more arriving during each request: batches of 10, 10 and 7 (the 5 left
+    # and the 2 that came meanwhile). The third was not full, so the queue was drained when it
+    # was read: the comment that arrived during it is the next round's.
+    assert await enrich_pending(store, enricher, batch=10) == 27
+    assert enricher.calls == 3
+    assert len(await store.events.pending_enrichment()) == 1

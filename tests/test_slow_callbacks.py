@@ -52,3 +52,11 @@ def test_only_the_wait_for_a_cpu_is_excused() -> None:
     assert Cost(wall=0.3, cpu=0.01, waited=0.0).blocked_loop(0.1)
     # starved, but it also ran for 120 ms
     assert Cost(wall=0.5, cpu=0.12, waited=0.38).blocked_loop(0.1)
+    # it started a thread, which waited 200 ms for a CPU before it could say it was running
+    assert not Cost(wall=0.25, cpu=0.01, waited=0.03, started=0.2).blocked_loop(0.1)
+    # off-CPU for 290 ms while a worker (holding the GIL) waited 250 ms for a CPU
+    assert not Cost(wall=0.3, cpu=0.01, waited=0.0, others=0.25).blocked_loop(0.1)
+    # the same, but the callback ran for 150 ms itself: its CPU time is never excused
+    assert Cost(wall=0.3, cpu=0.15, waited=0.0, others=0.3).blocked_loop(0.1)
+    # off-CPU for 290 ms while the other threads hardly waited: a sleep or a blocking call
+    assert Cost(wall=0.3, cpu=0.01, waited=0.0, others=0.02).blocked_loop(0.1)

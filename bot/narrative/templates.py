@@ -101,7 +101,13 @@ def template_narrative(facts: NarrativeFacts) -> str:
     launch and projected end, the restart's time, step and downtime, the loss, incident counts)
     are not repeated here."""
     paragraphs = [" ".join(_story(facts))]
-    latest = latest_lines(facts.highlights)
+    # the newest restart is the card's "Last restart" field: not said again
+    shown = [
+        h
+        for h in facts.highlights
+        if not (facts.last_restart is not None and h.source == "wandb" and h.kind == "restart")
+    ]
+    latest = latest_lines(shown)
     if latest:
         paragraphs.append("Latest:\n" + "\n".join(latest))
     if facts.open_threads:

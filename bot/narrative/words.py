@@ -16,6 +16,7 @@ SOURCE_NAMES: dict[str, str] = {spec.name: spec.label for spec in SOURCE_SPECS}
 STATE_WORDS: dict[str, str] = {
     "running": "running",
     "pending": "waiting to start",
+    "preempting": "being preempted",
     "preempted": "preempted",
     "crashed": "crashed",
     "failed": "failed",

@@ -391,3 +391,20 @@ def test_terminal_text_in_the_runs_zone() -> None:
         "      old",
     ]
     assert render_timeline([], local) == "No timeline entries."
+
+
+def test_words_map_every_internal_identifier_to_plain_words() -> None:
+    from bot.models import SOURCES, WANDB_STATES
+    from bot.narrative import words
+
+    for source in SOURCES:
+        assert words.source_name(source) != source or source.istitle()
+    assert words.credit(None, "wandb") == "W&B" and words.credit("  ", "github") == "GitHub"
+    assert words.credit("Dana", "discord") == "Dana"
+    for state in WANDB_STATES:
+        assert state in words.STATE_WORDS, state
+    assert words.condition_words("wandb-state") == "W&B run state"
+    assert words.condition_words("drift:train/grad_norm") == "forecast drift (train/grad_norm)"
+    assert words.condition_words("report:oom:github:o/r#1") == "a person's report (oom)"
+    assert words.incident_kind_words("nan") == "loss became NaN"
+    assert words.severity_words("critical") == "critical"

@@ -58,6 +58,7 @@ class Cost:
     # thread or process spent waiting for a CPU, the loop waited for a CPU too.
     started: float = 0.0
     others: float = 0.0  # run-queue wait of the process's other threads meanwhile
+    others_ran: float = 0.0  # CPU time of the process's other threads meanwhile
 
     @property
     def stalled(self) -> float:
@@ -77,7 +78,8 @@ class Cost:
         return (
             f"wall {self.wall * 1000:.0f} ms, waiting for a CPU {self.waited * 1000:.0f} ms, "
             f"for a started thread's CPU {self.started * 1000:.0f} ms, other threads waiting "
-            f"for a CPU {self.others * 1000:.0f} ms, CPU {self.cpu * 1000:.0f} ms, "
+            f"for a CPU {self.others * 1000:.0f} ms (running {self.others_ran * 1000:.0f} ms), "
+            f"CPU {self.cpu * 1000:.0f} ms, "
             f"GC {self.gc * 1000:.0f} ms"
         )
 
@@ -121,27 +123,33 @@ class RunQueue:
             except OSError:
                 pass
 
-    def read(self) -> dict[int, float]:
-        """Each thread's total run-queue wait so far (the second field of its schedstat)."""
+    def read(self) -> dict[int, tuple[float, float]]:
+        """Each thread's total (time on a CPU, run-queue wait) so far: its schedstat."""
         self._refresh()
-        waits: dict[int, float] = {}
+        times: dict[int, tuple[float, float]] = {}
         for tid, fd in self._fds.items():
             try:
-                waits[tid] = int(os.pread(fd, 128, 0).split()[1]) / 1e9
-            except (OSError, IndexError, ValueError):
-                pass  # the thread has ended
-        return waits
+                ran, waited = os.pread(fd, 128, 0).split()[:2]
+            except (OSError, ValueError):
+                continue  # the thread has ended
+            times[tid] = (int(ran) / 1e9, int(waited) / 1e9)
+        return times
 
-    def since(self, before: dict[int, float]) -> tuple[float, float]:
-        """(the loop thread's wait, the other threads' waits) since the reading `before`."""
+    def since(self, before: dict[int, tuple[float, float]]) -> tuple[float, float, float]:
+        """(the loop thread's wait, the other threads' waits, the other threads' CPU time)
+        since the reading `before`."""
         after = self.read()
-        own = after.get(self.own, 0.0) - before.get(self.own, 0.0)
-        others = sum(
-            max(0.0, wait - before[tid])
-            for tid, wait in after.items()
+        own = after.get(self.own, (0.0, 0.0))[1] - before.get(self.own, (0.0, 0.0))[1]
+        others = [
+            (ran - before[tid][0], waited - before[tid][1])
+            for tid, (ran, waited) in after.items()
             if tid != self.own and tid in before
+        ]
+        return (
+            own,
+            sum(max(0.0, waited) for _, waited in others),
+            sum(max(0.0, ran) for ran, _ in others),
         )
-        return own, others
 
     def close(self) -> None:
         for fd in self._fds.values():
@@ -224,7 +232,7 @@ def _measured(
             run(handle)
         finally:
             cpu = time.thread_time() - cpu
-            waited, others = queue.since(waits)
+            waited, others, others_ran = queue.since(waits)
             handler.last = Cost(
                 wall=time.perf_counter() - wall,
                 cpu=cpu,
@@ -232,6 +240,7 @@ def _measured(
                 gc=handler.gc_time - collecting,
                 started=handler.start_wait - starting,
                 others=others,
+                others_ran=others_ran,
             )
             if sampler is not None:
                 sampler.started = None

@@ -414,6 +414,18 @@ class EventsRepo:
         row = await self.db.fetchone(sql, params)
         return int(row[0]) if row else 0
 
+    async def of_kind(
+        self, run_slug: str, source: str, kind: str, *, limit: int = 1000
+    ) -> list[Event]:
+        """The run's newest `limit` events of one source and kind, oldest first (a range of the
+        `events_kind` index, e.g. every W&B restart for the chart)."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM events WHERE run_slug = ? AND source = ? AND kind = ? AND deleted = 0 "
+            "ORDER BY at DESC, id DESC LIMIT ?",
+            (run_slug, source, kind, limit),
+        )
+        return [event_from_row(row) for row in reversed(rows)]
+
     async def last_of_kind(self, run_slug: str, source: str, kind: str) -> Event | None:
         params: list[Any] = [run_slug]
         where = _source_is(source, params)

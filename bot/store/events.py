@@ -417,12 +417,14 @@ class EventsRepo:
     async def of_kind(
         self, run_slug: str, source: str, kind: str, *, limit: int = 1000
     ) -> list[Event]:
-        """The run's newest `limit` events of one source and kind, oldest first (a range of the
-        `events_kind` index, e.g. every W&B restart for the chart)."""
+        """The run's newest `limit` events of one source and kind, oldest first (for W&B, e.g.
+        every restart for the chart, a range of the `events_wandb` index)."""
+        params: list[Any] = [run_slug]
+        where = _source_is(source, params)
         rows = await self.db.fetchall(
-            "SELECT * FROM events WHERE run_slug = ? AND source = ? AND kind = ? AND deleted = 0 "
+            f"SELECT * FROM events WHERE run_slug = ? AND {where} AND kind = ? AND deleted = 0 "
             "ORDER BY at DESC, id DESC LIMIT ?",
-            (run_slug, source, kind, limit),
+            [*params, kind, limit],
         )
         return [event_from_row(row) for row in reversed(rows)]
 

@@ -131,9 +131,9 @@ async def test_command_and_idle_cycle_queries_never_scan_the_history(store: Stor
         assert needle in issued, f"expected a query on {needle}"
     assert "events_llm_retry" in "\n".join(found.values())
     assert "events_thread" in "\n".join(found.values())
-    # the chart's restarts: every stored W&B restart, a range of the (run, source, kind) index
+    # the chart's restarts: every stored W&B restart, a range of the index of W&B events
     restarts = [sql for sql in found if "kind = 'restart'" in sql]
-    assert restarts and all("USING INDEX events_kind" in found[sql] for sql in restarts)
+    assert restarts and all("USING INDEX events_wandb" in found[sql] for sql in restarts)
     for sql, plan in found.items():
         if "enriched_hash IS NULL" in sql and sql.lstrip().upper().startswith("SELECT"):
             # the pending set, never the run's history of one source or kind

@@ -407,9 +407,11 @@ class EventsRepo:
 
     async def conversation_before(self, run_slug: str, thread: str, at: datetime) -> Event | None:
         """The channel's latest conversation that started at or before `at` (migration 0012
-        indexes conversations by channel and time)."""
+        indexes conversations by channel and time; named, since the thread index has the same
+        columns and the planner cannot tell them apart without statistics)."""
         row = await self.db.fetchone(
-            "SELECT * FROM events WHERE run_slug = ? AND thread = ? AND kind = 'conversation' "
+            "SELECT * FROM events INDEXED BY events_conversations "
+            "WHERE run_slug = ? AND thread = ? AND kind = 'conversation' "
             "AND at <= ? AND deleted = 0 ORDER BY at DESC, id DESC LIMIT 1",
             (run_slug, thread, to_db(at)),
         )
@@ -420,7 +422,8 @@ class EventsRepo:
     ) -> list[Event]:
         """The channel's conversations that started in [since, until], oldest first."""
         rows = await self.db.fetchall(
-            "SELECT * FROM events WHERE run_slug = ? AND thread = ? AND kind = 'conversation' "
+            "SELECT * FROM events INDEXED BY events_conversations "
+            "WHERE run_slug = ? AND thread = ? AND kind = 'conversation' "
             "AND at >= ? AND at <= ? AND deleted = 0 ORDER BY at, id",
             (run_slug, thread, to_db(since), to_db(until)),
         )

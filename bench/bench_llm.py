@@ -1,6 +1,6 @@
 """LLM cost benchmark (a script, not part of the test run):
 
-    python bench/bench_llm.py [--events 300] [--batch 30]
+    python bench/bench_llm.py [--events 300] [--batch 30] [--day-only] [--windows 120 1800]
 
 1. Tokens per enriched event, batched (many events per request) vs one event per request, over
    the same synthetic events, against the local fake Anthropic server (tests/fakes/anthropic.py).
@@ -8,9 +8,13 @@
    tools) and of the reply it sent; real tokenizer counts differ by a modest factor but the
    ratio between the two modes holds. Goal: <= 300 input tokens per event, batched.
 2. A busy live day (500 GitHub comments, 2,000 Discord messages in bursts over two channels, a
-   poll a minute, a simulated clock): events per request, input tokens per event (cache reads
-   included) and dollars per day, with live batching (`pipeline.Gather`, several windows) next to
-   the old behaviour (everything pending enriched after every poll) in the same run.
+   poll a minute, a simulated clock) through the real pipeline (`enrich_step`, the LLM enricher,
+   the fake server): events per request, input tokens per event (everything the server counted,
+   cache reads included; and as billed, writes at 1.25x and reads at 0.1x), dollars per day and
+   how long an event waited for its request, with live batching (`pipeline.Gather`, the default
+   window and others) next to the old behaviour measured in the same run: everything pending
+   enriched after each poll, in batches of <= 30 and one request per event. `--day-only` runs
+   just this part.
 3. The narrative and digest prompt sizes (estimated tokens of system + user text) after one week
    and after three months of synthetic history (~60 events a day, enriched by the rules). Goal: a
    prompt that does not grow with the run's length.

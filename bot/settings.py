@@ -36,8 +36,9 @@ DEFAULT_ENRICH_MODEL = "claude-haiku-4-5"
 # Live batching: queued events wait up to this many seconds for others to share one request (its
 # fixed prompt is ~1,150 tokens and is not cached under the enrich model's 4,096-token minimum),
 # or until a batch is full. A busy day brings ~550 enrichable events (GitHub comments, settled
-# Discord conversations), one every ~2.5 min: a 15-minute window makes requests of ~8 or more.
-DEFAULT_ENRICH_WINDOW = 900.0
+# Discord conversations), one every ~2.6 min: 15 minutes made requests of 6.5 events, 30 make
+# 12.5 (bench/bench_llm.py). Incident reports never wait (the rules flag them at once).
+DEFAULT_ENRICH_WINDOW = 1800.0
 DEFAULT_ENRICH_BATCH = 30
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.analysis.progress import effective_series
+from bot.narrative.format import fmt_projected
 from bot.render.json import iso, status_json, timeline_json
 from bot.render.page import (
     ChartData,
@@ -24,7 +25,7 @@ from bot.render.page import (
     render_run_page,
 )
 from bot.services.narrative import status_with_narrative
-from bot.services.status import CONFIGURED_SOURCES
+from bot.services.status import CONFIGURED_SOURCES, StatusReport
 from bot.services.timeline import build_timeline, validate_filters
 from bot.store import Store
 
@@ -54,13 +55,10 @@ async def chart_data(store: Store, slug: str) -> ChartData:
         for i in range(1, len(series))
         if series[i].wandb_run != series[i - 1].wandb_run or series[i].step <= series[i - 1].step
     ]
-    events = await store.events.timeline(
-        slug, source="wandb", newsworthy_only=False, limit=RESTART_SCAN
-    )
     restarts = [
         (int(e.extra["to_step"]), e.at)
-        for e in events
-        if e.kind == "restart" and isinstance(e.extra.get("to_step"), int | float)
+        for e in await store.events.of_kind(slug, "wandb", "restart", limit=RESTART_SCAN)
+        if isinstance(e.extra.get("to_step"), int | float)
     ]
     forecast: list[tuple[float, float]] = []
     # `loss_forecast` ([[step, loss], …] in the runs file) is drawn whenever a run has one.
@@ -101,7 +99,15 @@ async def gather_run_page(
         last_cycle_at=cycle.finished_at if cycle else None,
         poll_interval=cycle.interval_seconds if cycle else poll_interval,
         index_href=index_href,
+        projected_end=projected_words(report),
     )
+
+
+def projected_words(report: StatusReport) -> str | None:
+    p = report.progress
+    if p.finished or p.projected_end is None:
+        return None
+    return fmt_projected(p.projected_end, report.projected_margin, report.run.timezone, report.now)
 
 
 async def gather_index(store: Store, now: datetime, href: Callable[[str], str]) -> list[IndexEntry]:

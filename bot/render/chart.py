@@ -322,48 +322,64 @@ def _consume(task: asyncio.Task[None]) -> None:
         task.exception()  # already turned into None for the waiters; never "never retrieved"
 
 
+def draw_forecast_chart(
+    steps: Sequence[int],
+    values: Sequence[float],
+    band: Sequence[tuple[int, float, float, float]] = (),
+    *,
+    drift_step: int | None = None,
+    note: str = "",
+) -> Figure:
+    """One watched metric against its forecast: the values by step, the trend line and its band
+    (`band`: (step, low, forecast, high) at the ends of a straight stretch), where a drift began.
+    Laid out like the loss chart (400 px at 11 pt, drawn at 2×) and, like it, without a title:
+    the embed above names the metric."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=FIGSIZE, dpi=NOMINAL_DPI * SCALE)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.tick_params(labelsize=FONT_PT)
+    if steps:
+        ax.plot(list(steps), list(values), color=LOSS_COLOR, linewidth=1.2, label="value")
+    if band:
+        xs = [b[0] for b in band]
+        ax.fill_between(
+            xs, [b[1] for b in band], [b[3] for b in band], color=PREDICTED_COLOR, alpha=0.18,
+            linewidth=0, label="forecast band",
+        )  # fmt: skip
+        ax.plot(xs, [b[2] for b in band], color=PREDICTED_COLOR, linewidth=1.2, linestyle="--",
+                label="forecast")  # fmt: skip
+    if drift_step is not None:
+        ax.axvline(drift_step, color=RESTART_COLOR, linewidth=1.0, alpha=0.8, label="drift began")
+    if steps:
+        ax.legend(loc="upper left", fontsize=FONT_PT, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no values yet", ha="center", va="center", fontsize=FONT_PT,
+                transform=ax.transAxes)  # fmt: skip
+    if note:
+        ax.text(0.99, 0.02, note, ha="right", va="bottom", fontsize=FONT_PT, color="#777777",
+                transform=ax.transAxes)  # fmt: skip
+    ax.set_xlabel("step", fontsize=FONT_PT)
+    ax.grid(alpha=0.25)
+    fig.tight_layout()
+    return fig
+
+
 def render_forecast_chart(
     steps: Sequence[int],
     values: Sequence[float],
     band: Sequence[tuple[int, float, float, float]] = (),
     *,
-    title: str = "",
     drift_step: int | None = None,
     note: str = "",
 ) -> bytes:
-    """One watched metric against its forecast: the values by step, the trend line and its band
-    (`band`: (step, low, forecast, high) at the ends of a straight stretch), where a drift began."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(8, 3.0), dpi=100)
-    ax = fig.add_subplot(1, 1, 1)
-    if steps:
-        ax.plot(list(steps), list(values), color="#3b7dd8", linewidth=1.0, label="value")
-    if band:
-        xs = [b[0] for b in band]
-        ax.fill_between(
-            xs, [b[1] for b in band], [b[3] for b in band], color="#e08a1e", alpha=0.18,
-            linewidth=0, label="forecast band",
-        )  # fmt: skip
-        ax.plot(xs, [b[2] for b in band], color="#e08a1e", linewidth=1.0, linestyle="--",
-                label="forecast")  # fmt: skip
-    if drift_step is not None:
-        ax.axvline(drift_step, color="#d9534f", linewidth=0.9, alpha=0.8, label="drift began")
-    if steps:
-        ax.legend(loc="upper left", fontsize=8, frameon=False)
-    else:
-        ax.text(0.5, 0.5, "no values yet", ha="center", va="center", transform=ax.transAxes)
-    if note:
-        ax.text(0.99, 0.02, note, ha="right", va="bottom", fontsize=8, color="#777777",
-                transform=ax.transAxes)  # fmt: skip
-    ax.set_xlabel("step")
-    ax.grid(alpha=0.25)
-    if title:
-        ax.set_title(title, fontsize=10)
-    fig.tight_layout()
+    """`draw_forecast_chart` as PNG bytes (blocking: call it in a worker thread)."""
+    fig = draw_forecast_chart(steps, values, band, drift_step=drift_step, note=note)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
     return buffer.getvalue()
@@ -376,7 +392,6 @@ def forecast_panel_chart(panel: ForecastPanel) -> bytes:
         [p.step for p in panel.points],
         [p.value for p in panel.points],
         panel.band(),
-        title=view.name,
         drift_step=view.drift_since_step,
         note=view.reason or "",
     )

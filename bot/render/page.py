@@ -26,8 +26,10 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from bot.analysis.forecast import LossCurve
+from bot.mentions import body as neutralised
 from bot.models import SOURCE_SPECS
 from bot.narrative.format import fmt_big
+from bot.narrative.words import incident_kind_words
 from bot.timeutil import humanize_delta, parse_time, resolve_zone
 
 MAX_PAGE_BYTES = 300_000
@@ -58,6 +60,9 @@ class RunPage:
     last_cycle_at: datetime | None = None
     poll_interval: float | None = None  # seconds
     index_href: str = "index.html"
+    # the projected end as precisely as the pace allows ("late April 2027"); without it the
+    # page names the JSON's date
+    projected_end: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,26 +103,40 @@ def link(text: str, url: object, *, cls: str = "") -> str:
     return f'<a{klass} href="{esc(href)}">{esc(text)}</a>'
 
 
-_URL_IN_TEXT = re.compile(r"\[([^\]\n]{1,300})\]\((https?://[^\s)]+)\)|https?://[^\s<>\"'`]+")
+_URL_IN_TEXT = re.compile(
+    r"(?<!\\)\[([^\]\n]{1,300})(?<!\\)\]\((https?://[^\s)]+)\)|https?://[^\s<>\"'`\\]+"
+)
 _TRAILING = ".,;:!?)]'\"”’"
+_MD_ESCAPE = re.compile(r"\\([\\*_~`|\[\]()<>#-])")
 
 
 def rich_text(text: str) -> str:
-    """Escaped text in which markdown links and bare http(s) URLs become links."""
+    """Escaped text in which markdown links and bare http(s) URLs become links. Markdown
+    escapes are honoured and dropped: an escaped link (`\\[name\\](url)`, `\\<url>`, how the
+    sanitiser neutralises a masked link in a person's name or message) stays text."""
     out: list[str] = []
     pos = 0
     for match in _URL_IN_TEXT.finditer(text):
-        out.append(esc(text[pos : match.start()]))
+        if match.group(1) is None and text[max(0, match.start() - 2) : match.start()] in (
+            "\\(",
+            "\\<",
+        ):
+            continue  # the URL of an escaped link: text, like the rest of it
+        out.append(_plain(text[pos : match.start()]))
         if match.group(1) is not None:
-            out.append(link(match.group(1), match.group(2)))
+            out.append(link(_MD_ESCAPE.sub(r"\1", match.group(1)), match.group(2)))
             pos = match.end()
             continue
         url = match.group(0)
         trimmed = url.rstrip(_TRAILING)
         out.append(link(trimmed, trimmed))
         pos = match.start() + len(trimmed)
-    out.append(esc(text[pos:]))
+    out.append(_plain(text[pos:]))
     return "".join(out)
+
+
+def _plain(text: str) -> str:
+    return esc(_MD_ESCAPE.sub(r"\1", text))
 
 
 def css_ident(value: object) -> str:
@@ -271,7 +290,7 @@ def render_run_page(page: RunPage) -> str:
     head = "\n".join(
         [
             _header(page, zone),
-            _progress(s, zone, page.now),
+            _progress(s, zone, page.now, page.projected_end),
             _narrative(s),
             _chart_section(page.chart),
             _alerts(s, zone, page.now),
@@ -338,7 +357,9 @@ def _bar(percent: float | None) -> str:
     )
 
 
-def _progress(s: dict[str, Any], zone: ZoneInfo, now: datetime) -> str:
+def _progress(
+    s: dict[str, Any], zone: ZoneInfo, now: datetime, projected: str | None = None
+) -> str:
     p = s.get("progress") or {}
     percent = p.get("percent")
     head = []
@@ -358,7 +379,7 @@ def _progress(s: dict[str, Any], zone: ZoneInfo, now: datetime) -> str:
             tokens += f" of {fmt_big(p['target_tokens'])}"
         tokens += " tokens"
     start_label = f"launched {_day(launched, zone, now)}" if launched else ""
-    end_label = f"projected end {_day(end, zone, now)}" if end else ""
+    end_label = f"projected end {projected or _day(end, zone, now)}" if end else ""
     if p.get("finished"):
         end_label = "finished"
     return (
@@ -389,10 +410,14 @@ def _alerts(s: dict[str, Any], zone: ZoneInfo, now: datetime) -> str:
             local = started.astimezone(zone) if started else None
             since = f" · since {_day(local, zone, now)} {local:%H:%M %Z}" if local else ""
             cause = incident.get("reported_cause")
-            cause_html = f"<br>reported: {rich_text(str(cause))}" if cause else ""
+            # a person's words: their masked links stay text, a URL they wrote shows as itself
+            cause_html = f"<br>reported: {rich_text(neutralised(str(cause)))}" if cause else ""
+            kind = (
+                incident_kind_words(str(incident.get("kind") or "")) if incident.get("kind") else ""
+            )
             out.append(
                 f'<div class="alert"><b>{esc(incident.get("title"))}</b> '
-                f'<span class="muted">{esc(incident.get("kind") or "")}{esc(since)}</span>'
+                f'<span class="muted">{esc(kind)}{esc(since)}</span>'
                 f"{cause_html}</div>"
             )
     drifting = [f for f in (s.get("forecasts") or []) if f.get("state") == "drifting"]
@@ -423,11 +448,8 @@ def _footer(s: dict[str, Any], now: datetime) -> str:
         if when is not None:
             fresh.append(f"{_SOURCE_NAMES.get(key, key)} {_relative(when, now)}")
     line = f"Sources: {', '.join(fresh)}. " if fresh else ""
-    by = "an LLM" if s.get("narrative_by") == "llm" else "a template"
-    return (
-        f"\n<footer><p>{esc(line)}Narrative written by {by} from the numbers above; "
-        "generated by Runscribe.</p></footer>"
-    )
+    by = "by AI" if s.get("narrative_by") == "llm" else "by Runscribe"
+    return f"\n<footer><p>{esc(line)}Summary written {by} from the recorded data.</p></footer>"
 
 
 # --- the chart -------------------------------------------------------------------------------

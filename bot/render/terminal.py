@@ -7,6 +7,7 @@ import textwrap
 from datetime import datetime
 
 from bot.narrative.entries import TimelineEntry
+from bot.narrative.words import credit
 from bot.render.cards import Card, TimeFormatter, TimeStyle
 from bot.timeutil import ago, resolve_zone
 
@@ -44,7 +45,13 @@ def render_card(card: Card, width: int = 100) -> str:
     out = [plain(card.title), "=" * min(len(card.title), width)]
     if card.description:
         for paragraph in card.description.split("\n"):
-            out.append(textwrap.fill(plain(paragraph), width) if paragraph.strip() else "")
+            # a list item ("• …") wraps under its text, not under its bullet
+            indent = "  " if paragraph.startswith("• ") else ""
+            out.append(
+                textwrap.fill(plain(paragraph), width, subsequent_indent=indent)
+                if paragraph.strip()
+                else ""
+            )
     for fld in card.fields:
         out.append("")
         out.append(f"{plain(fld.name)}:")
@@ -70,7 +77,7 @@ def render_timeline(entries: list[TimelineEntry], fmt: TimeFormatter, width: int
                 out.append("")
             out.append(label)
             day = label
-        who = entry.author or entry.source
+        who = credit(entry.author, entry.source)
         ref = f" {entry.ref}" if entry.ref else ""
         state = f" [{entry.state}]" if entry.state and entry.source == "github" else ""
         flag = "! " if entry.incident else "  "

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.analysis.progress import Progress, compute_progress
+from bot.analysis.progress import Progress, compute_progress, projection_margin
 from bot.errors import UserFacingError
 from bot.incidents.service import incident_stats
 from bot.models import (
@@ -118,6 +118,8 @@ class StatusReport:
     # Each polled source: None when the run does not use it.
     sources: dict[str, SourceStatus | None] = field(default_factory=dict)
     forecasts: list[ForecastView] = field(default_factory=list)  # the loss first, if forecast
+    # how far either side of the projected end it plausibly lies (`projection_margin`)
+    projected_margin: timedelta | None = None
 
     @property
     def loss_forecast(self) -> ForecastView | None:
@@ -253,6 +255,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         latest_wandb_run=current.wandb_run if current else None,
         sources=source_statuses(run.config, health_rows),
         forecasts=await forecast_views(store, run, chain, now, points, progress.step),
+        projected_margin=projection_margin(progress, now, launched),
     )
 
     stats = await incident_stats(store, slug)

@@ -217,3 +217,49 @@ def test_one_restart_is_labelled_in_the_singular_with_the_predicted_curve() -> N
     labels = legend_texts(fig)
     assert labels == ["loss 2.51", "predicted", "49B tokens", "restart"]
     assert len(restart_marks(fig)) == 1
+
+
+async def test_status_page_marks_a_restart_behind_many_newer_wandb_events(store: Store) -> None:
+    """The page's chart reads restarts by kind, so a busy W&B history after a restart (more
+    events than any fixed scan of the newest ones) cannot hide it."""
+    from bot.statuspage import RESTART_SCAN, chart_data
+
+    resumed = await seed(store)
+    noise_at = resumed[-1].at + timedelta(minutes=1)
+    await store.events.upsert_many(
+        [
+            Event(
+                run_slug="hero",
+                source="wandb",
+                external_id=f"state:{i}",
+                kind="state",
+                at=noise_at + timedelta(seconds=i),
+                ref="hero-1",
+                title="W&B run hero-1 is running",
+            )
+            for i in range(RESTART_SCAN + 50)
+        ]
+    )
+    data = await chart_data(store, "hero")
+    assert [at for _, at in data.restarts] == [p.at for p in resumed]
+    assert [step for step, _ in data.restarts] == [p.step for p in resumed]
+
+
+def test_forecast_chart_has_no_title_and_reads_at_discord_size() -> None:
+    """The /forecast embed names the metric; its chart does not repeat it and is laid out like
+    the loss chart: 2× pixels of the 400 px figure."""
+    from bot.render.chart import draw_forecast_chart, render_forecast_chart
+
+    args = (
+        list(range(0, 1000, 10)),
+        [3.0 - i / 1000 for i in range(0, 1000, 10)],
+        [(0, 2.8, 3.0, 3.2), (990, 1.8, 2.0, 2.2)],
+    )
+    fig = draw_forecast_chart(*args, drift_step=800, note="drifting since step 800")
+    assert fig.get_suptitle() == "" and all(ax.get_title() == "" for ax in fig.axes)
+    fig.canvas.draw()
+    shown_at = DISPLAY_WIDTH_PX / (fig.get_figwidth() * NOMINAL_DPI)
+    sizes = {t.get_text(): t.get_fontsize() * shown_at for t in figure_texts(fig)}
+    assert "drifting since step 800" in sizes and min(sizes.values()) >= 11, sizes
+    width, _ = png_size(render_forecast_chart(*args, drift_step=800))
+    assert width == 2 * DISPLAY_WIDTH_PX

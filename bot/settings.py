@@ -123,7 +123,9 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 __all__ = [
+    "DEFAULT_ENRICH_BATCH",
     "DEFAULT_ENRICH_MODEL",
+    "DEFAULT_ENRICH_WINDOW",
     "DEFAULT_MODEL",
     "ConfigError",
     "ForecastConfig",

@@ -325,7 +325,7 @@ async def test_hostile_names_and_bodies_never_become_links_and_only_responders_s
                 )
             )  # fmt: skip
             assert "\n" not in refused.strip() and len(refused) <= 200, refused
-            assert [s.id for s in await d.store.incidents.active_silences("hero", utcnow())] == [
+            assert [s.id for s in await d.store.incidents.active_silences("hero", d.clock.now)] == [
                 silence.id
             ]
 

@@ -11,18 +11,22 @@
    to `--poll` seconds (RUNSCRIBE_POLL_INTERVAL) so trials are quick; latencies are also given as
    a fraction of it. Each trial uses its own W&B run (one slug each), one trial at a time.
 
-   Three deployments, each a fresh process and database:
+   Four deployments, each a fresh process and database, each run at the same time as its
+   baseline (so both see the same load on the machine):
    - quiet: the bot has nothing else to do (crash, spike and heartbeat trials);
+   - quiet, baseline `timer`: the same with the outbox posting on its 2 s tick only, as before
+     a queued alert woke it: crash trials;
    - loaded: a GitHub backfill behind a slow GitHub (every request answered after `--github-delay`
-     s; `--backfill` old threads labelled for the run at once, then one more every 4 s, each
+     s; `--backfill` old threads labelled for the run at once, then one more every 6 s, each
      backfilled with one request) and a slow LLM (every request answered after `--llm-delay` s,
      enrichment at once): crash trials;
-   - baseline, same load: the same bot with one sequential loop (W&B, then GitHub, then one
-     bounded enrichment round, then sleep the interval), i.e. detection waiting behind GitHub and
-     the LLM, as the bot did before the source families got their own loops.
+   - loaded, baseline `sequential`: the same bot with one sequential loop (W&B, then GitHub,
+     then one bounded enrichment round, then sleep the interval), i.e. detection waiting behind
+     GitHub and the LLM, as the bot did before the source families got their own loops.
 
 2. detect() cost per cycle on a run with 400,000 metric points and 1,000,000 events (rows
-   inserted through SQL: the repositories are not what is measured there).
+   inserted through SQL: the repositories are not what is measured there). The filled store is
+   kept in bench/results/ and reused by later runs: filling it takes minutes here.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import json
 import math
 import os
 import random
+import shutil
 import signal
 import statistics
 import sys
@@ -49,9 +54,11 @@ sys.path.insert(0, str(ROOT))
 
 from bot.incidents.engine import IncidentEngine  # noqa: E402
 from bot.models import MetricPoint, RunSnapshot  # noqa: E402
+from bot.outbox.markers import find_markers  # noqa: E402
 from bot.runtime import record_runs  # noqa: E402
 from bot.settings import parse_runs  # noqa: E402
 from bot.store import Database, Store  # noqa: E402
+from bot.store.db import load_migrations  # noqa: E402
 from bot.timeutil import to_db  # noqa: E402
 from tests.fakes.anthropic import FakeAnthropic, Recorded, Reply, auto_reply, slow  # noqa: E402
 from tests.fakes.discord import FakeDiscord  # noqa: E402
@@ -62,6 +69,7 @@ SLUG = "hero"
 RUN = "lab/pretrain/hero-a"
 CHANNEL = 1213463398226931745
 POLL = 60.0  # the detect() cost part's simulated poll interval
+CACHE = ROOT / "bench" / "results"  # the detect() cost part's filled store, kept between runs
 
 ALERTS = 1_300_000_000_000_000_001
 PROJECT = "ent/bench"
@@ -87,13 +95,16 @@ class Trial:
     kind: str
     path: str
     name: str
-    latency: float | None = None
+    latency: float | None = None  # seconds from the change to the post
+    arrived: datetime | None = None  # when the post arrived (wall clock)
+    content: str = ""
+    after_round: float | None = None  # seconds from the start of the round that caught it
 
 
 @dataclass
 class Deployment:
     label: str
-    mode: str  # "run": `python -m bot run`; "sequential": the baseline loop
+    mode: str  # "run": `python -m bot run`; else a baseline variant (`serve_variant`)
     trials: list[Trial]
     loaded: bool
     results: list[Trial] = field(default_factory=list)
@@ -279,7 +290,6 @@ async def deploy(
 ) -> Deployment:
     await asyncio.to_thread(work.mkdir, parents=True)
     await asyncio.to_thread((work / "runscribe.toml").write_text, runs_toml(deployment))
-    wb.reset()
     seed_runs(wb, deployment.trials)
     live = {t.path: True for t in deployment.trials}
     background: list[asyncio.Task[None]] = [asyncio.create_task(trainer(wb, live))]
@@ -301,8 +311,8 @@ async def deploy(
                 "RUNSCRIBE_ENRICH_WINDOW": "0",  # every queued event is sent to the LLM at once
             }
         argv = [sys.executable, "-m", "bot", "run"]
-        if deployment.mode == "sequential":
-            argv = [sys.executable, str(HERE), "--serve-sequential"]
+        if deployment.mode != "run":
+            argv = [sys.executable, str(HERE), "--serve-variant", deployment.mode]
         log_path = work / "bot.log"
         with log_path.open("wb") as log:
             process = await asyncio.create_subprocess_exec(
@@ -320,7 +330,7 @@ async def deploy(
                     await discord.wait_for(load.first_poll_done, 60)
                     before = len(github.log)
                     load.backfill(args.backfill)
-                    background.append(asyncio.create_task(load.stream(4.0)))
+                    background.append(asyncio.create_task(load.stream(args.stream)))
                     await discord.wait_for(
                         lambda: anthropic.message_requests and len(github.log) >= before + 2, 120
                     )
@@ -335,12 +345,14 @@ async def deploy(
                         lambda trial=trial: alert_for(discord, trial), args.timeout
                     )
                     trial.latency = time.monotonic() - since
-                    content = str(message.get("content"))
+                    trial.arrived = datetime.now(UTC)
+                    trial.content = content = str(message.get("content"))
                     assert KINDS[trial.kind] in content, (trial.kind, content)
                     deployment.results.append(trial)
-                    print(f"  {deployment.label:<9} {trial.kind:<10} {trial.latency:6.2f} s",
-                          flush=True)  # fmt: skip
+                    who = f"{deployment.label} {deployment.mode}"
+                    print(f"  {who:<18} {trial.kind:<10} {trial.latency:6.2f} s", flush=True)
                 deployment.seconds = time.monotonic() - trials_started
+                await rounds(work / "runscribe.db", deployment.results)
                 if load is not None:
                     deployment.github_requests = len(github.log) - github_before
                     deployment.llm_requests = len(anthropic.message_requests) - llm_before
@@ -354,20 +366,39 @@ async def deploy(
                     except TimeoutError:
                         process.kill()
                         await process.wait()
-    print(f"  ({deployment.label}: {time.monotonic() - started:.0f} s including start and stop)")
+    print(f"  ({deployment.label} {deployment.mode}: {time.monotonic() - started:.0f} s with start "
+          "and stop)")  # fmt: skip
     return deployment
 
 
-def serve_sequential() -> int:
-    """The baseline bot: `runscribe run` with one sequential loop instead of a loop per source
-    family and one for enrichment. Runs in the child process this bench starts."""
+async def rounds(path: Path, trials: list[Trial]) -> None:
+    """Each alert's time from the start of the W&B round that queued it (the outbox row's
+    `created_at` is the round's clock), read from the bot's database through the store API."""
+    async with Database.open(path, migrate=False) as db:
+        store = Store(db)
+        for trial in trials:
+            [marker, *_] = find_markers(trial.content)
+            item = await store.outbox.get(marker.item_id)
+            assert item is not None and item.created_at is not None and trial.arrived is not None
+            trial.after_round = (trial.arrived - item.created_at).total_seconds()
+
+
+def serve_variant(variant: str) -> int:
+    """A baseline bot: `runscribe run` with one change, in the child process this bench starts.
+    `timer`: the outbox posts on its 2 s tick only (no wake-up when an alert is queued), as
+    before; `sequential`: one loop polls W&B, then the threads, then enriches once (bounded as
+    now), then sleeps the interval, instead of a loop per source family and one for enrichment."""
     from bot import app, cli
     from bot.pipeline import FAMILIES
+
+    class TimerBot(app.RunscribeBot):
+        def _delivered_soon(self, result: object) -> object:
+            return result
 
     class SequentialBot(app.RunscribeBot):
         def start_loops(self) -> None:
             every = self.intervals
-            self._spawn("outbox", every.outbox, self.drain_outbox)
+            self._spawn("outbox", every.outbox, self.drain_outbox, wake=self._outbox_due)
             self._spawn("cycle", every.poll, self.sequential_cycle)
             self._spawn("digest", every.digest, self.schedule_digests)
             if self.narrative is not None:
@@ -378,7 +409,7 @@ def serve_sequential() -> int:
                 await self.poll_family(family)
             await self.enrich_once()
 
-    app.RunscribeBot = SequentialBot  # type: ignore[misc]
+    app.RunscribeBot = {"timer": TimerBot, "sequential": SequentialBot}[variant]  # type: ignore[misc]
     return cli.main(["run"])
 
 
@@ -394,9 +425,9 @@ def report(deployments: list[Deployment], args: argparse.Namespace) -> dict[str,
     poll = args.poll
     print()
     print(f"Alert latency end to end (W&B change -> post in the fake Discord), poll interval "
-          f"{poll:g} s, outbox drained every 2 s")  # fmt: skip
-    print(f"  {'deployment':<44}{'kind':<11}{'n':>3}{'median':>9}{'p95':>8}{'max':>8}"
-          f"{'median/P':>10}{'max/P':>7}")  # fmt: skip
+          f"{poll:g} s; outbox woken by a queued alert, else every 2 s")  # fmt: skip
+    print(f"  {'deployment':<22}{'kind':<11}{'n':>3}{'median':>9}{'p95':>8}{'max':>8}"
+          f"{'median/P':>10}{'max/P':>7}{'round->post':>13}")  # fmt: skip
     figures: dict[str, Any] = {"poll_s": poll}
     for d in deployments:
         for kind in KINDS:
@@ -404,15 +435,22 @@ def report(deployments: list[Deployment], args: argparse.Namespace) -> dict[str,
             if not values:
                 continue
             med, p95, top = statistics.median(values), nearest_rank(values, 0.95), max(values)
-            print(f"  {d.label + ' (' + d.mode + ')':<44}{kind:<11}{len(values):>3}{med:>8.2f}s"
-                  f"{p95:>7.2f}s{top:>7.2f}s{med / poll:>10.2f}{top / poll:>7.2f}")  # fmt: skip
-            figures[f"{d.label}:{kind}"] = {"n": len(values), "median": med, "p95": p95,
-                                            "max": top}  # fmt: skip
+            after = statistics.median(
+                t.after_round for t in d.results if t.kind == kind and t.after_round is not None
+            )
+            print(f"  {d.label + ' (' + d.mode + ')':<22}{kind:<11}{len(values):>3}{med:>8.2f}s"
+                  f"{p95:>7.2f}s{top:>7.2f}s{med / poll:>10.2f}{top / poll:>7.2f}"
+                  f"{after:>12.2f}s")  # fmt: skip
+            figures[f"{d.label}/{d.mode}:{kind}"] = dict(
+                n=len(values), median=med, p95=p95, max=top, round_to_post=after
+            )
     for d in deployments:
         if d.loaded and d.seconds:
-            print(f"  load during '{d.label}': {d.github_requests} GitHub requests "
+            print(f"  load during '{d.label} ({d.mode})': {d.github_requests} GitHub requests "
                   f"(each answered after {args.github_delay:g} s), {d.llm_requests} LLM requests "
                   f"(each after {args.llm_delay:g} s) in {d.seconds:.0f} s")  # fmt: skip
+    print("  round->post: median seconds from the start of the W&B round that caught the change")
+    print("  to the post (the rest of the latency is waiting for that round to start)")
     print("  (p95 is the nearest rank: with fewer than 20 trials it is the largest or next one)")
     return figures
 
@@ -489,14 +527,31 @@ async def fill(store: Store, points: int, events: int, now: datetime) -> None:
     await conn.execute("ANALYZE")
 
 
-async def cost(path: Path, points: int, events: int, cycles: int) -> dict[str, float]:
-    now = datetime(2026, 9, 1, tzinfo=UTC)
+async def filled(path: Path, points: int, events: int, now: datetime) -> float:
+    """The big store at `path`: copied from bench/results/ when an earlier run left one of these
+    sizes and this schema there (the fill takes minutes on a loaded machine), else filled and
+    kept there. Returns the seconds the fill took (0: reused)."""
+    version = load_migrations()[-1].version
+    cached = CACHE / f"bench_incidents-{points}-{events}-v{version}.db"
+    if cached.exists():
+        await asyncio.to_thread(shutil.copyfile, cached, path)
+        return 0.0
     async with Database.open(path) as db:
         store = Store(db)
         await setup_run(store)
         t0 = time.perf_counter()
         await fill(store, points, events, now)
-        fill_s = time.perf_counter() - t0
+        seconds = time.perf_counter() - t0
+    await asyncio.to_thread(CACHE.mkdir, parents=True, exist_ok=True)
+    await asyncio.to_thread(shutil.copyfile, path, cached)
+    return seconds
+
+
+async def cost(path: Path, points: int, events: int, cycles: int) -> dict[str, float]:
+    now = datetime(2026, 9, 1, tzinfo=UTC)
+    fill_s = await filled(path, points, events, now)
+    async with Database.open(path) as db:
+        store = Store(db)
         engine = IncidentEngine()
         step = (points - 1) * 10
         await snapshot(store, "running", now, now, step)
@@ -552,15 +607,24 @@ async def latency(args: argparse.Namespace) -> dict[str, Any]:
     deployments = [
         Deployment("quiet", "run", plan("quiet", {"crash": trials, "spike": side,
                                                    "heartbeat": side}, rng), loaded=False),
+        Deployment("quiet", "timer", plan("timer", {"crash": trials}, rng), loaded=False),
         Deployment("loaded", "run", plan("loaded", {"crash": trials}, rng), loaded=True),
-        Deployment("baseline", "sequential", plan("base", {"crash": baseline_trials}, rng),
+        Deployment("loaded", "sequential", plan("base", {"crash": baseline_trials}, rng),
                    loaded=True),
     ]  # fmt: skip
     work = Path(tempfile.mkdtemp(prefix="bench-incidents-"))
     wb = FakeWandb().start()
     try:
-        for n, deployment in enumerate(deployments):
-            await deploy(deployment, wb, work / f"{n}-{deployment.label}", args, rng)
+        # Each deployment next to its baseline, at the same time (the same load on the machine).
+        for pair in (deployments[:2], deployments[2:]):
+            await asyncio.gather(
+                *(deploy(d, wb, work / f"{d.mode}-{d.label}", args, rng) for d in pair)
+            )
+    except BaseException:
+        print(f"the bots' logs are kept in {work}")
+        raise
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     finally:
         wb.stop()
     return report(deployments, args)
@@ -569,11 +633,12 @@ async def latency(args: argparse.Namespace) -> dict[str, Any]:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--poll", type=float, default=5.0, help="RUNSCRIBE_POLL_INTERVAL, s")
-    parser.add_argument("--trials", type=int, default=6, help="crash trials per deployment")
+    parser.add_argument("--trials", type=int, default=5, help="crash trials per deployment")
     parser.add_argument("--side-trials", type=int, default=2, help="spike and heartbeat trials")
-    parser.add_argument("--baseline-trials", type=int, default=4)
+    parser.add_argument("--baseline-trials", type=int, default=3)
     parser.add_argument("--github-delay", type=float, default=1.5)
-    parser.add_argument("--backfill", type=int, default=20, help="threads labelled at once")
+    parser.add_argument("--backfill", type=int, default=15, help="threads labelled at once")
+    parser.add_argument("--stream", type=float, default=6.0, help="then one more every S s")
     parser.add_argument("--llm-delay", type=float, default=6.0)
     parser.add_argument("--timeout", type=float, default=240.0, help="per trial, s")
     parser.add_argument("--seed", type=int, default=12)
@@ -586,10 +651,7 @@ async def main() -> None:
     parser.add_argument("--points", type=int, default=400_000)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--cycles", type=int, default=40)
-    parser.add_argument("--serve-sequential", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve_sequential:
-        raise SystemExit(serve_sequential())
     if args.quick:
         args.points, args.events, args.cycles = 100_000, 250_000, 20
     figures = await latency(args)
@@ -597,8 +659,9 @@ async def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             stats = await cost(Path(tmp) / "big.db", args.points, args.events, args.cycles)
         print()
-        print(f"detect() per cycle, {args.points:,} points, {args.events:,} events "
-              f"(filled in {stats['fill_s']:.0f} s)")  # fmt: skip
+        how = (f"filled in {stats['fill_s']:.0f} s, kept in {CACHE} for the next run"
+               if stats["fill_s"] else f"the store kept in {CACHE} by an earlier run")  # fmt: skip
+        print(f"detect() per cycle, {args.points:,} points, {args.events:,} events ({how})")
         print(f"  {'case':<34}{'median ms':>10}{'p95 ms':>10}")
         print(f"  {'healthy run':<34}{stats['median_ms']:>10.1f}{stats['p95_ms']:>10.1f}")
         print(f"  {'open crash incident':<34}{stats['open_median_ms']:>10.1f}"
@@ -609,6 +672,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    if "--serve-sequential" in sys.argv:  # the baseline bot's own process: no event loop here
-        raise SystemExit(serve_sequential())
+    if sys.argv[1:2] == ["--serve-variant"]:  # a baseline bot's own process (see `deploy`)
+        raise SystemExit(serve_variant(sys.argv[2]))
     asyncio.run(main())

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -210,6 +211,7 @@ async def main() -> None:
         stored = len(await store.metrics.points("hero"))
     await client.aclose(teardown=True)
     fake.stop()
+    shutil.rmtree(work, ignore_errors=True)
 
     def avg(items: list[Measure], attr: str) -> float:
         return sum(getattr(m, attr) for m in items) / len(items)

@@ -124,7 +124,7 @@ async def handlers(store: Store, now: datetime, runs: int) -> list[str]:
         await ChartCache().get_or_draw(SLUG, "cold", draw)
 
     async def chart_naive() -> None:
-        await render_chart_async(await naive_chart_data(reader), title=NAME)
+        await render_chart_async(await naive_chart_data(reader))
 
     async def chart_data() -> None:
         await chart_series(reader, SLUG)

@@ -99,7 +99,7 @@ async def naive_idle_reads(store: Store) -> None:
 
 async def naive_chart(store: Store) -> bytes:
     """The window function over every point, then the same drawing."""
-    return await render_chart_async(await naive_chart_data(store), title="naive")
+    return await render_chart_async(await naive_chart_data(store))
 
 
 async def measure(store: Store, path: Path, size: int, ingest_rate: float) -> dict[str, float]:

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from bot.enrich.conversations import GAP, group_conversations
+from bot.enrich.conversations import (
+    GAP,
+    burst_bounds,
+    bursts,
+    conversation_of,
+    settled,
+    settles_at,
+)
 from bot.enrich.rules import Enrichment, enrich_event
 from bot.models import UNHEALTHY_STATES, Event
 from bot.sources.base import Source
@@ -88,60 +95,117 @@ def is_thread_state_change(event: Event) -> bool:
     return event.source == "github" and event.kind == "state"
 
 
+# Seconds the oldest ready event may wait for others to share its request (live batching).
+DEFAULT_WINDOW = 900.0
+
+
 class Detector(Protocol):
     async def detect(self, store: Store, now: datetime) -> int:
         """Evaluate incident rules, queue alerts in the outbox; return the number queued."""
         ...
 
 
-async def group_discord_bursts(
-    store: Store, run_slug: str | None = None, *, lookback: timedelta = timedelta(hours=2)
-) -> int:
+# How the rules label a message folded into a conversation (the conversation carries it).
+IN_CONVERSATION = "rules:in-conversation"
+
+
+async def group_discord_bursts(store: Store, run_slug: str | None = None) -> int:
     """Fold new Discord messages into conversation events before enrichment.
 
-    For each channel with unenriched messages, the messages around them (from `lookback` before
-    the earliest) are grouped; every burst of two or more becomes (or updates) one
-    `conversation` event, keyed by its first message, and its member messages are enriched by
-    rules as not newsworthy, so the timeline and the LLM see the exchange once. A lone message is
-    left for ordinary enrichment. Returns the number of conversations written."""
+    For each channel with new (or edited, or deleted) messages, the channel's tail is regrouped
+    from the start of the burst they continue (`bursts`): every burst of two or more messages is
+    one `conversation` event keyed by its first message, extended in place while the burst goes
+    on; its members are enriched by the rules as not newsworthy (their incident flag kept, so a
+    report in chat reaches its incident at once), so the timeline and the LLM see the exchange
+    once. A conversation the regrouping no longer produces (its first message was deleted) is
+    marked deleted, and a message left on its own is enriched again by itself, so no two
+    conversations ever share a message. Reads only the channel's tail, through indexes. Returns
+    the number of conversations written."""
     pending = await store.events.pending_enrichment(
         run_slug, limit=2000, source="discord", kind="message"
     )
     channels: dict[tuple[str, str], list[Event]] = {}
     for event in pending:
-        if event.thread and not event.deleted:
+        if event.thread:
             channels.setdefault((event.run_slug, event.thread), []).append(event)
     written = 0
     for (slug, thread), events in channels.items():
-        earliest = min(e.at for e in events)
-        latest = max(e.at for e in events)
-        messages = await store.events.in_thread(
-            slug, thread, since=earliest - lookback, until=latest + GAP, kind="message"
-        )
-        grouped = group_conversations([m for m in messages if not m.deleted])
-        conversations = [e for e in grouped if e.kind == "conversation"]
-        if not conversations:
-            continue
-        by_id = {m.external_id: m for m in messages}
-        async with store.transaction():
-            result = await store.events.upsert_many(conversations)
-            written += len(result.changed)
-            for conversation in conversations:
-                for member_id in conversation.extra.get("messages", []):
-                    member = by_id.get(member_id)
-                    if member is None:
-                        continue
-                    enrichment = rules_enrichment(member)
-                    await store.events.set_enrichment(
-                        member,
-                        summary=enrichment.summary,
-                        tag=enrichment.tag,
-                        incident=enrichment.incident,
-                        severity=enrichment.severity,
-                        newsworthy=False,
-                        enriched_by="rules:in-conversation",
-                    )
+        written += await _regroup_channel(store, slug, thread, events)
     return written
+
+
+async def _regroup_channel(store: Store, slug: str, thread: str, pending: list[Event]) -> int:
+    earliest = min(e.at for e in pending)
+    latest = max(e.at for e in pending)
+    # Where the burst the new messages continue began: the channel's current conversation if
+    # they are within its reach (never earlier: that would cut into a closed conversation),
+    # else at most GAP before them (a message on its own has nobody within GAP before it, so
+    # it starts its burst).
+    start = earliest - GAP
+    current = await store.events.conversation_before(slug, thread, earliest)
+    if current is not None and burst_bounds(current)[1] + GAP >= earliest:
+        start = current.at
+    until = latest + GAP
+    existing = await store.events.conversations_between(slug, thread, start, until)
+    for conversation in existing:
+        until = max(until, burst_bounds(conversation)[1] + GAP)
+    messages = await store.events.in_thread(slug, thread, since=start, until=until, kind="message")
+    groups = bursts([m for m in messages if not m.deleted])
+    conversations = [conversation_of(group, thread) for group in groups if len(group) > 1]
+    produced = {c.external_id for c in conversations}
+    fresh = {e.id for e in pending}
+    members = [m for group in groups if len(group) > 1 for m in group]
+    alone = [
+        group[0].id
+        for group in groups
+        if len(group) == 1
+        and group[0].id is not None
+        and group[0].enriched_by == IN_CONVERSATION
+        and group[0].id not in fresh
+    ]
+    async with store.transaction():
+        result = await store.events.upsert_many(conversations)
+        for stale in existing:
+            if stale.external_id not in produced:
+                await store.events.mark_deleted(slug, "discord", stale.external_id)
+        await store.events.requeue(alone)
+        for member in members:
+            if member.id not in fresh and member.enriched_by == IN_CONVERSATION:
+                continue  # folded in before and unchanged since
+            enrichment = rules_enrichment(member)
+            await store.events.set_enrichment(
+                member,
+                summary=enrichment.summary,
+                tag=enrichment.tag,
+                incident=enrichment.incident,
+                severity=enrichment.severity,
+                newsworthy=False,
+                enriched_by=IN_CONVERSATION,
+            )
+    return len(result.changed)
+
+
+def waiting_since(event: Event) -> datetime:
+    """Since when an event has been worth enriching: a Discord burst (a conversation or a lone
+    message) once it can no longer grow, anything else once it was written or edited."""
+    if event.source == "discord" and event.kind in ("message", "conversation"):
+        return settles_at(*burst_bounds(event))
+    return max(event.at, event.updated_at or event.at)
+
+
+def urgent(event: Event) -> bool:
+    """The rules read it as a live incident report: it never waits for a batch."""
+    return event.source not in MACHINE_SOURCES and rules_enrichment(event).incident
+
+
+def ready(event: Event, now: datetime) -> bool:
+    """Whether an event may be enriched at `now`: anything but a Discord burst still going on
+    (enriched once, when it settles), unless the rules read it as an incident report."""
+    if event.deleted or event.source != "discord":
+        return True
+    if event.kind not in ("message", "conversation"):
+        return True
+    return settled(*burst_bounds(event), now) or urgent(event)
 
 
 async def enrich_pending(
@@ -151,20 +215,29 @@ async def enrich_pending(
     batch: int = 200,
     run_slug: str | None = None,
     budget: Budget | None = None,
+    now: datetime | None = None,
+    group: bool = True,
 ) -> int:
     """Enrich every event that is new or edited since it was last enriched (Discord bursts are
-    folded into conversations first). Returns how many were enriched.
+    folded into conversations first, unless `group` is false because the caller just did).
+    Returns how many were enriched.
+
+    With `now`, Discord bursts still going on at `now` stay queued (see `ready`): a
+    conversation is enriched once, when it settles, not once per message.
 
     With a `budget`, no new batch starts once it is spent and a call that outlasts it is cut
     off: its events get the rules' enrichment labelled for an LLM retry, and whatever is left
     stays queued for the next cycle."""
     enricher = enricher or RulesEnricher()
-    await group_discord_bursts(store, run_slug)
+    if group:
+        await group_discord_bursts(store, run_slug)
     done = 0
     while True:
         if budget is not None and budget.spent:
             return done
         pending = await store.events.pending_enrichment(run_slug, limit=batch)
+        if now is not None:
+            pending = [e for e in pending if ready(e, now)]
         if not pending:
             return done
         machine = [e for e in pending if e.source in MACHINE_SOURCES]
@@ -303,28 +376,50 @@ def of_family(sources: Sequence[Source], family: str) -> list[Source]:
 
 @dataclass(frozen=True, slots=True)
 class Gather:
-    """Live batching: events wait for enrichment until `batch` of them are queued or the oldest
-    has waited `window`, so the fixed part of a prompt is shared by many events. An event the
-    rules read as an incident report is never kept waiting."""
+    """Live batching: events wait for enrichment until `batch` of them are ready or the oldest
+    has waited `window`, so the fixed part of a prompt is shared by many events. A Discord burst
+    is ready once it has settled (`ready`); an event the rules read as an incident report is
+    never kept waiting."""
 
-    window: timedelta = timedelta(seconds=120)
+    window: timedelta = timedelta(seconds=DEFAULT_WINDOW)
     batch: int = 30
 
 
 async def enrichment_due(store: Store, now: datetime, gather: Gather | None) -> bool:
-    """Whether the queued events are worth a request now (see `Gather`)."""
+    """Whether the queued text events are worth a request now (see `Gather`)."""
     if gather is None:
         return True
-    pending = await store.events.pending_enrichment(limit=gather.batch)
-    texts = [e for e in pending if e.source not in MACHINE_SOURCES]
-    if len(texts) < len(pending) or len(texts) >= gather.batch:
-        return True  # machine facts cost no request; a full batch is worth one
+    # Twice the batch: bursts still going on are queued too (a few per watched channel).
+    pending = await store.events.pending_enrichment(limit=2 * gather.batch)
+    texts = [e for e in pending if e.source not in MACHINE_SOURCES and ready(e, now)]
     if not texts:
         return False
-    oldest = min(max(e.at, e.updated_at or e.at) for e in texts)
-    if now - oldest >= gather.window:
+    if len(texts) >= gather.batch:
         return True
-    return any(rules_enrichment(e).incident for e in texts)
+    if now - min(waiting_since(e) for e in texts) >= gather.window:
+        return True
+    return any(urgent(e) for e in texts)
+
+
+async def enrich_facts(store: Store) -> int:
+    """Enrich the queued W&B and system events from their fields (no request, never waits)."""
+    pending: list[Event] = []
+    for source in sorted(MACHINE_SOURCES):
+        pending += await store.events.pending_enrichment(limit=500, source=source)
+    written = 0
+    async with store.transaction():
+        for event in pending:
+            enrichment = fact_enrichment(event)
+            written += await store.events.set_enrichment(
+                event,
+                summary=enrichment.summary,
+                tag=enrichment.tag,
+                incident=enrichment.incident,
+                severity=enrichment.severity,
+                newsworthy=enrichment.newsworthy,
+                enriched_by="facts",
+            )
+    return written
 
 
 async def poll_family(
@@ -351,12 +446,23 @@ async def enrich_step(
 ) -> CycleSummary:
     """One bounded round of enrichment (what is queued, within `budget`; the rest resumes next
     round), then detection on the reports it has just flagged. With `gather`, nothing is sent
-    until the queue is worth a request."""
+    until the queue is worth a request, and a Discord burst is enriched once it has settled."""
     summary = CycleSummary(poll=CycleReport())
     try:
-        if not await enrichment_due(store, now, gather):
-            return summary
-        summary.enriched = await enrich_pending(store, enricher, budget=budget)
+        if gather is not None:
+            await group_discord_bursts(store)
+            if not await enrichment_due(store, now, gather):
+                summary.enriched = await enrich_facts(store)
+                if summary.enriched:
+                    await _detect(store, detector, now, summary)
+                return summary
+        summary.enriched = await enrich_pending(
+            store,
+            enricher,
+            budget=budget,
+            now=now if gather is not None else None,
+            group=gather is None,
+        )
         if enricher is not None:
             summary.enriched += await retry_llm_fallbacks(store, enricher, budget=budget)
     except Exception as exc:

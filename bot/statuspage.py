@@ -54,13 +54,10 @@ async def chart_data(store: Store, slug: str) -> ChartData:
         for i in range(1, len(series))
         if series[i].wandb_run != series[i - 1].wandb_run or series[i].step <= series[i - 1].step
     ]
-    events = await store.events.timeline(
-        slug, source="wandb", newsworthy_only=False, limit=RESTART_SCAN
-    )
     restarts = [
         (int(e.extra["to_step"]), e.at)
-        for e in events
-        if e.kind == "restart" and isinstance(e.extra.get("to_step"), int | float)
+        for e in await store.events.of_kind(slug, "wandb", "restart", limit=RESTART_SCAN)
+        if isinstance(e.extra.get("to_step"), int | float)
     ]
     forecast: list[tuple[float, float]] = []
     # `loss_forecast` ([[step, loss], …] in the runs file) is drawn whenever a run has one.

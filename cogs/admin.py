@@ -88,7 +88,10 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Runscribe 
         )
         await bot.drain_outbox()
         await reply_private(
-            interaction, f"Digest queued for <#{config.digest_channel}> (outbox item {item})."
+            interaction,
+            f"Digest on its way to <#{config.digest_channel}>."
+            if item is not None
+            else f"A digest for <#{config.digest_channel}> was already on its way.",
         )
 
 

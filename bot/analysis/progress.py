@@ -24,6 +24,7 @@ NEW_RUN = "new-run"
 RESTORE = "restore"
 
 _HOUR = timedelta(hours=1)
+SPREAD_SLICES = 24  # slices of the rate window measured for the rate's variability
 _AT = attrgetter("at")
 _STEP = attrgetter("step")
 
@@ -53,6 +54,13 @@ class Progress:
     last_point_at: datetime | None
     loss: float | None
     last_restart: Restart | None
+    # The rate's real window: the trailing `window`, or less on a run with less history
+    # ("over the last 3 h" on a three-hour-old run, never "24 h").
+    rate_window: timedelta | None = None
+    # How much the rate behind the projection varies from hour to hour (relative standard
+    # deviation of the net rate in equal slices of the window, scaled to one hour); None with
+    # fewer than two slices. The projection's precision is derived from it.
+    rate_spread: float | None = None
 
 
 def effective_series(points: Sequence[MetricPoint], chain: Sequence[str] = ()) -> list[MetricPoint]:
@@ -145,10 +153,44 @@ def _net_rate(
     time is that of the last point at or before it. None without two distinct timestamps."""
     if not times or times[0] == times[-1]:
         return None
-    start = max(end - window, times[0])
+    start = _window_start(times, end, window)
     at_end = values[bisect_right(times, end) - 1]
     at_start = values[bisect_right(times, start) - 1]
     return (at_end - at_start) / ((end - start) / _HOUR)
+
+
+def _window_start(times: Sequence[datetime], end: datetime, window: timedelta) -> datetime:
+    return max(end - window, times[0])
+
+
+def _rate_spread(
+    times: Sequence[datetime], values: Sequence[float], end: datetime, window: timedelta
+) -> float | None:
+    """The hour-to-hour variability of the net rate over the window ending at `end`: the window
+    is cut into equal slices (hours, at most `SPREAD_SLICES`; at least two), each slice's net
+    rate is taken like the whole window's, and the slices' standard deviation relative to their
+    mean is scaled to one hour (a slice of `b` hours averages `b` hourly rates, so its spread
+    is the hourly one over sqrt(b)). None when that is not measurable (a flat or shrinking
+    window, or fewer than two distinct timestamps)."""
+    if not times or times[0] == times[-1]:
+        return None
+    start = _window_start(times, end, window)
+    span = end - start
+    if span <= timedelta(0):
+        return None
+    slices = max(2, min(SPREAD_SLICES, int(span / _HOUR)))
+    width = span / slices
+    rates = []
+    for index in range(slices):
+        a, b = start + width * index, start + width * (index + 1)
+        at_a = values[max(0, bisect_right(times, a) - 1)]
+        at_b = values[bisect_right(times, b) - 1]
+        rates.append((at_b - at_a) / (width / _HOUR))
+    mean = sum(rates) / slices
+    if mean <= 0:
+        return None
+    variance = sum((rate - mean) ** 2 for rate in rates) / (slices - 1)
+    return math.sqrt(variance) / mean * math.sqrt(width / _HOUR)
 
 
 def _crossing_time(times: Sequence[datetime], values: Sequence[float], target: float) -> datetime:
@@ -221,6 +263,8 @@ def compute_progress(
     percent: float | None = None
     finished = False
     projected_end: datetime | None = None
+    # the series the projection extrapolates: steps when the run has a step target, else tokens
+    basis: tuple[Sequence[datetime], Sequence[float]] = (times, steps)
     if total_steps is not None and total_steps > 0:  # a non-positive total counts as unknown
         percent = last.step / total_steps * 100
         finished = last.step >= total_steps
@@ -229,6 +273,7 @@ def compute_progress(
         else:
             projected_end = _project(now, total_steps - last.step, steps_per_hour)
     elif target_tokens is not None and target_tokens > 0 and tokens is not None:
+        basis = (token_times, token_values)
         percent = tokens / target_tokens * 100
         finished = tokens >= target_tokens
         if finished:
@@ -250,4 +295,48 @@ def compute_progress(
         last_point_at=last.at,
         loss=loss,
         last_restart=restarts[-1] if restarts else None,
+        rate_window=end - _window_start(times, end, window) if times[0] != times[-1] else None,
+        rate_spread=_rate_spread(*basis, end, window),
     )
+
+
+#: The least hour-to-hour variability assumed for a run's rate (relative standard deviation):
+#: evaluations, checkpoint saves and restarts make real throughput at least this uneven, so a
+#: few steady hours never claim day precision for an end months away.
+MIN_RATE_SPREAD = 0.1
+
+
+def projection_margin(
+    progress: Progress, now: datetime, launched_at: datetime | None = None
+) -> timedelta | None:
+    """How far either side of `progress.projected_end` the end plausibly lies (about two
+    standard errors), from the rate's own uncertainty and the run's age:
+
+    - the rate is the mean of `W` hourly rates (W = the rate window's real length), so it is
+      uncertain by spread / sqrt(W); the next `R` hours (the time left) average out their own
+      variability as spread / sqrt(R). `spread` is the measured hour-to-hour variability, at
+      least `MIN_RATE_SPREAD`.
+    - when the run is older than its window, its lifetime average rate (progress since launch)
+      is a second estimate; how far it is from the window's rate is added as a systematic term
+      (a good day is not the whole run).
+
+    None when there is nothing to project (finished, or no projected end)."""
+    end = progress.projected_end
+    if progress.finished or end is None or end <= now:
+        return None
+    remaining = (end - now) / _HOUR
+    window = progress.rate_window / _HOUR if progress.rate_window else 0.0
+    if window <= 0:
+        return end - now  # no measured window: as uncertain as the time left
+    spread = max(progress.rate_spread or 0.0, MIN_RATE_SPREAD)
+    statistical = 2 * spread * math.sqrt(1 / window + 1 / remaining)
+    systematic = 0.0
+    by_steps = bool(progress.total_steps and progress.total_steps > 0)
+    rate = progress.steps_per_hour if by_steps else progress.tokens_per_hour
+    done = progress.step if by_steps else progress.tokens
+    if launched_at is not None and rate and done is not None:
+        age = (now - launched_at) / _HOUR
+        if age > 2 * window:
+            systematic = abs(rate - done / age) / rate
+    relative = math.hypot(statistical, systematic)
+    return timedelta(hours=remaining * relative)

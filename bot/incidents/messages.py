@@ -14,6 +14,7 @@ from typing import Any
 from bot.incidents.detectors import CRASH
 from bot.mentions import body, inert, plain, unlinked
 from bot.models import Event, Incident, IncidentSignal, ReportedCause
+from bot.narrative.words import condition_words, severity_words
 from bot.outbox.payload import ButtonPayload, make_payload
 from bot.render.cards import (
     DESCRIPTION_LIMIT,
@@ -205,7 +206,10 @@ def head_card(incident: Incident, run_name: str, links: dict[str, str]) -> Card:
         items = [f"[{label}]({url})" for label, url in list(links.items())[:6]]
         card.fields.append(CardField("Links", lines_within(items, FIELD_VALUE_LIMIT)))
     silenced = incident.details.silenced_by
-    footer = f"incident #{incident.id} · {incident.fingerprint} · severity {incident.severity}"
+    footer = (
+        f"Incident #{incident.id} · {condition_words(incident.fingerprint)} · "
+        f"{severity_words(incident.severity)}"
+    )
     if silenced:
         footer += f" · silenced (#{silenced})"
     card.footer = footer

@@ -24,7 +24,15 @@ from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import fence, sanitize_output, urls_in
 from bot.models import LLMOutput
 from bot.narrative.facts import DigestFacts, Highlight, NarrativeFacts, OpenThread, RestartFact
-from bot.narrative.format import fmt_big, fmt_date, fmt_duration, fmt_int, fmt_time, inline
+from bot.narrative.format import (
+    fmt_big,
+    fmt_date,
+    fmt_duration,
+    fmt_int,
+    fmt_projected,
+    fmt_time,
+    inline,
+)
 from bot.narrative.templates import NARRATIVE_MAX_CHARS
 from bot.store import Store
 
@@ -54,7 +62,8 @@ def render_facts(facts: NarrativeFacts) -> str:
     if facts.launched_at:
         lines.append(f"launched: {fmt_date(facts.launched_at, tz)}")
     if facts.projected_end:
-        lines.append(f"projected end: {fmt_date(facts.projected_end, tz)}")
+        when = fmt_projected(facts.projected_end, facts.projected_margin, tz, facts.now)
+        lines.append(f"projected end: {when} (as precise as the pace allows)")
     if facts.loss is not None:
         lines.append(f"latest loss: {facts.loss:.3f}")
     if facts.loss_vs_forecast:
@@ -84,6 +93,10 @@ def render_facts(facts: NarrativeFacts) -> str:
                 line += f", open for {fmt_duration(incident.duration(facts.now))}"
             if incident.cause:
                 line += "; cause: " + fence(inline(incident.cause), source="system")
+            if incident.reported_cause:
+                line += "; a person reported: " + fence(
+                    inline(incident.reported_cause), source="report", author=incident.reported_by
+                )
             lines.append(line)
     else:
         lines.append("incidents: none")

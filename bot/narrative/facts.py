@@ -39,6 +39,34 @@ TAG_WEIGHT = {
 }
 
 
+#: W&B run states worth telling people: the run stopped or ended. Every other state change
+#: ("is running", "crashed → running", heartbeat bookkeeping) is the monitor's own churn: the
+#: restart and the incident already say what it means.
+NEWS_STATES = frozenset({"crashed", "failed", "killed", "preempted", "finished"})
+
+
+def routine(event: Event) -> bool:
+    """A W&B state line nobody needs to read: not a crash, a restart or the finish."""
+    if event.source != "wandb" or event.kind not in ("state", "heartbeat"):
+        return False
+    return (event.extra.get("to_state") or event.state) not in NEWS_STATES
+
+
+# What the digest's "What happened" tells first (lower first): what broke, what came back,
+# what was decided, other work, then chat.
+INCIDENTS, RESTARTS, DECISIONS, WORK, CHAT = range(5)
+
+
+def digest_rank(source: str, kind: str | None, state: str | None, incident: bool) -> int:
+    if incident:
+        return INCIDENTS
+    if source == "wandb":
+        return RESTARTS if kind == "restart" else INCIDENTS if state in NEWS_STATES else WORK
+    if source == "github" and kind == "state" and state in ("merged", "closed"):
+        return DECISIONS
+    return CHAT if source == "discord" else WORK
+
+
 @dataclass(slots=True)
 class Highlight:
     at: datetime
@@ -50,6 +78,11 @@ class Highlight:
     tag: str | None = None
     state: str | None = None
     incident: bool = False
+    kind: str | None = None
+
+    @property
+    def rank(self) -> int:
+        return digest_rank(self.source, self.kind, self.state, self.incident)
 
 
 @dataclass(slots=True)
@@ -71,6 +104,8 @@ class IncidentFact:
     cause: str | None = None
     resolution: str | None = None
     kind: str = "other"
+    reported_cause: str | None = None  # what a person wrote about it while it was open
+    reported_by: str | None = None
 
     def duration(self, now: datetime) -> timedelta:
         return (self.resolved_at or now) - self.started_at
@@ -100,6 +135,7 @@ class NarrativeFacts:
     target_tokens: float | None = None
     launched_at: datetime | None = None
     projected_end: datetime | None = None
+    projected_margin: timedelta | None = None  # how far either side the end plausibly lies
     loss: float | None = None
     loss_vs_forecast: str | None = None  # "0.012 below the predicted curve"
     drifting: list[str] = field(default_factory=list)  # watched metrics off their forecast
@@ -202,6 +238,8 @@ def select_highlights(
     for event in events:
         if event.deleted or not event.newsworthy or not (event.summary or "").strip():
             continue
+        if routine(event):
+            continue
         age = max(0.0, (now - event.at).total_seconds() / 43200)
         weight = TAG_WEIGHT.get(event.tag or "other", 5) - (1 if event.incident else 0)
         scored.append((weight + age, event))
@@ -218,6 +256,7 @@ def select_highlights(
             tag=e.tag,
             state=e.state,
             incident=e.incident,
+            kind=e.kind,
         )
         for e in chosen
     ]
@@ -261,12 +300,29 @@ def incident_facts(incidents: Sequence[Incident], limit: int = MAX_INCIDENTS) ->
             cause=i.cause,
             resolution=i.resolution,
             kind=i.kind,
+            reported_cause=i.details.reported_cause.text if i.details.reported_cause else None,
+            reported_by=i.details.reported_cause.author if i.details.reported_cause else None,
         )
         for i in ordered[:limit]
     ]
 
 
 def pick_entries(entries: Sequence[TimelineEntry], limit: int = MAX_ENTRIES) -> list[TimelineEntry]:
-    """The `limit` entries a digest lists: by tag weight, then newest; returned newest first."""
-    ranked = sorted(entries, key=lambda e: (TAG_WEIGHT.get(e.tag, 5), -e.at.timestamp()))
+    """The `limit` entries a digest lists: incidents, restarts and decisions before other work
+    and chat, then by tag weight, then newest; returned newest first."""
+    ranked = sorted(
+        entries,
+        key=lambda e: (
+            digest_rank(e.source, e.kind, e.state, e.incident),
+            TAG_WEIGHT.get(e.tag, 5),
+            -e.at.timestamp(),
+        ),
+    )
     return sorted(ranked[:limit], key=lambda e: e.at, reverse=True)
+
+
+def what_happened(highlights: Sequence[Highlight], limit: int) -> list[Highlight]:
+    """The digest's "What happened": incidents, restarts and decisions first, then other work,
+    chat last; newest first within each."""
+    ordered = sorted(highlights, key=lambda h: (h.rank, -h.at.timestamp()))
+    return ordered[:limit]

@@ -58,3 +58,46 @@ def inline(text: str | None, limit: int = 200) -> str:
     """One line of at most `limit` characters (whitespace collapsed, an ellipsis where cut)."""
     text = " ".join((text or "").split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+DAY_PRECISION = timedelta(days=3)  # up to this margin either side, the end is given as a day
+THIRD_PRECISION = timedelta(days=10)  # up to this, as early / mid / late in a month
+
+
+def fmt_month(value: datetime, *, year: bool = True) -> str:
+    return f"{value:%B} {value.year}" if year else f"{value:%B}"
+
+
+def projection_is_a_day(margin: timedelta | None) -> bool:
+    """Whether a projected end is precise enough to name its day."""
+    return margin is not None and margin <= DAY_PRECISION
+
+
+def fmt_projected(end: datetime, margin: timedelta | None, tz: str, now: datetime) -> str:
+    """A projected end with the precision its margin allows (`projection_margin`): "around
+    Apr 21, 2027" within a few days, "mid-April 2027" within about ten, else the months the
+    range spans ("April–May 2027", "December 2026 – February 2027"). Without a margin the
+    uncertainty is unknown, so only the months are named. Never a countdown."""
+    zone = resolve_zone(tz)
+    if projection_is_a_day(margin):
+        return f"around {fmt_date(end, tz)}"
+    local = end.astimezone(zone)
+    if margin is not None and margin <= THIRD_PRECISION:
+        third = "early" if local.day <= 10 else "mid-" if local.day <= 20 else "late"
+        return f"{third}{'' if third.endswith('-') else ' '}{fmt_month(local)}"
+    spread = margin if margin is not None else (end - now)
+    low = max(end - spread, now).astimezone(zone)
+    high = (end + spread).astimezone(zone)
+    if (low.year, low.month) == (high.year, high.month):
+        return fmt_month(low)
+    if low.year == high.year:
+        return f"{fmt_month(low, year=False)}–{fmt_month(high)}"
+    return f"{fmt_month(low)} – {fmt_month(high)}"
+
+
+def fmt_window(window: timedelta) -> str:
+    """A rate window's real length: "24 h", "3 h", "40 min" (whole hours from two hours on)."""
+    minutes = max(1, round(window.total_seconds() / 60))
+    if minutes < 120:
+        return f"{minutes} min" if minutes < 60 else humanize_duration(timedelta(minutes=minutes))
+    return f"{round(minutes / 60)} h"

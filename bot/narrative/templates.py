@@ -4,93 +4,118 @@ budget, failing or strays from the facts."""
 
 from __future__ import annotations
 
-from bot.narrative.facts import DigestFacts, NarrativeFacts
-from bot.narrative.format import fmt_big, fmt_date, fmt_duration, fmt_int, fmt_time, sentence
+from bot.narrative.facts import DigestFacts, Highlight, NarrativeFacts, what_happened
+from bot.narrative.format import (
+    fmt_big,
+    fmt_duration,
+    fmt_int,
+    fmt_projected,
+    fmt_time,
+    inline,
+    sentence,
+)
+from bot.narrative.words import credit, state_words
 
 NARRATIVE_MAX_CHARS = 1800
 DIGEST_MAX_CHARS = 3800
+DIGEST_ITEMS = 8  # lines under "What happened"
 
 
-def template_narrative(facts: NarrativeFacts) -> str:
-    """Plain sentences from the facts alone: what no-key installs show and the fallback."""
-    name = facts.run_name
-    tz = facts.timezone
-    parts: list[str] = []
+LATEST_ITEMS = 3  # "Latest" lines under the narrative
+LATEST_CHARS = 140  # one line each
+OPEN_ITEMS = 3
+OPEN_CHARS = 100
+
+_STOPPED = {"crashed", "failed", "killed", "preempted"}
+
+
+def _state_sentence(facts: NarrativeFacts) -> str:
     if facts.step is None:
-        parts.append(f"{name} has not logged any training steps yet.")
-    else:
-        where = f"step {fmt_int(facts.step)}"
-        if facts.total_steps:
-            where += f" of {fmt_int(facts.total_steps)}"
-        if facts.percent is not None:
-            where += f" ({facts.percent:.1f}% of the way)"
-        verb = {
-            "running": "is training at",
-            "finished": "has finished at",
-            "crashed": "crashed at",
-            "failed": "failed at",
-            "killed": "was stopped at",
-            "preempted": "was preempted at",
-        }.get(facts.state, f"is {facts.state} at")
-        opening = f"{name} {verb} {where}"
-        if facts.tokens is not None and facts.target_tokens:
-            opening += (
-                f", with {fmt_big(facts.tokens)} of {fmt_big(facts.target_tokens)} tokens seen"
-            )
-        parts.append(opening + ".")
-        if facts.projected_end and facts.state != "finished":
-            parts.append(
-                f"At the current pace it should finish around {fmt_date(facts.projected_end, tz)}."
-            )
-    restart = facts.last_restart
-    if restart is not None:
-        text = f"The last restart was {fmt_duration(facts.now - restart.at)} ago"
-        if restart.resumed_step is not None:
-            text += (
-                f"; training resumed from the last checkpoint (a saved copy of the model) at "
-                f"step {fmt_int(restart.resumed_step)}"
-            )
-        if restart.down_for is not None:
-            text += f" after {fmt_duration(restart.down_for)} down"
-        parts.append(text + ".")
-        if restart.cause:
-            parts.append(f"Cause: {restart.cause.rstrip('.')}.")
+        return f"{facts.run_name} has not logged a training step yet."
+    state = facts.state
+    if state == "running":
+        return "Training is running normally."
+    if state == "finished":
+        return "Training has finished."
+    if state in _STOPPED:
+        return f"Training is stopped: W&B reports the run as {state_words(state)}."
+    if state == "stalled":
+        return (
+            "Training has stopped logging new steps, although W&B still lists the run as running."
+        )
+    if state == "pending":
+        return "The run is waiting to start."
+    return f"The run's state is {state_words(state)}."
+
+
+def _story(facts: NarrativeFacts) -> list[str]:
+    """What happened and what it means, in words: the state, what a person reported about an
+    open incident, why the run last restarted. Numbers the card shows as fields are left out."""
+    parts = [_state_sentence(facts)]
     if facts.monitor_stale:
         parts.append(
-            "Runscribe has not been able to reach W&B recently, so these figures may be behind; "
+            "Runscribe has not been able to reach W&B recently, so the figures may be behind; "
             "that says nothing about the run itself."
         )
     open_incidents = [i for i in facts.incidents if i.status != "resolved"]
-    resolved = [i for i in facts.incidents if i.status == "resolved"]
     if open_incidents:
-        titles = "; ".join(i.title for i in open_incidents[:3])
-        parts.append(f"Open incident{'s' if len(open_incidents) != 1 else ''}: {titles}.")
-    elif resolved:
+        first = open_incidents[0]
+        parts.append(f"It needs attention: {sentence(inline(first.title, 160))}")
+        if first.reported_cause:
+            who = first.reported_by or "A person"
+            parts.append(f"{who} reported: {sentence(inline(first.reported_cause, 240))}")
+        elif first.kind in ("crash", "other") and facts.state in _STOPPED:
+            parts.append("Nobody has reported a cause yet.")
+        if len(open_incidents) > 1:
+            parts.append("The other open incidents are listed below.")
+        return parts
+    restart = facts.last_restart
+    if restart is not None and restart.cause:
+        parts.append(f"Cause of the last restart: {sentence(inline(restart.cause, 240))}")
+    resolved = [i for i in facts.incidents if i.status == "resolved"]
+    if resolved and (restart is None or not restart.cause):
         latest = resolved[0]
-        parts.append(
-            f"No incident is open; the latest, {latest.title.rstrip('.')}, was resolved after "
-            f"{fmt_duration(latest.duration(facts.now))}."
-        )
-    else:
-        parts.append("No incident is open.")
-    if facts.incidents_total:
-        total, healed = facts.incidents_total, facts.self_healed
-        line = f"The run has had {total} incident{'s' if total != 1 else ''} so far"
-        if healed:
-            line += f"; training recovered from {healed} of them on its own"
+        line = f"The latest incident, {inline(latest.title, 160).rstrip('.')}, is resolved"
+        if latest.reported_cause:
+            who = latest.reported_by or "a person"
+            line += f"; {who} reported: {inline(latest.reported_cause, 200).rstrip('.')}"
         parts.append(line + ".")
-    paragraphs = [" ".join(parts)]
-    if facts.highlights:
-        recent = facts.highlights[:3]
-        lines = []
-        for h in recent:
-            who = h.author or "Someone"
-            ref = f" ({h.ref})" if h.ref else ""
-            lines.append(f"{who}{ref}: {sentence(h.summary)}")
-        paragraphs.append("Latest: " + " ".join(lines))
+    elif not resolved and facts.step is not None and facts.state == "running":
+        parts.append("No incident in the past week.")
+    return parts
+
+
+def latest_lines(highlights: list[Highlight], limit: int = LATEST_ITEMS) -> list[str]:
+    """A short list, one line each, credited to the person or, for the monitor's own events,
+    to the source ("W&B")."""
+    lines = []
+    for h in highlights[:limit]:
+        ref = f" ({h.ref})" if h.ref else ""
+        lines.append(f"• {credit(h.author, h.source)}{ref}: {inline(h.summary, LATEST_CHARS)}")
+    return lines
+
+
+def template_narrative(facts: NarrativeFacts) -> str:
+    """What happened, what it means and what is open, in plain sentences: what no-key installs
+    show and the LLM's fallback. The numbers the status card shows as fields (progress, tokens,
+    launch and projected end, the restart's time, step and downtime, the loss, incident counts)
+    are not repeated here."""
+    paragraphs = [" ".join(_story(facts))]
+    # the newest restart is the card's "Last restart" field: not said again
+    shown = [
+        h
+        for h in facts.highlights
+        if not (facts.last_restart is not None and h.source == "wandb" and h.kind == "restart")
+    ]
+    latest = latest_lines(shown)
+    if latest:
+        paragraphs.append("Latest:\n" + "\n".join(latest))
     if facts.open_threads:
-        refs = ", ".join(f"{t.ref} {t.title}" if t.ref else t.title for t in facts.open_threads[:4])
-        paragraphs.append(f"Still open: {refs}.")
+        lines = [
+            "• " + inline(f"{t.ref} {t.title}" if t.ref else t.title, OPEN_CHARS)
+            for t in facts.open_threads[:OPEN_ITEMS]
+        ]
+        paragraphs.append("Still open:\n" + "\n".join(lines))
     return "\n\n".join(paragraphs)[:NARRATIVE_MAX_CHARS]
 
 
@@ -118,7 +143,8 @@ def template_digest(facts: DigestFacts) -> str:
             f"It has seen {fmt_big(facts.tokens)} of {fmt_big(facts.target_tokens)} tokens."
         )
     if facts.projected_end:
-        head.append(f"The projected end is {fmt_date(facts.projected_end, tz)}.")
+        when = fmt_projected(facts.projected_end, facts.projected_margin, tz, facts.now)
+        head.append(f"Projected end at the recent pace: {when}.")
     if head:
         paragraphs.append(" ".join(head))
     if facts.restarts_in_window:
@@ -145,12 +171,12 @@ def template_digest(facts: DigestFacts) -> str:
             )
             lines.append(f"{incident.title.rstrip('.')} ({state})")
         paragraphs.append("Incidents: " + "; ".join(lines) + ".")
-    if facts.highlights:
+    happened = what_happened(facts.highlights, DIGEST_ITEMS)
+    if happened:
         lines = []
-        for h in facts.highlights[:8]:
-            who = h.author or "Someone"
+        for h in happened:
             ref = f" in {h.ref}" if h.ref else ""
-            lines.append(f"- {who}{ref}: {sentence(h.summary)}")
+            lines.append(f"- {credit(h.author, h.source)}{ref}: {sentence(h.summary)}")
         paragraphs.append("What happened:\n" + "\n".join(lines))
     if facts.open_threads:
         refs = "; ".join(f"{t.ref} {t.title}" if t.ref else t.title for t in facts.open_threads[:5])

@@ -10,10 +10,13 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Literal
 
+from bot.analysis.progress import Progress
 from bot.mentions import body, inert, unlinked
+from bot.models import POLLED_SOURCES
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
-from bot.narrative.format import fmt_big
+from bot.narrative.format import fmt_big, fmt_projected, fmt_window, projection_is_a_day
+from bot.narrative.words import credit, source_name, state_words
 from bot.services.forecasts import ForecastPanel, ForecastView
 from bot.services.narrative import Narrative
 from bot.services.status import RestartInfo, SourceStatus, StatusReport
@@ -78,15 +81,14 @@ def progress_bar(percent: float | None, width: int = 20) -> str:
     return "▰" * filled + "▱" * (width - filled)
 
 
-SOURCE_LABELS = {"wandb": "W&B", "github": "GitHub", "discord": "Discord"}
 SOURCE_ERROR_LIMIT = 200
 
 
 def _state_label(report: StatusReport) -> str:
-    label = report.state
+    label = state_words(report.state)
     failing = report.failing_sources
     if failing:
-        label += " · " + ", ".join(SOURCE_LABELS.get(s, s) for s in failing) + " failing"
+        label += " · " + ", ".join(source_name(s) for s in failing) + " failing"
     elif report.monitor_stale:
         label += " · monitor stale (W&B unreachable)"
     return label
@@ -130,11 +132,13 @@ def status_card(
     if p.finished and p.projected_end:
         when.append(f"finished {fmt(p.projected_end, 'date')}")
     elif p.projected_end:
-        when.append(
-            f"projected end {fmt(p.projected_end, 'date')} ({fmt(p.projected_end, 'relative')})"
-        )
-    if when:
-        card.fields.append(CardField("Schedule", " · ".join(when)))
+        when.append(f"projected end {projected_text(report, fmt)}")
+    schedule = " · ".join(when)
+    rate = rate_text(p)
+    if rate and not p.finished:
+        schedule += ("\n" if schedule else "") + rate
+    if schedule:
+        card.fields.append(CardField("Schedule", schedule))
     if report.last_restart:
         r = report.last_restart
         card.fields.append(
@@ -144,10 +148,9 @@ def status_card(
             )
         )
     if p.loss is not None:
-        rate = f" · {p.steps_per_hour:,.0f} steps/h (24 h)" if p.steps_per_hour else ""
         curve = report.loss_forecast
         against = f"\n{curve.reason}" if curve is not None and curve.forecast is not None else ""
-        card.fields.append(CardField("Loss", f"{p.loss:.4f}{rate}{against}", inline=True))
+        card.fields.append(CardField("Loss", f"{p.loss:.4f}{against}", inline=True))
     incidents = report.open_incidents
     lines = [f"• {unlinked(i.title)} (since {fmt(i.started_at, 'relative')})" for i in incidents]
     lines = lines or ["none"]
@@ -180,13 +183,44 @@ def status_card(
     if report.links:
         links = " · ".join(f"[{label}]({url})" for label, url in report.links.items())
         card.fields.append(CardField("Links", clip(links, FIELD_VALUE_LIMIT)))
-    by = "LLM" if narrative.by == "llm" else "template"
-    updated = ago(narrative.at, report.now) if narrative.at else "never"
-    card.footer = f"narrative ({by}) updated {updated}"
-    if narrative.next_at is not None and narrative.next_at > report.now:
-        card.footer += f", next in {humanize_delta(narrative.next_at - report.now)}"
+    card.footer = narrative_footer(narrative, report.now)
     card.image = chart
     return card
+
+
+def narrative_footer(narrative: Narrative, now: datetime) -> str:
+    """Where the words above came from, plainly: an AI summary has an age and a next update; the
+    one written from the recorded data alone is always current."""
+    if narrative.by != "llm":
+        return "Summary written from the recorded data"
+    updated = ago(narrative.at, now) if narrative.at else "never"
+    footer = f"AI summary, updated {updated}"
+    if narrative.next_at is not None and narrative.next_at > now:
+        footer += f", next update in {humanize_delta(narrative.next_at - now)}"
+    return footer
+
+
+def projected_text(report: StatusReport, fmt: TimeFormatter) -> str:
+    """The projected end with honest precision: a day (a Discord timestamp, so each reader sees
+    it in their own zone) only when the margin allows one, else words in the run's zone."""
+    p = report.progress
+    assert p.projected_end is not None
+    if projection_is_a_day(report.projected_margin):
+        return f"around {fmt(p.projected_end, 'date')}"
+    return fmt_projected(p.projected_end, report.projected_margin, report.run.timezone, report.now)
+
+
+def rate_text(p: Progress) -> str:
+    """ "at 246 steps/h over the last 24 h, downtime included", with the window's real length."""
+    if p.rate_window is None:
+        return ""
+    if p.total_steps and p.steps_per_hour is not None:
+        rate = f"{p.steps_per_hour:,.0f} steps/h"
+    elif p.tokens_per_hour is not None:
+        rate = f"{format_tokens(p.tokens_per_hour)} tokens/h"
+    else:
+        return ""
+    return f"at {rate} over the last {fmt_window(p.rate_window)}, downtime included"
 
 
 def failing_since_text(since: datetime | None, now: datetime, fmt: TimeFormatter) -> str:
@@ -205,7 +239,7 @@ def sources_text(sources: dict[str, SourceStatus | None], now: datetime, fmt: Ti
     for source, status in sources.items():
         if status is None:
             continue
-        label = SOURCE_LABELS.get(source, source)
+        label = source_name(source)
         if status.ok:
             seen = ago(status.last_success_at, now) if status.last_success_at else "not polled yet"
             healthy.append(f"{label} {seen}")
@@ -241,11 +275,10 @@ def forecasts_summary(views: list[ForecastView]) -> str:
 
 
 def freshness_line(freshness: dict[str, datetime | None], now: datetime) -> str:
-    names = {"wandb": "W&B", "github": "GitHub", "discord": "Discord"}
     parts = []
-    for source, label in names.items():
+    for source in POLLED_SOURCES:
         if source in freshness:
-            parts.append(f"{label} {ago(freshness[source], now)}")
+            parts.append(f"{source_name(source)} {ago(freshness[source], now)}")
     return " · ".join(parts) or "no source polled yet"
 
 
@@ -266,7 +299,7 @@ def format_tokens(value: float | None) -> str:
 
 def entry_line(entry: TimelineEntry, *, link: bool = True) -> str:
     """`**author** [#8818](url) open — summary · tag`"""
-    who = f"**{inert(entry.author or entry.source)}**"
+    who = f"**{inert(credit(entry.author, entry.source))}**"
     ref = entry.ref or ""
     if ref and entry.url and link:
         ref = f"[{ref}]({entry.url})"
@@ -348,7 +381,8 @@ def digest_card(facts: DigestFacts, fmt: TimeFormatter) -> Card:
         # template or LLM: names in it are the members' own; only the sources' links stay links
         description=clip(body(facts.text, source_urls(facts)), DESCRIPTION_LIMIT),
         color="info",
-        footer=f"{fmt(facts.start, 'datetime')} → {fmt(facts.end, 'datetime')} · {facts.by}",
+        footer=f"{fmt(facts.start, 'datetime')} → {fmt(facts.end, 'datetime')}"
+        + (" · AI summary" if facts.by == "llm" else ""),
     )
     return card
 

@@ -1,6 +1,10 @@
-"""Loss and tokens against time as a PNG, restarts marked. Rendering takes ~100 ms, so callers
-run it in a worker thread (`render_chart_async`), one at a time, and cache it per data version
-(`ChartCache`)."""
+"""Loss and tokens against time as a PNG, restarts marked, laid out for Discord: an embed's image
+is shown about 400 px wide, so the figure is 400 px at its nominal 100 dpi with 11 pt text, and
+drawn at 2× (800 px) so it stays sharp on dense screens. No title (the embed above it has one);
+the legend carries the latest loss and tokens; the time axis is in the run's zone and says so.
+
+Rendering takes ~100 ms, so callers run it in a worker thread (`render_chart_async`), one at a
+time, and cache it per data version (`ChartCache`). matplotlib is imported on the first draw."""
 
 from __future__ import annotations
 
@@ -12,105 +16,207 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from bot.analysis.progress import Restart
 from bot.models import MetricPoint
+from bot.narrative.format import fmt_big
 from bot.services.forecasts import ForecastPanel
 from bot.services.status import ChartSeries
+from bot.timeutil import resolve_zone
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.dates import ConciseDateFormatter
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import Locator
 
 log = logging.getLogger(__name__)
 _now = time.monotonic
 
+#: How wide Discord shows an embed's image, and the figure's size at its nominal 100 dpi: the
+#: two are equal, so a font size in points is its size as read in Discord.
+DISPLAY_WIDTH_PX = 400
+NOMINAL_DPI = 100
+FIGSIZE = (DISPLAY_WIDTH_PX / NOMINAL_DPI, 2.8)
+SCALE = 2  # the PNG's pixels per displayed pixel
+FONT_PT = 11.0
+LOSS_COLOR = "#2f6fc4"
+TOKENS_COLOR = "#6b6b6b"
+PREDICTED_COLOR = "#d97a0b"
+RESTART_COLOR = "#d9534f"
+RESTART_GID = "restarts"  # the restart markers' artist, for tests and anyone inspecting a figure
+# What a short chart's tick labels leave out (ConciseDateFormatter's levels: years, months,
+# days, hours, minutes, seconds), said as people write dates.
+OFFSET_FORMATS = ["", "%Y", "%b %Y", "%b %d, %Y", "%b %d, %Y", "%b %d, %Y %H:%M"]
 
-def render_chart(
+
+def draw_chart(
     points: Sequence[MetricPoint],
-    restarts: Sequence[Restart] = (),
+    restarts: Sequence[datetime] = (),
     *,
-    title: str = "",
-    now: datetime | None = None,
+    zone: str = "UTC",
     loss_curve: Callable[[float], float | None] | None = None,
-) -> bytes:
+) -> Figure:
+    """The chart as a matplotlib Figure (not registered with pyplot; `render_chart` saves it).
+    `restarts`: when training resumed, each marked by a vertical line."""
     import matplotlib
 
     matplotlib.use("Agg")
+    from matplotlib import dates as mdates
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure  # the OO API: no global pyplot state, thread-safe
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-    fig = Figure(figsize=(8, 3.2), dpi=100)
+    tz = resolve_zone(zone)
+    # Drawn at the PNG's resolution from the start: the layout pass and the save share one
+    # renderer and its text-layout cache.
+    fig = Figure(figsize=FIGSIZE, dpi=NOMINAL_DPI * SCALE)
+    FigureCanvasAgg(fig)  # its own canvas: `fig.canvas.draw()` lays it out as saved
     ax = fig.add_subplot(1, 1, 1)
-    times = [p.at for p in points if p.loss is not None and math.isfinite(p.loss)]
-    losses = [p.loss for p in points if p.loss is not None and math.isfinite(p.loss)]
-    if times:
-        ax.plot(times, losses, color="#3b7dd8", linewidth=1.1, label="loss")  # type: ignore[arg-type]
-    if loss_curve is not None and times:
+    shown = [p for p in points if p.loss is not None and math.isfinite(p.loss)]
+    times = mdates.date2num([p.at for p in shown])
+    losses = [float(p.loss or 0.0) for p in shown]
+    handles: list[Artist] = []
+    if shown:
+        (line,) = ax.plot(
+            times,
+            losses,
+            color=LOSS_COLOR,
+            linewidth=1.4,
+            label=f"loss {losses[-1]:#.3g}",  # 2.00, 0.601, 0.0123
+        )
+        handles.append(line)
+    if loss_curve is not None and shown:
         # the predicted curve at each point's step, against the same time axis
-        predicted = [
-            (p.at, loss_curve(p.step))
-            for p in points
-            if p.loss is not None and math.isfinite(p.loss)
-        ]
-        shown = [(t, v) for t, v in predicted if v is not None]
-        if shown:
-            ax.plot(
-                [t for t, _ in shown],  # type: ignore[arg-type]
-                [v for _, v in shown],
-                color="#e08a1e",
-                linewidth=1.0,
+        predicted = [(t, loss_curve(p.step)) for t, p in zip(times, shown, strict=True)]
+        curve = [(t, float(v)) for t, v in predicted if v is not None]
+        if curve:
+            (line,) = ax.plot(
+                [t for t, _ in curve],
+                [v for _, v in curve],
+                color=PREDICTED_COLOR,
+                linewidth=1.3,
                 linestyle=":",
                 label="predicted",
             )
-    ax.set_ylabel("loss", color="#3b7dd8")
-    ax.grid(alpha=0.25)
-    token_points = [(p.at, p.tokens) for p in points if p.tokens is not None]
+            handles.append(line)
+    token_points = [p for p in points if p.tokens is not None and math.isfinite(p.tokens)]
     if token_points:
         ax2 = ax.twinx()
-        ax2.plot(
-            [t for t, _ in token_points],  # type: ignore[arg-type]
-            [v / 1e12 for _, v in token_points],
-            color="#999999",
-            linewidth=0.9,
+        tokens = [float(p.tokens or 0.0) for p in token_points]
+        (line,) = ax2.plot(
+            mdates.date2num([p.at for p in token_points]),
+            tokens,
+            color=TOKENS_COLOR,
+            linewidth=1.1,
             linestyle="--",
-            label="tokens (T)",
+            label=f"{fmt_big(tokens[-1])} tokens",  # the one token formatter: 8.42T
         )
-        ax2.set_ylabel("tokens (T)", color="#777777")
-    for restart in restarts:
-        ax.axvline(restart.at, color="#d9534f", linewidth=0.8, alpha=0.7)  # type: ignore[arg-type]
+        handles.append(line)
+        ax2.yaxis.set_major_locator(MaxNLocator(4))
+        ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_big(v) if v else "0"))
+        ax2.tick_params(axis="y", labelsize=FONT_PT, colors=TOKENS_COLOR, length=3)
+        for side in ("left", "top"):
+            ax2.spines[side].set_visible(False)
     if restarts:
-        ax.plot([], [], color="#d9534f", linewidth=0.8, label="restart")
-    if times:
-        ax.legend(loc="upper right", fontsize=8, frameon=False)
+        # One collection for all of them, spanning the axes' height whatever the loss range.
+        marks = ax.vlines(
+            mdates.date2num(list(restarts)),
+            0,
+            1,
+            transform=ax.get_xaxis_transform(),
+            colors=RESTART_COLOR,
+            linewidth=1.0,
+            alpha=0.75,
+            zorder=1,  # under the curves
+            label="restart" if len(restarts) == 1 else f"{len(restarts)} restarts",
+        )
+        marks.set_gid(RESTART_GID)
+        handles.append(marks)
+    locator = mdates.AutoDateLocator(tz=tz, minticks=2, maxticks=5)  # 2-4 labels fit 400 px
+    # Tick labels say only what changes ("14:00", "Feb"); what they leave out (the day of a
+    # short chart) goes in the axis label with the zone, not in a corner label beside it.
+    formatter = mdates.ConciseDateFormatter(locator, tz=tz, offset_formats=OFFSET_FORMATS)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(formatter)
+    ax.xaxis.get_offset_text().set_visible(False)
+    ax.set_xlabel(time_label(formatter, locator, tz.key), fontsize=FONT_PT)
+    ax.yaxis.set_major_locator(MaxNLocator(4))
+    ax.tick_params(axis="both", labelsize=FONT_PT, length=3)
+    ax.tick_params(axis="y", colors=LOSS_COLOR)
+    ax.grid(alpha=0.25)
+    for side in ("right", "top"):
+        ax.spines[side].set_visible(False)
+    if handles:
+        # Above the plot, where a title would be: never over the curve.
+        fig.legend(
+            handles=handles,
+            loc="upper center",
+            ncol=min(len(handles), 2 if len(handles) > 3 else 3),
+            fontsize=FONT_PT,
+            frameon=False,
+            handlelength=1.4,
+            columnspacing=1.0,
+            borderaxespad=0.2,
+        )
     else:
-        ax.text(0.5, 0.5, "no metrics yet", ha="center", va="center", transform=ax.transAxes)
-    if title:
-        ax.set_title(title, fontsize=10)
-    fig.autofmt_xdate()
-    fig.tight_layout()
+        ax.text(
+            0.5,
+            0.5,
+            "no metrics yet",
+            ha="center",
+            va="center",
+            fontsize=FONT_PT,
+            transform=ax.transAxes,
+        )
+    rows = 0 if not handles else (1 if len(handles) <= 3 else 2)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.1 * rows), pad=0.3)
+    return fig
+
+
+def time_label(formatter: ConciseDateFormatter, locator: Locator, zone: str) -> str:
+    """ "time (Europe/Paris)", or with the date the tick labels leave out: "Nov 20, 2026
+    (America/Los_Angeles)". The axis limits are final here (autoscaled from the data)."""
+    formatter.format_ticks(locator())
+    context = formatter.get_offset()
+    return f"{context} ({zone})" if context else f"time ({zone})"
+
+
+def render_chart(
+    points: Sequence[MetricPoint],
+    restarts: Sequence[datetime] = (),
+    *,
+    zone: str = "UTC",
+    loss_curve: Callable[[float], float | None] | None = None,
+) -> bytes:
+    """`draw_chart` as PNG bytes, at `SCALE`× the nominal size."""
+    fig = draw_chart(points, restarts, zone=zone, loss_curve=loss_curve)
     buffer = io.BytesIO()
     try:
-        fig.savefig(buffer, format="png")
+        # zlib level 1: a third of the encode time for a few percent more bytes (flat colours)
+        fig.savefig(buffer, format="png", pil_kwargs={"compress_level": 1})
         return buffer.getvalue()
     finally:
         # Not registered with pyplot, so nothing else holds it: clearing breaks the figure's
         # internal reference cycles and its memory is returned at once, not at the next GC.
         fig.clear()
-        del fig, ax
+        del fig
 
 
 async def render_chart_async(
     points: Sequence[MetricPoint],
-    restarts: Sequence[Restart] = (),
+    restarts: Sequence[datetime] = (),
     *,
-    title: str = "",
+    zone: str = "UTC",
     loss_curve: Callable[[float], float | None] | None = None,
 ) -> bytes:
-    return await asyncio.to_thread(
-        render_chart, points, restarts, title=title, loss_curve=loss_curve
-    )
+    return await asyncio.to_thread(render_chart, points, restarts, zone=zone, loss_curve=loss_curve)
 
 
 async def render_series(series: ChartSeries) -> bytes:
     """The /status chart of `bot.services.status.chart_series`, drawn in a worker thread."""
     return await render_chart_async(
-        series.points, series.restarts, title=series.title, loss_curve=series.loss_curve
+        series.points, series.restarts, zone=series.zone, loss_curve=series.loss_curve
     )
 
 
@@ -216,48 +322,64 @@ def _consume(task: asyncio.Task[None]) -> None:
         task.exception()  # already turned into None for the waiters; never "never retrieved"
 
 
+def draw_forecast_chart(
+    steps: Sequence[int],
+    values: Sequence[float],
+    band: Sequence[tuple[int, float, float, float]] = (),
+    *,
+    drift_step: int | None = None,
+    note: str = "",
+) -> Figure:
+    """One watched metric against its forecast: the values by step, the trend line and its band
+    (`band`: (step, low, forecast, high) at the ends of a straight stretch), where a drift began.
+    Laid out like the loss chart (400 px at 11 pt, drawn at 2×) and, like it, without a title:
+    the embed above names the metric."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=FIGSIZE, dpi=NOMINAL_DPI * SCALE)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.tick_params(labelsize=FONT_PT)
+    if steps:
+        ax.plot(list(steps), list(values), color=LOSS_COLOR, linewidth=1.2, label="value")
+    if band:
+        xs = [b[0] for b in band]
+        ax.fill_between(
+            xs, [b[1] for b in band], [b[3] for b in band], color=PREDICTED_COLOR, alpha=0.18,
+            linewidth=0, label="forecast band",
+        )  # fmt: skip
+        ax.plot(xs, [b[2] for b in band], color=PREDICTED_COLOR, linewidth=1.2, linestyle="--",
+                label="forecast")  # fmt: skip
+    if drift_step is not None:
+        ax.axvline(drift_step, color=RESTART_COLOR, linewidth=1.0, alpha=0.8, label="drift began")
+    if steps:
+        ax.legend(loc="upper left", fontsize=FONT_PT, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no values yet", ha="center", va="center", fontsize=FONT_PT,
+                transform=ax.transAxes)  # fmt: skip
+    if note:
+        ax.text(0.99, 0.02, note, ha="right", va="bottom", fontsize=FONT_PT, color="#777777",
+                transform=ax.transAxes)  # fmt: skip
+    ax.set_xlabel("step", fontsize=FONT_PT)
+    ax.grid(alpha=0.25)
+    fig.tight_layout()
+    return fig
+
+
 def render_forecast_chart(
     steps: Sequence[int],
     values: Sequence[float],
     band: Sequence[tuple[int, float, float, float]] = (),
     *,
-    title: str = "",
     drift_step: int | None = None,
     note: str = "",
 ) -> bytes:
-    """One watched metric against its forecast: the values by step, the trend line and its band
-    (`band`: (step, low, forecast, high) at the ends of a straight stretch), where a drift began."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(8, 3.0), dpi=100)
-    ax = fig.add_subplot(1, 1, 1)
-    if steps:
-        ax.plot(list(steps), list(values), color="#3b7dd8", linewidth=1.0, label="value")
-    if band:
-        xs = [b[0] for b in band]
-        ax.fill_between(
-            xs, [b[1] for b in band], [b[3] for b in band], color="#e08a1e", alpha=0.18,
-            linewidth=0, label="forecast band",
-        )  # fmt: skip
-        ax.plot(xs, [b[2] for b in band], color="#e08a1e", linewidth=1.0, linestyle="--",
-                label="forecast")  # fmt: skip
-    if drift_step is not None:
-        ax.axvline(drift_step, color="#d9534f", linewidth=0.9, alpha=0.8, label="drift began")
-    if steps:
-        ax.legend(loc="upper left", fontsize=8, frameon=False)
-    else:
-        ax.text(0.5, 0.5, "no values yet", ha="center", va="center", transform=ax.transAxes)
-    if note:
-        ax.text(0.99, 0.02, note, ha="right", va="bottom", fontsize=8, color="#777777",
-                transform=ax.transAxes)  # fmt: skip
-    ax.set_xlabel("step")
-    ax.grid(alpha=0.25)
-    if title:
-        ax.set_title(title, fontsize=10)
-    fig.tight_layout()
+    """`draw_forecast_chart` as PNG bytes (blocking: call it in a worker thread)."""
+    fig = draw_forecast_chart(steps, values, band, drift_step=drift_step, note=note)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
     return buffer.getvalue()
@@ -270,7 +392,6 @@ def forecast_panel_chart(panel: ForecastPanel) -> bytes:
         [p.step for p in panel.points],
         [p.value for p in panel.points],
         panel.band(),
-        title=view.name,
         drift_step=view.drift_since_step,
         note=view.reason or "",
     )

@@ -44,7 +44,13 @@ def render_card(card: Card, width: int = 100) -> str:
     out = [plain(card.title), "=" * min(len(card.title), width)]
     if card.description:
         for paragraph in card.description.split("\n"):
-            out.append(textwrap.fill(plain(paragraph), width) if paragraph.strip() else "")
+            # a list item ("• …") wraps under its text, not under its bullet
+            indent = "  " if paragraph.startswith("• ") else ""
+            out.append(
+                textwrap.fill(plain(paragraph), width, subsequent_indent=indent)
+                if paragraph.strip()
+                else ""
+            )
     for fld in card.fields:
         out.append("")
         out.append(f"{plain(fld.name)}:")

@@ -15,7 +15,9 @@ from bot.narrative.facts import (
     RestartFact,
     open_threads_from,
     pick_entries,
+    routine,
     select_highlights,
+    what_happened,
 )
 from bot.narrative.templates import template_digest
 from bot.services.narrative import SCAN_EVENTS, shared_facts
@@ -54,7 +56,10 @@ async def build_digest(
     if step_at_start is None and points:
         step_at_start = min(points, key=lambda p: p.at).step
     incidents = await store.incidents.find(run_slug, since=start)
-    events = await store.events.timeline(run_slug, since=start, until=now, limit=WINDOW_EVENTS)
+    window_events = await store.events.timeline(
+        run_slug, since=start, until=now, limit=WINDOW_EVENTS
+    )
+    events = [e for e in window_events if not routine(e)]  # no "running → running" news
     older = await store.events.timeline(run_slug, limit=SCAN_EVENTS, until=now)
     entries = [entry_from_event(e) for e in events]
     restarts = [
@@ -65,12 +70,14 @@ async def build_digest(
     facts = DigestFacts(
         **await shared_facts(store, run_slug, now, incidents, progress, None),
         counts_by_tag=dict(Counter(e.tag for e in entries)),
-        highlights=select_highlights(events[:SCAN_EVENTS], now, highlights),
+        highlights=what_happened(
+            select_highlights(events[:SCAN_EVENTS], now, highlights), highlights
+        ),
         open_threads=open_threads_from(older),
         window_start=start,
         window_end=now,
         step_at_start=step_at_start,
-        events_in_window=len(events),
+        events_in_window=len(events),  # routine W&B state lines left out
         restarts_in_window=restarts,
         incidents_opened=sum(i.started_at >= start for i in incidents),
         incidents_resolved=sum(

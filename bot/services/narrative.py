@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.analysis.progress import Progress
+from bot.analysis.progress import Progress, projection_margin
 from bot.mentions import body
 from bot.models import Incident, LLMOutput
 from bot.narrative.facts import (
@@ -105,6 +105,7 @@ async def shared_facts(
         "target_tokens": progress.target_tokens,
         "launched_at": report.launched_at,
         "projected_end": None if progress.finished else progress.projected_end,
+        "projected_margin": projection_margin(progress, now, report.launched_at),
         "loss": progress.loss,
         "loss_vs_forecast": (
             report.loss_forecast.reason

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.analysis.progress import Progress, Restart, compute_progress, detect_restarts
+from bot.analysis.progress import Progress, compute_progress, projection_margin
 from bot.errors import UserFacingError
 from bot.incidents.service import incident_stats
 from bot.models import (
@@ -118,6 +118,8 @@ class StatusReport:
     # Each polled source: None when the run does not use it.
     sources: dict[str, SourceStatus | None] = field(default_factory=dict)
     forecasts: list[ForecastView] = field(default_factory=list)  # the loss first, if forecast
+    # how far either side of the projected end it plausibly lies (`projection_margin`)
+    projected_margin: timedelta | None = None
 
     @property
     def loss_forecast(self) -> ForecastView | None:
@@ -253,6 +255,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         latest_wandb_run=current.wandb_run if current else None,
         sources=source_statuses(run.config, health_rows),
         forecasts=await forecast_views(store, run, chain, now, points, progress.step),
+        projected_margin=projection_margin(progress, now, launched),
     )
 
     stats = await incident_stats(store, slug)
@@ -261,13 +264,19 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
     return report
 
 
+#: The most restarts the chart marks (the newest); a run has a handful, this only bounds a read.
+CHART_RESTARTS = 500
+
+
 @dataclass(slots=True, frozen=True)
 class ChartSeries:
-    """What the /status chart plots: the run's downsampled points and the restarts among them."""
+    """What the /status chart plots: the run's downsampled points, every restart the W&B source
+    recorded (not the ones visible in the downsampled points, which can fall between two
+    buckets), and the run's time zone for the time axis."""
 
-    title: str
     points: list[MetricPoint]
-    restarts: list[Restart]
+    restarts: list[datetime]  # when training resumed, oldest first
+    zone: str = "UTC"  # the run's IANA time zone
     loss_curve: Callable[[float], float | None] | None = None  # `loss_forecast`, by step
 
 
@@ -275,11 +284,11 @@ async def chart_series(store: Store, slug: str) -> ChartSeries:
     """The chart's data (drawing is `bot.render.chart`'s, caching the caller's)."""
     run = await store.runs.get(slug)
     points = await store.metrics.downsampled(slug)
-    restarts = detect_restarts(points, run.wandb_chain() if run else [])
+    events = await store.events.of_kind(slug, "wandb", "restart", limit=CHART_RESTARTS)
     curve = loss_curve(run) if run else None
     return ChartSeries(
-        title=run.name if run else slug,
         points=points,
-        restarts=restarts,
+        restarts=[e.at for e in events],
+        zone=run.timezone if run else "UTC",
         loss_curve=curve.at if curve else None,
     )

@@ -397,6 +397,39 @@ class EventsRepo:
         rows = await self.db.fetchall(sql + " ORDER BY at", params)
         return [event_from_row(row) for row in rows]
 
+    async def conversation_before(self, run_slug: str, thread: str, at: datetime) -> Event | None:
+        """The channel's latest conversation that started at or before `at` (migration 0012
+        indexes conversations by channel and time)."""
+        row = await self.db.fetchone(
+            "SELECT * FROM events WHERE run_slug = ? AND thread = ? AND kind = 'conversation' "
+            "AND at <= ? AND deleted = 0 ORDER BY at DESC, id DESC LIMIT 1",
+            (run_slug, thread, to_db(at)),
+        )
+        return event_from_row(row) if row else None
+
+    async def conversations_between(
+        self, run_slug: str, thread: str, since: datetime, until: datetime
+    ) -> list[Event]:
+        """The channel's conversations that started in [since, until], oldest first."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM events WHERE run_slug = ? AND thread = ? AND kind = 'conversation' "
+            "AND at >= ? AND at <= ? AND deleted = 0 ORDER BY at, id",
+            (run_slug, thread, to_db(since), to_db(until)),
+        )
+        return [event_from_row(row) for row in rows]
+
+    async def requeue(self, event_ids: Sequence[int]) -> int:
+        """Clear the enrichment of these events so they are enriched again (a message that was
+        part of a conversation and is on its own again)."""
+        if not event_ids:
+            return 0
+        async with self.db.transaction() as conn:
+            cursor = await conn.executemany(
+                "UPDATE events SET enriched_hash = NULL WHERE id = ? AND enriched_hash IS NOT NULL",
+                [(event_id,) for event_id in event_ids],
+            )
+            return max(cursor.rowcount, 0)
+
     async def count(self, run_slug: str, *, since: datetime | None = None) -> int:
         sql = "SELECT COUNT(*) FROM events WHERE run_slug = ? AND deleted = 0"
         params: list[Any] = [run_slug]
@@ -405,6 +438,18 @@ class EventsRepo:
             params.append(to_db(since))
         row = await self.db.fetchone(sql, params)
         return int(row[0]) if row else 0
+
+    async def of_kind(
+        self, run_slug: str, source: str, kind: str, *, limit: int = 1000
+    ) -> list[Event]:
+        """The run's newest `limit` events of one source and kind, oldest first (a range of the
+        `events_kind` index, e.g. every W&B restart for the chart)."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM events WHERE run_slug = ? AND source = ? AND kind = ? AND deleted = 0 "
+            "ORDER BY at DESC, id DESC LIMIT ?",
+            (run_slug, source, kind, limit),
+        )
+        return [event_from_row(row) for row in reversed(rows)]
 
     async def last_of_kind(self, run_slug: str, source: str, kind: str) -> Event | None:
         row = await self.db.fetchone(

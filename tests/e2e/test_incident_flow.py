@@ -507,7 +507,8 @@ async def test_wandb_unreachable_for_an_hour_is_a_blind_monitor_not_a_crash(
         [notice] = d.channel()
         assert "Monitor blind: W&B unreachable" in visible(notice)
         assert "nothing about the run" in full_text(notice)
-        assert f"· {MONITOR} ·" in full_text(notice)  # the footer names the fingerprint
+        # the footer names the condition in words, never its identifier
+        assert "· W&B unreachable ·" in full_text(notice) and MONITOR not in full_text(notice)
 
         # W&B answers again: the run was fine all along; the notice resolves, nothing else.
         wb.set_down(None)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.enrich.conversations import GAP, group_conversations
+from bot.enrich.conversations import (
+    GAP,
+    MAX_MESSAGES,
+    MAX_SPAN,
+    group_conversations,
+    settled,
+    settles_at,
+)
 from bot.models import Event
 
 T0 = datetime(2026, 9, 2, 9, 0, tzinfo=UTC)
@@ -47,7 +54,11 @@ def test_a_burst_becomes_one_conversation_keyed_by_its_first_message() -> None:
     assert conversation.body == "ana: node s6 lost again\nbo: restarting from 76k\nana: ok"
     assert conversation.at == T0 and conversation.updated_at == T0 + timedelta(minutes=30)
     assert conversation.thread == "discord:100" and conversation.url == burst[0].url
-    assert conversation.extra == {"messages": ["msg:1", "msg:2", "msg:3"], "count": 3}
+    assert conversation.extra == {
+        "messages": ["msg:1", "msg:2", "msg:3"],
+        "count": 3,
+        "until": "2026-09-02T09:09:00.000000Z",  # the last message's time
+    }
 
 
 def test_a_gap_longer_than_the_limit_starts_a_new_conversation() -> None:
@@ -85,3 +96,38 @@ def test_author_names_are_shortened_for_big_groups() -> None:
     unnamed = [message(1, 0, None), message(2, 1, None)]
     [conversation] = group_conversations(unnamed)
     assert conversation.author == "someone" and conversation.body == "someone: hi\nsomeone: hi"
+
+
+def test_a_long_chat_is_cut_into_conversations_of_bounded_size() -> None:
+    """A channel that never pauses for GAP still gets entries a reader can take in: a
+    conversation closes at MAX_MESSAGES messages or MAX_SPAN, and the next message starts the
+    next one. Every message is in exactly one conversation."""
+    every = 1.5  # minutes apart, never a GAP
+    chat = [message(i, i * every) for i in range(1, 121)]
+    out = group_conversations(chat)
+    assert all(e.kind == "conversation" for e in out)
+    members = [m for e in out for m in e.extra["messages"]]
+    assert sorted(members) == sorted(m.external_id for m in chat)  # each exactly once
+    assert all(e.extra["count"] <= MAX_MESSAGES for e in out)
+    for conversation in out:
+        span = datetime.fromisoformat(conversation.extra["until"]) - conversation.at
+        assert span < MAX_SPAN
+    assert len(out) == -(-120 * every // (MAX_SPAN.total_seconds() / 60))  # 1 h of chat each
+
+    busy = [message(i, i * 0.1) for i in range(1, 2 * MAX_MESSAGES + 2)]  # 10 a minute
+    out = group_conversations(busy)
+    counts = [e.extra["count"] if e.kind == "conversation" else 1 for e in out]
+    assert counts == [MAX_MESSAGES, MAX_MESSAGES, 1]
+
+
+def test_a_burst_settles_when_quiet_full_or_long() -> None:
+    first = T0
+    last = T0 + timedelta(minutes=10)
+    assert not settled(first, last, 5, last + GAP)  # exactly GAP: a message could still join
+    assert settled(first, last, 5, last + GAP + timedelta(seconds=1))
+    assert settled(first, last, MAX_MESSAGES, last)  # full: nothing can join
+    assert settled(first, last, 5, first + MAX_SPAN)  # its hour is used up
+    assert settled(first, last, 5, None)  # no clock: the caller takes everything as it is
+    assert settles_at(first, last, 5) == last + GAP
+    assert settles_at(first, first + timedelta(minutes=55), 5) == first + MAX_SPAN
+    assert settles_at(first, last, MAX_MESSAGES) == last

@@ -58,3 +58,9 @@ def test_no_discord_markup_in_the_incident_domain() -> None:
     for source in package.glob("*.py"):
         assert "<t:" not in source.read_text("utf-8"), source.name
     assert discord_time(T0, "datetime") == f"<t:{EPOCH}:f>"
+
+
+def test_alert_footer_names_the_condition_in_words_not_identifiers() -> None:
+    card = messages.head_card(resolved(), "Hero", {})
+    assert card.footer == "Incident #4 · W&B run state · needs a look"
+    assert "wandb-state" not in card.footer and "severity" not in card.footer

@@ -110,5 +110,5 @@ def test_render_chart_draws_a_png() -> None:
         MetricPoint("e/p/a", step=i, at=t0 + timedelta(minutes=i), tokens=i * 1e9, loss=3 - i / 100)
         for i in range(50)
     ]
-    png = render_chart(points, title="Hero")
+    png = render_chart(points, zone="UTC")
     assert png.startswith(b"\x89PNG") and len(png) > 1000

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.analysis.progress import effective_series
+from bot.narrative.format import fmt_projected
 from bot.render.json import iso, status_json, timeline_json
 from bot.render.page import (
     ChartData,
@@ -24,7 +25,7 @@ from bot.render.page import (
     render_run_page,
 )
 from bot.services.narrative import status_with_narrative
-from bot.services.status import CONFIGURED_SOURCES
+from bot.services.status import CONFIGURED_SOURCES, StatusReport
 from bot.services.timeline import build_timeline, validate_filters
 from bot.store import Store
 
@@ -98,7 +99,15 @@ async def gather_run_page(
         last_cycle_at=cycle.finished_at if cycle else None,
         poll_interval=cycle.interval_seconds if cycle else poll_interval,
         index_href=index_href,
+        projected_end=projected_words(report),
     )
+
+
+def projected_words(report: StatusReport) -> str | None:
+    p = report.progress
+    if p.finished or p.projected_end is None:
+        return None
+    return fmt_projected(p.projected_end, report.projected_margin, report.run.timezone, report.now)
 
 
 async def gather_index(store: Store, now: datetime, href: Callable[[str], str]) -> list[IndexEntry]:

@@ -14,7 +14,7 @@ from typing import Any
 from bot.incidents.detectors import CRASH
 from bot.mentions import body, inert, plain, unlinked
 from bot.models import Event, Incident, IncidentSignal, ReportedCause
-from bot.narrative.words import condition_words, severity_words
+from bot.narrative.words import condition_words, credit, severity_words
 from bot.outbox.payload import ButtonPayload, make_payload
 from bot.render.cards import (
     DESCRIPTION_LIMIT,
@@ -234,7 +234,7 @@ def thread_name(incident: Incident) -> str:
 
 def event_update(event: Event) -> str:
     """A thread post for a new related event: a GitHub comment, a Discord report, a W&B state."""
-    who = f"**{inert(plain(event.author or event.source))}**"
+    who = f"**{inert(plain(credit(event.author, event.source)))}**"
     ref = event.ref or ""
     if ref and event.url:
         ref = f"[{ref}]({event.url})"

@@ -92,6 +92,9 @@ class RestartFact:
     down_for: timedelta | None = None
     resumed_step: int | None = None
     from_step: int | None = None
+    cause_kind: str | None = None  # the causing incident's kind ("crash", "reported", …)
+    reported_cause: str | None = None  # what a person wrote about that incident
+    reported_by: str | None = None
 
 
 @dataclass(slots=True)

@@ -70,17 +70,26 @@ def _story(facts: NarrativeFacts) -> list[str]:
             parts.append("The other open incidents are listed below.")
         return parts
     restart = facts.last_restart
-    if restart is not None and restart.cause:
+    if restart is not None and restart.reported_cause:
+        who = restart.reported_by or "a person"
+        parts.append(
+            f"Before the last restart, {who} reported: "
+            f"{sentence(inline(restart.reported_cause, 240))}"
+        )
+    elif restart is not None and restart.cause_kind == "crash":
+        parts.append("The last restart followed a crash; no person reported a cause for it.")
+    elif restart is not None and restart.cause:
         parts.append(f"Cause of the last restart: {sentence(inline(restart.cause, 240))}")
+    told = restart is not None and bool(restart.cause or restart.reported_cause)
     resolved = [i for i in facts.incidents if i.status == "resolved"]
-    if resolved and (restart is None or not restart.cause):
+    if resolved and not told:
         latest = resolved[0]
         line = f"The latest incident, {inline(latest.title, 160).rstrip('.')}, is resolved"
         if latest.reported_cause:
             who = latest.reported_by or "a person"
             line += f"; {who} reported: {inline(latest.reported_cause, 200).rstrip('.')}"
         parts.append(line + ".")
-    elif not resolved and facts.step is not None and facts.state == "running":
+    elif not resolved and not told and facts.step is not None and facts.state == "running":
         parts.append("No incident in the past week.")
     return parts
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from bot.ask.service import Answer, Citation
+from bot.narrative.words import credit
 from bot.render.cards import (
     DESCRIPTION_LIMIT,
     FIELD_VALUE_LIMIT,
@@ -32,7 +33,7 @@ def cite(citation: Citation) -> str:
 
 def source_line(citation: Citation, fmt: TimeFormatter, *, summary_chars: int) -> str:
     e = citation.event
-    parts = [f"**{inert(e.author or e.source)}**", fmt(e.at, "date")]
+    parts = [f"**{inert(credit(e.author, e.source))}**", fmt(e.at, "date")]
     if e.ref:
         parts.append(inert(e.ref))
     summary = inert(clip(citation.summary, summary_chars))

@@ -59,6 +59,9 @@ class RunPage:
     last_cycle_at: datetime | None = None
     poll_interval: float | None = None  # seconds
     index_href: str = "index.html"
+    # the projected end as precisely as the pace allows ("late April 2027"); without it the
+    # page names the JSON's date
+    projected_end: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +275,7 @@ def render_run_page(page: RunPage) -> str:
     head = "\n".join(
         [
             _header(page, zone),
-            _progress(s, zone, page.now),
+            _progress(s, zone, page.now, page.projected_end),
             _narrative(s),
             _chart_section(page.chart),
             _alerts(s, zone, page.now),
@@ -339,7 +342,9 @@ def _bar(percent: float | None) -> str:
     )
 
 
-def _progress(s: dict[str, Any], zone: ZoneInfo, now: datetime) -> str:
+def _progress(
+    s: dict[str, Any], zone: ZoneInfo, now: datetime, projected: str | None = None
+) -> str:
     p = s.get("progress") or {}
     percent = p.get("percent")
     head = []
@@ -359,7 +364,7 @@ def _progress(s: dict[str, Any], zone: ZoneInfo, now: datetime) -> str:
             tokens += f" of {fmt_big(p['target_tokens'])}"
         tokens += " tokens"
     start_label = f"launched {_day(launched, zone, now)}" if launched else ""
-    end_label = f"projected end {_day(end, zone, now)}" if end else ""
+    end_label = f"projected end {projected or _day(end, zone, now)}" if end else ""
     if p.get("finished"):
         end_label = "finished"
     return (

@@ -7,6 +7,7 @@ import textwrap
 from datetime import datetime
 
 from bot.narrative.entries import TimelineEntry
+from bot.narrative.words import credit
 from bot.render.cards import Card, TimeFormatter, TimeStyle
 from bot.timeutil import ago, resolve_zone
 
@@ -76,7 +77,7 @@ def render_timeline(entries: list[TimelineEntry], fmt: TimeFormatter, width: int
                 out.append("")
             out.append(label)
             day = label
-        who = entry.author or entry.source
+        who = credit(entry.author, entry.source)
         ref = f" {entry.ref}" if entry.ref else ""
         state = f" [{entry.state}]" if entry.state and entry.source == "github" else ""
         flag = "! " if entry.incident else "  "

@@ -60,19 +60,34 @@ def _restart_fact(restart: RestartInfo | None, incidents: Sequence[Incident]) ->
     """The status service's last restart, with the incident that most likely caused it."""
     if restart is None:
         return None
-    cause = None
-    lower = restart.at - (restart.down_for or timedelta(0)) - timedelta(hours=1)
-    for incident in incidents:
-        if lower <= incident.started_at <= restart.at:
-            cause = incident.cause or incident.title
-            break
-    return RestartFact(
+    fact = RestartFact(
         at=restart.at,
-        cause=cause,
         down_for=restart.down_for,
         resumed_step=restart.to_step,
         from_step=restart.from_step,
     )
+    lower = restart_window_start(restart)
+    for incident in incidents:  # newest first: the latest outage active just before it
+        if incident.fingerprint.startswith(NOT_OUTAGES):
+            continue
+        active = incident.resolved_at is None or incident.resolved_at >= lower
+        if incident.started_at <= restart.at and active:
+            fact.cause = incident.cause or incident.title
+            fact.cause_kind = incident.kind
+            reported = incident.details.reported_cause
+            if reported is not None:
+                fact.reported_cause, fact.reported_by = reported.text, reported.author
+            break
+    return fact
+
+
+#: Incidents that never stop training, so never cause a restart.
+NOT_OUTAGES = ("drift", "monitor-stale")
+
+
+def restart_window_start(restart: RestartInfo) -> datetime:
+    """How far before a restart its causing incident may have started."""
+    return restart.at - (restart.down_for or timedelta(0)) - timedelta(hours=1)
 
 
 async def shared_facts(
@@ -89,6 +104,13 @@ async def shared_facts(
     report = report or await build_status(store, run_slug, now)
     progress = progress or report.progress
     run = report.run
+    restart_incidents = incidents
+    restart = report.last_restart
+    if restart is not None and not any(i.started_at <= restart.at for i in incidents):
+        # the restart is older than the incidents at hand: look up the ones around it
+        restart_incidents = await store.incidents.find(
+            run_slug, since=restart_window_start(restart)
+        )
     return {
         "incidents_total": report.incidents_total,
         "self_healed": report.incidents_self_healed,
@@ -113,7 +135,7 @@ async def shared_facts(
             else None
         ),
         "drifting": [view.describe() for view in report.drifting],
-        "last_restart": _restart_fact(report.last_restart, incidents),
+        "last_restart": _restart_fact(restart, restart_incidents),
         "incidents": incident_facts(incidents),
         "links": dict(run.links),
     }

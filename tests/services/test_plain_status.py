@@ -221,3 +221,49 @@ async def test_digest_ranks_what_broke_and_what_was_decided_before_chat(store: S
     assert "hero-1 is running" not in digest.text and "crashed to running" not in digest.text
     assert all("running" not in e.summary or "crashed" in e.summary for e in digest.entries)
     assert digest.events_in_window == 5
+
+
+async def test_a_restart_older_than_a_week_still_says_what_a_person_reported(
+    store: Store,
+) -> None:
+    await seed(store)
+    crashed_at = NOW - timedelta(days=8, hours=3)
+    restart = Event(
+        "hero",
+        "wandb",
+        "restart:old",
+        "restart",
+        NOW - timedelta(days=8),
+        ref="hero-1",
+        title="W&B run hero-1 resumed from step 1,000",
+        summary="W&B run hero-1 resumed from step 1,000",
+        extra={"from_step": 1_100, "to_step": 1_000},
+    )
+    await add_events(store, [restart])
+    cause = ReportedCause(
+        text="Lost node r04n2: double-bit ECC on GPU 6. Requeued on a spare.",
+        author="Amara",
+        source="Discord #hero-run",
+        at=crashed_at + timedelta(minutes=10),
+    )
+    await store.incidents.save(
+        Incident(
+            "hero",
+            "wandb-state",
+            "crash",
+            "W&B run hero-1 crashed",
+            "resolved",
+            crashed_at,
+            resolved_at=NOW - timedelta(days=8),
+            details=IncidentDetails(reported_cause=cause),
+        )
+    )
+    report = await build_status(store, "hero", NOW)
+    assert report.last_restart is not None and report.last_restart.at == restart.at
+    narrative = await current_narrative(store, report)
+    assert narrative.text.startswith(
+        "Training is running normally. Before the last restart, Amara reported: Lost node r04n2: "
+        "double-bit ECC on GPU 6. Requeued on a spare."
+    )
+    # the restart itself is the card's "Last restart" field, not a "Latest" line
+    assert "resumed from step 1,000" not in narrative.text

@@ -108,6 +108,10 @@ async def test_run_page_shows_progress_timeline_and_chart(store: Store, now: dat
     assert "2.56B of 4B tokens" in text
     assert "launched Aug 31" in text  # two days before, in Europe/Berlin
     assert "updated 1 min ago" in text and "next in 3 min" in text
+    # the projected end as precisely as the pace allows, the same words as /status
+    assert page.projected_end and f"projected end {page.projected_end}" in text
+    assert "Summary written by Runscribe from the recorded data." in text
+    assert "template" not in text.lower()
     # Links: the run's links and the timeline's refs.
     hrefs = doc.attrs("href")
     assert "https://wandb.ai/ent/proj/reports/hero" in hrefs

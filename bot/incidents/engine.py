@@ -128,6 +128,7 @@ class IncidentEngine:
             eval_start = now - p.first_lookback
         report_since = eval_start - p.followup_window - p.group_window
         incidents = await repo.relevant(run.slug, report_since - p.followup_window)
+        as_read = {i.id: repo.written(i) for i in incidents}  # only what changes is written
         window_start = eval_start
         known_down: datetime | None = None
         for incident in incidents:
@@ -186,7 +187,7 @@ class IncidentEngine:
         await self._people_acting(repo, cycle)
         for incident in cycle.incidents:
             await self._deliver(store, cycle, incident)
-            await repo.update(incident)
+            await repo.update(incident, was=as_read.get(incident.id))
         await repo.set_engine_state(run.slug, now, None if data.blind else now)
         return cycle.queued
 

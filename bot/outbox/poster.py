@@ -5,7 +5,7 @@ classifies errors.
 
 Waiting: a rate limit waits exactly what the server said (`retry_after`), inside the drain, so a
 429 storm costs about the sum of its `retry_after` values; other transient failures back off
-2, 4, 8 … seconds capped at `BACKOFF_CAP` (30 s), and a channel backing off from a server error
+2, 4, 8 … seconds capped at `BACKOFF_CAP` (25 s), and a channel backing off from a server error
 is tried again at once when a request elsewhere succeeds (the outage is over).
 
 Already sent? Before an item's first send the channel's newest message id is recorded in its
@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 HISTORY_LIMIT = 100  # Discord's maximum page of channel history
 HISTORY_PAGES = 50  # at most 5,000 messages after the anchor are searched for a marker
 BACKOFF_BASE = 2.0  # seconds; doubles per attempt
-BACKOFF_CAP = 30.0  # a long outage is retried at least this often
+BACKOFF_CAP = 25.0  # a long outage is retried at least this often: with the outbox loop's
+# 2 s tick, an alert queued during an outage goes out within 30 s of its end
 RETRY_AFTER_CAP = 600.0  # a server's retry_after is obeyed up to this
 IN_DRAIN_WAIT = 5.0  # a retry_after up to this is waited inside the drain, not the next loop
 IN_DRAIN_RETRIES = 50  # rate-limited tries of one item within one drain

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from bot.analysis.forecast import LossCurve
+from bot.mentions import body as neutralised
 from bot.models import SOURCE_SPECS
 from bot.narrative.format import fmt_big
 from bot.narrative.words import incident_kind_words
@@ -102,26 +103,40 @@ def link(text: str, url: object, *, cls: str = "") -> str:
     return f'<a{klass} href="{esc(href)}">{esc(text)}</a>'
 
 
-_URL_IN_TEXT = re.compile(r"\[([^\]\n]{1,300})\]\((https?://[^\s)]+)\)|https?://[^\s<>\"'`]+")
+_URL_IN_TEXT = re.compile(
+    r"(?<!\\)\[([^\]\n]{1,300})(?<!\\)\]\((https?://[^\s)]+)\)|https?://[^\s<>\"'`\\]+"
+)
 _TRAILING = ".,;:!?)]'\"”’"
+_MD_ESCAPE = re.compile(r"\\([\\*_~`|\[\]()<>#-])")
 
 
 def rich_text(text: str) -> str:
-    """Escaped text in which markdown links and bare http(s) URLs become links."""
+    """Escaped text in which markdown links and bare http(s) URLs become links. Markdown
+    escapes are honoured and dropped: an escaped link (`\\[name\\](url)`, `\\<url>`, how the
+    sanitiser neutralises a masked link in a person's name or message) stays text."""
     out: list[str] = []
     pos = 0
     for match in _URL_IN_TEXT.finditer(text):
-        out.append(esc(text[pos : match.start()]))
+        if match.group(1) is None and text[max(0, match.start() - 2) : match.start()] in (
+            "\\(",
+            "\\<",
+        ):
+            continue  # the URL of an escaped link: text, like the rest of it
+        out.append(_plain(text[pos : match.start()]))
         if match.group(1) is not None:
-            out.append(link(match.group(1), match.group(2)))
+            out.append(link(_MD_ESCAPE.sub(r"\1", match.group(1)), match.group(2)))
             pos = match.end()
             continue
         url = match.group(0)
         trimmed = url.rstrip(_TRAILING)
         out.append(link(trimmed, trimmed))
         pos = match.start() + len(trimmed)
-    out.append(esc(text[pos:]))
+    out.append(_plain(text[pos:]))
     return "".join(out)
+
+
+def _plain(text: str) -> str:
+    return esc(_MD_ESCAPE.sub(r"\1", text))
 
 
 def css_ident(value: object) -> str:
@@ -395,7 +410,8 @@ def _alerts(s: dict[str, Any], zone: ZoneInfo, now: datetime) -> str:
             local = started.astimezone(zone) if started else None
             since = f" · since {_day(local, zone, now)} {local:%H:%M %Z}" if local else ""
             cause = incident.get("reported_cause")
-            cause_html = f"<br>reported: {rich_text(str(cause))}" if cause else ""
+            # a person's words: their masked links stay text, a URL they wrote shows as itself
+            cause_html = f"<br>reported: {rich_text(neutralised(str(cause)))}" if cause else ""
             kind = (
                 incident_kind_words(str(incident.get("kind") or "")) if incident.get("kind") else ""
             )

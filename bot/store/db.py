@@ -32,11 +32,17 @@ def path_problem(path: str | Path) -> str | None:
     """Why a database cannot live at `path` (a directory, or a file where a folder should be),
     or None when nothing about the path itself is wrong."""
     target = Path(path)
-    if target.is_dir():
-        return f"the database path {target} is a directory; name a file in it instead"
-    for parent in target.parents:
-        if parent.exists() and not parent.is_dir():
-            return f"cannot create the database {target}: {parent} is a file, not a folder"
+    try:
+        if target.is_dir():
+            return f"the database path {target} is a directory; name a file in it instead"
+        for parent in target.parents:
+            if parent.exists() and not parent.is_dir():
+                return f"cannot create the database {target}: {parent} is a file, not a folder"
+    except OSError as exc:  # a folder on the way that may not be searched
+        return (
+            f"cannot open the database {target}: {exc.strerror or exc} "
+            "(check the path and permissions)"
+        )
     return None
 
 

@@ -260,14 +260,23 @@ class IncidentsRepo:
                 )
         return incident.id
 
-    async def update(self, incident: Incident) -> None:
-        """Write the engine's fields, leaving the acknowledgement alone."""
+    @staticmethod
+    def written(incident: Incident) -> tuple[Any, ...]:
+        """The engine's fields as `update` writes them: compare two to know if anything changed."""
+        return _engine_values(incident)
+
+    async def update(self, incident: Incident, *, was: tuple[Any, ...] | None = None) -> bool:
+        """Write the engine's fields, leaving the acknowledgement alone; nothing when they are
+        still `was` (what `written` gave when the incident was read). Returns whether it wrote."""
+        if was is not None and was == _engine_values(incident):
+            return False
         async with self.db.transaction() as conn:
             await conn.execute(
                 f"UPDATE incidents SET {', '.join(f'{c} = ?' for c in _ENGINE_COLUMNS)} "
                 "WHERE id = ?",
                 (*_engine_values(incident), incident.id),
             )
+        return True
 
     async def acknowledge(self, incident_id: int, who: str, at: datetime) -> bool:
         async with self.db.transaction() as conn:

@@ -357,3 +357,36 @@ async def test_listing_and_stats(store: Store, now: datetime) -> None:
     count, healed, *_ = await incident_stats(store, "hero")
     assert (count, healed) == (2, 1)
     assert await store.incidents.active_silences("hero", sc.now) == []
+
+
+async def test_an_unchanged_incident_is_not_written_again(store: Store, now: datetime) -> None:
+    """A resolved incident stays in the engine's window for a day (late reports still attach to
+    it); cycles that change nothing about it write nothing. Counted at SQLite's statement
+    trace, whatever path a write takes."""
+    sc = Scenario(store, now)
+    await sc.start()
+    await sc.run_for(10)
+    statements: list[str] = []
+    await store.db.conn.set_trace_callback(statements.append)
+
+    def incident_writes() -> int:
+        writes = [s for s in statements if re.match(r"\s*(UPDATE|INSERT INTO) incidents\b", s)]
+        statements.clear()
+        return len(writes)
+
+    await crash(sc)
+    await sc.run_for(2)
+    assert incident_writes() >= 2  # a new incident is written, then again as it fires
+    await sc.run_for(8)
+    await sc.launch(RUN_B, 500)
+    await sc.run_for(10)
+    [incident] = await store.incidents.find("hero")
+    assert incident.status == "resolved"
+    await sc.tick(minutes=40)  # past the time people's posts about acting on it are read
+    incident_writes()
+    await sc.run_for(5)
+    assert incident_writes() == 0
+    assert [i.id for i in await store.incidents.relevant("hero", sc.now - timedelta(hours=1))] == [
+        incident.id
+    ]  # still in the window the engine reads: it was looked at, and left alone
+    await store.db.conn.set_trace_callback(None)

@@ -163,6 +163,14 @@ def test_safe_url_and_rich_text() -> None:
     assert '<a href="https://github.com/a/b/pull/2">the PR</a>' in out
     assert '<a href="https://x.org/a">https://x.org/a</a>,' in out
     assert "[x](javascript:y) &lt;i&gt;" in out
+    # A link the sanitiser escaped (a member's name or message) is shown as text, escapes dropped.
+    escaped = rich_text(
+        r"by \[Official status\]\(https://evil.example/s) and \<https://evil.example/x>"
+    )
+    assert "href" not in escaped
+    assert (
+        escaped == "by [Official status](https://evil.example/s) and &lt;https://evil.example/x&gt;"
+    )
 
 
 def test_forecast_interpolates_in_log_log() -> None:

@@ -13,6 +13,7 @@ trusted numbers one per line, untrusted summaries fenced as data."""
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -186,7 +187,32 @@ class Rendered:
     max_tokens: int
 
 
-def render_prompt(task: str, facts: NarrativeFacts, *, max_words: int, **extra: Any) -> Rendered:
+def card_numbers(facts: NarrativeFacts) -> list[tuple[str, float, float]]:
+    """The numbers the status card shows as fields next to the narrative (progress, tokens, the
+    last restart's steps, the loss), with the coarsest rounding that still restates each: the
+    narrative must not repeat them. A loss written as a whole number is not a restatement."""
+    shown: list[tuple[str, float | int | None, float]] = [
+        ("current step", facts.step, math.inf),
+        ("total number of steps", facts.total_steps, math.inf),
+        ("tokens trained", facts.tokens, math.inf),
+        ("target tokens", facts.target_tokens, math.inf),
+        ("latest loss", facts.loss, 0.1),
+    ]
+    if facts.last_restart is not None:
+        shown.append(("step training resumed from", facts.last_restart.resumed_step, math.inf))
+        shown.append(("last step before the restart", facts.last_restart.from_step, math.inf))
+    return [(label, float(value), unit) for label, value, unit in shown if value]
+
+
+def render_prompt(
+    task: str,
+    facts: NarrativeFacts,
+    *,
+    max_words: int,
+    card: bool = False,
+    **extra: Any,
+) -> Rendered:
+    """`card`: the text sits on the status card, so it may not restate the card's numbers."""
     facts_text = render_facts(facts)
     highlights = render_highlights(facts.highlights, facts.timezone)
     threads = render_open_threads(facts.open_threads, facts.timezone)
@@ -200,6 +226,8 @@ def render_prompt(task: str, facts: NarrativeFacts, *, max_words: int, **extra: 
         **extra,
     )
     index = FactIndex.build(facts_text, highlights, threads)
+    if card:
+        index.shown = card_numbers(facts)
     # A URL that is only part of a name or title (a display name "[Status](https://evil…)") is
     # not a source's link: the writer may not link it.
     names = [h.author for h in facts.highlights] + [t.author for t in facts.open_threads]

@@ -304,6 +304,9 @@ class FactIndex:
     refs: set[str] = field(default_factory=set)
     idents: set[str] = field(default_factory=set)
     urls: set[str] = field(default_factory=set)
+    # Numbers the reader already sees next to the text (the status card's fields), which the
+    # text must not restate: (what it is, value, the coarsest rounding that still restates it).
+    shown: list[tuple[str, float, float]] = field(default_factory=list)
 
     @classmethod
     def build(cls, *texts: str) -> FactIndex:
@@ -332,17 +335,26 @@ class FactIndex:
         return index
 
     def number_ok(self, number: Number) -> bool:
-        for fact in self.values:
-            if math.isclose(number.value, fact, rel_tol=1e-9, abs_tol=1e-9):
-                return True
-            diff = abs(number.value - fact)
-            if (
-                number.unit > 0
-                and diff <= number.unit / 2 * (1 + 1e-9)
-                and diff <= RELATIVE_TOLERANCE * abs(fact)
-            ):
-                return True
-        return False
+        return any(_same(number, fact) for fact in self.values)
+
+    def restated(self, number: Number) -> str | None:
+        """What the number restates from `shown`, or None."""
+        for label, value, coarsest in self.shown:
+            if number.unit <= coarsest and _same(number, value):
+                return label
+        return None
+
+
+def _same(number: Number, fact: float) -> bool:
+    """The fact itself, or the fact rounded as the number is written."""
+    if math.isclose(number.value, fact, rel_tol=1e-9, abs_tol=1e-9):
+        return True
+    diff = abs(number.value - fact)
+    return (
+        number.unit > 0
+        and diff <= number.unit / 2 * (1 + 1e-9)
+        and diff <= RELATIVE_TOLERANCE * abs(fact)
+    )
 
 
 def check(text: str, index: FactIndex) -> GroundingReport:
@@ -376,6 +388,11 @@ def check(text: str, index: FactIndex) -> GroundingReport:
     for number in found.numbers:
         if not index.number_ok(number):
             problem(f"the number “{number.raw}” is not in the facts")
+        elif (label := index.restated(number)) is not None:
+            problem(
+                f"“{number.raw}” restates the {label}, which the status card already shows "
+                "next to your text: say what it means instead, or leave it out"
+            )
     for ident in found.idents:
         if ident not in index.idents:
             problem(f"“{ident}” is not in the facts")

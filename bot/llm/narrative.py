@@ -21,7 +21,7 @@ async def write_narrative(
 ) -> LLMOutput:
     """Write, check and store the status narrative for `facts.run_slug`. Always returns a stored
     output (fallback=True when it is the template)."""
-    rendered = render_prompt("narrative", facts, max_words=NARRATIVE_MAX_WORDS)
+    rendered = render_prompt("narrative", facts, max_words=NARRATIVE_MAX_WORDS, card=True)
     return await write_grounded(
         store,
         llm,

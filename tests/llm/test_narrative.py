@@ -14,10 +14,15 @@ from tests.fakes.anthropic import error, text
 from tests.llm.facts_fixture import digest_facts, narrative_facts
 
 GOOD = (
-    "Hero 70B is training normally at step 54,000, about 54% of the way. It restarted "
-    "eighteen hours ago after an InfiniBand fault (the fast network between GPU hosts) and resumed "
-    "from a checkpoint at step 50,195 after 47 minutes down. Larry's #8833 would add light weight "
-    "decay to the attention gate; #8818 is still open. See https://github.com/acme/llm/issues/8818."
+    "Hero 70B is training normally. It restarted eighteen hours ago after an InfiniBand fault "
+    "(the fast network between GPU hosts) and resumed from a checkpoint after 47 minutes down. "
+    "Larry's #8833 would add light weight decay to the attention gate; #8818 is still open. "
+    "See https://github.com/acme/llm/issues/8818."
+)
+# Grounded, but restating what the status card's fields already show next to the narrative.
+RESTATES = (
+    "Hero 70B is training normally at step 54,000 with 2.46T tokens seen; it resumed from step "
+    "50,195 after an InfiniBand fault. #8818 is still open."
 )
 INVENTED = (
     "Hero 70B is at step 61,000 and 73% done; it restarted 3 times. See https://evil.example/x."
@@ -158,3 +163,27 @@ def test_template_digest_has_headline_and_open_items(now):
     assert body.startswith("Hero 70B is running at step 54,000 of 100,000 (54.0%)")
     assert "3,000 steps further than 24 hours ago" in body
     assert "Still open: #8818" in body
+
+
+async def test_a_narrative_restating_the_card_fields_is_retried(fake, make_llm, store, run, now):
+    fake.push(text(RESTATES), text(GOOD))
+    output = await write_narrative(store, make_llm(), narrative_facts(now), now)
+    assert not output.fallback and output.content == GOOD
+    retry = fake.message_requests[1].user_text
+    for label in ("current step", "tokens trained", "step training resumed from"):
+        assert f"restates the {label}, which the status card already shows" in retry
+
+
+async def test_a_narrative_that_keeps_restating_the_fields_gives_the_template(
+    fake, make_llm, store, run, now
+):
+    fake.push(text(RESTATES), text(RESTATES))
+    facts = narrative_facts(now)
+    output = await write_narrative(store, make_llm(), facts, now)
+    assert output.fallback and output.content == template_narrative(facts)
+
+
+async def test_the_digest_has_no_fields_so_it_may_say_the_numbers(fake, make_llm, store, run, now):
+    fake.push(text(RESTATES))
+    output = await write_digest(store, make_llm(), digest_facts(now), now)
+    assert not output.fallback and output.content == RESTATES

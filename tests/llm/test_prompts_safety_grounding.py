@@ -154,3 +154,12 @@ def test_extract_reads_scales_and_words():
 def test_rendered_digest_facts_carry_window(now):
     text = render_facts(digest_facts(now))
     assert "window: the last 24 hours" in text and "restarts in the window: 1" in text
+
+
+def test_card_numbers_are_refused_only_as_precise_as_the_card_shows_them() -> None:
+    index = FactIndex.build("latest loss: 2.314; progress: step 54,000; GPU 2 failed")
+    index.shown = [("latest loss", 2.314, 0.1), ("current step", 54_000.0, float("inf"))]
+    restated = check("The loss is 2.31 and we are near step 54k.", index)
+    assert len(restated.problems) == 2
+    assert all("status card already shows" in p for p in restated.problems)
+    assert check("GPU 2 failed; the loss keeps falling.", index).ok  # a whole 2 is not the loss

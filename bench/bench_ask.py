@@ -142,7 +142,7 @@ async def fill(store: Store, n: int, rng: random.Random) -> tuple[float, list[Ev
             sample.append(e)
         rows.append(
             (e.run_slug, e.source, e.external_id, e.kind, e.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-             e.author, e.ref, e.url, e.title, e.body, e.thread, "h", "x")
+             e.author, e.ref, e.url, e.title, e.body, e.thread, "h")
         )  # fmt: skip
         if len(rows) == 50_000:
             await _bulk(store, rows)
@@ -157,8 +157,8 @@ async def _bulk(store: Store, rows: list[tuple[object, ...]]) -> None:
     async with store.transaction() as conn:
         await conn.executemany(
             "INSERT INTO events (run_slug, source, external_id, kind, at, author, ref, url, "
-            "title, body, thread, content_hash, ingested_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "title, body, thread, content_hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
 

@@ -500,7 +500,7 @@ async def fill(store: Store, points: int, events: int, now: datetime) -> None:
     span = points * 60
     cols = (
         "run_slug, source, external_id, kind, at, author, ref, url, body, thread, extra, "
-        "content_hash, ingested_at, incident, severity, tag, summary, enriched_hash"
+        "content_hash, incident, severity, tag, summary, enriched_hash"
     )
     async with store.db.transaction():
         batch2: list[tuple[object, ...]] = []
@@ -511,17 +511,17 @@ async def fill(store: Store, points: int, events: int, now: datetime) -> None:
             thread = f"github:lab/hero#{i % 2000}" if source == "github" else "discord:2"
             batch2.append(
                 (SLUG, source, f"x:{i}", "comment", at, "someone", "#1", None, "text " * 20,
-                 thread, "{}", f"h{i}", at, incident, "critical" if incident else None,
+                 thread, "{}", f"h{i}", incident, "critical" if incident else None,
                  "incident" if incident else "other", "summary", f"h{i}")
             )  # fmt: skip
             if len(batch2) >= 50_000:
                 await conn.executemany(
-                    f"INSERT INTO events ({cols}) VALUES ({', '.join('?' * 18)})", batch2
+                    f"INSERT INTO events ({cols}) VALUES ({', '.join('?' * 17)})", batch2
                 )
                 batch2 = []
         if batch2:
             await conn.executemany(
-                f"INSERT INTO events ({cols}) VALUES ({', '.join('?' * 18)})", batch2
+                f"INSERT INTO events ({cols}) VALUES ({', '.join('?' * 17)})", batch2
             )
     await conn.execute("ANALYZE")
 

@@ -96,7 +96,6 @@ async def fill(store: Store, n_events: int, n_points: int) -> float:
                 f"#{8000 + i % 500}",
                 "body",
                 "h",
-                "x",
                 "summary text of an event",
                 rng.choice(TAGS),
                 "h",
@@ -128,8 +127,8 @@ async def _bulk(store: Store, rows: list[tuple[object, ...]]) -> None:
     async with store.transaction() as conn:
         await conn.executemany(
             "INSERT INTO events (run_slug, source, external_id, kind, at, author, ref, body, "
-            "content_hash, ingested_at, summary, tag, enriched_hash) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "content_hash, summary, tag, enriched_hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
 

@@ -5,15 +5,18 @@ column filters like `title:`) can neither raise an error nor change what is sear
 What a term is:
 
 - a plain word, lowercased, unless it is a stopword ("why did we lower the gate" → lower, gate);
-- a compound kept whole as a phrase: `hero-12d8b6f0`, `train/loss`, `0.01`, `v4.2` (the index
-  splits them the same way, so the phrase matches exactly that sequence);
+- a compound kept whole: `hero-12d8b6f0`, `train/loss`, `0.01`, `v4.2`. The index splits it
+  into tokens and records which events hold a token, not where (FTS5 `detail=none`, migration
+  0012), so the expression asks for every token of it; the retriever re-scores its candidates
+  with the exact token sequence, so text holding the compound itself ranks first;
 - a number with its other spellings: `54000`, `54,000` and `54k` find each other; `#8818` is the
   number 8818 (the index drops `#`, and the `ref` column holds it for every event of the thread);
-- a pair of adjacent words ("weight decay") as a phrase as well, which ranks text that says
-  exactly that above text that merely contains both words.
+- a pair of adjacent words ("weight decay") as a term as well, which (scored as a sequence by
+  the retriever) ranks text that says exactly that above text that merely contains both words.
 
 FTS5 applies its own tokenizer (unicode61 + porter) inside each quoted string, so stemming and
-case folding agree with the index without being reimplemented here."""
+case folding agree with the index without being reimplemented here; each quoted string is one
+token, since an index without positions refuses a phrase."""
 
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ import unicodedata
 from dataclasses import dataclass
 
 from bot.errors import UserFacingError
+
+_UCD = unicodedata.ucd_3_2_0
 
 MAX_QUESTION_CHARS = 2000
 MAX_WORDS = 12
@@ -136,7 +141,7 @@ class Term:
 
     @property
     def expression(self) -> str:
-        quoted = [quote(s) for s in self.spellings]
+        quoted = [every_token(s) for s in self.spellings]
         return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
 
 
@@ -170,6 +175,37 @@ class Query:
 def quote(text: str) -> str:
     """An FTS5 string literal: always quoted, embedded quotes doubled."""
     return '"' + text.replace('"', '""') + '"'
+
+
+def _token_char(ch: str) -> bool:
+    # Letters and digits as Unicode 3.2 knew them: every one of them is a token character for
+    # SQLite's unicode61 (Unicode 6.1) too, so no quoted piece can hold a separator and become a
+    # phrase. A newer letter splits a piece here (it is then not found) but never fails the query.
+    return _UCD.category(ch)[0] in "LN"
+
+
+def fts_tokens(text: str) -> list[str]:
+    """`text` split where the index's tokenizer splits it (or finer)."""
+    out: list[str] = []
+    current: list[str] = []
+    for ch in text:
+        if _token_char(ch):
+            current.append(ch)
+        elif current:
+            out.append("".join(current))
+            current = []
+    if current:
+        out.append("".join(current))
+    return out
+
+
+def every_token(text: str) -> str:
+    """An FTS5 expression matching events that hold every token of `text`: one quoted token, or
+    several joined by AND (the index has no positions to match them as a phrase)."""
+    quoted = [quote(p) for p in fts_tokens(text)]
+    if not quoted:
+        return '""'  # no token: matches nothing
+    return quoted[0] if len(quoted) == 1 else "(" + " AND ".join(quoted) + ")"
 
 
 def any_of(terms: list[Term] | tuple[Term, ...]) -> str:
@@ -265,6 +301,8 @@ __all__ = [
     "all_of",
     "any_of",
     "clean",
+    "every_token",
+    "fts_tokens",
     "parse_question",
     "quote",
 ]

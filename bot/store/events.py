@@ -11,11 +11,12 @@ from typing import Any
 import aiosqlite
 
 from bot.models import (
+    SOURCES,
     Event,
 )
 from bot.store.codec import chunks, to_json
 from bot.store.db import Database
-from bot.timeutil import from_db, to_db, utcnow
+from bot.timeutil import from_db, to_db
 
 
 @dataclass(slots=True)
@@ -31,7 +32,7 @@ class UpsertResult:
 
 _EVENT_COLUMNS = (
     "run_slug, source, external_id, kind, at, updated_at, author, ref, url, state, title, body, "
-    "thread, extra, deleted, content_hash, ingested_at"
+    "thread, extra, deleted, content_hash"
 )
 
 
@@ -79,6 +80,16 @@ class Enriched:
 RETRY_LABEL = "rules:llm-retry"
 
 
+def _source_is(source: str, params: list[Any]) -> str:
+    """`source = …` for a WHERE clause. A known source is written as a literal: SQLite uses the
+    partial index of W&B events (`events_wandb`, migration 0012) only when the query names
+    'wandb' itself, not a parameter. Anything else is bound (and matches nothing)."""
+    if source in SOURCES:
+        return f"source = '{source}'"
+    params.append(source)
+    return "source = ?"
+
+
 def _older(incoming: datetime | None, stored: str | None) -> bool:
     return incoming is not None and stored is not None and (to_db(incoming) or "") < stored
 
@@ -94,7 +105,6 @@ class EventsRepo:
         result = UpsertResult()
         if not events:
             return result
-        now = to_db(utcnow())
         async with self.db.transaction() as conn:
             for chunk in chunks(events):
                 existing = await self._existing(conn, chunk)
@@ -141,16 +151,16 @@ class EventsRepo:
                     result.updated.append(known[0])
                     existing[key] = (known[0], digest, to_db(event.updated_at))
                 if fresh:
-                    await self._insert(conn, list(fresh.values()), now, result)
+                    await self._insert(conn, list(fresh.values()), result)
         return result
 
     async def _insert(
-        self, conn: aiosqlite.Connection, events: list[Event], now: str | None, result: UpsertResult
+        self, conn: aiosqlite.Connection, events: list[Event], result: UpsertResult
     ) -> None:
         """Insert new events in one executemany (the per-row round trip to aiosqlite's thread
         is what bounds ingest speed), then read their ids back."""
         await conn.executemany(
-            f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES ({', '.join('?' * 17)}) "
+            f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES ({', '.join('?' * 16)}) "
             "ON CONFLICT (run_slug, source, external_id) DO NOTHING",
             [
                 (
@@ -170,7 +180,6 @@ class EventsRepo:
                     to_json(e.extra),
                     int(e.deleted),
                     e.content_hash,
-                    now,
                 )
                 for e in events
             ],
@@ -233,8 +242,8 @@ class EventsRepo:
         slugs = [run_slug] if run_slug is not None else await self._run_slugs()
         found: list[Event] = []
         for slug in slugs:
-            # INDEXED BY: with a source or kind filter SQLite would otherwise pick
-            # events_kind and walk every Discord message of the run to find the pending ones.
+            # INDEXED BY: with a source or kind filter SQLite could otherwise pick another
+            # index and walk every Discord message of the run to find the pending ones.
             sql = (
                 "SELECT * FROM events INDEXED BY events_pending "
                 "WHERE run_slug = ? AND enriched_hash IS NULL"
@@ -357,8 +366,7 @@ class EventsRepo:
             sql += " AND tag = ?"
             params.append(tag)
         if source is not None:
-            sql += " AND source = ?"
-            params.append(source)
+            sql += f" AND {_source_is(source, params)}"
         if newsworthy_only:
             sql += " AND newsworthy = 1"
         sql += " ORDER BY at DESC, id DESC LIMIT ? OFFSET ?"
@@ -399,9 +407,11 @@ class EventsRepo:
 
     async def conversation_before(self, run_slug: str, thread: str, at: datetime) -> Event | None:
         """The channel's latest conversation that started at or before `at` (migration 0012
-        indexes conversations by channel and time)."""
+        indexes conversations by channel and time; named, since the thread index has the same
+        columns and the planner cannot tell them apart without statistics)."""
         row = await self.db.fetchone(
-            "SELECT * FROM events WHERE run_slug = ? AND thread = ? AND kind = 'conversation' "
+            "SELECT * FROM events INDEXED BY events_conversations "
+            "WHERE run_slug = ? AND thread = ? AND kind = 'conversation' "
             "AND at <= ? AND deleted = 0 ORDER BY at DESC, id DESC LIMIT 1",
             (run_slug, thread, to_db(at)),
         )
@@ -412,7 +422,8 @@ class EventsRepo:
     ) -> list[Event]:
         """The channel's conversations that started in [since, until], oldest first."""
         rows = await self.db.fetchall(
-            "SELECT * FROM events WHERE run_slug = ? AND thread = ? AND kind = 'conversation' "
+            "SELECT * FROM events INDEXED BY events_conversations "
+            "WHERE run_slug = ? AND thread = ? AND kind = 'conversation' "
             "AND at >= ? AND at <= ? AND deleted = 0 ORDER BY at, id",
             (run_slug, thread, to_db(since), to_db(until)),
         )
@@ -442,19 +453,23 @@ class EventsRepo:
     async def of_kind(
         self, run_slug: str, source: str, kind: str, *, limit: int = 1000
     ) -> list[Event]:
-        """The run's newest `limit` events of one source and kind, oldest first (a range of the
-        `events_kind` index, e.g. every W&B restart for the chart)."""
+        """The run's newest `limit` events of one source and kind, oldest first (for W&B, e.g.
+        every restart for the chart, a range of the `events_wandb` index)."""
+        params: list[Any] = [run_slug]
+        where = _source_is(source, params)
         rows = await self.db.fetchall(
-            "SELECT * FROM events WHERE run_slug = ? AND source = ? AND kind = ? AND deleted = 0 "
+            f"SELECT * FROM events WHERE run_slug = ? AND {where} AND kind = ? AND deleted = 0 "
             "ORDER BY at DESC, id DESC LIMIT ?",
-            (run_slug, source, kind, limit),
+            [*params, kind, limit],
         )
         return [event_from_row(row) for row in reversed(rows)]
 
     async def last_of_kind(self, run_slug: str, source: str, kind: str) -> Event | None:
+        params: list[Any] = [run_slug]
+        where = _source_is(source, params)
         row = await self.db.fetchone(
-            "SELECT * FROM events WHERE run_slug = ? AND source = ? AND kind = ? AND deleted = 0 "
+            f"SELECT * FROM events WHERE run_slug = ? AND {where} AND kind = ? AND deleted = 0 "
             "ORDER BY at DESC, id DESC LIMIT 1",
-            (run_slug, source, kind),
+            [*params, kind],
         )
         return event_from_row(row) if row else None

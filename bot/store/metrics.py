@@ -46,34 +46,43 @@ class MetricsRepo:
     async def points(
         self, run_slug: str, *, since: datetime | None = None, until: datetime | None = None
     ) -> list[MetricPoint]:
-        sql = "SELECT wandb_run, step, at, tokens, loss FROM metric_points WHERE run_slug = ?"
-        params: list[Any] = [run_slug]
+        """Oldest first. A time range reads only its own points: one range of the primary key
+        (run, W&B run, time) per W&B run of the chain."""
+        runs = await self.wandb_runs(run_slug)
+        if not runs:
+            return []
+        marks = ",".join("?" * len(runs))
+        sql = (
+            "SELECT wandb_run, step, at, tokens, loss FROM metric_points "
+            f"WHERE run_slug = ? AND wandb_run IN ({marks})"
+        )
+        params: list[Any] = [run_slug, *runs]
         if since is not None:
             sql += " AND at >= ?"
             params.append(to_db(since))
         if until is not None:
             sql += " AND at < ?"
             params.append(to_db(until))
-        sql += " ORDER BY at"
+        sql += " ORDER BY at, wandb_run, step"
         return [self._point(row) for row in await self.db.fetchall(sql, params)]
+
+    async def wandb_runs(self, run_slug: str) -> list[str]:
+        """The W&B runs with points for this run. DISTINCT would walk every point; this
+        skip-scan does one primary-key seek per W&B run."""
+        rows = await self.db.fetchall(
+            "WITH RECURSIVE r(w) AS (SELECT MIN(wandb_run) FROM metric_points "
+            "WHERE run_slug = ?1 UNION ALL SELECT (SELECT MIN(wandb_run) FROM metric_points "
+            "WHERE run_slug = ?1 AND wandb_run > r.w) FROM r WHERE r.w IS NOT NULL) "
+            "SELECT w FROM r WHERE w IS NOT NULL",
+            (run_slug,),
+        )
+        return [row[0] for row in rows]
 
     async def window(self, run_slug: str, since: datetime) -> list[MetricPoint]:
         """Points since `since`, plus the last point of each W&B run before it, so a trailing
         rate can be measured from the window's start without reading the whole history."""
-        runs = await self.db.fetchall(
-            "SELECT wandb_run FROM run_snapshots WHERE run_slug = ?", (run_slug,)
-        )
-        if not runs:
-            # DISTINCT would walk every point; this skip-scan does one index seek per W&B run.
-            runs = await self.db.fetchall(
-                "WITH RECURSIVE r(w) AS (SELECT MIN(wandb_run) FROM metric_points "
-                "WHERE run_slug = ?1 UNION ALL SELECT (SELECT MIN(wandb_run) FROM metric_points "
-                "WHERE run_slug = ?1 AND wandb_run > r.w) FROM r WHERE r.w IS NOT NULL) "
-                "SELECT w FROM r WHERE w IS NOT NULL",
-                (run_slug,),
-            )
         before = []
-        for (wandb_run,) in runs:
+        for wandb_run in await self.wandb_runs(run_slug):
             row = await self.db.fetchone(
                 "SELECT wandb_run, step, at, tokens, loss FROM metric_points WHERE run_slug = ? "
                 "AND wandb_run = ? AND at < ? ORDER BY at DESC LIMIT 1",
@@ -84,12 +93,19 @@ class MetricsRepo:
         return [self._point(row) for row in before] + await self.points(run_slug, since=since)
 
     async def latest(self, run_slug: str) -> MetricPoint | None:
-        row = await self.db.fetchone(
-            "SELECT wandb_run, step, at, tokens, loss FROM metric_points WHERE run_slug = ? "
-            "ORDER BY at DESC LIMIT 1",
-            (run_slug,),
-        )
-        return self._point(row) if row else None
+        """The newest point of any W&B run of the chain (the newest of each run's last)."""
+        rows = []
+        for wandb_run in await self.wandb_runs(run_slug):
+            row = await self.db.fetchone(
+                "SELECT wandb_run, step, at, tokens, loss FROM metric_points WHERE run_slug = ? "
+                "AND wandb_run = ? ORDER BY at DESC, step DESC LIMIT 1",
+                (run_slug, wandb_run),
+            )
+            if row is not None:
+                rows.append(row)
+        if not rows:
+            return None
+        return self._point(max(rows, key=lambda r: (r[2], r[0], r[1])))
 
     async def last_step(self, run_slug: str, wandb_run: str) -> int | None:
         row = await self.db.fetchone(

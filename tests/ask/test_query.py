@@ -6,7 +6,15 @@ import re
 
 import pytest
 
-from bot.ask.query import MAX_QUESTION_CHARS, BadQuestion, Day, parse_question, quote
+from bot.ask.query import (
+    MAX_QUESTION_CHARS,
+    BadQuestion,
+    Day,
+    every_token,
+    fts_tokens,
+    parse_question,
+    quote,
+)
 
 HOSTILE = [
     'why "did the gate',
@@ -29,9 +37,12 @@ def test_hostile_questions_become_quoted_terms_only(question: str) -> None:
     query = parse_question(question)
     for term in query.terms:
         expression = term.expression
-        # every spelling is one quoted string; outside quotes only OR and parentheses remain
+        # every quoted string is one token (the index has no positions: a phrase would fail);
+        # outside quotes only OR, AND and parentheses remain
+        for quoted in re.findall(r'"((?:[^"]|"")*)"', expression):
+            assert fts_tokens(quoted) == [quoted], expression
         outside = re.sub(r'"(?:[^"]|"")*"', "", expression)
-        assert set(outside.replace("OR", "")) <= set("() "), expression
+        assert set(outside.replace("OR", "").replace("AND", "")) <= set("() "), expression
         for spelling in term.spellings:
             assert '"' not in spelling and "\x00" not in spelling
 
@@ -92,3 +103,13 @@ def test_named_days_and_refs() -> None:
 
 def test_quote_doubles_quotes() -> None:
     assert quote('a"b') == '"a""b"'
+
+
+def test_compounds_ask_for_every_token() -> None:
+    assert every_token("hero-12d8b6f0") == '("hero" AND "12d8b6f0")'
+    assert every_token("54,000") == '("54" AND "000")'
+    assert every_token("naïve") == '"naïve"'
+    # letters Unicode 3.2 did not have split a term rather than risk a phrase; none left: no match
+    assert every_token("\u07ca\u07cb-\u07cc") == '""'
+    term = parse_question("what is hero-12d8b6f0").terms[0]
+    assert term.spellings == ("hero-12d8b6f0",) and term.expression == '("hero" AND "12d8b6f0")'

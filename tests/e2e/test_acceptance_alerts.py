@@ -122,12 +122,13 @@ DURATION = re.compile(r"\b\d+ (?:d|h|min|s)\b(?: \d+ (?:h|min|s)\b)*|under a min
 # --- 1. crash, a person's report, resume --------------------------------------------------------
 
 
-@pytest.mark.parametrize("order", ["crash first", "report first"])
+@pytest.mark.parametrize("order", ["crash first", "report first", "report, then crash"])
 async def test_crash_with_a_persons_report_then_resume_pages_once_and_resolves_once(
     order: str, tmp_path: Path, wb: FakeWandb, watched_discord: FakeDiscord
 ) -> None:
     """The person writes once the alert is out, or before the bot has seen the crash (the
-    message arrives at once over the gateway, W&B only at the next poll)."""
+    message arrives at once over the gateway, W&B only at the next poll), or before W&B has
+    marked the run crashed at all (it takes minutes to give up on a heartbeat)."""
     fake = watched_discord
     # Simulated time catches up with the wall clock when the person writes (their message
     # carries the wall-clock time), so the report falls inside the crash.
@@ -145,14 +146,20 @@ async def test_crash_with_a_persons_report_then_resume_pages_once_and_resolves_o
             wb.append_rows(FIRST, rows(100, 38, t0))  # trained until 2 min ago
             await d.cycle(t0 + 38 * MIN)
             assert d.channel() == []
-            wb.set_state(FIRST, "crashed", heartbeat_at=t0 + 38 * MIN)
+            if order == "report first":
+                wb.set_state(FIRST, "crashed", heartbeat_at=t0 + 38 * MIN)
 
         said = await fake.say(WATCHED, REPORT, author_name="dana")
         await stored(d, said)
         t1 = max(now_utc() + timedelta(seconds=1), d.clock.now)
         await d.cycle(t1)
-        if order == "report first":
+        if order != "crash first":
             [alert] = d.channel()
+        if order == "report, then crash":
+            wb.set_state(FIRST, "crashed", heartbeat_at=t0 + 38 * MIN)
+            t1 += 2 * MIN
+            await d.cycle(t1)
+            assert [m["id"] for m in d.channel()] == [alert["id"]]  # the crash joined it
 
         # While open: the report is on the head or in its thread ...
         [head] = d.channel()
@@ -164,7 +171,7 @@ async def test_crash_with_a_persons_report_then_resume_pages_once_and_resolves_o
         assert code == 0, err
         [incident] = json.loads(out)["open_incidents"]
         assert incident["reported_cause"] == REPORT
-        assert incident["kind"] == "crash"
+        assert incident["kind"] == "crash"  # W&B confirmed it, whoever spoke first
         # ... and in /incidents, through the command tree.
         listing = await answer(
             fake, "incidents", option("run", "hero"), subcommand="list", channel_id=WATCHED

@@ -1,6 +1,6 @@
 """LLM cost benchmark (a script, not part of the test run):
 
-    python bench/bench_llm.py [--events 300] [--batch 30]
+    python bench/bench_llm.py [--events 300] [--batch 30] [--day-only] [--windows 120 1800]
 
 1. Tokens per enriched event, batched (many events per request) vs one event per request, over
    the same synthetic events, against the local fake Anthropic server (tests/fakes/anthropic.py).
@@ -8,9 +8,13 @@
    tools) and of the reply it sent; real tokenizer counts differ by a modest factor but the
    ratio between the two modes holds. Goal: <= 300 input tokens per event, batched.
 2. A busy live day (500 GitHub comments, 2,000 Discord messages in bursts over two channels, a
-   poll a minute, a simulated clock): events per request, input tokens per event (cache reads
-   included) and dollars per day, with live batching (`pipeline.Gather`, several windows) next to
-   the old behaviour (everything pending enriched after every poll) in the same run.
+   poll a minute, a simulated clock) through the real pipeline (`enrich_step`, the LLM enricher,
+   the fake server): events per request, input tokens per event (everything the server counted,
+   cache reads included; and as billed, writes at 1.25x and reads at 0.1x), dollars per day and
+   how long an event waited for its request, with live batching (`pipeline.Gather`, the default
+   window and others) next to the old behaviour measured in the same run: everything pending
+   enriched after each poll, in batches of <= 30 and one request per event. `--day-only` runs
+   just this part.
 3. The narrative and digest prompt sizes (estimated tokens of system + user text) after one week
    and after three months of synthetic history (~60 events a day, enriched by the rules). Goal: a
    prompt that does not grow with the run's length.
@@ -23,18 +27,28 @@ import asyncio
 import random
 import sys
 import tempfile
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.llm.client import LLMClient, estimate_tokens
+from bot.enrich.conversations import burst_bounds
+from bot.enrich.rules import Enrichment
+from bot.llm.client import (
+    CACHE_READ_MULTIPLIER,
+    CACHE_WRITE_MULTIPLIER,
+    LLMClient,
+    cost_usd,
+    estimate_tokens,
+)
 from bot.llm.enrich import LLMEnricher
 from bot.llm.grounded import render_prompt
 from bot.models import Event, RunInfo
 from bot.pipeline import Gather, enrich_pending, enrich_step
 from bot.services.digest import build_digest
 from bot.services.narrative import build_narrative_facts
+from bot.settings import DEFAULT_ENRICH_MODEL, DEFAULT_ENRICH_WINDOW
 from bot.store import Database, Store
 from tests.fakes.anthropic import FakeAnthropic
 
@@ -226,11 +240,18 @@ def busy_day(seed: int = 11) -> list[Event]:
 
 
 async def simulate_day(
-    events: list[Event], gather: Gather | None, fake: FakeAnthropic, model: str
+    events: list[Event],
+    gather: Gather | None,
+    fake: FakeAnthropic,
+    model: str,
+    *,
+    max_batch: int = 30,
 ) -> dict[str, float]:
-    """A day on a simulated clock: a poll a minute stores what arrived; without `gather`,
-    everything pending is enriched after each poll (the old cycle); with it, the enrichment loop
-    looks every 10 s and sends a request when a batch is worth it."""
+    """A day on a simulated clock through the real pipeline (`enrich_step`, the LLM enricher, the
+    fake server): a poll a minute stores what arrived. Without `gather`, everything pending is
+    enriched after each poll (the old cycle; with `max_batch=1`, one request per event); with it,
+    the enrichment loop looks every 10 s, as the bot's does, and sends a request when a batch is
+    worth it. Figures come from what the fake server received and billed."""
     clock = [NOW]
     fake.clock = lambda: (clock[0] - NOW).total_seconds()
     with tempfile.TemporaryDirectory() as tmp:
@@ -243,10 +264,13 @@ async def simulate_day(
                 api_key="bench",
                 base_url=fake.base_url,
                 model=model,
+                enrich_model=model,
                 daily_budget_usd=1000,
                 max_retry_wait=0.01,
             ) as llm:
-                enricher = LLMEnricher(llm, clock=lambda: clock[0])
+                enricher = Timed(
+                    LLMEnricher(llm, clock=lambda: clock[0], max_batch=max_batch), clock
+                )
                 queue = list(events)
                 for minute in range(24 * 60 + 30):
                     poll_at = NOW + timedelta(minutes=minute)
@@ -261,19 +285,67 @@ async def simulate_day(
                 clock[0] += timedelta(hours=1)  # the day's tail: anything still waiting goes
                 await enrich_step(store, clock[0], enricher=enricher)
             pending = len(await store.events.pending_enrichment(limit=10_000))
-            rows = await store.llm.spend(NOW - timedelta(days=1))
-            enriched = sum(row["calls"] for task, row in rows.items() if task == "enrich")
-            total_in = sum(row["input_tokens"] for row in rows.values())
-            cost = sum(row["cost_usd"] for row in rows.values())
-            requests = len(fake.message_requests) - before
+            requests = fake.message_requests[before:]
+            usages = fake.usages[-len(requests) :] if requests else []
+            sent_events = sum(len(r.event_ids) for r in requests)
+            raw_in = sum(
+                u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"]
+                for u in usages
+            )
+            billed_in = sum(
+                u["input_tokens"]
+                + CACHE_WRITE_MULTIPLIER * u["cache_creation_input_tokens"]
+                + CACHE_READ_MULTIPLIER * u["cache_read_input_tokens"]
+                for u in usages
+            )
+            cost = sum(
+                cost_usd(
+                    model,
+                    u["input_tokens"],
+                    u["output_tokens"],
+                    u["cache_creation_input_tokens"],
+                    u["cache_read_input_tokens"],
+                )
+                for u in usages
+            )
+            conversations = await store.events.conversations_between(
+                "hero", "discord:1", NOW - timedelta(days=1), NOW + timedelta(days=2)
+            )
+            conversations += await store.events.conversations_between(
+                "hero", "discord:2", NOW - timedelta(days=1), NOW + timedelta(days=2)
+            )
+            waits = sorted(enricher.waits)
             return {
-                "requests": requests,
-                "llm_events": enriched,
-                "per_request": enriched / max(1, requests),
-                "in_per_event": total_in / max(1, enriched),
+                "requests": len(requests),
+                "llm_events": sent_events,
+                "per_request": sent_events / max(1, len(requests)),
+                "in_per_event": raw_in / max(1, sent_events),
+                "billed_per_event": billed_in / max(1, sent_events),
                 "usd_per_day": cost,
                 "left_pending": pending,
+                "conversations": len(conversations),
+                "wait_p50": waits[len(waits) // 2] / 60 if waits else 0.0,
+                "wait_p95": waits[int(len(waits) * 0.95)] / 60 if waits else 0.0,
             }
+
+
+class Timed:
+    """The enricher, noting how long each event it is given has waited since its newest
+    content arrived (a conversation: since its last message)."""
+
+    def __init__(self, inner: LLMEnricher, clock: list[datetime]):
+        self.inner = inner
+        self.name = inner.name
+        self.retry_label = inner.retry_label
+        self.clock = clock
+        self.waits: list[float] = []
+
+    async def enrich(self, events: Sequence[Event]) -> dict[int, tuple[Enrichment, str]]:
+        for event in events:
+            newest = burst_bounds(event)[1] if event.source == "discord" else event.at
+            newest = max(newest, event.updated_at or newest)
+            self.waits.append((self.clock[0] - newest).total_seconds())
+        return await self.inner.enrich(events)
 
 
 async def prompt_sizes(days: int, per_day: int = 60) -> dict[str, int]:
@@ -305,9 +377,75 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=300)
     parser.add_argument("--batch", type=int, default=30)
-    parser.add_argument("--model", default="claude-haiku-4-5")
-    parser.add_argument("--windows", type=float, nargs="*", default=[20.0, 120.0, 300.0])
+    parser.add_argument("--model", default=DEFAULT_ENRICH_MODEL)
+    parser.add_argument(
+        "--windows", type=float, nargs="*", default=[120.0, DEFAULT_ENRICH_WINDOW], help="seconds"
+    )
+    parser.add_argument("--cached-model", default="claude-sonnet-4-6")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the old behaviour")
+    parser.add_argument("--day-only", action="store_true", help="only the busy day")
     args = parser.parse_args()
+    if not args.day_only:
+        await token_table(args)
+
+    day = busy_day()
+    print(
+        "A busy live day: 500 GitHub comments, 2,000 Discord messages in bursts over two "
+        "channels, a poll a minute; the real pipeline against the fake Anthropic server"
+    )
+    print(
+        "in/event: every input token the server counted (cache reads included), the fixed prompt"
+        " shared by the batch; billed: cache writes at 1.25x, reads at 0.1x. wait: minutes from"
+        " an event's newest content (a conversation's last message) to its request, p50/p95."
+    )
+    print(
+        f"{'enrichment':<44}{'requests':>9}{'events':>8}{'ev/req':>8}{'in/event':>10}"
+        f"{'billed':>8}{'$/day':>8}{'wait':>11}{'convs':>7}"
+    )
+    modes: list[tuple[str, Gather | None, int, str]] = []
+    if not args.no_baseline:
+        modes += [
+            ("old: one request per event after each poll", None, 1, args.model),
+            ("old: all pending after each poll (<= 30)", None, args.batch, args.model),
+        ]
+    modes += [
+        (f"live batching, window {w:g} s", Gather(timedelta(seconds=w), args.batch), 30, args.model)
+        for w in args.windows
+    ]
+    if args.cached_model:
+        modes.append(
+            (
+                f"window {DEFAULT_ENRICH_WINDOW:g} s, {args.cached_model}",
+                Gather(timedelta(seconds=DEFAULT_ENRICH_WINDOW), args.batch),
+                args.batch,
+                args.cached_model,
+            )
+        )
+    for name, gather, max_batch, model in modes:
+        async with FakeAnthropic() as fake:
+            row = await simulate_day(day, gather, fake, model, max_batch=max_batch)
+        wait = f"{row['wait_p50']:.0f}/{row['wait_p95']:.0f}"
+        print(
+            f"{name:<44}{row['requests']:>9.0f}{row['llm_events']:>8.0f}{row['per_request']:>8.1f}"
+            f"{row['in_per_event']:>10.0f}{row['billed_per_event']:>8.0f}"
+            f"{row['usd_per_day']:>8.3f}{wait:>11}{row['conversations']:>7.0f}"
+        )
+    print(
+        f"goal: >= 8 events per request, <= 300 input tokens per event "
+        f"(model {args.model} unless named; it caches no prefix under 4,096 tokens)\n"
+    )
+    if args.day_only:
+        return
+    print("Prompt size vs history length (estimated tokens, system + user)")
+    print(f"{'history':<14}{'events':>8}{'narrative':>11}{'digest':>9}")
+    for label, days in (("1 week", 7), ("3 months", 90)):
+        row = await prompt_sizes(days)
+        print(
+            f"{label:<14}{row['events']:>8}{row['narrative_tokens']:>11}{row['digest_tokens']:>9}"
+        )
+
+
+async def token_table(args: argparse.Namespace) -> None:
     events = synthetic_events(args.events, NOW - timedelta(days=2), timedelta(days=2))
     async with FakeAnthropic() as fake:
         batched = await enrich_tokens(events, args.batch, fake)
@@ -321,35 +459,6 @@ async def main() -> None:
         )
     goal = "OK" if batched["in_per_event"] <= 300 else "OVER"
     print(f"goal <= 300 input tokens/event batched: {goal}\n")
-
-    day = busy_day()
-    print(
-        "A busy live day: 500 GitHub comments, 2,000 Discord messages in bursts, a poll a minute "
-        f"(model {args.model})"
-    )
-    print(
-        f"{'enrichment':<30}{'requests':>9}{'LLM events':>11}{'ev/req':>8}"
-        f"{'in/event':>10}{'$/day':>9}"
-    )
-    modes: list[tuple[str, Gather | None]] = [("old: all pending after each poll", None)]
-    modes += [
-        (f"live batching, window {w:g} s", Gather(timedelta(seconds=w), 30)) for w in args.windows
-    ]
-    for name, gather in modes:
-        async with FakeAnthropic() as fake:
-            row = await simulate_day(day, gather, fake, args.model)
-        print(
-            f"{name:<30}{row['requests']:>9.0f}{row['llm_events']:>11.0f}{row['per_request']:>8.1f}"
-            f"{row['in_per_event']:>10.0f}{row['usd_per_day']:>9.3f}"
-        )
-    print("goal: >= 8 events per request, <= 300 input tokens per event\n")
-    print("Prompt size vs history length (estimated tokens, system + user)")
-    print(f"{'history':<14}{'events':>8}{'narrative':>11}{'digest':>9}")
-    for label, days in (("1 week", 7), ("3 months", 90)):
-        row = await prompt_sizes(days)
-        print(
-            f"{label:<14}{row['events']:>8}{row['narrative_tokens']:>11}{row['digest_tokens']:>9}"
-        )
 
 
 if __name__ == "__main__":

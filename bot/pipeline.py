@@ -23,6 +23,7 @@ from bot.enrich.conversations import (
 )
 from bot.enrich.rules import Enrichment, enrich_event
 from bot.models import UNHEALTHY_STATES, Event
+from bot.settings import DEFAULT_ENRICH_BATCH, DEFAULT_ENRICH_WINDOW
 from bot.sources.base import Source
 from bot.sources.poller import CycleReport, poll_once
 from bot.store import Store
@@ -93,10 +94,6 @@ def is_thread_state_change(event: Event) -> bool:
     for symptoms would report the thread's old incident again on the day it is closed: a state
     change is never an incident report (the thread's own events are)."""
     return event.source == "github" and event.kind == "state"
-
-
-# Seconds the oldest ready event may wait for others to share its request (live batching).
-DEFAULT_WINDOW = 900.0
 
 
 class Detector(Protocol):
@@ -194,13 +191,18 @@ def waiting_since(event: Event) -> datetime:
 
 
 def urgent(event: Event) -> bool:
-    """The rules read it as a live incident report: it never waits for a batch."""
-    return event.source not in MACHINE_SOURCES and rules_enrichment(event).incident
+    """The rules read it as a live incident report: it never waits for a batch. (Not a
+    conversation: its members carry the rules' incident flag from the moment they are folded in,
+    so the incident engine has the report already.)"""
+    if event.source in MACHINE_SOURCES or event.kind == "conversation":
+        return False
+    return rules_enrichment(event).incident
 
 
 def ready(event: Event, now: datetime) -> bool:
     """Whether an event may be enriched at `now`: anything but a Discord burst still going on
-    (enriched once, when it settles), unless the rules read it as an incident report."""
+    (enriched once, when it settles), unless it is a lone message the rules read as an incident
+    report."""
     if event.deleted or event.source != "discord":
         return True
     if event.kind not in ("message", "conversation"):
@@ -217,6 +219,7 @@ async def enrich_pending(
     budget: Budget | None = None,
     now: datetime | None = None,
     group: bool = True,
+    offer: Sequence[Event] = (),
 ) -> int:
     """Enrich every event that is new or edited since it was last enriched (Discord bursts are
     folded into conversations first, unless `group` is false because the caller just did).
@@ -225,24 +228,29 @@ async def enrich_pending(
     With `now`, Discord bursts still going on at `now` stay queued (see `ready`): a
     conversation is enriched once, when it settles, not once per message.
 
+    `offer`: events the rules enriched standing in for the LLM (`RETRY_LABEL`), sent along
+    with the first batch; each keeps its enrichment unless the LLM gives one.
+
     With a `budget`, no new batch starts once it is spent and a call that outlasts it is cut
     off: its events get the rules' enrichment labelled for an LLM retry, and whatever is left
     stays queued for the next cycle."""
     enricher = enricher or RulesEnricher()
+    retry_label = getattr(enricher, "retry_label", None)
     if group:
         await group_discord_bursts(store, run_slug)
     done = 0
+    offered = list(offer)
     while True:
         if budget is not None and budget.spent:
             return done
         pending = await store.events.pending_enrichment(run_slug, limit=batch)
         if now is not None:
             pending = [e for e in pending if ready(e, now)]
-        if not pending:
+        if not pending and not offered:
             return done
         machine = [e for e in pending if e.source in MACHINE_SOURCES]
         results = {e.id: (fact_enrichment(e), "facts") for e in machine if e.id is not None}
-        texts = [e for e in pending if e.source not in MACHINE_SOURCES]
+        texts = [e for e in pending if e.source not in MACHINE_SOURCES] + offered
         try:
             async with asyncio.timeout(budget.remaining if budget is not None else None):
                 results.update(await enricher.enrich(texts))
@@ -276,9 +284,31 @@ async def enrich_pending(
                     enriched_by=label,
                 )
                 wrote += int(stored)
+            for event in offered:
+                if event.id is None or event.id not in results:
+                    continue
+                enrichment, label = results[event.id]
+                if label == retry_label:
+                    continue  # the LLM still could not: the rules' enrichment stands
+                wrote += await _write(store, event, enrichment, label)
         done += wrote
+        offered = []
         if wrote == 0:  # everything changed under us; try again next cycle
             return done
+
+
+async def _write(store: Store, event: Event, enrichment: Enrichment, label: str) -> bool:
+    if is_thread_state_change(event):
+        enrichment = replace(enrichment, incident=False, severity=None, incident_kind=None)
+    return await store.events.set_enrichment(
+        event,
+        summary=enrichment.summary,
+        tag=enrichment.tag,
+        incident=enrichment.incident,
+        severity=enrichment.severity,
+        newsworthy=enrichment.newsworthy,
+        enriched_by=label,
+    )
 
 
 async def retry_llm_fallbacks(
@@ -381,24 +411,78 @@ class Gather:
     is ready once it has settled (`ready`); an event the rules read as an incident report is
     never kept waiting."""
 
-    window: timedelta = timedelta(seconds=DEFAULT_WINDOW)
-    batch: int = 30
+    window: timedelta = timedelta(seconds=DEFAULT_ENRICH_WINDOW)
+    batch: int = DEFAULT_ENRICH_BATCH
 
 
-async def enrichment_due(store: Store, now: datetime, gather: Gather | None) -> bool:
-    """Whether the queued text events are worth a request now (see `Gather`)."""
+async def enrichment_due(
+    store: Store,
+    now: datetime,
+    gather: Gather | None,
+    offer: Sequence[Event] = (),
+    *,
+    reports_wait: bool = False,
+) -> bool:
+    """Whether the queued text events (and those the rules stood in for, `offer`) are worth a
+    request now (see `Gather`). A live incident report makes them due, unless `reports_wait`
+    (the rules flag it meanwhile, `flag_reports`)."""
     if gather is None:
         return True
     # Twice the batch: bursts still going on are queued too (a few per watched channel).
     pending = await store.events.pending_enrichment(limit=2 * gather.batch)
     texts = [e for e in pending if e.source not in MACHINE_SOURCES and ready(e, now)]
+    texts += offer
     if not texts:
         return False
     if len(texts) >= gather.batch:
         return True
     if now - min(waiting_since(e) for e in texts) >= gather.window:
         return True
-    return any(urgent(e) for e in texts)
+    return not reports_wait and any(urgent(e) for e in texts)
+
+
+async def gathered_round(
+    store: Store, now: datetime, gather: Gather, enricher: Enricher | None, budget: Budget | None
+) -> int:
+    """One round of live batching. Bursts are folded into conversations and W&B facts enriched
+    at once. The batch goes when `enrichment_due`, with the events the rules stood in for
+    (`RETRY_LABEL`: reports, and events of an LLM outage) in the same request. Until then a live
+    incident report the rules flag gets their enrichment at once (so the incident engine sees it
+    this round) and waits, like the rest, for the batch, where the LLM may improve it."""
+    await group_discord_bursts(store)
+    done = await enrich_facts(store)
+    retry_label = getattr(enricher, "retry_label", None)
+    offer = await store.events.enriched_by_label(retry_label, RETRY_OFFER) if retry_label else []
+    # Without a retry label there is nowhere to queue a report for later: it goes now.
+    if await enrichment_due(store, now, gather, offer, reports_wait=retry_label is not None):
+        return done + await enrich_pending(
+            store, enricher, budget=budget, now=now, group=False, offer=offer
+        )
+    if retry_label is not None:
+        done += await flag_reports(store, now, retry_label, limit=2 * gather.batch)
+    return done
+
+
+# Events the rules stood in for, offered to the LLM with each batch (newest first).
+RETRY_OFFER = 60
+
+
+async def flag_reports(store: Store, now: datetime, label: str, *, limit: int) -> int:
+    """Give the queued live incident reports (`urgent`) the rules' enrichment now, labelled
+    `label` so the LLM is offered them with the next batch."""
+    pending = await store.events.pending_enrichment(limit=limit)
+    reports = []
+    for n, event in enumerate(pending, 1):
+        if ready(event, now) and urgent(event):
+            reports.append(event)
+        if n % RULES_PER_TURN == 0:
+            await asyncio.sleep(0)  # the rules are CPU work: let commands have the loop
+    written = 0
+    if reports:
+        async with store.transaction():
+            for event in reports:
+                written += await _write(store, event, rules_enrichment(event), label)
+    return written
 
 
 async def enrich_facts(store: Store) -> int:
@@ -449,22 +533,12 @@ async def enrich_step(
     until the queue is worth a request, and a Discord burst is enriched once it has settled."""
     summary = CycleSummary(poll=CycleReport())
     try:
-        if gather is not None:
-            await group_discord_bursts(store)
-            if not await enrichment_due(store, now, gather):
-                summary.enriched = await enrich_facts(store)
-                if summary.enriched:
-                    await _detect(store, detector, now, summary)
-                return summary
-        summary.enriched = await enrich_pending(
-            store,
-            enricher,
-            budget=budget,
-            now=now if gather is not None else None,
-            group=gather is None,
-        )
-        if enricher is not None:
-            summary.enriched += await retry_llm_fallbacks(store, enricher, budget=budget)
+        if gather is None:
+            summary.enriched = await enrich_pending(store, enricher, budget=budget)
+            if enricher is not None:
+                summary.enriched += await retry_llm_fallbacks(store, enricher, budget=budget)
+        else:
+            summary.enriched = await gathered_round(store, now, gather, enricher, budget)
     except Exception as exc:
         log.exception("enrichment failed; events stay queued for the next cycle")
         summary.errors.append(f"enrich: {exc}")

@@ -33,6 +33,13 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL = "claude-sonnet-4-6"
 # Enrichment is many small structured calls: a fast, cheap model does it well.
 DEFAULT_ENRICH_MODEL = "claude-haiku-4-5"
+# Live batching: queued events wait up to this many seconds for others to share one request (its
+# fixed prompt is ~1,150 tokens and is not cached under the enrich model's 4,096-token minimum),
+# or until a batch is full. A busy day brings ~550 enrichable events (GitHub comments, settled
+# Discord conversations), one every ~2.6 min: 15 minutes made requests of 6.5 events, 30 make
+# 12.5 (bench/bench_llm.py). Incident reports never wait (the rules flag them at once).
+DEFAULT_ENRICH_WINDOW = 1800.0
+DEFAULT_ENRICH_BATCH = 30
 
 
 class ConfigError(Exception):
@@ -73,8 +80,8 @@ class Settings(BaseSettings):
     # Enrichment in the running bot: seconds of work per round (the rest resumes next round),
     # and live batching: events wait up to WINDOW seconds or until BATCH of them are queued.
     runscribe_enrich_budget: float = Field(default=20.0, gt=0)
-    runscribe_enrich_window: float = Field(default=120.0, ge=0)
-    runscribe_enrich_batch: int = Field(default=30, ge=1, le=100)
+    runscribe_enrich_window: float = Field(default=DEFAULT_ENRICH_WINDOW, ge=0)
+    runscribe_enrich_batch: int = Field(default=DEFAULT_ENRICH_BATCH, ge=1, le=100)
     runscribe_log_level: str = "INFO"
     # The status page and /healthz: `runscribe web`, and `runscribe run` when a port is set.
     runscribe_web_port: int | None = Field(default=None, ge=0, le=65535)

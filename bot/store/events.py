@@ -75,7 +75,8 @@ class Enriched:
     enriched_by: str = "rules"
 
 
-# The label of events the rules enriched because the LLM failed; they are offered to it again.
+# The label of events the rules enriched standing in for the LLM (it failed, or a live incident
+# report could not wait for the next batch); they are offered to it again.
 # Migration 0005 indexes exactly this value (`events_llm_retry`).
 RETRY_LABEL = "rules:llm-retry"
 

@@ -14,7 +14,7 @@ from bot.enrich.rules import Enrichment
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import incident_stats
 from bot.models import Event, Incident, MetricPoint, RunInfo
-from bot.pipeline import rules_enrichment, run_cycle
+from bot.pipeline import Gather, enrich_step, rules_enrichment, run_cycle
 from bot.services.narrative import status_with_narrative
 from bot.services.status import chart_series
 from bot.services.timeline import build_timeline
@@ -122,6 +122,8 @@ async def test_command_and_idle_cycle_queries_never_scan_the_history(store: Stor
     # conversation lookup), the LLM fallback retry, and detection.
     await run_cycle(store, [], NOW, enricher=StillDown(), detector=IncidentEngine())
     await run_cycle(store, [], NOW, enricher=StillDown(), detector=IncidentEngine())
+    # ... and the running bot's enrichment loop, which gathers events into batches.
+    await enrich_step(store, NOW, enricher=StillDown(), gather=Gather())
     await conn.set_trace_callback(None)
 
     assert len(series.points) <= 500  # downsampled, from the buckets

@@ -95,7 +95,8 @@ async def test_page_and_web_from_a_polled_database(tmp_path: Path, wandb_server:
     assert {u.rsplit("-", 1)[-1] for u in urls if "#issuecomment-" in u} <= set(map(str, ids))
     assert urls and urls <= set(doc.attrs("href"))
     assert HOSTILE_LOGIN in text  # the login is shown, as text
-    assert "updated just now" in text and "next in" in text  # poll recorded its cycle
+    # poll recorded its cycle (seconds ago: "just now" under 10 s, a loaded machine may be slower)
+    assert re.search(r"updated (just now|\d+ s ago)", text) and "next in" in text
     assert '<a href="index.html">All runs</a>' in html
     assert 'href="hero.html"' in (site / "index.html").read_text()
 

@@ -38,7 +38,7 @@ from bot.outbox.payload import make_payload
 from bot.store import Store
 from bot.timeutil import utcnow
 from tests.bot.conftest import Seed, StartBot
-from tests.bot.test_cogs import final_message, option
+from tests.bot.test_cogs import option
 from tests.e2e.test_acceptance_alerts import answer, body_text, cli, message_body, stored
 from tests.e2e.test_incident_flow import (
     FIRST,
@@ -72,7 +72,7 @@ async def queue(store: Store, channel: int, key: str, text: str) -> int:
     return item_id
 
 
-async def until_sent(store: Store, *item_ids: int, within: float = 20.0) -> None:
+async def until_sent(store: Store, *item_ids: int, within: float = 30.0) -> None:
     deadline = asyncio.get_running_loop().time() + within
     while True:
         items = [await store.outbox.get(i) for i in item_ids]
@@ -96,7 +96,9 @@ async def test_crash_between_send_and_mark_then_150_newer_messages_and_chatter_w
     # Discord creates the message, but its answer never reaches the bot: the process dies.
     fake.inject("POST", rf"^/channels/{alerts}/messages$", 0, hang=60, record_first=True)
     bot = await start_bot()
-    await fake.wait_for(lambda: any(text in str(m["content"]) for m in fake.posted(alerts)))
+    await fake.wait_for(
+        lambda: any(text in str(m["content"]) for m in fake.posted(alerts)), within=30
+    )
     await bot.close()
     item = await seeded_store.outbox.get(item_id)
     assert item is not None and item.status == "queued"  # sent, never marked
@@ -115,15 +117,15 @@ async def test_crash_between_send_and_mark_then_150_newer_messages_and_chatter_w
     await until_sent(seeded_store, item_id)
     assert sum(text in str(m["content"]) for m in fake.posted(alerts)) == 1  # no duplicate
     await stored_events(seeded_store, away)
-    record = await fake.slash(
-        "timeline", [option("days", 1, 4), option("source", "discord")], channel_id=general
+    timeline = await answer(
+        fake, "timeline", option("days", 1, 4), option("source", "discord"), channel_id=general
     )
-    shown = json.dumps((await final_message(fake, record))["embeds"], ensure_ascii=False)
+    shown = json.dumps(timeline["embeds"], ensure_ascii=False)
     assert "HellaSwag 71.3" in shown and "PSU swap" in shown, shown
 
 
 async def stored_events(store: Store, messages: list[dict[str, Any]]) -> None:
-    for _ in range(500):
+    for _ in range(1500):
         found = [
             await store.events.get_by_external("aurora", "discord", f"msg:{m['id']}")
             for m in messages
@@ -236,7 +238,7 @@ def from_the_sources(url: str, wandb: FakeWandb) -> bool:
 
 
 async def private_reply(record: Interaction) -> str:
-    body = await asyncio.wait_for(record.callback, 10)
+    body = await asyncio.wait_for(record.callback, 30)
     assert body["type"] == 4 and body["data"]["flags"] & 64, body  # only the member sees it
     return str(body["data"]["content"])
 

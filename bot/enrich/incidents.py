@@ -80,6 +80,7 @@ def _sig(kind: str, anchors: str, pattern: str, *, needs_subject: bool = False) 
 
 _NODE = r"(?:nodes?|hosts?|workers?|vms?|slices?|machines?|tpus?|gpus?|pods?)"
 _SUBJ = r"(?:job|jobs|run|training|trainer|process|processes|worker|workers|task|pod|rank\s*\d+)"
+_HOST = r"(?:[a-z]+\d+[a-z]+\d+[\w-]*|[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d+[\w-]*)"
 _FAIL_TO = r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't)"
 
 SIGNALS: Final[tuple[Signal, ...]] = (
@@ -98,6 +99,14 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:uncorrectable|uncorrected|double[- ]bit|dbe)\s+(?:ecc|memory|errors?)",
     ),
     _sig("hardware", "ecc", r"ecc\s+(?:errors?|failures?|faults?)"),
+    _sig(
+        "hardware",
+        "ecc",
+        # "ECC on GPU3", "GPU 3 threw ECC": how people shorten it in chat
+        r"ecc\s+on\s+(?:the\s+)?(?:gpu|device|card|chip|node|host)\s*\d*"
+        r"|(?:threw|throws|throwing|hit|hits|got|reported|reports|showing|shows)\s+(?:an?\s+)?"
+        r"(?:\w+\s+)?ecc(?!\s+(?:enabled|disabled|mode|support|on\b|off\b|turned|settings?))",
+    ),
     _sig("hardware", "bus", r"(?:fell|fallen|falls|dropped)\s+off\s+the\s+(?:pcie\s+)?bus"),
     # network: the fabric between machines
     _sig(
@@ -170,6 +179,14 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|tokens?|gpus?))",
     ),
     _sig("node-loss", "pingable powered", r"not\s+pingable|powered\s+(?:off|down)\b"),
+    _sig(
+        "node-loss",
+        "died dead gone down",
+        # "r12n4 died", "gpu-node-17 is dead": a host name (letters and digits, twice, or a
+        # dashed name ending in a number) and its end; not a model name ("llama3 is dead simple")
+        rf"{_HOST}\s+(?:just\s+|has\s+)?(?:died|(?:is|was|went)\s+(?:dead|gone|down))"
+        r"(?!\s+(?:simple|easy|wrong|on\s+arrival|set\s+on))",
+    ),
     _sig(
         "node-loss",
         "cordon drain",

@@ -200,6 +200,32 @@ def test_each_incident_kind(text: str, kind: str, severity: str) -> None:
     assert detect_incident(text) == (True, severity, kind)
 
 
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        # how people shorten a hardware report in chat: a host name and its end, ECC "on" a GPU
+        ("r12n4 died (ECC on GPU3)", "node-loss"),
+        ("r12n4 is dead, ECC on GPU 3", "hardware"),
+        ("gpu-node-17 went down mid-step, requeueing", "node-loss"),
+        ("the run is down again - GPU 3 on r12n4 threw ECC, swapping the node", "hardware"),
+    ],
+)
+def test_chat_shorthand_reports(text: str, kind: str) -> None:
+    assert detect_incident(text) == (True, "critical", kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "llama3 is dead simple to fine-tune on our cluster.",
+        "The new nodes have ECC enabled by default.",
+        "no ECC errors since the swap",
+    ],
+)
+def test_chat_shorthand_lookalikes_are_not_reports(text: str) -> None:
+    assert detect_incident(text)[0] is False
+
+
 def test_recovered_and_single_task_incidents_are_warnings() -> None:
     report = fixture("gh_node_loss_report.md")  # IB port flap → node lost → Iris restarted the job
     assert detect_incident(report) == (True, "warning", "network")

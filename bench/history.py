@@ -30,7 +30,7 @@ EVENTS_PER_SECOND = 1_000_000 / (120 * 86400)
 POINTS_PER_EVENT = 0.4
 EVENTS_PER_INCIDENT = 2000
 TAGS = ["incident", "ablation", "optimizer", "training-dynamics", "evals", "data", "infra", "other"]
-CHUNK = 5000
+CHUNK = 20_000
 
 BODIES = [
     "Loss curve after the warmup looks healthy; grad norm settles around 0.3 by step {n}.",
@@ -161,41 +161,51 @@ async def mark_fresh(store: Store, events: int) -> None:
 
 async def grow(store: Store, have: int, want: int, *, log: bool = True) -> Grown:
     """Add events have..want-1, their enrichment, the metric points and the resolved incidents
-    of that span, through the repositories, in time order. Returns the event ingest time."""
+    of that span, through the repositories, in time order: each chunk of `CHUNK` events is one
+    transaction (the repositories' own transactions join it), as a bulk import would write it.
+    Returns the ingest rate of the whole chunk (events, enrichment, points, incidents)."""
     rng = random.Random(have)
     spent = 0.0
     started = time.perf_counter()
     for first in range(have, want, CHUNK):
         last = min(first + CHUNK, want)
         batch = make_events(first, last)
+        enriched = [(e, enrichment(e, first + i)) for i, e in enumerate(batch)]
+        p_first, p_last = int(first * POINTS_PER_EVENT), int(last * POINTS_PER_EVENT)
+        points = make_points(p_first, p_last, rng)
+        incidents = [
+            incident_at(k) for k in range(first // EVENTS_PER_INCIDENT, last // EVENTS_PER_INCIDENT)
+        ]
         t0 = time.perf_counter()
         async with store.transaction():
             await store.events.upsert_many(batch)
-            await store.events.set_enrichment_many(
-                [(e, enrichment(e, first + i)) for i, e in enumerate(batch)]
-            )
+            await store.events.set_enrichment_many(enriched)
+            await store.metrics.add_points(SLUG, points)
+            for incident in incidents:
+                await store.incidents.save(incident)
         spent += time.perf_counter() - t0
-        p_first, p_last = int(first * POINTS_PER_EVENT), int(last * POINTS_PER_EVENT)
-        await store.metrics.add_points(SLUG, make_points(p_first, p_last, rng))
-        for k in range(first // EVENTS_PER_INCIDENT, last // EVENTS_PER_INCIDENT):
-            at = event_at(k * EVENTS_PER_INCIDENT)
-            incident = Incident(
-                SLUG,
-                f"stall:{k}",
-                "stall" if k % 3 else "crash",
-                "Training stalled" if k % 3 else "W&B run crashed",
-                "resolved",
-                at,
-                fired_at=at,
-                resolved_at=at + timedelta(minutes=40),
-            )
-            incident.details.fired = True
-            await store.incidents.save(incident)
         if log and (last - have) % 500_000 < CHUNK and last != have:
             rate = (last - have) / (time.perf_counter() - started)
             print(f"  … {last:,} events ({rate:,.0f}/s overall)", flush=True)
     await mark_fresh(store, want)
     return Grown(want - have, spent)
+
+
+def incident_at(k: int) -> Incident:
+    """The k-th resolved incident of the history (one per `EVENTS_PER_INCIDENT` events)."""
+    at = event_at(k * EVENTS_PER_INCIDENT)
+    incident = Incident(
+        SLUG,
+        f"stall:{k}",
+        "stall" if k % 3 else "crash",
+        "Training stalled" if k % 3 else "W&B run crashed",
+        "resolved",
+        at,
+        fired_at=at,
+        resolved_at=at + timedelta(minutes=40),
+    )
+    incident.details.fired = True
+    return incident
 
 
 def db_bytes(path: Path) -> int:
@@ -205,6 +215,19 @@ def db_bytes(path: Path) -> int:
         (pages,) = conn.execute("PRAGMA page_count").fetchone()
         (size,) = conn.execute("PRAGMA page_size").fetchone()
     return int(pages) * int(size)
+
+
+def where_the_bytes_go(path: Path, events: int, top: int = 10) -> list[tuple[str, float]]:
+    """Bytes per event of the largest tables and indexes (SQLite's `dbstat`; [] without it)."""
+    try:
+        with sqlite3.connect(path) as conn:
+            rows = conn.execute(
+                "SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT ?",
+                (top,),
+            ).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    return [(str(name), int(size) / events) for name, size in rows]
 
 
 def counts(path: Path) -> tuple[int, int]:

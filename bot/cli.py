@@ -12,23 +12,26 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot import logs
+from bot.environment import database_path
 from bot.errors import UserFacingError
 from bot.models import SOURCES, TAGS
-from bot.settings import ConfigError, RunsFile, Settings, load_runs_file, load_settings
+from bot.runsfile import ConfigError, RunsFile, load_runs_file
 from bot.store import Database, Store, StoreError
 from bot.store.db import path_problem
 from bot.timeutil import humanize_delta, utcnow
 
 if TYPE_CHECKING:
     from bot.pipeline import CycleSummary
+    from bot.settings import Settings
     from bot.sources.poller import CycleReport
 
 log = logging.getLogger("runscribe")
@@ -106,18 +109,41 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class DatabaseOnly(Protocol):
+    """What `status` and `timeline` need of the environment: they only read the database."""
+
+    @property
+    def runscribe_db(self) -> Path: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _DatabasePath:
+    runscribe_db: Path
+
+
+# One-shot commands that only read the database: they skip pydantic-settings (its import and
+# the validation of every other variable cost more than the answer) and read RUNSCRIBE_DB alone.
+READ_ONLY = frozenset({"status", "timeline"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        _problems(exc.problems)
-        return EXIT_USAGE
     long_running = args.command in ("run", "poll", "web")
-    logs.configure(
-        settings.runscribe_log_level if long_running else "WARNING",
-        stream="stdout" if long_running else "stderr",
-    )
+    level = "WARNING"
+    settings: Settings | DatabaseOnly
+    if args.command in READ_ONLY:
+        settings = _DatabasePath(database_path())
+    else:
+        from bot.settings import load_settings
+
+        try:
+            settings = load_settings()
+        except ConfigError as exc:
+            _problems(exc.problems)
+            return EXIT_USAGE
+        if long_running:
+            level = settings.runscribe_log_level
+    logs.configure(level, stream="stdout" if long_running else "stderr")
     handler = _COMMANDS[args.command]
     try:
         return asyncio.run(handler(settings, args))
@@ -159,7 +185,7 @@ async def _resolve_slug(store: Store, requested: str | None) -> str:
     raise UserFacingError(f"several runs recorded; pick one with --run ({', '.join(slugs)})")
 
 
-def _existing_db(settings: Settings) -> Path:
+def _existing_db(settings: DatabaseOnly) -> Path:
     path = Path(settings.runscribe_db)
     problem = path_problem(path)
     if problem is not None:
@@ -176,7 +202,7 @@ def _print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-async def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
+async def cmd_status(settings: DatabaseOnly, args: argparse.Namespace) -> int:
     from bot.render.cards import status_card
     from bot.render.json import status_json
     from bot.render.terminal import local_formatter, render_card
@@ -195,7 +221,7 @@ async def cmd_status(settings: Settings, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def cmd_timeline(settings: Settings, args: argparse.Namespace) -> int:
+async def cmd_timeline(settings: DatabaseOnly, args: argparse.Namespace) -> int:
     from bot.render.json import timeline_json
     from bot.render.terminal import local_formatter, render_timeline
     from bot.services.timeline import build_timeline, validate_filters
@@ -503,7 +529,8 @@ async def cmd_usage(settings: Settings, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {
+# A handler takes `Settings`, or for READ_ONLY commands just the database path (`DatabaseOnly`).
+_COMMANDS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int]]] = {
     "run": cmd_run,
     "poll": cmd_poll,
     "status": cmd_status,

@@ -17,8 +17,8 @@ from bot.models import OutboxItem
 from bot.narrative.facts import DigestFacts
 from bot.outbox.payload import payload_from_card
 from bot.render.cards import TimeFormatter, digest_card
+from bot.runsfile import RunConfig
 from bot.services.digest import build_digest
-from bot.settings import RunConfig
 from bot.store import Store
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.settings import RunConfig
+from bot.runsfile import RunConfig
 
 
 @dataclass(frozen=True, slots=True)

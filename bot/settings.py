@@ -1,34 +1,26 @@
-"""Configuration: the environment (pydantic-settings, `.env` supported) and the runs file
-(`runscribe.toml`). Both are validated up front; every problem is reported with its path, e.g.
-`runs[0].timezone: unknown time zone 'Mars/Base'`. Nothing here runs at import time."""
+"""Configuration: the environment (pydantic-settings, `.env` supported) and, re-exported from
+`bot.runsfile`, the runs file (`runscribe.toml`). Both are validated up front; every problem is
+reported with its path. Nothing here runs at import time."""
 
 from __future__ import annotations
 
-import logging
-import math
 import re
-import tomllib
-from collections.abc import Iterable, Mapping
-from datetime import UTC, date, datetime, time
 from pathlib import Path
-from typing import Any, Literal
-from zoneinfo import ZoneInfo
+from typing import Any
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SecretStr,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.timeutil import resolve_zone
-
-log = logging.getLogger(__name__)
+from bot.runsfile import (
+    ConfigError,
+    ForecastConfig,
+    MetricKeys,
+    RunConfig,
+    RunsFile,
+    Thresholds,
+    load_runs_file,
+    parse_runs,
+)
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 # Enrichment is many small structured calls: a fast, cheap model does it well.
@@ -40,14 +32,6 @@ DEFAULT_ENRICH_MODEL = "claude-haiku-4-5"
 # 12.5 (bench/bench_llm.py). Incident reports never wait (the rules flag them at once).
 DEFAULT_ENRICH_WINDOW = 1800.0
 DEFAULT_ENRICH_BATCH = 30
-
-
-class ConfigError(Exception):
-    """A configuration problem a user can fix. `problems` are `path: message` lines."""
-
-    def __init__(self, problems: list[str]):
-        super().__init__("\n".join(problems))
-        self.problems = problems
 
 
 class Settings(BaseSettings):
@@ -127,355 +111,6 @@ class Settings(BaseSettings):
         return level
 
 
-class MetricKeys(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    step: str = "_step"
-    tokens: str | None = None
-    loss: str | None = "train/loss"
-
-
-class Thresholds(BaseModel):
-    """Incident detector thresholds (runs file `[runs.alerts]`)."""
-
-    model_config = ConfigDict(extra="forbid")
-    heartbeat_minutes: float = Field(default=15, gt=0)
-    stall_minutes: float = Field(default=20, gt=0)
-    loss_spike_percent: float = Field(default=25, gt=0)
-    loss_spike_points: int = Field(default=3, ge=1)
-    throughput_drop_percent: float = Field(default=25, gt=0, lt=100)
-    throughput_minutes: float = Field(default=30, gt=0)
-    pending_minutes: float = Field(default=0, ge=0)
-    reminder_minutes: float | None = Field(default=None, gt=0)
-
-
-class ForecastConfig(BaseModel):
-    """One `[[runs.forecasts]]` entry: a W&B metric to forecast from its own history and watch
-    for drift (see `bot.analysis.forecast`). The defaults are chosen not to fire on noise."""
-
-    model_config = ConfigDict(extra="forbid")
-    metric: str = Field(min_length=1, max_length=200)
-    label: str | None = Field(default=None, max_length=100)
-    direction: Literal["up", "down", "both"] = "both"
-    points: int = Field(default=5, ge=1, le=1000)  # K: consecutive points outside (or back in)
-    window: int = Field(default=200, ge=10, le=5000)  # trailing points the trend is fitted on
-    holdout: int = Field(default=20, ge=1, le=5000)  # newest points left out of the fit
-    band: float = Field(default=5.0, gt=0, le=100)  # band half-width in robust sigmas
-    min_points: int = Field(default=60, ge=10, le=10000)  # learning until this many
-
-    @field_validator("metric")
-    @classmethod
-    def _metric(cls, value: str) -> str:
-        if value != value.strip() or value.startswith("_"):
-            raise ValueError(f"{value!r} is not a W&B history key to forecast")
-        return value
-
-    @model_validator(mode="after")
-    def _consistent(self) -> ForecastConfig:
-        if self.holdout < self.points:
-            raise ValueError(
-                f"holdout ({self.holdout}) must be at least points ({self.points}): the newest "
-                "points are judged against a fit that does not contain them"
-            )
-        if self.min_points < self.holdout + 10:
-            raise ValueError(
-                f"min_points ({self.min_points}) must be at least holdout + 10 "
-                f"({self.holdout + 10})"
-            )
-        return self
-
-    @property
-    def name(self) -> str:
-        return self.label or self.metric
-
-
-# Validation context of a config read back from the store (see `RunConfig.stored`).
-_STORED = {"stored": True}
-
-_WANDB_PATH = re.compile(r"^[\w.\-]+/[\w.\-]+/[\w.\-]+$")
-_REPO = re.compile(r"^[\w.\-]+/[\w.\-]+$")
-_HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
-
-
-class RunConfig(BaseModel):
-    """One `[[runs]]` table. Keys and meanings are fixed by DESIGN.md."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    slug: str = Field(min_length=1, max_length=32)
-    name: str = Field(min_length=1, max_length=200)
-    wandb_runs: list[str] = Field(default_factory=list)
-    wandb_run_pattern: str | None = None
-    total_steps: int | None = Field(default=None, gt=0)
-    target_tokens: float | None = Field(default=None, gt=0)
-    launched_at: datetime | None = None
-    github_repo: str | None = None
-    github_issues: list[int] = Field(default_factory=list)
-    github_labels: list[str] = Field(default_factory=list)
-    github_keywords: list[str] = Field(default_factory=list)
-    github_include_bots: bool = False
-    watch_channels: list[int] = Field(default_factory=list)
-    alerts_channel: int | None = None
-    digest_channel: int | None = None
-    responder_role: int | None = None  # who may silence alerts (besides Manage Server)
-    alert_role: int | None = None  # the one role an incident's first post pings (opt-in)
-    digest_time: str = "09:00"
-    timezone: str = "UTC"
-    metrics: MetricKeys = Field(default_factory=MetricKeys)
-    links: dict[str, str] = Field(default_factory=dict)
-    alerts: Thresholds = Field(default_factory=Thresholds)
-    loss_forecast: list[tuple[float, float]] | None = None
-    forecasts: list[ForecastConfig] = Field(default_factory=list)
-
-    @field_validator("slug")
-    @classmethod
-    def _slug(cls, value: str) -> str:
-        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", value):
-            raise ValueError("use lowercase letters, digits, '-' and '_' (e.g. 'hero')")
-        return value
-
-    @field_validator("wandb_runs")
-    @classmethod
-    def _wandb_runs(cls, value: list[str]) -> list[str]:
-        for path in value:
-            if not _WANDB_PATH.match(path):
-                raise ValueError(f"{path!r} is not an entity/project/run_id path")
-        if len(set(value)) != len(value):
-            raise ValueError("lists the same W&B run twice")
-        return value
-
-    @field_validator("wandb_run_pattern")
-    @classmethod
-    def _pattern(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
-        return value
-
-    @field_validator("launched_at", mode="before")
-    @classmethod
-    def _launched(cls, value: Any) -> Any:
-        if isinstance(value, date) and not isinstance(value, datetime):
-            return datetime(value.year, value.month, value.day, tzinfo=UTC)
-        if isinstance(value, time):
-            raise ValueError("must be a date or a date-time")
-        return value
-
-    @field_validator("launched_at")
-    @classmethod
-    def _launched_utc(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value
-
-    @field_validator("github_repo")
-    @classmethod
-    def _repo(cls, value: str | None) -> str | None:
-        if value is not None and not _REPO.match(value):
-            raise ValueError(f"{value!r} is not an owner/name repository")
-        return value
-
-    @field_validator("github_issues")
-    @classmethod
-    def _issues(cls, value: list[int]) -> list[int]:
-        if any(n <= 0 for n in value):
-            raise ValueError("issue numbers must be positive")
-        return value
-
-    @field_validator("watch_channels")
-    @classmethod
-    def _channels(cls, value: list[int]) -> list[int]:
-        for channel in value:
-            _check_snowflake(channel)
-        return value
-
-    @field_validator("alerts_channel", "digest_channel", "responder_role", "alert_role")
-    @classmethod
-    def _channel(cls, value: int | None) -> int | None:
-        if value is not None:
-            _check_snowflake(value)
-        return value
-
-    @field_validator("digest_time")
-    @classmethod
-    def _digest_time(cls, value: str) -> str:
-        if not _HHMM.match(value):
-            raise ValueError(f"must be HH:MM in 24-hour time, got {value!r}")
-        return value
-
-    @field_validator("timezone")
-    @classmethod
-    def _timezone(cls, value: str) -> str:
-        resolve_zone(value, strict=True)
-        return value
-
-    @field_validator("links")
-    @classmethod
-    def _links(cls, value: dict[str, str]) -> dict[str, str]:
-        for label, url in value.items():
-            if not re.match(r"^https?://\S+$", url):
-                raise ValueError(f"link {label!r} must be an http(s) URL")
-        return value
-
-    @field_validator("loss_forecast")
-    @classmethod
-    def _loss_forecast(cls, value: list[tuple[float, float]] | None) -> Any:
-        if value is None:
-            return None
-        if len(value) < 2:
-            raise ValueError("needs at least 2 [step, loss] points")
-        for index, (step, loss) in enumerate(value):
-            if not (math.isfinite(step) and math.isfinite(loss)) or step <= 0 or loss <= 0:
-                raise ValueError(f"point {index} {[step, loss]}: step and loss must be positive")
-            if index and step <= value[index - 1][0]:
-                raise ValueError(f"point {index}: steps must increase ({step:g} after "
-                                 f"{value[index - 1][0]:g})")  # fmt: skip
-        return value
-
-    @field_validator("forecasts")
-    @classmethod
-    def _forecasts(cls, value: list[ForecastConfig]) -> list[ForecastConfig]:
-        seen: set[str] = set()
-        for entry in value:
-            if entry.metric in seen:
-                raise ValueError(f"metric {entry.metric!r} is listed twice")
-            seen.add(entry.metric)
-        return value
-
-    @model_validator(mode="after")
-    def _has_source(self, info: ValidationInfo) -> RunConfig:
-        if info.context == _STORED:
-            return self  # a runs-file rule; the store may hold runs recorded without sources
-        if not self.wandb_runs and not self.wandb_run_pattern and not self.github_repo:
-            raise ValueError("needs at least one source: wandb_runs or github_repo")
-        if self.wandb_run_pattern and not self.wandb_runs:
-            raise ValueError("wandb_run_pattern needs wandb_runs (it names the project to watch)")
-        if self.forecasts and not self.wandb_runs:
-            raise ValueError("forecasts need wandb_runs (the metrics come from W&B)")
-        if self.loss_forecast and not self.metrics.loss:
-            raise ValueError("loss_forecast needs metrics.loss (the W&B key of the loss)")
-        watched = {self.metrics.step, self.metrics.tokens, self.metrics.loss}
-        for entry in self.forecasts:
-            if entry.metric in watched:
-                raise ValueError(
-                    f"forecasts: {entry.metric!r} is already a [runs.metrics] key; "
-                    "use loss_forecast for the loss"
-                )
-        return self
-
-    @property
-    def zone(self) -> ZoneInfo:
-        return resolve_zone(self.timezone, strict=True)
-
-    @classmethod
-    def stored(cls, data: Mapping[str, Any]) -> RunConfig:
-        """Re-validate a config the store kept (`model_dump(mode="json")` of one written by any
-        earlier version). A key this version cannot read is dropped, with a warning, rather than
-        losing the whole run: an invalid `alerts` table falls back to the default thresholds."""
-        values = dict(data)
-        while True:
-            try:
-                return cls.model_validate(values, context=_STORED)
-            except ValidationError as exc:
-                bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]} - {"slug", "name"}
-                if not bad or not bad & values.keys():
-                    raise
-                log.warning(
-                    "run %s: ignoring invalid stored %s", values.get("slug"), ", ".join(sorted(bad))
-                )
-                for key in bad:
-                    values.pop(key, None)
-
-    def wandb_chain(self, discovered: Iterable[str] = ()) -> list[str]:
-        """The W&B runs of the chain in order: those listed in the runs file, then any other
-        `discovered` (e.g. forks matched by `wandb_run_pattern`, in the order given)."""
-        listed = list(self.wandb_runs)
-        return listed + [path for path in dict.fromkeys(discovered) if path not in listed]
-
-    @property
-    def digest_clock(self) -> time:
-        hour, minute = self.digest_time.split(":")
-        return time(int(hour), int(minute), tzinfo=self.zone)
-
-
-def _check_snowflake(value: int) -> None:
-    if not 0 < value < 2**64:
-        raise ValueError(f"{value} is not a Discord id")
-
-
-class RunsFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    runs: list[RunConfig] = Field(min_length=1)
-
-    def get(self, slug: str) -> RunConfig | None:
-        return next((run for run in self.runs if run.slug == slug), None)
-
-
-def _loc(parts: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else part
-    return out
-
-
-def _messages(error: ValidationError, prefix: str = "") -> list[str]:
-    problems = []
-    for item in error.errors(include_url=False):
-        path = _loc(tuple(item["loc"]))
-        message = item["msg"]
-        message = message.removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden":
-            message = "unknown key"
-        elif item["type"] == "missing":
-            message = "required key is missing"
-        elif "input" in item and item["type"] not in {"value_error", "assertion_error"}:
-            message = f"{message} (got {item['input']!r})"[:300]
-        where = f"{prefix}{path}" if path else prefix.rstrip(".") or "runs file"
-        problems.append(f"{where}: {message}")
-    return problems
-
-
-def parse_runs(data: dict[str, Any], source: str = "runs file") -> RunsFile:
-    try:
-        runs = RunsFile.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_messages(exc)) from None
-    first: dict[str, int] = {}
-    problems = []
-    for index, run in enumerate(runs.runs):
-        if run.slug in first:
-            problems.append(
-                f"runs[{index}].slug: {run.slug!r} is already used by runs[{first[run.slug]}]"
-            )
-        first.setdefault(run.slug, index)
-    if problems:
-        raise ConfigError(problems)
-    return runs
-
-
-def load_runs_file(path: Path) -> RunsFile:
-    """Read and validate the runs file; raise ConfigError with every problem found."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(
-            [f"{path}: runs file not found (set RUNSCRIBE_CONFIG or create it)"]
-        ) from None
-    except OSError as exc:
-        raise ConfigError([f"{path}: cannot read runs file: {exc.strerror}"]) from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError([f"{path}: not UTF-8 text"]) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError([f"{path}: invalid TOML: {exc}"]) from None
-    return parse_runs(data, str(path))
-
-
 def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**overrides)
@@ -485,3 +120,21 @@ def load_settings(**overrides: Any) -> Settings:
             name = str(item["loc"][0]).upper() if item["loc"] else "environment"
             problems.append(f"{name}: {item['msg'].removeprefix('Value error, ')}")
         raise ConfigError(problems) from None
+
+
+__all__ = [
+    "DEFAULT_ENRICH_BATCH",
+    "DEFAULT_ENRICH_MODEL",
+    "DEFAULT_ENRICH_WINDOW",
+    "DEFAULT_MODEL",
+    "ConfigError",
+    "ForecastConfig",
+    "MetricKeys",
+    "RunConfig",
+    "RunsFile",
+    "Settings",
+    "Thresholds",
+    "load_runs_file",
+    "load_settings",
+    "parse_runs",
+]

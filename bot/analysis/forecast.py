@@ -37,7 +37,7 @@ from datetime import datetime
 from statistics import median
 from typing import Any, Literal
 
-from bot.settings import ForecastConfig
+from bot.runsfile import ForecastConfig
 
 REFIT_EVERY = 8  # points between refits of a metric's trend
 MAD_SIGMA = 1.4826  # MAD → standard deviation for normal noise

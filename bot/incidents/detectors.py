@@ -50,7 +50,7 @@ from bot.models import (
     RunSnapshot,
     SourceHealth,
 )
-from bot.settings import Thresholds
+from bot.runsfile import Thresholds
 from bot.timeutil import humanize_delta
 
 CRASH = "wandb-state"

@@ -57,7 +57,7 @@ from bot.models import (
     RunInfo,
     Silence,
 )
-from bot.settings import Thresholds
+from bot.runsfile import Thresholds
 from bot.store import Store
 from bot.store.incidents import IncidentsRepo
 

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from bot.analysis.forecast import Tracker
 from bot.models import RunInfo
-from bot.settings import ForecastConfig
+from bot.runsfile import ForecastConfig
 from bot.store import Store
 
 log = logging.getLogger(__name__)

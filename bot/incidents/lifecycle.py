@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from bot.incidents.detectors import CRASH, DETECTORS, MONITOR, Finding, RunData, is_report, spec_for
 from bot.models import MONITOR_STALE_AFTER, Incident, IncidentMember
-from bot.settings import Thresholds
+from bot.runsfile import Thresholds
 
 _SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 

@@ -22,8 +22,8 @@ from bot.models import (
     RunSnapshot,
     SourceHealth,
 )
+from bot.runsfile import RunConfig
 from bot.services.forecasts import ForecastView, forecast_views, loss_curve
-from bot.settings import RunConfig
 from bot.store import Store
 
 WINDOW = timedelta(hours=24)

@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.enrich.context import thread_extra
 from bot.models import Event
-from bot.settings import RunConfig
+from bot.runsfile import RunConfig
 from bot.timeutil import parse_time
 
 SOURCE = "github"

@@ -9,7 +9,7 @@ import aiosqlite
 from bot.models import (
     RunInfo,
 )
-from bot.settings import RunConfig
+from bot.runsfile import RunConfig
 from bot.store.codec import to_json
 from bot.store.db import Database
 from bot.timeutil import from_db, to_db, utcnow

@@ -288,7 +288,10 @@ async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
     if settings.discord_token is None:
         warnings.append("DISCORD_TOKEN is not set: `runscribe run` will refuse to start")
     if settings.anthropic_api_key is None:
-        warnings.append("ANTHROPIC_API_KEY is not set: template text is used instead of the LLM")
+        warnings.append(
+            "ANTHROPIC_API_KEY is not set: summaries and digests are written from the data alone, "
+            "without AI"
+        )
     if settings.wandb_api_key is None and any(r.wandb_runs for r in runs.runs):
         warnings.append(
             "WANDB_API_KEY is not set but W&B runs are configured: the W&B source will fail "

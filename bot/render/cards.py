@@ -211,7 +211,7 @@ def projected_text(report: StatusReport, fmt: TimeFormatter) -> str:
 
 
 def rate_text(p: Progress) -> str:
-    """ "at 246 steps/h over the last 24 h, downtime included", with the window's real length."""
+    """Like "at 246 steps/h over the last 24 h, downtime included": the window's real length."""
     if p.rate_window is None:
         return ""
     if p.total_steps and p.steps_per_hour is not None:

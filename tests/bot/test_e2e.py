@@ -28,7 +28,7 @@ from bot.timeutil import utcnow
 from tests.bot.conftest import Seed, StartBot, digest_due_now
 from tests.fakes.discord import FakeDiscord, Recorded, snowflake
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(120)  # real processes on a possibly loaded machine
 MESSAGE_CONTENT = 1 << 15
 HOSTILE = "@everyone @here <@&1> <@123456789012345678> [totally safe](https://evil.example/x)"
 
@@ -189,7 +189,7 @@ async def test_dropped_websocket_resumes_and_replays(
     await start_bot()
     await fake.drop_websocket()
     record = await fake.slash("status")  # dispatched while disconnected: replayed on RESUME
-    body = await asyncio.wait_for(record.callback, 10)
+    body = await asyncio.wait_for(record.callback, 30)
     assert body["type"] in (4, 5)
     assert len(fake.identifies) == 1  # no new session
     [resume] = fake.resumes
@@ -343,8 +343,8 @@ async def test_hostile_text_never_pings(
     await start_bot(runs_file=digest_due_now(runs, now))
     timeline = await fake.slash("timeline", [{"name": "days", "type": 4, "value": 1}])
     status = await fake.slash("status")
-    await asyncio.wait_for(timeline.callback, 5)
-    await asyncio.wait_for(status.callback, 5)
+    await asyncio.wait_for(timeline.callback, 30)
+    await asyncio.wait_for(status.callback, 30)
     await fake.wait_for(lambda: fake.posted(digest_channel) and len(fake.posted(alerts)) >= 3)
     await fake.wait_for(lambda: status.followups or status.original)
 

@@ -211,6 +211,9 @@ class RunscribeBot(commands.Bot):
         self._loop_locks = {name: asyncio.Lock() for name in (*FAMILIES, "enrich")}
         self._rounds = dict.fromkeys(self._loop_locks, 0)  # rounds finished (or failed) per loop
         self._answering = 0  # commands between `answering()` enter and exit
+        # Set when a loop round queued posts (an alert): the outbox delivers them now instead of
+        # at its next tick, so an alert never waits for the outbox's interval.
+        self._outbox_due = asyncio.Event()
         # Concurrent identical reads (a burst of /status for one run) share one computation.
         self.flights: SingleFlight[Any] = SingleFlight()
 
@@ -300,7 +303,7 @@ class RunscribeBot(commands.Bot):
 
     def start_loops(self) -> None:
         every = self.intervals
-        self._spawn("outbox", every.outbox, self.drain_outbox)
+        self._spawn("outbox", every.outbox, self.drain_outbox, wake=self._outbox_due)
         # Each source family in its own loop with its own backoff, enrichment in a third: a
         # GitHub backfill or a slow LLM never delays a W&B crash alert.
         for family in FAMILIES:
@@ -310,15 +313,32 @@ class RunscribeBot(commands.Bot):
         if self.narrative is not None:
             self._spawn("narrative", every.narrative, self.refresh_narratives)
 
-    def _spawn(self, name: str, interval: float, body: Callable[[], Awaitable[object]]) -> None:
-        task = asyncio.create_task(self._forever(name, interval, body), name=f"runscribe-{name}")
+    def _spawn(
+        self,
+        name: str,
+        interval: float,
+        body: Callable[[], Awaitable[object]],
+        *,
+        wake: asyncio.Event | None = None,
+    ) -> None:
+        task = asyncio.create_task(
+            self._forever(name, interval, body, wake), name=f"runscribe-{name}"
+        )
         self._tasks.append(task)
 
     async def _forever(
-        self, name: str, interval: float, body: Callable[[], Awaitable[object]]
+        self,
+        name: str,
+        interval: float,
+        body: Callable[[], Awaitable[object]],
+        wake: asyncio.Event | None = None,
     ) -> None:
+        """Run `body` every `interval` seconds; `wake` (when given) cuts a healthy wait short.
+        After a failure the wait doubles and is never cut short."""
         failures = finished = 0
         while not self.is_closed():
+            if wake is not None:
+                wake.clear()  # a wake-up from now on means work queued after this round began
             try:
                 await body()
             except asyncio.CancelledError:
@@ -335,7 +355,11 @@ class RunscribeBot(commands.Bot):
                 finished += 1
                 failures = 0
                 delay = interval
-            await asyncio.sleep(delay)
+            if wake is None or failures:
+                await asyncio.sleep(delay)
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), delay)
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -351,13 +375,19 @@ class RunscribeBot(commands.Bot):
     async def drain_outbox(self) -> object:
         return await self.poster.drain()
 
+    def _delivered_soon(self, result: object) -> object:
+        """A round that queued alerts wakes the outbox loop, so they are posted at once."""
+        if getattr(result, "alerts_queued", 0):
+            self._outbox_due.set()
+        return result
+
     async def poll_once(self) -> object:
         """One cycle of everything (all families, enrichment, detection)."""
         async with AsyncExitStack() as held:
             for lock in self._loop_locks.values():
                 await held.enter_async_context(lock)
             try:
-                return await self.runtime.cycle(self.clock())
+                return self._delivered_soon(await self.runtime.cycle(self.clock()))
             finally:
                 for name in self._rounds:
                     self._rounds[name] += 1
@@ -365,14 +395,14 @@ class RunscribeBot(commands.Bot):
     async def poll_family(self, family: str) -> object:
         async with self._loop_locks[family]:
             try:
-                return await self.runtime.poll(family, self.clock())
+                return self._delivered_soon(await self.runtime.poll(family, self.clock()))
             finally:
                 self._rounds[family] += 1
 
     async def enrich_once(self) -> object:
         async with self._loop_locks["enrich"]:
             try:
-                return await self.runtime.enrich(self.clock())
+                return self._delivered_soon(await self.runtime.enrich(self.clock()))
             finally:
                 self._rounds["enrich"] += 1
 

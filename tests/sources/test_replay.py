@@ -4,7 +4,6 @@ sources' output (so the demo exercises the real pipeline)."""
 from __future__ import annotations
 
 import re
-import time
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
@@ -75,12 +74,6 @@ def test_load_is_deterministic() -> None:
     assert first.points == second.points
     assert first.events == second.events
     assert first.superseded == second.superseded
-
-
-def test_load_is_fast() -> None:
-    started = time.perf_counter()
-    load_sample(NOW)
-    assert time.perf_counter() - started < 0.5
 
 
 def test_default_now_is_the_current_time() -> None:

@@ -269,20 +269,7 @@ async def enrich_pending(
                 if event.id is None:
                     continue
                 enrichment, label = results.get(event.id) or (rules_enrichment(event), "rules")
-                if is_thread_state_change(event):
-                    enrichment = replace(
-                        enrichment, incident=False, severity=None, incident_kind=None
-                    )
-                stored = await store.events.set_enrichment(
-                    event,
-                    summary=enrichment.summary,
-                    tag=enrichment.tag,
-                    incident=enrichment.incident,
-                    severity=enrichment.severity,
-                    newsworthy=enrichment.newsworthy,
-                    enriched_by=label,
-                )
-                wrote += int(stored)
+                wrote += await _write(store, event, enrichment, label)
             for event in offered:
                 if event.id is None or event.id not in results:
                     continue
@@ -302,6 +289,7 @@ async def enrich_pending(
 
 
 async def _write(store: Store, event: Event, enrichment: Enrichment, label: str) -> bool:
+    """Store one event's enrichment (a thread's state change never counts as an incident)."""
     if is_thread_state_change(event):
         enrichment = replace(enrichment, incident=False, severity=None, incident_kind=None)
     return await store.events.set_enrichment(
@@ -346,15 +334,7 @@ async def retry_llm_fallbacks(
             enrichment, label = results[event.id]
             if label == retry_label:
                 continue  # still unavailable: nothing changes
-            improved += await store.events.set_enrichment(
-                event,
-                summary=enrichment.summary,
-                tag=enrichment.tag,
-                incident=enrichment.incident,
-                severity=enrichment.severity,
-                newsworthy=enrichment.newsworthy,
-                enriched_by=label,
-            )
+            improved += await _write(store, event, enrichment, label)
     return improved
 
 
@@ -497,16 +477,7 @@ async def enrich_facts(store: Store) -> int:
     written = 0
     async with store.transaction():
         for event in pending:
-            enrichment = fact_enrichment(event)
-            written += await store.events.set_enrichment(
-                event,
-                summary=enrichment.summary,
-                tag=enrichment.tag,
-                incident=enrichment.incident,
-                severity=enrichment.severity,
-                newsworthy=enrichment.newsworthy,
-                enriched_by="facts",
-            )
+            written += await _write(store, event, fact_enrichment(event), "facts")
     return written
 
 

@@ -36,6 +36,7 @@ from bot.outbox.poster import DeliveryError, OutboxPoster, OutgoingMessage, Seen
 from bot.pipeline import FAMILIES
 from bot.render.cards import Card, TimeStyle
 from bot.render.chart import ChartCache
+from bot.render.drawer import ChartDrawer
 from bot.render.stamps import render_card_stamps, render_stamps
 from bot.settings import ConfigError, RunConfig, RunsFile, Settings, load_runs_file
 from bot.store import Store
@@ -202,6 +203,9 @@ class RunscribeBot(commands.Bot):
         self.intervals = intervals or LoopIntervals(poll=runtime.settings.runscribe_poll_interval)
         self.run_loops = run_loops
         self.chart_cache = ChartCache()
+        # Charts are drawn in a child process that ends when idle: matplotlib's memory never
+        # stays in the bot after a burst of /status.
+        self.charts = ChartDrawer()
         self.poster = OutboxPoster(
             runtime.store, DiscordTransport(self), clock=clock, backoff_base=outbox_backoff
         )
@@ -368,6 +372,7 @@ class RunscribeBot(commands.Bot):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        await self.charts.aclose()
         await super().close()
 
     # --- loop bodies (each safe to call on its own, e.g. from tests or an admin command) --------

@@ -103,9 +103,16 @@ class LiveSources:
         return self._http
 
 
+def llm_configured(settings: Settings) -> bool:
+    """An Anthropic key is set (without one, no LLM client exists and the SDK is never
+    imported: ~45 MB of the process's memory)."""
+    key = settings.anthropic_api_key
+    return key is not None and bool(key.get_secret_value())
+
+
 def open_llm(store: Store, settings: Settings) -> AbstractAsyncContextManager[LLMClient | None]:
     """The LLM client when a key is configured, else None (template text everywhere)."""
-    if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value():
+    if not llm_configured(settings):
         return nullcontext(None)
     from bot.llm.client import LLMClient
 
@@ -182,7 +189,8 @@ async def open_runtime(
     # The modules a long-running process needs but one-shot commands do not (anthropic alone is
     # 1.5 s of CPU to import): imported in a worker thread, so whatever else already runs on
     # this loop (a bot, a web server) is never held up by the import.
-    await asyncio.to_thread(_import_all, RUNTIME_MODULES)
+    modules = RUNTIME_MODULES + (("anthropic",) if llm_configured(settings) else ())
+    await asyncio.to_thread(_import_all, modules)
     freeze_long_lived()
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(open_store(settings, readers=readers))

@@ -3,7 +3,6 @@ takes a moment per metric, so the command defers first; everything else is read 
 
 from __future__ import annotations
 
-import asyncio
 import io
 from typing import TYPE_CHECKING
 
@@ -14,7 +13,6 @@ from discord.ext import commands
 from bot.app import card_to_embed
 from bot.incidents.forecasts import forecast_configs
 from bot.render.cards import forecast_cards, forecast_image
-from bot.render.chart import forecast_panel_chart
 from bot.services.forecasts import forecast_panels
 from cogs.common import NO_MENTIONS, known_slugs, resolve_run, run_autocomplete
 
@@ -41,7 +39,7 @@ class Forecast(commands.Cog):
         slug = await resolve_run(bot, run)
         info, panels = await forecast_panels(bot.reader, slug, bot.clock(), metric)
         await interaction.response.defer(thinking=True)
-        pngs = [await asyncio.to_thread(forecast_panel_chart, panel) for panel in panels]
+        pngs = [await bot.charts.forecast_chart(panel) for panel in panels]
         embeds = [card_to_embed(card) for card in forecast_cards(info.name, panels)]
         files = [
             discord.File(io.BytesIO(png), filename=forecast_image(index))

@@ -16,7 +16,6 @@ from discord.ext import commands
 
 from bot.app import card_to_embed, discord_time
 from bot.render.cards import status_card
-from bot.render.chart import render_series
 from bot.services.narrative import status_with_narrative
 from bot.services.status import chart_series
 from cogs.common import NO_MENTIONS, resolve_run, run_autocomplete
@@ -68,7 +67,7 @@ class Status(commands.Cog):
     async def _draw(self, slug: str) -> bytes | None:
         """The chart, or None if drawing fails: a broken chart never costs the status."""
         try:
-            return await render_series(await chart_series(self.bot.reader, slug))
+            return await self.bot.charts.loss_chart(await chart_series(self.bot.reader, slug))
         except Exception:
             log.exception("chart for %s failed; answering without it", slug)
             return None

@@ -15,19 +15,21 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import importlib
 import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from bot.models import LLMOutput
 from bot.settings import Settings
 from bot.store import Store
+
+if TYPE_CHECKING:
+    import anthropic  # ~45 MB and ~0.7 s to import: only a client with a key loads it
 
 log = logging.getLogger(__name__)
 
@@ -177,11 +179,11 @@ class LLMClient:
         self.max_retry_wait = max_retry_wait
         self._sleep = sleep
         self._logged: set[str] = set()
+        self._api_key = api_key or None
+        self._base_url = base_url
+        # Built at the first call: importing the SDK takes ~0.7 s of CPU (done in a worker
+        # thread, never on the event loop) and ~45 MB that a process without a key never pays.
         self._sdk: anthropic.AsyncAnthropic | None = None
-        if api_key:
-            self._sdk = anthropic.AsyncAnthropic(
-                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
-            )
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store, **overrides: Any) -> LLMClient:
@@ -200,7 +202,19 @@ class LLMClient:
     @property
     def enabled(self) -> bool:
         """A key is configured and the budget is not zero (budget may still be spent today)."""
-        return self._sdk is not None and self.daily_budget_usd > 0
+        return self._api_key is not None and self.daily_budget_usd > 0
+
+    async def _client(self) -> anthropic.AsyncAnthropic:
+        if self._sdk is None:
+            sdk = await asyncio.to_thread(importlib.import_module, "anthropic")
+            if self._sdk is None:  # another call may have built it meanwhile
+                self._sdk = sdk.AsyncAnthropic(
+                    api_key=self._api_key,
+                    base_url=self._base_url,
+                    timeout=self.timeout,
+                    max_retries=0,
+                )
+        return self._sdk
 
     async def aclose(self) -> None:
         if self._sdk is not None:
@@ -265,7 +279,7 @@ class LLMClient:
         and the system prompt are a cached prefix: a cache write costs 1.25x the input price,
         each read 0.1x. Raises LLMUnavailable on any failure."""
         model = model or self.model
-        if self._sdk is None:
+        if self._api_key is None:
             raise LLMUnavailable("no-key", "ANTHROPIC_API_KEY is not set")
         parts = [system] if isinstance(system, str) else list(system)
         estimated = sum(estimate_tokens(p) for p in parts) + sum(
@@ -288,11 +302,14 @@ class LLMClient:
             kwargs["tools"] = list(tools)
         if tool_name:
             kwargs["tool_choice"] = {"type": "tool", "name": tool_name}
+        sdk = await self._client()
+        import anthropic  # imported by `_client` (for its exception classes)
+
         attempts = self.max_retries + 1
         started = time.monotonic()
         for attempt in range(attempts):
             try:
-                message = await self._sdk.messages.create(**kwargs)
+                message = await sdk.messages.create(**kwargs)
             except anthropic.APIStatusError as exc:
                 retry = _retryable_status(exc.status_code, exc.response.headers)
                 detail = f"HTTP {exc.status_code} {exc.type or ''}".strip()

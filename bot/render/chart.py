@@ -3,8 +3,9 @@ is shown about 400 px wide, so the figure is 400 px at its nominal 100 dpi with 
 drawn at 2× (800 px) so it stays sharp on dense screens. No title (the embed above it has one);
 the legend carries the latest loss and tokens; the time axis is in the run's zone and says so.
 
-Rendering takes ~100 ms, so callers run it in a worker thread (`render_chart_async`), one at a
-time, and cache it per data version (`ChartCache`). matplotlib is imported on the first draw."""
+Rendering takes ~100 ms and matplotlib's import ~50 MB that a process never gives back, so the
+bot draws in a child process (`bot.render.drawer`), one chart at a time, and caches each per
+data version (`ChartCache`). matplotlib is imported on the first draw."""
 
 from __future__ import annotations
 
@@ -21,8 +22,6 @@ from typing import TYPE_CHECKING
 from bot.heap import freeze_long_lived
 from bot.models import MetricPoint
 from bot.narrative.format import fmt_big
-from bot.services.forecasts import ForecastPanel
-from bot.services.status import ChartSeries
 from bot.timeutil import resolve_zone
 
 if TYPE_CHECKING:
@@ -218,23 +217,6 @@ def render_chart(
         del fig
 
 
-async def render_chart_async(
-    points: Sequence[MetricPoint],
-    restarts: Sequence[datetime] = (),
-    *,
-    zone: str = "UTC",
-    loss_curve: Callable[[float], float | None] | None = None,
-) -> bytes:
-    return await asyncio.to_thread(render_chart, points, restarts, zone=zone, loss_curve=loss_curve)
-
-
-async def render_series(series: ChartSeries) -> bytes:
-    """The /status chart of `bot.services.status.chart_series`, drawn in a worker thread."""
-    return await render_chart_async(
-        series.points, series.restarts, zone=series.zone, loss_curve=series.loss_curve
-    )
-
-
 class ChartCache:
     """PNG bytes per run, with the data version they were drawn at.
 
@@ -403,15 +385,3 @@ def render_forecast_chart(
     finally:
         fig.clear()  # as in render_chart: its memory back at once, not at the next collection
         del fig
-
-
-def forecast_panel_chart(panel: ForecastPanel) -> bytes:
-    """The `/forecast` chart of one watched metric (blocking: call it in a worker thread)."""
-    view = panel.view
-    return render_forecast_chart(
-        [p.step for p in panel.points],
-        [p.value for p in panel.points],
-        panel.band(),
-        drift_step=view.drift_since_step,
-        note=view.reason or "",
-    )

@@ -104,3 +104,52 @@ def test_the_probe_sees_an_import(workdir: Path) -> None:
         timeout=60,
     )
     assert json.loads(done.stderr.strip().splitlines()[-1])["heavy"] == ["matplotlib"]
+
+
+RUNTIME_PROBE = """
+import asyncio, json, sys
+from pathlib import Path
+from bot.settings import Settings
+from bot.runsfile import load_runs_file
+from bot.wiring import open_runtime
+
+async def main():
+    async with open_runtime(Settings(), load_runs_file(Path("runscribe.toml"))) as runtime:
+        llm = runtime.llm is not None
+    print(json.dumps({"llm": llm, "anthropic": "anthropic" in sys.modules,
+                      "matplotlib": "matplotlib" in sys.modules}), file=sys.stderr)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("key", [None, "sk-test"], ids=["no key", "a key"])
+def test_the_long_running_process_loads_the_llm_sdk_only_with_a_key(
+    workdir: Path, key: str | None
+) -> None:
+    """`runscribe run` without an Anthropic key never imports its SDK (~45 MB of memory that a
+    process never gives back); with one it does. Neither imports matplotlib (charts are drawn in
+    a child process, `bot.render.drawer`)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RUNSCRIBE_", "DISCORD_", "ANTHROPIC_", "WANDB_", "GITHUB_"))
+    }
+    env.update(
+        RUNSCRIBE_DB=str(workdir / "runscribe.db"),
+        RUNSCRIBE_CONFIG=str(workdir / "runscribe.toml"),
+        ANTHROPIC_BASE_URL="http://127.0.0.1:9",
+    )
+    if key:
+        env["ANTHROPIC_API_KEY"] = key
+    done = subprocess.run(
+        [sys.executable, "-c", RUNTIME_PROBE],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report == {"llm": bool(key), "anthropic": bool(key), "matplotlib": False}

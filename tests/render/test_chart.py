@@ -21,8 +21,8 @@ from bot.render.chart import (
     RESTART_GID,
     draw_chart,
     render_chart,
-    render_series,
 )
+from bot.render.drawer import ChartDrawer
 from bot.render.terminal import local_formatter
 from bot.services.narrative import Narrative
 from bot.services.status import build_status, chart_series
@@ -169,7 +169,13 @@ async def test_chart_reads_at_discord_size(store: Store) -> None:
     assert legend.get_window_extent().y0 >= fig.axes[0].get_window_extent().y1 - 1
 
     # Drawn at 2×: the PNG is twice the nominal 400 px figure.
-    png = await render_series(series)
+    # ... and the PNG the bot attaches, drawn by its chart process, is the same figure.
+    drawer = ChartDrawer()
+    try:
+        png = await drawer.loss_chart(series)
+    finally:
+        await drawer.aclose()
+    assert png == render_chart(series.points, series.restarts, zone=series.zone)
     width, height = png_size(png)
     nominal = fig.get_figwidth() * NOMINAL_DPI
     assert 400 <= nominal <= 800

@@ -2,7 +2,7 @@
 10k, 100k, 1M and 5M events at constant density (and 0.4 metric points per event), measured at
 each size next to the naive queries they replaced, run in the same process on the same store.
 
-    python bench/bench_scaling.py [--sizes 10000,100000,1000000,5000000] [--db PATH]
+    python bench/bench_scaling.py [--sizes 10000,100000,1000000,5000000] [--db PATH] [--keep]
 
 At each size:
 - `/status` handler: report + narrative + chart version + card + embed (chart cached), median;
@@ -11,8 +11,8 @@ At each size:
 - idle poll cycle (no source has anything new): pending enrichment, conversation lookup, LLM
   fallback retry, incident detection twice; naive: the pending (`OR`) and retry (unindexed)
   queries it used to run;
-- cold chart: chart data (pre-aggregated buckets) and the PNG drawn in a worker thread; naive:
-  the window function over every point, same drawing;
+- cold chart: chart data (pre-aggregated buckets) and the PNG drawn in the bot's warm chart
+  process (`bot.render.drawer`); naive: the window function over every point, drawn in a thread;
 - ingest: events/s of the whole import while growing to this size (events through
   `upsert_many`, `set_enrichment_many`, 0.4 metric points per event, the incidents), one
   transaction per 20,000 events;
@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from history import (
     SLUG,
+    counts,
     db_bytes,
     grow,
     naive_chart_data,
@@ -55,9 +56,10 @@ from bot.incidents.engine import IncidentEngine
 from bot.models import Event
 from bot.pipeline import rules_enrichment, run_cycle
 from bot.render.cards import status_card
-from bot.render.chart import ChartCache, render_chart_async, render_series
+from bot.render.chart import ChartCache
+from bot.render.drawer import ChartDrawer
 from bot.services.narrative import status_with_narrative
-from bot.services.status import chart_series
+from bot.services.status import ChartSeries, chart_series
 from bot.store import Database, Store
 from bot.store.events import RETRY_LABEL, event_from_row
 
@@ -112,9 +114,14 @@ async def naive_idle_reads(store: Store) -> None:
     [event_from_row(r) for r in rows]
 
 
+#: The bot's chart process, and the old way (a thread of this process) for the naive figure.
+DRAWER = ChartDrawer()
+THREADS = ChartDrawer(in_process=True)
+
+
 async def naive_chart(store: Store) -> bytes:
-    """The window function over every point, then the same drawing."""
-    return await render_chart_async(await naive_chart_data(store))
+    """The window function over every point, then the same drawing in a thread."""
+    return await THREADS.loss_chart(ChartSeries(await naive_chart_data(store), []))
 
 
 async def measure(store: Store, path: Path, size: int, ingest_rate: float) -> dict[str, float]:
@@ -144,18 +151,20 @@ async def measure(store: Store, path: Path, size: int, ingest_rate: float) -> di
 
 
 async def draw(store: Store) -> bytes:
-    return await render_series(await chart_series(store, SLUG))
+    return await DRAWER.loss_chart(await chart_series(store, SLUG))
 
 
 async def main_async(sizes: list[int], path: Path) -> list[tuple[int, dict[str, float]]]:
     results = []
+    have = max(counts(path)[0], 0)  # a kept store (`--keep`) grows on from where it is
     async with Database.open(path, readers=2) as db:
         store = Store(db)
         await record_run(store)
-        have = 0
         for size in sizes:
+            if size < have:
+                continue  # a kept store already past this size: it cannot be measured there
             started = time.perf_counter()
-            grown = await grow(store, have, size)
+            grown = await grow(store, have, size)  # nothing to grow: rate 0, no ingest figure
             have = size
             print(
                 f"{size:,} events: grown in {time.perf_counter() - started:.0f} s, measuring",
@@ -163,7 +172,11 @@ async def main_async(sizes: list[int], path: Path) -> list[tuple[int, dict[str, 
             )
             results.append((size, await measure(store, path, size, grown.rate)))
             print_table(results)
-    print(f"first chart in the process (imports matplotlib): {results[0][1]['first_chart']:.0f} ms")
+    await DRAWER.aclose()
+    print(
+        "first chart (starts the chart process, which imports matplotlib): "
+        f"{results[0][1]['first_chart']:.0f} ms"
+    )
     print(f"bytes per event at {sizes[-1]:,} events, by table and index:")
     for name, size in where_the_bytes_go(path, sizes[-1]):
         print(f"  {name:32s} {size:6.1f}")
@@ -199,13 +212,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000,1000000,5000000")
     parser.add_argument("--db", type=Path, default=None, help="default: a temporary file")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="grow an existing --db on from its size instead of starting afresh (sizes it has "
+        "passed are skipped; the size it has is measured without an ingest figure)",
+    )
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="runscribe-scaling-") as tmp:
         path = args.db or Path(tmp) / "scaling.db"
-        if path.exists():
-            path.unlink()
+        if path.exists() and not args.keep:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
         asyncio.run(main_async(sizes, path))
     print(f"total {time.perf_counter() - started:.0f} s")
 

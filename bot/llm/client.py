@@ -206,15 +206,19 @@ class LLMClient:
 
     async def _client(self) -> anthropic.AsyncAnthropic:
         if self._sdk is None:
-            sdk = await asyncio.to_thread(importlib.import_module, "anthropic")
-            if self._sdk is None:  # another call may have built it meanwhile
-                self._sdk = sdk.AsyncAnthropic(
-                    api_key=self._api_key,
-                    base_url=self._base_url,
-                    timeout=self.timeout,
-                    max_retries=0,
-                )
+            # Both in a worker thread: the import, and the client's TLS context (the CA bundle
+            # is parsed when it is built, tens of ms of CPU).
+            sdk = await asyncio.to_thread(self._build_sdk)
+            if self._sdk is None:  # another call may have built one meanwhile
+                self._sdk = sdk
         return self._sdk
+
+    def _build_sdk(self) -> anthropic.AsyncAnthropic:
+        module = importlib.import_module("anthropic")
+        sdk: anthropic.AsyncAnthropic = module.AsyncAnthropic(
+            api_key=self._api_key, base_url=self._base_url, timeout=self.timeout, max_retries=0
+        )
+        return sdk
 
     async def aclose(self) -> None:
         if self._sdk is not None:

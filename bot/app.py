@@ -33,11 +33,12 @@ from bot.flight import SingleFlight
 from bot.heap import freeze_long_lived
 from bot.outbox.payload import ButtonPayload, fit_card
 from bot.outbox.poster import DeliveryError, OutboxPoster, OutgoingMessage, SeenMessage
-from bot.pipeline import FAMILIES
+from bot.pipeline import FAMILIES, WANDB
 from bot.render.cards import Card, TimeStyle
 from bot.render.chart import ChartCache
 from bot.render.drawer import ChartDrawer
 from bot.render.stamps import render_card_stamps, render_stamps
+from bot.services.status import chart_series
 from bot.settings import ConfigError, RunConfig, RunsFile, Settings, load_runs_file
 from bot.store import Store
 from bot.timeutil import utcnow
@@ -179,6 +180,7 @@ class RunscribeBot(commands.Bot):
         intervals: LoopIntervals | None = None,
         outbox_backoff: float = 2.0,
         run_loops: bool = True,
+        warm_charts: bool = True,
         **options: Any,
     ):
         intents = discord.Intents.default()
@@ -202,6 +204,7 @@ class RunscribeBot(commands.Bot):
         self.clock = clock
         self.intervals = intervals or LoopIntervals(poll=runtime.settings.runscribe_poll_interval)
         self.run_loops = run_loops
+        self.warm_charts_at_start = warm_charts
         self.chart_cache = ChartCache()
         # Charts are drawn in a child process that ends when idle: matplotlib's memory never
         # stays in the bot after a burst of /status.
@@ -314,6 +317,9 @@ class RunscribeBot(commands.Bot):
             self._spawn(f"poll-{family}", every.poll, partial(self.poll_family, family))
         self._spawn("enrich", every.enrich, self.enrich_once)
         self._spawn("digest", every.digest, self.schedule_digests)
+        if self.warm_charts_at_start:
+            warm = asyncio.create_task(self.warm_charts(), name="runscribe-warm-charts")
+            self._tasks.append(warm)
         if self.narrative is not None:
             self._spawn("narrative", every.narrative, self.refresh_narratives)
 
@@ -410,6 +416,32 @@ class RunscribeBot(commands.Bot):
                 return self._delivered_soon(await self.runtime.enrich(self.clock()))
             finally:
                 self._rounds["enrich"] += 1
+
+    # --- charts ---------------------------------------------------------------------------------
+
+    async def status_chart(self, slug: str, version: str) -> bytes | None:
+        """The /status chart at this data version: cached, or drawn once however many ask at
+        once (`ChartCache`); None if it cannot be drawn (a broken chart never costs a card)."""
+        return await self.chart_cache.get_or_draw(slug, version, partial(self._draw_chart, slug))
+
+    async def _draw_chart(self, slug: str) -> bytes | None:
+        try:
+            return await self.charts.loss_chart(await chart_series(self.reader, slug))
+        except Exception:
+            log.exception("chart for %s failed; answering without it", slug)
+            return None
+
+    async def warm_charts(self, *, first_poll_within: float = 60.0) -> None:
+        """Each W&B run's chart drawn once at start, after the first W&B round (or
+        `first_poll_within` seconds): the first /status of a run answers without drawing while
+        its data has not changed. The chart process ends when idle, as after any chart."""
+        waited = 0.0
+        while self._rounds[WANDB] == 0 and waited < first_poll_within:
+            await asyncio.sleep(0.5)
+            waited += 0.5
+        for run in self.runs:
+            if run.wandb_runs:
+                await self.status_chart(run.slug, await self.reader.metrics.version(run.slug))
 
     @property
     def cycles(self) -> int:

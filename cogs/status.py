@@ -7,7 +7,6 @@ data version, however many ask at once)."""
 from __future__ import annotations
 
 import io
-import logging
 from typing import TYPE_CHECKING
 
 import discord
@@ -17,13 +16,11 @@ from discord.ext import commands
 from bot.app import card_to_embed, discord_time
 from bot.render.cards import status_card
 from bot.services.narrative import status_with_narrative
-from bot.services.status import chart_series
 from cogs.common import NO_MENTIONS, resolve_run, run_autocomplete
 
 if TYPE_CHECKING:
     from bot.app import RunscribeBot
 
-log = logging.getLogger(__name__)
 CHART = "chart.png"
 
 
@@ -51,7 +48,7 @@ class Status(commands.Cog):
                 ("status", slug), lambda: status_with_narrative(store, slug, bot.clock())
             )
             if png is None:
-                png = await bot.chart_cache.get_or_draw(slug, version, lambda: self._draw(slug))
+                png = await bot.status_chart(slug, version)
             card = status_card(report, narrative, discord_time, chart=CHART if png else None)
             embed = card_to_embed(card)
             files = [discord.File(io.BytesIO(png), filename=CHART)] if png else []
@@ -63,14 +60,6 @@ class Status(commands.Cog):
                 await interaction.response.send_message(
                     embed=embed, files=files, allowed_mentions=NO_MENTIONS
                 )
-
-    async def _draw(self, slug: str) -> bytes | None:
-        """The chart, or None if drawing fails: a broken chart never costs the status."""
-        try:
-            return await self.bot.charts.loss_chart(await chart_series(self.bot.reader, slug))
-        except Exception:
-            log.exception("chart for %s failed; answering without it", slug)
-            return None
 
 
 async def setup(bot: RunscribeBot) -> None:

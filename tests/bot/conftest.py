@@ -149,6 +149,8 @@ async def start_bot(
             "intervals", LoopIntervals(poll=3600, outbox=0.05, digest=0.1, narrative=3600)
         )
         options.setdefault("outbox_backoff", 0.05)
+        # Tests see a cold chart cache unless they ask for the start's warm-up (timing-free).
+        options.setdefault("warm_charts", False)
         bot = RunscribeBot(runtime, guild_ready_timeout=0, **options)
         task = asyncio.create_task(bot.start(fake.token))
         started.append((bot, task))

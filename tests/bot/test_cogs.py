@@ -75,6 +75,22 @@ async def test_status_serves_cached_chart_without_deferring(
     assert body["type"] == 4  # cached: answered directly, nothing drawn
 
 
+async def test_start_draws_each_runs_chart_so_the_first_status_does_not_wait(
+    start_bot: StartBot, fake: FakeDiscord
+) -> None:
+    bot = await start_bot(warm_charts=True)
+    # after the first W&B round, the chart of the sample run (it has W&B runs) is drawn once
+    version = await bot.reader.metrics.version("aurora")
+    await fake.wait_for(lambda: bot.chart_cache.ready("aurora", version) is not None, within=30)
+    record = await fake.slash("status", [option("run", "aurora")])
+    body = await answered(record)
+    assert body["type"] == 4  # answered at once, with the chart drawn at start
+    assert body["data"]["embeds"][0]["image"]["url"] == "attachment://chart.png"
+    assert [name for name, _ in record.files] == ["chart.png"]
+    assert record.files[0][1].startswith(b"\x89PNG")
+    assert bot.chart_cache.draws == 1 and bot.charts.started == 1
+
+
 async def test_unknown_run_gets_a_private_hint(start_bot: StartBot, fake: FakeDiscord) -> None:
     await start_bot()
     record = await fake.slash("status", [option("run", "nope")])

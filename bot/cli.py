@@ -323,7 +323,11 @@ def _log_summary(summary: CycleSummary, what: str, now: datetime) -> None:
     for key in summary.poll.skipped:
         log.warning("%s", skipped_line(key, summary.poll, now))
     log.info(
-        "%s done: %d enriched, %d alert(s) queued", what, summary.enriched, summary.alerts_queued
+        "%s done in %.0f ms: %d enriched, %d alert(s) queued",
+        what,
+        summary.seconds * 1000,
+        summary.enriched,
+        summary.alerts_queued,
     )
 
 

@@ -344,6 +344,7 @@ class CycleSummary:
     enriched: int = 0
     alerts_queued: int = 0
     errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # wall time of the round, set by whoever timed it (`Runtime`)
 
     def add(self, other: CycleSummary) -> None:
         self.poll.results.update(other.poll.results)

@@ -106,7 +106,8 @@ class Runtime:
             detector=self.detector,
         )
         # The loop's heartbeat, for the status page's "updated … · next in …" and /healthz.
-        finished = now + timedelta(seconds=time.monotonic() - started)
+        summary.seconds = time.monotonic() - started
+        finished = now + timedelta(seconds=summary.seconds)
         await self.store.cycles.record(now, finished, self.settings.runscribe_poll_interval)
         return summary
 
@@ -117,8 +118,9 @@ class Runtime:
         started = time.monotonic()
         sources = of_family(self.sources, family)
         summary = await poll_family(self.store, sources, now, detector=self.detector)
+        summary.seconds = time.monotonic() - started
         if sources:  # the heartbeat says a source was polled, not that a loop went round
-            finished = now + timedelta(seconds=time.monotonic() - started)
+            finished = now + timedelta(seconds=summary.seconds)
             await self.store.cycles.record(now, finished, self.settings.runscribe_poll_interval)
         return summary
 
@@ -134,7 +136,8 @@ class Runtime:
             if self.enricher is not None
             else None
         )
-        return await enrich_step(
+        started = time.monotonic()
+        summary = await enrich_step(
             self.store,
             now,
             enricher=self.enricher,
@@ -142,6 +145,8 @@ class Runtime:
             budget=Budget(settings.runscribe_enrich_budget),
             gather=gather,
         )
+        summary.seconds = time.monotonic() - started
+        return summary
 
     async def refresh_narratives(self, now: datetime, slugs: Sequence[str] | None = None) -> int:
         """A new narrative for each run (or each of `slugs`) where one is due."""

@@ -8,6 +8,7 @@ import json
 import math
 import os
 import random
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -110,6 +111,8 @@ async def test_drift_stable_and_loss_under_its_curve(
 
     code, out, err = await cli(tmp_path, env, "poll", "--once")
     assert code == 0, out + err
+    # the cycle says how long it took (how an operator reads an idle cycle's cost)
+    assert re.search(r"cycle done in \d+ ms: \d+ enriched", out + err), out + err
     code, out, err = await cli(tmp_path, env, "status", "--json")
     assert code == 0, err
     status = json.loads(out)

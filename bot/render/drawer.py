@@ -47,6 +47,7 @@ _HEADER = struct.Struct(">I")
 #: Where this `bot` package was imported from: the child imports it from there, whatever its
 #: working directory or sys.path tricks (benchmarks, tests, an unpacked checkout).
 _IMPORT_ROOT = str(Path(__file__).resolve().parents[2])
+_SECRETS = frozenset({"DISCORD_TOKEN", "GITHUB_TOKEN", "ANTHROPIC_API_KEY", "WANDB_API_KEY"})
 
 
 class ChartError(Exception):
@@ -184,7 +185,8 @@ class ChartDrawer:
         child = self._child
         if child is not None and child.returncode is None:
             return child
-        env = dict(os.environ)
+        # Everything but the credentials: a process that only draws needs none of them.
+        env = {k: v for k, v in os.environ.items() if k not in _SECRETS}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_IMPORT_ROOT, env.get("PYTHONPATH")) if p)
         env["MPLBACKEND"] = "Agg"
         self._child = await asyncio.create_subprocess_exec(

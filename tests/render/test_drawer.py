@@ -54,6 +54,10 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def proc_environ(pid: int) -> list[bytes]:
+    return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+
+
 class ExitsWhenUnpickled:
     """Sent to the child, it ends the child mid-request (as an out-of-memory kill would)."""
 
@@ -78,6 +82,21 @@ async def test_the_child_draws_what_this_process_would() -> None:
     finally:
         await drawer.aclose()
     assert drawer.pid is None and not alive(pid)
+
+
+async def test_the_child_gets_no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("DISCORD_TOKEN", "GITHUB_TOKEN", "ANTHROPIC_API_KEY", "WANDB_API_KEY"):
+        monkeypatch.setenv(name, f"secret-{name}")
+    monkeypatch.setenv("RUNSCRIBE_TZ_PROBE", "kept")
+    drawer = ChartDrawer()
+    try:
+        await drawer.loss_chart(series())
+        assert drawer.pid is not None
+        environ = proc_environ(drawer.pid)
+    finally:
+        await drawer.aclose()
+    assert b"RUNSCRIBE_TZ_PROBE=kept" in environ and b"MPLBACKEND=Agg" in environ
+    assert not [v for v in environ if b"secret-" in v]
 
 
 async def test_concurrent_charts_share_one_child() -> None:

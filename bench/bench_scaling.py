@@ -19,9 +19,9 @@ At each size:
 - database bytes per event (events, points, incidents, indexes, everything), and where they go
   (`dbstat`) at the largest size.
 
-The first chart drawn in a process also imports matplotlib and loads its fonts: that is reported
-once, apart ("first chart in the process"), and every cold-chart figure is a warm process drawing
-a version it has not drawn before.
+The first chart also starts the chart process, which imports matplotlib and loads its fonts:
+that is reported once, apart ("first chart"), and every cold-chart figure is a warm chart process
+drawing a version it has not drawn before.
 """
 
 from __future__ import annotations

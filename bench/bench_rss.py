@@ -32,6 +32,7 @@ import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -40,7 +41,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from history import SLUG, WANDB, grow, record_run  # noqa: E402
 
 from bot.store import Database, Store  # noqa: E402
-from tests.fakes.discord import FakeDiscord  # noqa: E402
+from tests.fakes.discord import FakeDiscord, Interaction  # noqa: E402
 from tests.fakes.wandb import FakeWandb  # noqa: E402
 
 GUILD = 900_000_000_000_000_001
@@ -108,7 +109,29 @@ def _rows(first: int, count: int, start: datetime) -> list[dict[str, float]]:
     ]
 
 
-async def measure(code: Path, db: Path, folder: Path, args: argparse.Namespace) -> dict[str, float]:
+def latencies(records: list[Interaction]) -> str:
+    """How the real process answered a burst: acknowledged within Discord's 3 s, and the final
+    reply's p50 / p95, for /status and /timeline apart (ms from the fake's receipt)."""
+
+    def pct(values: list[float], q: float) -> float:
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else float("nan")
+
+    parts = []
+    for name in ("status", "timeline"):
+        mine = [r for r in records if r.payload["data"]["name"] == name]
+        acked = sum(
+            1 for r in mine if r.answered_at is not None and r.answered_at - r.received_at <= 3
+        )
+        finals = [(r.finished_at - r.received_at) * 1000 for r in mine if r.finished_at]
+        parts.append(
+            f"/{name} {acked}/{len(mine)} acked ≤ 3 s, final p50 {pct(finals, 0.5):.0f} / "
+            f"p95 {pct(finals, 0.95):.0f} ms"
+        )
+    return "; ".join(parts)
+
+
+async def measure(code: Path, db: Path, folder: Path, args: argparse.Namespace) -> dict[str, Any]:
     wb = FakeWandb().start()
     now = datetime.now(UTC)
     wb.add_run(WANDB, created_at=now - timedelta(days=120))
@@ -155,8 +178,12 @@ async def measure(code: Path, db: Path, folder: Path, args: argparse.Namespace) 
 
                 peak = [0.0, 0.0]
                 after: list[list[tuple[float, float]]] = []
+                answers: list[str] = []
                 for burst in range(2):
-                    await _burst(fake, wb, process.pid, peak, first=200 + 500 * burst, now=now)
+                    records = await _burst(
+                        fake, wb, process.pid, peak, first=200 + 500 * burst, now=now
+                    )
+                    answers.append(latencies(records))
                     await asyncio.sleep(args.settle)
                     after.append(await samples(process.pid, 10))
             finally:
@@ -175,12 +202,13 @@ async def measure(code: Path, db: Path, folder: Path, args: argparse.Namespace) 
         "after": statistics.median(t for _, t in after[0]),
         "after_bot": statistics.median(o for o, _ in after[0]),
         "after2": statistics.median(t for _, t in after[1]),
+        "answers": answers,
     }
 
 
 async def _burst(
     fake: FakeDiscord, wb: FakeWandb, pid: int, peak: list[float], *, first: int, now: datetime
-) -> None:
+) -> list[Interaction]:
     """300 messages, 50 /status and 25 /timeline at once, 500 new W&B rows; until a poll has
     ingested them. `peak` keeps the highest RSS seen meanwhile."""
     done = asyncio.Event()
@@ -207,6 +235,7 @@ async def _burst(
     await asyncio.sleep(5)
     done.set()
     await watcher
+    return records
 
 
 async def build(db: Path, events: int) -> None:
@@ -216,15 +245,16 @@ async def build(db: Path, events: int) -> None:
         await grow(store, 0, events)
 
 
-def report(label: str, r: dict[str, float]) -> str:
+def report(label: str, r: dict[str, Any]) -> str:
     back = (r["after"] - r["idle"]) / r["idle"] * 100
     again = (r["after2"] - r["after"]) / r["after"] * 100
     return (
         f"{label}: idle {r['idle']:.0f} MB (bot {r['idle_bot']:.0f}, helper "
         f"{r['idle'] - r['idle_bot']:.0f}); burst peak {r['peak']:.0f} MB; after "
         f"{r['after']:.0f} MB (bot {r['after_bot']:.0f}), {back:+.1f} % of idle; after a "
-        f"second burst {r['after2']:.0f} MB, {again:+.1f} % of the first"
-    )
+        f"second burst {r['after2']:.0f} MB, {again:+.1f} % of the first\n"
+        + "".join(f"    burst {n}: {line}\n" for n, line in enumerate(r["answers"], 1))
+    ).rstrip()
 
 
 def main() -> None:

@@ -69,7 +69,8 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     [["status"], ["status", "--json"], ["timeline"], ["digest", "--json"], ["check-config"]],
     ids=" ".join,
 )
-def test_read_commands_import_no_heavy_sdk(workdir: Path, args: list[str]) -> None:
+def clean_env(workdir: Path, **extra: str) -> dict[str, str]:
+    """This environment without any of the bot's settings, pointed at `workdir`'s files."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -78,7 +79,13 @@ def test_read_commands_import_no_heavy_sdk(workdir: Path, args: list[str]) -> No
     env.update(
         RUNSCRIBE_DB=str(workdir / "runscribe.db"),
         RUNSCRIBE_CONFIG=str(workdir / "runscribe.toml"),
+        **extra,
     )
+    return env
+
+
+def test_read_commands_import_no_heavy_sdk(workdir: Path, args: list[str]) -> None:
+    env = clean_env(workdir)
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *args],
         cwd=workdir,
@@ -130,16 +137,7 @@ def test_the_long_running_process_loads_the_llm_sdk_only_with_a_key(
     """`runscribe run` without an Anthropic key never imports its SDK (~45 MB of memory that a
     process never gives back); with one it does. Neither imports matplotlib (charts are drawn in
     a child process, `bot.render.drawer`)."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("RUNSCRIBE_", "DISCORD_", "ANTHROPIC_", "WANDB_", "GITHUB_"))
-    }
-    env.update(
-        RUNSCRIBE_DB=str(workdir / "runscribe.db"),
-        RUNSCRIBE_CONFIG=str(workdir / "runscribe.toml"),
-        ANTHROPIC_BASE_URL="http://127.0.0.1:9",
-    )
+    env = clean_env(workdir, ANTHROPIC_BASE_URL="http://127.0.0.1:9")
     if key:
         env["ANTHROPIC_API_KEY"] = key
     done = subprocess.run(

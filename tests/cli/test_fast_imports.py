@@ -64,11 +64,6 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize(
-    "args",
-    [["status"], ["status", "--json"], ["timeline"], ["digest", "--json"], ["check-config"]],
-    ids=" ".join,
-)
 def clean_env(workdir: Path, **extra: str) -> dict[str, str]:
     """This environment without any of the bot's settings, pointed at `workdir`'s files."""
     env = {
@@ -84,6 +79,11 @@ def clean_env(workdir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.parametrize(
+    "args",
+    [["status"], ["status", "--json"], ["timeline"], ["digest", "--json"], ["check-config"]],
+    ids=" ".join,
+)
 def test_read_commands_import_no_heavy_sdk(workdir: Path, args: list[str]) -> None:
     env = clean_env(workdir)
     done = subprocess.run(

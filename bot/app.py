@@ -41,6 +41,7 @@ from bot.render.stamps import render_card_stamps, render_stamps
 from bot.services.status import chart_series
 from bot.settings import ConfigError, RunConfig, RunsFile, Settings, load_runs_file
 from bot.store import Store
+from bot.store.metrics import NO_POINTS
 from bot.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -432,7 +433,7 @@ class RunscribeBot(commands.Bot):
             return None
 
     async def warm_charts(self, *, first_poll_within: float = 60.0) -> None:
-        """Each W&B run's chart drawn once at start, after the first W&B round (or
+        """Each run's chart drawn once at start (runs with points), after the first W&B round (or
         `first_poll_within` seconds): the first /status of a run answers without drawing while
         its data has not changed. The chart process ends when idle, as after any chart."""
         waited = 0.0
@@ -440,8 +441,9 @@ class RunscribeBot(commands.Bot):
             await asyncio.sleep(0.5)
             waited += 0.5
         for run in self.runs:
-            if run.wandb_runs:
-                await self.status_chart(run.slug, await self.reader.metrics.version(run.slug))
+            version = await self.reader.metrics.version(run.slug)
+            if version != NO_POINTS:  # a run with no points yet has nothing to draw
+                await self.status_chart(run.slug, version)
 
     @property
     def cycles(self) -> int:

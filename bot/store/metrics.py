@@ -14,6 +14,9 @@ from bot.models import (
 from bot.store.db import Database
 from bot.timeutil import from_db, to_db
 
+#: `MetricsRepo.version` of a run with no points.
+NO_POINTS = "0:"
+
 
 class MetricsRepo:
     def __init__(self, db: Database):
@@ -158,4 +161,4 @@ class MetricsRepo:
         row = await self.db.fetchone(
             "SELECT changes, last_at FROM metric_spans WHERE run_slug = ?", (run_slug,)
         )
-        return f"{row[0]}:{row[1]}" if row else "0:"
+        return f"{row[0]}:{row[1]}" if row else NO_POINTS

@@ -72,7 +72,13 @@ async def seeded_store(db_file: Path) -> AsyncIterator[Store]:
 
 @pytest.fixture
 def runs(seed: Seed) -> RunsFile:
-    return sample_runs_file(seed.sample)
+    """The sample run with its daily digest 13 hours ago (local): past the scheduler's 12-hour
+    catch-up, so no digest is due while a test runs, whatever the time of day. (At the sample's
+    own 09:00 Stockholm, a bot started between 09:00 and 21:00 there queued one.) Tests that want
+    one due take `digest_due_now`."""
+    sample = sample_runs_file(seed.sample)
+    local = (utcnow() - timedelta(hours=13)).astimezone(sample.runs[0].zone)
+    return with_config(sample, digest_time=local.strftime("%H:%M"))
 
 
 @pytest.fixture

@@ -105,6 +105,7 @@ class ChartDrawer:
         self._child: asyncio.subprocess.Process | None = None
         self._retire_timer: asyncio.TimerHandle | None = None
         self._retiring: asyncio.Task[None] | None = None
+        self._closing = False
         self.started = 0  # children started, for tests and benchmarks
         self.drawn = 0
 
@@ -123,10 +124,17 @@ class ChartDrawer:
         return await self._call(*forecast_request(panel))
 
     async def aclose(self) -> None:
-        """End the child (if any); later calls draw in a new one."""
+        """End the child (if any) now, a draw in flight included (its caller gets a
+        ChartError rather than waiting for it at shutdown); later calls draw in a new one."""
         self._cancel_retire()
-        async with self._lock:
-            await self._stop()
+        self._closing = True
+        try:
+            if self._lock.locked():
+                self._kill()
+            async with self._lock:
+                await self._stop()
+        finally:
+            self._closing = False
 
     # -- the calls -------------------------------------------------------------------------
 
@@ -166,6 +174,8 @@ class ChartDrawer:
                 raise ChartError(f"the chart took longer than {self.timeout:g} s") from None
             except (ConnectionError, asyncio.IncompleteReadError) as exc:
                 self._kill()
+                if self._closing:
+                    raise ChartError("the chart process was closed while drawing") from exc
                 if fresh or attempt == 2:
                     raise ChartError("the chart process ended while drawing") from exc
                 log.info("the idle chart process was gone; starting a new one")

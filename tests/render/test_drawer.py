@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -56,6 +57,13 @@ def alive(pid: int) -> bool:
 
 def proc_environ(pid: int) -> list[bytes]:
     return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+
+
+class HangsWhenUnpickled:
+    """Sent to the child, it keeps the child busy for a minute (a draw that hangs)."""
+
+    def __reduce__(self) -> tuple[object, tuple[int]]:
+        return (time.sleep, (60,))
 
 
 class ExitsWhenUnpickled:
@@ -167,6 +175,24 @@ async def test_a_failing_draw_is_reported_and_the_child_stays() -> None:
         assert drawer.pid == pid
     finally:
         await drawer.aclose()
+
+
+async def test_closing_ends_a_draw_in_flight_at_once() -> None:
+    drawer = ChartDrawer()
+    await drawer.loss_chart(series())  # a warm child
+    pid = drawer.pid
+    assert pid is not None
+    hanging = asyncio.create_task(drawer.loss_chart(series(zone=HangsWhenUnpickled())))
+    await asyncio.sleep(0.3)
+    assert not hanging.done()
+    started = time.monotonic()
+    await drawer.aclose()
+    with pytest.raises(ChartError, match="closed while drawing"):
+        await hanging
+    assert time.monotonic() - started < 10  # not the hanging draw's minute, nor the timeout
+    assert drawer.pid is None and drawer.started == 1  # no new child for the closed draw
+    assert (await drawer.loss_chart(series())).startswith(PNG)  # usable again
+    await drawer.aclose()
 
 
 async def test_a_chart_past_its_timeout_ends_the_child() -> None:

@@ -1,7 +1,7 @@
 """`runscribe run` resident memory at 1M events with its W&B helper, idle and after a burst.
 
     python bench/bench_rss.py [--db bench/results/bench_bot.db] [--events 1000000]
-                              [--baseline DIR] [--idle 30] [--settle 45]
+                              [--baseline DIR] [--idle 30] [--settle 45] [--llm]
 
 The real process (`python -m bot run`) against the fake Discord (this process) and the fake W&B
 (a thread of this process), on a store of `--events` events and 0.4 metric points per event
@@ -18,14 +18,17 @@ while it lives), read from /proc.
    to tell a one-time cost from growth.
 
 Goal (issue 12): ≤ 200 MB including the W&B helper; after a burst back within 10 % of idle.
-`--baseline DIR`: the same run with the code in DIR (a checkout of an earlier commit, e.g.
-`git worktree add --detach /tmp/base <commit>`), on the same store, printed beside it.
+`--llm`: with an Anthropic key, against the fake Anthropic server (the SDK is loaded and the
+messages enriched in batches). `--baseline DIR`: the same run with the code in DIR (a checkout
+of an earlier commit, e.g. `git worktree add --detach /tmp/base <commit>`), on the same store,
+printed beside it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
@@ -41,6 +44,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from history import SLUG, WANDB, grow, record_run  # noqa: E402
 
 from bot.store import Database, Store  # noqa: E402
+from tests.fakes.anthropic import FakeAnthropic  # noqa: E402
 from tests.fakes.discord import FakeDiscord, Interaction  # noqa: E402
 from tests.fakes.wandb import FakeWandb  # noqa: E402
 
@@ -140,7 +144,11 @@ async def measure(code: Path, db: Path, folder: Path, args: argparse.Namespace) 
     config.write_text(_runs_toml())
     log = folder / f"bot-{code.name}.log"
     try:
-        async with FakeDiscord(guild_id=GUILD, channels={CHAT: "chat", ALERTS: "alerts"}) as fake:
+        async with (
+            FakeDiscord(guild_id=GUILD, channels={CHAT: "chat", ALERTS: "alerts"}) as fake,
+            contextlib.AsyncExitStack() as held,
+        ):
+            llm = await held.enter_async_context(FakeAnthropic()) if args.llm else None
             env = {
                 **{
                     k: v
@@ -164,6 +172,8 @@ async def measure(code: Path, db: Path, folder: Path, args: argparse.Namespace) 
                 "WANDB_SILENT": "true",
                 "PYTHONPATH": str(code),
             }
+            if llm is not None:  # the bot as deployed with a key: the SDK loaded, batches sent
+                env.update(ANTHROPIC_API_KEY="sk-bench", ANTHROPIC_BASE_URL=llm.base_url)
             with log.open("ab") as out:
                 process = await asyncio.create_subprocess_exec(
                     *(sys.executable, "-m", "bot", "run"), env=env, cwd=code, stdout=out, stderr=out
@@ -264,6 +274,9 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="a checkout of the code to compare with")
     parser.add_argument("--idle", type=float, default=30.0)
     parser.add_argument("--settle", type=float, default=45.0)
+    parser.add_argument(
+        "--llm", action="store_true", help="with an Anthropic key (the fake Anthropic server)"
+    )
     args = parser.parse_args()
     if not args.db.exists():
         print(f"building {args.events:,} events into {args.db} …", flush=True)
@@ -276,7 +289,8 @@ def main() -> None:
             ("baseline", asyncio.run(measure(args.baseline.resolve(), args.db, folder, args)))
         )
     results.append(("this code", asyncio.run(measure(ROOT, args.db, folder, args))))
-    print(f"`runscribe run` on {args.db} ({args.events:,} events), RSS incl. wandb-core:")
+    key = "with an Anthropic key (fake server)" if args.llm else "no Anthropic key"
+    print(f"`runscribe run` on {args.db} ({args.events:,} events), {key}, RSS incl. wandb-core:")
     for label, result in results:
         print("  " + report(label, result))
     print(f"  (logs in {folder})")

@@ -4,6 +4,7 @@ takes a moment per metric, so the command defers first; everything else is read 
 from __future__ import annotations
 
 import io
+import logging
 from typing import TYPE_CHECKING
 
 import discord
@@ -13,11 +14,14 @@ from discord.ext import commands
 from bot.app import card_to_embed
 from bot.incidents.forecasts import forecast_configs
 from bot.render.cards import forecast_cards, forecast_image
+from bot.render.drawer import ChartError
 from bot.services.forecasts import forecast_panels
 from cogs.common import NO_MENTIONS, known_slugs, resolve_run, run_autocomplete
 
 if TYPE_CHECKING:
     from bot.app import RunscribeBot
+
+log = logging.getLogger(__name__)
 
 
 class Forecast(commands.Cog):
@@ -39,12 +43,18 @@ class Forecast(commands.Cog):
         slug = await resolve_run(bot, run)
         info, panels = await forecast_panels(bot.reader, slug, bot.clock(), metric)
         await interaction.response.defer(thinking=True)
-        pngs = [await bot.charts.forecast_chart(panel) for panel in panels]
-        embeds = [card_to_embed(card) for card in forecast_cards(info.name, panels)]
-        files = [
-            discord.File(io.BytesIO(png), filename=forecast_image(index))
-            for index, png in enumerate(pngs)
-        ]
+        cards = forecast_cards(info.name, panels)
+        files = []
+        for index, panel in enumerate(panels):
+            try:
+                png = await bot.charts.forecast_chart(panel)
+            except ChartError:
+                # A chart that cannot be drawn costs its image only, never the answer.
+                log.exception("forecast chart for %s failed; answering without it", slug)
+                cards[index].image = None
+                continue
+            files.append(discord.File(io.BytesIO(png), filename=forecast_image(index)))
+        embeds = [card_to_embed(card) for card in cards]
         await interaction.followup.send(embeds=embeds, files=files, allowed_mentions=NO_MENTIONS)
 
     @forecast.autocomplete("metric")

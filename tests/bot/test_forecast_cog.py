@@ -12,6 +12,7 @@ import pytest
 
 from bot.analysis.forecast import SeriesPoint
 from bot.models import RunInfo
+from bot.render.drawer import ChartError
 from bot.settings import RunsFile
 from bot.store import Store
 from tests.bot.conftest import Seed, StartBot, with_config
@@ -69,6 +70,31 @@ async def test_forecast_shows_each_metric_with_its_chart(
     await asyncio.wait_for(one.callback, 5)
     await fake.wait_for(lambda: one.followups, within=20)
     assert len(one.followups[0]["embeds"]) == 1
+
+
+async def test_a_chart_that_cannot_be_drawn_costs_only_its_image(
+    start_bot: StartBot,
+    fake: FakeDiscord,
+    seeded_store: Store,
+    runs: RunsFile,
+    seed: Seed,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bot = await start_bot(runs_file=await watching(seeded_store, runs, seed))
+    real = bot.charts.forecast_chart
+
+    async def first_fails(panel: Any) -> bytes:
+        if panel.view.metric == "train/grad_norm":
+            raise ChartError("the chart process ended while drawing")
+        return await real(panel)
+
+    monkeypatch.setattr(bot.charts, "forecast_chart", first_fails)
+    record = await fake.slash("forecast")
+    await fake.wait_for(lambda: record.followups, within=20)
+    grad, param = record.followups[0]["embeds"]
+    assert "drifting up since step" in grad["description"] and "image" not in grad
+    assert param["image"]["url"] == "attachment://forecast-1.png"
+    assert [name for name, _ in record.files] == ["forecast-1.png"]
 
 
 async def test_forecast_without_watched_metrics_gets_a_private_hint(

@@ -37,9 +37,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Seconds a child may sit idle before it is ended (the chart is redrawn at most once a minute,
-#: so a bot whose charts nobody asks for holds no child between them).
-IDLE_SECONDS = 20.0
+#: Seconds a child may sit idle before it is ended. A burst of commands shares one child; the
+#: chart is redrawn at most once a minute, so between bursts the bot holds no child at all.
+IDLE_SECONDS = 10.0
 #: Seconds one request may take, the child's first import included (a few seconds on a loaded
 #: machine); past it the child is ended.
 TIMEOUT_SECONDS = 60.0

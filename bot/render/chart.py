@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from bot.heap import freeze_long_lived
-from bot.models import MetricPoint
 from bot.narrative.format import fmt_big
 from bot.timeutil import resolve_zone
 
@@ -29,6 +28,8 @@ if TYPE_CHECKING:
     from matplotlib.dates import ConciseDateFormatter
     from matplotlib.figure import Figure
     from matplotlib.ticker import Locator
+
+    from bot.models import MetricPoint
 
 log = logging.getLogger(__name__)
 _now = time.monotonic

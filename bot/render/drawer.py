@@ -28,8 +28,9 @@ import pickle
 import struct
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 if TYPE_CHECKING:
     from bot.services.forecasts import ForecastPanel
@@ -59,18 +60,44 @@ class ChartError(Exception):
 # its arguments, built here from the services' types, so the child never imports the store.
 
 
+class _Point(NamedTuple):
+    """A metric point as the chart reads it (`MetricPoint`'s fields), in plain types: the child
+    then needs neither `bot.models` nor pydantic, a tenth of its start."""
+
+    at: datetime
+    step: int
+    loss: float | None
+    tokens: float | None
+
+
+def _loss_chart(
+    points: list[tuple[datetime, int, float | None, float | None]],
+    restarts: list[datetime],
+    zone: str,
+    predicted: dict[int, float | None] | None,
+) -> bytes:
+    from bot.render.chart import render_chart
+
+    return render_chart(
+        [_Point(*p) for p in points],  # type: ignore[misc]
+        restarts,
+        zone=zone,
+        loss_curve=None if predicted is None else predicted.get,  # type: ignore[arg-type]
+    )
+
+
 def _functions() -> dict[str, Callable[..., bytes]]:
     from bot.render import chart
 
-    return {"loss": chart.render_chart, "forecast": chart.render_forecast_chart}
+    return {"loss": _loss_chart, "forecast": chart.render_forecast_chart}
 
 
 def loss_request(series: ChartSeries) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
-    return (
-        "loss",
-        (list(series.points), list(series.restarts)),
-        {"zone": series.zone, "loss_curve": series.loss_curve},
-    )
+    """The /status chart as plain data; the predicted curve is evaluated here, at each step."""
+    curve = series.loss_curve
+    points = [(p.at, p.step, p.loss, p.tokens) for p in series.points]
+    predicted = None if curve is None else {p.step: curve(p.step) for p in series.points}
+    return ("loss", (points, list(series.restarts), series.zone, predicted), {})
 
 
 def forecast_request(panel: ForecastPanel) -> tuple[str, tuple[Any, ...], dict[str, Any]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 from bot.analysis.forecast import LossCurve
 from bot.models import MetricPoint
 from bot.render.chart import render_chart
-from bot.render.drawer import ChartDrawer, ChartError
+from bot.render.drawer import ChartDrawer, ChartError, loss_request
 from bot.services.status import ChartSeries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -241,3 +242,24 @@ def test_the_bot_process_never_imports_matplotlib() -> None:
     assert done.returncode == 0, done.stderr
     size, imported = done.stdout.split()
     assert int(size) > 10_000 and imported == "False"
+
+
+def test_the_child_starts_light() -> None:
+    """What the child imports before matplotlib: no store, no settings, no pydantic (a tenth of
+    its start). The request is plain data (`loss_request`), so unpickling needs none of them."""
+    script = textwrap.dedent(
+        """
+        import pickle, sys
+        from bot.render import drawer
+        drawer._functions()
+        request = pickle.loads(sys.stdin.buffer.read())
+        print(sorted(m for m in ("pydantic", "bot.models", "bot.store", "aiosqlite")
+                     if m in sys.modules))
+        """
+    )
+    payload = pickle.dumps(loss_request(series()))
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, input=payload, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().strip() == "[]"

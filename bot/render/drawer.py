@@ -168,11 +168,10 @@ class ChartDrawer:
     async def _call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
         if self.in_process:
             return await self._in_thread(name, args, kwargs)
-        payload = pickle.dumps((name, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         async with self._lock:
             self._cancel_retire()
             try:
-                return await self._send(payload)
+                return await self._send(name, args, kwargs)
             finally:
                 self._schedule_retire()
 
@@ -182,7 +181,8 @@ class ChartDrawer:
         self.drawn += 1
         return png
 
-    async def _send(self, payload: bytes) -> bytes:
+    async def _send(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
+        payload = pickle.dumps((name, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         for attempt in (1, 2):
             fresh = self._child is None or self._child.returncode is not None
             try:
@@ -192,7 +192,6 @@ class ChartDrawer:
                     "cannot start the chart process (%s); drawing charts in this process", exc
                 )
                 self.in_process = True
-                name, args, kwargs = pickle.loads(payload)
                 return await self._in_thread(name, args, kwargs)
             try:
                 reply = await asyncio.wait_for(_exchange(child, payload), self.timeout)

@@ -607,10 +607,10 @@ def _delivery_error(exc: BaseException) -> DeliveryError:
     if isinstance(exc, discord.HTTPException):
         text = f"HTTP {exc.status}: {exc.text or exc.__class__.__name__}"[:300]
         if exc.status == 429:  # discord.py's own tries are used up: wait what Discord says
-            return DeliveryError(text, retry_after=_retry_after(exc))
+            return DeliveryError(text, retry_after=_retry_after(exc), status=exc.status)
         if exc.status >= 500:
-            return DeliveryError(text)
-        return DeliveryError(text, permanent=True)
+            return DeliveryError(text, status=exc.status)
+        return DeliveryError(text, permanent=True, status=exc.status)
     if isinstance(exc, aiohttp.ClientError | OSError | TimeoutError):
         return DeliveryError(f"{type(exc).__name__}: {exc}"[:300])
     return DeliveryError(f"unexpected {type(exc).__name__}: {exc}"[:300])

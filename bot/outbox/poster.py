@@ -48,8 +48,10 @@ BACKOFF_CAP = 25.0  # a long outage is retried at least this often: with the out
 RETRY_AFTER_CAP = 600.0  # a server's retry_after is obeyed up to this
 IN_DRAIN_WAIT = 5.0  # a retry_after up to this is waited inside the drain, not the next loop
 IN_DRAIN_RETRIES = 50  # rate-limited tries of one item within one drain
+LIVE_KIND = "live"  # outbox kind of a run's live status message (`bot.services.live`)
 THREADS_KEPT = 1024  # alert threads remembered by message id
 MAX_PERMANENT_ATTEMPTS = 6  # a 4xx other than 429 is retried this often, then the row fails
+GONE_STATUSES = frozenset({403, 404})  # an edit answered so ends at once: it cannot succeed
 
 
 @dataclass(slots=True)
@@ -112,12 +114,28 @@ def render_item(item_id: int, dedup_key: str, payload: ParsedPayload) -> list[Ou
 
 
 class DeliveryError(Exception):
-    """A failed send. `permanent` errors (4xx other than 429) will not succeed by waiting."""
+    """A failed send. `permanent` errors (4xx other than 429) will not succeed by waiting;
+    `status` is the HTTP status when there was an answer. `final` ends the item at its first
+    try (an edit of a message that is gone, or that the bot may no longer see)."""
 
-    def __init__(self, message: str, *, permanent: bool = False, retry_after: float | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        permanent: bool = False,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ):
         super().__init__(message)
         self.permanent = permanent
         self.retry_after = retry_after
+        self.status = status
+        self.final = False
+
+    @property
+    def gone(self) -> bool:
+        """The message (or its channel) is not there for the bot: 404, or 403 (no access)."""
+        return self.status in GONE_STATUSES
 
 
 @dataclass(slots=True, frozen=True)
@@ -170,21 +188,38 @@ def backoff_delay(
     return min(BACKOFF_CAP, base * (2 ** min(attempts, 20)))
 
 
+#: What is delivered in order: a channel's new posts (its id), the edits of one message
+#: (`("edit", outbox id)`), one run's live status message (`("live", slug)`).
+Lane = int | tuple[str, int | str]
+
+
+def lane(item: OutboxItem) -> Lane:
+    """Edits keep their own order but never hold up a channel's posts: an edit waiting out a
+    failure (or for its message) must not delay an alert queued behind it."""
+    if item.kind == LIVE_KIND and item.run_slug:
+        return ("live", item.run_slug)
+    edit_of = item.payload.get("edit_of") if isinstance(item.payload, dict) else None
+    if isinstance(edit_of, int) and not isinstance(edit_of, bool):
+        return ("edit", edit_of)
+    return item.channel_id
+
+
 def plan_channels(
     items: Sequence[OutboxItem], now: datetime, wake: frozenset[int] = frozenset()
-) -> dict[int, list[OutboxItem]]:
-    """Group queued items by channel in id order, keeping only the due prefix of each channel:
-    a channel whose oldest queued item is backing off waits as a whole, so order is kept. Items
-    in `wake` are due whatever their backoff."""
-    plan: dict[int, list[OutboxItem]] = {}
-    blocked: set[int] = set()
+) -> dict[Lane, list[OutboxItem]]:
+    """Group queued items by lane (a channel's posts, or the edits of one message) in id
+    order, keeping only the due prefix of each: a lane whose oldest queued item is backing off
+    waits as a whole, so order is kept. Items in `wake` are due whatever their backoff."""
+    plan: dict[Lane, list[OutboxItem]] = {}
+    blocked: set[Lane] = set()
     for item in sorted(items, key=lambda i: i.id or 0):
-        if item.channel_id in blocked:
+        key = lane(item)
+        if key in blocked:
             continue
         if item.not_before is not None and item.not_before > now and item.id not in wake:
-            blocked.add(item.channel_id)
+            blocked.add(key)
             continue
-        plan.setdefault(item.channel_id, []).append(item)
+        plan.setdefault(key, []).append(item)
     return plan
 
 
@@ -243,7 +278,7 @@ class OutboxPoster:
             queued = await self.store.outbox.queued(limit=self.batch)
             plan = plan_channels(queued, self.clock())
             if plan:
-                await asyncio.gather(*(self._channel(items, report) for items in plan.values()))
+                await self._lanes(plan, report)
             if (report.sent or report.recovered) and self._server_down:
                 # A request went through: the outage is over, the waiting heads go now, oldest
                 # first per channel, instead of sitting out their backoff.
@@ -252,8 +287,28 @@ class OutboxPoster:
                 plan = plan_channels(queued, self.clock(), wake)
                 plan = {c: items for c, items in plan.items() if items[0].id in wake}
                 if plan:
-                    await asyncio.gather(*(self._channel(items, report) for items in plan.values()))
+                    await self._lanes(plan, report)
             return report
+
+    async def _lanes(self, plan: dict[Lane, list[OutboxItem]], report: DrainReport) -> None:
+        """Every lane at once; an edit whose message is queued in this drain starts once that
+        message's lane is done (so a head and its edit still go out in one drain)."""
+        posts: dict[Lane, asyncio.Task[None]] = {
+            key: asyncio.create_task(self._channel(items, report))
+            for key, items in plan.items()
+            if isinstance(key, int)
+        }
+        lane_of = {item.id: key for key, items in plan.items() for item in items}
+
+        async def edits(key: tuple[str, int | str], items: list[OutboxItem]) -> None:
+            held = lane_of.get(key[1]) if key[0] == "edit" and isinstance(key[1], int) else None
+            target = posts.get(held) if held is not None else None
+            if target is not None:
+                await asyncio.wait([target])
+            await self._channel(items, report)
+
+        others = [edits(key, items) for key, items in plan.items() if not isinstance(key, int)]
+        await asyncio.gather(*posts.values(), *others)
 
     async def _channel(self, items: list[OutboxItem], report: DrainReport) -> None:
         for item in items:
@@ -321,7 +376,8 @@ class OutboxPoster:
         retry_after = exc.retry_after if isinstance(exc, DeliveryError) else None
         error = str(exc) or type(exc).__name__
         attempts = item.attempts + 1
-        give_up = permanent and attempts >= MAX_PERMANENT_ATTEMPTS
+        final = isinstance(exc, DeliveryError) and exc.final
+        give_up = permanent and (final or attempts >= MAX_PERMANENT_ATTEMPTS)
         delay = backoff_delay(item.attempts, retry_after, self.backoff_base)
         next_at = self.clock() + timedelta(seconds=delay)
         await self.store.outbox.mark_retry(item.id, error, next_at, give_up=give_up)
@@ -329,6 +385,13 @@ class OutboxPoster:
             self._server_down.add(item.id)
         else:
             self._server_down.discard(item.id)
+        if give_up and final:
+            log.warning(
+                "outbox item %s (%s) to channel %s cannot succeed, ended at once: %s",
+                item.id, item.kind, item.channel_id, error,
+            )  # fmt: skip
+            report.failed.append(item.id)
+            return True
         if give_up:
             log.error(
                 "outbox item %s (%s) to channel %s failed %d times, giving up: %s",
@@ -457,7 +520,12 @@ class OutboxPoster:
             if parent is not None and parent.message_id:
                 thread = self._threads.get(int(parent.message_id))
                 destination = thread if thread is not None else target.channel_id
-        await self.transport.edit(destination, int(target.message_id), message)
+        try:
+            await self.transport.edit(destination, int(target.message_id), message)
+        except DeliveryError as exc:
+            if exc.gone:  # deleted, or out of the bot's sight: trying again cannot help
+                exc.final = True
+            raise
         return int(target.message_id), destination
 
     async def _thread_for_reply(self, item: OutboxItem) -> int:

@@ -185,6 +185,16 @@ def test_plan_blocks_a_channel_behind_its_backing_off_head() -> None:
     assert [i.id for i in plan[20]] == [3, 4]
 
 
+def test_plan_keeps_edits_out_of_the_channel_lane() -> None:
+    now = datetime(2026, 9, 2, tzinfo=UTC)
+    later = now + timedelta(minutes=1)
+    edit = item(1, 10, later)
+    edit.kind, edit.payload = "edit", {"edit_of": 7}
+    plan = plan_channels([edit, item(2, 10), item(3, 10)], now)
+    assert [i.id for i in plan[10]] == [2, 3]  # the backing-off edit holds nothing up
+    assert ("edit", 7) not in plan
+
+
 def test_backoff_doubles_caps_and_honours_retry_after() -> None:
     assert [backoff_delay(n) for n in range(4)] == [2, 4, 8, 16]
     assert backoff_delay(30) == 25  # a long outage is retried every 25 s, not every 5 minutes

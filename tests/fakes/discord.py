@@ -13,7 +13,14 @@ What it does like Discord, because discord.py depends on it:
   always newest first; with `before` the newest ones older than it, with `after` the *oldest* ones
   newer than it (still listed newest first, which is why discord.py pages on with the first id);
 - active threads arrive in GUILD_CREATE and from `GET /guilds/{id}/threads/active`;
-- a token refused at IDENTIFY (or `reject_identify`) closes the gateway with 4004.
+- a token refused at IDENTIFY (or `reject_identify`) closes the gateway with 4004;
+- messages are edited (`PATCH`, multipart with files too: `attachments` lists the ones kept, new
+  files are added; without it every attachment stays), deleted (`DELETE`), and pinned or
+  unpinned at `/channels/{id}/messages/pins/{message_id}` (discord.py 2.7's route) and the older
+  `/channels/{id}/pins/{message_id}`, which needs Manage Messages or Pin Messages
+  (`bot_permissions`; Discord answers 403 code 50013 without); an `attachment://name` embed image
+  is resolved to the attachment's URL, or dropped when the message has no such attachment;
+- a message that does not exist answers 404 code 10008 (Unknown Message).
 
 Everything it receives is recorded (`requests`, `messages`, `callbacks`) for assertions, and
 failures can be injected (`inject(...)`) per method and path pattern.
@@ -35,6 +42,10 @@ from aiohttp import WSMsgType, web
 
 DISCORD_EPOCH_MS = 1420070400000
 JSON = "application/json"
+# View Channel, Send Messages, Embed Links, Attach Files, Read Message History
+EVERYONE_PERMISSIONS = 0x400 | 0x800 | 0x4000 | 0x8000 | 0x10000
+MANAGE_MESSAGES = 0x2000
+PIN_MESSAGES = 1 << 51
 
 
 def snowflake(counter: itertools.count[int] = itertools.count(1)) -> int:
@@ -120,10 +131,14 @@ class FakeDiscord:
         self.no_threads: set[int] = set()  # channels where thread creation is forbidden
         self.nonces: dict[tuple[int, str], dict[str, Any]] = {}
         self.honor_nonce = True  # False: test the history-marker check on its own
+        # The bot's permissions for pinning: @everyone's by default (no Manage Messages).
+        self.bot_permissions = EVERYONE_PERMISSIONS
         self.threads: dict[
             int, dict[str, Any]
         ] = {}  # threads by id (archived ones too, as their metadata says)
         self.roles: list[dict[str, Any]] = []  # guild roles besides @everyone
+        self.pins: dict[int, dict[str, str]] = {}  # channel → pinned message id → when
+        self.uploads: dict[str, bytes] = {}  # attachment id → the file's bytes
         self.reject_identify = False  # True: close the gateway with 4004 at IDENTIFY
         self.identifies: list[dict[str, Any]] = []
         self.resumes: list[dict[str, Any]] = []
@@ -273,7 +288,7 @@ class FakeDiscord:
                 {
                     "id": str(self.guild_id),
                     "name": "@everyone",
-                    "permissions": str(0x400 | 0x800 | 0x4000 | 0x8000 | 0x10000),
+                    "permissions": str(EVERYONE_PERMISSIONS),
                     "position": 0,
                     "color": 0,
                     "hoist": False,
@@ -829,11 +844,8 @@ class FakeDiscord:
         message = self.message(cid, content, embeds=embeds)
         message["components"] = body.get("components") or []
         message["nonce"] = nonce
-        message["attachments"] = [
-            {"id": str(snowflake()), "filename": name, "size": len(data), "url": f"https://cdn/{name}",
-             "proxy_url": f"https://cdn/{name}"}
-            for name, data in req.files
-        ]  # fmt: skip
+        message["attachments"] = [self._upload(name, data) for name, data in req.files]
+        _resolve_images(message)
         message["_allowed_mentions"] = body.get("allowed_mentions")
         messages.append(message)
         if nonce:
@@ -865,17 +877,100 @@ class FakeDiscord:
         active = [t for t in self.threads.values() if not t["thread_metadata"]["archived"]]
         return _json_response({"threads": active, "members": []})
 
-    async def _patch_message(self, req: Recorded, channel_id: str, message_id: str) -> web.Response:
+    def _upload(self, name: str, data: bytes) -> dict[str, Any]:
+        """A file uploaded with a message: its attachment object (the bytes in `uploads`)."""
+        attachment_id = snowflake()
+        url = f"https://cdn.fake/attachments/{attachment_id}/{name}"
+        self.uploads[str(attachment_id)] = data
+        return {"id": str(attachment_id), "filename": name, "size": len(data), "url": url,
+                "proxy_url": url}  # fmt: skip
+
+    def _find_message(self, channel_id: str, message_id: str) -> dict[str, Any]:
         for message in self._channel_messages(int(channel_id)):
             if message["id"] == message_id:
-                body = req.json or {}
-                for key in ("content", "embeds", "components"):
-                    if key in body:
-                        message[key] = body[key] or ("" if key == "content" else [])
-                message["edited_timestamp"] = iso_now()
-                message["_allowed_mentions"] = body.get("allowed_mentions")
-                return _json_response(message)
+                return message
         raise _HTTPError(404, "Unknown Message", 10008)
+
+    async def _patch_message(self, req: Recorded, channel_id: str, message_id: str) -> web.Response:
+        """Edit Message: `attachments` (when given) lists the attachments to keep by id, new
+        files are added; without it every attachment stays and new files are appended."""
+        message = self._find_message(channel_id, message_id)
+        body = req.json or {}
+        for key in ("content", "embeds", "components"):
+            if key in body:
+                message[key] = body[key] or ("" if key == "content" else [])
+        if "attachments" in body:
+            keep = {str(a.get("id")) for a in body["attachments"] or []}
+            message["attachments"] = [a for a in message["attachments"] if a["id"] in keep]
+        message["attachments"] = message["attachments"] + [
+            self._upload(name, data) for name, data in req.files
+        ]
+        _resolve_images(message)
+        message["edited_timestamp"] = iso_now()
+        message["_allowed_mentions"] = body.get("allowed_mentions")
+        message["_edits"] = message.get("_edits", 0) + 1
+        return _json_response(message)
+
+    async def _delete_message(
+        self, req: Recorded, channel_id: str, message_id: str
+    ) -> web.Response:
+        self.remove_message(int(channel_id), message_id)
+        return web.Response(status=204)
+
+    def remove_message(self, channel_id: int, message_id: str) -> dict[str, Any]:
+        """The message is gone (deleted by the bot or a person); its pin goes with it."""
+        message = self._find_message(str(channel_id), message_id)
+        self.messages[channel_id].remove(message)
+        self.pins.get(channel_id, {}).pop(message_id, None)
+        return message
+
+    async def delete_message(self, channel_id: int, message_id: str) -> None:
+        """A person deletes a message: gone from history, MESSAGE_DELETE dispatched."""
+        self.remove_message(channel_id, message_id)
+        await self.dispatch(
+            "MESSAGE_DELETE",
+            {"id": message_id, "channel_id": str(channel_id), "guild_id": str(self.guild_id)},
+        )
+
+    @property
+    def may_pin(self) -> bool:
+        return bool(self.bot_permissions & (MANAGE_MESSAGES | PIN_MESSAGES))
+
+    async def _pin(self, req: Recorded, channel_id: str, message_id: str) -> web.Response:
+        message = self._find_message(channel_id, message_id)
+        if not self.may_pin:
+            raise _HTTPError(403, "Missing Permissions", 50013)
+        pins = self.pins.setdefault(int(channel_id), {})
+        if message_id not in pins and len(pins) >= 250:
+            raise _HTTPError(400, "Maximum number of pins reached (250)", 30003)
+        pins[message_id] = iso_now()
+        message["pinned"] = True
+        return web.Response(status=204)
+
+    async def _unpin(self, req: Recorded, channel_id: str, message_id: str) -> web.Response:
+        message = self._find_message(channel_id, message_id)
+        if not self.may_pin:
+            raise _HTTPError(403, "Missing Permissions", 50013)
+        self.pins.get(int(channel_id), {}).pop(message_id, None)
+        message["pinned"] = False
+        return web.Response(status=204)
+
+    async def _get_pins(self, req: Recorded, channel_id: str) -> web.Response:
+        """`GET /channels/{id}/messages/pins`: newest pin first, `{"items", "has_more"}`."""
+        pinned = self.pinned(int(channel_id))
+        items = [{"pinned_at": self.pins[int(channel_id)][m["id"]], "message": m} for m in pinned]
+        return _json_response({"items": items, "has_more": False})
+
+    async def _get_pins_legacy(self, req: Recorded, channel_id: str) -> web.Response:
+        return _json_response(self.pinned(int(channel_id)))
+
+    def pinned(self, channel_id: int) -> list[dict[str, Any]]:
+        """The channel's pinned messages, newest pin first."""
+        self._channel_messages(channel_id)
+        pins = self.pins.get(channel_id, {})
+        by_id = {m["id"]: m for m in self.messages.get(channel_id, [])}
+        order = sorted(pins, key=lambda m: pins[m], reverse=True)
+        return [by_id[m] for m in order if m in by_id]
 
     async def _message_thread(
         self, req: Recorded, channel_id: str, message_id: str
@@ -975,6 +1070,13 @@ class FakeDiscord:
         ("POST", r"/channels/(\d+)/messages", _post_message),
         ("GET", r"/channels/(\d+)/messages", _get_messages),
         ("PATCH", r"/channels/(\d+)/messages/(\d+)", _patch_message),
+        ("DELETE", r"/channels/(\d+)/messages/(\d+)", _delete_message),
+        ("PUT", r"/channels/(\d+)/messages/pins/(\d+)", _pin),
+        ("DELETE", r"/channels/(\d+)/messages/pins/(\d+)", _unpin),
+        ("GET", r"/channels/(\d+)/messages/pins", _get_pins),
+        ("PUT", r"/channels/(\d+)/pins/(\d+)", _pin),
+        ("DELETE", r"/channels/(\d+)/pins/(\d+)", _unpin),
+        ("GET", r"/channels/(\d+)/pins", _get_pins_legacy),
         ("POST", r"/channels/(\d+)/messages/(\d+)/threads", _message_thread),
         ("POST", r"/channels/(\d+)/threads", _channel_thread),
         ("GET", r"/channels/(\d+)", _get_channel),
@@ -1018,6 +1120,21 @@ class FakeDiscord:
                     await asyncio.wait_for(self.changed.wait(), min(remaining, 0.05))
                 except TimeoutError:
                     pass
+
+
+def _resolve_images(message: dict[str, Any]) -> None:
+    """As Discord does: an embed's `attachment://name` image shows that attachment of the
+    message (its URL in the answer); with no such attachment the embed has no image."""
+    files = {a["filename"]: a for a in message.get("attachments") or []}
+    for embed in message.get("embeds") or []:
+        image = embed.get("image") or {}
+        url = str(image.get("url") or "")
+        if url.startswith("attachment://"):
+            found = files.get(url.removeprefix("attachment://"))
+            if found is None:
+                embed.pop("image", None)
+            else:
+                embed["image"] = {"url": found["url"], "proxy_url": found["url"]}
 
 
 def _archived(thread: dict[str, Any]) -> bool:

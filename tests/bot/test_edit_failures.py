@@ -1,0 +1,87 @@
+"""An edit that cannot succeed never holds up the channel (issue 28, item 3), through the real
+discord.py client against the fake Discord: a 404 Unknown Message or a 403 on an edit ends that
+outbox item at its first try, and the alert queued behind it is posted; an edit waiting out
+server errors does not hold the alert either."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bot.models import OutboxItem
+from bot.outbox.payload import make_payload
+from bot.store import Store
+from tests.bot.conftest import Seed, StartBot
+from tests.fakes.discord import FakeDiscord
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def queue(store: Store, channel: int, key: str, payload: dict[str, object]) -> int:
+    kind = "edit" if payload.get("edit_of") else "alert"
+    item = OutboxItem(channel_id=channel, kind=kind, payload=payload, dedup_key=key)
+    item_id = await store.outbox.enqueue(item)
+    assert item_id is not None
+    return item_id
+
+
+async def settled(store: Store, item_id: int, status: str) -> OutboxItem:
+    for _ in range(1000):
+        item = await store.outbox.get(item_id)
+        if item is not None and item.status == status:
+            return item
+        await asyncio.sleep(0.02)
+    raise TimeoutError(f"outbox item {item_id} never became {status}")
+
+
+def patches(fake: FakeDiscord, channel: int, message_id: str) -> int:
+    path = f"/channels/{channel}/messages/{message_id}"
+    return sum(r.method == "PATCH" and r.path == path for r in fake.requests)
+
+
+@pytest.mark.parametrize("failure", ["deleted", "forbidden"])
+async def test_an_edit_that_cannot_succeed_ends_at_once_and_the_alert_behind_it_goes(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, failure: str
+) -> None:
+    alerts = int(seed.config["alerts_channel"])
+    await start_bot()
+    head = await queue(seeded_store, alerts, "head", make_payload("Node lost at step 117,600"))
+    posted = await settled(seeded_store, head, "sent")
+    assert posted.message_id is not None
+    if failure == "deleted":
+        fake.remove_message(alerts, posted.message_id)  # a person deleted the alert
+    else:
+        fake.inject("PATCH", rf"/messages/{posted.message_id}$", 403, count=10)
+    edit = await queue(
+        seeded_store, alerts, "edit", make_payload("Node lost — resolved", edit_of=head)
+    )
+    alert = await queue(seeded_store, alerts, "next", make_payload("Loss is NaN at 117,650"))
+    await settled(seeded_store, alert, "sent")
+    ended = await settled(seeded_store, edit, "failed")
+    assert ended.attempts == 1  # one try, not six spread over a minute
+    assert patches(fake, alerts, posted.message_id) == 1
+    texts = [str(m["content"]).split("\u2063")[0] for m in fake.posted(alerts)]
+    assert "Loss is NaN at 117,650" in texts
+
+
+async def test_an_edit_waiting_out_server_errors_does_not_hold_the_alert_behind_it(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed
+) -> None:
+    alerts = int(seed.config["alerts_channel"])
+    await start_bot(outbox_backoff=30.0)  # the edit's next try is far away
+    head = await queue(seeded_store, alerts, "head", make_payload("Node lost at step 117,600"))
+    posted = await settled(seeded_store, head, "sent")
+    fake.inject("PATCH", rf"/messages/{posted.message_id}$", 503, count=100)
+    edit = await queue(
+        seeded_store, alerts, "edit", make_payload("Node lost — resolved", edit_of=head)
+    )
+    for _ in range(1000):
+        item = await seeded_store.outbox.get(edit)
+        if item is not None and item.attempts >= 1:
+            break
+        await asyncio.sleep(0.02)
+    alert = await queue(seeded_store, alerts, "next", make_payload("Loss is NaN at 117,650"))
+    await settled(seeded_store, alert, "sent")
+    waiting = await seeded_store.outbox.get(edit)
+    assert waiting is not None and waiting.status == "queued"  # still backing off, alone

@@ -24,6 +24,7 @@ from bot.store import Database, Store
 from bot.timeutil import utcnow
 from tests.fakes.discord import FakeDiscord
 from tests.slow_callbacks import no_slow_callbacks
+from tests.waiting import PATIENCE
 
 
 @dataclass
@@ -83,7 +84,7 @@ def runs(seed: Seed) -> RunsFile:
 
 @pytest.fixture
 async def fake(seed: Seed) -> AsyncIterator[FakeDiscord]:
-    """The fake Discord; the loop runs in debug mode and a callback over 100 ms fails the test."""
+    """The fake Discord; a callback that blocks the loop for seconds fails the test."""
     async with (
         no_slow_callbacks(),
         FakeDiscord(
@@ -160,7 +161,7 @@ async def start_bot(
         bot = RunscribeBot(runtime, guild_ready_timeout=0, **options)
         task = asyncio.create_task(bot.start(fake.token))
         started.append((bot, task))
-        await asyncio.wait_for(bot.wait_until_ready(), 10)
+        await asyncio.wait_for(bot.wait_until_ready(), PATIENCE)
         if bot.run_loops:
             # The poll loop's first cycle runs at start; while it runs, commands defer first.
             # Tests see the bot after it, so an answer's shape does not depend on timing.
@@ -171,6 +172,6 @@ async def start_bot(
     for bot, task in started:
         await bot.close()
         try:
-            await asyncio.wait_for(task, 5)
+            await asyncio.wait_for(task, PATIENCE)
         except (asyncio.CancelledError, TimeoutError):
             pass

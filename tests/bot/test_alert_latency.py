@@ -20,8 +20,8 @@ from bot.sources.poller import CycleReport
 from bot.store import Store
 from tests.bot.conftest import Seed, StartBot, fake_settings
 from tests.fakes.discord import FakeDiscord
+from tests.waiting import PATIENCE
 
-pytestmark = pytest.mark.timeout(60)
 HOUR = 3600.0
 
 
@@ -103,7 +103,7 @@ async def test_an_alert_queued_by_a_poll_round_is_posted_without_waiting_for_the
     summary = await bot.poll_family(WANDB)  # one W&B round, as its loop runs it
     assert isinstance(summary, CycleSummary) and summary.alerts_queued == 1
 
-    await fake.wait_for(lambda: len(fake.posted(channel)) > before, within=10)
+    await fake.wait_for(lambda: len(fake.posted(channel)) > before, within=PATIENCE)
     posted = fake.posted(channel)[before:]
     assert [str(m["content"]).split("\u2063")[0] for m in posted] == [
         "🔴 **Incident #1**: hero-1 crashed at step 99"

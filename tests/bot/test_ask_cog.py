@@ -16,7 +16,6 @@ from tests.bot.test_cogs import answered, option
 from tests.fakes.anthropic import FakeAnthropic, text
 from tests.fakes.discord import FakeDiscord
 
-pytestmark = pytest.mark.timeout(60)
 QUESTION = "why did we fork aurora-main-wd-c9e514?"
 LINK = re.compile(r"\[\\\[(\d+)\\\]\]\((https://[^)\s]+)\)")
 

@@ -21,8 +21,7 @@ from bot.timeutil import utcnow
 from cogs.watch import Watch
 from tests.bot.conftest import Seed, StartBot
 from tests.fakes.discord import FakeDiscord, snowflake
-
-pytestmark = pytest.mark.timeout(60)
+from tests.waiting import PATIENCE
 
 
 def watched(seed: Seed) -> tuple[int, int]:
@@ -31,7 +30,7 @@ def watched(seed: Seed) -> tuple[int, int]:
 
 
 async def stored(
-    store: Store, messages: list[dict[str, Any]], within: float = 5.0, **expect: Any
+    store: Store, messages: list[dict[str, Any]], within: float = PATIENCE, **expect: Any
 ) -> list[Event]:
     """The stored events of `messages`, once every one is there (and matches `expect`)."""
     deadline = asyncio.get_running_loop().time() + within
@@ -54,7 +53,7 @@ def watch_cog(bot: RunscribeBot) -> Watch:
     return cast(Watch, cog)
 
 
-async def caught_up(bot: RunscribeBot, count: int = 1, within: float = 10.0) -> Watch:
+async def caught_up(bot: RunscribeBot, count: int = 1, within: float = PATIENCE) -> Watch:
     """Once `count` read-backs (READY, RESUMED) have finished and none is running."""
     watch = watch_cog(bot)
     deadline = asyncio.get_running_loop().time() + within
@@ -135,7 +134,7 @@ async def test_messages_and_edits_made_while_stopped_are_stored_after_start(
             {"name": "source", "type": 3, "value": "discord"},
         ],
     )
-    await asyncio.wait_for(record.callback, 5)
+    await asyncio.wait_for(record.callback, PATIENCE)
     await fake.wait_for(lambda: record.followups or record.original)
     message = record.followups[0] if record.followups else record.original
     assert message is not None

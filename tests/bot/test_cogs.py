@@ -16,20 +16,20 @@ import pytest
 from bot.errors import UserFacingError
 from tests.bot.conftest import Seed, StartBot
 from tests.fakes.discord import FakeDiscord, Interaction
+from tests.waiting import PATIENCE
 
-pytestmark = pytest.mark.timeout(60)
 OWNER = 900_000_000_000_000_003
 MANAGE_GUILD = 0x20
 
 
-async def answered(record: Interaction, within: float = 5.0) -> dict[str, Any]:
+async def answered(record: Interaction, within: float = PATIENCE) -> dict[str, Any]:
     return await asyncio.wait_for(record.callback, within)
 
 
 async def final_message(fake: FakeDiscord, record: Interaction) -> dict[str, Any]:
     body = await answered(record)
     if body["type"] == 5:  # deferred: the answer is a followup
-        await fake.wait_for(lambda: record.followups, within=10)
+        await fake.wait_for(lambda: record.followups, within=PATIENCE)
         return record.followups[0]
     assert record.original is not None
     return record.original
@@ -81,7 +81,9 @@ async def test_start_draws_each_runs_chart_so_the_first_status_does_not_wait(
     bot = await start_bot(warm_charts=True)
     # after the first W&B round, the chart of the sample run (it has W&B runs) is drawn once
     version = await bot.reader.metrics.version("aurora")
-    await fake.wait_for(lambda: bot.chart_cache.ready("aurora", version) is not None, within=30)
+    await fake.wait_for(
+        lambda: bot.chart_cache.ready("aurora", version) is not None, within=PATIENCE
+    )
     record = await fake.slash("status", [option("run", "aurora")])
     body = await answered(record)
     assert body["type"] == 4  # answered at once, with the chart drawn at start
@@ -167,15 +169,17 @@ async def test_timeline_filters_and_rejects_bad_ones(
 
 async def test_digest_defers_then_answers(start_bot: StartBot, fake: FakeDiscord) -> None:
     calls: list[str] = []
+    deferred = asyncio.Event()
 
     async def composer(facts: Any) -> str:
         calls.append(facts.run_slug)
-        await asyncio.sleep(0.2)  # an LLM takes its time: the command must have deferred
+        await deferred.wait()  # composing until the test has seen the deferral
         return "Composed for the test."
 
     await start_bot(digest_composer=composer)
     record = await fake.slash("digest")
     assert (await answered(record))["type"] == 5
+    deferred.set()
     await fake.wait_for(lambda: record.followups)
     [embed] = record.followups[0]["embeds"]
     assert embed["title"].startswith("Daily digest")

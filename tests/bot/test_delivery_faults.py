@@ -3,10 +3,7 @@ long run of server errors that ends."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime, timedelta
-
-import pytest
 
 from bot.models import OutboxItem
 from bot.outbox.payload import make_payload, parse_payload
@@ -15,8 +12,7 @@ from bot.store import Store
 from bot.timeutil import utcnow
 from tests.bot.conftest import Seed, StartBot
 from tests.fakes.discord import FakeDiscord
-
-pytestmark = pytest.mark.timeout(60)
+from tests.waiting import until
 
 
 async def queue(store: Store, channel: int, key: str, text: str) -> int:
@@ -27,12 +23,11 @@ async def queue(store: Store, channel: int, key: str, text: str) -> int:
 
 
 async def sent(store: Store, item_id: int) -> OutboxItem:
-    for _ in range(500):
+    async def done() -> OutboxItem | None:
         item = await store.outbox.get(item_id)
-        if item is not None and item.status == "sent":
-            return item
-        await asyncio.sleep(0.02)
-    raise TimeoutError(f"outbox item {item_id} was not sent")
+        return item if item is not None and item.status == "sent" else None
+
+    return await until(done, f"outbox item {item_id} sent")
 
 
 async def test_crash_then_150_newer_messages_causes_no_duplicate(
@@ -88,12 +83,13 @@ async def test_alert_arrives_within_one_capped_wait_after_a_5xx_outage(
     item_id = await queue(seeded_store, alerts, "outage", "Node lost during the outage")
     await start_bot(clock=clock, outbox_backoff=2.0)
     for attempt in range(1, 9):  # the outage: each try fails and the wait grows to the cap
-        for _ in range(500):
+
+        async def tried(attempt: int = attempt) -> OutboxItem | None:
             item = await seeded_store.outbox.get(item_id)
-            if item is not None and item.attempts >= attempt:
-                break
-            await asyncio.sleep(0.02)
-        assert item is not None and item.not_before is not None
+            return item if item is not None and item.attempts >= attempt else None
+
+        item = await until(tried, f"attempt {attempt}")
+        assert item.not_before is not None
         wait = item.not_before - clock.now
         assert wait <= timedelta(seconds=30)
         clock.now += timedelta(seconds=30)  # one capped wait later, the next try is due

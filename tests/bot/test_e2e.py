@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 
 from bot.models import Event, OutboxItem
 from bot.outbox.payload import make_payload, payload_from_card
@@ -27,8 +26,8 @@ from bot.store import Database, Store
 from bot.timeutil import utcnow
 from tests.bot.conftest import Seed, StartBot, digest_due_now
 from tests.fakes.discord import FakeDiscord, Recorded, snowflake
+from tests.waiting import PATIENCE, until
 
-pytestmark = pytest.mark.timeout(120)  # real processes on a possibly loaded machine
 MESSAGE_CONTENT = 1 << 15
 HOSTILE = "@everyone @here <@&1> <@123456789012345678> [totally safe](https://evil.example/x)"
 
@@ -46,13 +45,9 @@ async def alert(store: Store, channel: int, key: str, text: str, **kw: Any) -> i
     return item_id
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10.0) -> None:
+async def eventually(check: Callable[[], Awaitable[bool]], within: float = PATIENCE) -> None:
     """Wait for a positive signal the bot gives on its own schedule (a store write)."""
-    for _ in range(int(within / 0.02)):
-        if await check():
-            return
-        await asyncio.sleep(0.02)
-    raise TimeoutError("condition not met in time")
+    await until(check, "the bot's store write", within=within)
 
 
 def visible(message: dict[str, Any]) -> str:
@@ -166,7 +161,7 @@ async def test_429_storm_and_5xx_deliver_everything_once_in_order(
     for n in range(8):
         await alert(seeded_store, alerts, f"storm:{n}", f"alert {n}")
     bot = await start_bot()
-    await fake.wait_for(lambda: len(fake.posted(alerts)) >= 8, within=30)
+    await fake.wait_for(lambda: len(fake.posted(alerts)) >= 8, within=PATIENCE)
 
     async def all_marked_sent() -> bool:
         return await seeded_store.outbox.pending_count() == 0
@@ -189,7 +184,7 @@ async def test_dropped_websocket_resumes_and_replays(
     await start_bot()
     await fake.drop_websocket()
     record = await fake.slash("status")  # dispatched while disconnected: replayed on RESUME
-    body = await asyncio.wait_for(record.callback, 30)
+    body = await asyncio.wait_for(record.callback, PATIENCE)
     assert body["type"] in (4, 5)
     assert len(fake.identifies) == 1  # no new session
     [resume] = fake.resumes
@@ -199,15 +194,16 @@ async def test_dropped_websocket_resumes_and_replays(
 async def stored_message(
     store: Store, message: dict[str, Any], until: Callable[[Event], bool] = lambda e: True
 ) -> Event | None:
-    """The stored event for a dispatched message, once it satisfies `until` (up to ~2 s: the
-    bot handles gateway events on its own schedule)."""
-    event = None
-    for _ in range(100):
+    """The stored event for a dispatched message, once it satisfies `until` (the bot
+    handles gateway events on its own schedule), or None when it never does."""
+    deadline = asyncio.get_running_loop().time() + PATIENCE
+    while True:
         event = await store.events.get_by_external("aurora", "discord", f"msg:{message['id']}")
         if event is not None and until(event):
             return event
+        if asyncio.get_running_loop().time() > deadline:
+            return event
         await asyncio.sleep(0.02)
-    return event
 
 
 async def test_threads_under_a_watched_channel_are_watched(
@@ -281,11 +277,7 @@ async def test_channel_watch_create_edit_delete_and_ignore(
             "aurora", "discord", f"msg:{message['id']}"
         )
 
-    for _ in range(100):
-        if await stored(human):
-            break
-        await asyncio.sleep(0.02)
-    event = await stored(human)
+    event = await until(lambda: stored(human), "the member's message stored")
     assert event is not None
     assert (
         event.author == "dana"
@@ -306,11 +298,12 @@ async def test_channel_watch_create_edit_delete_and_ignore(
         "MESSAGE_DELETE",
         {"id": human["id"], "channel_id": str(watched), "guild_id": str(fake.guild_id)},
     )
-    for _ in range(100):
+
+    async def deleted() -> Event | None:
         event = await stored(human)
-        if event is not None and event.deleted:
-            break
-        await asyncio.sleep(0.02)
+        return event if event is not None and event.deleted else None
+
+    event = await until(deleted, "the deletion stored")
     assert (
         event is not None
         and event.deleted
@@ -343,8 +336,8 @@ async def test_hostile_text_never_pings(
     await start_bot(runs_file=digest_due_now(runs, now))
     timeline = await fake.slash("timeline", [{"name": "days", "type": 4, "value": 1}])
     status = await fake.slash("status")
-    await asyncio.wait_for(timeline.callback, 30)
-    await asyncio.wait_for(status.callback, 30)
+    await asyncio.wait_for(timeline.callback, PATIENCE)
+    await asyncio.wait_for(status.callback, PATIENCE)
     await fake.wait_for(lambda: fake.posted(digest_channel) and len(fake.posted(alerts)) >= 3)
     await fake.wait_for(lambda: status.followups or status.original)
 
@@ -429,15 +422,15 @@ async def test_process_answers_and_survives_kill_9_between_send_and_mark(
     log = tmp_path / "bot.log"
     process = await _spawn(env, log)
     try:
-        await fake.wait_for(lambda: fake.commands.get(fake.guild_id), within=30)
-        await fake.wait_connected(within=30)
+        await fake.wait_for(lambda: fake.commands.get(fake.guild_id), within=PATIENCE)
+        await fake.wait_connected(within=PATIENCE)
         record = await fake.slash("status")
-        body = await asyncio.wait_for(record.callback, 30)
+        body = await asyncio.wait_for(record.callback, PATIENCE)
         assert body["type"] in (4, 5)  # answered, or deferred before any slow work
-        await fake.wait_for(lambda: record.followups or record.original, within=10)
+        await fake.wait_for(lambda: record.followups or record.original, within=PATIENCE)
         message = record.followups[0] if record.followups else record.original
         assert message is not None and "of 953,674" in message["embeds"][0]["description"]
-        await fake.wait_for(lambda: fake.posted(alerts), within=20)
+        await fake.wait_for(lambda: fake.posted(alerts), within=PATIENCE)
         process.send_signal(signal.SIGKILL)
         await process.wait()
     finally:
@@ -455,12 +448,13 @@ async def test_process_answers_and_survives_kill_9_between_send_and_mark(
     env["RUNSCRIBE_WEB_PORT"] = str(port)
     process = await _spawn(env, log)
     try:
-        for _ in range(300):
+
+        async def sent() -> OutboxItem | None:
             async with Database.open(db_file) as db:
                 item = await Store(db).outbox.get(item_id)
-            if item is not None and item.status == "sent":
-                break
-            await asyncio.sleep(0.05)
+            return item if item is not None and item.status == "sent" else None
+
+        item = await until(sent, "the queued post sent", every=0.05)
         assert item is not None and item.status == "sent", log.read_text()[-3000:]
         health = await _healthz_after_a_cycle(port)
         # The poll loop ran (GitHub points at a closed port): the failing source makes it a 503.
@@ -474,7 +468,7 @@ async def test_process_answers_and_survives_kill_9_between_send_and_mark(
     finally:
         process.send_signal(signal.SIGTERM)
         try:
-            await asyncio.wait_for(process.wait(), 10)
+            await asyncio.wait_for(process.wait(), PATIENCE)
         except TimeoutError:
             process.kill()
             await process.wait()
@@ -486,7 +480,8 @@ async def test_process_answers_and_survives_kill_9_between_send_and_mark(
 
 async def _healthz_after_a_cycle(port: int) -> dict[str, Any]:
     async with aiohttp.ClientSession() as http:
-        for _ in range(200):
+        deadline = asyncio.get_running_loop().time() + PATIENCE
+        while asyncio.get_running_loop().time() < deadline:
             try:
                 async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
                     body = dict(await response.json())

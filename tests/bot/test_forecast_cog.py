@@ -17,8 +17,7 @@ from bot.settings import RunsFile
 from bot.store import Store
 from tests.bot.conftest import Seed, StartBot, with_config
 from tests.fakes.discord import FakeDiscord
-
-pytestmark = pytest.mark.timeout(60)
+from tests.waiting import PATIENCE
 
 WATCHED = [
     {"metric": "train/grad_norm", "label": "gradient norm", "direction": "up"},
@@ -50,9 +49,9 @@ async def test_forecast_shows_each_metric_with_its_chart(
 ) -> None:
     await start_bot(runs_file=await watching(seeded_store, runs, seed))
     record = await fake.slash("forecast")
-    body = await asyncio.wait_for(record.callback, 5)
+    body = await asyncio.wait_for(record.callback, PATIENCE)
     assert body["type"] == 5  # deferred: charts are drawn
-    await fake.wait_for(lambda: record.followups, within=20)
+    await fake.wait_for(lambda: record.followups, within=PATIENCE)
     message: dict[str, Any] = record.followups[0]
     titles = [e["title"] for e in message["embeds"]]
     assert [t.split(" · ")[1] for t in titles] == [
@@ -67,8 +66,8 @@ async def test_forecast_shows_each_metric_with_its_chart(
     assert all(data.startswith(b"\x89PNG") for _, data in record.files)
 
     one = await fake.slash("forecast", [{"name": "metric", "type": 3, "value": "parameter norm"}])
-    await asyncio.wait_for(one.callback, 5)
-    await fake.wait_for(lambda: one.followups, within=20)
+    await asyncio.wait_for(one.callback, PATIENCE)
+    await fake.wait_for(lambda: one.followups, within=PATIENCE)
     assert len(one.followups[0]["embeds"]) == 1
 
 
@@ -90,7 +89,7 @@ async def test_a_chart_that_cannot_be_drawn_costs_only_its_image(
 
     monkeypatch.setattr(bot.charts, "forecast_chart", first_fails)
     record = await fake.slash("forecast")
-    await fake.wait_for(lambda: record.followups, within=20)
+    await fake.wait_for(lambda: record.followups, within=PATIENCE)
     grad, param = record.followups[0]["embeds"]
     assert "drifting up since step" in grad["description"] and "image" not in grad
     assert param["image"]["url"] == "attachment://forecast-1.png"
@@ -102,9 +101,9 @@ async def test_forecast_without_watched_metrics_gets_a_private_hint(
 ) -> None:
     await start_bot()
     record = await fake.slash("forecast")
-    body = await asyncio.wait_for(record.callback, 5)
+    body = await asyncio.wait_for(record.callback, PATIENCE)
     assert body["type"] == 4 and body["data"]["flags"] & 64
     assert "watches no metrics" in body["data"]["content"]
     record = await fake.slash("forecast", [{"name": "metric", "type": 3, "value": "x"}])
-    body = await asyncio.wait_for(record.callback, 5)
+    body = await asyncio.wait_for(record.callback, PATIENCE)
     assert body["data"]["flags"] & 64

@@ -18,8 +18,7 @@ from bot.settings import RunsFile
 from bot.store import Store
 from tests.bot.conftest import Seed, fake_settings
 from tests.fakes.discord import FakeDiscord
-
-pytestmark = pytest.mark.timeout(60)
+from tests.waiting import PATIENCE
 
 
 async def test_4004_at_identify_is_one_user_facing_error(
@@ -28,7 +27,7 @@ async def test_4004_at_identify_is_one_user_facing_error(
     fake.reject_identify = True  # REST accepts the token, the gateway does not
     runtime = Runtime(settings=fake_settings(fake, db_file), runs=runs, store=seeded_store)
     with pytest.raises(UserFacingError, match=r"authentication failed \(4004\)"):
-        await asyncio.wait_for(run_bot(runtime), 20)
+        await asyncio.wait_for(run_bot(runtime), PATIENCE)
     assert len(fake.identifies) == 1  # no retry loop against a dead token
 
 
@@ -62,9 +61,9 @@ async def test_4004_after_ready_ends_the_process_with_one_line(
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        await fake.wait_connected(within=30)  # READY sent
+        await fake.wait_connected(within=PATIENCE)  # READY sent
         await fake.drop_websocket(code=4004)  # the token was reset while running
-        stdout, stderr = await asyncio.wait_for(process.communicate(), 30)
+        stdout, stderr = await asyncio.wait_for(process.communicate(), PATIENCE)
     finally:
         if process.returncode is None:
             process.kill()

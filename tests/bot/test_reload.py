@@ -7,16 +7,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-
 from bot.settings import load_runs_file
 from bot.store import Store
 from bot.wiring import open_runtime
 from tests.bot.conftest import StartBot, fake_settings
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub
+from tests.waiting import PATIENCE
 
-pytestmark = pytest.mark.timeout(60)
 MANAGE_GUILD = 0x20
 
 BEFORE = """
@@ -66,7 +64,7 @@ async def test_reload_polls_new_repositories_and_labels(
 
             config.write_text(AFTER)
             record = await fake.slash("admin", subcommand="reload", permissions=MANAGE_GUILD)
-            body = await asyncio.wait_for(record.callback, 5)
+            body = await asyncio.wait_for(record.callback, PATIENCE)
             assert "Runs file reloaded: hero, side." in body["data"]["content"]
             assert sorted(s.key for s in bot.runtime.sources) == [
                 "github:lab/data",

@@ -15,8 +15,8 @@ from bot.store import Store
 from bot.timeutil import utcnow
 from tests.bot.conftest import StartBot, with_config
 from tests.fakes.discord import FakeDiscord, Interaction
+from tests.waiting import PATIENCE
 
-pytestmark = pytest.mark.timeout(60)
 RESPONDERS = 700_000_000_000_000_001
 MANAGE_GUILD = 0x20
 MEMBER = {"user_id": 800_000_000_000_000_010, "user_name": "mallory"}
@@ -30,7 +30,7 @@ def option(name: str, value: Any, type_: int = 3) -> dict[str, Any]:
 
 async def reply(record: Interaction) -> str:
     """The private answer's text."""
-    body = await asyncio.wait_for(record.callback, 5)
+    body = await asyncio.wait_for(record.callback, PATIENCE)
     assert body["type"] == 4 and body["data"]["flags"] & 64, body
     return str(body["data"]["content"])
 

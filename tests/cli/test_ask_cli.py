@@ -17,6 +17,7 @@ from bot import cli
 from bot.store import Database, Store
 from tests.ask import corpus
 from tests.fakes.anthropic import FakeAnthropic, text
+from tests.waiting import PATIENCE
 
 QUESTION = "What caused the hang at step 41,200?"
 
@@ -98,7 +99,7 @@ async def test_llm_answer_in_a_real_process(env: Path) -> None:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        out, err = await asyncio.wait_for(process.communicate(), 60)
+        out, err = await asyncio.wait_for(process.communicate(), PATIENCE)
     assert process.returncode == 0, err.decode()
     data = json.loads(out)
     assert data["by"] == "llm", data

@@ -26,6 +26,7 @@ from bot.store import Database, Store
 from tests.cli.test_poll_e2e import cli, environment
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb
+from tests.waiting import PATIENCE
 from tests.web.browser import FLAGS, chromium
 from tests.web.test_page import assert_inert
 
@@ -137,7 +138,7 @@ async def test_page_and_web_from_a_polled_database(tmp_path: Path, wandb_server:
         assert process.stdout is not None
         port = None
         while port is None:
-            line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
+            line = (await asyncio.wait_for(process.stdout.readline(), PATIENCE)).decode()
             assert line, "web exited before serving"
             match = re.search(r"serving the status page on http://127\.0\.0\.1:(\d+)/", line)
             port = int(match.group(1)) if match else None
@@ -155,7 +156,7 @@ async def test_page_and_web_from_a_polled_database(tmp_path: Path, wandb_server:
             assert health["last_cycle_at"] is not None
     finally:
         process.send_signal(signal.SIGINT)
-        await asyncio.wait_for(process.wait(), 30)
+        await asyncio.wait_for(process.wait(), PATIENCE)
 
 
 def test_page_and_web_bad_input_is_one_line(

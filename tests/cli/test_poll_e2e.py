@@ -16,6 +16,7 @@ import pytest
 
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb
+from tests.waiting import PATIENCE
 
 RUNS = """
 [[runs]]
@@ -70,7 +71,7 @@ async def cli(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[int, str
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+    out, err = await asyncio.wait_for(process.communicate(), PATIENCE)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
 

@@ -50,8 +50,7 @@ from tests.e2e.test_incident_flow import (
 from tests.fakes.discord import FakeDiscord, Recorded
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb
-
-pytestmark = pytest.mark.timeout(90)
+from tests.waiting import PATIENCE, until
 
 # Our own wording of what an operator writes at 3 a.m.
 REPORT = "Heads up: node r12n4 lost, ECC errors on GPU 3. Requeueing onto a spare now."
@@ -91,9 +90,9 @@ async def answer(
     """The final message of a slash command (the direct reply, or the followup after a defer)."""
     record = await fake.slash(name, list(options), **kw)
     # Generous waits for a positive signal: the whole suite shares two loaded cores.
-    body = await asyncio.wait_for(record.callback, 30)
+    body = await asyncio.wait_for(record.callback, PATIENCE)
     if body["type"] == 5:  # deferred: the answer is a followup (or the edited original)
-        await fake.wait_for(lambda: record.followups or record.original, within=30)
+        await fake.wait_for(lambda: record.followups or record.original, within=PATIENCE)
         return record.followups[0] if record.followups else record.original or {}
     assert record.original is not None
     return record.original
@@ -108,18 +107,17 @@ async def cli(settings: Any, cwd: Path, *args: str) -> tuple[int, str, str]:
         sys.executable, "-m", "bot", *args, cwd=cwd, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 60)
+    out, err = await asyncio.wait_for(process.communicate(), PATIENCE)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
 
 
 async def stored(d: Deployment, message: dict[str, Any]) -> None:
     external = f"msg:{message['id']}"
-    for _ in range(1500):
-        if await d.store.events.get_by_external("hero", "discord", external) is not None:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the watched channel's message was not stored")
+    await until(
+        lambda: d.store.events.get_by_external("hero", "discord", external),
+        "the watched channel's message stored",
+    )
 
 
 DURATION = re.compile(r"\b\d+ (?:d|h|min|s)\b(?: \d+ (?:h|min|s)\b)*|under a minute")

@@ -56,8 +56,8 @@ from tests.e2e.test_incident_flow import (
 from tests.fakes.discord import FakeDiscord, Interaction
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb
+from tests.waiting import PATIENCE, until
 
-pytestmark = pytest.mark.timeout(90)
 MARKER = "\u2063"
 
 
@@ -72,7 +72,7 @@ async def queue(store: Store, channel: int, key: str, text: str) -> int:
     return item_id
 
 
-async def until_sent(store: Store, *item_ids: int, within: float = 30.0) -> None:
+async def until_sent(store: Store, *item_ids: int, within: float = PATIENCE) -> None:
     deadline = asyncio.get_running_loop().time() + within
     while True:
         items = [await store.outbox.get(i) for i in item_ids]
@@ -97,7 +97,7 @@ async def test_crash_between_send_and_mark_then_150_newer_messages_and_chatter_w
     fake.inject("POST", rf"^/channels/{alerts}/messages$", 0, hang=60, record_first=True)
     bot = await start_bot()
     await fake.wait_for(
-        lambda: any(text in str(m["content"]) for m in fake.posted(alerts)), within=30
+        lambda: any(text in str(m["content"]) for m in fake.posted(alerts)), within=PATIENCE
     )
     await bot.close()
     item = await seeded_store.outbox.get(item_id)
@@ -125,15 +125,14 @@ async def test_crash_between_send_and_mark_then_150_newer_messages_and_chatter_w
 
 
 async def stored_events(store: Store, messages: list[dict[str, Any]]) -> None:
-    for _ in range(1500):
+    async def all_stored() -> bool:
         found = [
             await store.events.get_by_external("aurora", "discord", f"msg:{m['id']}")
             for m in messages
         ]
-        if all(found):
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("messages sent while the bot was down were never stored")
+        return all(found)
+
+    await until(all_stored, "messages sent while the bot was down stored")
 
 
 # --- 60 × 429 -----------------------------------------------------------------------------------
@@ -146,7 +145,7 @@ async def test_sixty_429s_deliver_every_post_once_in_order(
     ids = [await queue(seeded_store, alerts, f"storm:{n}", f"storm alert {n}") for n in range(40)]
     fake.inject("POST", rf"^/channels/{alerts}/messages$", 429, count=60, retry_after=0.01)
     await start_bot()
-    await until_sent(seeded_store, *ids, within=60)
+    await until_sent(seeded_store, *ids, within=PATIENCE)
     assert [visible(m) for m in fake.posted(alerts)] == [f"storm alert {n}" for n in range(40)]
     path = f"/channels/{alerts}/messages"
     posts = [r for r in fake.requests if r.method == "POST" and r.path == path]
@@ -238,7 +237,7 @@ def from_the_sources(url: str, wandb: FakeWandb) -> bool:
 
 
 async def private_reply(record: Interaction) -> str:
-    body = await asyncio.wait_for(record.callback, 30)
+    body = await asyncio.wait_for(record.callback, PATIENCE)
     assert body["type"] == 4 and body["data"]["flags"] & 64, body  # only the member sees it
     return str(body["data"]["content"])
 
@@ -421,7 +420,7 @@ async def test_every_bad_database_path_is_one_line_and_exit_2(
         *_without_override(), sys.executable, "-m", "bot", "run", cwd=tmp_path, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 60)
+    out, err = await asyncio.wait_for(process.communicate(), PATIENCE)
     lines = [line for line in err.decode().splitlines() if line.strip()]
     assert process.returncode == 2, err.decode()
     assert len(lines) == 1 and lines[0].startswith("runscribe: "), err.decode()

@@ -18,7 +18,6 @@ import json
 import os
 import re
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -43,8 +42,7 @@ from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb
 from tests.slow_callbacks import no_slow_callbacks
-
-pytestmark = pytest.mark.timeout(60)
+from tests.waiting import PATIENCE, until
 
 ALERTS = 1_300_000_000_000_000_001
 FIRST = "ent/proj/hero-1"
@@ -180,11 +178,11 @@ class Deployment:
         await self.delivered()
         return summary
 
-    async def delivered(self, within: float = 15.0) -> None:
-        deadline = time.monotonic() + within
-        while await self.store.outbox.pending_count():
-            assert time.monotonic() < deadline, "the bot did not drain the outbox"
-            await asyncio.sleep(0.02)
+    async def delivered(self, within: float = PATIENCE) -> None:
+        async def drained() -> bool:
+            return not await self.store.outbox.pending_count()
+
+        await until(drained, "the bot draining the outbox", within=within)
         await self.bot.drain_outbox()  # one more pass: nothing left that a drain would post
 
     def channel(self) -> list[dict[str, Any]]:
@@ -216,15 +214,15 @@ async def deployed(
         assert settings.discord_token is not None
         task = asyncio.create_task(bot.start(settings.discord_token.get_secret_value()))
         try:
-            await asyncio.wait_for(bot.wait_until_ready(), 15)
-            await asyncio.wait_for(services.polled.wait(), 30)
+            await asyncio.wait_for(bot.wait_until_ready(), PATIENCE)
+            await asyncio.wait_for(services.polled.wait(), PATIENCE)
             deployment = Deployment(services, bot, clock, fake)
             await deployment.delivered()
             yield deployment
         finally:
             await bot.close()
             try:
-                await asyncio.wait_for(task, 5)
+                await asyncio.wait_for(task, PATIENCE)
             except (asyncio.CancelledError, TimeoutError):
                 pass
 
@@ -493,7 +491,7 @@ async def test_wandb_unreachable_for_an_hour_is_a_blind_monitor_not_a_crash(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        out, err = await asyncio.wait_for(process.communicate(), 30)
+        out, err = await asyncio.wait_for(process.communicate(), PATIENCE)
         assert process.returncode == 0, err.decode()
         status = json.loads(out)
         assert status["monitor_stale"] is True
@@ -611,12 +609,10 @@ async def test_slow_github_and_hanging_llm_do_not_delay_the_wandb_crash_alert(
             repo.add_issue("Hero run: another note", "Still tuning.", labels=["hero-run"])
             polling = asyncio.create_task(runtime.poll(THREADS, t0 + 2 * MIN))
             try:
-                await asyncio.wait_for(llm_called.wait(), 15)
-                for _ in range(1500):  # until the slow request is in flight
-                    if len(github.faults) < 20:
-                        break
-                    await asyncio.sleep(0.01)
-                assert len(github.faults) < 20, "the GitHub poll never reached the server"
+                await asyncio.wait_for(llm_called.wait(), PATIENCE)
+                await until(  # the slow request is in flight
+                    lambda: len(github.faults) < 20, "the GitHub poll reaching the server"
+                )
 
                 wb.set_state(FIRST, "crashed", heartbeat_at=t0 + MIN)
                 summary = await runtime.poll(WANDB, t0 + 5 * MIN)
@@ -651,7 +647,7 @@ async def run_cli(settings: Settings, cwd: Path, *args: str) -> dict[str, Any]:
         sys.executable, "-m", "bot", *args, cwd=cwd, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 30)
+    out, err = await asyncio.wait_for(process.communicate(), PATIENCE)
     assert process.returncode == 0, err.decode()
     result: dict[str, Any] = json.loads(out)
     return result
@@ -681,11 +677,7 @@ async def test_a_reported_cause_reaches_the_alert_which_pages_once_and_resolves_
         async def stored() -> bool:
             return await d.store.events.get_by_external("hero", "discord", external) is not None
 
-        for _ in range(500):
-            if await stored():
-                break
-            await asyncio.sleep(0.02)
-        assert await stored(), "the watched channel's message was not stored"
+        await until(stored, "the watched channel's message stored")
         t1 = max(now_utc() + timedelta(seconds=1), d.clock.now)
         await d.cycle(t1)
 

@@ -40,6 +40,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.waiting import PATIENCE
+
 DISCORD_EPOCH_MS = 1420070400000
 JSON = "application/json"
 # View Channel, Send Messages, Embed Links, Attach Files, Read Message History
@@ -439,7 +441,7 @@ class FakeDiscord:
         if ws is not None and not ws.closed:
             await ws.send_str(json.dumps(frame))
 
-    async def wait_connected(self, within: float = 10.0) -> None:
+    async def wait_connected(self, within: float = PATIENCE) -> None:
         await asyncio.wait_for(self._ws_ready.wait(), within)
 
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
@@ -1105,7 +1107,7 @@ class FakeDiscord:
             r for r in self.requests if r.method in ("POST", "PATCH") and creating.match(r.path)
         ]
 
-    async def wait_for(self, predicate: Callable[[], Any], within: float = 10.0) -> Any:
+    async def wait_for(self, predicate: Callable[[], Any], within: float = PATIENCE) -> Any:
         """Wait until `predicate()` is truthy (re-checked on every request and every 50 ms)."""
         deadline = time.monotonic() + within
         while True:

@@ -51,7 +51,7 @@ async def test_429_retry_after_is_capped(fake, make_llm, now):
     elapsed = time.monotonic() - started
     assert result.text == "Hello." and result.attempts == 2
     assert len(fake.message_requests) == 2
-    assert elapsed < 15.0  # the SDK alone would have slept 30 s (a wide margin: no timing test)
+    assert elapsed < 30.0  # the SDK alone would have slept the whole 30 s it was told
     gap = fake.message_requests[1].at - fake.message_requests[0].at
     assert gap >= 0.04
 

@@ -22,6 +22,7 @@ from bot.models import MetricPoint
 from bot.render.chart import render_chart
 from bot.render.drawer import ChartDrawer, ChartError, loss_request
 from bot.services.status import ChartSeries
+from tests.waiting import PATIENCE, until
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
@@ -61,10 +62,10 @@ def proc_environ(pid: int) -> list[bytes]:
 
 
 class HangsWhenUnpickled:
-    """Sent to the child, it keeps the child busy for a minute (a draw that hangs)."""
+    """Sent to the child, it keeps the child busy for an hour (a draw that hangs)."""
 
     def __reduce__(self) -> tuple[object, tuple[int]]:
-        return (time.sleep, (60,))
+        return (time.sleep, (3600,))
 
 
 class ExitsWhenUnpickled:
@@ -124,11 +125,7 @@ async def test_an_idle_child_ends_and_a_new_one_starts_on_demand() -> None:
         await drawer.loss_chart(series())
         first = drawer.pid
         assert first is not None
-        for _ in range(100):
-            if drawer.pid is None and not alive(first):
-                break
-            await asyncio.sleep(0.05)
-        assert drawer.pid is None and not alive(first)
+        await until(lambda: drawer.pid is None and not alive(first), "the idle child ending")
         assert (await drawer.loss_chart(series())).startswith(PNG)
         assert drawer.started == 2 and drawer.pid not in (None, first)
     finally:
@@ -142,10 +139,7 @@ async def test_a_child_killed_while_idle_is_replaced_without_losing_the_chart() 
         pid = drawer.pid
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
-        for _ in range(100):
-            if not alive(pid):
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: not alive(pid), "the killed child gone")
         assert (await drawer.loss_chart(series())).startswith(PNG)
         assert drawer.started == 2
     finally:
@@ -183,14 +177,14 @@ async def test_closing_ends_a_draw_in_flight_at_once() -> None:
     await drawer.loss_chart(series())  # a warm child
     pid = drawer.pid
     assert pid is not None
+    child = drawer._child
     hanging = asyncio.create_task(drawer.loss_chart(series(zone=HangsWhenUnpickled())))
-    await asyncio.sleep(0.3)
-    assert not hanging.done()
-    started = time.monotonic()
-    await drawer.aclose()
+    await until(lambda: drawer._lock.locked(), "the draw in flight", every=0.001)
+    await drawer.aclose()  # an hour's draw: the test would hang if closing waited for it
     with pytest.raises(ChartError, match="closed while drawing"):
         await hanging
-    assert time.monotonic() - started < 10  # not the hanging draw's minute, nor the timeout
+    assert child is not None  # ended, not finished:
+    assert await asyncio.wait_for(child.wait(), PATIENCE) == -signal.SIGKILL
     assert drawer.pid is None and drawer.started == 1  # no new child for the closed draw
     assert (await drawer.loss_chart(series())).startswith(PNG)  # usable again
     await drawer.aclose()

@@ -24,6 +24,7 @@ from bot.sources.github_threads import BODY_CAP, find_refs
 from bot.sources.poller import poll_once
 from bot.store import Database, Store
 from tests.fakes.github import FakeGitHub, FakeRepo
+from tests.waiting import until
 
 REPO = "acme/rocket"
 NOW = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
@@ -711,7 +712,7 @@ async def test_cancelled_mid_poll_loses_nothing(gh, client, store) -> None:
     src = source(store, client, gh, per_page=10)
     gh.slow_next(0.5)
     task = asyncio.create_task(src.poll(NOW))
-    await asyncio.sleep(0.05)
+    await until(lambda: not gh.faults, "the slow request in flight", every=0.001)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -19,6 +19,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from tests.waiting import PATIENCE
+
 FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -54,7 +56,7 @@ class Page:
         msg_id = next(self.ids)
         await self.ws.send_json({"id": msg_id, "method": method, "params": params})
         while True:
-            message = await asyncio.wait_for(self.ws.receive_json(), 20)
+            message = await asyncio.wait_for(self.ws.receive_json(), PATIENCE)
             if message.get("id") == msg_id:
                 if "error" in message:
                     raise RuntimeError(f"{method}: {message['error']}")
@@ -68,7 +70,7 @@ class Page:
                 if event.get("method") == method:
                     return event
             seen = len(self.events)
-            self.events.append(await asyncio.wait_for(self.ws.receive_json(), 20))
+            self.events.append(await asyncio.wait_for(self.ws.receive_json(), PATIENCE))
 
     async def goto(self, url: str) -> None:
         mark = len(self.events)
@@ -116,7 +118,7 @@ async def browser(profile: Path, width: int = 1000, height: int = 1400) -> Async
         assert process.stderr is not None
         port = None
         while port is None:
-            line = await asyncio.wait_for(process.stderr.readline(), 30)
+            line = await asyncio.wait_for(process.stderr.readline(), PATIENCE)
             if not line:
                 raise RuntimeError("chromium exited before DevTools was listening")
             match = re.search(rb"DevTools listening on ws://[^:]+:(\d+)/", line)

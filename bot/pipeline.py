@@ -25,7 +25,7 @@ from bot.enrich.rules import Enrichment, enrich_event
 from bot.models import UNHEALTHY_STATES, Event
 from bot.settings import DEFAULT_ENRICH_BATCH, DEFAULT_ENRICH_WINDOW
 from bot.sources.base import Source
-from bot.sources.poller import CycleReport, poll_once
+from bot.sources.poller import CycleReport, PollSession, poll_once
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -488,9 +488,10 @@ async def poll_family(
     now: datetime,
     *,
     detector: Detector | None = None,
+    session: PollSession | None = None,
 ) -> CycleSummary:
     """Poll some sources (one family), then detect at once on what they brought."""
-    summary = CycleSummary(poll=await poll_once(store, sources, now))
+    summary = CycleSummary(poll=await poll_once(store, sources, now, session=session))
     await _detect(store, detector, now, summary)
     return summary
 
@@ -531,15 +532,18 @@ async def run_cycle(
     enricher: Enricher | None = None,
     detector: Detector | None = None,
     budget: Budget | None = None,
+    session: PollSession | None = None,
 ) -> CycleSummary:
     """One cycle of everything (`runscribe poll --once`, the demo): W&B polled and judged first,
     then the threads polled and judged, then enrichment and a last detection. Detection never
     waits for enrichment (W&B facts need none), so a slow or failing LLM never delays a crash
     alert; the last pass picks up the reports that enrichment has just flagged."""
-    summary = await poll_family(store, of_family(sources, WANDB), now, detector=detector)
+    summary = await poll_family(
+        store, of_family(sources, WANDB), now, detector=detector, session=session
+    )
     threads = of_family(sources, THREADS)
     if threads:
-        summary.add(await poll_family(store, threads, now, detector=detector))
+        summary.add(await poll_family(store, threads, now, detector=detector, session=session))
     summary.add(await enrich_step(store, now, enricher=enricher, detector=detector, budget=budget))
     return summary
 

@@ -9,7 +9,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,7 @@ from bot.pipeline import (
 )
 from bot.settings import RunsFile, Settings
 from bot.sources.base import Source
+from bot.sources.poller import PollSession
 from bot.store import Store
 
 if TYPE_CHECKING:
@@ -93,6 +94,8 @@ class Runtime:
     narrator: NarrativeWriter | None = None  # writes a narrative when one is due
     digest_composer: DigestComposer | None = None  # the digest's text beyond the template
     rebuild: PartsBuilder | None = None
+    # This process's view of each source's backoff (kept across reloads: same process).
+    session: PollSession = field(default_factory=PollSession)
 
     async def cycle(self, now: datetime) -> CycleSummary:
         """Poll, enrich, detect. (Narratives are refreshed by the caller's own schedule: the
@@ -104,6 +107,7 @@ class Runtime:
             now,
             enricher=self.enricher,
             detector=self.detector,
+            session=self.session,
         )
         # The loop's heartbeat, for the status page's "updated … · next in …" and /healthz.
         summary.seconds = time.monotonic() - started
@@ -117,7 +121,9 @@ class Runtime:
         holds up a W&B crash alert."""
         started = time.monotonic()
         sources = of_family(self.sources, family)
-        summary = await poll_family(self.store, sources, now, detector=self.detector)
+        summary = await poll_family(
+            self.store, sources, now, detector=self.detector, session=self.session
+        )
         summary.seconds = time.monotonic() - started
         if sources:  # the heartbeat says a source was polled, not that a loop went round
             finished = now + timedelta(seconds=summary.seconds)

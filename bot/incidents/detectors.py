@@ -734,16 +734,17 @@ def monitor_blind(health: SourceHealth | None, now: datetime) -> bool:
 
 
 def detect_monitor(data: RunData) -> Detection:
-    """Runscribe cannot read W&B: says so once polls have failed, and nothing about the run."""
+    """Runscribe cannot read W&B: a finding from the first failed poll since the last success
+    (the lifecycle raises it once W&B has been unreachable for `Policy.monitor_notice_after`,
+    and drops it silently when W&B answers sooner), nothing about the run."""
     health, now = data.wandb_health, data.now
-    if not data.blind:
-        fresh = health.last_success_at if health is not None else None
-        return Detection(clear_at=fresh)
     if health is None or health.consecutive_failures <= 0:
-        return Detection(frozen=True)  # stale without failures: nobody is polling
+        if data.blind:
+            return Detection(frozen=True)  # stale without failures: nobody is polling
+        return Detection(clear_at=health.last_success_at if health is not None else None)
     fresh = health.last_success_at
-    since = (fresh + MONITOR_STALE_AFTER) if fresh else (health.last_attempt_at or now)
-    blind_for = humanize_delta(now - fresh) if fresh else "ever since it started"
+    since = health.failing_since or health.last_attempt_at or now
+    blind_for = humanize_delta(now - (fresh or since)) if fresh else "ever since it started"
     error = f" Last error: {health.last_error[:200]}" if health.last_error else ""
     finding = Finding(
         fingerprint=MONITOR,
@@ -753,7 +754,7 @@ def detect_monitor(data: RunData) -> Detection:
         cause=(
             f"Runscribe has not been able to read W&B for {blind_for} "
             f"({health.consecutive_failures} failed polls). This says nothing about the run "
-            f"itself: no crash, heartbeat or stall alert is raised until W&B answers again."
+            f"itself: no crash, heartbeat or stall alert is raised from data W&B has not sent."
             f"{error}"
         ),
         since=since,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.incidents.detectors import CRASH, DETECTORS, MONITOR, Finding, RunData, is_report, spec_for
-from bot.models import MONITOR_STALE_AFTER, Incident, IncidentMember
+from bot.models import Incident, IncidentMember
 from bot.runsfile import Thresholds
 
 _SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
@@ -37,7 +37,7 @@ class Policy:
     late_margin: timedelta = timedelta(hours=1)  # data arriving late (slow history, enrichment)
     max_lookback: timedelta = timedelta(days=3)
     baseline: timedelta = timedelta(hours=6)  # points read before the window (trends, rates)
-    monitor_notice_after: timedelta = timedelta(minutes=30)  # W&B unreachable this long: notice
+    monitor_notice_after: timedelta = timedelta(minutes=5)  # W&B unreachable this long: notice
 
 
 @dataclass(slots=True)
@@ -82,7 +82,7 @@ def hold(j: Judgement, incident: Incident) -> timedelta:
 def pending_period(j: Judgement, incident: Incident) -> timedelta:
     pending = timedelta(minutes=j.thresholds.pending_minutes)
     if incident.fingerprint == MONITOR:
-        pending = max(pending, j.policy.monitor_notice_after - MONITOR_STALE_AFTER)
+        pending = max(pending, j.policy.monitor_notice_after)
     return pending
 
 

@@ -191,9 +191,20 @@ class WandbSource:
         extra = [] if self.step_key == "_step" else [self.step_key]
         self.watch_scans = {f.metric: [f.metric, *extra, "_timestamp"] for f in run.forecasts}
 
+    # W&B's silence is an alert risk: never wait more than 2 min before looking again.
+    backoff_cap = timedelta(minutes=2)
+
     @property
     def key(self) -> str:
         return f"wandb:{self.slug}"
+
+    @property
+    def credential(self) -> str:
+        return self.client.credential
+
+    async def probe(self) -> bool:
+        """Whether W&B answers now (the poller asks while this source backs off)."""
+        return await self.client.reachable()
 
     @property
     def run_slugs(self) -> list[str]:

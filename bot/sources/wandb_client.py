@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import logging
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+
+import httpx
 
 from bot.sources.base import SourceUnavailable
 
@@ -29,6 +33,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 ApiFactory = Callable[[], Any]
+DEFAULT_BASE_URL = "https://api.wandb.ai"
+PROBE_TIMEOUT = 10.0  # seconds the reachability probe waits for W&B
 
 DEFAULT_TIMEOUT = 30.0  # seconds Python waits on wandb-core per GraphQL request
 DEFAULT_POLL_TIMEOUT = 900.0  # seconds one poll may keep the worker busy
@@ -80,6 +86,78 @@ def quiet_wandb_logs() -> None:
         logger.addFilter(_FILTER)
 
 
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """What a plain `Viewer` query said about W&B: `ok` (it answered and took the key),
+    `rejected` (401/403: the key is wrong), else unreachable, `detail` saying how."""
+
+    ok: bool
+    rejected: bool = False
+    detail: str = ""
+
+
+Probe = Callable[[], Awaitable[Reach]]
+
+
+class HttpProbe:
+    """The cheapest question W&B answers: `query Viewer { viewer { id } }` over plain HTTP (the
+    wandb client reports a refused connection, a timeout and a 5xx all as an authentication
+    error; this tells them apart). Basic auth `api:<key>`, as wandb sends it. One HTTP client per
+    event loop, built off the loop (building its TLS context costs ~100 ms of CPU)."""
+
+    def __init__(self, base_url: str | None, api_key: str, timeout: float = PROBE_TIMEOUT):
+        self.url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/graphql"
+        self._auth = ("api", api_key)
+        self.timeout = timeout
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def _http(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = await asyncio.to_thread(httpx.AsyncClient, timeout=self.timeout)
+            self._loop = loop
+        return self._client
+
+    async def __call__(self) -> Reach:
+        body = {"query": "query Viewer { viewer { id } }", "variables": {}}
+        try:
+            client = await self._http()
+            response = await client.post(self.url, json=body, auth=self._auth)
+        except httpx.TimeoutException:
+            return Reach(False, detail=f"no answer within {self.timeout:g} s")
+        except httpx.ConnectError as exc:
+            return Reach(False, detail="connection refused" if _refused(exc) else "cannot connect")
+        except httpx.HTTPError as exc:
+            return Reach(False, detail=type(exc).__name__)
+        status = response.status_code
+        if status in (401, 403):
+            return Reach(False, rejected=True, detail=f"HTTP {status}")
+        if status != 200:
+            return Reach(False, detail=f"HTTP {status}")
+        return Reach(True)
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and self._loop is asyncio.get_running_loop():
+            await client.aclose()
+
+
+def http_probe(base_url: str | None, api_key: str, timeout: float = PROBE_TIMEOUT) -> HttpProbe:
+    return HttpProbe(base_url, api_key, timeout)
+
+
+def _refused(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(10):  # httpx → httpcore → OSError → ConnectionRefusedError
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def default_api_factory(
     *,
     base_url: str | None,
@@ -119,8 +197,12 @@ class WandbClient:
         *,
         poll_timeout: float = DEFAULT_POLL_TIMEOUT,
         describe: str = "W&B",
+        probe: Probe | None = None,
+        credential: str = "",
     ):
         self._factory = api_factory
+        self.probe = probe  # None: nothing to ask beside the wandb client (tests, the demo)
+        self.credential = credential  # a fingerprint of the key, never the key
         self._api: Any = None
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="wandb"
@@ -156,22 +238,18 @@ class WandbClient:
         factory = default_api_factory(
             base_url=base_url, api_key=api_key, entity=entity, timeout=timeout, state_dir=state_dir
         )
-        return cls(factory, poll_timeout=poll_timeout, describe=where)
+        return cls(
+            factory,
+            poll_timeout=poll_timeout,
+            describe=where,
+            probe=http_probe(base_url, api_key),
+            credential=hashlib.sha256(api_key.encode()).hexdigest()[:12],
+        )
 
     def api(self) -> Any:
         """The Api; creates it on first use. Call only from the worker (inside `call`)."""
         if self._api is None:
-            try:
-                self._api = self._factory()
-            except SourceUnavailable:
-                raise
-            except Exception as exc:
-                if type(exc).__name__ == "AuthenticationError":
-                    raise SourceUnavailable(
-                        f"{self.describe} rejected the API key (check WANDB_API_KEY): {exc}",
-                        fatal=True,
-                    ) from None
-                raise
+            self._api = self._factory()
             log.info("connected to %s", self.describe)
         return self._api
 
@@ -202,6 +280,46 @@ class WandbClient:
                 self._abandoned = future
                 future.add_done_callback(_consume)
                 raise
+            except SourceUnavailable:
+                raise
+            except Exception as exc:
+                raise await self.explain(exc) from None
+
+    async def explain(self, exc: Exception) -> Exception:
+        """What a failed W&B call means. wandb says "AuthenticationError" or "the service
+        process is busy" for a refused connection, a timeout and a 5xx alike; the probe asks
+        W&B directly: only a 401/403 is a wrong key, anything else that does not answer is an
+        outage (retried with the normal backoff). W&B answering means the error is something
+        else: returned as it was."""
+        auth = type(exc).__name__ == "AuthenticationError"
+        if self.probe is None:
+            if auth:
+                return SourceUnavailable(
+                    f"{self.describe} rejected the API key (check WANDB_API_KEY): {exc}",
+                    fatal=True,
+                )
+            return exc
+        try:
+            reach = await self.probe()
+        except Exception as probe_exc:  # the probe itself broke: say what wandb said
+            log.debug("W&B probe failed: %s", probe_exc)
+            return exc
+        if reach.rejected:
+            return SourceUnavailable(
+                f"{self.describe} rejected the API key (check WANDB_API_KEY): {reach.detail}",
+                fatal=True,
+            )
+        if not reach.ok:
+            return SourceUnavailable(f"{self.describe} is unreachable ({reach.detail})")
+        if auth:  # W&B takes the key now: it did not a moment ago, or it was briefly down
+            return SourceUnavailable(f"{self.describe} could not verify the API key: {exc}")
+        return exc
+
+    async def reachable(self) -> bool:
+        """The cheap probe the poller uses while W&B backs off (False: no probe configured)."""
+        if self.probe is None:
+            return False
+        return (await self.probe()).ok
 
     def _invoke(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         return fn(self.api(), *args)
@@ -212,6 +330,8 @@ class WandbClient:
         if self.closed:
             return
         self.closed = True
+        if isinstance(self.probe, HttpProbe):
+            await self.probe.aclose()
         if teardown and self._api is not None:
             loop = asyncio.get_running_loop()
             try:

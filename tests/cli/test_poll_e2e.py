@@ -193,8 +193,11 @@ async def test_missing_run_and_repository_are_shown_failing(
         assert "not found" in out and "Discord" not in out
 
         code, out, err = await cli(tmp_path, env, "poll", "--once")
-        skipped = [line for line in (out + err).splitlines() if " skipped " in line]
-        assert len(skipped) == 2, out + err
-        assert any("wandb:hero" in line for line in skipped)
-        assert any("github:lab/model" in line for line in skipped)
-        assert all("next try at" in line and "not found" in line for line in skipped)
+        assert code == 1, out + err
+        lines = (out + err).splitlines()
+        assert not [line for line in lines if " skipped " in line], out + err
+        at_once = [line for line in lines if "trying at once" in line]
+        assert len(at_once) == 2, out + err
+        assert any("wandb:hero" in line for line in at_once)
+        assert any("github:lab/model" in line for line in at_once)
+        assert sum("not found" in line and " failed: " in line for line in lines) == 2, out + err

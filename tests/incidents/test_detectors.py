@@ -194,12 +194,27 @@ def test_monitor_speaks_only_when_polls_fail_and_says_nothing_about_the_run() ->
     fresh = SourceHealth("wandb", "r", last_success_at=now - timedelta(minutes=5))
     assert detect_monitor(at(fresh)).clear_at == now - timedelta(minutes=5)
     failing = SourceHealth(
-        "wandb", "r", last_success_at=now - timedelta(minutes=40), consecutive_failures=3
+        "wandb",
+        "r",
+        last_success_at=now - timedelta(minutes=40),
+        consecutive_failures=3,
+        failing_since=now - timedelta(minutes=39),
     )
     [found] = detect_monitor(at(failing)).findings
     assert found.fingerprint == MONITOR and found.severity == "info"
-    assert found.since == now - timedelta(minutes=25)  # stale from 15 min after the last success
-    assert "3 failed polls" in found.cause
+    assert found.since == now - timedelta(minutes=39)  # from the first failed poll
+    assert "3 failed polls" in found.cause and "40 min" in found.cause
+    # One failed poll a minute after a success is already a (pending) finding: the lifecycle
+    # holds it for `monitor_notice_after` before anyone hears of it.
+    blip = SourceHealth(
+        "wandb",
+        "r",
+        last_success_at=now - timedelta(minutes=1),
+        consecutive_failures=1,
+        failing_since=now,
+    )
+    [pending] = detect_monitor(at(blip)).findings
+    assert pending.since == now
     idle = SourceHealth("wandb", "r", last_success_at=now - timedelta(minutes=40))
     quiet = detect_monitor(at(idle))
     assert quiet.frozen and quiet.findings == []  # stale, but nobody polled: judge nothing

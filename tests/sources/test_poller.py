@@ -6,7 +6,13 @@ from datetime import datetime, timedelta
 
 from bot.models import RunInfo
 from bot.sources.base import PollResult, SourceUnavailable
-from bot.sources.poller import BACKOFF_BASE, FATAL_BACKOFF, backoff_delay, poll_once
+from bot.sources.poller import (
+    BACKOFF_BASE,
+    FATAL_BACKOFF,
+    PollSession,
+    backoff_delay,
+    poll_once,
+)
 from bot.store import Store
 
 
@@ -96,3 +102,101 @@ async def test_skipped_sources_say_when_they_will_be_tried_again(
     assert report.backoff_errors == {"github:o/gone": "repository o/gone not found"}
     freshness = await store.health.get("github", "hero")
     assert freshness is not None and freshness.failing and freshness.failing_since == now
+
+
+class Probed(Scripted):
+    """A source with a cheap probe and a credential, as the W&B source has."""
+
+    name = "wandb"
+    backoff_cap = timedelta(minutes=2)
+
+    def __init__(self, key: str, outcomes: list[Exception | None], credential: str = "k1"):
+        super().__init__(key, outcomes)
+        self.credential = credential
+        self.up = False
+        self.probes = 0
+
+    async def probe(self) -> bool:
+        self.probes += 1
+        return self.up
+
+
+async def test_wandb_backoff_is_capped_at_two_minutes(store: Store, now: datetime) -> None:
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    down = Probed("wandb:hero", [SourceUnavailable("W&B is unreachable (HTTP 503)")] * 20)
+    fatal = Probed("wandb:other", [SourceUnavailable("rejected the API key", fatal=True)] * 20)
+    session = PollSession()
+    at = now
+    for _ in range(12):
+        await poll_once(store, [down, fatal], at, session=session, respect_backoff=False)
+        at += timedelta(minutes=5)
+    health = await store.health.get("wandb", "wandb:hero")
+    assert health is not None and health.consecutive_failures == 12
+    assert health.last_attempt_at is not None and health.next_attempt_at is not None
+    assert health.next_attempt_at - health.last_attempt_at == timedelta(minutes=2)
+    wrong_key = await store.health.get("wandb", "wandb:other")
+    assert wrong_key is not None and wrong_key.next_attempt_at is not None
+    assert wrong_key.last_attempt_at is not None
+    # A wrong key is looked at again within the same cap (a fatal error waits 10 min elsewhere).
+    assert wrong_key.next_attempt_at - wrong_key.last_attempt_at == timedelta(minutes=2)
+
+
+async def test_an_outage_is_probed_while_backing_off_and_polled_once_it_answers(
+    store: Store, now: datetime
+) -> None:
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    source = Probed("wandb:hero", [SourceUnavailable("W&B is unreachable (HTTP 503)")] * 3)
+    session = PollSession()
+    for minutes in range(3):  # fails at +0, +1 min (30 s backoff), then +2 (60 s)
+        await poll_once(store, [source], now + timedelta(minutes=minutes), session=session)
+    assert source.calls == 3
+    health = await store.health.get("wandb", "wandb:hero")
+    assert health is not None and health.next_attempt_at == now + timedelta(minutes=4)
+    # Still backing off: probed, down, skipped; nothing polled.
+    report = await poll_once(store, [source], now + timedelta(minutes=3), session=session)
+    assert report.skipped == ["wandb:hero"] and source.probes == 1 and source.calls == 3
+    # It answers: the next cycle polls it, however long the stored backoff still runs.
+    source.up = True
+    report = await poll_once(
+        store, [source], now + timedelta(minutes=3, seconds=30), session=session
+    )
+    assert report.probed == ["wandb:hero"] and "wandb:hero" in report.results
+    health = await store.health.get("wandb", "wandb:hero")
+    assert health is not None and not health.failing and health.next_attempt_at is None
+
+
+async def test_configuration_errors_are_not_probed(store: Store, now: datetime) -> None:
+    """A probe says "the server answers"; a wrong key or a missing run stays wrong: not polled
+    every cycle because the server is up."""
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    wrong = Probed("wandb:hero", [SourceUnavailable("rejected the API key", fatal=True)])
+    wrong.up = True
+    session = PollSession()
+    await poll_once(store, [wrong], now, session=session)
+    report = await poll_once(store, [wrong], now + timedelta(seconds=30), session=session)
+    assert report.skipped == ["wandb:hero"] and wrong.probes == 0 and wrong.calls == 1
+
+
+async def test_a_restart_or_a_changed_credential_tries_at_once(store: Store, now: datetime) -> None:
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    github = Scripted("github:o/r", [SourceUnavailable("token invalid", fatal=True)] * 5)
+    await poll_once(store, [github], now, session=PollSession())
+    health = await store.health.get("github", "github:o/r")
+    assert health is not None and health.next_attempt_at == now + FATAL_BACKOFF
+
+    # The same process: the stored backoff is obeyed.
+    session = PollSession()
+    github.outcomes.clear()  # the token was fixed
+    restarted = await poll_once(store, [github], now + timedelta(minutes=1), session=session)
+    # A new process (a new session): tried at once despite 9 more minutes of stored backoff.
+    assert "github:o/r" in restarted.results and github.calls == 2
+
+    wandb = Probed("wandb:hero", [SourceUnavailable("rejected the API key", fatal=True)] * 2)
+    session = PollSession()
+    await poll_once(store, [wandb], now, session=session)
+    report = await poll_once(store, [wandb], now + timedelta(seconds=10), session=session)
+    assert report.skipped == ["wandb:hero"]
+    wandb.credential = "k2"  # a new key, same process (e.g. a reloaded client)
+    report = await poll_once(store, [wandb], now + timedelta(seconds=20), session=session)
+    assert "wandb:hero" in report.failures and wandb.calls == 2  # tried at once, still wrong
+    assert session.failures["wandb:hero"] == 1  # the count starts again with the new key

@@ -16,14 +16,14 @@ import pytest
 from bot.models import Event, RunInfo
 from bot.settings import MetricKeys, RunConfig, Settings
 from bot.sources.base import SourceUnavailable
-from bot.sources.poller import poll_once
+from bot.sources.poller import PollSession, poll_once
 from bot.sources.wandb import (
     HistoryCursor,
     WandbSource,
     build_wandb_client,
     open_wandb_sources,
 )
-from bot.sources.wandb_client import WandbClient, default_api_factory
+from bot.sources.wandb_client import WandbClient, default_api_factory, http_probe
 from bot.store import Store
 from tests.fakes.wandb import FakeWandb
 
@@ -484,6 +484,66 @@ async def test_wrong_api_key_is_fatal_and_never_logged(
         report = await poll_once(store, sources, T0)
     assert "rejected the API key" in report.failures["wandb:hero"]
     assert bad_key not in caplog.text and bad_key not in report.failures["wandb:hero"]
+
+
+@pytest.mark.parametrize("down", ["refused", "503", "502"])
+async def test_wandb_unreachable_is_an_outage_not_a_wrong_key(
+    down: str, server: FakeWandb, store: Store, wandb_env: Path
+) -> None:
+    """Connection refused, a 5xx or no answer: "unreachable", retried with the normal backoff
+    (30 s first, never more than 2 min); the key is not blamed."""
+    base_url = server.base_url
+    if down == "refused":
+        base_url = "http://127.0.0.1:9"  # the discard port: nothing listens
+    else:
+        server.set_down(int(down))
+    settings = Settings(wandb_api_key=server.api_key, wandb_base_url=base_url)
+    cfg = config(["ent/auth/run-1"])
+    await store.runs.upsert(RunInfo(slug=cfg.slug, name=cfg.name))
+    try:
+        async with open_wandb_sources(store, settings, [cfg], teardown=False) as sources:
+            report = await poll_once(store, sources, T0, session=PollSession())
+    finally:
+        server.set_down(None)
+    error = report.failures["wandb:hero"]
+    assert "is unreachable" in error, error
+    assert "API key" not in error and "WANDB_API_KEY" not in error, error
+    expected = "connection refused" if down == "refused" else f"HTTP {down}"
+    assert expected in error, error
+    health = await store.health.get("wandb", "wandb:hero")
+    assert health is not None and health.next_attempt_at == T0 + timedelta(seconds=30)
+
+
+async def test_the_probe_says_no_answer_when_wandb_hangs(server: FakeWandb) -> None:
+    server.delay(5)
+    try:
+        reach = await http_probe(server.base_url, server.api_key, timeout=0.2)()
+    finally:
+        server.delay(0)
+    assert not reach.ok and not reach.rejected and "no answer within 0.2 s" in reach.detail
+    assert (await http_probe(server.base_url, server.api_key)()).ok
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_only_401_and_403_say_the_key_is_wrong(
+    status: int, server: FakeWandb, store: Store, wandb_env: Path
+) -> None:
+    key = server.api_key if status == 403 else "wrong-key-" + "y" * 30
+    if status == 403:
+        server.set_down(403)
+    settings = Settings(wandb_api_key=key, wandb_base_url=server.base_url)
+    cfg = config(["ent/auth/run-1"])
+    await store.runs.upsert(RunInfo(slug=cfg.slug, name=cfg.name))
+    try:
+        async with open_wandb_sources(store, settings, [cfg], teardown=False) as sources:
+            report = await poll_once(store, sources, T0, session=PollSession())
+    finally:
+        server.set_down(None)
+    error = report.failures["wandb:hero"]
+    assert "rejected the API key (check WANDB_API_KEY)" in error and f"HTTP {status}" in error
+    assert key not in error
+    health = await store.health.get("wandb", "wandb:hero")
+    assert health is not None and health.next_attempt_at == T0 + timedelta(minutes=2)
 
 
 async def test_missing_api_key_is_fatal(store: Store) -> None:

@@ -27,6 +27,7 @@ import discord
 import yarl
 from discord.ext import commands
 
+from bot.delivery import gateway_down, gateway_up, outbox_failed, outbox_ok
 from bot.digests import DigestComposer, run_due_digests
 from bot.errors import UserFacingError
 from bot.flight import SingleFlight
@@ -222,6 +223,7 @@ class RunscribeBot(commands.Bot):
         # Set when a loop round queued posts (an alert): the outbox delivers them now instead of
         # at its next tick, so an alert never waits for the outbox's interval.
         self._outbox_due = asyncio.Event()
+        self._outbox_failing = False  # the last outbox round raised (recorded for /healthz)
         # Concurrent identical reads (a burst of /status for one run) share one computation.
         self.flights: SingleFlight[Any] = SingleFlight()
 
@@ -372,7 +374,25 @@ class RunscribeBot(commands.Bot):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), delay)
 
+    # --- the gateway, as /healthz sees it (bot.delivery) -----------------------------------------
+
+    async def login(self, token: str) -> None:
+        await super().login(token)
+        await gateway_down(self.store, utcnow(), "connecting to the Discord gateway")
+
+    async def on_ready(self) -> None:
+        await gateway_up(self.store, utcnow())
+
+    async def on_resumed(self) -> None:
+        await gateway_up(self.store, utcnow())
+
+    async def on_disconnect(self) -> None:
+        if not self.is_closed():
+            await gateway_down(self.store, utcnow(), "disconnected from the Discord gateway")
+
     async def close(self) -> None:
+        if not self.is_closed():
+            await gateway_down(self.store, utcnow(), "the bot is stopped")
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -385,7 +405,20 @@ class RunscribeBot(commands.Bot):
     # --- loop bodies (each safe to call on its own, e.g. from tests or an admin command) --------
 
     async def drain_outbox(self) -> object:
-        return await self.poster.drain()
+        """One outbox round. A failing round (a damaged outbox table, a full disk) is recorded
+        for /healthz and raised, so the loop logs it and backs off: alerts never stop silently."""
+        try:
+            report = await self.poster.drain()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._outbox_failing = True
+            await outbox_failed(self.store, utcnow(), f"{type(exc).__name__}: {exc}"[:300])
+            raise
+        if self._outbox_failing:
+            self._outbox_failing = False
+            await outbox_ok(self.store, utcnow())
+        return report
 
     def _delivered_soon(self, result: object) -> object:
         """A round that queued alerts wakes the outbox loop, so they are posted at once."""

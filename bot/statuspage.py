@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.analysis.progress import effective_series
+from bot.delivery import delivery_report
 from bot.narrative.format import fmt_projected
 from bot.render.json import iso, status_json, timeline_json
 from bot.render.page import (
@@ -156,9 +157,10 @@ class Health:
 async def health_report(
     store: Store, now: datetime, *, poll_interval: float, watching_since: datetime
 ) -> Health:
-    """Per-source health of every run and the last cycle's time. Not ok when a configured source
-    is failing or no cycle has finished for more than three poll intervals (counted from
-    `watching_since`, the server's start, while no cycle was ever recorded)."""
+    """Per-source health of every run, the last cycle's time and whether posts get through
+    (`bot.delivery`). Not ok when a configured source is failing, no cycle has finished for more
+    than three poll intervals (counted from `watching_since`, the server's start, while no cycle
+    was ever recorded), or posts cannot be delivered; `problems` says which."""
     cycle = await store.cycles.last()
     interval = cycle.interval_seconds if cycle else poll_interval
     reference = cycle.finished_at if cycle else watching_since
@@ -188,6 +190,8 @@ async def health_report(
             if failing:
                 problems.append(f"{run.slug}: {source} failing")
         runs[run.slug] = sources
+    delivery, undelivered = await delivery_report(store, now)
+    problems += undelivered
     ok = not problems
     return Health(
         ok=ok,
@@ -198,6 +202,7 @@ async def health_report(
             "stuck": stuck,
             "problems": problems,
             "runs": runs,
+            "delivery": delivery,
             "checked_at": iso(now),
         },
     )

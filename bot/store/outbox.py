@@ -130,6 +130,13 @@ class OutboxRepo:
             )
             return cursor.rowcount
 
+    async def oldest_queued(self) -> OutboxItem | None:
+        """The queued post that has waited longest (None: the queue is empty)."""
+        row = await self.db.fetchone(
+            "SELECT * FROM outbox WHERE status = 'queued' ORDER BY id LIMIT 1"
+        )
+        return _outbox_from_row(row) if row is not None else None
+
     async def pending_count(self) -> int:
         row = await self.db.fetchone("SELECT COUNT(*) FROM outbox WHERE status = 'queued'")
         return int(row[0]) if row else 0

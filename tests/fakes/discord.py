@@ -142,6 +142,8 @@ class FakeDiscord:
         self.pins: dict[int, dict[str, str]] = {}  # channel → pinned message id → when
         self.uploads: dict[str, bytes] = {}  # attachment id → the file's bytes
         self.reject_identify = False  # True: close the gateway with 4004 at IDENTIFY
+        # True: the gateway answers the websocket upgrade with 503, as Discord does in an outage
+        self.gateway_refused = False
         self.identifies: list[dict[str, Any]] = []
         self.resumes: list[dict[str, Any]] = []
         self.session_id = "fake-session-1"
@@ -378,7 +380,9 @@ class FakeDiscord:
 
     # --- gateway --------------------------------------------------------------------------------
 
-    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+    async def _gateway(self, request: web.Request) -> web.StreamResponse:
+        if self.gateway_refused:
+            return web.Response(status=503, text="gateway unavailable")
         ws = web.WebSocketResponse()
         await ws.prepare(request)
         previous, self._ws = self._ws, ws

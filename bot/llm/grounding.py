@@ -9,26 +9,46 @@ What counts, and what is allowed:
 
 - **Numbers written with digits** are always checked, single digits included: a digit is a
   quantitative claim, and the facts carry the true counts (incidents, restarts, events by tag).
-  `54,000`, `54000`, `54k`, `54 thousand` and `54.0K` are the same value; `%`/`percent` and
-  `x`/`×` suffixes are read as plain values; ordinals (`2nd`) as their number.
-- **Rounding is allowed, arithmetic is not.** An output number matches a fact when it is equal, or
-  when it is that fact rounded to the precision the output wrote (|x − f| ≤ half a unit of x's last
-  significant digit) AND within 5 % of it: "about 53,000" or "53k" for 53,421 pass; "54k", "50,000"
-  and "100k" do not. A sum or difference the model computed itself fails even when right; the
-  facts should carry any derived number worth saying.
-- **Number words**: zero…ten and the ordinals first…tenth are free, because prose needs them ("one
-  question stays open", "the second fault"). Larger number words ("eighteen hours", "ten
-  thousand steps") are parsed and checked like digits. Known gap: a wrong small count spelled as a
-  word ("three restarts" for two) is not caught; the prompt asks for words only for small counts
-  but the check cannot tell a right one from a wrong one.
-- **Dates** (`Sep 2`, `September 2nd, 2026`, `2 Sept`, `2026-09-02`) must name a day that appears
-  in the facts (with the year, when one is written). **Times** (`7:39 p.m.`, `19:39`, `7 pm`) must
-  name a time of day in the facts. Facts render dates and times in the run's time zone; a model
-  that converts zones is rejected.
+  `54,000`, `54000`, `54k`, `54 thousand` and `54.0K` are the same value; `x`/`×` suffixes are
+  read as plain values; ordinals (`2nd`) as their number. `64K` is also read as 65,536 and `1M`
+  as 1,048,576 (how sequence lengths and sizes are said).
+- **Compound tokens are read in parts.** `535B-A23B` backs `535B`, `23B` and `A23B`;
+  `d512-d2048` backs `d512`; `4h34m` is a duration that backs `4 h 34 min`.
+- **Units.** A percent (`%`, `percent`) is checked against percents; a duration (`47 min`,
+  `4h34m`, `18 h 3 min`, `2 days`, `47-minute`) against durations, in seconds, so `4 h 34 min`,
+  `274 minutes` and `about 4.5 hours` are all the same fact; a size (`4,995 GiB`, `5 TiB`,
+  `5.4 TB`) against sizes, in bytes, read both as decimal and binary units. A number written
+  without a unit may stand for a fact's number as written ("down 47" for "47 min").
+- **Rounding is for measurements only.** A measurement (a decimal, a scaled value such as `2.46T`,
+  a percent, a duration, a size, or a plain integer of 1,000 or more that is not a step) may be
+  written rounded to the output's own precision: |x − f| ≤ half a unit of x's last significant
+  digit (a unit of 5 when that digit is 5: "4.5 hours") AND within 5 % of the fact (10 % for
+  durations, which people round to the hour). "About 2.5T" for 2.46T passes; "3T" does not.
+  A **step, a count or an id must match a fact exactly**, and no rounding ever lands on one:
+  a number after "step", before "steps", after "resumed/restarted/rolled back … from/at/to",
+  the total in "step N of M", a plain integer under 1,000, a year, a number inside an identifier
+  or a reference. So "restarted from step 56,000" fails when the facts say 55,000 and 55,500.
+  A sum or difference the model computed itself fails even when right; the facts carry any
+  derived number worth saying.
+- **Number words**: zero…ten and the ordinals first…tenth are free, because prose needs them
+  ("one question stays open", "the second fault"). Larger number words ("eighteen hours") are
+  parsed and checked like digits. Known gap: a wrong small count spelled as a word ("three
+  restarts" for two) is not caught.
+- **Dates** (`Sep 2`, `September 2nd, 2026`, `2 Sept`, `2026-09-02`) must name a day of the facts
+  (with the year, when one is written); a day of the month is a date, never a number that backs
+  anything else. **Months** on their own (`in April`, `late April 2027`, `mid-May`) must be a
+  month the facts name, and "early/mid/late" must agree with the facts' days or wording: a
+  projected end of "mid-April 2027" does not back "late April".
+- **Times are instants.** A time with a zone (`7:39 p.m. EDT`, `23:39 UTC`, `19:39 -04:00`) is
+  compared as a moment: the same moment in another zone passes, and a date written with it may
+  be that moment's date in the zone the output used. A time without a zone must be a time of day
+  the facts name (in their own zone, or in UTC).
 - **References**: `#8818` and channel names like `#hero-run` must appear verbatim.
-- **Identifiers with digits** (`d1024`, `s55sxs64`, `NVL72`, a W&B run id) must appear verbatim.
-- **Links**: every URL must appear in the facts (compared after trimming trailing punctuation and
-  slashes).
+- **Identifiers with digits** (`d1024`, `s55sxs64`, `NVL72`, a W&B run id) must appear in the
+  facts, whole or as a part of a compound one; a compound written in the output passes when each
+  of its parts does.
+- **Links**: every URL must appear in the facts, in full (compared after trimming trailing
+  punctuation and slashes). A URL the facts show cut short (ending in "…") backs nothing.
 
 Numbers are checked as a bag, not as statements: "step 47" passes when 47 is a downtime in the
 facts. The check catches invented and garbled numbers, not every misattribution."""
@@ -38,6 +58,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
 
 from bot.llm.safety import URL_RE, normalise_url
 
@@ -63,7 +84,7 @@ _ORD = r"(?:st|nd|rd|th)?"
 _DATE_PATTERNS = (
     re.compile(r"(?<!\d)(?P<year>\d{4})-(?P<mnum>\d{2})-(?P<day>\d{2})(?!\d)"),
     re.compile(
-        rf"\b{_MONTH}\s+(?P<day>\d{{1,2}}){_ORD}(?!\d)(?:,?\s+(?P<year>\d{{4}})(?!\d))?",
+        rf"\b{_MONTH}\s+(?P<day>\d{{1,2}}){_ORD}(?![\d:])(?:,?\s+(?P<year>\d{{4}})(?!\d))?",
         re.IGNORECASE,
     ),
     re.compile(
@@ -71,12 +92,39 @@ _DATE_PATTERNS = (
         re.IGNORECASE,
     ),
 )
-_AMPM = r"(?P<ampm>[ap])\.?\s?m\b\.?"
-_TIME = re.compile(
-    rf"(?<![\d:.])(?P<h>\d{{1,2}}):(?P<m>\d{{2}})(?::\d{{2}}(?:\.\d+)?)?(?:\s*{_AMPM})?",
+# A month on its own: capitalised (never the verb "may" or "march"), optionally with a part of it.
+_MONTH_NAMES = (
+    r"(?P<mon>Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\b\.?"
+)
+_MONTH_ONLY = re.compile(
+    r"(?<![\w-])(?:(?P<part>early|mid|late|end\s+of|start\s+of|beginning\s+of|middle\s+of)[\s-]*(?:of\s+)?)?"
+    rf"{_MONTH_NAMES}(?:,?\s+(?P<year>\d{{4}})(?!\d))?",
     re.IGNORECASE,
 )
-_HOUR = re.compile(rf"(?<![\w.:])(?P<h>\d{{1,2}})\s*{_AMPM}", re.IGNORECASE)
+_MONTH_CAPITAL = re.compile(r"[A-Z]")
+_PARTS = {
+    "early": "early",
+    "start of": "early",
+    "beginning of": "early",
+    "mid": "mid",
+    "middle of": "mid",
+    "late": "late",
+    "end of": "late",
+}
+_ZONE = (
+    r"(?P<zone>UTC(?:\s?[+-]\d{1,2}(?::?\d{2})?)?|GMT(?:\s?[+-]\d{1,2}(?::?\d{2})?)?"
+    r"|[A-Z]{2,4}T|Z(?![\w])|[+-]\d{2}(?::?\d{2})?(?![\d:]))"
+)
+_AMPM = r"(?P<ampm>[ap])\.?\s?m\b\.?"
+_TIME = re.compile(
+    rf"(?<![\d:.])(?P<h>\d{{1,2}}):(?P<m>\d{{2}})(?::\d{{2}}(?:\.\d+)?)?(?:\s*{_AMPM})?"
+    rf"(?:\s?{_ZONE})?",
+    re.IGNORECASE,
+)
+_HOUR = re.compile(rf"(?<![\w.:])(?P<h>\d{{1,2}})\s*{_AMPM}(?:\s?{_ZONE})?", re.IGNORECASE)
+# A date followed closely by a time: one instant ("Sep 1, 2026, 7:39 p.m. EDT", "Sep 2 at 02:30").
+_DATE_TIME_GAP = re.compile(r"^(?:,?\s*(?:at\s+|@\s*)?|T)$", re.IGNORECASE)
 _REF = re.compile(r"(?<![\w&/])#[A-Za-z0-9][\w\-]*")
 _SCALE = {
     "k": 1e3,
@@ -88,13 +136,82 @@ _SCALE = {
     "t": 1e12,
     "trillion": 1e12,
 }
+_BINARY_SCALE = {"k": 1024.0, "m": 1024.0**2}
 _NUMBER = re.compile(
     r"(?<![\w.,])(?P<num>\d+(?:\.\d+)?[eE][-+]?\d+|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?:(?P<ord>st|nd|rd|th)|\s?(?P<scale>[kKMBT](?![A-Za-z])|thousand|million|billion|trillion)"
-    r"|\s?(?P<pct>%|percent)|\s?(?P<times>x(?![A-Za-z])|×))?"
+    r"|\s?(?P<pct>%|percent\b|pct\b)|\s?(?P<times>x(?![A-Za-z])|×))?"
     r"(?![\w])",
 )
+_NUM = r"\d+(?:\.\d+)?"
+_DURATION_UNITS = {
+    "s": 1,
+    "sec": 1,
+    "secs": 1,
+    "second": 1,
+    "seconds": 1,
+    "m": 60,
+    "min": 60,
+    "mins": 60,
+    "minute": 60,
+    "minutes": 60,
+    "h": 3600,
+    "hr": 3600,
+    "hrs": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "d": 86400,
+    "day": 86400,
+    "days": 86400,
+    "w": 604800,
+    "wk": 604800,
+    "wks": 604800,
+    "week": 604800,
+    "weeks": 604800,
+}
+_DUR_UNIT = r"(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|wks?|w)(?![a-z])"
+_DURATION = re.compile(
+    r"(?<![\w.,])(?P<all>\d+h\d+m(?:\d+s)?|\d+d\d+h|\d+m\d+s"
+    rf"|{_NUM}(?:\s?|-)(?P<u0>{_DUR_UNIT})(?![\w])"
+    rf"(?:(?:\s+|\s+and\s+){_NUM}\s?{_DUR_UNIT}(?![\w]))*)",
+    re.IGNORECASE,
+)
+_DURATION_PART = re.compile(rf"(?P<n>{_NUM})(?:\s?|-)(?P<u>{_DUR_UNIT})", re.IGNORECASE)
+_SIZE_UNITS = {
+    "kb": (1e3, 1024.0),
+    "mb": (1e6, 1024.0**2),
+    "gb": (1e9, 1024.0**3),
+    "tb": (1e12, 1024.0**4),
+    "pb": (1e15, 1024.0**5),
+    "kib": (1024.0, 1e3),
+    "mib": (1024.0**2, 1e6),
+    "gib": (1024.0**3, 1e9),
+    "tib": (1024.0**4, 1e12),
+    "pib": (1024.0**5, 1e15),
+}
+_SIZE = re.compile(
+    r"(?<![\w.,])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s?"
+    r"(?P<u>[KMGTP]i?B)(?![A-Za-z])",
+    re.IGNORECASE,
+)
 _IDENT = re.compile(r"[\w][\w.\-/]*")
+_IDENT_SPLIT = re.compile(r"[-/_.:]+")
+_EMBEDDED = re.compile(r"(?P<num>\d+(?:\.\d+)?)(?P<scale>[kKMBT](?![a-z]))?")
+
+# Steps, the totals of "step N of M", and restart points are exact: never rounded, never reached
+# by rounding. (Read in the text around a number, the same way on both sides.)
+_STEP_BEFORE = re.compile(
+    r"(?:\bsteps?\s*(?:#|no\.?\s*|number\s+)?"
+    r"|\b(?:ckpt|checkpoint)s?\s+(?:at\s+|from\s+)?(?:step\s+)?"
+    r"|\b(?:resum\w*|restart\w*|relaunch\w*|restor\w*|roll\w*\s+back|rolled|back\s+up|revert\w*"
+    r"|reached|requeu\w*|recover\w*|crash\w*|died|stopp\w*|failed|hung"
+    r"|stuck|stall\w*)(?:\s+\w+){0,2}\s+(?:from|at|to|around|near|after|since|on)\s+"
+    r"(?:step\s+)?(?:~\s*)?"
+    r"|\bsteps?\s+[\d,.]+[kKM]?\s*(?:of|/)\s*(?:the\s+)?)$",
+    re.IGNORECASE,
+)
+_STEP_AFTER = re.compile(r"^\s*(?:training\s+|optimizer\s+|total\s+)?steps?\b", re.IGNORECASE)
+COUNT_EXACT_BELOW = 1000  # plain integers below this are counts or ids: exact only
 
 _SMALL_WORDS = {
     "zero": 0,
@@ -133,13 +250,61 @@ _WORD = re.compile(r"[A-Za-z]+|[^\sA-Za-z]")
 FREE_WORD_MAX = 10  # number words up to ten are prose, not claims
 
 RELATIVE_TOLERANCE = 0.05
+DURATION_TOLERANCE = 0.10  # durations are rounded to the hour or the day by people and models
+
+# Zone abbreviations a model (or the facts) may write after a time, in minutes east of UTC.
+ZONE_OFFSETS = {
+    "UTC": 0,
+    "GMT": 0,
+    "Z": 0,
+    "WET": 0,
+    "WEST": 60,
+    "BST": 60,
+    "CET": 60,
+    "CEST": 120,
+    "EET": 120,
+    "EEST": 180,
+    "MSK": 180,
+    "IST": 330,
+    "SGT": 480,
+    "HKT": 480,
+    "CST": -360,
+    "CDT": -300,
+    "EST": -300,
+    "EDT": -240,
+    "MST": -420,
+    "MDT": -360,
+    "PST": -480,
+    "PDT": -420,
+    "AKST": -540,
+    "AKDT": -480,
+    "HST": -600,
+    "JST": 540,
+    "KST": 540,
+    "AEST": 600,
+    "AEDT": 660,
+    "NZST": 720,
+    "NZDT": 780,
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Number:
+    """One number as written. `value` is what the digits say (scale applied: "54k" is 54,000);
+    `readings` are what it may mean, as (dimension, value in the base unit) with "" for a plain
+    number, "%" for a percent, "s" for a duration in seconds, "B" for a size in bytes; `unit`
+    is the place value of its last significant digit in `value`'s terms (0 = exact only) and
+    `scale` the factor from `value`'s terms to each reading's base unit. `exact`: a step, count
+    or id, which is matched only exactly."""
+
     raw: str
     value: float
-    unit: float  # place value of the last significant digit as written (0 = exact only)
+    unit: float
+    readings: tuple[tuple[str, float, float], ...] = ()  # (dimension, base value, base unit)
+    exact: bool = False
+
+    def all_readings(self) -> tuple[tuple[str, float, float], ...]:
+        return self.readings or (("", self.value, self.unit),)
 
 
 @dataclass(slots=True)
@@ -155,21 +320,31 @@ class GroundingReport:
 
 
 def _unit(digits: str, scale: float) -> float:
-    """'53,000' → 1000; '13.7' → 0.1; '2.46' with scale 1e12 → 1e10."""
+    """'53,000' → 1000; '13.7' → 0.1; '2.46' with scale 1e12 → 1e10; '4.5' → 0.5 (a half)."""
     digits = digits.replace(",", "")
     if "e" in digits.lower():
         return 0.0  # scientific notation: exact values only
     if "." in digits:
         decimals = len(digits.split(".", 1)[1])
-        return 10.0**-decimals * scale
-    stripped = digits.rstrip("0")
-    zeros = len(digits) - len(stripped) if stripped else 0
-    return 10.0**zeros * scale
+        place = 10.0**-decimals
+    else:
+        stripped = digits.rstrip("0")
+        zeros = len(digits) - len(stripped) if stripped else 0
+        place = 10.0**zeros
+    significant = digits.replace(".", "").strip("0")
+    if significant.endswith("5") and len(significant) > 1:
+        place *= 5  # "4.5", "53,500": rounded to a half
+    return place * scale
 
 
 def _blank(text: str, span: tuple[int, int]) -> str:
     start, end = span
     return text[:start] + " " * (end - start) + text[end:]
+
+
+def _is_step(text: str, start: int, end: int) -> bool:
+    before = text[max(0, start - 60) : start]
+    return bool(_STEP_BEFORE.search(before) or _STEP_AFTER.match(text, end, end + 30))
 
 
 def _word_numbers(text: str, keep_small: bool = False) -> list[Number]:
@@ -226,61 +401,246 @@ def _word_numbers(text: str, keep_small: bool = False) -> list[Number]:
     return [n for n in found if not (n.raw.lower() in _SCALE_WORDS and " " not in n.raw)]
 
 
+def zone_offset(zone: str | None) -> int | None:
+    """Minutes east of UTC for a zone as written after a time ("EDT", "UTC+2", "-04:00")."""
+    if not zone:
+        return None
+    zone = zone.strip().upper().replace(" ", "")
+    if zone in ZONE_OFFSETS:
+        return ZONE_OFFSETS[zone]
+    match = re.fullmatch(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?", zone)
+    if match is None:
+        return None
+    sign = 1 if match.group(1) == "+" else -1
+    minutes = int(match.group(2)) * 60 + int(match.group(3) or 0)
+    return sign * minutes if minutes <= 14 * 60 else None  # "19:39-20:15" is a range
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """A time of day as written: hour, minute (None for "7 pm"), and the zone's offset if one
+    was written."""
+
+    raw: str
+    hour: int
+    minute: int | None
+    offset: int | None
+
+    def utc(self) -> tuple[int, int | None] | None:
+        if self.offset is None:
+            return None
+        total = (self.hour * 60 + (self.minute or 0) - self.offset) % (24 * 60)
+        return total // 60, (total % 60 if self.minute is not None else None)
+
+
 @dataclass(slots=True)
 class Extracted:
     numbers: list[Number] = field(default_factory=list)
     dates: list[tuple[str, int | None, int, int]] = field(default_factory=list)  # raw, y, m, d
-    times: list[tuple[str, int, int | None]] = field(default_factory=list)  # raw, hour, minute
+    months: list[tuple[str, int | None, int, str | None]] = field(default_factory=list)
+    times: list[Clock] = field(default_factory=list)
+    # a date with a zoned time: the moment (UTC) and whether the minute was written
+    instants: list[tuple[str, datetime, bool]] = field(default_factory=list)
     refs: list[str] = field(default_factory=list)
     idents: list[str] = field(default_factory=list)
     urls: list[str] = field(default_factory=list)
 
 
+def _clock(match: re.Match[str]) -> Clock | None:
+    groups = match.groupdict()
+    hour = int(groups["h"])
+    minute = int(groups["m"]) if groups.get("m") else None
+    ampm = (groups.get("ampm") or "").lower()
+    if ampm and not 1 <= hour <= 12:
+        return None
+    if ampm == "p" and hour < 12:
+        hour += 12
+    elif ampm == "a" and hour == 12:
+        hour = 0
+    if hour > 23 or (minute is not None and minute > 59):
+        return None
+    zone = groups.get("zone")
+    offset = zone_offset(zone)
+    raw = match.group(0)
+    if zone and offset is None:  # "7:39 p.m. ABC": the letters are not a zone we know
+        raw = raw[: match.start("zone") - match.start()].rstrip()
+    return Clock(raw=raw, hour=hour, minute=minute, offset=offset)
+
+
+def _date_of(groups: dict[str, str | None]) -> tuple[int | None, int, int] | None:
+    mnum, mon = groups.get("mnum"), groups.get("mon")
+    month = int(mnum) if mnum else _MONTHS[(mon or "")[:3].lower()]
+    day = int(groups["day"] or 0)
+    if not 1 <= month <= 12 or not 1 <= day <= 31:
+        return None
+    year_text = groups.get("year")
+    return (int(year_text) if year_text else None), month, day
+
+
+def _instant(year: int, month: int, day: int, clock: Clock) -> datetime | None:
+    if clock.offset is None:
+        return None
+    try:
+        local = datetime(
+            year,
+            month,
+            day,
+            clock.hour,
+            clock.minute or 0,
+            tzinfo=timezone(timedelta(minutes=clock.offset)),
+        )
+    except ValueError:
+        return None
+    return local.astimezone(UTC)
+
+
+def _duration(match: re.Match[str], text: str) -> Number | None:
+    parts = list(_DURATION_PART.finditer(match.group("all")))
+    seconds = 0.0
+    unit_seconds = 1.0
+    last_digits = ""
+    for part in parts:
+        unit_name = part.group("u").lower()
+        factor = _DURATION_UNITS.get(unit_name)
+        if factor is None:
+            return None
+        seconds += float(part.group("n")) * factor
+        unit_seconds = factor
+        last_digits = part.group("n")
+    if not parts:
+        return None
+    first = parts[0]
+    written = float(first.group("n"))
+    place = _unit(last_digits, 1.0)
+    readings: list[tuple[str, float, float]] = [("s", seconds, place * unit_seconds)]
+    if len(parts) == 1 and first.group("u") == "m":
+        readings.append(("", written * 1e6, _unit(first.group("n"), 1e6)))  # "5m": 5 million?
+    return Number(
+        raw=match.group("all"),
+        value=written,
+        unit=_unit(first.group("n"), 1.0),
+        readings=tuple(readings),
+    )
+
+
 def extract(text: str, *, facts: bool = False) -> Extracted:
     """Pull every checkable claim out of a text; each span is consumed by one pass only. With
-    `facts`, small number words are kept as numbers too."""
+    `facts`, small number words are kept as numbers too, and the parts of compound identifiers
+    and the numbers inside them are kept as identifiers and numbers."""
     out = Extracted()
     work = text
     for match in URL_RE.finditer(work):
-        out.urls.append(normalise_url(match.group(0)))
+        url = normalise_url(match.group(0))
+        after = work[match.end() : match.end() + 1]
+        if not (facts and (url.endswith(("…", "...")) or after == "…")):
+            out.urls.append(url)
         work = _blank(work, match.span())
+    # dates, each possibly with a zoned time after it (an instant)
     for pattern in _DATE_PATTERNS:
         for match in pattern.finditer(work):
-            groups = match.groupdict()
-            month = (
-                int(groups["mnum"]) if groups.get("mnum") else _MONTHS[groups["mon"][:3].lower()]
-            )
-            day = int(groups["day"])
-            if not 1 <= month <= 12 or not 1 <= day <= 31:
-                continue
-            year = int(groups["year"]) if groups.get("year") else None
+            date = _date_of(match.groupdict())
+            mon = match.groupdict().get("mon")
+            if date is None or (mon and not _MONTH_CAPITAL.match(mon)):
+                continue  # "3 may be": a verb, not a month
+            year, month, day = date
             out.dates.append((match.group(0), year, month, day))
             work = _blank(work, match.span())
+            for time_pattern in (_TIME, _HOUR):
+                timed = time_pattern.search(work, match.end(), match.end() + 40)
+                if timed is None or not _DATE_TIME_GAP.match(work[match.end() : timed.start()]):
+                    continue
+                clock = _clock(timed)
+                if clock is None:
+                    continue
+                if year is not None and clock.offset is not None:
+                    moment = _instant(year, month, day, clock)
+                    if moment is not None:
+                        raw = f"{match.group(0)} {clock.raw}"
+                        out.instants.append((raw, moment, clock.minute is not None))
+                        work = _blank(work, (timed.start(), timed.start() + len(clock.raw)))
+                        if facts:  # the parts are facts too ("Sep 1", "7:39 p.m.")
+                            out.times.append(clock)
+                        else:  # the day is checked as part of the moment
+                            out.dates.pop()
+                break
+    for match in _MONTH_ONLY.finditer(work):
+        mon = match.group("mon")
+        if not _MONTH_CAPITAL.match(mon):
+            continue
+        part = _PARTS.get(" ".join((match.group("part") or "").lower().split()))
+        if mon.lower() == "may" and not (part or match.group("year")):
+            before = work[max(0, match.start() - 12) : match.start()].lower()
+            if not re.search(
+                r"\b(?:in|of|by|since|until|till|through|from|to|early|late)\s+$", before
+            ):
+                continue  # "May" is a verb more often than a month
+        year = int(match.group("year")) if match.group("year") else None
+        out.months.append((match.group(0), year, _MONTHS[mon[:3].lower()], part))
+        work = _blank(work, match.span())
     for pattern in (_TIME, _HOUR):
         for match in pattern.finditer(work):
-            hour = int(match.group("h"))
-            minute = (
-                int(match.group("m")) if "m" in match.groupdict() and match.group("m") else None
-            )
-            ampm = (match.group("ampm") or "").lower()
-            if ampm == "p" and hour < 12:
-                hour += 12
-            elif ampm == "a" and hour == 12:
-                hour = 0
-            if hour > 23 or (minute is not None and minute > 59):
+            clock = _clock(match)
+            if clock is None:
                 continue
-            out.times.append((match.group(0), hour, minute))
-            work = _blank(work, match.span())
+            out.times.append(clock)
+            work = _blank(work, (match.start(), match.start() + len(clock.raw)))
     for match in _REF.finditer(work):
         out.refs.append(match.group(0).lower())
+        work = _blank(work, match.span())
+    for match in _DURATION.finditer(work):
+        number = _duration(match, work)
+        if number is not None:
+            out.numbers.append(number)
+            work = _blank(work, match.span("all"))
+    for match in _SIZE.finditer(work):
+        digits = match.group("num")
+        written = float(digits.replace(",", ""))
+        decimal, binary = _SIZE_UNITS[match.group("u").lower()]
+        place = _unit(digits, 1.0)
+        out.numbers.append(
+            Number(
+                raw=match.group(0),
+                value=written,
+                unit=place,
+                readings=(
+                    ("B", written * decimal, place * decimal),
+                    ("B", written * binary, place * binary),
+                ),
+            )
+        )
         work = _blank(work, match.span())
     for match in _NUMBER.finditer(work):
         digits = match.group("num")
         scale_word = (match.group("scale") or "").lower()
         scale = _SCALE.get(scale_word, 1.0)
         value = float(digits.replace(",", "")) * scale
+        unit = _unit(digits, scale)
+        readings: list[tuple[str, float, float]] = []
+        if match.group("pct"):
+            readings.append(("%", value, unit))
+        else:
+            readings.append(("", value, unit))
+            if scale_word in _BINARY_SCALE:
+                binary = float(digits.replace(",", "")) * _BINARY_SCALE[scale_word]
+                readings.append(("", binary, _unit(digits, _BINARY_SCALE[scale_word])))
+        plain_int = (
+            not scale_word
+            and not match.group("pct")
+            and "." not in digits
+            and "e" not in digits.lower()
+        )
+        exact = _is_step(text, *match.span()) or (
+            plain_int
+            and (value < COUNT_EXACT_BELOW or (len(digits) == 4 and 1900 <= value <= 2100))
+        )
         out.numbers.append(
-            Number(raw=match.group(0).strip(), value=value, unit=_unit(digits, scale))
+            Number(
+                raw=match.group(0).strip(),
+                value=value,
+                unit=unit,
+                readings=tuple(readings),
+                exact=exact,
+            )
         )
         work = _blank(work, match.span())
     for match in _IDENT.finditer(work):
@@ -288,19 +648,41 @@ def extract(text: str, *, facts: bool = False) -> Extracted:
         if any(ch.isdigit() for ch in token):
             out.idents.append(token.lower())
             work = _blank(work, match.span())
+            if facts:
+                for part in _IDENT_SPLIT.split(token):
+                    if any(ch.isdigit() for ch in part):
+                        out.idents.append(part.lower())
+                        for inner in _EMBEDDED.finditer(part):
+                            scale = _SCALE.get((inner.group("scale") or "").lower(), 1.0)
+                            base = float(inner.group("num"))
+                            for value in {base, base * scale}:
+                                out.numbers.append(
+                                    Number(raw=inner.group(0), value=value, unit=0.0, exact=True)
+                                )
     out.numbers.extend(_word_numbers(work, keep_small=facts))
     return out
 
 
+def _third(day: int) -> str:
+    return "early" if day <= 10 else "mid" if day <= 20 else "late"
+
+
 @dataclass(slots=True)
 class FactIndex:
-    """What the model may say: values, days, times, references, identifiers and links."""
+    """What the model may say: numbers, days, months, times, moments, references, identifiers
+    and links."""
 
-    values: list[float] = field(default_factory=list)
+    numbers: list[Number] = field(default_factory=list)
     days: set[tuple[int, int]] = field(default_factory=set)
     full_dates: set[tuple[int, int, int]] = field(default_factory=set)
+    # (year or 0, month) → the parts of it the facts name ("early", "mid", "late"; all three
+    # when the month is named without a part)
+    months: dict[tuple[int, int], set[str]] = field(default_factory=dict)
     times: set[tuple[int, int]] = field(default_factory=set)
     hours: set[int] = field(default_factory=set)
+    utc_times: set[tuple[int, int]] = field(default_factory=set)
+    utc_hours: set[int] = field(default_factory=set)
+    instants: set[datetime] = field(default_factory=set)
     refs: set[str] = field(default_factory=set)
     idents: set[str] = field(default_factory=set)
     urls: set[str] = field(default_factory=set)
@@ -308,53 +690,132 @@ class FactIndex:
     # text must not restate: (what it is, value, the coarsest rounding that still restates it).
     shown: list[tuple[str, float, float]] = field(default_factory=list)
 
+    @property
+    def values(self) -> list[float]:
+        return [n.value for n in self.numbers]
+
+    def _add_month(self, year: int | None, month: int, parts: set[str]) -> None:
+        for key in ((year or 0, month), (0, month)):
+            self.months.setdefault(key, set()).update(parts)
+
+    def _add_day(self, year: int | None, month: int, day: int) -> None:
+        self.days.add((month, day))
+        if year is not None:
+            self.full_dates.add((year, month, day))
+        self._add_month(year, month, {_third(day)})
+
     @classmethod
     def build(cls, *texts: str) -> FactIndex:
         index = cls()
         for text in texts:
             found = extract(text, facts=True)
-            index.values.extend(n.value for n in found.numbers)
+            for number in found.numbers:
+                index.numbers.append(number)
+                if number.readings and number.readings[0][0] in ("%", "s", "B"):
+                    # a number with a unit backs the same number written without it
+                    index.numbers.append(
+                        Number(raw=number.raw, value=number.value, unit=0.0, exact=True)
+                    )
             for _, year, month, day in found.dates:
-                index.days.add((month, day))
-                index.values.append(float(day))
-                if year is not None:
-                    index.full_dates.add((year, month, day))
-                    index.values.append(float(year))
-            for _, hour, minute in found.times:
-                index.hours.add(hour)
-                if minute is not None:
-                    index.times.add((hour, minute))
+                index._add_day(year, month, day)
+            for _, year, month, part in found.months:
+                index._add_month(year, month, {part} if part else {"early", "mid", "late"})
+            for _, moment, _minute in found.instants:
+                index.instants.add(moment)
+                index._add_day(moment.year, moment.month, moment.day)
+                index.utc_times.add((moment.hour, moment.minute))
+                index.utc_hours.add(moment.hour)
+            for clock in found.times:
+                index.hours.add(clock.hour)
+                if clock.minute is not None:
+                    index.times.add((clock.hour, clock.minute))
+                utc = clock.utc()
+                if utc is not None:
+                    index.utc_hours.add(utc[0])
+                    if utc[1] is not None:
+                        index.utc_times.add((utc[0], utc[1]))
             index.refs.update(found.refs)
             index.urls.update(found.urls)
             index.idents.update(found.idents)
             # identifiers and refs may legitimately be quoted as bare numbers ("issue 8818")
             for ref in found.refs:
                 if ref[1:].isdigit():
-                    index.values.append(float(ref[1:]))
+                    index.numbers.append(
+                        Number(raw=ref, value=float(ref[1:]), unit=0.0, exact=True)
+                    )
             index.idents.update(n.raw.lower() for n in found.numbers)
         return index
 
     def number_ok(self, number: Number) -> bool:
-        return any(_same(number, fact) for fact in self.values)
+        return any(_matches(number, fact) for fact in self.numbers)
 
     def restated(self, number: Number) -> str | None:
         """What the number restates from `shown`, or None."""
         for label, value, coarsest in self.shown:
-            if number.unit <= coarsest and _same(number, value):
+            if number.unit <= coarsest and _close(number.value, number.unit, value, 0.05):
                 return label
         return None
 
+    def ident_ok(self, ident: str) -> bool:
+        if ident in self.idents:
+            return True
+        parts = [p for p in _IDENT_SPLIT.split(ident) if any(ch.isdigit() for ch in p)]
+        return len(parts) > 1 and all(p in self.idents for p in parts)
 
-def _same(number: Number, fact: float) -> bool:
+    def date_ok(self, year: int | None, month: int, day: int) -> bool:
+        if (month, day) not in self.days:
+            return False
+        return year is None or (year, month, day) in self.full_dates
+
+    def month_ok(self, year: int | None, month: int, part: str | None) -> bool:
+        parts = self.months.get((year or 0, month))
+        if not parts:
+            return False
+        return part is None or part in parts
+
+    def time_ok(self, clock: Clock) -> bool:
+        utc = clock.utc()
+        if utc is not None:
+            hour, minute = utc
+            if minute is None:
+                return hour in self.utc_hours
+            return (hour, minute) in self.utc_times
+        if clock.minute is None:
+            return clock.hour in self.hours or clock.hour in self.utc_hours
+        return (clock.hour, clock.minute) in self.times or (
+            clock.hour,
+            clock.minute,
+        ) in self.utc_times
+
+    def instant_ok(self, moment: datetime, minute: bool) -> bool:
+        for fact in self.instants:
+            if minute and abs((fact - moment).total_seconds()) < 60:
+                return True
+            if not minute and fact.replace(minute=0) == moment.replace(minute=0):
+                return True
+        return False
+
+
+def _close(value: float, unit: float, fact: float, rel: float) -> bool:
     """The fact itself, or the fact rounded as the number is written."""
-    if math.isclose(number.value, fact, rel_tol=1e-9, abs_tol=1e-9):
+    if math.isclose(value, fact, rel_tol=1e-9, abs_tol=1e-9):
         return True
-    diff = abs(number.value - fact)
-    return (
-        number.unit > 0
-        and diff <= number.unit / 2 * (1 + 1e-9)
-        and diff <= RELATIVE_TOLERANCE * abs(fact)
-    )
+    diff = abs(value - fact)
+    return unit > 0 and diff <= unit / 2 * (1 + 1e-9) and diff <= rel * abs(fact)
+
+
+def _matches(number: Number, fact: Number, *, strict: bool = True) -> bool:
+    """The output number states the fact: the same dimension and value (after unit conversion),
+    rounded only when neither is a step, count or id (unless not `strict`)."""
+    roundable = not strict or (not number.exact and not fact.exact)
+    for dim, value, unit in number.all_readings():
+        for fact_dim, fact_value, _ in fact.all_readings():
+            if dim != fact_dim:
+                continue
+            rel = DURATION_TOLERANCE if dim == "s" else RELATIVE_TOLERANCE
+            if _close(value, unit if roundable else 0.0, fact_value, rel):
+                return True
+    return False
 
 
 def check(text: str, index: FactIndex) -> GroundingReport:
@@ -370,31 +831,38 @@ def check(text: str, index: FactIndex) -> GroundingReport:
 
     for url in found.urls:
         if url not in index.urls:
-            problem(f"the link {url} is not in the facts")
-    for raw, year, month, day in found.dates:
-        if (month, day) not in index.days or (
-            year is not None and (year, month, day) not in index.full_dates
-        ):
-            problem(f"the date “{raw}” is not in the facts")
-    for raw, hour, minute in found.times:
-        if minute is None:
-            if hour not in index.hours:
-                problem(f"the time “{raw}” is not in the facts")
-        elif (hour, minute) not in index.times:
+            problem(f"the link {url} is not in the facts (write links in full, exactly as given)")
+    for raw, moment, minute in found.instants:
+        if not index.instant_ok(moment, minute):
             problem(f"the time “{raw}” is not in the facts")
+    for raw, year, month, day in found.dates:
+        if not index.date_ok(year, month, day):
+            problem(f"the date “{raw}” is not in the facts")
+    for raw, year, month, part in found.months:
+        if not index.month_ok(year, month, part):
+            problem(f"“{raw}” is not in the facts")
+    for clock in found.times:
+        if not index.time_ok(clock):
+            problem(f"the time “{clock.raw}” is not in the facts")
     for ref in found.refs:
         if ref not in index.refs:
             problem(f"the reference {ref} is not in the facts")
     for number in found.numbers:
         if not index.number_ok(number):
-            problem(f"the number “{number.raw}” is not in the facts")
+            if any(_matches(number, fact, strict=False) for fact in index.numbers):
+                problem(
+                    f"the number “{number.raw}” is not in the facts: steps, counts and ids are "
+                    "written exactly as given, never rounded"
+                )
+            else:
+                problem(f"the number “{number.raw}” is not in the facts")
         elif (label := index.restated(number)) is not None:
             problem(
                 f"“{number.raw}” restates the {label}, which the status card already shows "
                 "next to your text: say what it means instead, or leave it out"
             )
     for ident in found.idents:
-        if ident not in index.idents:
+        if not index.ident_ok(ident):
             problem(f"“{ident}” is not in the facts")
     return report
 
@@ -403,4 +871,14 @@ def check_against(text: str, *fact_texts: str) -> GroundingReport:
     return check(text, FactIndex.build(*fact_texts))
 
 
-__all__ = ["FactIndex", "GroundingReport", "Number", "check", "check_against", "extract"]
+__all__ = [
+    "ZONE_OFFSETS",
+    "Clock",
+    "FactIndex",
+    "GroundingReport",
+    "Number",
+    "check",
+    "check_against",
+    "extract",
+    "zone_offset",
+]

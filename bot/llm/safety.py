@@ -29,10 +29,24 @@ _MD_LINK = re.compile(r"\[([^\]\n]{0,300})\]\(\s*<?(https?://[^\s)>]+)>?\s*\)")
 _TRAILING = ".,;:!?'\"”’"
 
 
+URL_ATTR_LIMIT = 2000  # a link is given whole or not at all: a cut link is a broken link
+_URL_ATTR_UNSAFE = {'"': "%22", "<": "%3C", ">": "%3E"}
+
+
 def _attr(value: object, limit: int = 80) -> str:
     text = _CONTROL.sub("", str(value))
     text = _ATTR_UNSAFE.sub(" ", text).strip()
     return text[:limit]
+
+
+def _url_attr(value: object) -> str | None:
+    """A link as an attribute, whole: unsafe characters percent-encoded (never cut, never
+    blanked, so the model sees, and the allow-list holds, the link people can open). A link
+    longer than `URL_ATTR_LIMIT` is left out rather than cut."""
+    text = "".join(_CONTROL.sub("", str(value)).split())
+    for char, code in _URL_ATTR_UNSAFE.items():
+        text = text.replace(char, code)
+    return text if len(text) <= URL_ATTR_LIMIT else None
 
 
 def neutralise(text: str) -> str:
@@ -41,11 +55,16 @@ def neutralise(text: str) -> str:
 
 
 def fence(text: str, *, source: str, **attrs: object) -> str:
-    """Wrap untrusted text as labelled data. Attribute values are escaped and capped; attributes
-    whose value is None or empty are left out."""
+    """Wrap untrusted text as labelled data. Attribute values are escaped and capped (a `url`
+    is kept whole, see `_url_attr`); attributes whose value is None or empty are left out."""
     parts = [f'source="{_attr(source, 20)}"']
     for key, value in attrs.items():
         if value is None or value == "":
+            continue
+        if key == "url":
+            url = _url_attr(value)
+            if url:
+                parts.append(f'url="{url}"')
             continue
         parts.append(f'{key}="{_attr(value)}"')
     body = neutralise(_CONTROL.sub("", text)).strip()

@@ -1,7 +1,9 @@
 """/ask's LLM answer: the retrieved events as numbered, fenced sources plus the run's computed
 facts in; an answer citing sources as `[n]` out, checked in code before anyone sees it.
 
-The check (`check_answer`): every `[n]` is one of the sources; every URL is a source's URL;
+The check (`check_answer`): the reply does the task (it does not echo the request, it cites at
+least one source or says plainly that the history does not answer, it fits its length:
+`bot.llm.gates`); every `[n]` is one of the sources; every URL is a source's URL;
 every number, date, time, reference and identifier appears in a cited source or in the facts
 (`grounding.check`, the narrative's rules, with citation markers taken out first). A draft that
 fails is recorded as `ask.rejected` (it was paid for) and the model gets one retry with the
@@ -17,6 +19,7 @@ served again with its citations; tokens and cost count against the daily budget 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -26,6 +29,12 @@ from datetime import datetime
 from typing import Any
 
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
+from bot.llm.gates import (
+    echoes_request,
+    instruction_shingles,
+    length_problem,
+    says_history_is_silent,
+)
 from bot.llm.grounding import FactIndex, GroundingReport, check
 from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import URL_RE, fence, normalise_url, sanitize_output
@@ -99,7 +108,19 @@ def check_answer(text: str, sources: Sequence[Event], facts_text: str, tz: str) 
     if not text.strip():
         report.problems.append("the reply was empty")
         return report
+    echo = echoes_request(text, _instructions())
+    if echo is not None:
+        report.problems.append(echo)
+        return report
     cited = citations_in(text)
+    if not cited and not says_history_is_silent(text):
+        report.problems.append(
+            "the answer cites no source: cite the sources it comes from as [n], or say plainly "
+            "that the history does not answer the question"
+        )
+    long = length_problem(_CITE.sub(" ", text), max_words=ASK_MAX_WORDS, max_chars=ASK_MAX_CHARS)
+    if long is not None and "too short" not in long:
+        report.problems.append(long)
     for n in cited:
         if not 1 <= n <= len(sources):
             report.problems.append(
@@ -113,6 +134,11 @@ def check_answer(text: str, sources: Sequence[Event], facts_text: str, tz: str) 
     index.urls = {normalise_url(e.url) for e in sources if e.url}
     report.problems.extend(check(_CITE.sub(" ", text), index).problems)
     return report
+
+
+@functools.cache
+def _instructions() -> frozenset[tuple[str, ...]]:
+    return instruction_shingles(load_prompt("system").text, load_prompt(TASK).text)
 
 
 def finalise(text: str, sources: Sequence[Event]) -> Draft:

@@ -20,6 +20,13 @@ from datetime import datetime
 from typing import Any
 
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
+from bot.llm.gates import (
+    about_the_run,
+    distinctive_names,
+    echoes_request,
+    instruction_shingles,
+    length_problem,
+)
 from bot.llm.grounding import FactIndex, GroundingReport, check
 from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import fence, sanitize_output, urls_in
@@ -185,6 +192,11 @@ class Rendered:
     index: FactIndex
     max_chars: int
     max_tokens: int
+    max_words: int = 0
+    # what the reply is checked for beyond its numbers (`bot.llm.gates`): the instructions it
+    # must not echo and the names (the run's, its people's) that show it is about this run
+    instructions: frozenset[tuple[str, ...]] = frozenset()
+    names: tuple[str, ...] = ()
 
 
 def card_numbers(facts: NarrativeFacts) -> list[tuple[str, float, float]]:
@@ -234,6 +246,8 @@ def render_prompt(
     names += [t.title for t in facts.open_threads] + [i.title for i in facts.incidents]
     own = [h.url for h in facts.highlights] + [t.url for t in facts.open_threads]
     index.urls -= urls_in(names) - urls_in([*own, *facts.links.values()])
+    people = {h.author for h in facts.highlights} | {t.author for t in facts.open_threads}
+    people |= {i.reported_by for i in facts.incidents}
     return Rendered(
         task=task,
         prompt_name=task,
@@ -243,13 +257,34 @@ def render_prompt(
         index=index,
         max_chars=NARRATIVE_MAX_CHARS,
         max_tokens=NARRATIVE_MAX_TOKENS,
+        max_words=max_words,
+        instructions=instruction_shingles(system.text, prompt.text),
+        names=(
+            *distinctive_names(facts.run_name, facts.run_slug),
+            *sorted(p for p in people if p and len(p) > 2),
+        ),
     )
 
 
-def _grade(text: str, index: FactIndex) -> GroundingReport:
+def grade(text: str, rendered: Rendered) -> GroundingReport:
+    """Every check a narrative or digest must pass: not empty, not an echo of the request,
+    within its length, about this run (`bot.llm.gates`), and grounded in the facts."""
     if not text.strip():
         return GroundingReport(problems=["the reply was empty"])
-    return check(text, index)
+    echo = echoes_request(text, rendered.instructions)
+    if echo is not None:
+        return GroundingReport(problems=[echo])
+    report = GroundingReport()
+    if rendered.max_words:
+        long = length_problem(text, max_words=rendered.max_words, max_chars=rendered.max_chars)
+        if long is not None:
+            report.problems.append(long)
+    if not about_the_run(text, rendered.index, rendered.names):
+        report.problems.append(
+            "the reply does not say anything about this run: name it and what happened to it"
+        )
+    report.problems.extend(check(text, rendered.index).problems)
+    return report
 
 
 async def write_grounded(
@@ -296,7 +331,7 @@ async def _attempt(
         result = await llm.complete(
             system=rendered.system, messages=messages, max_tokens=rendered.max_tokens, now=now
         )
-        report = _grade(result.text, rendered.index)
+        report = grade(result.text, rendered)
         if report.ok:
             return _final(result, rendered, run_slug=run_slug, now=now)
         problems = report.problems

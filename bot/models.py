@@ -124,6 +124,136 @@ class MetricPoint:
     loss: float | None = None
 
 
+#: Restart kinds: a new W&B run continued the chain, or the step went back inside one run.
+NEW_RUN = "new-run"
+RESTORE = "restore"
+RESTART_KINDS = (NEW_RUN, RESTORE)
+
+
+class BadRestart(ValueError):
+    """A restart record that does not hold together (raised where it is written or read)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    """One restart of a tracked run: the one record of it. The W&B source writes it (as its
+    restart event's `extra`, `to_json`) and every surface reads it back (`of_event`): the
+    card's "Last restart", the narrative, the digest, the crash incident's resolution and the
+    page. Downtime and recomputed steps are derived here, so no reader computes them again.
+
+    `at` is when it happened (the first step logged after a restore; a new run's creation);
+    `stopped_at` the last step logged before the interruption, `resumed_at` the first one
+    after (None while the new run has logged nothing)."""
+
+    at: datetime
+    kind: str  # NEW_RUN | RESTORE
+    wandb_run: str  # entity/project/run_id that resumed
+    previous_run: str | None = None  # the run it continues (a new run), else None
+    from_step: int | None = None  # last step reached before the interruption
+    to_step: int | None = None  # step training resumed from
+    stopped_at: datetime | None = None
+    resumed_at: datetime | None = None
+    cause: str | None = None  # what W&B said of the interruption ("W&B run a crashed")
+
+    def __post_init__(self) -> None:
+        if self.kind not in RESTART_KINDS:
+            raise BadRestart(f"restart kind {self.kind!r} is not one of {RESTART_KINDS}")
+        if not self.wandb_run:
+            raise BadRestart("a restart names the W&B run that resumed")
+        for name in ("at", "stopped_at", "resumed_at"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
+                raise BadRestart(f"restart {name} must be a timezone-aware datetime")
+        for name in ("from_step", "to_step"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise BadRestart(f"restart {name} must be an integer step, not {value!r}")
+            if value is not None and value < 0:
+                raise BadRestart(f"restart {name} must not be negative")
+        if self.kind == RESTORE and self.to_step is None:
+            raise BadRestart("a restore knows the step training resumed from")
+        if (
+            self.stopped_at is not None
+            and self.resumed_at is not None
+            and self.resumed_at < self.stopped_at
+        ):
+            raise BadRestart("a restart resumes after it stopped")
+
+    @property
+    def down_for(self) -> timedelta | None:
+        """Last step before the interruption → first step after it."""
+        if self.stopped_at is None or self.resumed_at is None:
+            return None
+        return self.resumed_at - self.stopped_at
+
+    @property
+    def recomputed_steps(self) -> int | None:
+        """Steps trained twice (the checkpoint was behind the last step reached)."""
+        if self.from_step is None or self.to_step is None:
+            return None
+        return max(0, self.from_step - self.to_step)
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        """The W&B runs involved, oldest first."""
+        return (self.previous_run, self.wandb_run) if self.previous_run else (self.wandb_run,)
+
+    def to_json(self) -> dict[str, Any]:
+        """The restart event's `extra` (derived figures included, for readers of the JSON)."""
+        down = self.down_for
+        return {
+            "restart": self.kind,
+            "wandb_run": self.wandb_run,
+            "previous_run": self.previous_run,
+            "from_step": self.from_step,
+            "to_step": self.to_step,
+            "stopped_at": _iso_or_none(self.stopped_at),
+            "resumed_at": _iso_or_none(self.resumed_at),
+            "down_seconds": down.total_seconds() if down is not None else None,
+            "recomputed_steps": self.recomputed_steps,
+            "cause": self.cause,
+        }
+
+    @classmethod
+    def from_json(cls, at: datetime, data: Mapping[str, Any]) -> Restart:
+        """Read back what `to_json` wrote (derived figures are recomputed, never trusted)."""
+        try:
+            return cls(
+                at=at,
+                kind=data["restart"],
+                wandb_run=data["wandb_run"],
+                previous_run=data.get("previous_run"),
+                from_step=data.get("from_step"),
+                to_step=data.get("to_step"),
+                stopped_at=_time_or_none(data.get("stopped_at")),
+                resumed_at=_time_or_none(data.get("resumed_at")),
+                cause=data.get("cause"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BadRestart(f"not a restart record: {exc}") from exc
+
+    @classmethod
+    def of_event(cls, event: Event) -> Restart:
+        if event.source != "wandb" or event.kind != "restart":
+            raise BadRestart(f"event {event.external_id!r} is not a W&B restart")
+        return cls.from_json(event.at, event.extra)
+
+
+def _iso_or_none(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _time_or_none(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadRestart(f"restart time {value!r} is not ISO text")
+    parsed = datetime.fromisoformat(value)
+    if parsed.tzinfo is None:
+        raise BadRestart(f"restart time {value!r} has no time zone")
+    return parsed
+
+
 @dataclass(slots=True)
 class RunSnapshot:
     """Latest known W&B state of one run of the chain."""
@@ -203,6 +333,7 @@ class IncidentMember:
     resolution: str | None = None  # what cleared it
     last_report_at: datetime | None = None  # reported by people: the latest report
     facts: dict[str, Any] = field(default_factory=dict)  # the detector's evidence, JSON values
+    restart: Restart | None = None  # a crash training came back from: the restart that ended it
 
 
 @dataclass(slots=True)

@@ -1,11 +1,12 @@
-"""Progress, throughput, ETA and restart analysis over a run's W&B metric points.
+"""Progress, throughput and ETA over a run's W&B metric points.
 
 Pure functions: no I/O and no clock (callers pass `now`). Every datetime is timezone-aware UTC.
 
 A tracked training run is a *chain* of W&B runs (resumes, forks). The functions here first reduce
 the raw points of every run in the chain to one *effective series* (what training actually did,
-in wall-clock order), then derive restarts, rates and the projected end from it. Everything is
-O(n log n) in the number of points: a sort per W&B run, then linear scans and bisection.
+in wall-clock order), then derive rates and the projected end from it (restarts are the W&B
+source's records, `bot.models.Restart`). Everything is O(n log n) in the number of points: a
+sort per W&B run, then linear scans and bisection.
 """
 
 from __future__ import annotations
@@ -15,29 +16,14 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from itertools import pairwise
 from operator import attrgetter
 
 from bot.models import MetricPoint
-
-NEW_RUN = "new-run"
-RESTORE = "restore"
 
 _HOUR = timedelta(hours=1)
 SPREAD_SLICES = 24  # slices of the rate window measured for the rate's variability
 _AT = attrgetter("at")
 _STEP = attrgetter("step")
-
-
-@dataclass(frozen=True, slots=True)
-class Restart:
-    at: datetime  # when training resumed (first point of the new segment)
-    kind: str  # NEW_RUN (a new W&B run in the chain) | RESTORE (step went back within one run)
-    wandb_run: str  # the run that resumed
-    from_step: int | None  # last step reached before the interruption
-    to_step: int  # step training resumed from
-    down_for: timedelta | None  # gap between the last point before and the first point after
-    recomputed_steps: int  # max(0, from_step - to_step): steps done twice
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +39,6 @@ class Progress:
     finished: bool
     last_point_at: datetime | None
     loss: float | None
-    last_restart: Restart | None
     # The rate's real window: the trailing `window`, or less on a run with less history
     # ("over the last 3 h" on a three-hour-old run, never "24 h").
     rate_window: timedelta | None = None
@@ -113,37 +98,6 @@ def effective_series(points: Sequence[MetricPoint], chain: Sequence[str] = ()) -
                 series.append(point)
             prev = point
     return series
-
-
-def _restarts_in(series: Sequence[MetricPoint]) -> list[Restart]:
-    """Restarts of an effective series. Within a segment steps strictly increase, so the previous
-    point holds both the last and the highest step reached before an interruption."""
-    restarts: list[Restart] = []
-    for prev, point in pairwise(series):
-        if point.wandb_run != prev.wandb_run:
-            kind = NEW_RUN
-        elif point.step <= prev.step:
-            kind = RESTORE
-        else:
-            continue
-        restarts.append(
-            Restart(
-                at=point.at,
-                kind=kind,
-                wandb_run=point.wandb_run,
-                from_step=prev.step,
-                to_step=point.step,
-                down_for=point.at - prev.at,
-                recomputed_steps=max(0, prev.step - point.step),
-            )
-        )
-    return restarts
-
-
-def detect_restarts(points: Sequence[MetricPoint], chain: Sequence[str] = ()) -> list[Restart]:
-    """Restarts in time order: the first point of every run after the first (NEW_RUN) and every
-    step that does not advance within one run (RESTORE)."""
-    return _restarts_in(effective_series(points, chain))
 
 
 def _net_rate(
@@ -220,7 +174,7 @@ def compute_progress(
     window: timedelta = timedelta(hours=24),
 ) -> Progress:
     """Where the run stands at `now`: step, tokens, percent, net rates over the trailing `window`,
-    projected end, latest loss and the last restart. See the module doc for the effective series.
+    projected end and latest loss. See the module doc for the effective series.
     """
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware (UTC)")
@@ -240,7 +194,6 @@ def compute_progress(
             finished=False,
             last_point_at=None,
             loss=None,
-            last_restart=None,
         )
 
     last = series[-1]
@@ -281,7 +234,6 @@ def compute_progress(
         else:
             projected_end = _project(now, target_tokens - tokens, tokens_per_hour)
 
-    restarts = _restarts_in(series)
     return Progress(
         step=last.step,
         total_steps=total_steps,
@@ -294,7 +246,6 @@ def compute_progress(
         finished=finished,
         last_point_at=last.at,
         loss=loss,
-        last_restart=restarts[-1] if restarts else None,
         rate_window=end - _window_start(times, end, window) if times[0] != times[-1] else None,
         rate_spread=_rate_spread(*basis, end, window),
     )

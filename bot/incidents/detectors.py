@@ -44,9 +44,13 @@ from bot.analysis.forecast import Episode, Tracker, drift_title, fmt_value
 from bot.analysis.progress import effective_series
 from bot.models import (
     MONITOR_STALE_AFTER,
+    NEW_RUN,
+    RESTORE,
     SOURCE_SPECS,
+    BadRestart,
     Event,
     MetricPoint,
+    Restart,
     RunSnapshot,
     SourceHealth,
 )
@@ -104,6 +108,7 @@ class Finding:
     group: str | None = None
     event_ids: list[int] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)  # evidence, JSON values
+    restart: Restart | None = None  # a crash training came back from: how it came back
     last_report_at: datetime | None = None  # reported by people: the latest report
     thread: str | None = None  # reported by people: where
 
@@ -303,9 +308,10 @@ def _crash_finding(data: RunData, downs: list[_Down], resumed: MetricPoint | Non
     if relaunched is not None:
         facts["relaunched_at"] = relaunched.isoformat()
     resolution = None
+    restart = None
     if resumed is not None:
-        resolution, resume = resume_text(data, before, resumed)
-        facts["resume"] = resume
+        restart = _restart_after(data, before, resumed)
+        resolution = resume_text(data, restart)
     return Finding(
         fingerprint=CRASH,
         kind="crash",
@@ -318,26 +324,46 @@ def _crash_finding(data: RunData, downs: list[_Down], resumed: MetricPoint | Non
         group=OUTAGE,
         event_ids=event_ids,
         facts=facts,
+        restart=restart,
     )
 
 
-def resume_text(
-    data: RunData, before: MetricPoint | None, resumed: MetricPoint
-) -> tuple[str, dict[str, Any]]:
-    """'Training resumed from step 54,000 in run X; 195 steps recomputed.' The downtime (last
-    step before the crash → first step after the restore) is a fact, `down_seconds`, which the
-    posts state once with its meaning (`bot.incidents.messages.downtime`)."""
-    name = run_label(resumed.wandb_run, data.snapshots)
-    text = f"Training resumed from step {resumed.step:,} in run {name}"
-    facts: dict[str, Any] = {"to_step": resumed.step, "wandb_run": resumed.wandb_run}
-    if before is not None:
-        down = resumed.at - before.at
-        recomputed = max(0, before.step - resumed.step)
+def _restart_after(data: RunData, before: MetricPoint | None, resumed: MetricPoint) -> Restart:
+    """The restart that ended a crash: the W&B source's record of it (a new run of the chain,
+    or the step going back), else the same figures read from the points around the outage
+    (a run that came back in place, at a later step)."""
+    lower = before.at if before is not None else resumed.at
+    for event in reversed(data.wandb_events):
+        if event.kind != "restart" or not lower <= event.at <= resumed.at:
+            continue
+        try:
+            return Restart.of_event(event)
+        except BadRestart:
+            continue
+    same = before is not None and before.wandb_run == resumed.wandb_run
+    return Restart(
+        at=resumed.at,
+        kind=RESTORE if same or before is None else NEW_RUN,
+        wandb_run=resumed.wandb_run,
+        previous_run=None if same or before is None else before.wandb_run,
+        from_step=before.step if before is not None else None,
+        to_step=resumed.step,
+        stopped_at=before.at if before is not None else None,
+        resumed_at=resumed.at,
+    )
+
+
+def resume_text(data: RunData, restart: Restart) -> str:
+    """'Training resumed from step 54,000 in run X; 195 steps recomputed.' The downtime is the
+    restart's own (`bot.incidents.messages.downtime` states it once, with its meaning)."""
+    name = run_label(restart.wandb_run, data.snapshots)
+    if restart.to_step is None:
+        return f"Training resumed in run {name}."
+    text = f"Training resumed from step {restart.to_step:,} in run {name}"
+    recomputed = restart.recomputed_steps
+    if recomputed is not None:
         text += f"; {recomputed:,} steps recomputed" if recomputed else "; no steps lost"
-        facts.update(
-            from_step=before.step, down_seconds=down.total_seconds(), recomputed_steps=recomputed
-        )
-    return text + ".", facts
+    return text + "."
 
 
 # --- live W&B conditions --------------------------------------------------------------------

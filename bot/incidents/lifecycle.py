@@ -119,6 +119,7 @@ def absorb(j: Judgement, incident: Incident, finding: Finding) -> bool:
     member.since = since
     member.until = finding.until
     member.facts = finding.facts
+    member.restart = finding.restart
     member.seen_at = j.now
     if finding.resolution:
         member.resolution = finding.resolution

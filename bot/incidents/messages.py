@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from bot.incidents.detectors import CRASH
@@ -118,10 +118,9 @@ def downtime(incident: Incident) -> str | None:
     if incident.resolved_at is None:
         return None
     crash = incident.details.members.get(CRASH)
-    resume = crash.facts.get("resume") if crash is not None else None
-    down = resume.get("down_seconds") if isinstance(resume, dict) else None
-    if isinstance(down, int | float):
-        took = humanize_duration(timedelta(seconds=float(down)))
+    down = crash.restart.down_for if crash is not None and crash.restart is not None else None
+    if down is not None:
+        took = humanize_duration(down)
         return f"down {took}: last step before the crash → first step after the restore"
     took = humanize_duration(incident.resolved_at - incident.started_at)
     return f"lasted {took}: first seen → cleared"

@@ -135,7 +135,7 @@ async def _incident_stats(store: Store, slug: str, since: datetime | None) -> In
         if crash is None or incident.resolved_at is None or incident.id is None:
             continue
         downtime += incident.resolved_at - incident.started_at
-        if "resume" in crash.facts and not await _people_acted(store, incident):
+        if crash.restart is not None and not await _people_acted(store, incident):
             healed += 1
             healed_by_kind.update(kinds)
     return IncidentStats(

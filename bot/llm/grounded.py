@@ -30,8 +30,8 @@ from bot.llm.gates import (
 from bot.llm.grounding import FactIndex, GroundingReport, check
 from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import fence, sanitize_output, urls_in
-from bot.models import LLMOutput
-from bot.narrative.facts import DigestFacts, Highlight, NarrativeFacts, OpenThread, RestartFact
+from bot.models import LLMOutput, Restart
+from bot.narrative.facts import DigestFacts, Highlight, IncidentFact, NarrativeFacts, OpenThread
 from bot.narrative.format import (
     fmt_big,
     fmt_date,
@@ -88,7 +88,9 @@ def render_facts(facts: NarrativeFacts) -> str:
         for restart in facts.restarts_in_window:
             lines.append("- " + _restart_line(restart, facts))
     if facts.last_restart is not None:
-        lines.append("last restart: " + _restart_line(facts.last_restart, facts))
+        lines.append(
+            "last restart: " + _restart_line(facts.last_restart, facts, facts.restart_incident)
+        )
     if facts.incidents:
         lines.append(f"incidents ({len(facts.incidents)}):")
         for incident in facts.incidents:
@@ -131,17 +133,20 @@ def render_facts(facts: NarrativeFacts) -> str:
     return "\n".join(lines)
 
 
-def _restart_line(restart: RestartFact, facts: NarrativeFacts) -> str:
+def _restart_line(
+    restart: Restart, facts: NarrativeFacts, incident: IncidentFact | None = None
+) -> str:
     line = fmt_time(restart.at, facts.timezone)
-    if restart.resumed_step is not None:
-        line += f", resumed from step {fmt_int(restart.resumed_step)}"
+    if restart.to_step is not None:
+        line += f", resumed from step {fmt_int(restart.to_step)}"
     if restart.from_step is not None:
         line += f" (had reached step {fmt_int(restart.from_step)})"
     if restart.down_for is not None:
         line += f", down for {fmt_duration(restart.down_for)}"
     line += f", {fmt_duration(facts.now - restart.at)} ago"
-    if restart.cause:
-        line += "; cause: " + fence(inline(restart.cause), source="system")
+    cause = (incident.cause or incident.title) if incident is not None else restart.cause
+    if cause:
+        line += "; cause: " + fence(inline(cause), source="system")
     return line
 
 
@@ -211,7 +216,7 @@ def card_numbers(facts: NarrativeFacts) -> list[tuple[str, float, float]]:
         ("latest loss", facts.loss, 0.1),
     ]
     if facts.last_restart is not None:
-        shown.append(("step training resumed from", facts.last_restart.resumed_step, math.inf))
+        shown.append(("step training resumed from", facts.last_restart.to_step, math.inf))
         shown.append(("last step before the restart", facts.last_restart.from_step, math.inf))
     return [(label, float(value), unit) for label, value, unit in shown if value]
 

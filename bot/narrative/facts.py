@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.hashing import short_hash
-from bot.models import Event, Incident
+from bot.models import Event, Incident, Restart
 from bot.narrative.entries import TimelineEntry
 
 MAX_HIGHLIGHTS = 40
@@ -86,18 +86,6 @@ class Highlight:
 
 
 @dataclass(slots=True)
-class RestartFact:
-    at: datetime
-    cause: str | None = None
-    down_for: timedelta | None = None
-    resumed_step: int | None = None
-    from_step: int | None = None
-    cause_kind: str | None = None  # the causing incident's kind ("crash", "reported", …)
-    reported_cause: str | None = None  # what a person wrote about that incident
-    reported_by: str | None = None
-
-
-@dataclass(slots=True)
 class IncidentFact:
     title: str
     status: str  # pending | firing | resolved
@@ -142,7 +130,8 @@ class NarrativeFacts:
     loss: float | None = None
     loss_vs_forecast: str | None = None  # "0.012 below the predicted curve"
     drifting: list[str] = field(default_factory=list)  # watched metrics off their forecast
-    last_restart: RestartFact | None = None
+    last_restart: Restart | None = None  # the newest, as the W&B source recorded it
+    restart_incident: IncidentFact | None = None  # the outage that most likely caused it
     incidents: list[IncidentFact] = field(default_factory=list)
     counts_by_tag: dict[str, int] = field(default_factory=dict)
     counts_window: timedelta = COUNT_WINDOW
@@ -176,7 +165,7 @@ class DigestFacts(NarrativeFacts):
     window_end: datetime | None = None
     step_at_start: int | None = None
     events_in_window: int = 0  # newsworthy events in the window
-    restarts_in_window: list[RestartFact] = field(default_factory=list)
+    restarts_in_window: list[Restart] = field(default_factory=list)
     incidents_opened: int = 0
     incidents_resolved: int = 0
     incidents_open: int = 0
@@ -291,23 +280,24 @@ def open_threads_from(events: Sequence[Event], limit: int = MAX_OPEN_THREADS) ->
     return threads
 
 
+def incident_fact(i: Incident) -> IncidentFact:
+    return IncidentFact(
+        title=i.title,
+        status=i.status,
+        started_at=i.started_at,
+        resolved_at=i.resolved_at,
+        severity=i.severity,
+        cause=i.cause,
+        resolution=i.resolution,
+        kind=i.kind,
+        reported_cause=i.details.reported_cause.text if i.details.reported_cause else None,
+        reported_by=i.details.reported_cause.author if i.details.reported_cause else None,
+    )
+
+
 def incident_facts(incidents: Sequence[Incident], limit: int = MAX_INCIDENTS) -> list[IncidentFact]:
     ordered = sorted(incidents, key=lambda i: (i.status == "resolved", -i.started_at.timestamp()))
-    return [
-        IncidentFact(
-            title=i.title,
-            status=i.status,
-            started_at=i.started_at,
-            resolved_at=i.resolved_at,
-            severity=i.severity,
-            cause=i.cause,
-            resolution=i.resolution,
-            kind=i.kind,
-            reported_cause=i.details.reported_cause.text if i.details.reported_cause else None,
-            reported_by=i.details.reported_cause.author if i.details.reported_cause else None,
-        )
-        for i in ordered[:limit]
-    ]
+    return [incident_fact(i) for i in ordered[:limit]]
 
 
 def pick_entries(entries: Sequence[TimelineEntry], limit: int = MAX_ENTRIES) -> list[TimelineEntry]:

@@ -70,17 +70,21 @@ def _story(facts: NarrativeFacts) -> list[str]:
             parts.append("The other open incidents are listed below.")
         return parts
     restart = facts.last_restart
-    if restart is not None and restart.reported_cause:
-        who = restart.reported_by or "a person"
+    cause = facts.restart_incident if restart is not None else None
+    if cause is not None and cause.reported_cause:
+        who = cause.reported_by or "a person"
         parts.append(
             f"Before the last restart, {who} reported: "
-            f"{sentence(inline(restart.reported_cause, 240))}"
+            f"{sentence(inline(cause.reported_cause, 240))}"
         )
-    elif restart is not None and restart.cause_kind == "crash":
+    elif cause is not None and cause.kind == "crash":
         parts.append("The last restart followed a crash; no person reported a cause for it.")
+    elif cause is not None and (cause.cause or cause.title):
+        text = cause.cause or cause.title
+        parts.append(f"Cause of the last restart: {sentence(inline(text, 240))}")
     elif restart is not None and restart.cause:
         parts.append(f"Cause of the last restart: {sentence(inline(restart.cause, 240))}")
-    told = restart is not None and bool(restart.cause or restart.reported_cause)
+    told = cause is not None or (restart is not None and bool(restart.cause))
     resolved = [i for i in facts.incidents if i.status == "resolved"]
     if resolved and not told:
         latest = resolved[0]
@@ -160,8 +164,8 @@ def template_digest(facts: DigestFacts) -> str:
         parts = []
         for restart in facts.restarts_in_window:
             text = f"at {fmt_time(restart.at, tz)}"
-            if restart.resumed_step is not None:
-                text += f" from step {fmt_int(restart.resumed_step)}"
+            if restart.to_step is not None:
+                text += f" from step {fmt_int(restart.to_step)}"
             if restart.down_for is not None:
                 text += f" after {fmt_duration(restart.down_for)} down"
             parts.append(text)

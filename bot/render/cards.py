@@ -12,14 +12,14 @@ from typing import Literal
 
 from bot.analysis.progress import Progress
 from bot.mentions import body, inert, unlinked
-from bot.models import POLLED_SOURCES
+from bot.models import NEW_RUN, POLLED_SOURCES, Restart
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
 from bot.narrative.format import fmt_big, fmt_projected, fmt_window, projection_is_a_day
 from bot.narrative.words import credit, source_name, state_words
 from bot.services.forecasts import ForecastPanel, ForecastView
 from bot.services.narrative import Narrative
-from bot.services.status import RestartInfo, SourceStatus, StatusReport
+from bot.services.status import SourceStatus, StatusReport
 from bot.timeutil import ago, humanize_delta, resolve_zone
 
 TITLE_LIMIT = 256
@@ -94,12 +94,9 @@ def _state_label(report: StatusReport) -> str:
     return label
 
 
-def restart_text(restart: RestartInfo) -> str:
-    """'restored from a checkpoint at step 76,000 after 2 h 32 min down; 225 steps recomputed',
-    or the W&B source's own summary of the restart."""
-    if restart.summary:
-        return restart.summary
-    verb = "resumed in a new W&B run" if restart.kind == "new-run" else "restored from a checkpoint"
+def restart_text(restart: Restart) -> str:
+    """'restored from a checkpoint at step 76,000 after 2 h 32 min down; 225 steps recomputed'."""
+    verb = "resumed in a new W&B run" if restart.kind == NEW_RUN else "restored from a checkpoint"
     text = verb if restart.to_step is None else f"{verb} at step {restart.to_step:,}"
     if restart.down_for:
         text += f" after {humanize_delta(restart.down_for)} down"

@@ -51,8 +51,15 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
             {
                 "at": iso(restart.at),
                 "description": restart_text(restart),
+                "kind": restart.kind,
                 "from_step": restart.from_step,
                 "to_step": restart.to_step,
+                "runs": list(restart.runs),
+                "down_seconds": (
+                    restart.down_for.total_seconds() if restart.down_for is not None else None
+                ),
+                "recomputed_steps": restart.recomputed_steps,
+                "cause": restart.cause,
             }
             if restart
             else None

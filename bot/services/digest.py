@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime, timedelta
 
-from bot.analysis.progress import compute_progress, detect_restarts
+from bot.analysis.progress import compute_progress
 from bot.narrative.entries import entry_from_event
 from bot.narrative.facts import (
     MAX_HIGHLIGHTS,
     DigestFacts,
-    RestartFact,
     open_threads_from,
     pick_entries,
     routine,
@@ -62,11 +61,7 @@ async def build_digest(
     events = [e for e in window_events if not routine(e)]  # no "running → running" news
     older = await store.events.timeline(run_slug, limit=SCAN_EVENTS, until=now)
     entries = [entry_from_event(e) for e in events]
-    restarts = [
-        RestartFact(at=r.at, down_for=r.down_for, resumed_step=r.to_step, from_step=r.from_step)
-        for r in detect_restarts(points, chain)
-        if r.at >= start
-    ]
+    restarts = await store.events.restarts(run_slug, since=start, until=now)
     facts = DigestFacts(
         **await shared_facts(store, run_slug, now, incidents, progress, None),
         counts_by_tag=dict(Counter(e.tag for e in entries)),

@@ -13,19 +13,20 @@ from typing import Any
 
 from bot.analysis.progress import Progress, projection_margin
 from bot.mentions import body
-from bot.models import Incident, LLMOutput
+from bot.models import Incident, LLMOutput, Restart
 from bot.narrative.facts import (
     COUNT_WINDOW,
     INCIDENT_WINDOW,
     MAX_HIGHLIGHTS,
+    IncidentFact,
     NarrativeFacts,
-    RestartFact,
+    incident_fact,
     incident_facts,
     open_threads_from,
     select_highlights,
 )
 from bot.narrative.templates import template_narrative
-from bot.services.status import RestartInfo, StatusReport, build_status
+from bot.services.status import StatusReport, build_status
 from bot.store import Store
 
 NARRATIVE_EVERY = timedelta(minutes=30)  # at most one new narrative per run this often
@@ -56,36 +57,26 @@ class Narrative:
 # -- facts from the store --------------------------------------------------------------------
 
 
-def _restart_fact(restart: RestartInfo | None, incidents: Sequence[Incident]) -> RestartFact | None:
-    """The status service's last restart, with the incident that most likely caused it."""
+def restart_incident(restart: Restart | None, incidents: Sequence[Incident]) -> IncidentFact | None:
+    """The incident that most likely caused the restart: the latest outage active just before
+    it (`incidents` newest first)."""
     if restart is None:
         return None
-    fact = RestartFact(
-        at=restart.at,
-        down_for=restart.down_for,
-        resumed_step=restart.to_step,
-        from_step=restart.from_step,
-    )
     lower = restart_window_start(restart)
-    for incident in incidents:  # newest first: the latest outage active just before it
+    for incident in incidents:
         if incident.fingerprint.startswith(NOT_OUTAGES):
             continue
         active = incident.resolved_at is None or incident.resolved_at >= lower
         if incident.started_at <= restart.at and active:
-            fact.cause = incident.cause or incident.title
-            fact.cause_kind = incident.kind
-            reported = incident.details.reported_cause
-            if reported is not None:
-                fact.reported_cause, fact.reported_by = reported.text, reported.author
-            break
-    return fact
+            return incident_fact(incident)
+    return None
 
 
 #: Incidents that never stop training, so never cause a restart.
 NOT_OUTAGES = ("drift", "monitor-stale")
 
 
-def restart_window_start(restart: RestartInfo) -> datetime:
+def restart_window_start(restart: Restart) -> datetime:
     """How far before a restart its causing incident may have started."""
     return restart.at - (restart.down_for or timedelta(0)) - timedelta(hours=1)
 
@@ -135,7 +126,8 @@ async def shared_facts(
             else None
         ),
         "drifting": [view.describe() for view in report.drifting],
-        "last_restart": _restart_fact(restart, restart_incidents),
+        "last_restart": restart,
+        "restart_incident": restart_incident(restart, restart_incidents),
         "incidents": incident_facts(incidents),
         "links": dict(run.links),
     }

@@ -15,9 +15,9 @@ from bot.models import (
     MONITOR_STALE_AFTER,
     POLLED_SOURCES,
     UNHEALTHY_STATES,
-    Event,
     Incident,
     MetricPoint,
+    Restart,
     RunInfo,
     RunSnapshot,
     SourceHealth,
@@ -44,20 +44,6 @@ class UnknownRun(UserFacingError):
         self.slug = slug
         hint = f"; known runs: {', '.join(known)}" if known else ""
         super().__init__(f"unknown run {slug!r}{hint}")
-
-
-@dataclass(slots=True)
-class RestartInfo:
-    """The newest restart: either recorded by the W&B source (`summary` is its stored one-line
-    summary) or seen in the window's points (`kind` is "checkpoint" or "new-run")."""
-
-    at: datetime
-    from_step: int | None = None
-    to_step: int | None = None
-    down_for: timedelta | None = None
-    kind: str | None = None
-    recomputed_steps: int | None = None
-    summary: str | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -106,7 +92,7 @@ class StatusReport:
     health: str  # ok | warning | bad | stale | done | unknown
     progress: Progress
     launched_at: datetime | None
-    last_restart: RestartInfo | None
+    last_restart: Restart | None  # the newest, as the W&B source recorded it
     open_incidents: list[Incident]
     freshness: dict[str, datetime | None]
     monitor_stale: bool
@@ -177,35 +163,6 @@ def derive_state(
     return state, ("ok" if state == "running" else "warning"), False
 
 
-def _restart_from_event(event: Event) -> RestartInfo:
-    down = event.extra.get("down_seconds")
-    return RestartInfo(
-        at=event.at,
-        from_step=event.extra.get("from_step"),
-        to_step=event.extra.get("to_step"),
-        down_for=timedelta(seconds=float(down)) if down is not None else None,
-        recomputed_steps=event.extra.get("recomputed_steps"),
-        summary=event.summary or event.title or "restarted",
-    )
-
-
-def _last_restart(
-    progress: Progress, stored: Event | None, window_start: datetime
-) -> RestartInfo | None:
-    """The newest restart: a stored fact from the W&B source, or one seen in the window's
-    points. A restart computed from the window counts only if its downtime lies inside the
-    window; otherwise the gap is an artefact of reading a window, not an observed outage."""
-    computed = None
-    r = progress.last_restart
-    if r is not None and (r.down_for is None or r.at - r.down_for >= window_start):
-        computed = RestartInfo(
-            r.at, r.from_step, r.to_step, r.down_for, r.kind, r.recomputed_steps or None
-        )
-    if stored is not None and (computed is None or stored.at > computed.at):
-        return _restart_from_event(stored)
-    return computed
-
-
 async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
     run = await store.runs.get(slug)
     if run is None:
@@ -238,7 +195,6 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
     if launched is None and snapshots:
         created = [s.created_at for s in snapshots if s.created_at is not None]
         launched = min(created) if created else None
-    stored_restart = await store.events.last_of_kind(slug, "wandb", "restart")
     report = StatusReport(
         run=run,
         now=now,
@@ -246,7 +202,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         health=health,
         progress=progress,
         launched_at=launched,
-        last_restart=_last_restart(progress, stored_restart, now - WINDOW),
+        last_restart=await store.events.last_restart(slug),
         open_incidents=await store.incidents.find(slug, open_only=True),
         freshness=freshness,
         monitor_stale=monitor_stale,
@@ -284,11 +240,11 @@ async def chart_series(store: Store, slug: str) -> ChartSeries:
     """The chart's data (drawing is `bot.render.chart`'s, caching the caller's)."""
     run = await store.runs.get(slug)
     points = await store.metrics.downsampled(slug)
-    events = await store.events.of_kind(slug, "wandb", "restart", limit=CHART_RESTARTS)
+    restarts = await store.events.restarts(slug, limit=CHART_RESTARTS)
     curve = loss_curve(run) if run else None
     return ChartSeries(
         points=points,
-        restarts=[e.at for e in events],
+        restarts=[r.at for r in restarts],
         zone=run.timezone if run else "UTC",
         loss_curve=curve.at if curve else None,
     )

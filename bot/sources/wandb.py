@@ -53,7 +53,15 @@ from pathlib import Path
 from typing import Any
 
 from bot.analysis.forecast import SeriesPoint
-from bot.models import Event, MetricPoint, RunSnapshot
+from bot.models import (
+    NEW_RUN,
+    RESTORE,
+    UNHEALTHY_STATES,
+    Event,
+    MetricPoint,
+    Restart,
+    RunSnapshot,
+)
 from bot.settings import RunConfig, Settings
 from bot.sources.base import PollResult, SourceUnavailable
 from bot.sources.wandb_client import (
@@ -488,7 +496,7 @@ class WandbSource:
             if index > 0:
                 previous = fetched.members[index - 1]
                 event = self._new_run_event(
-                    member, before, after, previous, plans[index - 1], cursors
+                    member, points, before, after, previous, plans[index - 1], cursors
                 )
                 if event is not None:
                     events.append(event)
@@ -566,7 +574,7 @@ class WandbSource:
                     and at - prev_at > SAME_STEP_RESTORE_GAP
                 )
             ):
-                events.append(self._restore_event(member, prev_value, value, at))
+                events.append(self._restore_event(member, prev_value, prev_at, value, at))
             if after.first is None:
                 after.first = value
             points.append(point)
@@ -607,8 +615,22 @@ class WandbSource:
         return member.run_id
 
     def _restore_event(
-        self, member: MemberFetch, from_step: int, to_step: int, at: datetime
+        self,
+        member: MemberFetch,
+        from_step: int,
+        stopped_at: datetime | None,
+        to_step: int,
+        at: datetime,
     ) -> Event:
+        restart = Restart(
+            at=at,
+            kind=RESTORE,
+            wandb_run=member.path,
+            from_step=from_step,
+            to_step=to_step,
+            stopped_at=stopped_at if stopped_at is not None and stopped_at <= at else None,
+            resumed_at=at,
+        )
         event = self._base_event(
             member, f"restart:restore:{member.path}:{to_step}:{_iso(at)}", "restart", at
         )
@@ -622,17 +644,13 @@ class WandbSource:
             f"{to_step:,} at {_iso(at)}, a restore from an earlier checkpoint"
             + (f" that repeats {lost:,} steps." if lost > 0 else ".")
         )
-        event.extra = {
-            "restart": "restore",
-            "from_step": from_step,
-            "to_step": to_step,
-            "wandb_run": member.path,
-        }
+        event.extra = restart.to_json()
         return event
 
     def _new_run_event(
         self,
         member: MemberFetch,
+        plan_points: list[MetricPoint],
         before: HistoryCursor,
         after: HistoryCursor,
         previous: MemberFetch,
@@ -646,10 +664,25 @@ class WandbSource:
         if not (first_seen or first_rows):
             return None
         created = member.created_at
-        from_step = _last_before(previous_plan[1], cursors.get(previous.path), created)
-        at = created or (_from_ts(after.value_ts) if after.value_ts is not None else None)
+        from_step, stopped_at = _last_before(previous_plan[1], cursors.get(previous.path), created)
+        first = plan_points[0] if plan_points else None
+        resumed_at = first.at if first is not None and after.first == first.step else None
+        at = created or resumed_at
         if at is None:
             return None
+        if stopped_at is not None and resumed_at is not None and resumed_at < stopped_at:
+            stopped_at = None  # the previous run logged past the fork: no downtime to tell
+        restart = Restart(
+            at=at,
+            kind=NEW_RUN,
+            wandb_run=member.path,
+            previous_run=previous.path,
+            from_step=from_step,
+            to_step=after.first,
+            stopped_at=stopped_at,
+            resumed_at=resumed_at,
+            cause=_interruption(previous),
+        )
         event = self._base_event(member, f"restart:new-run:{member.path}", "restart", at)
         name = member.name or member.run_id
         prev_name = previous.name or previous.run_id
@@ -669,13 +702,7 @@ class WandbSource:
                 else ""
             )
         )
-        event.extra = {
-            "restart": "new-run",
-            "from_step": from_step,
-            "to_step": after.first,
-            "wandb_run": member.path,
-            "previous_run": previous.path,
-        }
+        event.extra = restart.to_json()
         return event
 
     def _state_event(
@@ -788,17 +815,24 @@ def _join(
 
 def _last_before(
     points: list[MetricPoint], cursor: HistoryCursor | None, created: datetime | None
-) -> int | None:
-    """The previous run's last training step before `created`: from this poll's points, else
-    from what was stored before."""
+) -> tuple[int | None, datetime | None]:
+    """The previous run's last training step before `created`, and when it was logged: from
+    this poll's points, else from what was stored before."""
     candidates = [p for p in points if created is None or p.at <= created]
     if candidates:
-        return candidates[-1].step
+        return candidates[-1].step, candidates[-1].at
     if cursor is not None and cursor.value is not None:
         at = _from_ts(cursor.value_ts)
         if created is None or at is None or at <= created:
-            return cursor.value
-    return None
+            return cursor.value, at
+    return None, None
+
+
+def _interruption(previous: MemberFetch) -> str | None:
+    """What W&B says ended the previous run, when it says something ended it."""
+    if previous.state not in UNHEALTHY_STATES:
+        return None
+    return f"W&B run {previous.name or previous.run_id} {previous.state}"
 
 
 def _attr(run: Any, name: str) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -12,11 +13,15 @@ import aiosqlite
 
 from bot.models import (
     SOURCES,
+    BadRestart,
     Event,
+    Restart,
 )
 from bot.store.codec import chunks, to_json
 from bot.store.db import Database
 from bot.timeutil import from_db, to_db
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -474,3 +479,40 @@ class EventsRepo:
             [*params, kind],
         )
         return event_from_row(row) if row else None
+
+    async def restarts(
+        self,
+        run_slug: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 1000,
+    ) -> list[Restart]:
+        """The run's restarts as the W&B source recorded them, oldest first: the newest `limit`
+        in [since, until). A record that does not read back as a restart is logged and left
+        out (it was written by an older version)."""
+        params: list[Any] = [run_slug]
+        where = _source_is("wandb", params)
+        if since is not None:
+            where += " AND at >= ?"
+            params.append(to_db(since))
+        if until is not None:
+            where += " AND at < ?"
+            params.append(to_db(until))
+        rows = await self.db.fetchall(
+            f"SELECT * FROM events WHERE run_slug = ? AND {where} AND kind = 'restart' "
+            "AND deleted = 0 ORDER BY at DESC, id DESC LIMIT ?",
+            [*params, limit],
+        )
+        out: list[Restart] = []
+        for row in reversed(rows):
+            event = event_from_row(row)
+            try:
+                out.append(Restart.of_event(event))
+            except BadRestart as exc:
+                log.warning("restart event %s left out: %s", event.external_id, exc)
+        return out
+
+    async def last_restart(self, run_slug: str) -> Restart | None:
+        found = await self.restarts(run_slug, limit=1)
+        return found[-1] if found else None

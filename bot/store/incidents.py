@@ -19,6 +19,7 @@ from bot.models import (
     IncidentMember,
     IncidentSignal,
     ReportedCause,
+    Restart,
     Silence,
 )
 from bot.store.codec import to_json
@@ -54,6 +55,9 @@ def details_to_json(details: IncidentDetails) -> str:
                     "resolution": m.resolution,
                     "last_report_at": _iso(m.last_report_at),
                     "facts": m.facts,
+                    "restart": (
+                        {"at": _iso(m.restart.at), **m.restart.to_json()} if m.restart else None
+                    ),
                 }
                 for fp, m in details.members.items()
             },
@@ -113,6 +117,15 @@ def _cause_from_json(raw: Any) -> ReportedCause | None:
     )
 
 
+def _restart_from_json(raw: Any) -> Restart | None:
+    if not isinstance(raw, dict):
+        return None
+    at = _time(raw.get("at"))
+    if at is None:
+        return None
+    return Restart.from_json(at, raw)
+
+
 def details_from_json(text: str) -> IncidentDetails:
     raw: dict[str, Any] = json.loads(text or "{}")
     members = {}
@@ -128,6 +141,7 @@ def details_from_json(text: str) -> IncidentDetails:
             resolution=m.get("resolution"),
             last_report_at=_time(m.get("last_report_at")),
             facts=dict(m.get("facts") or {}),
+            restart=_restart_from_json(m.get("restart")),
         )
     signals = [
         IncidentSignal(

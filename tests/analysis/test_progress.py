@@ -1,4 +1,4 @@
-"""Progress, restarts and ETA over hand-built metric series. Every expected number is worked out
+"""Progress and ETA over hand-built metric series. Every expected number is worked out
 in the comments next to it; nothing is derived by re-running the code under test."""
 
 from __future__ import annotations
@@ -10,12 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.analysis.progress import (
-    NEW_RUN,
-    RESTORE,
     Progress,
-    Restart,
     compute_progress,
-    detect_restarts,
     effective_series,
 )
 from bot.models import MetricPoint
@@ -61,7 +57,6 @@ def steps_of(series: list[MetricPoint]) -> list[tuple[str, int, datetime]]:
 
 def test_no_data_gives_an_empty_progress() -> None:
     assert effective_series([]) == []
-    assert detect_restarts([]) == []
     result = compute_progress([], total_steps=390251, target_tokens=18e12, now=at(0))
     assert result == Progress(
         step=None,
@@ -75,7 +70,6 @@ def test_no_data_gives_an_empty_progress() -> None:
         finished=False,
         last_point_at=None,
         loss=None,
-        last_restart=None,
     )
 
 
@@ -90,13 +84,11 @@ def test_one_point_has_progress_but_no_rate() -> None:
     assert result.finished is False
     assert result.last_point_at == at(0)
     assert result.loss == 2.5
-    assert result.last_restart is None
 
 
 def test_points_all_at_one_timestamp_sort_by_step_and_have_no_rate() -> None:
     points = [pt(A, 20, 0), pt(A, 10, 0), pt(A, 30, 0)]
     assert [p.step for p in effective_series(points)] == [10, 20, 30]
-    assert detect_restarts(points) == []
     result = progress(points, at(5), total_steps=100)
     assert result.step == 30
     assert result.steps_per_hour is None
@@ -106,7 +98,6 @@ def test_points_all_at_one_timestamp_sort_by_step_and_have_no_rate() -> None:
 def test_exact_duplicate_points_are_kept_once() -> None:
     points = [pt(A, 0, 0), pt(A, 100, 1), pt(A, 100, 1)]
     assert steps_of(effective_series(points)) == [(A, 0, at(0)), (A, 100, at(1))]
-    assert detect_restarts(points) == []
 
 
 def test_rejects_naive_now_and_empty_window() -> None:
@@ -167,7 +158,7 @@ def test_projected_end_beyond_the_datetime_range_is_none() -> None:
 # --- restores within one W&B run ------------------------------------------------------------
 
 
-def test_restore_within_a_run_is_detected_and_lowers_the_net_rate() -> None:
+def test_restore_within_a_run_lowers_the_net_rate() -> None:
     points = [
         pt(A, 0, 0),
         pt(A, 100, 1),
@@ -179,15 +170,11 @@ def test_restore_within_a_run_is_detected_and_lowers_the_net_rate() -> None:
         pt(A, 250, 8),  # again: the new segment reached 400, restored to 250
         pt(A, 360, 9),
     ]
-    first = Restart(at(5), RESTORE, A, 300, 200, timedelta(hours=2), 100)
-    second = Restart(at(8), RESTORE, A, 400, 250, timedelta(hours=1), 150)
-    assert detect_restarts(points) == [first, second]
 
     result = progress(points, at(9), total_steps=1000)
     assert result.step == 360
     assert result.steps_per_hour == pytest.approx(40.0)  # net 360 steps in 9 h, not 100/h
     assert result.projected_end == at(9 + 16)  # 640 left at 40/h
-    assert result.last_restart == second
 
 
 def test_restore_that_loses_more_than_the_window_gained_gives_a_negative_rate() -> None:
@@ -197,9 +184,9 @@ def test_restore_that_loses_more_than_the_window_gained_gives_a_negative_rate() 
     assert result.projected_end is None
 
 
-def test_repeating_the_same_step_is_a_restore_with_nothing_recomputed() -> None:
+def test_repeating_the_same_step_keeps_both_points_in_time_order() -> None:
     points = [pt(A, 100, 0), pt(A, 200, 1), pt(A, 200, 3), pt(A, 300, 4)]
-    assert detect_restarts(points) == [Restart(at(3), RESTORE, A, 200, 200, timedelta(hours=2), 0)]
+    assert [p.step for p in effective_series(points)] == [100, 200, 200, 300]
 
 
 # --- chains: resumes, forks, stale runs -----------------------------------------------------
@@ -214,13 +201,10 @@ def test_fork_from_an_earlier_step_counts_recomputed_steps_and_drops_the_parent_
         (B, 400, at(6.5)),
         (B, 500, at(7.5)),
     ]
-    restart = Restart(at(5.5), NEW_RUN, B, 500, 300, timedelta(minutes=30), 200)
-    assert detect_restarts(parent + fork, chain=[A, B]) == [restart]
 
     result = progress(parent + fork, at(7.5), chain=[A, B], total_steps=1000)
     assert result.step == 500  # the fork's step, not the parent's stale 700
     assert result.steps_per_hour == pytest.approx(500 / 7.5)
-    assert result.last_restart == restart
 
 
 @pytest.mark.parametrize("chain", [[A, B], []], ids=["chain", "by-first-point"])
@@ -236,11 +220,8 @@ def test_crashed_run_with_a_late_last_point_is_superseded_by_the_resume(chain: l
         (B, 300, at(4)),
         (B, 400, at(5)),
     ]
-    restart = Restart(at(3), NEW_RUN, B, 200, 200, timedelta(hours=1), 0)
-    assert detect_restarts(crashed + resumed, chain=chain) == [restart]
     result = progress(crashed + resumed, at(5), chain=chain)
     assert result.step == 400
-    assert result.last_restart == restart
 
 
 def test_identical_timestamps_keep_the_later_chain_member() -> None:
@@ -250,9 +231,6 @@ def test_identical_timestamps_keep_the_later_chain_member() -> None:
         (A, 100, at(1)),
         (B, 150, at(2)),
         (B, 250, at(3)),
-    ]
-    assert detect_restarts(points, chain=[A, B]) == [
-        Restart(at(2), NEW_RUN, B, 100, 150, timedelta(hours=1), 0)
     ]
 
 
@@ -276,10 +254,6 @@ def test_chain_order_wins_over_time_and_unlisted_runs_follow_by_first_point() ->
         (C, 340, at(4)),
         (C, 440, at(5)),
     ]
-    assert detect_restarts(points, chain=[A]) == [
-        Restart(at(2), NEW_RUN, D, 100, 150, timedelta(hours=1), 0),
-        Restart(at(4), NEW_RUN, C, 250, 340, timedelta(hours=1), 0),
-    ]
 
 
 def test_unsorted_input_gives_the_same_answers() -> None:
@@ -288,9 +262,6 @@ def test_unsorted_input_gives_the_same_answers() -> None:
     random.Random(7).shuffle(shuffled)
     assert shuffled != points
     assert effective_series(shuffled, chain=[A, B]) == effective_series(points, chain=[A, B])
-    assert detect_restarts(shuffled, chain=[A, B]) == [
-        Restart(at(5.5), NEW_RUN, B, 500, 300, timedelta(minutes=30), 200)
-    ]
     result = progress(shuffled, at(7.5), chain=[A, B], total_steps=1000)
     assert result.step == 500
     assert result.last_point_at == at(7.5)
@@ -392,8 +363,6 @@ def test_400k_points_of_a_forked_chain() -> None:
     now = T0 + 400_029 * minute  # B's last point: step 389,999
 
     assert len(effective_series(points, chain=[A, B])) == 400_000
-    restart = Restart(T0 + 200_030 * minute, NEW_RUN, B, 199_999, 190_000, 31 * minute, 9_999)
-    assert detect_restarts(points, chain=[A, B]) == [restart]
 
     result = compute_progress(
         points, total_steps=390_251, target_tokens=18e12, now=now, chain=[A, B]
@@ -405,7 +374,6 @@ def test_400k_points_of_a_forked_chain() -> None:
     assert result.steps_per_hour == pytest.approx(60.0)
     assert result.tokens_per_hour == pytest.approx(60 * 45e6)
     assert result.projected_end == now + timedelta(hours=4.2)  # 252 steps at 60/h
-    assert result.last_restart == restart
 
 
 def test_a_point_stamped_after_now_still_counts_toward_the_rate() -> None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.analysis.forecast import SeriesPoint
 from bot.incidents.engine import IncidentEngine
-from bot.models import Event, MetricPoint, OutboxItem, RunSnapshot
+from bot.models import NEW_RUN, Event, MetricPoint, OutboxItem, Restart, RunSnapshot
 from bot.pipeline import enrich_pending
 from bot.runtime import record_runs
 from bot.settings import parse_runs
@@ -59,7 +59,8 @@ class Scenario:
         self.beating = True  # heartbeats reaching W&B
         self.wandb_up = True  # Runscribe can reach W&B
         self.loss_override: float | None = None
-        self.last_point: dict[str, datetime] = {}
+        self.logged: dict[str, MetricPoint] = {}  # each member's last logged point
+        self._unresumed: dict[str, Restart] = {}  # new runs that have not logged a step yet
         self.queued = 0
         self._github_ids = 0
         self._pending_points: list[MetricPoint] = []
@@ -89,31 +90,49 @@ class Scenario:
         if member is None:
             member = self.members[path] = Member(path, created_at=self.now)
             if path != RUN_A and self.current is not None:
-                await self._event(
-                    "restart",
-                    f"restart:new-run:{path}",
+                # as the W&B source does: recorded when the run appears, refined with the time
+                # of its first step when that is logged
+                before = self.logged.get(self.current)
+                restart = Restart(
+                    self.now,
+                    NEW_RUN,
                     path,
-                    "running",
-                    extra={"restart": "new-run", "wandb_run": path, "to_step": step},
+                    previous_run=self.current,
+                    from_step=before.step if before else None,
+                    to_step=step,
+                    stopped_at=before.at if before else None,
                 )
+                self._unresumed[path] = restart
+                await self._restart_event(restart)
         member.step = step
         member.heartbeat_at = self.now
-        self.last_point[path] = self.now
         self.current = path
         self.training = self.beating = True
         await self.set_state("running")
 
     # --- what the sources write --------------------------------------------------------------
 
+    async def _restart_event(self, restart: Restart) -> None:
+        path = restart.wandb_run
+        await self._event(
+            "restart", f"restart:new-run:{path}", path, "running", restart.to_json(), restart.at
+        )
+
     async def _event(
-        self, kind: str, external_id: str, path: str, state: str, extra: dict[str, Any]
+        self,
+        kind: str,
+        external_id: str,
+        path: str,
+        state: str,
+        extra: dict[str, Any],
+        at: datetime | None = None,
     ) -> None:
         event = Event(
             run_slug="hero",
             source="wandb",
             external_id=external_id,
             kind=kind,
-            at=self.now,
+            at=at or self.now,
             ref=path.rsplit("/", 1)[-1],
             url=f"https://wandb.ai/{path.replace('/pretrain/', '/pretrain/runs/')}",
             state=state,
@@ -219,9 +238,12 @@ class Scenario:
                 if self.training:
                     loss = self.loss_override if self.loss_override is not None else member.loss
                     member.loss = max(1.0, member.loss - 0.0001)
-                    self._pending_points.append(
-                        MetricPoint(member.path, member.step, self.now, member.step * 1e6, loss)
-                    )
+                    point = MetricPoint(member.path, member.step, self.now, member.step * 1e6, loss)
+                    self._pending_points.append(point)
+                    self.logged[member.path] = point
+                    unresumed = self._unresumed.pop(member.path, None)
+                    if unresumed is not None:
+                        await self._restart_event(replace(unresumed, resumed_at=self.now))
                     for metric, value_at in self.watched.items():
                         self._pending_series.setdefault(metric, []).append(
                             SeriesPoint(member.path, member.step, self.now, value_at(member.step))

@@ -13,12 +13,14 @@ from bot.incidents.detectors import CRASH
 from bot.incidents.people import attach_cause, note_acting, reports_acting
 from bot.incidents.service import IncidentView, public_kind
 from bot.models import (
+    NEW_RUN,
     Event,
     Incident,
     IncidentDetails,
     IncidentMember,
     IncidentSignal,
     ReportedCause,
+    Restart,
 )
 from bot.timeutil import humanize_duration
 
@@ -27,8 +29,16 @@ MEANING = "last step before the crash → first step after the restore"
 
 
 def crash_incident(*, down: float | None = 9120.0, status: str = "resolved") -> Incident:
-    facts = {"resume": {"down_seconds": down, "to_step": 76_000}} if down is not None else {}
-    member = IncidentMember("crash", "crashed", T0, T0 + timedelta(hours=2), facts=facts)
+    restart = (
+        Restart(
+            T0 + timedelta(hours=2), NEW_RUN, "lab/hero/hero-2", previous_run="lab/hero/hero-1",
+            from_step=76_225, to_step=76_000, stopped_at=T0 - timedelta(seconds=down) +
+            timedelta(hours=2), resumed_at=T0 + timedelta(hours=2),
+        )
+        if down is not None
+        else None
+    )  # fmt: skip
+    member = IncidentMember("crash", "crashed", T0, T0 + timedelta(hours=2), restart=restart)
     return Incident(
         "hero", CRASH, "crash", "W&B run hero-1 crashed at step 76,225", status, T0,
         severity="critical",

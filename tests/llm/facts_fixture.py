@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from bot.models import RESTORE, Restart
 from bot.narrative.facts import (
     DigestFacts,
     Highlight,
     IncidentFact,
     NarrativeFacts,
     OpenThread,
-    RestartFact,
 )
 
 
@@ -29,12 +29,22 @@ def narrative_facts(now: datetime) -> NarrativeFacts:
         launched_at=now - timedelta(days=12),
         projected_end=now + timedelta(days=10),
         loss=2.314,
-        last_restart=RestartFact(
+        last_restart=Restart(
             at=now - timedelta(hours=18),
-            cause="InfiniBand port flapping on host node-17",
-            down_for=timedelta(minutes=47),
-            resumed_step=50_195,
+            kind=RESTORE,
+            wandb_run="lab/hero/hero-1",
             from_step=50_400,
+            to_step=50_195,
+            stopped_at=now - timedelta(hours=18, minutes=47),
+            resumed_at=now - timedelta(hours=18),
+        ),
+        restart_incident=IncidentFact(
+            title="Node lost during training",
+            status="resolved",
+            started_at=now - timedelta(hours=19),
+            resolved_at=now - timedelta(hours=18),
+            severity="critical",
+            cause="InfiniBand port flapping on host node-17",
         ),
         incidents=[
             IncidentFact(

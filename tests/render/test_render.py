@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from bot.analysis.progress import Progress
-from bot.models import Incident, RunInfo
+from bot.models import NEW_RUN, RESTORE, Incident, Restart, RunInfo
 from bot.narrative.entries import TimelineEntry
-from bot.narrative.facts import DigestFacts, RestartFact
+from bot.narrative.facts import DigestFacts
 from bot.render.cards import (
     CONTINUED,
     FIELD_VALUE_LIMIT,
@@ -23,7 +23,7 @@ from bot.render.cards import (
 from bot.render.json import digest_json, status_json, timeline_json
 from bot.render.terminal import local_formatter, render_card, render_timeline
 from bot.services.narrative import Narrative
-from bot.services.status import RestartInfo, SourceStatus, StatusReport
+from bot.services.status import SourceStatus, StatusReport
 
 NOW = datetime(2026, 9, 2, 15, 30, tzinfo=UTC)
 
@@ -46,7 +46,6 @@ def progress(**changes: object) -> Progress:
         "finished": False,
         "last_point_at": NOW - timedelta(minutes=2),
         "loss": 2.06761,
-        "last_restart": None,
         "rate_window": timedelta(hours=24),
         "rate_spread": 0.05,
     }
@@ -62,13 +61,14 @@ def report(**changes: object) -> StatusReport:
         "health": "ok",
         "progress": progress(),
         "launched_at": NOW - timedelta(days=20),
-        "last_restart": RestartInfo(
+        "last_restart": Restart(
             at=NOW - timedelta(days=2),
+            kind=RESTORE,
+            wandb_run="lab/hero/hero-1",
             from_step=4_225,
             to_step=4_000,
-            down_for=timedelta(hours=2, minutes=32),
-            kind="restore",
-            recomputed_steps=225,
+            stopped_at=NOW - timedelta(days=2, hours=2, minutes=32),
+            resumed_at=NOW - timedelta(days=2),
         ),
         "open_incidents": [],
         "freshness": {"wandb": NOW - timedelta(minutes=2), "github": None, "discord": NOW},
@@ -148,14 +148,15 @@ def test_status_card_stays_within_discord_limits() -> None:
 
 
 def test_restart_text_words_each_kind_of_restart() -> None:
-    restore = RestartInfo(NOW, 76_225, 76_000, timedelta(hours=2, minutes=32), "restore", 225)
+    restore = Restart(
+        NOW, RESTORE, "e/p/a", from_step=76_225, to_step=76_000,
+        stopped_at=NOW - timedelta(hours=2, minutes=32), resumed_at=NOW,
+    )  # fmt: skip
     assert restart_text(restore) == (
         "restored from a checkpoint at step 76,000 after 2 h 32 min down; 225 steps recomputed"
     )
-    new_run = RestartInfo(NOW, None, 55_000, None, "new-run", None)
+    new_run = Restart(NOW, NEW_RUN, "e/p/b", previous_run="e/p/a", to_step=55_000)
     assert restart_text(new_run) == "resumed in a new W&B run at step 55,000"
-    stored = RestartInfo(NOW, 1, 0, None, None, None, summary="W&B run b resumed from step 0")
-    assert restart_text(stored) == "W&B run b resumed from step 0"
 
 
 def test_one_token_formatter() -> None:
@@ -240,7 +241,9 @@ def digest(**changes: object) -> DigestFacts:
         "window_end": NOW,
         "step_at_start": 2_400,
         "events_in_window": 3,
-        "restarts_in_window": [RestartFact(at=NOW - timedelta(hours=3))],
+        "restarts_in_window": [
+            Restart(NOW - timedelta(hours=3), RESTORE, "e/p/a", from_step=4_700, to_step=4_600)
+        ],
         "incidents_opened": 1,
         "incidents_resolved": 1,
         "incidents_open": 0,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from bot.models import Event, Incident, IncidentDetails, ReportedCause
+from bot.models import RESTORE, Event, Incident, IncidentDetails, ReportedCause, Restart
 from bot.render.cards import digest_card, status_card
 from bot.render.terminal import local_formatter, render_card
 from bot.services.digest import build_digest
@@ -111,6 +111,9 @@ def day_of_events() -> list[Event]:
             title="W&B run hero-1 resumed from step 4,200",
             summary="W&B run hero-1 resumed from step 4,200 (last step before: 4,300)",
             tag="checkpointing",
+            extra=Restart(
+                NOW - timedelta(hours=5), RESTORE, "lab/hero/hero-1", from_step=4_300, to_step=4_200
+            ).to_json(),
         ),
         wandb_state("3", 6, "running", "crashed"),
     ]
@@ -237,7 +240,9 @@ async def test_a_restart_older_than_a_week_still_says_what_a_person_reported(
         ref="hero-1",
         title="W&B run hero-1 resumed from step 1,000",
         summary="W&B run hero-1 resumed from step 1,000",
-        extra={"from_step": 1_100, "to_step": 1_000},
+        extra=Restart(
+            NOW - timedelta(days=8), RESTORE, "lab/hero/hero-1", from_step=1_100, to_step=1_000
+        ).to_json(),
     )
     await add_events(store, [restart])
     cause = ReportedCause(

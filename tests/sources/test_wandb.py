@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.models import Event, RunInfo
+from bot.models import NEW_RUN, RESTORE, Event, Restart, RunInfo
 from bot.settings import MetricKeys, RunConfig, Settings
 from bot.sources.base import SourceUnavailable
 from bot.sources.poller import PollSession, poll_once
@@ -212,12 +212,20 @@ async def test_crash_then_resume_from_earlier_checkpoint_in_the_same_run(
     restart = restarts[0]
     assert restart.external_id == f"restart:restore:{path}:900:{resumed_at.isoformat()}"
     assert restart.title == "W&B run aurora-b resumed from step 900 (last step before: 999)"
-    assert restart.extra == {
-        "restart": "restore",
-        "from_step": 999,
-        "to_step": 900,
-        "wandb_run": path,
-    }
+    # The one typed record every surface reads: the last step before the crash (999, logged at
+    # 30 s a row from T0) to the first step after the restore, and the 99 steps done twice.
+    stopped_at = T0 + 999 * timedelta(seconds=30)
+    assert Restart.of_event(restart) == Restart(
+        at=resumed_at,
+        kind=RESTORE,
+        wandb_run=path,
+        from_step=999,
+        to_step=900,
+        stopped_at=stopped_at,
+        resumed_at=resumed_at,
+    )
+    assert restart.extra["down_seconds"] == (resumed_at - stopped_at).total_seconds()
+    assert restart.extra["recomputed_steps"] == 99
     assert restart.at == resumed_at and restart.ref == "aurora-b"
     assert restart.url == f"{fake.base_url}/ent/crash/runs/aurora-b"
     assert restart.author is None and restart.state == "running"
@@ -309,13 +317,23 @@ async def test_new_chain_member_discovered_by_pattern(
     (restart,) = await events(store, kind="restart")
     assert restart.external_id == f"restart:new-run:{second}"
     assert restart.at == created and restart.ref == "x7k2p9"
-    assert restart.extra == {
-        "restart": "new-run",
-        "from_step": 299,
-        "to_step": 0,
-        "wandb_run": second,
-        "previous_run": first,
-    }
+    # hero-a1 logged steps 0..299 every 30 s from T0, then crashed; hero-a2 logged its first
+    # step 5 min after it was created.
+    assert Restart.of_event(restart) == Restart(
+        at=created,
+        kind=NEW_RUN,
+        wandb_run=second,
+        previous_run=first,
+        from_step=299,
+        to_step=0,
+        stopped_at=T0 + 299 * timedelta(seconds=30),
+        resumed_at=created + timedelta(minutes=5),
+        cause="W&B run hero-a1 crashed",
+    )
+    assert (
+        restart.extra["down_seconds"]
+        == (created + timedelta(minutes=5) - (T0 + 299 * timedelta(seconds=30))).total_seconds()
+    )
     assert "hero-a2" in (restart.title or "") and "299" in (restart.title or "")
     chain = json.loads((await store.cursors.get("wandb", "hero:chain"))[0])
     assert chain["members"] == [first, second]

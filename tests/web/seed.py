@@ -99,7 +99,12 @@ ENTRIES = (
         "Resumed from step 500 in hero-2",
         "checkpointing",
         3,
-        extra={"from_step": 520, "to_step": 500},
+        extra={
+            "restart": "restore",
+            "wandb_run": "ent/proj/hero-2",
+            "from_step": 520,
+            "to_step": 500,
+        },
     ),
 )
 

@@ -142,6 +142,8 @@ class BotServices(Protocol):
 
     async def enrich(self, now: datetime) -> Any: ...
 
+    async def ingest_pushed(self, now: datetime) -> Any: ...
+
     async def reload(self, runs: RunsFile) -> BotServices: ...
 
 
@@ -156,6 +158,7 @@ class LoopIntervals:
     outbox: float = 2.0
     digest: float = 20.0
     narrative: float = 300.0  # the refresher decides whether a new narrative is due
+    hooks: float = 30.0  # pushed deliveries are read when the doorbell rings; this is a floor
     max_backoff: float = 300.0
 
 
@@ -217,13 +220,17 @@ class RunscribeBot(commands.Bot):
         self._tasks: list[asyncio.Task[None]] = []
         # A reload never swaps sources under a running poll: one lock per loop (so the loops
         # never wait for each other), all of them taken by a reload.
-        self._loop_locks = {name: asyncio.Lock() for name in (*FAMILIES, "enrich")}
-        self._rounds = dict.fromkeys(self._loop_locks, 0)  # rounds finished (or failed) per loop
+        self._loop_locks = {name: asyncio.Lock() for name in (*FAMILIES, "enrich", "hooks")}
+        # rounds finished (or failed) per polling loop (`cycles`)
+        self._rounds = dict.fromkeys((*FAMILIES, "enrich"), 0)
         self._answering = 0  # commands between `answering()` enter and exit
         # Set when a loop round queued posts (an alert): the outbox delivers them now instead of
         # at its next tick, so an alert never waits for the outbox's interval.
         self._outbox_due = asyncio.Event()
         self._outbox_failing = False  # the last outbox round raised (recorded for /healthz)
+        # Set when pushed deliveries brought events: enrichment looks at them now, so they are
+        # enriched and judged like polled ones without waiting for its interval.
+        self._enrich_due = asyncio.Event()
         # Concurrent identical reads (a burst of /status for one run) share one computation.
         self.flights: SingleFlight[Any] = SingleFlight()
 
@@ -318,7 +325,11 @@ class RunscribeBot(commands.Bot):
         # GitHub backfill or a slow LLM never delays a W&B crash alert.
         for family in FAMILIES:
             self._spawn(f"poll-{family}", every.poll, partial(self.poll_family, family))
-        self._spawn("enrich", every.enrich, self.enrich_once)
+        self._spawn("enrich", every.enrich, self.enrich_once, wake=self._enrich_due)
+        # What the push endpoints (`bot.hooks`) stored, read as soon as they ring.
+        doorbell = getattr(self.runtime, "doorbell", None)
+        if doorbell is not None:
+            self._spawn("hooks", every.hooks, self.ingest_pushed, wake=doorbell.event)
         self._spawn("digest", every.digest, self.schedule_digests)
         if self.warm_charts_at_start:
             warm = asyncio.create_task(self.warm_charts(), name="runscribe-warm-charts")
@@ -443,6 +454,17 @@ class RunscribeBot(commands.Bot):
                 return self._delivered_soon(await self.runtime.poll(family, self.clock()))
             finally:
                 self._rounds[family] += 1
+
+    async def ingest_pushed(self) -> object:
+        """Read what the push endpoints stored, judge it, and wake the enrichment (GitHub
+        events) and the outbox (alerts queued) at once."""
+        async with self._loop_locks["hooks"]:
+            result = await self.runtime.ingest_pushed(self.clock())
+        hooks = getattr(result, "poll", None)
+        pushed = hooks.results.get("hooks") if hooks is not None else None
+        if pushed is not None and pushed.events:
+            self._enrich_due.set()
+        return self._delivered_soon(result)
 
     async def enrich_once(self) -> object:
         async with self._loop_locks["enrich"]:

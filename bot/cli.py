@@ -299,9 +299,33 @@ async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
         )
     if settings.github_token is None and any(r.github_repo for r in runs.runs):
         warnings.append("GITHUB_TOKEN is not set: GitHub allows 60 requests an hour")
+    print(hooks_line(settings))
+    if settings.github_webhook_secret is not None and not any(r.github_repo for r in runs.runs):
+        warnings.append(
+            "GITHUB_WEBHOOK_SECRET is set but no run has github_repo: every delivery is ignored"
+        )
+    if settings.runscribe_web_port is None and (
+        settings.github_webhook_secret is not None or settings.runscribe_hook_token is not None
+    ):
+        warnings.append(
+            "a hook is enabled but RUNSCRIBE_WEB_PORT is not set: `runscribe run` serves no "
+            "endpoint (`runscribe web` does)"
+        )
     for warning in warnings:
         print(f"note: {warning}")
     return EXIT_OK
+
+
+def hooks_line(settings: Settings) -> str:
+    """'hooks: POST /hooks/github enabled, POST /hooks/alertmanager off (RUNSCRIBE_HOOK_TOKEN
+    unset)'."""
+    parts = []
+    for path, secret, name in (
+        ("/hooks/github", settings.github_webhook_secret, "GITHUB_WEBHOOK_SECRET"),
+        ("/hooks/alertmanager", settings.runscribe_hook_token, "RUNSCRIBE_HOOK_TOKEN"),
+    ):
+        parts.append(f"POST {path} " + ("enabled" if secret is not None else f"off ({name} unset)"))
+    return "hooks: " + ", ".join(parts)
 
 
 def _load_config(settings: Settings) -> RunsFile:
@@ -393,6 +417,7 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
         AsyncExitStack() as stack,
     ):
         if settings.runscribe_web_port is not None:
+            from bot.hooks.routes import HookEndpoints
             from bot.web import serve
 
             await stack.enter_async_context(
@@ -401,6 +426,8 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
                     settings.runscribe_web_host,
                     settings.runscribe_web_port,
                     poll_interval=settings.runscribe_poll_interval,
+                    # pushes are stored through the writer and wake the bot's hooks loop
+                    hooks=HookEndpoints.from_settings(runtime.store, settings, runtime.doorbell),
                 )
             )
         await run_bot(runtime)
@@ -435,6 +462,8 @@ async def cmd_web(settings: Settings, args: argparse.Namespace) -> int:
         port = DEFAULT_PORT
     if not 0 <= port <= 65535:
         raise UserFacingError("--port must be between 0 and 65535")
+    if settings.github_webhook_secret or settings.runscribe_hook_token:
+        return await _web_with_hooks(settings, host, port)
     async with (
         Database.open(_existing_db(settings)) as db,
         serve(Store(db), host, port, poll_interval=settings.runscribe_poll_interval) as (_, bound),
@@ -442,6 +471,49 @@ async def cmd_web(settings: Settings, args: argparse.Namespace) -> int:
         print(f"serving the status page on http://{host}:{bound}/", flush=True)
         await asyncio.Event().wait()
     return EXIT_OK
+
+
+async def _web_with_hooks(settings: Settings, host: str, port: int) -> int:
+    """`runscribe web` with a push endpoint enabled: the runs file's sources read what is
+    pushed (GitHub deliveries filtered as a poll filters them) and the incident engine judges it
+    at once; posting to Discord stays with `runscribe run` (its outbox loop sends what is
+    queued)."""
+    from bot.hooks.routes import HookEndpoints
+    from bot.runtime import repeat
+    from bot.web import serve
+    from bot.wiring import open_runtime
+
+    runs = _load_config(settings)
+    async with open_runtime(settings, runs) as runtime:
+        hooks = HookEndpoints.from_settings(runtime.store, settings, runtime.doorbell)
+
+        async def ingest() -> None:
+            runtime.doorbell.event.clear()
+            now = utcnow()
+            summary = await runtime.ingest_pushed(now)
+            summary.add(await runtime.enrich(now))
+
+        async def woken() -> None:
+            while True:
+                await runtime.doorbell.event.wait()
+                try:
+                    await ingest()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("reading pushed deliveries failed; retried on the next one")
+
+        poll = settings.runscribe_poll_interval
+        async with (
+            serve(runtime.store, host, port, poll_interval=poll, hooks=hooks) as (_, bound),
+            asyncio.TaskGroup() as group,
+        ):
+            print(f"serving the status page on http://{host}:{bound}/", flush=True)
+            for hook, on in hooks.enabled.items():
+                print(f"  POST /hooks/{hook}: {'enabled' if on else 'off'}", flush=True)
+            group.create_task(woken())
+            group.create_task(repeat("hooks", 60.0, ingest))
+    return EXIT_OK  # pragma: no cover - serves until the process is stopped
 
 
 async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:

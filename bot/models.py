@@ -26,6 +26,8 @@ SOURCE_SPECS: tuple[SourceSpec, ...] = (
     SourceSpec("discord", "Discord", people=True),
     SourceSpec("wandb", "W&B", people=False),
     SourceSpec("system", "Runscribe", people=False, polled=False),
+    # Pushed to Runscribe (`POST /hooks/alertmanager`), never polled: the cluster's own alerts.
+    SourceSpec("alertmanager", "Alertmanager", people=False, polled=False),
 )
 SOURCES: tuple[str, ...] = tuple(spec.name for spec in SOURCE_SPECS)
 #: Sources whose incident-flagged events are reports by people (GitHub threads, Discord chat).

@@ -71,13 +71,23 @@ def rules_enrichment(event: Event) -> Enrichment:
 # Events that code wrote from structured data (W&B state changes and restarts, system notes):
 # their meaning is known exactly, so they are enriched from their fields, never by guessing from
 # their text and never by the LLM.
-MACHINE_SOURCES = frozenset({"wandb", "system"})
+MACHINE_SOURCES = frozenset({"wandb", "system", "alertmanager"})
 
 
 def fact_enrichment(event: Event) -> Enrichment:
     summary = (event.title or event.body or event.kind).strip()
     if len(summary) > 200:
         summary = summary[:199].rstrip() + "…"
+    if event.source == "alertmanager":
+        # A cluster alert is about one incident by definition (`bot.hooks.alertmanager`).
+        return Enrichment(
+            summary=summary,
+            tag="incident",
+            incident=True,
+            severity="critical" if event.extra.get("severity") == "critical" else "warning",
+            incident_kind=None,  # the alert's own kind is its alertname (the engine reads it)
+            newsworthy=True,
+        )
     failed = event.kind == "state" and event.state in UNHEALTHY_STATES
     return Enrichment(
         summary=summary,

@@ -104,6 +104,8 @@ _STORED = {"stored": True}
 
 _WANDB_PATH = re.compile(r"^[\w.\-]+/[\w.\-]+/[\w.\-]+$")
 _REPO = re.compile(r"^[\w.\-]+/[\w.\-]+$")
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+MAX_ALERT_LABELS = 20
 _HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
 
 
@@ -136,6 +138,8 @@ class RunConfig(BaseModel):
     alerts: Thresholds = Field(default_factory=Thresholds)
     loss_forecast: list[tuple[float, float]] | None = None
     forecasts: list[ForecastConfig] = Field(default_factory=list)
+    # Alertmanager alerts whose labels all match belong to this run (besides label run = slug).
+    alert_labels: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("slug")
     @classmethod
@@ -242,6 +246,22 @@ class RunConfig(BaseModel):
             if index and step <= value[index - 1][0]:
                 raise ValueError(f"point {index}: steps must increase ({step:g} after "
                                  f"{value[index - 1][0]:g})")  # fmt: skip
+        return value
+
+    @field_validator("alert_labels")
+    @classmethod
+    def _alert_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        if len(value) > MAX_ALERT_LABELS:
+            raise ValueError(f"at most {MAX_ALERT_LABELS} labels")
+        for name, wanted in value.items():
+            if not _LABEL_NAME.match(name):
+                raise ValueError(
+                    f"{name!r} is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)"
+                )
+            if not wanted:
+                raise ValueError(f"label {name!r}: an empty value matches no alert")
+            if len(wanted) > 200:
+                raise ValueError(f"label {name!r}: the value is longer than 200 characters")
         return value
 
     @field_validator("forecasts")

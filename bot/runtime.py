@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from bot.hooks.doorbell import Doorbell
 from bot.models import RunInfo
 from bot.pipeline import (
     Budget,
@@ -27,7 +28,7 @@ from bot.pipeline import (
 )
 from bot.settings import RunsFile, Settings
 from bot.sources.base import Source
-from bot.sources.poller import PollSession
+from bot.sources.poller import CycleReport, PollSession
 from bot.store import Store
 
 if TYPE_CHECKING:
@@ -96,6 +97,9 @@ class Runtime:
     rebuild: PartsBuilder | None = None
     # This process's view of each source's backoff (kept across reloads: same process).
     session: PollSession = field(default_factory=PollSession)
+    # Rung by the push endpoints (`bot.hooks.routes`) when they stored something; kept across
+    # reloads (`replace` carries it), so the web server and the loop share one.
+    doorbell: Doorbell = field(default_factory=Doorbell)
 
     async def cycle(self, now: datetime) -> CycleSummary:
         """Poll, enrich, detect. (Narratives are refreshed by the caller's own schedule: the
@@ -128,6 +132,27 @@ class Runtime:
         if sources:  # the heartbeat says a source was polled, not that a loop went round
             finished = now + timedelta(seconds=summary.seconds)
             await self.store.cycles.record(now, finished, self.settings.runscribe_poll_interval)
+        return summary
+
+    async def ingest_pushed(self, now: datetime) -> CycleSummary:
+        """What the push endpoints stored: GitHub deliveries read into their sources (filtered
+        to tracked threads as a poll filters them), then detection at once (an Alertmanager
+        alert is an event already: it is judged now, and posted by the next outbox round).
+        `summary.poll.results["hooks"].events` counts the GitHub events written."""
+        from bot.hooks.ingest import ingest_github
+        from bot.sources.base import PollResult
+
+        started = time.monotonic()
+        summary = CycleSummary(poll=CycleReport())
+        written = await ingest_github(self.store, self.sources, now)
+        summary.poll.results["hooks"] = PollResult(events=written)
+        if self.detector is not None:
+            try:
+                summary.alerts_queued += await self.detector.detect(self.store, now)
+            except Exception as exc:
+                log.exception("incident detection failed")
+                summary.errors.append(f"detect: {exc}")
+        summary.seconds = time.monotonic() - started
         return summary
 
     async def enrich(self, now: datetime) -> CycleSummary:

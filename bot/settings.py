@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     # The status page and /healthz: `runscribe web`, and `runscribe run` when a port is set.
     runscribe_web_port: int | None = Field(default=None, ge=0, le=65535)
     runscribe_web_host: str = "127.0.0.1"
+    # Push endpoints on that server (each off while its secret is unset).
+    github_webhook_secret: SecretStr | None = None  # POST /hooks/github (X-Hub-Signature-256)
+    runscribe_hook_token: SecretStr | None = None  # POST /hooks/alertmanager (Bearer)
 
     @field_validator(
         "discord_token",
@@ -77,6 +80,8 @@ class Settings(BaseSettings):
         "wandb_api_key",
         "anthropic_api_key",
         "runscribe_web_port",
+        "github_webhook_secret",
+        "runscribe_hook_token",
         mode="before",
     )
     @classmethod

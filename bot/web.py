@@ -4,7 +4,8 @@ One aiohttp application (aiohttp comes with discord.py), used by `runscribe web`
 `RUNSCRIBE_WEB_PORT` is set, by the bot process itself. Pages are rendered at most once per poll
 cycle: a cached page is reused while the poller has not finished a new cycle and the page is less
 than one interval old. Responses carry `ETag` and `Last-Modified` and answer conditional requests
-with 304. Only GET and HEAD exist; anything else is 405, unknown paths 404.
+with 304. Only GET and HEAD exist, besides the push endpoints (`POST /hooks/…`, `bot.hooks`,
+mounted when given); anything else is 405, unknown paths 404.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -27,6 +29,9 @@ from bot.render.page import render_index, render_run_page
 from bot.statuspage import DEFAULT_DAYS, gather_index, gather_run_page, health_report
 from bot.store import Store
 from bot.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from bot.hooks.routes import HookEndpoints
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +111,10 @@ class StatusSite:
         poll_interval: float,
         days: int = DEFAULT_DAYS,
         clock: Clock = utcnow,
+        hooks: HookEndpoints | None = None,
     ):
         self.store = store
+        self.hooks = hooks
         self.poll_interval = poll_interval
         self.days = days
         self.clock = clock
@@ -119,6 +126,8 @@ class StatusSite:
         app.router.add_get("/", self.index)
         app.router.add_get(f"/runs/{{slug:{SLUG_PATTERN}}}", self.run_page)
         app.router.add_get("/healthz", self.healthz)
+        if self.hooks is not None:
+            self.hooks.add_routes(app)
         return app
 
     async def _version(self) -> tuple[object, timedelta]:
@@ -165,9 +174,12 @@ class StatusSite:
             poll_interval=self.poll_interval,
             watching_since=self.started_at,
         )
+        body = health.body
+        if self.hooks is not None:
+            body = {**body, "hooks": self.hooks.health()}
         return web.Response(
             status=200 if health.ok else 503,
-            text=json.dumps(health.body, indent=2) + "\n",
+            text=json.dumps(body, indent=2) + "\n",
             content_type="application/json",
             headers={"Cache-Control": "no-store"},
         )
@@ -216,10 +228,11 @@ async def serve(
     poll_interval: float,
     days: int = DEFAULT_DAYS,
     clock: Clock = utcnow,
+    hooks: HookEndpoints | None = None,
 ) -> AsyncIterator[tuple[StatusSite, int]]:
-    """Serve the status site until the block exits; yields the site and the bound port (so
-    port 0 picks a free one)."""
-    site = StatusSite(store, poll_interval=poll_interval, days=days, clock=clock)
+    """Serve the status site (and the push endpoints, `hooks`) until the block exits; yields
+    the site and the bound port (so port 0 picks a free one)."""
+    site = StatusSite(store, poll_interval=poll_interval, days=days, clock=clock, hooks=hooks)
     runner = web.AppRunner(site.app(), access_log=None, handle_signals=False)
     await runner.setup()
     try:

@@ -26,6 +26,7 @@ Fingerprints (one open incident per run and fingerprint):
 | `throughput`              | step/token rate > X % below its trailing baseline         |
 | `drift:<metric>`          | a watched metric outside its forecast band for K points   |
 | `report:<kind>:<thread>`  | an incident reported by people (GitHub/Discord)           |
+| `alert:<name>:<fp>`       | a cluster alert firing (Alertmanager; its fingerprint)    |
 | `monitor-stale`           | Runscribe cannot reach W&B (says nothing about the run)   |
 """
 
@@ -55,7 +56,7 @@ from bot.models import (
     SourceHealth,
 )
 from bot.runsfile import Thresholds
-from bot.timeutil import humanize_delta
+from bot.timeutil import humanize_delta, parse_time
 
 CRASH = "wandb-state"
 HEARTBEAT = "heartbeat"
@@ -66,6 +67,7 @@ THROUGHPUT = "throughput"
 MONITOR = "monitor-stale"
 REPORT_PREFIX = "report:"
 DRIFT_PREFIX = "drift:"
+ALERT_PREFIX = "alert:"
 
 #: "The run is down" conditions. Findings of this group close in time become one incident.
 OUTAGE = "outage"
@@ -145,6 +147,7 @@ class RunData:
     clear_hold: timedelta = timedelta(minutes=2)
     wandb_health: SourceHealth | None = None  # polling W&B for this run: freshness, failures
     forecasts: Sequence[Tracker] = ()  # watched metrics, brought up to date this cycle
+    alerts: list[Event] = field(default_factory=list)  # Alertmanager: firing, or ended lately
     series: list[MetricPoint] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -689,6 +692,57 @@ def detect_reports(data: RunData) -> Detection:
     return Detection(list(by_fp.values()))
 
 
+# --- cluster alerts -------------------------------------------------------------------------
+
+
+def alert_fingerprint(event: Event) -> str:
+    """`alert:<alertname>:<Alertmanager fingerprint>`: one condition per alert, so a silence can
+    name every alert of a name (`alert:GPUXidError:*`) or the name alone (its kind)."""
+    return f"{ALERT_PREFIX}{event.extra.get('alertname') or 'alert'}:{event.extra['fingerprint']}"
+
+
+def detect_alerts(data: RunData) -> Detection:
+    """One finding per alert episode Alertmanager sent (`bot.hooks.alertmanager`): from its
+    start, until Alertmanager said resolved. Of the "run is down" group, so an alert and the
+    crash it causes (a GPU Xid and the W&B run crashing) are one incident. The alert already
+    waited its own `for:` duration at its source."""
+    findings = []
+    for event in data.alerts:
+        ends = parse_time(event.extra.get("ends_at")) if event.state == "resolved" else None
+        if event.state == "resolved" and (ends is None or ends < data.eval_start):
+            continue  # judged by an earlier cycle
+        name = str(event.extra.get("alertname") or "alert")
+        summary = str(event.extra.get("summary") or "")
+        description = str(event.extra.get("description") or "")
+        title = event.title or name
+        if summary:
+            title = f"{title}: {summary}"
+        instance = event.extra.get("instance")
+        cause = description or summary or f"Alertmanager reports {name} firing"
+        if instance and str(instance) not in cause:
+            cause += f" (instance {instance})"
+        findings.append(
+            Finding(
+                fingerprint=alert_fingerprint(event),
+                kind=name,
+                severity=str(event.extra.get("severity") or "warning"),
+                title=title[:300],
+                cause=cause[:1000],
+                since=event.at,
+                until=ends,
+                resolution=f"Alertmanager resolved {event.title or name}." if ends else None,
+                group=OUTAGE,
+                event_ids=[event.id] if event.id is not None else [],
+                facts={
+                    "alertname": name,
+                    "instance": instance,
+                    "labels": event.extra.get("labels"),
+                },
+            )
+        )
+    return Detection(findings)
+
+
 # --- forecasts ------------------------------------------------------------------------------
 
 
@@ -809,8 +863,8 @@ class DetectorSpec:
     detect: Detect
     #: "wandb": judges W&B data, so it is frozen while W&B is unreachable; "people": reports,
     #: matched after the W&B findings so they join the incident they describe; "monitor": judges
-    #: Runscribe's own access to W&B.
-    judges: Literal["wandb", "people", "monitor"]
+    #: Runscribe's own access to W&B; "alerts": the cluster's alerts, judged by their source.
+    judges: Literal["wandb", "people", "monitor", "alerts"]
     inhibited_by_crash: bool = False  # meaningless while the chain is down
     #: None: a clear of this member does not set the hold (report-only incidents use the
     #: engine's quiet period instead).
@@ -862,6 +916,13 @@ DETECTORS: tuple[DetectorSpec, ...] = (
         family=True,
     ),
     DetectorSpec(MONITOR, detect_monitor, "monitor"),
+    DetectorSpec(
+        ALERT_PREFIX,
+        detect_alerts,
+        "alerts",
+        default_resolution="Alertmanager resolved the alert.",
+        family=True,
+    ),
     DetectorSpec(REPORT_PREFIX, detect_reports, "people", hold=None, family=True),
 )
 

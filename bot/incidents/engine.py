@@ -136,7 +136,7 @@ class IncidentEngine:
                 continue
             for fp, member in incident.details.members.items():
                 spec = spec_for(fp)
-                if spec is not None and spec.judges != "monitor":
+                if spec is not None and spec.judges not in ("monitor", "alerts"):
                     window_start = min(window_start, member.since)
                     if fp == CRASH and member.until is None:
                         since = member.since
@@ -148,6 +148,7 @@ class IncidentEngine:
         # Reports can be ingested long after they were written (a thread tracked late, an edit):
         # look back far enough to attach them to the incident they describe.
         reports = await repo.unlinked_reports(run.slug, report_since, now)
+        alerts = await repo.alert_events(run.slug, eval_start, now)
         chain = run.wandb_chain(snapshots)
         data = RunData(
             slug=run.slug,
@@ -165,12 +166,13 @@ class IncidentEngine:
             clear_hold=p.clear_hold,
             wandb_health=health,
             forecasts=await advance_forecasts(store, run, chain, now),
+            alerts=alerts,
         )
         cycle = _Cycle(
             run=run,
             judge=Judgement(data, p),
             incidents=incidents,
-            events={e.id: e for e in (*wandb_events, *reports) if e.id is not None},
+            events={e.id: e for e in (*wandb_events, *reports, *alerts) if e.id is not None},
             silences=await repo.active_silences(run.slug, now),
             channel=run.config.alerts_channel,
             new_ids=set(),

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from bot.enrich.incidents import KIND_PRIORITY
 from bot.errors import UserFacingError
 from bot.incidents.detectors import (
+    ALERT_PREFIX,
     CRASH,
     DETECTORS,
     DRIFT_PREFIX,
@@ -44,6 +45,7 @@ _DESCRIPTIONS = {
     MONITOR: "Runscribe cannot reach W&B",
     REPORT_PREFIX: "every incident people report on GitHub or Discord",
     DRIFT_PREFIX: "a watched metric drifting off its forecast (one metric: `drift:<metric>`)",
+    ALERT_PREFIX: "every cluster alert from Alertmanager (one alert: its name, e.g. `GPUXidError`)",
 }
 #: What a silence can name, with what it covers (shown when a condition is unknown): `all` and
 #: every detector in the registry; a family of conditions (reports, drifts) as a glob. Each
@@ -86,12 +88,13 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(seconds=seconds)
 
 
-def known_condition(matcher: str) -> bool:
-    """Whether a matcher can match anything a detector or a report produces."""
+def known_condition(matcher: str, kinds: Collection[str] = ()) -> bool:
+    """Whether a matcher can match anything a detector or a report produces (`kinds`: more
+    incident kinds the run has seen, e.g. the names of its Alertmanager alerts)."""
     matcher = matcher.strip().lower()
     if matcher in _ALL:
         return True
-    names = [*CONDITIONS, *_DETECTOR_KINDS, *REPORT_KINDS]
+    names = [*CONDITIONS, *_DETECTOR_KINDS, *REPORT_KINDS, *(k.lower() for k in kinds)]
     names += [f"{REPORT_PREFIX}{kind}:thread" for kind in REPORT_KINDS]
     names += [f"{spec.fingerprint}x" for spec in DETECTORS if spec.family]
     if any(fnmatch.fnmatchcase(name, matcher) for name in names):
@@ -110,15 +113,16 @@ def known_condition(matcher: str) -> bool:
     )
 
 
-def check_condition(matcher: str) -> str:
-    """The matcher, cleaned; an unknown one is refused with the list of conditions."""
+def check_condition(matcher: str, kinds: Collection[str] = ()) -> str:
+    """The matcher, cleaned; an unknown one is refused with the list of conditions (`kinds`:
+    see `known_condition`)."""
     matcher = (matcher or "all").strip() or "all"
     if len(matcher) > 200:
         raise UserFacingError("the condition is too long")
     kind = matcher.lower().removeprefix(REPORT_PREFIX)
     if matcher.lower().startswith(REPORT_PREFIX) and kind in REPORT_KINDS:
         matcher = f"{matcher}:*"  # 'report:oom' means every reported OOM
-    if not known_condition(matcher):
+    if not known_condition(matcher, kinds):
         names = ", ".join(f"`{name}`" for name in CONDITIONS)
         kinds = ", ".join(f"`{kind}`" for kind in REPORT_KINDS)
         raise UserFacingError(
@@ -180,7 +184,7 @@ async def add_silence(
 ) -> Silence:
     if await store.runs.get(slug) is None:
         raise UserFacingError(f"unknown run {slug!r}")
-    matcher = check_condition(matcher)
+    matcher = check_condition(matcher, await store.events.alert_names(slug))
     silence = Silence(
         run_slug=slug,
         matcher=matcher,

@@ -30,6 +30,7 @@ from bot.sources.base import PollResult
 from bot.sources.github_http import GitHubHTTP, Page, Sleep
 from bot.sources.github_threads import (
     SOURCE,
+    Pushed,
     RefGraph,
     Tracking,
     cap,
@@ -120,6 +121,9 @@ class GitHubSource:
             sleep=sleep,
         )
         self._runs_recorded = False
+        # A poll and a pushed delivery both read the tracking state, change it and write it
+        # back: one at a time, so neither overwrites what the other learned.
+        self._state_lock = asyncio.Lock()
 
     @property
     def key(self) -> str:
@@ -146,6 +150,10 @@ class GitHubSource:
     # --- the poll ------------------------------------------------------------------------------
 
     async def poll(self, now: datetime) -> PollResult:
+        async with self._state_lock:
+            return await self._poll()
+
+    async def _poll(self) -> PollResult:
         requests, not_modified = self.http.requests, self.http.not_modified
         await self._record_runs()
         poll = await self._load()
@@ -179,6 +187,44 @@ class GitHubSource:
             requests=self.http.requests - requests,
             not_modified=self.http.not_modified - not_modified,
         )
+
+    async def ingest(self, pushes: Sequence[Pushed]) -> int:
+        """Threads, comments and reviews pushed by GitHub's webhook (`bot.hooks.github`),
+        filtered and stored exactly as a poll reads them: the same tracking rules and mention
+        graph, the same events under the same keys (so a poll reading them again changes
+        nothing). No cursor moves: the next poll still reads everything after its own cursor.
+        Returns the number of events written."""
+        async with self._state_lock:
+            await self._record_runs()
+            poll = await self._load()
+            for push in pushes:
+                events = await self._issue_page(poll, [push.issue])
+                if push.comment is not None:
+                    events += await self._comment_page(poll, [push.comment])
+                if push.review is not None:
+                    events += await self._pushed_review(poll, push.issue, push.review)
+                await self._commit(poll, events)
+            return poll.changed
+
+    async def _pushed_review(
+        self, poll: _Poll, issue: dict[str, Any], review: dict[str, Any]
+    ) -> list[Event]:
+        """A review as `_reviews` reads it: with text, on a tracked pull request."""
+        number = int(issue["number"])
+        if not (review.get("submitted_at") and (review.get("body") or "").strip()):
+            return []
+        return [
+            review_event(
+                run.slug,
+                self.repo,
+                number,
+                review,
+                await self._state_of(poll, run, number),
+                await self._context_of(poll, run, number),
+            )
+            for run in self.runs
+            if number in poll.tracking[run.slug].tracked and self._wanted(run, review)
+        ]
 
     async def _record_runs(self) -> None:
         """Events reference `runs`; make sure each run has a row (the caller's row wins)."""

@@ -213,6 +213,17 @@ def compute_tracked(run: RunConfig, primary: set[int], graph: RefGraph) -> set[i
     return tracked - excluded
 
 
+@dataclass(frozen=True, slots=True)
+class Pushed:
+    """One thread pushed by GitHub's webhook, in the shapes a poll reads (`bot.hooks.github`):
+    the thread as the issues listing shows it, and the comment or review it brings."""
+
+    repo: str  # owner/name as GitHub spells it
+    issue: dict[str, Any]
+    comment: dict[str, Any] | None = None
+    review: dict[str, Any] | None = None
+
+
 def _login(user: dict[str, Any] | None) -> str | None:
     return str(user["login"]) if user and user.get("login") else None
 

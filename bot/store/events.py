@@ -379,6 +379,16 @@ class EventsRepo:
         params.extend([limit, offset])
         return [event_from_row(row) for row in await self.db.fetchall(sql, params)]
 
+    async def alert_names(self, run_slug: str) -> list[str]:
+        """The names of the Alertmanager alerts a run has received (they are incident kinds a
+        silence may name). Through the partial index of alert events."""
+        rows = await self.db.fetchall(
+            "SELECT DISTINCT ref FROM events WHERE run_slug = ? AND source = 'alertmanager' "
+            "AND state IN ('firing', 'resolved') AND ref IS NOT NULL",
+            (run_slug,),
+        )
+        return [str(row[0]) for row in rows]
+
     async def latest_in_thread(self, run_slug: str, source: str, thread: str) -> Event | None:
         """The newest stored event of a thread (deleted ones included: they were seen)."""
         row = await self.db.fetchone(

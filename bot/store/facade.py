@@ -13,6 +13,7 @@ from bot.store.cycles import CyclesRepo
 from bot.store.db import Database
 from bot.store.events import EventsRepo
 from bot.store.forecasts import ForecastStateRepo, SeriesRepo
+from bot.store.hooks import HooksRepo
 from bot.store.incidents import IncidentsRepo
 from bot.store.llm import LLMRepo
 from bot.store.metrics import MetricsRepo
@@ -45,6 +46,7 @@ class Store:
         self.cycles = CyclesRepo(db)
         self.series = SeriesRepo(db)  # watched metrics ([[runs.forecasts]])
         self.forecasts = ForecastStateRepo(db)
+        self.hooks = HooksRepo(db)  # pushed deliveries waiting for their source
 
     @property
     def reader(self) -> Store:

@@ -419,6 +419,22 @@ class IncidentsRepo:
         )
         return [event_from_row(row) for row in rows]
 
+    async def alert_events(
+        self, run_slug: str, ended_since: datetime, until: datetime
+    ) -> list[Event]:
+        """Alertmanager alerts still firing, and those resolved since `ended_since`, that
+        started by `until`; oldest first. Two seeks of the partial index `events_alerts`."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM events WHERE run_slug = ? AND source = 'alertmanager' "
+            "AND state = 'firing' AND at <= ? AND deleted = 0 "
+            "UNION ALL "
+            "SELECT * FROM events WHERE run_slug = ? AND source = 'alertmanager' "
+            "AND state = 'resolved' AND updated_at >= ? AND at <= ? AND deleted = 0 "
+            "ORDER BY at, id",
+            (run_slug, to_db(until), run_slug, to_db(ended_since), to_db(until)),
+        )
+        return [event_from_row(row) for row in rows]
+
     async def unlinked_reports(
         self, run_slug: str, since: datetime, until: datetime
     ) -> list[Event]:

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import json
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -307,6 +309,118 @@ class FakeRepo:
             "commit_id": "0" * 40,
             "author_association": review.association,
         }
+
+    # --- webhook deliveries, as GitHub sends them ----------------------------------------------
+
+    def repository_json(self) -> dict[str, Any]:
+        owner, name = self.full_name.split("/")
+        return {
+            "id": abs(hash(self.full_name)) % 10**9,
+            "node_id": "R_kgDO",
+            "name": name,
+            "full_name": self.full_name,
+            "private": False,
+            "owner": user(owner),
+            "html_url": f"{WEB}/{self.full_name}",
+            "url": f"{self.server.url}/repos/{self.full_name}",
+            "default_branch": "main",
+        }
+
+    def pull_json(self, issue: Issue) -> dict[str, Any]:
+        """A pull request as `pull_request` and `pull_request_review` deliveries carry it (the
+        pulls API's shape, not the issues listing's)."""
+        api = f"{self.server.url}/repos/{self.full_name}"
+        assert issue.is_pull
+        return {
+            "url": f"{api}/pulls/{issue.number}",
+            "id": issue.id,
+            "node_id": f"PR_{issue.id}",
+            "html_url": f"{WEB}/{self.full_name}/pull/{issue.number}",
+            "diff_url": f"{WEB}/{self.full_name}/pull/{issue.number}.diff",
+            "patch_url": f"{WEB}/{self.full_name}/pull/{issue.number}.patch",
+            "issue_url": f"{api}/issues/{issue.number}",
+            "number": issue.number,
+            "state": issue.state,
+            "locked": False,
+            "title": issue.title,
+            "user": user(issue.user),
+            "body": issue.body,
+            "labels": [
+                {"id": abs(hash(name)) % 10**9, "name": name, "color": "ededed"}
+                for name in issue.labels
+            ],
+            "created_at": iso(issue.created_at),
+            "updated_at": iso(issue.updated_at),
+            "closed_at": iso(issue.closed_at),
+            "merged_at": iso(issue.merged_at),
+            "merge_commit_sha": None,
+            "draft": False,
+            "author_association": issue.association,
+            "merged": issue.merged_at is not None,
+            "comments": issue.comments,
+            "head": {"ref": "feature", "sha": "1" * 40},
+            "base": {"ref": "main", "sha": "2" * 40},
+        }
+
+    def delivery(
+        self,
+        event: str,
+        action: str | None = None,
+        *,
+        number: int | None = None,
+        comment_id: int | None = None,
+        review_id: int | None = None,
+        sender: str = "octo",
+    ) -> dict[str, Any]:
+        """The payload of one delivery of `event` (`issues`, `issue_comment`, `pull_request`,
+        `pull_request_review`, `ping`, or any other name with just the repository)."""
+        payload: dict[str, Any] = {}
+        if action is not None:
+            payload["action"] = action
+        if event == "ping":
+            payload.update(
+                zen="Keep it logically awesome.",
+                hook_id=1,
+                hook={"type": "Repository", "id": 1, "name": "web", "active": True,
+                      "events": ["issues", "issue_comment"], "config": {"content_type": "json"}},
+            )  # fmt: skip
+        elif event in ("issues", "issue_comment"):
+            assert number is not None
+            payload["issue"] = self.issue_json(self.issues[number])
+            if comment_id is not None:
+                payload["comment"] = self.comment_json(self.comments[comment_id])
+        elif event in ("pull_request", "pull_request_review"):
+            assert number is not None
+            payload["number"] = number
+            payload["pull_request"] = self.pull_json(self.issues[number])
+            if review_id is not None:
+                review = self.review_json(self.reviews[review_id])
+                # webhooks spell a review's state in lower case ("approved"); REST in upper
+                payload["review"] = dict(review, state=review["state"].lower())
+        payload["repository"] = self.repository_json()
+        payload["sender"] = user(sender)
+        return payload
+
+
+def signed_delivery(
+    event: str, payload: dict[str, Any], secret: str | None, *, delivery_id: str | None = None
+) -> tuple[dict[str, str], bytes]:
+    """Headers and body as GitHub's hookshot posts them (`secret` None: unsigned)."""
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    headers = {
+        "User-Agent": "GitHub-Hookshot/8a3f1c2",
+        "Content-Type": "application/json",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery_id or str(uuid.uuid4()),
+        "X-GitHub-Hook-ID": "1",
+        "X-GitHub-Hook-Installation-Target-Type": "repository",
+        "X-GitHub-Hook-Installation-Target-ID": "1",
+    }
+    if secret is not None:
+        key = secret.encode()
+        headers["X-Hub-Signature"] = "sha1=" + hmac.new(key, body, hashlib.sha1).hexdigest()
+        headers["X-Hub-Signature-256"] = "sha256=" + hmac.new(key, body, hashlib.sha256).hexdigest()
+    return headers, body
 
 
 class FakeGitHub:

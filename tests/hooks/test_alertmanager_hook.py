@@ -1,0 +1,228 @@
+"""`POST /hooks/alertmanager` through the real web server, a real SQLite store and the real
+incident engine (driven by the scripted run of tests/incidents/scenario.py): Alertmanager's
+messages as it sends them become incident signals, posted, grouped with W&B's, resolved."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from bot.hooks.routes import ALERTMANAGER_MAX_BODY, HookEndpoints
+from bot.incidents.silences import add_silence
+from bot.models import RunInfo
+from bot.runsfile import ConfigError, parse_runs
+from bot.settings import RunConfig
+from bot.store import Store
+from bot.web import serve
+from tests.fakes.alertmanager import Alert, message, post
+from tests.incidents.scenario import CHANNEL, MIN, Scenario, content
+
+TOKEN = "alertmanager-token-0123456789"
+T0 = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
+
+
+@dataclass
+class Receiver:
+    url: str
+    http: aiohttp.ClientSession
+    store: Store
+    run: Scenario
+    hooks: HookEndpoints
+
+    async def send(
+        self, *alerts: Alert, token: str | None = TOKEN
+    ) -> tuple[int, dict[str, object]]:
+        return await post(self.http, self.url, message(list(alerts)), token)
+
+
+@pytest.fixture
+async def receiver(store: Store) -> AsyncIterator[Receiver]:
+    run = Scenario(store, T0)
+    await run.start()
+    await run.run_for(30)  # training, healthy
+    hooks = HookEndpoints(store, github_secret=None, token=TOKEN)
+    async with (
+        serve(store, "127.0.0.1", 0, poll_interval=60.0, hooks=hooks) as (_, port),
+        aiohttp.ClientSession() as http,
+    ):
+        yield Receiver(f"http://127.0.0.1:{port}/hooks/alertmanager", http, store, run, hooks)
+
+
+def xid(at: datetime, **labels: str) -> Alert:
+    return Alert(
+        labels={
+            "alertname": "GPUXidError",
+            "run": "hero",
+            "instance": "node-17:9400",
+            "severity": "critical",
+            "gpu": "3",
+            **labels,
+        },
+        annotations={
+            "summary": "Xid 79 on GPU 3",
+            "description": "GPU 3 on node-17 has fallen off the bus (Xid 79).",
+        },
+        starts_at=at,
+    )
+
+
+async def alert_rows(store: Store) -> list[tuple[str, str]]:
+    rows = await store.db.fetchall(
+        "SELECT run_slug, state FROM events WHERE source = 'alertmanager' ORDER BY id"
+    )
+    return [(row[0], row[1]) for row in rows]
+
+
+async def test_a_firing_xid_alert_is_posted_then_resolved(receiver: Receiver) -> None:
+    run = receiver.run
+    alert = xid(run.now)
+    status, answer = await receiver.send(alert)
+    assert status == 200 and answer["stored"] == 1
+    await run.tick()
+    [posted] = await run.alerts_posted()
+    assert posted.channel_id == CHANNEL
+    text = content(posted)
+    assert "GPUXidError" in text and "node-17:9400" in text, text
+    [incident] = await receiver.store.incidents.find("hero", open_only=True)
+    assert incident.kind == "GPUXidError" and incident.severity == "critical"
+    assert "fallen off the bus" in (incident.cause or "")
+
+    # Alertmanager repeats the firing notification: nothing new.
+    assert (await receiver.send(alert))[1]["stored"] == 0
+    await run.tick()
+    assert len(await run.alerts_posted()) == 1
+
+    alert.ends_at = run.now
+    assert (await receiver.send(alert))[1]["stored"] == 1
+    assert await alert_rows(receiver.store) == [("hero", "resolved")]  # the same event, ended
+    await run.tick()
+    assert await run.resolutions() == []  # the hold: a clear must last 2 min
+    await run.run_for(3)
+    [resolved] = await run.resolutions()
+    assert "GPUXidError" in content(resolved) or "resolved" in content(resolved).lower()
+    assert await receiver.store.incidents.find("hero", open_only=True) == []
+
+
+async def test_an_xid_alert_and_the_crash_it_causes_are_one_incident(receiver: Receiver) -> None:
+    run = receiver.run
+    await receiver.send(xid(run.now))
+    await run.tick()
+    run.training = False
+    await run.set_state("crashed")
+    await run.run_for(3)
+    [posted] = await run.alerts_posted()
+    [incident] = await receiver.store.incidents.find("hero", open_only=True)
+    members = set(incident.details.members)
+    assert "wandb-state" in members and any(m.startswith("alert:GPUXidError:") for m in members)
+    assert "GPUXidError" in content(posted)
+
+
+async def test_a_silence_of_the_alerts_kind_holds_its_posts(receiver: Receiver) -> None:
+    run = receiver.run
+    first = xid(run.now, gpu="1", instance="node-3:9400")
+    await receiver.send(first)  # seen once: its name is now a kind a silence may name
+    first.ends_at = run.now
+    await receiver.send(first)
+    await run.run_for(5)
+    before = len(await run.alerts_posted())
+    await add_silence(
+        receiver.store, "hero", "GPUXidError", timedelta(hours=2), "amara", "", run.now
+    )
+    await receiver.send(xid(run.now + MIN, gpu="2", instance="node-9:9400"))
+    await run.run_for(2)
+    assert len(await run.alerts_posted()) == before
+    [incident] = await receiver.store.incidents.find("hero", open_only=True)
+    assert incident.details.silenced_by is not None
+
+
+async def test_alert_labels_claim_alerts_without_a_run_label(receiver: Receiver) -> None:
+    east = RunConfig(
+        slug="east", name="East", github_repo="lab/east", alert_labels={"cluster": "gb200-east"}
+    )
+    await receiver.store.runs.upsert(RunInfo.from_config(east))
+    claimed = Alert(
+        labels={"alertname": "NodeDown", "cluster": "gb200-east", "instance": "n1"},
+        starts_at=receiver.run.now,
+    )
+    partial = Alert(  # only some of the labels match: not east's
+        labels={"alertname": "NodeDown", "cluster": "gb200-west", "instance": "n2"},
+        starts_at=receiver.run.now,
+    )
+    status, answer = await receiver.send(claimed, partial)
+    assert status == 200 and answer == {"stored": 1, "unchanged": 0, "unknown": 1}
+    assert await alert_rows(receiver.store) == [("east", "firing")]
+
+
+# --- what is refused --------------------------------------------------------------------------
+
+
+async def test_refusals_store_nothing(receiver: Receiver, caplog: pytest.LogCaptureFixture) -> None:
+    alert = xid(receiver.run.now)
+    assert (await receiver.send(alert, token=None))[0] == 401
+    assert (await receiver.send(alert, token="wrong"))[0] == 401
+    http, url = receiver.http, receiver.url
+    assert (await post(http, url, b"{not json", TOKEN))[0] == 400
+    assert (await post(http, url, {**message([alert]), "version": "3"}, TOKEN))[0] == 400
+    assert (await post(http, url, {**message([alert]), "alerts": {"a": 1}}, TOKEN))[0] == 400
+    bad_status = message([alert])
+    bad_status["alerts"][0]["status"] = "exploding"
+    assert (await post(http, url, bad_status, TOKEN))[0] == 400
+    big = message([alert])
+    big["commonAnnotations"] = {"padding": "x" * ALERTMANAGER_MAX_BODY}
+    status, answer = await post(http, url, big, TOKEN)
+    assert status == 413 and "over" in str(answer["error"])
+    with caplog.at_level(logging.WARNING, logger="bot.hooks.routes"):
+        for _ in range(3):
+            status, answer = await receiver.send(xid(receiver.run.now, run="nobody"))
+            assert status == 202 and answer == {"stored": 0, "unknown": 1}
+    assert len([r for r in caplog.records if "matches no run" in r.message]) == 1
+    assert await alert_rows(receiver.store) == []
+    await receiver.run.tick()
+    assert await receiver.run.alerts_posted() == []
+
+
+async def test_without_a_token_the_endpoint_does_not_exist(store: Store) -> None:
+    hooks = HookEndpoints(store, github_secret=None, token=None)
+    async with (
+        serve(store, "127.0.0.1", 0, poll_interval=60.0, hooks=hooks) as (_, port),
+        aiohttp.ClientSession() as http,
+    ):
+        url = f"http://127.0.0.1:{port}/hooks/alertmanager"
+        status, _ = await post(http, url, message([xid(T0)]), TOKEN)
+        assert status == 404
+        async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
+            body = await response.json()
+        assert body["hooks"]["alertmanager"] == {"enabled": False, "last_delivery_at": None}
+
+
+async def test_healthz_says_when_each_hook_last_took_a_delivery(receiver: Receiver) -> None:
+    await receiver.send(xid(receiver.run.now))
+    base = receiver.url.removesuffix("/hooks/alertmanager")
+    async with receiver.http.get(base + "/healthz") as response:
+        body = await response.json()
+    assert body["hooks"]["alertmanager"]["enabled"] is True
+    assert body["hooks"]["alertmanager"]["last_delivery_at"] is not None
+    assert body["hooks"]["github"] == {"enabled": False, "last_delivery_at": None}
+
+
+@pytest.mark.parametrize(
+    ("labels", "problem"),
+    [
+        ({"bad-name": "x"}, "not a Prometheus label name"),
+        ({"cluster": ""}, "empty value"),
+        ({f"l{n}": "x" for n in range(21)}, "at most 20"),
+    ],
+)
+def test_alert_labels_are_validated(labels: dict[str, str], problem: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_runs(
+            {"runs": [{"slug": "hero", "name": "Hero", "github_repo": "lab/hero",
+                       "alert_labels": labels}]}
+        )  # fmt: skip
+    assert any("alert_labels" in p and problem in p for p in raised.value.problems), raised.value

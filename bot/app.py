@@ -142,7 +142,7 @@ class BotServices(Protocol):
 
     async def enrich(self, now: datetime) -> Any: ...
 
-    async def ingest_pushed(self, now: datetime) -> Any: ...
+    async def ingest_pushed(self, now: datetime, *, judge: bool = True) -> Any: ...
 
     async def reload(self, runs: RunsFile) -> BotServices: ...
 
@@ -231,6 +231,7 @@ class RunscribeBot(commands.Bot):
         # Set when pushed deliveries brought events: enrichment looks at them now, so they are
         # enriched and judged like polled ones without waiting for its interval.
         self._enrich_due = asyncio.Event()
+        self._rings_seen = 0  # the doorbell's count when the hooks loop last looked
         # Concurrent identical reads (a burst of /status for one run) share one computation.
         self.flights: SingleFlight[Any] = SingleFlight()
 
@@ -458,8 +459,11 @@ class RunscribeBot(commands.Bot):
     async def ingest_pushed(self) -> object:
         """Read what the push endpoints stored, judge it, and wake the enrichment (GitHub
         events) and the outbox (alerts queued) at once."""
+        doorbell = getattr(self.runtime, "doorbell", None)
+        rings = doorbell.rings if doorbell is not None else 0
+        rung, self._rings_seen = rings != self._rings_seen, rings
         async with self._loop_locks["hooks"]:
-            result = await self.runtime.ingest_pushed(self.clock())
+            result = await self.runtime.ingest_pushed(self.clock(), judge=rung)
         hooks = getattr(result, "poll", None)
         pushed = hooks.results.get("hooks") if hooks is not None else None
         if pushed is not None and pushed.events:

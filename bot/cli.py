@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -479,7 +480,6 @@ async def _web_with_hooks(settings: Settings, host: str, port: int) -> int:
     at once; posting to Discord stays with `runscribe run` (its outbox loop sends what is
     queued)."""
     from bot.hooks.routes import HookEndpoints
-    from bot.runtime import repeat
     from bot.web import serve
     from bot.wiring import open_runtime
 
@@ -487,17 +487,20 @@ async def _web_with_hooks(settings: Settings, host: str, port: int) -> int:
     async with open_runtime(settings, runs) as runtime:
         hooks = HookEndpoints.from_settings(runtime.store, settings, runtime.doorbell)
 
-        async def ingest() -> None:
-            runtime.doorbell.event.clear()
-            now = utcnow()
-            summary = await runtime.ingest_pushed(now)
-            summary.add(await runtime.enrich(now))
-
         async def woken() -> None:
+            """Read and judge what was pushed as soon as the doorbell rings (and once a minute
+            for anything left waiting)."""
+            doorbell = runtime.doorbell
             while True:
-                await runtime.doorbell.event.wait()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(doorbell.event.wait(), 60.0)
+                rung = doorbell.event.is_set()
+                doorbell.event.clear()
+                now = utcnow()
                 try:
-                    await ingest()
+                    summary = await runtime.ingest_pushed(now, judge=rung)
+                    if rung or summary.poll.results["hooks"].events:
+                        await runtime.enrich(now)
                 except asyncio.CancelledError:
                     raise
                 except Exception:
@@ -512,7 +515,6 @@ async def _web_with_hooks(settings: Settings, host: str, port: int) -> int:
             for hook, on in hooks.enabled.items():
                 print(f"  POST /hooks/{hook}: {'enabled' if on else 'off'}", flush=True)
             group.create_task(woken())
-            group.create_task(repeat("hooks", 60.0, ingest))
     return EXIT_OK  # pragma: no cover - serves until the process is stopped
 
 

@@ -134,11 +134,13 @@ class Runtime:
             await self.store.cycles.record(now, finished, self.settings.runscribe_poll_interval)
         return summary
 
-    async def ingest_pushed(self, now: datetime) -> CycleSummary:
+    async def ingest_pushed(self, now: datetime, *, judge: bool = True) -> CycleSummary:
         """What the push endpoints stored: GitHub deliveries read into their sources (filtered
         to tracked threads as a poll filters them), then detection at once (an Alertmanager
-        alert is an event already: it is judged now, and posted by the next outbox round).
-        `summary.poll.results["hooks"].events` counts the GitHub events written."""
+        alert is an event already: it is judged now, and posted by the next outbox round) when
+        `judge` (the doorbell rang) or GitHub events were written; a round with nothing pushed
+        costs one indexed read. `summary.poll.results["hooks"].events` counts the GitHub events
+        written."""
         from bot.hooks.ingest import ingest_github
         from bot.sources.base import PollResult
 
@@ -146,7 +148,7 @@ class Runtime:
         summary = CycleSummary(poll=CycleReport())
         written = await ingest_github(self.store, self.sources, now)
         summary.poll.results["hooks"] = PollResult(events=written)
-        if self.detector is not None:
+        if self.detector is not None and (judge or written):
             try:
                 summary.alerts_queued += await self.detector.detect(self.store, now)
             except Exception as exc:

@@ -37,10 +37,12 @@ async def ingest_github(store: Store, sources: Sequence[Source], now: datetime) 
         s.repo.lower(): s for s in sources if s.name == "github" and isinstance(s, PushTarget)
     }
     written = 0
+    read = 0
     while True:
         batch = await store.hooks.pending(HOOK, limit=BATCH)
         if not batch:
             break
+        read += len(batch)
         by_repo: dict[str, list[Pushed]] = {}
         for delivery in batch:
             item = pushed(delivery.event, delivery.payload)
@@ -66,7 +68,7 @@ async def ingest_github(store: Store, sources: Sequence[Source], now: datetime) 
         await store.hooks.done([d.id for d in batch])
         if len(batch) < BATCH:
             break
-    if written:
-        log.info("GitHub webhook: %d event(s) stored", written)
-    await store.hooks.prune(now)
+    if read:  # nothing waited: nothing to write either (this runs on every hooks round)
+        log.info("GitHub webhook: %d delivery(ies) read, %d event(s) stored", read, written)
+        await store.hooks.prune(now)
     return written

@@ -150,7 +150,7 @@ class HookEndpoints:
             return _json(400, error="no repository.full_name in the payload")
         configured = {
             run.config.github_repo.lower()
-            for run in await self.store.runs.all()
+            for run in await self.store.reader.runs.all()
             if run.config.github_repo
         }
         if repo.lower() not in configured:
@@ -186,7 +186,7 @@ class HookEndpoints:
         except MalformedMessage as exc:
             return _json(400, error=f"not an Alertmanager webhook message: {exc}")
         self.last_delivery[ALERTMANAGER] = self.clock()
-        runs = [run.config for run in await self.store.runs.all()]
+        runs = [run.config for run in await self.store.reader.runs.all()]
         events = []
         unknown = 0
         for alert in alerts:

@@ -26,8 +26,9 @@ from bot.timeutil import utcnow
 from tests.fakes.alertmanager import Alert, message, post
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub, signed_delivery
+from tests.waiting import PATIENCE, until
 
-pytestmark = pytest.mark.timeout(150)  # real processes on a possibly loaded machine
+pytestmark = pytest.mark.timeout(600)  # real processes on a possibly loaded machine
 
 SECRET = "webhook-secret-for-the-test"
 TOKEN = "alertmanager-bearer-for-the-test"
@@ -41,15 +42,9 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], within: float = 30.0) -> Any:
-    """A positive signal the process gives on its own schedule (no timed assertion: `within` is
-    only how long a loaded machine may take)."""
-    for _ in range(int(within / 0.05)):
-        value = await check()
-        if value:
-            return value
-        await asyncio.sleep(0.05)
-    raise AssertionError("the process did not get there")
+async def eventually(check: Callable[[], Awaitable[Any]], what: str) -> Any:
+    """A positive signal the process gives on its own schedule (waited for, never timed)."""
+    return await until(check, what)
 
 
 async def comment_rows(db_file: Path, external_id: str) -> list[tuple[int, str]]:
@@ -109,9 +104,9 @@ async def test_pushes_reach_the_running_bot_within_its_poll_interval(tmp_path: P
                     return None
                 return body if body["last_cycle_at"] is not None else None
 
-            health = await eventually(first_cycle, within=60)
+            health = await eventually(first_cycle, "the first poll cycle on /healthz")
             assert health["hooks"]["github"] == {"enabled": True, "last_delivery_at": None}
-            await fake.wait_connected(within=30)
+            await fake.wait_connected(within=PATIENCE)
 
             gh.now = utcnow() - timedelta(minutes=1)  # GitHub's clock: today, for the timeline
             number = repo.add_issue("Hero run: node failures", labels=["hero-run"])
@@ -131,13 +126,15 @@ async def test_pushes_reach_the_running_bot_within_its_poll_interval(tmp_path: P
             headers, body = signed_delivery("issue_comment", payload, SECRET)
             assert await push(headers, body) == 202
             external = f"comment:{comment}"
-            [stored] = await eventually(lambda: comment_rows(db_file, external))
+            [stored] = await eventually(
+                lambda: comment_rows(db_file, external), "the comment stored"
+            )
             # In the timeline, as the CLI prints it.
             cli = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "bot", "timeline", "--json", env=env, cwd=str(tmp_path),
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             )  # fmt: skip
-            out, err = await asyncio.wait_for(cli.communicate(), 60)
+            out, err = await asyncio.wait_for(cli.communicate(), PATIENCE)
             assert cli.returncode == 0, err.decode()
             entries = json.loads(out)
             assert any("54k checkpoint" in (e["summary"] or "") for e in entries), entries
@@ -148,7 +145,7 @@ async def test_pushes_reach_the_running_bot_within_its_poll_interval(tmp_path: P
                 sys.executable, "-m", "bot", "poll", "--once", env=env, cwd=str(tmp_path),
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             )  # fmt: skip
-            _, err = await asyncio.wait_for(poll.communicate(), 60)
+            _, err = await asyncio.wait_for(poll.communicate(), PATIENCE)
             assert poll.returncode == 0, err.decode()
             assert await comment_rows(db_file, external) == [stored]
 
@@ -167,7 +164,7 @@ async def test_pushes_reach_the_running_bot_within_its_poll_interval(tmp_path: P
             assert (await post(http, url, b"[1, 2", TOKEN))[0] == 400
             status, answer = await post(http, url, message([xid]), TOKEN)
             assert status == 200 and answer["stored"] == 1
-            [head] = await fake.wait_for(lambda: fake.posted(ALERTS), within=30)
+            [head] = await fake.wait_for(lambda: fake.posted(ALERTS), within=PATIENCE)
             text = json.dumps(head)
             assert "GPUXidError" in text and "r12n4:9400" in text, text
 
@@ -177,7 +174,7 @@ async def test_pushes_reach_the_running_bot_within_its_poll_interval(tmp_path: P
             status, _ = await post(http, url, message([xid]), TOKEN)
             assert status == 200
             posts = await fake.wait_for(
-                lambda: len(fake.posted(ALERTS)) >= 2 and fake.posted(ALERTS), within=30
+                lambda: len(fake.posted(ALERTS)) >= 2 and fake.posted(ALERTS), within=PATIENCE
             )
             assert "resolved" in json.dumps(posts[-1]).lower()
             async with http.get(base + "/healthz") as response:
@@ -226,7 +223,7 @@ async def test_runscribe_web_takes_pushes_without_the_bot(tmp_path: Path) -> Non
             assert process.stdout is not None
             lines: list[bytes] = []
             while not lines or b"serving the status page" not in lines[-1]:
-                lines.append(await asyncio.wait_for(process.stdout.readline(), 60))
+                lines.append(await asyncio.wait_for(process.stdout.readline(), PATIENCE))
                 assert lines[-1], b"".join(lines)  # the process ended before serving
             number = repo.add_issue("Hero run: storage", labels=["hero-run"])
             comment = repo.add_comment(number, "The 54k checkpoint is on the new bucket.")
@@ -234,7 +231,9 @@ async def test_runscribe_web_takes_pushes_without_the_bot(tmp_path: Path) -> Non
             headers, body = signed_delivery("issue_comment", payload, SECRET)
             async with http.post(base + "/hooks/github", data=body, headers=headers) as response:
                 assert response.status == 202
-            await eventually(lambda: comment_rows(db_file, f"comment:{comment}"))
+            await eventually(
+                lambda: comment_rows(db_file, f"comment:{comment}"), "the comment stored"
+            )
             xid = Alert(
                 labels={"alertname": "GPUXidError", "run": "hero", "instance": "r3n1:9400"},
                 starts_at=utcnow() - timedelta(minutes=5),
@@ -245,7 +244,7 @@ async def test_runscribe_web_takes_pushes_without_the_bot(tmp_path: Path) -> Non
                 async with Database.open(db_file, migrate=False) as db:
                     return await Store(db).incidents.find("hero", open_only=True)
 
-            [opened] = await eventually(incident)
+            [opened] = await eventually(incident, "the alert's incident")
             assert opened.kind == "GPUXidError"
         finally:
             process.terminate()

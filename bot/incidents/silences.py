@@ -122,6 +122,9 @@ def check_condition(matcher: str, kinds: Collection[str] = ()) -> str:
     kind = matcher.lower().removeprefix(REPORT_PREFIX)
     if matcher.lower().startswith(REPORT_PREFIX) and kind in REPORT_KINDS:
         matcher = f"{matcher}:*"  # 'report:oom' means every reported OOM
+    name = matcher[len(ALERT_PREFIX) :]
+    if matcher.lower().startswith(ALERT_PREFIX) and name and not set(name) & set(":*?["):
+        matcher = f"{matcher}:*"  # 'alert:GPUXidError' means every alert of that name
     if not known_condition(matcher, kinds):
         names = ", ".join(f"`{name}`" for name in CONDITIONS)
         kinds = ", ".join(f"`{kind}`" for kind in REPORT_KINDS)

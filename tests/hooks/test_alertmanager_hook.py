@@ -13,6 +13,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bot.errors import UserFacingError
 from bot.hooks.routes import ALERTMANAGER_MAX_BODY, HookEndpoints
 from bot.incidents.silences import add_silence
 from bot.models import RunInfo
@@ -139,6 +140,23 @@ async def test_a_silence_of_the_alerts_kind_holds_its_posts(receiver: Receiver) 
     assert len(await run.alerts_posted()) == before
     [incident] = await receiver.store.incidents.find("hero", open_only=True)
     assert incident.details.silenced_by is not None
+
+
+async def test_a_silence_named_before_any_alert_arrives(receiver: Receiver) -> None:
+    run = receiver.run
+    silence = await add_silence(
+        receiver.store, "hero", "alert:GPUXidError", timedelta(hours=2), "amara", "", run.now
+    )
+    assert silence.matcher == "alert:GPUXidError:*"
+    await receiver.send(xid(run.now))
+    await run.run_for(2)
+    assert await run.alerts_posted() == []
+    [incident] = await receiver.store.incidents.find("hero", open_only=True)
+    assert incident.details.silenced_by == silence.id
+    with pytest.raises(UserFacingError):  # a bare name nobody has seen is a typo until then
+        await add_silence(
+            receiver.store, "hero", "GPUXidEror", timedelta(hours=1), "a", "", run.now
+        )
 
 
 async def test_alert_labels_claim_alerts_without_a_run_label(receiver: Receiver) -> None:

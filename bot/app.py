@@ -37,7 +37,7 @@ from bot.outbox.poster import DeliveryError, OutboxPoster, OutgoingMessage, Seen
 from bot.pipeline import FAMILIES, WANDB
 from bot.render.cards import Card, TimeStyle
 from bot.render.chart import ChartCache
-from bot.render.drawer import ChartDrawer
+from bot.render.drawer import IDLE_SECONDS, ChartDrawer
 from bot.render.stamps import render_card_stamps, render_stamps
 from bot.services.status import chart_series
 from bot.settings import ConfigError, RunConfig, RunsFile, Settings, load_runs_file
@@ -147,6 +147,10 @@ class BotServices(Protocol):
     async def reload(self, runs: RunsFile) -> BotServices: ...
 
 
+#: Seconds a command waits for a run's first chart before answering without it.
+FIRST_CHART_WAIT = 10.0
+
+
 @dataclass(slots=True)
 class LoopIntervals:
     """Seconds between runs of each background loop. `poll` paces each source family's loop
@@ -212,8 +216,12 @@ class RunscribeBot(commands.Bot):
         self.warm_charts_at_start = warm_charts
         self.chart_cache = ChartCache()
         # Charts are drawn in a child process that ends when idle: matplotlib's memory never
-        # stays in the bot after a burst of /status.
-        self.charts = ChartDrawer()
+        # stays in the bot after a run goes quiet. While a run logs, its chart is redrawn after
+        # W&B rounds (at most once a minute), so the child outlives two poll intervals and a
+        # command never pays its start.
+        self.charts = ChartDrawer(idle=max(IDLE_SECONDS, 2 * self.intervals.poll + 30))
+        self._chart_refresh: asyncio.Task[None] | None = None
+        self._chart_tasks: set[asyncio.Task[bytes | None]] = set()
         self.poster = OutboxPoster(
             runtime.store, DiscordTransport(self), clock=clock, backoff_base=outbox_backoff
         )
@@ -405,9 +413,12 @@ class RunscribeBot(commands.Bot):
     async def close(self) -> None:
         if not self.is_closed():
             await gateway_down(self.store, utcnow(), "the bot is stopped")
-        for task in self._tasks:
+        background: list[asyncio.Future[Any]] = [*self._tasks, *self._chart_tasks]
+        if self._chart_refresh is not None:
+            background.append(self._chart_refresh)
+        for task in background:
             task.cancel()
-        for task in self._tasks:
+        for task in background:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
@@ -448,6 +459,7 @@ class RunscribeBot(commands.Bot):
             finally:
                 for name in self._rounds:
                     self._rounds[name] += 1
+                self.refresh_charts_soon()
 
     async def poll_family(self, family: str) -> object:
         async with self._loop_locks[family]:
@@ -455,6 +467,8 @@ class RunscribeBot(commands.Bot):
                 return self._delivered_soon(await self.runtime.poll(family, self.clock()))
             finally:
                 self._rounds[family] += 1
+                if family == WANDB:
+                    self.refresh_charts_soon()
 
     async def ingest_pushed(self) -> object:
         """Read what the push endpoints stored, judge it, and wake the enrichment (GitHub
@@ -484,6 +498,15 @@ class RunscribeBot(commands.Bot):
         once (`ChartCache`); None if it cannot be drawn (a broken chart never costs a card)."""
         return await self.chart_cache.get_or_draw(slug, version, partial(self._draw_chart, slug))
 
+    async def first_chart(self, slug: str, version: str) -> bytes | None:
+        """A run's first chart, waited for at most `FIRST_CHART_WAIT` seconds (a cold chart
+        process on a loaded machine); past it the answer goes without, and the draw goes on."""
+        try:
+            return await asyncio.wait_for(self.status_chart(slug, version), FIRST_CHART_WAIT)
+        except TimeoutError:
+            log.warning("the first chart of %s is still being drawn; answering without it", slug)
+            return None
+
     async def _draw_chart(self, slug: str) -> bytes | None:
         try:
             return await self.charts.loss_chart(await chart_series(self.reader, slug))
@@ -491,18 +514,41 @@ class RunscribeBot(commands.Bot):
             log.exception("chart for %s failed; answering without it", slug)
             return None
 
+    def chart_soon(self, slug: str, version: str) -> None:
+        """Draw this version of the run's chart in the background (single flight: a draw under
+        way or one less than a minute old is not repeated); `/status` meanwhile attaches the
+        newest finished chart."""
+        task = asyncio.create_task(self.status_chart(slug, version), name=f"chart-{slug}")
+        self._chart_tasks.add(task)
+        task.add_done_callback(self._chart_tasks.discard)
+
+    def refresh_charts_soon(self) -> None:
+        """After a W&B round: each run whose data changed gets its chart redrawn in the
+        background, so `/status` answers with a current chart and never draws one itself. One
+        refresh at a time; off with `warm_charts=False` (tests that want a cold cache)."""
+        if not self.warm_charts_at_start or self.is_closed():
+            return
+        if self._chart_refresh is not None and not self._chart_refresh.done():
+            return
+        self._chart_refresh = asyncio.create_task(self._refresh_charts(), name="chart-refresh")
+
+    async def _refresh_charts(self) -> None:
+        for run in self.runs:
+            version = await self.reader.metrics.version(run.slug)
+            # a run with no points has nothing to draw; one drawn at this version is current
+            if version != NO_POINTS and self.chart_cache.version_of(run.slug) != version:
+                await self.status_chart(run.slug, version)
+
     async def warm_charts(self, *, first_poll_within: float = 60.0) -> None:
         """Each run's chart drawn once at start (runs with points), after the first W&B round (or
         `first_poll_within` seconds): the first /status of a run answers without drawing while
-        its data has not changed. The chart process ends when idle, as after any chart."""
+        its data has not changed. Later rounds redraw it when its data changed
+        (`refresh_charts_soon`)."""
         waited = 0.0
         while self._rounds[WANDB] == 0 and waited < first_poll_within:
             await asyncio.sleep(0.5)
             waited += 0.5
-        for run in self.runs:
-            version = await self.reader.metrics.version(run.slug)
-            if version != NO_POINTS:  # a run with no points yet has nothing to draw
-                await self.status_chart(run.slug, version)
+        await self._refresh_charts()
 
     @property
     def cycles(self) -> int:

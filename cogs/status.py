@@ -1,8 +1,9 @@
 """`/status [run]`: the run's card from the store, with the loss chart. Answers inside Discord's
 3 seconds: the report is a handful of indexed reads on the read-only connections (never behind
-the poll cycle's writes), and the chart is served from the cache. The command defers before any
-store work when the bot is busy, and before drawing when the chart must be drawn (one draw per
-data version, however many ask at once)."""
+the poll cycle's writes), and the chart is served from the cache: charts are redrawn in the
+background after W&B rounds, and a command whose data is newer than the chart attaches the newest
+finished one while this version is drawn. The command defers before any store work when the bot
+is busy, and only a run's first chart is waited for (deferred first)."""
 
 from __future__ import annotations
 
@@ -42,13 +43,19 @@ class Status(commands.Cog):
             slug = await resolve_run(bot, run)
             version = await store.metrics.version(slug)
             png = bot.chart_cache.ready(slug, version)
+            if png is None:
+                # Data newer than the chart: attach the newest finished one and have this
+                # version drawn in the background. Only a run's first chart is waited for.
+                png = bot.chart_cache.latest(slug)
+                if png is not None:
+                    bot.chart_soon(slug, version)
             if png is None and not interaction.response.is_done():
-                await interaction.response.defer(thinking=True)  # the chart must be drawn
+                await interaction.response.defer(thinking=True)  # the first chart is drawn
             report, narrative = await bot.flights.run(
                 ("status", slug), lambda: status_with_narrative(store, slug, bot.clock())
             )
             if png is None:
-                png = await bot.status_chart(slug, version)
+                png = await bot.first_chart(slug, version)
             card = status_card(report, narrative, discord_time, chart=CHART if png else None)
             embed = card_to_embed(card)
             files = [discord.File(io.BytesIO(png), filename=CHART)] if png else []

@@ -225,6 +225,8 @@ class ChartCache:
     - `ready(slug, version)`: what `/status` may attach without drawing: this version, or the
       run's last chart if it was drawn less than `min_interval` seconds ago (points arrive every
       few seconds; the chart is redrawn at most once a minute however often they do).
+    - `latest(slug)`: the run's newest finished chart, whatever version it was drawn at: what
+      `/status` attaches while a newer one is drawn in the background.
     - `get_or_draw(slug, version, draw)`: single flight: one draw at a time per run, and only
       one draw at a time overall (a burst of misses costs one render, and one figure's memory);
       concurrent misses await the same future. A failed draw (None or an exception) caches
@@ -262,6 +264,19 @@ class ChartCache:
             self.hits += 1
             return png
         return None
+
+    def latest(self, slug: str) -> bytes | None:
+        item = self._items.get(slug)
+        if item is None:
+            return None
+        self._items.move_to_end(slug)
+        self.hits += 1
+        return item[2]
+
+    def version_of(self, slug: str) -> str | None:
+        """The data version the run's newest chart was drawn at (None: never drawn)."""
+        item = self._items.get(slug)
+        return None if item is None else item[0]
 
     def put(self, slug: str, version: str, png: bytes) -> None:
         # An older version of this run's chart is never wanted again: one entry per run.

@@ -8,12 +8,15 @@ import asyncio
 import logging
 import sys
 import time
+from datetime import timedelta
 from typing import Any
 
 import discord
 import pytest
 
 from bot.errors import UserFacingError
+from bot.models import MetricPoint
+from bot.render.chart import ChartCache
 from tests.bot.conftest import Seed, StartBot
 from tests.fakes.discord import FakeDiscord, Interaction
 from tests.waiting import PATIENCE
@@ -91,6 +94,63 @@ async def test_start_draws_each_runs_chart_so_the_first_status_does_not_wait(
     assert [name for name, _ in record.files] == ["chart.png"]
     assert record.files[0][1].startswith(b"\x89PNG")
     assert bot.chart_cache.draws == 1 and bot.charts.started == 1
+
+
+async def _one_more_point(bot: Any, slug: str) -> str:
+    """A W&B row newer than the stored ones, as the W&B source would add it; the new version."""
+    latest = await bot.reader.metrics.latest(slug)
+    assert latest is not None
+    await bot.store.metrics.add_points(
+        slug,
+        [
+            MetricPoint(
+                wandb_run=latest.wandb_run,
+                step=latest.step + 10,
+                at=latest.at + timedelta(minutes=1),
+                tokens=latest.tokens,
+                loss=latest.loss,
+            )
+        ],
+    )
+    return str(await bot.reader.metrics.version(slug))
+
+
+async def test_status_on_newer_data_attaches_the_last_chart_and_redraws_it_in_the_background(
+    start_bot: StartBot, fake: FakeDiscord
+) -> None:
+    bot = await start_bot()
+    bot.chart_cache = ChartCache(min_interval=0.0)  # every new version is worth a redraw
+    first = await fake.slash("status", [option("run", "aurora")])
+    assert (await answered(first))["type"] == 5  # the run's first chart: deferred, then drawn
+    await fake.wait_for(lambda: first.followups)
+    old_png = first.files[0][1]
+    version = await _one_more_point(bot, "aurora")
+    assert bot.chart_cache.ready("aurora", version) is None  # the chart is out of date
+
+    second = await fake.slash("status", [option("run", "aurora")])
+    body = await answered(second)
+    assert body["type"] == 4  # answered at once: nothing drawn on the request path
+    assert [name for name, _ in second.files] == ["chart.png"]
+    assert second.files[0][1] == old_png  # the newest finished chart...
+    # ...while this version is drawn behind the answer, for the next one
+    await fake.wait_for(lambda: bot.chart_cache.version_of("aurora") == version, within=30)
+    assert bot.chart_cache.draws == 2
+
+
+async def test_a_wandb_round_with_new_points_redraws_the_chart_without_any_command(
+    start_bot: StartBot, fake: FakeDiscord
+) -> None:
+    bot = await start_bot(warm_charts=True)
+    version = await bot.reader.metrics.version("aurora")
+    await fake.wait_for(lambda: bot.chart_cache.version_of("aurora") == version, within=30)
+    bot.chart_cache = ChartCache(min_interval=0.0)
+    newer = await _one_more_point(bot, "aurora")
+    await bot.poll_family("wandb")  # the round's end schedules the redraw
+    await fake.wait_for(lambda: bot.chart_cache.version_of("aurora") == newer, within=30)
+    # and the chart process stays up between rounds: it outlives two poll intervals
+    assert bot.charts.idle >= 2 * bot.intervals.poll
+    record = await fake.slash("status", [option("run", "aurora")])
+    assert (await answered(record))["type"] == 4
 
 
 async def test_unknown_run_gets_a_private_hint(start_bot: StartBot, fake: FakeDiscord) -> None:

@@ -82,8 +82,15 @@ class MetricsRepo:
         return [row[0] for row in rows]
 
     async def window(self, run_slug: str, since: datetime) -> list[MetricPoint]:
-        """Points since `since`, plus the last point of each W&B run before it, so a trailing
-        rate can be measured from the window's start without reading the whole history."""
+        """Points since `since` at a bounded resolution, oldest first, plus the last point of
+        each W&B run before it, so a trailing rate can be measured from the window's start.
+
+        Read from the per-minute rollup (migration 0015): the first and the last point of each
+        minute of each W&B run. A day is at most 2,880 points per W&B run however often the run
+        logs; a run logging at most twice a minute gets exactly its raw points. What the
+        readers measure survives the thinning: the newest point, the last step before a gap
+        and the first after it (a restart's resume step and downtime), the rate between any
+        two minutes. Points inside a minute, between its first and last, are left out."""
         before = []
         for wandb_run in await self.wandb_runs(run_slug):
             row = await self.db.fetchone(
@@ -92,8 +99,23 @@ class MetricsRepo:
                 (run_slug, wandb_run, to_db(since)),
             )
             if row is not None:
-                before.append(row)
-        return [self._point(row) for row in before] + await self.points(run_slug, since=since)
+                before.append(self._point(row))
+        start = to_db(since)
+        assert start is not None
+        rows = await self.db.fetchall(
+            "SELECT wandb_run, first_step, first_at, first_tokens, first_loss, "
+            "step, at, tokens, loss, points FROM metric_minutes "
+            "WHERE run_slug = ? AND minute >= ?",
+            (run_slug, int(since.timestamp()) // 60),
+        )
+        points: list[MetricPoint] = []
+        for run, f_step, f_at, f_tokens, f_loss, step, at, tokens, loss, count in rows:
+            if f_at >= start:  # the minute holding `since` may begin before it
+                points.append(MetricPoint(run, f_step, from_db(f_at), f_tokens, f_loss))  # type: ignore[arg-type]
+            if count > 1 and at >= start and (at, step) != (f_at, f_step):
+                points.append(MetricPoint(run, step, from_db(at), tokens, loss))  # type: ignore[arg-type]
+        points.sort(key=lambda p: (p.at, p.wandb_run, p.step))
+        return before + points
 
     async def latest(self, run_slug: str) -> MetricPoint | None:
         """The newest point of any W&B run of the chain (the newest of each run's last)."""

@@ -22,7 +22,7 @@ from bot.store import Store
 from bot.store.events import RETRY_LABEL
 
 NOW = datetime(2026, 9, 1, 12, tzinfo=UTC)
-FULL_SCAN = re.compile(r"\bSCAN (events|metric_points)\b")
+FULL_SCAN = re.compile(r"\bSCAN (events|metric_points|metric_minutes)\b")
 
 
 class StillDown:

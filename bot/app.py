@@ -147,8 +147,10 @@ class BotServices(Protocol):
     async def reload(self, runs: RunsFile) -> BotServices: ...
 
 
-#: Seconds a command waits for a run's first chart before answering without it.
-FIRST_CHART_WAIT = 10.0
+#: Seconds a command waits for a run's first chart before answering without it: as long as the
+#: chart process may take (its start imports matplotlib, which takes seconds on a loaded machine),
+#: well inside the 15 minutes Discord gives a deferred answer.
+FIRST_CHART_WAIT = 60.0
 
 
 @dataclass(slots=True)

@@ -88,9 +88,9 @@ async def test_start_draws_each_runs_chart_so_the_first_status_does_not_wait(
         lambda: bot.chart_cache.ready("aurora", version) is not None, within=PATIENCE
     )
     record = await fake.slash("status", [option("run", "aurora")])
-    body = await answered(record)
-    assert body["type"] == 4  # answered at once, with the chart drawn at start
-    assert body["data"]["embeds"][0]["image"]["url"] == "attachment://chart.png"
+    # answered with the chart drawn at start (deferred only if a loop's round was running)
+    message = await final_message(fake, record)
+    assert message["embeds"][0]["image"]["url"] == "attachment://chart.png"
     assert [name for name, _ in record.files] == ["chart.png"]
     assert record.files[0][1].startswith(b"\x89PNG")
     assert bot.chart_cache.draws == 1 and bot.charts.started == 1
@@ -127,13 +127,23 @@ async def test_status_on_newer_data_attaches_the_last_chart_and_redraws_it_in_th
     version = await _one_more_point(bot, "aurora")
     assert bot.chart_cache.ready("aurora", version) is None  # the chart is out of date
 
+    # the next draw is held until the answer is in: an answer that waited for it never comes
+    gate = asyncio.Event()
+    draw = bot._draw_chart
+
+    async def held(slug: str) -> bytes | None:
+        await gate.wait()
+        return await draw(slug)
+
+    bot._draw_chart = held  # type: ignore[method-assign]
     second = await fake.slash("status", [option("run", "aurora")])
-    body = await answered(second)
-    assert body["type"] == 4  # answered at once: nothing drawn on the request path
+    message = await final_message(fake, second)
+    assert message["embeds"][0]["image"]["url"] == "attachment://chart.png"
     assert [name for name, _ in second.files] == ["chart.png"]
     assert second.files[0][1] == old_png  # the newest finished chart...
-    # ...while this version is drawn behind the answer, for the next one
-    await fake.wait_for(lambda: bot.chart_cache.version_of("aurora") == version, within=30)
+    assert bot.chart_cache.version_of("aurora") != version
+    gate.set()  # ...while this version is drawn behind the answer, for the next one
+    await fake.wait_for(lambda: bot.chart_cache.version_of("aurora") == version, within=PATIENCE)
     assert bot.chart_cache.draws == 2
 
 
@@ -142,15 +152,17 @@ async def test_a_wandb_round_with_new_points_redraws_the_chart_without_any_comma
 ) -> None:
     bot = await start_bot(warm_charts=True)
     version = await bot.reader.metrics.version("aurora")
-    await fake.wait_for(lambda: bot.chart_cache.version_of("aurora") == version, within=30)
+    await fake.wait_for(lambda: bot.chart_cache.version_of("aurora") == version, within=PATIENCE)
     bot.chart_cache = ChartCache(min_interval=0.0)
     newer = await _one_more_point(bot, "aurora")
     await bot.poll_family("wandb")  # the round's end schedules the redraw
-    await fake.wait_for(lambda: bot.chart_cache.version_of("aurora") == newer, within=30)
+    await fake.wait_for(lambda: bot.chart_cache.version_of("aurora") == newer, within=PATIENCE)
     # and the chart process stays up between rounds: it outlives two poll intervals
     assert bot.charts.idle >= 2 * bot.intervals.poll
     record = await fake.slash("status", [option("run", "aurora")])
-    assert (await answered(record))["type"] == 4
+    await final_message(fake, record)
+    assert [name for name, _ in record.files] == ["chart.png"]
+    assert bot.chart_cache.draws == 1  # the answer drew nothing
 
 
 async def test_unknown_run_gets_a_private_hint(start_bot: StartBot, fake: FakeDiscord) -> None:

@@ -141,7 +141,8 @@ class StatusSite:
 
         async def render() -> str:
             entries = await gather_index(self.store, now, lambda slug: f"/runs/{slug}")
-            return render_index(entries, now)
+            # HTML of a long timeline is tens of ms of CPU: never on the event loop
+            return await asyncio.to_thread(render_index, entries, now)
 
         page = await self.cache.get("/", version, now, max_age, render)
         return _conditional(request, page)
@@ -162,7 +163,7 @@ class StatusSite:
                 index_href="/",
                 poll_interval=self.poll_interval,
             )
-            return render_run_page(page)
+            return await asyncio.to_thread(render_run_page, page)
 
         page = await self.cache.get(f"/runs/{slug}", version, now, max_age, render)
         return _conditional(request, page)

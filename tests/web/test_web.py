@@ -174,3 +174,28 @@ async def test_a_taken_port_is_one_clear_error(store: Store) -> None:
         with pytest.raises(CannotListen, match=f"cannot listen on 127.0.0.1:{port}: "):
             async with serve(store, "127.0.0.1", port, poll_interval=INTERVAL):
                 pass
+
+
+async def test_pages_are_rendered_off_the_event_loop(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The HTML of a long timeline is CPU work: it runs in a worker thread, never on the loop
+    that serves /healthz, the hooks and (in `runscribe run`) the bot."""
+    import threading
+
+    import bot.web
+
+    seen: list[str] = []
+    for name in ("render_index", "render_run_page"):
+        real = getattr(bot.web, name)
+
+        def spy(*args: object, _real: object = real) -> str:
+            seen.append(threading.current_thread().name)
+            return _real(*args)  # type: ignore[operator]
+
+        monkeypatch.setattr(bot.web, name, spy)
+    for path in ("/", f"/runs/{SLUG}"):
+        async with server.http.get(server.url + path) as response:
+            assert response.status == 200
+    assert len(seen) == 2
+    assert threading.main_thread().name not in seen

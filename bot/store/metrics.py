@@ -85,7 +85,7 @@ class MetricsRepo:
         """Points since `since` at a bounded resolution, oldest first, plus the last point of
         each W&B run before it, so a trailing rate can be measured from the window's start.
 
-        Read from the per-minute rollup (migration 0015): the first and the last point of each
+        Read from the per-minute rollup (migration 0016): the first and the last point of each
         minute of each W&B run. A day is at most 2,880 points per W&B run however often the run
         logs; a run logging at most twice a minute gets exactly its raw points. What the
         readers measure survives the thinning: the newest point, the last step before a gap

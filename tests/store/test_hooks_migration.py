@@ -49,7 +49,7 @@ async def test_an_old_database_takes_alerts_after_the_migration(tmp_path: Path) 
     build_old(path)
     async with Database.open(path, readers=1) as db:
         store = Store(db)
-        assert await db.user_version() == HOOKS
+        assert await db.user_version() == load_migrations()[-1].version  # every later one too
         result = await store.events.upsert_many([alert("alert:a:1")])
         assert len(result.inserted) == 1
         old = await store.reader.events.get_by_external("hero", "github", "comment:1")

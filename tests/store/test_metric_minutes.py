@@ -1,4 +1,4 @@
-"""The per-minute rollup behind `MetricsRepo.window` (migration 0015): a day read at a bounded
+"""The per-minute rollup behind `MetricsRepo.window` (migration 0016): a day read at a bounded
 resolution whatever the logging rate, the raw points themselves when a run logs at most twice a
 minute, and the same progress, rate, restart and downtime as the raw points give."""
 

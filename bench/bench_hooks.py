@@ -8,9 +8,10 @@ Measured: each delivery's answer time (p50/p95/max), the time until every commen
 of them changes nothing, and that the poll afterwards (the safety net) writes nothing.
 
 Beside it, the naive handler: the delivery read into the store inside the request (no inbox,
-no doorbell), so the sender waits for the source and the store.
+no doorbell), so the sender waits for the source and the store (`--naive N`: on a burst of N
+instead, as it takes minutes at 1,000).
 
-    python bench/bench_hooks.py [--deliveries 1000] [--senders 50] [--threads 50]
+    python bench/bench_hooks.py [--deliveries 1000] [--senders 50] [--threads 50] [--naive N]
 """
 
 from __future__ import annotations
@@ -166,13 +167,17 @@ async def main() -> None:
     parser.add_argument("--deliveries", type=int, default=1000)
     parser.add_argument("--senders", type=int, default=50)
     parser.add_argument("--threads", type=int, default=50)
+    parser.add_argument(
+        "--naive", type=int, default=0, help="deliveries for the naive handler (0: the same)"
+    )
     args = parser.parse_args()
     print(f"{args.deliveries} deliveries, {args.senders} senders, {args.threads} tracked threads")
-    for name, inline in (
-        ("runscribe (inbox + doorbell)", False),
-        ("naive (ingest in request)", True),
+    naive = argparse.Namespace(**{**vars(args), "deliveries": args.naive or args.deliveries})
+    for name, inline, given in (
+        ("runscribe (inbox + doorbell)", False, args),
+        ("naive (ingest in request)", True, naive),
     ):
-        r = await burst(args, inline=inline)
+        r = await burst(given, inline=inline)
         print(
             f"{name:<30} answers {r['statuses']} p50 {r['p50']:.1f} ms, p95 {r['p95']:.1f} ms, "
             f"max {r['max']:.1f} ms; all answered in {r['answered']:.2f} s, all stored in "

@@ -26,7 +26,7 @@ from bot.hooks import github as gh
 from bot.hooks.alertmanager import MalformedMessage, alert_event, owners, parse_message
 from bot.hooks.auth import bearer_ok, github_signed
 from bot.hooks.doorbell import Doorbell
-from bot.settings import Settings
+from bot.settings import RunConfig, Settings
 from bot.store import Store
 from bot.timeutil import utcnow
 
@@ -86,6 +86,7 @@ class HookEndpoints:
         self.clock = clock
         self.last_delivery: dict[str, datetime | None] = dict.fromkeys(HOOKS)
         self._logged: set[str] = set()
+        self._runs: tuple[tuple[int, str | None], list[RunConfig]] | None = None
 
     @classmethod
     def from_settings(
@@ -116,6 +117,15 @@ class HookEndpoints:
             }
             for hook in HOOKS
         }
+
+    async def runs(self) -> list[RunConfig]:
+        """The recorded runs, parsed again only when one changed (a burst of deliveries reads
+        one cheap version row each, not every run's configuration)."""
+        reader = self.store.reader
+        version = await reader.runs.version()
+        if self._runs is None or self._runs[0] != version:
+            self._runs = (version, [run.config for run in await reader.runs.all()])
+        return self._runs[1]
 
     def _log_once(self, key: str, message: str, *args: object) -> None:
         if key not in self._logged:
@@ -148,11 +158,7 @@ class HookEndpoints:
         repo = gh.repository_of(payload)
         if repo is None:
             return _json(400, error="no repository.full_name in the payload")
-        configured = {
-            run.config.github_repo.lower()
-            for run in await self.store.reader.runs.all()
-            if run.config.github_repo
-        }
+        configured = {run.github_repo.lower() for run in await self.runs() if run.github_repo}
         if repo.lower() not in configured:
             self._log_once(
                 f"repo:{repo.lower()}", "GitHub webhook for %s, which no run tracks: ignored", repo
@@ -186,7 +192,7 @@ class HookEndpoints:
         except MalformedMessage as exc:
             return _json(400, error=f"not an Alertmanager webhook message: {exc}")
         self.last_delivery[ALERTMANAGER] = self.clock()
-        runs = [run.config for run in await self.store.reader.runs.all()]
+        runs = await self.runs()
         events = []
         unknown = 0
         for alert in alerts:

@@ -197,13 +197,21 @@ class GitHubSource:
         async with self._state_lock:
             await self._record_runs()
             poll = await self._load()
-            for push in pushes:
-                events = await self._issue_page(poll, [push.issue])
+            events: list[Event] = []
+            for push in pushes:  # in the order GitHub sent them: a later version wins
+                events += await self._issue_page(poll, [push.issue])
                 if push.comment is not None:
                     events += await self._comment_page(poll, [push.comment])
                 if push.review is not None:
                     events += await self._pushed_review(poll, push.issue, push.review)
-                await self._commit(poll, events)
+            # GitHub does not promise to deliver in order: of two versions, the newer is kept.
+            newest: dict[tuple[str, str], Event] = {}
+            for event in events:
+                key = (event.run_slug, event.external_id)
+                seen = newest.get(key)
+                if seen is None or (event.updated_at or event.at) >= (seen.updated_at or seen.at):
+                    newest[key] = event
+            await self._commit(poll, list(newest.values()))  # one transaction for the batch
             return poll.changed
 
     async def _pushed_review(

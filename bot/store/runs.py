@@ -67,3 +67,8 @@ class RunsRepo:
     async def all(self) -> list[RunInfo]:
         rows = await self.db.fetchall("SELECT * FROM runs ORDER BY slug")
         return [self._from_row(row) for row in rows]
+
+    async def version(self) -> tuple[int, str | None]:
+        """Changes whenever a run is recorded or changed (for callers that keep parsed runs)."""
+        row = await self.db.fetchone("SELECT count(*), max(updated_at) FROM runs")
+        return (int(row[0]), row[1]) if row else (0, None)

@@ -301,3 +301,24 @@ async def test_form_encoded_deliveries_are_read_too(site: Site) -> None:
     assert (await site.post(headers, body))[0] == 202
     await site.ingest()
     assert f"issue:{number}" in await events(site.store)
+
+
+async def test_deliveries_out_of_order_keep_the_newest_version(site: Site, gh: FakeGitHub) -> None:
+    """GitHub does not promise order: an edit delivered before the creation it follows."""
+    repo = site.repo
+    number = repo.add_issue("Hero run", labels=["hero-run"])
+    comment = repo.add_comment(number, "Loss spike at 41k, looking.")
+    created = repo.delivery("issue_comment", "created", number=number, comment_id=comment)
+    gh.advance(minutes=5)
+    repo.edit_comment(comment, "Loss spike at 41k: a bad shard, skipped it.")
+    edited = repo.delivery("issue_comment", "edited", number=number, comment_id=comment)
+    for payload in (edited, created):  # one batch, newest first
+        assert (await site.post(*signed_delivery("issue_comment", payload, SECRET)))[0] == 202
+    await site.ingest()
+    stored = await site.store.events.get_by_external("hero", "github", f"comment:{comment}")
+    assert stored is not None and stored.body.endswith("a bad shard, skipped it.")
+    # ... and in a later batch: the old one still does not overwrite it.
+    assert (await site.post(*signed_delivery("issue_comment", created, SECRET)))[0] == 202
+    await site.ingest()
+    stored = await site.store.events.get_by_external("hero", "github", f"comment:{comment}")
+    assert stored is not None and stored.body.endswith("a bad shard, skipped it.")

@@ -15,7 +15,11 @@
    window and others) next to the old behaviour measured in the same run: everything pending
    enriched after each poll, in batches of <= 30 and one request per event. `--day-only` runs
    just this part.
-3. The narrative and digest prompt sizes (estimated tokens of system + user text) after one week
+3. The busy day's whole bill as the bot runs it: enrichment, the narrative loop (a new narrative
+   only when its facts changed, at most every 30 min) and the digest, each priced at its own
+   model's rates (narratives and the digest on RUNSCRIBE_MODEL's default). The fake answers them
+   with prose of the asked length; the token counts are the fake's estimates.
+4. The narrative and digest prompt sizes (estimated tokens of system + user text) after one week
    and after three months of synthetic history (~60 events a day, enriched by the rules). Goal: a
    prompt that does not grow with the run's length.
 """
@@ -30,6 +34,7 @@ import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -47,10 +52,13 @@ from bot.llm.grounded import render_prompt
 from bot.models import Event, RunInfo
 from bot.pipeline import Gather, enrich_pending, enrich_step
 from bot.services.digest import build_digest
-from bot.services.narrative import build_narrative_facts
-from bot.settings import DEFAULT_ENRICH_MODEL, DEFAULT_ENRICH_WINDOW
+from bot.services.narrative import build_narrative_facts, refresh_narratives
+from bot.settings import DEFAULT_ENRICH_MODEL, DEFAULT_ENRICH_WINDOW, DEFAULT_MODEL
 from bot.store import Database, Store
-from tests.fakes.anthropic import FakeAnthropic
+from bot.wiring import digest_composer
+from bot.wiring import narrative_writer as narrate
+from tests.fakes.anthropic import FakeAnthropic, auto_reply
+from tests.fakes.anthropic import text as fake_text
 
 NOW = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
 WORDS = (
@@ -246,6 +254,7 @@ async def simulate_day(
     model: str,
     *,
     max_batch: int = 30,
+    narrative_model: str | None = None,
 ) -> dict[str, float]:
     """A day on a simulated clock through the real pipeline (`enrich_step`, the LLM enricher, the
     fake server): a poll a minute stores what arrived. Without `gather`, everything pending is
@@ -263,7 +272,7 @@ async def simulate_day(
                 store,
                 api_key="bench",
                 base_url=fake.base_url,
-                model=model,
+                model=narrative_model or model,
                 enrich_model=model,
                 daily_budget_usd=1000,
                 max_retry_wait=0.01,
@@ -282,8 +291,12 @@ async def simulate_day(
                     for tick in range(6 if gather is not None else 1):
                         clock[0] = poll_at + timedelta(seconds=10 * tick)
                         await enrich_step(store, clock[0], enricher=enricher, gather=gather)
+                    if narrative_model and minute % 5 == 0:  # the bot's narrative loop: 5 min
+                        await refresh_narratives(store, narrate(store, llm), ["hero"], clock[0])
                 clock[0] += timedelta(hours=1)  # the day's tail: anything still waiting goes
                 await enrich_step(store, clock[0], enricher=enricher)
+                if narrative_model:  # and the day's digest
+                    await digest_composer(store, llm)(await build_digest(store, "hero", clock[0]))
             pending = len(await store.events.pending_enrichment(limit=10_000))
             requests = fake.message_requests[before:]
             usages = fake.usages[-len(requests) :] if requests else []
@@ -315,7 +328,10 @@ async def simulate_day(
                 "hero", "discord:2", NOW - timedelta(days=1), NOW + timedelta(days=2)
             )
             waits = sorted(enricher.waits)
+            by_task = cost_by_task(requests, usages)
             return {
+                **{f"usd_{task}": usd for task, (_, usd) in by_task.items()},
+                **{f"calls_{task}": calls for task, (calls, _) in by_task.items()},
                 "requests": len(requests),
                 "llm_events": sent_events,
                 "per_request": sent_events / max(1, len(requests)),
@@ -327,6 +343,53 @@ async def simulate_day(
                 "wait_p50": waits[len(waits) // 2] / 60 if waits else 0.0,
                 "wait_p95": waits[int(len(waits) * 0.95)] / 60 if waits else 0.0,
             }
+
+
+def task_of(request: Any) -> str:
+    """Which job a recorded request was for, from its forced tool or its prompt's opening."""
+    if request.body.get("tools"):
+        return "enrich"
+    opening = request.user_text[:400]
+    for marker, task in (("status narrative", "narrative"), ("daily digest", "digest")):
+        if marker in opening:
+            return task
+    return "retry"  # a grounding retry repeats its task's request with the problems named
+
+
+def cost_by_task(requests: Sequence[Any], usages: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """(calls, dollars) per task, each request priced at its own model's rates; a retry counts
+    with the task it retries (the request before it)."""
+    out: dict[str, list[float]] = {}
+    last = "enrich"
+    for request, usage in zip(requests, usages, strict=False):
+        task = task_of(request)
+        task = last if task == "retry" else task
+        last = task
+        usd = cost_usd(
+            request.body["model"],
+            usage["input_tokens"],
+            usage["output_tokens"],
+            usage["cache_creation_input_tokens"],
+            usage["cache_read_input_tokens"],
+        )
+        entry = out.setdefault(task, [0, 0.0])
+        entry[0] += 1
+        entry[1] += usd
+    return {task: (int(calls), usd) for task, (calls, usd) in out.items()}
+
+
+def written_reply(request: Any) -> Any:
+    """What a model writes for a narrative or digest request: prose of the asked length about
+    the run (the fake's default is a one-line echo, which the checks refuse); enrichment as the
+    fake answers it. Token counts follow the text's length, as the fake estimates them."""
+    task = task_of(request)
+    if task == "enrich":
+        return auto_reply(request)
+    sentence = (
+        "Hero 70B trained through the day while the team discussed the attention gate norm "
+        "growth and the data mixture, and nobody reported a fault that needs attention now. "
+    )
+    return fake_text(sentence * (4 if task == "narrative" else 8))
 
 
 class Timed:
@@ -384,7 +447,11 @@ async def main() -> None:
     parser.add_argument("--cached-model", default="claude-sonnet-4-6")
     parser.add_argument("--no-baseline", action="store_true", help="skip the old behaviour")
     parser.add_argument("--day-only", action="store_true", help="only the busy day")
+    parser.add_argument("--bill-only", action="store_true", help="only the whole bill")
     args = parser.parse_args()
+    if args.bill_only:
+        await whole_bill(busy_day(), args)
+        return
     if not args.day_only:
         await token_table(args)
 
@@ -434,6 +501,7 @@ async def main() -> None:
         f"goal: >= 8 events per request, <= 300 input tokens per event "
         f"(model {args.model} unless named; it caches no prefix under 4,096 tokens)\n"
     )
+    await whole_bill(day, args)
     if args.day_only:
         return
     print("Prompt size vs history length (estimated tokens, system + user)")
@@ -443,6 +511,32 @@ async def main() -> None:
         print(
             f"{label:<14}{row['events']:>8}{row['narrative_tokens']:>11}{row['digest_tokens']:>9}"
         )
+
+
+async def whole_bill(day: list[Event], args: argparse.Namespace) -> None:
+    """The busy day's whole LLM bill as the bot runs it: enrichment (the default window), the
+    narrative loop (every 5 min; a new narrative at most every 30 min, only when its facts
+    changed, or past 6 h), and the day's digest, each priced at its own model's rates."""
+    async with FakeAnthropic() as fake:
+        fake.handler = written_reply
+        row = await simulate_day(
+            day,
+            Gather(timedelta(seconds=DEFAULT_ENRICH_WINDOW), args.batch),
+            fake,
+            args.model,
+            max_batch=args.batch,
+            narrative_model=DEFAULT_MODEL,
+        )
+    print(
+        f"The busy day's whole bill: enrichment on {args.model}, narratives and the digest on "
+        f"{DEFAULT_MODEL} (token counts estimated by the fake server, ~4 characters a token)"
+    )
+    total = 0.0
+    for task in ("enrich", "narrative", "digest"):
+        usd = row.get(f"usd_{task}", 0.0)
+        total += usd
+        print(f"  {task:<10}{row.get(f'calls_{task}', 0):>6.0f} requests  ${usd:.3f}")
+    print(f"  total{'':>22}${total:.3f} a day (goal <= $1)\n")
 
 
 async def token_table(args: argparse.Namespace) -> None:

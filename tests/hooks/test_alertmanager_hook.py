@@ -4,6 +4,7 @@ messages as it sends them become incident signals, posted, grouped with W&B's, r
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -244,3 +245,46 @@ def test_alert_labels_are_validated(labels: dict[str, str], problem: str, tmp_pa
                        "alert_labels": labels}]}
         )  # fmt: skip
     assert any("alert_labels" in p and problem in p for p in raised.value.problems), raised.value
+
+
+async def test_an_oversize_body_is_refused_before_it_is_read(receiver: Receiver) -> None:
+    """Refused on its Content-Length: the answer comes while the sender has sent no byte of the
+    body (a server that read it first would wait for it for ever)."""
+    host, port = receiver.url.split("//")[1].split("/")[0].split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(
+            (
+                "POST /hooks/alertmanager HTTP/1.1\r\n"
+                f"Host: {host}\r\n"
+                f"Authorization: Bearer {TOKEN}\r\n"
+                "Content-Type: application/json\r\n"
+                f"Content-Length: {50 * ALERTMANAGER_MAX_BODY}\r\n\r\n"
+            ).encode()
+        )
+        await writer.drain()
+        status = await reader.readline()
+        assert status.startswith(b"HTTP/1.1 413"), status
+    finally:
+        writer.close()
+    assert await alert_rows(receiver.store) == []
+
+
+async def test_a_chunked_body_over_the_limit_is_refused(receiver: Receiver) -> None:
+    """Without a Content-Length, the body is read only until it passes the limit."""
+    sent = 0
+
+    async def body() -> AsyncIterator[bytes]:
+        nonlocal sent
+        chunk = b"x" * 65_536
+        for _ in range(64):  # 4 MB, if the server kept reading
+            sent += len(chunk)
+            yield chunk
+
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    try:
+        async with receiver.http.post(receiver.url, data=body(), headers=headers) as response:
+            assert response.status == 413
+    except aiohttp.ClientError:
+        pass  # the server may close the connection while the client still sends: also refused
+    assert await alert_rows(receiver.store) == []

@@ -212,6 +212,11 @@ class GitHubSource:
                 if seen is None or (event.updated_at or event.at) >= (seen.updated_at or seen.at):
                     newest[key] = event
             await self._commit(poll, list(newest.values()))  # one transaction for the batch
+            # A thread tracked from now on (labelled, mentioned) gets its earlier comments now,
+            # read from the thread itself. (Not left to the poll's listing: its cursor window
+            # may hold comments dropped while the thread was untracked, which a 304 would hide
+            # once the thread is no longer pending.)
+            await self._backfill(poll)
             return poll.changed
 
     async def _pushed_review(

@@ -322,3 +322,23 @@ async def test_deliveries_out_of_order_keep_the_newest_version(site: Site, gh: F
     await site.ingest()
     stored = await site.store.events.get_by_external("hero", "github", f"comment:{comment}")
     assert stored is not None and stored.body.endswith("a bad shard, skipped it.")
+
+
+async def test_a_thread_labelled_later_brings_its_earlier_comments_at_once(site: Site) -> None:
+    """Comments written while a thread was untracked (dropped by push and poll alike) arrive
+    when a label makes it tracked, and the next poll neither misses nor rewrites any."""
+    repo = site.repo
+    old = repo.add_issue("Data loader notes")
+    await site.poll()  # the cursors are past the thread's creation
+    early = [repo.add_comment(old, f"Shard {n} reads slowly on r3n{n}.") for n in range(3)]
+    for comment in early:
+        await site.push("issue_comment", "created", number=old, comment_id=comment)
+    await site.poll()  # untracked: nothing of it stored
+    assert await site.ingest() == 0 and await events(site.store) == {}
+    repo.add_label(old, "hero-run")
+    assert (await site.push("issues", "labeled", number=old))[0] == 202
+    await site.ingest()
+    stored = await events(site.store)
+    assert {f"comment:{c}" for c in early} <= set(stored) and f"issue:{old}" in stored
+    await site.poll()
+    assert await events(site.store) == stored

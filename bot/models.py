@@ -376,6 +376,7 @@ class IncidentDetails:
     clear_since: datetime | None = None  # every member clear since then (resolving after a hold)
     fired: bool = False  # passed its pending period
     silent: bool = False  # cleared inside its pending period: never alerted
+    history: bool = False  # first found long over (a backfill): recorded, never alerted
     notified: bool = False  # the alert was queued
     fired_outbox_id: int | None = None  # the alert's outbox row (its message has the thread)
     head_hash: str | None = None  # of the alert card last queued, to edit only on change

@@ -10,7 +10,9 @@ transaction (so a bot and a `runscribe poll --once` never both fire the same inc
    marked `inhibited_by_crash` (heartbeat, stall, throughput);
 3. match each finding to an incident: the open one with its fingerprint, else an open incident
    of the same group close in time (a GitHub report of a lost node and a W&B crash are one
-   incident), else a new one. A finding the store already resolved is old news;
+   incident), else a new one. A finding the store already resolved is old news; a new one
+   already over for `Policy.backfill_after` (read back after downtime) is history: recorded,
+   never alerted;
 4. advance each open incident: pending → firing after the pending period; firing → resolved once
    the condition has stayed clear for the hold (2 min; longer for conditions that can only
    recur after their own threshold, doubled per flap), so a flapping condition stays one
@@ -299,6 +301,12 @@ class IncidentEngine:
         assert incident.id is not None
         if how != "followup":
             self._member(cycle, incident, finding, joined=how == "join")
+        if incident.id in cycle.new_ids and not incident.details.fired:
+            # Found already over, long ago (read back after downtime): history, not news.
+            clear = incident.details.clear_time()
+            incident.details.history = (
+                clear is not None and cycle.now - clear >= self.policy.backfill_after
+            )
         linked = await repo.linked_ids(incident.id)
         for event_id in finding.event_ids:
             if event_id in linked:
@@ -403,8 +411,8 @@ class IncidentEngine:
 
     async def _deliver(self, store: Store, cycle: _Cycle, incident: Incident) -> None:
         details = incident.details
-        if incident.id is None or not details.fired:
-            return
+        if incident.id is None or not details.fired or details.history:
+            return  # pending, or history found after the fact: nothing to post
         silence = silencing(cycle.silences, incident, cycle.now)
         if silence is not None:
             details.silenced_by = silence.id

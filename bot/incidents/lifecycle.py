@@ -38,6 +38,9 @@ class Policy:
     max_lookback: timedelta = timedelta(days=3)
     baseline: timedelta = timedelta(hours=6)  # points read before the window (trends, rates)
     monitor_notice_after: timedelta = timedelta(minutes=5)  # W&B unreachable this long: notice
+    # A condition first found already over for this long is history (a backfill: W&B or a
+    # thread read back after downtime), recorded but never alerted.
+    backfill_after: timedelta = timedelta(hours=1)
 
 
 @dataclass(slots=True)

@@ -4,6 +4,8 @@ budget, failing or strays from the facts."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from bot.narrative.facts import DigestFacts, Highlight, NarrativeFacts, what_happened
 from bot.narrative.format import (
     fmt_big,
@@ -23,6 +25,7 @@ DIGEST_ITEMS = 8  # lines under "What happened"
 
 LATEST_ITEMS = 3  # "Latest" lines under the narrative
 LATEST_CHARS = 140  # one line each
+LATEST_WINDOW = timedelta(days=1)  # how recent a "Latest" line is
 OPEN_ITEMS = 3
 OPEN_CHARS = 100
 
@@ -94,13 +97,33 @@ def _story(facts: NarrativeFacts) -> list[str]:
             line += f"; {who} reported: {inline(latest.reported_cause, 200).rstrip('.')}"
         parts.append(line + ".")
     elif not resolved and not told and facts.step is not None and facts.state == "running":
-        parts.append("No incident in the past week.")
+        parts.append(_quiet_week(facts))
     return parts
 
 
-def latest_lines(highlights: list[Highlight], limit: int = LATEST_ITEMS) -> list[str]:
+def _quiet_week(facts: NarrativeFacts) -> str:
+    """What to say when no incident was recorded: "no incident in the past week" only when
+    nothing in the week was flagged as one (a crash from before Runscribe watched the run is
+    history, not an incident it tracked, but it did happen)."""
+    if not facts.counts_by_tag.get("incident"):
+        return "No incident in the past week."
+    failure = next((h for h in facts.highlights if h.incident), None)
+    if failure is None:
+        return "No incident is open."
+    age = facts.now - failure.at
+    ago = f"{age.days} days" if age.days >= 2 else fmt_duration(age)
+    summary = sentence(inline(failure.summary, 160))
+    return f"No incident is open; the latest failure, {ago} ago: {summary}"
+
+
+def latest_lines(
+    highlights: list[Highlight], limit: int = LATEST_ITEMS, now: datetime | None = None
+) -> list[str]:
     """A short list, one line each, credited to the person or, for the monitor's own events,
-    to the source ("W&B")."""
+    to the source ("W&B"). With `now`, only what happened in the last `LATEST_WINDOW`: an
+    event from days ago (a crash read back at install) is history, not "latest"."""
+    if now is not None:
+        highlights = [h for h in highlights if now - h.at <= LATEST_WINDOW]
     lines = []
     for h in highlights[:limit]:
         ref = f" ({h.ref})" if h.ref else ""
@@ -120,7 +143,7 @@ def template_narrative(facts: NarrativeFacts) -> str:
         for h in facts.highlights
         if not (facts.last_restart is not None and h.source == "wandb" and h.kind == "restart")
     ]
-    latest = latest_lines(shown)
+    latest = latest_lines(shown, now=facts.now)
     if latest:
         paragraphs.append("Latest:\n" + "\n".join(latest))
     if facts.open_threads:

@@ -29,7 +29,10 @@ and nothing is lost or stored twice (points are also keyed on (run, step, time))
 Facts recorded as events (source "wandb"): every chain member after the first (`restart`,
 `restart:new-run:<path>`), a step going back inside one run (`restart`,
 `restart:restore:<path>:<to_step>:<at>`), and state changes (`state`,
-`state:<path>:<state>:<observed at>`; the first observation of a run records its state once).
+`state:<path>:<state>:<when>`; the first observation of a run records its state once). Every
+event is dated by the run's own data (a history row's `_timestamp`, the heartbeat, the run's
+creation), never by when it was observed (`state_changed_at`): a crash W&B recorded three days
+before Runscribe first looked is dated three days ago.
 A W&B failure raises before anything is written: an unreachable W&B is never mistaken for a
 crashed run.
 
@@ -515,7 +518,7 @@ class WandbSource:
                     summary=member.summary,
                 )
                 previous_snapshot = await self.store.snapshots.upsert(self.slug, snapshot)
-                state_event = self._state_event(member, previous_snapshot, snapshot, now)
+                state_event = self._state_event(member, previous_snapshot, snapshot, after, now)
                 if state_event is not None:
                     events.append(state_event)
                 result.points += await self.store.metrics.add_points(self.slug, points)
@@ -710,13 +713,15 @@ class WandbSource:
         member: MemberFetch,
         previous: RunSnapshot | None,
         snapshot: RunSnapshot,
+        after: HistoryCursor,
         now: datetime,
     ) -> Event | None:
         old = previous.state if previous is not None else None
         if old == snapshot.state:
             return None
+        at = state_changed_at(member, previous, after, now)
         event = self._base_event(
-            member, f"state:{member.path}:{snapshot.state}:{_iso(now)}", "state", now
+            member, f"state:{member.path}:{snapshot.state}:{_iso(at)}", "state", at
         )
         name = member.name or member.run_id
         step = snapshot.last_step
@@ -734,7 +739,7 @@ class WandbSource:
             event.title = f"W&B run {name} went from {old} to {snapshot.state}{at_step}"
             event.body = (
                 f"W&B run {self._label(member)} changed state from {old} to {snapshot.state}"
-                f"{at_step}, observed at {_iso(now)}.{heartbeat}"
+                f"{at_step} at {_iso(at)} (observed at {_iso(now)}).{heartbeat}"
             )
         event.updated_at = now
         event.extra = {
@@ -743,8 +748,49 @@ class WandbSource:
             "to_state": snapshot.state,
             "step": step,
             "heartbeat_at": _iso(snapshot.heartbeat_at) if snapshot.heartbeat_at else None,
+            "observed_at": _iso(now),
         }
         return event
+
+
+#: States in which a W&B run stopped: it stopped when W&B last heard from it.
+STOPPED_STATES = frozenset({"crashed", "failed", "killed", "preempted", "finished"})
+
+
+def state_changed_at(
+    member: MemberFetch, previous: RunSnapshot | None, after: HistoryCursor, now: datetime
+) -> datetime:
+    """When a W&B run's state changed, from the run's own data, never from when Runscribe
+    looked: a stop happened at the last sign of life (the later of the heartbeat and the last
+    history row); a run that came back (crashed → running in place) at its first row logged
+    after the previous heartbeat; anything else, or a first observation, at the heartbeat (a
+    start never before the look that still saw the old state). A
+    run W&B has no time for falls back to its creation, and only then to `now`. Never later
+    than `now` (a server clock ahead of ours)."""
+    beat = member.heartbeat_at
+    last_row = _from_ts(after.value_ts)
+    state = str(member.state)
+    at: datetime | None
+    if state in STOPPED_STATES:
+        signs = [t for t in (beat, last_row) if t is not None]
+        at = max(signs) if signs else None
+    else:
+        at = beat
+        if previous is not None and previous.state in STOPPED_STATES:  # came back
+            since = previous.heartbeat_at
+            firsts = [
+                t
+                for t in (_from_ts(r.get("_timestamp")) for r in member.rows)
+                if t is not None and (since is None or t > since)
+            ]
+            if firsts:
+                at = min(firsts)
+        if previous is not None and at is not None:
+            # A start is later than the look that still saw the old state (a stop is not: W&B
+            # marks a run crashed minutes after its last heartbeat).
+            at = max(at, previous.observed_at)
+    at = at or member.created_at or now
+    return min(at, now)
 
 
 # ----------------------------------------------------------------------------- helpers

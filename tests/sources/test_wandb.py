@@ -410,17 +410,27 @@ async def test_state_changes_recorded_once_each(
     fake.log(path, 10, start=T0)
     source = await make_source(store, client, config([path]))
     now = T0 + timedelta(hours=1)
+    beats = []
     for state in ("running", "running", "crashed", "crashed", "running", "running", "finished"):
-        fake.set_state(path, state)
+        # W&B's heartbeat moves while the run lives; a stopped run keeps its last one.
+        if state != "crashed" or not beats or beats[-1][1] != "crashed":
+            beats.append((now - timedelta(minutes=3), state))
+        fake.set_state(path, state, heartbeat_at=beats[-1][0])
         await source.poll(now)
         now += timedelta(minutes=5)
     found = await events(store, kind="state")
     assert [e.extra["to_state"] for e in found] == ["running", "crashed", "running", "finished"]
     crashed = found[1]
-    assert (
-        crashed.external_id
-        == f"state:{path}:crashed:{(T0 + timedelta(hours=1, minutes=10)).isoformat()}"
-    )
+    # Dated by the run's heartbeat (its last sign of life), never by when it was observed.
+    crash_at = T0 + timedelta(hours=1, minutes=7)
+    assert crashed.at == crash_at and crashed.updated_at == T0 + timedelta(hours=1, minutes=10)
+    assert crashed.external_id == f"state:{path}:crashed:{crash_at.isoformat()}"
+    assert [e.at for e in found] == [
+        T0 + timedelta(minutes=57),
+        crash_at,
+        T0 + timedelta(hours=1, minutes=17),
+        T0 + timedelta(hours=1, minutes=27),
+    ]
     assert crashed.title == "W&B run run-s went from running to crashed at step 9"
     assert crashed.state == "crashed" and crashed.ref == "run-s" and crashed.author is None
     assert len({e.external_id for e in found}) == 4
@@ -627,3 +637,31 @@ async def test_discovery_failure_does_not_stop_the_chain(
     assert "could not list runs" in caplog.text
     chain = json.loads((await store.cursors.get("wandb", "hero:chain"))[0])
     assert chain["members"] == [path] and chain["since"] is None  # retried next poll
+
+
+async def test_a_crash_before_install_is_dated_when_it_happened(
+    fake: FakeWandb, client: WandbClient, store: Store
+) -> None:
+    """A chain whose first run crashed three days before Runscribe first looked: the crash, the
+    resume and the first observation of the live run carry the run's own times."""
+    first, second = "ent/old/hero-1", "ent/old/hero-2"
+    now = T0 + timedelta(days=5)
+    crashed_at = now - timedelta(days=3)
+    fake.add_run(first, created_at=T0)
+    fake.log(first, 100, start=crashed_at - 100 * EVERY, every=EVERY)  # last row: crash - 2 min
+    fake.set_state(first, "crashed", heartbeat_at=crashed_at)
+    fake.add_run(second, created_at=crashed_at + timedelta(minutes=40))
+    fake.log(second, 50, start=now - 50 * EVERY, every=EVERY)
+    source = await make_source(store, client, config([first, second]))
+    await source.poll(now)
+    by_run = {(e.kind, e.extra["wandb_run"]): e for e in await events(store)}
+    crash = by_run[("state", first)]
+    assert crash.state == "crashed" and crash.at == crashed_at
+    assert crash.updated_at == now  # when it was seen is kept apart
+    restart = by_run[("restart", second)]
+    assert restart.at == crashed_at + timedelta(minutes=40)
+    live = by_run[("state", second)]
+    assert live.state == "running" and live.at == now - EVERY  # its heartbeat: the last row
+    # The last 24 hours hold only the live run's observation, not the old crash.
+    recent = await store.events.timeline("hero", since=now - timedelta(days=1), limit=100)
+    assert [e.external_id for e in recent] == [live.external_id]

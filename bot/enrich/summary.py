@@ -84,6 +84,11 @@ _MENTION_WORD = re.compile(r"@[\w.\-\u200b]+")
 _LAUGH = re.compile(r"(?:ha|he|ah)+h?|l+o+l+|h+m+|o+k+|no+ice|ye+s+|\\+1+")
 
 
+def strip_filler(sentence: str) -> str:
+    """A sentence without its leading greeting, ack or ping ("Morning all! …", "FYI: …")."""
+    return _LEAD_FILLER.sub("", sentence).strip()
+
+
 def words(text: str) -> list[str]:
     """Lower-case word tokens without mentions (``+1`` counts as a word)."""
     if "@" in text:

@@ -1,5 +1,6 @@
-"""What people said about an incident: the reported cause (the first incident report a person
-wrote in a watched channel or a tracked thread while it was open) and whether someone reported
+"""What people said about an incident: the reported cause (the sentences of the first incident
+report a person wrote in a watched channel or a tracked thread while it was open; a chat burst's
+report is its member message, never the whole conversation) and whether someone reported
 acting on it (a requeue, a restart, a drain…), which decides whether a recovery counts as "on its
 own". Pure: the engine reads the posts and keeps the answers in the incident's details."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+from bot.enrich.reports import fault_excerpt, substance
 from bot.incidents.detectors import where
 from bot.models import REPORT_SOURCES, Event, Incident, ReportedCause
 
@@ -15,7 +17,7 @@ from bot.models import REPORT_SOURCES, Event, Incident, ReportedCause
 #: acting on it ("draining r12n4" just before the crash; "requeued it" written once it is back).
 ACTING_LEAD = timedelta(minutes=30)
 ACTING_LAG = timedelta(minutes=30)
-CAUSE_LIMIT = 600
+CAUSE_LIMIT = 300
 
 # Someone did something to the job or its nodes: the words operators use for it.
 _ACTING = re.compile(
@@ -45,9 +47,10 @@ def reports_acting(text: str) -> bool:
 
 
 def cause_from(event: Event) -> ReportedCause:
-    text = " ".join((event.body or event.summary or event.title or "").split())
-    if len(text) > CAUSE_LIMIT:
-        text = text[: CAUSE_LIMIT - 1].rsplit(" ", 1)[0] + "…"
+    """The report itself: the sentences of the person's post that report the fault (greetings
+    and chit-chat around them left out), linked to that post, with its author."""
+    raw = event.body or event.summary or event.title or ""
+    text = fault_excerpt(raw, CAUSE_LIMIT) or substance(raw, CAUSE_LIMIT)
     return ReportedCause(
         text=text,
         author=event.author,

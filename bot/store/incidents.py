@@ -403,9 +403,11 @@ class IncidentsRepo:
 
     async def people_posts(self, run_slug: str, since: datetime, until: datetime) -> list[Event]:
         """What people wrote about the run in (since, until] (watched channels, tracked
-        threads), oldest first: read for reports of acting on an incident."""
+        threads), oldest first: read for reports of acting on an incident. Messages, not the
+        conversations they were folded into (one author per post)."""
         rows = await self.db.fetchall(
             "SELECT e.* FROM events AS e WHERE e.run_slug = ? AND e.at > ? AND e.at <= ? "
+            "AND e.kind != 'conversation' "
             f"AND e.deleted = 0 AND {_REPORT_SOURCES_SQL} ORDER BY e.at, e.id",
             (run_slug, to_db(since), to_db(until), *REPORT_SOURCES),
         )
@@ -440,9 +442,13 @@ class IncidentsRepo:
     async def unlinked_reports(
         self, run_slug: str, since: datetime, until: datetime
     ) -> list[Event]:
-        """Incident-flagged reports by people not yet attached to any incident."""
+        """Incident-flagged reports by people not yet attached to any incident. A chat burst's
+        conversation event is never one: its messages are (each flagged as it arrives), so an
+        incident starts at the report, not at the greeting that opened the conversation, and
+        quotes the reporter, not the burst."""
         rows = await self.db.fetchall(
             "SELECT e.* FROM events AS e WHERE e.run_slug = ? AND e.incident = 1 AND e.at >= ? "
+            "AND e.kind != 'conversation' "
             f"AND e.at <= ? AND e.deleted = 0 AND {_REPORT_SOURCES_SQL} AND {_UNLINKED} "
             "ORDER BY e.at, e.id",
             (run_slug, to_db(since), to_db(until), *REPORT_SOURCES),

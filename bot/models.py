@@ -363,6 +363,19 @@ class ReportedCause:
     event_id: int | None = None
 
 
+@dataclass(slots=True, frozen=True)
+class IncidentAction:
+    """A person's action on an incident (a requeue, a drain, a restart, a rollback…), as they
+    said it in a watched channel or a tracked thread: who, when, and the sentence saying what."""
+
+    who: str
+    at: datetime
+    text: str  # the sentence(s) of their post saying what was done
+    source: str  # "Discord #hero-run", "GitHub #8818"
+    url: str | None = None
+    event_id: int | None = None
+
+
 @dataclass(slots=True)
 class IncidentDetails:
     """The engine's state of one incident (the `incidents.details` JSON column, parsed once by
@@ -387,6 +400,8 @@ class IncidentDetails:
     last_reminder_at: datetime | None = None
     reported_cause: ReportedCause | None = None
     acted_by: str | None = None  # a person who reported acting on it (requeue, restart, drain…)
+    action: IncidentAction | None = None  # what they did, when, in their words
+    credited: bool = False  # the resolution says who acted
     acted_checked_until: datetime | None = None  # people's posts read for that up to here
 
     def crash_open(self, crash: str) -> bool:

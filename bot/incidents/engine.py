@@ -374,6 +374,8 @@ class IncidentEngine:
             start = incident.started_at - people.ACTING_LEAD
             people.note_acting(incident, await repo.people_posts(cycle.run.slug, start, end))
             details.acted_checked_until = end
+        for incident in cycle.incidents:
+            people.credit_resolution(incident)  # the resolution says who acted
 
     # --- lifecycle ---------------------------------------------------------------------------
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from bot.enrich.reports import fault_excerpt, substance
+from bot.enrich.reports import fault_excerpt, sentences, substance
+from bot.enrich.summary import strip_filler, truncate
 from bot.incidents.detectors import where
-from bot.models import REPORT_SOURCES, Event, Incident, ReportedCause
+from bot.models import REPORT_SOURCES, Event, Incident, IncidentAction, ReportedCause
 
 #: People's posts this long before an incident started, or after it resolved, can still report
 #: acting on it ("draining r12n4" just before the crash; "requeued it" written once it is back).
@@ -73,13 +74,88 @@ def attach_cause(incident: Incident, event: Event) -> bool:
     return True
 
 
+ACTION_LIMIT = 200
+
+
+def action_sentences(text: str) -> str | None:
+    """The sentences of a post that say what was done ("drained host 12 and requeued"), or
+    None when none does (or the post says it recovered on its own)."""
+    if _NOT_ACTING.search(text):
+        return None
+    said = [strip_filler(s) or s for s in sentences(text) if _ACTING.search(s)]
+    return truncate(" ".join(said), ACTION_LIMIT) if said else None
+
+
 def note_acting(incident: Incident, posts: list[Event]) -> None:
-    """Record the first person among `posts` who reported acting on the incident."""
+    """Record the first person among `posts` who reported acting on the incident: who, when,
+    and the sentence saying what they did."""
     details = incident.details
     if details.acted_by is not None:
         return
     for post in posts:
         text = " ".join(p for p in (post.title, post.body) if p) or post.summary or ""
-        if is_person(post) and reports_acting(text):
-            details.acted_by = post.author or where(post)
-            return
+        if not (is_person(post) and reports_acting(text)):
+            continue
+        who = post.author or where(post)
+        details.acted_by = who
+        details.action = IncidentAction(
+            who=who,
+            at=post.at,
+            text=action_sentences(post.body or text) or " ".join(text.split())[:ACTION_LIMIT],
+            source=where(post),
+            url=post.url,
+            event_id=post.id,
+        )
+        return
+
+
+# "I drained…", "I've requeued…", "we rolled back…": the person's own words, told of them.
+_FIRST_PERSON = (
+    (re.compile(r"^(?:i've|i have)\s+", re.IGNORECASE), "{who} has "),
+    (re.compile(r"^(?:i'm|i am)\s+", re.IGNORECASE), "{who} is "),
+    (re.compile(r"^(?:we've|we have)\s+", re.IGNORECASE), "{who}'s team has "),
+    (re.compile(r"^(?:we're|we are)\s+", re.IGNORECASE), "{who}'s team is "),
+    (re.compile(r"^i\s+(?:just\s+)?", re.IGNORECASE), "{who} "),
+    (re.compile(r"^we\s+(?:just\s+)?", re.IGNORECASE), "{who}'s team "),
+)
+_PAST_VERB = re.compile(r"^(?:just\s+)?([a-z-]+ed)\b", re.IGNORECASE)
+
+
+_CLAUSE = re.compile(r"\s*(?:[,;]|\s[-–—])\s+")
+
+
+def _acting_clauses(text: str) -> str:
+    """The clauses of a sentence up to its last one saying what was done ("I drained host 12
+    and requeued, should resume soon" → "I drained host 12 and requeued")."""
+    clauses = _CLAUSE.split(text)
+    last = max((i for i, c in enumerate(clauses) if _ACTING.search(c)), default=len(clauses) - 1)
+    return ", ".join(clauses[: last + 1])
+
+
+def action_line(action: IncidentAction) -> str:
+    """'dave drained host 12 and requeued at 09:01 UTC': who did what, when. A sentence that
+    does not start with its doer is quoted: 'dana at 09:01 UTC: "Requeueing onto a spare."'"""
+    text = _acting_clauses(action.text.strip().rstrip("."))
+    when = f"{action.at:%H:%M} UTC"
+    for pattern, lead in _FIRST_PERSON:
+        if pattern.match(text):
+            return f"{pattern.sub(lead.format(who=action.who), text, count=1)} at {when}"
+    verb = _PAST_VERB.match(text)
+    if verb and _ACTING.match(verb.group(1)):
+        return f"{action.who} {text[verb.start(1) :]} at {when}"
+    return f'{action.who} at {when}: "{text}"'
+
+
+def credit_resolution(incident: Incident) -> bool:
+    """Once resolved, the resolution says who acted and what they did, before what brought
+    training back ("dave drained host 12 and requeued at 09:01 UTC. Training resumed from step
+    61,000 …"). Said once; returns whether it changed."""
+    details = incident.details
+    action = details.action
+    if incident.status != "resolved" or action is None or details.credited:
+        return False
+    line = action_line(action)
+    base = (incident.resolution or "").strip()
+    incident.resolution = f"{line}. {base}" if base else f"{line}."
+    details.credited = True
+    return True

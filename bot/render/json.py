@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.incidents.service import public_kind
-from bot.models import ReportedCause
+from bot.models import IncidentAction, ReportedCause
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
 from bot.render.cards import restart_text
@@ -23,6 +23,19 @@ def reported_by_json(cause: ReportedCause | None) -> dict[str, Any] | None:
     if cause is None:
         return None
     return {"author": cause.author, "source": cause.source, "at": iso(cause.at), "url": cause.url}
+
+
+def action_json(action: IncidentAction | None) -> dict[str, Any] | None:
+    """Who acted on an incident, when, what they said they did, and where (null if nobody)."""
+    if action is None:
+        return None
+    return {
+        "who": action.who,
+        "at": iso(action.at),
+        "text": action.text,
+        "source": action.source,
+        "url": action.url,
+    }
 
 
 def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
@@ -80,6 +93,8 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
                 if i.details.reported_cause
                 else None,
                 "reported_by": reported_by_json(i.details.reported_cause),
+                # a person's action on it (requeue, drain, restart…), or null
+                "action": action_json(i.details.action),
             }
             for i in report.open_incidents
         ],

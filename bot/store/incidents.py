@@ -15,6 +15,7 @@ from bot.models import (
     REPORT_SOURCES,
     Event,
     Incident,
+    IncidentAction,
     IncidentDetails,
     IncidentMember,
     IncidentSignal,
@@ -87,6 +88,8 @@ def details_to_json(details: IncidentDetails) -> str:
             "last_reminder_at": _iso(details.last_reminder_at),
             "reported_cause": _cause_to_json(details.reported_cause),
             "acted_by": details.acted_by,
+            "action": _action_to_json(details.action),
+            "credited": details.credited,
             "acted_checked_until": _iso(details.acted_checked_until),
         }
     )
@@ -125,6 +128,32 @@ def _restart_from_json(raw: Any) -> Restart | None:
     if at is None:
         return None
     return Restart.from_json(at, raw)
+
+
+def _action_to_json(action: IncidentAction | None) -> dict[str, Any] | None:
+    if action is None:
+        return None
+    return {
+        "who": action.who,
+        "at": _iso(action.at),
+        "text": action.text,
+        "source": action.source,
+        "url": action.url,
+        "event_id": action.event_id,
+    }
+
+
+def _action_from_json(raw: Any) -> IncidentAction | None:
+    if not isinstance(raw, dict) or not raw.get("at") or not raw.get("who"):
+        return None
+    return IncidentAction(
+        who=str(raw["who"]),
+        at=datetime.fromisoformat(raw["at"]),
+        text=str(raw.get("text") or ""),
+        source=str(raw.get("source") or ""),
+        url=raw.get("url"),
+        event_id=raw.get("event_id"),
+    )
 
 
 def details_from_json(text: str) -> IncidentDetails:
@@ -174,6 +203,8 @@ def details_from_json(text: str) -> IncidentDetails:
         last_reminder_at=_time(raw.get("last_reminder_at")),
         reported_cause=_cause_from_json(raw.get("reported_cause")),
         acted_by=raw.get("acted_by"),
+        action=_action_from_json(raw.get("action")),
+        credited=bool(raw.get("credited")),
         acted_checked_until=_time(raw.get("acted_checked_until")),
     )
 

@@ -3,6 +3,7 @@ and one resolution per real incident, and every person's report attached to its 
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from bot.demo import replay_into
@@ -29,8 +30,12 @@ async def test_sample_yields_one_alert_and_one_resolution_per_incident(store: St
     assert stats.alerts == len(items)
     texts = [i.payload["content"] for i in resolved]
     meaning = "last step before the crash → first step after the restore"
-    assert f"Down 55 min: {meaning}. Training resumed from step 8,000 in run aurora-main; " \
-        "736 steps recomputed." in texts[0]  # fmt: skip
+    assert f"Down 55 min: {meaning}." in texts[0]
+    # who acted is said before what brought training back
+    assert re.search(
+        r'\. \w+ at \d\d:\d\d UTC: "swapping in spare r15n1"\. Training resumed', texts[0]
+    )
+    assert "Training resumed from step 8,000 in run aurora-main; 736 steps recomputed." in texts[0]
     assert "from step 21,000" in texts[1]
     assert f"Down 1 h 10 min: {meaning}" in texts[2]
     assert "from step 40,000 in run aurora-main; 2,000 steps" in texts[2]

@@ -164,7 +164,9 @@ class LoopIntervals:
     outbox: float = 2.0
     digest: float = 20.0
     narrative: float = 300.0  # the refresher decides whether a new narrative is due
-    hooks: float = 30.0  # pushed deliveries are read when the doorbell rings; this is a floor
+    # pushed deliveries are read when the doorbell rings; between rings, open alert incidents
+    # are judged this often (their resolution is due once the clear has held, 2 min)
+    hooks: float = 15.0
     max_backoff: float = 300.0
 
 

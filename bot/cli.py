@@ -488,12 +488,12 @@ async def _web_with_hooks(settings: Settings, host: str, port: int) -> int:
         hooks = HookEndpoints.from_settings(runtime.store, settings, runtime.doorbell)
 
         async def woken() -> None:
-            """Read and judge what was pushed as soon as the doorbell rings (and once a minute
-            for anything left waiting)."""
+            """Read and judge what was pushed as soon as the doorbell rings (and every 15 s for
+            anything left waiting, and open alert incidents)."""
             doorbell = runtime.doorbell
             while True:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(doorbell.event.wait(), 60.0)
+                    await asyncio.wait_for(doorbell.event.wait(), 15.0)
                 rung = doorbell.event.is_set()
                 doorbell.event.clear()
                 now = utcnow()

@@ -138,9 +138,9 @@ class Runtime:
         """What the push endpoints stored: GitHub deliveries read into their sources (filtered
         to tracked threads as a poll filters them), then detection at once (an Alertmanager
         alert is an event already: it is judged now, and posted by the next outbox round) when
-        `judge` (the doorbell rang) or GitHub events were written; a round with nothing pushed
-        costs one indexed read. `summary.poll.results["hooks"].events` counts the GitHub events
-        written."""
+        `judge` (the doorbell rang), GitHub events were written or an alert's incident is open;
+        a round with nothing pushed and no alert open costs two indexed reads.
+        `summary.poll.results["hooks"].events` counts the GitHub events written."""
         from bot.hooks.ingest import ingest_github
         from bot.sources.base import PollResult
 
@@ -148,7 +148,10 @@ class Runtime:
         summary = CycleSummary(poll=CycleReport())
         written = await ingest_github(self.store, self.sources, now)
         summary.poll.results["hooks"] = PollResult(events=written)
-        if self.detector is not None and (judge or written):
+        # An open alert incident is judged on every round too: nothing polls Alertmanager, so
+        # its resolution (due once the clear has held) would otherwise wait for a W&B poll.
+        judge = judge or bool(written) or await self.store.incidents.alerts_open()
+        if self.detector is not None and judge:
             try:
                 summary.alerts_queued += await self.detector.detect(self.store, now)
             except Exception as exc:

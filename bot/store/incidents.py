@@ -459,16 +459,28 @@ class IncidentsRepo:
     ) -> list[Event]:
         """Alertmanager alerts still firing, and those resolved since `ended_since`, that
         started by `until`; oldest first. Two seeks of the partial index `events_alerts`."""
+        # `+at`: the time filters the few rows found, never picks the run's time index (which
+        # would walk the run's whole history); sorted here for the same reason.
         rows = await self.db.fetchall(
             "SELECT * FROM events WHERE run_slug = ? AND source = 'alertmanager' "
-            "AND state = 'firing' AND at <= ? AND deleted = 0 "
+            "AND state = 'firing' AND +at <= ? AND deleted = 0 "
             "UNION ALL "
             "SELECT * FROM events WHERE run_slug = ? AND source = 'alertmanager' "
-            "AND state = 'resolved' AND updated_at >= ? AND at <= ? AND deleted = 0 "
-            "ORDER BY at, id",
+            "AND state = 'resolved' AND updated_at >= ? AND +at <= ? AND deleted = 0",
             (run_slug, to_db(until), run_slug, to_db(ended_since), to_db(until)),
         )
-        return [event_from_row(row) for row in rows]
+        events = [event_from_row(row) for row in rows]
+        return sorted(events, key=lambda e: (e.at, e.id or 0))
+
+    async def alerts_open(self) -> bool:
+        """Whether any run has an unresolved incident with an Alertmanager alert among its
+        conditions (`alert:` members): pushed, never polled, so something must keep judging it
+        until it resolves. Through the partial index of open incidents."""
+        row = await self.db.fetchone(
+            "SELECT 1 FROM incidents WHERE status != 'resolved' "
+            "AND (fingerprint LIKE 'alert:%' OR details LIKE '%\"alert:%') LIMIT 1"
+        )
+        return row is not None
 
     async def unlinked_reports(
         self, run_slug: str, since: datetime, until: datetime

@@ -5,6 +5,7 @@ messages as it sends them become incident signals, posted, grouped with W&B's, r
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -288,3 +289,47 @@ async def test_a_chunked_body_over_the_limit_is_refused(receiver: Receiver) -> N
     except aiohttp.ClientError:
         pass  # the server may close the connection while the client still sends: also refused
     assert await alert_rows(receiver.store) == []
+
+
+async def test_the_hooks_round_resolves_an_alert_after_its_hold_without_a_poll(
+    tmp_path: Path,
+) -> None:
+    """Nothing polls Alertmanager: after `resolved`, the hooks loop's own rounds (no doorbell,
+    no poll) judge the open alert incident until its clear has held."""
+    from bot.hooks.alertmanager import alert_event, parse_message
+    from bot.incidents.engine import IncidentEngine
+    from bot.runtime import Runtime, record_runs
+    from bot.settings import Settings
+    from bot.store import Database
+
+    runs = parse_runs(
+        {"runs": [{"slug": "hero", "name": "Hero", "github_repo": "lab/hero",
+                   "alerts_channel": CHANNEL}]}
+    )  # fmt: skip
+    async with Database.open(tmp_path / "r.db") as db:
+        store = Store(db)
+        await record_runs(store, runs)
+        runtime = Runtime(
+            settings=Settings(_env_file=None),  # type: ignore[call-arg]
+            runs=runs,
+            store=store,
+            detector=IncidentEngine(),
+        )
+        alert = xid(T0)
+
+        async def pushed() -> None:
+            [parsed] = parse_message(json.dumps(message([alert])).encode())
+            await store.events.upsert_many([alert_event("hero", parsed)])
+
+        await pushed()
+        await runtime.ingest_pushed(T0 + MIN)  # the doorbell rang
+        [incident] = await store.incidents.find("hero", open_only=True)
+        alert.ends_at = T0 + 2 * MIN
+        await pushed()
+        await runtime.ingest_pushed(T0 + 2 * MIN)
+        assert await store.incidents.find("hero", open_only=True) != []  # the hold
+        await runtime.ingest_pushed(T0 + 5 * MIN, judge=False)  # a round with nothing pushed
+        assert await store.incidents.find("hero", open_only=True) == []
+        resolved = await store.incidents.get(incident.id or 0)
+        assert resolved is not None and resolved.resolved_at == T0 + 2 * MIN
+        assert not await store.incidents.alerts_open()

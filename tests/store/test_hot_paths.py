@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import aiosqlite
 
 from bot.enrich.rules import Enrichment
+from bot.hooks.ingest import ingest_github
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import incident_stats
 from bot.models import Event, Incident, MetricPoint, RunInfo
@@ -124,6 +125,10 @@ async def test_command_and_idle_cycle_queries_never_scan_the_history(store: Stor
     await run_cycle(store, [], NOW, enricher=StillDown(), detector=IncidentEngine())
     # ... and the running bot's enrichment loop, which gathers events into batches.
     await enrich_step(store, NOW, enricher=StillDown(), gather=Gather())
+    # ... and the hooks loop's round with nothing pushed (and a silence naming an alert).
+    await ingest_github(store, [], NOW)
+    await store.incidents.alerts_open()
+    await store.events.alert_names("hero")
     await conn.set_trace_callback(None)
 
     assert len(series.points) <= 500  # downsampled, from the buckets
@@ -146,6 +151,9 @@ async def test_command_and_idle_cycle_queries_never_scan_the_history(store: Stor
         if "enriched_hash IS NULL" in sql and sql.lstrip().upper().startswith("SELECT"):
             # the pending set, never the run's history of one source or kind
             assert "USING INDEX events_pending" in plan, f"{sql}\n  {plan}"
+    # the engine's firing and lately resolved alerts, and the alert names a silence may use
+    alerts = [sql for sql in found if "source = 'alertmanager'" in sql and "state" in sql]
+    assert len(alerts) >= 2 and all("events_alerts" in found[sql] for sql in alerts), alerts
     scans = {sql: plan for sql, plan in found.items() if FULL_SCAN.search(plan)}
     assert not scans, "\n\n".join(f"{sql}\n  {plan}" for sql, plan in scans.items())
 

@@ -9,9 +9,12 @@ a channel each cycle and get the same conversations (same ids) back, extended in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from bot.enrich.reports import fault_excerpt, is_substantive, reports_action, substance
+from bot.enrich.summary import truncate
 from bot.models import Event
 from bot.timeutil import from_db, to_db
 
@@ -135,3 +138,58 @@ def conversation_of(group: Sequence[Event], channel: str) -> Event:
             "until": to_db(last.at),
         },
     )
+
+
+# -- the no-key summary of a burst -----------------------------------------------------------
+
+SUMMARY_LIMIT = 200
+_LINE = re.compile(r"^([^:\n]{1,80}):\s+(.*)$")
+
+
+def speakers(body: str) -> list[tuple[str, str]]:
+    """A conversation's "author: text" lines as (author, text) pairs, in order."""
+    out = []
+    for line in body.splitlines():
+        m = _LINE.match(line)
+        if m is not None:
+            out.append((m.group(1).strip(), m.group(2).strip()))
+        elif line.strip() and out:
+            out[-1] = (out[-1][0], f"{out[-1][1]} {line.strip()}")
+    return out
+
+
+def summarize_burst(body: str, limit: int = SUMMARY_LIMIT) -> str | None:
+    """What a chat burst said, from its substantive messages only (reports, actions, decisions,
+    numbers), each credited to its author: "bob: node lost, ECC errors on host 12; dave: drained
+    host 12 and requeued". Greetings, acks, lunch plans and "+1" contribute nothing; None when
+    nothing but that was said. When everything does not fit, fault reports are kept first, then
+    actions, then the rest; what is kept is told in order."""
+    items: list[tuple[int, int, str, str]] = []  # (rank, position, author, said)
+    for position, (author, text) in enumerate(speakers(body)):
+        if not is_substantive(text):
+            continue
+        fault = fault_excerpt(text, limit)
+        said = fault or substance(text, limit)
+        rank = 0 if fault else 1 if reports_action(text) else 2
+        items.append((rank, position, author, said.rstrip(".")))
+    if not items:
+        return None
+    kept: list[tuple[int, int, str, str]] = []
+    for item in sorted(items):
+        trial = _credited(sorted([*kept, item], key=lambda i: i[1]))
+        if len(trial) <= limit:
+            kept.append(item)
+        elif not kept:
+            return truncate(trial, limit)
+    return _credited(sorted(kept, key=lambda i: i[1]))
+
+
+def _credited(items: list[tuple[int, int, str, str]]) -> str:
+    """ "a: x. y; b: z": consecutive messages of one author told together."""
+    parts: list[tuple[str, list[str]]] = []
+    for _, _, author, said in items:
+        if parts and parts[-1][0] == author:
+            parts[-1][1].append(said)
+        else:
+            parts.append((author, [said]))
+    return "; ".join(f"{author}: {'. '.join(said)}" for author, said in parts)

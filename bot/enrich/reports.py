@@ -62,6 +62,11 @@ def is_substantive(text: str) -> bool:
     return any(not is_chatter(s) for s in sentences(text))
 
 
+def reports_action(text: str) -> bool:
+    """Whether a message says something was done or decided (a requeue, a rollback, a fix)."""
+    return any(_ACTION.search(s) for s in sentences(text) if not is_chatter(s))
+
+
 def reports_fault(sentence: str) -> bool:
     """Whether one sentence reports a live fault, by the same rules that flag incidents."""
     return find_incident(sentence) is not None

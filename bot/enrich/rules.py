@@ -19,10 +19,11 @@ cleaned blocks feed every judgement. Cost is bounded by ``markdown.SCAN_LIMIT`` 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from bot.enrich.context import ThreadContext
+from bot.enrich.conversations import summarize_burst
 from bot.enrich.incidents import (
     all_clear,
     declares_incident,
@@ -212,10 +213,17 @@ def enrich_event(event: Event) -> Enrichment:
     if event.kind == "conversation":
         # "author: text" lines: summarise what was said, not who said it first.
         body = "\n".join(_SPEAKER.sub("", line, count=1) for line in body.splitlines())
-    return enrich_text(
+    enrichment = enrich_text(
         title=event.title,
         body=body,
         kind=event.kind,
         source=event.source,
         context=ThreadContext.of(event),
     )
+    if event.kind == "conversation":
+        # Its substance, each author credited; a burst of nothing but chit-chat is no news.
+        said = summarize_burst(event.body or "")
+        if said is None:
+            return replace(enrichment, newsworthy=False)
+        return replace(enrichment, summary=said)
+    return enrichment

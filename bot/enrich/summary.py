@@ -57,7 +57,8 @@ def iter_split(text: str) -> Iterator[str]:
 _LEAD_FILLER = re.compile(
     r"""^(?:
         (?:@[\w.\-]+[\s,:]*)+                                       # leading pings
-      | (?:hi|hey|hello|howdy|yo|greetings|good[ ](?:morning|afternoon|evening)
+      | (?:hi|hey|hello|howdy|yo|greetings|good[ ](?:morning|afternoon|evening)|morning
+          |hmm+|oh|ugh|uh[ -]?oh|welp|argh|ouch|oops
           |thanks|thank[ ]you|thx|ty|ok(?:ay)?|so|alright|update|quick[ ]update|small[ ]update
           |status[ ]update|update[ ]\d+|edit(?:ed)?|fyi|psa|note|nb|heads[ -]?up|tl;?[ ]?dr
           |summary|context|followup|follow-up|re|ping|bump)

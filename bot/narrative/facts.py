@@ -141,6 +141,8 @@ class NarrativeFacts:
     incidents_total: int = 0  # over the whole run
     self_healed: int = 0  # crashes training recovered from with no human report
     monitor_stale: bool = False  # W&B unreachable lately: figures may be behind
+    wandb_run: str | None = None  # the chain's current W&B run ("hero-2")
+    failing_sources: list[str] = field(default_factory=list)  # sources whose last poll failed
 
     def fingerprint(self) -> str:
         """What changes the story (not the ever-moving step count): state, last restart,

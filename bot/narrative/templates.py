@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from bot.enrich.reports import is_substantive
+from bot.enrich.summary import truncate
 from bot.narrative.facts import DigestFacts, Highlight, NarrativeFacts, what_happened
 from bot.narrative.format import (
     fmt_big,
@@ -16,7 +18,7 @@ from bot.narrative.format import (
     inline,
     sentence,
 )
-from bot.narrative.words import credit, state_words
+from bot.narrative.words import credit, source_name, state_words
 
 NARRATIVE_MAX_CHARS = 1800
 DIGEST_MAX_CHARS = 3800
@@ -28,73 +30,106 @@ LATEST_CHARS = 140  # one line each
 LATEST_WINDOW = timedelta(days=1)  # how recent a "Latest" line is
 OPEN_ITEMS = 3
 OPEN_CHARS = 100
+CAUSE_CHARS = 300  # a reported cause is quoted up to this, cut at a sentence
 
 _STOPPED = {"crashed", "failed", "killed", "preempted"}
+
+
+def _troubled(facts: NarrativeFacts) -> bool:
+    """An incident is open or a source is failing: nothing is "normal" then."""
+    open_incident = any(i.status != "resolved" for i in facts.incidents)
+    return open_incident or facts.monitor_stale or bool(facts.failing_sources)
 
 
 def _state_sentence(facts: NarrativeFacts) -> str:
     if facts.step is None:
         return f"{facts.run_name} has not logged a training step yet."
     state = facts.state
+    run = f"run {facts.wandb_run}" if facts.wandb_run else "the run"
+    where = f" in W&B run {facts.wandb_run}" if facts.wandb_run else ""
     if state == "running":
-        return "Training is running normally."
-    if state == "finished":
-        return "Training has finished."
-    if state in _STOPPED:
-        return f"Training is stopped: W&B reports the run as {state_words(state)}."
-    if state == "stalled":
         return (
-            "Training has stopped logging new steps, although W&B still lists the run as running."
+            f"Training is running{where}."
+            if _troubled(facts)
+            else (f"Training is running normally{where}.")
         )
+    if state == "finished":
+        return f"Training has finished{where}."
+    if state in _STOPPED:
+        return f"Training is stopped: W&B reports {run} as {state_words(state)}."
+    if state == "stalled":
+        return f"Training has stopped logging new steps, although W&B still lists {run} as running."
     if state == "pending":
-        return "The run is waiting to start."
-    return f"The run's state is {state_words(state)}."
+        return f"{run[0].upper()}{run[1:]} is waiting to start."
+    return f"The state of {run} is {state_words(state)}."
+
+
+def _quoted(text: str, limit: int = CAUSE_CHARS) -> str:
+    """A person's words on one line, cut at a sentence (else a word), never mid-word."""
+    return sentence(truncate(" ".join(text.split()), limit))
+
+
+def _restart_sentence(facts: NarrativeFacts) -> str | None:
+    """Why the last restart happened (what a person reported about the incident before it,
+    else the incident's or W&B's own cause) and how long training was down."""
+    restart = facts.last_restart
+    if restart is None:
+        return None
+    cause = facts.restart_incident
+    down = f" Training was down {fmt_duration(restart.down_for)}." if restart.down_for else ""
+    if cause is not None and cause.reported_cause:
+        who = cause.reported_by or "a person"
+        return f"Before the last restart, {who} reported: {_quoted(cause.reported_cause)}{down}"
+    if cause is not None and cause.kind == "crash":
+        return "The last restart followed a crash; no person reported a cause for it." + down
+    text = (cause.cause or cause.title) if cause is not None else restart.cause
+    if text:
+        return f"Cause of the last restart: {_quoted(text)}{down}"
+    return None
 
 
 def _story(facts: NarrativeFacts) -> list[str]:
     """What happened and what it means, in words: the state, what a person reported about an
-    open incident, why the run last restarted. Numbers the card shows as fields are left out."""
+    open incident, why the run last restarted and how long it was down. Other numbers the card
+    shows as fields are left out."""
     parts = [_state_sentence(facts)]
     if facts.monitor_stale:
         parts.append(
             "Runscribe has not been able to reach W&B recently, so the figures may be behind; "
             "that says nothing about the run itself."
         )
+    others = [
+        source_name(s)
+        for s in facts.failing_sources
+        if s != "wandb" or not facts.monitor_stale  # a stale monitor is said just above
+    ]
+    if others:
+        verb = "is" if len(others) == 1 else "are"
+        parts.append(
+            f"{' and '.join(others)} {verb} failing to answer Runscribe, so its news may be behind."
+        )
     open_incidents = [i for i in facts.incidents if i.status != "resolved"]
     if open_incidents:
         first = open_incidents[0]
-        parts.append(f"It needs attention: {sentence(inline(first.title, 160))}")
+        parts.append(f"It needs attention: {_quoted(first.title, 160)}")
         if first.reported_cause:
             who = first.reported_by or "A person"
-            parts.append(f"{who} reported: {sentence(inline(first.reported_cause, 240))}")
+            parts.append(f"{who} reported: {_quoted(first.reported_cause)}")
         elif first.kind in ("crash", "other") and facts.state in _STOPPED:
             parts.append("Nobody has reported a cause yet.")
         if len(open_incidents) > 1:
             parts.append("The other open incidents are listed below.")
         return parts
-    restart = facts.last_restart
-    cause = facts.restart_incident if restart is not None else None
-    if cause is not None and cause.reported_cause:
-        who = cause.reported_by or "a person"
-        parts.append(
-            f"Before the last restart, {who} reported: "
-            f"{sentence(inline(cause.reported_cause, 240))}"
-        )
-    elif cause is not None and cause.kind == "crash":
-        parts.append("The last restart followed a crash; no person reported a cause for it.")
-    elif cause is not None and (cause.cause or cause.title):
-        text = cause.cause or cause.title
-        parts.append(f"Cause of the last restart: {sentence(inline(text, 240))}")
-    elif restart is not None and restart.cause:
-        parts.append(f"Cause of the last restart: {sentence(inline(restart.cause, 240))}")
-    told = cause is not None or (restart is not None and bool(restart.cause))
+    told = _restart_sentence(facts)
+    if told:
+        parts.append(told)
     resolved = [i for i in facts.incidents if i.status == "resolved"]
     if resolved and not told:
         latest = resolved[0]
         line = f"The latest incident, {inline(latest.title, 160).rstrip('.')}, is resolved"
         if latest.reported_cause:
             who = latest.reported_by or "a person"
-            line += f"; {who} reported: {inline(latest.reported_cause, 200).rstrip('.')}"
+            line += f"; {who} reported: {_quoted(latest.reported_cause).rstrip('.')}"
         parts.append(line + ".")
     elif not resolved and not told and facts.step is not None and facts.state == "running":
         parts.append(_quiet_week(facts))
@@ -124,18 +159,36 @@ def latest_lines(
     event from days ago (a crash read back at install) is history, not "latest"."""
     if now is not None:
         highlights = [h for h in highlights if now - h.at <= LATEST_WINDOW]
+    # chat that says nothing about the run is never quoted
+    highlights = [h for h in highlights if h.source != "discord" or is_substantive(h.summary)]
     lines = []
     for h in highlights[:limit]:
         ref = f" ({h.ref})" if h.ref else ""
-        lines.append(f"• {credit(h.author, h.source)}{ref}: {inline(h.summary, LATEST_CHARS)}")
+        said = truncate(" ".join(h.summary.split()), LATEST_CHARS)
+        lines.append(f"• {credit(h.author, h.source)}{ref}: {said}")
     return lines
+
+
+def within(paragraphs: list[str], limit: int) -> str:
+    """Paragraphs joined, at most `limit` characters: whole lines are dropped from the end,
+    and a first paragraph that is still too long is cut at a sentence, never mid-word."""
+    text = "\n\n".join(paragraphs)
+    if len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    while len(lines) > 1 and len("\n".join(lines)) > limit:
+        lines.pop()
+    while lines and (not lines[-1].strip() or lines[-1].endswith(":")):
+        lines.pop()  # no empty tail, no heading left without its list
+    return truncate("\n".join(lines), limit)
 
 
 def template_narrative(facts: NarrativeFacts) -> str:
     """What happened, what it means and what is open, in plain sentences: what no-key installs
     show and the LLM's fallback. The numbers the status card shows as fields (progress, tokens,
-    launch and projected end, the restart's time, step and downtime, the loss, incident counts)
-    are not repeated here."""
+    launch and projected end, the restart's time and step, the loss, incident counts) are not
+    repeated here; the restart's downtime is, as part of why it happened. Length is cut at a
+    line or a sentence (`within`), never before the state and the cause."""
     paragraphs = [" ".join(_story(facts))]
     # the newest restart is the card's "Last restart" field: not said again
     shown = [
@@ -152,7 +205,7 @@ def template_narrative(facts: NarrativeFacts) -> str:
             for t in facts.open_threads[:OPEN_ITEMS]
         ]
         paragraphs.append("Still open:\n" + "\n".join(lines))
-    return "\n\n".join(paragraphs)[:NARRATIVE_MAX_CHARS]
+    return within(paragraphs, NARRATIVE_MAX_CHARS)
 
 
 def template_digest(facts: DigestFacts) -> str:
@@ -217,4 +270,4 @@ def template_digest(facts: DigestFacts) -> str:
     if facts.open_threads:
         refs = "; ".join(f"{t.ref} {t.title}" if t.ref else t.title for t in facts.open_threads[:5])
         paragraphs.append(f"Still open: {refs}.")
-    return "\n\n".join(paragraphs)[:DIGEST_MAX_CHARS]
+    return within(paragraphs, DIGEST_MAX_CHARS)

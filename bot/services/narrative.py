@@ -106,6 +106,10 @@ async def shared_facts(
         "incidents_total": report.incidents_total,
         "self_healed": report.incidents_self_healed,
         "monitor_stale": report.monitor_stale,
+        "wandb_run": report.latest_wandb_run.rsplit("/", 1)[-1]
+        if report.latest_wandb_run
+        else None,
+        "failing_sources": report.failing_sources,
         "run_slug": run_slug,
         "run_name": run.name,
         "now": now,

@@ -169,7 +169,9 @@ async def test_open_incident_narrative_says_who_reported_what(store: Store) -> N
     )
     report = await build_status(store, "hero", NOW)
     narrative = await current_narrative(store, report)
-    assert narrative.text.startswith("Training is stopped: W&B reports the run as crashed.")
+    # the current W&B run by name, and never "normally" beside an open incident
+    assert narrative.text.startswith("Training is stopped: W&B reports run hero-1 as crashed.")
+    assert "normally" not in narrative.text
     assert "Dana reported: Node r12n4 lost, double-bit ECC on GPU 3." in narrative.text
     card = render_card(status_card(report, narrative, local_formatter("UTC", NOW)))
     assert not INTERNAL.search(card), INTERNAL.search(card)
@@ -267,7 +269,8 @@ async def test_a_restart_older_than_a_week_still_says_what_a_person_reported(
     assert report.last_restart is not None and report.last_restart.at == restart.at
     narrative = await current_narrative(store, report)
     assert narrative.text.startswith(
-        "Training is running normally. Before the last restart, Amara reported: Lost node r04n2: "
+        "Training is running normally in W&B run hero-1. Before the last restart, Amara reported: "
+        "Lost node r04n2: "
         "double-bit ECC on GPU 6. Requeued on a spare."
     )
     # the restart itself is the card's "Last restart" field, not a "Latest" line

@@ -80,7 +80,7 @@ async def test_status_numbers_come_from_the_points(store: Store) -> None:
         assert key in data
     assert set(data["freshness"]) == {"wandb", "github", "discord"}
     # the card shows the numbers; the narrative says what they cannot
-    assert "Training is running normally." in narrative.text
+    assert "Training is running normally in W&B run hero-1." in narrative.text
     assert "4,800" not in narrative.text and "10,000" not in narrative.text
 
 

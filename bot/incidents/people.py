@@ -125,11 +125,11 @@ _CLAUSE = re.compile(r"\s*(?:[,;]|\s[-–—])\s+")
 
 
 def _acting_clauses(text: str) -> str:
-    """The clauses of a sentence up to its last one saying what was done ("I drained host 12
-    and requeued, should resume soon" → "I drained host 12 and requeued")."""
+    """The clauses of a sentence up to the first one saying what was done ("I drained host 12
+    and requeued, resuming from the last checkpoint" → "I drained host 12 and requeued")."""
     clauses = _CLAUSE.split(text)
-    last = max((i for i, c in enumerate(clauses) if _ACTING.search(c)), default=len(clauses) - 1)
-    return ", ".join(clauses[: last + 1])
+    first = next((i for i, c in enumerate(clauses) if _ACTING.search(c)), len(clauses) - 1)
+    return ", ".join(clauses[: first + 1])
 
 
 def action_line(action: IncidentAction) -> str:

@@ -56,6 +56,12 @@ def snowflake(counter: itertools.count[int] = itertools.count(1)) -> int:
     return (now_ms << 22) | (next(counter) & 0x3FFFFF)
 
 
+def snowflake_at(when: datetime, counter: itertools.count[int] = itertools.count(1)) -> int:
+    """A snowflake whose timestamp is `when` (a message written then)."""
+    ms = int(when.timestamp() * 1000) - DISCORD_EPOCH_MS
+    return (ms << 22) | (next(counter) & 0x3FFFFF)
+
+
 def iso_now() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -322,8 +328,11 @@ class FakeDiscord:
         embeds: list[dict[str, Any]] | None = None,
         message_id: int | None = None,
         extra: dict[str, Any] | None = None,
+        at: datetime | None = None,
     ) -> dict[str, Any]:
         author_id = author_id or self.bot_id
+        if message_id is None and at is not None:
+            message_id = snowflake_at(at)
         data = {
             "id": str(message_id or snowflake()),
             "channel_id": str(channel_id),
@@ -331,7 +340,7 @@ class FakeDiscord:
             "type": 0,
             "content": content,
             "author": self.user(author_id, author_name, bot=bot or author_id == self.bot_id),
-            "timestamp": iso_now(),
+            "timestamp": at.isoformat() if at is not None else iso_now(),
             "edited_timestamp": None,
             "tts": False,
             "mention_everyone": False,
@@ -461,12 +470,14 @@ class FakeDiscord:
         author_name: str = "dana",
         bot: bool = False,
         gateway: bool = True,
+        at: datetime | None = None,
     ) -> dict[str, Any]:
         """A member posts in a channel or thread: the message joins its history and, unless
         `gateway` is False (an event the gateway never delivers), MESSAGE_CREATE is dispatched
-        (or buffered for a RESUME while the bot is disconnected, and lost on a new session)."""
+        (or buffered for a RESUME while the bot is disconnected, and lost on a new session).
+        `at`: when it was written (its snowflake and timestamp), default now."""
         message = self.message(
-            channel_id, content, author_id=author_id, author_name=author_name, bot=bot
+            channel_id, content, author_id=author_id, author_name=author_name, bot=bot, at=at
         )
         self._channel_messages(channel_id).append(message)
         if gateway:

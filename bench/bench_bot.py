@@ -51,6 +51,7 @@ from bot.app import (
 )
 from bot.incidents.engine import IncidentEngine
 from bot.models import Event
+from bot.posts.incidents import IncidentPosts
 from bot.render.cards import status_card, timeline_pages
 from bot.render.chart import ChartCache
 from bot.render.drawer import ChartDrawer
@@ -333,7 +334,7 @@ async def through_discord(path: Path, now: datetime, readers: int) -> list[str]:
             runs=parse_runs({"runs": [{"slug": SLUG, "name": NAME, "github_repo": "o/r"}]}),
             store=store,
             sources=(backlog,),
-            detector=IncidentEngine(),
+            detector=IncidentEngine(IncidentPosts()),
         )
         apply_endpoints(settings)
         bot = (NaiveBot if naive else RunscribeBot)(

@@ -55,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 from bot.incidents.engine import IncidentEngine  # noqa: E402
 from bot.models import MetricPoint, RunSnapshot  # noqa: E402
 from bot.outbox.markers import find_markers  # noqa: E402
+from bot.posts.incidents import IncidentPosts  # noqa: E402
 from bot.runtime import record_runs  # noqa: E402
 from bot.settings import parse_runs  # noqa: E402
 from bot.store import Database, Store, StoreError  # noqa: E402
@@ -555,7 +556,7 @@ async def cost(path: Path, points: int, events: int, cycles: int) -> dict[str, f
     fill_s = await filled(path, points, events, now)
     async with Database.open(path) as db:
         store = Store(db)
-        engine = IncidentEngine()
+        engine = IncidentEngine(IncidentPosts())
         step = (points - 1) * 10
         await snapshot(store, "running", now, now, step)
         first_start = time.perf_counter()

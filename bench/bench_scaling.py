@@ -55,6 +55,7 @@ from bot.enrich.rules import Enrichment
 from bot.incidents.engine import IncidentEngine
 from bot.models import Event
 from bot.pipeline import rules_enrichment, run_cycle
+from bot.posts.incidents import IncidentPosts
 from bot.render.cards import status_card
 from bot.render.chart import ChartCache
 from bot.render.drawer import ChartDrawer
@@ -131,7 +132,7 @@ async def measure(store: Store, path: Path, size: int, ingest_rate: float) -> di
     started = time.perf_counter()
     await cache.get_or_draw(SLUG, await reader.metrics.version(SLUG), lambda: draw(reader))
     first_chart = (time.perf_counter() - started) * 1000
-    engine = IncidentEngine()
+    engine = IncidentEngine(IncidentPosts())
     await run_cycle(store, [], now, enricher=LLMStillDown(), detector=engine)
     heavy = size >= 1_000_000
     out = {

@@ -131,8 +131,9 @@ def llm_enricher(llm: LLMClient | None, runs: Sequence[RunConfig]) -> Enricher |
 def incident_detector(runs: Sequence[RunConfig]) -> Detector:
     """The incident engine (the pipeline's Detector)."""
     from bot.incidents.engine import IncidentEngine
+    from bot.posts.incidents import IncidentPosts
 
-    return IncidentEngine()
+    return IncidentEngine(IncidentPosts())
 
 
 def narrative_writer(store: Store, llm: LLMClient | None) -> NarrativeWriter:

@@ -15,7 +15,6 @@ from discord.ext import commands
 
 from bot.app import card_to_embed, discord_time
 from bot.errors import UserFacingError
-from bot.incidents.messages import listing_card
 from bot.incidents.service import acknowledge, list_incidents
 from bot.incidents.silences import (
     CONDITIONS,
@@ -27,6 +26,7 @@ from bot.incidents.silences import (
     silence_run,
 )
 from bot.mentions import unlinked
+from bot.posts.incidents import listing_card
 from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
 
 if TYPE_CHECKING:

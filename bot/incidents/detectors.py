@@ -358,7 +358,7 @@ def _restart_after(data: RunData, before: MetricPoint | None, resumed: MetricPoi
 
 def resume_text(data: RunData, restart: Restart) -> str:
     """'Training resumed from step 54,000 in run X; 195 steps recomputed.' The downtime is the
-    restart's own (`bot.incidents.messages.downtime` states it once, with its meaning)."""
+    restart's own (`bot.posts.incidents.downtime` states it once, with its meaning)."""
     name = run_label(restart.wandb_run, data.snapshots)
     if restart.to_step is None:
         return f"Training resumed in run {name}."

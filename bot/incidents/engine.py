@@ -22,20 +22,20 @@ transaction (so a bot and a `runscribe poll --once` never both fire the same inc
    Silenced incidents and runs without an `alerts_channel` are recorded but post nothing.
 
 All state (incidents with their typed `details` and members, the engine cursor) lives in SQLite,
-so a new engine over the same database carries on where the last one stopped. Posts carry
-neutral time stamps (`bot.render.stamps`); the Discord edge renders them.
+so a new engine over the same database carries on where the last one stopped. The engine says
+what happened; its `IncidentWords` (`bot.posts.incidents.IncidentPosts`, given by the
+composition root) words each post, with neutral time stamps the Discord edge renders.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import bot.incidents.lifecycle as lifecycle
-import bot.incidents.messages as messages
 import bot.incidents.people as people
 from bot.incidents.detectors import (
     CRASH,
@@ -56,6 +56,7 @@ from bot.models import (
     IncidentDetails,
     IncidentSignal,
     OutboxItem,
+    ReportedCause,
     RunInfo,
     Silence,
 )
@@ -64,6 +65,36 @@ from bot.store import Store
 from bot.store.incidents import IncidentsRepo
 
 log = logging.getLogger(__name__)
+
+
+class IncidentWords(Protocol):
+    """How incident posts are worded (`bot.posts.incidents.IncidentPosts`). The engine
+    decides what is said and when; each method returns the outbox payload (or the thread
+    text) that says it."""
+
+    def head_hash(self, incident: Incident, run_name: str, links: dict[str, str]) -> str: ...
+
+    def alert(
+        self, incident: Incident, run_name: str, links: dict[str, str], *, ping_role: int | None
+    ) -> tuple[dict[str, Any], str]: ...
+
+    def edit(
+        self, incident: Incident, run_name: str, links: dict[str, str], *, edit_of: int
+    ) -> dict[str, Any]: ...
+
+    def update(self, text: str, *, archive_thread: bool) -> dict[str, Any]: ...
+
+    def closing(self, incident: Incident) -> dict[str, Any]: ...
+
+    def resolved(self, incident: Incident, run_name: str) -> dict[str, Any]: ...
+
+    def reminder(self, incident: Incident, now: datetime) -> dict[str, Any]: ...
+
+    def member_update(self, title: str, at: datetime) -> str: ...
+
+    def cause_update(self, cause: ReportedCause) -> str: ...
+
+    def event_update(self, event: Event) -> str: ...
 
 
 @dataclass(slots=True)
@@ -97,7 +128,10 @@ class _Cycle:
 class IncidentEngine:
     """The `Detector` of the pipeline: `await engine.detect(store, now)` → posts queued."""
 
-    def __init__(self, *, policy: Policy | None = None, runs: list[str] | None = None):
+    def __init__(
+        self, words: IncidentWords, *, policy: Policy | None = None, runs: list[str] | None = None
+    ):
+        self.words = words
         self.policy = policy or Policy()
         self.runs = set(runs) if runs else None
 
@@ -320,7 +354,7 @@ class IncidentEngine:
                 event.source == "wandb" and event.kind == "restart"
             ):
                 cycle.updates.setdefault(incident.id, []).append(
-                    (f"update:{event_id}", _update_text(incident, event))
+                    (f"update:{event_id}", self._update_text(incident, event))
                 )
             else:
                 people.attach_cause(incident, event)
@@ -333,7 +367,7 @@ class IncidentEngine:
             cycle.updates.setdefault(incident.id, []).append(
                 (
                     f"member:{finding.fingerprint}:{int(finding.since.timestamp())}",
-                    messages.member_update(f"{finding.title}. {finding.cause}", finding.since),
+                    self.words.member_update(f"{finding.title}. {finding.cause}", finding.since),
                 )
             )
             if finding.fingerprint == CRASH:
@@ -353,7 +387,7 @@ class IncidentEngine:
                 _add_signal(incident, event)
                 if incident.id not in cycle.new_ids:
                     cycle.updates.setdefault(incident.id, []).append(
-                        (f"update:{event.id}", _update_text(incident, event))
+                        (f"update:{event.id}", self._update_text(incident, event))
                     )
                 else:
                     people.attach_cause(incident, event)
@@ -376,6 +410,15 @@ class IncidentEngine:
             details.acted_checked_until = end
         for incident in cycle.incidents:
             people.credit_resolution(incident)  # the resolution says who acted
+
+    def _update_text(self, incident: Incident, event: Event) -> str:
+        """A thread post for a newly linked event: the reported cause when this person's report
+        is the first one about the incident, else the event itself."""
+        if people.attach_cause(incident, event):
+            cause = incident.details.reported_cause
+            assert cause is not None
+            return self.words.cause_update(cause)
+        return self.words.event_update(event)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -431,55 +474,39 @@ class IncidentEngine:
                 return
             if done and incident.id not in cycle.resolved_now:
                 return  # fired and cleared while silenced (or without a channel): stay quiet
-            card = messages.head_card(incident, name, links)
-            body = messages.payload(
-                card,
-                messages.alert_content(incident, name),
-                thread_name=messages.thread_name(incident),
-                # the Acknowledge button, for a poster that renders buttons; none once resolved
-                buttons=[] if done else [messages.ack_button(incident.id)],
-                ping_role=cycle.run.config.alert_role,  # the incident's first post, only
+            # the ping: the run's alert role, on the incident's first post only
+            body, head_hash = self.words.alert(
+                incident, name, links, ping_role=cycle.run.config.alert_role
             )
             fired = await self._enqueue(store, cycle, "alert", f"{key}:fired", body)
             details.notified = True
             details.fired_outbox_id = fired
-            details.head_hash = messages.digest(asdict(card))
+            details.head_hash = head_hash
             details.edits = 0
             cycle.updates.pop(incident.id, None)  # the alert already shows them
         fired_id = details.fired_outbox_id
         for suffix, text in cycle.updates.pop(incident.id, []):
             # after the resolution, a late follow-up reopens the archived thread: close it again
-            body = messages.payload(None, text, archive_thread=details.resolved_posted)
+            body = self.words.update(text, archive_thread=details.resolved_posted)
             await self._enqueue(store, cycle, "update", f"{key}:{suffix}", body, fired_id)
-        card = messages.head_card(incident, name, links)
-        digest = messages.digest(asdict(card))
-        if digest != details.head_hash and fired_id is not None:
+        head_hash = self.words.head_hash(incident, name, links)
+        if head_hash != details.head_hash and fired_id is not None:
             details.edits += 1
-            body = messages.payload(
-                card,
-                messages.alert_content(incident, name),
-                edit_of=fired_id,
-                buttons=[] if done else None,  # resolved: the Acknowledge button goes
-            )
+            body = self.words.edit(incident, name, links, edit_of=fired_id)
             await self._enqueue(store, cycle, "edit", f"{key}:edit:{details.edits}", body)
-            details.head_hash = digest
+            details.head_hash = head_hash
         if done and not details.resolved_posted:
             # Said once: the head above now reads resolved, the thread gets a closing line and
             # is archived, the channel one resolution message.
-            await self._enqueue(
-                store, cycle, "resolved", f"{key}:resolved:thread",
-                messages.payload(
-                    None, messages.closing_line(incident), thread_only=True, archive_thread=True
-                ),
-                fired_id,
-            )  # fmt: skip
-            body = messages.payload(None, messages.resolved_content(incident, name))
+            body = self.words.closing(incident)
+            await self._enqueue(store, cycle, "resolved", f"{key}:resolved:thread", body, fired_id)
+            body = self.words.resolved(incident, name)
             await self._enqueue(store, cycle, "resolved", f"{key}:resolved", body)
             details.resolved_posted = True
             return
         if lifecycle.reminder_due(incident, cycle.now, cycle.th):
             count = details.reminders + 1
-            body = messages.payload(None, messages.reminder_content(incident, cycle.now))
+            body = self.words.reminder(incident, cycle.now)
             await self._enqueue(store, cycle, "update", f"{key}:reminder:{count}", body, fired_id)
             details.reminders = count
             details.last_reminder_at = cycle.now
@@ -496,16 +523,6 @@ def _add_signal(incident: Incident, event: Event) -> None:
     signals.append(IncidentSignal(event.id, event.at, where(event), text[:300], event.url))
     signals.sort(key=lambda s: s.at)
     del signals[:-50]
-
-
-def _update_text(incident: Incident, event: Event) -> str:
-    """A thread post for a newly linked event: the reported cause when this person's report
-    is the first one about the incident, else the event itself."""
-    if people.attach_cause(incident, event):
-        cause = incident.details.reported_cause
-        assert cause is not None
-        return messages.cause_update(cause)
-    return messages.event_update(event)
 
 
 def _links(cycle: _Cycle, incident: Incident) -> dict[str, str]:

@@ -298,6 +298,7 @@ async def test_the_hooks_round_resolves_an_alert_after_its_hold_without_a_poll(
     no poll) judge the open alert incident until its clear has held."""
     from bot.hooks.alertmanager import alert_event, parse_message
     from bot.incidents.engine import IncidentEngine
+    from bot.posts.incidents import IncidentPosts
     from bot.runtime import Runtime, record_runs
     from bot.settings import Settings
     from bot.store import Database
@@ -313,7 +314,7 @@ async def test_the_hooks_round_resolves_an_alert_after_its_hold_without_a_poll(
             settings=Settings(_env_file=None),  # type: ignore[call-arg]
             runs=runs,
             store=store,
-            detector=IncidentEngine(),
+            detector=IncidentEngine(IncidentPosts()),
         )
         alert = xid(T0)
 

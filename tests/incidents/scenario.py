@@ -14,6 +14,7 @@ from bot.analysis.forecast import SeriesPoint
 from bot.incidents.engine import IncidentEngine
 from bot.models import NEW_RUN, Event, MetricPoint, OutboxItem, Restart, RunSnapshot
 from bot.pipeline import enrich_pending
+from bot.posts.incidents import IncidentPosts
 from bot.runtime import record_runs
 from bot.settings import parse_runs
 from bot.store import Store
@@ -51,7 +52,7 @@ class Scenario:
         self.now = t0
         self.alerts = alerts or {}
         self.channel = channel
-        self.engine = engine or IncidentEngine()
+        self.engine = engine or IncidentEngine(IncidentPosts())
         self.rate = steps_per_minute
         self.members: dict[str, Member] = {}
         self.current: str | None = None

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import list_incidents
+from bot.posts.incidents import IncidentPosts
 from bot.store import Store
 from tests.incidents.scenario import RUN_B, Scenario
 
@@ -32,7 +33,7 @@ async def test_a_crash_and_resume_while_runscribe_was_down_is_recorded_not_alert
     await sc.run_for(20)
     await sc.launch(RUN_B, 2_000)
     await sc.run_for(120)
-    sc.engine = IncidentEngine()  # Runscribe is back: one cycle reads it all
+    sc.engine = IncidentEngine(IncidentPosts())  # Runscribe is back: one cycle reads it all
     await sc.tick()
     await sc.run_for(5)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.incidents.messages import listing_card
 from bot.incidents.service import list_incidents
+from bot.posts.incidents import listing_card
 from bot.store import Store
 from cogs.incidents import AckButton, Incidents
 from tests.incidents.scenario import Scenario

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from bot.demo import replay_into
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import incident_stats, list_incidents
+from bot.posts.incidents import IncidentPosts
 from bot.sources.replay import load_sample
 from bot.store import Store
 from tests.incidents.scenario import FAR
@@ -17,7 +18,7 @@ END = datetime(2026, 3, 23, 13, 10, tzinfo=UTC)
 
 
 async def test_sample_yields_one_alert_and_one_resolution_per_incident(store: Store) -> None:
-    engine = IncidentEngine()
+    engine = IncidentEngine(IncidentPosts())
     stats = await replay_into(store, load_sample(END), detector=engine)
     items = await store.outbox.due(FAR, limit=1000)
     alerts = [i for i in items if i.kind == "alert"]
@@ -52,7 +53,7 @@ async def test_sample_yields_one_alert_and_one_resolution_per_incident(store: St
 
 
 async def test_a_new_engine_after_the_replay_posts_nothing_new(store: Store) -> None:
-    await replay_into(store, load_sample(END), detector=IncidentEngine())
+    await replay_into(store, load_sample(END), detector=IncidentEngine(IncidentPosts()))
     before = len(await store.outbox.due(FAR, limit=1000))
-    assert await IncidentEngine().detect(store, END) == 0
+    assert await IncidentEngine(IncidentPosts()).detect(store, END) == 0
     assert len(await store.outbox.due(FAR, limit=1000)) == before

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import acknowledge, incident_stats, list_incidents
 from bot.incidents.silences import add_silence
+from bot.posts.incidents import IncidentPosts
 from bot.store import Store
 from tests.incidents.scenario import RUN_A, RUN_B, Scenario, content
 
@@ -230,7 +231,9 @@ async def test_engine_restart_in_the_middle_of_an_open_incident(
     await crash(sc)
     await sc.run_for(10)
     assert len(await sc.alerts_posted()) == 1
-    sc.engine = IncidentEngine()  # the bot restarted: a new engine over the same database
+    sc.engine = IncidentEngine(
+        IncidentPosts()
+    )  # the bot restarted: a new engine over the same database
     await sc.run_for(10)
     open_ = await store.incidents.find("hero", open_only=True)
     assert len(open_) == 1

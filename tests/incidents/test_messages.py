@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.app import card_to_embed, discord_text, discord_time
-from bot.incidents import messages
 from bot.models import Event, Incident, IncidentDetails, IncidentSignal
+from bot.posts import incidents as messages
 from bot.render.stamps import render_stamps, stamp
 from bot.render.terminal import local_formatter
 

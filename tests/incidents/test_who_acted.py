@@ -8,6 +8,7 @@ from datetime import datetime
 
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import list_incidents
+from bot.posts.incidents import IncidentPosts
 from bot.store import Store
 from tests.incidents.scenario import RUN_B, Scenario, content
 
@@ -27,7 +28,9 @@ async def test_the_resolution_names_who_fixed_it(store: Store, now: datetime) ->
         source="discord",
         author="dave",
     )
-    sc.engine = IncidentEngine()  # a new process: everything comes back from the store
+    sc.engine = IncidentEngine(
+        IncidentPosts()
+    )  # a new process: everything comes back from the store
     await sc.run_for(2)
     await sc.launch(RUN_B, 5_000)
     await sc.run_for(10)

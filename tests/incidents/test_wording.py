@@ -8,7 +8,6 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from bot.app import card_to_embed, discord_text
-from bot.incidents import messages
 from bot.incidents.detectors import CRASH
 from bot.incidents.people import attach_cause, note_acting, reports_acting
 from bot.incidents.service import IncidentView, public_kind
@@ -22,6 +21,7 @@ from bot.models import (
     ReportedCause,
     Restart,
 )
+from bot.posts import incidents as messages
 from bot.timeutil import humanize_duration
 
 T0 = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)

@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
-from bot.incidents import messages
 from bot.llm.grounded import render_prompt
 from bot.llm.safety import sanitize_output
 from bot.mentions import body, inert, plain, unlinked
@@ -18,6 +17,7 @@ from bot.models import Event, Incident, IncidentDetails, IncidentSignal, Reporte
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts, Highlight, IncidentFact, NarrativeFacts
 from bot.narrative.templates import template_digest, template_narrative
+from bot.posts import incidents as messages
 from bot.render.cards import Card, digest_card, entry_line
 
 EVIL = "[Official status](https://evil.example/status)"

@@ -16,6 +16,7 @@ from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import incident_stats
 from bot.models import Event, Incident, MetricPoint, RunInfo
 from bot.pipeline import Gather, enrich_step, rules_enrichment, run_cycle
+from bot.posts.incidents import IncidentPosts
 from bot.services.narrative import status_with_narrative
 from bot.services.status import chart_series
 from bot.services.timeline import build_timeline
@@ -121,8 +122,8 @@ async def test_command_and_idle_cycle_queries_never_scan_the_history(store: Stor
     await build_timeline(store, "hero", NOW, days=7)
     # What a poll cycle reads when nothing is new: pending enrichment (with the Discord bursts'
     # conversation lookup), the LLM fallback retry, and detection.
-    await run_cycle(store, [], NOW, enricher=StillDown(), detector=IncidentEngine())
-    await run_cycle(store, [], NOW, enricher=StillDown(), detector=IncidentEngine())
+    await run_cycle(store, [], NOW, enricher=StillDown(), detector=IncidentEngine(IncidentPosts()))
+    await run_cycle(store, [], NOW, enricher=StillDown(), detector=IncidentEngine(IncidentPosts()))
     # ... and the running bot's enrichment loop, which gathers events into batches.
     await enrich_step(store, NOW, enricher=StillDown(), gather=Gather())
     # ... and the hooks loop's round with nothing pushed (and a silence naming an alert).

@@ -1,13 +1,15 @@
 """What incident posts say: the alert (head) card, its edits, thread updates and the resolution.
-Numbers and times come from the incident record; every text is clipped to Discord's limits and
-times are neutral stamps (`bot.render.stamps`) that the edge renders for its reader (Discord:
-each reader's own local time)."""
+`IncidentPosts` is the incident engine's `IncidentWords`: the engine decides what is said and
+when, this module words it as outbox payloads. Numbers and times come from the incident record;
+every text is clipped to Discord's limits and times are neutral stamps (`bot.render.stamps`)
+that the edge renders for its reader (Discord: each reader's own local time)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -327,3 +329,58 @@ def listing_card(views: list[Any], run_name: str, *, open_only: bool, now: datet
     if len(views) > 10:
         card.footer = f"showing 10 of {len(views)}"
     return card
+
+
+class IncidentPosts:
+    """The incident engine's wording (`bot.incidents.engine.IncidentWords`): each post as an
+    outbox payload, the head card with the hash that tells the engine whether it changed."""
+
+    def head_hash(self, incident: Incident, run_name: str, links: dict[str, str]) -> str:
+        return digest(asdict(head_card(incident, run_name, links)))
+
+    def alert(
+        self, incident: Incident, run_name: str, links: dict[str, str], *, ping_role: int | None
+    ) -> tuple[dict[str, Any], str]:
+        assert incident.id is not None
+        card = head_card(incident, run_name, links)
+        body = payload(
+            card,
+            alert_content(incident, run_name),
+            thread_name=thread_name(incident),
+            # the Acknowledge button, for a poster that renders buttons; none once resolved
+            buttons=[] if incident.status == "resolved" else [ack_button(incident.id)],
+            ping_role=ping_role,
+        )
+        return body, digest(asdict(card))
+
+    def edit(
+        self, incident: Incident, run_name: str, links: dict[str, str], *, edit_of: int
+    ) -> dict[str, Any]:
+        done = incident.status == "resolved"
+        return payload(
+            head_card(incident, run_name, links),
+            alert_content(incident, run_name),
+            edit_of=edit_of,
+            buttons=[] if done else None,  # resolved: the Acknowledge button goes
+        )
+
+    def update(self, text: str, *, archive_thread: bool) -> dict[str, Any]:
+        return payload(None, text, archive_thread=archive_thread)
+
+    def closing(self, incident: Incident) -> dict[str, Any]:
+        return payload(None, closing_line(incident), thread_only=True, archive_thread=True)
+
+    def resolved(self, incident: Incident, run_name: str) -> dict[str, Any]:
+        return payload(None, resolved_content(incident, run_name))
+
+    def reminder(self, incident: Incident, now: datetime) -> dict[str, Any]:
+        return payload(None, reminder_content(incident, now))
+
+    def member_update(self, title: str, at: datetime) -> str:
+        return member_update(title, at)
+
+    def cause_update(self, cause: ReportedCause) -> str:
+        return cause_update(cause)
+
+    def event_update(self, event: Event) -> str:
+        return event_update(event)

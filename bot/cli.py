@@ -592,7 +592,8 @@ async def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
         slug = await _resolve_slug(store, args.run)
         now = utcnow()
         async with wiring.open_llm(store, settings) as llm:
-            service = AskService(store, llm, model=settings.runscribe_enrich_model)
+            writer = wiring.answer_writer(store, llm, model=settings.runscribe_enrich_model)
+            service = AskService(store, writer)
             answer = await service.ask(slug, question, now, limit=args.limit)
         run = await store.runs.get(slug)
     if args.json:

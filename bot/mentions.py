@@ -82,6 +82,31 @@ def unlinked(text: str) -> str:
     return _LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
 
 
+URL_RE = re.compile(r"https?://[^\s<>()\[\]\"'`]+", re.IGNORECASE)
+_TRAILING = ".,;:!?'\"”’"
+
+
+def normalise_url(url: str) -> str:
+    """A URL as compared with the allow-list: trailing punctuation, an unbalanced closing
+    parenthesis and a trailing slash dropped."""
+    url = url.strip().rstrip(_TRAILING)
+    while url.endswith(")") and url.count("(") < url.count(")"):
+        url = url[:-1]
+    return url.rstrip("/")
+
+
+def cap_length(text: str, limit: int) -> str:
+    """Cut at a word boundary and mark the cut with an ellipsis."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[: max(0, limit - 1)]
+    space = cut.rfind(" ")
+    if space > limit * 0.6:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
+
+
 def _norm(url: str) -> str:
     return url.strip().rstrip(".,;:!?'\"").rstrip("/")
 
@@ -107,4 +132,14 @@ def body(text: str, allowed: Iterable[str] = ()) -> str:
     return _LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
 
 
-__all__ = ["ZERO_WIDTH", "body", "defuse_mentions", "inert", "plain", "unlinked"]
+__all__ = [
+    "URL_RE",
+    "ZERO_WIDTH",
+    "body",
+    "cap_length",
+    "defuse_mentions",
+    "inert",
+    "normalise_url",
+    "plain",
+    "unlinked",
+]

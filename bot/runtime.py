@@ -32,6 +32,7 @@ from bot.sources.poller import CycleReport, PollSession
 from bot.store import Store
 
 if TYPE_CHECKING:
+    from bot.ask.service import AnswerWriter
     from bot.digests import DigestComposer
     from bot.llm.client import LLMClient
     from bot.services.narrative import NarrativeWriter
@@ -94,6 +95,7 @@ class Runtime:
     llm: LLMClient | None = None
     narrator: NarrativeWriter | None = None  # writes a narrative when one is due
     digest_composer: DigestComposer | None = None  # the digest's text beyond the template
+    answers: AnswerWriter | None = None  # /ask's written answers beyond the matches
     rebuild: PartsBuilder | None = None
     # This process's view of each source's backoff (kept across reloads: same process).
     session: PollSession = field(default_factory=PollSession)

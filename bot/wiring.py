@@ -29,6 +29,7 @@ from bot.store import Database, Store
 if TYPE_CHECKING:
     import httpx
 
+    from bot.ask.service import AnswerWriter
     from bot.llm.client import LLMClient
     from bot.sources.wandb_client import WandbClient
 
@@ -146,6 +147,18 @@ def narrative_writer(store: Store, llm: LLMClient | None) -> NarrativeWriter:
     return write
 
 
+def answer_writer(
+    store: Store, llm: LLMClient | None, *, model: str | None = None
+) -> AnswerWriter | None:
+    """`/ask`'s grounded LLM answers when a key is configured; None leaves the matches."""
+    if llm is None:
+        return None
+    from bot.llm.ask import GroundedAnswers
+    from bot.services.narrative import ask_facts
+
+    return GroundedAnswers(store, llm, facts=ask_facts, model=model)
+
+
 def digest_composer(store: Store, llm: LLMClient | None) -> DigestComposer:
     """The digest's text by the LLM when one is configured and its text passes the grounding
     check; otherwise the template stays (`facts.by` says which). Never raises for an LLM
@@ -217,6 +230,7 @@ async def open_runtime(
             llm=llm,
             narrator=narrative_writer(store, llm),
             digest_composer=digest_composer(store, llm),
+            answers=answer_writer(store, llm, model=settings.runscribe_enrich_model),
             rebuild=parts,
         )
 

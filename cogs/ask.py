@@ -35,14 +35,10 @@ class Ask(commands.Cog):
         self.limiter = limiter or RateLimiter()
 
     def service(self, store: Store | None = None) -> AskService:
-        """Over the writer's store (writing stores the LLM's answer) or the given one."""
-        llm = getattr(self.bot.runtime, "llm", None)
-        return AskService(
-            store or self.bot.store,
-            llm,
-            model=self.bot.settings.runscribe_enrich_model,
-            deadline=LLM_DEADLINE,
-        )
+        """Over the writer's store or the given one (a search only reads; the runtime's writer
+        stores the LLM's answer through the writer's store)."""
+        writer = getattr(self.bot.runtime, "answers", None)
+        return AskService(store or self.bot.store, writer, deadline=LLM_DEADLINE)
 
     @app_commands.command(name="ask", description="Ask about a run; answered from its history")
     @app_commands.describe(

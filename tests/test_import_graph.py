@@ -1,10 +1,17 @@
-"""The import graph of bot/ and cogs/, read from the source (AST): no cycles, bot/ never imports
-cogs/, and the layers only point one way. An import inside a function counts as much as one at
-the top of a module; only imports under `if TYPE_CHECKING:` are left out (they never run)."""
+"""The import graph of bot/ and cogs/, read from the source (AST), between modules and between
+parts. A part is a subpackage of `bot` (`bot.store`), a top-level module of it (`bot.cli`), the
+package `bot` itself, or `cogs`. Every import counts, wherever it stands: inside a function as
+much as at the top of a module, and under `if TYPE_CHECKING:` too (an annotation is a
+dependency of the code's meaning).
+
+The rules: no cycle between modules; no cycle between parts; each part imports only the parts
+`ALLOWED` names for it (an allow-list: a new part, or a new edge between parts, is a decision
+written down here, and the allow-list itself has no cycle)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,12 +30,6 @@ def _module_names(root: Path, packages: Iterable[str]) -> dict[str, Path]:
     return modules
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imported(name: str, path: Path) -> set[str]:
     """Every dotted name `name`'s module imports (what `import` and `from … import` name)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -36,10 +37,6 @@ def _imported(name: str, path: Path) -> set[str]:
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -125,66 +122,246 @@ def _describe(graph: dict[str, set[str]], component: list[str]) -> str:
     return "; ".join(edges)
 
 
-def _in(module: str, layer: str) -> bool:
-    return module == layer or module.startswith(layer + ".")
+@functools.cache
+def _graph() -> dict[str, set[str]]:
+    return import_graph(ROOT)
+
+
+def part_of(module: str) -> str:
+    """`bot.store.events` → `bot.store`; `bot.cli` → `bot.cli`; `bot` → `bot`; `cogs.x` → `cogs`."""
+    names = module.split(".")
+    if names[0] != "bot":
+        return names[0]
+    return ".".join(names[:2])
+
+
+def part_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    parts: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        edges = parts.setdefault(part_of(module), set())
+        edges.update(part_of(t) for t in targets)
+    for part, edges in parts.items():
+        edges.discard(part)
+    return parts
+
+
+# Parts with no imports of their own that any part may use: errors, time, hashing, the one
+# sanitiser of untrusted text, logging set-up, the heap's freeze, the package's version.
+FOUNDATION = {
+    "bot",
+    "bot.errors",
+    "bot.hashing",
+    "bot.heap",
+    "bot.logs",
+    "bot.mentions",
+    "bot.timeutil",
+}
+
+# Which part may import which (besides FOUNDATION), lowest first. Read a row as "may use".
+ALLOWED: dict[str, set[str]] = {
+    "bot.environment": set(),
+    "bot.flight": set(),
+    "bot.runsfile": set(),  # the runs file's shape
+    "bot.settings": {"bot.runsfile"},
+    "bot.models": {"bot.runsfile"},  # domain dataclasses
+    "bot.analysis": {"bot.models", "bot.runsfile"},  # progress, ETA, forecasts: pure
+    "bot.narrative": {"bot.models"},  # facts, templates, formatting: pure
+    "bot.enrich": {"bot.models"},  # the rules: pure
+    "bot.store": {"bot.analysis", "bot.models", "bot.runsfile"},  # repositories
+    "bot.sources": {
+        "bot.analysis",
+        "bot.enrich",
+        "bot.models",
+        "bot.runsfile",
+        "bot.settings",
+        "bot.store",
+    },
+    "bot.pipeline": {"bot.enrich", "bot.models", "bot.settings", "bot.sources", "bot.store"},
+    # pushes (webhooks, Alertmanager) read into the sources' own shapes
+    "bot.hooks": {"bot.models", "bot.runsfile", "bot.settings", "bot.sources", "bot.store"},
+    # the incident domain says what happened; `bot.posts` words it
+    "bot.incidents": {"bot.analysis", "bot.enrich", "bot.models", "bot.runsfile", "bot.store"},
+    # numbers from the store; writers are handed in, never imported
+    "bot.services": {
+        "bot.analysis",
+        "bot.incidents",
+        "bot.models",
+        "bot.narrative",
+        "bot.runsfile",
+        "bot.store",
+    },
+    "bot.ask": {"bot.models", "bot.services", "bot.store"},  # takes a writer, like services
+    # the LLM's writers: never a service, never the render
+    "bot.llm": {"bot.enrich", "bot.models", "bot.narrative", "bot.settings", "bot.store"},
+    # cards, text, JSON, charts, pages from what the services computed
+    "bot.render": {
+        "bot.analysis",
+        "bot.ask",
+        "bot.incidents",
+        "bot.models",
+        "bot.narrative",
+        "bot.services",
+    },
+    "bot.outbox": {"bot.models", "bot.render", "bot.store"},  # posts payloads, composes nothing
+    "bot.delivery": {"bot.store"},  # whether posts can reach Discord, for /healthz
+    "bot.posts": {"bot.incidents", "bot.models", "bot.narrative", "bot.outbox", "bot.render"},
+    "bot.digests": {
+        "bot.models",
+        "bot.narrative",
+        "bot.outbox",
+        "bot.render",
+        "bot.runsfile",
+        "bot.services",
+        "bot.store",
+    },
+    "bot.statuspage": {
+        "bot.analysis",
+        "bot.delivery",
+        "bot.narrative",
+        "bot.render",
+        "bot.services",
+        "bot.store",
+    },
+    "bot.web": {"bot.hooks", "bot.render", "bot.statuspage", "bot.store"},
+    "bot.runtime": {
+        "bot.ask",
+        "bot.digests",
+        "bot.hooks",
+        "bot.llm",
+        "bot.models",
+        "bot.pipeline",
+        "bot.services",
+        "bot.settings",
+        "bot.sources",
+        "bot.store",
+    },
+    # the composition root: builds every piece and binds the writers
+    "bot.wiring": {
+        "bot.ask",
+        "bot.posts",
+        "bot.digests",
+        "bot.incidents",
+        "bot.llm",
+        "bot.models",
+        "bot.narrative",
+        "bot.pipeline",
+        "bot.runtime",
+        "bot.services",
+        "bot.settings",
+        "bot.sources",
+        "bot.store",
+    },
+    "bot.demo": {
+        "bot.models",
+        "bot.pipeline",
+        "bot.runtime",
+        "bot.settings",
+        "bot.sources",
+        "bot.store",
+    },
+    # the Discord edge (with `cogs`): the only importers of discord
+    "bot.app": {
+        "bot.delivery",
+        "bot.digests",
+        "bot.flight",
+        "bot.outbox",
+        "bot.pipeline",
+        "bot.render",
+        "bot.runtime",
+        "bot.services",
+        "bot.settings",
+        "bot.store",
+    },
+    "bot.cli": {
+        "bot.app",
+        "bot.ask",
+        "bot.demo",
+        "bot.digests",
+        "bot.environment",
+        "bot.hooks",
+        "bot.models",
+        "bot.pipeline",
+        "bot.render",
+        "bot.runsfile",
+        "bot.runtime",
+        "bot.services",
+        "bot.settings",
+        "bot.sources",
+        "bot.statuspage",
+        "bot.store",
+        "bot.web",
+        "bot.wiring",
+    },
+    "bot.__main__": {"bot.cli"},
+    "cogs": {
+        "bot.app",
+        "bot.ask",
+        "bot.posts",
+        "bot.digests",
+        "bot.incidents",
+        "bot.models",
+        "bot.render",
+        "bot.services",
+        "bot.settings",
+        "bot.sources",
+        "bot.store",
+    },
+}
 
 
 def test_no_import_cycles() -> None:
-    graph = import_graph(ROOT)
+    graph = _graph()
     assert [_describe(graph, c) for c in cycles(graph)] == []
 
 
+def test_no_cycles_between_parts() -> None:
+    parts = part_graph(_graph())
+    assert [_describe(parts, c) for c in cycles(parts)] == []
+
+
+def test_every_part_is_on_the_allow_list() -> None:
+    parts = part_graph(_graph())
+    assert sorted(set(parts) - set(ALLOWED) - FOUNDATION) == []
+
+
+def test_parts_import_only_what_the_allow_list_names() -> None:
+    graph = _graph()
+    offenders = sorted(
+        f"{a} -> {b}"
+        for a, targets in graph.items()
+        for b in targets
+        if part_of(a) != part_of(b)
+        if part_of(b) not in FOUNDATION | ALLOWED.get(part_of(a), set())
+    )
+    assert offenders == []
+
+
+def test_foundation_parts_import_no_other_part() -> None:
+    parts = part_graph(_graph())
+    assert {p: sorted(parts[p]) for p in FOUNDATION if parts.get(p)} == {}
+
+
+def test_the_allow_list_itself_has_no_cycle() -> None:
+    """So no later edit of `ALLOWED` can permit a cycle between parts."""
+    assert cycles(ALLOWED) == []
+    assert not FOUNDATION & set(ALLOWED)
+
+
 def test_bot_never_imports_cogs() -> None:
-    graph = import_graph(ROOT)
-    offenders = [
+    assert all("cogs" not in edges for part, edges in ALLOWED.items() if part != "cogs")
+    graph = _graph()
+    assert [
         f"{a} -> {b}"
-        for a, targets in graph.items()
-        if _in(a, "bot")
-        for b in targets
-        if _in(b, "cogs")
-    ]
-    assert offenders == []
+        for a, bs in graph.items()
+        if part_of(a) != "cogs"
+        for b in bs
+        if part_of(b) == "cogs"
+    ] == []
 
 
-# (importer layer, imported layer) pairs that would run the dependencies backwards.
-FORBIDDEN = [
-    ("bot.services", "bot.render"),  # services compute; render draws
-    ("bot.services", "bot.llm"),  # services take writers; wiring binds the LLM's
-    ("bot.llm", "bot.services"),
-    ("bot.outbox", "bot.services"),  # the outbox posts payloads; it composes nothing
-    ("bot.outbox", "bot.digests"),
-    ("bot.narrative", "bot.store"),  # the narrative package is pure
-    ("bot.narrative", "bot.services"),
-    ("bot.narrative", "bot.llm"),
-    ("bot.narrative", "bot.render"),
-    ("bot.render", "bot.store"),
-    ("bot.render", "bot.llm"),
-    ("bot.runtime", "bot.wiring"),  # wiring builds the runtime, never the other way round
-    ("bot.incidents", "bot.services"),  # the engine is domain; services read it, not back
-    ("bot.incidents", "bot.llm"),
-    ("bot.store", "bot.incidents"),  # repositories know the domain models only
-    ("bot.store", "bot.services"),
-    ("bot.models", "bot.store"),
-    ("bot.analysis", "bot.services"),
-    ("bot.sources", "bot.services"),
-]
-
-
-def test_layers_point_one_way() -> None:
-    graph = import_graph(ROOT)
-    offenders = [
-        f"{a} -> {b}"
-        for a, targets in graph.items()
-        for b in targets
-        for low, high in FORBIDDEN
-        if _in(a, low) and _in(b, high)
-    ]
-    assert offenders == []
-
-
-def test_the_graph_sees_function_level_cycles_but_not_type_checking(tmp_path: Path) -> None:
-    """The checker itself: a cycle closed by an import inside a function is found; one closed
-    only under `if TYPE_CHECKING:` is not."""
+def test_the_graph_sees_function_level_and_type_checking_imports(tmp_path: Path) -> None:
+    """The checker itself: a cycle closed by an import inside a function is found, and so is
+    one closed under `if TYPE_CHECKING:`; parts are the subpackages and top-level modules."""
     pkg = tmp_path / "bot"
     (pkg / "sub").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
@@ -196,5 +373,8 @@ def test_the_graph_sees_function_level_cycles_but_not_type_checking(tmp_path: Pa
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from bot.c import y\nx = 1\n"
     )
     graph = import_graph(tmp_path, ["bot"])
-    assert graph["bot.c"] == {"bot.d"} and graph["bot.d"] == set()
-    assert cycles(graph) == [["bot.a", "bot.sub.b"]]
+    assert graph["bot.c"] == {"bot.d"} and graph["bot.d"] == {"bot.c"}
+    assert cycles(graph) == [["bot.a", "bot.sub.b"], ["bot.c", "bot.d"]]
+    parts = part_graph(graph)
+    assert parts["bot.a"] == {"bot.sub"} and parts["bot.sub"] == {"bot", "bot.a"}
+    assert cycles(parts) == [["bot.a", "bot.sub"], ["bot.c", "bot.d"]]

@@ -3,36 +3,33 @@
 `ask()` parses the question (BadQuestion for empty, over-long or unsearchable text), retrieves
 the best matching events, then:
 
-- with an LLM: a cached answer for the same question and data version if there is one, else a
-  grounded answer from `bot.llm.ask` (within `deadline` seconds when one is given);
-- without one, or when the model fails, is over budget or too slow: the best matches, each a
-  one-line summary with its citation (`by = "search"`).
+- with a writer (an `AnswerWriter`: the LLM's grounded answers, `bot.llm.ask.GroundedAnswers`,
+  bound by `bot.wiring.answer_writer`): its answer, cached or written within `deadline` seconds
+  when one is given;
+- without one, or when the writer gives nothing (the model failed, is over budget or too slow):
+  the best matches, each a one-line summary with its citation (`by = "search"`).
 
 The two halves are also callable apart (`search`, then `write`), so Discord can show the
-matches at once and replace them with the written answer when it arrives.
+matches at once and replace them with the written answer when it arrives. Like the other
+services, this one takes its writer and never imports the LLM.
 
 Either way every `[n]` in the answer is a citation and every URL in it is a citation's URL, the
 invariant `ask --json` promises."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from bot.ask.query import Query, parse_question
 from bot.ask.retrieval import DEFAULT_LIMIT, Hit, retrieve
-from bot.llm.safety import URL_RE, cap_length, normalise_url
-from bot.mentions import defuse_mentions
+from bot.mentions import URL_RE, cap_length, defuse_mentions, normalise_url
 from bot.models import Event
 from bot.services.status import UnknownRun
 from bot.store import Store
-
-if TYPE_CHECKING:
-    from bot.llm.client import LLMClient
 
 log = logging.getLogger(__name__)
 
@@ -113,26 +110,57 @@ class Searched:
     answer: Answer  # the search answer
 
 
+class WrittenAnswer(Protocol):
+    """A writer's answer: its text, citing `[n]` as `events[n - 1]`."""
+
+    @property
+    def answer(self) -> str: ...
+
+    @property
+    def events(self) -> list[Event]: ...
+
+    @property
+    def cached(self) -> bool: ...
+
+
+class AnswerWriter(Protocol):
+    """Writes the answer to a searched question from its matches (`sources`), or None when it
+    cannot (the caller shows the matches)."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    async def __call__(
+        self,
+        query: Query,
+        slug: str,
+        sources: list[Event],
+        now: datetime,
+        *,
+        tz: str,
+        limit: int,
+        deadline: float | None,
+    ) -> WrittenAnswer | None: ...
+
+
 class AskService:
-    """Holds what an answer needs: the store, the optional LLM and its model and deadline."""
+    """Holds what an answer needs: the store, the optional writer and its deadline."""
 
     def __init__(
         self,
         store: Store,
-        llm: LLMClient | None = None,
+        writer: AnswerWriter | None = None,
         *,
-        model: str | None = None,
         deadline: float | None = None,
     ):
         self.store = store
-        self.llm = llm
-        self.model = model
+        self.writer = writer
         self.deadline = deadline
 
     @property
     def writes(self) -> bool:
-        """Whether an LLM answer will be attempted (a key and a non-zero budget)."""
-        return self.llm is not None and self.llm.enabled
+        """Whether a written answer will be attempted (a key and a non-zero budget)."""
+        return self.writer is not None and self.writer.enabled
 
     async def search(
         self, slug: str, question: str, now: datetime, *, limit: int = DEFAULT_LIMIT
@@ -152,9 +180,19 @@ class AskService:
         nothing was found, or the model failed, was over budget or missed the deadline."""
         if not searched.hits or not self.writes:
             return None
-        return await self._llm_answer(
-            searched.query, searched.slug, searched.zone, searched.hits, now, searched.limit
+        assert self.writer is not None
+        written = await self.writer(
+            searched.query,
+            searched.slug,
+            [hit.event for hit in searched.hits],
+            now,
+            tz=searched.zone,
+            limit=searched.limit,
+            deadline=self.deadline,
         )
+        if written is None:
+            return None
+        return _llm(searched.query, searched.slug, written)
 
     async def ask(
         self, slug: str, question: str, now: datetime, *, limit: int = DEFAULT_LIMIT
@@ -162,55 +200,12 @@ class AskService:
         searched = await self.search(slug, question, now, limit=limit)
         return await self.write(searched, now) or searched.answer
 
-    async def _llm_answer(
-        self, query: Query, slug: str, tz: str, hits: list[Hit], now: datetime, limit: int
-    ) -> Answer | None:
-        from bot.llm import ask as writer
-        from bot.llm.grounded import render_facts
-        from bot.services.narrative import build_narrative_facts
 
-        assert self.llm is not None
-        version = await self.store.search.version(slug)
-        facts = await build_narrative_facts(self.store, slug, now, highlights=0, scan=1)
-        facts.counts_by_tag, facts.highlights, facts.open_threads = {}, [], []
-        key = (
-            f"ask:{slug}:{query.key}:{limit}:{version}:{facts.fingerprint()}:{writer.prompt_hash()}"
-        )
-        cached = await self.store.llm.by_cache_key(key)
-        draft = writer.parse_cached(cached.content) if cached else None
-        if draft is not None:
-            events = await self.store.search.events(draft.event_ids)
-            if len(events) == len(draft.event_ids):
-                return _llm(query, slug, draft.answer, events, cached=True)
-        sources = [hit.event for hit in hits]
-        write = writer.write_answer(
-            self.store,
-            self.llm,
-            query.question,
-            sources,
-            render_facts(facts),
-            tz=tz,
-            run_slug=slug,
-            now=now,
-            cache_key=key,
-            model=self.model,
-        )
-        try:
-            draft = await asyncio.wait_for(write, self.deadline)
-        except TimeoutError:
-            log.warning("LLM answer took over %.1f s; showing search results", self.deadline)
-            return None
-        if draft is None:
-            return None
-        by_id = {e.id: e for e in sources}
-        return _llm(query, slug, draft.answer, [by_id[i] for i in draft.event_ids])
-
-
-def _llm(
-    query: Query, slug: str, text: str, events: list[Event], *, cached: bool = False
-) -> Answer | None:
-    """The LLM answer, if it keeps the promise: every [n] a citation, every URL a citation's.
-    (`finalise` already guarantees it; this is the last lock before output.)"""
+def _llm(query: Query, slug: str, written: WrittenAnswer) -> Answer | None:
+    """The written answer, if it keeps the promise: every [n] a citation, every URL a
+    citation's. (The LLM's `finalise` already guarantees it; this is the last lock before
+    output.)"""
+    text, events = written.answer, written.events
     allowed = {normalise_url(e.url) for e in events if e.url}
     urls = {normalise_url(m.group(0)) for m in URL_RE.finditer(text)}
     numbers = {int(n) for n in _MARKER.findall(text)}
@@ -218,15 +213,17 @@ def _llm(
         log.error("an LLM answer broke the citation rules after checking; showing search results")
         return None
     citations = [Citation(n, e) for n, e in enumerate(events, 1)]
-    return Answer(query.question, slug, text, "llm", citations, cached=cached)
+    return Answer(query.question, slug, text, "llm", citations, cached=written.cached)
 
 
 __all__ = [
     "MAX_LIMIT",
     "Answer",
+    "AnswerWriter",
     "AskService",
     "Citation",
     "Searched",
+    "WrittenAnswer",
     "one_line",
     "search_answer",
 ]

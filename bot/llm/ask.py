@@ -15,18 +15,24 @@ caller shows the search results instead. Mentions are stripped from what passes
 Accepted answers are renumbered in order of first citation ([3] then [1] become [1] then [2])
 and recorded as `ask` rows: content is JSON `{"answer", "event_ids"}` so a cached answer can be
 served again with its citations; tokens and cost count against the daily budget and appear in
-`runscribe usage`."""
+`runscribe usage`.
+
+`GroundedAnswers` is `/ask`'s writer (`bot.ask.service.AnswerWriter`): a cached answer for the
+same question and data version if there is one, else `write_answer` within the deadline. The
+run's facts come from the `facts` it is given (`bot.services.narrative.ask_facts`, bound by
+`bot.wiring.answer_writer`)."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
 from bot.llm.gates import (
@@ -35,11 +41,13 @@ from bot.llm.gates import (
     length_problem,
     says_history_is_silent,
 )
+from bot.llm.grounded import render_facts
 from bot.llm.grounding import FactIndex, GroundingReport, check
 from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import URL_RE, fence, normalise_url, sanitize_output
 from bot.mentions import defuse_mentions
 from bot.models import Event
+from bot.narrative.facts import NarrativeFacts
 from bot.narrative.format import fmt_date
 from bot.store import Store
 
@@ -270,9 +278,90 @@ def parse_cached(content: str) -> Draft | None:
         return None
 
 
+@dataclass(slots=True, frozen=True)
+class Written:
+    """An accepted answer with its cited events, in citation order."""
+
+    answer: str
+    events: list[Event]
+    cached: bool = False
+
+
+class _Question(Protocol):
+    @property
+    def question(self) -> str: ...
+
+    @property
+    def key(self) -> str: ...
+
+
+# The run's computed facts an answer may state besides its sources.
+AskFacts = Callable[[Store, str, datetime], Awaitable[NarrativeFacts]]
+
+
+class GroundedAnswers:
+    """`/ask`'s writer: the grounded answer from the matches, cached per question, limit,
+    data version, facts and prompt."""
+
+    def __init__(self, store: Store, llm: LLMClient, *, facts: AskFacts, model: str | None = None):
+        self.store = store
+        self.llm = llm
+        self.facts = facts
+        self.model = model
+
+    @property
+    def enabled(self) -> bool:
+        return self.llm.enabled
+
+    async def __call__(
+        self,
+        query: _Question,
+        slug: str,
+        sources: list[Event],
+        now: datetime,
+        *,
+        tz: str,
+        limit: int,
+        deadline: float | None,
+    ) -> Written | None:
+        store = self.store
+        version = await store.search.version(slug)
+        facts = await self.facts(store, slug, now)
+        key = f"ask:{slug}:{query.key}:{limit}:{version}:{facts.fingerprint()}:{prompt_hash()}"
+        cached = await store.llm.by_cache_key(key)
+        draft = parse_cached(cached.content) if cached else None
+        if draft is not None:
+            events = await store.search.events(draft.event_ids)
+            if len(events) == len(draft.event_ids):
+                return Written(draft.answer, events, cached=True)
+        write = write_answer(
+            store,
+            self.llm,
+            query.question,
+            sources,
+            render_facts(facts),
+            tz=tz,
+            run_slug=slug,
+            now=now,
+            cache_key=key,
+            model=self.model,
+        )
+        try:
+            draft = await asyncio.wait_for(write, deadline)
+        except TimeoutError:
+            log.warning("LLM answer took over %.1f s; showing search results", deadline)
+            return None
+        if draft is None:
+            return None
+        by_id = {e.id: e for e in sources}
+        return Written(draft.answer, [by_id[i] for i in draft.event_ids])
+
+
 __all__ = [
     "TASK",
     "Draft",
+    "GroundedAnswers",
+    "Written",
     "check_answer",
     "citations_in",
     "finalise",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from bot.mentions import defuse_mentions
+from bot.mentions import URL_RE, cap_length, defuse_mentions, normalise_url
 
 FENCE_TAG = "untrusted_data"
 
@@ -24,9 +24,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202
 _ATTR_UNSAFE = re.compile(r"[\"<>\r\n\t&]")
 
 
-URL_RE = re.compile(r"https?://[^\s<>()\[\]\"'`]+", re.IGNORECASE)
 _MD_LINK = re.compile(r"\[([^\]\n]{0,300})\]\(\s*<?(https?://[^\s)>]+)>?\s*\)")
-_TRAILING = ".,;:!?'\"”’"
 
 
 URL_ATTR_LIMIT = 2000  # a link is given whole or not at all: a cut link is a broken link
@@ -71,13 +69,6 @@ def fence(text: str, *, source: str, **attrs: object) -> str:
     return f"<{FENCE_TAG} {' '.join(parts)}>\n{body}\n</{FENCE_TAG}>"
 
 
-def normalise_url(url: str) -> str:
-    url = url.strip().rstrip(_TRAILING)
-    while url.endswith(")") and url.count("(") < url.count(")"):
-        url = url[:-1]
-    return url.rstrip("/")
-
-
 def urls_in(texts: Iterable[str | None]) -> set[str]:
     """Normalised URLs found in the given texts (the allow-list for output links)."""
     found: set[str] = set()
@@ -115,18 +106,6 @@ def limit_links(text: str, allowed: set[str]) -> str:
         last = end
     out.append(text[last:])
     return re.sub(r"[ \t]{2,}", " ", "".join(out))
-
-
-def cap_length(text: str, limit: int) -> str:
-    """Cut at a word boundary and mark the cut with an ellipsis."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    cut = text[: max(0, limit - 1)]
-    space = cut.rfind(" ")
-    if space > limit * 0.6:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:-") + "…"
 
 
 def sanitize_output(text: str, *, allowed_urls: set[str], limit: int) -> str:

@@ -163,6 +163,14 @@ async def build_narrative_facts(
     )
 
 
+async def ask_facts(store: Store, run_slug: str, now: datetime) -> NarrativeFacts:
+    """The run's computed facts an `/ask` answer may state besides its sources: the narrative's
+    numbers without its highlights, tag counts or open threads (the sources stand for those)."""
+    facts = await build_narrative_facts(store, run_slug, now, highlights=0, scan=1)
+    facts.counts_by_tag, facts.highlights, facts.open_threads = {}, [], []
+    return facts
+
+
 # -- which narrative, and when a new one is due ----------------------------------------------
 
 

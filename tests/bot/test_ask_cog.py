@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bot.llm.client import LLMClient
+from bot.wiring import answer_writer
 from tests.bot.conftest import StartBot
 from tests.bot.test_cogs import answered, option
 from tests.fakes.anthropic import FakeAnthropic, text
@@ -115,7 +116,8 @@ async def test_model_inventions_and_pings_never_reach_the_channel(
             model="claude-haiku-4-5",
             max_retry_wait=0.01,
         )
-        bot.runtime = dataclasses.replace(bot.runtime, llm=llm)  # type: ignore[type-var]
+        answers = answer_writer(bot.store, llm)
+        bot.runtime = dataclasses.replace(bot.runtime, llm=llm, answers=answers)  # type: ignore[type-var]
         anthropic.push(
             text("@everyone it forked for the optimizer change [1][99], see https://evil.example"),
             text("@everyone <@&42> The fork carried an optimizer change [1]."),

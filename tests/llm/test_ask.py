@@ -14,6 +14,7 @@ from bot.ask.service import Answer, AskService
 from bot.llm.client import LLMClient, usage_report
 from bot.models import Event, RunInfo
 from bot.store import Store
+from bot.wiring import answer_writer
 from tests.fakes.anthropic import FakeAnthropic, Recorded, error, slow, text
 
 QUESTION = "Why did we lower the gate weight decay?"
@@ -68,7 +69,7 @@ def check_invariants(answer: Answer) -> None:
 
 
 async def ask(store: Store, llm: LLMClient | None, now: datetime, **kw: object) -> Answer:
-    service = AskService(store, llm, **kw)  # type: ignore[arg-type]
+    service = AskService(store, answer_writer(store, llm), **kw)  # type: ignore[arg-type]
     answer = await service.ask("hero", QUESTION, now)
     check_invariants(answer)
     return answer

@@ -16,6 +16,7 @@ from bot.llm.digest import write_digest
 from bot.llm.narrative import write_narrative
 from bot.models import RunInfo
 from bot.store import Store
+from bot.wiring import answer_writer
 from tests.fakes.anthropic import FakeAnthropic, Recorded, Reply, text
 from tests.llm.facts_fixture import digest_facts, narrative_facts
 from tests.llm.test_ask import QUESTION, seed
@@ -97,7 +98,7 @@ async def test_an_ask_answer_must_cite_or_say_the_history_is_silent(
     assert check_answer(uncited + " [1]", events, "", "UTC").ok
 
     fake.handler = fake_reply_to
-    service = AskService(store, make_llm())
+    service = AskService(store, answer_writer(store, make_llm()))
     answer = await service.ask("hero", QUESTION, now=now)
     assert answer.by == "search"
     assert "Fake reply" not in answer.as_json()["answer"]  # type: ignore[operator]

@@ -168,22 +168,15 @@ def _problems(problems: list[str]) -> None:
 
 
 async def _resolve_slug(store: Store, requested: str | None) -> str:
-    runs = await store.runs.all()
-    slugs = [r.slug for r in runs]
-    if requested is not None:
-        if requested not in slugs:
-            from bot.services.status import UnknownRun
+    from bot.services.runs import pick_run
 
-            raise UnknownRun(requested, slugs)
-        return requested
-    if len(slugs) == 1:
-        return slugs[0]
-    if not slugs:
-        raise UserFacingError(
-            f"no runs recorded in {store.db.path}; run `runscribe poll --once` or "
-            "`runscribe demo` first"
-        )
-    raise UserFacingError(f"several runs recorded; pick one with --run ({', '.join(slugs)})")
+    return pick_run(
+        [r.slug for r in await store.runs.all()],
+        requested,
+        none=f"no runs recorded in {store.db.path}; run `runscribe poll --once` or "
+        "`runscribe demo` first",
+        several="several runs recorded; pick one with --run ({slugs})",
+    )
 
 
 def _existing_db(settings: DatabaseOnly) -> Path:

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 
-from bot.errors import UserFacingError
 from bot.mentions import defuse_mentions
-from bot.services.status import UnknownRun
+from bot.services.runs import pick_run
 
 if TYPE_CHECKING:
     from bot.app import RunscribeBot
@@ -31,17 +30,12 @@ async def known_slugs(bot: RunscribeBot) -> list[str]:
 
 async def resolve_run(bot: RunscribeBot, requested: str | None) -> str:
     """The slug to show. `run` may be left out when exactly one run is tracked."""
-    slugs = await known_slugs(bot)
-    if requested:
-        requested = requested.strip().lower()
-        if requested not in slugs:
-            raise UnknownRun(requested, slugs)
-        return requested
-    if len(slugs) == 1:
-        return slugs[0]
-    if not slugs:
-        raise UserFacingError("No run is tracked yet: add one to the runs file and reload it.")
-    raise UserFacingError(f"Several runs are tracked; pick one with `run`: {', '.join(slugs)}.")
+    return pick_run(
+        await known_slugs(bot),
+        requested,
+        none="No run is tracked yet: add one to the runs file and reload it.",
+        several="Several runs are tracked; pick one with `run`: {slugs}.",
+    )
 
 
 async def run_autocomplete(

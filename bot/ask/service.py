@@ -28,7 +28,7 @@ from bot.ask.query import Query, parse_question
 from bot.ask.retrieval import DEFAULT_LIMIT, Hit, retrieve
 from bot.mentions import URL_RE, cap_length, defuse_mentions, normalise_url
 from bot.models import Event
-from bot.services.status import UnknownRun
+from bot.services.runs import UnknownRun
 from bot.store import Store
 
 log = logging.getLogger(__name__)

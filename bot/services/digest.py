@@ -20,7 +20,7 @@ from bot.narrative.facts import (
 )
 from bot.narrative.templates import template_digest
 from bot.services.narrative import SCAN_EVENTS, shared_facts
-from bot.services.status import UnknownRun
+from bot.services.runs import UnknownRun
 from bot.store import Store
 
 PERIOD = timedelta(hours=24)

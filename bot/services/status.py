@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.analysis.progress import Progress, compute_progress, projection_margin
-from bot.errors import UserFacingError
 from bot.incidents.service import incident_stats
 from bot.models import (
     MONITOR_STALE_AFTER,
@@ -24,6 +23,7 @@ from bot.models import (
 )
 from bot.runsfile import RunConfig
 from bot.services.forecasts import ForecastView, forecast_views, loss_curve
+from bot.services.runs import UnknownRun
 from bot.store import Store
 
 WINDOW = timedelta(hours=24)
@@ -35,15 +35,6 @@ CONFIGURED_SOURCES: dict[str, Callable[[RunConfig], bool]] = {
     "github": lambda c: bool(c.github_repo),
     "discord": lambda c: bool(c.watch_channels),
 }
-
-
-class UnknownRun(UserFacingError):
-    """No run with that slug is recorded in the store."""
-
-    def __init__(self, slug: str, known: list[str] | None = None):
-        self.slug = slug
-        hint = f"; known runs: {', '.join(known)}" if known else ""
-        super().__init__(f"unknown run {slug!r}{hint}")
 
 
 @dataclass(slots=True, frozen=True)

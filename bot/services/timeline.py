@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from bot.errors import UserFacingError
 from bot.models import SOURCES, TAGS
 from bot.narrative.entries import TimelineEntry, entry_from_event
-from bot.services.status import UnknownRun
+from bot.services.runs import UnknownRun
 from bot.store import Store
 
 MAX_DAYS = 3650

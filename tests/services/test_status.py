@@ -12,7 +12,8 @@ from bot.render.json import status_json, timeline_json
 from bot.render.terminal import local_formatter, render_card
 from bot.services.digest import build_digest
 from bot.services.narrative import Narrative, current_narrative
-from bot.services.status import UnknownRun, build_status
+from bot.services.runs import UnknownRun
+from bot.services.status import build_status
 from bot.services.timeline import BadFilter, build_timeline
 from bot.store import Store
 

@@ -9,7 +9,7 @@ import pytest
 
 from bot.models import Event, RunInfo
 from bot.narrative.entries import entry_from_event
-from bot.services.status import UnknownRun
+from bot.services.runs import UnknownRun
 from bot.services.timeline import MAX_DAYS, BadFilter, build_timeline, validate_filters
 from bot.store import Store
 

@@ -165,7 +165,7 @@ ALLOWED: dict[str, set[str]] = {
     "bot.settings": {"bot.runsfile"},
     "bot.models": {"bot.runsfile"},  # domain dataclasses
     "bot.analysis": {"bot.models", "bot.runsfile"},  # progress, ETA, forecasts: pure
-    "bot.narrative": {"bot.models"},  # facts, templates, formatting: pure
+    "bot.narrative": {"bot.enrich", "bot.models"},  # facts, templates, formatting: pure
     "bot.enrich": {"bot.models"},  # the rules: pure
     "bot.store": {"bot.analysis", "bot.models", "bot.runsfile"},  # repositories
     "bot.sources": {

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import io
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -32,8 +33,16 @@ from bot.digests import DigestComposer, run_due_digests
 from bot.errors import UserFacingError
 from bot.flight import SingleFlight
 from bot.heap import freeze_long_lived
+from bot.live import refresh_live
 from bot.outbox.payload import ButtonPayload, fit_card
-from bot.outbox.poster import DeliveryError, OutboxPoster, OutgoingMessage, SeenMessage
+from bot.outbox.poster import (
+    DeliveryError,
+    OutboxPoster,
+    OutgoingMessage,
+    Posted,
+    SeenMessage,
+    Upload,
+)
 from bot.pipeline import FAMILIES, WANDB
 from bot.render.cards import Card, TimeStyle
 from bot.render.chart import ChartCache
@@ -59,6 +68,7 @@ DEFAULT_EXTENSIONS: tuple[str, ...] = (
     "cogs.ask",
     "cogs.incidents",
     "cogs.watch",
+    "cogs.live",
     "cogs.admin",
 )
 NO_MENTIONS = discord.AllowedMentions.none()
@@ -167,6 +177,7 @@ class LoopIntervals:
     # pushed deliveries are read when the doorbell rings; between rings, open alert incidents
     # are judged this often (their resolution is due once the clear has held, 2 min)
     hooks: float = 15.0
+    live: float = 15.0  # live status messages: whether one is due (woken after every round)
     max_backoff: float = 300.0
 
 
@@ -227,7 +238,11 @@ class RunscribeBot(commands.Bot):
         self._chart_refresh: asyncio.Task[None] | None = None
         self._chart_tasks: set[asyncio.Task[bytes | None]] = set()
         self.poster = OutboxPoster(
-            runtime.store, DiscordTransport(self), clock=clock, backoff_base=outbox_backoff
+            runtime.store,
+            DiscordTransport(self),
+            clock=clock,
+            backoff_base=outbox_backoff,
+            charts=self.status_chart,
         )
         self._tasks: list[asyncio.Task[None]] = []
         # A reload never swaps sources under a running poll: one lock per loop (so the loops
@@ -244,6 +259,11 @@ class RunscribeBot(commands.Bot):
         # enriched and judged like polled ones without waiting for its interval.
         self._enrich_due = asyncio.Event()
         self._rings_seen = 0  # the doorbell's count when the hooks loop last looked
+        # Set after every loop round (and when a live message was deleted): the live status
+        # messages are looked at now, so a state change shows within the round that saw it.
+        self._live_due = asyncio.Event()
+        self._live_updated: set[str] = set()  # runs whose live message this process updated
+        self._live_lock = asyncio.Lock()
         # Concurrent identical reads (a burst of /status for one run) share one computation.
         self.flights: SingleFlight[Any] = SingleFlight()
 
@@ -344,6 +364,7 @@ class RunscribeBot(commands.Bot):
         if doorbell is not None:
             self._spawn("hooks", every.hooks, self.ingest_pushed, wake=doorbell.event)
         self._spawn("digest", every.digest, self.schedule_digests)
+        self._spawn("live", every.live, self.refresh_live, wake=self._live_due)
         if self.warm_charts_at_start:
             warm = asyncio.create_task(self.warm_charts(), name="runscribe-warm-charts")
             self._tasks.append(warm)
@@ -448,10 +469,33 @@ class RunscribeBot(commands.Bot):
         return report
 
     def _delivered_soon(self, result: object) -> object:
-        """A round that queued alerts wakes the outbox loop, so they are posted at once."""
+        """A round that queued alerts wakes the outbox loop, so they are posted at once; every
+        round wakes the live status loop (what it saw may change a live message)."""
         if getattr(result, "alerts_queued", 0):
             self._outbox_due.set()
+        self._live_due.set()
         return result
+
+    async def refresh_live(self) -> dict[str, int]:
+        """Queue the live status updates that are due (`bot.live`), and deliver them now."""
+        async with self._live_lock:  # the loop and a caller never both queue the same update
+            queued = await refresh_live(
+                self.store, self.runs, self.clock(), updated=self._live_updated
+            )
+        if queued:
+            self._live_updated.update(queued)
+            self._outbox_due.set()
+        return queued
+
+    async def live_message_deleted(self, message_id: int) -> bool:
+        """Someone deleted a message: if it was a run's live status message, forget it and
+        post a new one now (rather than at the next update's 404)."""
+        row = await self.store.live.by_message(message_id)
+        if row is None or not await self.store.live.forget(row.run_slug, message_id):
+            return False
+        log.info("the live status message of %s was deleted; posting a new one", row.run_slug)
+        self._live_due.set()
+        return True
 
     async def poll_once(self) -> object:
         """One cycle of everything (all families, enrichment, detection)."""
@@ -618,6 +662,55 @@ class DiscordTransport:
         except Exception as exc:
             raise _delivery_error(exc) from exc
 
+    async def publish(self, channel_id: int, message: OutgoingMessage) -> Posted:
+        embed = card_to_embed(message.card, color=message.color_value) if message.card else None
+        extra: dict[str, Any] = {}
+        if message.files:
+            extra["files"] = [_file(upload) for upload in message.files]
+        try:
+            sent = await self._channel(channel_id).send(
+                content=discord_text(message.content) if message.content else message.content,
+                embed=embed,  # type: ignore[arg-type]
+                nonce=message.nonce,
+                allowed_mentions=NO_MENTIONS,
+                **extra,
+            )
+        except Exception as exc:
+            raise _delivery_error(exc) from exc
+        return Posted(sent.id, tuple(a.id for a in sent.attachments))
+
+    async def revise(self, channel_id: int, message_id: int, message: OutgoingMessage) -> Posted:
+        """PATCH the message; `attachments` lists what stays (kept by id, no re-upload) and the
+        new files, so an unchanged chart is never uploaded again."""
+        embed = card_to_embed(message.card, color=message.color_value) if message.card else None
+        partial = self._channel(channel_id).get_partial_message(message_id)
+        extra: dict[str, Any] = {}
+        if message.keep is not None or message.files:
+            kept: list[Any] = [_KeptAttachment(a) for a in message.keep or ()]
+            extra["attachments"] = kept + [_file(upload) for upload in message.files]
+        try:
+            edited = await partial.edit(
+                content=discord_text(message.content) if message.content else message.content,
+                embed=embed,
+                allowed_mentions=NO_MENTIONS,
+                **extra,
+            )
+        except Exception as exc:
+            raise _delivery_error(exc) from exc
+        return Posted(edited.id, tuple(a.id for a in edited.attachments))
+
+    async def pin(self, channel_id: int, message_id: int) -> None:
+        try:
+            await self._channel(channel_id).get_partial_message(message_id).pin()
+        except Exception as exc:
+            raise _delivery_error(exc) from exc
+
+    async def delete(self, channel_id: int, message_id: int) -> None:
+        try:
+            await self._channel(channel_id).get_partial_message(message_id).delete()
+        except Exception as exc:
+            raise _delivery_error(exc) from exc
+
     async def open_thread(self, channel_id: int, message_id: int, name: str) -> int | None:
         # Through the HTTP client: a PartialMessage needs guild info the outbox does not have.
         try:
@@ -680,6 +773,21 @@ class DiscordTransport:
         except Exception as exc:
             raise _delivery_error(exc) from exc
         return seen
+
+
+def _file(upload: Upload) -> discord.File:
+    return discord.File(io.BytesIO(upload.data), filename=upload.filename)
+
+
+class _KeptAttachment:
+    """An attachment kept on an edit, by id (what Discord's `attachments` array takes): a full
+    `discord.Attachment` needs state the outbox does not have."""
+
+    def __init__(self, attachment_id: int):
+        self.id = attachment_id
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": str(self.id)}
 
 
 def _mentions(ping_role: int | None) -> discord.AllowedMentions:

@@ -490,6 +490,24 @@ class OutboxItem:
 
 
 @dataclass(slots=True)
+class LiveMessage:
+    """A run's live status message (runs-file `status_channel`): where it is in Discord and
+    what it shows. `message_id` None: not posted yet, or gone (deleted) and to be posted anew."""
+
+    run_slug: str
+    channel_id: int | None = None
+    message_id: int | None = None
+    chart_version: str | None = None  # the chart data version attached (None: no chart)
+    attachment_id: int | None = None  # that chart's attachment (kept while it is unchanged)
+    pinned: bool = False
+    pin_refused: bool = False  # Discord refused the pin: the bot lacks Manage Messages
+    posted_at: datetime | None = None
+    edited_at: datetime | None = None
+    rendered_at: datetime | None = None  # when the newest queued content was computed
+    fingerprint: str | None = None  # state and open incidents it showed
+
+
+@dataclass(slots=True)
 class LLMOutput:
     task: str  # enrich | narrative | digest
     prompt_name: str

@@ -129,6 +129,8 @@ class RunConfig(BaseModel):
     watch_channels: list[int] = Field(default_factory=list)
     alerts_channel: int | None = None
     digest_channel: int | None = None
+    status_channel: int | None = None  # one live /status message, edited in place (pinned)
+    status_refresh_minutes: int = Field(default=15, ge=1, le=1440)
     responder_role: int | None = None  # who may silence alerts (besides Manage Server)
     alert_role: int | None = None  # the one role an incident's first post pings (opt-in)
     digest_time: str = "09:00"
@@ -205,7 +207,9 @@ class RunConfig(BaseModel):
             _check_snowflake(channel)
         return value
 
-    @field_validator("alerts_channel", "digest_channel", "responder_role", "alert_role")
+    @field_validator(
+        "alerts_channel", "digest_channel", "status_channel", "responder_role", "alert_role"
+    )
     @classmethod
     def _channel(cls, value: int | None) -> int | None:
         if value is not None:

@@ -17,7 +17,12 @@ Everything the bot posts on its own (alerts, resolutions, digests) is an outbox 
                                   # button); on an edit, null keeps the buttons and [] removes them
   "ping_role":   int | null,      # the one role this post pings (an incident's first post, with
                                   # the run's `alert_role`); every other post pings nobody
-  "archive_thread": bool          # a reply that closes its thread: archive it once posted
+  "archive_thread": bool,         # a reply that closes its thread: archive it once posted
+  "live":        {                # a run's live status message (outbox kind "live"): edited
+      "slug": str,                #   in place, posted anew (and pinned) when it is gone
+      "chart": str | null,        #   the chart data version to attach (re-uploaded only when
+      "repost": bool              #   it changed); repost: a new message, the old one deleted
+  } | null
 }
 ```
 
@@ -99,6 +104,7 @@ def make_payload(
     thread_only: bool = False,
     ping_role: int | None = None,
     archive_thread: bool = False,
+    live: LiveSpec | None = None,
 ) -> dict[str, Any]:
     """The JSON stored in `outbox.payload`. Raises PayloadError when there is nothing to post.
     `thread_only` marks a reply that is pointless outside its thread (the channel gets its own
@@ -120,6 +126,8 @@ def make_payload(
         payload["archive_thread"] = True
     if buttons is not None:
         payload["buttons"] = [dict(b) for b in buttons]
+    if live is not None:
+        payload["live"] = {"slug": live.slug, "chart": live.chart, "repost": live.repost}
     return payload
 
 
@@ -169,6 +177,15 @@ def _http_url(value: Any) -> str | None:
     return None
 
 
+@dataclass(slots=True, frozen=True)
+class LiveSpec:
+    """What makes a payload a run's live status message."""
+
+    slug: str
+    chart: str | None = None  # the chart's data version; None: no chart
+    repost: bool = False  # post a new message (and delete the old one) instead of editing
+
+
 @dataclass(slots=True)
 class ParsedPayload:
     content: str | None
@@ -180,6 +197,7 @@ class ParsedPayload:
     thread_only: bool = False  # drop, rather than post in the channel, when there is no thread
     ping_role: int | None = None  # the one role the first message pings
     archive_thread: bool = False  # archive the thread the reply went to, once posted
+    live: LiveSpec | None = None  # a run's live status message
 
 
 def parse_payload(data: Mapping[str, Any]) -> ParsedPayload:
@@ -210,6 +228,7 @@ def parse_payload(data: Mapping[str, Any]) -> ParsedPayload:
     ):
         raise PayloadError("ping_role must be a role id")
     return ParsedPayload(
+        live=_live(data.get("live")),
         content=content if content and content.strip() else None,
         card=card,
         thread_name=str(thread_name)[:100] if thread_name else None,
@@ -220,6 +239,17 @@ def parse_payload(data: Mapping[str, Any]) -> ParsedPayload:
         ping_role=ping_role,
         archive_thread=bool(data.get("archive_thread", False)),
     )
+
+
+def _live(raw: Any) -> LiveSpec | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("slug"), str) or not raw["slug"]:
+        raise PayloadError("live needs the run's slug")
+    chart = raw.get("chart")
+    if chart is not None and not isinstance(chart, str):
+        raise PayloadError("live.chart must be a chart version")
+    return LiveSpec(raw["slug"], chart, bool(raw.get("repost", False)))
 
 
 def _buttons(raw: Any) -> list[ButtonPayload] | None:

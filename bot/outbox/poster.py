@@ -17,17 +17,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
 from bot.mentions import defuse_mentions
-from bot.models import OutboxItem
+from bot.models import LiveMessage, OutboxItem
 from bot.outbox.markers import MARKER_RESERVE, Marker, find_markers
 from bot.outbox.payload import (
     CONTENT_LIMIT,
     ButtonPayload,
+    LiveSpec,
     ParsedPayload,
     PayloadError,
     fit_card,
@@ -36,6 +37,7 @@ from bot.outbox.payload import (
 )
 from bot.render.cards import Card
 from bot.store import Store
+from bot.store.live import LIVE_KIND
 from bot.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -48,10 +50,17 @@ BACKOFF_CAP = 25.0  # a long outage is retried at least this often: with the out
 RETRY_AFTER_CAP = 600.0  # a server's retry_after is obeyed up to this
 IN_DRAIN_WAIT = 5.0  # a retry_after up to this is waited inside the drain, not the next loop
 IN_DRAIN_RETRIES = 50  # rate-limited tries of one item within one drain
-LIVE_KIND = "live"  # outbox kind of a run's live status message (`bot.services.live`)
 THREADS_KEPT = 1024  # alert threads remembered by message id
 MAX_PERMANENT_ATTEMPTS = 6  # a 4xx other than 429 is retried this often, then the row fails
 GONE_STATUSES = frozenset({403, 404})  # an edit answered so ends at once: it cannot succeed
+
+
+@dataclass(slots=True, frozen=True)
+class Upload:
+    """A file sent with a message (the live status message's chart)."""
+
+    filename: str
+    data: bytes
 
 
 @dataclass(slots=True)
@@ -64,10 +73,20 @@ class OutgoingMessage:
     color_value: int | None = None
     buttons: list[ButtonPayload] | None = None
     ping_role: int | None = None  # the one role this message may ping (its mention is in content)
+    files: tuple[Upload, ...] = ()  # uploaded with it (`publish`, `revise`)
+    keep: tuple[int, ...] | None = None  # on `revise`: the attachments kept (None: all)
 
     @property
     def nonce(self) -> str:
         return self.marker.nonce
+
+
+@dataclass(slots=True, frozen=True)
+class Posted:
+    """A message as the platform answered: its id and its attachments' ids, in order."""
+
+    id: int
+    attachments: tuple[int, ...] = ()
 
 
 def role_mention(role_id: int) -> str:
@@ -108,6 +127,11 @@ def render_item(item_id: int, dedup_key: str, payload: ParsedPayload) -> list[Ou
             )
         )
     return messages
+
+
+def _first(attachments: tuple[int, ...], message: OutgoingMessage) -> int | None:
+    """The id of the one file the message uploaded (the chart), if it uploaded one."""
+    return attachments[-1] if message.files and attachments else None
 
 
 # --- the poster ---------------------------------------------------------------------------------
@@ -175,6 +199,24 @@ class Transport(Protocol):
     async def archive_thread(self, thread_id: int) -> None:
         """Archive a thread (it reopens by itself if anyone posts in it again)."""
         ...
+
+    async def publish(self, channel_id: int, message: OutgoingMessage) -> Posted:
+        """Post with `message.files`; the new message and its attachments."""
+        ...
+
+    async def revise(self, channel_id: int, message_id: int, message: OutgoingMessage) -> Posted:
+        """Edit in place: the attachments become `message.keep` (None: unchanged) plus
+        `message.files`."""
+        ...
+
+    async def pin(self, channel_id: int, message_id: int) -> None: ...
+
+    async def delete(self, channel_id: int, message_id: int) -> None: ...
+
+
+#: The chart PNG of a run at a data version (`RunscribeBot.status_chart`), None if not drawn.
+ChartSource = Callable[[str, str], Awaitable[bytes | None]]
+CHART_FILE = "chart.png"  # the live message's chart attachment (its embed shows it)
 
 
 def backoff_delay(
@@ -256,9 +298,13 @@ class OutboxPoster:
         backoff_base: float = BACKOFF_BASE,
         batch: int = 500,
         send_timeout: float = 90.0,
+        charts: ChartSource | None = None,
     ):
         self.store = store
         self.transport = transport
+        self.charts = charts
+        self._pin_tried: set[str] = set()  # runs whose live message this process tried to pin
+        self._pin_refusal_logged: set[str] = set()
         self.clock = clock
         self.backoff_base = backoff_base
         self.batch = batch
@@ -415,6 +461,8 @@ class OutboxPoster:
         """Send (or edit); return (message id, the channel or thread it is in, whether it was
         found already posted). The id is None for a thread-only item that had no thread."""
         assert item.id is not None
+        if payload.live is not None:
+            return await self._live(item, payload, payload.live)
         if payload.edit_of is not None:
             message_id, destination = await self._edit(item, payload)
             return message_id, destination, False
@@ -527,6 +575,158 @@ class OutboxPoster:
                 exc.final = True
             raise
         return int(target.message_id), destination
+
+    # --- the live status message ----------------------------------------------------------------
+
+    async def _live(
+        self, item: OutboxItem, payload: ParsedPayload, spec: LiveSpec
+    ) -> tuple[int, int, bool]:
+        """A run's live status message: the stored one edited in place; posted anew (and pinned)
+        when there is none, when it is gone (404), or moved (`repost`, another channel), the old
+        one deleted first, so there is never a second."""
+        assert item.id is not None
+        row = await self.store.live.get(spec.slug)
+        png = await self._chart(spec)
+        message = render_item(item.id, item.dedup_key, replace(payload, live=None))[0]
+        if message.card is not None:
+            message.card.image = CHART_FILE if png is not None else None
+        if row is not None and row.message_id is not None:
+            if row.channel_id == item.channel_id and not spec.repost:
+                if await self._edit_live(spec.slug, row, message, spec, png):
+                    return row.message_id, item.channel_id, False
+            else:
+                await self._retire_live(row)
+        return await self._post_live(item, spec.slug, message, spec, png)
+
+    async def _chart(self, spec: LiveSpec) -> bytes | None:
+        if spec.chart is None or self.charts is None:
+            return None
+        try:
+            return await self.charts(spec.slug, spec.chart)
+        except Exception:  # a chart never costs the message
+            log.exception("chart for the live status message of %s failed", spec.slug)
+            return None
+
+    async def _edit_live(
+        self,
+        slug: str,
+        row: LiveMessage,
+        message: OutgoingMessage,
+        spec: LiveSpec,
+        png: bytes | None,
+    ) -> bool:
+        """Edit the stored message; False when it is gone (forgotten: post a new one). The chart
+        is uploaded only when its version changed; otherwise its attachment is kept."""
+        assert row.message_id is not None and row.channel_id is not None
+        same_chart = png is not None and row.chart_version == spec.chart and row.attachment_id
+        if same_chart:
+            assert row.attachment_id is not None
+            message.keep = (row.attachment_id,)
+        else:
+            message.keep = ()
+            message.files = (Upload(CHART_FILE, png),) if png is not None else ()
+        try:
+            posted = await self.transport.revise(row.channel_id, row.message_id, message)
+        except DeliveryError as exc:
+            if exc.status == 404:
+                log.info(
+                    "the live status message of %s (%s) is gone; posting a new one",
+                    slug,
+                    row.message_id,
+                )
+                await self.store.live.forget(slug, row.message_id)
+                return False
+            if exc.gone:  # 403: the bot may not see the channel; the next refresh tries again
+                exc.final = True
+            raise
+        attachment = row.attachment_id if same_chart else _first(posted.attachments, message)
+        await self.store.live.edited(
+            slug,
+            chart_version=spec.chart if attachment is not None else None,
+            attachment_id=attachment,
+            at=self.clock(),
+        )
+        if not row.pinned and (not row.pin_refused or slug not in self._pin_tried):
+            await self._pin(slug, row.channel_id, row.message_id)
+        return True
+
+    async def _retire_live(self, row: LiveMessage) -> None:
+        """Delete the old live message before its replacement is posted (a crash in between
+        leaves none, which the retry posts, rather than two)."""
+        assert row.message_id is not None and row.channel_id is not None
+        try:
+            await self.transport.delete(row.channel_id, row.message_id)
+        except DeliveryError as exc:
+            if not exc.gone:
+                raise
+            log.info("old live status message %s of %s: %s", row.message_id, row.run_slug, exc)
+        await self.store.live.forget(row.run_slug, row.message_id)
+
+    async def _post_live(
+        self,
+        item: OutboxItem,
+        slug: str,
+        message: OutgoingMessage,
+        spec: LiveSpec,
+        png: bytes | None,
+    ) -> tuple[int, int, bool]:
+        """Post the live message, crash-safe like any post (anchor, marker, history check),
+        record it, pin it."""
+        assert item.id is not None
+        channel = item.channel_id
+        seen: dict[Marker, int] = {}
+        if self._needs_history_check(item):
+            seen = await self._already_posted(item, channel, {message.marker})
+        if item.anchor_id is None:
+            await self._record_anchor(item, channel)
+        self._tried.add(item.id)
+        attachment = None
+        if message.marker in seen:
+            message_id = seen[message.marker]
+            log.info("live status message of %s was already posted (%s)", slug, message_id)
+        else:
+            message.files = (Upload(CHART_FILE, png),) if png is not None else ()
+            try:
+                posted = await self.transport.publish(channel, message)
+            except DeliveryError as exc:
+                if exc.gone:  # no access to the channel: the next refresh tries again
+                    exc.final = True
+                raise
+            message_id = posted.id
+            attachment = _first(posted.attachments, message)
+            self._newest[channel] = max(self._newest.get(channel, 0), message_id)
+        await self.store.live.posted(
+            slug,
+            channel,
+            message_id,
+            chart_version=spec.chart if attachment is not None else None,
+            attachment_id=attachment,
+            at=self.clock(),
+        )
+        await self._pin(slug, channel, message_id)
+        return message_id, channel, message.marker in seen
+
+    async def _pin(self, slug: str, channel_id: int, message_id: int) -> None:
+        """Pin the live message. Without the permission it stays unpinned, said once in the
+        log (and by `check-config`); any other failure is tried again at the next update."""
+        self._pin_tried.add(slug)
+        try:
+            await self.transport.pin(channel_id, message_id)
+        except DeliveryError as exc:
+            if exc.status != 403:
+                log.warning("could not pin the live status message of %s: %s", slug, exc)
+                return
+            if slug not in self._pin_refusal_logged:
+                self._pin_refusal_logged.add(slug)
+                log.warning(
+                    "the live status message of %s stays unpinned: the bot needs Manage "
+                    "Messages in channel %s to pin it",
+                    slug,
+                    channel_id,
+                )
+            await self.store.live.set_pin(slug, pinned=False, refused=True)
+            return
+        await self.store.live.set_pin(slug, pinned=True)
 
     async def _thread_for_reply(self, item: OutboxItem) -> int:
         assert item.reply_to is not None

@@ -15,6 +15,7 @@ from bot.store.events import EventsRepo
 from bot.store.forecasts import ForecastStateRepo, SeriesRepo
 from bot.store.hooks import HooksRepo
 from bot.store.incidents import IncidentsRepo
+from bot.store.live import LiveMessagesRepo
 from bot.store.llm import LLMRepo
 from bot.store.metrics import MetricsRepo
 from bot.store.outbox import OutboxRepo
@@ -42,6 +43,7 @@ class Store:
         self.incidents = IncidentsRepo(db)
         self.outbox = OutboxRepo(db)
         self.llm = LLMRepo(db)
+        self.live = LiveMessagesRepo(db)  # live status messages (`status_channel`)
         self.search = SearchRepo(db)
         self.cycles = CyclesRepo(db)
         self.series = SeriesRepo(db)  # watched metrics ([[runs.forecasts]])

@@ -1,0 +1,146 @@
+"""The live status message: one message per run in its `status_channel`, showing the `/status`
+card, edited in place.
+
+The refresher here decides *when* and queues *what*: every `status_refresh_minutes`, and as soon
+as the run's state or its open incidents change (the fingerprint), but never sooner than
+`MIN_GAP` after the last update, so an event storm costs about one edit a minute. At most one
+update per run waits in the outbox at a time. The card is the `/status` card (`status_card`)
+written with neutral time stamps; the poster (`bot.outbox.poster`) edits the stored message, or
+posts and pins a new one when there is none or it was deleted, and attaches the chart only when
+its data version changed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Container, Sequence
+from datetime import datetime, timedelta
+
+from bot.models import LiveMessage, OutboxItem
+from bot.outbox.payload import LiveSpec, make_payload
+from bot.render.cards import status_card
+from bot.render.stamps import stamp
+from bot.runsfile import RunConfig
+from bot.services.narrative import status_with_narrative
+from bot.store import Store
+from bot.store.live import LIVE_KIND
+from bot.store.metrics import NO_POINTS
+
+log = logging.getLogger(__name__)
+
+MIN_GAP = timedelta(seconds=60)  # at most about one update a minute per message
+
+
+async def fingerprint(store: Store, slug: str) -> str:
+    """What makes an update due at once: the state of each W&B run of the chain and the open
+    incidents (one opened or resolved). Two indexed reads, no metric points."""
+    chain = await store.snapshots.chain(slug)
+    states = ",".join(f"{s.wandb_run}={s.state}" for s in chain)
+    incidents = await store.incidents.find(slug, open_only=True)
+    return f"{states}|{','.join(str(i.id) for i in sorted(incidents, key=lambda i: i.id or 0))}"
+
+
+def update_due(
+    row: LiveMessage | None,
+    current: str,
+    run: RunConfig,
+    now: datetime,
+    *,
+    restarted: bool = False,
+) -> str | None:
+    """Why the run's live message should be updated now, or None. `restarted`: this process
+    has not updated it yet (it shows it is back, once the gap allows)."""
+    if row is None or row.rendered_at is None:
+        return "new"  # never posted, or gone and forgotten
+    if row.message_id is not None and row.channel_id != run.status_channel:
+        return "moved"
+    age = now - row.rendered_at
+    if age >= timedelta(minutes=run.status_refresh_minutes):
+        return "refresh"
+    if age >= MIN_GAP and (current != row.fingerprint or restarted):
+        return "changed" if current != row.fingerprint else "restarted"
+    return None
+
+
+async def live_item(
+    store: Store,
+    run: RunConfig,
+    now: datetime,
+    *,
+    repost: bool = False,
+    dedup_key: str | None = None,
+) -> OutboxItem:
+    """The outbox item of one update: the `/status` card and "updated … · next …"."""
+    assert run.status_channel is not None
+    reader = store.reader
+    report, narrative = await status_with_narrative(reader, run.slug, now)
+    version = await reader.metrics.version(run.slug)
+    card = status_card(report, narrative, stamp)
+    following = now + timedelta(minutes=run.status_refresh_minutes)
+    content = (
+        f"**Live status** · updated {stamp(now, 'relative')} · next {stamp(following, 'relative')}"
+    )
+    spec = LiveSpec(run.slug, None if version == NO_POINTS else version, repost)
+    return OutboxItem(
+        channel_id=run.status_channel,
+        kind=LIVE_KIND,
+        payload=make_payload(content, card, live=spec),
+        dedup_key=dedup_key or f"live:{run.slug}:{now.isoformat()}",
+        run_slug=run.slug,
+        created_at=now,
+    )
+
+
+async def _enqueue(store: Store, item: OutboxItem, current: str, now: datetime) -> int | None:
+    assert item.run_slug is not None
+    async with store.transaction():  # queued and recorded together: a crash loses neither
+        item_id = await store.outbox.enqueue(item)
+        if item_id is not None:
+            await store.live.rendered(item.run_slug, current, now)
+    return item_id
+
+
+async def refresh_live(
+    store: Store,
+    runs: Sequence[RunConfig],
+    now: datetime,
+    *,
+    updated: Container[str] = (),
+) -> dict[str, int]:
+    """Queue an update for each run with a `status_channel` whose message is due (see
+    `update_due`; `updated`: runs this process already updated). Returns slug → outbox id of
+    each queued update."""
+    queued: dict[str, int] = {}
+    for run in runs:
+        if run.status_channel is None:
+            continue
+        try:
+            if await store.live.queued(run.slug):
+                continue  # one at a time: it shows the newest state when it is sent
+            row = await store.live.get(run.slug)
+            current = await fingerprint(store.reader, run.slug)
+            reason = update_due(row, current, run, now, restarted=run.slug not in updated)
+            if reason is None:
+                continue
+            item = await live_item(store, run, now)
+            item_id = await _enqueue(store, item, current, now)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # one run's problem never stops another's message
+            log.exception("live status update for %s failed", run.slug)
+            continue
+        if item_id is not None:
+            log.debug("live status of %s queued (%s)", run.slug, reason)
+            queued[run.slug] = item_id
+    return queued
+
+
+async def repost_live(store: Store, run: RunConfig, now: datetime, key: str) -> int | None:
+    """Queue a new live message for the run in its `status_channel` (the old one, wherever
+    it is, is deleted when the new one is posted): after the channel changed, or to bring it
+    back to the bottom of the channel. None when `key` was already queued."""
+    if run.status_channel is None:
+        raise ValueError(f"run {run.slug!r} has no status_channel")
+    item = await live_item(store, run, now, repost=True, dedup_key=key)
+    current = await fingerprint(store.reader, run.slug)
+    return await _enqueue(store, item, current, now)

@@ -33,7 +33,7 @@ from bot.digests import DigestComposer, run_due_digests
 from bot.errors import UserFacingError
 from bot.flight import SingleFlight
 from bot.heap import freeze_long_lived
-from bot.live import refresh_live
+from bot.live import refresh_live, repost_live
 from bot.outbox.payload import ButtonPayload, fit_card
 from bot.outbox.poster import (
     DeliveryError,
@@ -486,6 +486,15 @@ class RunscribeBot(commands.Bot):
             self._live_updated.update(queued)
             self._outbox_due.set()
         return queued
+
+    async def repost_live(self, run: RunConfig, key: str) -> int | None:
+        """A new live status message for `run` in its `status_channel`, the old one deleted
+        (`/admin live-status`). None when that request (`key`) was already queued."""
+        async with self._live_lock:
+            item_id = await repost_live(self.store, run, self.clock(), key)
+        self._live_updated.add(run.slug)
+        self._outbox_due.set()
+        return item_id
 
     async def live_message_deleted(self, message_id: int) -> bool:
         """Someone deleted a message: if it was a run's live status message, forget it and

@@ -305,6 +305,7 @@ async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
             "a hook is enabled but RUNSCRIBE_WEB_PORT is not set: `runscribe run` serves no "
             "endpoint (`runscribe web` does)"
         )
+    warnings.extend(_live_status_hints(settings, runs))
     for warning in warnings:
         print(f"note: {warning}")
     return EXIT_OK
@@ -320,6 +321,27 @@ def hooks_line(settings: Settings) -> str:
     ):
         parts.append(f"POST {path} " + ("enabled" if secret is not None else f"off ({name} unset)"))
     return "hooks: " + ", ".join(parts)
+def _live_status_hints(settings: Settings, runs: RunsFile) -> list[str]:
+    """The live status message is pinned only with Manage Messages: said for every run with a
+    `status_channel`, and more plainly where the running bot was refused (the database says)."""
+    from bot.store.live import pin_refusals
+
+    refused = pin_refusals(settings.runscribe_db)
+    hints = []
+    for run in runs.runs:
+        if run.status_channel is None:
+            continue
+        if run.slug in refused:
+            hints.append(
+                f"{run.slug}: Discord refused to pin the live status message in channel "
+                f"{refused[run.slug]}: give the bot Manage Messages there (it works unpinned)"
+            )
+        else:
+            hints.append(
+                f"{run.slug}: the live status message in channel {run.status_channel} is pinned "
+                "only if the bot has Manage Messages there (else it stays unpinned)"
+            )
+    return hints
 
 
 def _load_config(settings: Settings) -> RunsFile:

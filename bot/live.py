@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Container, Sequence
 from datetime import datetime, timedelta
 
@@ -85,7 +86,8 @@ async def live_item(
         channel_id=run.status_channel,
         kind=LIVE_KIND,
         payload=make_payload(content, card, live=spec),
-        dedup_key=dedup_key or f"live:{run.slug}:{now.isoformat()}",
+        # one queued at a time is the refresher's rule; the key only has to be new
+        dedup_key=dedup_key or f"live:{run.slug}:{now.isoformat()}:{uuid.uuid4().hex[:8]}",
         run_slug=run.slug,
         created_at=now,
     )

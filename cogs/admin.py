@@ -1,6 +1,6 @@
-"""`/admin sync|reload|post-digest`: for people with Manage Server. Syncing commands is for the
-bot's owner only (Discord allows 200 command creates a day per guild; never sync on every
-start)."""
+"""`/admin sync|reload|post-digest|live-status`: for people with Manage Server. Syncing
+commands is for the bot's owner only (Discord allows 200 command creates a day per guild; never
+sync on every start)."""
 
 from __future__ import annotations
 
@@ -92,6 +92,28 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Runscribe 
             f"Digest on its way to <#{config.digest_channel}>."
             if item is not None
             else f"A digest for <#{config.digest_channel}> was already on its way.",
+        )
+
+    @app_commands.command(
+        name="live-status", description="Post a run's live status message anew in its channel"
+    )
+    @app_commands.describe(run="Which run (optional when only one is tracked)")
+    @app_commands.autocomplete(run=run_autocomplete)
+    async def live_status(self, interaction: discord.Interaction, run: str | None = None) -> None:
+        """After `status_channel` changed in the runs file (and /admin reload), or to bring the
+        message back to the bottom of its channel: a new one is posted, the old one deleted."""
+        bot = self.bot
+        slug = await resolve_run(bot, run)
+        config = bot.run_config(slug)
+        if config is None or config.status_channel is None:
+            raise UserFacingError(f"Run {slug!r} has no status_channel in the runs file.")
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await bot.repost_live(config, f"live:{slug}:repost:{interaction.id}")
+        log.info("%s asked for a new live status message of %s", interaction.user.id, slug)
+        await reply_private(
+            interaction,
+            f"A new live status message for {slug} is on its way to <#{config.status_channel}>; "
+            "the old one is deleted.",
         )
 
 

@@ -3,7 +3,9 @@ records where the message is; the refresher (`bot.live`) what it queued last."""
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import datetime
+from pathlib import Path
 
 import aiosqlite
 
@@ -85,7 +87,15 @@ class LiveMessagesRepo:
                 "message_id = excluded.message_id, chart_version = excluded.chart_version, "
                 "attachment_id = excluded.attachment_id, pinned = 0, "
                 "posted_at = excluded.posted_at, edited_at = excluded.edited_at",
-                (run_slug, channel_id, message_id, chart_version, attachment_id, to_db(at), to_db(at)),
+                (
+                    run_slug,
+                    channel_id,
+                    message_id,
+                    chart_version,
+                    attachment_id,
+                    to_db(at),
+                    to_db(at),
+                ),
             )
 
     async def edited(
@@ -121,3 +131,22 @@ class LiveMessagesRepo:
                 (run_slug, message_id, message_id),
             )
             return bool(cursor.rowcount)
+
+
+def pin_refusals(path: str | Path) -> dict[str, int]:
+    """Runs whose live message Discord refused to pin, with its channel, read from the database
+    at `path` without opening it for writing (for `check-config`; {} if there is none yet)."""
+    if not Path(path).is_file():
+        return {}
+    try:
+        conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=2.0)
+        try:
+            rows = conn.execute(
+                "SELECT run_slug, channel_id FROM live_messages WHERE pin_refused = 1 "
+                "AND message_id IS NOT NULL"
+            ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:  # an older database (no table yet) or not a database: nothing known
+        return {}
+    return {str(slug): int(channel) for slug, channel in rows if channel is not None}

@@ -23,6 +23,7 @@ from bot.settings import RunsFile, parse_runs
 from bot.store import Store
 from bot.timeutil import utcnow
 from tests.bot.conftest import Seed, StartBot, with_config
+from tests.bot.test_e2e import _toml
 from tests.fakes.discord import MANAGE_MESSAGES, FakeDiscord, Recorded
 
 pytestmark = pytest.mark.timeout(90)
@@ -71,11 +72,20 @@ async def delivered(store: Store, slug: str) -> None:
     raise TimeoutError("the live update stayed queued")
 
 
-async def update(bot: RunscribeBot, slug: str) -> int:
-    queued = await bot.refresh_live()
-    assert slug in queued, queued
+async def live_items(store: Store, slug: str) -> int:
+    row = await store.db.fetchone(
+        "SELECT COUNT(*) FROM outbox WHERE kind = 'live' AND run_slug = ?", (slug,)
+    )
+    assert row is not None
+    return int(row[0])
+
+
+async def update(bot: RunscribeBot, slug: str) -> None:
+    """One due update, queued (by this call or the loop, which also runs) and delivered."""
+    before = await live_items(bot.store, slug)
+    await bot.refresh_live()
     await delivered(bot.store, slug)
-    return queued[slug]
+    assert await live_items(bot.store, slug) == before + 1
 
 
 async def test_one_pinned_live_message_shows_the_status_card_and_is_edited_in_place(
@@ -108,7 +118,9 @@ async def test_one_pinned_live_message_shows_the_status_card_and_is_edited_in_pl
     [patch] = requests(fake, "PATCH", f"/channels/{STATUS}/messages/{message['id']}")
     assert patch.files == []  # the chart did not change: not uploaded again, kept by id
     assert patch.json["attachments"] == [{"id": chart["id"]}]
-    assert message["attachments"] == [chart] and message["embeds"][0]["image"]["url"] == chart["url"]
+    assert (
+        message["attachments"] == [chart] and message["embeds"][0]["image"]["url"] == chart["url"]
+    )
     assert patch.json["allowed_mentions"] == {"parse": []}
 
     # new points: the chart changed, so this edit uploads it (once)
@@ -124,6 +136,200 @@ async def test_one_pinned_live_message_shows_the_status_card_and_is_edited_in_pl
     second = requests(fake, "PATCH", f"/channels/{STATUS}/messages/{message['id']}")[-1]
     assert [name for name, _ in second.files] == ["chart.png"]
     [new_chart] = message["attachments"]
-    assert new_chart["id"] != chart["id"] and message["embeds"][0]["image"]["url"] == new_chart["url"]
+    assert (
+        new_chart["id"] != chart["id"] and message["embeds"][0]["image"]["url"] == new_chart["url"]
+    )
     assert f"{latest.step + 50:,}" in message["embeds"][0]["description"]
     assert live_posts(fake) == [message] and len(fake.pinned(STATUS)) == 1
+
+
+async def test_a_deleted_live_message_is_posted_anew_exactly_once_and_pinned(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
+) -> None:
+    fake.bot_permissions |= MANAGE_MESSAGES
+    clock = Clock()
+    bot = await start_bot(runs_file=live_runs(runs), clock=clock)
+    first = await row(seeded_store, seed.slug, lambda r: r.pinned)
+    # A person deletes it while the bot watches: MESSAGE_DELETE, one new message at once.
+    await fake.delete_message(STATUS, str(first.message_id))
+    second = await row(seeded_store, seed.slug, lambda r: r.message_id != first.message_id)
+    await row(seeded_store, seed.slug, lambda r: r.pinned)
+    [message] = live_posts(fake)
+    assert int(message["id"]) == second.message_id and fake.pinned(STATUS) == [message]
+
+    # Deleted while the gateway missed it (the bot was away): the next edit's 404 posts anew.
+    fake.remove_message(STATUS, str(second.message_id))
+    clock.advance(minutes=15)
+    await update(bot, seed.slug)
+    third = await row(seeded_store, seed.slug)
+    assert third.message_id not in (first.message_id, second.message_id)
+    [message] = live_posts(fake)
+    assert int(message["id"]) == third.message_id and fake.pinned(STATUS) == [message]
+    gone = requests(fake, "PATCH", f"/channels/{STATUS}/messages/{second.message_id}")
+    assert len(gone) == 1  # the 404 was not retried
+    # and later updates edit the new one
+    clock.advance(minutes=15)
+    await update(bot, seed.slug)
+    assert live_posts(fake) == [message] and message["_edits"] == 1
+
+
+async def test_after_a_restart_the_same_message_is_edited(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
+) -> None:
+    clock = Clock()
+    bot = await start_bot(runs_file=live_runs(runs), clock=clock)
+    first = await row(seeded_store, seed.slug)
+    await bot.close()
+    clock.advance(minutes=2)  # down for two minutes: the new process updates it once it is up
+    again = await start_bot(runs_file=live_runs(runs), clock=clock)
+    [message] = live_posts(fake)
+    await fake.wait_for(lambda: message.get("_edits") == 1)
+    assert int(message["id"]) == first.message_id and live_posts(fake) == [message]
+    await again.refresh_live()  # nothing more is due: no second edit at once
+    await delivered(seeded_store, seed.slug)
+    assert message["_edits"] == 1
+
+
+async def test_two_runs_in_one_channel_get_one_message_each(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
+) -> None:
+    base = runs.runs[0].model_dump(mode="json")
+    other = {**base, "slug": "aurora-b", "name": "Aurora B ablation", "status_refresh_minutes": 5}
+    both = parse_runs(
+        {"runs": [{**base, "status_channel": STATUS}, {**other, "status_channel": STATUS}]}
+    )
+    await record_runs(seeded_store, both)
+    clock = Clock()
+    bot = await start_bot(runs_file=both, clock=clock)
+    a = await row(seeded_store, seed.slug)
+    b = await row(seeded_store, "aurora-b")
+    assert a.message_id != b.message_id
+    titles = sorted(m["embeds"][0]["title"].split(" — ")[0] for m in live_posts(fake))
+    assert titles == ["Aurora 310B-A17B MoE", "Aurora B ablation"]
+    clock.advance(minutes=5)  # only aurora-b refreshes every 5 minutes
+    await update(bot, "aurora-b")
+    await bot.refresh_live()
+    await delivered(seeded_store, seed.slug)
+    by_id = {int(m["id"]): m for m in live_posts(fake)}
+    assert len(by_id) == 2
+    assert by_id[b.message_id].get("_edits") == 1 and by_id[a.message_id].get("_edits") is None
+    assert "Aurora B ablation" in by_id[b.message_id]["embeds"][0]["title"]
+    assert "Aurora 310B" in by_id[a.message_id]["embeds"][0]["title"]
+
+
+async def test_an_event_storm_is_bounded_to_about_one_edit_a_minute(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
+) -> None:
+    clock = Clock()
+    bot = await start_bot(runs_file=live_runs(runs), clock=clock)
+    first = await row(seeded_store, seed.slug)
+    # Five minutes of storm: an incident opens or resolves every 5 seconds, each seen at once.
+    opened: list[Incident] = []
+    start = clock.now
+    for tick in range(60):
+        clock.advance(seconds=5)
+        if tick % 2 == 0:
+            incident = Incident(
+                run_slug=seed.slug, fingerprint=f"storm-{tick}", kind="spike",
+                title=f"Loss spike {tick}", status="firing", started_at=clock.now,
+            )  # fmt: skip
+            incident.id = await seeded_store.incidents.save(incident)
+            opened.append(incident)
+        elif opened:
+            done = opened.pop(0)
+            done.status, done.resolved_at = "resolved", clock.now
+            await seeded_store.incidents.update(done)
+        await bot.refresh_live()
+        await delivered(seeded_store, seed.slug)
+    path = f"/channels/{STATUS}/messages/{first.message_id}"
+    edits = requests(fake, "PATCH", path)
+    minutes = (clock.now - start) / MIN_GAP
+    assert 3 <= len(edits) <= minutes + 1  # the changes do show, about once a minute
+    assert len(live_posts(fake)) == 1
+
+
+async def test_without_manage_messages_it_works_unpinned_and_says_so_once(
+    start_bot: StartBot,
+    fake: FakeDiscord,
+    seeded_store: Store,
+    seed: Seed,
+    runs: RunsFile,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    with caplog.at_level(logging.WARNING, logger="bot.outbox.poster"):
+        bot = await start_bot(runs_file=live_runs(runs), clock=clock)
+        first = await row(seeded_store, seed.slug, lambda r: r.pin_refused)
+        for _ in range(2):
+            clock.advance(minutes=15)
+            await update(bot, seed.slug)
+    [message] = live_posts(fake)
+    assert message["_edits"] == 2 and fake.pinned(STATUS) == []
+    assert not first.pinned
+    refusals = [r for r in caplog.records if "stays unpinned" in r.getMessage()]
+    assert len(refusals) == 1 and "Manage Messages" in refusals[0].getMessage()
+    pins = [r for r in fake.requests if "/pins/" in r.path]
+    assert len(pins) == 1  # asked once; a refused pin is not asked again by this process
+
+
+async def test_429s_on_the_edit_are_waited_out_and_nothing_is_posted_twice(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
+) -> None:
+    clock = Clock()
+    bot = await start_bot(runs_file=live_runs(runs), clock=clock)
+    first = await row(seeded_store, seed.slug)
+    path = f"/channels/{STATUS}/messages/{first.message_id}"
+    # more 429s than discord.py's own five tries: the poster waits out the rest
+    fake.inject("PATCH", f"^{path}$", 429, count=7, retry_after=0.01)
+    clock.advance(minutes=15)
+    await update(bot, seed.slug)
+    [message] = live_posts(fake)
+    assert message["_edits"] == 1
+    statuses = [r.status for r in requests(fake, "PATCH", path)]
+    assert statuses == [429] * 7 + [200]
+    assert len(live_posts(fake)) == 1
+
+
+MANAGE_GUILD = 0x20
+MOVED = 1213463398226931999  # a new channel for the live message
+
+
+async def admin(fake: FakeDiscord, subcommand: str) -> str:
+    record = await fake.slash("admin", subcommand=subcommand, permissions=MANAGE_GUILD)
+    body = await asyncio.wait_for(record.callback, 10)
+    if body["type"] == 4:
+        return str(body["data"]["content"])
+    await fake.wait_for(lambda: record.followups, within=20)
+    return str(record.followups[0]["content"])
+
+
+async def test_admin_reposts_the_live_message_where_the_runs_file_now_says(
+    start_bot: StartBot,
+    fake: FakeDiscord,
+    seeded_store: Store,
+    seed: Seed,
+    runs: RunsFile,
+    db_file: Any,
+) -> None:
+    fake.bot_permissions |= MANAGE_MESSAGES
+    fake.add_channel(MOVED, "aurora-status")
+    await start_bot(runs_file=live_runs(runs))
+    first = await row(seeded_store, seed.slug, lambda r: r.pinned)
+    config = {**seed.config, "status_channel": MOVED}
+    (db_file.parent / "runscribe.toml").write_text(_toml(config))
+    assert "Runs file reloaded: aurora." in await admin(fake, "reload")
+    reply = await admin(fake, "live-status")
+    assert f"on its way to <#{MOVED}>" in reply
+    moved = await row(seeded_store, seed.slug, lambda r: r.channel_id == MOVED and r.pinned)
+    assert live_posts(fake, STATUS) == [] and fake.pinned(STATUS) == []  # the old one is gone
+    [message] = live_posts(fake, MOVED)
+    assert int(message["id"]) == moved.message_id != first.message_id
+    assert fake.pinned(MOVED) == [message]
+    deleted = requests(fake, "DELETE", f"/channels/{STATUS}/messages/{first.message_id}")
+    assert len(deleted) == 1
+    # asked again: a fresh message at the bottom of the same channel, still only one
+    await admin(fake, "live-status")
+    again = await row(seeded_store, seed.slug, lambda r: r.message_id != moved.message_id)
+    await row(seeded_store, seed.slug, lambda r: r.pinned)
+    [message] = live_posts(fake, MOVED)
+    assert int(message["id"]) == again.message_id and fake.pinned(MOVED) == [message]

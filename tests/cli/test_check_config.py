@@ -98,6 +98,18 @@ def test_good_file_passes(tmp_path: Path) -> None:
             "runs[0].alert_role: -5 is not a Discord id",
         ),
         (GOOD.replace(ALERTS, ALERTS + '\nalert_role = "oncall"'), "runs[0].alert_role"),
+        (
+            GOOD.replace(ALERTS, ALERTS + "\nstatus_channel = 0"),
+            "runs[0].status_channel: 0 is not a Discord id",
+        ),
+        (
+            GOOD.replace(ALERTS, ALERTS + "\nstatus_refresh_minutes = 0"),
+            "runs[0].status_refresh_minutes: Input should be greater than or equal to 1",
+        ),
+        (
+            GOOD.replace(ALERTS, ALERTS + '\nstatus_refresh_minutes = "often"'),
+            "runs[0].status_refresh_minutes",
+        ),
         ("", "runs: required key is missing"),
         (
             GOOD + GOOD.replace('name = "Hero 535B"', 'name = "Other"'),
@@ -181,3 +193,42 @@ def test_every_option_of_every_command_has_help() -> None:
             if isinstance(action, argparse._HelpAction):
                 continue
             assert action.help and action.help != argparse.SUPPRESS, (name, action.dest)
+
+
+LIVE = GOOD.replace(ALERTS, ALERTS + "\nstatus_channel = 123456789012345690")
+
+
+def test_a_status_channel_gets_the_pin_permission_hint(tmp_path: Path) -> None:
+    result = check(tmp_path, LIVE)
+    assert result.returncode == 0, result.stderr
+    assert (
+        "note: hero: the live status message in channel 123456789012345690 is pinned only if "
+        "the bot has Manage Messages there" in result.stdout
+    )
+    assert "live status" not in check(tmp_path, GOOD).stdout
+
+
+def test_a_refused_pin_recorded_by_the_bot_is_named(tmp_path: Path) -> None:
+    import asyncio
+
+    from bot.store import Database, Store
+    from bot.timeutil import utcnow
+
+    db = tmp_path / "runscribe.db"
+
+    async def refused() -> None:
+        async with Database.open(db) as opened:
+            store = Store(opened)
+            await store.live.posted(
+                "hero", 123456789012345690, 42, chart_version=None, attachment_id=None,
+                at=utcnow(),
+            )  # fmt: skip
+            await store.live.set_pin("hero", pinned=False, refused=True)
+
+    asyncio.run(refused())
+    result = check(tmp_path, LIVE, RUNSCRIBE_DB=str(db))
+    assert result.returncode == 0, result.stderr
+    assert (
+        "note: hero: Discord refused to pin the live status message in channel "
+        "123456789012345690: give the bot Manage Messages there" in result.stdout
+    )

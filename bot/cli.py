@@ -321,6 +321,8 @@ def hooks_line(settings: Settings) -> str:
     ):
         parts.append(f"POST {path} " + ("enabled" if secret is not None else f"off ({name} unset)"))
     return "hooks: " + ", ".join(parts)
+
+
 def _live_status_hints(settings: Settings, runs: RunsFile) -> list[str]:
     """The live status message is pinned only with Manage Messages: said for every run with a
     `status_channel`, and more plainly where the running bot was refused (the database says)."""

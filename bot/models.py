@@ -497,7 +497,7 @@ class LiveMessage:
     run_slug: str
     channel_id: int | None = None
     message_id: int | None = None
-    chart_version: str | None = None  # the chart data version attached (None: no chart)
+    chart_digest: str | None = None  # SHA-256 (16 hex) of the chart attached (None: none)
     attachment_id: int | None = None  # that chart's attachment (kept while it is unchanged)
     pinned: bool = False
     pin_refused: bool = False  # Discord refused the pin: the bot lacks Manage Messages

@@ -20,8 +20,8 @@ Everything the bot posts on its own (alerts, resolutions, digests) is an outbox 
   "archive_thread": bool,         # a reply that closes its thread: archive it once posted
   "live":        {                # a run's live status message (outbox kind "live"): edited
       "slug": str,                #   in place, posted anew (and pinned) when it is gone
-      "chart": str | null,        #   the chart data version to attach (re-uploaded only when
-      "repost": bool              #   it changed); repost: a new message, the old one deleted
+      "chart": str | null,        #   the chart data version to show (uploaded again only when
+      "repost": bool              #   its PNG differs); repost: a new message, the old deleted
   } | null
 }
 ```

@@ -15,6 +15,7 @@ so the check does not depend on how many messages arrived since."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -127,6 +128,12 @@ def render_item(item_id: int, dedup_key: str, payload: ParsedPayload) -> list[Ou
             )
         )
     return messages
+
+
+def _digest(png: bytes) -> str:
+    """What tells an attached chart from a new one: its bytes (the chart cache may hand back
+    the newest finished chart for a newer data version)."""
+    return hashlib.sha256(png).hexdigest()[:16]
 
 
 def _first(attachments: tuple[int, ...], message: OutgoingMessage) -> int | None:
@@ -616,9 +623,9 @@ class OutboxPoster:
         png: bytes | None,
     ) -> bool:
         """Edit the stored message; False when it is gone (forgotten: post a new one). The chart
-        is uploaded only when its version changed; otherwise its attachment is kept."""
+        is uploaded only when it changed (its bytes); otherwise its attachment is kept."""
         assert row.message_id is not None and row.channel_id is not None
-        same_chart = png is not None and row.chart_version == spec.chart and row.attachment_id
+        same_chart = png is not None and row.chart_digest == _digest(png) and row.attachment_id
         if same_chart:
             assert row.attachment_id is not None
             message.keep = (row.attachment_id,)
@@ -642,7 +649,7 @@ class OutboxPoster:
         attachment = row.attachment_id if same_chart else _first(posted.attachments, message)
         await self.store.live.edited(
             slug,
-            chart_version=spec.chart if attachment is not None else None,
+            chart_digest=_digest(png) if attachment is not None and png else None,
             attachment_id=attachment,
             at=self.clock(),
         )
@@ -699,7 +706,7 @@ class OutboxPoster:
             slug,
             channel,
             message_id,
-            chart_version=spec.chart if attachment is not None else None,
+            chart_digest=_digest(png) if attachment is not None and png else None,
             attachment_id=attachment,
             at=self.clock(),
         )

@@ -21,7 +21,7 @@ def _from_row(row: aiosqlite.Row) -> LiveMessage:
         run_slug=row["run_slug"],
         channel_id=row["channel_id"],
         message_id=row["message_id"],
-        chart_version=row["chart_version"],
+        chart_digest=row["chart_digest"],
         attachment_id=row["attachment_id"],
         pinned=bool(row["pinned"]),
         pin_refused=bool(row["pin_refused"]),
@@ -74,24 +74,24 @@ class LiveMessagesRepo:
         channel_id: int,
         message_id: int,
         *,
-        chart_version: str | None,
+        chart_digest: str | None,
         attachment_id: int | None,
         at: datetime,
     ) -> None:
         """A new live message is in the channel (not pinned yet)."""
         async with self.db.transaction() as conn:
             await conn.execute(
-                "INSERT INTO live_messages (run_slug, channel_id, message_id, chart_version, "
+                "INSERT INTO live_messages (run_slug, channel_id, message_id, chart_digest, "
                 "attachment_id, pinned, posted_at, edited_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?) "
                 "ON CONFLICT (run_slug) DO UPDATE SET channel_id = excluded.channel_id, "
-                "message_id = excluded.message_id, chart_version = excluded.chart_version, "
+                "message_id = excluded.message_id, chart_digest = excluded.chart_digest, "
                 "attachment_id = excluded.attachment_id, pinned = 0, "
                 "posted_at = excluded.posted_at, edited_at = excluded.edited_at",
                 (
                     run_slug,
                     channel_id,
                     message_id,
-                    chart_version,
+                    chart_digest,
                     attachment_id,
                     to_db(at),
                     to_db(at),
@@ -102,15 +102,15 @@ class LiveMessagesRepo:
         self,
         run_slug: str,
         *,
-        chart_version: str | None,
+        chart_digest: str | None,
         attachment_id: int | None,
         at: datetime,
     ) -> None:
         async with self.db.transaction() as conn:
             await conn.execute(
-                "UPDATE live_messages SET chart_version = ?, attachment_id = ?, edited_at = ? "
+                "UPDATE live_messages SET chart_digest = ?, attachment_id = ?, edited_at = ? "
                 "WHERE run_slug = ?",
-                (chart_version, attachment_id, to_db(at), run_slug),
+                (chart_digest, attachment_id, to_db(at), run_slug),
             )
 
     async def set_pin(self, run_slug: str, *, pinned: bool, refused: bool = False) -> None:
@@ -126,7 +126,7 @@ class LiveMessagesRepo:
         async with self.db.transaction() as conn:
             cursor = await conn.execute(
                 "UPDATE live_messages SET message_id = NULL, attachment_id = NULL, "
-                "chart_version = NULL, pinned = 0, rendered_at = NULL WHERE run_slug = ? "
+                "chart_digest = NULL, pinned = 0, rendered_at = NULL WHERE run_slug = ? "
                 "AND message_id IS NOT NULL AND (? IS NULL OR message_id = ?)",
                 (run_slug, message_id, message_id),
             )

@@ -9,6 +9,8 @@ Time is the bot's injected clock, moved by the test; updates are asked for with
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import logging
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,6 +20,8 @@ import pytest
 from bot.app import RunscribeBot
 from bot.live import MIN_GAP
 from bot.models import Incident, LiveMessage, MetricPoint
+from bot.pipeline import WANDB
+from bot.render.chart import ChartCache
 from bot.runtime import record_runs
 from bot.settings import RunsFile, parse_runs
 from bot.store import Store
@@ -89,10 +93,19 @@ async def update(bot: RunscribeBot, slug: str) -> None:
 
 
 async def test_one_pinned_live_message_shows_the_status_card_and_is_edited_in_place(
-    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
+    start_bot: StartBot,
+    fake: FakeDiscord,
+    seeded_store: Store,
+    seed: Seed,
+    runs: RunsFile,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fake.bot_permissions |= MANAGE_MESSAGES
     clock = Clock()
+    # the chart cache's "at most one draw a minute" on the test's clock too
+    monkeypatch.setattr(
+        "bot.app.ChartCache", functools.partial(ChartCache, clock=lambda: clock.now.timestamp())
+    )
     bot = await start_bot(runs_file=live_runs(runs), clock=clock)
     first = await row(seeded_store, seed.slug, lambda r: r.pinned)
     [message] = live_posts(fake)
@@ -105,7 +118,7 @@ async def test_one_pinned_live_message_shows_the_status_card_and_is_edited_in_pl
     [chart] = message["attachments"]
     assert chart["filename"] == "chart.png" and fake.uploads[chart["id"]].startswith(b"\x89PNG")
     assert embed["image"]["url"] == chart["url"]
-    assert first.attachment_id == int(chart["id"])
+    assert first.attachment_id == int(chart["id"]) and first.chart_digest is not None
     # "updated … · next …" as Discord timestamps, the next one refresh minutes later
     content = str(message["content"])
     assert "updated <t:" in content and ":R> · next <t:" in content
@@ -194,7 +207,8 @@ async def test_two_runs_in_one_channel_get_one_message_each(
     start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
 ) -> None:
     base = runs.runs[0].model_dump(mode="json")
-    other = {**base, "slug": "aurora-b", "name": "Aurora B ablation", "status_refresh_minutes": 5}
+    hostile = "Aurora B ablation @everyone <@&42>"  # a name nobody should be pinged by
+    other = {**base, "slug": "aurora-b", "name": hostile, "status_refresh_minutes": 5}
     both = parse_runs(
         {"runs": [{**base, "status_channel": STATUS}, {**other, "status_channel": STATUS}]}
     )
@@ -205,7 +219,7 @@ async def test_two_runs_in_one_channel_get_one_message_each(
     b = await row(seeded_store, "aurora-b")
     assert a.message_id != b.message_id
     titles = sorted(m["embeds"][0]["title"].split(" — ")[0] for m in live_posts(fake))
-    assert titles == ["Aurora 310B-A17B MoE", "Aurora B ablation"]
+    assert titles[0] == "Aurora 310B-A17B MoE" and titles[1].startswith("Aurora B ablation @")
     clock.advance(minutes=5)  # only aurora-b refreshes every 5 minutes
     await update(bot, "aurora-b")
     await bot.refresh_live()
@@ -215,6 +229,11 @@ async def test_two_runs_in_one_channel_get_one_message_each(
     assert by_id[b.message_id].get("_edits") == 1 and by_id[a.message_id].get("_edits") is None
     assert "Aurora B ablation" in by_id[b.message_id]["embeds"][0]["title"]
     assert "Aurora 310B" in by_id[a.message_id]["embeds"][0]["title"]
+    for request in fake.requests:
+        if request.method in ("POST", "PATCH") and f"/channels/{STATUS}/" in request.path:
+            assert request.json["allowed_mentions"] == {"parse": []}
+            text = json.dumps(request.json, ensure_ascii=False)
+            assert "@everyone" not in text and "<@&42>" not in text
 
 
 async def test_an_event_storm_is_bounded_to_about_one_edit_a_minute(
@@ -333,3 +352,23 @@ async def test_admin_reposts_the_live_message_where_the_runs_file_now_says(
     await row(seeded_store, seed.slug, lambda r: r.pinned)
     [message] = live_posts(fake, MOVED)
     assert int(message["id"]) == again.message_id and fake.pinned(MOVED) == [message]
+
+
+async def test_a_crash_shows_on_the_live_message_after_the_round_that_saw_it(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
+) -> None:
+    clock = Clock()
+    bot = await start_bot(runs_file=live_runs(runs), clock=clock)
+    first = await row(seeded_store, seed.slug)
+    [message] = live_posts(fake)
+    assert "— running" in message["embeds"][0]["title"]
+    # A minute later W&B says the newest run of the chain crashed; the W&B round that stored
+    # it is all it takes (nobody calls the refresher): the round wakes the live loop.
+    clock.advance(seconds=61)
+    [*_, newest] = await seeded_store.snapshots.chain(seed.slug)
+    newest.state, newest.observed_at = "crashed", clock.now
+    await seeded_store.snapshots.upsert(seed.slug, newest)
+    await bot.poll_family(WANDB)
+    await fake.wait_for(lambda: message.get("_edits") == 1, within=30)
+    assert "— crashed" in message["embeds"][0]["title"]
+    assert live_posts(fake) == [message] and int(message["id"]) == first.message_id

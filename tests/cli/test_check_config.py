@@ -220,7 +220,7 @@ def test_a_refused_pin_recorded_by_the_bot_is_named(tmp_path: Path) -> None:
         async with Database.open(db) as opened:
             store = Store(opened)
             await store.live.posted(
-                "hero", 123456789012345690, 42, chart_version=None, attachment_id=None,
+                "hero", 123456789012345690, 42, chart_digest=None, attachment_id=None,
                 at=utcnow(),
             )  # fmt: skip
             await store.live.set_pin("hero", pinned=False, refused=True)

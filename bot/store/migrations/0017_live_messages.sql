@@ -6,7 +6,7 @@ CREATE TABLE live_messages (
     run_slug       TEXT PRIMARY KEY,
     channel_id     INTEGER,
     message_id     INTEGER,
-    chart_version  TEXT,     -- the chart data version attached to the message (NULL: none)
+    chart_digest   TEXT,     -- SHA-256 (16 hex) of the chart PNG attached (NULL: none)
     attachment_id  INTEGER,  -- that chart's attachment, kept on edits while it is unchanged
     pinned         INTEGER NOT NULL DEFAULT 0,
     pin_refused    INTEGER NOT NULL DEFAULT 0,  -- Discord said no (Manage Messages missing)

@@ -219,7 +219,7 @@ async def test_two_runs_in_one_channel_get_one_message_each(
     b = await row(seeded_store, "aurora-b")
     assert a.message_id != b.message_id
     titles = sorted(m["embeds"][0]["title"].split(" — ")[0] for m in live_posts(fake))
-    assert titles[0] == "Aurora 310B-A17B MoE" and titles[1].startswith("Aurora B ablation @")
+    assert titles[0] == "Aurora 310B-A17B MoE" and titles[1].startswith("Aurora B ablation")
     clock.advance(minutes=5)  # only aurora-b refreshes every 5 minutes
     await update(bot, "aurora-b")
     await bot.refresh_live()

@@ -214,6 +214,15 @@ ALLOWED: dict[str, set[str]] = {
         "bot.services",
         "bot.store",
     },
+    # the live status message: when each run's is updated and with what (`status_card`)
+    "bot.live": {
+        "bot.models",
+        "bot.outbox",
+        "bot.render",
+        "bot.runsfile",
+        "bot.services",
+        "bot.store",
+    },
     "bot.statuspage": {
         "bot.analysis",
         "bot.delivery",
@@ -264,6 +273,7 @@ ALLOWED: dict[str, set[str]] = {
         "bot.delivery",
         "bot.digests",
         "bot.flight",
+        "bot.live",
         "bot.outbox",
         "bot.pipeline",
         "bot.render",

@@ -236,6 +236,7 @@ class RunscribeBot(commands.Bot):
         # command never pays its start.
         self.charts = ChartDrawer(idle=max(IDLE_SECONDS, 2 * self.intervals.poll + 30))
         self._chart_refresh: asyncio.Task[None] | None = None
+        self._closing = False
         self._chart_tasks: set[asyncio.Task[bytes | None]] = set()
         self.poster = OutboxPoster(
             runtime.store,
@@ -436,6 +437,7 @@ class RunscribeBot(commands.Bot):
             await gateway_down(self.store, utcnow(), "disconnected from the Discord gateway")
 
     async def close(self) -> None:
+        self._closing = True  # from here no background chart is started
         if not self.is_closed():
             await gateway_down(self.store, utcnow(), "the bot is stopped")
         background: list[asyncio.Future[Any]] = [*self._tasks, *self._chart_tasks]
@@ -447,6 +449,7 @@ class RunscribeBot(commands.Bot):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        await self.chart_cache.aclose()
         await self.charts.aclose()
         await super().close()
 
@@ -575,6 +578,8 @@ class RunscribeBot(commands.Bot):
         """Draw this version of the run's chart in the background (single flight: a draw under
         way or one less than a minute old is not repeated); `/status` meanwhile attaches the
         newest finished chart."""
+        if self._closing:
+            return
         task = asyncio.create_task(self.status_chart(slug, version), name=f"chart-{slug}")
         self._chart_tasks.add(task)
         task.add_done_callback(self._chart_tasks.discard)
@@ -583,7 +588,7 @@ class RunscribeBot(commands.Bot):
         """After a W&B round: each run whose data changed gets its chart redrawn in the
         background, so `/status` answers with a current chart and never draws one itself. One
         refresh at a time; off with `warm_charts=False` (tests that want a cold cache)."""
-        if not self.warm_charts_at_start or self.is_closed():
+        if not self.warm_charts_at_start or self._closing:
             return
         if self._chart_refresh is not None and not self._chart_refresh.done():
             return

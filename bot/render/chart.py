@@ -241,6 +241,7 @@ class ChartCache:
         self._clock = clock
         self._drawing: dict[str, tuple[str, asyncio.Future[bytes | None]]] = {}
         self._one_render = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()  # draws in flight
         self.hits = 0
         self.misses = 0
         self.draws = 0
@@ -285,6 +286,13 @@ class ChartCache:
         while len(self._items) > self._size:
             self._items.popitem(last=False)
 
+    async def aclose(self) -> None:
+        """End every draw in flight (at shutdown: none may read a store being closed)."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     async def get_or_draw(
         self, slug: str, version: str, draw: Callable[[], Awaitable[bytes | None]]
     ) -> bytes | None:
@@ -298,6 +306,8 @@ class ChartCache:
             self._drawing[slug] = (version, future)
             task = asyncio.create_task(self._draw(slug, version, draw, future))
             task.add_done_callback(_consume)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         else:
             future = flight[1]
         # Shielded: a waiter that gives up (its interaction expired) never cancels the draw the

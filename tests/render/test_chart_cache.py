@@ -112,3 +112,25 @@ def test_render_chart_draws_a_png() -> None:
     ]
     png = render_chart(points, zone="UTC")
     assert png.startswith(b"\x89PNG") and len(png) > 1000
+
+
+async def test_closing_ends_the_draws_in_flight() -> None:
+    """At shutdown no draw may go on reading a store that is being closed: `aclose` ends it,
+    its waiters get None and nothing is cached."""
+    cache = ChartCache(clock=Clock())
+    draw = Drawer()
+    waiter = asyncio.create_task(cache.get_or_draw("hero", "v1", draw))
+    await draw.started.wait()
+    await cache.aclose()
+    assert draw.running == 0  # the draw was cancelled, not left waiting
+    assert await waiter is None
+    assert cache.latest("hero") is None
+
+
+def test_latest_is_the_newest_chart_whatever_its_version() -> None:
+    cache = ChartCache(clock=Clock())
+    assert cache.latest("hero") is None and cache.version_of("hero") is None
+    cache.put("hero", "v1", b"one")
+    cache.put("hero", "v2", b"two")
+    assert cache.latest("hero") == b"two" and cache.version_of("hero") == "v2"
+    assert cache.ready("hero", "v3") == b"two"  # drawn under a minute ago: still ready

@@ -406,17 +406,30 @@ def detect_heartbeat(data: RunData) -> Detection:
     )
 
 
-def _last_progress(data: RunData, current: RunSnapshot) -> tuple[datetime | None, int | None]:
-    last = data.series[-1] if data.series else None
-    times = [t for t in (last.at if last else None, current.created_at) if t is not None]
-    for event in data.wandb_events:
+def last_progress_at(
+    current: RunSnapshot, last_point_at: datetime | None, wandb_events: Iterable[Event]
+) -> datetime | None:
+    """When the current W&B run last made progress: its newest logged step, its creation, or a
+    relaunch W&B reported (a state change to running from another state). The monitor's own
+    first look at a run (a state event without a previous state) is not progress: a run found
+    stalled is stalled. The one judgement of a stall: the stall detector and the status card's
+    "stalled" both read it."""
+    times = [t for t in (last_point_at, current.created_at) if t is not None]
+    for event in wandb_events:
         if (
             event.kind == "state"
+            and event.extra.get("from_state") is not None
             and _event_path(event) == current.wandb_run
             and _to_state(event) == "running"
         ):
             times.append(event.at)
-    return (max(times) if times else None), (last.step if last else current.last_step)
+    return max(times) if times else None
+
+
+def _last_progress(data: RunData, current: RunSnapshot) -> tuple[datetime | None, int | None]:
+    last = data.series[-1] if data.series else None
+    at = last_progress_at(current, last.at if last else None, data.wandb_events)
+    return at, (last.step if last else current.last_step)
 
 
 def detect_stall(data: RunData) -> Detection:

@@ -12,7 +12,7 @@ from typing import Literal
 
 from bot.analysis.progress import Progress
 from bot.mentions import body, inert, unlinked
-from bot.models import NEW_RUN, POLLED_SOURCES, Restart
+from bot.models import NEW_RUN, POLLED_SOURCES, Incident, Restart
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
 from bot.narrative.format import fmt_big, fmt_projected, fmt_window, projection_is_a_day
@@ -149,7 +149,9 @@ def status_card(
         against = f"\n{curve.reason}" if curve is not None and curve.forecast is not None else ""
         card.fields.append(CardField("Loss", f"{p.loss:.4f}{against}", inline=True))
     incidents = report.open_incidents
-    lines = [f"• {unlinked(i.title)} (since {fmt(i.started_at, 'relative')})" for i in incidents]
+    lines = [
+        f"• {incident_line(i, report)} (since {fmt(i.started_at, 'relative')})" for i in incidents
+    ]
     lines = lines or ["none"]
     if report.incidents_total:
         healed = report.incidents_self_healed
@@ -183,6 +185,18 @@ def status_card(
     card.footer = narrative_footer(narrative, report.now)
     card.image = chart
     return card
+
+
+def incident_line(incident: Incident, report: StatusReport) -> str:
+    """An open incident as the card lists it. A watched metric's drift names the metric only:
+    its value and band are the Forecasts field's, so the card shows one value per metric (the
+    incident's title keeps the value it had when the drift was confirmed)."""
+    view = next((f for f in report.forecasts if f.fingerprint == incident.fingerprint), None)
+    if view is None or view.state != "drifting":
+        return unlinked(incident.title)
+    since = f" since step {view.drift_since_step:,}" if view.drift_since_step else ""
+    way = f" {view.direction}" if view.direction in ("up", "down") else ""
+    return unlinked(f"{view.name} drifting{way}{since} (see Forecasts)")
 
 
 def narrative_footer(narrative: Narrative, now: datetime) -> str:
@@ -259,6 +273,8 @@ def forecasts_summary(views: list[ForecastView]) -> str:
     """Drifting forecasts first, one line each; the rest summarised."""
     drifting = [v for v in views if v.state == "drifting"]
     lines = [f"⚠ {forecast_line(v)}" for v in drifting]
+    outside = [v for v in views if v.state == "outside"]
+    lines += [f"• {forecast_line(v)}" for v in outside]
     ok = sum(v.state == "ok" for v in views)
     learning = [v for v in views if v.state == "learning"]
     rest = []
@@ -267,7 +283,7 @@ def forecasts_summary(views: list[ForecastView]) -> str:
     if learning:
         rest.append(f"{len(learning)} learning ({', '.join(v.label for v in learning)})")
     if rest:
-        lines.append(("others: " if drifting else "") + ", ".join(rest))
+        lines.append(("others: " if drifting or outside else "") + ", ".join(rest))
     return "\n".join(lines)
 
 
@@ -386,7 +402,12 @@ def digest_card(facts: DigestFacts, fmt: TimeFormatter) -> Card:
 
 def forecast_cards(run_name: str, panels: list[ForecastPanel]) -> list[Card]:
     """One card per watched metric for `/forecast`, each with its chart `forecast-<n>.png`."""
-    colors: dict[str, Color] = {"drifting": "warning", "ok": "ok", "learning": "unknown"}
+    colors: dict[str, Color] = {
+        "drifting": "warning",
+        "outside": "warning",
+        "ok": "ok",
+        "learning": "unknown",
+    }
     cards = []
     for index, panel in enumerate(panels):
         view = panel.view

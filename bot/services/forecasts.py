@@ -15,6 +15,7 @@ from typing import Any
 from bot.analysis.forecast import Fit, LossCurve, SeriesPoint, Tracker, fmt_value, offset_text
 from bot.analysis.progress import effective_series
 from bot.errors import UserFacingError
+from bot.incidents.detectors import drift_fingerprint
 from bot.incidents.forecasts import advance_forecasts, forecast_configs
 from bot.models import MetricPoint, RunInfo
 from bot.store import Store
@@ -40,7 +41,9 @@ class ForecastView:
     forecast: float | None
     low: float | None
     high: float | None
-    state: str  # ok | drifting | learning
+    # ok (inside its band) | outside (outside its band, not drifting: too few points yet, or
+    # the unwatched direction) | drifting (a drift episode is open) | learning
+    state: str
     step: int | None = None
     direction: str | None = None  # the watched direction (None for the loss)
     reason: str | None = None  # why a forecast says little, or where the loss stands
@@ -50,6 +53,11 @@ class ForecastView:
     @property
     def name(self) -> str:
         return f"{self.label} ({self.metric})" if self.label != self.metric else self.metric
+
+    @property
+    def fingerprint(self) -> str:
+        """The fingerprint of this metric's drift incident."""
+        return drift_fingerprint(self.metric)
 
     def describe(self, name: str | None = None) -> str:
         """'gradient norm (train/grad_norm) drifting up since step 41,200: 3.9 vs forecast 2.1
@@ -68,6 +76,13 @@ class ForecastView:
         if self.state == "ok":
             note = f"; {self.reason}" if self.reason else ""
             return f"{name} ok: {value}, forecast {fmt_value(self.forecast)} {band}{note}"
+        if self.state == "outside":
+            side = "above" if (self.value or 0) > (self.high or 0) else "below"
+            note = f"; {self.reason}" if self.reason else ""
+            return (
+                f"{name} {side} its band: {value} vs forecast {fmt_value(self.forecast)} "
+                f"{band}{note}"
+            )
         return f"{name} learning: {self.reason or 'too few points'}"
 
     def as_json(self) -> dict[str, Any]:
@@ -131,10 +146,27 @@ def loss_view(run: RunInfo, points: Sequence[MetricPoint], chain: Sequence[str])
 
 
 def metric_view(tracker: Tracker, run_step: int | None) -> ForecastView:
+    """The tracker's state, told by its band: 'ok' only while the latest value is inside it."""
     cfg = tracker.config
     last = tracker.last
-    state = tracker.state
+    state: str = tracker.state
     episode = tracker.episode
+    reason = tracker.reason(run_step)
+    if (
+        state == "ok"
+        and last is not None
+        and last.low is not None
+        and last.high is not None
+        and not last.low <= last.value <= last.high
+    ):
+        state = "outside"
+        side = "up" if last.value > last.high else "down"
+        if cfg.direction in (side, "both"):
+            count = f"{tracker.outside} of {cfg.points} points"
+            why = f"{count} outside in a row before it counts as drifting"
+        else:
+            why = f"only a departure {cfg.direction} is watched"
+        reason = f"{why}; {reason}" if reason else why
     return ForecastView(
         metric=cfg.metric,
         label=cfg.label or cfg.metric,
@@ -145,7 +177,7 @@ def metric_view(tracker: Tracker, run_step: int | None) -> ForecastView:
         state=state,
         step=last.step if last else None,
         direction=cfg.direction,
-        reason=tracker.reason(run_step),
+        reason=reason,
         drift_since_step=episode.start.step if episode else None,
     )
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.analysis.progress import Progress, compute_progress, projection_margin
+from bot.incidents.detectors import last_progress_at
 from bot.incidents.service import incident_stats
 from bot.models import (
     MONITOR_STALE_AFTER,
@@ -27,6 +28,7 @@ from bot.services.runs import UnknownRun
 from bot.store import Store
 
 WINDOW = timedelta(hours=24)
+STATE_SCAN = 20  # newest W&B state changes read for the last relaunch (a stall's clock)
 FRESHNESS_SOURCES = POLLED_SOURCES
 #: Which runs-file keys make a polled source part of a run. A source a run does not use is
 #: neither shown nor judged.
@@ -130,9 +132,11 @@ def derive_state(
     *,
     wandb_fresh_at: datetime | None,
     stall_after: timedelta = timedelta(minutes=20),
+    progress_at: datetime | None = None,
 ) -> tuple[str, str, bool]:
     """(state, health, monitor_stale). A monitor that cannot reach W&B makes the report 'stale',
-    never 'crashed': we only say what W&B last told us."""
+    never 'crashed': we only say what W&B last told us. `progress_at` is when the run last made
+    progress as the stall detector judges it (`last_progress_at`; default: the last point)."""
     monitor_stale = wandb_fresh_at is not None and now - wandb_fresh_at > MONITOR_STALE_AFTER
     if progress.finished:
         return "finished", "done", monitor_stale
@@ -148,7 +152,7 @@ def derive_state(
         return state, "done", monitor_stale
     if monitor_stale:
         return state, "stale", True
-    last = progress.last_point_at
+    last = progress_at or progress.last_point_at
     if state == "running" and last is not None and now - last > stall_after:
         return "stalled", "warning", False
     return state, ("ok" if state == "running" else "warning"), False
@@ -175,12 +179,17 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         for source in FRESHNESS_SOURCES
     }
     current = _current_snapshot(chain, snapshots)
+    progress_at = None
+    if current is not None:
+        states = await store.events.of_kind(slug, "wandb", "state", limit=STATE_SCAN)
+        progress_at = last_progress_at(current, progress.last_point_at, states)
     state, health, monitor_stale = derive_state(
         current,
         progress,
         now,
         wandb_fresh_at=freshness["wandb"],
         stall_after=timedelta(minutes=run.config.alerts.stall_minutes),
+        progress_at=progress_at,
     )
     launched = run.launched_at
     if launched is None and snapshots:

@@ -43,7 +43,7 @@ from bot.outbox.poster import (
     SeenMessage,
     Upload,
 )
-from bot.pipeline import FAMILIES, WANDB
+from bot.pipeline import FAMILIES, THREADS, WANDB
 from bot.render.cards import Card, TimeStyle
 from bot.render.chart import ChartCache
 from bot.render.drawer import IDLE_SECONDS, ChartDrawer
@@ -251,6 +251,8 @@ class RunscribeBot(commands.Bot):
         self._loop_locks = {name: asyncio.Lock() for name in (*FAMILIES, "enrich", "hooks")}
         # rounds finished (or failed) per polling loop (`cycles`)
         self._rounds = dict.fromkeys((*FAMILIES, "enrich"), 0)
+        # per source family: enrichment rounds finished when its first round ended
+        self._enriched_before: dict[str, int] = {}
         self._answering = 0  # commands between `answering()` enter and exit
         # Set when a loop round queued posts (an alert): the outbox delivers them now instead of
         # at its next tick, so an alert never waits for the outbox's interval.
@@ -517,6 +519,8 @@ class RunscribeBot(commands.Bot):
             try:
                 return self._delivered_soon(await self.runtime.cycle(self.clock()))
             finally:
+                for family in FAMILIES:  # this cycle enriched after polling
+                    self._enriched_before.setdefault(family, self._rounds["enrich"])
                 for name in self._rounds:
                     self._rounds[name] += 1
                 self.refresh_charts_soon()
@@ -527,6 +531,7 @@ class RunscribeBot(commands.Bot):
                 return self._delivered_soon(await self.runtime.poll(family, self.clock()))
             finally:
                 self._rounds[family] += 1
+                self._enriched_before.setdefault(family, self._rounds["enrich"])
                 if family == WANDB:
                     self.refresh_charts_soon()
 
@@ -619,8 +624,29 @@ class RunscribeBot(commands.Bot):
 
     async def schedule_digests(self) -> object:
         return await run_due_digests(
-            self.store, self.runs, self.clock(), fmt=discord_time, composer=self.digest_composer
+            self.store,
+            self.runs,
+            self.clock(),
+            fmt=discord_time,
+            composer=self.digest_composer,
+            ready=self.heard_since_start,
         )
+
+    def heard_since_start(self, run: RunConfig) -> bool:
+        """Whether every source the run uses has finished a round since this process started
+        (W&B, the GitHub threads, the read-back of watched channels) and enrichment has run
+        after them: what a digest may be composed from."""
+        families = [WANDB] if run.wandb_runs or run.wandb_run_pattern else []
+        if run.github_repo:
+            families.append(THREADS)
+        if any(family not in self._enriched_before for family in families):
+            return False
+        if run.watch_channels:
+            watch = self.get_cog("Watch")
+            if watch is None or getattr(watch, "read_backs", 0) == 0:
+                return False
+        after = max((self._enriched_before[f] for f in families), default=0)
+        return self._rounds["enrich"] > after
 
     async def refresh_narratives(self) -> None:
         assert self.narrative is not None

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 CATCH_UP = timedelta(hours=12)
 DIGEST_SOURCE = "digest"  # store.cursors source for "last digest date per run"
+POSTED = "{slug}:posted"  # its key for the local date of the last digest queued (any kind)
 
 
 def occurrence(day: date, clock: time) -> datetime:
@@ -104,19 +105,24 @@ async def enqueue_digest(
     dedup_key: str | None = None,
     skip_quiet: bool = True,
     channel_id: int | None = None,
+    asked: bool = False,
 ) -> int | None:
     """Compose the run's digest and queue it for its digest channel. Returns the outbox id, or
     None when the day was quiet (and `skip_quiet`), the key was already queued, or there is no
-    channel."""
+    channel. One digest per run and local day: one a person `asked` for on a day that already
+    had one says it is an update, and it counts as that day's, so the scheduled one is not
+    repeated."""
     channel = channel_id or run.digest_channel
     if channel is None:
         return None
+    local_day = now.astimezone(run.zone).date()
+    posted_key = POSTED.format(slug=run.slug)
+    posted, _ = await store.cursors.get(DIGEST_SOURCE, posted_key)
     facts = await build_digest(store, run.slug, now)
     if skip_quiet and facts.quiet:
         return None
     facts.text = await compose_text(facts, composer)
-    card = digest_card(facts, fmt)
-    local_day = now.astimezone(run.zone).date()
+    card = digest_card(facts, fmt, update=asked and posted == local_day.isoformat())
     item = OutboxItem(
         channel_id=channel,
         kind="digest",
@@ -125,7 +131,13 @@ async def enqueue_digest(
         run_slug=run.slug,
         created_at=now,
     )
-    return await store.outbox.enqueue(item)
+    async with store.transaction():
+        item_id = await store.outbox.enqueue(item)
+        if item_id is not None:
+            await store.cursors.set(DIGEST_SOURCE, posted_key, local_day.isoformat())
+            if asked:  # today's digest: the schedule does not post another
+                await store.cursors.set(DIGEST_SOURCE, run.slug, local_day.isoformat())
+    return item_id
 
 
 async def run_due_digests(
@@ -135,12 +147,17 @@ async def run_due_digests(
     *,
     fmt: TimeFormatter,
     composer: DigestComposer | None = None,
+    ready: Callable[[RunConfig], bool] | None = None,
 ) -> list[tuple[str, date, int | None]]:
     """One scheduler tick: for every run with a digest channel whose digest is due, queue it
-    (or skip a quiet day) and record the date. Returns (slug, date, outbox id or None)."""
+    (or skip a quiet day) and record the date. Returns (slug, date, outbox id or None). A run
+    not `ready` (the bot has not yet heard from every source it uses since start) waits: a
+    digest composed before the first W&B round would say the run made no progress."""
     done = []
     for run in runs:
         if run.digest_channel is None:
+            continue
+        if ready is not None and not ready(run):
             continue
         try:
             day = due_digest_date(now, run.digest_clock, await last_digest_date(store, run.slug))

@@ -85,6 +85,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Runscribe 
             composer=bot.digest_composer,
             dedup_key=f"digest:{slug}:manual:{interaction.id}",
             skip_quiet=False,
+            asked=True,
         )
         await bot.drain_outbox()
         await reply_private(

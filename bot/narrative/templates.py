@@ -8,7 +8,13 @@ from datetime import datetime, timedelta
 
 from bot.enrich.reports import is_substantive
 from bot.enrich.summary import truncate
-from bot.narrative.facts import DigestFacts, Highlight, NarrativeFacts, what_happened
+from bot.narrative.facts import (
+    DigestFacts,
+    Highlight,
+    IncidentFact,
+    NarrativeFacts,
+    what_happened,
+)
 from bot.narrative.format import (
     fmt_big,
     fmt_duration,
@@ -208,8 +214,19 @@ def template_narrative(facts: NarrativeFacts) -> str:
     return within(paragraphs, NARRATIVE_MAX_CHARS)
 
 
+def _cause_clause(incident: IncidentFact) -> str:
+    """'; Dana reported: node lost, ECC errors on host 12' or '; cause: W&B reports …'."""
+    if incident.reported_cause:
+        who = incident.reported_by or "a person"
+        return f"; {who} reported: {inline(incident.reported_cause, 200).rstrip('.')}"
+    if incident.cause:
+        return f"; cause: {inline(incident.cause, 200).rstrip('.')}"
+    return ""
+
+
 def template_digest(facts: DigestFacts) -> str:
-    """Plain sentences from the facts alone."""
+    """Plain sentences from the facts alone, in the order the digest tells things: where the
+    run stands, incidents (each with its cause), restarts, what happened, what is open."""
     tz = facts.timezone
     hours = facts.window_hours
     name = facts.run_name
@@ -236,6 +253,16 @@ def template_digest(facts: DigestFacts) -> str:
         head.append(f"Projected end at the recent pace: {when}.")
     if head:
         paragraphs.append(" ".join(head))
+    if facts.incidents:
+        lines = []
+        for incident in facts.incidents:
+            state = (
+                f"resolved after {fmt_duration(incident.duration(facts.now))}"
+                if incident.resolved_at
+                else f"open for {fmt_duration(incident.duration(facts.now))}"
+            )
+            lines.append(f"{incident.title.rstrip('.')} ({state}{_cause_clause(incident)})")
+        paragraphs.append("Incidents: " + "; ".join(lines) + ".")
     if facts.restarts_in_window:
         parts = []
         for restart in facts.restarts_in_window:
@@ -250,16 +277,6 @@ def template_digest(facts: DigestFacts) -> str:
             f"Training restarted {count} time{'s' if count != 1 else ''} from a checkpoint "
             f"(a saved copy of the model): " + "; ".join(parts) + "."
         )
-    if facts.incidents:
-        lines = []
-        for incident in facts.incidents:
-            state = (
-                f"resolved after {fmt_duration(incident.duration(facts.now))}"
-                if incident.resolved_at
-                else f"open for {fmt_duration(incident.duration(facts.now))}"
-            )
-            lines.append(f"{incident.title.rstrip('.')} ({state})")
-        paragraphs.append("Incidents: " + "; ".join(lines) + ".")
     happened = what_happened(facts.highlights, DIGEST_ITEMS)
     if happened:
         lines = []

@@ -387,12 +387,17 @@ def source_urls(facts: DigestFacts) -> list[str]:
     return [url for url in urls if url]
 
 
-def digest_card(facts: DigestFacts, fmt: TimeFormatter) -> Card:
+def digest_card(facts: DigestFacts, fmt: TimeFormatter, *, update: bool = False) -> Card:
+    """The digest; `update` when a person asked for another on a day that already had one."""
     title = f"Daily digest — {facts.run_name}"
+    lead = ""
+    if update:
+        title = f"Daily digest (update) — {facts.run_name}"
+        lead = "An update to today's digest, asked for by a person.\n\n"
     card = Card(
         title=clip(title, TITLE_LIMIT),
         # template or LLM: names in it are the members' own; only the sources' links stay links
-        description=clip(body(facts.text, source_urls(facts)), DESCRIPTION_LIMIT),
+        description=clip(lead + body(facts.text, source_urls(facts)), DESCRIPTION_LIMIT),
         color="info",
         footer=f"{fmt(facts.start, 'datetime')} → {fmt(facts.end, 'datetime')}"
         + (" · AI summary" if facts.by == "llm" else ""),

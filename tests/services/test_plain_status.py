@@ -275,3 +275,38 @@ async def test_a_restart_older_than_a_week_still_says_what_a_person_reported(
     )
     # the restart itself is the card's "Last restart" field, not a "Latest" line
     assert "resumed from step 1,000" not in narrative.text
+
+
+async def test_digest_tells_incidents_with_their_cause_then_restarts(store: Store) -> None:
+    """The documented order (where the run stands, incidents, restarts, what happened), and
+    each incident line says its cause: what a person reported, else what the monitor saw."""
+    await seed(store)
+    await add_events(store, day_of_events())
+    reported = ReportedCause(
+        text="Node r12n4 lost, double-bit ECC on GPU 3.",
+        author="Dana",
+        source="Discord #hero-run",
+        at=NOW - timedelta(hours=6, minutes=50),
+    )
+    await store.incidents.save(
+        Incident(
+            "hero", "wandb-state", "crash", "W&B run hero-1 crashed at step 4,300", "resolved",
+            NOW - timedelta(hours=7), resolved_at=NOW - timedelta(hours=5),
+            cause="W&B reports run hero-1 as crashed.",
+            details=IncidentDetails(reported_cause=reported),
+        )
+    )  # fmt: skip
+    await store.incidents.save(
+        Incident(
+            "hero", "stall", "stall", "No new step for 25 min in hero-1", "resolved",
+            NOW - timedelta(hours=3), resolved_at=NOW - timedelta(hours=2, minutes=30),
+            cause="W&B shows run hero-1 as running, but no training step has been logged.",
+        )
+    )  # fmt: skip
+    digest = await build_digest(store, "hero", NOW)
+    text = digest.text
+    incidents = text.index("Incidents: ")
+    assert incidents < text.index("Training restarted 1 time") < text.index("What happened:")
+    line = text[incidents:].split("\n\n", 1)[0]
+    assert "(resolved after 2 h; Dana reported: Node r12n4 lost, double-bit ECC on GPU 3)" in line
+    assert "cause: W&B shows run hero-1 as running, but no training step has been logged" in line

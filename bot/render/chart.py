@@ -156,6 +156,20 @@ def draw_chart(
     ax.xaxis.set_major_formatter(formatter)
     ax.xaxis.get_offset_text().set_visible(False)
     ax.set_xlabel(time_label(formatter, locator, tz.key), fontsize=FONT_PT)
+    zoom = loss_zoom([p.at for p in shown], losses)
+    if zoom is not None:
+        low, high, peak = zoom
+        ax.set_ylim(low, high)
+        ax.text(
+            0.99,
+            0.97,
+            f"zoomed: earlier loss up to {peak:#.3g}",
+            ha="right",
+            va="top",
+            fontsize=FONT_PT * 0.8,
+            color="#777777",
+            transform=ax.transAxes,
+        )
     ax.yaxis.set_major_locator(MaxNLocator(4))
     ax.tick_params(axis="both", labelsize=FONT_PT, length=3)
     ax.tick_params(axis="y", colors=LOSS_COLOR)
@@ -189,12 +203,90 @@ def draw_chart(
     return fig
 
 
+#: The loss axis is fitted to the newest part of the run (this share of its time span): the
+#: warm-up's fall (10 → 2.8) would otherwise flatten the weeks that matter into a line.
+RECENT_SHARE = 0.9
+#: ...when the earlier loss reaches this far above the recent stretch's range.
+ZOOM_WHEN = 1.5
+
+
+def loss_zoom(
+    times: Sequence[datetime], losses: Sequence[float]
+) -> tuple[float, float, float] | None:
+    """(bottom, top, earlier peak) of a loss axis fitted to the newest `RECENT_SHARE` of the
+    time span, or None when the whole curve already reads well (nothing earlier is more than
+    `ZOOM_WHEN` ranges above it). Points above the top leave the plot through its top edge."""
+    if len(times) < 3:
+        return None
+    start, end = times[0], times[-1]
+    cut = start + (end - start) * (1 - RECENT_SHARE)
+    recent = [v for t, v in zip(times, losses, strict=True) if t >= cut]
+    if len(recent) < 2:
+        return None
+    low, high = min(recent), max(recent)
+    span = max(high - low, abs(high) * 0.01, 1e-9)
+    peak = max(losses)
+    if peak <= high + ZOOM_WHEN * span:
+        return None
+    pad = span * 0.08
+    return min(losses[-1], low) - pad, high + pad, peak
+
+
 def time_label(formatter: ConciseDateFormatter, locator: Locator, zone: str) -> str:
     """ "time (Europe/Paris)", or with the date the tick labels leave out: "Nov 20, 2026
-    (America/Los_Angeles)". The axis limits are final here (autoscaled from the data)."""
-    formatter.format_ticks(locator())
+    (America/Los_Angeles)". It names every month (or day, or year) the axis shows: a chart from
+    Nov 24 to Dec 5 says "Nov – Dec 2026", never only the last tick's "Dec 2026". The axis
+    limits are final here (autoscaled from the data)."""
+    ticks = locator()
+    formatter.format_ticks(ticks)
     context = formatter.get_offset()
-    return f"{context} ({zone})" if context else f"time ({zone})"
+    if not context:
+        return f"time ({zone})"
+    axis = locator.axis
+    drawn = sorted(axis.get_data_interval()) if axis is not None else []  # not the margins
+    if len(ticks) and len(drawn) == 2 and all(math.isfinite(v) for v in drawn):
+        from matplotlib import dates as mdates
+
+        tz = resolve_zone(zone)
+        left, right = drawn
+        first = mdates.num2date(min(left, max(ticks)), tz=tz)
+        last = mdates.num2date(max(right, min(ticks)), tz=tz)
+        precision = _precision(mdates.num2date(max(ticks), tz=tz), context)
+        context = span_caption(first, last, precision) or context
+    return f"{context} ({zone})"
+
+
+def _precision(last_tick: datetime, context: str) -> str | None:
+    """Which of the offset formats the formatter used: "day", "month" or "year"."""
+    for fmt in OFFSET_FORMATS[3:]:
+        if last_tick.strftime(fmt) == context:
+            return "day"
+    if last_tick.strftime("%b %Y") == context:
+        return "month"
+    if last_tick.strftime("%Y") == context:
+        return "year"
+    return None
+
+
+def span_caption(first: datetime, last: datetime, precision: str | None) -> str | None:
+    """The caption for the ticks from `first` to `last`, naming each day ("Nov 30 – Dec 01,
+    2026"), month ("Nov – Dec 2026") or year ("2026–2027") they show; None for an unknown
+    precision, or a single day (the formatter's own caption already says it)."""
+    if precision == "day":
+        if first.date() == last.date():
+            return None
+        if first.year == last.year:
+            return f"{first:%b %d} – {last:%b %d, %Y}"
+        return f"{first:%b %d, %Y} – {last:%b %d, %Y}"
+    if precision == "month":
+        if (first.year, first.month) == (last.year, last.month):
+            return f"{last:%b %Y}"
+        if first.year == last.year:
+            return f"{first:%b} – {last:%b %Y}"
+        return f"{first:%b %Y} – {last:%b %Y}"
+    if precision == "year":
+        return f"{last:%Y}" if first.year == last.year else f"{first:%Y}–{last:%Y}"
+    return None
 
 
 def render_chart(

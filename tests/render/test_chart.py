@@ -269,3 +269,71 @@ def test_forecast_chart_has_no_title_and_reads_at_discord_size() -> None:
     assert "drifting since step 800" in sizes and min(sizes.values()) >= 11, sizes
     width, _ = png_size(render_forecast_chart(*args, drift_step=800))
     assert width == 2 * DISPLAY_WIDTH_PX
+
+
+async def warm_run(store: Store, start: datetime, days: int) -> list[MetricPoint]:
+    """A run's whole history in the store: the warm-up's fall from 10 to 2.8 in its first
+    six hours, then a slow decline from 2.8 to about 2.5 over the weeks that matter."""
+    points = []
+    for hour in range(days * 24):
+        loss = 10.0 - 7.2 * hour / 6 if hour < 6 else 2.8 - 0.3 * (hour - 6) / (days * 24)
+        points.append(
+            MetricPoint(
+                RUN, hour * 100, start + timedelta(hours=hour), tokens=hour * 1e11, loss=loss
+            )
+        )
+    await store.runs.upsert(
+        RunInfo(slug="hero", name="Hero", timezone="America/New_York", config={"wandb_runs": [RUN]})
+    )
+    await store.metrics.add_points("hero", points)
+    return points
+
+
+async def test_the_time_caption_names_every_month_shown(store: Store) -> None:
+    """Nov 9 to Dec 4: ticks in both months, so the caption says both (it said "Dec 2026")."""
+    await warm_run(store, datetime(2026, 11, 9, 5, tzinfo=UTC), days=25)
+    series = await chart_series(store, "hero")
+    fig = draw_chart(series.points, series.restarts, zone=series.zone)
+    fig.canvas.draw()
+    axis = fig.axes[0].xaxis
+    assert axis.get_label_text() == "Nov – Dec 2026 (America/New_York)"
+    months = {mdates.num2date(v).month for v in axis.get_majorticklocs()}
+    assert months == {11, 12}
+
+    # across a year: both years; within one month: that month alone
+    year_end = [MetricPoint(RUN, i, datetime(2026, 12, 20, tzinfo=UTC) + timedelta(hours=6 * i),
+                            loss=2.5) for i in range(80)]  # fmt: skip
+    fig = draw_chart(year_end, zone="UTC")
+    fig.canvas.draw()
+    assert fig.axes[0].get_xlabel() == "Dec 2026 – Jan 2027 (UTC)"
+    november = [p for p in series.points if p.at < datetime(2026, 11, 28, tzinfo=UTC)]
+    fig = draw_chart(november[-200:], zone="UTC")
+    fig.canvas.draw()
+    assert fig.axes[0].get_xlabel() == "Nov 2026 (UTC)"
+
+
+async def test_the_loss_axis_shows_the_recent_weeks_not_the_warm_up(store: Store) -> None:
+    points = await warm_run(store, datetime(2026, 11, 9, 5, tzinfo=UTC), days=25)
+    series = await chart_series(store, "hero")
+    fig = draw_chart(series.points, series.restarts, zone=series.zone)
+    low, high = fig.axes[0].get_ylim()
+    recent = [p.loss for p in points[72:] if p.loss is not None]  # after the first 3 days
+    # the weeks that matter fill most of the axis; the warm-up leaves through its top
+    assert low <= min(recent) and high >= max(recent)
+    assert (max(recent) - min(recent)) / (high - low) > 0.75
+    assert high < 3.0 < 10.0
+    [note] = [t.get_text() for t in figure_texts(fig) if t.get_text().startswith("zoomed")]
+    # the drawn (downsampled) warm-up's highest point, above the axis
+    assert note.startswith("zoomed: earlier loss up to ") and float(note.rsplit(" ", 1)[1]) > 8
+
+    # a run without a warm-up to hide is drawn whole, with no note
+    fig = draw_chart(points[72:], zone="UTC")
+    assert not any(t.get_text().startswith("zoomed") for t in figure_texts(fig))
+
+    # and the chart process draws the same request (the PNG, at Discord's size)
+    drawer = ChartDrawer()
+    try:
+        png = await drawer.loss_chart(series)
+    finally:
+        await drawer.aclose()
+    assert png_size(png)[0] == 2 * DISPLAY_WIDTH_PX

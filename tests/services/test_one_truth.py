@@ -13,6 +13,7 @@ from bot.analysis.forecast import fmt_value
 from bot.incidents.engine import IncidentEngine
 from bot.models import RunInfo
 from bot.pipeline import run_cycle
+from bot.posts.incidents import IncidentPosts
 from bot.render.cards import forecast_cards, forecasts_summary, status_card
 from bot.render.terminal import local_formatter
 from bot.runsfile import ForecastConfig, MetricKeys, RunConfig
@@ -53,7 +54,7 @@ async def test_a_run_found_stalled_at_install_is_stalled_on_the_card_and_in_inci
     fake.set_state(PATH, "running", heartbeat_at=NOW - timedelta(minutes=1))
     source = await track(store, client)
 
-    await run_cycle(store, [source], NOW, detector=IncidentEngine())
+    await run_cycle(store, [source], NOW, detector=IncidentEngine(IncidentPosts()))
 
     report = await build_status(store, "hero", NOW)
     assert report.state == "stalled"
@@ -75,7 +76,7 @@ async def test_a_relaunch_is_progress_for_the_card_as_for_the_engine(
     fake.log(PATH, 200, start=NOW - timedelta(hours=6), every=timedelta(minutes=1))
     fake.set_state(PATH, "crashed", heartbeat_at=NOW - timedelta(hours=3))
     source = await track(store, client)
-    engine = IncidentEngine()
+    engine = IncidentEngine(IncidentPosts())
     await run_cycle(store, [source], NOW - timedelta(minutes=10), detector=engine)
 
     fake.set_state(PATH, "running", heartbeat_at=NOW - timedelta(minutes=1))
@@ -123,7 +124,7 @@ async def test_a_value_outside_its_band_is_never_ok_in_green(
     )
     fake.set_state(PATH, "running", heartbeat_at=NOW)
     source = await track_grad(store, client)
-    await run_cycle(store, [source], NOW, detector=IncidentEngine())
+    await run_cycle(store, [source], NOW, detector=IncidentEngine(IncidentPosts()))
 
     report = await build_status(store, "hero", NOW)
     [view] = [f for f in report.forecasts if f.metric == GRAD.metric]
@@ -151,7 +152,7 @@ async def test_the_card_shows_one_value_per_metric(
     every = timedelta(seconds=5)
     fake.log(PATH, 300, start=start, every=every, extra=steady)
     source = await track_grad(store, client)
-    engine = IncidentEngine()
+    engine = IncidentEngine(IncidentPosts())
     fake.log(PATH, 6, start=start + 300 * every, every=every,
              extra=lambda s: {"train/grad_norm": 2.0 + 0.1 * (s - 300)})  # fmt: skip
     await run_cycle(store, [source], NOW - timedelta(minutes=5), detector=engine)

@@ -26,6 +26,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from bot.errors import UserFacingError
+from bot.mentions import INVISIBLE_CHARS
 
 _UCD = unicodedata.ucd_3_2_0
 
@@ -51,7 +52,7 @@ _TOKEN = re.compile(
     r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w,])"  # 54,000 or 1,234.5
     r"|\w+(?:[-./]\w+)*",  # words and compounds: hero-12d8b6f0, train/loss, 0.01
 )
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
+_CONTROL = re.compile(f"[\\x00-\\x1f\\x7f{INVISIBLE_CHARS}]")  # each one a word break
 _DIGITS = re.compile(r"\d+")
 _GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+")
 _SCALED = re.compile(r"(\d+)[kK]")

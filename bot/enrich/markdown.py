@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from bot.mentions import drop_discord_tokens
+from bot.mentions import CONTROL_CHARS, INVISIBLE_CHARS, drop_discord_tokens
 
 #: Characters of a body examined for summaries, tags and incidents. Real comments put what matters
 #: first; the cap bounds the cost of a hostile 200 KB paste.
@@ -107,7 +107,7 @@ _INLINE_RULES: tuple[tuple[str, re.Pattern[str], str], ...] = (
 _URL = re.compile(r"\b(?:https?|ftp|gs|s3|hf|file)://\S+|\bwww\.[^\s.]\S*", re.IGNORECASE)
 _EMPTY_BRACKETS = re.compile(r"\([ \t]*\)|\[[ \t]*\]|<[ \t]*>")
 _SPACE_BEFORE_PUNCT = re.compile(r" +([,.;:!?)])")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029\ufeff]")
+_CONTROL = re.compile(f"[{CONTROL_CHARS}{INVISIBLE_CHARS}\u2028\u2029]")
 _WS = re.compile(r"[ \t\r\f\v\xa0]+")
 
 

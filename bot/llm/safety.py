@@ -15,16 +15,26 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from bot.mentions import URL_RE, cap_length, defuse_mentions, normalise_url
+from bot.mentions import UNPRINTABLE as _CONTROL
+from bot.mentions import (
+    URL_RE,
+    MaskedLink,
+    cap_length,
+    defuse_links,
+    defuse_mentions,
+    fold_lookalikes,
+    masked_links,
+    normalise_url,
+    outermost,
+)
 
 FENCE_TAG = "untrusted_data"
 
 _FENCE_LOOKALIKE = re.compile(r"<(\s*/?\s*)(untrusted[\s_\-]*data)", re.IGNORECASE)
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 _ATTR_UNSAFE = re.compile(r"[\"<>\r\n\t&]")
 
 
-_MD_LINK = re.compile(r"\[([^\]\n]{0,300})\]\(\s*<?(https?://[^\s)>]+)>?\s*\)")
+_LINK_PASSES = 50  # nested links undone one level a pass; past this, escaped
 
 
 URL_ATTR_LIMIT = 2000  # a link is given whole or not at all: a cut link is a broken link
@@ -79,24 +89,33 @@ def urls_in(texts: Iterable[str | None]) -> set[str]:
 
 
 def limit_links(text: str, allowed: set[str]) -> str:
-    """Keep links whose URL is allowed; a disallowed Markdown link keeps its text, a disallowed bare
-    URL is removed."""
+    """Keep links whose URL is allowed; a disallowed masked link keeps its label (nested
+    brackets and all, its own links limited in turn), a disallowed bare URL is removed. Links
+    are read by `bot.mentions.masked_links`, the same reader as every other surface's."""
     allowed_norm = {normalise_url(url) for url in allowed}
+    text = fold_lookalikes(text)
 
-    def markdown(match: re.Match[str]) -> str:
-        label, url = match.group(1), match.group(2)
-        if normalise_url(url) in allowed_norm:
-            return match.group(0)
-        return label
+    def ok(link: MaskedLink) -> bool:
+        return bool(link.url) and normalise_url(link.url) in allowed_norm
 
-    text = _MD_LINK.sub(markdown, text)
+    for _ in range(_LINK_PASSES):
+        bad = outermost(link for link in masked_links(text) if not ok(link))
+        if not bad:
+            break
+        for link in reversed(bad):  # right to left: the positions before stay valid
+            if link.start is None:  # `](url)` with no label: the destination goes
+                text = text[: link.close + 1] + text[link.end :]
+            else:
+                text = text[: link.start] + link.label + text[link.end :]
+    else:
+        text = defuse_links(text, allowed_norm)
+    kept = [(link.url_start, link.url_end) for link in masked_links(text) if ok(link)]
     out: list[str] = []
     last = 0
     for match in URL_RE.finditer(text):
         start, end = match.span()
-        # leave URLs inside an allowed Markdown link alone
-        if start >= 2 and text[start - 2 : start] == "](":
-            continue
+        if any(a <= start < b for a, b in kept):
+            continue  # the destination of an allowed link
         raw = match.group(0)
         url = normalise_url(raw)
         if url in allowed_norm:

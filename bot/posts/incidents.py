@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
 from bot.incidents.detectors import CRASH
-from bot.mentions import body, inert, plain, unlinked
+from bot.mentions import body, inert, link_spans, plain, unlinked
 from bot.models import Event, Incident, IncidentSignal, ReportedCause
 from bot.narrative.words import condition_words, credit, severity_words
 from bot.outbox.payload import ButtonPayload, make_payload
@@ -71,8 +70,6 @@ def duration(incident: Incident, now: datetime) -> str:
 
 # --- text that must not be cut inside a link -----------------------------------------------------
 
-_LINKISH = re.compile(r"\[[^\]\n]*\]\([^)\s]*\)|<?https?://[^\s>)]+>?")
-
 
 def clip_text(text: str, limit: int) -> str:
     """`clip`, but never inside a Markdown link or a URL: a cut that would fall in one moves to
@@ -81,10 +78,9 @@ def clip_text(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     cut = limit - 1
-    for match in _LINKISH.finditer(text):
-        if match.start() < cut < match.end():
-            cut = match.start()
-            break
+    spans = list(link_spans(text))
+    while inside := [start for start, end in spans if start < cut < end]:
+        cut = min(inside)  # before the link (and before any link around that one)
     head = text[:cut]
     space = head.rfind(" ")
     if cut == limit - 1 and space > limit * 0.6:

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from bot.analysis.forecast import LossCurve
+from bot.mentions import URL_RE, masked_links, outermost, trim_url
 from bot.mentions import body as neutralised
 from bot.models import SOURCE_SPECS
 from bot.narrative.format import fmt_big
@@ -103,34 +104,39 @@ def link(text: str, url: object, *, cls: str = "") -> str:
     return f'<a{klass} href="{esc(href)}">{esc(text)}</a>'
 
 
-_URL_IN_TEXT = re.compile(
-    r"(?<!\\)\[([^\]\n]{1,300})(?<!\\)\]\((https?://[^\s)]+)\)|https?://[^\s<>\"'`\\]+"
-)
-_TRAILING = ".,;:!?)]'\"”’"
 _MD_ESCAPE = re.compile(r"\\([\\*_~`|\[\]()<>#-])")
+_HTTP = re.compile(r"https?://", re.IGNORECASE)
 
 
 def rich_text(text: str) -> str:
-    """Escaped text in which markdown links and bare http(s) URLs become links. Markdown
-    escapes are honoured and dropped: an escaped link (`\\[name\\](url)`, `\\<url>`, how the
-    sanitiser neutralises a masked link in a person's name or message) stays text."""
-    out: list[str] = []
-    pos = 0
-    for match in _URL_IN_TEXT.finditer(text):
-        if match.group(1) is None and text[max(0, match.start() - 2) : match.start()] in (
+    """Escaped text in which markdown links and bare http(s) URLs become links (read by
+    `bot.mentions.masked_links` and `URL_RE`, as every surface reads them). Markdown escapes
+    are honoured and dropped: an escaped link (`\\[name\\](url)`, `\\<url>`, how the sanitiser
+    neutralises a masked link in a person's name or message) stays text."""
+    found: list[tuple[int, int, str, str]] = []  # (start, end, label, url)
+    for masked in outermost(masked_links(text)):
+        if masked.start is None or masked.escaped or not masked.closed:
+            continue
+        if masked.label and _HTTP.match(masked.url):
+            found.append(
+                (masked.start, masked.end, _MD_ESCAPE.sub(r"\1", masked.label), masked.url)
+            )
+    taken = [(start, end) for start, end, _, _ in found]
+    for match in URL_RE.finditer(text):
+        start = match.start()
+        if any(a <= start < b for a, b in taken) or text[max(0, start - 2) : start] in (
             "\\(",
             "\\<",
         ):
-            continue  # the URL of an escaped link: text, like the rest of it
-        out.append(_plain(text[pos : match.start()]))
-        if match.group(1) is not None:
-            out.append(link(_MD_ESCAPE.sub(r"\1", match.group(1)), match.group(2)))
-            pos = match.end()
-            continue
-        url = match.group(0)
-        trimmed = url.rstrip(_TRAILING)
-        out.append(link(trimmed, trimmed))
-        pos = match.start() + len(trimmed)
+            continue  # inside a link, or the URL of an escaped link: text, like the rest of it
+        url = trim_url(match.group(0))
+        found.append((start, start + len(url), url, url))
+    out: list[str] = []
+    pos = 0
+    for start, end, label, url in sorted(found):
+        out.append(_plain(text[pos:start]))
+        out.append(link(label, url))
+        pos = end
     out.append(_plain(text[pos:]))
     return "".join(out)
 

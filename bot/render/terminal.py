@@ -6,6 +6,7 @@ import re
 import textwrap
 from datetime import datetime
 
+from bot.mentions import URL_RE, masked_links, outermost
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.words import credit
 from bot.render.cards import Card, TimeFormatter, TimeStyle
@@ -13,7 +14,6 @@ from bot.timeutil import ago, resolve_zone
 
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _CODE = re.compile(r"`([^`]+)`")
-_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
 
 
 def local_formatter(zone_name: str, now: datetime) -> TimeFormatter:
@@ -34,9 +34,17 @@ def local_formatter(zone_name: str, now: datetime) -> TimeFormatter:
     return fmt
 
 
+def _unmask(text: str) -> str:
+    """Each masked link `[label](url)` as `label (url)`."""
+    for link in reversed(outermost(masked_links(text))):
+        if link.start is not None and link.closed and link.label and URL_RE.match(link.url):
+            text = f"{text[: link.start]}{link.label} ({link.url}){text[link.end :]}"
+    return text
+
+
 def plain(text: str) -> str:
     """Drop the little markdown the cards use."""
-    text = _LINK.sub(r"\1 (\2)", text)
+    text = _unmask(text)
     text = _BOLD.sub(r"\1", text)
     return _CODE.sub(r"\1", text)
 

@@ -13,6 +13,7 @@ from discord.ext import commands
 
 from bot.app import card_to_embed
 from bot.incidents.forecasts import forecast_configs
+from bot.limits import CHOICE_NAME_LIMIT, CHOICES_LIMIT
 from bot.render.cards import forecast_cards, forecast_image
 from bot.render.drawer import ChartError
 from bot.services.forecasts import forecast_panels
@@ -73,8 +74,10 @@ class Forecast(commands.Cog):
         for config in forecast_configs(info):
             name = f"{config.label} ({config.metric})" if config.label else config.metric
             if needle in name.lower():
-                choices.append(app_commands.Choice(name=name[:100], value=config.metric))
-        return choices[:25]
+                choices.append(
+                    app_commands.Choice(name=name[:CHOICE_NAME_LIMIT], value=config.metric)
+                )
+        return choices[:CHOICES_LIMIT]
 
 
 async def setup(bot: RunscribeBot) -> None:

@@ -25,6 +25,7 @@ from bot.incidents.silences import (
     require_responder,
     silence_run,
 )
+from bot.limits import CHOICES_LIMIT
 from bot.mentions import unlinked
 from bot.posts.incidents import listing_card
 from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
@@ -49,7 +50,7 @@ async def condition_autocomplete(
         app_commands.Choice(name=name, value=name)
         for name in dict.fromkeys(names)
         if needle in name
-    ][:25]
+    ][:CHOICES_LIMIT]
 
 
 class AckButton(

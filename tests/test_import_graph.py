@@ -146,12 +146,14 @@ def part_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 
 # Parts with no imports of their own that any part may use: errors, time, hashing, the one
-# sanitiser of untrusted text, logging set-up, the heap's freeze, the package's version.
+# sanitiser of untrusted text, Discord's limits, logging set-up, the heap's freeze, the
+# package's version.
 FOUNDATION = {
     "bot",
     "bot.errors",
     "bot.hashing",
     "bot.heap",
+    "bot.limits",
     "bot.logs",
     "bot.mentions",
     "bot.timeutil",

@@ -37,22 +37,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
-from bot.mentions import defuse_mentions
-from bot.render.cards import (
+from bot.limits import (
+    CUSTOM_ID_LIMIT,
     DESCRIPTION_LIMIT,
     FIELD_NAME_LIMIT,
     FIELD_VALUE_LIMIT,
     FIELDS_LIMIT,
     FOOTER_LIMIT,
+    MESSAGE_LIMIT,
+    THREAD_NAME_LIMIT,
     TITLE_LIMIT,
     TOTAL_LIMIT,
-    Card,
-    CardField,
-    Color,
-    clip,
 )
+from bot.mentions import defuse_mentions
+from bot.render.cards import Card, CardField, Color, clip
 
-CONTENT_LIMIT = 2000
+CONTENT_LIMIT = MESSAGE_LIMIT  # a message's content: longer text is split over several
 MAX_PARTS = 5  # a longer text is trimmed on its last part rather than flooding a channel
 _COLORS = ("ok", "warning", "bad", "stale", "done", "unknown", "info")
 
@@ -231,7 +231,7 @@ def parse_payload(data: Mapping[str, Any]) -> ParsedPayload:
         live=_live(data.get("live")),
         content=content if content and content.strip() else None,
         card=card,
-        thread_name=str(thread_name)[:100] if thread_name else None,
+        thread_name=str(thread_name)[:THREAD_NAME_LIMIT] if thread_name else None,
         edit_of=edit_of,
         color_value=color_value,
         buttons=buttons,
@@ -262,7 +262,7 @@ def _buttons(raw: Any) -> list[ButtonPayload] | None:
         if not isinstance(button, Mapping) or not isinstance(button.get("custom_id"), str):
             raise PayloadError("each button needs a custom_id")
         label = str(button.get("label") or "Open")[:80]
-        buttons.append({"custom_id": button["custom_id"][:100], "label": label})
+        buttons.append({"custom_id": button["custom_id"][:CUSTOM_ID_LIMIT], "label": label})
     return buttons
 
 

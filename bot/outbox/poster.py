@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from bot.limits import HISTORY_PAGE
 from bot.mentions import defuse_mentions
 from bot.models import LiveMessage, OutboxItem
 from bot.outbox.markers import MARKER_RESERVE, Marker, find_markers
@@ -43,7 +44,7 @@ from bot.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 
-HISTORY_LIMIT = 100  # Discord's maximum page of channel history
+HISTORY_LIMIT = HISTORY_PAGE  # Discord's maximum page of channel history
 HISTORY_PAGES = 50  # at most 5,000 messages after the anchor are searched for a marker
 BACKOFF_BASE = 2.0  # seconds; doubles per attempt
 BACKOFF_CAP = 25.0  # a long outage is retried at least this often: with the outbox loop's

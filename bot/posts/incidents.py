@@ -13,23 +13,22 @@ from datetime import datetime
 from typing import Any
 
 from bot.incidents.detectors import CRASH
+from bot.limits import (
+    DESCRIPTION_LIMIT,
+    FIELD_NAME_LIMIT,
+    FIELD_VALUE_LIMIT,
+    POST_TEXT_LIMIT,
+    THREAD_NAME_LIMIT,
+    TITLE_LIMIT,
+)
 from bot.mentions import body, inert, link_spans, plain, unlinked
 from bot.models import Event, Incident, IncidentSignal, ReportedCause
 from bot.narrative.words import condition_words, credit, severity_words
 from bot.outbox.payload import ButtonPayload, make_payload
-from bot.render.cards import (
-    DESCRIPTION_LIMIT,
-    FIELD_VALUE_LIMIT,
-    TITLE_LIMIT,
-    Card,
-    CardField,
-    Color,
-    clip,
-)
+from bot.render.cards import Card, CardField, Color, clip
 from bot.render.stamps import stamp
 from bot.timeutil import humanize_duration
 
-CONTENT_LIMIT = 1900
 SIGNALS_SHOWN = 12
 _COLORS: dict[str, Color] = {"critical": "bad", "warning": "warning", "info": "stale"}
 _ICONS = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
@@ -221,12 +220,12 @@ def alert_content(incident: Incident, run_name: str) -> str:
     else:
         icon = _ICONS.get(incident.severity, "🟠")
         text = f"{icon} **Incident #{incident.id}** — {run_name}: {unlinked(incident.title)}"
-    return clip(text, CONTENT_LIMIT)
+    return clip(text, POST_TEXT_LIMIT)
 
 
 def thread_name(incident: Incident) -> str:
     name = plain(f"Incident #{incident.id}: {incident.title}").replace("](", "] (")
-    return clip(name, 100)
+    return clip(name, THREAD_NAME_LIMIT)
 
 
 def event_update(event: Event) -> str:
@@ -237,23 +236,23 @@ def event_update(event: Event) -> str:
         ref = f"[{ref}]({event.url})"
     text = event.summary or event.title or event.body
     line = f"{stamp(event.at, 'time')} {who} {ref} — {body(clip_text(text or '', 600))}"
-    return clip_text(line.replace("  ", " "), CONTENT_LIMIT)
+    return clip_text(line.replace("  ", " "), POST_TEXT_LIMIT)
 
 
 def cause_update(cause: ReportedCause) -> str:
     """The thread post when a person's report becomes the incident's reported cause."""
-    return clip_text(cause_line(cause, CONTENT_LIMIT), CONTENT_LIMIT)
+    return clip_text(cause_line(cause, POST_TEXT_LIMIT), POST_TEXT_LIMIT)
 
 
 def member_update(title: str, at: datetime) -> str:
-    return clip_text(f"{stamp(at, 'time')} also: {unlinked(title)}", CONTENT_LIMIT)
+    return clip_text(f"{stamp(at, 'time')} also: {unlinked(title)}", POST_TEXT_LIMIT)
 
 
 def reminder_content(incident: Incident, now: datetime) -> str:
     return clip(
         f"⏰ Still firing after {duration(incident, now)}: {unlinked(incident.title)} "
         "(not acknowledged).",
-        CONTENT_LIMIT,
+        POST_TEXT_LIMIT,
     )
 
 
@@ -268,7 +267,7 @@ def resolved_content(incident: Incident, run_name: str) -> str:
     lines.append(said)
     if incident.acked_by:
         lines.append(f"Acknowledged by {unlinked(incident.acked_by)}.")
-    return clip_text("\n".join(lines), CONTENT_LIMIT)
+    return clip_text("\n".join(lines), POST_TEXT_LIMIT)
 
 
 def closing_line(incident: Incident) -> str:
@@ -321,7 +320,7 @@ def listing_card(views: list[Any], run_name: str, *, open_only: bool, now: datet
             lines.append(" · ".join(extra))
         name = f"{icon} #{incident.id} {unlinked(incident.title)}"
         value = lines_within(lines, FIELD_VALUE_LIMIT, "…")
-        card.fields.append(CardField(clip(name, 256), value))
+        card.fields.append(CardField(clip(name, FIELD_NAME_LIMIT), value))
     if len(views) > 10:
         card.footer = f"showing 10 of {len(views)}"
     return card

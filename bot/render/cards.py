@@ -11,6 +11,12 @@ from datetime import date, datetime, timedelta
 from typing import Literal
 
 from bot.analysis.progress import Progress
+from bot.limits import (
+    DESCRIPTION_LIMIT,
+    FIELD_NAME_LIMIT,
+    FIELD_VALUE_LIMIT,
+    TITLE_LIMIT,
+)
 from bot.mentions import body, inert, unlinked
 from bot.models import NEW_RUN, POLLED_SOURCES, Incident, Restart
 from bot.narrative.entries import TimelineEntry
@@ -21,14 +27,6 @@ from bot.services.forecasts import ForecastPanel, ForecastView
 from bot.services.narrative import Narrative
 from bot.services.status import SourceStatus, StatusReport
 from bot.timeutil import ago, humanize_delta, resolve_zone
-
-TITLE_LIMIT = 256
-DESCRIPTION_LIMIT = 4096
-FIELD_NAME_LIMIT = 256
-FIELD_VALUE_LIMIT = 1024
-FIELDS_LIMIT = 25
-FOOTER_LIMIT = 2048
-TOTAL_LIMIT = 6000
 
 Color = Literal["ok", "warning", "bad", "stale", "done", "unknown", "info"]
 TimeStyle = Literal["date", "datetime", "relative", "time"]

@@ -7,10 +7,10 @@ import re
 from datetime import UTC, datetime
 
 from bot.ask.service import Answer, Citation
+from bot.limits import DESCRIPTION_LIMIT, FIELD_VALUE_LIMIT, TOTAL_LIMIT
 from bot.models import Event
 from bot.outbox.payload import fit_card
 from bot.render.ask import answer_card, answer_text
-from bot.render.cards import DESCRIPTION_LIMIT, FIELD_VALUE_LIMIT, TOTAL_LIMIT
 from bot.render.terminal import local_formatter
 
 AT = datetime(2026, 9, 9, 2, 15, tzinfo=UTC)

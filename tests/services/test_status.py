@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bot.limits import TOTAL_LIMIT
 from bot.models import Event, Incident, LLMOutput, MetricPoint, RunInfo, RunSnapshot
-from bot.render.cards import TOTAL_LIMIT, status_card, timeline_pages
+from bot.render.cards import status_card, timeline_pages
 from bot.render.json import status_json, timeline_json
 from bot.render.terminal import local_formatter, render_card
 from bot.services.digest import build_digest

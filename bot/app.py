@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import aiohttp
 import discord
 import yarl
+from discord import app_commands
 from discord.ext import commands
 
 from bot.delivery import gateway_down, gateway_up, outbox_failed, outbox_ok
@@ -33,7 +34,9 @@ from bot.digests import DigestComposer, run_due_digests
 from bot.errors import UserFacingError
 from bot.flight import SingleFlight
 from bot.heap import freeze_long_lived
+from bot.limits import MESSAGE_LIMIT, THREAD_NAME_LIMIT
 from bot.live import refresh_live, repost_live
+from bot.mentions import defuse_mentions
 from bot.outbox.payload import ButtonPayload, fit_card
 from bot.outbox.poster import (
     DeliveryError,
@@ -60,7 +63,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_EXTENSIONS: tuple[str, ...] = (
-    "cogs.errors",
     "cogs.status",
     "cogs.forecast",
     "cogs.timeline",
@@ -71,7 +73,8 @@ DEFAULT_EXTENSIONS: tuple[str, ...] = (
     "cogs.live",
     "cogs.admin",
 )
-NO_MENTIONS = discord.AllowedMentions.none()
+NO_MENTIONS = discord.AllowedMentions.none()  # the one lock: every post and reply pings nobody
+APOLOGY = "Sorry, something went wrong on our side; it has been logged."
 # Commands answered at once before the next ones acknowledge first (`RunscribeBot.busy`).
 ANSWERED_AT_ONCE = 2
 THREAD_EXISTS = 160004  # Discord error code: "a thread has already been created for this message"
@@ -192,6 +195,63 @@ def apply_endpoints(settings: Settings) -> None:
         log.info("Discord gateway: %s", settings.discord_gateway_url)
 
 
+async def reply_private(interaction: discord.Interaction, text: str) -> None:
+    """An ephemeral answer; a followup when the interaction was already deferred or answered.
+    The text may echo what the user typed, so mentions are escaped as well as disabled."""
+    text = defuse_mentions(text)[:MESSAGE_LIMIT]
+    try:
+        if interaction.response.is_done():
+            await interaction.followup.send(text, ephemeral=True, allowed_mentions=NO_MENTIONS)
+        else:
+            await interaction.response.send_message(
+                text, ephemeral=True, allowed_mentions=NO_MENTIONS
+            )
+    except discord.HTTPException:
+        log.warning("could not answer interaction %s (expired or deleted)", interaction.id)
+
+
+def user_message(error: app_commands.AppCommandError) -> str | None:
+    """The private reply for an error the user can act on, or None for a bug."""
+    original = getattr(error, "original", error)
+    if isinstance(original, UserFacingError):
+        return str(original)
+    if isinstance(error, app_commands.MissingPermissions):
+        return "You need the Manage Server permission for this command."
+    if isinstance(error, app_commands.NoPrivateMessage):
+        return "This command works only in a server."
+    if isinstance(error, app_commands.CheckFailure):
+        return "You cannot use this command here."
+    if isinstance(error, app_commands.TransformerError):
+        return f"{error.value!r} is not a valid value for that option."
+    if isinstance(error, app_commands.CommandNotFound | app_commands.CommandSignatureMismatch):
+        return "This command changed since Discord last saw it; try again in a minute."
+    return None
+
+
+class RunscribeTree(app_commands.CommandTree):
+    """The command tree with the one error handler (passed to the bot as `tree_cls`). Errors
+    the user can fix (unknown run, bad filter, missing data, missing permission) become a short
+    private reply; anything else is logged with the command, the user and the arguments, and
+    answered with a short apology."""
+
+    async def on_error(
+        self, interaction: discord.Interaction, error: app_commands.AppCommandError
+    ) -> None:
+        message = user_message(error)
+        if message is None:
+            command = interaction.command.qualified_name if interaction.command else "?"
+            log.error(
+                "command /%s failed for user %s (%s) with arguments %r",
+                command,
+                interaction.user,
+                interaction.user.id,
+                dict(interaction.namespace.__dict__),
+                exc_info=getattr(error, "original", error),
+            )
+            message = APOLOGY
+        await reply_private(interaction, message)
+
+
 class RunscribeBot(commands.Bot):
     def __init__(
         self,
@@ -219,6 +279,7 @@ class RunscribeBot(commands.Bot):
             intents=intents,
             allowed_mentions=NO_MENTIONS,
             help_command=None,
+            tree_cls=RunscribeTree,
             **options,
         )
         self.runtime = runtime
@@ -755,7 +816,10 @@ class DiscordTransport:
         # Through the HTTP client: a PartialMessage needs guild info the outbox does not have.
         try:
             data = await self.bot.http.start_thread_with_message(
-                channel_id, message_id, name=name[:100] or "Updates", auto_archive_duration=1440
+                channel_id,
+                message_id,
+                name=name[:THREAD_NAME_LIMIT] or "Updates",
+                auto_archive_duration=1440,
             )
         except discord.HTTPException as exc:
             if exc.code == THREAD_EXISTS:

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 
-from bot.mentions import defuse_mentions
+from bot.app import NO_MENTIONS, reply_private
+from bot.limits import CHOICE_NAME_LIMIT, CHOICES_LIMIT
 from bot.services.runs import pick_run
 
 if TYPE_CHECKING:
     from bot.app import RunscribeBot
 
 log = logging.getLogger(__name__)
-NO_MENTIONS = discord.AllowedMentions.none()
 
 
 async def known_slugs(bot: RunscribeBot) -> list[str]:
@@ -48,20 +48,10 @@ async def run_autocomplete(
     for slug in await known_slugs(bot):
         name = names.get(slug, slug)
         if needle in slug or needle in name.lower():
-            choices.append(app_commands.Choice(name=f"{slug} — {name}"[:100], value=slug))
-    return choices[:25]
-
-
-async def reply_private(interaction: discord.Interaction, text: str) -> None:
-    """An ephemeral answer; a followup when the interaction was already deferred or answered.
-    The text may echo what the user typed, so mentions are escaped as well as disabled."""
-    text = defuse_mentions(text)[:2000]
-    try:
-        if interaction.response.is_done():
-            await interaction.followup.send(text, ephemeral=True, allowed_mentions=NO_MENTIONS)
-        else:
-            await interaction.response.send_message(
-                text, ephemeral=True, allowed_mentions=NO_MENTIONS
+            choices.append(
+                app_commands.Choice(name=f"{slug} — {name}"[:CHOICE_NAME_LIMIT], value=slug)
             )
-    except discord.HTTPException:
-        log.warning("could not answer interaction %s (expired or deleted)", interaction.id)
+    return choices[:CHOICES_LIMIT]
+
+
+__all__ = ["NO_MENTIONS", "known_slugs", "reply_private", "resolve_run", "run_autocomplete"]

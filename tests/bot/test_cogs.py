@@ -303,13 +303,13 @@ async def test_unexpected_error_is_logged_and_apologised(
     await start_bot()
     # load_extension executes a fresh module object: patch the one the bot loaded
     monkeypatch.setattr(sys.modules["cogs.status"], "status_with_narrative", broken)
-    with caplog.at_level(logging.ERROR, logger="cogs.errors"):
+    with caplog.at_level(logging.ERROR, logger="bot.app"):
         record = await fake.slash("status", [option("run", "aurora")], user_name="bob")
         # deferred first (the chart must be drawn): the apology is the followup
         message = await final_message(fake, record)
     assert message["flags"] & 64
     assert message["content"].startswith("Sorry")
-    [entry] = [r for r in caplog.records if r.name == "cogs.errors"]
+    [entry] = [r for r in caplog.records if r.name == "bot.app"]
     text = entry.getMessage()
     assert "/status" in text and "bob" in text and "'run': 'aurora'" in text
     assert entry.exc_info is not None and "database on fire" in str(entry.exc_info[1])

@@ -36,6 +36,7 @@ from bot.flight import SingleFlight
 from bot.heap import freeze_long_lived
 from bot.limits import MESSAGE_LIMIT, THREAD_NAME_LIMIT
 from bot.live import refresh_live, repost_live
+from bot.loops import repeat
 from bot.mentions import defuse_mentions
 from bot.outbox.payload import ButtonPayload, fit_card
 from bot.outbox.poster import (
@@ -455,33 +456,17 @@ class RunscribeBot(commands.Bot):
         body: Callable[[], Awaitable[object]],
         wake: asyncio.Event | None = None,
     ) -> None:
-        """Run `body` every `interval` seconds; `wake` (when given) cuts a healthy wait short.
-        After a failure the wait doubles and is never cut short."""
-        failures = finished = 0
-        while not self.is_closed():
-            if wake is not None:
-                wake.clear()  # a wake-up from now on means work queued after this round began
-            try:
-                await body()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                failures += 1
-                delay = min(max(interval, 1.0) * 2**failures, self.intervals.max_backoff)
-                log.exception(
-                    "%s loop failed (%d in a row); next try in %.0f s", name, failures, delay
-                )
-            else:
-                if finished == 0:
-                    freeze_long_lived()  # the clients and modules its first round built
-                finished += 1
-                failures = 0
-                delay = interval
-            if wake is None or failures:
-                await asyncio.sleep(delay)
-            else:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), delay)
+        """Run `body` every `interval` seconds while the bot is open (`bot.loops.repeat`, the
+        one supervisor); the modules and clients its first round built are then frozen."""
+        await repeat(
+            name,
+            interval,
+            body,
+            max_backoff=self.intervals.max_backoff,
+            wake=wake,
+            running=lambda: not self.is_closed(),
+            first_done=freeze_long_lived,
+        )
 
     # --- the gateway, as /healthz sees it (bot.delivery) -----------------------------------------
 

@@ -374,8 +374,8 @@ def _log_summary(summary: CycleSummary, what: str, now: datetime) -> None:
 
 
 async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.loops import repeat
     from bot.pipeline import FAMILIES
-    from bot.runtime import repeat
     from bot.wiring import open_runtime
 
     runs = _load_config(settings)

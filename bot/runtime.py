@@ -5,7 +5,6 @@ Runtime. Nothing is created at import time."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -38,32 +37,6 @@ if TYPE_CHECKING:
     from bot.services.narrative import NarrativeWriter
 
 log = logging.getLogger(__name__)
-
-
-async def repeat(
-    name: str,
-    interval: float,
-    body: Callable[[], Awaitable[object]],
-    *,
-    max_backoff: float = 300.0,
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-) -> None:
-    """Run `body` every `interval` seconds for ever; after a failure wait twice as long each
-    time (capped at `max_backoff`) so one broken loop neither spins nor stops the others."""
-    failures = 0
-    while True:
-        try:
-            await body()
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            failures += 1
-            delay = min(max(interval, 1.0) * 2**failures, max_backoff)
-            log.exception("%s loop failed (%d in a row); next try in %.0f s", name, failures, delay)
-        else:
-            failures = 0
-            delay = interval
-        await sleep(delay)
 
 
 async def record_runs(store: Store, runs: RunsFile) -> None:

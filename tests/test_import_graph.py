@@ -146,8 +146,8 @@ def part_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 
 # Parts with no imports of their own that any part may use: errors, time, hashing, the one
-# sanitiser of untrusted text, Discord's limits, logging set-up, the heap's freeze, the
-# package's version.
+# sanitiser of untrusted text, Discord's limits, logging set-up, the loop supervisor, the heap's
+# freeze, the package's version.
 FOUNDATION = {
     "bot",
     "bot.errors",
@@ -155,6 +155,7 @@ FOUNDATION = {
     "bot.heap",
     "bot.limits",
     "bot.logs",
+    "bot.loops",
     "bot.mentions",
     "bot.timeutil",
 }

@@ -6,7 +6,7 @@ Everything runs in one process against the fake W&B server (tests/fakes/wandb.py
 real `wandb` 0.31 package and its wandb-core process; rows and requests are counted from the
 fake's request log, i.e. what actually crossed the wire.
 
-    /work/venv/bin/python bench/bench_wandb.py [--steps 390000] [--cycles 10] [--new 100]
+    python bench/bench_wandb.py [--steps 390000] [--cycles 10] [--new 100]
 
 1. The run has `--steps` rows (loss, token count, `_timestamp`) before Runscribe first sees it.
    The first incremental poll imports them (a one-time catch-up, reported separately).

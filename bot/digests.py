@@ -46,15 +46,6 @@ def latest_occurrence(now: datetime, clock: time) -> tuple[date, datetime]:
     raise AssertionError("unreachable: a day has passed")  # pragma: no cover
 
 
-def next_occurrence(now: datetime, clock: time) -> datetime:
-    today = now.astimezone(clock.tzinfo).date()
-    for offset in range(3):
-        at = occurrence(today + timedelta(days=offset), clock)
-        if at > now:
-            return at
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
 def due_digest_date(
     now: datetime, clock: time, last: date | None, catch_up: timedelta = CATCH_UP
 ) -> date | None:

@@ -53,7 +53,6 @@ _TOKEN = re.compile(
     r"|\w+(?:[-./]\w+)*",  # words and compounds: hero-12d8b6f0, train/loss, 0.01
 )
 _CONTROL = re.compile(f"[\\x00-\\x1f\\x7f{INVISIBLE_CHARS}]")  # each one a word break
-_DIGITS = re.compile(r"\d+")
 _GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+")
 _SCALED = re.compile(r"(\d+)[kK]")
 

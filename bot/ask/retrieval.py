@@ -133,11 +133,6 @@ def tokens(text: str) -> list[str]:
     return [_stem(t) for t in _TOKEN.findall(text.lower())]
 
 
-def _event_tokens(event: Event) -> list[str]:
-    parts = (event.title, event.summary, event.body, event.ref, event.author)
-    return tokens(" ".join(p for p in parts if p))
-
-
 def _occurrences(words: list[str], gram: tuple[str, ...]) -> int:
     if not gram:
         return 0

@@ -1,4 +1,4 @@
-"""Incident engine (issue 6): detectors over the store, a lifecycle with one alert and one
+"""Incident engine: detectors over the store, a lifecycle with one alert and one
 resolution per incident, grouping across W&B, GitHub and Discord, silences and acknowledgements.
 
 Modules: `detectors` (pure detectors and their registry), `engine` (`IncidentEngine`, the

@@ -867,10 +867,6 @@ def check(text: str, index: FactIndex) -> GroundingReport:
     return report
 
 
-def check_against(text: str, *fact_texts: str) -> GroundingReport:
-    return check(text, FactIndex.build(*fact_texts))
-
-
 __all__ = [
     "ZONE_OFFSETS",
     "Clock",
@@ -878,7 +874,6 @@ __all__ = [
     "GroundingReport",
     "Number",
     "check",
-    "check_against",
     "extract",
     "zone_offset",
 ]

@@ -34,30 +34,6 @@ _COLORS: dict[str, Color] = {"critical": "bad", "warning": "warning", "info": "s
 _ICONS = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
 
 
-def payload(
-    card: Card | None,
-    content: str | None = None,
-    *,
-    thread_name: str | None = None,
-    edit_of: int | None = None,
-    thread_only: bool = False,
-    buttons: list[ButtonPayload] | None = None,
-    ping_role: int | None = None,
-    archive_thread: bool = False,
-) -> dict[str, Any]:
-    """The outbox payload, in the shape `bot.outbox.payload` defines."""
-    return make_payload(
-        content,
-        card,
-        thread_name=thread_name,
-        edit_of=edit_of,
-        thread_only=thread_only,
-        buttons=buttons,
-        ping_role=ping_role,
-        archive_thread=archive_thread,
-    )
-
-
 def digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -338,9 +314,9 @@ class IncidentPosts:
     ) -> tuple[dict[str, Any], str]:
         assert incident.id is not None
         card = head_card(incident, run_name, links)
-        body = payload(
-            card,
+        body = make_payload(
             alert_content(incident, run_name),
+            card,
             thread_name=thread_name(incident),
             # the Acknowledge button, for a poster that renders buttons; none once resolved
             buttons=[] if incident.status == "resolved" else [ack_button(incident.id)],
@@ -352,24 +328,24 @@ class IncidentPosts:
         self, incident: Incident, run_name: str, links: dict[str, str], *, edit_of: int
     ) -> dict[str, Any]:
         done = incident.status == "resolved"
-        return payload(
-            head_card(incident, run_name, links),
+        return make_payload(
             alert_content(incident, run_name),
+            head_card(incident, run_name, links),
             edit_of=edit_of,
             buttons=[] if done else None,  # resolved: the Acknowledge button goes
         )
 
     def update(self, text: str, *, archive_thread: bool) -> dict[str, Any]:
-        return payload(None, text, archive_thread=archive_thread)
+        return make_payload(text, archive_thread=archive_thread)
 
     def closing(self, incident: Incident) -> dict[str, Any]:
-        return payload(None, closing_line(incident), thread_only=True, archive_thread=True)
+        return make_payload(closing_line(incident), thread_only=True, archive_thread=True)
 
     def resolved(self, incident: Incident, run_name: str) -> dict[str, Any]:
-        return payload(None, resolved_content(incident, run_name))
+        return make_payload(resolved_content(incident, run_name))
 
     def reminder(self, incident: Incident, now: datetime) -> dict[str, Any]:
-        return payload(None, reminder_content(incident, now))
+        return make_payload(reminder_content(incident, now))
 
     def member_update(self, title: str, at: datetime) -> str:
         return member_update(title, at)

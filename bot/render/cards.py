@@ -18,7 +18,7 @@ from bot.limits import (
     TITLE_LIMIT,
 )
 from bot.mentions import body, inert, unlinked
-from bot.models import NEW_RUN, POLLED_SOURCES, Incident, Restart
+from bot.models import NEW_RUN, Incident, Restart
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
 from bot.narrative.format import fmt_big, fmt_projected, fmt_window, projection_is_a_day
@@ -283,14 +283,6 @@ def forecasts_summary(views: list[ForecastView]) -> str:
     if rest:
         lines.append(("others: " if drifting or outside else "") + ", ".join(rest))
     return "\n".join(lines)
-
-
-def freshness_line(freshness: dict[str, datetime | None], now: datetime) -> str:
-    parts = []
-    for source in POLLED_SOURCES:
-        if source in freshness:
-            parts.append(f"{source_name(source)} {ago(freshness[source], now)}")
-    return " · ".join(parts) or "no source polled yet"
 
 
 def _color(report: StatusReport) -> Color:

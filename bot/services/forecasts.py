@@ -199,13 +199,6 @@ async def forecast_views(
     return views
 
 
-async def forecast_trackers(
-    store: Store, run: RunInfo, chain: Sequence[str], now: datetime
-) -> list[Tracker]:
-    """Current trackers without writing (for `/forecast` charts)."""
-    return await advance_forecasts(store, run, chain, now, save=False)
-
-
 # --------------------------------------------------------------------------- /forecast
 
 PANEL_POINTS = 1000  # newest values drawn per metric

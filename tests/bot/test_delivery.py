@@ -13,7 +13,6 @@ import pytest
 from bot.digests import (
     due_digest_date,
     latest_occurrence,
-    next_occurrence,
     occurrence,
     run_due_digests,
 )
@@ -440,11 +439,10 @@ def test_occurrence_across_dst() -> None:
     assert twice == datetime(2026, 11, 1, 5, 30, tzinfo=UTC)
 
 
-def test_next_and_latest_occurrence() -> None:
+def test_latest_occurrence() -> None:
     nine = time(9, 0, tzinfo=NY)
     now = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)  # 08:00 in New York
     assert latest_occurrence(now, nine) == (date(2026, 9, 1), datetime(2026, 9, 1, 13, tzinfo=UTC))
-    assert next_occurrence(now, nine) == datetime(2026, 9, 2, 13, 0, tzinfo=UTC)
 
 
 def test_due_once_then_not_again() -> None:

@@ -34,14 +34,19 @@ def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture
-def env(corpus_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)  # no stray .env
+def use_database(path: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The CLI in-process over `path`, with no stray .env or Runscribe settings around it."""
+    monkeypatch.chdir(workdir)
     for name in list(os.environ):
         if name.startswith(("RUNSCRIBE_", "DISCORD_", "ANTHROPIC_")):
             monkeypatch.delenv(name)
-    monkeypatch.setenv("RUNSCRIBE_DB", str(corpus_db))
-    return corpus_db
+    monkeypatch.setenv("RUNSCRIBE_DB", str(path))
+    return path
+
+
+@pytest.fixture
+def env(corpus_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return use_database(corpus_db, tmp_path, monkeypatch)
 
 
 def test_json_has_the_fixed_shape(env: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from bot.models import RunInfo
 from bot.runsfile import RunConfig
 from bot.services.runs import UnknownRun, pick_run
 from bot.store import Database, Store
+from tests.cli.test_ask_cli import use_database
 
 WORDS = {"none": "no runs", "several": "pick one of {slugs}"}
 
@@ -48,12 +48,7 @@ def two_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                 await store.runs.upsert(RunInfo.from_config(config))
 
     asyncio.run(build())
-    monkeypatch.chdir(tmp_path)  # no stray .env
-    for name in list(os.environ):
-        if name.startswith(("RUNSCRIBE_", "DISCORD_", "ANTHROPIC_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("RUNSCRIBE_DB", str(path))
-    return path
+    return use_database(path, tmp_path, monkeypatch)
 
 
 def test_cli_run_names_ignore_case(two_runs: Path, capsys: pytest.CaptureFixture[str]) -> None:

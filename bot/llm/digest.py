@@ -21,14 +21,21 @@ DIGEST_MAX_TOKENS = 1400
 async def write_digest(
     store: Store, llm: LLMClient | None, facts: DigestFacts, now: datetime
 ) -> LLMOutput:
-    """Write, check and store the digest for `facts`' window. Always returns a stored output."""
+    """Write, check and store the digest for `facts`' window. Always returns a stored output:
+    the one already written for the same facts and prompt (`DigestFacts.fingerprint`, which
+    leaves out the clock) when there is one, without a request."""
     window = (
         f"the {facts.window_hours} hours up to {fmt_time(facts.window_end or now, facts.timezone)}"
     )
     rendered = render_prompt("digest", facts, max_words=DIGEST_MAX_WORDS, window=window)
     rendered.max_chars = DIGEST_MAX_CHARS
     rendered.max_tokens = DIGEST_MAX_TOKENS
-    key = f"digest:{facts.run_slug}:{facts.fingerprint()}"
+    key = f"digest:{facts.run_slug}:{rendered.prompt_hash}:{facts.fingerprint()}"
+    if llm is not None and not facts.quiet:
+        # the same facts, the same answer: a digest already written for them is not paid twice
+        cached = await store.llm.by_cache_key(key)
+        if cached is not None and not cached.fallback and cached.content.strip():
+            return cached
     return await write_grounded(
         store,
         None if facts.quiet else llm,

@@ -54,7 +54,9 @@ def render_facts(facts: NarrativeFacts) -> str:
     """The trusted facts block, one fact per line."""
     tz = facts.timezone
     lines = [f"run: {facts.run_name} (slug {facts.run_slug})", f"state: {facts.state}"]
-    lines.append(f"time now: {fmt_time(facts.now, tz)}")
+    lines.append(f"time now: {fmt_time(facts.now, tz)} (every time here is in {tz})")
+    if facts.wandb_run:
+        lines.append(f"current W&B run: {inline(facts.wandb_run, 120)}")
     if facts.step is not None:
         line = f"progress: step {fmt_int(facts.step)}"
         if facts.total_steps:
@@ -147,6 +149,10 @@ def _restart_line(
     cause = (incident.cause or incident.title) if incident is not None else restart.cause
     if cause:
         line += "; cause: " + fence(inline(cause), source="system")
+    if incident is not None and incident.reported_cause:
+        line += "; a person reported: " + fence(
+            inline(incident.reported_cause), source="report", author=incident.reported_by
+        )
     return line
 
 

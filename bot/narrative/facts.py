@@ -16,6 +16,11 @@ from bot.models import Event, Incident, Restart
 from bot.narrative.entries import TimelineEntry
 
 MAX_HIGHLIGHTS = 40
+# The narrative's request: the last day first, older highlights only for questions still open,
+# and a cap on their text (40 highlights, most of them weeks old, were 19,000 characters).
+NARRATIVE_HIGHLIGHTS = 16
+NARRATIVE_HIGHLIGHT_CHARS = 4_000
+RECENT_WINDOW = timedelta(days=1)
 MAX_OPEN_THREADS = 10
 MAX_INCIDENTS = 8
 MAX_ENTRIES = 12  # timeline entries a digest lists
@@ -175,6 +180,19 @@ class DigestFacts(NarrativeFacts):
     text: str = ""
     by: str = "template"
 
+    def fingerprint(self) -> str:
+        """What changes the digest: the narrative's story plus everything of the window it
+        tells (its events, restarts, incident counts, the day it covers); not the clock."""
+        parts = [
+            NarrativeFacts.fingerprint(self),
+            self.end.date().isoformat(),
+            str(self.events_in_window),
+            ";".join(r.at.isoformat() for r in self.restarts_in_window),
+            f"{self.incidents_opened}|{self.incidents_resolved}|{self.incidents_open}",
+            ";".join(f"{h.at.isoformat()}|{h.ref}|{h.summary}" for h in self.highlights),
+        ]
+        return short_hash(*parts, length=16)
+
     @property
     def start(self) -> datetime:
         return self.window_start or self.now
@@ -239,6 +257,63 @@ def select_highlights(
         scored.append((weight + age, event))
     scored.sort(key=lambda pair: (pair[0], -pair[1].at.timestamp()))
     chosen = sorted((event for _, event in scored[:limit]), key=lambda e: e.at, reverse=True)
+    return [
+        Highlight(
+            at=e.at,
+            summary=e.summary or "",
+            source=e.source,
+            author=e.author,
+            ref=e.ref,
+            url=e.url,
+            tag=e.tag,
+            state=e.state,
+            incident=e.incident,
+            kind=e.kind,
+        )
+        for e in chosen
+    ]
+
+
+def select_narrative_highlights(
+    events: Sequence[Event],
+    now: datetime,
+    open_refs: set[str],
+    limit: int = NARRATIVE_HIGHLIGHTS,
+    max_chars: int = NARRATIVE_HIGHLIGHT_CHARS,
+) -> list[Highlight]:
+    """The narrative's highlights: what happened in the last day first (by tag weight, then
+    newest), then older events only from threads still open (the latest of each), until
+    `limit` highlights or `max_chars` of summaries; returned newest first."""
+    candidates = [
+        e
+        for e in events
+        if not e.deleted and e.newsworthy and (e.summary or "").strip() and not routine(e)
+    ]
+
+    def weight(e: Event) -> int:
+        return TAG_WEIGHT.get(e.tag or "other", 5) - (1 if e.incident else 0)
+
+    recent = [e for e in candidates if now - e.at <= RECENT_WINDOW]
+    recent.sort(key=lambda e: (weight(e), -e.at.timestamp()))
+    older: list[Event] = []
+    seen: set[str] = set()
+    for e in sorted(candidates, key=lambda e: e.at, reverse=True):
+        if now - e.at <= RECENT_WINDOW or not e.ref or e.ref not in open_refs or e.ref in seen:
+            continue
+        seen.add(e.ref)
+        older.append(e)
+    older.sort(key=lambda e: (weight(e), -e.at.timestamp()))
+    chosen: list[Event] = []
+    size = 0
+    for e in [*recent, *older]:
+        if len(chosen) >= limit:
+            break
+        cost = len(e.summary or "")
+        if chosen and size + cost > max_chars:
+            continue
+        chosen.append(e)
+        size += cost
+    chosen.sort(key=lambda e: e.at, reverse=True)
     return [
         Highlight(
             at=e.at,

@@ -17,13 +17,14 @@ from bot.models import Incident, LLMOutput, Restart
 from bot.narrative.facts import (
     COUNT_WINDOW,
     INCIDENT_WINDOW,
-    MAX_HIGHLIGHTS,
+    NARRATIVE_HIGHLIGHTS,
     IncidentFact,
     NarrativeFacts,
     incident_fact,
     incident_facts,
     open_threads_from,
     select_highlights,
+    select_narrative_highlights,
 )
 from bot.narrative.templates import template_narrative
 from bot.services.status import StatusReport, build_status
@@ -134,6 +135,7 @@ async def shared_facts(
         "restart_incident": restart_incident(restart, restart_incidents),
         "incidents": incident_facts(incidents),
         "links": dict(run.links),
+        "wandb_run": report.latest_wandb_run,
     }
 
 
@@ -144,22 +146,32 @@ async def build_narrative_facts(
     *,
     progress: Progress | None = None,
     state: str | None = None,
-    highlights: int = MAX_HIGHLIGHTS,
+    highlights: int = NARRATIVE_HIGHLIGHTS,
     report: StatusReport | None = None,
     scan: int = SCAN_EVENTS,
+    recent_first: bool = True,
 ) -> NarrativeFacts:
     """Facts for the status narrative, read from the store. Pass `progress`/`state` (or the
     whole status `report`) when the caller already computed them; `scan` bounds the recent
-    events read to pick highlights from (the live template needs far fewer than the LLM)."""
+    events read to pick highlights from (the live template needs far fewer than the LLM).
+    `recent_first`: highlights as the model's request takes them (the last day first, older
+    ones only from open threads, capped in size: `select_narrative_highlights`); else the
+    template's (by weight and age, `select_highlights`)."""
     incidents = await store.incidents.find(run_slug, since=now - INCIDENT_WINDOW)
     recent = await store.events.timeline(run_slug, since=now - COUNT_WINDOW, limit=scan)
     if len(recent) < highlights:  # a quiet week: look further back, still bounded
         recent = await store.events.timeline(run_slug, limit=scan)
+    threads = open_threads_from(recent)
+    chosen = (
+        select_narrative_highlights(recent, now, {t.ref for t in threads if t.ref}, highlights)
+        if recent_first
+        else select_highlights(recent, now, highlights)
+    )
     return NarrativeFacts(
         **await shared_facts(store, run_slug, now, incidents, progress, state, report),
         counts_by_tag=dict(Counter(e.tag or "other" for e in recent if e.at >= now - COUNT_WINDOW)),
-        highlights=select_highlights(recent, now, highlights),
-        open_threads=open_threads_from(recent),
+        highlights=chosen,
+        open_threads=threads,
     )
 
 
@@ -192,6 +204,7 @@ async def current_narrative(store: Store, report: StatusReport) -> Narrative:
         report=report,
         highlights=TEMPLATE_HIGHLIGHTS,
         scan=TEMPLATE_SCAN,
+        recent_first=False,
     )
     # the template has no links of its own: any in it came with a name or a summary
     return Narrative(text=body(template_narrative(facts)), at=report.now, by="template")

@@ -101,7 +101,10 @@ class Event:
     # Enrichment (filled by bot.enrich / bot.llm); None until enriched.
     summary: str | None = None
     tag: str | None = None
+    # about a specific incident (its report, diagnosis, fix, post-mortem): the timeline's flag
     incident: bool = False
+    # a report of a failure happening now: the only events that may raise or back an alert
+    live_report: bool = False
     severity: str | None = None  # info | warning | critical
     newsworthy: bool = True
     enriched_by: str | None = None  # "rules" or "llm:<prompt>@<hash>"

@@ -96,6 +96,7 @@ def fact_enrichment(event: Event) -> Enrichment:
         severity="critical" if failed else None,
         incident_kind="crash" if failed else None,
         newsworthy=True,
+        live_report=failed,
     )
 
 
@@ -188,6 +189,7 @@ async def _regroup_channel(store: Store, slug: str, thread: str, pending: list[E
                 severity=enrichment.severity,
                 newsworthy=False,
                 enriched_by=IN_CONVERSATION,
+                live_report=enrichment.live_report,
             )
     return len(result.changed)
 
@@ -206,7 +208,7 @@ def urgent(event: Event) -> bool:
     so the incident engine has the report already.)"""
     if event.source in MACHINE_SOURCES or event.kind == "conversation":
         return False
-    return rules_enrichment(event).incident
+    return rules_enrichment(event).live_report
 
 
 def ready(event: Event, now: datetime) -> bool:
@@ -301,7 +303,9 @@ async def enrich_pending(
 async def _write(store: Store, event: Event, enrichment: Enrichment, label: str) -> bool:
     """Store one event's enrichment (a thread's state change never counts as an incident)."""
     if is_thread_state_change(event):
-        enrichment = replace(enrichment, incident=False, severity=None, incident_kind=None)
+        enrichment = replace(
+            enrichment, incident=False, live_report=False, severity=None, incident_kind=None
+        )
     return await store.events.set_enrichment(
         event,
         summary=enrichment.summary,
@@ -310,6 +314,7 @@ async def _write(store: Store, event: Event, enrichment: Enrichment, label: str)
         severity=enrichment.severity,
         newsworthy=enrichment.newsworthy,
         enriched_by=label,
+        live_report=enrichment.live_report,
     )
 
 

@@ -55,6 +55,7 @@ FIELDS = (
     "body",
     "tag",
     "incident",
+    "live_report",
     "incident_kind",
     "substantive",
     "spam",
@@ -86,13 +87,15 @@ def _row_problems(row: dict[str, Any]) -> list[str]:
         out.append(f"{rid}: bad id")
     if row["tag"] not in TAGS:
         out.append(f"{rid}: unknown tag {row['tag']!r}")
-    for flag in ("incident", "substantive", "spam"):
+    for flag in ("incident", "live_report", "substantive", "spam"):
         if not isinstance(row[flag], bool):
             out.append(f"{rid}: {flag} is not a bool")
-    # The flag and the kind travel together, and in this corpus the incident tag means exactly
-    # "a live incident report" (the enrichment gives the tag when the detector fires).
-    if row["incident"] != (row["incident_kind"] is not None):
-        out.append(f"{rid}: incident_kind must be set iff incident")
+    # The live report and its kind travel together; a live report is about its incident, and
+    # the incident tag means exactly "about a specific incident" (DESIGN.md, issue 22).
+    if row["live_report"] != (row["incident_kind"] is not None):
+        out.append(f"{rid}: incident_kind must be set iff live_report")
+    if row["live_report"] and not row["incident"]:
+        out.append(f"{rid}: a live report is about an incident")
     if row["incident_kind"] is not None and row["incident_kind"] not in INCIDENT_KINDS:
         out.append(f"{rid}: unknown incident_kind {row['incident_kind']!r}")
     if (row["tag"] == "incident") != (row["incident"] is True):
@@ -191,7 +194,7 @@ def test_corpus_rows_are_well_formed(rows: list[dict[str, Any]]) -> None:
 
 def test_corpus_is_big_and_varied_enough(rows: list[dict[str, Any]]) -> None:
     assert len(rows) >= MIN_ENTRIES
-    assert sum(r["incident"] for r in rows) >= MIN_INCIDENTS
+    assert sum(r["live_report"] for r in rows) >= MIN_INCIDENTS
     assert {r["tag"] for r in rows} == TAGS, "every tag should have examples"
     assert {r["source"] for r in rows} == {"github", "discord"}
     assert any(r["spam"] for r in rows)
@@ -209,8 +212,9 @@ def test_questions_point_at_existing_entries(
     ("mutate", "expected"),
     [
         (lambda r: r.update(tag="weather"), "unknown tag"),
-        (lambda r: r.update(incident=True), "incident_kind must be set iff incident"),
-        (lambda r: r.update(incident_kind="hang"), "incident_kind must be set iff incident"),
+        (lambda r: r.update(live_report=True), "incident_kind must be set iff live_report"),
+        (lambda r: r.update(incident_kind="hang"), "incident_kind must be set iff live_report"),
+        (lambda r: r.update(incident=True), "tag 'incident' must go with incident=true"),
         (lambda r: r.pop("body"), "missing ['body']"),
         (lambda r: r.update(at="2026-09-03 14:22"), "'at' must be UTC"),
         (lambda r: r.update(source="slack"), "unknown source"),

@@ -673,3 +673,49 @@ def all_clear(prose: str) -> bool:
 def declares_incident(context: ThreadContext) -> bool:
     """The thread is labelled (or prefixed) as an incident's own."""
     return bool(_INCIDENT_LABEL.search(" ".join([context.prefix, *context.labels])))
+
+
+# --------------------------------------------------------------------------------------------
+# About a specific incident, without reporting it live
+
+#: A failure named: any incident signal (unjudged), or the words people use for one.
+_FAILURE_WORDS = re.compile(
+    r"\b(?:incident|outage|crash\w*|hang|hung|deadlock\w*|oom\w*|out\s+of\s+memory|node\s+loss"
+    r"|lost\s+(?:a\s+|the\s+)?(?:node|host)|xid|ecc|nvlink|nccl\s+timeout|preempt\w*|went\s+down"
+    r"|was\s+down|downtime|failed\s+(?:save|restore|checkpoint)|restore\s+fail\w*)\b",
+    re.IGNORECASE,
+)
+#: Words that tie a post to one incident: its diagnosis, fix, recovery or post-mortem.
+_ABOUT_ONE = re.compile(
+    r"\b(?:root[- ]?caus\w*|caused\s+by|(?:was|were)\s+caused|the\s+cause\s+(?:of|was|is)"
+    r"|(?:traced|tracked)\s+(?:it\s+)?(?:down\s+)?to|turned\s+out|post-?mortem|retro(?:spective)?"
+    r"|incident\s+(?:review|report|write-?up|summary)|what\s+went\s+wrong|lessons\s+learned"
+    r"|fix(?:es|ed)?\s+(?:for\s+)?(?:the|this|that|today's|yesterday's|last\s+night's)\b"
+    r"|(?:this|the)\s+(?:pr|change|patch)\s+(?:fixes|should\s+fix|prevents)"
+    r"|back\s+up\s+(?:from|at|on)|(?:restarted|resumed|relaunched|requeued)\s+(?:from|at|on)"
+    r"|rolled\s+back\s+to|recovered\s+(?:from|at)|total\s+downtime|downtime\s+(?:was|of)"
+    r"|(?:yesterday|last\s+night|this\s+morning|on\s+\w+day)(?:'s)?\s+(?:crash|hang|outage|incident"
+    r"|failure|oom|node\s+loss)"
+    r"|(?:the|that|this)\s+(?:crash|hang|outage|incident|failure|oom|node\s+loss|preemption)"
+    r"\s+(?:on|at|of|from|was|is|came|happened|started|began|yesterday|last))",
+    re.IGNORECASE,
+)
+
+
+def mentions_failure(text: str) -> bool:
+    return bool(_FAILURE_WORDS.search(text[:DETECT_LIMIT]))
+
+
+def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
+    """The post is about a specific incident of the run without reporting it live: its
+    diagnosis, its fix, a recovery note, its post-mortem, or a follow-up in the incident's own
+    thread. Not a crash inside an experiment, not a general proposal ("we should add a
+    watchdog"), not a template."""
+    if thread_is_experiment(context):
+        return False
+    text = f"{title}\n{prose}" if title else prose
+    if thread_incident(context) is not None or declares_incident(context):
+        return bool(prose.strip())
+    if _RETROSPECTIVE.search(context.title) and mentions_failure(f"{context.title}\n{text}"):
+        return True
+    return mentions_failure(text) and bool(_ABOUT_ONE.search(text[:DETECT_LIMIT]))

@@ -25,6 +25,7 @@ from typing import Final
 from bot.enrich.context import ThreadContext
 from bot.enrich.conversations import summarize_burst
 from bot.enrich.incidents import (
+    about_incident,
     all_clear,
     declares_incident,
     find_incident,
@@ -77,10 +78,11 @@ class Enrichment:
 
     summary: str  # one line, <= 200 characters, never empty
     tag: str  # one of bot.models.TAGS
-    incident: bool
-    severity: str | None  # "critical" | "warning" | None when not an incident
+    incident: bool  # about a specific incident: its report, diagnosis, fix or post-mortem
+    severity: str | None  # "critical" | "warning" | None when not a live report
     incident_kind: str | None  # one of bot.enrich.incidents.KIND_PRIORITY
     newsworthy: bool  # False for chit-chat, empty entries and strangers' advertising
+    live_report: bool = False  # a report of a failure happening now: what may raise an alert
 
 
 def _incident(
@@ -171,8 +173,14 @@ def enrich_text(
     if own_title is None and title and summary == NO_TEXT:
         summary = compose_summary(doc, title)
 
-    incident, severity, incident_kind = (
+    live, severity, incident_kind = (
         (False, None, None) if kind in NO_INCIDENT_KINDS else _incident(doc, own_title, context)
+    )
+    # about a specific incident (a fix PR, a diagnosis, a post-mortem, a recovery note), or its
+    # live report; chit-chat is never about anything
+    incident = live or (
+        not is_chitchat(doc.prose)
+        and about_incident(doc.prose, clean_line(own_title) if own_title else "", context)
     )
     default = "infra" if kind in _STATE_KINDS or source == "wandb" else "other"
     tag = (
@@ -187,15 +195,15 @@ def enrich_text(
             incident_thread=thread_incident(context) is not None,
         )
     )
-    newsworthy = _newsworthy(doc, body, kind, tag, incident) and summary != NO_TEXT
+    newsworthy = _newsworthy(doc, body, kind, tag, live) and summary != NO_TEXT
     if newsworthy and (
         is_spam(f"{own_title or ''}\n{body}", context)
         or (kind == "pull" and context.trusted is False and _DEPENDENCY_BUMP.match(title or ""))
     ):
-        newsworthy = incident = False
+        newsworthy = incident = live = False
         severity = incident_kind = None
-    if not newsworthy:
-        tag = "other" if tag != "incident" else tag  # chit-chat and junk have no topic
+    if not newsworthy and not live:
+        tag, incident = "other", False  # chit-chat and junk have no topic
     return Enrichment(
         summary=summary,
         tag=tag,
@@ -203,6 +211,7 @@ def enrich_text(
         severity=severity,
         incident_kind=incident_kind,
         newsworthy=newsworthy,
+        live_report=live,
     )
 
 

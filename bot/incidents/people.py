@@ -66,7 +66,7 @@ def attach_cause(incident: Incident, event: Event) -> bool:
     """Record `event` as the incident's reported cause if it is the first incident report by a
     person written while the incident was open. Returns whether it was recorded."""
     details = incident.details
-    if details.reported_cause is not None or not event.incident or not is_person(event):
+    if details.reported_cause is not None or not event.live_report or not is_person(event):
         return False
     if incident.resolved_at is not None and event.at > incident.resolved_at:
         return False  # written after it was over: a follow-up, not the cause

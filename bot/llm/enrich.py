@@ -69,10 +69,19 @@ ENRICH_TOOL: dict[str, Any] = {
                         "summary": {"type": "string", "maxLength": SUMMARY_MAX},
                         "tag": {"type": "string", "enum": list(TAGS)},
                         "incident": {"type": "boolean"},
+                        "live_report": {"type": "boolean"},
                         "severity": {"type": "string", "enum": list(SEVERITIES)},
                         "newsworthy": {"type": "boolean"},
                     },
-                    "required": ["id", "summary", "tag", "incident", "severity", "newsworthy"],
+                    "required": [
+                        "id",
+                        "summary",
+                        "tag",
+                        "incident",
+                        "live_report",
+                        "severity",
+                        "newsworthy",
+                    ],
                     "additionalProperties": False,
                 },
             }
@@ -179,6 +188,7 @@ def _to_json(enrichment: Enrichment) -> str:
             "summary": enrichment.summary,
             "tag": enrichment.tag,
             "incident": enrichment.incident,
+            "live_report": enrichment.live_report,
             "severity": enrichment.severity,
             "incident_kind": enrichment.incident_kind,
             "newsworthy": enrichment.newsworthy,
@@ -197,6 +207,7 @@ def _from_json(content: str) -> Enrichment | None:
             severity=data.get("severity"),
             incident_kind=data.get("incident_kind"),
             newsworthy=bool(data["newsworthy"]),
+            live_report=bool(data.get("live_report", data["incident"])),
         )
     except (ValueError, KeyError, TypeError):
         return None
@@ -240,9 +251,12 @@ def validate_item(raw: Any, event: Event, seen_text: str, base: Enrichment) -> E
         return None
     summary, tag = raw.get("summary"), raw.get("tag")
     incident, severity, newsworthy = raw.get("incident"), raw.get("severity"), raw.get("newsworthy")
+    live = raw.get("live_report")
     if not isinstance(summary, str) or not summary.strip() or len(summary.strip()) > SUMMARY_MAX:
         return None
     if tag not in TAGS or not isinstance(incident, bool) or not isinstance(newsworthy, bool):
+        return None
+    if not isinstance(live, bool):
         return None
     if severity is not None and severity not in SEVERITIES:
         return None
@@ -251,14 +265,18 @@ def validate_item(raw: Any, event: Event, seen_text: str, base: Enrichment) -> E
     # numbers, dates and refs in a summary must come from what the model saw of the event
     if not check(clean, FactIndex.build(seen_text)).ok:
         return None
-    sev = (severity if severity in ("warning", "critical") else "warning") if incident else None
+    # a live report is about its incident; the tag and the flag say the same thing
+    incident = incident or live or tag == "incident"
+    tag = "incident" if incident else tag
+    sev = (severity if severity in ("warning", "critical") else "warning") if live else None
     return Enrichment(
         summary=clean,
         tag=tag,
         incident=incident,
         severity=sev,
-        incident_kind=(base.incident_kind if incident else None),
-        newsworthy=newsworthy or incident,
+        incident_kind=(base.incident_kind if live else None),
+        newsworthy=newsworthy or live,
+        live_report=live,
     )
 
 
@@ -286,6 +304,7 @@ class LLMEnricher:
         self.llm = llm
         self.store = store or llm.store
         self.run_names = run_names or {}
+        self.run_facts: dict[str, str] = {}
         self.max_batch = max_batch
         self.max_batch_tokens = max_batch_tokens
         self.clock = clock
@@ -322,6 +341,7 @@ class LLMEnricher:
         unavailable: LLMUnavailable | None = None
         if self._paused_until is not None and now < self._paused_until:
             unavailable = LLMUnavailable("error", "paused after a recent failure")
+        await self.load_run_facts(set(by_run))
         for run_slug, items in by_run.items():
             for n, item in enumerate(items, start=1):
                 item.local_id = n
@@ -354,12 +374,28 @@ class LLMEnricher:
             if item.local_id != n:
                 item.local_id = n
                 item.rendered = render_event(n, item.event)
+        now = self.clock()
         user = load_prompt("enrich_batch").render(
+            today=f"{now:%Y-%m-%d %H:%M} UTC ({now:%A})",
             run_name=self.run_names.get(run_slug, run_slug),
+            run_facts=self.run_facts.get(run_slug) or "(no facts recorded yet)",
             count=len(batch),
             events="\n".join(item.rendered for item in batch),
         )
         return fixed_instructions(), user
+
+    async def load_run_facts(self, run_slugs: set[str]) -> None:
+        """The run facts each batch carries (its zone, launch, length), read once per run."""
+        for slug in run_slugs - set(self.run_facts):
+            run = await self.store.runs.get(slug)
+            if run is None:
+                continue
+            lines = [f"slug: {run.slug}", f"time zone: {run.timezone} (event dates are UTC)"]
+            if run.launched_at is not None:
+                lines.append(f"launched: {run.launched_at:%Y-%m-%d}")
+            if run.total_steps:
+                lines.append(f"total steps: {run.total_steps:,}")
+            self.run_facts[slug] = "\n".join(lines)
 
     async def _enrich_batch(
         self, run_slug: str, batch: list[_Pending], version: str, now: datetime

@@ -41,6 +41,13 @@ _EVENT_COLUMNS = (
 )
 
 
+def _live_report(row: aiosqlite.Row) -> bool:
+    try:
+        return bool(row["live_report"])
+    except IndexError:  # a database read before migration 0015 (the flag meant a live report)
+        return bool(row["incident"])
+
+
 def event_from_row(row: aiosqlite.Row) -> Event:
     return Event(
         id=row["id"],
@@ -62,6 +69,7 @@ def event_from_row(row: aiosqlite.Row) -> Event:
         summary=row["summary"],
         tag=row["tag"],
         incident=bool(row["incident"]),
+        live_report=_live_report(row),
         severity=row["severity"],
         newsworthy=bool(row["newsworthy"]),
         enriched_by=row["enriched_by"],
@@ -78,6 +86,7 @@ class Enriched:
     severity: str | None = None
     newsworthy: bool = True
     enriched_by: str = "rules"
+    live_report: bool = False
 
 
 # The label of events the rules enriched standing in for the LLM (it failed, or a live incident
@@ -300,18 +309,20 @@ class EventsRepo:
         severity: str | None,
         newsworthy: bool,
         enriched_by: str,
+        live_report: bool = False,
     ) -> bool:
         """Store enrichment for the content the event had when it was read; if it was edited in
         the meantime nothing is written and the newer version is enriched on the next pass."""
         async with self.db.transaction() as conn:
             cursor = await conn.execute(
-                "UPDATE events SET summary = ?, tag = ?, incident = ?, severity = ?, "
-                "newsworthy = ?, enriched_by = ?, enriched_hash = content_hash "
+                "UPDATE events SET summary = ?, tag = ?, incident = ?, live_report = ?, "
+                "severity = ?, newsworthy = ?, enriched_by = ?, enriched_hash = content_hash "
                 "WHERE id = ? AND content_hash = ?",
                 (
                     summary,
                     tag,
                     int(incident),
+                    int(live_report),
                     severity,
                     int(newsworthy),
                     enriched_by,
@@ -328,14 +339,15 @@ class EventsRepo:
             return 0
         async with self.db.transaction() as conn:
             cursor = await conn.executemany(
-                "UPDATE events SET summary = ?, tag = ?, incident = ?, severity = ?, "
-                "newsworthy = ?, enriched_by = ?, enriched_hash = content_hash "
+                "UPDATE events SET summary = ?, tag = ?, incident = ?, live_report = ?, "
+                "severity = ?, newsworthy = ?, enriched_by = ?, enriched_hash = content_hash "
                 "WHERE id = ? AND content_hash = ?",
                 [
                     (
                         e.summary,
                         e.tag,
                         int(e.incident),
+                        int(e.live_report),
                         e.severity,
                         int(e.newsworthy),
                         e.enriched_by,

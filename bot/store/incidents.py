@@ -421,10 +421,10 @@ class IncidentsRepo:
         return {int(row[0]) for row in rows}
 
     async def human_reports_before(self, incident_id: int, before: datetime) -> int:
-        """Incident-flagged reports by people linked to the incident at or before `before`."""
+        """Live reports by people linked to the incident at or before `before`."""
         row = await self.db.fetchone(
             "SELECT COUNT(*) FROM incident_events AS ie JOIN events AS e ON e.id = ie.event_id "
-            f"WHERE ie.incident_id = ? AND e.incident = 1 AND {_REPORT_SOURCES_SQL} "
+            f"WHERE ie.incident_id = ? AND e.live_report = 1 AND {_REPORT_SOURCES_SQL} "
             "AND e.at <= ?",
             (incident_id, *REPORT_SOURCES, to_db(before)),
         )
@@ -485,12 +485,12 @@ class IncidentsRepo:
     async def unlinked_reports(
         self, run_slug: str, since: datetime, until: datetime
     ) -> list[Event]:
-        """Incident-flagged reports by people not yet attached to any incident. A chat burst's
+        """Live reports by people not yet attached to any incident. A chat burst's
         conversation event is never one: its messages are (each flagged as it arrives), so an
         incident starts at the report, not at the greeting that opened the conversation, and
         quotes the reporter, not the burst."""
         rows = await self.db.fetchall(
-            "SELECT e.* FROM events AS e WHERE e.run_slug = ? AND e.incident = 1 AND e.at >= ? "
+            "SELECT e.* FROM events AS e WHERE e.run_slug = ? AND e.live_report = 1 AND e.at >= ? "
             "AND e.kind != 'conversation' "
             f"AND e.at <= ? AND e.deleted = 0 AND {_REPORT_SOURCES_SQL} AND {_UNLINKED} "
             "ORDER BY e.at, e.id",

@@ -200,7 +200,7 @@ def rules_method(entry: dict[str, Any]) -> Verdict:
         return Verdict("other", False, shown=False)
     e = enrich(entry)
     kind = KIND_NAMES.get(e.incident_kind, e.incident_kind) if e.incident_kind else None
-    return Verdict(e.tag, e.incident, e.newsworthy, e.summary, kind)
+    return Verdict(e.tag, e.live_report, e.newsworthy, e.summary, kind)
 
 
 # --- the naive baseline: the first tag whose keyword appears, an incident on any outage word
@@ -244,7 +244,7 @@ def score(entries: Iterable[dict[str, Any]], method: Method) -> Scores:
             s.tags_right += 1
         else:
             s.wrong_tags.append(f"{ident}: {want_tag} → {v.tag}")
-        labelled = bool(entry.get("incident"))
+        labelled = bool(entry.get("live_report"))
         s.incidents += labelled
         s.flagged += v.incident
         s.found += labelled and v.incident

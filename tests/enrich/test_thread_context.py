@@ -153,13 +153,17 @@ def test_a_crash_in_an_ablation_thread_is_a_result_not_an_outage() -> None:
 )
 def test_history_proposals_and_postmortems_are_not_incidents(body: str) -> None:
     item = thread("Hero run tracking", ("hero-run",))
-    assert not enrich_event(comment(item, body)).incident
+    e = enrich_event(comment(item, body))
+    assert not e.live_report  # never an alert
+    # a post-mortem of one incident is about it (the tag); a proposal or a trace is not
+    assert e.incident == body.startswith("Post-mortem")
 
 
 def test_a_postmortem_thread_is_not_a_live_report() -> None:
     item = thread("Post-mortem: the September 3 outage")
     e = enrich_event(comment(item, "The job crashed at 03:12 when node r7n2 lost its IB link."))
-    assert not e.incident
+    assert not e.live_report
+    assert e.incident and e.tag == "incident"  # about that outage
 
 
 def test_a_fix_is_not_an_incident() -> None:
@@ -263,7 +267,9 @@ def test_a_big_runs_thread_labelled_experiment_still_reports_incidents(
 )
 def test_status_fixes_and_recoveries_in_the_runs_thread_are_not_incidents(body: str) -> None:
     item = thread("[grug] 32B hero run tracking", ("experiment",))
-    assert not enrich_event(comment(item, body)).incident
+    e = enrich_event(comment(item, body))
+    assert not e.live_report
+    assert e.incident == body.startswith("Fixed by")  # the fix of a named hang is about it
 
 
 @pytest.mark.parametrize(

@@ -145,6 +145,7 @@ def enrich_items(ids: list[int], **overrides: Any) -> dict[str, Any]:
                 "summary": overrides.get("summary", f"Event {i} explained in plain words."),
                 "tag": overrides.get("tag", "training-dynamics"),
                 "incident": overrides.get("incident", False),
+                "live_report": overrides.get("live_report", overrides.get("incident", False)),
                 "severity": overrides.get("severity", "info"),
                 "newsworthy": overrides.get("newsworthy", True),
             }

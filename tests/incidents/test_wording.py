@@ -53,7 +53,7 @@ def report(text: str, *, at: datetime = T0, author: str = "dana", flagged: bool 
     return Event(
         "hero", "discord", f"msg:{at.timestamp()}", "message", at, author=author, ref="#hero-run",
         url="https://discord.com/channels/1/2/3", body=text, thread="discord:2",
-        incident=flagged, id=int(at.timestamp()) % 10_000,
+        incident=flagged, live_report=flagged, id=int(at.timestamp()) % 10_000,
     )  # fmt: skip
 
 

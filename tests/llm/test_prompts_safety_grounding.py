@@ -27,6 +27,8 @@ def fixture_values(name: str, now) -> dict[str, object]:
         "system": {},
         "enrich": {"tool_name": "record_enrichments", "tags": "incident, other"},
         "enrich_batch": {
+            "today": "2026-09-02 12:00 UTC (Wednesday)",
+            "run_facts": "time zone: UTC",
             "run_name": "Hero 70B",
             "count": 1,
             "events": render_event(1, make_event(1, now)),

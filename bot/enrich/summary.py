@@ -77,7 +77,7 @@ _ACK_WORDS = wordset(
     everyone team folks guys again in advance sounds looks look to me will do on it makes sense
     fix help review reviewing merging merge merged approve approved ship let's lets go love it's
     its there hi hey hello morning evening cc ping bump see above below here noted got it +1 +100
-    1 welcome np no problem interesting indeed true right exactly totally
+    1 welcome np no problem interesting indeed true right exactly totally both
     """
 )
 _TOKEN = re.compile(r"[a-z0-9+']+")

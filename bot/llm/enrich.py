@@ -24,6 +24,7 @@ conversation event. It is pure; see its docstring for how the pipeline uses it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -36,9 +37,10 @@ from bot.enrich.context import ThreadContext
 from bot.enrich.conversations import group_conversations
 from bot.enrich.rules import Enrichment, clean_text, enrich_event
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable, estimate_tokens
+from bot.llm.gates import echoes_request, instruction_shingles
 from bot.llm.grounding import FactIndex, check
 from bot.llm.prompts import load_prompt, short_hash
-from bot.llm.safety import fence, sanitize_output, urls_in
+from bot.llm.safety import URL_RE, fence, sanitize_output, urls_in
 from bot.models import TAGS, Event, LLMOutput
 from bot.store import Store
 from bot.store.events import RETRY_LABEL
@@ -108,6 +110,11 @@ def fixed_instructions() -> list[str]:
         load_prompt("system").render(),
         load_prompt("enrich").render(tool_name=TOOL_NAME, tags=", ".join(TAGS)),
     ]
+
+
+@functools.cache
+def _instructions() -> frozenset[tuple[str, ...]]:
+    return instruction_shingles(load_prompt("system").text, load_prompt("enrich").text)
 
 
 def label(version: str | None = None) -> str:
@@ -261,6 +268,10 @@ def validate_item(raw: Any, event: Event, seen_text: str, base: Enrichment) -> E
     if severity is not None and severity not in SEVERITIES:
         return None
     allowed = urls_in([event.body, event.url])
+    # a summary has no links and does the task: a link (invented, cut or real) or an echo of
+    # the instructions means the item is not an enrichment (`bot.llm.gates`)
+    if URL_RE.search(summary) or echoes_request(summary, _instructions()):
+        return None
     clean = sanitize_output(" ".join(summary.split()), allowed_urls=allowed, limit=SUMMARY_MAX)
     # numbers, dates and refs in a summary must come from what the model saw of the event
     if not check(clean, FactIndex.build(seen_text)).ok:

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 
 from bot.llm.safety import URL_RE, normalise_url
@@ -750,9 +750,14 @@ class FactIndex:
         return any(_matches(number, fact) for fact in self.numbers)
 
     def restated(self, number: Number) -> str | None:
-        """What the number restates from `shown`, or None."""
+        """What the number restates from `shown`, or None. A number that is exactly another
+        fact ("the 60k checkpoint" beside step 62,840) states that fact, not the card's."""
         for label, value, coarsest in self.shown:
             if number.unit <= coarsest and _close(number.value, number.unit, value, 0.05):
+                if not math.isclose(number.value, value) and any(
+                    _matches(replace(number, unit=0.0, readings=()), fact) for fact in self.numbers
+                ):
+                    continue
                 return label
         return None
 

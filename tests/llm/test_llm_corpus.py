@@ -1,0 +1,61 @@
+"""The LLM regression corpus (issue 22.6) through the real checks: the requests the bot sends on
+the Kestrel scenario are the ones the answers were written against; correct answers are accepted
+(at most 3 % rejected), every seeded wrong number, step, link, name or task-ignoring reply is
+refused. `bench/bench_grounding.py` prints the same figures with the tag and incident scores."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from bot.store import Store
+from tests.fakes.anthropic import FakeAnthropic
+from tests.llm.llm_corpus import REQUESTS, capture, grade, load_answers
+
+MAX_FALSE_REJECTION = 0.03
+#: Seeded wrong answers the checks are not built to catch, kept in the corpus so the bench shows
+#: them: a wrong person (names without digits are not checked) or a false claim made with
+#: true facts.
+KNOWN_GAPS = {"wrong_person"}
+
+
+async def test_every_corpus_answer_through_the_real_checks(store: Store, tmp_path: Path) -> None:
+    answers = load_answers()
+    assert len(answers) >= 60
+    variants = Counter(a["variant"] for a in answers)
+    for seeded in (
+        "number_off",
+        "step_neighbour",
+        "invented_link",
+        "truncated_link",
+        "wrong_name",
+        "ignores_task",
+    ):
+        assert variants[seeded] >= 2, seeded
+    async with FakeAnthropic() as fake:
+        scenario = await capture(store, fake)
+
+    # the answers were written against exactly these requests
+    stored = {r["id"]: r["user"] for r in json.loads(REQUESTS.read_text())}
+    sent = {r.id: r.user for r in scenario.requests}
+    assert sent.keys() == stored.keys(), "rerun `python -m tests.llm.llm_corpus` and review"
+    for request_id, user in sent.items():
+        assert user == stored[request_id], (
+            f"{request_id} changed: rerun `python -m tests.llm.llm_corpus` and review the answers"
+        )
+    assert {r.kind for r in scenario.requests} == {"enrich", "narrative", "digest", "ask"}
+
+    rejected_correct: list[str] = []
+    accepted_wrong: list[str] = []
+    for answer in answers:
+        problems = grade(scenario, answer)
+        if answer["expect"] == "accept" and problems:
+            rejected_correct.append(f"{answer['id']}: {problems}")
+        elif answer["expect"] == "reject" and not problems:
+            accepted_wrong.append(f"{answer['id']} ({answer['variant']})")
+        elif answer["expect"] == "gap":
+            assert answer["variant"] in KNOWN_GAPS
+    correct = sum(a["expect"] == "accept" for a in answers)
+    assert len(rejected_correct) <= MAX_FALSE_REJECTION * correct, rejected_correct
+    assert accepted_wrong == []

@@ -135,7 +135,6 @@ async def shared_facts(
         "restart_incident": restart_incident(restart, restart_incidents),
         "incidents": incident_facts(incidents),
         "links": dict(run.links),
-        "wandb_run": report.latest_wandb_run,
     }
 
 

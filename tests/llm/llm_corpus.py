@@ -46,8 +46,9 @@ from bot.narrative.facts import (
     select_narrative_highlights,
 )
 from bot.narrative.templates import DIGEST_MAX_CHARS
-from bot.services.narrative import build_narrative_facts
+from bot.services.narrative import ask_facts
 from bot.store import Database, Store
+from bot.wiring import answer_writer
 from tests.fakes.anthropic import FakeAnthropic, Recorded, Reply, text, tool_use
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llm_corpus"
@@ -445,14 +446,13 @@ async def capture(store: Store, fake: FakeAnthropic) -> Scenario:
         scenario.digest = render_prompt("digest", dfacts, max_words=DIGEST_MAX_WORDS, window=window)
         scenario.digest.max_chars = DIGEST_MAX_CHARS
         # 3. /ask: the service's own search, facts and request
-        service = AskService(store, llm)
+        service = AskService(store, answer_writer(store, llm))
         for n, question in enumerate(QUESTIONS, 1):
             searched = await service.search(SLUG, question, NOW)
             await service.ask(SLUG, question, NOW)
-            ask_facts = await build_narrative_facts(store, SLUG, NOW, highlights=0, scan=1)
-            ask_facts.counts_by_tag, ask_facts.highlights, ask_facts.open_threads = {}, [], []
+            facts_for_ask = await ask_facts(store, SLUG, NOW)
             sources = [hit.event for hit in searched.hits]
-            scenario.asks[f"ask-{n}"] = (sources, render_facts(ask_facts))
+            scenario.asks[f"ask-{n}"] = (sources, render_facts(facts_for_ask))
     finally:
         fake.handler = None
         await llm.aclose()

@@ -44,7 +44,7 @@ _EVENT_COLUMNS = (
 def _live_report(row: aiosqlite.Row) -> bool:
     try:
         return bool(row["live_report"])
-    except IndexError:  # a database read before migration 0017 (the flag meant a live report)
+    except IndexError:  # a database read before migration 0018 (the flag meant a live report)
         return bool(row["incident"])
 
 

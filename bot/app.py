@@ -19,7 +19,7 @@ import signal
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -29,7 +29,13 @@ import yarl
 from discord import app_commands
 from discord.ext import commands
 
-from bot.delivery import gateway_down, gateway_up, outbox_failed, outbox_ok
+from bot.delivery import (
+    gateway_down,
+    gateway_up,
+    integrity_checked,
+    outbox_failed,
+    outbox_ok,
+)
 from bot.digests import DigestComposer, run_due_digests
 from bot.errors import UserFacingError
 from bot.flight import SingleFlight
@@ -38,7 +44,8 @@ from bot.limits import MESSAGE_LIMIT, THREAD_NAME_LIMIT
 from bot.live import refresh_live, repost_live
 from bot.loops import repeat
 from bot.mentions import defuse_mentions
-from bot.outbox.payload import ButtonPayload, fit_card
+from bot.models import OutboxItem
+from bot.outbox.payload import ButtonPayload, fit_card, make_payload
 from bot.outbox.poster import (
     DeliveryError,
     OutboxPoster,
@@ -55,6 +62,7 @@ from bot.render.stamps import render_card_stamps, render_stamps
 from bot.services.status import chart_series
 from bot.settings import ConfigError, RunConfig, RunsFile, Settings, load_runs_file
 from bot.store import Store
+from bot.store.integrity import quick_check
 from bot.store.metrics import NO_POINTS
 from bot.timeutil import utcnow
 
@@ -78,6 +86,7 @@ NO_MENTIONS = discord.AllowedMentions.none()  # the one lock: every post and rep
 APOLOGY = "Sorry, something went wrong on our side; it has been logged."
 # Commands answered at once before the next ones acknowledge first (`RunscribeBot.busy`).
 ANSWERED_AT_ONCE = 2
+STORE_CHECK_EVERY = timedelta(days=1)
 THREAD_EXISTS = 160004  # Discord error code: "a thread has already been created for this message"
 
 NarrativeRefresher = Callable[[str, datetime], Awaitable[object]]
@@ -182,6 +191,7 @@ class LoopIntervals:
     # are judged this often (their resolution is due once the clear has held, 2 min)
     hooks: float = 15.0
     live: float = 15.0  # live status messages: whether one is due (woken after every round)
+    integrity: float = 3600.0  # looks each hour whether the daily quick_check is due
     max_backoff: float = 300.0
 
 
@@ -329,6 +339,8 @@ class RunscribeBot(commands.Bot):
         self._live_due = asyncio.Event()
         self._live_updated: set[str] = set()  # runs whose live message this process updated
         self._live_lock = asyncio.Lock()
+        # `runscribe run` checked the store at start; the bot again each day it runs.
+        self._store_checked_at = clock()
         # Concurrent identical reads (a burst of /status for one run) share one computation.
         self.flights: SingleFlight[Any] = SingleFlight()
 
@@ -430,6 +442,7 @@ class RunscribeBot(commands.Bot):
             self._spawn("hooks", every.hooks, self.ingest_pushed, wake=doorbell.event)
         self._spawn("digest", every.digest, self.schedule_digests)
         self._spawn("live", every.live, self.refresh_live, wake=self._live_due)
+        self._spawn("integrity", every.integrity, self.check_store)
         if self.warm_charts_at_start:
             warm = asyncio.create_task(self.warm_charts(), name="runscribe-warm-charts")
             self._tasks.append(warm)
@@ -601,6 +614,37 @@ class RunscribeBot(commands.Bot):
                 return self._delivered_soon(await self.runtime.enrich(self.clock()))
             finally:
                 self._rounds["enrich"] += 1
+
+    async def check_store(self, *, force: bool = False) -> list[str]:
+        """The daily `PRAGMA quick_check`, on a read connection (never holding up writes). Damage
+        is logged, shown by /healthz and posted once a day in every alerts channel, so it never
+        goes unnoticed while commands keep answering."""
+        now = self.clock()
+        if not force and now - self._store_checked_at < STORE_CHECK_EVERY:
+            return []
+        self._store_checked_at = now
+        found = await quick_check(self.reader.db)
+        await integrity_checked(self.store, utcnow(), found)
+        if not found:
+            return found
+        log.error("the database %s is damaged: %s", self.store.db.path, found[0][:300])
+        text = (
+            f"⚠️ Runscribe's database is damaged: {found[0][:300]}. Alerts may stop: restore it "
+            f"from a backup or salvage it with `sqlite3 … .recover`, then restart Runscribe."
+        )
+        for channel in sorted({r.alerts_channel for r in self.runs if r.alerts_channel}):
+            item = OutboxItem(
+                channel_id=channel,
+                kind="alert",
+                payload=make_payload(text),
+                dedup_key=f"store-damaged:{now:%Y-%m-%d}:{channel}",
+            )
+            try:
+                await self.store.outbox.enqueue(item)
+            except Exception as exc:  # the damage may be in the outbox itself: the log has it
+                log.error("could not queue the damaged-database alert: %s", exc)
+        self._outbox_due.set()
+        return found
 
     # --- charts ---------------------------------------------------------------------------------
 

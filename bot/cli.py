@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable, Coroutine, Sequence
@@ -153,6 +154,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except (UserFacingError, StoreError) as exc:
         print(f"runscribe: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except sqlite3.Error as exc:  # locked past busy_timeout, a full disk, a damaged file
+        from bot.store.integrity import describe_sqlite_error
+
+        said = describe_sqlite_error(exc, settings.runscribe_db)
+        if said is None:
+            raise
+        print(f"runscribe: {said}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
@@ -376,10 +385,12 @@ def _log_summary(summary: CycleSummary, what: str, now: datetime) -> None:
 async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
     from bot.loops import repeat
     from bot.pipeline import FAMILIES
+    from bot.store.integrity import check_integrity
     from bot.wiring import open_runtime
 
     runs = _load_config(settings)
     async with open_runtime(settings, runs) as runtime:
+        await check_integrity(runtime.store.db)
         if args.once:
             now = utcnow()
             summary = await runtime.cycle(now)
@@ -428,12 +439,14 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
         raise ConfigError(["DISCORD_TOKEN: required to start the bot"])
     runs = _load_config(settings)
     from bot.app import run_bot
+    from bot.store.integrity import check_integrity
     from bot.wiring import COMMAND_READERS, open_runtime
 
     async with (
         open_runtime(settings, runs, readers=COMMAND_READERS) as runtime,
         AsyncExitStack() as stack,
     ):
+        await check_integrity(runtime.store.db)
         if settings.runscribe_web_port is not None:
             from bot.hooks.routes import HookEndpoints
             from bot.web import serve

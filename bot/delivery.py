@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 SOURCE = "delivery"
 GATEWAY = "gateway:discord"  # a `:` never appears in a run slug
 OUTBOX = "outbox:loop"
+INTEGRITY = "store:integrity"  # the daily `PRAGMA quick_check` (bot.store.integrity)
 #: A post queued this long, or a gateway down this long, means posts are not being delivered.
 #: The poster delivers within 30 s of an outage's end, so a healthy bot never waits this long.
 DELIVERY_BOUND = timedelta(seconds=30)
@@ -49,6 +50,13 @@ async def outbox_failed(store: Store, at: datetime, why: str) -> None:
     await _quietly(store.health.record_failure(SOURCE, OUTBOX, at, why, None))
 
 
+async def integrity_checked(store: Store, at: datetime, found: list[str]) -> None:
+    if found:
+        await _quietly(store.health.record_failure(SOURCE, INTEGRITY, at, found[0][:300], None))
+    else:
+        await _quietly(store.health.record_success(SOURCE, INTEGRITY, at))
+
+
 async def _quietly(write: Any) -> None:
     """A health note must never take the caller down (the store may be the problem)."""
     try:
@@ -65,6 +73,9 @@ async def delivery_report(store: Store, now: datetime) -> tuple[dict[str, Any] |
     """The `delivery` part of `/healthz` and the problems it adds (empty: posts get through).
     None when no bot has run on this database."""
     problems: list[str] = []
+    integrity = await store.health.get(SOURCE, INTEGRITY)
+    if integrity is not None and integrity.failing:
+        problems.append(f"store: quick_check found damage ({(integrity.last_error or '')[:160]})")
     gateway = await store.health.get(SOURCE, GATEWAY)
     if gateway is None:
         return None, problems

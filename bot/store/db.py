@@ -61,8 +61,13 @@ def _cannot_open(path: str, exc: BaseException) -> StoreError:
     reason = path_problem(path)
     if reason is None:
         text = str(exc) or type(exc).__name__
+        from bot.store.integrity import describe_sqlite_error
+
+        said = describe_sqlite_error(exc, path)
         if isinstance(exc, sqlite3.DatabaseError) and "not a database" in text:
             reason = f"{path} is not a SQLite database (point RUNSCRIBE_DB at another file)"
+        elif said is not None:
+            reason = said
         else:
             reason = f"cannot open the database {path}: {text} (check the path and permissions)"
     return StoreError(reason)
@@ -218,7 +223,10 @@ class Database:
                 try:
                     yield self.conn
                 except BaseException:
-                    await self.conn.execute("ROLLBACK")
+                    # SQLite has already rolled back after some errors (a full disk, an
+                    # interrupt): a ROLLBACK then would fail and hide the real error.
+                    if self.conn.in_transaction:
+                        await self.conn.execute("ROLLBACK")
                     raise
                 else:
                     await self.conn.execute("COMMIT")

@@ -6,13 +6,18 @@ message-content intent.
 The gateway does not replay what was posted while the bot was stopped or between an invalidated
 session and the next READY, so at every READY and RESUMED each watched channel and its active
 threads are read back (`bot.sources.chat` says how far) and stored through the same `_ingest`
-as live messages."""
+as live messages.
+
+No chat is lost to the store: a message that cannot be written (the database locked past its
+busy timeout, a full disk) is kept in memory, in order, at most `UNSTORED_LIMIT` events, and
+written again with a growing wait (`RETRY_WAITS`); later messages queue behind it. Once the
+store takes them, a read-back fetches anything the memory could not hold."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -22,14 +27,18 @@ from discord.ext import commands
 
 from bot.models import Event
 from bot.sources.chat import (
-    CATCH_UP_LIMIT,
     EDIT_LOOKBACK,
+    PAGE,
+    READ_BACK_PAGES,
     ChannelGate,
+    Gap,
+    ReadBackGaps,
     catch_up_plan,
     last_seen,
     message_key,
     thread_key,
 )
+from bot.store.integrity import describe_sqlite_error
 from bot.timeutil import ensure_utc
 
 if TYPE_CHECKING:
@@ -37,6 +46,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 BODY_LIMIT = 4000
+UNSTORED_LIMIT = 20_000  # events kept in memory while the store refuses writes (~10 MB at most)
+RETRY_WAITS = (0.5, 1.0, 2.0, 5.0, 10.0)  # seconds between tries to write them; then every 10 s
+WRITE_CHUNK = 500
 
 
 def watched_id(channel: object, channel_id: int) -> int:
@@ -77,6 +89,13 @@ class Watch(commands.Cog):
         self._catch_ups: set[asyncio.Task[int]] = set()
         self.read_backs = 0  # read-backs finished since the cog was loaded
         self._unloaded = False
+        self.page_budget = READ_BACK_PAGES
+        # Events the store refused, oldest first, and whether more came than could be kept.
+        self.unstored: deque[Event] = deque()
+        self.unstored_limit = UNSTORED_LIMIT
+        self._overflowed = False
+        self._retry: asyncio.Task[None] | None = None
+        self._writing = asyncio.Lock()
 
     @property
     def reading_back(self) -> bool:
@@ -84,9 +103,10 @@ class Watch(commands.Cog):
 
     async def cog_unload(self) -> None:
         self._unloaded = True
-        for task in self._catch_ups:
+        tasks = [*self._catch_ups, *([self._retry] if self._retry else [])]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._catch_ups, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def runs_watching(self, channel_id: int) -> list[str]:
         return [run.slug for run in self.bot.runs if channel_id in run.watch_channels]
@@ -111,11 +131,75 @@ class Watch(commands.Cog):
             slugs.update(watching)
         if not events:
             return 0
+        # One write at a time: while one waits on a locked database, the next messages wait
+        # for its outcome instead of each waiting out the busy timeout in turn.
+        async with self._writing:
+            if self.unstored:  # the store is refusing writes: keep the order, queue behind
+                self._keep(events)
+                return 0
+            try:
+                return await self._write(events)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._keep(events)
+                self._refused(exc, len(events))
+                return 0
+
+    async def _write(self, events: list[Event]) -> int:
         result = await self.bot.store.events.upsert_many(events)
         now = self.bot.clock()
-        for slug in sorted(slugs):
+        for slug in sorted({e.run_slug for e in events}):
             await self.bot.store.health.record_success("discord", slug, now)
         return len(result.changed)
+
+    def _keep(self, events: list[Event]) -> None:
+        room = self.unstored_limit - len(self.unstored)
+        if room < len(events):
+            self._overflowed = True  # the newest are dropped: the read-back after finds them
+        self.unstored.extend(events[: max(room, 0)])
+
+    def _refused(self, exc: Exception, count: int) -> None:
+        said = describe_sqlite_error(exc, self.bot.store.db.path) or f"{type(exc).__name__}: {exc}"
+        log.error(
+            "could not store %d watched message(s): %s; keeping them in memory and retrying",
+            count,
+            said,
+        )
+        if (self._retry is None or self._retry.done()) and not self._unloaded:
+            self._retry = asyncio.create_task(self._retry_writes(), name="runscribe-watch-retry")
+
+    async def _retry_writes(self) -> None:
+        """Write the kept events, oldest first, waiting longer after each refusal; then read
+        back whatever could not be kept."""
+        tries = 0
+        written = 0
+        while self.unstored:
+            await asyncio.sleep(RETRY_WAITS[min(tries, len(RETRY_WAITS) - 1)])
+            try:
+                while self.unstored:
+                    async with self._writing:
+                        count = min(WRITE_CHUNK, len(self.unstored))
+                        await self._write([self.unstored[i] for i in range(count)])
+                        for _ in range(count):
+                            self.unstored.popleft()
+                    written += count
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                tries += 1
+                if tries % 10 == 1:  # one line now and then, not one per try
+                    said = describe_sqlite_error(exc, self.bot.store.db.path) or str(exc)
+                    log.warning(
+                        "still cannot store %d watched message(s) (try %d): %s",
+                        len(self.unstored),
+                        tries,
+                        said,
+                    )
+        log.info("the store took the %d watched message(s) it had refused", written)
+        if self._overflowed:
+            self._overflowed = False
+            self.start_catch_up("the store recovered")
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
@@ -220,17 +304,32 @@ class Watch(commands.Cog):
     async def _catch_up_one(self, target: Readable) -> int:
         async def sweep() -> int:
             slugs = self.runs_watching(watched_id(target, target.id))
-            plan = catch_up_plan(
-                await last_seen(self.bot.store, slugs, target.id), self.bot.clock()
-            )
-            messages: list[discord.Message] = []
+            seen = await last_seen(self.bot.store, slugs, target.id)
+            plan = catch_up_plan(seen, self.bot.clock())
+            changed = 0
             if plan.recheck_through is not None:
                 through = discord.Object(plan.recheck_through + 1)
-                messages = [m async for m in target.history(limit=EDIT_LOOKBACK, before=through)]
-                messages.reverse()
-            after = discord.Object(plan.after)
-            messages += [m async for m in target.history(limit=CATCH_UP_LIMIT, after=after)]
-            return await self._ingest(messages)
+                edits = [m async for m in target.history(limit=EDIT_LOOKBACK, before=through)]
+                changed += await self._ingest(reversed(edits))
+            gaps = ReadBackGaps(self.bot.store)
+            pending = [Gap(before=0, after=plan.after), *await gaps.load(target.id)]
+            budget, left = self.page_budget, []
+            for gap in pending:
+                if budget <= 0:
+                    left.append(gap)
+                    continue
+                read, rest, budget = await self._read_down(target, gap, budget)
+                changed += read
+                if rest is not None:
+                    left.append(rest)
+            await gaps.save(target.id, left)
+            if left:
+                log.info(
+                    "read-back of %s stopped after %d pages; the next one resumes there",
+                    target,
+                    self.page_budget,
+                )
+            return changed
 
         try:
             return await self.gate.run(target.id, sweep) or 0
@@ -239,6 +338,25 @@ class Watch(commands.Cog):
         except _NETWORK_ERRORS as exc:
             log.warning("reading back %s failed: %s", target, exc)
         return 0
+
+    async def _read_down(
+        self, target: Readable, gap: Gap, budget: int
+    ) -> tuple[int, Gap | None, int]:
+        """Newest first from `gap.before` (0: the newest message) until the read meets
+        `gap.after` (stored history or the window's floor) or the budget ends. Returns what was
+        stored, the part of the gap still unread (None: none), the pages left."""
+        before = gap.before or None
+        changed = 0
+        while budget > 0:
+            budget -= 1
+            cursor = discord.Object(before) if before else None
+            page = [m async for m in target.history(limit=PAGE, before=cursor)]
+            fresh = [m for m in page if m.id > gap.after]
+            changed += await self._ingest(reversed(fresh))
+            if len(fresh) < len(page) or len(page) < PAGE:
+                return changed, None, budget  # met stored history, or the channel's start
+            before = page[-1].id
+        return changed, Gap(before=before or 0, after=gap.after), budget
 
 
 async def setup(bot: RunscribeBot) -> None:

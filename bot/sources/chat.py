@@ -4,9 +4,13 @@ read-backs of one channel never run at once. The Discord half (history requests,
 messages into events) is `cogs/watch.py`, which stores read-back and live messages through the
 same code.
 
-At every READY and RESUMED, for each watched channel and each of its active threads:
-- the messages after the newest one stored for it, oldest first, at most `CATCH_UP_LIMIT`, none
-  older than `CATCH_UP_WINDOW` (a channel with nothing stored gets the last day);
+At every READY and RESUMED (and when the store recovers from a failed write), for each watched
+channel and each of its active threads:
+- the messages newer than the newest one stored for it, read newest first, page by page, until
+  the read meets stored history (no fixed count), none older than `CATCH_UP_WINDOW` (a channel
+  with nothing stored gets the last day). One read-back reads at most `READ_BACK_PAGES` pages per
+  channel; where it stopped is stored (`ReadBackGaps`, in the cursors table) and the next
+  read-back resumes there, after reading what is newer still;
 - the `EDIT_LOOKBACK` messages up to and including that newest stored one, so an edit made while
   away updates its event (the store keeps a version only when its content changed and it is not
   older than the stored one, so re-reading is harmless).
@@ -15,6 +19,7 @@ At every READY and RESUMED, for each watched channel and each of its active thre
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,7 +27,8 @@ from typing import TypeVar
 
 from bot.store import Store
 
-CATCH_UP_LIMIT = 500  # messages per channel (or thread) and read-back
+PAGE = 100  # Discord's largest history page
+READ_BACK_PAGES = 50  # pages per channel (or thread) and read-back; the rest resumes next time
 CATCH_UP_WINDOW = timedelta(hours=24)
 EDIT_LOOKBACK = 100  # one history page
 SOURCE = "discord"
@@ -57,6 +63,39 @@ def catch_up_plan(last_seen: int | None, now: datetime) -> CatchUpPlan:
     if last_seen is None:
         return CatchUpPlan(after=floor, recheck_through=None)
     return CatchUpPlan(after=max(last_seen, floor), recheck_through=last_seen)
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """Messages not read yet: older than `before`, newer than `after` (ids)."""
+
+    before: int
+    after: int
+
+
+class ReadBackGaps:
+    """Where read-backs stopped on their budget, per channel, newest gap first; kept in the
+    cursors table so a restart resumes them too."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    @staticmethod
+    def _key(channel_id: int) -> str:
+        return f"readback-gaps:{channel_id}"
+
+    async def load(self, channel_id: int) -> list[Gap]:
+        value, _ = await self.store.cursors.get(SOURCE, self._key(channel_id))
+        if not value:
+            return []
+        try:
+            return [Gap(int(b), int(a)) for b, a in json.loads(value)]
+        except (ValueError, TypeError):
+            return []
+
+    async def save(self, channel_id: int, gaps: list[Gap]) -> None:
+        value = json.dumps([[g.before, g.after] for g in gaps]) if gaps else None
+        await self.store.cursors.set(SOURCE, self._key(channel_id), value)
 
 
 async def last_seen(store: Store, slugs: Iterable[str], channel_id: int) -> int | None:

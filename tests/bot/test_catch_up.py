@@ -15,7 +15,7 @@ import pytest
 
 from bot.app import RunscribeBot
 from bot.models import Event
-from bot.sources.chat import CATCH_UP_LIMIT, snowflake_at
+from bot.sources.chat import PAGE, snowflake_at
 from bot.store import Store
 from bot.timeutil import utcnow
 from cogs.watch import Watch
@@ -200,31 +200,47 @@ async def test_resumed_reads_back_what_the_gateway_never_delivered(
     assert len(fake.resumes) == 1 and len(fake.identifies) == 1
 
 
-async def test_read_back_is_bounded_per_channel_and_by_age(
+async def test_read_back_reads_until_it_meets_stored_history_not_a_fixed_count(
     start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed
 ) -> None:
+    """600 messages while the bot was down (issue #25: 500 were stored, one lost for good): all
+    are read back, newest first, in six pages; nothing older than a day."""
     general, oncall = watched(seed)
     day_old = snowflake_at(utcnow() - timedelta(hours=25)) + 7
     old = fake.message(general, "from yesterday", author_id=42, message_id=day_old)
     fake.messages.setdefault(general, []).append(old)
-    flood = [
-        await fake.say(oncall, f"flood {n}", gateway=False) for n in range(CATCH_UP_LIMIT + 60)
-    ]
+    flood = [await fake.say(oncall, f"flood {n}", gateway=False) for n in range(600)]
     bot = await start_bot()
     await caught_up(bot)
-    events = await stored(seeded_store, flood[:CATCH_UP_LIMIT])
-    assert [e.body for e in events][-1] == f"flood {CATCH_UP_LIMIT - 1}"
-    assert (
-        await seeded_store.events.get_by_external(
-            "aurora", "discord", f"msg:{flood[CATCH_UP_LIMIT]['id']}"
-        )
-        is None
-    )
+    events = await stored(seeded_store, flood)
+    assert [e.body for e in events] == [f"flood {n}" for n in range(600)]
     assert await seeded_store.events.get_by_external("aurora", "discord", f"msg:{day_old}") is None
-    assert len(history_requests(fake, oncall)) <= CATCH_UP_LIMIT // 100 + 1
-    # The next read-back continues after the newest stored message.
-    await watch_cog(bot).catch_up("test")
-    await stored(seeded_store, flood[CATCH_UP_LIMIT:])
+    # six pages newest first, one more that meets what was stored, one for edits
+    assert len(history_requests(fake, oncall)) <= 600 // PAGE + 2
+
+
+async def test_a_read_back_over_its_budget_resumes_where_it_stopped(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed
+) -> None:
+    _, oncall = watched(seed)
+    bot = await start_bot()
+    watch = await caught_up(bot)
+    watch.page_budget = 2  # two pages (200 messages) per channel and read-back
+    flood = [await fake.say(oncall, f"backlog {n}", gateway=False) for n in range(450)]
+    await watch.catch_up("test")
+    newest = await stored(seeded_store, flood[-200:])  # newest first: the latest are in
+    assert len(newest) == 200
+    missing = await seeded_store.events.get_by_external(
+        "aurora", "discord", f"msg:{flood[249]['id']}"
+    )
+    assert missing is None
+    later = await fake.say(oncall, "said after the first read-back", gateway=False)
+    # Each read-back: what is newer first (one page, it meets stored history), then the stored
+    # gap with the page left: 100 more of the backlog each time, none read twice.
+    for _ in range(3):
+        await watch.catch_up("test")
+    events = await stored(seeded_store, [*flood, later])
+    assert len({e.id for e in events}) == 451
 
 
 async def test_unreadable_channel_and_429s_do_not_stop_the_others(

@@ -1,0 +1,113 @@
+"""Acceptance for issue #25 item 3, no chat lost to the store: the real bot on the fake Discord
+and a real SQLite file that refuses writes, the two ways the chaos check makes it refuse them.
+
+- the disk fills up (SQLite's own SQLITE_FULL, via `max_page_count` on the bot's connection):
+  every message said meanwhile is stored, in order, once the store takes writes again;
+- more arrive than memory keeps: the read-back after recovery fetches the rest from Discord;
+- another process holds the write lock: the messages wait and are stored once it is released.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from bot.store import Store
+from cogs.watch import Watch
+from tests.bot.conftest import Seed, StartBot
+from tests.bot.test_catch_up import caught_up, stored, watched
+from tests.fakes.discord import FakeDiscord
+
+pytestmark = pytest.mark.timeout(120)
+LONG = "ECC errors on host 12, draining it. " * 80  # ~2.8 kB: every message needs new pages
+
+
+async def until(check: Any, what: str, tries: int = 3000) -> None:
+    for _ in range(tries):
+        if check():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(what)
+
+
+async def fill_the_disk(store: Store) -> None:
+    pages = (await store.db.fetchone("PRAGMA page_count"))[0]  # type: ignore[index]
+    await store.db.conn.execute(f"PRAGMA max_page_count = {pages}")
+
+
+async def free_the_disk(store: Store) -> None:
+    await store.db.conn.execute("PRAGMA max_page_count = 4294967294")
+
+
+async def test_a_full_disk_loses_no_chat(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed
+) -> None:
+    _, oncall = watched(seed)
+    bot = await start_bot()
+    watch = cast(Watch, bot.get_cog("Watch"))
+    await caught_up(bot)
+    await fill_the_disk(seeded_store)
+    said = [await fake.say(oncall, f"{n}: {LONG}") for n in range(20)]
+    await until(lambda: len(watch.unstored) == 20, "the refused messages were not kept")
+    for message in said:
+        assert (
+            await seeded_store.events.get_by_external("aurora", "discord", f"msg:{message['id']}")
+            is None
+        )
+    await free_the_disk(seeded_store)
+    events = await stored(seeded_store, said)
+    assert [e.body[:3] for e in events] == [m["content"][:3] for m in said]
+    assert not watch.unstored
+
+
+async def test_more_than_memory_keeps_is_read_back_once_the_store_recovers(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed
+) -> None:
+    _, oncall = watched(seed)
+    bot = await start_bot()
+    watch = cast(Watch, bot.get_cog("Watch"))
+    await caught_up(bot)
+    watch.unstored_limit = 5
+    await fill_the_disk(seeded_store)
+    said = [await fake.say(oncall, f"{n}: {LONG}") for n in range(12)]
+    await until(lambda: len(watch.unstored) == 5, "the first five were not kept")
+    reads = watch.read_backs
+    await free_the_disk(seeded_store)
+    events = await stored(seeded_store, said)  # the seven dropped ones come from the history
+    assert len({e.id for e in events}) == 12
+    assert watch.read_backs > reads
+
+
+async def test_a_held_write_lock_loses_no_chat(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, db_file: Path
+) -> None:
+    _, oncall = watched(seed)
+    bot = await start_bot()
+    watch = cast(Watch, bot.get_cog("Watch"))
+    await caught_up(bot)
+    release, held = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        conn = sqlite3.connect(db_file, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        held.set()
+        release.wait(60)
+        conn.execute("ROLLBACK")
+        conn.close()
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    held.wait(10)
+    try:
+        said = [await fake.say(oncall, f"while locked {n}") for n in range(20)]
+        await until(lambda: len(watch.unstored) == 20, "the messages did not wait in memory")
+    finally:
+        release.set()
+        thread.join(10)
+    events = await stored(seeded_store, said)
+    assert [e.body for e in events] == [f"while locked {n}" for n in range(20)]

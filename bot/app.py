@@ -318,6 +318,7 @@ class RunscribeBot(commands.Bot):
             charts=self.status_chart,
         )
         self._tasks: list[asyncio.Task[None]] = []
+        self._loops_started = False
         # A reload never swaps sources under a running poll: one lock per loop (so the loops
         # never wait for each other), all of them taken by a reload.
         self._loop_locks = {name: asyncio.Lock() for name in (*FAMILIES, "enrich", "hooks")}
@@ -429,6 +430,11 @@ class RunscribeBot(commands.Bot):
         log.info("synced %d commands to guild %s", len(synced), guild_id)
 
     def start_loops(self) -> None:
+        """Start the background loops (once: a later call, e.g. the login after Discord was
+        unreachable at start, finds them running)."""
+        if self._loops_started:
+            return
+        self._loops_started = True
         every = self.intervals
         self._spawn("outbox", every.outbox, self.drain_outbox, wake=self._outbox_due)
         # Each source family in its own loop with its own backoff, enrichment in a third: a
@@ -519,6 +525,8 @@ class RunscribeBot(commands.Bot):
     async def drain_outbox(self) -> object:
         """One outbox round. A failing round (a damaged outbox table, a full disk) is recorded
         for /healthz and raised, so the loop logs it and backs off: alerts never stop silently."""
+        if self.user is None:
+            return None  # not logged in yet (Discord unreachable at start): posts wait queued
         try:
             report = await self.poster.drain()
         except asyncio.CancelledError:
@@ -978,6 +986,47 @@ def _retry_after(exc: discord.HTTPException) -> float:
     return 1.0
 
 
+#: Seconds between tries to reach Discord at start; the last one repeats.
+LOGIN_WAITS: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+
+
+async def login_until_reached(
+    bot: RunscribeBot, token: str, *, waits: Sequence[float] = LOGIN_WAITS
+) -> None:
+    """Log in, trying again with a growing wait while Discord cannot be reached (connection
+    refused, a timeout, a 5xx): one log line per attempt, and meanwhile the poll loops run and
+    alerts queue (the outbox waits for the login). A rejected token is not retried."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            await bot.login(token)
+        except discord.LoginFailure:
+            raise
+        except (aiohttp.ClientError, OSError, TimeoutError, discord.HTTPException) as exc:
+            client_error = isinstance(exc, discord.HTTPException) and 400 <= exc.status < 500
+            if client_error and getattr(exc, "status", None) != 429:
+                raise  # Discord answered and refused: waiting will not change its mind
+            delay = waits[min(attempt - 1, len(waits) - 1)]
+            why = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+            log.warning(
+                "cannot reach Discord (attempt %d: %s); trying again in %.0f s",
+                attempt,
+                why,
+                delay,
+            )
+            await gateway_down(bot.store, utcnow(), f"cannot reach Discord: {why}")
+            if bot.run_loops:
+                bot.start_loops()  # poll and queue while Discord is away
+            await bot.http.close()
+            bot.http.connector = discord.utils.MISSING  # the next login builds a fresh one
+            await asyncio.sleep(delay)
+            continue
+        if attempt > 1:
+            log.info("reached Discord after %d attempts", attempt)
+        return
+
+
 def _import_all(modules: Sequence[str]) -> None:
     for name in modules:
         importlib.import_module(name)
@@ -1012,7 +1061,8 @@ async def run_bot(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGTERM, lambda: asyncio.ensure_future(bot.close()))
         try:
-            await bot.start(token.get_secret_value())
+            await login_until_reached(bot, token.get_secret_value())
+            await bot.connect(reconnect=True)
         except discord.LoginFailure:
             raise ConfigError(["DISCORD_TOKEN: Discord rejected the token"]) from None
         except discord.ConnectionClosed as exc:  # e.g. the token was reset while running

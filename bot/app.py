@@ -87,6 +87,8 @@ APOLOGY = "Sorry, something went wrong on our side; it has been logged."
 # Commands answered at once before the next ones acknowledge first (`RunscribeBot.busy`).
 ANSWERED_AT_ONCE = 2
 STORE_CHECK_EVERY = timedelta(days=1)
+#: Statuses discord.py's HTTP client retries by itself (`HTTPClient.request`, 5 tries, 25 s).
+DISCORD_PY_RETRIES = frozenset({500, 502, 504, 524})
 THREAD_EXISTS = 160004  # Discord error code: "a thread has already been created for this message"
 
 NarrativeRefresher = Callable[[str, datetime], Awaitable[object]]
@@ -966,8 +968,9 @@ def _delivery_error(exc: BaseException) -> DeliveryError:
         text = f"HTTP {exc.status}: {exc.text or exc.__class__.__name__}"[:300]
         if exc.status == 429:  # discord.py's own tries are used up: wait what Discord says
             return DeliveryError(text, retry_after=_retry_after(exc), status=exc.status)
-        if exc.status >= 500:
-            return DeliveryError(text, status=exc.status)
+        if exc.status >= 500:  # discord.py has retried some five times over 25 s already
+            retried = exc.status in DISCORD_PY_RETRIES
+            return DeliveryError(text, status=exc.status, retried=retried)
         return DeliveryError(text, permanent=True, status=exc.status)
     if isinstance(exc, aiohttp.ClientError | OSError | TimeoutError):
         return DeliveryError(f"{type(exc).__name__}: {exc}"[:300])

@@ -4,7 +4,9 @@ Discord half (`bot.app.DiscordTransport`) only turns an `OutgoingMessage` into a
 classifies errors.
 
 Waiting: a rate limit waits exactly what the server said (`retry_after`), inside the drain, so a
-429 storm costs about the sum of its `retry_after` values; other transient failures back off
+429 storm costs about the sum of its `retry_after` values; an error the transport has already
+retried with its own waits (`DeliveryError.retried`) is tried again at the next drain; other
+transient failures back off
 2, 4, 8 … seconds capped at `BACKOFF_CAP` (25 s), and a channel backing off from a server error
 is tried again at once when a request elsewhere succeeds (the outage is over).
 
@@ -148,7 +150,10 @@ def _first(attachments: tuple[int, ...], message: OutgoingMessage) -> int | None
 class DeliveryError(Exception):
     """A failed send. `permanent` errors (4xx other than 429) will not succeed by waiting;
     `status` is the HTTP status when there was an answer. `final` ends the item at its first
-    try (an edit of a message that is gone, or that the bot may no longer see)."""
+    try (an edit of a message that is gone, or that the bot may no longer see). `retried`: the
+    transport has already retried it with its own waits (discord.py retries a 500, 502, 504 and
+    524 five times over 25 s), so the poster tries again at its next drain instead of backing off
+    on top: one retry policy per error, never two stacked."""
 
     def __init__(
         self,
@@ -157,11 +162,13 @@ class DeliveryError(Exception):
         permanent: bool = False,
         retry_after: float | None = None,
         status: int | None = None,
+        retried: bool = False,
     ):
         super().__init__(message)
         self.permanent = permanent
         self.retry_after = retry_after
         self.status = status
+        self.retried = retried
         self.final = False
 
     @property
@@ -433,6 +440,8 @@ class OutboxPoster:
         final = isinstance(exc, DeliveryError) and exc.final
         give_up = permanent and (final or attempts >= MAX_PERMANENT_ATTEMPTS)
         delay = backoff_delay(item.attempts, retry_after, self.backoff_base)
+        if isinstance(exc, DeliveryError) and exc.retried and retry_after is None:
+            delay = 0.0  # the transport's own retries were the wait
         next_at = self.clock() + timedelta(seconds=delay)
         await self.store.outbox.mark_retry(item.id, error, next_at, give_up=give_up)
         if retry_after is None and not permanent:

@@ -19,6 +19,8 @@ from typing import Any
 
 import aiosqlite
 
+from bot.store.errors import describe_sqlite_error
+
 log = logging.getLogger(__name__)
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[\w-]+\.sql$")
@@ -61,8 +63,6 @@ def _cannot_open(path: str, exc: BaseException) -> StoreError:
     reason = path_problem(path)
     if reason is None:
         text = str(exc) or type(exc).__name__
-        from bot.store.integrity import describe_sqlite_error
-
         said = describe_sqlite_error(exc, path)
         if isinstance(exc, sqlite3.DatabaseError) and "not a database" in text:
             reason = f"{path} is not a SQLite database (point RUNSCRIBE_DB at another file)"

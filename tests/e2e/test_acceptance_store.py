@@ -122,12 +122,11 @@ async def test_the_running_bot_finds_damage_and_says_so_in_channel_and_healthz(
 
 
 async def test_a_failing_outbox_round_is_a_healthz_problem(
-    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, db_file: Path
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store
 ) -> None:
     bot = await start_bot(run_loops=False)
-    other = sqlite3.connect(db_file, timeout=30)
-    other.execute("ALTER TABLE outbox RENAME TO outbox_gone")  # the table is unreadable now
-    other.commit()
+    async with seeded_store.db.transaction() as conn:  # the table is unreadable now
+        await conn.execute("ALTER TABLE outbox RENAME TO outbox_gone")
     try:
         with pytest.raises(sqlite3.OperationalError):
             await bot.drain_outbox()
@@ -142,9 +141,8 @@ async def test_a_failing_outbox_round_is_a_healthz_problem(
         assert "no such table: outbox" in body["delivery"]["outbox_loop"]["error"]
         assert any("the outbox cannot be read" in p for p in body["problems"]), body["problems"]
     finally:
-        other.execute("ALTER TABLE outbox_gone RENAME TO outbox")
-        other.commit()
-        other.close()
+        async with seeded_store.db.transaction() as conn:
+            await conn.execute("ALTER TABLE outbox_gone RENAME TO outbox")
     await bot.drain_outbox()
     health = await seeded_store.health.get("delivery", "outbox:loop")
     assert health is not None and not health.failing

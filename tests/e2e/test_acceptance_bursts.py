@@ -23,7 +23,7 @@ from tests.bot.conftest import Seed, StartBot
 from tests.e2e.test_acceptance_chaos import queue, until_sent, visible
 from tests.fakes.discord import FakeDiscord
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = pytest.mark.timeout(600)
 
 
 class Clock:

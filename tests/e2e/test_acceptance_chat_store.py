@@ -9,11 +9,10 @@ and a real SQLite file that refuses writes, the two ways the chaos check makes i
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
@@ -22,17 +21,10 @@ from cogs.watch import Watch
 from tests.bot.conftest import Seed, StartBot
 from tests.bot.test_catch_up import caught_up, stored, watched
 from tests.fakes.discord import FakeDiscord
+from tests.waiting import until
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(600)
 LONG = "ECC errors on host 12, draining it. " * 80  # ~2.8 kB: every message needs new pages
-
-
-async def until(check: Any, what: str, tries: int = 3000) -> None:
-    for _ in range(tries):
-        if check():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(what)
 
 
 async def fill_the_disk(store: Store) -> None:

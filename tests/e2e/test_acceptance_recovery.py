@@ -32,7 +32,7 @@ from tests.e2e.test_incident_flow import (
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.wandb import FakeWandb
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(600)
 
 
 async def test_wandb_down_ten_minutes_blind_once_after_five_back_at_once(

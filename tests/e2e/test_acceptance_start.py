@@ -19,8 +19,9 @@ from bot.outbox.payload import make_payload
 from bot.store import Database, Store
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub
+from tests.waiting import PATIENCE, until
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(600)
 ALERTS = 1_300_000_000_000_000_001
 
 
@@ -28,14 +29,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-async def until(check, what: str, tries: int = 3000) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(tries):
-        if await check():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(what)
 
 
 async def test_run_without_discord_retries_polls_and_queues_then_delivers(
@@ -99,13 +92,13 @@ async def test_run_without_discord_retries_polls_and_queues_then_delivers(
             await fake.start()  # Discord is back
             await fake.wait_for(
                 lambda: any("queued while away" in str(m["content"]) for m in fake.posted(ALERTS)),
-                within=90,
+                within=PATIENCE,
             )
             assert fake.identifies, "the bot never opened the gateway"
         finally:
             if process.returncode is None:
                 process.send_signal(signal.SIGTERM)
-            await asyncio.wait_for(process.wait(), 30)
+            await asyncio.wait_for(process.wait(), PATIENCE)
             await reader
             await fake.close()
         output = "\n".join(lines)

@@ -30,7 +30,7 @@ from bot.web import serve
 from tests.bot.conftest import Seed, StartBot
 from tests.fakes.discord import FakeDiscord
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(600)
 
 
 def damage_an_index(path: Path) -> str:
@@ -109,7 +109,7 @@ async def test_the_running_bot_finds_damage_and_says_so_in_channel_and_healthz(
     assert found, "quick_check saw nothing"
     await fake.wait_for(
         lambda: any("database is damaged" in str(m["content"]) for m in fake.posted(alerts)),
-        within=30,
+        within=120,
     )
     async with (
         serve(seeded_store, "127.0.0.1", 0, poll_interval=3600) as (_site, port),

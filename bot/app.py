@@ -319,6 +319,9 @@ class RunscribeBot(commands.Bot):
             backoff_base=outbox_backoff,
             charts=self.status_chart,
         )
+        # Every message the gateway delivers moves its channel's delivery anchor up (the poster's
+        # "already sent?" check then starts from a recent message, however busy the channel).
+        self.add_listener(self._saw_message, "on_message")
         self._tasks: list[asyncio.Task[None]] = []
         self._loops_started = False
         # A reload never swaps sources under a running poll: one lock per loop (so the loops
@@ -494,6 +497,9 @@ class RunscribeBot(commands.Bot):
     async def login(self, token: str) -> None:
         await super().login(token)
         await gateway_down(self.store, utcnow(), "connecting to the Discord gateway")
+
+    async def _saw_message(self, message: discord.Message) -> None:
+        self.poster.saw(message.channel.id, message.id)
 
     async def on_ready(self) -> None:
         await gateway_up(self.store, utcnow())

@@ -10,9 +10,12 @@ transient failures back off
 2, 4, 8 … seconds capped at `BACKOFF_CAP` (25 s), and a channel backing off from a server error
 is tried again at once when a request elsewhere succeeds (the outage is over).
 
-Already sent? Before an item's first send the channel's newest message id is recorded in its
-row (`anchor_id`); a later try reads the history after it, page by page, for the item's marker,
-so the check does not depend on how many messages arrived since."""
+Already sent? Before an item's first send the newest message the bot has seen in the channel
+(posted by it, or any message the gateway delivered: `saw`) is recorded in its row
+(`anchor_id`); a later try reads the history after it, page by page, for the item's marker,
+until the messages are newer than the try that may have sent it (a time bound, not a page
+count). A check that finds nothing moves the anchor up to the newest message it read, so the
+anchor stays recent however long an outage lasts and however busy the channel."""
 
 from __future__ import annotations
 
@@ -47,7 +50,6 @@ from bot.timeutil import utcnow
 log = logging.getLogger(__name__)
 
 HISTORY_LIMIT = HISTORY_PAGE  # Discord's maximum page of channel history
-HISTORY_PAGES = 50  # at most 5,000 messages after the anchor are searched for a marker
 BACKOFF_BASE = 2.0  # seconds; doubles per attempt
 BACKOFF_CAP = 25.0  # a long outage is retried at least this often: with the outbox loop's
 # 2 s tick, an alert queued during an outage goes out within 30 s of its end
@@ -330,8 +332,15 @@ class OutboxPoster:
         # asked of the platform again (a thread started from a message shares its id)
         self._threads: OrderedDict[int, int | None] = OrderedDict()
         self._newest: dict[int, int] = {}  # channel → newest message id this process knows
+        # item → when this process's last try of it ended: a post it made is older than that
+        self._tried_until: dict[int, datetime] = {}
         self._server_down: set[int] = set()  # items backing off from a server error
         self._lock = asyncio.Lock()
+
+    def saw(self, channel_id: int, message_id: int) -> None:
+        """A message in a channel (from the gateway): the next anchor there is at least this."""
+        if message_id > self._newest.get(channel_id, 0):
+            self._newest[channel_id] = message_id
 
     async def drain(self) -> DrainReport:
         async with self._lock:
@@ -424,6 +433,7 @@ class OutboxPoster:
         )
         (report.recovered if recovered else report.sent).append(item.id)
         self._tried.discard(item.id)
+        self._tried_until.pop(item.id, None)
         self._server_down.discard(item.id)
         if report.retried and item.id in report.retried:
             report.retried.remove(item.id)  # rate limited within this drain, then delivered
@@ -437,6 +447,7 @@ class OutboxPoster:
         retry_after = exc.retry_after if isinstance(exc, DeliveryError) else None
         error = str(exc) or type(exc).__name__
         attempts = item.attempts + 1
+        self._tried_until[item.id] = self.clock()
         final = isinstance(exc, DeliveryError) and exc.final
         give_up = permanent and (final or attempts >= MAX_PERMANENT_ATTEMPTS)
         delay = backoff_delay(item.attempts, retry_after, self.backoff_base)
@@ -461,6 +472,7 @@ class OutboxPoster:
                 item.id, item.kind, item.channel_id, attempts, error,
             )  # fmt: skip
             report.failed.append(item.id)
+            self._tried_until.pop(item.id, None)
             return True  # a dead item must not block its channel forever
         log.warning(
             "outbox item %s to channel %s failed (attempt %d), retrying in %.1f s: %s",
@@ -493,6 +505,11 @@ class OutboxPoster:
         seen: dict[Marker, int] = {}
         if self._needs_history_check(item):
             seen = await self._already_posted(item, channel_id, {m.marker for m in messages})
+            newest = self._newest.get(channel_id)
+            if not seen and item.anchor_id is not None and newest and newest > item.anchor_id:
+                # nothing of it up to the newest message read: start the next check there
+                await self.store.outbox.set_anchor(item.id, newest)
+                item.anchor_id = newest
         if item.anchor_id is None:
             await self._record_anchor(item, channel_id)
         self._tried.add(item.id)
@@ -541,7 +558,8 @@ class OutboxPoster:
         """Which of the item's parts are already in the channel, and their message ids. With an
         anchor: the history after it, paged oldest first until every part is found, the channel
         ends, or the messages are newer than this process (a previous process's post cannot be
-        there) — bounded by `HISTORY_PAGES`. Rows queued before anchors: the last 100."""
+        there, nor one of this process's tries after that try ended). Rows queued before
+        anchors: the last 100."""
         seen: dict[Marker, int] = {}
 
         def note(old: SeenMessage) -> None:
@@ -553,12 +571,16 @@ class OutboxPoster:
             for old in await self.transport.recent(channel_id, HISTORY_LIMIT):
                 note(old)
             return seen
-        bound = None if item.id in self._tried else self.started_at
+        # A post of an earlier try is older than that try's end (this process), or than this
+        # process's start (an earlier process's try).
+        bound = self._tried_until.get(item.id) if item.id in self._tried else self.started_at
         after = item.anchor_id
-        for _ in range(HISTORY_PAGES):
+        while True:
             page = await self.transport.after(channel_id, after, HISTORY_LIMIT)
             for old in page:
                 note(old)
+            if page:
+                self.saw(channel_id, max(m.id for m in page))
             if len(seen) == len(wanted) or len(page) < HISTORY_LIMIT:
                 break
             last = page[-1]

@@ -29,6 +29,7 @@ from bot.render.page import render_index, render_run_page
 from bot.statuspage import DEFAULT_DAYS, gather_index, gather_run_page, health_report
 from bot.store import Store
 from bot.timeutil import utcnow
+from bot.webguard import Guard, GuardedConnection, OneLineLogger
 
 if TYPE_CHECKING:
     from bot.hooks.routes import HookEndpoints
@@ -120,6 +121,7 @@ class StatusSite:
         self.clock = clock
         self.started_at = clock()
         self.cache = PageCache()
+        self.guard: Guard | None = None  # the connection guard, once serving (bot.webguard)
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[_security_headers])
@@ -230,19 +232,34 @@ async def serve(
     days: int = DEFAULT_DAYS,
     clock: Clock = utcnow,
     hooks: HookEndpoints | None = None,
+    guard: Guard | None = None,
 ) -> AsyncIterator[tuple[StatusSite, int]]:
     """Serve the status site (and the push endpoints, `hooks`) until the block exits; yields
     the site and the bound port (so port 0 picks a free one)."""
     site = StatusSite(store, poll_interval=poll_interval, days=days, clock=clock, hooks=hooks)
-    runner = web.AppRunner(site.app(), access_log=None, handle_signals=False)
+    runner = web.AppRunner(
+        site.app(),
+        access_log=None,
+        handle_signals=False,
+        logger=OneLineLogger(logging.getLogger("aiohttp.server"), {}),
+    )
     await runner.setup()
+    guard = guard or Guard()
+    server: asyncio.Server | None = None
     try:
-        try:
-            await web.TCPSite(runner, host, port).start()
+        handlers = runner.server
+        assert handlers is not None
+        try:  # each connection inside the guard: a cap, head and body timeouts (bot.webguard)
+            server = await asyncio.get_running_loop().create_server(
+                lambda: GuardedConnection(guard, handlers), host, port, reuse_address=True
+            )
         except OSError as exc:  # a port in use, an address this host does not have
             raise CannotListen(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-        bound = runner.addresses[0][1] if runner.addresses else port
+        bound = server.sockets[0].getsockname()[1] if server.sockets else port
+        site.guard = guard
         log.info("status page on http://%s:%d/", host, bound)
         yield site, bound
     finally:
+        if server is not None:
+            server.close()
         await runner.cleanup()

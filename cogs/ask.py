@@ -32,7 +32,7 @@ LLM_DEADLINE = 30.0
 class Ask(commands.Cog):
     def __init__(self, bot: RunscribeBot, limiter: RateLimiter | None = None):
         self.bot = bot
-        self.limiter = limiter or RateLimiter()
+        self.limiter = limiter or RateLimiter(store=bot.store)  # survives a restart
 
     def service(self, store: Store | None = None) -> AskService:
         """Over the writer's store or the given one (a search only reads; the runtime's writer
@@ -58,7 +58,7 @@ class Ask(commands.Cog):
         # Length is checked here, not by Discord, so an over-long question gets a clear reply.
         parse_question(question)  # BadQuestion → a private reply from the error handler
         slug = await resolve_run(bot, run)
-        wait = self.limiter.try_acquire(interaction.user.id)
+        wait = await self.limiter.try_acquire(interaction.user.id)
         if wait is not None:
             await reply_private(
                 interaction,

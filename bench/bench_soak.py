@@ -2,6 +2,7 @@
 
     python bench/bench_soak.py [--messages 5760] [--poll-every 4] [--command-every 40]
                                [--trace] [--unbounded]
+    python bench/bench_soak.py --minutes 30 --rate 6 [--slope-minutes 10]
 
 One process: the fake Discord and a RunscribeBot on a real SQLite file seeded with the bundled
 sample run. A simulated day: a member message every 15 s (5,760), a poll cycle (enrich, detect,
@@ -9,6 +10,11 @@ outbox) every minute, `/status` and `/timeline` every 10 minutes, each as fast a
 goes. RSS (resident set, after a garbage collection) is sampled 20 times; the first quarter is
 warm-up (SQLite's page cache, the first chart). Goal: flat within 10 % after warm-up. The fake's
 own records are trimmed as it goes, so only the bot is measured.
+
+`--minutes M --rate R`: in real time instead, the way the chaos check soaks the bot: R member
+messages a second for M minutes, a poll cycle every minute, `/status` and `/timeline` every two
+minutes; RSS sampled every 30 s, and the slope of the last `--slope-minutes` (least squares,
+MB/min) printed. Goal: ≤ 0.05 MB/min.
 
 `--unbounded`: the same day with the old behaviour (discord.py's 1,000-message cache, every
 `/timeline` pager kept until its timeout), the baseline. `--trace`: the ten allocation sites
@@ -91,6 +97,11 @@ async def soak(args: argparse.Namespace) -> tuple[list[tuple[int, float]], list[
             samples: list[tuple[int, float]] = []
             every = max(1, args.messages // 20)
             snapshot = None
+            if args.minutes:
+                samples = await timed_soak(args, bot, fake, channel)
+                await bot.close()
+                task.cancel()
+                return samples, []
             for n in range(1, args.messages + 1):
                 text = WORDS[n % len(WORDS)].format(n=n)
                 await fake.say(channel, text, author_id=10_000 + n % 37, author_name=f"m{n % 37}")
@@ -128,12 +139,78 @@ async def soak(args: argparse.Namespace) -> tuple[list[tuple[int, float]], list[
     return samples, top
 
 
+async def commands_once(fake: FakeDiscord) -> None:
+    for name, options in (("status", []), ("timeline", [{"name": "days", "type": 4, "value": 1}])):
+        record = await fake.slash(name, options)
+        answer = await asyncio.wait_for(record.callback, 120)
+        if answer.get("type") == 5:  # deferred: the card follows
+            await fake.wait_for(lambda r=record: r.followups or r.original, within=120)
+
+
+def trim(fake: FakeDiscord) -> None:
+    """The fake's own records are not the bot's memory."""
+    fake.requests.clear()
+    fake.interactions.clear()
+    fake.nonces.clear()
+    del fake._backlog[:]
+    for messages in fake.messages.values():
+        del messages[:-200]
+
+
+async def timed_soak(
+    args: argparse.Namespace, bot: RunscribeBot, fake: FakeDiscord, channel: int
+) -> list[tuple[int, float]]:
+    """Real time: `rate` messages a second for `minutes`; samples are (elapsed s, RSS MB)."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    end = began + args.minutes * 60
+    samples: list[tuple[int, float]] = [(0, rss_mb())]
+    n = 0
+    next_poll, next_commands, next_sample = began + 60, began + 120, began + 30
+    while (now := loop.time()) < end:
+        due = int((now - began) * args.rate)
+        while n < due:
+            n += 1
+            text = WORDS[n % len(WORDS)].format(n=n)
+            await fake.say(channel, text, author_id=10_000 + n % 37, author_name=f"m{n % 37}")
+            if n % 200 == 0:
+                trim(fake)
+        if now >= next_poll:
+            await bot.poll_once()
+            await bot.drain_outbox()
+            next_poll += 60
+        if now >= next_commands:
+            await commands_once(fake)
+            next_commands += 120
+        if now >= next_sample:
+            samples.append((int(now - began), rss_mb()))
+            next_sample += 30
+        await asyncio.sleep(0.05)
+    print(f"{n:,} messages in {args.minutes} min ({n / (args.minutes * 60):.1f}/s)")
+    return samples
+
+
+def slope_mb_per_min(samples: list[tuple[int, float]], minutes: float) -> float:
+    last = samples[-1][0]
+    window = [(t / 60, mb) for t, mb in samples if t >= last - minutes * 60]
+    if len(window) < 2:
+        return 0.0
+    mean_t = sum(t for t, _ in window) / len(window)
+    mean_m = sum(m for _, m in window) / len(window)
+    num = sum((t - mean_t) * (m - mean_m) for t, m in window)
+    den = sum((t - mean_t) ** 2 for t, _ in window)
+    return num / den if den else 0.0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=5760)
     parser.add_argument("--poll-every", type=int, default=4, help="messages per poll cycle")
     parser.add_argument("--command-every", type=int, default=40, help="messages per command pair")
     parser.add_argument("--trace", action="store_true")
+    parser.add_argument("--minutes", type=float, default=0, help="real-time soak length")
+    parser.add_argument("--rate", type=float, default=6.0, help="messages a second (real time)")
+    parser.add_argument("--slope-minutes", type=float, default=10.0)
     parser.add_argument(
         "--unbounded",
         action="store_true",
@@ -146,6 +223,14 @@ def main() -> None:
     began = time.perf_counter()
     samples, top = asyncio.run(soak(args))
     took = time.perf_counter() - began
+    if args.minutes:
+        print("RSS MB every 30 s: " + " ".join(f"{mb:.0f}" for _, mb in samples))
+        slope = slope_mb_per_min(samples, args.slope_minutes)
+        print(
+            f"  start {samples[0][1]:.1f} MB, end {samples[-1][1]:.1f} MB; slope of the last "
+            f"{args.slope_minutes:g} min: {slope:+.3f} MB/min (goal: at most +0.05)"
+        )
+        return
     warm = samples[len(samples) // 4 - 1][1]
     after = [mb for _, mb in samples[len(samples) // 4 :]]
     growth = (max(after) - warm) / warm * 100

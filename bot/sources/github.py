@@ -16,6 +16,7 @@ when a tracked PR's `updated_at` moves."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -128,6 +129,17 @@ class GitHubSource:
     @property
     def key(self) -> str:
         return f"github:{self.repo}"
+
+    @property
+    def credential(self) -> str:
+        """A fingerprint of GITHUB_TOKEN (a new token tries at once, whatever the backoff)."""
+        token = self.http.token_value
+        return hashlib.sha256(token.encode()).hexdigest()[:12] if token else ""
+
+    async def probe(self) -> bool:
+        """Whether GitHub answers now: `GET /rate_limit`, which costs no rate limit (the poller
+        asks while this source backs off from an outage)."""
+        return await self.http.answers()
 
     @property
     def run_slugs(self) -> list[str]:

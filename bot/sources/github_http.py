@@ -20,6 +20,7 @@ from pydantic import SecretStr
 from bot.sources.base import SourceUnavailable
 
 log = logging.getLogger(__name__)
+PROBE_TIMEOUT = 10.0  # seconds the reachability probe waits for GitHub
 
 API_VERSION = "2022-11-28"
 SECONDARY_MIN_WAIT = 60.0  # GitHub: without retry-after, wait at least a minute
@@ -91,6 +92,20 @@ class GitHubHTTP:
         self.short_waits: list[float] = []  # rate limits waited out inside a poll (seconds)
         self.rate_remaining: int | None = None
         self.rate_reset: float | None = None  # epoch seconds
+
+    @property
+    def token_value(self) -> str:
+        return self._token.get_secret_value() if self._token is not None else ""
+
+    async def answers(self) -> bool:
+        """`GET /rate_limit` (free of rate limit): False on a transport error or a 5xx."""
+        try:
+            response = await self.client.get(
+                f"{self.base_url}/rate_limit", headers=self._headers(None), timeout=PROBE_TIMEOUT
+            )
+        except httpx.HTTPError:
+            return False
+        return response.status_code < 500
 
     def url(self, path: str) -> str:
         return f"{self.base_url}/repos/{self.repo}/{path.lstrip('/')}"

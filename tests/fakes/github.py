@@ -450,6 +450,7 @@ class FakeGitHub:
             r"/repos/{owner}/{name}/issues/{number:\d+}/comments", self._issue_comments
         )
         app.router.add_get(r"/repos/{owner}/{name}/pulls/{number:\d+}/reviews", self._reviews)
+        app.router.add_get("/rate_limit", self._rate_limit)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -575,6 +576,22 @@ class FakeGitHub:
         if self.remaining <= 0:
             return self._error(request, 403, "API rate limit exceeded for user.")
         return None
+
+    async def _rate_limit(self, request: web.Request) -> web.Response:
+        """GET /rate_limit: GitHub answers it even when the limit is used up, and it does not
+        count against it."""
+        fault = next((f for f in self.faults if f.path is None or f.path in request.path), None)
+        if fault is not None and fault.kind == "status":
+            self.faults.remove(fault)
+            return self._error(request, fault.status, "Server Error")
+        rate = {
+            "limit": self.rate_limit,
+            "remaining": self.remaining,
+            "reset": int(self.now.timestamp()) + 3600,
+            "used": self.rate_limit - self.remaining,
+        }
+        self._record(request, 200)
+        return web.json_response({"resources": {"core": rate}, "rate": rate})
 
     def _repo(self, request: web.Request) -> FakeRepo | None:
         return self.repos.get(f"{request.match_info['owner']}/{request.match_info['name']}")

@@ -738,3 +738,32 @@ async def test_build_github_sources_groups_runs_by_repository(gh, client, store)
         ("github:acme/other", ["b"]),
     ]
     assert all(s.name == "github" for s in sources)
+
+
+async def test_an_outage_is_probed_and_polled_as_soon_as_github_answers(
+    gh: FakeGitHub, client: httpx.AsyncClient, store: Store
+) -> None:
+    """GitHub answers 502 (the source's own three tries each poll): it backs off, and while
+    it does the poller asks `GET /rate_limit` each cycle; the cycle after GitHub is back polls
+    it, inside the stored backoff."""
+    from datetime import timedelta
+
+    from bot.models import RunInfo
+    from bot.sources.poller import PollSession, poll_once
+
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    src = source(store, client, gh, token="t0ken")
+    session = PollSession()
+    gh.fail_next(6, status=502)
+    first = await poll_once(store, [src], NOW, session=session)
+    assert "502" in first.failures["github:acme/rocket"]
+    second = await poll_once(store, [src], NOW + timedelta(seconds=30), session=session)
+    assert "github:acme/rocket" in second.failures  # the rest of the 502s
+    health = await store.health.get("github", "github:acme/rocket")
+    assert health is not None and health.next_attempt_at == NOW + timedelta(seconds=90)
+    probes = [r for r in gh.log if r.path == "/rate_limit"]
+    assert probes == []  # due both times: no probe needed
+    back = await poll_once(store, [src], NOW + timedelta(seconds=60), session=session)
+    assert back.probed == ["github:acme/rocket"] and "github:acme/rocket" in back.results
+    assert [r.status for r in gh.log if r.path == "/rate_limit"] == [200]
+    assert src.credential and src.credential != source(store, client, gh).credential

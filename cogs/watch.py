@@ -213,16 +213,30 @@ class Watch(commands.Cog):
 
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        for slug in self._runs_for(payload.channel_id):
-            await self.bot.store.events.mark_deleted(
-                slug, "discord", message_key(payload.message_id)
-            )
+        await self._deleted(payload.channel_id, [payload.message_id])
 
     @commands.Cog.listener()
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
-        for slug in self._runs_for(payload.channel_id):
-            for message_id in payload.message_ids:
-                await self.bot.store.events.mark_deleted(slug, "discord", message_key(message_id))
+        await self._deleted(payload.channel_id, sorted(payload.message_ids))
+
+    async def _deleted(self, channel_id: int, message_ids: list[int]) -> None:
+        """Deletions go through the same writer as messages and edits, in arrival order (an
+        edit waiting on the store is never written after the deletion that followed it)."""
+        keys = {message_key(m) for m in message_ids}
+        slugs = self._runs_for(channel_id)
+        async with self._writing:
+            for event in self.unstored:  # kept in memory, not stored yet: deleted there
+                if event.external_id in keys and event.run_slug in slugs:
+                    event.deleted = True
+            try:
+                for slug in slugs:
+                    for key in sorted(keys):
+                        await self.bot.store.events.mark_deleted(slug, "discord", key)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                said = describe_sqlite_error(exc, self.bot.store.db.path) or str(exc)
+                log.error("could not record %d deleted message(s): %s", len(keys), said)
 
     @commands.Cog.listener()
     async def on_ready(self) -> None:

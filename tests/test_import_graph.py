@@ -234,7 +234,8 @@ ALLOWED: dict[str, set[str]] = {
         "bot.services",
         "bot.store",
     },
-    "bot.web": {"bot.hooks", "bot.render", "bot.statuspage", "bot.store"},
+    "bot.webguard": set(),  # the status server's connection cap and timeouts
+    "bot.web": {"bot.hooks", "bot.render", "bot.statuspage", "bot.store", "bot.webguard"},
     "bot.runtime": {
         "bot.ask",
         "bot.digests",
@@ -277,6 +278,7 @@ ALLOWED: dict[str, set[str]] = {
         "bot.digests",
         "bot.flight",
         "bot.live",
+        "bot.models",
         "bot.outbox",
         "bot.pipeline",
         "bot.render",

@@ -169,6 +169,8 @@ class BotServices(Protocol):
 
     async def ingest_pushed(self, now: datetime, *, judge: bool = True) -> Any: ...
 
+    async def judge(self, now: datetime) -> Any: ...
+
     async def reload(self, runs: RunsFile) -> BotServices: ...
 
 
@@ -623,6 +625,12 @@ class RunscribeBot(commands.Bot):
         if pushed is not None and pushed.events:
             self._enrich_due.set()
         return self._delivered_soon(result)
+
+    async def acknowledged(self) -> object:
+        """After an acknowledgement (the button or `/incidents ack`): judge now, so the alert's
+        head says who acknowledged it at once, and deliver the edit."""
+        async with self._loop_locks[WANDB]:  # judged between polls, never inside one
+            return self._delivered_soon(await self.runtime.judge(self.clock()))
 
     async def enrich_once(self) -> object:
         async with self._loop_locks["enrich"]:

@@ -135,6 +135,14 @@ class Runtime:
         summary.seconds = time.monotonic() - started
         return summary
 
+    async def judge(self, now: datetime) -> CycleSummary:
+        """Detection alone, at once: a person acknowledged an incident, so its alert's head
+        (which names who) is brought up to date now, the same way whatever acknowledged it."""
+        summary = CycleSummary(poll=CycleReport())
+        if self.detector is not None:
+            summary.alerts_queued += await self.detector.detect(self.store, now)
+        return summary
+
     async def enrich(self, now: datetime) -> CycleSummary:
         """One bounded round of enrichment (`RUNSCRIBE_ENRICH_BUDGET` seconds; the rest resumes
         next round), gathered into batches while the LLM writes them (live batching)."""

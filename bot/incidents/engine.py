@@ -459,10 +459,9 @@ class IncidentEngine:
         if incident.id is None or not details.fired or details.history:
             return  # pending, or history found after the fact: nothing to post
         silence = silencing(cycle.silences, incident, cycle.now)
-        if silence is not None:
-            details.silenced_by = silence.id
-            return
-        details.silenced_by = None
+        details.silenced_by = silence.id if silence is not None else None
+        if silence is not None and not details.notified:
+            return  # held back: nothing was posted, nothing is
         if cycle.channel is None:
             return
         key = f"incident:{incident.id}"
@@ -485,7 +484,8 @@ class IncidentEngine:
             details.edits = 0
             cycle.updates.pop(incident.id, None)  # the alert already shows them
         fired_id = details.fired_outbox_id
-        for suffix, text in cycle.updates.pop(incident.id, []):
+        updates = cycle.updates.pop(incident.id, [])
+        for suffix, text in updates if silence is None else []:
             # after the resolution, a late follow-up reopens the archived thread: close it again
             body = self.words.update(text, archive_thread=details.resolved_posted)
             await self._enqueue(store, cycle, "update", f"{key}:{suffix}", body, fired_id)
@@ -495,6 +495,10 @@ class IncidentEngine:
             body = self.words.edit(incident, name, links, edit_of=fired_id)
             await self._enqueue(store, cycle, "edit", f"{key}:edit:{details.edits}", body)
             details.head_hash = head_hash
+        if silence is not None:
+            # Silenced after it alerted: the head posted before stays true (acknowledged,
+            # resolved and without its button), and nothing new is posted.
+            return
         if done and not details.resolved_posted:
             # Said once: the head above now reads resolved, the thread gets a closing line and
             # is archived, the channel one resolution message.

@@ -154,6 +154,10 @@ class Services:
         async with self.lock:
             return await self.runtime.enrich(now)
 
+    async def judge(self, now: datetime) -> CycleSummary:
+        async with self.lock:
+            return await self.runtime.judge(now)
+
 
 @dataclass
 class Deployment:

@@ -1,0 +1,113 @@
+"""Alert heads always end right, through the bot against the fake Discord and W&B servers: a
+head silenced after it alerted still turns ✅ and loses its Acknowledge button when the incident
+resolves, and `/incidents ack` edits the head at once, as the button does."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.test_incident_flow import (
+    MIN,
+    SimClock,
+    assert_head_resolved,
+    clean_env,
+    deployed,
+    discord_endpoints,
+    fake_discord,
+    full_text,
+    healthy_run,
+    make_runs,
+    make_settings,
+    now_utc,
+    resume,
+    visible,
+    wandb_env,
+    wandb_server,
+    wb,
+)
+from tests.fakes.discord import FakeDiscord, Interaction
+from tests.fakes.wandb import FakeWandb
+from tests.waiting import PATIENCE
+
+__all__ = [  # the deployment's fixtures, shared
+    "clean_env",
+    "discord_endpoints",
+    "fake_discord",
+    "wandb_env",
+    "wandb_server",
+    "wb",
+]
+
+FIRST = "ent/proj/hero-1"
+MANAGE_GUILD = 0x20
+
+
+def option(name: str, value: Any, type_: int = 3) -> dict[str, Any]:
+    return {"name": name, "type": type_, "value": value}
+
+
+async def reply(record: Interaction) -> str:
+    body = await asyncio.wait_for(record.callback, PATIENCE)
+    return str(body["data"]["content"])
+
+
+async def test_a_silenced_head_still_ends_resolved_without_its_button(
+    tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
+) -> None:
+    t0 = now_utc() - timedelta(hours=2)
+    healthy_run(wb, t0)
+    clock = SimClock(t0)
+    settings = make_settings(tmp_path, fake_discord, wb)
+    async with deployed(settings, make_runs(), clock, fake_discord) as d:
+        wb.set_state(FIRST, "crashed", heartbeat_at=t0 + MIN)
+        await d.cycle(t0 + 5 * MIN)
+        [head] = d.channel()
+        assert head["components"], "the alert has its Acknowledge button"
+
+        # a responder silences the run while it is being fixed
+        record = await fake_discord.slash(
+            "incidents",
+            [option("duration", "2h"), option("reason", "fixing the node"), option("run", "hero")],
+            subcommand="silence",
+            permissions=MANAGE_GUILD,
+        )
+        assert (await reply(record)).startswith("Silence #")
+
+        resume(wb, t0 + 12 * MIN, first_step=80, count=10)
+        await d.cycle(t0 + 25 * MIN)
+        [head] = d.channel()  # silenced: no resolution post in the channel...
+        assert_head_resolved(head)  # ...but the head reads resolved and has no button
+        assert [visible(m) for m in d.thread(head)] == []  # and the thread got nothing new
+        [incident] = await d.store.incidents.find("hero")
+        assert incident.status == "resolved"
+
+
+async def test_the_ack_command_edits_the_head_like_the_button(
+    tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
+) -> None:
+    t0 = now_utc() - timedelta(hours=2)
+    healthy_run(wb, t0)
+    clock = SimClock(t0)
+    settings = make_settings(tmp_path, fake_discord, wb)
+    async with deployed(settings, make_runs(), clock, fake_discord) as d:
+        wb.set_state(FIRST, "crashed", heartbeat_at=t0 + MIN)
+        await d.cycle(t0 + 5 * MIN)
+        [head] = d.channel()
+        assert "acknowledged by" not in full_text(head)
+        [incident] = await d.store.incidents.find("hero")
+
+        record = await fake_discord.slash(
+            "incidents",
+            [option("incident_id", incident.id, 4)],
+            subcommand="ack",
+            user_name="dana",
+        )
+        assert (await reply(record)).startswith(f"Acknowledged incident #{incident.id}")
+        # no poll cycle in between: the command itself has the head edited
+        await fake_discord.wait_for(lambda: d.channel()[0]["edited_timestamp"])
+        [head] = d.channel()
+        assert "acknowledged by dana" in full_text(head)
+        assert head["components"], "still open: the button stays"

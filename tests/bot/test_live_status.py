@@ -86,6 +86,7 @@ async def live_items(store: Store, slug: str) -> int:
 
 async def update(bot: RunscribeBot, slug: str) -> None:
     """One due update, queued (by this call or the loop, which also runs) and delivered."""
+    await delivered(bot.store, slug)  # the previous one is done (its row is recorded first)
     before = await live_items(bot.store, slug)
     await bot.refresh_live()
     await delivered(bot.store, slug)

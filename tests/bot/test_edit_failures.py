@@ -5,8 +5,6 @@ server errors does not hold the alert either."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from bot.models import OutboxItem
@@ -14,8 +12,7 @@ from bot.outbox.payload import make_payload
 from bot.store import Store
 from tests.bot.conftest import Seed, StartBot
 from tests.fakes.discord import FakeDiscord
-
-pytestmark = pytest.mark.timeout(60)
+from tests.waiting import until
 
 
 async def queue(store: Store, channel: int, key: str, payload: dict[str, object]) -> int:
@@ -27,12 +24,11 @@ async def queue(store: Store, channel: int, key: str, payload: dict[str, object]
 
 
 async def settled(store: Store, item_id: int, status: str) -> OutboxItem:
-    for _ in range(1000):
+    async def reached() -> OutboxItem | None:
         item = await store.outbox.get(item_id)
-        if item is not None and item.status == status:
-            return item
-        await asyncio.sleep(0.02)
-    raise TimeoutError(f"outbox item {item_id} never became {status}")
+        return item if item is not None and item.status == status else None
+
+    return await until(reached, f"outbox item {item_id} {status}")
 
 
 def patches(fake: FakeDiscord, channel: int, message_id: str) -> int:
@@ -76,11 +72,12 @@ async def test_an_edit_waiting_out_server_errors_does_not_hold_the_alert_behind_
     edit = await queue(
         seeded_store, alerts, "edit", make_payload("Node lost — resolved", edit_of=head)
     )
-    for _ in range(1000):
+
+    async def tried() -> OutboxItem | None:
         item = await seeded_store.outbox.get(edit)
-        if item is not None and item.attempts >= 1:
-            break
-        await asyncio.sleep(0.02)
+        return item if item is not None and item.attempts >= 1 else None
+
+    await until(tried, "the edit's first try")
     alert = await queue(seeded_store, alerts, "next", make_payload("Loss is NaN at 117,650"))
     await settled(seeded_store, alert, "sent")
     waiting = await seeded_store.outbox.get(edit)

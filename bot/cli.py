@@ -15,7 +15,7 @@ import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable, Coroutine, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, closing
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -84,7 +84,25 @@ def _parser() -> argparse.ArgumentParser:
     digest = sub.add_parser("digest", help="compose the digest of the last 24 h and print it")
     digest.add_argument("--run", metavar="SLUG", help=_RUN_HELP)
     digest.add_argument("--json", action="store_true", help="print the digest's facts as JSON")
-    sub.add_parser("demo", help="the whole pipeline on a bundled sample run, offline")
+    demo = sub.add_parser(
+        "demo",
+        help="the whole pipeline on a bundled sample run, offline",
+        description=(
+            "Replay the bundled three-week sample run through the real pipeline (sources, "
+            "enrichment, incident detection, narrative, digest) and print /status, /timeline "
+            "and the digest. Offline, no keys. The sample goes into a temporary database, "
+            "never into RUNSCRIBE_DB: your own runs are never mixed with it."
+        ),
+    )
+    demo.add_argument(
+        "--db",
+        type=Path,
+        metavar="PATH",
+        help=(
+            "keep the demo's database at PATH (a new file, or one an earlier demo wrote); "
+            "refused when PATH holds other runs"
+        ),
+    )
     sub.add_parser("check-config", help="validate the environment and the runs file")
     ask = sub.add_parser("ask", help="answer a question from the stored history, with citations")
     ask.add_argument("--run", metavar="SLUG", help=_RUN_HELP)
@@ -171,9 +189,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _problems(problems: list[str]) -> None:
-    print("runscribe: configuration problems:", file=sys.stderr)
+    """One line per problem, each saying where it is: one problem is one line."""
     for problem in problems:
-        print(f"  {problem}", file=sys.stderr)
+        print(f"runscribe: {problem}", file=sys.stderr)
 
 
 async def _resolve_slug(store: Store, requested: str | None) -> str:
@@ -557,12 +575,18 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     from bot.services.narrative import refresh_narratives, status_with_narrative
     from bot.services.timeline import build_timeline
 
-    # Keep the demo database only where the user named one (environment or .env).
-    explicit = "runscribe_db" in settings.model_fields_set
+    # The sample never joins a database of real runs: a temporary one, unless --db names one.
+    explicit = args.db is not None
     with tempfile.TemporaryDirectory(prefix="runscribe-demo-") as tmp:
-        path = Path(settings.runscribe_db) if explicit else Path(tmp) / "demo.db"
+        path = Path(args.db) if explicit else Path(tmp) / "demo.db"
         now = utcnow()
         sample = demo.load(now)
+        others = _other_runs(path, str(sample.run_config["slug"]))
+        if others:
+            raise UserFacingError(
+                f"{path} holds other runs ({', '.join(others)}); the demo keeps its sample "
+                "only in a database of its own: name a new file with --db"
+            )
         async with Database.open(path) as db:
             store = Store(db)
             runs = demo.sample_runs_file(sample)
@@ -594,9 +618,9 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
         print(facts.text)
         print()
         where = (
-            f"database kept at {path}: try `runscribe status` and `runscribe timeline`"
+            f"database kept at {path}: try `RUNSCRIBE_DB={path} runscribe status`"
             if explicit
-            else "temporary database removed (set RUNSCRIBE_DB to keep it)"
+            else "temporary database removed (`runscribe demo --db demo.db` keeps one)"
         )
         print(
             f"demo: {stats.events} events, {stats.points} metric points, "
@@ -604,6 +628,22 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
             f"({retired} never to be posted); {where}"
         )
     return EXIT_OK
+
+
+def _other_runs(path: Path, slug: str) -> list[str]:
+    """The runs other than `slug` an existing SQLite file holds, read without writing to it (no
+    migration, no journal). A file that cannot be read this way is left to `Database.open`,
+    which says why in one line."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return []
+    import sqlite3
+
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            rows = db.execute("SELECT slug FROM runs ORDER BY slug").fetchall()
+    except sqlite3.Error:
+        return []
+    return [str(row[0]) for row in rows if row[0] != slug]
 
 
 async def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:

@@ -37,8 +37,14 @@ DEFAULT_ENRICH_BATCH = 30
 class Settings(BaseSettings):
     """Process environment. Secrets are SecretStr so they never reach logs or reprs."""
 
+    # env_ignore_empty: `NAME=` (in the environment or .env) means unset, its default applies:
+    # .env.example copied as is sets nothing.
     model_config = SettingsConfigDict(
-        env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=False
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        case_sensitive=False,
+        env_ignore_empty=True,
     )
 
     discord_token: SecretStr | None = None
@@ -116,15 +122,28 @@ class Settings(BaseSettings):
         return level
 
 
+_SECRETS = frozenset({"discord_token", "github_token", "wandb_api_key", "anthropic_api_key"})
+
+
+def _problem(item: Any) -> str:
+    """`NAME=value: what is wrong` (a secret's value is never shown)."""
+    field = str(item["loc"][0]) if item["loc"] else ""
+    name = field.upper() or "environment"
+    message = str(item["msg"]).removeprefix("Value error, ")
+    value = item.get("input")
+    if not isinstance(value, str) or field in _SECRETS:
+        return f"{name}: {message}"
+    problem = f"{name}={value}: {message}"
+    if "#" in value:
+        problem += " (a comment after the value is part of it: put comments on their own line)"
+    return problem
+
+
 def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        problems = []
-        for item in exc.errors(include_url=False):
-            name = str(item["loc"][0]).upper() if item["loc"] else "environment"
-            problems.append(f"{name}: {item['msg'].removeprefix('Value error, ')}")
-        raise ConfigError(problems) from None
+        raise ConfigError([_problem(item) for item in exc.errors(include_url=False)]) from None
 
 
 __all__ = [

@@ -22,6 +22,8 @@ from bot.settings import Settings
         ({}, "# comment\nexport runscribe_db='quoted path.db'\nGITHUB_TOKEN=x\n"),
         ({}, 'RUNSCRIBE_DB="${HOME_DIR}/a.db"\nHOME_DIR=/srv\n'),
         ({"OTHER": "1"}, "OTHER=2\n"),
+        ({}, "RUNSCRIBE_DB=\n"),  # blank means unset: the default
+        ({"RUNSCRIBE_DB": ""}, "RUNSCRIBE_DB=/data/file.db\n"),
     ],
 )
 def test_database_path_is_what_settings_read(

@@ -29,7 +29,7 @@ COMMANDS = [
     ["usage"],
     ["poll", "--once"],
     ["run"],
-    ["demo"],
+    ["demo", "--db", "{db}"],  # the demo never opens RUNSCRIBE_DB: only the one it is given
     ["page", "--out", "site"],
     ["web", "--port", "0"],
 ]
@@ -76,7 +76,7 @@ def test_every_command_gives_one_line_and_exit_2(
     monkeypatch.setenv("DISCORD_TOKEN", "not-used")
     monkeypatch.chdir(tmp_path)
 
-    assert main(command) == EXIT_USAGE
+    assert main([part.replace("{db}", str(path)) for part in command]) == EXIT_USAGE
     out, err = capsys.readouterr()
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1, err

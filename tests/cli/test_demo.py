@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
 from bot.demo import replay_into
+from bot.models import RunInfo
 from bot.sources.replay import load_sample
 from bot.store import Database, Store
 from tests.cli.test_check_config import run_cli
@@ -15,7 +17,7 @@ from tests.cli.test_check_config import run_cli
 
 def test_demo_then_status_and_timeline(tmp_path: Path) -> None:
     env = {"RUNSCRIBE_DB": str(tmp_path / "demo.db")}
-    demo = run_cli(tmp_path, "demo", env=env)
+    demo = run_cli(tmp_path, "demo", "--db", env["RUNSCRIBE_DB"])
     assert demo.returncode == 0, demo.stderr
     assert "Timeline" in demo.stdout and "Daily digest" in demo.stdout
     assert "Traceback" not in demo.stderr
@@ -122,7 +124,7 @@ def test_query_commands_fail_cleanly(tmp_path: Path) -> None:
     missing = run_cli(tmp_path, "status", env={"RUNSCRIBE_DB": str(tmp_path / "none.db")})
     assert missing.returncode == 2 and "no database" in missing.stderr
     env = {"RUNSCRIBE_DB": str(tmp_path / "demo.db")}
-    assert run_cli(tmp_path, "demo", env=env).returncode == 0
+    assert run_cli(tmp_path, "demo", "--db", env["RUNSCRIBE_DB"]).returncode == 0
     unknown = run_cli(tmp_path, "status", "--run", "nope", env=env)
     assert unknown.returncode == 2 and "unknown run 'nope'" in unknown.stderr
     bad_days = run_cli(tmp_path, "timeline", "--days", "0", env=env)
@@ -158,3 +160,37 @@ async def test_replaying_the_same_data_twice_changes_nothing(tmp_path: Path) -> 
     assert first["metric_points"] == second["metric_points"]
     assert len(first["events"]) == len(second["events"]) > 100
     assert first["events"] == second["events"]
+
+
+def _a_database_of_real_runs(path: Path) -> bytes:
+    async def build() -> None:
+        async with Database.open(path) as db:
+            await Store(db).runs.upsert(RunInfo(slug="hero", name="Our hero run"))
+
+    asyncio.run(build())
+    return path.read_bytes()
+
+
+def test_the_demo_never_writes_into_the_configured_database(tmp_path: Path) -> None:
+    """RUNSCRIBE_DB named in the environment and in .env (as a real deployment does): the demo
+    runs on a temporary database and the real one is left byte for byte."""
+    real = tmp_path / "runscribe.db"
+    before = _a_database_of_real_runs(real)
+    (tmp_path / ".env").write_text(f"RUNSCRIBE_DB={real}\n", encoding="utf-8")
+    demo = run_cli(tmp_path, "demo", env={"RUNSCRIBE_DB": str(real)})
+    assert demo.returncode == 0, demo.stderr
+    assert "temporary database removed" in demo.stdout and "--db" in demo.stdout
+    assert real.read_bytes() == before
+    status = run_cli(tmp_path, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["slug"] == "hero"  # no sample run to choose between
+
+
+def test_the_demo_refuses_a_database_that_holds_other_runs(tmp_path: Path) -> None:
+    real = tmp_path / "runscribe.db"
+    before = _a_database_of_real_runs(real)
+    refused = run_cli(tmp_path, "demo", "--db", str(real))
+    assert refused.returncode == 2
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "holds other runs (hero)" in lines[0], refused.stderr
+    assert real.read_bytes() == before  # not even migrated

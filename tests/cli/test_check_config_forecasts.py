@@ -44,7 +44,9 @@ def test_bad_forecast_keys_are_named_with_their_path(tmp_path: Path) -> None:
     )
     result = check(tmp_path, with_forecasts(bad))
     assert result.returncode == 2
-    lines = [line.strip() for line in (result.stdout + result.stderr).splitlines()]
+    lines = [
+        line.removeprefix("runscribe: ") for line in (result.stdout + result.stderr).splitlines()
+    ]
     assert any(
         line.startswith("runs[0].loss_forecast: point 3: steps must increase") for line in lines
     ), lines

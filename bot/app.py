@@ -59,6 +59,7 @@ from bot.render.cards import Card, TimeStyle
 from bot.render.chart import ChartCache
 from bot.render.drawer import IDLE_SECONDS, ChartDrawer
 from bot.render.stamps import render_card_stamps, render_stamps
+from bot.services.commands import commands_changed, commands_published
 from bot.services.status import chart_series
 from bot.settings import ConfigError, RunConfig, RunsFile, Settings, load_runs_file
 from bot.store import Store
@@ -423,18 +424,33 @@ class RunscribeBot(commands.Bot):
             self.start_loops()
 
     async def _sync_at_start(self) -> None:
+        """Publish the slash commands (to DISCORD_GUILD_ID, else globally) when their definition
+        differs from what this application last published there: a hash in the store, so a
+        first start publishes and a restart with the same commands costs no request."""
         guild_id = self.settings.discord_guild_id
-        if guild_id is None:
-            log.info("DISCORD_GUILD_ID is not set: commands are synced only by /admin sync")
+        guild = discord.Object(id=guild_id) if guild_id is not None else None
+        if guild is not None:
+            self.tree.copy_global_to(guild=guild)
+        where = f"guild {guild_id}" if guild is not None else "every server (global)"
+        definition = [command.to_dict(self.tree) for command in self.tree.get_commands(guild=guild)]
+        key = f"{self.application_id}:{guild_id or 'global'}"
+        if not await commands_changed(self.store, key, definition):
+            log.info("slash commands unchanged since last published to %s", where)
             return
-        guild = discord.Object(id=guild_id)
-        self.tree.copy_global_to(guild=guild)
         try:
             synced = await self.tree.sync(guild=guild)
-        except discord.HTTPException:
-            log.exception("could not sync commands to guild %s; use /admin sync later", guild_id)
+        except discord.HTTPException as exc:
+            log.error(
+                "could not publish slash commands to %s (%s); retried at next start", where, exc
+            )
             return
-        log.info("synced %d commands to guild %s", len(synced), guild_id)
+        await commands_published(self.store, key, definition)
+        log.info(
+            "published %d slash commands to %s%s",
+            len(synced),
+            where,
+            "" if guild is not None else "; Discord may take up to an hour to show them",
+        )
 
     def start_loops(self) -> None:
         """Start the background loops (once: a later call, e.g. the login after Discord was

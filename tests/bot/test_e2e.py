@@ -76,11 +76,6 @@ async def test_login_identify_and_guild_sync(
     await eventually(recorded_at_ready)  # on_ready records it; the seed's value is older
 
 
-async def test_without_guild_id_nothing_is_synced(start_bot: StartBot, fake: FakeDiscord) -> None:
-    await start_bot(guild=False)
-    assert not [r for r in fake.requests if r.method == "PUT"]
-
-
 async def test_digest_and_alert_thread_delivered_through_outbox(
     start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
 ) -> None:

@@ -15,7 +15,7 @@ import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable, Coroutine, Sequence
-from contextlib import AsyncExitStack, closing
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -28,7 +28,8 @@ from bot.errors import UserFacingError
 from bot.models import SOURCES, TAGS
 from bot.runsfile import ConfigError, RunsFile, load_runs_file
 from bot.store import Database, Store, StoreError
-from bot.store.db import path_problem
+from bot.store.db import path_problem, write_problem
+from bot.store.runs import slugs_in_file
 from bot.timeutil import humanize_delta, utcnow
 
 if TYPE_CHECKING:
@@ -177,6 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bot.store.integrity import describe_sqlite_error
 
         said = describe_sqlite_error(exc, settings.runscribe_db)
+        if said is None and "readonly" in str(exc):
+            # A command that writes (a digest's composed text, LLM spend) on a read-only file.
+            said = write_problem(settings.runscribe_db) or str(exc)
         if said is None:
             raise
         print(f"runscribe: {said}", file=sys.stderr)
@@ -295,7 +299,13 @@ async def cmd_digest(settings: Settings, args: argparse.Namespace) -> int:
 
 async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
     runs = load_runs_file(settings.runscribe_config)
+    database = settings.runscribe_db
+    problem = path_problem(database) or await asyncio.to_thread(write_problem, database)
+    if problem is not None:
+        raise StoreError(f"RUNSCRIBE_DB: {problem}")
     print(f"{settings.runscribe_config}: {len(runs.runs)} run(s) OK")
+    exists = await asyncio.to_thread(os.path.exists, database)
+    print(f"{database}: {'writable' if exists else 'will be created'}")
     for run in runs.runs:
         sources = []
         if run.wandb_runs:
@@ -581,7 +591,11 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
         path = Path(args.db) if explicit else Path(tmp) / "demo.db"
         now = utcnow()
         sample = demo.load(now)
-        others = _other_runs(path, str(sample.run_config["slug"]))
+        problem = write_problem(path) if explicit else None
+        if problem is not None:
+            raise StoreError(problem)
+        slug = str(sample.run_config["slug"])
+        others = [other for other in slugs_in_file(path) if other != slug]
         if others:
             raise UserFacingError(
                 f"{path} holds other runs ({', '.join(others)}); the demo keeps its sample "
@@ -628,22 +642,6 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
             f"({retired} never to be posted); {where}"
         )
     return EXIT_OK
-
-
-def _other_runs(path: Path, slug: str) -> list[str]:
-    """The runs other than `slug` an existing SQLite file holds, read without writing to it (no
-    migration, no journal). A file that cannot be read this way is left to `Database.open`,
-    which says why in one line."""
-    if not path.is_file() or path.stat().st_size == 0:
-        return []
-    import sqlite3
-
-    try:
-        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
-            rows = db.execute("SELECT slug FROM runs ORDER BY slug").fetchall()
-    except sqlite3.Error:
-        return []
-    return [str(row[0]) for row in rows if row[0] != slug]
 
 
 async def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:

@@ -24,7 +24,8 @@ from bot.runtime import Parts, Runtime, record_runs
 from bot.services.narrative import NarrativeWriter
 from bot.settings import RunConfig, RunsFile, Settings
 from bot.sources.base import Source
-from bot.store import Database, Store
+from bot.store import Database, Store, StoreError
+from bot.store.db import write_problem
 
 if TYPE_CHECKING:
     import httpx
@@ -57,6 +58,11 @@ COMMAND_READERS = 2
 
 @asynccontextmanager
 async def open_store(settings: Settings, *, readers: int = 0) -> AsyncIterator[Store]:
+    """The store of a process that writes (the bot, `poll`): a database it cannot write is one
+    clear StoreError before anything starts, not a traceback at the first write."""
+    problem = await asyncio.to_thread(write_problem, settings.runscribe_db)
+    if problem is not None:
+        raise StoreError(problem)
     async with Database.open(settings.runscribe_db, readers=readers) as db:
         yield Store(db)
 

@@ -5,6 +5,7 @@ numbered migrations (`migrations/NNNN_name.sql`) applied at open. The schema ver
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import re
@@ -48,6 +49,35 @@ def path_problem(path: str | Path) -> str | None:
     return None
 
 
+def write_problem(path: str | Path) -> str | None:
+    """Why this process could not write the database at `path` (a read-only file, a folder it
+    may not create files in), or None. Opens the file for writing and writes nothing."""
+    target = Path(path)
+    if not target.exists():
+        folder = next((p for p in target.parents if p.exists()), Path("."))
+        if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            return f"cannot create the database {target}: {folder} is not writable by this user"
+        return None
+    try:
+        os.close(os.open(target, os.O_WRONLY))
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return _READ_ONLY.format(path=target)
+        return None  # not about writing: Database.open names it
+    # WAL mode writes two files beside the database.
+    folder = target.parent
+    beside = [Path(f"{target}-wal"), Path(f"{target}-shm")]
+    if not all(p.exists() for p in beside) and not os.access(folder, os.W_OK | os.X_OK):
+        return _READ_ONLY.format(path=target)
+    return None
+
+
+_READ_ONLY = (
+    "the database {path} is read-only for this user: make the file (and its folder) writable, "
+    "or point RUNSCRIBE_DB at another file"
+)
+
+
 def _probe(path: str) -> None:
     """Open the file once, synchronously: a path that cannot be opened or a file that is not
     SQLite fails here, where nothing outlives the failure (aiosqlite's worker thread would still
@@ -68,6 +98,8 @@ def _cannot_open(path: str, exc: BaseException) -> StoreError:
             reason = f"{path} is not a SQLite database (point RUNSCRIBE_DB at another file)"
         elif said is not None:
             reason = said
+        elif "readonly database" in text:
+            reason = _READ_ONLY.format(path=path)
         else:
             reason = f"cannot open the database {path}: {text} (check the path and permissions)"
     return StoreError(reason)

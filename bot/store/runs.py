@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
 
 import aiosqlite
 
@@ -16,6 +19,20 @@ from bot.timeutil import from_db, to_db, utcnow
 
 # Kept beside the table in each record (runs recorded before the whole table was stored).
 _TOP_LEVEL = ("total_steps", "target_tokens", "launched_at", "timezone", "links")
+
+
+def slugs_in_file(path: Path) -> list[str]:
+    """The runs an existing SQLite file records, read without writing to it (no migration, no
+    journal); [] for a missing or empty file, or one that cannot be read this way (opening it
+    with `Database.open` says why)."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return []
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            rows = db.execute("SELECT slug FROM runs ORDER BY slug").fetchall()
+    except sqlite3.Error:
+        return []
+    return [str(row[0]) for row in rows]
 
 
 class RunsRepo:

@@ -283,6 +283,10 @@ class RunscribeBot(commands.Bot):
         warm_charts: bool = True,
         **options: Any,
     ):
+        # The bot has no voice: discord.py's warnings that PyNaCl and davey (voice libraries)
+        # are missing would only look like something to fix at every start.
+        discord.VoiceClient.warn_nacl = False
+        discord.VoiceClient.warn_dave = False
         intents = discord.Intents.default()
         intents.message_content = True  # channel watch needs message text (privileged intent)
         options.pop("allowed_mentions", None)  # never anything but none

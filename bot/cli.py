@@ -52,19 +52,91 @@ def _width() -> int:
     return max(40, min(shutil.get_terminal_size((100, 24)).columns, 160))
 
 
+_DESCRIPTIONS = {
+    "run": (
+        "Start the Discord bot: poll W&B and GitHub, watch the runs' channels, answer the "
+        "slash commands, post incidents and digests. Needs DISCORD_TOKEN (a bot token) "
+        "and the runs file (RUNSCRIBE_CONFIG, default ./runscribe.toml); writes the "
+        "database RUNSCRIBE_DB (default ./runscribe.db). Slash commands are published at "
+        "the first start, to DISCORD_GUILD_ID when set. With RUNSCRIBE_WEB_PORT set, also "
+        "serves the status page and /healthz. Runs until stopped (Ctrl-C or SIGTERM)."
+    ),
+    "poll": (
+        "Poll every source of the runs file (W&B, GitHub), enrich the new events and "
+        "detect incidents, writing everything to RUNSCRIBE_DB; alerts stay queued for the "
+        "bot to post. Without --once, repeats every RUNSCRIBE_POLL_INTERVAL seconds."
+    ),
+    "status": (
+        "Print what /status shows for a run, from the database (RUNSCRIBE_DB) alone: "
+        "progress, state, projected end, last restart, loss, open incidents, freshness of "
+        "each source, the narrative and links."
+    ),
+    "timeline": (
+        "Print what /timeline shows for a run, newest first, from the database "
+        "(RUNSCRIBE_DB) alone."
+    ),
+    "digest": (
+        "Compose a run's digest of the last 24 hours from the database and print it "
+        "(written by Claude when ANTHROPIC_API_KEY is set, else from the template); "
+        "nothing is posted."
+    ),
+    "check-config": (
+        "Validate the environment (.env included), the runs file (RUNSCRIBE_CONFIG) and "
+        "the database path (RUNSCRIBE_DB): one line per problem and exit 2, notes for "
+        "what is missing or still the example's, exit 0 otherwise."
+    ),
+    "ask": (
+        "Answer a question about a run from its stored history, with numbered citations "
+        "(by Claude when ANTHROPIC_API_KEY is set, else the matching entries)."
+    ),
+    "usage": (
+        "Print the LLM spend recorded in the database today and this month, by task, "
+        "against RUNSCRIBE_LLM_DAILY_BUDGET_USD."
+    ),
+    "page": (
+        "Write the static status page from the database: DIR/index.html (every run) and "
+        "DIR/<slug>.html for each run."
+    ),
+    "web": (
+        "Serve the status pages (/ and /runs/<slug>) and /healthz (JSON, 503 when a "
+        "source is failing) from the database, without Discord. Runs until stopped."
+    ),
+}
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="runscribe",
         description="Runscribe: one voice about a long training run, in Discord.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    sub.add_parser("run", help="start the Discord bot")
-    poll = sub.add_parser("poll", help="poll every source, enrich and detect incidents")
+    sub.add_parser(
+        "run",
+        help="start the Discord bot",
+        description=_DESCRIPTIONS["run"],
+    )
+    poll = sub.add_parser(
+        "poll",
+        help="poll every source, enrich and detect incidents",
+        description=_DESCRIPTIONS["poll"],
+    )
     poll.add_argument("--once", action="store_true", help="one cycle, then exit")
-    status = sub.add_parser("status", help="what /status shows")
+    status = sub.add_parser(
+        "status",
+        help="what /status shows",
+        description=_DESCRIPTIONS["status"],
+    )
     status.add_argument("--run", metavar="SLUG", help=_RUN_HELP)
-    status.add_argument("--json", action="store_true", help="print JSON (see DESIGN.md)")
-    timeline = sub.add_parser("timeline", help="what /timeline shows")
+    status.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON (its fields: README, Commands)",
+    )
+    timeline = sub.add_parser(
+        "timeline",
+        help="what /timeline shows",
+        description=_DESCRIPTIONS["timeline"],
+    )
     timeline.add_argument("--run", metavar="SLUG", help=_RUN_HELP)
     timeline.add_argument(
         "--days", type=int, default=7, metavar="N", help="how many days back (default 7)"
@@ -82,7 +154,11 @@ def _parser() -> argparse.ArgumentParser:
         "--limit", type=int, default=200, metavar="N", help="at most N entries (default 200)"
     )
     timeline.add_argument("--json", action="store_true", help="print a JSON list of entries")
-    digest = sub.add_parser("digest", help="compose the digest of the last 24 h and print it")
+    digest = sub.add_parser(
+        "digest",
+        help="compose the digest of the last 24 h and print it",
+        description=_DESCRIPTIONS["digest"],
+    )
     digest.add_argument("--run", metavar="SLUG", help=_RUN_HELP)
     digest.add_argument("--json", action="store_true", help="print the digest's facts as JSON")
     demo = sub.add_parser(
@@ -104,15 +180,31 @@ def _parser() -> argparse.ArgumentParser:
             "refused when PATH holds other runs"
         ),
     )
-    sub.add_parser("check-config", help="validate the environment and the runs file")
-    ask = sub.add_parser("ask", help="answer a question from the stored history, with citations")
+    sub.add_parser(
+        "check-config",
+        help="validate the environment and the runs file",
+        description=_DESCRIPTIONS["check-config"],
+    )
+    ask = sub.add_parser(
+        "ask",
+        help="answer a question from the stored history, with citations",
+        description=_DESCRIPTIONS["ask"],
+    )
     ask.add_argument("--run", metavar="SLUG", help=_RUN_HELP)
     ask.add_argument("--json", action="store_true", help="print the answer and citations as JSON")
     ask.add_argument("--limit", type=int, default=8, metavar="N", help="citations at most (1-20)")
     ask.add_argument("question", nargs="+", metavar="QUESTION", help="the question, in words")
-    usage = sub.add_parser("usage", help="LLM spend today and this month, by task")
+    usage = sub.add_parser(
+        "usage",
+        help="LLM spend today and this month, by task",
+        description=_DESCRIPTIONS["usage"],
+    )
     usage.add_argument("--json", action="store_true", help="print the spend report as JSON")
-    page = sub.add_parser("page", help="write the status page: DIR/index.html and DIR/<slug>.html")
+    page = sub.add_parser(
+        "page",
+        help="write the status page: DIR/index.html and DIR/<slug>.html",
+        description=_DESCRIPTIONS["page"],
+    )
     page.add_argument("--run", metavar="SLUG", help="only this run's page (default: every run)")
     page.add_argument(
         "--days", type=int, default=30, metavar="N", help="timeline days on the page (default 30)"
@@ -120,7 +212,11 @@ def _parser() -> argparse.ArgumentParser:
     page.add_argument(
         "--out", required=True, type=Path, metavar="DIR", help="directory to write the pages to"
     )
-    web = sub.add_parser("web", help="serve the status pages and /healthz from the store")
+    web = sub.add_parser(
+        "web",
+        help="serve the status pages and /healthz from the store",
+        description=_DESCRIPTIONS["web"],
+    )
     web.add_argument(
         "--host", metavar="H", help="address to listen on (default RUNSCRIBE_WEB_HOST, 127.0.0.1)"
     )

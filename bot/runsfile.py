@@ -110,7 +110,7 @@ _HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
 
 
 class RunConfig(BaseModel):
-    """One `[[runs]]` table. Keys and meanings are fixed by DESIGN.md."""
+    """One `[[runs]]` table. Keys and meanings are a fixed interface (README: The runs file)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,5 +1,5 @@
 """The grounding check: every number, date, time, reference and link in model output must come
-from the facts the model was given. Numbers come from code (DESIGN.md principle 2); this is where
+from the facts the model was given. Numbers come from code (a design principle); this is where
 that is enforced.
 
 `FactIndex.build(text)` reads the exact text the model saw (facts, summaries, open threads) with

@@ -1,4 +1,4 @@
-"""The JSON shapes DESIGN.md fixes for `status --json` and `timeline --json`."""
+"""The fixed JSON shapes (README: Commands) of `status --json` and `timeline --json`."""
 
 from __future__ import annotations
 

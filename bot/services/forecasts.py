@@ -33,7 +33,7 @@ def loss_key(run: RunInfo) -> str:
 
 @dataclass(slots=True)
 class ForecastView:
-    """One line of the `forecasts` list of `status --json` (DESIGN.md fixes the first seven)."""
+    """One line of the `forecasts` list of `status --json` (its first seven fields are fixed)."""
 
     metric: str
     label: str

@@ -48,7 +48,7 @@ class WandbRunState:
 
 @dataclass(slots=True)
 class SampleRun:
-    run_config: dict[str, Any]  # the [[runs]] table as a dict (DESIGN.md keys), times as ISO text
+    run_config: dict[str, Any]  # the [[runs]] table as a dict (the fixed keys), times as ISO text
     snapshots: list[RunSnapshot]  # final state of each W&B run in the chain (observed_at = end)
     state_history: list[WandbRunState]  # every state change, time-ordered
     points: list[MetricPoint]  # the whole generated history, all chain members, per run in order

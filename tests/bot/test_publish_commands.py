@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 
+import discord
 import pytest
 
 from bot.app import DEFAULT_EXTENSIONS
@@ -76,3 +77,16 @@ async def test_a_refused_publish_is_logged_and_retried_at_the_next_start(
     await bot.close()
     await start_bot()
     assert {c["name"] for c in fake.commands[fake.guild_id]} >= {"status"}
+
+
+async def test_no_voice_warnings_at_start(
+    start_bot: StartBot, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As in a fresh process: discord.py warns once per process, so an earlier test's bot
+    # would otherwise have spent the warning already.
+    monkeypatch.setattr(discord.VoiceClient, "warn_nacl", True)
+    monkeypatch.setattr(discord.VoiceClient, "warn_dave", True)
+    caplog.set_level(logging.WARNING, logger="discord")
+    await start_bot()
+    voice = [r.getMessage() for r in caplog.records if "voice" in r.getMessage()]
+    assert voice == []

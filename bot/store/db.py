@@ -51,8 +51,15 @@ def path_problem(path: str | Path) -> str | None:
 
 def write_problem(path: str | Path) -> str | None:
     """Why this process could not write the database at `path` (a read-only file, a folder it
-    may not create files in), or None. Opens the file for writing and writes nothing."""
-    target = Path(path)
+    may not create files in), or None. Opens the file for writing and writes nothing. A path
+    that cannot even be looked at is left to `Database.open`, which names it."""
+    try:
+        return _write_problem(Path(path))
+    except OSError:
+        return None
+
+
+def _write_problem(target: Path) -> str | None:
     if not target.exists():
         folder = next((p for p in target.parents if p.exists()), Path("."))
         if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):

@@ -122,7 +122,16 @@ class Settings(BaseSettings):
         return level
 
 
-_SECRETS = frozenset({"discord_token", "github_token", "wandb_api_key", "anthropic_api_key"})
+_SECRETS = frozenset(
+    {
+        "discord_token",
+        "github_token",
+        "wandb_api_key",
+        "anthropic_api_key",
+        "github_webhook_secret",
+        "runscribe_hook_token",
+    }
+)
 
 
 def _problem(item: Any) -> str:

@@ -267,6 +267,16 @@ def forecast_line(view: ForecastView) -> str:
     return view.describe(f"{view.label} ({key})" if view.label != view.metric else key)
 
 
+def _learning(view: ForecastView) -> str:
+    """A learning forecast says what it waits for: the W&B key never logged yet (a key the
+    project does not log, or one misspelt in the runs file), or how many points it has."""
+    if view.value is None:
+        return f"{view.label}: waiting for `{view.metric}`, nothing logged yet"
+    if view.reason and view.reason.startswith("learning: "):
+        return f"{view.label}: {view.reason.removeprefix('learning: ')}"
+    return view.label
+
+
 def forecasts_summary(views: list[ForecastView]) -> str:
     """Drifting forecasts first, one line each; the rest summarised."""
     drifting = [v for v in views if v.state == "drifting"]
@@ -279,7 +289,7 @@ def forecasts_summary(views: list[ForecastView]) -> str:
     if ok:
         rest.append(f"{ok} within forecast")
     if learning:
-        rest.append(f"{len(learning)} learning ({', '.join(v.label for v in learning)})")
+        rest.append(f"{len(learning)} learning ({'; '.join(map(_learning, learning))})")
     if rest:
         lines.append(("others: " if drifting or outside else "") + ", ".join(rest))
     return "\n".join(lines)

@@ -26,7 +26,7 @@ from bot import logs
 from bot.environment import database_path
 from bot.errors import UserFacingError
 from bot.models import SOURCES, TAGS
-from bot.runsfile import ConfigError, RunsFile, load_runs_file
+from bot.runsfile import ConfigError, RunsFile, example_leftovers, load_runs_file
 from bot.store import Database, Store, StoreError
 from bot.store.db import path_problem, write_problem
 from bot.store.runs import slugs_in_file
@@ -412,6 +412,14 @@ async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
             sources.append(f"Discord ({len(run.watch_channels)} channel(s))")
         print(f"  {run.slug}: {run.name} — {', '.join(sources)}")
     warnings = []
+    for index, run in enumerate(runs.runs):
+        leftovers = example_leftovers(run)
+        if leftovers:
+            warnings.append(
+                f"runs[{index}] ({run.slug}): {', '.join(leftovers)} still hold the example's "
+                "values: replace them (or delete the keys), or they reach the /status card as "
+                "written"
+            )
     if settings.discord_token is None:
         warnings.append("DISCORD_TOKEN is not set: `runscribe run` will refuse to start")
     if settings.anthropic_api_key is None:

@@ -374,6 +374,34 @@ def _messages(error: ValidationError, prefix: str = "") -> list[str]:
     return problems
 
 
+# runscribe.example.toml marks every value a person must replace with this; its loss curve
+# only shows the format.
+PLACEHOLDER = "CHANGE-ME"
+EXAMPLE_LOSS_FORECAST = ((1000, 3.10), (10000, 2.62), (100000, 2.25))
+
+
+def example_leftovers(run: RunConfig) -> list[str]:
+    """The keys of `run` that still hold the example runs file's values (a CHANGE-ME
+    placeholder, its made-up loss curve): they would reach the /status card as written."""
+    found: list[str] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, str) and PLACEHOLDER in value:
+            found.append(path)
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                walk(inner, f"{path}.{key}" if path else str(key))
+        elif isinstance(value, list | tuple):
+            for index, inner in enumerate(value):
+                walk(inner, f"{path}[{index}]")
+
+    walk(run.model_dump(mode="json", exclude={"loss_forecast"}), "")
+    curve = [tuple(point) for point in run.model_dump(mode="json").get("loss_forecast") or []]
+    if curve and curve == [tuple(point) for point in EXAMPLE_LOSS_FORECAST]:
+        found.append("loss_forecast (the example's made-up curve)")
+    return found
+
+
 def parse_runs(data: dict[str, Any], source: str = "runs file") -> RunsFile:
     try:
         runs = RunsFile.model_validate(data)

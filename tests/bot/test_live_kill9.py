@@ -20,6 +20,7 @@ from bot.timeutil import to_db, utcnow
 from tests.bot.conftest import Seed
 from tests.bot.test_e2e import _spawn, _toml
 from tests.fakes.discord import MANAGE_MESSAGES, FakeDiscord
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -77,11 +78,12 @@ async def test_kill_9_never_makes_a_second_live_message_and_the_same_one_is_edit
 
     process = await _spawn(env, log)
     try:
-        for _ in range(600):
+
+        async def pinned() -> Any:
             row = await stored(db_file, slug)
-            if row is not None and row.message_id is not None and row.pinned:
-                break
-            await asyncio.sleep(0.1)
+            return row if row is not None and row.message_id is not None and row.pinned else None
+
+        row = await until(pinned, "the live message recorded and pinned", every=0.1)
         assert row is not None and row.message_id == int(message["id"]), log.read_text()[-3000:]
         assert live_posts(fake, channel) == [message] and fake.pinned(channel) == [message]
     finally:

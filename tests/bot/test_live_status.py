@@ -29,6 +29,7 @@ from bot.timeutil import utcnow
 from tests.bot.conftest import Seed, StartBot, with_config
 from tests.bot.test_e2e import _toml
 from tests.fakes.discord import MANAGE_MESSAGES, FakeDiscord, Recorded
+from tests.waiting import until as wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -59,21 +60,22 @@ def requests(fake: FakeDiscord, method: str, path: str) -> list[Recorded]:
 
 
 async def row(store: Store, slug: str, until: Any = None) -> LiveMessage:
-    for _ in range(1500):
+    async def recorded() -> LiveMessage | None:
         found = await store.live.get(slug)
         if found is not None and found.message_id is not None and (until is None or until(found)):
             return found
-        await asyncio.sleep(0.02)
-    raise TimeoutError(f"no live message recorded for {slug}")
+        return None
+
+    return await wait_until(recorded, f"a live message recorded for {slug}")
 
 
 async def delivered(store: Store, slug: str) -> None:
     """Wait until no live update of the run is queued."""
-    for _ in range(1500):
-        if not await store.live.queued(slug):
-            return
-        await asyncio.sleep(0.02)
-    raise TimeoutError("the live update stayed queued")
+
+    async def sent() -> bool:
+        return not await store.live.queued(slug)
+
+    await wait_until(sent, "the live update delivered")
 
 
 async def live_items(store: Store, slug: str) -> int:

@@ -18,8 +18,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.e2e.test_acceptance_alerts import stored
 from tests.e2e.test_incident_flow import (
     MIN,
@@ -36,8 +34,6 @@ from tests.e2e.test_incident_flow import (
 )
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.wandb import FakeWandb
-
-pytestmark = pytest.mark.timeout(240)
 
 OLD = "ent/proj/hero-1"
 CURRENT = "ent/proj/hero-2"

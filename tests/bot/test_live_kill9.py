@@ -12,8 +12,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from bot.models import LiveMessage
 from bot.store import Database, Store
 from bot.timeutil import to_db, utcnow
@@ -21,8 +19,6 @@ from tests.bot.conftest import Seed
 from tests.bot.test_e2e import _spawn, _toml
 from tests.fakes.discord import MANAGE_MESSAGES, FakeDiscord
 from tests.waiting import until
-
-pytestmark = pytest.mark.timeout(180)
 
 
 def live_posts(fake: FakeDiscord, channel: int) -> list[dict[str, Any]]:

@@ -31,8 +31,6 @@ from tests.bot.test_e2e import _toml
 from tests.fakes.discord import MANAGE_MESSAGES, FakeDiscord, Recorded
 from tests.waiting import until as wait_until
 
-pytestmark = pytest.mark.timeout(90)
-
 STATUS = 1213463398226931745  # the sample's alerts channel: the live message sits beside alerts
 
 

@@ -4,12 +4,15 @@ no I/O, no Discord."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from bot.runsfile import RunConfig
+from bot.timeutil import parse_time, to_db
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +138,13 @@ RESTORE = "restore"
 RESTART_KINDS = (NEW_RUN, RESTORE)
 
 
-class BadRestart(ValueError):
+class BadEventData(ValueError):
+    """An event's data (`Event.extra`) that does not match what its (source, kind) declares
+    (`EVENT_DATA`). Raised where it is written (the store refuses the event) and where it is
+    read; the message names the source, the kind and the key."""
+
+
+class BadRestart(BadEventData):
     """A restart record that does not hold together (raised where it is written or read)."""
 
 
@@ -163,8 +172,12 @@ class Restart:
     def __post_init__(self) -> None:
         if self.kind not in RESTART_KINDS:
             raise BadRestart(f"restart kind {self.kind!r} is not one of {RESTART_KINDS}")
-        if not self.wandb_run:
+        if not self.wandb_run or not isinstance(self.wandb_run, str):
             raise BadRestart("a restart names the W&B run that resumed")
+        for name in ("previous_run", "cause"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise BadRestart(f"restart {name} must be text, not {value!r}")
         for name in ("at", "stopped_at", "resumed_at"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
@@ -220,8 +233,14 @@ class Restart:
         }
 
     @classmethod
-    def from_json(cls, at: datetime, data: Mapping[str, Any]) -> Restart:
-        """Read back what `to_json` wrote (derived figures are recomputed, never trusted)."""
+    def from_json(cls, at: datetime, data: Mapping[str, Any], *, strict: bool = False) -> Restart:
+        """Read back what `to_json` wrote (derived figures are recomputed, never trusted).
+        `strict` (before a write): a key `to_json` never writes is an error too; a stored row
+        may keep keys of an older shape, which reading ignores."""
+        if strict:
+            unknown = sorted(set(data) - RESTART_KEYS)
+            if unknown:
+                raise BadRestart(f"restart record: unknown key {unknown[0]!r}")
         try:
             return cls(
                 at=at,
@@ -243,6 +262,31 @@ class Restart:
             raise BadRestart(f"event {event.external_id!r} is not a W&B restart")
         return cls.from_json(event.at, event.extra)
 
+    @classmethod
+    def validate(cls, event: Event) -> Restart:
+        """The restart an event about to be written carries, read strictly (`EVENT_DATA`)."""
+        try:
+            return cls.from_json(event.at, event.extra, strict=True)
+        except BadRestart as exc:
+            raise BadRestart(f"wandb restart event {event.external_id!r}: {exc}") from None
+
+
+#: The keys `Restart.to_json` writes.
+RESTART_KEYS = frozenset(
+    (
+        "restart",
+        "wandb_run",
+        "previous_run",
+        "from_step",
+        "to_step",
+        "stopped_at",
+        "resumed_at",
+        "down_seconds",
+        "recomputed_steps",
+        "cause",
+    )
+)
+
 
 def _iso_or_none(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
@@ -257,6 +301,302 @@ def _time_or_none(value: Any) -> datetime | None:
     if parsed.tzinfo is None:
         raise BadRestart(f"restart time {value!r} has no time zone")
     return parsed
+
+
+# --- what each source records on its events (`Event.extra`) ---------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EventData:
+    """The declared data of one (source, kind) of event: `Event.extra` as typed fields.
+
+    The store keeps it as a JSON object (the events' `extra` column); `to_json` writes it the
+    way the sources always have, `of` reads it back from an event (a key an older version wrote
+    and this one dropped is ignored; a value of the wrong type is an error), `validate` reads an
+    event about to be written strictly (an unknown key is an error too): the store calls it
+    through `check_event_data` before every write. Readers in other parts use the fields, never
+    `extra.get("…")`: a renamed key fails `mypy` and the store's check, not a reader's blank.
+
+    A subclass names its `SOURCE` and `KINDS`, and which keys are written only while set
+    (`SPARSE`: left out when None). Field types: str, int, float, bool, datetime (ISO text,
+    written by `time_text`), tuple[str, ...] (a JSON list), dict[str, str], each optionally
+    `| None`."""
+
+    SOURCE: ClassVar[str] = ""
+    KINDS: ClassVar[tuple[str, ...]] = ()
+    SPARSE: ClassVar[frozenset[str]] = frozenset()
+
+    @staticmethod
+    def time_text(value: datetime) -> str:
+        return value.isoformat()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, _ in _codecs(type(self)):
+            value = getattr(self, name)
+            if value is None and name in self.SPARSE:
+                continue
+            if isinstance(value, datetime):
+                value = self.time_text(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[name] = value
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, strict: bool = False, where: str = "") -> Self:
+        """The typed data of a JSON object; `where` names the event in an error."""
+        where = where or f"{cls.SOURCE} {'/'.join(cls.KINDS)} data"
+        if not isinstance(data, Mapping):
+            raise BadEventData(f"{where}: its data must be a JSON object, not {data!r}")
+        codecs = _codecs(cls)
+        if strict:
+            unknown = sorted(set(data) - {name for name, _ in codecs})
+            if unknown:
+                raise BadEventData(f"{where}: unknown key {unknown[0]!r}")
+        values: dict[str, Any] = {}
+        for name, codec in codecs:
+            if name not in data:
+                if codec.required:
+                    raise BadEventData(f"{where}: key {name!r} is missing")
+                continue
+            try:
+                values[name] = codec.read(data[name])
+            except (TypeError, ValueError):
+                raise BadEventData(
+                    f"{where}: key {name!r} must be {codec.what}, not {data[name]!r}"
+                ) from None
+        return cls(**values)
+
+    @classmethod
+    def of(cls, event: Event) -> Self:
+        """An event's data (raises `BadEventData` if the event is not of this source and kind)."""
+        return cls.from_json(event.extra, where=cls._where(event))
+
+    @classmethod
+    def validate(cls, event: Event) -> Self:
+        """The data of an event about to be written, read strictly."""
+        return cls.from_json(event.extra, strict=True, where=cls._where(event))
+
+    @classmethod
+    def _where(cls, event: Event) -> str:
+        where = f"{event.source} {event.kind} event {event.external_id!r}"
+        if event.source != cls.SOURCE or event.kind not in cls.KINDS:
+            raise BadEventData(f"{where} is not a {cls.SOURCE} {'/'.join(cls.KINDS)} event")
+        return where
+
+
+@dataclass(frozen=True, slots=True)
+class _Codec:
+    what: str  # what a value must be, for the error
+    read: Callable[[Any], Any]  # JSON value → field value (TypeError/ValueError when wrong)
+    required: bool
+
+
+_CODECS: dict[type[EventData], tuple[tuple[str, _Codec], ...]] = {}
+
+
+def _codecs(cls: type[EventData]) -> tuple[tuple[str, _Codec], ...]:
+    """Each field's name and reader, in declaration order (read once per class)."""
+    known = _CODECS.get(cls)
+    if known is not None:
+        return known
+    hints = typing.get_type_hints(cls)
+    _CODECS[cls] = found = tuple(
+        (
+            f.name,
+            _Codec(
+                *_reader(hints[f.name]),
+                required=f.default is MISSING and f.default_factory is MISSING,
+            ),
+        )
+        for f in fields(cls)
+    )
+    return found
+
+
+def _reader(annotation: Any) -> tuple[str, Callable[[Any], Any]]:
+    args = typing.get_args(annotation)
+    if isinstance(annotation, types.UnionType) and type(None) in args:
+        (inner,) = (a for a in args if a is not type(None))
+        what, read = _reader(inner)
+        return f"{what} or null", lambda v: None if v is None else read(v)
+    if annotation is str:
+        return "text", lambda v: _is(v, str)
+    if annotation is bool:
+        return "true or false", lambda v: _is(v, bool)
+    if annotation is int:
+        return "an integer", _integer
+    if annotation is float:
+        return "a number", _number
+    if annotation is datetime:
+        return "an ISO time with a zone", _aware
+    if typing.get_origin(annotation) is tuple and args == (str, Ellipsis):
+        return "a list of text", lambda v: tuple(_is(x, str) for x in _is(v, list | tuple))
+    if typing.get_origin(annotation) is dict and args == (str, str):
+        return "an object of text", lambda v: {
+            _is(k, str): _is(x, str) for k, x in _is(v, dict).items()
+        }
+    raise TypeError(f"event data cannot declare a field of type {annotation!r}")
+
+
+def _is(value: Any, kind: Any) -> Any:
+    if not isinstance(value, kind):
+        raise TypeError(value)
+    return value
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(value)
+    return value
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(value)
+    return float(value)
+
+
+def _aware(value: Any) -> datetime:
+    parsed = parse_time(_is(value, str))
+    if parsed is None:
+        raise ValueError(value)
+    return parsed
+
+
+@dataclass(frozen=True, slots=True)
+class GithubThread(EventData):
+    """A GitHub issue or pull request (its description event)."""
+
+    SOURCE = "github"
+    KINDS = ("issue", "pull")
+    SPARSE = frozenset({"author_association"})
+
+    labels: tuple[str, ...] = ()
+    merged_at: str | None = None  # GitHub's own timestamp text, for a merged pull
+    author_association: str | None = None  # GitHub's OWNER | MEMBER | … of the author
+
+
+@dataclass(frozen=True, slots=True)
+class GithubComment(EventData):
+    """A comment in a GitHub thread: the thread it is in (title, its prefix, labels, issue or
+    pull), as far as the source knew it, and its author's standing in the repository."""
+
+    SOURCE = "github"
+    KINDS = ("comment",)
+    SPARSE = frozenset(
+        {"thread_title", "thread_prefix", "thread_labels", "thread_kind", "author_association"}
+    )
+
+    thread_title: str | None = None
+    thread_prefix: str | None = None  # "infra", "small-scale ablation" (`split_prefix`)
+    thread_labels: tuple[str, ...] | None = None
+    thread_kind: str | None = None  # issue | pull
+    author_association: str | None = None
+
+    def reviewed(self, review_state: str | None) -> GithubReview:
+        """The same thread and author, as a review with GitHub's verdict."""
+        return GithubReview(
+            **{f.name: getattr(self, f.name) for f in fields(GithubComment)},
+            review_state=review_state,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GithubReview(GithubComment):
+    """A pull request review: a comment with GitHub's verdict."""
+
+    KINDS = ("review",)
+
+    review_state: str | None = None  # APPROVED | CHANGES_REQUESTED | COMMENTED | …
+
+
+@dataclass(frozen=True, slots=True)
+class WandbState(EventData):
+    """A W&B run's state change, as the monitor saw it."""
+
+    SOURCE = "wandb"
+    KINDS = ("state",)
+
+    wandb_run: str | None = None  # entity/project/run_id
+    from_state: str | None = None  # None: the monitor's first look at the run
+    to_state: str | None = None
+    step: int | None = None  # the run's last step then
+    heartbeat_at: datetime | None = None
+    observed_at: datetime | None = None
+
+    @staticmethod
+    def time_text(value: datetime) -> str:
+        return value.isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationData(EventData):
+    """A burst of Discord messages in one channel told as one event (`bot.enrich.conversations`)."""
+
+    SOURCE = "discord"
+    KINDS = ("conversation",)
+
+    messages: tuple[str, ...] = ()  # the members' external ids, oldest first
+    count: int = 2  # how many messages
+    until: datetime | None = None  # the last member's time
+
+    @staticmethod
+    def time_text(value: datetime) -> str:
+        return to_db(value) or ""
+
+
+@dataclass(frozen=True, slots=True)
+class AlertData(EventData):
+    """An Alertmanager alert (`bot.hooks.alertmanager`): what it is and where it fired."""
+
+    SOURCE = "alertmanager"
+    KINDS = ("alert",)
+    SPARSE = frozenset({"ends_at"})
+
+    fingerprint: str
+    alertname: str = "alert"
+    severity: str = "warning"
+    instance: str | None = None
+    summary: str = ""
+    description: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    ends_at: datetime | None = None  # when resolved
+
+
+#: The declared data of each (source, kind) that has any, by its strict reader. An event of any
+#: other (source, kind) carries none.
+EVENT_DATA: dict[tuple[str, str], Callable[[Event], object]] = {
+    ("wandb", "restart"): Restart.validate,
+    **{
+        (data.SOURCE, kind): data.validate
+        for data in (
+            GithubThread,
+            GithubComment,
+            GithubReview,
+            WandbState,
+            ConversationData,
+            AlertData,
+        )
+        for kind in data.KINDS
+    },
+}
+
+
+def check_event_data(event: Event) -> None:
+    """Refuse an event whose data is not what its (source, kind) declares (`BadEventData`,
+    naming the kind and the key). The store calls it before it writes an event."""
+    validate = EVENT_DATA.get((event.source, event.kind))
+    if validate is not None:
+        validate(event)
+    elif event.extra:
+        raise BadEventData(
+            f"{event.source} {event.kind} event {event.external_id!r}: no data is declared "
+            f"for it, yet it has key {sorted(event.extra)[0]!r}"
+        )
 
 
 @dataclass(slots=True)

@@ -22,7 +22,7 @@ from bot.enrich.conversations import (
     settles_at,
 )
 from bot.enrich.rules import Enrichment, enrich_event
-from bot.models import UNHEALTHY_STATES, Event
+from bot.models import UNHEALTHY_STATES, AlertData, Event
 from bot.settings import DEFAULT_ENRICH_BATCH, DEFAULT_ENRICH_WINDOW
 from bot.sources.base import Source
 from bot.sources.poller import CycleReport, PollSession, poll_once
@@ -84,7 +84,7 @@ def fact_enrichment(event: Event) -> Enrichment:
             summary=summary,
             tag="incident",
             incident=True,
-            severity="critical" if event.extra.get("severity") == "critical" else "warning",
+            severity="critical" if AlertData.of(event).severity == "critical" else "warning",
             incident_kind=None,  # the alert's own kind is its alertname (the engine reads it)
             newsworthy=True,
         )

@@ -57,9 +57,9 @@ async def chart_data(store: Store, slug: str) -> ChartData:
         if series[i].wandb_run != series[i - 1].wandb_run or series[i].step <= series[i - 1].step
     ]
     restarts = [
-        (int(e.extra["to_step"]), e.at)
-        for e in await store.events.of_kind(slug, "wandb", "restart", limit=RESTART_SCAN)
-        if isinstance(e.extra.get("to_step"), int | float)
+        (r.to_step, r.at)
+        for r in await store.events.restarts(slug, limit=RESTART_SCAN)
+        if r.to_step is not None
     ]
     forecast: list[tuple[float, float]] = []
     # `loss_forecast` ([[step, loss], …] in the runs file) is drawn whenever a run has one.

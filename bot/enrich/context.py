@@ -2,20 +2,20 @@
 
 A comment's own words rarely say what it is about ("rerun with the fix, same result"); the thread
 does: its title, a title prefix (``[infra] …``, ``small-scale ablation: …``), its labels and whether
-it is an issue or a pull request. The GitHub source records these on every comment and review in
-``Event.extra`` (``thread_title``, ``thread_prefix``, ``thread_labels``, ``thread_kind``) together
-with GitHub's ``author_association``; a Discord message carries its channel (and thread) name in
-its ref (``#ablations › lr sweep``). ``ThreadContext.of`` reads either back.
+it is an issue or a pull request. The GitHub source records these on every comment and review
+(its data, ``bot.models.GithubComment``) together with GitHub's ``author_association``; a Discord
+message carries its channel (and thread) name in its ref (``#ablations › lr sweep``).
+``ThreadContext.of`` reads either back.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-from bot.models import Event
+from bot.models import Event, GithubComment, GithubReview, GithubThread
 
 #: Title markers that say how finished a thread is, not what it is about.
 _STATUS_MARKERS: Final = frozenset({"wip", "draft", "rfc", "dnm", "do not merge", "pr", "mr"})
@@ -49,12 +49,6 @@ def split_prefix(title: str | None) -> tuple[str, str]:
     return " ".join(parts), rest.strip()
 
 
-def _labels(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list | tuple):
-        return ()
-    return tuple(str(label) for label in value if label)
-
-
 @dataclass(frozen=True, slots=True)
 class ThreadContext:
     """The thread (or channel) an event belongs to, as far as it is known."""
@@ -83,28 +77,29 @@ class ThreadContext:
 
     @classmethod
     def of(cls, event: Event) -> ThreadContext:
-        extra: Mapping[str, Any] = event.extra or {}
-        association = extra.get("author_association")
-        association = str(association) if association else None
         if event.source == "discord":
-            return cls.of_channel(event.ref, association)
+            return cls.of_channel(event.ref)
+        if event.source != "github" or event.kind not in ("issue", "pull", "comment", "review"):
+            return cls()  # a W&B or system event, a thread's state change: no thread of its own
         if event.kind in ("issue", "pull"):
+            thread = GithubThread.of(event)
             title = event.title or ""
             return cls(
                 title=title,
                 prefix=split_prefix(title)[0],
-                labels=_labels(extra.get("labels")),
+                labels=_labels(thread.labels),
                 kind=event.kind,
-                association=association,
+                association=thread.author_association or None,
             )
-        title = str(extra.get("thread_title") or "")
-        prefix = extra.get("thread_prefix")
+        post = (GithubReview if event.kind == "review" else GithubComment).of(event)
+        title = post.thread_title or ""
+        prefix = post.thread_prefix
         return cls(
             title=title,
-            prefix=str(prefix) if prefix is not None else split_prefix(title)[0],
-            labels=_labels(extra.get("thread_labels")),
-            kind=str(extra.get("thread_kind") or ""),
-            association=association,
+            prefix=prefix if prefix is not None else split_prefix(title)[0],
+            labels=_labels(post.thread_labels or ()),
+            kind=post.thread_kind or "",
+            association=post.author_association or None,
         )
 
     @classmethod
@@ -123,12 +118,17 @@ class ThreadContext:
         )
 
 
-def thread_extra(title: str | None, labels: Iterable[str], *, pull: bool) -> dict[str, Any]:
-    """The ``Event.extra`` entries a source records on a comment or review in a thread."""
+def _labels(labels: Iterable[str]) -> tuple[str, ...]:
+    return tuple(label for label in labels if label)
+
+
+def thread_data(title: str | None, labels: Iterable[str], *, pull: bool) -> GithubComment:
+    """What a source records about its thread on a comment or review (its author's standing
+    is the comment's own)."""
     title = title or ""
-    return {
-        "thread_title": title,
-        "thread_prefix": split_prefix(title)[0],
-        "thread_labels": [str(label) for label in labels],
-        "thread_kind": "pull" if pull else "issue",
-    }
+    return GithubComment(
+        thread_title=title,
+        thread_prefix=split_prefix(title)[0],
+        thread_labels=tuple(str(label) for label in labels),
+        thread_kind="pull" if pull else "issue",
+    )

@@ -15,8 +15,7 @@ from datetime import datetime, timedelta
 
 from bot.enrich.reports import fault_excerpt, is_substantive, reports_action, substance
 from bot.enrich.summary import truncate
-from bot.models import Event
-from bot.timeutil import from_db, to_db
+from bot.models import ConversationData, Event
 
 GAP = timedelta(minutes=15)
 MAX_MESSAGES = 40
@@ -73,8 +72,8 @@ def burst_bounds(event: Event) -> tuple[datetime, datetime, int]:
     """(first, last, count) of the burst an event stands for: a conversation's members, or a
     lone message by itself."""
     if event.kind == "conversation":
-        until = from_db(event.extra.get("until")) if event.extra.get("until") else None
-        return event.at, until or event.updated_at or event.at, int(event.extra.get("count", 2))
+        data = ConversationData.of(event)
+        return event.at, data.until or event.updated_at or event.at, data.count
     return event.at, event.at, 1
 
 
@@ -132,11 +131,9 @@ def conversation_of(group: Sequence[Event], channel: str) -> Event:
         body="\n".join(lines),
         thread=channel or None,
         updated_at=max((m.updated_at or m.at) for m in group),
-        extra={
-            "messages": [m.external_id for m in group],
-            "count": len(group),
-            "until": to_db(last.at),
-        },
+        extra=ConversationData(
+            messages=tuple(m.external_id for m in group), count=len(group), until=last.at
+        ).to_json(),
     )
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.models import Event
+from bot.models import AlertData, Event
 from bot.runsfile import RunConfig
 from bot.timeutil import parse_time
 
@@ -189,17 +189,16 @@ def alert_event(slug: str, alert: Alert) -> Event:
     """The alert as an event: when it started (the time it happened at its source), what it
     says, where it fired. Resolved: the same event, with its end."""
     text = "\n".join(part for part in (alert.summary, alert.description) if part)
-    extra: dict[str, Any] = {
-        "fingerprint": alert.fingerprint,
-        "alertname": alert.alertname,
-        "severity": alert.severity,
-        "instance": alert.instance,
-        "summary": _cap(alert.summary),
-        "description": _cap(alert.description),
-        "labels": {k: _cap(v, LABEL_CAP) for k, v in sorted(alert.labels.items())},
-    }
-    if alert.ends_at is not None:
-        extra["ends_at"] = alert.ends_at.isoformat()
+    data = AlertData(
+        fingerprint=alert.fingerprint,
+        alertname=alert.alertname,
+        severity=alert.severity,
+        instance=alert.instance,
+        summary=_cap(alert.summary),
+        description=_cap(alert.description),
+        labels={k: _cap(v, LABEL_CAP) for k, v in sorted(alert.labels.items())},
+        ends_at=alert.ends_at,
+    )
     return Event(
         run_slug=slug,
         source=SOURCE,
@@ -214,5 +213,5 @@ def alert_event(slug: str, alert: Alert) -> Event:
         title=alert_title(alert),
         body=_cap(text),
         thread=f"{SOURCE}:{alert.fingerprint}",
-        extra=extra,
+        extra=data.to_json(),
     )

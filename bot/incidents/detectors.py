@@ -48,15 +48,17 @@ from bot.models import (
     NEW_RUN,
     RESTORE,
     SOURCE_SPECS,
+    AlertData,
     BadRestart,
     Event,
     MetricPoint,
     Restart,
     RunSnapshot,
     SourceHealth,
+    WandbState,
 )
 from bot.runsfile import Thresholds
-from bot.timeutil import humanize_delta, parse_time
+from bot.timeutil import humanize_delta
 
 CRASH = "wandb-state"
 HEARTBEAT = "heartbeat"
@@ -204,13 +206,15 @@ def run_label(path: str | None, snapshots: dict[str, RunSnapshot] | None = None)
 
 
 def _to_state(event: Event) -> str | None:
-    return event.extra.get("to_state") or event.state
+    """The state a W&B state change went to (its data, else the event's own state)."""
+    return WandbState.of(event).to_state or event.state
 
 
 def _event_path(event: Event) -> str | None:
-    path = event.extra.get("wandb_run")
+    """The W&B run a state change is of (its data, else its thread `wandb:<path>`)."""
+    path = WandbState.of(event).wandb_run
     if path:
-        return str(path)
+        return path
     if event.thread and event.thread.startswith("wandb:"):
         return event.thread.removeprefix("wandb:")
     return None
@@ -418,7 +422,7 @@ def last_progress_at(
     for event in wandb_events:
         if (
             event.kind == "state"
-            and event.extra.get("from_state") is not None
+            and WandbState.of(event).from_state is not None
             and _event_path(event) == current.wandb_run
             and _to_state(event) == "running"
         ):
@@ -711,7 +715,8 @@ def detect_reports(data: RunData) -> Detection:
 def alert_fingerprint(event: Event) -> str:
     """`alert:<alertname>:<Alertmanager fingerprint>`: one condition per alert, so a silence can
     name every alert of a name (`alert:GPUXidError:*`) or the name alone (its kind)."""
-    return f"{ALERT_PREFIX}{event.extra.get('alertname') or 'alert'}:{event.extra['fingerprint']}"
+    data = AlertData.of(event)
+    return f"{ALERT_PREFIX}{data.alertname or 'alert'}:{data.fingerprint}"
 
 
 def detect_alerts(data: RunData) -> Detection:
@@ -721,16 +726,17 @@ def detect_alerts(data: RunData) -> Detection:
     waited its own `for:` duration at its source."""
     findings = []
     for event in data.alerts:
-        ends = parse_time(event.extra.get("ends_at")) if event.state == "resolved" else None
+        alert = AlertData.of(event)
+        ends = alert.ends_at if event.state == "resolved" else None
         if event.state == "resolved" and (ends is None or ends < data.eval_start):
             continue  # judged by an earlier cycle
-        name = str(event.extra.get("alertname") or "alert")
-        summary = str(event.extra.get("summary") or "")
-        description = str(event.extra.get("description") or "")
+        name = alert.alertname or "alert"
+        summary = alert.summary
+        description = alert.description
         title = event.title or name
         if summary:
             title = f"{title}: {summary}"
-        instance = event.extra.get("instance")
+        instance = alert.instance
         cause = description or summary or f"Alertmanager reports {name} firing"
         if instance and str(instance) not in cause:
             cause += f" (instance {instance})"
@@ -738,7 +744,7 @@ def detect_alerts(data: RunData) -> Detection:
             Finding(
                 fingerprint=alert_fingerprint(event),
                 kind=name,
-                severity=str(event.extra.get("severity") or "warning"),
+                severity=alert.severity or "warning",
                 title=title[:300],
                 cause=cause[:1000],
                 since=event.at,
@@ -749,7 +755,7 @@ def detect_alerts(data: RunData) -> Detection:
                 facts={
                     "alertname": name,
                     "instance": instance,
-                    "labels": event.extra.get("labels"),
+                    "labels": alert.labels,
                 },
             )
         )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.hashing import short_hash
-from bot.models import Event, Incident, Restart
+from bot.models import Event, Incident, Restart, WandbState
 from bot.narrative.entries import TimelineEntry
 
 MAX_HIGHLIGHTS = 40
@@ -54,7 +54,9 @@ def routine(event: Event) -> bool:
     """A W&B state line nobody needs to read: not a crash, a restart or the finish."""
     if event.source != "wandb" or event.kind not in ("state", "heartbeat"):
         return False
-    return (event.extra.get("to_state") or event.state) not in NEWS_STATES
+    if event.kind == "state":
+        return (WandbState.of(event).to_state or event.state) not in NEWS_STATES
+    return event.state not in NEWS_STATES
 
 
 # What the digest's "What happened" tells first (lower first): what broke, what came back,

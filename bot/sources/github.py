@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from bot.models import Event, RunInfo
+from bot.models import Event, GithubComment, RunInfo
 from bot.settings import RunConfig, Settings
 from bot.sources.base import PollResult
 from bot.sources.github_http import GitHubHTTP, Page, Sleep
@@ -75,7 +75,7 @@ class _Poll:
     seen: dict[int, dict[str, Any]] = field(default_factory=dict)  # issues read this poll
     states: dict[int, str] = field(default_factory=dict)  # thread number -> state
     known: dict[tuple[str, int], str | None] = field(default_factory=dict)  # stored issue state
-    contexts: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)  # stored threads
+    contexts: dict[tuple[str, int], GithubComment] = field(default_factory=dict)  # stored threads
     reviews: dict[int, str] = field(default_factory=dict)  # tracked PR -> updated_at to reach
     changed: int = 0
 
@@ -462,12 +462,12 @@ class GitHubSource:
         stored = await self._stored_state(poll, run.slug, number)
         return None if stored is _MISSING else stored  # type: ignore[return-value]
 
-    async def _context_of(self, poll: _Poll, run: RunConfig, number: int) -> dict[str, Any]:
+    async def _context_of(self, poll: _Poll, run: RunConfig, number: int) -> GithubComment:
         """The thread's title, prefix, labels and kind, recorded on its comments and reviews."""
         if number in poll.seen:
             return thread_context(poll.seen[number])
         await self._stored_state(poll, run.slug, number)
-        return poll.contexts.get((run.slug, number), {})
+        return poll.contexts.get((run.slug, number), GithubComment())
 
     async def _issue_events(self, poll: _Poll, run: RunConfig, item: dict[str, Any]) -> list[Event]:
         """The description event, plus a state event when the state changed since stored."""

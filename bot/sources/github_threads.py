@@ -7,12 +7,12 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from bot.enrich.context import thread_extra
-from bot.models import Event
+from bot.enrich.context import thread_data
+from bot.models import Event, GithubComment, GithubThread
 from bot.runsfile import RunConfig
 from bot.timeutil import parse_time
 
@@ -259,31 +259,31 @@ def issue_event(slug: str, repo: str, item: dict[str, Any]) -> Event:
         title=cap(item.get("title"), TITLE_CAP),
         body=cap(item.get("body")),
         thread=thread_key(repo, number),
-        extra={
-            "labels": [str(label.get("name")) for label in item.get("labels") or []],
-            "merged_at": (pull or {}).get("merged_at"),
-            **_association(item),
-        },
+        extra=GithubThread(
+            labels=tuple(str(label.get("name")) for label in item.get("labels") or []),
+            merged_at=(pull or {}).get("merged_at"),
+            author_association=_association(item),
+        ).to_json(),
     )
 
 
-def _association(item: dict[str, Any]) -> dict[str, str]:
+def _association(item: dict[str, Any]) -> str | None:
     value = item.get("author_association")
-    return {"author_association": str(value)} if value else {}
+    return str(value) if value else None
 
 
-def thread_context(item: dict[str, Any]) -> dict[str, Any]:
+def thread_context(item: dict[str, Any]) -> GithubComment:
     """What a comment or review records about its thread, from the thread's issue JSON."""
-    return thread_extra(
+    return thread_data(
         cap(item.get("title"), TITLE_CAP),
         [str(label.get("name")) for label in item.get("labels") or []],
         pull=item.get("pull_request") is not None,
     )
 
 
-def thread_context_of(event: Event) -> dict[str, Any]:
+def thread_context_of(event: Event) -> GithubComment:
     """The same, from a stored description event (``issue_event``'s output)."""
-    return thread_extra(event.title, event.extra.get("labels") or [], pull=event.kind == "pull")
+    return thread_data(event.title, GithubThread.of(event).labels, pull=event.kind == "pull")
 
 
 _STATE_VERBS = {"closed": "closed", "merged": "merged", "open": "reopened"}
@@ -316,9 +316,9 @@ def comment_event(
     number: int,
     comment: dict[str, Any],
     state: str | None,
-    context: dict[str, Any] | None = None,
+    context: GithubComment | None = None,
 ) -> Event:
-    """A comment, with its thread's context (``thread_context``) recorded in ``extra``."""
+    """A comment, with its thread's context (``thread_context``) recorded in its data."""
     return Event(
         run_slug=slug,
         source=SOURCE,
@@ -332,7 +332,9 @@ def comment_event(
         state=state,
         body=cap(comment.get("body")),
         thread=thread_key(repo, number),
-        extra={**(context or {}), **_association(comment)},
+        extra=replace(
+            context or GithubComment(), author_association=_association(comment)
+        ).to_json(),
     )
 
 
@@ -342,7 +344,7 @@ def review_event(
     number: int,
     review: dict[str, Any],
     state: str | None,
-    context: dict[str, Any] | None = None,
+    context: GithubComment | None = None,
 ) -> Event:
     submitted = _time(review.get("submitted_at"))
     return Event(
@@ -358,5 +360,7 @@ def review_event(
         state=state,
         body=cap(review.get("body")),
         thread=thread_key(repo, number),
-        extra={"review_state": review.get("state"), **(context or {}), **_association(review)},
+        extra=replace(context or GithubComment(), author_association=_association(review))
+        .reviewed(review.get("state"))
+        .to_json(),
     )

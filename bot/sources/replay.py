@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from importlib.resources import files
 from typing import Any
 
-from bot.models import Event, MetricPoint, RunSnapshot
+from bot.models import Event, GithubComment, GithubThread, MetricPoint, RunSnapshot
 from bot.timeutil import ensure_utc, parse_time, utcnow
 
 SAMPLE_PACKAGE = "bot.sources"
@@ -354,7 +354,9 @@ def _github(data: dict[str, Any], slug: str, at: _Shift) -> tuple[list[Event], l
                 body=item["body"],
                 thread=thread,
                 updated_at=at(item["updated_at"]),
-                extra={"labels": list(item["labels"]), "merged_at": _iso(merged_at)},
+                extra=GithubThread(
+                    labels=tuple(item["labels"]), merged_at=_iso(merged_at)
+                ).to_json(),
             )
         )
         for comment in item["comments"]:
@@ -363,11 +365,11 @@ def _github(data: dict[str, Any], slug: str, at: _Shift) -> tuple[list[Event], l
             if comment["kind"] == "review":
                 external_id = f"review:{cid}"
                 url = f"https://github.com/{repo}/pull/{number}#pullrequestreview-{cid}"
-                extra: dict[str, Any] = {"review_state": comment.get("review_state")}
+                post: GithubComment = GithubComment().reviewed(comment.get("review_state"))
             else:
                 external_id = f"comment:{cid}"
                 url = f"https://github.com/{repo}/issues/{number}#issuecomment-{cid}"
-                extra = {}
+                post = GithubComment()
             versions = [(created, comment["body"])] + [
                 (at(edit["updated_at"]), edit["body"]) for edit in comment.get("edits", [])
             ]
@@ -385,7 +387,7 @@ def _github(data: dict[str, Any], slug: str, at: _Shift) -> tuple[list[Event], l
                     body=body,
                     thread=thread,
                     updated_at=updated,
-                    extra=dict(extra),
+                    extra=post.to_json(),
                 )
                 (events if index == len(versions) - 1 else superseded).append(event)
     return events, superseded

@@ -64,6 +64,7 @@ from bot.models import (
     MetricPoint,
     Restart,
     RunSnapshot,
+    WandbState,
 )
 from bot.settings import RunConfig, Settings
 from bot.sources.base import PollResult, SourceUnavailable
@@ -742,14 +743,14 @@ class WandbSource:
                 f"{at_step} at {_iso(at)} (observed at {_iso(now)}).{heartbeat}"
             )
         event.updated_at = now
-        event.extra = {
-            "wandb_run": member.path,
-            "from_state": old,
-            "to_state": snapshot.state,
-            "step": step,
-            "heartbeat_at": _iso(snapshot.heartbeat_at) if snapshot.heartbeat_at else None,
-            "observed_at": _iso(now),
-        }
+        event.extra = WandbState(
+            wandb_run=member.path,
+            from_state=old,
+            to_state=snapshot.state,
+            step=step,
+            heartbeat_at=snapshot.heartbeat_at,
+            observed_at=now,
+        ).to_json()
         return event
 
 

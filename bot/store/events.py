@@ -16,6 +16,7 @@ from bot.models import (
     BadRestart,
     Event,
     Restart,
+    check_event_data,
 )
 from bot.store.codec import chunks, to_json
 from bot.store.db import Database
@@ -116,10 +117,13 @@ class EventsRepo:
     async def upsert_many(self, events: Sequence[Event]) -> UpsertResult:
         """Insert new events and update edited ones in place. An event whose content hash is
         unchanged is left alone, so ingesting the same input twice changes nothing. An edit clears
-        the enrichment hash so the event is enriched again."""
+        the enrichment hash so the event is enriched again. An event whose data is not what its
+        source and kind declare (`check_event_data`) is refused before anything is written."""
         result = UpsertResult()
         if not events:
             return result
+        for event in events:
+            check_event_data(event)
         async with self.db.transaction() as conn:
             for chunk in chunks(events):
                 existing = await self._existing(conn, chunk)

@@ -37,7 +37,7 @@ from bot.llm.enrich import LLMEnricher, render_event, validate_item
 from bot.llm.grounded import Rendered, render_facts, render_prompt
 from bot.llm.grounded import grade as grounded_grade
 from bot.llm.narrative import NARRATIVE_MAX_WORDS
-from bot.models import RESTORE, Event, Restart, RunInfo
+from bot.models import RESTORE, Event, GithubComment, GithubThread, Restart, RunInfo
 from bot.narrative.facts import (
     DigestFacts,
     IncidentFact,
@@ -107,13 +107,18 @@ def _gh(
         body=body,
         state=state,
         thread=f"github:northwind/kestrel#{number}",
-        extra={
-            "thread_title": title,
-            "thread_prefix": "",
-            "thread_labels": list(labels),
-            "thread_kind": "pull" if pull else "issue",
-            "author_association": "MEMBER",
-        },
+        # the thread's own description knows its author; a comment also knows its thread
+        extra=(
+            GithubThread(author_association="MEMBER")
+            if own
+            else GithubComment(
+                thread_title=title,
+                thread_prefix="",
+                thread_labels=tuple(labels),
+                thread_kind="pull" if pull else "issue",
+                author_association="MEMBER",
+            )
+        ).to_json(),
     )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.models import Event
+from bot.models import AlertData, Event
 from bot.store import Database, Store
 from bot.store.db import load_migrations
 
@@ -41,7 +41,17 @@ def build_old(path: Path) -> None:
 
 
 def alert(external_id: str) -> Event:
-    return Event("hero", "alertmanager", external_id, "alert", AT, state="firing", title="Xid")
+    data = AlertData(fingerprint=external_id.split(":")[1], alertname="Xid")
+    return Event(
+        "hero",
+        "alertmanager",
+        external_id,
+        "alert",
+        AT,
+        state="firing",
+        title="Xid",
+        extra=data.to_json(),
+    )
 
 
 async def test_an_old_database_takes_alerts_after_the_migration(tmp_path: Path) -> None:

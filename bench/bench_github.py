@@ -4,7 +4,7 @@ that asks for every tracked thread's comments each cycle. Both run against the l
 
     python bench/bench_github.py [--issues 2000] [--tracked 50] [--cycles 5]
 
-Goal (issue 3): an idle cycle costs at most 2 requests, all 304; an active cycle at most 2 plus
+Goal: an idle cycle costs at most 2 requests, all 304; an active cycle at most 2 plus
 the pages of new data."""
 
 from __future__ import annotations

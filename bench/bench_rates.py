@@ -20,7 +20,7 @@ swapping `MetricsRepo.window`:
   point of the day.
 
 The bot's own way reads the per-minute rollup kept by a trigger at ingest (migration 0016).
-Goals (issue 28): flat within 2x from 3,333 to 864,000 points a day; `/status` CPU <= 20 ms.
+Goals: flat within 2x from 3,333 to 864,000 points a day; `/status` CPU <= 20 ms.
 """
 
 from __future__ import annotations

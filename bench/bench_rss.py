@@ -17,7 +17,7 @@ while it lives), read from /proc.
 3. after: `--settle` seconds later, the median of 10 samples; then a second burst and the same,
    to tell a one-time cost from growth.
 
-Goal (issue 12): ≤ 200 MB including the W&B helper; after a burst back within 10 % of idle.
+Goal: ≤ 200 MB including the W&B helper; after a burst back within 10 % of idle.
 `--llm`: with an Anthropic key, against the fake Anthropic server (the SDK is loaded and the
 messages enriched in batches). `--baseline DIR`: the same run with the code in DIR (a checkout
 of an earlier commit, e.g. `git worktree add --detach /tmp/base <commit>`), on the same store,

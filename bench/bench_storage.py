@@ -8,7 +8,7 @@ enrichment, 0.4 metric points per event, incidents), with every GitHub and Disco
 characters long on average (a log-normal spread around it: real threads mix one-line replies
 with long reports). The words follow a Zipf law over a 30,000-word vocabulary with numbers,
 step counts, hostnames and identifiers mixed in, as in training-run threads; the median of the
-real GitHub comments and issue bodies read for issue 28 is about 1,000 characters.
+real GitHub comments and issue bodies is about 1,000 characters.
 
 Reported per size: database bytes per event, and where they go (SQLite's `dbstat`): the events
 table (the text itself), the /ask search index (FTS5), the other indexes. Bytes per event do not

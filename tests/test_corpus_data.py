@@ -1,6 +1,6 @@
 """Schema checks for the hand-written development corpus in tests/data/.
 
-The corpus feeds the signal benchmark (issue 10) and the /ask retrieval tests (issue 13), so a
+The corpus feeds the signal benchmark and the /ask retrieval tests, so a
 malformed row would silently skew both. ``corpus_problems`` lists every problem it finds; the
 tests assert the shipped files have none and that the checker does catch broken rows.
 """

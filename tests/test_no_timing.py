@@ -1,4 +1,4 @@
-"""No test depends on timing (issue 23): a guard over the test sources themselves.
+"""No test depends on timing: a guard over the test sources themselves.
 
 - a loop that sleeps until something happens is `tests.waiting.until` (one patience, a hang
   guard) rather than `for _ in range(N): … await asyncio.sleep(…)`, whose N × sleep is a guess

@@ -36,23 +36,13 @@ from bot.enrich.incidents import (
     thread_incident,
     thread_is_experiment,
 )
-from bot.enrich.markdown import Document, clean_line, clean_text, parse, strip_mentions
+from bot.enrich.markdown import Document, clean_line, parse
 from bot.enrich.spam import is_spam
-from bot.enrich.summary import NO_TEXT, compose_summary, is_chitchat, summarize, words
+from bot.enrich.summary import NO_TEXT, compose_summary, is_chitchat, words
 from bot.enrich.tags import choose_tag
 from bot.models import Event
 
-__all__ = [
-    "Enrichment",
-    "classify_tag",
-    "clean_text",
-    "detect_incident",
-    "enrich_event",
-    "enrich_text",
-    "is_newsworthy",
-    "strip_mentions",
-    "summarize",
-]
+__all__ = ["Enrichment", "enrich_event", "enrich_text"]
 
 #: Kinds whose text describes a change, not the run's condition: "Fix OOM in loader" is a PR,
 #: not an outage.
@@ -109,24 +99,6 @@ def _incident(
     return False, None, None
 
 
-def detect_incident(
-    text: str, title: str | None = None, context: ThreadContext | None = None
-) -> tuple[bool, str | None, str | None]:
-    """``(incident, severity, kind)`` for markdown ``text`` (and an issue title).
-
-    Severity is "critical" when training stopped (crash, node loss, hardware, OOM, failed
-    restore, storage outage) and "warning" for hangs, degraded running, single-task failures
-    and incidents the text says have already recovered. ``(False, None, None)`` otherwise.
-    """
-    return _incident(parse(text), title, context or ThreadContext())
-
-
-def classify_tag(text: str, title: str | None = None) -> str:
-    """One of ``bot.models.TAGS`` for markdown ``text``: "incident" when an incident is
-    detected, else the best-scoring topic, else "other"."""
-    return enrich_text(title=title, body=text, kind="issue", source="github").tag
-
-
 def _newsworthy(doc: Document, body: str, kind: str, tag: str, incident: bool) -> bool:
     if incident or kind in ALWAYS_NEWS_KINDS:
         return True
@@ -141,11 +113,6 @@ def _newsworthy(doc: Document, body: str, kind: str, tag: str, incident: bool) -
     tokens = words(prose)
     # "same here", "oh wow": two words, no number, no topic
     return not (len(tokens) <= 2 and tag == "other" and not any(c.isdigit() for c in prose))
-
-
-def is_newsworthy(body: str, kind: str = "message") -> bool:
-    """False for chit-chat and acks ("thanks!", "+1", "lgtm", "👍", "lol"); True otherwise."""
-    return enrich_text(title=None, body=body, kind=kind, source="discord").newsworthy
 
 
 def enrich_text(

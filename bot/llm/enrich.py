@@ -35,7 +35,8 @@ from typing import Any
 
 from bot.enrich.context import ThreadContext
 from bot.enrich.conversations import group_conversations
-from bot.enrich.rules import Enrichment, clean_text, enrich_event
+from bot.enrich.markdown import clean_text
+from bot.enrich.rules import Enrichment, enrich_event
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable, estimate_tokens
 from bot.llm.gates import echoes_request, instruction_shingles
 from bot.llm.grounding import FactIndex, check

@@ -1,4 +1,4 @@
-"""An edit that cannot succeed never holds up the channel (issue 28, item 3), through the real
+"""An edit that cannot succeed never holds up the channel, through the real
 discord.py client against the fake Discord: a 404 Unknown Message or a 403 on an edit ends that
 outbox item at its first try, and the alert queued behind it is posted; an edit waiting out
 server errors does not hold the alert either."""

@@ -1,4 +1,4 @@
-"""The live status message survives `kill -9` (issue 26): a real `python -m bot run` process
+"""The live status message survives `kill -9`: a real `python -m bot run` process
 against the fake Discord. Killed after Discord created the message but before the bot heard
 back, the next process finds it by its marker (no second message) and pins it; killed again, the
 process after that edits the same message."""

@@ -1,4 +1,4 @@
-"""The live status message (issue 26) through the real discord.py client against the fake
+"""The live status message through the real discord.py client against the fake
 Discord: one message per run in its `status_channel`, the /status card with its chart, pinned
 when the bot may pin, edited in place; gone → exactly one new one; two runs share a channel;
 an event storm is bounded to about an edit a minute; 429s are waited out; nothing pings.

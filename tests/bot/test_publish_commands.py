@@ -1,4 +1,4 @@
-"""Slash commands appear on a first start (issue 23.4): the bot publishes them, to
+"""Slash commands appear on a first start: the bot publishes them, to
 DISCORD_GUILD_ID or else globally, whenever their definition differs from what it last published
 there (a hash in the store), says so in one log line, and a restart with the same commands sends
 no request."""

@@ -1,4 +1,4 @@
-"""The example runs file is clearly an example (issue 23.6): it validates, every value a person
+"""The example runs file is clearly an example: it validates, every value a person
 must replace is a CHANGE-ME placeholder, and check-config names each one left, and the example's
 made-up loss curve, before they can reach a card."""
 

@@ -1,4 +1,4 @@
-"""Acceptance for issue #11, replayed the way the external check runs it: the whole bot (a real
+"""Alert acceptance, replayed the way the external check runs it: the whole bot (a real
 Runtime polling the fake W&B and GitHub, a RunscribeBot on the fake Discord, the real command
 tree, the real CLI as a process) and assertions only on what Discord received and what the CLI
 printed.

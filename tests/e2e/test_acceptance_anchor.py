@@ -1,4 +1,4 @@
-"""Acceptance for issue #25 item 7, no duplicate however long the channel: the delivery-marker
+"""Acceptance: no duplicate however long the channel: the delivery-marker
 check starts from an anchor that is always recent (the last message the bot saw in the channel)
 and reads until the messages are newer than the try that may have posted, not a page count.
 

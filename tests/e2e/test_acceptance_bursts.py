@@ -1,4 +1,4 @@
-"""Acceptance for issue #25 item 6: one retry policy for posts, never two stacked. discord.py
+"""Acceptance: one retry policy for posts, never two stacked. discord.py
 retries a 500/502/504/524 five times with its own waits (1, 3, 5, 7, 9 s) before it raises; the
 poster then tries again at its next drain with no backoff of its own. Statuses discord.py does
 not retry (503) get the poster's backoff instead.

@@ -1,4 +1,4 @@
-"""Acceptance for issue #16, replayed the way the chaos check runs it: the whole bot against the
+"""Chaos acceptance, replayed the way the chaos check runs it: the whole bot against the
 fake Discord (and, where a crash or a report is needed, a real Runtime polling the fake W&B and
 GitHub), the real command tree, the real CLI as a process; assertions on what Discord received.
 

@@ -1,4 +1,4 @@
-"""Acceptance for issue #25 item 3, no chat lost to the store: the real bot on the fake Discord
+"""Acceptance: no chat lost to the store: the real bot on the fake Discord
 and a real SQLite file that refuses writes, the two ways the chaos check makes it refuse them.
 
 - the disk fills up (SQLite's own SQLITE_FULL, via `max_page_count` on the bot's connection):

@@ -1,4 +1,4 @@
-"""Acceptance for issue #25 item 2: `/healthz` says 503 when posts cannot be delivered, and which
+"""Acceptance: `/healthz` says 503 when posts cannot be delivered, and which
 condition, through the real bot on the fake Discord and the real web server on the same
 database. The web server's clock is moved past the bound (`DELIVERY_BOUND`) instead of waiting.
 

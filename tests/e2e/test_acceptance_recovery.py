@@ -1,4 +1,4 @@
-"""Acceptance for issue #25 item 1 and issue #21 item 7, the way the chaos check runs them: the
+"""Recovery acceptance, the way the chaos check runs it: the
 real Runtime polling the fake W&B through wandb-core, the real bot delivering to the fake
 Discord, on a simulated clock that moves one minute per cycle (the bot's poll interval).
 

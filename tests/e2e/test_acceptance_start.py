@@ -1,4 +1,4 @@
-"""Acceptance for issue #25 item 8, start without Discord: `runscribe run` as a real process
+"""Acceptance: start without Discord: `runscribe run` as a real process
 while Discord cannot be reached (nothing listens where DISCORD_API_BASE points). It says so in
 one line per attempt (no traceback), keeps polling GitHub and queueing meanwhile, and once the
 fake Discord comes up it connects and delivers what was queued."""

@@ -1,4 +1,4 @@
-"""Acceptance for issue #25 item 9, the store defends itself, through real processes and the
+"""Acceptance: the store defends itself, through real processes and the
 real bot on real SQLite files:
 
 - a damaged index: `runscribe poll --once` says so in one line and exits 2; the running bot's

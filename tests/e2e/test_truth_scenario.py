@@ -1,4 +1,4 @@
-"""Issue 21's scenario end to end, with no LLM key, through the real bot process pieces (a
+"""The truth scenario end to end, with no LLM key, through the real bot process pieces (a
 Runtime polling the fake W&B with wandb-core, a RunscribeBot on the fake Discord, real SQLite,
 the real CLI): a W&B chain whose first run crashed three days before Runscribe was installed, a
 live crash of the current run, and a chat burst in the watched channel while it happened

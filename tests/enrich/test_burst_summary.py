@@ -1,4 +1,4 @@
-"""No-key summaries keep the substance (issue 21, item 4): a chat burst stored and enriched by
+"""No-key summaries keep the substance: a chat burst stored and enriched by
 the real pipeline (grouped into one conversation, rules enrichment, real SQLite) is summarised
 from its substantive messages, each credited to its author; chit-chat contributes nothing, and
 a burst of nothing but chit-chat is no timeline news."""

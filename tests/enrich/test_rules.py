@@ -6,16 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.enrich import rules
-from bot.enrich.rules import (
-    Enrichment,
-    classify_tag,
-    clean_text,
-    detect_incident,
-    enrich_text,
-    strip_mentions,
-    summarize,
-)
+from bot.enrich.context import ThreadContext
+from bot.enrich.markdown import clean_text, strip_mentions
+from bot.enrich.rules import Enrichment, enrich_text
+from bot.enrich.summary import summarize
 from bot.enrich.tags import PRIORITY, SCORED_TAGS
 from bot.models import TAGS
 
@@ -24,6 +18,22 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 def fixture(name: str) -> str:
     return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+def detect_incident(
+    text: str, title: str | None = None, context: ThreadContext | None = None
+) -> tuple[bool, str | None, str | None]:
+    """`(live report, severity, kind)` the rules read in markdown `text` (and an issue title)."""
+    e = enrich_text(title=title, body=text, kind="issue", source="github", context=context)
+    return e.live_report, e.severity, e.incident_kind
+
+
+def classify_tag(text: str, title: str | None = None) -> str:
+    return enrich_text(title=title, body=text, kind="issue", source="github").tag
+
+
+def is_newsworthy(body: str, kind: str = "message") -> bool:
+    return enrich_text(title=None, body=body, kind=kind, source="discord").newsworthy
 
 
 def assert_one_line(summary: str, limit: int = 200) -> None:
@@ -456,7 +466,7 @@ def test_a_200kb_realistic_paste_still_summarises_its_first_sentence() -> None:
     body = "The restore from step 54,000 is slow again.\n\n```\n" + log + "\n```\n"
     assert len(body) > 200_000
     assert summarize(body) == "The restore from step 54,000 is slow again."
-    assert rules.is_newsworthy(body)
+    assert is_newsworthy(body)
 
 
 def test_checkpoint_save_failure_with_a_destination_in_between() -> None:

@@ -1,4 +1,4 @@
-"""Acceptance for issue 27, the way the external check runs it: the real `python -m bot run`
+"""Acceptance: the way the external check runs it: the real `python -m bot run`
 process with its web server (RUNSCRIBE_WEB_PORT), the fake GitHub and the fake Discord, and the
 poll interval far longer than the test. Signed GitHub deliveries and Alertmanager messages sent
 as their senders send them: each tracked comment is stored within seconds (no poll in between),

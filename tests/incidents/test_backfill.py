@@ -1,4 +1,4 @@
-"""A backfill is history, never news (issue 21, item 1): a condition the engine first finds long
+"""A backfill is history, never news: a condition the engine first finds long
 over (a crash and its resume while Runscribe was down, a report read back after downtime) is
 recorded and listed, never alerted. Through the real store and engine (`Scenario`)."""
 

@@ -1,4 +1,4 @@
-"""The cause is the sentence that reports it (issue 21, item 2), through the real store, rules
+"""The cause is the sentence that reports it, through the real store, rules
 and engine: a chat burst in the watched channel while the run crashes (greetings, lunch, "+1",
 then the report) gives an incident that starts at the crash and quotes the reporter's message,
 linked to it, with its author; the conversation event is never the report."""

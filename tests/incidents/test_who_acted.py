@@ -1,4 +1,4 @@
-"""Who acted (issue 21, item 3), through the real store, rules and engine: a person's action on
+"""Who acted, through the real store, rules and engine: a person's action on
 an open incident is recorded with who, when and what they said, and the resolution says it;
 the incident survives a reload from the store with it."""
 

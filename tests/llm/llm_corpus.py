@@ -1,4 +1,4 @@
-"""The LLM regression corpus (issue 22.6): a made-up run, the requests the bot sends on it, and
+"""The LLM regression corpus: a made-up run, the requests the bot sends on it, and
 hand-written answers to each, correct and seeded wrong, run through the real checks.
 
 The scenario is a fictional 120B MoE run ("Kestrel", `northwind/kestrel`, Pacific time): a hang

@@ -1,4 +1,4 @@
-"""Text gates beyond numbers (issue 22): a reply that echoes the request, says nothing about the
+"""Text gates beyond numbers: a reply that echoes the request, says nothing about the
 run, or outgrows its length never becomes a narrative or digest; an /ask answer that cites
 nothing and does not say the history is silent never counts as written by the model."""
 

@@ -1,4 +1,4 @@
-"""Grounding as models write (issue 22): compound tokens, units and their conversions, times as
+"""Grounding as models write: compound tokens, units and their conversions, times as
 instants, links whole; steps, counts and ids exact; percents, months and dates protected."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The LLM regression corpus (issue 22.6) through the real checks: the requests the bot sends on
+"""The LLM regression corpus through the real checks: the requests the bot sends on
 the Kestrel scenario are the ones the answers were written against; correct answers are accepted
 (at most 3 % rejected), every seeded wrong number, step, link, name or task-ignoring reply is
 refused. `bench/bench_grounding.py` prints the same figures with the tag and incident scores."""

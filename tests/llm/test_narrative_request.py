@@ -1,4 +1,4 @@
-"""The narrative's request carries the right facts (issue 22.4): highlights of the last day first,
+"""The narrative's request carries the right facts: highlights of the last day first,
 older ones only from threads still open, capped in size; the current W&B run; the last restart's
 cause, what a person reported and its downtime. The digest is cached like the narrative
 (issue 22.5): the same facts, the same answer, no new request."""

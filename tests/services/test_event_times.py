@@ -1,4 +1,4 @@
-"""Old news is history (issue 21, item 1), on a real store: a crash W&B recorded three days
+"""Old news is history, on a real store: a crash W&B recorded three days
 before Runscribe first looked is dated then (`bot.sources.wandb.state_changed_at`, tested in
 `tests/sources/test_wandb.py`), so it is not a "Latest" line, not in the last 24 hours' digest,
 and the narrative no longer says "No incident in the past week" beside it."""

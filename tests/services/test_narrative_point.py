@@ -1,4 +1,4 @@
-"""A template narrative that reaches the point (issue 21, item 5), on a real store and through
+"""A template narrative that reaches the point, on a real store and through
 `current_narrative` (what a no-key /status shows): a long reported cause is quoted to the end
 of its sentence, never cut mid-word; "normally" is never said while an incident is open or a
 source fails; the current W&B run is named; the last restart says why and how long training

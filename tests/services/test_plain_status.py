@@ -1,4 +1,4 @@
-"""/status and the digest say things once, plainly (issue 11, item 7), on a real store: the
+"""/status and the digest say things once, plainly, on a real store: the
 narrative leaves the card's numbers to its fields, "Latest" is a short credited list, the
 projected end and the rate window are honest, no internal word reaches a reader, and the
 digest tells incidents, restarts and decisions before chat, without routine W&B state lines."""

@@ -147,7 +147,7 @@ def part_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 # Parts with no imports of their own that any part may use: errors, time, hashing, the one
 # sanitiser of untrusted text, Discord's limits, logging set-up, the loop supervisor, the heap's
-# freeze, the package's version.
+# freeze, how numbers read to people, the package's version.
 FOUNDATION = {
     "bot",
     "bot.errors",
@@ -157,6 +157,7 @@ FOUNDATION = {
     "bot.logs",
     "bot.loops",
     "bot.mentions",
+    "bot.numbers",
     "bot.timeutil",
 }
 

@@ -37,6 +37,7 @@ from datetime import datetime
 from statistics import median
 from typing import Any, Literal
 
+from bot.numbers import fmt_int, fmt_value
 from bot.runsfile import ForecastConfig
 
 REFIT_EVERY = 8  # points between refits of a metric's trend
@@ -81,28 +82,12 @@ class LossCurve:
 
 
 def offset_text(value: float, forecast: float) -> str:
-    """'0.012 below the predicted curve' (3 significant digits of the difference)."""
+    """'0.012 below the predicted curve' (`bot.numbers.fmt_value` of the difference)."""
     diff = value - forecast
     if diff == 0:
         return "exactly on the predicted curve"
     side = "above" if diff > 0 else "below"
-    return f"{_num(abs(diff))} {side} the predicted curve"
-
-
-def _num(value: float) -> str:
-    """3 significant digits: 0.012, 2.1, 41.2; thousands grouped from 100 on."""
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    return f"{value:.3g}"
-
-
-def fmt_value(value: float | None) -> str:
-    """A metric value for titles and tables."""
-    if value is None:
-        return "?"
-    if value != 0 and abs(value) >= 1e6:
-        return f"{value:.3g}"
-    return _num(value)
+    return f"{fmt_value(abs(diff))} {side} the predicted curve"
 
 
 # --------------------------------------------------------------------------- watched metrics
@@ -350,7 +335,7 @@ class Tracker:
             self._close(
                 obs,
                 f"back inside the band for {self.config.points} points "
-                f"({fmt_value(obs.value)} at step {obs.step:,})",
+                f"({fmt_value(obs.value)} at step {fmt_int(obs.step)})",
                 out,
             )
 
@@ -390,7 +375,7 @@ class Tracker:
             self.episode.undone = True
             self._close(
                 Observation(point.step, point.at, point.value),
-                f"training went back to step {point.step:,}, before the drift began",
+                f"training went back to step {fmt_int(point.step)}, before the drift began",
                 out,
             )
         if len(self.window) < self.config.min_points:
@@ -460,7 +445,10 @@ class Tracker:
         if run_step is not None and len(self.window) > 1:
             spacing = max((last_step - self.window[0][0]) / (len(self.window) - 1), 1.0)
             if run_step - last_step > 10 * spacing:
-                return f"not logged since step {last_step:,} (the run is at step {run_step:,})"
+                return (
+                    f"not logged since step {fmt_int(last_step)} "
+                    f"(the run is at step {fmt_int(run_step)})"
+                )
         return None
 
 
@@ -472,5 +460,5 @@ def drift_title(config: ForecastConfig, episode: Episode) -> str:
     return (
         f"{name} drifting {episode.direction}: {fmt_value(c.value)} vs forecast "
         f"{fmt_value(c.forecast)} (band {fmt_value(c.low)}–{fmt_value(c.high)}) "
-        f"since step {episode.start.step:,}"
+        f"since step {fmt_int(episode.start.step)}"
     )

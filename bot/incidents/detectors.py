@@ -41,7 +41,7 @@ from itertools import pairwise
 from statistics import median
 from typing import Any, Literal
 
-from bot.analysis.forecast import Episode, Tracker, drift_title, fmt_value
+from bot.analysis.forecast import Episode, Tracker, drift_title
 from bot.analysis.progress import effective_series
 from bot.models import (
     MONITOR_STALE_AFTER,
@@ -57,6 +57,7 @@ from bot.models import (
     SourceHealth,
     WandbState,
 )
+from bot.numbers import fmt_int, fmt_percent, fmt_rate, fmt_value
 from bot.runsfile import Thresholds
 from bot.timeutil import humanize_delta
 
@@ -220,10 +221,6 @@ def _event_path(event: Event) -> str | None:
     return None
 
 
-def _fmt_step(step: int | None) -> str:
-    return f"{step:,}" if step is not None else "?"
-
-
 # --- W&B state ------------------------------------------------------------------------------
 
 
@@ -292,10 +289,10 @@ def _crash_finding(data: RunData, downs: list[_Down], resumed: MetricPoint | Non
     if step is None and path in data.snapshots:
         step = data.snapshots[path].last_step
     states = " then ".join(dict.fromkeys(d.state for d in downs))
-    title = f"W&B run {name} {first.state} at step {_fmt_step(step)}"
+    title = f"W&B run {name} {first.state} at step {fmt_int(step)}"
     cause = f"W&B reports run {name} as {states}"
     if before is not None:
-        cause += f"; last step {_fmt_step(before.step)} logged at {before.at:%Y-%m-%d %H:%M} UTC"
+        cause += f"; last step {fmt_int(before.step)} logged at {before.at:%Y-%m-%d %H:%M} UTC"
     cause += "."
     event_ids = [d.event_id for d in downs if d.event_id is not None]
     relaunched = None
@@ -366,10 +363,10 @@ def resume_text(data: RunData, restart: Restart) -> str:
     name = run_label(restart.wandb_run, data.snapshots)
     if restart.to_step is None:
         return f"Training resumed in run {name}."
-    text = f"Training resumed from step {restart.to_step:,} in run {name}"
+    text = f"Training resumed from step {fmt_int(restart.to_step)} in run {name}"
     recomputed = restart.recomputed_steps
     if recomputed is not None:
-        text += f"; {recomputed:,} steps recomputed" if recomputed else "; no steps lost"
+        text += f"; {fmt_int(recomputed)} steps recomputed" if recomputed else "; no steps lost"
     return text + "."
 
 
@@ -397,7 +394,7 @@ def detect_heartbeat(data: RunData) -> Detection:
                 cause=(
                     f"W&B still shows run {name} as running, but its last heartbeat was at "
                     f"{current.heartbeat_at:%Y-%m-%d %H:%M} UTC ({humanize_delta(age)} before the "
-                    f"last check; threshold {data.thresholds.heartbeat_minutes:g} min)."
+                    f"last check; threshold {fmt_value(data.thresholds.heartbeat_minutes)} min)."
                 ),
                 since=current.heartbeat_at + limit,
                 group=OUTAGE,
@@ -456,11 +453,11 @@ def detect_stall(data: RunData) -> Detection:
                 fingerprint=STALL,
                 kind="stall",
                 severity="critical",
-                title=f"No new step for {humanize_delta(age)} in {name} (step {_fmt_step(step)})",
+                title=f"No new step for {humanize_delta(age)} in {name} (step {fmt_int(step)})",
                 cause=(
                     f"W&B shows run {name} as running, but no training step has been logged since "
                     f"{progress_at:%Y-%m-%d %H:%M} UTC (threshold "
-                    f"{data.thresholds.stall_minutes:g} min)."
+                    f"{fmt_value(data.thresholds.stall_minutes)} min)."
                 ),
                 since=progress_at + limit,
                 group=OUTAGE,
@@ -527,11 +524,11 @@ def detect_throughput(data: RunData) -> Detection:
                 fingerprint=THROUGHPUT,
                 kind="throughput",
                 severity="warning",
-                title=f"Throughput down {drop:.0f}% in {name}",
+                title=f"Throughput down {fmt_percent(drop, 0)} in {name}",
                 cause=(
-                    f"{rate:,.0f} {unit} over the last {humanize_delta(window)} against a trailing "
-                    f"baseline of {base_rate:,.0f} {unit} (alert below "
-                    f"{100 - data.thresholds.throughput_drop_percent:g}%)."
+                    f"{fmt_rate(rate, unit)} over the last {humanize_delta(window)} against a "
+                    f"trailing baseline of {fmt_rate(base_rate, unit)} (alert below "
+                    f"{fmt_percent(100 - data.thresholds.throughput_drop_percent, None)})."
                 ),
                 since=start,
                 facts={"rate": rate, "baseline": base_rate, "unit": unit},
@@ -588,7 +585,7 @@ def detect_nan(data: RunData) -> Detection:
                 fingerprint=NAN,
                 kind="loss-nan",
                 severity="critical",
-                title=f"Loss is {value} at step {_fmt_step(step)}",
+                title=f"Loss is {fmt_value(value)} at step {fmt_int(step)}",
                 cause=f"The training loss became {value} (not a finite number).",
                 since=since,
                 until=until,
@@ -619,10 +616,14 @@ def detect_spike(data: RunData) -> Detection:
                 fingerprint=SPIKE,
                 kind="loss-spike",
                 severity="warning",
-                title=f"Loss spike at step {peak.step:,}: {peak.loss:.4g}, {pct:.0f}% above trend",
+                title=(
+                    f"Loss spike at step {fmt_int(peak.step)}: {fmt_value(peak.loss)}, "
+                    f"{fmt_percent(pct, 0)} above trend"
+                ),
                 cause=(
-                    f"The loss stayed more than {th.loss_spike_percent:g}% above its trend "
-                    f"({trend:.4g}) for {len(run)} consecutive points from step {run[0].step:,}."
+                    f"The loss stayed more than {fmt_percent(th.loss_spike_percent, None)} above "
+                    f"its trend ({fmt_value(trend)}) for {len(run)} consecutive points from step "
+                    f"{fmt_int(run[0].step)}."
                 ),
                 since=run[0].at,
                 until=until if resolution else None,
@@ -651,8 +652,9 @@ def detect_spike(data: RunData) -> Detection:
                 run, spiking = [], False
             continue
         if spiking:
-            close(point.at, f"The loss is back within {th.loss_spike_percent:g}% of its trend "
-                  f"({loss:.4g} at step {point.step:,}).")  # fmt: skip
+            within = fmt_percent(th.loss_spike_percent, None)
+            close(point.at, f"The loss is back within {within} of its trend "
+                  f"({fmt_value(loss)} at step {fmt_int(point.step)}).")  # fmt: skip
         run, spiking = [], False
         baseline.append(loss)
     if spiking:
@@ -792,8 +794,9 @@ def _drift_finding(tracker: Tracker, episode: Episode) -> Finding:
     c = episode.confirmed
     side = "above" if episode.direction == "up" else "below"
     cause = (
-        f"{name} left its forecast band at step {episode.start.step:,} and stayed {side} it for "
-        f"{cfg.points} consecutive points: {fmt_value(c.value)} at step {c.step:,} against a "
+        f"{name} left its forecast band at step {fmt_int(episode.start.step)} and stayed {side} it "
+        f"for {cfg.points} consecutive points: {fmt_value(c.value)} at step {fmt_int(c.step)} "
+        "against a "
         f"forecast of {fmt_value(c.forecast)} (band {fmt_value(c.low)}–{fmt_value(c.high)}), "
         f"fitted from its own trailing {cfg.window} points."
     )

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 from bot.incidents.detectors import CRASH, DETECTORS, MONITOR, Finding, RunData, is_report, spec_for
 from bot.models import Incident, IncidentMember
+from bot.numbers import fmt_int
 from bot.runsfile import Thresholds
 
 _SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
@@ -100,7 +101,10 @@ def report_clear(j: Judgement, member: IncidentMember) -> tuple[datetime | None,
         point = data.first_point_after(last)
         if point is None:
             return None, ""
-        return point.at, f"Training has been progressing since the report (step {point.step:,})."
+        return (
+            point.at,
+            f"Training has been progressing since the report (step {fmt_int(point.step)}).",
+        )
     if j.now - last >= j.policy.report_expiry:
         return last + j.policy.report_expiry, "No further reports for 24 h."
     return None, ""

@@ -43,6 +43,7 @@ from bot.llm.grounding import FactIndex, check
 from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import URL_RE, fence, sanitize_output, urls_in
 from bot.models import TAGS, Event, LLMOutput
+from bot.numbers import fmt_int
 from bot.store import Store
 from bot.store.events import RETRY_LABEL
 from bot.timeutil import utcnow
@@ -406,7 +407,7 @@ class LLMEnricher:
             if run.launched_at is not None:
                 lines.append(f"launched: {run.launched_at:%Y-%m-%d}")
             if run.total_steps:
-                lines.append(f"total steps: {run.total_steps:,}")
+                lines.append(f"total steps: {fmt_int(run.total_steps)}")
             self.run_facts[slug] = "\n".join(lines)
 
     async def _enrich_batch(

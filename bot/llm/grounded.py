@@ -32,17 +32,11 @@ from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import fence, sanitize_output, urls_in
 from bot.models import LLMOutput, Restart
 from bot.narrative.facts import DigestFacts, Highlight, IncidentFact, NarrativeFacts, OpenThread
-from bot.narrative.format import (
-    fmt_big,
-    fmt_date,
-    fmt_duration,
-    fmt_int,
-    fmt_projected,
-    fmt_time,
-    inline,
-)
+from bot.narrative.format import fmt_date, fmt_projected, fmt_time, inline
 from bot.narrative.templates import NARRATIVE_MAX_CHARS
+from bot.numbers import fmt_big, fmt_int, fmt_percent, fmt_value
 from bot.store import Store
+from bot.timeutil import humanize_duration
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +56,7 @@ def render_facts(facts: NarrativeFacts) -> str:
         if facts.total_steps:
             line += f" of {fmt_int(facts.total_steps)}"
         if facts.percent is not None:
-            line += f" ({facts.percent:.1f}% done)"
+            line += f" ({fmt_percent(facts.percent)} done)"
         lines.append(line)
     if facts.tokens is not None:
         line = f"tokens trained: {fmt_big(facts.tokens)}"
@@ -75,7 +69,7 @@ def render_facts(facts: NarrativeFacts) -> str:
         when = fmt_projected(facts.projected_end, facts.projected_margin, tz, facts.now)
         lines.append(f"projected end: {when} (as precise as the pace allows)")
     if facts.loss is not None:
-        lines.append(f"latest loss: {facts.loss:.3f}")
+        lines.append(f"latest loss: {fmt_value(facts.loss)}")
     if facts.loss_vs_forecast:
         lines.append(f"loss against its predicted curve: {facts.loss_vs_forecast}")
     for line in facts.drifting:
@@ -100,9 +94,9 @@ def render_facts(facts: NarrativeFacts) -> str:
             line += f"started {fmt_time(incident.started_at, tz)}"
             if incident.resolved_at:
                 line += f", resolved {fmt_time(incident.resolved_at, tz)}"
-                line += f", lasted {fmt_duration(incident.duration(facts.now))}"
+                line += f", lasted {humanize_duration(incident.duration(facts.now))}"
             else:
-                line += f", open for {fmt_duration(incident.duration(facts.now))}"
+                line += f", open for {humanize_duration(incident.duration(facts.now))}"
             if incident.cause:
                 line += "; cause: " + fence(inline(incident.cause), source="system")
             if incident.reported_cause:
@@ -144,8 +138,8 @@ def _restart_line(
     if restart.from_step is not None:
         line += f" (had reached step {fmt_int(restart.from_step)})"
     if restart.down_for is not None:
-        line += f", down for {fmt_duration(restart.down_for)}"
-    line += f", {fmt_duration(facts.now - restart.at)} ago"
+        line += f", down for {humanize_duration(restart.down_for)}"
+    line += f", {humanize_duration(facts.now - restart.at)} ago"
     cause = (incident.cause or incident.title) if incident is not None else restart.cause
     if cause:
         line += "; cause: " + fence(inline(cause), source="system")

@@ -15,16 +15,10 @@ from bot.narrative.facts import (
     NarrativeFacts,
     what_happened,
 )
-from bot.narrative.format import (
-    fmt_big,
-    fmt_duration,
-    fmt_int,
-    fmt_projected,
-    fmt_time,
-    inline,
-    sentence,
-)
+from bot.narrative.format import fmt_projected, fmt_time, inline, sentence
 from bot.narrative.words import credit, source_name, state_words
+from bot.numbers import fmt_big, fmt_int, fmt_percent
+from bot.timeutil import humanize_duration
 
 NARRATIVE_MAX_CHARS = 1800
 DIGEST_MAX_CHARS = 3800
@@ -82,7 +76,7 @@ def _restart_sentence(facts: NarrativeFacts) -> str | None:
     if restart is None:
         return None
     cause = facts.restart_incident
-    down = f" Training was down {fmt_duration(restart.down_for)}." if restart.down_for else ""
+    down = f" Training was down {humanize_duration(restart.down_for)}." if restart.down_for else ""
     if cause is not None and cause.reported_cause:
         who = cause.reported_by or "a person"
         return f"Before the last restart, {who} reported: {_quoted(cause.reported_cause)}{down}"
@@ -152,7 +146,7 @@ def _quiet_week(facts: NarrativeFacts) -> str:
     if failure is None:
         return "No incident is open."
     age = facts.now - failure.at
-    ago = f"{age.days} days" if age.days >= 2 else fmt_duration(age)
+    ago = f"{age.days} days" if age.days >= 2 else humanize_duration(age)
     summary = sentence(inline(failure.summary, 160))
     return f"No incident is open; the latest failure, {ago} ago: {summary}"
 
@@ -239,7 +233,7 @@ def template_digest(facts: DigestFacts) -> str:
         if facts.total_steps:
             line += f" of {fmt_int(facts.total_steps)}"
         if facts.percent is not None:
-            line += f" ({facts.percent:.1f}%)"
+            line += f" ({fmt_percent(facts.percent)})"
         gained = facts.steps_gained
         if gained:
             line += f", {fmt_int(gained)} steps further than {hours} hours ago"
@@ -257,9 +251,9 @@ def template_digest(facts: DigestFacts) -> str:
         lines = []
         for incident in facts.incidents:
             state = (
-                f"resolved after {fmt_duration(incident.duration(facts.now))}"
+                f"resolved after {humanize_duration(incident.duration(facts.now))}"
                 if incident.resolved_at
-                else f"open for {fmt_duration(incident.duration(facts.now))}"
+                else f"open for {humanize_duration(incident.duration(facts.now))}"
             )
             lines.append(f"{incident.title.rstrip('.')} ({state}{_cause_clause(incident)})")
         paragraphs.append("Incidents: " + "; ".join(lines) + ".")
@@ -270,7 +264,7 @@ def template_digest(facts: DigestFacts) -> str:
             if restart.to_step is not None:
                 text += f" from step {fmt_int(restart.to_step)}"
             if restart.down_for is not None:
-                text += f" after {fmt_duration(restart.down_for)} down"
+                text += f" after {humanize_duration(restart.down_for)} down"
             parts.append(text)
         count = len(facts.restarts_in_window)
         paragraphs.append(

@@ -21,12 +21,13 @@ from bot.mentions import body, inert, unlinked
 from bot.models import NEW_RUN, Incident, Restart
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
-from bot.narrative.format import fmt_big, fmt_projected, fmt_window, projection_is_a_day
+from bot.narrative.format import fmt_projected, fmt_window, projection_is_a_day
 from bot.narrative.words import credit, source_name, state_words
+from bot.numbers import fmt_big, fmt_int, fmt_percent, fmt_rate, fmt_value
 from bot.services.forecasts import ForecastPanel, ForecastView
 from bot.services.narrative import Narrative
 from bot.services.status import SourceStatus, StatusReport
-from bot.timeutil import ago, humanize_delta, resolve_zone
+from bot.timeutil import ago, humanize_delta, humanize_duration, resolve_zone
 
 Color = Literal["ok", "warning", "bad", "stale", "done", "unknown", "info"]
 TimeStyle = Literal["date", "datetime", "relative", "time"]
@@ -95,11 +96,11 @@ def _state_label(report: StatusReport) -> str:
 def restart_text(restart: Restart) -> str:
     """'restored from a checkpoint at step 76,000 after 2 h 32 min down; 225 steps recomputed'."""
     verb = "resumed in a new W&B run" if restart.kind == NEW_RUN else "restored from a checkpoint"
-    text = verb if restart.to_step is None else f"{verb} at step {restart.to_step:,}"
+    text = verb if restart.to_step is None else f"{verb} at step {fmt_int(restart.to_step)}"
     if restart.down_for:
-        text += f" after {humanize_delta(restart.down_for)} down"
+        text += f" after {humanize_duration(restart.down_for)} down"
     if restart.recomputed_steps:
-        text += f"; {restart.recomputed_steps:,} steps recomputed"
+        text += f"; {fmt_int(restart.recomputed_steps)} steps recomputed"
     return text
 
 
@@ -108,14 +109,13 @@ def status_card(
 ) -> Card:
     p = report.progress
     lines = []
-    percent = f"{p.percent:.1f}%" if p.percent is not None else "—"
-    lines.append(f"{progress_bar(p.percent)} **{percent}**")
+    lines.append(f"{progress_bar(p.percent)} **{fmt_percent(p.percent)}**")
     if p.step is not None:
-        total = f" of {p.total_steps:,}" if p.total_steps else ""
-        lines.append(f"step **{p.step:,}**{total}")
+        total = f" of {fmt_int(p.total_steps)}" if p.total_steps else ""
+        lines.append(f"step **{fmt_int(p.step)}**{total}")
     if p.tokens is not None:
-        target = f" of {format_tokens(p.target_tokens)}" if p.target_tokens else ""
-        lines.append(f"{format_tokens(p.tokens)}{target} tokens")
+        target = f" of {fmt_big(p.target_tokens)}" if p.target_tokens else ""
+        lines.append(f"{fmt_big(p.tokens)}{target} tokens")
     card = Card(
         title=clip(f"{report.run.name} — {_state_label(report)}", TITLE_LIMIT),
         color=_color(report),
@@ -145,7 +145,7 @@ def status_card(
     if p.loss is not None:
         curve = report.loss_forecast
         against = f"\n{curve.reason}" if curve is not None and curve.forecast is not None else ""
-        card.fields.append(CardField("Loss", f"{p.loss:.4f}{against}", inline=True))
+        card.fields.append(CardField("Loss", f"{fmt_value(p.loss)}{against}", inline=True))
     incidents = report.open_incidents
     lines = [
         f"• {incident_line(i, report)} (since {fmt(i.started_at, 'relative')})" for i in incidents
@@ -192,7 +192,7 @@ def incident_line(incident: Incident, report: StatusReport) -> str:
     view = next((f for f in report.forecasts if f.fingerprint == incident.fingerprint), None)
     if view is None or view.state != "drifting":
         return unlinked(incident.title)
-    since = f" since step {view.drift_since_step:,}" if view.drift_since_step else ""
+    since = f" since step {fmt_int(view.drift_since_step)}" if view.drift_since_step else ""
     way = f" {view.direction}" if view.direction in ("up", "down") else ""
     return unlinked(f"{view.name} drifting{way}{since} (see Forecasts)")
 
@@ -224,9 +224,9 @@ def rate_text(p: Progress) -> str:
     if p.rate_window is None:
         return ""
     if p.total_steps and p.steps_per_hour is not None:
-        rate = f"{p.steps_per_hour:,.0f} steps/h"
+        rate = fmt_rate(p.steps_per_hour, "steps/h")
     elif p.tokens_per_hour is not None:
-        rate = f"{format_tokens(p.tokens_per_hour)} tokens/h"
+        rate = fmt_rate(p.tokens_per_hour, "tokens/h")
     else:
         return ""
     return f"at {rate} over the last {fmt_window(p.rate_window)}, downtime included"
@@ -304,10 +304,6 @@ def _color(report: StatusReport) -> Color:
     if report.health in ("ok", "warning", "bad", "stale", "done"):
         return report.health  # type: ignore[return-value]
     return "unknown"
-
-
-def format_tokens(value: float | None) -> str:
-    return "—" if value is None else fmt_big(value, decimals=2)
 
 
 def entry_line(entry: TimelineEntry, *, link: bool = True) -> str:
@@ -418,7 +414,7 @@ def forecast_cards(run_name: str, panels: list[ForecastPanel]) -> list[Card]:
         view = panel.view
         lines = [forecast_line(view)]
         if view.step is not None:
-            lines.append(f"latest value at step {view.step:,}")
+            lines.append(f"latest value at step {fmt_int(view.step)}")
         cards.append(
             Card(
                 title=clip(f"{run_name} · {view.name}", TITLE_LIMIT),

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from bot.heap import freeze_long_lived
-from bot.narrative.format import fmt_big
+from bot.numbers import fmt_big, fmt_value
 from bot.timeutil import resolve_zone
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def draw_chart(
             losses,
             color=LOSS_COLOR,
             linewidth=1.4,
-            label=f"loss {losses[-1]:#.3g}",  # 2.00, 0.601, 0.0123
+            label=f"loss {fmt_value(losses[-1])}",  # 2.346, 0.6012, 0.0123
         )
         handles.append(line)
     if loss_curve is not None and shown:
@@ -125,7 +125,7 @@ def draw_chart(
             color=TOKENS_COLOR,
             linewidth=1.1,
             linestyle="--",
-            label=f"{fmt_big(tokens[-1])} tokens",  # the one token formatter: 8.42T
+            label=f"{fmt_big(tokens[-1])} tokens",  # 8.42T
         )
         handles.append(line)
         ax2.yaxis.set_major_locator(MaxNLocator(4))
@@ -163,7 +163,7 @@ def draw_chart(
         ax.text(
             0.99,
             0.97,
-            f"zoomed: earlier loss up to {peak:#.3g}",
+            f"zoomed: earlier loss up to {fmt_value(peak)}",
             ha="right",
             va="top",
             fontsize=FONT_PT * 0.8,

@@ -32,6 +32,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
+from bot.numbers import fmt_value
+
 if TYPE_CHECKING:
     from bot.services.forecasts import ForecastPanel
     from bot.services.status import ChartSeries
@@ -197,7 +199,9 @@ class ChartDrawer:
                 reply = await asyncio.wait_for(_exchange(child, payload), self.timeout)
             except TimeoutError:
                 self._kill()
-                raise ChartError(f"the chart took longer than {self.timeout:g} s") from None
+                raise ChartError(
+                    f"the chart took longer than {fmt_value(self.timeout)} s"
+                ) from None
             except (ConnectionError, asyncio.IncompleteReadError) as exc:
                 self._kill()
                 if self._closing:

@@ -29,8 +29,8 @@ from bot.analysis.forecast import LossCurve
 from bot.mentions import URL_RE, masked_links, outermost, trim_url
 from bot.mentions import body as neutralised
 from bot.models import SOURCE_SPECS
-from bot.narrative.format import fmt_big
 from bot.narrative.words import incident_kind_words
+from bot.numbers import fmt_big, fmt_int, fmt_percent, fmt_value
 from bot.timeutil import humanize_delta, parse_time, resolve_zone
 
 MAX_PAGE_BYTES = 300_000
@@ -355,7 +355,7 @@ def _header(page: RunPage, zone: ZoneInfo) -> str:
 
 def _bar(percent: float | None) -> str:
     width = 0.0 if percent is None else max(0.0, min(100.0, float(percent)))
-    label = "progress unknown" if percent is None else f"{width:.1f}% done"
+    label = "progress unknown" if percent is None else f"{fmt_percent(width)} done"
     return (
         '<svg class="bar" viewBox="0 0 100 4" preserveAspectRatio="none" role="img" '
         f'aria-label="{label}"><rect class="track" width="100" height="4" rx="1"/>'
@@ -370,11 +370,11 @@ def _progress(
     percent = p.get("percent")
     head = []
     if percent is not None:
-        head.append(f"{float(percent):.1f}%")
+        head.append(fmt_percent(percent))
     if p.get("step") is not None:
-        steps = f"step {int(p['step']):,}"
+        steps = f"step {fmt_int(p['step'])}"
         if p.get("total_steps"):
-            steps += f" of {int(p['total_steps']):,}"
+            steps += f" of {fmt_int(p['total_steps'])}"
         head.append(steps)
     launched = _time(s.get("launched_at"))
     end = _time(s.get("projected_end"))
@@ -432,19 +432,13 @@ def _alerts(s: dict[str, Any], zone: ZoneInfo, now: datetime) -> str:
         for fc in drifting:
             band = ""
             if fc.get("low") is not None and fc.get("high") is not None:
-                band = f" (expected {_num(fc['low'])}–{_num(fc['high'])})"
+                band = f" (expected {fmt_value(fc['low'])}–{fmt_value(fc['high'])})"
             out.append(
                 f'<div class="alert drift"><b>{esc(fc.get("label") or fc.get("metric"))}</b>: '
-                f"{esc(_num(fc.get('value')))} against a forecast of "
-                f"{esc(_num(fc.get('forecast')))}{esc(band)}</div>"
+                f"{esc(fmt_value(fc.get('value')))} against a forecast of "
+                f"{esc(fmt_value(fc.get('forecast')))}{esc(band)}</div>"
             )
     return "\n".join(out)
-
-
-def _num(value: object) -> str:
-    if not isinstance(value, int | float) or not math.isfinite(value):
-        return "—"
-    return f"{value:.4g}"
 
 
 def _footer(s: dict[str, Any], now: datetime) -> str:
@@ -533,7 +527,7 @@ def chart_svg(chart: ChartData) -> str:
         y = py(tick)
         parts.append(
             f'<line class="grid" x1="{_L}" x2="{_W - _R}" y1="{y:.1f}" y2="{y:.1f}"/>'
-            f'<text x="{_L - 6}" y="{y + 4:.1f}" text-anchor="end">{tick:.4g}</text>'
+            f'<text x="{_L - 6}" y="{y + 4:.1f}" text-anchor="end">{fmt_value(tick)}</text>'
         )
     for tick in _nice_ticks(float(x0), float(x1)):
         parts.append(
@@ -544,7 +538,7 @@ def chart_svg(chart: ChartData) -> str:
             x = px(step)
             parts.append(
                 f'<line class="rs" x1="{x:.1f}" x2="{x:.1f}" y1="{_T}" y2="{_H - _B}">'
-                f"<title>restart at step {int(step):,}</title></line>"
+                f"<title>restart at step {fmt_int(step)}</title></line>"
             )
     if fc_values:
         d = " ".join(f"{px(s):.1f},{py(v):.1f}" for s, v in fc_values)
@@ -698,11 +692,11 @@ def render_index(entries: Sequence[IndexEntry], now: datetime, title: str = "Tra
         p = s.get("progress") or {}
         bits = []
         if p.get("percent") is not None:
-            bits.append(f"{float(p['percent']):.1f}%")
+            bits.append(fmt_percent(p["percent"]))
         if p.get("step") is not None:
             bits.append(
-                f"step {int(p['step']):,}"
-                + (f" of {int(p['total_steps']):,}" if p.get("total_steps") else "")
+                f"step {fmt_int(p['step'])}"
+                + (f" of {fmt_int(p['total_steps'])}" if p.get("total_steps") else "")
             )
         incidents = len(s.get("open_incidents") or [])
         if incidents:

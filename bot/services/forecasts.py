@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.analysis.forecast import Fit, LossCurve, SeriesPoint, Tracker, fmt_value, offset_text
+from bot.analysis.forecast import Fit, LossCurve, SeriesPoint, Tracker, offset_text
 from bot.analysis.progress import effective_series
 from bot.errors import UserFacingError
 from bot.incidents.detectors import drift_fingerprint
 from bot.incidents.forecasts import advance_forecasts, forecast_configs
 from bot.models import MetricPoint, RunInfo
+from bot.numbers import fmt_int, fmt_value
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class ForecastView:
         value = fmt_value(self.value)
         band = f"(band {fmt_value(self.low)}–{fmt_value(self.high)})"
         if self.state == "drifting":
-            since = f" since step {self.drift_since_step:,}" if self.drift_since_step else ""
+            since = f" since step {fmt_int(self.drift_since_step)}" if self.drift_since_step else ""
             way = f" {self.direction}" if self.direction in ("up", "down") else ""
             return (
                 f"{name} drifting{way}{since}: {value} vs forecast "
@@ -128,7 +129,7 @@ def loss_view(run: RunInfo, points: Sequence[MetricPoint], chain: Sequence[str])
             None,
             "learning",
             step=latest.step,
-            reason=f"the curve has no value at step {latest.step:,}",
+            reason=f"the curve has no value at step {fmt_int(latest.step)}",
             kind="loss",
         )
     return ForecastView(

@@ -66,6 +66,7 @@ from bot.models import (
     RunSnapshot,
     WandbState,
 )
+from bot.numbers import fmt_int
 from bot.settings import RunConfig, Settings
 from bot.sources.base import PollResult, SourceUnavailable
 from bot.sources.wandb_client import (
@@ -640,13 +641,14 @@ class WandbSource:
         )
         name = member.name or member.run_id
         event.title = (
-            f"W&B run {name} resumed from step {to_step:,} (last step before: {from_step:,})"
+            f"W&B run {name} resumed from step {fmt_int(to_step)} "
+            f"(last step before: {fmt_int(from_step)})"
         )
         lost = from_step - to_step
         event.body = (
-            f"Training in W&B run {self._label(member)} went back from step {from_step:,} to step "
-            f"{to_step:,} at {_iso(at)}, a restore from an earlier checkpoint"
-            + (f" that repeats {lost:,} steps." if lost > 0 else ".")
+            f"Training in W&B run {self._label(member)} went back from step {fmt_int(from_step)} "
+            f"to step {fmt_int(to_step)} at {_iso(at)}, a restore from an earlier checkpoint"
+            + (f" that repeats {fmt_int(lost)} steps." if lost > 0 else ".")
         )
         event.extra = restart.to_json()
         return event
@@ -692,16 +694,16 @@ class WandbSource:
         prev_name = previous.name or previous.run_id
         parts = [f"W&B run {name} continues the chain after {prev_name}"]
         if after.first is not None:
-            parts.append(f"starting at step {after.first:,}")
+            parts.append(f"starting at step {fmt_int(after.first)}")
         if from_step is not None:
-            parts.append(f"(last step before: {from_step:,})")
+            parts.append(f"(last step before: {fmt_int(from_step)})")
         event.title = " ".join(parts)
         event.body = (
             f"A new W&B run {self._label(member)} was created at {_iso(at)} in "
             f"{self.entity}/{self.project} and joined the chain of {self.run.name}."
-            + (f" It starts at step {after.first:,}." if after.first is not None else "")
+            + (f" It starts at step {fmt_int(after.first)}." if after.first is not None else "")
             + (
-                f" The previous run, {prev_name}, had reached step {from_step:,}."
+                f" The previous run, {prev_name}, had reached step {fmt_int(from_step)}."
                 if from_step is not None
                 else ""
             )
@@ -726,7 +728,7 @@ class WandbSource:
         )
         name = member.name or member.run_id
         step = snapshot.last_step
-        at_step = f" at step {step:,}" if step is not None else ""
+        at_step = f" at step {fmt_int(step)}" if step is not None else ""
         heartbeat = (
             f" Last heartbeat: {_iso(snapshot.heartbeat_at)}." if snapshot.heartbeat_at else ""
         )

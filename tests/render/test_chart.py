@@ -138,7 +138,7 @@ async def test_chart_reads_at_discord_size(store: Store) -> None:
     labels = legend_texts(fig)
     assert latest.at == START + timedelta(minutes=10 * 1999)  # the newest point
     assert latest.loss == pytest.approx(2.001) and latest.tokens == pytest.approx(8.316e12)
-    assert labels[:2] == ["loss 2.00", "8.32T tokens"]
+    assert labels[:2] == ["loss 2.001", "8.32T tokens"]  # as the card writes both
     # the time axis names its zone
     assert fig.axes[0].get_xlabel().endswith("(Europe/Paris)")
 

@@ -14,7 +14,6 @@ from bot.render.cards import (
     CONTINUED,
     TimeStyle,
     digest_card,
-    format_tokens,
     restart_text,
     status_card,
     timeline_pages,
@@ -97,7 +96,7 @@ def test_status_card_shows_the_numbers_and_the_narrative() -> None:
     card = status_card(report(), NARRATIVE, fmt, chart="chart.png")
     assert card.title == "Hero 535B — running" and card.color == "ok"
     assert "**48.0%**" in card.description and "step **4,800** of 10,000" in card.description
-    assert "986.24B of 8T tokens" in card.description
+    assert "986B of 8T tokens" in card.description
     assert card.description.endswith("Hero is training.")
     fields = {f.name: f.value for f in card.fields}
     assert fields["Schedule"] == (
@@ -105,7 +104,7 @@ def test_status_card_shows_the_numbers_and_the_narrative() -> None:
         "at 246 steps/h over the last 24 h, downtime included"
     )
     assert fields["Last restart"].startswith("<relative:08-31 15:30>: restored from a checkpoint")
-    assert fields["Loss"] == "2.0676"
+    assert fields["Loss"] == "2.068"
     assert fields["Open incidents"] == "none"
     assert fields["Sources"] == "W&B 2 min ago · Discord just now"  # no GitHub: not used
     assert fields["Links"] == "[Run spec](https://example.org/spec)"
@@ -156,17 +155,6 @@ def test_restart_text_words_each_kind_of_restart() -> None:
     )
     new_run = Restart(NOW, NEW_RUN, "e/p/b", previous_run="e/p/a", to_step=55_000)
     assert restart_text(new_run) == "resumed in a new W&B run at step 55,000"
-
-
-def test_one_token_formatter() -> None:
-    assert [format_tokens(v) for v in (9.8624e11, 8e12, 5.3e8, 1e11, 999.0, None)] == [
-        "986.24B",
-        "8T",
-        "530M",
-        "100B",
-        "999",
-        "—",
-    ]
 
 
 def entry(hours_ago: float, summary: str, **changes: object) -> TimelineEntry:

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.analysis.forecast import fmt_value
 from bot.incidents.engine import IncidentEngine
 from bot.models import RunInfo
+from bot.numbers import fmt_value
 from bot.pipeline import run_cycle
 from bot.posts.incidents import IncidentPosts
 from bot.render.cards import forecast_cards, forecasts_summary, status_card

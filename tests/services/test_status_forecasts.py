@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from bot.analysis.forecast import SeriesPoint
 from bot.models import MetricPoint, RunInfo
+from bot.numbers import fmt_value
 from bot.render.cards import status_card
 from bot.render.json import status_json
 from bot.render.terminal import local_formatter, render_card
@@ -76,7 +77,7 @@ async def test_forecasts_in_status_json_and_text(store: Store) -> None:
     card = status_card(report, Narrative("", None, "template"), local_formatter("UTC", NOW))
     text = render_card(card)
     assert expected < 2.9
-    assert f"{2.9 - expected:.3g} above the predicted curve" in text
+    assert f"{fmt_value(2.9 - expected)} above the predicted curve" in text
     assert "gradient norm (train/grad_norm) drifting up since step 1,090" in text
     # Each learning forecast says what it waits for: the key never logged, or its points.
     flat = " ".join(text.split()).replace("`", "")  # the terminal wraps the field

@@ -1,8 +1,9 @@
 """The status page's data, its health report and the files `runscribe page` writes.
 
 `gather_run_page` is the one place that reads the store for the page: it asks the same services
-`status --json` and `timeline --json` use and hands their JSON shapes (a stable interface) to the
-pure renderer in `bot.render.page`, plus the chart series and the poll loop's heartbeat.
+`/status` and `/timeline` use and hands what they computed (the typed `StatusReport`, of which
+`status --json` is a serialisation, its narrative and the timeline entries) to the pure renderer
+in `bot.render.page`, plus the chart series and the poll loop's heartbeat.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from bot.analysis.progress import effective_series
 from bot.delivery import delivery_report
 from bot.narrative.format import fmt_projected
-from bot.render.json import iso, status_json, timeline_json
+from bot.render.json import iso
 from bot.render.page import (
     ChartData,
     IndexEntry,
@@ -26,7 +27,7 @@ from bot.render.page import (
     render_run_page,
 )
 from bot.services.narrative import status_with_narrative
-from bot.services.status import CONFIGURED_SOURCES, StatusReport
+from bot.services.status import CONFIGURED_SOURCES, StatusReport, build_status
 from bot.services.timeline import build_timeline, validate_filters
 from bot.store import Store
 
@@ -91,10 +92,10 @@ async def gather_run_page(
     entries = await build_timeline(store, slug, now, days=days, limit=TIMELINE_LIMIT)
     cycle = await store.cycles.last()
     return RunPage(
-        status=status_json(report, narrative),
-        timeline=timeline_json(entries),
+        report=report,
+        narrative=narrative,
+        timeline=entries,
         now=now,
-        timezone=report.run.timezone,
         days=days,
         chart=await chart_data(store, slug),
         last_cycle_at=cycle.finished_at if cycle else None,
@@ -114,8 +115,8 @@ def projected_words(report: StatusReport) -> str | None:
 async def gather_index(store: Store, now: datetime, href: Callable[[str], str]) -> list[IndexEntry]:
     entries = []
     for run in await store.runs.all():
-        report, narrative = await status_with_narrative(store, run.slug, now)
-        entries.append(IndexEntry(status=status_json(report, narrative), href=href(run.slug)))
+        report = await build_status(store, run.slug, now)
+        entries.append(IndexEntry(report=report, href=href(run.slug)))
     return entries
 
 
@@ -128,7 +129,7 @@ async def render_pages(
     index = await gather_index(store, now, lambda slug: f"{slug}.html")
     pages = {"index.html": render_index(index, now)}
     for entry in index:
-        slug = str(entry.status["slug"])
+        slug = entry.report.slug
         if only is None or slug == only:
             page = await gather_run_page(store, slug, now, days=days)
             pages[f"{slug}.html"] = render_run_page(page)

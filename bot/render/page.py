@@ -1,10 +1,12 @@
 """The public status page: data in, one self-contained HTML document out.
 
-Pure functions over the JSON shapes `status --json` and `timeline --json` print (plus the chart
-series), so the page can be written to disk (`runscribe page`) or served (`runscribe web`) from the
-same code. Nothing is loaded from elsewhere: the style sheet and the small script are inline and
-allowed by hash in the page's Content-Security-Policy, the chart is SVG drawn here. Every string
-from GitHub, Discord or W&B is escaped; only http(s) URLs become links.
+Pure functions over the typed report `/status` shows (`StatusReport`, of which `status --json` is
+a serialisation), its narrative and the timeline's entries (plus the chart series), so the page
+can be written to disk (`runscribe page`) or served (`runscribe web`) from the same code, and a
+renamed field is a type error, never a blank on the page. Nothing is loaded from elsewhere: the
+style sheet and the small script are inline and allowed by hash in the page's
+Content-Security-Policy, the chart is SVG drawn here. Every string from GitHub, Discord or W&B is
+escaped; only http(s) URLs become links.
 
 Without JavaScript the page is complete and the tag/source filters still work (radio buttons and
 `:checked` rules); the script only keeps relative times current and mirrors the filters in the
@@ -21,17 +23,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from html import escape
-from typing import Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from bot.analysis.forecast import LossCurve
+from bot.incidents.service import public_kind
 from bot.mentions import URL_RE, masked_links, outermost, trim_url
 from bot.mentions import body as neutralised
 from bot.models import SOURCE_SPECS
+from bot.narrative.entries import TimelineEntry
 from bot.narrative.words import incident_kind_words
 from bot.numbers import fmt_big, fmt_int, fmt_percent, fmt_value
-from bot.timeutil import humanize_delta, parse_time, resolve_zone
+from bot.services.narrative import Narrative
+from bot.services.status import StatusReport
+from bot.timeutil import humanize_delta, resolve_zone
 
 MAX_PAGE_BYTES = 300_000
 # What the page may spend on everything but the timeline is small (a few KB of style, script,
@@ -52,10 +57,10 @@ class ChartData:
 
 @dataclass(frozen=True, slots=True)
 class RunPage:
-    status: dict[str, Any]  # `status --json`
-    timeline: list[dict[str, Any]]  # `timeline --json`, newest first
+    report: StatusReport  # what `/status` shows (`status --json` is its serialisation)
+    narrative: Narrative
+    timeline: Sequence[TimelineEntry]  # what `timeline` shows, newest first
     now: datetime
-    timezone: str = "UTC"
     days: int = 30
     chart: ChartData = field(default_factory=ChartData)
     last_cycle_at: datetime | None = None
@@ -68,7 +73,7 @@ class RunPage:
 
 @dataclass(frozen=True, slots=True)
 class IndexEntry:
-    status: dict[str, Any]
+    report: StatusReport
     href: str
 
 
@@ -149,15 +154,6 @@ def css_ident(value: object) -> str:
     """A class-name-safe form of a tag or source (those come from the store, so are data)."""
     ident = re.sub(r"[^a-z0-9-]", "", str(value or "").lower())[:32]
     return ident or "other"
-
-
-def _time(value: object) -> datetime | None:
-    if isinstance(value, datetime):
-        return value
-    try:
-        return parse_time(value) if isinstance(value, str) else None
-    except ValueError:
-        return None
 
 
 def _day(value: datetime, zone: ZoneInfo, now: datetime) -> str:
@@ -291,39 +287,39 @@ def _document(title: str, body: str, extra_css: str = "") -> str:
 
 
 def render_run_page(page: RunPage) -> str:
-    s = page.status
-    zone = resolve_zone(page.timezone)
+    report = page.report
+    zone = resolve_zone(report.run.timezone)
     head = "\n".join(
         [
             _header(page, zone),
-            _progress(s, zone, page.now, page.projected_end),
-            _narrative(s),
+            _progress(report, zone, page.now, page.projected_end),
+            _narrative(page.narrative),
             _chart_section(page.chart),
-            _alerts(s, zone, page.now),
+            _alerts(report, zone, page.now),
         ]
     )
-    tags = _ordered({css_ident(e.get("tag")) for e in page.timeline}, "tag")
-    sources = _ordered({css_ident(e.get("source")) for e in page.timeline}, "source")
+    tags = _ordered({css_ident(e.tag) for e in page.timeline}, "tag")
+    sources = _ordered({css_ident(e.source) for e in page.timeline}, "source")
     filter_css = _filter_css(tags, sources)
-    footer = _footer(s, page.now)
-    fixed = len(_document(str(s.get("run", "")), head + footer, filter_css).encode())
+    footer = _footer(report, page.narrative, page.now)
+    fixed = len(_document(report.run.name, head + footer, filter_css).encode())
     timeline = _timeline(page, zone, tags, sources, budget=PAGE_BUDGET - fixed)
-    return _document(f"{s.get('run', '')} — status", head + timeline + footer, filter_css)
+    return _document(f"{report.run.name} — status", head + timeline + footer, filter_css)
 
 
 def _header(page: RunPage, zone: ZoneInfo) -> str:
-    s = page.status
-    progress = s.get("progress") or {}
-    health = css_ident(s.get("health") or "unknown")
+    report = page.report
+    progress = report.progress
+    health = css_ident(report.health or "unknown")
     bits = []
-    if progress.get("target_tokens"):
-        bits.append(f"{esc(fmt_big(progress['target_tokens']))} tokens")
-    launched = _time(s.get("launched_at"))
+    if progress.target_tokens:
+        bits.append(f"{esc(fmt_big(progress.target_tokens))} tokens")
+    launched = report.launched_at
     if launched:
         bits.append(f"launched {esc(_day(launched, zone, page.now))}")
     # Updated when the poller last finished a cycle; without one on record (a database filled
     # by the demo or an old copy), when a source last answered: never simply "now".
-    seen = [t for t in map(_time, (s.get("freshness") or {}).values()) if t is not None]
+    seen = [t for t in report.freshness.values() if t is not None]
     updated = page.last_cycle_at or (max(seen) if seen else None)
     if updated is not None:
         local = updated.astimezone(zone)
@@ -341,13 +337,11 @@ def _header(page: RunPage, zone: ZoneInfo) -> str:
             f'next <time data-rel="next" datetime="{_iso(nxt)}">{esc(_relative(nxt, page.now))}'
             "</time>"
         )
-    links = "".join(
-        link(str(label), url) + " " for label, url in (s.get("links") or {}).items()
-    ).strip()
+    links = "".join(link(str(label), url) + " " for label, url in report.links.items()).strip()
     return (
         f'<p class="crumbs"><a href="{esc(page.index_href)}">All runs</a></p>\n'
-        f"<h1>{esc(s.get('run'))} "
-        f'<span class="state h-{health}">{esc(s.get("state") or "unknown")}</span></h1>\n'
+        f"<h1>{esc(report.run.name)} "
+        f'<span class="state h-{health}">{esc(report.state or "unknown")}</span></h1>\n'
         f'<p class="meta">{" · ".join(bits)}</p>\n'
         + (f'<p class="links">{links}</p>\n' if links else "")
     )
@@ -364,29 +358,29 @@ def _bar(percent: float | None) -> str:
 
 
 def _progress(
-    s: dict[str, Any], zone: ZoneInfo, now: datetime, projected: str | None = None
+    report: StatusReport, zone: ZoneInfo, now: datetime, projected: str | None = None
 ) -> str:
-    p = s.get("progress") or {}
-    percent = p.get("percent")
+    p = report.progress
+    percent = p.percent
     head = []
     if percent is not None:
         head.append(fmt_percent(percent))
-    if p.get("step") is not None:
-        steps = f"step {fmt_int(p['step'])}"
-        if p.get("total_steps"):
-            steps += f" of {fmt_int(p['total_steps'])}"
+    if p.step is not None:
+        steps = f"step {fmt_int(p.step)}"
+        if p.total_steps:
+            steps += f" of {fmt_int(p.total_steps)}"
         head.append(steps)
-    launched = _time(s.get("launched_at"))
-    end = _time(s.get("projected_end"))
+    launched = report.launched_at
+    end = p.projected_end
     tokens = ""
-    if p.get("tokens") is not None:
-        tokens = f"{fmt_big(p['tokens'])}"
-        if p.get("target_tokens"):
-            tokens += f" of {fmt_big(p['target_tokens'])}"
+    if p.tokens is not None:
+        tokens = f"{fmt_big(p.tokens)}"
+        if p.target_tokens:
+            tokens += f" of {fmt_big(p.target_tokens)}"
         tokens += " tokens"
     start_label = f"launched {_day(launched, zone, now)}" if launched else ""
     end_label = f"projected end {projected or _day(end, zone, now)}" if end else ""
-    if p.get("finished"):
+    if p.finished:
         end_label = "finished"
     return (
         '<section aria-label="progress">\n'
@@ -397,8 +391,8 @@ def _progress(
     )
 
 
-def _narrative(s: dict[str, Any]) -> str:
-    text = str(s.get("narrative") or "").strip()
+def _narrative(narrative: Narrative) -> str:
+    text = (narrative.text or "").strip()
     if not text:
         return ""
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
@@ -406,49 +400,46 @@ def _narrative(s: dict[str, Any]) -> str:
     return f'<section class="narrative" aria-label="narrative">\n{body}\n</section>'
 
 
-def _alerts(s: dict[str, Any], zone: ZoneInfo, now: datetime) -> str:
+def _alerts(report: StatusReport, zone: ZoneInfo, now: datetime) -> str:
     out = []
-    incidents = s.get("open_incidents") or []
-    if incidents:
+    if report.open_incidents:
         out.append("<h2>Open incidents</h2>")
-        for incident in incidents:
-            started = _time(incident.get("started_at"))
-            local = started.astimezone(zone) if started else None
-            since = f" · since {_day(local, zone, now)} {local:%H:%M %Z}" if local else ""
-            cause = incident.get("reported_cause")
+        for incident in report.open_incidents:
+            local = incident.started_at.astimezone(zone)
+            since = f" · since {_day(local, zone, now)} {local:%H:%M %Z}"
+            reported = incident.details.reported_cause
+            cause = reported.text if reported is not None else None
             # a person's words: their masked links stay text, a URL they wrote shows as itself
-            cause_html = f"<br>reported: {rich_text(neutralised(str(cause)))}" if cause else ""
-            kind = (
-                incident_kind_words(str(incident.get("kind") or "")) if incident.get("kind") else ""
-            )
+            cause_html = f"<br>reported: {rich_text(neutralised(cause))}" if cause else ""
+            kind = public_kind(incident)
+            words = incident_kind_words(kind) if kind else ""
             out.append(
-                f'<div class="alert"><b>{esc(incident.get("title"))}</b> '
-                f'<span class="muted">{esc(kind)}{esc(since)}</span>'
+                f'<div class="alert"><b>{esc(incident.title)}</b> '
+                f'<span class="muted">{esc(words)}{esc(since)}</span>'
                 f"{cause_html}</div>"
             )
-    drifting = [f for f in (s.get("forecasts") or []) if f.get("state") == "drifting"]
+    drifting = [f for f in report.forecasts if f.state == "drifting"]
     if drifting:
         out.append("<h2>Drifting from forecast</h2>")
         for fc in drifting:
             band = ""
-            if fc.get("low") is not None and fc.get("high") is not None:
-                band = f" (expected {fmt_value(fc['low'])}–{fmt_value(fc['high'])})"
+            if fc.low is not None and fc.high is not None:
+                band = f" (expected {fmt_value(fc.low)}–{fmt_value(fc.high)})"
             out.append(
-                f'<div class="alert drift"><b>{esc(fc.get("label") or fc.get("metric"))}</b>: '
-                f"{esc(fmt_value(fc.get('value')))} against a forecast of "
-                f"{esc(fmt_value(fc.get('forecast')))}{esc(band)}</div>"
+                f'<div class="alert drift"><b>{esc(fc.label or fc.metric)}</b>: '
+                f"{esc(fmt_value(fc.value))} against a forecast of "
+                f"{esc(fmt_value(fc.forecast))}{esc(band)}</div>"
             )
     return "\n".join(out)
 
 
-def _footer(s: dict[str, Any], now: datetime) -> str:
+def _footer(report: StatusReport, narrative: Narrative, now: datetime) -> str:
     fresh = []
-    for key, at in (s.get("freshness") or {}).items():
-        when = _time(at)
+    for key, when in report.freshness.items():
         if when is not None:
             fresh.append(f"{_SOURCE_NAMES.get(key, key)} {_relative(when, now)}")
     line = f"Sources: {', '.join(fresh)}. " if fresh else ""
-    by = "by AI" if s.get("narrative_by") == "llm" else "by Runscribe"
+    by = "by AI" if narrative.by == "llm" else "by Runscribe"
     return f"\n<footer><p>{esc(line)}Summary written {by} from the recorded data.</p></footer>"
 
 
@@ -593,26 +584,24 @@ def _filter_css(tags: Sequence[str], sources: Sequence[str]) -> str:
     return "\n" + "\n".join(rules)
 
 
-def _entry(entry: dict[str, Any], zone: ZoneInfo) -> str:
-    tag = css_ident(entry.get("tag"))
-    source = css_ident(entry.get("source"))
-    at = _time(entry.get("at"))
-    when = at.astimezone(zone).strftime("%H:%M") if at else ""
+def _entry(entry: TimelineEntry, zone: ZoneInfo) -> str:
+    tag = css_ident(entry.tag)
+    source = css_ident(entry.source)
+    when = entry.at.astimezone(zone).strftime("%H:%M")
     meta = [esc(when)]
-    if entry.get("author"):
-        meta.append(f"<b>{esc(entry['author'])}</b>")
-    ref = entry.get("ref")
-    if ref:
-        meta.append(link(str(ref), entry.get("url")))
-    elif safe_url(entry.get("url")):
-        meta.append(link("link", entry.get("url")))
-    if entry.get("state"):
-        meta.append(f"<i>{esc(entry['state'])}</i>")
-    meta.append(f"<em>{esc(entry.get('tag') or 'other')}</em>")
-    summary = str(entry.get("summary") or "")
+    if entry.author:
+        meta.append(f"<b>{esc(entry.author)}</b>")
+    if entry.ref:
+        meta.append(link(entry.ref, entry.url))
+    elif safe_url(entry.url):
+        meta.append(link("link", entry.url))
+    if entry.state:
+        meta.append(f"<i>{esc(entry.state)}</i>")
+    meta.append(f"<em>{esc(entry.tag or 'other')}</em>")
+    summary = entry.summary or ""
     if len(summary) > SUMMARY_CHARS:
         summary = summary[: SUMMARY_CHARS - 1].rstrip() + "…"
-    inc = " inc" if entry.get("incident") else ""
+    inc = " inc" if entry.incident else ""
     return (
         f'<li class="t-{tag} s-{source}{inc}"><small>{" ".join(meta)}</small>'
         f"<p>{esc(summary)}</p></li>"
@@ -650,8 +639,7 @@ def _timeline(
     items: list[str] = []
     shown = 0
     for entry in page.timeline:
-        at = _time(entry.get("at"))
-        day = _day(at, zone, page.now) if at else "undated"
+        day = _day(entry.at, zone, page.now)
         html = _entry(entry, zone)
         cost = len(html.encode()) + 1 + (80 if day != current_day else 0)
         if used + cost > budget:
@@ -667,7 +655,7 @@ def _timeline(
         days.append(_day_block(current_day or "", items))
     more = ""
     if shown < len(page.timeline):
-        oldest = _time(page.timeline[shown - 1].get("at")) if shown else None
+        oldest = page.timeline[shown - 1].at if shown else None
         since = f" before {_day(oldest, zone, page.now)}" if oldest else ""
         more = (
             f'\n<p class="more">Older entries{esc(since)} do not fit on this page; '
@@ -688,24 +676,24 @@ def _day_block(day: str, items: list[str]) -> str:
 def render_index(entries: Sequence[IndexEntry], now: datetime, title: str = "Training runs") -> str:
     items = []
     for entry in entries:
-        s = entry.status
-        p = s.get("progress") or {}
+        report = entry.report
+        p = report.progress
         bits = []
-        if p.get("percent") is not None:
-            bits.append(fmt_percent(p["percent"]))
-        if p.get("step") is not None:
+        if p.percent is not None:
+            bits.append(fmt_percent(p.percent))
+        if p.step is not None:
             bits.append(
-                f"step {fmt_int(p['step'])}"
-                + (f" of {fmt_int(p['total_steps'])}" if p.get("total_steps") else "")
+                f"step {fmt_int(p.step)}"
+                + (f" of {fmt_int(p.total_steps)}" if p.total_steps else "")
             )
-        incidents = len(s.get("open_incidents") or [])
+        incidents = len(report.open_incidents)
         if incidents:
             bits.append(f"{incidents} open incident{'s' if incidents != 1 else ''}")
-        health = css_ident(s.get("health") or "unknown")
+        health = css_ident(report.health or "unknown")
         items.append(
-            f'<li><a href="{esc(entry.href)}">{esc(s.get("run"))}</a> '
-            f'<span class="state h-{health}">{esc(s.get("state") or "unknown")}</span>'
-            f'<div class="muted">{esc(" · ".join(bits))}</div>{_bar(p.get("percent"))}</li>'
+            f'<li><a href="{esc(entry.href)}">{esc(report.run.name)}</a> '
+            f'<span class="state h-{health}">{esc(report.state or "unknown")}</span>'
+            f'<div class="muted">{esc(" · ".join(bits))}</div>{_bar(p.percent)}</li>'
         )
     body = (
         f"<h1>{esc(title)}</h1>\n"

@@ -9,19 +9,28 @@ import random
 import re
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
+from typing import Any
 
 import pytest
 
+from bot.analysis.progress import Progress
+from bot.models import Incident, IncidentDetails, ReportedCause, RunInfo
+from bot.render.json import status_json
 from bot.render.page import (
     MAX_PAGE_BYTES,
     ChartData,
+    IndexEntry,
     RunPage,
     chart_svg,
     forecast_at,
+    render_index,
     render_run_page,
     rich_text,
     safe_url,
 )
+from bot.services.forecasts import ForecastView
+from bot.services.narrative import Narrative
+from bot.services.status import StatusReport
 from bot.settings import RunConfig
 from bot.statuspage import gather_run_page, render_pages
 from bot.store import Store
@@ -262,67 +271,90 @@ async def test_a_busy_month_stays_under_300_kb(store: Store, now: datetime, per_
     assert "index.html" in pages
 
 
+def report(now: datetime, name: str = "R", **changes: Any) -> StatusReport:
+    """A StatusReport as `build_status` returns it for a run that has logged nothing yet,
+    with `changes` applied."""
+    progress = Progress(
+        step=None,
+        total_steps=None,
+        tokens=None,
+        target_tokens=None,
+        percent=None,
+        steps_per_hour=None,
+        tokens_per_hour=None,
+        projected_end=None,
+        finished=False,
+        last_point_at=None,
+        loss=None,
+    )
+    fields: dict[str, Any] = {
+        "run": RunInfo(slug=name.lower(), name=name),
+        "now": now,
+        "state": "unknown",
+        "health": "unknown",
+        "progress": progress,
+        "launched_at": None,
+        "last_restart": None,
+        "open_incidents": [],
+        "freshness": {},
+        "monitor_stale": False,
+        "heartbeat_at": None,
+    }
+    return StatusReport(**{**fields, **changes})
+
+
+def page_of(status: StatusReport, **changes: Any) -> RunPage:
+    quiet = Narrative(text="", at=None, by="template")
+    return RunPage(
+        **{"report": status, "narrative": quiet, "timeline": [], "now": status.now, **changes}
+    )
+
+
 def test_updated_is_the_last_cycle_else_the_freshest_source() -> None:
     now = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
-    status = {
-        "run": "R",
-        "freshness": {"wandb": "2026-09-02T09:00:00Z", "github": "2026-09-02T10:30:00Z"},
-    }
-    old = render_run_page(RunPage(status=status, timeline=[], now=now))
+    status = report(
+        now,
+        freshness={
+            "wandb": datetime(2026, 9, 2, 9, 0, tzinfo=UTC),
+            "github": datetime(2026, 9, 2, 10, 30, tzinfo=UTC),
+        },
+    )
+    old = render_run_page(page_of(status))
     assert "updated <time" in old and ">1 h 30 min ago</time>" in old and "next " not in old
     cycle = now - timedelta(minutes=2)
-    live = render_run_page(
-        RunPage(status=status, timeline=[], now=now, last_cycle_at=cycle, poll_interval=300)
-    )
+    live = render_run_page(page_of(status, last_cycle_at=cycle, poll_interval=300))
     assert ">2 min ago</time>" in live and ">in 3 min</time>" in live
     # A poller that stopped long ago: when it last ran, and no promise of a next cycle.
     stale = render_run_page(
-        RunPage(
-            status=status,
-            timeline=[],
-            now=now + timedelta(hours=1),
-            last_cycle_at=cycle,
-            poll_interval=300,
-        )
+        page_of(status, now=now + timedelta(hours=1), last_cycle_at=cycle, poll_interval=300)
     )
     assert ">1 h 2 min ago</time>" in stale and "next " not in stale
-    assert "updated" not in render_run_page(RunPage(status={"run": "R"}, timeline=[], now=now))
+    assert "updated" not in render_run_page(page_of(report(now)))
 
 
 def test_open_incidents_and_drifting_forecasts() -> None:
     now = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
-    status = {
-        "run": "R",
-        "open_incidents": [
-            {
-                "kind": "crash",
-                "title": "<b>W&B run crashed</b>",
-                "started_at": "2026-09-02T11:20:00Z",
-                "reported_cause": "node s12 lost, see https://github.com/lab/model/issues/9",
-            }
-        ],
-        "forecasts": [
-            {
-                "metric": "train/loss",
-                "label": "loss",
-                "value": 2.31,
-                "forecast": 2.2,
-                "low": 2.15,
-                "high": 2.26,
-                "state": "drifting",
-            },
-            {
-                "metric": "train/grad_norm",
-                "label": "gradient norm",
-                "value": 0.4,
-                "forecast": 0.41,
-                "low": 0.3,
-                "high": 0.5,
-                "state": "ok",
-            },
-        ],
-    }
-    html = render_run_page(RunPage(status=status, timeline=[], now=now))
+    crash = Incident(
+        run_slug="r",
+        fingerprint="wandb-state",
+        kind="crash",
+        title="<b>W&B run crashed</b>",
+        status="firing",
+        started_at=datetime(2026, 9, 2, 11, 20, tzinfo=UTC),
+        details=IncidentDetails(
+            reported_cause=ReportedCause(
+                text="node s12 lost, see https://github.com/lab/model/issues/9",
+                author="ana",
+                source="Discord #hero-run",
+                at=datetime(2026, 9, 2, 11, 25, tzinfo=UTC),
+            )
+        ),
+    )
+    forecasts = [
+        ForecastView("train/loss", "loss", 2.31, 2.2, 2.15, 2.26, "drifting"),
+        ForecastView("train/grad_norm", "gradient norm", 0.4, 0.41, 0.3, 0.5, "ok"),
+    ]
+    html = render_run_page(page_of(report(now, open_incidents=[crash], forecasts=forecasts)))
     doc = assert_inert(html)
     text = " ".join("".join(doc.text).split())
     assert "<b>W&B run crashed</b> crash · since Sep 2 11:20 UTC" in text
@@ -332,15 +364,59 @@ def test_open_incidents_and_drifting_forecasts() -> None:
         "Drifting from forecast loss: 2.31 against a forecast of 2.2 (expected 2.15–2.26)" in text
     )
     assert "gradient norm" not in text  # on forecast: not listed
-    quiet = render_run_page(
-        RunPage(status={"run": "R", "forecasts": status["forecasts"][1:]}, timeline=[], now=now)
-    )
+    quiet = render_run_page(page_of(report(now, forecasts=forecasts[1:])))
     assert "Drifting" not in quiet and "Open incidents" not in quiet
 
 
 def test_empty_run_page_renders() -> None:
     now = datetime(2026, 9, 2, 12, 0)
-    html = render_run_page(RunPage(status={"run": "Fresh", "slug": "fresh"}, timeline=[], now=now))
+    html = render_run_page(page_of(report(now, name="Fresh")))
     doc = assert_inert(html)
     text = " ".join(doc.text)
     assert "no progress reported yet" in text and "Nothing recorded in this period." in text
+
+
+async def test_the_page_renders_the_report_status_json_serialises(
+    store: Store, now: datetime
+) -> None:
+    """One typed report: the page is drawn from the `StatusReport` `/status` uses, and what it
+    shows is what `status --json` prints of that same report."""
+    await seed_run(store, now)
+    page = await gather_run_page(store, SLUG, now, days=7)
+    assert isinstance(page.report, StatusReport)
+    printed = status_json(page.report, page.narrative)
+    doc = assert_inert(render_run_page(page))
+    text = " ".join(" ".join(doc.text).split())
+    assert f"{printed['run']} {printed['state']}" in text
+    progress = printed["progress"]
+    assert f"{progress['percent']:.1f}% · step {progress['step']:,} of" in text
+    assert f"of {progress['total_steps']:,}" in text
+    for label in printed["links"]:
+        assert label in text
+
+
+def _renamed(status: StatusReport, gone: str) -> StatusReport:
+    """`status` as if its field `gone` had been renamed."""
+
+    class Renamed:
+        def __getattr__(self, name: str) -> Any:
+            if name == gone:
+                raise AttributeError(f"'StatusReport' object has no attribute {name!r}")
+            return getattr(status, name)
+
+    return Renamed()  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["run", "state", "health", "progress", "launched_at", "open_incidents", "freshness", "links"],
+)
+def test_a_renamed_report_field_fails_loudly_instead_of_showing_a_blank(field: str) -> None:
+    now = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
+    status = report(now)
+    assert render_run_page(page_of(status))  # whole, it renders
+    with pytest.raises(AttributeError, match=field):
+        render_run_page(page_of(_renamed(status, field)))
+    if field in ("run", "state", "health", "progress", "open_incidents"):
+        with pytest.raises(AttributeError, match=field):
+            render_index([IndexEntry(report=_renamed(status, field), href="r.html")], now)

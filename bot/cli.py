@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from bot import logs
 from bot.environment import database_path
 from bot.errors import UserFacingError
-from bot.models import SOURCES, TAGS
+from bot.models import SOURCE_SPECS, TAGS
 from bot.runsfile import ConfigError, RunsFile, example_leftovers, load_runs_file
 from bot.store import Database, Store, StoreError
 from bot.store.db import path_problem, write_problem
@@ -146,9 +146,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     timeline.add_argument(
         "--source",
-        choices=SOURCES,
+        choices=SOURCE_SPECS.names(),
         metavar="SOURCE",
-        help=f"only this source: {', '.join(SOURCES)}",
+        help=f"only this source: {', '.join(SOURCE_SPECS.names())}",
     )
     timeline.add_argument(
         "--limit", type=int, default=200, metavar="N", help="at most N entries (default 200)"

@@ -4,9 +4,10 @@ no I/O, no Discord."""
 from __future__ import annotations
 
 import hashlib
+import re
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Self
@@ -15,30 +16,140 @@ from bot.runsfile import RunConfig
 from bot.timeutil import parse_time, to_db
 
 
+def _unused(config: RunConfig) -> bool:
+    return False
+
+
+_SOURCE_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+
+
 @dataclass(frozen=True, slots=True)
 class SourceSpec:
-    name: str
+    """One source's registration: everything the rest of the code asks about a source. Adding a
+    source is its module plus one of these in `SOURCE_SPECS`; every surface (the CLI's choices,
+    `/status` and the page's freshness and health, the reports the incidents read, the chat
+    bursts folded into conversations, the live sources a run polls) derives from it."""
+
+    name: str  # `Event.source`; a plain identifier (it is written into SQL as a literal)
     label: str  # how posts name it: "GitHub #8818", "Discord #hero-run"
-    people: bool  # people write there: an incident-flagged event is a human report
+    people: bool  # people write there: an incident-flagged event is a human report; else code
+    #  wrote its events from structured data, so they are enriched from their fields (`facts`)
     polled: bool = True  # Runscribe polls it (its freshness is shown); "system" is our own
+    #: whether a run uses it (its runs-file keys): a polled source a run does not use is neither
+    #: shown nor judged for that run
+    configured: Callable[[RunConfig], bool] = _unused
+    #: people chat there in bursts: consecutive messages of one thread are folded into one
+    #: `conversation` event before enrichment (`bot.enrich.conversations`)
+    chat: bool = False
+    #: "module:function" building its live sources for the runs that use it (`bot.wiring`
+    #: imports it only then); None: not built per run (it pushes, or the bot's edge feeds it)
+    build: str | None = None
+
+    def __post_init__(self) -> None:
+        if not _SOURCE_NAME.fullmatch(self.name):
+            raise ValueError(f"source name {self.name!r} is not a plain lowercase identifier")
+        if self.build is not None and ":" not in self.build:
+            raise ValueError(f"source {self.name!r}: build {self.build!r} is not module:function")
 
 
-#: The one list of sources. Everything else (CLI choices, report SQL, labels) derives from it.
-SOURCE_SPECS: tuple[SourceSpec, ...] = (
-    SourceSpec("github", "GitHub", people=True),
-    SourceSpec("discord", "Discord", people=True),
-    SourceSpec("wandb", "W&B", people=False),
-    SourceSpec("system", "Runscribe", people=False, polled=False),
-    # Pushed to Runscribe (`POST /hooks/alertmanager`), never polled: the cluster's own alerts.
-    SourceSpec("alertmanager", "Alertmanager", people=False, polled=False),
+class SourceRegistry:
+    """The registered sources, in registration order. Every question about a source is asked
+    here, never of a second table; the views are computed on each call, so a source registered
+    later (a plug-in, a test's `register`) is seen everywhere at once."""
+
+    def __init__(self, specs: Iterable[SourceSpec] = ()):
+        self._specs: dict[str, SourceSpec] = {}
+        for spec in specs:
+            self.register(spec)
+
+    def register(self, spec: SourceSpec) -> SourceSpec:
+        if spec.name in self._specs:
+            raise ValueError(f"source {spec.name!r} is registered already")
+        self._specs[spec.name] = spec
+        return spec
+
+    def unregister(self, name: str) -> SourceSpec:
+        return self._specs.pop(name)
+
+    def __iter__(self) -> Iterator[SourceSpec]:
+        return iter(tuple(self._specs.values()))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def get(self, name: str) -> SourceSpec | None:
+        return self._specs.get(name)
+
+    def label(self, name: str) -> str | None:
+        spec = self._specs.get(name)
+        return spec.label if spec is not None else None
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._specs)
+
+    def reports(self) -> tuple[str, ...]:
+        """Sources whose incident-flagged events are reports by people."""
+        return tuple(s.name for s in self if s.people)
+
+    def facts(self) -> tuple[str, ...]:
+        """Sources whose events code wrote from structured data (enriched from their fields)."""
+        return tuple(s.name for s in self if not s.people)
+
+    def chat(self) -> tuple[str, ...]:
+        """Sources whose messages are folded into conversations."""
+        return tuple(s.name for s in self if s.chat)
+
+    def is_chat(self, name: str) -> bool:
+        spec = self._specs.get(name)
+        return spec is not None and spec.chat
+
+    def is_facts(self, name: str) -> bool:
+        """Code wrote its events from structured data (a registered source people do not
+        write in); an unknown name is read as text."""
+        spec = self._specs.get(name)
+        return spec is not None and not spec.people
+
+    def polled(self) -> tuple[SourceSpec, ...]:
+        """Sources Runscribe polls, W&B first (it says whether the run is alive): the order of
+        freshness and health."""
+        return tuple(sorted((s for s in self if s.polled), key=lambda s: s.name != "wandb"))
+
+    def built(self) -> tuple[SourceSpec, ...]:
+        """Sources built per run for a polling process (`bot.wiring`)."""
+        return tuple(s for s in self if s.build is not None)
+
+
+#: The one registration of every source. Everything else derives from it.
+SOURCE_SPECS = SourceRegistry(
+    (
+        SourceSpec(
+            "github",
+            "GitHub",
+            people=True,
+            configured=lambda c: bool(c.github_repo),
+            build="bot.sources.github:live_sources",
+        ),
+        # Fed by the bot's channel listener (`cogs/watch.py`), not built per run.
+        SourceSpec(
+            "discord",
+            "Discord",
+            people=True,
+            configured=lambda c: bool(c.watch_channels),
+            chat=True,
+        ),
+        SourceSpec(
+            "wandb",
+            "W&B",
+            people=False,
+            configured=lambda c: bool(c.wandb_runs or c.wandb_run_pattern),
+            build="bot.sources.wandb:live_sources",
+        ),
+        SourceSpec("system", "Runscribe", people=False, polled=False),
+        # Pushed to Runscribe (`POST /hooks/alertmanager`), never polled: the cluster's own alerts.
+        SourceSpec("alertmanager", "Alertmanager", people=False, polled=False),
+    )
 )
-SOURCES: tuple[str, ...] = tuple(spec.name for spec in SOURCE_SPECS)
-#: Sources whose incident-flagged events are reports by people (GitHub threads, Discord chat).
-REPORT_SOURCES: tuple[str, ...] = tuple(spec.name for spec in SOURCE_SPECS if spec.people)
-#: Sources Runscribe polls, W&B first (it says whether the run is alive): freshness order.
-POLLED_SOURCES: tuple[str, ...] = tuple(
-    sorted((spec.name for spec in SOURCE_SPECS if spec.polled), key=lambda name: name != "wandb")
-)
+
 
 TAGS: tuple[str, ...] = (
     "incident",
@@ -88,7 +199,7 @@ class Event:
     state change or restart, or a system note. Unique per (run_slug, source, external_id)."""
 
     run_slug: str
-    source: str  # one of SOURCES
+    source: str  # a registered source (`SOURCE_SPECS`)
     external_id: str  # e.g. "issue:8818", "comment:123456", "msg:1180", "wandb:state:<run>:<at>"
     kind: str  # issue | pull | comment | review | message | conversation | state | restart | note
     at: datetime  # when it happened (creation time), UTC
@@ -535,10 +646,18 @@ class WandbState(EventData):
 
 @dataclass(frozen=True, slots=True)
 class ConversationData(EventData):
-    """A burst of Discord messages in one channel told as one event (`bot.enrich.conversations`)."""
+    """A burst of chat messages in one channel told as one event (`bot.enrich.conversations`):
+    Discord's, and any source registered with `chat` (`SourceSpec.chat`)."""
 
     SOURCE = "discord"
     KINDS = ("conversation",)
+
+    @classmethod
+    def _where(cls, event: Event) -> str:
+        where = f"{event.source} {event.kind} event {event.external_id!r}"
+        if not SOURCE_SPECS.is_chat(event.source) or event.kind not in cls.KINDS:
+            raise BadEventData(f"{where} is not a chat source's conversation")
+        return where
 
     messages: tuple[str, ...] = ()  # the members' external ids, oldest first
     count: int = 2  # how many messages
@@ -590,6 +709,8 @@ def check_event_data(event: Event) -> None:
     """Refuse an event whose data is not what its (source, kind) declares (`BadEventData`,
     naming the kind and the key). The store calls it before it writes an event."""
     validate = EVENT_DATA.get((event.source, event.kind))
+    if event.kind in ConversationData.KINDS and SOURCE_SPECS.is_chat(event.source):
+        validate = ConversationData.validate  # every chat source's conversations
     if validate is not None:
         validate(event)
     elif event.extra:

@@ -22,7 +22,7 @@ from bot.enrich.conversations import (
     settles_at,
 )
 from bot.enrich.rules import Enrichment, enrich_event
-from bot.models import UNHEALTHY_STATES, AlertData, Event
+from bot.models import SOURCE_SPECS, UNHEALTHY_STATES, AlertData, Event
 from bot.settings import DEFAULT_ENRICH_BATCH, DEFAULT_ENRICH_WINDOW
 from bot.sources.base import Source
 from bot.sources.poller import CycleReport, PollSession, poll_once
@@ -63,15 +63,22 @@ class RulesEnricher:
 
 
 def rules_enrichment(event: Event) -> Enrichment:
-    if event.source in MACHINE_SOURCES:
+    if from_facts(event):
         return fact_enrichment(event)
     return enrich_event(event)
 
 
-# Events that code wrote from structured data (W&B state changes and restarts, system notes):
-# their meaning is known exactly, so they are enriched from their fields, never by guessing from
-# their text and never by the LLM.
-MACHINE_SOURCES = frozenset({"wandb", "system", "alertmanager"})
+def from_facts(event: Event) -> bool:
+    """Code wrote the event from structured data (W&B state changes and restarts, system notes,
+    cluster alerts: a source people do not write in, `SourceSpec.people`): its meaning is known
+    exactly, so it is enriched from its fields, never by guessing from its text and never by
+    the LLM."""
+    return SOURCE_SPECS.is_facts(event.source)
+
+
+def chat_burst(event: Event) -> bool:
+    """A chat message, or the conversation of a burst of them (`SourceSpec.chat`)."""
+    return event.kind in ("message", "conversation") and SOURCE_SPECS.is_chat(event.source)
 
 
 def fact_enrichment(event: Event) -> Enrichment:
@@ -117,8 +124,9 @@ class Detector(Protocol):
 IN_CONVERSATION = "rules:in-conversation"
 
 
-async def group_discord_bursts(store: Store, run_slug: str | None = None) -> int:
-    """Fold new Discord messages into conversation events before enrichment.
+async def group_chat_bursts(store: Store, run_slug: str | None = None) -> int:
+    """Fold new chat messages (Discord's, and any source registered with `chat`) into
+    conversation events before enrichment.
 
     For each channel with new (or edited, or deleted) messages, the channel's tail is regrouped
     from the start of the burst they continue (`bursts`): every burst of two or more messages is
@@ -129,20 +137,23 @@ async def group_discord_bursts(store: Store, run_slug: str | None = None) -> int
     marked deleted, and a message left on its own is enriched again by itself, so no two
     conversations ever share a message. Reads only the channel's tail, through indexes. Returns
     the number of conversations written."""
-    pending = await store.events.pending_enrichment(
-        run_slug, limit=2000, source="discord", kind="message"
-    )
-    channels: dict[tuple[str, str], list[Event]] = {}
-    for event in pending:
-        if event.thread:
-            channels.setdefault((event.run_slug, event.thread), []).append(event)
+    channels: dict[tuple[str, str, str], list[Event]] = {}
+    for source in SOURCE_SPECS.chat():
+        pending = await store.events.pending_enrichment(
+            run_slug, limit=2000, source=source, kind="message"
+        )
+        for event in pending:
+            if event.thread:
+                channels.setdefault((event.run_slug, source, event.thread), []).append(event)
     written = 0
-    for (slug, thread), events in channels.items():
-        written += await _regroup_channel(store, slug, thread, events)
+    for (slug, source, thread), events in channels.items():
+        written += await _regroup_channel(store, slug, source, thread, events)
     return written
 
 
-async def _regroup_channel(store: Store, slug: str, thread: str, pending: list[Event]) -> int:
+async def _regroup_channel(
+    store: Store, slug: str, source: str, thread: str, pending: list[Event]
+) -> int:
     earliest = min(e.at for e in pending)
     latest = max(e.at for e in pending)
     # Where the burst the new messages continue began: the channel's current conversation if
@@ -175,7 +186,7 @@ async def _regroup_channel(store: Store, slug: str, thread: str, pending: list[E
         result = await store.events.upsert_many(conversations)
         for stale in existing:
             if stale.external_id not in produced:
-                await store.events.mark_deleted(slug, "discord", stale.external_id)
+                await store.events.mark_deleted(slug, source, stale.external_id)
         await store.events.requeue(alone)
         for member in members:
             if member.id not in fresh and member.enriched_by == IN_CONVERSATION:
@@ -195,9 +206,9 @@ async def _regroup_channel(store: Store, slug: str, thread: str, pending: list[E
 
 
 def waiting_since(event: Event) -> datetime:
-    """Since when an event has been worth enriching: a Discord burst (a conversation or a lone
+    """Since when an event has been worth enriching: a chat burst (a conversation or a lone
     message) once it can no longer grow, anything else once it was written or edited."""
-    if event.source == "discord" and event.kind in ("message", "conversation"):
+    if chat_burst(event):
         return settles_at(*burst_bounds(event))
     return max(event.at, event.updated_at or event.at)
 
@@ -206,18 +217,16 @@ def urgent(event: Event) -> bool:
     """The rules read it as a live incident report: it never waits for a batch. (Not a
     conversation: its members carry the rules' incident flag from the moment they are folded in,
     so the incident engine has the report already.)"""
-    if event.source in MACHINE_SOURCES or event.kind == "conversation":
+    if from_facts(event) or event.kind == "conversation":
         return False
     return rules_enrichment(event).live_report
 
 
 def ready(event: Event, now: datetime) -> bool:
-    """Whether an event may be enriched at `now`: anything but a Discord burst still going on
+    """Whether an event may be enriched at `now`: anything but a chat burst still going on
     (enriched once, when it settles), unless it is a lone message the rules read as an incident
     report."""
-    if event.deleted or event.source != "discord":
-        return True
-    if event.kind not in ("message", "conversation"):
+    if event.deleted or not chat_burst(event):
         return True
     return settled(*burst_bounds(event), now) or urgent(event)
 
@@ -233,11 +242,11 @@ async def enrich_pending(
     group: bool = True,
     offer: Sequence[Event] = (),
 ) -> int:
-    """Enrich every event that is new or edited since it was last enriched (Discord bursts are
+    """Enrich every event that is new or edited since it was last enriched (chat bursts are
     folded into conversations first, unless `group` is false because the caller just did),
     until a batch finds the queue drained. Returns how many were enriched.
 
-    With `now`, Discord bursts still going on at `now` stay queued (see `ready`): a
+    With `now`, chat bursts still going on at `now` stay queued (see `ready`): a
     conversation is enriched once, when it settles, not once per message.
 
     `offer`: events the rules enriched standing in for the LLM (`RETRY_LABEL`), sent along
@@ -249,7 +258,7 @@ async def enrich_pending(
     enricher = enricher or RulesEnricher()
     retry_label = getattr(enricher, "retry_label", None)
     if group:
-        await group_discord_bursts(store, run_slug)
+        await group_chat_bursts(store, run_slug)
     done = 0
     offered = list(offer)
     while True:
@@ -259,9 +268,9 @@ async def enrich_pending(
         pending = queued if now is None else [e for e in queued if ready(e, now)]
         if not pending and not offered:
             return done
-        machine = [e for e in pending if e.source in MACHINE_SOURCES]
+        machine = [e for e in pending if from_facts(e)]
         results = {e.id: (fact_enrichment(e), "facts") for e in machine if e.id is not None}
-        texts = [e for e in pending if e.source not in MACHINE_SOURCES] + offered
+        texts = [e for e in pending if not from_facts(e)] + offered
         try:
             async with asyncio.timeout(budget.remaining if budget is not None else None):
                 results.update(await enricher.enrich(texts))
@@ -407,7 +416,7 @@ def of_family(sources: Sequence[Source], family: str) -> list[Source]:
 @dataclass(frozen=True, slots=True)
 class Gather:
     """Live batching: events wait for enrichment until `batch` of them are ready or the oldest
-    has waited `window`, so the fixed part of a prompt is shared by many events. A Discord burst
+    has waited `window`, so the fixed part of a prompt is shared by many events. A chat burst
     is ready once it has settled (`ready`); an event the rules read as an incident report is
     never kept waiting."""
 
@@ -430,7 +439,7 @@ async def enrichment_due(
         return True
     # Twice the batch: bursts still going on are queued too (a few per watched channel).
     pending = await store.events.pending_enrichment(limit=2 * gather.batch)
-    texts = [e for e in pending if e.source not in MACHINE_SOURCES and ready(e, now)]
+    texts = [e for e in pending if not from_facts(e) and ready(e, now)]
     texts += offer
     if not texts:
         return False
@@ -449,7 +458,7 @@ async def gathered_round(
     (`RETRY_LABEL`: reports, and events of an LLM outage) in the same request. Until then a live
     incident report the rules flag gets their enrichment at once (so the incident engine sees it
     this round) and waits, like the rest, for the batch, where the LLM may improve it."""
-    await group_discord_bursts(store)
+    await group_chat_bursts(store)
     done = await enrich_facts(store)
     retry_label = getattr(enricher, "retry_label", None)
     offer = await store.events.enriched_by_label(retry_label, RETRY_OFFER) if retry_label else []
@@ -486,9 +495,10 @@ async def flag_reports(store: Store, now: datetime, label: str, *, limit: int) -
 
 
 async def enrich_facts(store: Store) -> int:
-    """Enrich the queued W&B and system events from their fields (no request, never waits)."""
+    """Enrich the queued W&B, system and alert events (`from_facts`) from their fields (no
+    request, never waits)."""
     pending: list[Event] = []
-    for source in sorted(MACHINE_SOURCES):
+    for source in sorted(SOURCE_SPECS.facts()):
         pending += await store.events.pending_enrichment(limit=500, source=source)
     written = 0
     async with store.transaction():
@@ -522,7 +532,7 @@ async def enrich_step(
 ) -> CycleSummary:
     """One bounded round of enrichment (what is queued, within `budget`; the rest resumes next
     round), then detection on the reports it has just flagged. With `gather`, nothing is sent
-    until the queue is worth a request, and a Discord burst is enriched once it has settled."""
+    until the queue is worth a request, and a chat burst is enriched once it has settled."""
     summary = CycleSummary(poll=CycleReport())
     try:
         if gather is None:

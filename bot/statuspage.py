@@ -17,6 +17,7 @@ from typing import Any
 
 from bot.analysis.progress import effective_series
 from bot.delivery import delivery_report
+from bot.models import SOURCE_SPECS
 from bot.narrative.format import fmt_projected
 from bot.render.json import iso
 from bot.render.page import (
@@ -27,7 +28,7 @@ from bot.render.page import (
     render_run_page,
 )
 from bot.services.narrative import status_with_narrative
-from bot.services.status import CONFIGURED_SOURCES, StatusReport, build_status
+from bot.services.status import StatusReport, build_status
 from bot.services.timeline import build_timeline, validate_filters
 from bot.store import Store
 
@@ -36,7 +37,6 @@ DEFAULT_DAYS = 30
 TIMELINE_LIMIT = 2000
 RESTART_SCAN = 1000
 STUCK_AFTER_CYCLES = 3
-CONFIGURED = CONFIGURED_SOURCES
 
 
 def validate_days(days: int) -> None:
@@ -175,8 +175,9 @@ async def health_report(
     for run in await store.runs.all():
         rows = await store.health.for_run(run.slug)
         sources: dict[str, Any] = {}
-        for source, configured in CONFIGURED.items():
-            if not configured(run.config):
+        for spec in SOURCE_SPECS.polled():
+            source = spec.name
+            if not spec.configured(run.config):
                 sources[source] = None
                 continue
             row = rows.get(source)

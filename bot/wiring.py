@@ -9,21 +9,20 @@ import asyncio
 import importlib
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from datetime import datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from bot.digests import DigestComposer
 from bot.heap import freeze_long_lived
-from bot.models import LLMOutput
+from bot.models import SOURCE_SPECS, LLMOutput, SourceSpec
 from bot.narrative.facts import DigestFacts, NarrativeFacts
 from bot.pipeline import Detector, Enricher
 from bot.runtime import Parts, Runtime, record_runs
 from bot.services.narrative import NarrativeWriter
 from bot.settings import RunConfig, RunsFile, Settings
-from bot.sources.base import Source
+from bot.sources.base import BuildSources, Source
 from bot.store import Database, Store, StoreError
 from bot.store.db import write_problem
 
@@ -32,9 +31,9 @@ if TYPE_CHECKING:
 
     from bot.ask.service import AnswerWriter
     from bot.llm.client import LLMClient
-    from bot.sources.wandb_client import WandbClient
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def _user_agent() -> str:
@@ -44,11 +43,6 @@ def _user_agent() -> str:
         return f"runscribe/{version('runscribe')}"
     except PackageNotFoundError:
         return "runscribe/dev"
-
-
-def wandb_state_dir(settings: Settings) -> Path:
-    """wandb's own files (cache, config) live beside the database, never in $HOME."""
-    return Path(settings.runscribe_db).resolve().parent / "wandb"
 
 
 # Read-only connections the bot's commands read through (`Store.reader`); the writer connection
@@ -68,35 +62,28 @@ async def open_store(settings: Settings, *, readers: int = 0) -> AsyncIterator[S
 
 
 class LiveSources:
-    """Builds the live sources for a runs file, as often as it is reloaded. The clients they
-    share (one httpx client for GitHub, one W&B client) are opened on first need and closed
-    with this object, so a rebuild never tears down a client a running poll still uses."""
+    """Builds the live sources for a runs file, as often as it is reloaded: each registered
+    source with a builder (`SourceSpec.build`, imported on first need) gets the runs that use
+    it (`SourceSpec.configured`). The clients they share (one httpx client, a source's own, see
+    `LiveContext`) are opened on first need and closed with this object, so a rebuild never
+    tears down a client a running poll still uses."""
 
     def __init__(self, store: Store, settings: Settings, stack: AsyncExitStack):
         self.store = store
         self.settings = settings
         self._stack = stack
         self._http: httpx.AsyncClient | None = None
-        self._wandb: WandbClient | None = None
+        self._shared: dict[str, Any] = {}
 
     async def build(self, runs: Sequence[RunConfig]) -> tuple[Source, ...]:
-        from bot.sources.github import build_github_sources
-        from bot.sources.wandb import build_wandb_client, build_wandb_sources
-
         sources: list[Source] = []
-        if any(run.github_repo for run in runs):
-            client = await self._http_client()
-            sources += build_github_sources(self.store, client, self.settings, runs)
-        if any(run.wandb_runs for run in runs):
-            if self._wandb is None:
-                self._wandb = build_wandb_client(
-                    self.settings, runs, state_dir=wandb_state_dir(self.settings)
-                )
-                self._stack.push_async_callback(self._wandb.aclose, teardown=True)
-            sources += build_wandb_sources(self.store, runs, self._wandb)
+        for spec in SOURCE_SPECS.built():
+            used = [run for run in runs if spec.configured(run)]
+            if used:
+                sources += await builder(spec)(self, used)
         return tuple(sources)
 
-    async def _http_client(self) -> httpx.AsyncClient:
+    async def http_client(self) -> httpx.AsyncClient:
         import httpx
 
         if self._http is None:
@@ -108,6 +95,23 @@ class LiveSources:
                 )
             )
         return self._http
+
+    async def shared(self, name: str, open: Callable[[], AbstractAsyncContextManager[T]]) -> T:
+        if name not in self._shared:
+            self._shared[name] = await self._stack.enter_async_context(open())
+        return cast(T, self._shared[name])
+
+
+def builder(spec: SourceSpec) -> BuildSources:
+    """A registration's builder, imported (`module:function`)."""
+    assert spec.build is not None
+    module, _, function = spec.build.partition(":")
+    return cast(BuildSources, getattr(importlib.import_module(module), function))
+
+
+def builder_modules() -> tuple[str, ...]:
+    """The modules of every registered builder (imported ahead by `open_runtime`)."""
+    return tuple(spec.build.partition(":")[0] for spec in SOURCE_SPECS.built() if spec.build)
 
 
 def llm_configured(settings: Settings) -> bool:
@@ -182,11 +186,10 @@ def digest_composer(store: Store, llm: LLMClient | None) -> DigestComposer:
     return compose
 
 
-# Imported lazily by the functions above, all of them needed by `open_runtime`.
+# Imported lazily by the functions above, all of them needed by `open_runtime` (with the
+# sources' builders, `builder_modules`).
 RUNTIME_MODULES = (
     "httpx",
-    "bot.sources.github",
-    "bot.sources.wandb",
     "bot.incidents.engine",
     "bot.llm.client",
     "bot.llm.narrative",
@@ -209,7 +212,8 @@ async def open_runtime(
     # The modules a long-running process needs but one-shot commands do not (anthropic alone is
     # 1.5 s of CPU to import): imported in a worker thread, so whatever else already runs on
     # this loop (a bot, a web server) is never held up by the import.
-    modules = RUNTIME_MODULES + (("anthropic",) if llm_configured(settings) else ())
+    modules = RUNTIME_MODULES + builder_modules()
+    modules += ("anthropic",) if llm_configured(settings) else ()
     await asyncio.to_thread(_import_all, modules)
     freeze_long_lived()
     async with AsyncExitStack() as stack:

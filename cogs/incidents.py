@@ -17,9 +17,9 @@ from bot.app import card_to_embed, discord_time
 from bot.errors import UserFacingError
 from bot.incidents.service import acknowledge, list_incidents
 from bot.incidents.silences import (
-    CONDITIONS,
     REPORT_KINDS,
     add_silence,
+    conditions,
     end_silence,
     parse_duration,
     require_responder,
@@ -45,7 +45,7 @@ async def condition_autocomplete(
     interaction: discord.Interaction, current: str
 ) -> list[app_commands.Choice[str]]:
     needle = current.strip().lower()
-    names = [*CONDITIONS, *REPORT_KINDS]
+    names = [*conditions(), *REPORT_KINDS]
     return [
         app_commands.Choice(name=name, value=name)
         for name in dict.fromkeys(names)

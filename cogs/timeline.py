@@ -12,7 +12,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.app import card_to_embed, discord_time
-from bot.models import SOURCES, TAGS
+from bot.models import SOURCE_SPECS, TAGS
 from bot.render.cards import Card, timeline_pages
 from bot.services.timeline import build_timeline
 from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
@@ -29,7 +29,7 @@ PAGER_TIMEOUT = 300.0  # the buttons work for five minutes after the last press
 LIVE_PAGERS = 20
 
 TAG_CHOICES = [app_commands.Choice(name=tag, value=tag) for tag in TAGS]
-SOURCE_CHOICES = [app_commands.Choice(name=source, value=source) for source in SOURCES]
+SOURCE_CHOICES = [app_commands.Choice(name=source, value=source) for source in SOURCE_SPECS.names()]
 
 
 class Pager(discord.ui.View):

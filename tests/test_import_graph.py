@@ -230,6 +230,7 @@ ALLOWED: dict[str, set[str]] = {
     "bot.statuspage": {
         "bot.analysis",
         "bot.delivery",
+        "bot.models",  # the sources' registration: which a run uses
         "bot.narrative",
         "bot.render",
         "bot.services",

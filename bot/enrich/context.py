@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from bot.models import Event, GithubComment, GithubReview, GithubThread
+from bot.models import SOURCE_SPECS, Event, GithubComment, GithubReview, GithubThread
 
 #: Title markers that say how finished a thread is, not what it is about.
 _STATUS_MARKERS: Final = frozenset({"wip", "draft", "rfc", "dnm", "do not merge", "pr", "mr"})
@@ -77,7 +77,7 @@ class ThreadContext:
 
     @classmethod
     def of(cls, event: Event) -> ThreadContext:
-        if event.source == "discord":
+        if SOURCE_SPECS.is_chat(event.source):  # a chat message: its channel says
             return cls.of_channel(event.ref)
         if event.source != "github" or event.kind not in ("issue", "pull", "comment", "review"):
             return cls()  # a W&B or system event, a thread's state change: no thread of its own

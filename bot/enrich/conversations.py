@@ -1,4 +1,5 @@
-"""Discord arrives in bursts: consecutive messages of one channel, each within a few minutes
+"""Chat arrives in bursts (Discord, and any source registered with `SourceSpec.chat`):
+consecutive messages of one channel, each within a few minutes
 of the previous one, are one conversation. Grouping them before enrichment gives the timeline one
 entry per exchange and the LLM one item per exchange instead of ten one-liners.
 
@@ -15,7 +16,7 @@ from datetime import datetime, timedelta
 
 from bot.enrich.reports import fault_excerpt, is_substantive, reports_action, substance
 from bot.enrich.summary import truncate
-from bot.models import ConversationData, Event
+from bot.models import SOURCE_SPECS, ConversationData, Event
 
 GAP = timedelta(minutes=15)
 MAX_MESSAGES = 40
@@ -78,8 +79,9 @@ def burst_bounds(event: Event) -> tuple[datetime, datetime, int]:
 
 
 def group_conversations(events: Sequence[Event], gap: timedelta = GAP) -> list[Event]:
-    """Consecutive Discord messages of one channel (see `joins`) become ONE `conversation`
-    event; everything else (and a lone message) passes through unchanged.
+    """Consecutive chat messages of one channel (a source registered with `chat`; see `joins`)
+    become ONE `conversation` event of that source; everything else (and a lone message)
+    passes through unchanged.
 
     The conversation is `Event(kind="conversation", external_id="conv:<first message id>",
     thread=<channel>, author="A" / "A and B" / "A, B and C", body="author: text" lines)`, stamped
@@ -88,20 +90,21 @@ def group_conversations(events: Sequence[Event], gap: timedelta = GAP) -> list[E
     (`until`). The first message's id keys it, so when a later poll adds a message to the burst
     the same conversation is updated in place rather than duplicated.
 
-    The pipeline (`bot.pipeline.group_discord_bursts`) regroups the tail of each channel with
+    The pipeline (`bot.pipeline.group_chat_bursts`) regroups the tail of each channel with
     new messages, upserts the conversations and marks their members as not newsworthy, so the
     timeline shows the conversation once. Deleted messages are left out; output is by time.
     """
     passthrough: list[Event] = []
-    channels: dict[tuple[str, str], list[Event]] = {}
+    chat = SOURCE_SPECS.chat()
+    channels: dict[tuple[str, str, str], list[Event]] = {}
     for event in events:
-        if event.source != "discord" or event.kind != "message" or event.deleted:
+        if event.source not in chat or event.kind != "message" or event.deleted:
             passthrough.append(event)
             continue
         channel = event.thread or event.ref or ""
-        channels.setdefault((event.run_slug, channel), []).append(event)
+        channels.setdefault((event.run_slug, event.source, channel), []).append(event)
     out = list(passthrough)
-    for (_, channel), messages in channels.items():
+    for (_, _, channel), messages in channels.items():
         for group in bursts(messages, gap):
             out.append(group[0] if len(group) == 1 else conversation_of(group, channel))
     out.sort(key=lambda e: e.at)
@@ -109,7 +112,8 @@ def group_conversations(events: Sequence[Event], gap: timedelta = GAP) -> list[E
 
 
 def conversation_of(group: Sequence[Event], channel: str) -> Event:
-    """The conversation event of a burst of two or more messages (sorted by time)."""
+    """The conversation event of a burst of two or more messages (sorted by time) of one
+    channel, hence of one source."""
     first, last = group[0], group[-1]
     authors: list[str] = []
     for message in group:
@@ -120,7 +124,7 @@ def conversation_of(group: Sequence[Event], channel: str) -> Event:
     lines = [f"{m.author or 'someone'}: {' '.join((m.body or '').split())}" for m in group]
     return Event(
         run_slug=first.run_slug,
-        source="discord",
+        source=first.source,
         external_id=f"conv:{first_id}",
         kind="conversation",
         at=first.at,

@@ -3,11 +3,12 @@
 shows it, an end; or, with no finding, since when the data shows the condition clear. No I/O and
 no clock: the engine reads a time window and passes `now`.
 
-Every detector has the same signature, `(RunData) -> Detection`, and is listed once in
-`DETECTORS` with what the engine needs to know about it (which data it judges, whether a crash
-makes it meaningless, how long a clear must hold, what to say when it clears). Adding a detector
-is therefore a function plus its `DetectorSpec` here, and its threshold in
-`bot.settings.Thresholds`; the engine iterates the registry and names no detector.
+Every detector has the same signature, `(RunData) -> Detection`, and is registered once in
+`DETECTORS` with everything the rest of the code asks about it (which data it judges, whether a
+crash makes it meaningless, how long a clear must hold, what to say when it clears, its words,
+its incident kind, its thresholds' defaults). Adding a detector is therefore a function plus its
+`DetectorSpec` here; the engine, the lifecycle, the silences and every surface iterate the
+registry and name no detector.
 
 Detectors look at history, not only at the latest sample, so a crash and its resume that both
 happened between two cycles (a slow poll, the day-by-day demo) are still seen as one episode with
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import pairwise
@@ -674,12 +675,9 @@ def report_kind(event: Event) -> str:
     return enrich_event(event).incident_kind or "reported"
 
 
-_LABELS = {spec.name: spec.label for spec in SOURCE_SPECS}
-
-
 def where(event: Event) -> str:
     """'GitHub #8818', 'Discord #hero-run', 'W&B <run>'."""
-    return f"{_LABELS.get(event.source, event.source)} {event.ref or ''}".strip()
+    return f"{SOURCE_SPECS.label(event.source) or event.source} {event.ref or ''}".strip()
 
 
 def detect_reports(data: RunData) -> Detection:
@@ -879,7 +877,8 @@ def _base_hold(th: Thresholds, base: timedelta) -> timedelta:
 
 @dataclass(frozen=True, slots=True)
 class DetectorSpec:
-    """A detector and what the engine needs to know about it."""
+    """A detector's one registration: everything the engine, the lifecycle, the silences and
+    every surface (posts, `/status`, the digest, the timeline, the page) ask about it."""
 
     fingerprint: str  # the condition's fingerprint, or a family's prefix ("report:")
     detect: Detect
@@ -893,6 +892,23 @@ class DetectorSpec:
     hold: Hold | None = _base_hold
     default_resolution: str | None = None  # said when it clears without a resolution of its own
     family: bool = False  # `fingerprint` is a prefix shared by many conditions
+    #: how posts name the condition ("W&B run state"); empty: its fingerprint, readable
+    words: str = ""
+    #: a family member's own part in words, after `words` in brackets (`drift:<metric>`)
+    detail: Callable[[str], str] | None = None
+    #: the incident kind it stands for in `status --json` (`open_incidents[].kind`) and that
+    #: kind in words; None: the incident's own kind (an alert's name)
+    kind: str | None = None
+    kind_words: str | None = None
+    #: how telling its kind is among an incident's conditions, lower first (a crash a person
+    #: also reported is a crash)
+    rank: int = 100
+    description: str = ""  # what silencing it covers (the silence's list of conditions)
+    #: an incident of it can be what a restart recovered from (not a drift, not the monitor)
+    stops_training: bool = True
+    #: its thresholds and their defaults, read with `threshold` (a run's `[runs.alerts]`
+    #: overrides one only where `Thresholds` names it)
+    thresholds: Mapping[str, float] = field(default_factory=dict)
 
     def owns(self, fingerprint: str) -> bool:
         if self.family:
@@ -900,53 +916,203 @@ class DetectorSpec:
         return fingerprint == self.fingerprint
 
 
-#: Every detector, in the order the engine runs them (findings are then matched crash first, by
-#: start time, reports last).
-DETECTORS: tuple[DetectorSpec, ...] = (
-    DetectorSpec(CRASH, detect_crash, "wandb"),
-    DetectorSpec(
-        HEARTBEAT,
-        detect_heartbeat,
-        "wandb",
-        inhibited_by_crash=True,
-        hold=lambda th, base: timedelta(minutes=th.heartbeat_minutes) + base,
-        default_resolution="W&B heartbeats are back.",
-    ),
-    DetectorSpec(
-        STALL,
-        detect_stall,
-        "wandb",
-        inhibited_by_crash=True,
-        default_resolution="Training is logging steps again.",
-    ),
-    DetectorSpec(
-        THROUGHPUT,
-        detect_throughput,
-        "wandb",
-        inhibited_by_crash=True,
-        hold=lambda th, base: max(timedelta(minutes=th.throughput_minutes), base),
-        default_resolution="Throughput is back to its baseline.",
-    ),
-    DetectorSpec(NAN, detect_nan, "wandb"),
-    DetectorSpec(SPIKE, detect_spike, "wandb"),
-    DetectorSpec(
-        DRIFT_PREFIX,
-        detect_drift,
-        "wandb",
-        inhibited_by_crash=True,
-        default_resolution="The metric is back within its forecast band.",
-        family=True,
-    ),
-    DetectorSpec(MONITOR, detect_monitor, "monitor"),
-    DetectorSpec(
-        ALERT_PREFIX,
-        detect_alerts,
-        "alerts",
-        default_resolution="Alertmanager resolved the alert.",
-        family=True,
-    ),
-    DetectorSpec(REPORT_PREFIX, detect_reports, "people", hold=None, family=True),
+class DetectorRegistry:
+    """The registered detectors, in the order the engine runs them (findings are then matched
+    crash first, by start time, reports last). Read on each use, so a detector registered later
+    (a test's `register`) is seen everywhere at once."""
+
+    def __init__(self, specs: Iterable[DetectorSpec] = ()):
+        self._specs: list[DetectorSpec] = []
+        for spec in specs:
+            self.register(spec)
+
+    def register(self, spec: DetectorSpec) -> DetectorSpec:
+        if any(s.owns(spec.fingerprint) or spec.owns(s.fingerprint) for s in self._specs):
+            raise ValueError(f"detector {spec.fingerprint!r} overlaps a registered one")
+        taken = {name for s in self._specs for name in s.thresholds}
+        if taken & set(spec.thresholds):
+            raise ValueError(f"detector {spec.fingerprint!r} reuses a threshold name")
+        self._specs.append(spec)
+        return spec
+
+    def unregister(self, fingerprint: str) -> DetectorSpec:
+        spec = next(s for s in self._specs if s.fingerprint == fingerprint)
+        self._specs.remove(spec)
+        return spec
+
+    def __iter__(self) -> Iterator[DetectorSpec]:
+        return iter(tuple(self._specs))
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+
+#: Every detector: the one registration of each.
+DETECTORS = DetectorRegistry(
+    (
+        DetectorSpec(
+            CRASH,
+            detect_crash,
+            "wandb",
+            words="W&B run state",
+            kind="crash",
+            kind_words="crash",
+            rank=0,
+            description="W&B says the run crashed, failed or was killed (kind `crash`)",
+        ),
+        DetectorSpec(
+            HEARTBEAT,
+            detect_heartbeat,
+            "wandb",
+            inhibited_by_crash=True,
+            hold=lambda th, base: timedelta(minutes=th.heartbeat_minutes) + base,
+            default_resolution="W&B heartbeats are back.",
+            words="heartbeat",
+            kind="heartbeat",
+            kind_words="heartbeat lost",
+            rank=2,
+            description="no heartbeat from the run",
+        ),
+        DetectorSpec(
+            STALL,
+            detect_stall,
+            "wandb",
+            inhibited_by_crash=True,
+            default_resolution="Training is logging steps again.",
+            words="no new step",
+            kind="stall",
+            kind_words="training stalled",
+            rank=1,
+            description="no new step",
+        ),
+        DetectorSpec(
+            THROUGHPUT,
+            detect_throughput,
+            "wandb",
+            inhibited_by_crash=True,
+            hold=lambda th, base: max(timedelta(minutes=th.throughput_minutes), base),
+            default_resolution="Throughput is back to its baseline.",
+            words="throughput",
+            kind="throughput",
+            kind_words="throughput drop",
+            rank=5,
+            description="throughput drop",
+        ),
+        DetectorSpec(
+            NAN,
+            detect_nan,
+            "wandb",
+            words="NaN loss",
+            kind="nan",
+            kind_words="loss became NaN",
+            rank=3,
+            description="loss NaN or infinite",
+        ),
+        DetectorSpec(
+            SPIKE,
+            detect_spike,
+            "wandb",
+            words="loss spike",
+            kind="spike",
+            kind_words="loss spike",
+            rank=4,
+            description="loss spike",
+        ),
+        DetectorSpec(
+            DRIFT_PREFIX,
+            detect_drift,
+            "wandb",
+            inhibited_by_crash=True,
+            default_resolution="The metric is back within its forecast band.",
+            family=True,
+            words="forecast drift",
+            detail=lambda metric: metric,
+            kind="drift",
+            kind_words="metric off its forecast",
+            rank=6,
+            description="a watched metric drifting off its forecast (one metric: `drift:<metric>`)",
+            stops_training=False,
+        ),
+        DetectorSpec(
+            MONITOR,
+            detect_monitor,
+            "monitor",
+            words="W&B unreachable",
+            kind="monitor",
+            kind_words="W&B unreachable",
+            rank=8,
+            description="Runscribe cannot reach W&B",
+            stops_training=False,
+        ),
+        DetectorSpec(
+            ALERT_PREFIX,
+            detect_alerts,
+            "alerts",
+            default_resolution="Alertmanager resolved the alert.",
+            family=True,
+            description="every cluster alert from Alertmanager (one alert: its name, e.g. "
+            "`GPUXidError`)",
+        ),
+        DetectorSpec(
+            REPORT_PREFIX,
+            detect_reports,
+            "people",
+            hold=None,
+            family=True,
+            words="a person's report",
+            detail=lambda rest: readable(rest.partition(":")[0]),
+            kind="reported",
+            kind_words="reported by a person",
+            rank=7,
+            description="every incident people report on GitHub or Discord",
+        ),
+    )
 )
+
+
+def readable(identifier: str) -> str:
+    """An identifier nobody worded, as words: `node-loss` → "node loss"."""
+    return identifier.replace("_", " ").replace("-", " ").strip() or "unknown"
+
+
+def condition_words(fingerprint: str) -> str:
+    """A fingerprint such as `wandb-state`, `drift:train/loss` or `report:oom:github:o/r#1`, in
+    its detector's words."""
+    spec = spec_for(fingerprint)
+    head = fingerprint.partition(":")[0]
+    if spec is None or not spec.words:
+        return readable(head)
+    rest = fingerprint[len(spec.fingerprint) :] if spec.family else ""
+    if rest and spec.detail is not None:
+        return f"{spec.words} ({spec.detail(rest)})"
+    return spec.words
+
+
+def incident_kind_words(kind: str) -> str:
+    """An incident's kind (`status --json` `open_incidents[].kind`) in words."""
+    spec = next((s for s in DETECTORS if s.kind == kind and s.kind_words), None)
+    return spec.kind_words if spec is not None and spec.kind_words else readable(kind)
+
+
+def telling_kind(fingerprints: Iterable[str]) -> str | None:
+    """The most telling kind among an incident's conditions (`DetectorSpec.rank`), or None when
+    no detector with a kind owns any of them."""
+    fingerprints = list(fingerprints)
+    owning = [s for s in DETECTORS if s.kind is not None and any(map(s.owns, fingerprints))]
+    best = min(owning, key=lambda s: s.rank, default=None)
+    return best.kind if best is not None else None
+
+
+def threshold(data: RunData, name: str) -> float:
+    """A detector's threshold for this run: the runs file's `[runs.alerts]` value where
+    `Thresholds` names it, else the default its registration carries."""
+    value = getattr(data.thresholds, name, None)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    for spec in DETECTORS:
+        if name in spec.thresholds:
+            return float(spec.thresholds[name])
+    raise KeyError(f"no detector registers the threshold {name!r}")
 
 
 def spec_for(fingerprint: str) -> DetectorSpec | None:

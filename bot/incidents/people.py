@@ -12,7 +12,7 @@ from datetime import timedelta
 from bot.enrich.reports import fault_excerpt, sentences, substance
 from bot.enrich.summary import strip_filler, truncate
 from bot.incidents.detectors import where
-from bot.models import REPORT_SOURCES, Event, Incident, IncidentAction, ReportedCause
+from bot.models import SOURCE_SPECS, Event, Incident, IncidentAction, ReportedCause
 
 #: People's posts this long before an incident started, or after it resolved, can still report
 #: acting on it ("draining r12n4" just before the crash; "requeued it" written once it is back).
@@ -38,7 +38,7 @@ _NOT_ACTING = re.compile(
 
 def is_person(event: Event) -> bool:
     """A post by a person in a source people write in (not a bot's, not W&B's)."""
-    return event.source in REPORT_SOURCES and not (event.author or "").endswith("[bot]")
+    return event.source in SOURCE_SPECS.reports() and not (event.author or "").endswith("[bot]")
 
 
 def reports_acting(text: str) -> bool:

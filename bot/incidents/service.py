@@ -9,16 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.errors import UserFacingError
-from bot.incidents.detectors import (
-    CRASH,
-    HEARTBEAT,
-    MONITOR,
-    NAN,
-    REPORT_PREFIX,
-    SPIKE,
-    STALL,
-    THROUGHPUT,
-)
+from bot.incidents.detectors import CRASH, MONITOR, telling_kind
 from bot.models import Incident
 from bot.store import Store
 
@@ -161,29 +152,11 @@ async def _people_acted(store: Store, incident: Incident) -> bool:
     return bool(await store.incidents.human_reports_before(incident.id, incident.resolved_at))
 
 
-#: `kind` in `status --json`: the incident's condition in one word.
-_PUBLIC_KINDS = (
-    (CRASH, "crash"),
-    (STALL, "stall"),
-    (HEARTBEAT, "heartbeat"),
-    (NAN, "nan"),
-    (SPIKE, "spike"),
-    (THROUGHPUT, "throughput"),
-    ("drift", "drift"),
-    (REPORT_PREFIX, "reported"),
-    (MONITOR, "monitor"),
-)
-
-
 def public_kind(incident: Incident) -> str:
-    """'crash', 'stall', 'heartbeat', 'nan', 'spike', 'throughput', 'drift', 'reported' or
-    'monitor': the most telling of its conditions (a crash a person also reported is a crash)."""
-    fingerprints = [incident.fingerprint, *incident.details.members]
-    for prefix, kind in _PUBLIC_KINDS:
-        family = prefix if prefix.endswith(":") else prefix + ":"
-        if any(fp == prefix or fp.startswith(family) for fp in fingerprints):
-            return kind
-    return incident.kind
+    """`kind` in `status --json`: 'crash', 'stall', 'heartbeat', 'nan', 'spike', 'throughput',
+    'drift', 'reported', 'monitor' or a registered detector's own, the most telling of its
+    conditions (a crash a person also reported is a crash); else the incident's own kind."""
+    return telling_kind([incident.fingerprint, *incident.details.members]) or incident.kind
 
 
 async def acknowledge(store: Store, incident_id: int, who: str, now: datetime) -> Incident:

@@ -15,17 +15,9 @@ from bot.enrich.incidents import KIND_PRIORITY
 from bot.errors import UserFacingError
 from bot.incidents.detectors import (
     ALERT_PREFIX,
-    CRASH,
     DETECTORS,
-    DRIFT_PREFIX,
-    HEARTBEAT,
     KIND_LABELS,
-    MONITOR,
-    NAN,
     REPORT_PREFIX,
-    SPIKE,
-    STALL,
-    THROUGHPUT,
 )
 from bot.models import Incident, Silence
 from bot.store import Store
@@ -35,40 +27,39 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(m|min|mins|h|hr|hrs|d|day|days)?
 _UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
 _ALL = {"*", "all", "any"}
 
-_DESCRIPTIONS = {
-    CRASH: "W&B says the run crashed, failed or was killed (kind `crash`)",
-    HEARTBEAT: "no heartbeat from the run",
-    STALL: "no new step",
-    NAN: "loss NaN or infinite",
-    SPIKE: "loss spike",
-    THROUGHPUT: "throughput drop",
-    MONITOR: "Runscribe cannot reach W&B",
-    REPORT_PREFIX: "every incident people report on GitHub or Discord",
-    DRIFT_PREFIX: "a watched metric drifting off its forecast (one metric: `drift:<metric>`)",
-    ALERT_PREFIX: "every cluster alert from Alertmanager (one alert: its name, e.g. `GPUXidError`)",
-}
-#: What a silence can name, with what it covers (shown when a condition is unknown): `all` and
-#: every detector in the registry; a family of conditions (reports, drifts) as a glob. Each
-#: condition also answers to its incident kind (a family's kind is its prefix: `drift`).
-CONDITIONS: dict[str, str] = {
-    "all": "every condition of the run",
-    **{
-        spec.fingerprint + ("*" if spec.family else ""): _DESCRIPTIONS.get(
-            spec.fingerprint,
-            f"every `{spec.fingerprint.rstrip(':')}` condition"
-            if spec.family
-            else spec.fingerprint,
-        )
-        for spec in DETECTORS
-    },
-}
+
+def conditions() -> dict[str, str]:
+    """What a silence can name, with what it covers (shown when a condition is unknown): `all`
+    and every detector in the registry; a family of conditions (reports, drifts) as a glob. Each
+    condition also answers to its incident kind (a family's kind is its prefix: `drift`)."""
+    return {
+        "all": "every condition of the run",
+        **{
+            spec.fingerprint + ("*" if spec.family else ""): spec.description
+            or (
+                f"every `{spec.fingerprint.rstrip(':')}` condition"
+                if spec.family
+                else spec.fingerprint
+            )
+            for spec in DETECTORS
+        },
+    }
+
+
 #: Kinds of incidents people report; `report:<kind>:*` (or the bare kind) silences one of them.
 REPORT_KINDS: tuple[str, ...] = tuple(dict.fromkeys([*KIND_PRIORITY, *KIND_LABELS]))
-#: Kinds that differ from their detector's fingerprint.
-_DETECTOR_KINDS = (
-    "crash",
-    *(s.fingerprint.rstrip(":") for s in DETECTORS if s.family and s.fingerprint != REPORT_PREFIX),
-)
+
+
+def _detector_kinds() -> tuple[str, ...]:
+    """Kinds that differ from their detector's fingerprint."""
+    return (
+        "crash",
+        *(
+            s.fingerprint.rstrip(":")
+            for s in DETECTORS
+            if s.family and s.fingerprint != REPORT_PREFIX
+        ),
+    )
 
 
 def parse_duration(text: str) -> timedelta:
@@ -94,7 +85,7 @@ def known_condition(matcher: str, kinds: Collection[str] = ()) -> bool:
     matcher = matcher.strip().lower()
     if matcher in _ALL:
         return True
-    names = [*CONDITIONS, *_DETECTOR_KINDS, *REPORT_KINDS, *(k.lower() for k in kinds)]
+    names = [*conditions(), *_detector_kinds(), *REPORT_KINDS, *(k.lower() for k in kinds)]
     names += [f"{REPORT_PREFIX}{kind}:thread" for kind in REPORT_KINDS]
     names += [f"{spec.fingerprint}x" for spec in DETECTORS if spec.family]
     if any(fnmatch.fnmatchcase(name, matcher) for name in names):
@@ -126,7 +117,7 @@ def check_condition(matcher: str, kinds: Collection[str] = ()) -> str:
     if matcher.lower().startswith(ALERT_PREFIX) and name and not set(name) & set(":*?["):
         matcher = f"{matcher}:*"  # 'alert:GPUXidError' means every alert of that name
     if not known_condition(matcher, kinds):
-        names = ", ".join(f"`{name}`" for name in CONDITIONS)
+        names = ", ".join(f"`{name}`" for name in conditions())
         kinds = ", ".join(f"`{kind}`" for kind in REPORT_KINDS)
         raise UserFacingError(
             f"unknown condition {matcher!r}. Conditions: {names}; reported kinds: {kinds} "

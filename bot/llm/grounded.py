@@ -174,7 +174,7 @@ def render_open_threads(threads: Sequence[OpenThread], tz: str) -> str:
     return "\n".join(
         fence(
             inline(t.title, 160),
-            source="github" if (t.ref or "").startswith("#") else "discord",
+            source=t.source,
             kind=t.kind,
             ref=t.ref,
             author=t.author,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.hashing import short_hash
-from bot.models import Event, Incident, Restart, WandbState
+from bot.models import SOURCE_SPECS, Event, Incident, Restart, WandbState
 from bot.narrative.entries import TimelineEntry
 
 MAX_HIGHLIGHTS = 40
@@ -71,7 +71,7 @@ def digest_rank(source: str, kind: str | None, state: str | None, incident: bool
         return RESTARTS if kind == "restart" else INCIDENTS if state in NEWS_STATES else WORK
     if source == "github" and kind == "state" and state in ("merged", "closed"):
         return DECISIONS
-    return CHAT if source == "discord" else WORK
+    return CHAT if SOURCE_SPECS.is_chat(source) else WORK
 
 
 @dataclass(slots=True)
@@ -112,6 +112,7 @@ class IncidentFact:
 @dataclass(slots=True)
 class OpenThread:
     title: str
+    source: str  # the source it is open in (`Event.source`)
     ref: str | None = None
     url: str | None = None
     author: str | None = None
@@ -347,6 +348,7 @@ def open_threads_from(events: Sequence[Event], limit: int = MAX_OPEN_THREADS) ->
         threads.append(
             OpenThread(
                 title=event.title or event.summary or key,
+                source=event.source,
                 ref=event.ref,
                 url=event.url,
                 author=event.author,

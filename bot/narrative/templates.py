@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from bot.enrich.reports import is_substantive
 from bot.enrich.summary import truncate
+from bot.models import SOURCE_SPECS
 from bot.narrative.facts import (
     DigestFacts,
     Highlight,
@@ -160,7 +161,9 @@ def latest_lines(
     if now is not None:
         highlights = [h for h in highlights if now - h.at <= LATEST_WINDOW]
     # chat that says nothing about the run is never quoted
-    highlights = [h for h in highlights if h.source != "discord" or is_substantive(h.summary)]
+    highlights = [
+        h for h in highlights if not SOURCE_SPECS.is_chat(h.source) or is_substantive(h.summary)
+    ]
     lines = []
     for h in highlights[:limit]:
         ref = f" ({h.ref})" if h.ref else ""

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from bot.incidents.detectors import CRASH
+from bot.incidents.detectors import CRASH, condition_words
 from bot.limits import (
     DESCRIPTION_LIMIT,
     FIELD_NAME_LIMIT,
@@ -23,7 +23,7 @@ from bot.limits import (
 )
 from bot.mentions import body, inert, link_spans, plain, unlinked
 from bot.models import Event, Incident, IncidentSignal, ReportedCause
-from bot.narrative.words import condition_words, credit, severity_words
+from bot.narrative.words import credit, severity_words
 from bot.outbox.payload import ButtonPayload, make_payload
 from bot.render.cards import Card, CardField, Color, clip
 from bot.render.stamps import stamp

@@ -27,12 +27,12 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from bot.analysis.forecast import LossCurve
+from bot.incidents.detectors import incident_kind_words
 from bot.incidents.service import public_kind
 from bot.mentions import URL_RE, masked_links, outermost, trim_url
 from bot.mentions import body as neutralised
 from bot.models import SOURCE_SPECS
 from bot.narrative.entries import TimelineEntry
-from bot.narrative.words import incident_kind_words
 from bot.numbers import fmt_big, fmt_int, fmt_percent, fmt_value
 from bot.services.narrative import Narrative
 from bot.services.status import StatusReport
@@ -437,7 +437,7 @@ def _footer(report: StatusReport, narrative: Narrative, now: datetime) -> str:
     fresh = []
     for key, when in report.freshness.items():
         if when is not None:
-            fresh.append(f"{_SOURCE_NAMES.get(key, key)} {_relative(when, now)}")
+            fresh.append(f"{_label(key)} {_relative(when, now)}")
     line = f"Sources: {', '.join(fresh)}. " if fresh else ""
     by = "by AI" if narrative.by == "llm" else "by Runscribe"
     return f"\n<footer><p>{esc(line)}Summary written {by} from the recorded data.</p></footer>"
@@ -556,12 +556,13 @@ def _flush(parts: list[str], line: list[str]) -> None:
 
 # --- the timeline ----------------------------------------------------------------------------
 
-_KNOWN_SOURCES = tuple(spec.name for spec in SOURCE_SPECS)
-_SOURCE_NAMES = {spec.name: spec.label for spec in SOURCE_SPECS}
+
+def _label(source: str) -> str:
+    return SOURCE_SPECS.label(source) or source
 
 
 def _ordered(values: Iterable[str], kind: str) -> list[str]:
-    order = _KNOWN_SOURCES if kind == "source" else ()
+    order = SOURCE_SPECS.names() if kind == "source" else ()
     return sorted(values, key=lambda v: (order.index(v) if v in order else len(order), v))
 
 
@@ -626,8 +627,7 @@ def _timeline(
             )
     for kind, values, title in (("tag", tags, "Tag"), ("source", sources, "Source")):
         labels = " ".join(
-            f'<label for="{kind}-{v}">{esc(_SOURCE_NAMES.get(v, v) if kind == "source" else v)}'
-            "</label>"
+            f'<label for="{kind}-{v}">{esc(_label(v) if kind == "source" else v)}</label>'
             for v in ["all", *values]
         )
         head.append(f'<div class="filters"><b>{title}</b> {labels}</div>')

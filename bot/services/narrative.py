@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.analysis.progress import Progress, projection_margin
+from bot.incidents.detectors import spec_for
 from bot.mentions import body
 from bot.models import Incident, LLMOutput, Restart
 from bot.narrative.facts import (
@@ -65,16 +66,13 @@ def restart_incident(restart: Restart | None, incidents: Sequence[Incident]) -> 
         return None
     lower = restart_window_start(restart)
     for incident in incidents:
-        if incident.fingerprint.startswith(NOT_OUTAGES):
+        spec = spec_for(incident.fingerprint)
+        if spec is not None and not spec.stops_training:
             continue
         active = incident.resolved_at is None or incident.resolved_at >= lower
         if incident.started_at <= restart.at and active:
             return incident_fact(incident)
     return None
-
-
-#: Incidents that never stop training, so never cause a restart.
-NOT_OUTAGES = ("drift", "monitor-stale")
 
 
 def restart_window_start(restart: Restart) -> datetime:

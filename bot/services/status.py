@@ -13,7 +13,7 @@ from bot.incidents.detectors import last_progress_at
 from bot.incidents.service import incident_stats
 from bot.models import (
     MONITOR_STALE_AFTER,
-    POLLED_SOURCES,
+    SOURCE_SPECS,
     UNHEALTHY_STATES,
     Incident,
     MetricPoint,
@@ -29,14 +29,6 @@ from bot.store import Store
 
 WINDOW = timedelta(hours=24)
 STATE_SCAN = 20  # newest W&B state changes read for the last relaunch (a stall's clock)
-FRESHNESS_SOURCES = POLLED_SOURCES
-#: Which runs-file keys make a polled source part of a run. A source a run does not use is
-#: neither shown nor judged.
-CONFIGURED_SOURCES: dict[str, Callable[[RunConfig], bool]] = {
-    "wandb": lambda c: bool(c.wandb_runs or c.wandb_run_pattern),
-    "github": lambda c: bool(c.github_repo),
-    "discord": lambda c: bool(c.watch_channels),
-}
 
 
 @dataclass(slots=True, frozen=True)
@@ -66,14 +58,13 @@ class SourceStatus:
 def source_statuses(
     config: RunConfig, rows: dict[str, SourceHealth]
 ) -> dict[str, SourceStatus | None]:
-    """Every polled source, in freshness order: None when the run does not use it."""
+    """Every polled source, in freshness order: None when the run does not use it (its
+    registration's `configured`)."""
     return {
-        source: (
-            SourceStatus.from_health(rows.get(source))
-            if CONFIGURED_SOURCES[source](config)
-            else None
-        )
-        for source in FRESHNESS_SOURCES
+        spec.name: SourceStatus.from_health(rows.get(spec.name))
+        if spec.configured(config)
+        else None
+        for spec in SOURCE_SPECS.polled()
     }
 
 
@@ -175,8 +166,8 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
     )
     health_rows = await store.health.for_run(slug)
     freshness = {
-        source: (health_rows[source].last_success_at if source in health_rows else None)
-        for source in FRESHNESS_SOURCES
+        spec.name: (health_rows[spec.name].last_success_at if spec.name in health_rows else None)
+        for spec in SOURCE_SPECS.polled()
     }
     current = _current_snapshot(chain, snapshots)
     progress_at = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from bot.errors import UserFacingError
-from bot.models import SOURCES, TAGS
+from bot.models import SOURCE_SPECS, TAGS
 from bot.narrative.entries import TimelineEntry, entry_from_event
 from bot.services.runs import UnknownRun
 from bot.store import Store
@@ -22,8 +22,9 @@ def validate_filters(days: int | None, tag: str | None, source: str | None) -> N
         raise BadFilter(f"days must be between 1 and {MAX_DAYS}")
     if tag is not None and tag not in TAGS:
         raise BadFilter(f"unknown tag {tag!r}; use one of: {', '.join(TAGS)}")
-    if source is not None and source not in SOURCES:
-        raise BadFilter(f"unknown source {source!r}; use one of: {', '.join(SOURCES)}")
+    if source is not None and source not in SOURCE_SPECS:
+        known = ", ".join(SOURCE_SPECS.names())
+        raise BadFilter(f"unknown source {source!r}; use one of: {known}")
 
 
 async def build_timeline(

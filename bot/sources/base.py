@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    import httpx
+
+    from bot.runsfile import RunConfig
+    from bot.settings import Settings
+    from bot.store import Store
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -43,3 +54,30 @@ class Source(Protocol):
     async def poll(self, now: datetime) -> PollResult:
         """Fetch what is new, commit it to the store, then advance cursors. Raise on failure."""
         ...
+
+
+class LiveContext(Protocol):
+    """What a source's builder (its registration's `SourceSpec.build`) builds with: the store,
+    the settings, and clients that outlive one build (the runs file is reloaded, the sources
+    rebuilt; a client a running poll still uses is never torn down by a rebuild)."""
+
+    store: Store
+    settings: Settings
+
+    async def http_client(self) -> httpx.AsyncClient:
+        """The process's one HTTP client (opened on first need)."""
+        ...
+
+    async def shared(self, name: str, open: Callable[[], AbstractAsyncContextManager[T]]) -> T:
+        """The client called `name`, entered from `open()` on first need and exited when the
+        process's sources are closed."""
+        ...
+
+
+class BuildSources(Protocol):
+    """A registration's `build`: the live sources for the runs that use the source (its
+    `configured`), never called with none."""
+
+    async def __call__(
+        self, context: LiveContext, runs: Sequence[RunConfig]
+    ) -> Sequence[Source]: ...

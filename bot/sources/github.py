@@ -27,7 +27,7 @@ import httpx
 
 from bot.models import Event, GithubComment, RunInfo
 from bot.settings import RunConfig, Settings
-from bot.sources.base import PollResult
+from bot.sources.base import LiveContext, PollResult
 from bot.sources.github_http import GitHubHTTP, Page, Sleep
 from bot.sources.github_threads import (
     SOURCE,
@@ -632,6 +632,13 @@ def build_github_sources(
         if run.github_repo:
             by_repo.setdefault(run.github_repo, []).append(run)
     return [GitHubSource(store, client, settings, group, **options) for group in by_repo.values()]
+
+
+async def live_sources(context: LiveContext, runs: Sequence[RunConfig]) -> list[GitHubSource]:
+    """The registration's builder (`SourceSpec.build`): one source per repository, sharing the
+    process's HTTP client."""
+    client = await context.http_client()
+    return build_github_sources(context.store, client, context.settings, runs)
 
 
 def _after(value: str | None, than: str | None) -> bool:

@@ -68,7 +68,7 @@ from bot.models import (
 )
 from bot.numbers import fmt_int
 from bot.settings import RunConfig, Settings
-from bot.sources.base import PollResult, SourceUnavailable
+from bot.sources.base import LiveContext, PollResult, SourceUnavailable
 from bot.sources.wandb_client import (
     DEFAULT_POLL_TIMEOUT,
     DEFAULT_TIMEOUT,
@@ -961,6 +961,30 @@ def build_wandb_sources(
 ) -> list[WandbSource]:
     """One source per tracked run that lists W&B runs."""
     return [WandbSource(store, run, client) for run in runs if run.wandb_runs]
+
+
+def wandb_state_dir(settings: Settings) -> Path:
+    """wandb's own files (cache, config) live beside the database, never in $HOME."""
+    return Path(settings.runscribe_db).resolve().parent / "wandb"
+
+
+async def live_sources(context: LiveContext, runs: Sequence[RunConfig]) -> list[WandbSource]:
+    """The registration's builder (`SourceSpec.build`): one source per run, sharing one client
+    for the whole process (built for the first runs file; the wandb-core process is shut down
+    with it)."""
+
+    @asynccontextmanager
+    async def open_client() -> AsyncIterator[WandbClient]:
+        client = build_wandb_client(
+            context.settings, runs, state_dir=wandb_state_dir(context.settings)
+        )
+        try:
+            yield client
+        finally:
+            await client.aclose(teardown=True)
+
+    client = await context.shared("wandb", open_client)
+    return build_wandb_sources(context.store, runs, client)
 
 
 @asynccontextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -12,7 +13,7 @@ from typing import Any
 import aiosqlite
 
 from bot.models import (
-    SOURCES,
+    SOURCE_SPECS,
     BadRestart,
     Event,
     Restart,
@@ -96,11 +97,16 @@ class Enriched:
 RETRY_LABEL = "rules:llm-retry"
 
 
+class UnknownSource(sqlite3.IntegrityError):
+    """An event of a source nobody registered (`bot.models.SOURCE_SPECS`): refused like any
+    other constraint of the table (migration 0019 left the names to the registration)."""
+
+
 def _source_is(source: str, params: list[Any]) -> str:
     """`source = …` for a WHERE clause. A known source is written as a literal: SQLite uses the
     partial index of W&B events (`events_wandb`, migration 0012) only when the query names
     'wandb' itself, not a parameter. Anything else is bound (and matches nothing)."""
-    if source in SOURCES:
+    if source in SOURCE_SPECS:  # a registered name is a plain identifier (`SourceSpec`)
         return f"source = '{source}'"
     params.append(source)
     return "source = ?"
@@ -122,6 +128,9 @@ class EventsRepo:
         result = UpsertResult()
         if not events:
             return result
+        unknown = {e.source for e in events if e.source not in SOURCE_SPECS}
+        if unknown:
+            raise UnknownSource(f"events of unregistered sources: {', '.join(sorted(unknown))}")
         for event in events:
             check_event_data(event)
         async with self.db.transaction() as conn:

@@ -12,7 +12,7 @@ from typing import Any
 import aiosqlite
 
 from bot.models import (
-    REPORT_SOURCES,
+    SOURCE_SPECS,
     Event,
     Incident,
     IncidentAction,
@@ -28,7 +28,13 @@ from bot.store.db import Database
 from bot.store.events import event_from_row
 from bot.timeutil import from_db, to_db
 
-_REPORT_SOURCES_SQL = f"e.source IN ({', '.join('?' * len(REPORT_SOURCES))})"
+
+def _reports_sql() -> tuple[str, tuple[str, ...]]:
+    """`e.source IN (…)` over the sources people write in, and its parameters."""
+    sources = SOURCE_SPECS.reports()
+    return f"e.source IN ({', '.join('?' * len(sources))})", sources
+
+
 _UNLINKED = "NOT EXISTS (SELECT 1 FROM incident_events AS ie WHERE ie.event_id = e.id)"
 
 
@@ -422,11 +428,12 @@ class IncidentsRepo:
 
     async def human_reports_before(self, incident_id: int, before: datetime) -> int:
         """Live reports by people linked to the incident at or before `before`."""
+        reports, sources = _reports_sql()
         row = await self.db.fetchone(
             "SELECT COUNT(*) FROM incident_events AS ie JOIN events AS e ON e.id = ie.event_id "
-            f"WHERE ie.incident_id = ? AND e.live_report = 1 AND {_REPORT_SOURCES_SQL} "
+            f"WHERE ie.incident_id = ? AND e.live_report = 1 AND {reports} "
             "AND e.at <= ?",
-            (incident_id, *REPORT_SOURCES, to_db(before)),
+            (incident_id, *sources, to_db(before)),
         )
         return int(row[0]) if row else 0
 
@@ -436,11 +443,12 @@ class IncidentsRepo:
         """What people wrote about the run in (since, until] (watched channels, tracked
         threads), oldest first: read for reports of acting on an incident. Messages, not the
         conversations they were folded into (one author per post)."""
+        reports, sources = _reports_sql()
         rows = await self.db.fetchall(
             "SELECT e.* FROM events AS e WHERE e.run_slug = ? AND e.at > ? AND e.at <= ? "
             "AND e.kind != 'conversation' "
-            f"AND e.deleted = 0 AND {_REPORT_SOURCES_SQL} ORDER BY e.at, e.id",
-            (run_slug, to_db(since), to_db(until), *REPORT_SOURCES),
+            f"AND e.deleted = 0 AND {reports} ORDER BY e.at, e.id",
+            (run_slug, to_db(since), to_db(until), *sources),
         )
         return [event_from_row(row) for row in rows]
 
@@ -489,12 +497,13 @@ class IncidentsRepo:
         conversation event is never one: its messages are (each flagged as it arrives), so an
         incident starts at the report, not at the greeting that opened the conversation, and
         quotes the reporter, not the burst."""
+        reports, sources = _reports_sql()
         rows = await self.db.fetchall(
             "SELECT e.* FROM events AS e WHERE e.run_slug = ? AND e.live_report = 1 AND e.at >= ? "
             "AND e.kind != 'conversation' "
-            f"AND e.at <= ? AND e.deleted = 0 AND {_REPORT_SOURCES_SQL} AND {_UNLINKED} "
+            f"AND e.at <= ? AND e.deleted = 0 AND {reports} AND {_UNLINKED} "
             "ORDER BY e.at, e.id",
-            (run_slug, to_db(since), to_db(until), *REPORT_SOURCES),
+            (run_slug, to_db(since), to_db(until), *sources),
         )
         return [event_from_row(row) for row in rows]
 

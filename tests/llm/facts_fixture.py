@@ -82,6 +82,7 @@ def narrative_facts(now: datetime) -> NarrativeFacts:
         open_threads=[
             OpenThread(
                 title="Attention gate norm keeps growing",
+                source="github",
                 ref="#8818",
                 url="https://github.com/acme/llm/issues/8818",
                 author="Larry",

@@ -384,17 +384,18 @@ def test_terminal_text_in_the_runs_zone() -> None:
 
 
 def test_words_map_every_internal_identifier_to_plain_words() -> None:
-    from bot.models import SOURCES, WANDB_STATES
+    from bot.incidents.detectors import condition_words, incident_kind_words
+    from bot.models import SOURCE_SPECS, WANDB_STATES
     from bot.narrative import words
 
-    for source in SOURCES:
+    for source in SOURCE_SPECS.names():
         assert words.source_name(source) != source or source.istitle()
     assert words.credit(None, "wandb") == "W&B" and words.credit("  ", "github") == "GitHub"
     assert words.credit("Dana", "discord") == "Dana"
     for state in WANDB_STATES:
         assert state in words.STATE_WORDS, state
-    assert words.condition_words("wandb-state") == "W&B run state"
-    assert words.condition_words("drift:train/grad_norm") == "forecast drift (train/grad_norm)"
-    assert words.condition_words("report:oom:github:o/r#1") == "a person's report (oom)"
-    assert words.incident_kind_words("nan") == "loss became NaN"
+    assert condition_words("wandb-state") == "W&B run state"
+    assert condition_words("drift:train/grad_norm") == "forecast drift (train/grad_norm)"
+    assert condition_words("report:oom:github:o/r#1") == "a person's report (oom)"
+    assert incident_kind_words("nan") == "loss became NaN"
     assert words.severity_words("critical") == "critical"

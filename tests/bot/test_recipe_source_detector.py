@@ -1,0 +1,255 @@
+"""The README's recipe ("Where a change goes"), followed to the letter and run.
+
+A new source is its module (here: `MatrixSource` and its builder `live_sources`, in this file)
+plus ONE `SourceSpec` registered in `bot.models.SOURCE_SPECS`; a new detector is its function
+(`detect_ceiling`) plus ONE `DetectorSpec` registered in `bot.incidents.detectors.DETECTORS`.
+Nothing else is touched. Then every surface is asked about them: the live sources a run polls
+(`bot.wiring.LiveSources`), the pipeline (poll, chat bursts folded into a conversation, the
+incident engine), `/status`, `/timeline` and `/digest` through discord.py's real command tree,
+the status page and `/healthz`. Each assertion names something only the registration says (the
+label "Matrix", its freshness, its conversation, the detector's title and kind words), so a
+second per-source or per-detector table that the recipe does not name fails here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from contextlib import AsyncExitStack
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from bot import wiring
+from bot.incidents.detectors import (
+    DETECTORS,
+    Detection,
+    DetectorSpec,
+    Finding,
+    RunData,
+    threshold,
+)
+from bot.models import SOURCE_SPECS, Event, SourceSpec
+from bot.pipeline import run_cycle
+from bot.render.json import status_json
+from bot.runsfile import RunConfig
+from bot.services.narrative import status_with_narrative
+from bot.settings import RunsFile, Settings
+from bot.sources.base import LiveContext, PollResult
+from bot.statuspage import health_report, render_pages
+from bot.store import Store
+from bot.timeutil import utcnow
+from tests.bot.conftest import StartBot
+from tests.fakes.discord import FakeDiscord, Interaction
+from tests.waiting import PATIENCE
+
+SOURCE = "matrix"
+LABEL = "Matrix"
+CHANNEL = "#ops-room"
+CEILING = "loss-ceiling"
+TITLE = "Loss above its ceiling"
+KIND_WORDS = "loss over its ceiling"
+
+# --- the source's module: what the recipe's "a module in bot/sources/" holds -------------------
+
+
+class MatrixSource:
+    """A chat the team writes in: each poll stores what was said (two messages a minute apart,
+    one burst) for every run it serves."""
+
+    name = SOURCE
+
+    def __init__(self, store: Store, slugs: Sequence[str]):
+        self.store = store
+        self.slugs = list(slugs)
+        self.polls = 0
+
+    @property
+    def key(self) -> str:
+        return f"{SOURCE}:{','.join(self.slugs)}"
+
+    @property
+    def run_slugs(self) -> list[str]:
+        return self.slugs
+
+    async def poll(self, now: datetime) -> PollResult:
+        self.polls += 1
+        said = [
+            ("ana", "node 12 keeps dropping off the fabric, draining it now"),
+            ("bo", "thanks, I will requeue the job on the spare nodes once it is out"),
+        ]
+        events = [
+            Event(
+                run_slug=slug,
+                source=SOURCE,
+                external_id=f"msg:{n}",
+                kind="message",
+                at=now - timedelta(minutes=5 - n),
+                author=author,
+                ref=CHANNEL,
+                body=text,
+                thread=f"{SOURCE}:ops-room",
+            )
+            for slug in self.slugs
+            for n, (author, text) in enumerate(said)
+        ]
+        result = await self.store.events.upsert_many(events)
+        return PollResult(events=len(result.changed))
+
+
+async def live_sources(context: LiveContext, runs: Sequence[RunConfig]) -> list[MatrixSource]:
+    """The builder its registration names (`SourceSpec.build`)."""
+    return [MatrixSource(context.store, [run.slug for run in runs])]
+
+
+# --- the detector: a function and its registry entry ------------------------------------------
+
+
+def detect_ceiling(data: RunData) -> Detection:
+    """The latest loss above a ceiling (its threshold's default is the registration's)."""
+    ceiling = threshold(data, "loss_ceiling")
+    latest = next((p for p in reversed(data.series) if p.loss is not None), None)
+    if latest is None or latest.loss is None or latest.loss <= ceiling:
+        return Detection(clear_at=data.now)
+    finding = Finding(
+        fingerprint=CEILING,
+        kind="ceiling",
+        severity="warning",
+        title=f"{TITLE} ({ceiling:g})",
+        cause=f"loss {latest.loss:.3f} at step {latest.step:,}",
+        since=latest.at,
+    )
+    return Detection(findings=[finding])
+
+
+SOURCE_SPEC = SourceSpec(
+    SOURCE,
+    LABEL,
+    people=True,
+    configured=lambda config: True,
+    chat=True,
+    build=f"{__name__}:live_sources",
+)
+DETECTOR_SPEC = DetectorSpec(
+    CEILING,
+    detect_ceiling,
+    "monitor",  # judged whatever W&B's own freshness (the sample's is hours old)
+    words="loss ceiling",
+    kind="ceiling",
+    kind_words=KIND_WORDS,
+    description="the loss above a fixed ceiling",
+    thresholds={"loss_ceiling": 0.001},  # below any loss the sample logs
+)
+
+
+@pytest.fixture
+def registered() -> Iterator[None]:
+    """The one registration of each, through the public registries; both restored after."""
+    SOURCE_SPECS.register(SOURCE_SPEC)
+    DETECTORS.register(DETECTOR_SPEC)
+    try:
+        yield
+    finally:
+        SOURCE_SPECS.unregister(SOURCE)
+        DETECTORS.unregister(CEILING)
+
+
+async def answered(record: Interaction) -> dict[str, Any]:
+    return await asyncio.wait_for(record.callback, PATIENCE)
+
+
+async def final_message(fake: FakeDiscord, record: Interaction) -> dict[str, Any]:
+    body = await answered(record)
+    if body["type"] == 5:  # deferred: the answer is a followup
+        await fake.wait_for(lambda: record.followups, within=PATIENCE)
+        return record.followups[0]
+    assert record.original is not None
+    return record.original
+
+
+def text_of(message: dict[str, Any]) -> str:
+    parts = []
+    for embed in message["embeds"]:
+        parts += [embed.get("title", ""), embed.get("description", "")]
+        parts += [f"{f['name']}\n{f['value']}" for f in embed.get("fields", [])]
+    return "\n".join(parts)
+
+
+async def test_a_source_and_a_detector_added_by_the_recipe_reach_every_surface(
+    registered: None,
+    start_bot: StartBot,
+    fake: FakeDiscord,
+    seeded_store: Store,
+    runs: RunsFile,
+) -> None:
+    store = seeded_store
+    [run] = runs.runs
+    now = utcnow()
+
+    # Built for the run by wiring, which names no source.
+    settings = Settings(_env_file=None, wandb_api_key=None)  # type: ignore[call-arg]
+    async with AsyncExitStack() as stack:
+        built = await wiring.LiveSources(store, settings, stack).build(runs.runs)
+    matrix = [s for s in built if s.name == SOURCE]
+    assert len(matrix) == 1 and matrix[0].run_slugs == [run.slug]
+    assert {"github", "wandb"} <= {s.name for s in built}  # the sample's own, built the same way
+
+    # The real pipeline: polled (its freshness recorded), the burst folded into one
+    # conversation, the registered detector run by the engine.
+    summary = await run_cycle(store, matrix, now, detector=wiring.incident_detector(runs.runs))
+    assert not summary.errors and summary.poll.failures == {}
+    assert isinstance(matrix[0], MatrixSource) and matrix[0].polls == 1
+    [conversation] = [
+        e
+        for e in await store.events.in_thread(run.slug, f"{SOURCE}:ops-room")
+        if e.kind == "conversation"
+    ]
+    assert conversation.source == SOURCE and conversation.author == "ana and bo"
+    [incident] = [i for i in await store.incidents.find(run.slug, open_only=True)]
+    assert incident.fingerprint == CEILING  # the sample's own incidents are resolved
+
+    # The status report and its JSON: the source's freshness and health, the incident's kind.
+    report, narrative = await status_with_narrative(store, run.slug, now)
+    assert report.freshness[SOURCE] == now
+    status = report.sources[SOURCE]
+    assert status is not None and status.ok
+    data = status_json(report, narrative)
+    assert [i["kind"] for i in data["open_incidents"]] == ["ceiling"]
+
+    await start_bot()
+    # /status through the command tree: the label with its freshness, and the incident.
+    message = await final_message(fake, await fake.slash("status"))
+    [embed] = message["embeds"]
+    fields = {f["name"]: f["value"] for f in embed["fields"]}
+    assert f"{LABEL} " in fields["Sources"] and "not polled yet" not in fields["Sources"]
+    assert TITLE in fields["Open incidents"]
+
+    # /timeline: the conversation, credited to its people, in its channel.
+    message = await final_message(fake, await fake.slash("timeline", [_days(1)]))
+    shown = text_of(message)
+    assert "ana and bo" in shown and CHANNEL in shown
+
+    # /digest: the incident, by its title.
+    message = await final_message(fake, await fake.slash("digest"))
+    assert TITLE in text_of(message)
+
+    # The status page: the label in the sources line and the timeline's filter, the incident
+    # in the detector's own words.
+    pages = await render_pages(store, now, only=run.slug)
+    page = pages[f"{run.slug}.html"]
+    assert f"{LABEL} " in page and f">{LABEL}</label>" in page
+    assert TITLE in page and KIND_WORDS in page
+
+    # /healthz: the source configured for the run and healthy.
+    health = await health_report(store, now, poll_interval=60, watching_since=now)
+    assert health.body["runs"][run.slug][SOURCE]["ok"] is True
+
+
+def test_the_registration_is_restored_after_the_recipe() -> None:
+    assert SOURCE not in SOURCE_SPECS
+    assert all(spec.fingerprint != CEILING for spec in DETECTORS)
+
+
+def _days(n: int) -> dict[str, Any]:
+    return {"name": "days", "type": 4, "value": n}

@@ -223,7 +223,9 @@ class Event:
     newsworthy: bool = True
     enriched_by: str | None = None  # "rules" or "llm:<prompt>@<hash>"
     id: int | None = None  # database id once stored
-    extra: dict[str, Any] = field(default_factory=dict)  # source-specific facts (labels, steps)
+    # its source's own data, as the JSON the store keeps: what its (source, kind) declares
+    # (`EVENT_DATA`), read through that type (`WandbState.of(event)`), never by key
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def content_hash(self) -> str:
@@ -495,7 +497,7 @@ class EventData:
     def _where(cls, event: Event) -> str:
         where = f"{event.source} {event.kind} event {event.external_id!r}"
         if event.source != cls.SOURCE or event.kind not in cls.KINDS:
-            raise BadEventData(f"{where} is not a {cls.SOURCE} {'/'.join(cls.KINDS)} event")
+            raise BadEventData(f"{where} is not of {cls.SOURCE} kind {'/'.join(cls.KINDS)}")
         return where
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.analysis.progress import Progress
+from bot.analysis.progress import compute_progress
 from bot.models import Incident, IncidentDetails, ReportedCause, RunInfo
 from bot.render.json import status_json
 from bot.render.page import (
@@ -34,6 +34,7 @@ from bot.services.status import StatusReport
 from bot.settings import RunConfig
 from bot.statuspage import gather_run_page, render_pages
 from bot.store import Store
+from bot.timeutil import ensure_utc
 from tests.web.seed import (
     HOSTILE_IMG,
     HOSTILE_SCRIPT,
@@ -274,25 +275,13 @@ async def test_a_busy_month_stays_under_300_kb(store: Store, now: datetime, per_
 def report(now: datetime, name: str = "R", **changes: Any) -> StatusReport:
     """A StatusReport as `build_status` returns it for a run that has logged nothing yet,
     with `changes` applied."""
-    progress = Progress(
-        step=None,
-        total_steps=None,
-        tokens=None,
-        target_tokens=None,
-        percent=None,
-        steps_per_hour=None,
-        tokens_per_hour=None,
-        projected_end=None,
-        finished=False,
-        last_point_at=None,
-        loss=None,
-    )
+    nothing = compute_progress([], total_steps=None, target_tokens=None, now=ensure_utc(now))
     fields: dict[str, Any] = {
         "run": RunInfo(slug=name.lower(), name=name),
         "now": now,
         "state": "unknown",
         "health": "unknown",
-        "progress": progress,
+        "progress": nothing,
         "launched_at": None,
         "last_restart": None,
         "open_incidents": [],

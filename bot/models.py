@@ -281,6 +281,10 @@ class Restart:
     stopped_at: datetime | None = None
     resumed_at: datetime | None = None
     cause: str | None = None  # what W&B said of the interruption ("W&B run a crashed")
+    # The run's fixed logging interval in steps (25: it logs every 25th step), when its rows
+    # are that regular: the checkpoint training resumed from is then `to_step - interval`.
+    # None (rows at irregular steps, or too few): the first step logged is the checkpoint's.
+    interval: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in RESTART_KINDS:
@@ -295,6 +299,12 @@ class Restart:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
                 raise BadRestart(f"restart {name} must be a timezone-aware datetime")
+        if self.interval is not None and (
+            isinstance(self.interval, bool) or not isinstance(self.interval, int)
+        ):
+            raise BadRestart(f"restart interval must be an integer, not {self.interval!r}")
+        if self.interval is not None and self.interval < 1:
+            raise BadRestart("restart interval must be at least one step")
         for name in ("from_step", "to_step"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
@@ -318,11 +328,21 @@ class Restart:
         return self.resumed_at - self.stopped_at
 
     @property
-    def recomputed_steps(self) -> int | None:
-        """Steps trained twice (the checkpoint was behind the last step reached)."""
-        if self.from_step is None or self.to_step is None:
+    def checkpoint_step(self) -> int | None:
+        """The step training resumed from: one logging interval before the first step logged
+        again (`to_step` itself when the run has no fixed interval)."""
+        if self.to_step is None:
             return None
-        return max(0, self.from_step - self.to_step)
+        return max(0, self.to_step - (self.interval or 0))
+
+    @property
+    def recomputed_steps(self) -> int | None:
+        """Steps trained twice: every step after the checkpoint up to the last one reached.
+        Resumed at step S with rows S+k, S+2k, … after reaching F: F - S (not F - (S+k))."""
+        checkpoint = self.checkpoint_step
+        if self.from_step is None or checkpoint is None:
+            return None
+        return max(0, self.from_step - checkpoint)
 
     @property
     def runs(self) -> tuple[str, ...]:
@@ -341,6 +361,8 @@ class Restart:
             "stopped_at": _iso_or_none(self.stopped_at),
             "resumed_at": _iso_or_none(self.resumed_at),
             "down_seconds": down.total_seconds() if down is not None else None,
+            "interval": self.interval,
+            "checkpoint_step": self.checkpoint_step,
             "recomputed_steps": self.recomputed_steps,
             "cause": self.cause,
         }
@@ -365,6 +387,7 @@ class Restart:
                 stopped_at=_time_or_none(data.get("stopped_at")),
                 resumed_at=_time_or_none(data.get("resumed_at")),
                 cause=data.get("cause"),
+                interval=data.get("interval"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise BadRestart(f"not a restart record: {exc}") from exc
@@ -395,6 +418,8 @@ RESTART_KEYS = frozenset(
         "stopped_at",
         "resumed_at",
         "down_seconds",
+        "interval",
+        "checkpoint_step",
         "recomputed_steps",
         "cause",
     )

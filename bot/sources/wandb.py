@@ -52,6 +52,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,10 @@ PAGE_SIZE = 1000  # rows per history page (one GraphQL request each)
 DISCOVERY_PAGE = 100
 # A training step logged again after this much time counts as a restore, not a duplicate row.
 SAME_STEP_RESTORE_GAP = timedelta(minutes=5)
+# Forward steps in a row that must agree before they are the run's logging interval (rows logged
+# by time, at irregular steps, rarely agree: their first step after a restore is then taken as
+# the checkpoint's).
+STEADY_ROWS = 3
 
 
 # ----------------------------------------------------------------------------- cursors
@@ -98,6 +103,8 @@ class HistoryCursor:
     value: int | None = None  # last training step stored (the configured step key)
     value_ts: float | None = None
     first: int | None = None  # first training step of this W&B run
+    gap: int | None = None  # steps between the last two training rows that moved forward
+    steady: int = 0  # how many forward steps in a row were `gap` long
 
     @classmethod
     def load(cls, text: str | None) -> HistoryCursor:
@@ -110,6 +117,16 @@ class HistoryCursor:
 
     def dump(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
+
+    def moved(self, gap: int) -> None:
+        """The training step moved forward by `gap` from the previous row."""
+        self.steady = self.steady + 1 if gap == self.gap else 1
+        self.gap = gap
+
+    @property
+    def interval(self) -> int | None:
+        """The run's fixed logging interval, once STEADY_ROWS forward steps in a row agree."""
+        return self.gap if self.gap and self.steady >= STEADY_ROWS else None
 
 
 @dataclass(slots=True)
@@ -554,10 +571,13 @@ class WandbSource:
             value=before.value,
             value_ts=before.value_ts,
             first=before.first,
+            gap=before.gap,
+            steady=before.steady or 0,
         )
         points: list[MetricPoint] = []
         events: list[Event] = []
         prev_value, prev_at = before.value, _from_ts(before.value_ts)
+        values = [v for v in (_int(row.get(self.step_key)) for row in member.rows) if v is not None]
         for row in member.rows:
             value = _int(row.get(self.step_key))
             if value is None:
@@ -579,7 +599,10 @@ class WandbSource:
                     and at - prev_at > SAME_STEP_RESTORE_GAP
                 )
             ):
-                events.append(self._restore_event(member, prev_value, prev_at, value, at))
+                interval = after.interval or _fixed_interval(values[len(points) :])
+                events.append(self._restore_event(member, prev_value, prev_at, value, at, interval))
+            elif prev_value is not None and value > prev_value:
+                after.moved(value - prev_value)
             if after.first is None:
                 after.first = value
             points.append(point)
@@ -626,6 +649,7 @@ class WandbSource:
         stopped_at: datetime | None,
         to_step: int,
         at: datetime,
+        interval: int | None,
     ) -> Event:
         restart = Restart(
             at=at,
@@ -635,6 +659,7 @@ class WandbSource:
             to_step=to_step,
             stopped_at=stopped_at if stopped_at is not None and stopped_at <= at else None,
             resumed_at=at,
+            interval=interval,
         )
         event = self._base_event(
             member, f"restart:restore:{member.path}:{to_step}:{_iso(at)}", "restart", at
@@ -644,7 +669,7 @@ class WandbSource:
             f"W&B run {name} resumed from step {fmt_int(to_step)} "
             f"(last step before: {fmt_int(from_step)})"
         )
-        lost = from_step - to_step
+        lost = restart.recomputed_steps or 0
         event.body = (
             f"Training in W&B run {self._label(member)} went back from step {fmt_int(from_step)} "
             f"to step {fmt_int(to_step)} at {_iso(at)}, a restore from an earlier checkpoint"
@@ -688,6 +713,7 @@ class WandbSource:
             stopped_at=stopped_at,
             resumed_at=resumed_at,
             cause=_interruption(previous),
+            interval=previous_plan[2].interval or after.interval,
         )
         event = self._base_event(member, f"restart:new-run:{member.path}", "restart", at)
         name = member.name or member.run_id
@@ -875,6 +901,16 @@ def _last_before(
         if created is None or at is None or at <= created:
             return cursor.value, at
     return None, None
+
+
+def _fixed_interval(values: Sequence[int]) -> int | None:
+    """The fixed number of steps between consecutive rows, when more than STEADY_ROWS rows are
+    all that far apart (None: too few, or irregular)."""
+    gaps = {b - a for a, b in pairwise(values)}
+    if len(values) <= STEADY_ROWS or len(gaps) != 1:
+        return None
+    gap = gaps.pop()
+    return gap if gap > 0 else None
 
 
 def _interruption(previous: MemberFetch) -> str | None:

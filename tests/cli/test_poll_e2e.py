@@ -121,22 +121,22 @@ async def test_poll_once_then_status(tmp_path: Path, wandb_server: FakeWandb) ->
         assert status["progress"]["percent"] == pytest.approx(33.4)
         assert status["state"] == "running"  # the crashed run was superseded by the fork
         # The restart as the W&B source recorded it: hero-1's last step (299, at 6 h - 299 x 48 s
-        # ago) to the fork's first (250, 1 h 30 min ago): 30 min 48 s down, 49 steps twice.
+        # ago) to the fork's first (250, 1 h 30 min ago): 30 min 48 s down, steps 250..299 twice.
         restart = status["last_restart"]
         assert status["last_restart_at"] == restart["at"]
         assert (restart["kind"], restart["from_step"], restart["to_step"]) == ("new-run", 299, 250)
         assert restart["runs"] == ["ent/proj/hero-1", "ent/proj/hero-2"]
         assert restart["down_seconds"] == 6 * 3600 - 299 * 48 - 90 * 60
-        assert restart["recomputed_steps"] == 49
+        assert restart["recomputed_steps"] == 50
         assert restart["cause"] == "W&B run hero-1 crashed"
         assert restart["description"] == (
-            "resumed in a new W&B run at step 250 after 30 min down; 49 steps recomputed"
+            "resumed in a new W&B run at step 250 after 30 min down; 50 steps recomputed"
         )
         code, out, err = await cli(tmp_path, env, "status")
         assert code == 0, err
         card = " ".join(out.split())  # the terminal wraps long fields
         assert "Last restart:" in card  # the card's field, with the same record's figures
-        assert "at step 250 after 30 min down; 49 steps recomputed" in card
+        assert "at step 250 after 30 min down; 50 steps recomputed" in card
         assert status["freshness"]["wandb"] is not None
         assert status["freshness"]["github"] is not None
 

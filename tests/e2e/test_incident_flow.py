@@ -377,7 +377,7 @@ async def test_crash_then_resume_in_a_new_run_alerts_once_and_resolves_once(
         assert text.startswith("✅ **Resolved** incident #")
         assert "resumed from step 80 in run hero-2" in text
         assert "Down 16 min: last step before the crash → first step after the restore" in text
-        assert "19 steps recomputed" in text and text.count("16 min") == 1
+        assert "20 steps recomputed" in text and text.count("16 min") == 1  # 80..99 twice
         assert len(d.thread(head)) == 1
         assert_thread_closed(d, head)
         assert_head_resolved(head)
@@ -562,7 +562,7 @@ async def test_restart_during_an_open_incident_neither_realerts_nor_double_resol
         head, resolved = d.channel()
         assert head["id"] == alert["id"]
         assert "resumed from step 70 in run hero-2" in visible(resolved)
-        assert "29 steps recomputed" in visible(resolved)
+        assert "30 steps recomputed" in visible(resolved)  # steps 70..99 twice
         assert len(d.thread(head)) == 1  # the new bot found the old thread
         assert_thread_closed(d, head)
         assert_head_resolved(head)

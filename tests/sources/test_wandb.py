@@ -223,9 +223,11 @@ async def test_crash_then_resume_from_earlier_checkpoint_in_the_same_run(
         to_step=900,
         stopped_at=stopped_at,
         resumed_at=resumed_at,
+        interval=1,
     )
     assert restart.extra["down_seconds"] == (resumed_at - stopped_at).total_seconds()
-    assert restart.extra["recomputed_steps"] == 99
+    # Steps 900..999 were each trained twice: 100 (resumed after the checkpoint at 899).
+    assert restart.extra["recomputed_steps"] == 100
     assert restart.at == resumed_at and restart.ref == "aurora-b"
     assert restart.url == f"{fake.base_url}/ent/crash/runs/aurora-b"
     assert restart.author is None and restart.state == "running"
@@ -246,6 +248,58 @@ async def test_crash_then_resume_from_earlier_checkpoint_in_the_same_run(
     assert (await source.poll(now + timedelta(minutes=30))).points == 10
     assert history_rows(fake) == 2 * 10 + 1
     assert len(await events(store, kind="restart")) == 1
+
+
+@pytest.mark.parametrize(
+    ("every", "checkpoint", "reached"),
+    [(1, 524, 999), (25, 525, 1000)],
+    ids=["every step", "every 25th step"],
+)
+async def test_rewind_counts_every_recomputed_step(
+    every: int,
+    checkpoint: int,
+    reached: int,
+    fake: FakeWandb,
+    client: WandbClient,
+    store: Store,
+) -> None:
+    """Resumed from the checkpoint at step S after reaching step F, with rows S+k, S+2k, …
+    (k = the logging interval): F - S steps are trained twice, the first new row's included
+    (it was counted as F - (S+k): 450 for 475 when logging every 25th step)."""
+    path = f"ent/rewind/every-{every}"
+    fake.add_run(path, display_name="run-k", created_at=T0)
+
+    def rows(first_row: int, first_step: int, count: int, start: datetime) -> list[dict[str, Any]]:
+        return [
+            {
+                "_step": first_row + i,
+                "_timestamp": (start + EVERY * i).timestamp(),
+                "train/loss": 2.0,
+                "train/step": first_step + every * i,
+            }
+            for i in range(count)
+        ]
+
+    count = reached // every + (1 if every == 1 else 0)  # steps 0..999, or 25..1000
+    fake.append_rows(path, rows(0, reached - every * (count - 1), count, T0))
+    source = await make_source(store, client, config([path], step="train/step", tokens=None))
+    await source.poll(T0 + EVERY * count)
+    kept = next(i for i, r in enumerate(fake.runs[path].rows) if r["train/step"] > checkpoint)
+    fake.rewind(path, kept)  # `resume_from=run?_step=…`: rows after the checkpoint's dropped
+    back = T0 + EVERY * count + timedelta(hours=1)
+    fake.append_rows(path, rows(kept, checkpoint + every, 40, back))  # S+k, S+2k, …
+    assert (await source.poll(back + EVERY * 40)).points == 40
+
+    (event,) = await events(store, kind="restart")
+    restart = Restart.of_event(event)
+    assert (restart.from_step, restart.to_step) == (reached, checkpoint + every)
+    assert restart.recomputed_steps == 475 == event.extra["recomputed_steps"]
+    assert restart.interval == every and restart.checkpoint_step == checkpoint
+    assert event.body is not None and "repeats 475 steps" in event.body
+    points = await store.metrics.points("hero")
+    assert sorted(p.step for p in points if p.at >= back) == [
+        checkpoint + every * (i + 1) for i in range(40)
+    ]  # every new row stored, the first one included
 
 
 async def test_rewind_seen_before_the_run_catches_up(
@@ -329,6 +383,7 @@ async def test_new_chain_member_discovered_by_pattern(
         stopped_at=T0 + 299 * timedelta(seconds=30),
         resumed_at=created + timedelta(minutes=5),
         cause="W&B run hero-a1 crashed",
+        interval=1,
     )
     assert (
         restart.extra["down_seconds"]

@@ -13,7 +13,6 @@ second per-source or per-detector table that the recipe does not name fails here
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack
 from datetime import datetime, timedelta
@@ -41,8 +40,8 @@ from bot.statuspage import health_report, render_pages
 from bot.store import Store
 from bot.timeutil import utcnow
 from tests.bot.conftest import StartBot
-from tests.fakes.discord import FakeDiscord, Interaction
-from tests.waiting import PATIENCE
+from tests.bot.test_cogs import final_message
+from tests.fakes.discord import FakeDiscord
 
 SOURCE = "matrix"
 LABEL = "Matrix"
@@ -153,19 +152,6 @@ def registered() -> Iterator[None]:
     finally:
         SOURCE_SPECS.unregister(SOURCE)
         DETECTORS.unregister(CEILING)
-
-
-async def answered(record: Interaction) -> dict[str, Any]:
-    return await asyncio.wait_for(record.callback, PATIENCE)
-
-
-async def final_message(fake: FakeDiscord, record: Interaction) -> dict[str, Any]:
-    body = await answered(record)
-    if body["type"] == 5:  # deferred: the answer is a followup
-        await fake.wait_for(lambda: record.followups, within=PATIENCE)
-        return record.followups[0]
-    assert record.original is not None
-    return record.original
 
 
 def text_of(message: dict[str, Any]) -> str:

@@ -14,18 +14,14 @@ import pytest
 from bot.models import AlertData, Event
 from bot.store import Database, Store
 from bot.store.db import load_migrations
+from tests.store.migrating import schema_before, version_of
 
-HOOKS = next(m.version for m in load_migrations() if m.name.endswith("_hooks.sql"))
+HOOKS = version_of("_hooks.sql")
 AT = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
 
 
 def build_old(path: Path) -> None:
-    conn = sqlite3.connect(path)
-    for migration in load_migrations():
-        if migration.version < HOOKS:
-            conn.executescript(migration.sql)
-    conn.execute(f"PRAGMA user_version = {HOOKS - 1}")
-    conn.execute("INSERT INTO runs VALUES ('hero', 'Hero', '{}', '2026-09-01T00:00:00Z')")
+    conn = schema_before(path, HOOKS)
     conn.execute(
         "INSERT INTO events (run_slug, source, external_id, kind, at, body, content_hash) "
         "VALUES ('hero', 'github', 'comment:1', 'comment', '2026-09-01T10:00:00.000000Z', "

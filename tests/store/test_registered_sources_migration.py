@@ -17,20 +17,14 @@ from bot.models import SOURCE_SPECS, Event, SourceSpec
 from bot.store import Database, Store
 from bot.store.db import load_migrations
 from bot.store.events import UnknownSource
+from tests.store.migrating import schema_before, version_of
 
-REGISTERED = next(
-    m.version for m in load_migrations() if m.name.endswith("_registered_sources.sql")
-)
+REGISTERED = version_of("_registered_sources.sql")
 AT = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
 
 
 def build_old(path: Path) -> None:
-    conn = sqlite3.connect(path)
-    for migration in load_migrations():
-        if migration.version < REGISTERED:
-            conn.executescript(migration.sql)
-    conn.execute(f"PRAGMA user_version = {REGISTERED - 1}")
-    conn.execute("INSERT INTO runs VALUES ('hero', 'Hero', '{}', '2026-09-01T00:00:00Z')")
+    conn = schema_before(path, REGISTERED)
     conn.execute(
         "INSERT INTO events (run_slug, source, external_id, kind, at, body, content_hash) "
         "VALUES ('hero', 'github', 'comment:1', 'comment', '2026-09-01T10:00:00.000000Z', "

@@ -50,6 +50,8 @@ class SourceSpec:
             raise ValueError(f"source name {self.name!r} is not a plain lowercase identifier")
         if self.build is not None and ":" not in self.build:
             raise ValueError(f"source {self.name!r}: build {self.build!r} is not module:function")
+        if self.polled and self.configured is _unused:
+            raise ValueError(f"source {self.name!r} is polled: say which runs use it (configured)")
 
 
 class SourceRegistry:

@@ -239,3 +239,22 @@ def test_the_registration_is_restored_after_the_recipe() -> None:
 
 def _days(n: int) -> dict[str, Any]:
     return {"name": "days", "type": 4, "value": n}
+
+
+def test_a_registration_that_does_not_hold_together_is_refused() -> None:
+    with pytest.raises(ValueError, match="plain lowercase identifier"):
+        SourceSpec("Matrix Chat", LABEL, people=True, configured=lambda config: True)
+    with pytest.raises(ValueError, match="say which runs use it"):
+        SourceSpec(SOURCE, LABEL, people=True)  # polled, yet no run would ever show it
+    with pytest.raises(ValueError, match="module:function"):
+        SourceSpec(SOURCE, LABEL, people=True, configured=lambda c: True, build="tests.bot")
+    with pytest.raises(ValueError, match="registered already"):
+        SOURCE_SPECS.register(SourceSpec("github", "GitHub again", people=True, polled=False))
+    with pytest.raises(ValueError, match="overlaps"):
+        DETECTORS.register(DetectorSpec("drift:train/loss", detect_ceiling, "wandb"))
+
+
+def test_two_detectors_never_share_a_threshold(registered: None) -> None:
+    other = DetectorSpec("other", detect_ceiling, "wandb", thresholds={"loss_ceiling": 1})
+    with pytest.raises(ValueError, match="threshold name"):
+        DETECTORS.register(other)

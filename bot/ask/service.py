@@ -109,6 +109,11 @@ class Searched:
     hits: list[Hit]
     answer: Answer  # the search answer
 
+    @property
+    def events(self) -> list[Event]:
+        """The matches' events, best first: what a writer may cite."""
+        return [hit.event for hit in self.hits]
+
 
 class WrittenAnswer(Protocol):
     """A writer's answer: its text, citing `[n]` as `events[n - 1]`."""
@@ -124,22 +129,14 @@ class WrittenAnswer(Protocol):
 
 
 class AnswerWriter(Protocol):
-    """Writes the answer to a searched question from its matches (`sources`), or None when it
-    cannot (the caller shows the matches)."""
+    """Writes the answer to a searched question from its matches (`searched.events`), within
+    `deadline` seconds, or None when it cannot (the caller shows the matches)."""
 
     @property
     def enabled(self) -> bool: ...
 
     async def __call__(
-        self,
-        query: Query,
-        slug: str,
-        sources: list[Event],
-        now: datetime,
-        *,
-        tz: str,
-        limit: int,
-        deadline: float | None,
+        self, searched: Searched, now: datetime, deadline: float | None
     ) -> WrittenAnswer | None: ...
 
 
@@ -181,15 +178,7 @@ class AskService:
         if not searched.hits or not self.writes:
             return None
         assert self.writer is not None
-        written = await self.writer(
-            searched.query,
-            searched.slug,
-            [hit.event for hit in searched.hits],
-            now,
-            tz=searched.zone,
-            limit=searched.limit,
-            deadline=self.deadline,
-        )
+        written = await self.writer(searched, now, self.deadline)
         if written is None:
             return None
         return _llm(searched.query, searched.slug, written)

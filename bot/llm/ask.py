@@ -295,6 +295,25 @@ class _Question(Protocol):
     def key(self) -> str: ...
 
 
+class _Searched(Protocol):
+    """A searched question as the writer reads it (`bot.ask.service.Searched`)."""
+
+    @property
+    def query(self) -> _Question: ...
+
+    @property
+    def slug(self) -> str: ...
+
+    @property
+    def zone(self) -> str: ...
+
+    @property
+    def limit(self) -> int: ...
+
+    @property
+    def events(self) -> list[Event]: ...
+
+
 # The run's computed facts an answer may state besides its sources.
 AskFacts = Callable[[Store, str, datetime], Awaitable[NarrativeFacts]]
 
@@ -314,17 +333,10 @@ class GroundedAnswers:
         return self.llm.enabled
 
     async def __call__(
-        self,
-        query: _Question,
-        slug: str,
-        sources: list[Event],
-        now: datetime,
-        *,
-        tz: str,
-        limit: int,
-        deadline: float | None,
+        self, searched: _Searched, now: datetime, deadline: float | None
     ) -> Written | None:
-        store = self.store
+        store, query, slug, sources = self.store, searched.query, searched.slug, searched.events
+        limit = searched.limit
         version = await store.search.version(slug)
         facts = await self.facts(store, slug, now)
         key = f"ask:{slug}:{query.key}:{limit}:{version}:{facts.fingerprint()}:{prompt_hash()}"
@@ -340,7 +352,7 @@ class GroundedAnswers:
             query.question,
             sources,
             render_facts(facts),
-            tz=tz,
+            tz=searched.zone,
             run_slug=slug,
             now=now,
             cache_key=key,

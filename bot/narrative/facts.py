@@ -87,6 +87,21 @@ class Highlight:
     incident: bool = False
     kind: str | None = None
 
+    @classmethod
+    def of(cls, e: Event) -> Highlight:
+        return cls(
+            at=e.at,
+            summary=e.summary or "",
+            source=e.source,
+            author=e.author,
+            ref=e.ref,
+            url=e.url,
+            tag=e.tag,
+            state=e.state,
+            incident=e.incident,
+            kind=e.kind,
+        )
+
     @property
     def rank(self) -> int:
         return digest_rank(self.source, self.kind, self.state, self.incident)
@@ -244,37 +259,32 @@ class DigestFacts(NarrativeFacts):
 # -- selection (pure) ------------------------------------------------------------------------
 
 
+def _candidates(events: Sequence[Event]) -> list[Event]:
+    """What a highlight may be: a live, newsworthy, summarised event that is not routine."""
+    return [
+        e
+        for e in events
+        if not e.deleted and e.newsworthy and (e.summary or "").strip() and not routine(e)
+    ]
+
+
+def _weight(e: Event) -> int:
+    """Lower is more relevant: the tag's weight, an incident first among its tag."""
+    return TAG_WEIGHT.get(e.tag or "other", 5) - (1 if e.incident else 0)
+
+
 def select_highlights(
     events: Sequence[Event], now: datetime, limit: int = MAX_HIGHLIGHTS
 ) -> list[Highlight]:
     """The `limit` most relevant enriched, newsworthy events: score = tag weight + age in half
     days, lower first; returned newest first."""
-    scored: list[tuple[float, Event]] = []
-    for event in events:
-        if event.deleted or not event.newsworthy or not (event.summary or "").strip():
-            continue
-        if routine(event):
-            continue
-        age = max(0.0, (now - event.at).total_seconds() / 43200)
-        weight = TAG_WEIGHT.get(event.tag or "other", 5) - (1 if event.incident else 0)
-        scored.append((weight + age, event))
+    scored = [
+        (_weight(event) + max(0.0, (now - event.at).total_seconds() / 43200), event)
+        for event in _candidates(events)
+    ]
     scored.sort(key=lambda pair: (pair[0], -pair[1].at.timestamp()))
     chosen = sorted((event for _, event in scored[:limit]), key=lambda e: e.at, reverse=True)
-    return [
-        Highlight(
-            at=e.at,
-            summary=e.summary or "",
-            source=e.source,
-            author=e.author,
-            ref=e.ref,
-            url=e.url,
-            tag=e.tag,
-            state=e.state,
-            incident=e.incident,
-            kind=e.kind,
-        )
-        for e in chosen
-    ]
+    return [Highlight.of(e) for e in chosen]
 
 
 def select_narrative_highlights(
@@ -287,17 +297,9 @@ def select_narrative_highlights(
     """The narrative's highlights: what happened in the last day first (by tag weight, then
     newest), then older events only from threads still open (the latest of each), until
     `limit` highlights or `max_chars` of summaries; returned newest first."""
-    candidates = [
-        e
-        for e in events
-        if not e.deleted and e.newsworthy and (e.summary or "").strip() and not routine(e)
-    ]
-
-    def weight(e: Event) -> int:
-        return TAG_WEIGHT.get(e.tag or "other", 5) - (1 if e.incident else 0)
-
+    candidates = _candidates(events)
     recent = [e for e in candidates if now - e.at <= RECENT_WINDOW]
-    recent.sort(key=lambda e: (weight(e), -e.at.timestamp()))
+    recent.sort(key=lambda e: (_weight(e), -e.at.timestamp()))
     older: list[Event] = []
     seen: set[str] = set()
     for e in sorted(candidates, key=lambda e: e.at, reverse=True):
@@ -305,7 +307,7 @@ def select_narrative_highlights(
             continue
         seen.add(e.ref)
         older.append(e)
-    older.sort(key=lambda e: (weight(e), -e.at.timestamp()))
+    older.sort(key=lambda e: (_weight(e), -e.at.timestamp()))
     chosen: list[Event] = []
     size = 0
     for e in [*recent, *older]:
@@ -317,21 +319,7 @@ def select_narrative_highlights(
         chosen.append(e)
         size += cost
     chosen.sort(key=lambda e: e.at, reverse=True)
-    return [
-        Highlight(
-            at=e.at,
-            summary=e.summary or "",
-            source=e.source,
-            author=e.author,
-            ref=e.ref,
-            url=e.url,
-            tag=e.tag,
-            state=e.state,
-            incident=e.incident,
-            kind=e.kind,
-        )
-        for e in chosen
-    ]
+    return [Highlight.of(e) for e in chosen]
 
 
 def open_threads_from(events: Sequence[Event], limit: int = MAX_OPEN_THREADS) -> list[OpenThread]:

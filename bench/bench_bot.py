@@ -30,9 +30,8 @@ import resource
 import statistics
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,12 +39,12 @@ from typing import Any, TypeVar
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from fake_bot import FakeServer, fake_discord_settings
 from history import NAME, SLUG, counts, grow, naive_chart_data, now_for, record_run
 
 from bot.app import (
     LoopIntervals,
     RunscribeBot,
-    apply_endpoints,
     card_to_embed,
     discord_time,
 )
@@ -59,7 +58,7 @@ from bot.runtime import Runtime
 from bot.services.narrative import status_with_narrative
 from bot.services.status import ChartSeries, chart_series
 from bot.services.timeline import build_timeline
-from bot.settings import Settings, parse_runs
+from bot.settings import parse_runs
 from bot.sources.base import PollResult
 from bot.store import Database, Store
 from tests.fakes.discord import FakeDiscord, Interaction
@@ -193,32 +192,6 @@ async def chart_burst(
 # --- 3: through the fake Discord ----------------------------------------------------------------
 
 
-class FakeServer:
-    """The fake Discord on its own thread and event loop: an independent server, as Discord is."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.fake: FakeDiscord
-
-    async def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
-
-    async def __aenter__(self) -> FakeDiscord:
-        self.thread.start()
-
-        async def start() -> FakeDiscord:
-            return await FakeDiscord(channels={1234567890: "bench"}).start()
-
-        self.fake = await self.call(start())
-        return self.fake
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.call(self.fake.close())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-
-
 class Backlog:
     """A source whose next poll brings BACKLOG new GitHub comments (a first-start backfill)."""
 
@@ -317,17 +290,10 @@ async def through_discord(path: Path, now: datetime, readers: int) -> list[str]:
     naive = readers == 0
     label = f"{readers} read-only connections" if readers else "naive"
     rows = []
-    server_ref = FakeServer()
+    server_ref = FakeServer(channels={1234567890: "bench"})
     async with server_ref as fake, Database.open(path, readers=readers) as database:
         store = Store(database)
-        settings = Settings(
-            _env_file=None,  # type: ignore[call-arg]
-            discord_token=fake.token,
-            discord_api_base=fake.api_base,
-            discord_gateway_url=fake.gateway_url,
-            discord_guild_id=fake.guild_id,
-            runscribe_db=path,
-        )
+        settings = fake_discord_settings(fake, path)
         backlog = Backlog(store, now)
         runtime = Runtime(
             settings=settings,
@@ -336,7 +302,6 @@ async def through_discord(path: Path, now: datetime, readers: int) -> list[str]:
             sources=(backlog,),
             detector=IncidentEngine(IncidentPosts()),
         )
-        apply_endpoints(settings)
         bot = (NaiveBot if naive else RunscribeBot)(
             runtime,
             guild_ready_timeout=0,

@@ -23,54 +23,25 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bot.app import LoopIntervals, RunscribeBot, apply_endpoints
+from fake_bot import FakeServer, fake_discord_settings
+
+from bot.app import LoopIntervals, RunscribeBot
 from bot.demo import replay_into, sample_runs_file
 from bot.runtime import Runtime
-from bot.settings import Settings
 from bot.sources.replay import load_sample
 from bot.store import Database, Store
 from bot.timeutil import utcnow
-from tests.fakes.discord import FakeDiscord, Interaction
+from tests.fakes.discord import Interaction
 from tests.slow_callbacks import Cost, no_slow_callbacks
 from tests.waiting import until
 
-T = TypeVar("T")
 GOAL = 0.1  # seconds: what a callback should never hold the loop for
-
-
-class FakeServer:
-    """The fake Discord on its own thread and event loop, so its callbacks are not counted."""
-
-    def __init__(self, **options: Any) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.options = options
-        self.fake: FakeDiscord
-
-    async def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
-
-    async def __aenter__(self) -> FakeDiscord:
-        self.thread.start()
-
-        async def start() -> FakeDiscord:
-            return await FakeDiscord(**self.options).start()
-
-        self.fake = await self.call(start())
-        return self.fake
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.call(self.fake.close())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -97,16 +68,7 @@ async def measure(rounds: int, directory: Path) -> tuple[list[tuple[Cost, str]],
     answered = 0
     async with server as fake, Database.open(path, readers=2) as database:
         store = Store(database)
-        settings = Settings(
-            _env_file=None,  # type: ignore[call-arg]
-            discord_token=fake.token,
-            discord_api_base=fake.api_base,
-            discord_gateway_url=fake.gateway_url,
-            discord_guild_id=fake.guild_id,
-            runscribe_db=path,
-            runscribe_config=directory / "runscribe.toml",
-        )
-        apply_endpoints(settings)
+        settings = fake_discord_settings(fake, path, directory / "runscribe.toml")
         runtime = Runtime(settings=settings, runs=runs, store=store)
         bot = RunscribeBot(
             runtime,

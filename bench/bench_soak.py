@@ -34,11 +34,13 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bot.app import LoopIntervals, RunscribeBot, apply_endpoints
+from fake_bot import fake_discord_settings
+
+from bot.app import LoopIntervals, RunscribeBot
 from bot.demo import replay_into, sample_runs_file
 from bot.runtime import Runtime
-from bot.settings import Settings
 from bot.sources.replay import load_sample
 from bot.store import Database, Store
 from bot.timeutil import utcnow
@@ -69,16 +71,7 @@ async def soak(args: argparse.Namespace) -> tuple[list[tuple[int, float]], list[
         await replay_into(Store(database), sample)
     guild = sample.discord_guild_id or 900_000_000_000_000_001
     async with FakeDiscord(guild_id=guild, channels=sample.discord_channels) as fake:
-        settings = Settings(
-            _env_file=None,  # type: ignore[call-arg]
-            discord_token=fake.token,
-            discord_api_base=fake.api_base,
-            discord_gateway_url=fake.gateway_url,
-            discord_guild_id=fake.guild_id,
-            runscribe_db=db,
-            runscribe_config=folder / "runscribe.toml",
-        )
-        apply_endpoints(settings)
+        settings = fake_discord_settings(fake, db, folder / "runscribe.toml")
         async with Database.open(db) as database:
             store = Store(database)
             runtime = Runtime(settings=settings, runs=sample_runs_file(sample), store=store)

@@ -12,6 +12,7 @@ import asyncio
 import functools
 import json
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -65,6 +66,23 @@ async def row(store: Store, slug: str, until: Any = None) -> LiveMessage:
         return None
 
     return await wait_until(recorded, f"a live message recorded for {slug}")
+
+
+@dataclass
+class Live:
+    bot: RunscribeBot
+    clock: Clock
+    first: LiveMessage  # the run's live message, once recorded
+
+
+async def live_bot(
+    start_bot: StartBot, runs: RunsFile, store: Store, slug: str, until: Any = None
+) -> Live:
+    """The bot started on a test clock with the run's live message in `STATUS`, once the
+    message is recorded (and `until` holds for it)."""
+    clock = Clock()
+    bot = await start_bot(runs_file=live_runs(runs), clock=clock)
+    return Live(bot, clock, await row(store, slug, until))
 
 
 async def delivered(store: Store, slug: str) -> None:
@@ -161,9 +179,8 @@ async def test_a_deleted_live_message_is_posted_anew_exactly_once_and_pinned(
     start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
 ) -> None:
     fake.bot_permissions |= MANAGE_MESSAGES
-    clock = Clock()
-    bot = await start_bot(runs_file=live_runs(runs), clock=clock)
-    first = await row(seeded_store, seed.slug, lambda r: r.pinned)
+    live = await live_bot(start_bot, runs, seeded_store, seed.slug, lambda r: r.pinned)
+    bot, clock, first = live.bot, live.clock, live.first
     # A person deletes it while the bot watches: MESSAGE_DELETE, one new message at once.
     await fake.delete_message(STATUS, str(first.message_id))
     second = await row(seeded_store, seed.slug, lambda r: r.message_id != first.message_id)
@@ -190,9 +207,8 @@ async def test_a_deleted_live_message_is_posted_anew_exactly_once_and_pinned(
 async def test_after_a_restart_the_same_message_is_edited(
     start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
 ) -> None:
-    clock = Clock()
-    bot = await start_bot(runs_file=live_runs(runs), clock=clock)
-    first = await row(seeded_store, seed.slug)
+    live = await live_bot(start_bot, runs, seeded_store, seed.slug)
+    bot, clock, first = live.bot, live.clock, live.first
     await bot.close()
     clock.advance(minutes=2)  # down for two minutes: the new process updates it once it is up
     again = await start_bot(runs_file=live_runs(runs), clock=clock)
@@ -240,9 +256,8 @@ async def test_two_runs_in_one_channel_get_one_message_each(
 async def test_an_event_storm_is_bounded_to_about_one_edit_a_minute(
     start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
 ) -> None:
-    clock = Clock()
-    bot = await start_bot(runs_file=live_runs(runs), clock=clock)
-    first = await row(seeded_store, seed.slug)
+    live = await live_bot(start_bot, runs, seeded_store, seed.slug)
+    bot, clock, first = live.bot, live.clock, live.first
     # Five minutes of storm: an incident opens or resolves every 5 seconds, each seen at once.
     opened: list[Incident] = []
     start = clock.now
@@ -295,9 +310,8 @@ async def test_without_manage_messages_it_works_unpinned_and_says_so_once(
 async def test_429s_on_the_edit_are_waited_out_and_nothing_is_posted_twice(
     start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
 ) -> None:
-    clock = Clock()
-    bot = await start_bot(runs_file=live_runs(runs), clock=clock)
-    first = await row(seeded_store, seed.slug)
+    live = await live_bot(start_bot, runs, seeded_store, seed.slug)
+    bot, clock, first = live.bot, live.clock, live.first
     path = f"/channels/{STATUS}/messages/{first.message_id}"
     # more 429s than discord.py's own five tries: the poster waits out the rest
     fake.inject("PATCH", f"^{path}$", 429, count=7, retry_after=0.01)
@@ -358,9 +372,8 @@ async def test_admin_reposts_the_live_message_where_the_runs_file_now_says(
 async def test_a_crash_shows_on_the_live_message_after_the_round_that_saw_it(
     start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
 ) -> None:
-    clock = Clock()
-    bot = await start_bot(runs_file=live_runs(runs), clock=clock)
-    first = await row(seeded_store, seed.slug)
+    live = await live_bot(start_bot, runs, seeded_store, seed.slug)
+    bot, clock, first = live.bot, live.clock, live.first
     [message] = live_posts(fake)
     assert "— running" in message["embeds"][0]["title"]
     # A minute later W&B says the newest run of the chain crashed; the W&B round that stored

@@ -1,5 +1,5 @@
 """The e2e tests share their deployments: the W&B/GitHub/Discord fixtures of
-`test_incident_flow` (a real Runtime polling the fakes, a RunscribeBot on the fake Discord) and
+`tests.e2e.deployment` (a real Runtime polling the fakes, a RunscribeBot on the fake Discord) and
 the seeded-sample bot of `tests/bot/conftest.py`, re-exported here rather than copied."""
 
 from tests.bot.conftest import (  # noqa: F401 - fixtures, used by name
@@ -11,7 +11,7 @@ from tests.bot.conftest import (  # noqa: F401 - fixtures, used by name
     seeded_store,
     start_bot,
 )
-from tests.e2e.test_incident_flow import (  # noqa: F401 - fixtures, used by name
+from tests.e2e.deployment import (  # noqa: F401 - fixtures, used by name
     clean_env,
     discord_endpoints,
     fake_discord,

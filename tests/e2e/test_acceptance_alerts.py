@@ -26,7 +26,7 @@ import pytest
 
 from bot.app import COLORS
 from tests.bot.test_cogs import option
-from tests.e2e.test_incident_flow import (
+from tests.e2e.deployment import (
     ALERTS,
     FIRST,
     MIN,
@@ -37,9 +37,10 @@ from tests.e2e.test_incident_flow import (
     SimClock,
     assert_head_resolved,
     assert_thread_closed,
+    crash,
     deployed,
     full_text,
-    healthy_run,
+    healthy_deployment,
     make_runs,
     make_settings,
     now_utc,
@@ -137,16 +138,11 @@ async def test_crash_with_a_persons_report_then_resume_pages_once_and_resolves_o
     fake = watched_discord
     # Simulated time catches up with the wall clock when the person writes (their message
     # carries the wall-clock time), so the report falls inside the crash.
-    t0 = now_utc() - timedelta(minutes=40)
-    healthy_run(wb, t0)
-    clock = SimClock(t0)
-    settings = make_settings(tmp_path, fake, wb)
     runs = make_runs(watch_channels=[WATCHED], alert_role=ONCALL)
-    async with deployed(settings, runs, clock, fake) as d:
+    async with healthy_deployment(tmp_path, wb, fake, behind=40 * MIN, runs=runs) as d:
+        t0, settings = d.t0, d.settings
         if order == "crash first":
-            wb.set_state(FIRST, "crashed", heartbeat_at=t0 + MIN)
-            await d.cycle(t0 + 5 * MIN)
-            [alert] = d.channel()
+            alert = await crash(d, wb)
         else:
             wb.append_rows(FIRST, rows(100, 38, t0))  # trained until 2 min ago
             await d.cycle(t0 + 38 * MIN)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import types
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -55,6 +56,34 @@ def posts(fake: FakeDiscord, channel: int) -> list[int]:
     return [r.status for r in fake.requests if r.method == "POST" and r.path == path]
 
 
+@dataclass
+class Burst:
+    bot: Any
+    clock: Clock
+    alerts: int  # the channel whose posts fail
+    item_id: int  # the queued post
+
+
+async def burst(
+    start_bot: StartBot,
+    fake: FakeDiscord,
+    store: Store,
+    seed: Seed,
+    status: int,
+    count: int,
+    text: str,
+    **bot_options: Any,
+) -> Burst:
+    """`count` answers of `status` to the next posts in the alerts channel, one post of `text`
+    queued there, and the bot started on an injected clock with its loops off."""
+    alerts = int(seed.config["alerts_channel"])
+    fake.inject("POST", rf"^/channels/{alerts}/messages$", status, count=count)
+    item_id = await queue(store, alerts, f"burst:{status}", text)
+    clock = Clock()
+    bot = await start_bot(clock=clock, run_loops=False, **bot_options)
+    return Burst(bot, clock, alerts, item_id)
+
+
 async def test_seventy_500s_are_retried_by_discord_py_alone(
     start_bot: StartBot,
     fake: FakeDiscord,
@@ -62,11 +91,10 @@ async def test_seventy_500s_are_retried_by_discord_py_alone(
     seed: Seed,
     instant_discord_waits: list[float],
 ) -> None:
-    alerts = int(seed.config["alerts_channel"])
-    fake.inject("POST", rf"^/channels/{alerts}/messages$", 500, count=70)
-    item_id = await queue(seeded_store, alerts, "burst:500", "Node r12n4 lost during the burst")
-    clock = Clock()
-    bot = await start_bot(clock=clock, run_loops=False)
+    b = await burst(
+        start_bot, fake, seeded_store, seed, 500, 70, "Node r12n4 lost during the burst"
+    )
+    bot, clock, alerts, item_id = b.bot, b.clock, b.alerts, b.item_id
     drains = 0
     while True:
         report: Any = await bot.drain_outbox()
@@ -92,11 +120,10 @@ async def test_a_503_discord_py_does_not_retry_gets_the_posters_backoff(
     seed: Seed,
     instant_discord_waits: list[float],
 ) -> None:
-    alerts = int(seed.config["alerts_channel"])
-    fake.inject("POST", rf"^/channels/{alerts}/messages$", 503, count=1)
-    item_id = await queue(seeded_store, alerts, "burst:503", "Throughput down 40 %")
-    clock = Clock()
-    bot = await start_bot(clock=clock, run_loops=False, outbox_backoff=2.0)
+    b = await burst(
+        start_bot, fake, seeded_store, seed, 503, 1, "Throughput down 40 %", outbox_backoff=2.0
+    )
+    bot, clock, alerts, item_id = b.bot, b.clock, b.alerts, b.item_id
     report: Any = await bot.drain_outbox()
     assert not report.sent and posts(fake, alerts) == [503]  # one request: no discord.py retry
     item = await seeded_store.outbox.get(item_id)

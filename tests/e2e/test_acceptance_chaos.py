@@ -39,8 +39,7 @@ from bot.store import Store
 from bot.timeutil import utcnow
 from tests.bot.conftest import Seed, StartBot
 from tests.bot.test_cogs import option
-from tests.e2e.test_acceptance_alerts import answer, body_text, cli, message_body, stored
-from tests.e2e.test_incident_flow import (
+from tests.e2e.deployment import (
     FIRST,
     MIN,
     ONCALL,
@@ -53,6 +52,7 @@ from tests.e2e.test_incident_flow import (
     make_settings,
     now_utc,
 )
+from tests.e2e.test_acceptance_alerts import answer, body_text, cli, message_body, stored
 from tests.fakes.discord import FakeDiscord, Interaction
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bot.incidents.detectors import MONITOR
-from tests.e2e.test_incident_flow import (
+from tests.e2e.deployment import (
     FIRST,
     MIN,
     SimClock,

@@ -5,23 +5,18 @@ resolves, and `/incidents ack` edits the head at once, as the button does."""
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.test_incident_flow import (
+from tests.e2e.deployment import (
     MIN,
-    SimClock,
     assert_head_resolved,
     clean_env,
-    deployed,
+    crash,
     discord_endpoints,
     fake_discord,
     full_text,
-    healthy_run,
-    make_runs,
-    make_settings,
-    now_utc,
+    healthy_deployment,
     resume,
     visible,
     wandb_env,
@@ -41,7 +36,6 @@ __all__ = [  # the deployment's fixtures, shared
     "wb",
 ]
 
-FIRST = "ent/proj/hero-1"
 MANAGE_GUILD = 0x20
 
 
@@ -57,14 +51,8 @@ async def reply(record: Interaction) -> str:
 async def test_a_silenced_head_still_ends_resolved_without_its_button(
     tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
 ) -> None:
-    t0 = now_utc() - timedelta(hours=2)
-    healthy_run(wb, t0)
-    clock = SimClock(t0)
-    settings = make_settings(tmp_path, fake_discord, wb)
-    async with deployed(settings, make_runs(), clock, fake_discord) as d:
-        wb.set_state(FIRST, "crashed", heartbeat_at=t0 + MIN)
-        await d.cycle(t0 + 5 * MIN)
-        [head] = d.channel()
+    async with healthy_deployment(tmp_path, wb, fake_discord) as d:
+        head = await crash(d, wb)
         assert head["components"], "the alert has its Acknowledge button"
 
         # a responder silences the run while it is being fixed
@@ -76,8 +64,8 @@ async def test_a_silenced_head_still_ends_resolved_without_its_button(
         )
         assert (await reply(record)).startswith("Silence #")
 
-        resume(wb, t0 + 12 * MIN, first_step=80, count=10)
-        await d.cycle(t0 + 25 * MIN)
+        resume(wb, d.t0 + 12 * MIN, first_step=80, count=10)
+        await d.cycle(d.t0 + 25 * MIN)
         [head] = d.channel()  # silenced: no resolution post in the channel...
         assert_head_resolved(head)  # ...but the head reads resolved and has no button
         assert [visible(m) for m in d.thread(head)] == []  # and the thread got nothing new
@@ -88,14 +76,8 @@ async def test_a_silenced_head_still_ends_resolved_without_its_button(
 async def test_the_ack_command_edits_the_head_like_the_button(
     tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
 ) -> None:
-    t0 = now_utc() - timedelta(hours=2)
-    healthy_run(wb, t0)
-    clock = SimClock(t0)
-    settings = make_settings(tmp_path, fake_discord, wb)
-    async with deployed(settings, make_runs(), clock, fake_discord) as d:
-        wb.set_state(FIRST, "crashed", heartbeat_at=t0 + MIN)
-        await d.cycle(t0 + 5 * MIN)
-        [head] = d.channel()
+    async with healthy_deployment(tmp_path, wb, fake_discord) as d:
+        head = await crash(d, wb)
         assert "acknowledged by" not in full_text(head)
         [incident] = await d.store.incidents.find("hero")
 

@@ -1,7 +1,6 @@
-"""Incidents end to end, through the real protocols: W&B and GitHub state served by their fakes,
-polled by a real Runtime (`open_runtime`: wandb-core, httpx, SQLite, the incident engine), queued
-in the outbox, and delivered by a real RunscribeBot to the fake Discord. Every assertion is on what
-the fake Discord received in the alerts channel and in the alert's thread.
+"""Incidents end to end, through the real protocols (the deployment of `tests.e2e.deployment`:
+the fakes polled by a real Runtime, delivered by a real RunscribeBot to the fake Discord). Every
+assertion is on what the fake Discord received in the alerts channel and in the alert's thread.
 
 Time is simulated: each poll cycle runs at an explicit `now` that matches the timestamps the
 fakes serve (W&B history and heartbeats, the fake GitHub's clock). The bot gets the same clock,
@@ -15,335 +14,47 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
-import discord
-import pytest
 from pydantic import SecretStr
 
-from bot.app import LoopIntervals, RunscribeBot, apply_endpoints
 from bot.incidents.detectors import CRASH, HEARTBEAT, MONITOR, STALL
-from bot.pipeline import THREADS, WANDB, CycleSummary
-from bot.runtime import Runtime
+from bot.pipeline import THREADS, WANDB
 from bot.services.status import build_status
-from bot.settings import RunsFile, Settings, parse_runs
-from bot.store import Store
 from bot.wiring import open_runtime
+from tests.e2e.deployment import (
+    FIRST,
+    MIN,
+    ONCALL,
+    REPO,
+    RESUMED,
+    WATCHED,
+    SimClock,
+    assert_head_resolved,
+    assert_resolved_once,
+    assert_thread_closed,
+    crash,
+    deployed,
+    full_text,
+    healthy_deployment,
+    healthy_run,
+    make_runs,
+    make_settings,
+    now_utc,
+    resume,
+    rows,
+    run_cli,
+    visible,
+)
 from tests.fakes.anthropic import FakeAnthropic, Recorded, Reply, auto_reply
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb
-from tests.slow_callbacks import no_slow_callbacks
 from tests.waiting import PATIENCE, until
 
-ALERTS = 1_300_000_000_000_000_001
-FIRST = "ent/proj/hero-1"
-RESUMED = "ent/proj/hero-2"
-REPO = "lab/model"
-MIN = timedelta(minutes=1)
-MARKER = "\u2063"  # the outbox's invisible dedup marker starts here
-
-
-# --- fixtures -----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def wandb_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """wandb's files in a temp dir; wandb-core gives up on a failing server after one retry."""
-    root = tmp_path_factory.mktemp("wandb")
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in {
-            "WANDB_DIR": str(root),
-            "WANDB_CACHE_DIR": str(root / "cache"),
-            "WANDB_CONFIG_DIR": str(root / "config"),
-            "WANDB_DATA_DIR": str(root / "data"),
-            "WANDB_SILENT": "true",
-            "WANDB_ERROR_REPORTING": "false",
-            "WANDB__GRAPHQL_RETRY_MAX": "1",
-            "WANDB__GRAPHQL_RETRY_WAIT_MIN_SECONDS": "0.1",
-            "WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS": "0.2",
-        }.items():
-            patch.setenv(name, value)
-        yield root
-
-
-@pytest.fixture(scope="module")
-def wandb_server(wandb_env: Path) -> Iterator[FakeWandb]:
-    server = FakeWandb().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def wb(wandb_server: FakeWandb) -> FakeWandb:
-    wandb_server.reset()
-    return wandb_server
-
-
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nothing from the developer's environment (an LLM key, a GitHub token) leaks in."""
-    for name in list(os.environ):
-        if name.startswith(("RUNSCRIBE_", "DISCORD_", "GITHUB_", "ANTHROPIC_")):
-            monkeypatch.delenv(name)
-    for name in ("WANDB_API_KEY", "WANDB_BASE_URL", "WANDB_ENTITY", "WANDB_PROJECT"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-async def fake_discord(clean_env: None) -> AsyncIterator[FakeDiscord]:
-    async with no_slow_callbacks(), FakeDiscord(channels={ALERTS: "training-alerts"}) as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def discord_endpoints() -> Iterator[None]:
-    """discord.py keeps both URLs in class attributes; put them back after each test."""
-    base = discord.http.Route.BASE
-    gateway = discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
-    yield
-    discord.http.Route.BASE = base
-    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = gateway
-
-
-# --- the deployment: a polling runtime and the bot that delivers its posts ----------------------
-
-
-class SimClock:
-    def __init__(self, now: datetime):
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-class Services:
-    """What RunscribeBot needs from a Runtime (`bot.app.BotServices`), over a real one. The
-    bot's poll loop and the test's cycles take turns, so time never runs backwards."""
-
-    def __init__(self, runtime: Runtime):
-        self.runtime = runtime
-        self.settings: Settings = runtime.settings
-        self.runs: RunsFile = runtime.runs
-        self.store: Store = runtime.store
-        self.lock = asyncio.Lock()
-        self.polled = asyncio.Event()  # set once a cycle has run (the bot's first, at start)
-
-    async def cycle(self, now: datetime) -> CycleSummary:
-        async with self.lock:
-            summary = await self.runtime.cycle(now)
-        self.polled.set()
-        return summary
-
-    async def poll(self, family: str, now: datetime) -> CycleSummary:
-        async with self.lock:
-            summary = await self.runtime.poll(family, now)
-        if family == WANDB:
-            self.polled.set()
-        return summary
-
-    async def enrich(self, now: datetime) -> CycleSummary:
-        async with self.lock:
-            return await self.runtime.enrich(now)
-
-    async def judge(self, now: datetime) -> CycleSummary:
-        async with self.lock:
-            return await self.runtime.judge(now)
-
-
-@dataclass
-class Deployment:
-    services: Services
-    bot: RunscribeBot
-    clock: SimClock
-    discord: FakeDiscord
-
-    @property
-    def store(self) -> Store:
-        return self.services.store
-
-    async def cycle(self, at: datetime, *, wandb_up: bool = True) -> CycleSummary:
-        """One poll + detect cycle at `at`, then wait until the bot has delivered the outbox."""
-        assert at >= self.clock.now, "simulated time only moves forward"
-        self.clock.now = at
-        summary = await self.services.cycle(at)
-        if wandb_up:  # every source answered (a misconfigured fake fails here, not later)
-            assert "wandb:hero" in summary.poll.results, summary.poll
-            assert not summary.poll.failures and not summary.poll.skipped, summary.poll
-        assert not summary.errors, summary.errors
-        await self.delivered()
-        return summary
-
-    async def delivered(self, within: float = PATIENCE) -> None:
-        async def drained() -> bool:
-            return not await self.store.outbox.pending_count()
-
-        await until(drained, "the bot draining the outbox", within=within)
-        await self.bot.drain_outbox()  # one more pass: nothing left that a drain would post
-
-    def channel(self) -> list[dict[str, Any]]:
-        return self.discord.posted(ALERTS)
-
-    def thread(self, head: dict[str, Any]) -> list[dict[str, Any]]:
-        thread_id = int(head["id"])  # a thread started from a message shares its id
-        assert thread_id in self.discord.messages, "the alert opened no thread"
-        return self.discord.posted(thread_id)
-
-
-@asynccontextmanager
-async def deployed(
-    settings: Settings, runs: RunsFile, clock: SimClock, fake: FakeDiscord
-) -> AsyncIterator[Deployment]:
-    """A Runtime (sources, store, engine) and a RunscribeBot on it, logged in to the fake
-    Discord; returns once the bot's own first poll (at the clock's time) is done."""
-    async with open_runtime(settings, runs) as runtime:
-        assert runtime.detector is not None and runtime.llm is None
-        services = Services(runtime)
-        apply_endpoints(settings)
-        bot = RunscribeBot(
-            services,
-            clock=clock,
-            intervals=LoopIntervals(poll=3600, outbox=0.05, digest=3600, narrative=3600),
-            outbox_backoff=0.05,
-            guild_ready_timeout=0,
-        )
-        assert settings.discord_token is not None
-        task = asyncio.create_task(bot.start(settings.discord_token.get_secret_value()))
-        try:
-            await asyncio.wait_for(bot.wait_until_ready(), PATIENCE)
-            await asyncio.wait_for(services.polled.wait(), PATIENCE)
-            deployment = Deployment(services, bot, clock, fake)
-            await deployment.delivered()
-            yield deployment
-        finally:
-            await bot.close()
-            try:
-                await asyncio.wait_for(task, PATIENCE)
-            except (asyncio.CancelledError, TimeoutError):
-                pass
-
-
-def make_settings(
-    tmp_path: Path, fake: FakeDiscord, wb: FakeWandb, github: FakeGitHub | None = None
-) -> Settings:
-    return Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        discord_token=SecretStr(fake.token),
-        discord_api_base=fake.api_base,
-        discord_gateway_url=fake.gateway_url,
-        discord_guild_id=None,
-        github_api_url=github.url if github is not None else "http://127.0.0.1:9",
-        wandb_base_url=wb.base_url,
-        wandb_api_key=SecretStr(wb.api_key),
-        anthropic_api_key=None,
-        runscribe_db=tmp_path / "runscribe.db",
-        runscribe_config=tmp_path / "runscribe.toml",
-    )
-
-
-def make_runs(**extra: Any) -> RunsFile:
-    config: dict[str, Any] = {
-        "slug": "hero",
-        "name": "Hero 70B",
-        "wandb_runs": [FIRST],
-        "wandb_run_pattern": "^hero-",
-        "total_steps": 10_000,
-        "alerts_channel": ALERTS,
-        "metrics": {"step": "_step", "tokens": "throughput/total_tokens", "loss": "train/loss"},
-        **extra,
-    }
-    return parse_runs({"runs": [config]})
-
-
-# --- what the trainer logs ----------------------------------------------------------------------
-
-
-def rows(first_step: int, count: int, start: datetime) -> list[dict[str, Any]]:
-    """One row a minute from `start`, `_step` from `first_step`; a slowly falling loss."""
-    return [
-        {
-            "_step": first_step + i,
-            "_timestamp": (start + i * MIN).timestamp(),
-            "train/loss": round(2.5 - 0.001 * (first_step + i), 6),
-            "throughput/total_tokens": 4_000_000.0 * (first_step + i + 1),
-        }
-        for i in range(count)
-    ]
-
-
-def healthy_run(wb: FakeWandb, t0: datetime) -> None:
-    """hero-1 has trained for 100 minutes: steps 0..99, the last one at t0 - 1 min."""
-    wb.add_run(FIRST, created_at=t0 - 101 * MIN)
-    wb.append_rows(FIRST, rows(0, 100, t0 - 100 * MIN))
-    wb.set_state(FIRST, "running")
-
-
-def resume(wb: FakeWandb, created: datetime, first_step: int, count: int) -> None:
-    """A new chain run (matched by `wandb_run_pattern`) restored from an earlier checkpoint."""
-    wb.add_run(RESUMED, created_at=created)
-    wb.append_rows(RESUMED, rows(first_step, count, created + 3 * MIN))
-    wb.set_state(RESUMED, "running")
-
-
-def now_utc() -> datetime:
-    return datetime.now(UTC).replace(microsecond=0)
-
-
-# --- reading what Discord received ---------------------------------------------------------------
-
-
-def visible(message: dict[str, Any]) -> str:
-    return str(message["content"]).split(MARKER)[0]
-
-
-def full_text(message: dict[str, Any]) -> str:
-    parts = [visible(message)]
-    for embed in message.get("embeds") or []:
-        parts += [embed.get("title") or "", embed.get("description") or "", embed.get("url") or ""]
-        for item in embed.get("fields") or []:
-            parts += [item.get("name") or "", item.get("value") or ""]
-        parts.append((embed.get("footer") or {}).get("text") or "")
-    return "\n".join(parts)
-
-
-def assert_head_resolved(head: dict[str, Any]) -> None:
-    """The alert message was edited in place to its resolved state: text and embed both say
-    so, and the Acknowledge button is gone."""
-    assert head["edited_timestamp"], "the alert message was never edited"
-    assert visible(head).startswith("✅ **Resolved** · Incident #"), visible(head)
-    assert "🔴" not in visible(head)
-    assert head["components"] == [], head["components"]
-    [embed] = head["embeds"]
-    assert embed["title"].startswith("✅"), embed["title"]
-    # Times reach Discord as Discord timestamps (each reader's own zone), never as raw stamps;
-    # one downtime figure, with what it measures.
-    assert re.search(
-        r"^✅ Resolved <t:\d+:f> · down \d[^:]*: last step before the crash → first step after the "
-        r"restore$",
-        embed["description"],
-        re.M,
-    ), embed["description"]
-    assert "\ue000" not in full_text(head)
-
-
-def assert_thread_closed(d: Deployment, head: dict[str, Any]) -> None:
-    """The thread's last post is the short closing line, and the thread is archived."""
-    closing = visible(d.thread(head)[-1])
-    assert re.fullmatch(r"✅ Resolved <t:\d+:t>; closing this thread\.", closing), closing
-    assert d.discord.archived(int(head["id"]))
-    patches = [
-        r for r in d.discord.requests
-        if r.method == "PATCH" and r.path == f"/channels/{head['id']}"
-    ]  # fmt: skip
-    assert [r.json for r in patches] == [{"archived": True}]
+REPORT = "Hero is down: node r12n4 lost, double-bit ECC on GPU 3. Requeueing onto a spare."
 
 
 # --- 1. crash, then resume from an earlier checkpoint in a new chain run ------------------------
@@ -352,16 +63,11 @@ def assert_thread_closed(d: Deployment, head: dict[str, Any]) -> None:
 async def test_crash_then_resume_in_a_new_run_alerts_once_and_resolves_once(
     tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
 ) -> None:
-    t0 = now_utc() - timedelta(hours=2)
-    healthy_run(wb, t0)
-    clock = SimClock(t0)
-    settings = make_settings(tmp_path, fake_discord, wb)
-    async with deployed(settings, make_runs(), clock, fake_discord) as d:
+    async with healthy_deployment(tmp_path, wb, fake_discord) as d:
+        t0 = d.t0
         assert d.channel() == []  # healthy: nothing to say
 
-        wb.set_state(FIRST, "crashed", heartbeat_at=t0 + MIN)
-        await d.cycle(t0 + 5 * MIN)
-        [alert] = d.channel()
+        alert = await crash(d, wb)
         assert "Incident #" in visible(alert) and "hero-1 crashed at step 99" in visible(alert)
         assert d.thread(alert) == []  # the thread is open, empty so far
 
@@ -379,8 +85,7 @@ async def test_crash_then_resume_in_a_new_run_alerts_once_and_resolves_once(
         assert "Down 16 min: last step before the crash → first step after the restore" in text
         assert "20 steps recomputed" in text and text.count("16 min") == 1  # 80..99 twice
         assert len(d.thread(head)) == 1
-        assert_thread_closed(d, head)
-        assert_head_resolved(head)
+        await assert_resolved_once(d, head)
 
         # Training goes on in hero-2: later cycles post nothing, in the channel or the thread.
         posts = len(fake_discord.message_requests())
@@ -450,10 +155,7 @@ async def test_github_node_loss_then_wandb_crash_is_one_incident_with_both_links
             await d.cycle(t0 + 30 * MIN)
             head, resolved = d.channel()
             assert "resumed from step 90 in run hero-2" in visible(resolved)
-            assert_thread_closed(d, head)
-            assert_head_resolved(head)
-            [incident] = await d.store.incidents.find("hero")
-            assert incident.status == "resolved"
+            await assert_resolved_once(d, head)
 
 
 # --- 3. W&B unreachable for an hour while the run is healthy ------------------------------------
@@ -462,11 +164,8 @@ async def test_github_node_loss_then_wandb_crash_is_one_incident_with_both_links
 async def test_wandb_unreachable_for_an_hour_is_a_blind_monitor_not_a_crash(
     tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
 ) -> None:
-    t0 = now_utc() - timedelta(minutes=75)
-    healthy_run(wb, t0)
-    clock = SimClock(t0)
-    settings = make_settings(tmp_path, fake_discord, wb)
-    async with deployed(settings, make_runs(), clock, fake_discord) as d:
+    async with healthy_deployment(tmp_path, wb, fake_discord, behind=75 * MIN) as d:
+        t0 = d.t0
         wb.append_rows(FIRST, rows(100, 5, t0))  # steps 100..104, the last at +4 min
         await d.cycle(t0 + 5 * MIN)
 
@@ -483,21 +182,7 @@ async def test_wandb_unreachable_for_an_hour_is_a_blind_monitor_not_a_crash(
         report = await build_status(d.store, "hero", t0 + 70 * MIN)
         assert report.monitor_stale and report.state == "running"
         # The real CLI, on the wall clock (the simulated 70 min are just behind it).
-        env = {**os.environ, "RUNSCRIBE_DB": str(settings.runscribe_db)}
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bot",
-            "status",
-            "--json",
-            cwd=tmp_path,
-            env=env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(process.communicate(), PATIENCE)
-        assert process.returncode == 0, err.decode()
-        status = json.loads(out)
+        status = await run_cli(d.settings, tmp_path, "status", "--json")
         assert status["monitor_stale"] is True
         assert status["state"] == "running", status["state"]
 
@@ -545,9 +230,7 @@ async def test_restart_during_an_open_incident_neither_realerts_nor_double_resol
     settings = make_settings(tmp_path, fake_discord, wb)
     runs = make_runs()
     async with deployed(settings, runs, clock, fake_discord) as d:
-        wb.set_state(FIRST, "crashed", heartbeat_at=t0 + MIN)
-        await d.cycle(t0 + 5 * MIN)
-        [alert] = d.channel()
+        alert = await crash(d, wb)
         assert "hero-1 crashed at step 99" in visible(alert)
     # Bot, runtime, wandb-core and database connection are all gone; a new process starts.
     clock.now = t0 + 8 * MIN
@@ -564,10 +247,7 @@ async def test_restart_during_an_open_incident_neither_realerts_nor_double_resol
         assert "resumed from step 70 in run hero-2" in visible(resolved)
         assert "30 steps recomputed" in visible(resolved)  # steps 70..99 twice
         assert len(d.thread(head)) == 1  # the new bot found the old thread
-        assert_thread_closed(d, head)
-        assert_head_resolved(head)
-        [incident] = await d.store.incidents.find("hero")
-        assert incident.status == "resolved"
+        await assert_resolved_once(d, head)
 
 
 # --- 5. a slow GitHub backfill and a hanging LLM do not hold up the crash alert ------------------
@@ -633,29 +313,6 @@ async def test_slow_github_and_hanging_llm_do_not_delay_the_wandb_crash_alert(
 
 # --- 6. a crash, a person's report in the watched channel, a resume; paging alert_role ----------
 
-WATCHED = 1_300_000_000_000_000_002
-ONCALL = 1_300_000_000_000_000_077
-REPORT = "Hero is down: node r12n4 lost, double-bit ECC on GPU 3. Requeueing onto a spare."
-
-
-@pytest.fixture
-async def watched_discord(clean_env: None) -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord(channels={ALERTS: "training-alerts", WATCHED: "hero-run"}) as server:
-        server.add_role(ONCALL, "oncall")
-        yield server
-
-
-async def run_cli(settings: Settings, cwd: Path, *args: str) -> dict[str, Any]:
-    env = {**os.environ, "RUNSCRIBE_DB": str(settings.runscribe_db)}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", *args, cwd=cwd, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), PATIENCE)
-    assert process.returncode == 0, err.decode()
-    result: dict[str, Any] = json.loads(out)
-    return result
-
 
 async def test_a_reported_cause_reaches_the_alert_which_pages_once_and_resolves_once(
     tmp_path: Path, wb: FakeWandb, watched_discord: FakeDiscord
@@ -663,15 +320,9 @@ async def test_a_reported_cause_reaches_the_alert_which_pages_once_and_resolves_
     fake = watched_discord
     # Simulated time starts 40 min behind the wall clock and catches up with it when the person
     # writes (their message carries the wall-clock time), so the report falls inside the crash.
-    t0 = now_utc() - timedelta(minutes=40)
-    healthy_run(wb, t0)
-    clock = SimClock(t0)
-    settings = make_settings(tmp_path, fake, wb)
     runs = make_runs(watch_channels=[WATCHED], alert_role=ONCALL)
-    async with deployed(settings, runs, clock, fake) as d:
-        wb.set_state(FIRST, "crashed", heartbeat_at=t0 + MIN)
-        await d.cycle(t0 + 5 * MIN)
-        [alert] = d.channel()
+    async with healthy_deployment(tmp_path, wb, fake, behind=40 * MIN, runs=runs) as d:
+        alert = await crash(d, wb)
         assert visible(alert).startswith(f"<@&{ONCALL}> 🔴 **Incident #")
 
         # A person reports what happened, in the watched channel; the bot stores it.
@@ -698,7 +349,7 @@ async def test_a_reported_cause_reaches_the_alert_which_pages_once_and_resolves_
         assert re.fullmatch(cause + re.escape(REPORT), visible(cause_post)), visible(cause_post)
 
         # …and `status --json` (the real CLI) has it on the open incident, with its kind.
-        status = await run_cli(settings, tmp_path, "status", "--json")
+        status = await run_cli(d.settings, tmp_path, "status", "--json")
         [open_incident] = status["open_incidents"]
         assert open_incident["kind"] == "crash"
         assert open_incident["reported_cause"] == REPORT

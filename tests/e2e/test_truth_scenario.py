@@ -18,8 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.test_acceptance_alerts import stored
-from tests.e2e.test_incident_flow import (
+from tests.e2e.deployment import (
     MIN,
     WATCHED,
     SimClock,
@@ -32,6 +31,7 @@ from tests.e2e.test_incident_flow import (
     run_cli,
     visible,
 )
+from tests.e2e.test_acceptance_alerts import stored
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.wandb import FakeWandb
 

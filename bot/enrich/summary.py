@@ -17,7 +17,6 @@ from bot.enrich.markdown import (
     Document,
     clean_line,
     is_template_heading,
-    parse,
     strip_mentions,
     wordset,
 )
@@ -257,10 +256,3 @@ def code_line(doc: Document) -> str:
     lines = [line for line in doc.code if _WORDY.search(line)]
     best = next((line for line in lines if _ERROR_LINE.search(line)), lines[0] if lines else "")
     return clean_line(best) if best else ""
-
-
-def summarize(body: str, title: str | None = None, limit: int = 200) -> str:
-    """One line of at most ``limit`` characters: the title (if any) and the first meaningful
-    sentence of ``body``, markdown stripped, greetings and acks skipped, pings neutralised.
-    Never empty: falls back to the title, then to ``"(no text)"``."""
-    return compose_summary(parse(body), title, limit)

@@ -34,11 +34,6 @@ class Prompt:
     text: str
 
     @property
-    def hash(self) -> str:
-        """Hash of the file's text: changes whenever the wording does."""
-        return short_hash(self.text)
-
-    @property
     def placeholders(self) -> frozenset[str]:
         template = Template(self.text)
         if not template.is_valid():

@@ -1021,26 +1021,3 @@ async def live_sources(context: LiveContext, runs: Sequence[RunConfig]) -> list[
 
     client = await context.shared("wandb", open_client)
     return build_wandb_sources(context.store, runs, client)
-
-
-@asynccontextmanager
-async def open_wandb_sources(
-    store: Store,
-    settings: Settings,
-    runs: Sequence[RunConfig],
-    *,
-    state_dir: Path | None = None,
-    api_factory: ApiFactory | None = None,
-    teardown: bool = True,
-) -> AsyncIterator[list[WandbSource]]:
-    """`async with open_wandb_sources(store, settings, runs_file.runs) as sources:` — the W&B
-    sources of a process, sharing one client; on exit the worker stops and (with `teardown`)
-    the wandb-core process is shut down. Yields [] when no run uses W&B."""
-    if not any(run.wandb_runs for run in runs):
-        yield []
-        return
-    client = build_wandb_client(settings, runs, state_dir=state_dir, api_factory=api_factory)
-    try:
-        yield build_wandb_sources(store, runs, client)
-    finally:
-        await client.aclose(teardown=teardown)

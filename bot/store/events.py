@@ -505,16 +505,6 @@ class EventsRepo:
         )
         return [event_from_row(row) for row in reversed(rows)]
 
-    async def last_of_kind(self, run_slug: str, source: str, kind: str) -> Event | None:
-        params: list[Any] = [run_slug]
-        where = _source_is(source, params)
-        row = await self.db.fetchone(
-            f"SELECT * FROM events WHERE run_slug = ? AND {where} AND kind = ? AND deleted = 0 "
-            "ORDER BY at DESC, id DESC LIMIT 1",
-            [*params, kind],
-        )
-        return event_from_row(row) if row else None
-
     async def restarts(
         self,
         run_slug: str,

@@ -57,10 +57,6 @@ class SearchRepo:
     def __init__(self, db: Database):
         self.db = db
 
-    async def fts5_available(self) -> bool:
-        row = await self.db.fetchone("SELECT sqlite_compileoption_used('ENABLE_FTS5')")
-        return bool(row and row[0])
-
     async def match_counts(self, expressions: Sequence[str], cap: int) -> list[int]:
         """How many live events (any run) match each expression, counting no further than
         `cap` + 1: the cost is bounded by the cap, not by how common a word is."""

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from bot.enrich.context import ThreadContext
-from bot.enrich.markdown import clean_text, strip_mentions
+from bot.enrich.markdown import clean_text, parse, strip_mentions
 from bot.enrich.rules import Enrichment, enrich_text
-from bot.enrich.summary import summarize
+from bot.enrich.summary import compose_summary
 from bot.enrich.tags import PRIORITY, SCORED_TAGS
 from bot.models import TAGS
 
@@ -18,6 +18,11 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 def fixture(name: str) -> str:
     return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+def summarize(body: str, title: str | None = None, limit: int = 200) -> str:
+    """The one-line summary the rules compose for markdown `body` (and a title)."""
+    return compose_summary(parse(body), title, limit)
 
 
 def detect_incident(

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from bot.sources.wandb import (
     HistoryCursor,
     WandbSource,
     build_wandb_client,
-    open_wandb_sources,
+    build_wandb_sources,
 )
 from bot.sources.wandb_client import WandbClient, default_api_factory, http_probe
 from bot.store import Store
@@ -556,6 +557,19 @@ async def test_listed_run_not_found_is_a_clear_fatal_error(
     assert info.value.fatal and "ent/missing/typo not found" in str(info.value)
 
 
+@asynccontextmanager
+async def wandb_sources(
+    store: Store, settings: Settings, runs: list[RunConfig]
+) -> AsyncIterator[list[WandbSource]]:
+    """The W&B sources of `runs` on one client, as the wiring builds them; the client closed
+    after (wandb-core kept for the module's other tests)."""
+    client = build_wandb_client(settings, runs)
+    try:
+        yield build_wandb_sources(store, runs, client)
+    finally:
+        await client.aclose(teardown=False)
+
+
 async def test_wrong_api_key_is_fatal_and_never_logged(
     server: FakeWandb, store: Store, wandb_env: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -563,7 +577,7 @@ async def test_wrong_api_key_is_fatal_and_never_logged(
     settings = Settings(wandb_api_key=bad_key, wandb_base_url=server.base_url)
     cfg = config(["ent/auth/run-1"])
     await store.runs.upsert(RunInfo(slug=cfg.slug, name=cfg.name))
-    async with open_wandb_sources(store, settings, [cfg], teardown=False) as sources:
+    async with wandb_sources(store, settings, [cfg]) as sources:
         report = await poll_once(store, sources, T0)
     assert "rejected the API key" in report.failures["wandb:hero"]
     assert bad_key not in caplog.text and bad_key not in report.failures["wandb:hero"]
@@ -584,7 +598,7 @@ async def test_wandb_unreachable_is_an_outage_not_a_wrong_key(
     cfg = config(["ent/auth/run-1"])
     await store.runs.upsert(RunInfo(slug=cfg.slug, name=cfg.name))
     try:
-        async with open_wandb_sources(store, settings, [cfg], teardown=False) as sources:
+        async with wandb_sources(store, settings, [cfg]) as sources:
             report = await poll_once(store, sources, T0, session=PollSession())
     finally:
         server.set_down(None)
@@ -618,7 +632,7 @@ async def test_only_401_and_403_say_the_key_is_wrong(
     cfg = config(["ent/auth/run-1"])
     await store.runs.upsert(RunInfo(slug=cfg.slug, name=cfg.name))
     try:
-        async with open_wandb_sources(store, settings, [cfg], teardown=False) as sources:
+        async with wandb_sources(store, settings, [cfg]) as sources:
             report = await poll_once(store, sources, T0, session=PollSession())
     finally:
         server.set_down(None)

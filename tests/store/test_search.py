@@ -45,7 +45,8 @@ async def hero(store: Store) -> Store:
 
 
 async def test_sqlite_has_fts5(hero: Store) -> None:
-    assert await hero.search.fts5_available()
+    row = await hero.db.fetchone("SELECT sqlite_compileoption_used('ENABLE_FTS5')")
+    assert row is not None and row[0]
 
 
 async def test_insert_edit_enrich_and_delete_keep_the_index_in_step(

@@ -10,7 +10,7 @@ import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeAlias
 
 from bot.runsfile import RunConfig
 from bot.timeutil import parse_time, to_db
@@ -44,14 +44,27 @@ class SourceSpec:
     #: "module:function" building its live sources for the runs that use it (`bot.wiring`
     #: imports it only then); None: not built per run (it pushes, or the bot's edge feeds it)
     build: str | None = None
+    #: the declared data of each kind of its events that carries any (`EventData` subclasses,
+    #: `Restart`): what the store checks before a write and readers read through; a chat
+    #: source's conversations carry `ConversationData` without saying so
+    data: tuple[DeclaredData, ...] = ()
 
     def __post_init__(self) -> None:
         if not _SOURCE_NAME.fullmatch(self.name):
             raise ValueError(f"source name {self.name!r} is not a plain lowercase identifier")
+        kinds = [kind for data in self.data for kind in data.KINDS]
+        if len(kinds) != len(set(kinds)):
+            raise ValueError(f"source {self.name!r}: two data types declare one kind ({kinds})")
         if self.build is not None and ":" not in self.build:
             raise ValueError(f"source {self.name!r}: build {self.build!r} is not module:function")
         if self.polled and self.configured is _unused:
             raise ValueError(f"source {self.name!r} is polled: say which runs use it (configured)")
+
+
+#: The data a kind of event carries (`SourceSpec.data`): an `EventData` subclass, or `Restart`;
+#: each names the event kinds it is for (`KINDS`) and has the strict reader the store runs
+#: before a write (`validate`).
+DeclaredData: TypeAlias = "type[EventData] | type[Restart]"
 
 
 class SourceRegistry:
@@ -120,37 +133,27 @@ class SourceRegistry:
         """Sources built per run for a polling process (`bot.wiring`)."""
         return tuple(s for s in self if s.build is not None)
 
+    def data_of(self, source: str, kind: str) -> DeclaredData | None:
+        """The declared data of a source's events of one kind (None: they carry none)."""
+        spec = self._specs.get(source)
+        if spec is None:
+            return None
+        for data in spec.data:
+            if kind in data.KINDS:
+                return data
+        if spec.chat and kind in ConversationData.KINDS:
+            return ConversationData
+        return None
 
-#: The one registration of every source. Everything else derives from it.
-SOURCE_SPECS = SourceRegistry(
-    (
-        SourceSpec(
-            "github",
-            "GitHub",
-            people=True,
-            configured=lambda c: bool(c.github_repo),
-            build="bot.sources.github:live_sources",
-        ),
-        # Fed by the bot's channel listener (`cogs/watch.py`), not built per run.
-        SourceSpec(
-            "discord",
-            "Discord",
-            people=True,
-            configured=lambda c: bool(c.watch_channels),
-            chat=True,
-        ),
-        SourceSpec(
-            "wandb",
-            "W&B",
-            people=False,
-            configured=lambda c: bool(c.wandb_runs or c.wandb_run_pattern),
-            build="bot.sources.wandb:live_sources",
-        ),
-        SourceSpec("system", "Runscribe", people=False, polled=False),
-        # Pushed to Runscribe (`POST /hooks/alertmanager`), never polled: the cluster's own alerts.
-        SourceSpec("alertmanager", "Alertmanager", people=False, polled=False),
-    )
-)
+    def declared(self) -> dict[tuple[str, str], DeclaredData]:
+        """Every (source, kind) that carries data, and its type."""
+        found: dict[tuple[str, str], DeclaredData] = {}
+        for spec in self:
+            chat = (ConversationData,) if spec.chat else ()
+            for data in (*spec.data, *chat):
+                for kind in data.KINDS:
+                    found.setdefault((spec.name, kind), data)
+        return found
 
 
 TAGS: tuple[str, ...] = (
@@ -226,7 +229,7 @@ class Event:
     enriched_by: str | None = None  # "rules" or "llm:<prompt>@<hash>"
     id: int | None = None  # database id once stored
     # its source's own data, as the JSON the store keeps: what its (source, kind) declares
-    # (`EVENT_DATA`), read through that type (`WandbState.of(event)`), never by key
+    # (`SourceSpec.data`), read through that type (`WandbState.of(event)`), never by key
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -255,7 +258,7 @@ RESTART_KINDS = (NEW_RUN, RESTORE)
 
 class BadEventData(ValueError):
     """An event's data (`Event.extra`) that does not match what its (source, kind) declares
-    (`EVENT_DATA`). Raised where it is written (the store refuses the event) and where it is
+    (`SourceSpec.data`). Raised where it is written (the store refuses the event) and where it is
     read; the message names the source, the kind and the key."""
 
 
@@ -273,6 +276,8 @@ class Restart:
     `at` is when it happened (the first step logged after a restore; a new run's creation);
     `stopped_at` the last step logged before the interruption, `resumed_at` the first one
     after (None while the new run has logged nothing)."""
+
+    KINDS: ClassVar[tuple[str, ...]] = ("restart",)  # the event kind it is the data of
 
     at: datetime
     kind: str  # NEW_RUN | RESTORE
@@ -402,11 +407,12 @@ class Restart:
 
     @classmethod
     def validate(cls, event: Event) -> Restart:
-        """The restart an event about to be written carries, read strictly (`EVENT_DATA`)."""
+        """The restart an event about to be written carries, read strictly (`SourceSpec.data`)."""
         try:
             return cls.from_json(event.at, event.extra, strict=True)
         except BadRestart as exc:
-            raise BadRestart(f"wandb restart event {event.external_id!r}: {exc}") from None
+            where = f"{event.source} {event.kind} event {event.external_id!r}"
+            raise BadRestart(f"{where}: {exc}") from None
 
 
 #: The keys `Restart.to_json` writes.
@@ -457,12 +463,11 @@ class EventData:
     through `check_event_data` before every write. Readers in other parts use the fields, never
     `extra.get("…")`: a renamed key fails `mypy` and the store's check, not a reader's blank.
 
-    A subclass names its `SOURCE` and `KINDS`, and which keys are written only while set
+    A subclass names its event `KINDS`, and which keys are written only while set
     (`SPARSE`: left out when None). Field types: str, int, float, bool, datetime (ISO text,
     written by `time_text`), tuple[str, ...] (a JSON list), dict[str, str], each optionally
     `| None`."""
 
-    SOURCE: ClassVar[str] = ""
     KINDS: ClassVar[tuple[str, ...]] = ()
     SPARSE: ClassVar[frozenset[str]] = frozenset()
 
@@ -488,7 +493,7 @@ class EventData:
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, strict: bool = False, where: str = "") -> Self:
         """The typed data of a JSON object; `where` names the event in an error."""
-        where = where or f"{cls.SOURCE} {'/'.join(cls.KINDS)} data"
+        where = where or f"{cls.__name__} data"
         if not isinstance(data, Mapping):
             raise BadEventData(f"{where}: its data must be a JSON object, not {data!r}")
         codecs = _codecs(cls)
@@ -523,8 +528,8 @@ class EventData:
     @classmethod
     def _where(cls, event: Event) -> str:
         where = f"{event.source} {event.kind} event {event.external_id!r}"
-        if event.source != cls.SOURCE or event.kind not in cls.KINDS:
-            raise BadEventData(f"{where} is not of {cls.SOURCE} kind {'/'.join(cls.KINDS)}")
+        if SOURCE_SPECS.data_of(event.source, event.kind) is not cls:
+            raise BadEventData(f"{where} does not carry {cls.__name__}")
         return where
 
 
@@ -611,7 +616,6 @@ def _aware(value: Any) -> datetime:
 class GithubThread(EventData):
     """A GitHub issue or pull request (its description event)."""
 
-    SOURCE = "github"
     KINDS = ("issue", "pull")
     SPARSE = frozenset({"author_association"})
 
@@ -625,7 +629,6 @@ class GithubComment(EventData):
     """A comment in a GitHub thread: the thread it is in (title, its prefix, labels, issue or
     pull), as far as the source knew it, and its author's standing in the repository."""
 
-    SOURCE = "github"
     KINDS = ("comment",)
     SPARSE = frozenset(
         {"thread_title", "thread_prefix", "thread_labels", "thread_kind", "author_association"}
@@ -658,7 +661,6 @@ class GithubReview(GithubComment):
 class WandbState(EventData):
     """A W&B run's state change, as the monitor saw it."""
 
-    SOURCE = "wandb"
     KINDS = ("state",)
 
     wandb_run: str | None = None  # entity/project/run_id
@@ -678,15 +680,7 @@ class ConversationData(EventData):
     """A burst of chat messages in one channel told as one event (`bot.enrich.conversations`):
     Discord's, and any source registered with `chat` (`SourceSpec.chat`)."""
 
-    SOURCE = "discord"
     KINDS = ("conversation",)
-
-    @classmethod
-    def _where(cls, event: Event) -> str:
-        where = f"{event.source} {event.kind} event {event.external_id!r}"
-        if not SOURCE_SPECS.is_chat(event.source) or event.kind not in cls.KINDS:
-            raise BadEventData(f"{where} is not a chat source's conversation")
-        return where
 
     messages: tuple[str, ...] = ()  # the members' external ids, oldest first
     count: int = 2  # how many messages
@@ -701,7 +695,6 @@ class ConversationData(EventData):
 class AlertData(EventData):
     """An Alertmanager alert (`bot.hooks.alertmanager`): what it is and where it fired."""
 
-    SOURCE = "alertmanager"
     KINDS = ("alert",)
     SPARSE = frozenset({"ends_at"})
 
@@ -715,33 +708,47 @@ class AlertData(EventData):
     ends_at: datetime | None = None  # when resolved
 
 
-#: The declared data of each (source, kind) that has any, by its strict reader. An event of any
-#: other (source, kind) carries none.
-EVENT_DATA: dict[tuple[str, str], Callable[[Event], object]] = {
-    ("wandb", "restart"): Restart.validate,
-    **{
-        (data.SOURCE, kind): data.validate
-        for data in (
-            GithubThread,
-            GithubComment,
-            GithubReview,
-            WandbState,
-            ConversationData,
-            AlertData,
-        )
-        for kind in data.KINDS
-    },
-}
+#: The one registration of every source. Everything else derives from it.
+SOURCE_SPECS = SourceRegistry(
+    (
+        SourceSpec(
+            "github",
+            "GitHub",
+            people=True,
+            configured=lambda c: bool(c.github_repo),
+            build="bot.sources.github:live_sources",
+            data=(GithubThread, GithubComment, GithubReview),
+        ),
+        # Fed by the bot's channel listener (`cogs/watch.py`), not built per run.
+        SourceSpec(
+            "discord",
+            "Discord",
+            people=True,
+            configured=lambda c: bool(c.watch_channels),
+            chat=True,
+        ),
+        SourceSpec(
+            "wandb",
+            "W&B",
+            people=False,
+            configured=lambda c: bool(c.wandb_runs or c.wandb_run_pattern),
+            build="bot.sources.wandb:live_sources",
+            data=(WandbState, Restart),
+        ),
+        SourceSpec("system", "Runscribe", people=False, polled=False),
+        # Pushed to Runscribe (`POST /hooks/alertmanager`), never polled: the cluster's own alerts.
+        SourceSpec("alertmanager", "Alertmanager", people=False, polled=False, data=(AlertData,)),
+    )
+)
 
 
 def check_event_data(event: Event) -> None:
-    """Refuse an event whose data is not what its (source, kind) declares (`BadEventData`,
-    naming the kind and the key). The store calls it before it writes an event."""
-    validate = EVENT_DATA.get((event.source, event.kind))
-    if event.kind in ConversationData.KINDS and SOURCE_SPECS.is_chat(event.source):
-        validate = ConversationData.validate  # every chat source's conversations
-    if validate is not None:
-        validate(event)
+    """Refuse an event whose data is not what its source's registration declares for its kind
+    (`SourceSpec.data`): `BadEventData`, naming the kind and the key. The store calls it before
+    it writes an event."""
+    data = SOURCE_SPECS.data_of(event.source, event.kind)
+    if data is not None:
+        data.validate(event)
     elif event.extra:
         raise BadEventData(
             f"{event.source} {event.kind} event {event.external_id!r}: no data is declared "

@@ -1,4 +1,5 @@
-"""Each source's event data (`Event.extra`) is a declared type (`bot.models.EVENT_DATA`): what
+"""Each source's event data (`Event.extra`) is a declared type, named by its registration
+(`SourceSpec.data`; a chat source's conversations are `ConversationData`): what
 the sources write reads back as that type and writes the same JSON again (the on-disk format is
 unchanged), a bad write is refused by the store with one line naming the kind and the key, rows
 an older version wrote still read, and no reader outside `bot.models` picks keys out of the
@@ -17,7 +18,7 @@ from bot.enrich.context import ThreadContext
 from bot.enrich.conversations import burst_bounds, conversation_of
 from bot.hooks.alertmanager import alert_event, parse_message
 from bot.models import (
-    EVENT_DATA,
+    SOURCE_SPECS,
     AlertData,
     BadEventData,
     BadRestart,
@@ -28,6 +29,7 @@ from bot.models import (
     GithubThread,
     Restart,
     RunInfo,
+    SourceSpec,
     WandbState,
     check_event_data,
 )
@@ -124,7 +126,7 @@ def _written() -> list[tuple[Event, type[Any]]]:
 
 def test_every_declared_kind_has_a_writer_here() -> None:
     kinds = {(event.source, event.kind) for event, _ in _written()}
-    assert kinds == set(EVENT_DATA)
+    assert kinds == set(SOURCE_SPECS.declared())
 
 
 @pytest.mark.parametrize(("event", "data"), _written(), ids=lambda v: getattr(v, "external_id", ""))
@@ -162,7 +164,7 @@ def test_the_typed_fields_say_what_the_json_said() -> None:
 def test_reading_the_wrong_kind_says_so() -> None:
     event = Event("hero", "wandb", "state:x", "state", AT, extra={"to_state": "running"})
     with pytest.raises(
-        BadEventData, match=r"^wandb state event 'state:x' is not of alertmanager kind alert$"
+        BadEventData, match=r"^wandb state event 'state:x' does not carry AlertData$"
     ):
         AlertData.of(event)
 
@@ -282,3 +284,29 @@ def test_no_reader_outside_the_models_picks_a_key_out_of_extra() -> None:
             if picked:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert found == []
+
+
+def test_a_new_source_declares_its_data_in_its_one_registration() -> None:
+    """A source registered with `data` has its events' data checked and read by that type; a
+    chat source's conversations carry `ConversationData` without saying so."""
+    spec = SOURCE_SPECS.register(
+        SourceSpec("matrix", "Matrix", people=True, polled=False, chat=True, data=(AlertData,))
+    )
+    try:
+        alert = Event("hero", "matrix", "alert:1", "alert", AT, extra={"fingerprint": "f"})
+        assert AlertData.of(alert).fingerprint == "f"
+        assert SOURCE_SPECS.data_of("matrix", "conversation") is ConversationData
+        assert SOURCE_SPECS.data_of("matrix", "message") is None
+        with pytest.raises(BadEventData, match=r"^matrix alert event 'alert:2': unknown key 'x'$"):
+            check_event_data(Event("hero", "matrix", "alert:2", "alert", AT, extra={"x": 1}))
+        with pytest.raises(BadEventData, match=r"'conv:1': key 'count' must be an integer"):
+            check_event_data(
+                Event("hero", "matrix", "conv:1", "conversation", AT, extra={"count": "2"})
+            )
+    finally:
+        SOURCE_SPECS.unregister(spec.name)
+
+
+def test_two_data_types_cannot_declare_one_kind() -> None:
+    with pytest.raises(ValueError, match="two data types declare one kind"):
+        SourceSpec("twice", "Twice", people=False, data=(GithubComment, GithubComment))

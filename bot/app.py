@@ -56,7 +56,7 @@ from bot.outbox.poster import (
 )
 from bot.pipeline import FAMILIES, THREADS, WANDB
 from bot.render.cards import Card, TimeStyle
-from bot.render.chart import ChartCache
+from bot.render.chart import REDRAW_EVERY, ChartCache
 from bot.render.drawer import IDLE_SECONDS, ChartDrawer
 from bot.render.stamps import render_card_stamps, render_stamps
 from bot.services.commands import commands_changed, commands_published
@@ -313,9 +313,11 @@ class RunscribeBot(commands.Bot):
         self.chart_cache = ChartCache()
         # Charts are drawn in a child process that ends when idle: matplotlib's memory never
         # stays in the bot after a run goes quiet. While a run logs, its chart is redrawn after
-        # W&B rounds (at most once a minute), so the child outlives two poll intervals and a
-        # command never pays its start.
-        self.charts = ChartDrawer(idle=max(IDLE_SECONDS, 2 * self.intervals.poll + 30))
+        # W&B rounds (at most once a minute, so the next redraw comes up to a minute and a poll
+        # later), and the child outlives that gap and two poll intervals: a redraw never pays its
+        # start while the run logs.
+        poll = self.intervals.poll
+        self.charts = ChartDrawer(idle=max(IDLE_SECONDS, 2 * poll + 30, REDRAW_EVERY + poll + 30))
         self._chart_refresh: asyncio.Task[None] | None = None
         self._closing = False
         self._chart_tasks: set[asyncio.Task[bytes | None]] = set()

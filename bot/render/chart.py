@@ -10,6 +10,7 @@ data version (`ChartCache`). matplotlib is imported on the first draw."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import logging
 import math
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 _now = time.monotonic
 
+#: Seconds between two redraws of a run's chart at most, however often its points arrive.
+REDRAW_EVERY = 60.0
 #: How wide Discord shows an embed's image, and the figure's size at its nominal 100 dpi: the
 #: two are equal, so a font size in points is its size as read in Discord.
 DISPLAY_WIDTH_PX = 400
@@ -325,7 +328,11 @@ class ChartCache:
       nothing and gives None to everyone waiting on it."""
 
     def __init__(
-        self, size: int = 16, *, min_interval: float = 60.0, clock: Callable[[], float] = _now
+        self,
+        size: int = 16,
+        *,
+        min_interval: float = REDRAW_EVERY,
+        clock: Callable[[], float] = _now,
     ):
         self._items: OrderedDict[str, tuple[str, float, bytes]] = OrderedDict()
         self._size = size
@@ -416,6 +423,7 @@ class ChartCache:
         try:
             async with self._one_render:
                 self.draws += 1
+                started = _now()
                 png = await draw()
         except BaseException as exc:
             if not future.done():
@@ -428,6 +436,16 @@ class ChartCache:
             self._drawing.pop(slug, None)
         if png is not None:
             self.put(slug, version, png)
+            # One line a minute at most per active run: when a chart became the newest, and
+            # which (its digest: what a reader, or bench_charts.py, matches an attachment to).
+            log.info(
+                "chart of %s drawn at version %s in %.0f ms (%d bytes, sha256 %s)",
+                slug,
+                version,
+                (_now() - started) * 1000,
+                len(png),
+                hashlib.sha256(png).hexdigest()[:16],
+            )
         if not future.done():
             future.set_result(png)
 

@@ -16,7 +16,7 @@ import pytest
 
 from bot.errors import UserFacingError
 from bot.models import MetricPoint
-from bot.render.chart import ChartCache
+from bot.render.chart import REDRAW_EVERY, ChartCache
 from tests.bot.conftest import Seed, StartBot
 from tests.fakes.discord import FakeDiscord, Interaction
 from tests.waiting import PATIENCE
@@ -157,8 +157,10 @@ async def test_a_wandb_round_with_new_points_redraws_the_chart_without_any_comma
     newer = await _one_more_point(bot, "aurora")
     await bot.poll_family("wandb")  # the round's end schedules the redraw
     await fake.wait_for(lambda: bot.chart_cache.version_of("aurora") == newer, within=PATIENCE)
-    # and the chart process stays up between rounds: it outlives two poll intervals
+    # and the chart process stays up between redraws: it outlives two poll intervals, and the
+    # longest gap between two redraws (the cache's minute plus the round that comes after it)
     assert bot.charts.idle >= 2 * bot.intervals.poll
+    assert bot.charts.idle > REDRAW_EVERY + bot.intervals.poll
     record = await fake.slash("status", [option("run", "aurora")])
     await final_message(fake, record)
     assert [name for name, _ in record.files] == ["chart.png"]

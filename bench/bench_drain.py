@@ -8,6 +8,11 @@ drain, then the loop's 2 s interval while anything is left). Reports, medians of
 - the same posts without faults (the baseline of this machine),
 - the storm's delivery time against the sum of its `retry_after` values (goal: under 2×),
 and checks every post arrived once, in order.
+
+The `retry_after` values are SET BY THE FAKE (`--retry-after`, 0.3 s): the storm's time is only
+meaningful as a ratio to their sum. That sum is the comparison: no client that obeys the 429s
+can deliver sooner, so it is the bound a competent implementation is judged against (the bot's
+earlier growing backoff, 137 s, is history, not a baseline).
 """
 
 from __future__ import annotations

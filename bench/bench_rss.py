@@ -21,7 +21,8 @@ Goal: ≤ 200 MB including the W&B helper; after a burst back within 10 % of idl
 `--llm`: with an Anthropic key, against the fake Anthropic server (the SDK is loaded and the
 messages enriched in batches). `--baseline DIR`: the same run with the code in DIR (a checkout
 of an earlier commit, e.g. `git worktree add --detach /tmp/base <commit>`), on the same store,
-printed beside it.
+printed beside it. That baseline is the project's earlier code (history, to show what changed),
+not a competitor; the figure is judged against the goal above.
 """
 
 from __future__ import annotations

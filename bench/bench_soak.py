@@ -16,8 +16,9 @@ messages a second for M minutes, a poll cycle every minute, `/status` and `/time
 minutes; RSS sampled every 30 s, and the slope of the last `--slope-minutes` (least squares,
 MB/min) printed. Goal: ≤ 0.05 MB/min.
 
-`--unbounded`: the same day with the old behaviour (discord.py's 1,000-message cache, every
-`/timeline` pager kept until its timeout), the baseline. `--trace`: the ten allocation sites
+`--unbounded`: the same day with the library's defaults, the baseline a competent engineer
+starts from (discord.py's 1,000-message cache, every `/timeline` pager kept until its view's
+timeout). `--trace`: the ten allocation sites
 that grew most after warm-up (tracemalloc), to find a leak.
 """
 

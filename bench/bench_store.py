@@ -3,6 +3,9 @@
 Reports (median of 20 runs) the time to build the status card and a 7-day timeline from the
 store, and the ingest rate through the real repository. Next to them, in the same process, the
 naive approach: computing status from the whole metric history instead of the trailing window.
+That naive column is the project's early defect, kept as history, not a fair baseline: the fair
+comparison for reading a day of metric points (SQLite thinning the day at read time with a
+`GROUP BY` minute) is in `bench_rates.py`.
 
     python bench/bench_store.py [--events N] [--points N] [--db PATH]
 

@@ -4,15 +4,16 @@
 
 The real process (`python -m bot run`, wrapped by this file's `--serve` so the loop is measured
 from inside) on a copy of a store of `--events` events and 0.4 metric points per event
-(`bench/history.py`, shared with `bench_charts.py`), against the fake Discord and fake GitHub
-(this process's loop), the fake W&B (a thread) and its own web server with the GitHub webhook
+(`bench/history.py`, shared with `bench_charts.py`), plus the last `--recent-days` (1) before
+now at the same density (8,333 events and 3,333 points a day), against the fake Discord and fake
+GitHub (this process's loop), the fake W&B (a thread) and its own web server with the GitHub webhook
 endpoint. The runs file has every feature on: W&B with a watched forecast metric, GitHub with a
 label, a watched channel, alerts, a live status message refreshed every minute, a digest.
 
 Each callback of the bot's loop is measured by the tests' instrument (`tests/slow_callbacks.py`:
 held = wall time less the waits for a CPU, so a busy machine does not make a callback slow); one
 that holds it for `--threshold` or more is recorded with the loop thread's stack, sampled every
-10 ms while it runs. The steps, one at a time, each given the loop to itself for a few seconds:
+5 ms once it has run 10 ms. The steps, one at a time, each with the loop to itself a few seconds:
 
   start (the first rounds, the first chart, the live message), a W&B round with 120 new points,
   5 `/status`, `/timeline` 7 days and all history, `/ask`, `/forecast`, `/incidents list`,
@@ -186,6 +187,23 @@ def where(stacks: list[str]) -> str:
     return "; ".join(f"{frame} ×{n}" for frame, n in seen.most_common(3)) or "(no bot frame)"
 
 
+async def recent_history(db: Path, now: datetime, days: float) -> int:
+    """The stored history ends months ago (`history.py` builds 120 days from 2025-01-01): add the
+    last `days` before `now` at the same density (events, enrichment, points, incidents), so the
+    windows commands and digests read (24 h, 7 days) are as busy as any other. Returns the index
+    of the newest event (its points' steps continue from there)."""
+    from history import EVENTS_PER_SECOND, START, grow
+
+    from bot.store import Database, Store
+
+    newest = int((now - START).total_seconds() * EVENTS_PER_SECOND)
+    async with Database.open(db) as database:
+        await grow(
+            Store(database), newest - int(days * 86400 * EVENTS_PER_SECOND), newest, log=False
+        )
+    return newest
+
+
 ENV_PREFIXES = ("RUNSCRIBE_", "DISCORD_", "GITHUB_", "ANTHROPIC_", "WANDB_")
 
 
@@ -198,13 +216,15 @@ async def drive(args: argparse.Namespace, db: Path, folder: Path) -> list[tuple[
     from tests.fakes.wandb import FakeWandb
 
     steps: list[tuple[str, float, float]] = []
-    wb = FakeWandb().start()
     now = datetime.now(UTC)
-    step = int(args.events * POINTS_PER_EVENT)
+    newest = await recent_history(db, now, args.recent_days)
+    step = int(newest * POINTS_PER_EVENT)
+    wb = FakeWandb().start()
     wb.add_run(WANDB, created_at=now - timedelta(days=120))
-    start = time.time() - 600
-    wb.append_rows(WANDB, [row(step + i + 1, start + i) for i in range(600)])
-    step += 600
+    # 40 minutes of a step a second before the bot starts: more than a forecast's catch-up
+    start = time.time() - 2400
+    wb.append_rows(WANDB, [row(step + i + 1, start + i) for i in range(2400)])
+    step += 2400
     digest_at = (now + timedelta(minutes=4)).strftime("%H:%M")
     config = folder / "runscribe.toml"
     config.write_text(runs_toml(SLUG, WANDB, digest_at))
@@ -368,6 +388,7 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=0.02, help="seconds held")
     parser.add_argument("--poll", type=float, default=30.0, help="RUNSCRIBE_POLL_INTERVAL, s")
     parser.add_argument("--settle", type=float, default=4.0, help="seconds after each step")
+    parser.add_argument("--recent-days", type=float, default=1.0, help="history added before now")
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve is not None:

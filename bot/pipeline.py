@@ -41,25 +41,19 @@ class Enricher(Protocol):
         ...
 
 
-# Events the rules enrich between two turns of the event loop (a backlog of thousands must not
-# hold the loop, and with it every command's acknowledgement, for seconds).
-RULES_PER_TURN = 20
-
-
 class RulesEnricher:
-    """The deterministic path every install has."""
+    """The deterministic path every install has. The rules are CPU work (markdown parsing,
+    pattern matching: ~2 ms an event, a long report more), so a batch is enriched in a worker
+    thread: a backlog never holds the event loop, and with it every command's answer."""
 
     name = "rules"
 
     async def enrich(self, events: Sequence[Event]) -> dict[int, tuple[Enrichment, str]]:
-        out: dict[int, tuple[Enrichment, str]] = {}
-        for n, event in enumerate(events, 1):
-            if event.id is None:
-                continue
-            out[event.id] = (rules_enrichment(event), "rules")
-            if n % RULES_PER_TURN == 0:
-                await asyncio.sleep(0)  # the rules are CPU work: let commands have the loop
-        return out
+        return await asyncio.to_thread(_rules_all, list(events))
+
+
+def _rules_all(events: Sequence[Event], label: str = "rules") -> dict[int, tuple[Enrichment, str]]:
+    return {e.id: (rules_enrichment(e), label) for e in events if e.id is not None}
 
 
 def rules_enrichment(event: Event) -> Enrichment:
@@ -169,29 +163,17 @@ async def _regroup_channel(
     for conversation in existing:
         until = max(until, burst_bounds(conversation)[1] + GAP)
     messages = await store.events.in_thread(slug, thread, since=start, until=until, kind="message")
-    groups = bursts([m for m in messages if not m.deleted])
-    conversations = [conversation_of(group, thread) for group in groups if len(group) > 1]
-    produced = {c.external_id for c in conversations}
     fresh = {e.id for e in pending}
-    members = [m for group in groups if len(group) > 1 for m in group]
-    alone = [
-        group[0].id
-        for group in groups
-        if len(group) == 1
-        and group[0].id is not None
-        and group[0].enriched_by == IN_CONVERSATION
-        and group[0].id not in fresh
-    ]
+    # Grouping, summarising and the rules are CPU work: done in a worker thread.
+    folded = await asyncio.to_thread(_fold, [m for m in messages if not m.deleted], thread, fresh)
+    produced = {c.external_id for c in folded.conversations}
     async with store.transaction():
-        result = await store.events.upsert_many(conversations)
+        result = await store.events.upsert_many(folded.conversations)
         for stale in existing:
             if stale.external_id not in produced:
                 await store.events.mark_deleted(slug, source, stale.external_id)
-        await store.events.requeue(alone)
-        for member in members:
-            if member.id not in fresh and member.enriched_by == IN_CONVERSATION:
-                continue  # folded in before and unchanged since
-            enrichment = rules_enrichment(member)
+        await store.events.requeue(folded.alone)
+        for member, enrichment in folded.members:
             await store.events.set_enrichment(
                 member,
                 summary=enrichment.summary,
@@ -203,6 +185,36 @@ async def _regroup_channel(
                 live_report=enrichment.live_report,
             )
     return len(result.changed)
+
+
+@dataclass(frozen=True, slots=True)
+class _Folded:
+    conversations: list[Event]  # one per burst of more than one message
+    members: list[tuple[Event, Enrichment]]  # messages to (re)fold in, with the rules' reading
+    alone: list[int]  # messages folded in before that are on their own now: enriched again
+
+
+def _fold(messages: Sequence[Event], thread: str, fresh: set[int | None]) -> _Folded:
+    """A channel's messages grouped into bursts and conversations (pure: no store)."""
+    groups = bursts(messages)
+    members = [
+        (m, rules_enrichment(m))
+        for group in groups
+        if len(group) > 1
+        for m in group
+        # a member folded in before and unchanged since keeps its enrichment
+        if m.id in fresh or m.enriched_by != IN_CONVERSATION
+    ]
+    alone = [
+        group[0].id
+        for group in groups
+        if len(group) == 1
+        and group[0].id is not None
+        and group[0].enriched_by == IN_CONVERSATION
+        and group[0].id not in fresh
+    ]
+    conversations = [conversation_of(group, thread) for group in groups if len(group) > 1]
+    return _Folded(conversations, members, alone)
 
 
 def waiting_since(event: Event) -> datetime:
@@ -229,6 +241,12 @@ def ready(event: Event, now: datetime) -> bool:
     if event.deleted or not chat_burst(event):
         return True
     return settled(*burst_bounds(event), now) or urgent(event)
+
+
+async def ready_ones(events: Sequence[Event], now: datetime) -> list[Event]:
+    """The events `ready` at `now`, judged in a worker thread (`ready` may read a message with the
+    rules, which is CPU work)."""
+    return await asyncio.to_thread(lambda: [e for e in events if ready(e, now)])
 
 
 async def enrich_pending(
@@ -265,7 +283,7 @@ async def enrich_pending(
         if budget is not None and budget.spent:
             return done
         queued = await store.events.pending_enrichment(run_slug, limit=batch)
-        pending = queued if now is None else [e for e in queued if ready(e, now)]
+        pending = queued if now is None else await ready_ones(queued, now)
         if not pending and not offered:
             return done
         machine = [e for e in pending if from_facts(e)]
@@ -281,9 +299,7 @@ async def enrich_pending(
                 len(texts),
                 retry,
             )
-            for event in texts:
-                if event.id is not None:
-                    results[event.id] = (rules_enrichment(event), retry)
+            results.update(await asyncio.to_thread(_rules_all, texts, retry))
         wrote = 0
         async with store.transaction():
             for event in pending:
@@ -439,7 +455,7 @@ async def enrichment_due(
         return True
     # Twice the batch: bursts still going on are queued too (a few per watched channel).
     pending = await store.events.pending_enrichment(limit=2 * gather.batch)
-    texts = [e for e in pending if not from_facts(e) and ready(e, now)]
+    texts = await ready_ones([e for e in pending if not from_facts(e)], now)
     texts += offer
     if not texts:
         return False
@@ -447,7 +463,7 @@ async def enrichment_due(
         return True
     if now - min(waiting_since(e) for e in texts) >= gather.window:
         return True
-    return not reports_wait and any(urgent(e) for e in texts)
+    return not reports_wait and await asyncio.to_thread(lambda: any(urgent(e) for e in texts))
 
 
 async def gathered_round(
@@ -480,18 +496,19 @@ async def flag_reports(store: Store, now: datetime, label: str, *, limit: int) -
     """Give the queued live incident reports (`urgent`) the rules' enrichment now, labelled
     `label` so the LLM is offered them with the next batch."""
     pending = await store.events.pending_enrichment(limit=limit)
-    reports = []
-    for n, event in enumerate(pending, 1):
-        if ready(event, now) and urgent(event):
-            reports.append(event)
-        if n % RULES_PER_TURN == 0:
-            await asyncio.sleep(0)  # the rules are CPU work: let commands have the loop
+    # the rules are CPU work: read in a worker thread, never on the event loop
+    reports = await asyncio.to_thread(_urgent_reports, pending, now)
     written = 0
     if reports:
         async with store.transaction():
-            for event in reports:
-                written += await _write(store, event, rules_enrichment(event), label)
+            for event, enrichment in reports:
+                written += await _write(store, event, enrichment, label)
     return written
+
+
+def _urgent_reports(events: Sequence[Event], now: datetime) -> list[tuple[Event, Enrichment]]:
+    """The ready live incident reports among `events`, with the rules' enrichment of each."""
+    return [(e, rules_enrichment(e)) for e in events if ready(e, now) and urgent(e)]
 
 
 async def enrich_facts(store: Store) -> int:

@@ -8,6 +8,7 @@ points instead of replaying the whole history: old drifts are history, not alert
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -54,7 +55,9 @@ async def advance_forecasts(
                 cursor = jump
                 rows = await store.series.after(run.slug, config.metric, cursor, BATCH)
         while rows:
-            tracker.update([point for _, point in rows], chain)
+            # CPU work (a refit every few points: a catch-up of 2,000 points is ~100 ms), so it
+            # runs in a worker thread, never on the event loop; the tracker is this call's own.
+            await asyncio.to_thread(tracker.update, [point for _, point in rows], chain)
             cursor = rows[-1][0]
             if len(rows) < BATCH:
                 break

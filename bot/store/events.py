@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sqlite3
@@ -48,6 +49,22 @@ def _live_report(row: aiosqlite.Row) -> bool:
         return bool(row["live_report"])
     except IndexError:  # a database read before migration 0018 (the flag meant a live report)
         return bool(row["incident"])
+
+
+#: Rows turned into events on the event loop at most; more are turned in a worker thread (~40 µs a
+#: row: a 500-entry timeline would otherwise hold the loop for 20 ms).
+ROWS_ON_LOOP = 100
+
+
+async def events_from_rows(rows: Sequence[aiosqlite.Row]) -> list[Event]:
+    """`event_from_row` over `rows`, off the event loop when there are many."""
+    if len(rows) <= ROWS_ON_LOOP:
+        return [event_from_row(row) for row in rows]
+    return await asyncio.to_thread(_events_from_rows, rows)
+
+
+def _events_from_rows(rows: Sequence[aiosqlite.Row]) -> list[Event]:
+    return [event_from_row(row) for row in rows]
 
 
 def event_from_row(row: aiosqlite.Row) -> Event:
@@ -283,7 +300,7 @@ class EventsRepo:
                     params.append(value)
             sql += " ORDER BY at LIMIT ?"
             params.append(limit)
-            found += [event_from_row(row) for row in await self.db.fetchall(sql, params)]
+            found += await events_from_rows(await self.db.fetchall(sql, params))
         if len(slugs) > 1:
             found.sort(key=lambda e: e.at)
         return found[:limit]
@@ -307,7 +324,7 @@ class EventsRepo:
                 "AND enriched_hash = content_hash ORDER BY at DESC LIMIT ?",
                 [slug, *params, limit],
             )
-            found += [event_from_row(row) for row in rows]
+            found += await events_from_rows(rows)
         if len(slugs) > 1:
             found.sort(key=lambda e: e.at, reverse=True)
         return found[:limit]
@@ -402,7 +419,7 @@ class EventsRepo:
             sql += " AND newsworthy = 1"
         sql += " ORDER BY at DESC, id DESC LIMIT ? OFFSET ?"
         params.extend([limit, offset])
-        return [event_from_row(row) for row in await self.db.fetchall(sql, params)]
+        return await events_from_rows(await self.db.fetchall(sql, params))
 
     async def alert_names(self, run_slug: str) -> list[str]:
         """The names of the Alertmanager alerts a run has received (they are incident kinds a
@@ -444,7 +461,7 @@ class EventsRepo:
             sql += " AND kind = ?"
             params.append(kind)
         rows = await self.db.fetchall(sql + " ORDER BY at", params)
-        return [event_from_row(row) for row in rows]
+        return await events_from_rows(rows)
 
     async def conversation_before(self, run_slug: str, thread: str, at: datetime) -> Event | None:
         """The channel's latest conversation that started at or before `at` (migration 0012
@@ -468,7 +485,7 @@ class EventsRepo:
             "AND at >= ? AND at <= ? AND deleted = 0 ORDER BY at, id",
             (run_slug, thread, to_db(since), to_db(until)),
         )
-        return [event_from_row(row) for row in rows]
+        return await events_from_rows(rows)
 
     async def requeue(self, event_ids: Sequence[int]) -> int:
         """Clear the enrichment of these events so they are enriched again (a message that was
@@ -503,7 +520,7 @@ class EventsRepo:
             "ORDER BY at DESC, id DESC LIMIT ?",
             [*params, kind, limit],
         )
-        return [event_from_row(row) for row in reversed(rows)]
+        return await events_from_rows(list(reversed(rows)))
 
     async def restarts(
         self,

@@ -20,12 +20,12 @@ p50 / p95 / max, how many were acknowledged within Discord's 3 s; how many `/sta
 carried a chart, and whether it was the newest *finished* chart: each chart the bot finishes
 is logged with its digest (`ChartCache`), and a reply is current when its chart is the newest
 finished before the interaction arrived (or one finished while it was being answered). Also the
-bot's CPU (its process and children) and the machine's load average over the run. Goal
-(issue 28.2): `/status` final p95 ≤ 400 ms.
+bot's CPU (its process and children) and the machine's load average over the run. Goal:
+`/status` final p95 ≤ 400 ms.
 
-Baseline: none in the same run: the comparison is the issue's figure for the code before
-background redraws (a chart redrawn by the `/status` that found it stale, the chart process
-ended after 10 s idle): final p50 1.0–1.6 s on an active run.
+Baseline: none in the same run. The comparison is the independent reproduction's figure for
+the code before background redraws (a chart redrawn by the `/status` that found it stale, the
+chart process ended after 10 s idle): final p50 1.0–1.6 s on an active run.
 """
 
 from __future__ import annotations

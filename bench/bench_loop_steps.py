@@ -22,7 +22,7 @@ that holds it for `--threshold` or more is recorded with the loop thread's stack
   of the background loops (narrative, live status, digest schedule).
 
 Reported per step: each callback over the threshold, its held and CPU ms, and where the loop
-thread was (the innermost frames of bot/ and cogs/ most often sampled). Goal (issue 28.7): none
+thread was (the innermost frames of bot/ and cogs/ most often sampled). Goal: none
 over 20 ms. There is no baseline: the figure is the list.
 """
 

@@ -1,4 +1,4 @@
-"""CPU-bound steps run in worker threads, never on the event loop (issue 28.7): the rules'
+"""CPU-bound steps run in worker threads, never on the event loop: the rules'
 enrichment (and the `ready` check that reads a message with them), folding a channel's bursts,
 a forecast tracker's update, and turning many stored rows into events. Each test records, with
 the real function wrapped, which thread ran it; none of them measures a time. How long

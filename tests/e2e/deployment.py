@@ -37,7 +37,11 @@ from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb
 from tests.slow_callbacks import no_slow_callbacks
+from tests.sources.test_wandb import wandb_env
 from tests.waiting import PATIENCE, until
+
+# the W&B environment fixture is the W&B source tests' own (wandb-core quiet, one retry)
+__all__ = ["wandb_env"]
 
 ALERTS = 1_300_000_000_000_000_001
 FIRST = "ent/proj/hero-1"
@@ -48,26 +52,6 @@ MARKER = "\u2063"  # the outbox's invisible dedup marker starts here
 
 
 # --- fixtures -----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def wandb_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """wandb's files in a temp dir; wandb-core gives up on a failing server after one retry."""
-    root = tmp_path_factory.mktemp("wandb")
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in {
-            "WANDB_DIR": str(root),
-            "WANDB_CACHE_DIR": str(root / "cache"),
-            "WANDB_CONFIG_DIR": str(root / "config"),
-            "WANDB_DATA_DIR": str(root / "data"),
-            "WANDB_SILENT": "true",
-            "WANDB_ERROR_REPORTING": "false",
-            "WANDB__GRAPHQL_RETRY_MAX": "1",
-            "WANDB__GRAPHQL_RETRY_WAIT_MIN_SECONDS": "0.1",
-            "WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS": "0.2",
-        }.items():
-            patch.setenv(name, value)
-        yield root
 
 
 @pytest.fixture(scope="module")
@@ -360,15 +344,22 @@ async def watched_discord(clean_env: None) -> AsyncIterator[FakeDiscord]:
         yield server
 
 
-async def run_cli(settings: Settings, cwd: Path, *args: str) -> dict[str, Any]:
-    """The real CLI as a process on the deployment's database; its JSON output."""
+async def cli(settings: Settings, cwd: Path, *args: str) -> tuple[int, str, str]:
+    """The real CLI as a process on the deployment's database: exit code, stdout, stderr."""
     env = {**os.environ, "RUNSCRIBE_DB": str(settings.runscribe_db)}
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", *args, cwd=cwd, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(process.communicate(), PATIENCE)
-    assert process.returncode == 0, err.decode()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def run_cli(settings: Settings, cwd: Path, *args: str) -> dict[str, Any]:
+    """The real CLI's JSON output (it must succeed)."""
+    code, out, err = await cli(settings, cwd, *args)
+    assert code == 0, err
     result: dict[str, Any] = json.loads(out)
     return result
 

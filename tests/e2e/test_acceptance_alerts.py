@@ -37,6 +37,7 @@ from tests.e2e.deployment import (
     SimClock,
     assert_head_resolved,
     assert_thread_closed,
+    cli,
     crash,
     deployed,
     full_text,
@@ -98,20 +99,6 @@ async def answer(
         return record.followups[0] if record.followups else record.original or {}
     assert record.original is not None
     return record.original
-
-
-async def cli(settings: Any, cwd: Path, *args: str) -> tuple[int, str, str]:
-    import os
-    import sys
-
-    env = {**os.environ, "RUNSCRIBE_DB": str(settings.runscribe_db)}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", *args, cwd=cwd, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), PATIENCE)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
 
 
 async def stored(d: Deployment, message: dict[str, Any]) -> None:

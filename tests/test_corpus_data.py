@@ -91,7 +91,7 @@ def _row_problems(row: dict[str, Any]) -> list[str]:
         if not isinstance(row[flag], bool):
             out.append(f"{rid}: {flag} is not a bool")
     # The live report and its kind travel together; a live report is about its incident, and
-    # the incident tag means exactly "about a specific incident" (DESIGN.md, issue 22).
+    # the incident tag means exactly "about a specific incident" (DESIGN.md).
     if row["live_report"] != (row["incident_kind"] is not None):
         out.append(f"{rid}: incident_kind must be set iff live_report")
     if row["live_report"] and not row["incident"]:

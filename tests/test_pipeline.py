@@ -118,7 +118,7 @@ async def test_conversation_summary_is_what_was_said(store: Store, now: datetime
     await enrich_pending(store)
     conversation = await store.events.get_by_external("hero", "discord", "conv:1")
     assert conversation is not None and conversation.summary is not None
-    # what was said, each author credited for their part (issue 21, item 4)
+    # what was said, each author credited for their part
     assert conversation.summary == (
         "ana: Loss spiked to 4.1 at step 9,100 but came back within 50 steps; "
         "bo: Probably the bad shard again"

@@ -203,7 +203,7 @@ async def test_resumed_reads_back_what_the_gateway_never_delivered(
 async def test_read_back_reads_until_it_meets_stored_history_not_a_fixed_count(
     start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed
 ) -> None:
-    """600 messages while the bot was down (issue #25: 500 were stored, one lost for good): all
+    """600 messages while the bot was down (a fixed 500-message cap once lost the rest): all
     are read back, newest first, in six pages; nothing older than a day."""
     general, oncall = watched(seed)
     day_old = snowflake_at(utcnow() - timedelta(hours=25)) + 7

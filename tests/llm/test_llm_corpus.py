@@ -45,7 +45,7 @@ async def test_every_corpus_answer_through_the_real_checks(store: Store, tmp_pat
             f"{request_id} changed: rerun `python -m tests.llm.llm_corpus` and review the answers"
         )
     assert {r.kind for r in scenario.requests} == {"enrich", "narrative", "digest", "ask"}
-    # every enrichment request carries the current date and the run's facts (issue 22.3)
+    # every enrichment request carries the current date and the run's facts
     [enrich] = [r for r in scenario.requests if r.kind == "enrich"]
     assert "Current date: 2026-10-14 16:00 UTC (Wednesday)" in enrich.user
     assert "time zone: America/Los_Angeles" in enrich.user and "total steps: 400,000" in enrich.user

@@ -1,7 +1,7 @@
 """The narrative's request carries the right facts: highlights of the last day first,
 older ones only from threads still open, capped in size; the current W&B run; the last restart's
-cause, what a person reported and its downtime. The digest is cached like the narrative
-(issue 22.5): the same facts, the same answer, no new request."""
+cause, what a person reported and its downtime. The digest is cached like the narrative: the
+same facts, the same answer, no new request."""
 
 from __future__ import annotations
 

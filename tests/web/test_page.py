@@ -133,7 +133,7 @@ async def test_run_page_shows_progress_timeline_and_chart(store: Store, now: dat
     # The chart: two segments (the restore), a restart marker from the stored event, a forecast.
     assert html.count('class="loss"') == 2
     assert "restart at step 500" in html
-    # The forecast curve comes from the runs file's `loss_forecast` (issue 14 adds the key).
+    # The forecast curve comes from the runs file's `loss_forecast`.
     assert html.count('class="fc"') == (1 if "loss_forecast" in RunConfig.model_fields else 0)
 
 

@@ -394,7 +394,7 @@ async def cmd_digest(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
-    runs = load_runs_file(settings.runscribe_config)
+    runs = _load_config(settings)
     database = settings.runscribe_db
     problem = path_problem(database) or await asyncio.to_thread(write_problem, database)
     if problem is not None:
@@ -488,6 +488,10 @@ def _live_status_hints(settings: Settings, runs: RunsFile) -> list[str]:
 
 
 def _load_config(settings: Settings) -> RunsFile:
+    """The runs file, its `[runs.alerts]` judged against every registered detector's
+    thresholds (importing the registry declares them; a bot started by `run` reuses it)."""
+    import bot.incidents.detectors  # noqa: F401
+
     return load_runs_file(settings.runscribe_config)
 
 

@@ -9,18 +9,22 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
+    TypeAdapter,
     ValidationError,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -45,18 +49,145 @@ class MetricKeys(BaseModel):
     loss: str | None = "train/loss"
 
 
-class Thresholds(BaseModel):
-    """Incident detector thresholds (runs file `[runs.alerts]`)."""
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """One tunable of `[runs.alerts]`: its name, default, type and bounds. Declared once, by the
+    detector that reads it (`DetectorSpec.thresholds`); a runs file's value is checked against
+    this declaration (`runs[0].alerts.<name>: Input should be greater than 0 (got -1)`)."""
+
+    name: str
+    default: float
+    integer: bool = False  # a count (whole numbers only), else a float
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
+            raise ValueError(f"threshold {self.name!r}: use a lowercase identifier (stall_minutes)")
+        try:
+            default = TypeAdapter(self.annotation).validate_python(self.default)
+        except ValidationError as exc:
+            problem = exc.errors(include_url=False)[0]["msg"]
+            raise ValueError(f"threshold {self.name!r}: its default: {problem}") from None
+        object.__setattr__(self, "default", default)  # 15 → 15.0 for a float, as a runs file's
+
+    @property
+    def annotation(self) -> Any:
+        bounds = Field(gt=self.gt, ge=self.ge, lt=self.lt, le=self.le)
+        return Annotated[int if self.integer else float, bounds]
+
+
+class ThresholdRegistry:
+    """The declared thresholds, each with its owner (a detector's fingerprint). Filled by the
+    detector registry (`bot.incidents.detectors.DETECTORS`), which declares its detectors'
+    thresholds and then marks the registry `ready`: `[runs.alerts]` is validated against it, so
+    a detector's threshold is tunable per run with no edit here. Engine-wide tunables
+    (`pending_minutes`, `reminder_minutes`) are `Thresholds`' own fields."""
+
+    def __init__(self) -> None:
+        self._declared: dict[str, tuple[str, Threshold]] = {}
+        self._model: type[BaseModel] | None = None
+        self.ready = False
+
+    def declare(self, owner: str, thresholds: Iterable[Threshold]) -> None:
+        thresholds = list(thresholds)
+        for threshold in thresholds:
+            name = threshold.name
+            if name in Thresholds.model_fields or name in self._declared:
+                by = self._declared[name][0] if name in self._declared else "the engine"
+                raise ValueError(f"{owner!r} reuses a threshold name: {name!r} is {by!r}'s")
+        if len({t.name for t in thresholds}) != len(thresholds):
+            raise ValueError(f"{owner!r} declares a threshold twice")
+        self._declared.update((t.name, (owner, t)) for t in thresholds)
+        self._model = None
+
+    def withdraw(self, owner: str) -> None:
+        self._declared = {n: d for n, d in self._declared.items() if d[0] != owner}
+        self._model = None
+
+    def __iter__(self) -> Iterator[Threshold]:
+        return iter([threshold for _, threshold in self._declared.values()])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._declared
+
+    def default(self, name: str) -> float:
+        if name not in self._declared:
+            raise KeyError(f"no detector declares the threshold {name!r}")
+        return self._declared[name][1].default
+
+    def model(self) -> type[BaseModel]:
+        """`[runs.alerts]` as a model: the engine-wide fields and every declared threshold
+        (nothing else), built again after each change."""
+        if self._model is None:
+            fields: dict[str, Any] = {
+                t.name: (t.annotation, t.default) for _, t in self._declared.values()
+            }
+            for name, info in _EngineThresholds.model_fields.items():
+                fields[name] = (info.annotation, info)
+            config = ConfigDict(extra="forbid")
+            self._model = create_model("DeclaredThresholds", __config__=config, **fields)
+        return self._model
+
+
+class _EngineThresholds(BaseModel):
+    """Engine-wide tunables of `[runs.alerts]`, no detector's: how long a condition must last
+    before it alerts (`pending_minutes`) and how often a firing incident is recalled."""
 
     model_config = ConfigDict(extra="forbid")
-    heartbeat_minutes: float = Field(default=15, gt=0)
-    stall_minutes: float = Field(default=20, gt=0)
-    loss_spike_percent: float = Field(default=25, gt=0)
-    loss_spike_points: int = Field(default=3, ge=1)
-    throughput_drop_percent: float = Field(default=25, gt=0, lt=100)
-    throughput_minutes: float = Field(default=30, gt=0)
     pending_minutes: float = Field(default=0, ge=0)
     reminder_minutes: float | None = Field(default=None, gt=0)
+
+
+#: Every detector's declared thresholds (filled by `bot.incidents.detectors.DETECTORS`).
+THRESHOLDS = ThresholdRegistry()
+
+
+class Thresholds(_EngineThresholds):
+    """A run's `[runs.alerts]`: the engine-wide fields, and the values the runs file sets for
+    declared detector thresholds (`THRESHOLDS`); read a detector's with `value(name)`, which
+    falls back to its declared default. Any other key is refused with its path."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _declared(cls, data: Any, handler: ModelWrapValidatorHandler[Thresholds],
+                  info: ValidationInfo) -> Thresholds:  # fmt: skip
+        if not isinstance(data, Mapping):
+            return handler(data)
+        own = {k: v for k, v in data.items() if k in _EngineThresholds.model_fields}
+        tuned = {k: v for k, v in data.items() if k not in own}
+        if info.context == _STORED and not THRESHOLDS.ready:
+            # Nothing to judge them by yet: keep the numbers the store holds as they are.
+            kept = {k: v for k, v in tuned.items() if _number(v)}
+            return handler({**own, **kept})
+        if info.context == _STORED:
+            retired = sorted(k for k in tuned if k not in THRESHOLDS)
+            if retired:
+                log.warning("ignoring stored thresholds no detector declares: %s", retired)
+            tuned = {k: v for k, v in tuned.items() if k in THRESHOLDS}
+        elif tuned and not THRESHOLDS.ready:
+            raise RuntimeError(
+                "[runs.alerts] read before the detectors declared their thresholds: import "
+                "bot.incidents.detectors first (the composition root does)"
+            )
+        checked = THRESHOLDS.model().model_validate({**own, **tuned})
+        values = checked.model_dump(include=set(own) | set(tuned))
+        return handler(values)
+
+    def value(self, name: str) -> float:
+        """A declared threshold's value for this run: the runs file's, else its default."""
+        extra = self.model_extra or {}
+        if name in extra:
+            return extra[name]
+        return THRESHOLDS.default(name)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 class ForecastConfig(BaseModel):

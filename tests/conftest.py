@@ -1,4 +1,6 @@
-"""Shared fixtures: a real SQLite store on disk, and a fixed clock."""
+"""Shared fixtures: a real SQLite store on disk, and a fixed clock. As in `runscribe` itself
+(`cli._load_config`), the detectors are registered before any runs file is read: they declare
+the thresholds `[runs.alerts]` is judged against, whatever order the tests run in."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import bot.incidents.detectors  # noqa: F401  (declares the detectors' thresholds)
 from bot.store import Database, Store
 
 

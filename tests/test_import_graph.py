@@ -296,6 +296,7 @@ ALLOWED: dict[str, set[str]] = {
         "bot.digests",
         "bot.environment",
         "bot.hooks",
+        "bot.incidents",  # the detectors' registry declares `[runs.alerts]` before it is read
         "bot.models",
         "bot.pipeline",
         "bot.render",

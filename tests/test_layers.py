@@ -58,12 +58,15 @@ def test_migrations_are_numbered_without_duplicates() -> None:
 
 
 def test_readme_documents_every_setting() -> None:
+    from bot.runsfile import THRESHOLDS
     from bot.settings import RunConfig, Settings, Thresholds
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     missing = [name.upper() for name in Settings.model_fields if name.upper() not in readme]
     missing += [f"runs.{name}" for name in RunConfig.model_fields if f"`{name}`" not in readme]
-    missing += [f"alerts.{name}" for name in Thresholds.model_fields if f"`{name}`" not in readme]
+    alerts = [*Thresholds.model_fields, *(t.name for t in THRESHOLDS)]  # engine's, detectors'
+    assert "stall_minutes" in alerts
+    missing += [f"alerts.{name}" for name in alerts if f"`{name}`" not in readme]
     example = (ROOT / ".env.example").read_text(encoding="utf-8")
     missing += [
         f".env.example:{n.upper()}" for n in Settings.model_fields if n.upper() not in example

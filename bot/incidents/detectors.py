@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import pairwise
@@ -59,7 +59,7 @@ from bot.models import (
     WandbState,
 )
 from bot.numbers import fmt_int, fmt_percent, fmt_rate, fmt_value
-from bot.runsfile import Thresholds
+from bot.runsfile import THRESHOLDS, Threshold, ThresholdRegistry, Thresholds
 from bot.timeutil import humanize_delta
 
 CRASH = "wandb-state"
@@ -380,7 +380,8 @@ def detect_heartbeat(data: RunData) -> Detection:
     current = data.current
     if current is None or current.state != "running" or current.heartbeat_at is None:
         return Detection()
-    limit = timedelta(minutes=data.thresholds.heartbeat_minutes)
+    minutes = threshold(data, "heartbeat_minutes")
+    limit = timedelta(minutes=minutes)
     age = current.observed_at - current.heartbeat_at
     if age <= limit:
         return Detection(clear_at=current.heartbeat_at)
@@ -395,7 +396,7 @@ def detect_heartbeat(data: RunData) -> Detection:
                 cause=(
                     f"W&B still shows run {name} as running, but its last heartbeat was at "
                     f"{current.heartbeat_at:%Y-%m-%d %H:%M} UTC ({humanize_delta(age)} before the "
-                    f"last check; threshold {fmt_value(data.thresholds.heartbeat_minutes)} min)."
+                    f"last check; threshold {fmt_value(minutes)} min)."
                 ),
                 since=current.heartbeat_at + limit,
                 group=OUTAGE,
@@ -443,7 +444,8 @@ def detect_stall(data: RunData) -> Detection:
     progress_at, step = _last_progress(data, current)
     if progress_at is None:
         return Detection()
-    limit = timedelta(minutes=data.thresholds.stall_minutes)
+    minutes = threshold(data, "stall_minutes")
+    limit = timedelta(minutes=minutes)
     age = current.observed_at - progress_at
     if age <= limit:
         return Detection(clear_at=progress_at)
@@ -458,7 +460,7 @@ def detect_stall(data: RunData) -> Detection:
                 cause=(
                     f"W&B shows run {name} as running, but no training step has been logged since "
                     f"{progress_at:%Y-%m-%d %H:%M} UTC (threshold "
-                    f"{fmt_value(data.thresholds.stall_minutes)} min)."
+                    f"{fmt_value(minutes)} min)."
                 ),
                 since=progress_at + limit,
                 group=OUTAGE,
@@ -497,7 +499,8 @@ def detect_throughput(data: RunData) -> Detection:
         return Detection()
     series = data.series
     ref = series[-1].at
-    window = timedelta(minutes=data.thresholds.throughput_minutes)
+    window = timedelta(minutes=threshold(data, "throughput_minutes"))
+    drop = threshold(data, "throughput_drop_percent")
     start = ref - window
     recent_pts = [p for p in series if p.at >= start]
     recent = list(_segments(recent_pts))
@@ -513,7 +516,7 @@ def detect_throughput(data: RunData) -> Detection:
     if base_hours < MIN_BASELINE.total_seconds() / 3600 or base_rate <= 0:
         return Detection()
     rate, _ = _rate(recent, use_tokens)
-    floor = base_rate * (1 - data.thresholds.throughput_drop_percent / 100)
+    floor = base_rate * (1 - drop / 100)
     if rate >= floor:
         return Detection(clear_at=ref)
     unit = "tokens/h" if use_tokens else "steps/h"
@@ -529,7 +532,7 @@ def detect_throughput(data: RunData) -> Detection:
                 cause=(
                     f"{fmt_rate(rate, unit)} over the last {humanize_delta(window)} against a "
                     f"trailing baseline of {fmt_rate(base_rate, unit)} (alert below "
-                    f"{fmt_percent(100 - data.thresholds.throughput_drop_percent, None)})."
+                    f"{fmt_percent(100 - drop, None)})."
                 ),
                 since=start,
                 facts={"rate": rate, "baseline": base_rate, "unit": unit},
@@ -600,8 +603,9 @@ def detect_nan(data: RunData) -> Detection:
 def detect_spike(data: RunData) -> Detection:
     """Loss more than X % above the median of the trailing points for K consecutive points. The
     trend is frozen during an excursion; one that lasts too long is taken as a new level."""
-    th = data.thresholds
-    factor = 1 + th.loss_spike_percent / 100
+    percent = threshold(data, "loss_spike_percent")
+    points = threshold(data, "loss_spike_points")
+    factor = 1 + percent / 100
     baseline: deque[float] = deque(maxlen=TREND_POINTS)
     run: list[MetricPoint] = []
     trend = 0.0
@@ -622,7 +626,7 @@ def detect_spike(data: RunData) -> Detection:
                     f"{fmt_percent(pct, 0)} above trend"
                 ),
                 cause=(
-                    f"The loss stayed more than {fmt_percent(th.loss_spike_percent, None)} above "
+                    f"The loss stayed more than {fmt_percent(percent, None)} above "
                     f"its trend ({fmt_value(trend)}) for {len(run)} consecutive points from step "
                     f"{fmt_int(run[0].step)}."
                 ),
@@ -644,7 +648,7 @@ def detect_spike(data: RunData) -> Detection:
             trend = median(baseline)
         if trend > 0 and loss > trend * factor:
             run.append(point)
-            if len(run) >= th.loss_spike_points:
+            if len(run) >= points:
                 spiking = True
             if spiking and len(run) > MAX_EXCURSION_POINTS:
                 close(point.at, "The loss settled at a new level.")
@@ -653,7 +657,7 @@ def detect_spike(data: RunData) -> Detection:
                 run, spiking = [], False
             continue
         if spiking:
-            within = fmt_percent(th.loss_spike_percent, None)
+            within = fmt_percent(percent, None)
             close(point.at, f"The loss is back within {within} of its trend "
                   f"({fmt_value(loss)} at step {fmt_int(point.step)}).")  # fmt: skip
         run, spiking = [], False
@@ -906,9 +910,9 @@ class DetectorSpec:
     description: str = ""  # what silencing it covers (the silence's list of conditions)
     #: an incident of it can be what a restart recovered from (not a drift, not the monitor)
     stops_training: bool = True
-    #: its thresholds and their defaults, read with `threshold` (a run's `[runs.alerts]`
-    #: overrides one only where `Thresholds` names it)
-    thresholds: Mapping[str, float] = field(default_factory=dict)
+    #: its thresholds: name, default, type and bounds, read with `threshold(data, name)`; a
+    #: run's `[runs.alerts]` sets any of them (validated against these declarations)
+    thresholds: tuple[Threshold, ...] = ()
 
     def owns(self, fingerprint: str) -> bool:
         if self.family:
@@ -921,23 +925,26 @@ class DetectorRegistry:
     crash first, by start time, reports last). Read on each use, so a detector registered later
     (a test's `register`) is seen everywhere at once."""
 
-    def __init__(self, specs: Iterable[DetectorSpec] = ()):
+    def __init__(
+        self, specs: Iterable[DetectorSpec] = (), thresholds: ThresholdRegistry = THRESHOLDS
+    ):
         self._specs: list[DetectorSpec] = []
+        self.thresholds = thresholds  # where the detectors' thresholds are declared
         for spec in specs:
             self.register(spec)
+        thresholds.ready = True  # `[runs.alerts]` can be judged from here on
 
     def register(self, spec: DetectorSpec) -> DetectorSpec:
         if any(s.owns(spec.fingerprint) or spec.owns(s.fingerprint) for s in self._specs):
             raise ValueError(f"detector {spec.fingerprint!r} overlaps a registered one")
-        taken = {name for s in self._specs for name in s.thresholds}
-        if taken & set(spec.thresholds):
-            raise ValueError(f"detector {spec.fingerprint!r} reuses a threshold name")
+        self.thresholds.declare(spec.fingerprint, spec.thresholds)
         self._specs.append(spec)
         return spec
 
     def unregister(self, fingerprint: str) -> DetectorSpec:
         spec = next(s for s in self._specs if s.fingerprint == fingerprint)
         self._specs.remove(spec)
+        self.thresholds.withdraw(fingerprint)
         return spec
 
     def __iter__(self) -> Iterator[DetectorSpec]:
@@ -965,13 +972,14 @@ DETECTORS = DetectorRegistry(
             detect_heartbeat,
             "wandb",
             inhibited_by_crash=True,
-            hold=lambda th, base: timedelta(minutes=th.heartbeat_minutes) + base,
+            hold=lambda th, base: timedelta(minutes=th.value("heartbeat_minutes")) + base,
             default_resolution="W&B heartbeats are back.",
             words="heartbeat",
             kind="heartbeat",
             kind_words="heartbeat lost",
             rank=2,
             description="no heartbeat from the run",
+            thresholds=(Threshold("heartbeat_minutes", 15, gt=0),),
         ),
         DetectorSpec(
             STALL,
@@ -984,19 +992,24 @@ DETECTORS = DetectorRegistry(
             kind_words="training stalled",
             rank=1,
             description="no new step",
+            thresholds=(Threshold("stall_minutes", 20, gt=0),),
         ),
         DetectorSpec(
             THROUGHPUT,
             detect_throughput,
             "wandb",
             inhibited_by_crash=True,
-            hold=lambda th, base: max(timedelta(minutes=th.throughput_minutes), base),
+            hold=lambda th, base: max(timedelta(minutes=th.value("throughput_minutes")), base),
             default_resolution="Throughput is back to its baseline.",
             words="throughput",
             kind="throughput",
             kind_words="throughput drop",
             rank=5,
             description="throughput drop",
+            thresholds=(
+                Threshold("throughput_drop_percent", 25, gt=0, lt=100),
+                Threshold("throughput_minutes", 30, gt=0),
+            ),
         ),
         DetectorSpec(
             NAN,
@@ -1017,6 +1030,10 @@ DETECTORS = DetectorRegistry(
             kind_words="loss spike",
             rank=4,
             description="loss spike",
+            thresholds=(
+                Threshold("loss_spike_percent", 25, gt=0),
+                Threshold("loss_spike_points", 3, integer=True, ge=1),
+            ),
         ),
         DetectorSpec(
             DRIFT_PREFIX,
@@ -1104,15 +1121,9 @@ def telling_kind(fingerprints: Iterable[str]) -> str | None:
 
 
 def threshold(data: RunData, name: str) -> float:
-    """A detector's threshold for this run: the runs file's `[runs.alerts]` value where
-    `Thresholds` names it, else the default its registration carries."""
-    value = getattr(data.thresholds, name, None)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    for spec in DETECTORS:
-        if name in spec.thresholds:
-            return float(spec.thresholds[name])
-    raise KeyError(f"no detector registers the threshold {name!r}")
+    """A detector's threshold for this run: the runs file's `[runs.alerts]` value, else the
+    default its registration declares."""
+    return data.thresholds.value(name)
 
 
 def spec_for(fingerprint: str) -> DetectorSpec | None:

@@ -179,7 +179,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         progress,
         now,
         wandb_fresh_at=freshness["wandb"],
-        stall_after=timedelta(minutes=run.config.alerts.stall_minutes),
+        stall_after=timedelta(minutes=run.config.alerts.value("stall_minutes")),
         progress_at=progress_at,
     )
     launched = run.launched_at

@@ -8,14 +8,20 @@ Nothing else is touched. Then every surface is asked about them: the live source
 incident engine), `/status`, `/timeline` and `/digest` through discord.py's real command tree,
 the status page and `/healthz`. Each assertion names something only the registration says (the
 label "Matrix", its freshness, its conversation, the detector's title and kind words), so a
-second per-source or per-detector table that the recipe does not name fails here.
+second per-source or per-detector table that the recipe does not name fails here. The detector's
+threshold is declared in its registration only, and a runs file tunes it per run: `[runs.alerts]`
+is judged against what is registered (an unknown key, a bad value: refused with the path).
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,17 +38,19 @@ from bot.incidents.detectors import (
 from bot.models import SOURCE_SPECS, Event, SourceSpec
 from bot.pipeline import run_cycle
 from bot.render.json import status_json
-from bot.runsfile import RunConfig
+from bot.runsfile import ConfigError, RunConfig, Threshold, load_runs_file
+from bot.runtime import record_runs
 from bot.services.narrative import status_with_narrative
 from bot.settings import RunsFile, Settings
 from bot.sources.base import LiveContext, PollResult
 from bot.statuspage import health_report, render_pages
 from bot.store import Store
 from bot.timeutil import utcnow
-from tests.bot.conftest import StartBot
+from tests.bot.conftest import StartBot, with_config
 from tests.bot.test_cogs import final_message
 from tests.fakes.discord import FakeDiscord
 
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE = "matrix"
 LABEL = "Matrix"
 CHANNEL = "#ops-room"
@@ -138,8 +146,10 @@ DETECTOR_SPEC = DetectorSpec(
     kind="ceiling",
     kind_words=KIND_WORDS,
     description="the loss above a fixed ceiling",
-    thresholds={"loss_ceiling": 0.001},  # below any loss the sample logs
+    # below any loss the sample logs; a runs file may set any positive ceiling
+    thresholds=(Threshold("loss_ceiling", 0.001, gt=0),),
 )
+TUNED = 0.0025  # what the recipe's runs file sets
 
 
 @pytest.fixture
@@ -170,6 +180,8 @@ async def test_a_source_and_a_detector_added_by_the_recipe_reach_every_surface(
     runs: RunsFile,
 ) -> None:
     store = seeded_store
+    runs = with_config(runs, alerts={"loss_ceiling": TUNED})  # the run's [runs.alerts]
+    await record_runs(store, runs)
     [run] = runs.runs
     now = utcnow()
 
@@ -194,6 +206,7 @@ async def test_a_source_and_a_detector_added_by_the_recipe_reach_every_surface(
     assert conversation.source == SOURCE and conversation.author == "ana and bo"
     [incident] = [i for i in await store.incidents.find(run.slug, open_only=True)]
     assert incident.fingerprint == CEILING  # the sample's own incidents are resolved
+    assert incident.title == f"{TITLE} ({TUNED:g})"  # judged by the run's own ceiling
 
     # The status report and its JSON: the source's freshness and health, the incident's kind.
     report, narrative = await status_with_narrative(store, run.slug, now)
@@ -203,7 +216,7 @@ async def test_a_source_and_a_detector_added_by_the_recipe_reach_every_surface(
     data = status_json(report, narrative)
     assert [i["kind"] for i in data["open_incidents"]] == ["ceiling"]
 
-    await start_bot()
+    await start_bot(runs_file=runs)
     # /status through the command tree: the label with its freshness, and the incident.
     message = await final_message(fake, await fake.slash("status"))
     [embed] = message["embeds"]
@@ -255,6 +268,103 @@ def test_a_registration_that_does_not_hold_together_is_refused() -> None:
 
 
 def test_two_detectors_never_share_a_threshold(registered: None) -> None:
-    other = DetectorSpec("other", detect_ceiling, "wandb", thresholds={"loss_ceiling": 1})
+    taken = (Threshold("loss_ceiling", 1),)
+    other = DetectorSpec("other", detect_ceiling, "wandb", thresholds=taken)
     with pytest.raises(ValueError, match="threshold name"):
         DETECTORS.register(other)
+    engine = (Threshold("pending_minutes", 1),)  # an engine-wide key is no detector's
+    with pytest.raises(ValueError, match="threshold name"):
+        DETECTORS.register(DetectorSpec("other", detect_ceiling, "wandb", thresholds=engine))
+    assert all(spec.fingerprint != "other" for spec in DETECTORS)
+    with pytest.raises(ValueError, match="its default: Input should be greater than 0"):
+        Threshold("loss_floor", 0, gt=0)
+
+
+RUNS_FILE = """
+[[runs]]
+slug = "hero"
+name = "Hero"
+github_repo = "lab/model"
+
+[runs.alerts]
+"""
+
+
+def _runs_file(tmp_path: Path, alerts: str) -> Path:
+    path = tmp_path / "runscribe.toml"
+    path.write_text(RUNS_FILE + alerts)
+    return path
+
+
+def test_the_runs_file_tunes_the_registered_threshold(registered: None, tmp_path: Path) -> None:
+    runs = load_runs_file(_runs_file(tmp_path, "loss_ceiling = 2.5\nstall_minutes = 5\n"))
+    assert runs.runs[0].alerts.value("loss_ceiling") == 2.5
+    assert runs.runs[0].alerts.value("stall_minutes") == 5  # a built-in detector's, alongside
+    untuned = load_runs_file(_runs_file(tmp_path, ""))
+    assert untuned.runs[0].alerts.value("loss_ceiling") == 0.001  # the registration's default
+
+
+@pytest.mark.parametrize(
+    ("alerts", "problem"),
+    [
+        ("loss_celing = 2.5\n", "runs[0].alerts.loss_celing: unknown key"),
+        (
+            "loss_ceiling = -1\n",
+            "runs[0].alerts.loss_ceiling: Input should be greater than 0 (got -1)",
+        ),
+        (
+            'loss_ceiling = "high"\n',
+            "runs[0].alerts.loss_ceiling: Input should be a valid number",
+        ),
+    ],
+)
+def test_the_runs_file_is_judged_by_the_registration(
+    registered: None, tmp_path: Path, alerts: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_runs_file(_runs_file(tmp_path, alerts))
+    assert [p for p in raised.value.problems if p.startswith(problem)] != [], raised.value.problems
+
+
+def test_an_unregistered_detector_has_no_threshold_to_set(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"runs\[0\]\.alerts\.loss_ceiling: unknown key"):
+        load_runs_file(_runs_file(tmp_path, "loss_ceiling = 2.5\n"))
+
+
+CHECK_CONFIG = f"""
+import sys
+from bot.cli import main
+from bot.incidents.detectors import DETECTORS
+from {__name__} import DETECTOR_SPEC
+DETECTORS.register(DETECTOR_SPEC)
+sys.exit(main(["check-config"]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("alerts", "code", "said"),
+    [
+        ("loss_ceiling = 2.5\n", 0, "1 run(s) OK"),
+        ("loss_ceiling = 0\n", 2, "runs[0].alerts.loss_ceiling: Input should be greater than 0"),
+        ("loss_ceiling_x = 1\n", 2, "runs[0].alerts.loss_ceiling_x: unknown key"),
+    ],
+)
+def test_check_config_judges_the_registered_threshold(
+    tmp_path: Path, alerts: str, code: int, said: str
+) -> None:
+    """`runscribe check-config` in a real process with the dummy detector registered: exit 2
+    and the path for a bad value or an unknown key, like every config error."""
+    path = _runs_file(tmp_path, alerts)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RUNSCRIBE_", "DISCORD_"))}
+    env.update(RUNSCRIBE_CONFIG=str(path), RUNSCRIBE_DB=str(tmp_path / "runscribe.db"))
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK_CONFIG],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == code, done.stderr
+    assert said in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr

@@ -116,6 +116,27 @@ def test_good_file_passes(tmp_path: Path) -> None:
             "runs[1].slug: 'hero' is already used by runs[0]",
         ),
         ('runs = "x"', "runs: Input should be a valid list"),
+        (GOOD + "[runs.alerts]\nstall_minute = 5\n", "runs[0].alerts.stall_minute: unknown key"),
+        (
+            GOOD + "[runs.alerts]\nstall_minutes = 0\n",
+            "runs[0].alerts.stall_minutes: Input should be greater than 0 (got 0)",
+        ),
+        (
+            GOOD + "[runs.alerts]\nthroughput_drop_percent = 100\n",
+            "runs[0].alerts.throughput_drop_percent: Input should be less than 100 (got 100)",
+        ),
+        (
+            GOOD + "[runs.alerts]\nloss_spike_points = 2.5\n",
+            "runs[0].alerts.loss_spike_points: Input should be a valid integer",
+        ),
+        (
+            GOOD + "[runs.alerts]\npending_minutes = -1\n",
+            "runs[0].alerts.pending_minutes: Input should be greater than or equal to 0",
+        ),
+        (
+            GOOD + '[runs.alerts]\nreminder_minutes = "hourly"\n',
+            "runs[0].alerts.reminder_minutes: Input should be a valid number",
+        ),
     ],
 )
 def test_each_problem_is_named_with_its_path(
@@ -125,6 +146,19 @@ def test_each_problem_is_named_with_its_path(
     assert result.returncode == 2
     assert expected in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_every_documented_threshold_is_accepted(tmp_path: Path) -> None:
+    """README's `[runs.alerts]` keys, each set in a real runs file read by a fresh process (the
+    detectors declare their own thresholds: `check-config` must have them declared to judge)."""
+    alerts = (
+        "[runs.alerts]\nheartbeat_minutes = 15\nstall_minutes = 20\nloss_spike_percent = 25\n"
+        "loss_spike_points = 3\nthroughput_drop_percent = 25\nthroughput_minutes = 30\n"
+        "pending_minutes = 0\nreminder_minutes = 60\n"
+    )
+    result = check(tmp_path, GOOD + alerts)
+    assert result.returncode == 0, result.stderr
+    assert "1 run(s) OK" in result.stdout
 
 
 def test_invalid_toml_reports_the_line(tmp_path: Path) -> None:

@@ -63,7 +63,7 @@ async def test_a_run_found_stalled_at_install_is_stalled_on_the_card_and_in_inci
     assert [i.kind for i in report.open_incidents] == ["stall"]  # the card lists the same one
     # the stall is dated from the last step (logged at 6 h - 199 min ago) plus the threshold
     last_step_at = NOW - timedelta(hours=6) + timedelta(minutes=199)
-    stall_after = timedelta(minutes=report.run.config.alerts.stall_minutes)
+    stall_after = timedelta(minutes=report.run.config.alerts.value("stall_minutes"))
     assert incidents[0].started_at == last_step_at + stall_after
 
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+import pytest
+
 from bot.models import RunInfo, RunSnapshot
+from bot.runsfile import THRESHOLDS
 from bot.settings import RunConfig, Thresholds, parse_runs
 from bot.store import Store
 
@@ -25,8 +28,12 @@ async def test_config_is_typed_on_read(store: Store) -> None:
     assert run is not None
     assert isinstance(run.config, RunConfig)
     assert run.config == config
-    assert run.config.alerts.stall_minutes == 45
-    assert run.config.alerts.heartbeat_minutes == Thresholds().heartbeat_minutes
+    assert run.config.alerts.value("stall_minutes") == 45
+    assert (
+        run.config.alerts.value("heartbeat_minutes")
+        == Thresholds().value("heartbeat_minutes")
+        == 15
+    )
     assert run.config.launched_at == T0
 
 
@@ -41,6 +48,47 @@ async def test_invalid_stored_key_falls_back_to_its_default_only(store: Store) -
     assert run.config.alerts == Thresholds()
     assert run.config.alerts_channel == 123456789
     assert run.config.wandb_runs == ["e/p/a", "e/p/b"]
+
+
+async def test_a_config_stored_with_every_threshold_spelled_out_still_loads(store: Store) -> None:
+    """Earlier versions stored all eight `[runs.alerts]` keys (defaults included); they load as
+    the same values, and a key no detector declares any more is dropped, the rest kept."""
+    await store.runs.upsert(RunInfo.from_config(_config()))
+    record = json.loads((await store.db.fetchall("SELECT config FROM runs"))[0][0])
+    record["config"]["alerts"] = {
+        "heartbeat_minutes": 15,
+        "stall_minutes": 45.0,
+        "loss_spike_percent": 25,
+        "loss_spike_points": 4,
+        "throughput_drop_percent": 25,
+        "throughput_minutes": 30,
+        "pending_minutes": 5.0,
+        "reminder_minutes": None,
+        "retired_minutes": 3,
+    }
+    async with store.transaction() as conn:
+        await conn.execute("UPDATE runs SET config = ?", (json.dumps(record),))
+    run = await store.runs.get("hero")
+    assert run is not None
+    alerts = run.config.alerts
+    assert alerts.value("stall_minutes") == 45 and alerts.value("loss_spike_points") == 4
+    assert alerts.pending_minutes == 5 and alerts.reminder_minutes is None
+    assert "retired_minutes" not in (alerts.model_extra or {})
+    with pytest.raises(KeyError, match="retired_minutes"):
+        alerts.value("retired_minutes")
+
+
+def test_a_runs_file_is_not_judged_before_the_detectors_declare_their_thresholds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Read too early, `[runs.alerts]` says so instead of calling a built-in key unknown; a
+    stored config read then keeps its numbers (judged once the detectors are declared)."""
+    monkeypatch.setattr(THRESHOLDS, "ready", False)
+    with pytest.raises(RuntimeError, match=r"import bot\.incidents\.detectors"):
+        _config(alerts={"stall_minutes": 45})
+    assert _config().alerts == Thresholds()  # nothing to judge: read as ever
+    stored = RunConfig.stored({"slug": "hero", "name": "Hero", "alerts": {"stall_minutes": 45}})
+    assert stored.alerts.value("stall_minutes") == 45
 
 
 async def test_run_recorded_by_hand_gets_defaults(store: Store) -> None:

@@ -401,8 +401,8 @@ class Restart:
 
     @classmethod
     def of_event(cls, event: Event) -> Restart:
-        if event.source != "wandb" or event.kind != "restart":
-            raise BadRestart(f"event {event.external_id!r} is not a W&B restart")
+        if SOURCE_SPECS.data_of(event.source, event.kind) is not cls:
+            raise BadRestart(f"event {event.external_id!r} is not a restart")
         return cls.from_json(event.at, event.extra)
 
     @classmethod

@@ -310,3 +310,16 @@ def test_a_new_source_declares_its_data_in_its_one_registration() -> None:
 def test_two_data_types_cannot_declare_one_kind() -> None:
     with pytest.raises(ValueError, match="two data types declare one kind"):
         SourceSpec("twice", "Twice", people=False, data=(GithubComment, GithubComment))
+
+
+def test_a_restart_is_read_only_from_the_kind_registered_for_it() -> None:
+    restart = Restart(at=AT, kind="new-run", wandb_run="e/p/b", previous_run="e/p/a")
+    state = Event("hero", "wandb", "state:x", "state", AT, extra=restart.to_json())
+    with pytest.raises(BadRestart, match=r"^event 'state:x' is not a restart$"):
+        Restart.of_event(state)
+    assert (
+        Restart.of_event(
+            Event("hero", "wandb", "restart:x", "restart", AT, extra=restart.to_json())
+        )
+        == restart
+    )

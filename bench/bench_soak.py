@@ -2,24 +2,34 @@
 
     python bench/bench_soak.py [--messages 5760] [--poll-every 4] [--command-every 40]
                                [--trace] [--unbounded]
-    python bench/bench_soak.py --minutes 30 --rate 6 [--slope-minutes 10]
+    python bench/bench_soak.py --minutes 30 --rate 6 [--slope-minutes 10] [--trace]
+    python bench/bench_soak.py --process --minutes 30 --rate 6 [--trace] [--env NAME=VALUE]
 
 One process: the fake Discord and a RunscribeBot on a real SQLite file seeded with the bundled
-sample run. A simulated day: a member message every 15 s (5,760), a poll cycle (enrich, detect,
-outbox) every minute, `/status` and `/timeline` every 10 minutes, each as fast as the machine
-goes. RSS (resident set, after a garbage collection) is sampled 20 times; the first quarter is
-warm-up (SQLite's page cache, the first chart). Goal: flat within 10 % after warm-up. The fake's
-own records are trimmed as it goes, so only the bot is measured.
+sample run (opened with the command readers `run` opens). A simulated day: a member message every
+15 s (5,760), a poll cycle (enrich, detect, outbox) every minute, `/status` and `/timeline` every
+10 minutes, each as fast as the machine goes. RSS (resident set, after a garbage collection) is
+sampled 20 times; the first quarter is warm-up (SQLite's page cache, the first chart). Goal: flat
+within 10 % after warm-up. The fake's own records are trimmed as it goes, so only the bot is
+measured.
 
 `--minutes M --rate R`: in real time instead, the way the chaos check soaks the bot: R member
 messages a second for M minutes, a poll cycle every minute, `/status` and `/timeline` every two
 minutes; RSS sampled every 30 s, and the slope of the last `--slope-minutes` (least squares,
-MB/min) printed. Goal: ≤ 0.05 MB/min.
+MB/min) printed. Goal: ≤ 0.05 MB/min. Where the memory is, every 30 s (`bot.heap`): Python's
+small-object arenas and the blocks in use in them, SQLite's allocator, glibc's heap in use and
+free (free but kept: fragmentation).
+
+`--process`: the same in real time against `runscribe run` as its own process, the fake Discord,
+W&B (a row every 30 s) and GitHub in this one: RSS from /proc/<pid>, the rest from the bot's own
+memory dumps (SIGUSR1, `bot.heap`); `--env` adds to the bot's environment.
 
 `--unbounded`: the same day with the library's defaults, the baseline a competent engineer
 starts from (discord.py's 1,000-message cache, every `/timeline` pager kept until its view's
-timeout). `--trace`: the ten allocation sites
-that grew most after warm-up (tracemalloc), to find a leak.
+timeout). `--trace`: the allocation sites (by traceback) that grew most after warm-up
+(tracemalloc; with `--process`, snapshots the bot writes on SIGUSR2 under PYTHONTRACEMALLOC).
+Tracing slows the bot several times over: at 6 messages a second it falls behind, so its growth
+is then the backlog; use it at lower rates, and RSS figures only from runs without it.
 """
 
 from __future__ import annotations
@@ -27,11 +37,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import os
+import signal
 import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -41,11 +55,15 @@ from fake_bot import fake_discord_settings
 
 from bot.app import LoopIntervals, RunscribeBot
 from bot.demo import replay_into, sample_runs_file
+from bot.heap import memory_parts
 from bot.runtime import Runtime
 from bot.sources.replay import load_sample
 from bot.store import Database, Store
 from bot.timeutil import utcnow
+from bot.wiring import COMMAND_READERS
 from tests.fakes.discord import FakeDiscord
+from tests.fakes.github import FakeGitHub
+from tests.fakes.wandb import FakeWandb
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 WORDS = (
@@ -73,7 +91,7 @@ async def soak(args: argparse.Namespace) -> tuple[list[tuple[int, float]], list[
     guild = sample.discord_guild_id or 900_000_000_000_000_001
     async with FakeDiscord(guild_id=guild, channels=sample.discord_channels) as fake:
         settings = fake_discord_settings(fake, db, folder / "runscribe.toml")
-        async with Database.open(db) as database:
+        async with Database.open(db, readers=COMMAND_READERS) as database:
             store = Store(database)
             runtime = Runtime(settings=settings, runs=sample_runs_file(sample), store=store)
             options = {"max_messages": 1000} if args.unbounded else {}
@@ -159,6 +177,9 @@ async def timed_soak(
     began = loop.time()
     end = began + args.minutes * 60
     samples: list[tuple[int, float]] = [(0, rss_mb())]
+    parts: list[dict[str, float]] = [memory_parts()]
+    snapshot: tracemalloc.Snapshot | None = None
+    warm = began + min(args.minutes * 60 / 3, 300)  # the snapshot the end is compared with
     n = 0
     next_poll, next_commands, next_sample = began + 60, began + 120, began + 30
     while (now := loop.time()) < end:
@@ -178,10 +199,228 @@ async def timed_soak(
             next_commands += 120
         if now >= next_sample:
             samples.append((int(now - began), rss_mb()))
+            parts.append(memory_parts())
             next_sample += 30
+        if args.trace and snapshot is None and now >= warm:
+            gc.collect()
+            snapshot = tracemalloc.take_snapshot()
         await asyncio.sleep(0.05)
     print(f"{n:,} messages in {args.minutes} min ({n / (args.minutes * 60):.1f}/s)")
+    print_parts(parts)
+    if snapshot is not None:
+        gc.collect()
+        later = tracemalloc.take_snapshot().filter_traces(
+            (tracemalloc.Filter(False, tracemalloc.__file__),)
+        )
+        print(f"grew most since minute {(warm - began) / 60:.0f} (tracemalloc, by traceback):")
+        for stat in later.compare_to(snapshot, "traceback")[:12]:
+            print(f"  {stat.size_diff / 1e3:+.1f} kB in {stat.count_diff:+d} blocks")
+            for line in stat.traceback.format()[-8:]:
+                print("    " + line)
     return samples
+
+
+def toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return json.dumps(str(value))  # a TOML basic string
+
+
+def runs_toml(config: dict[str, object]) -> str:
+    lines, tables = ["[[runs]]"], {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            tables[key] = value
+        else:
+            lines.append(f"{key} = {toml_value(value)}")
+    for key, table in tables.items():
+        lines.append(f"[runs.{key}]")
+        lines += [f"{json.dumps(k)} = {toml_value(v)}" for k, v in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+def process_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1e3
+    raise RuntimeError(f"process {pid} has no VmRSS")
+
+
+async def dumped(folder: Path, pid: int, *, snapshots: int = 0) -> list[dict[str, object]]:
+    """The bot's memory dumps (bot.heap: SIGUSR1 lines, SIGUSR2 ones with a snapshot) once
+    `snapshots` snapshots are written, and at least one line. Signals sent close together may
+    merge, so lines are not counted."""
+    path = folder / f"runscribe-memory-{pid}.jsonl"
+    for _ in range(600):
+        if path.exists():
+            records = [json.loads(line) for line in path.read_text().splitlines()]
+            if records and sum("snapshot" in r for r in records) >= snapshots:
+                return records
+        await asyncio.sleep(0.5)
+    raise RuntimeError(f"the bot wrote no memory dump with {snapshots} snapshot(s) to {path}")
+
+
+async def process_soak(args: argparse.Namespace) -> None:
+    """`runscribe run` as its own process (the way the chaos check soaks it), against the fake
+    Discord, W&B and GitHub in this one: RSS read from /proc/<pid>, the bot's own figures from
+    its memory dumps (SIGUSR1 every 30 s; with --trace, SIGUSR2 tracemalloc snapshots)."""
+    now = utcnow()
+    sample = load_sample(now)
+    folder = Path(tempfile.mkdtemp(prefix="soak-"))
+    db = folder / "soak.db"
+    async with Database.open(db) as database:
+        store = Store(database)
+        await replay_into(store, sample)
+        config = dict(sample.run_config)
+        slug = str(config["slug"])
+        last = max((p for p in await store.metrics.points(slug)), key=lambda p: p.at)
+    config.pop("github_issues", None)  # the fake repository numbers its own issues
+    (folder / "runscribe.toml").write_text(runs_toml(config))
+    metrics = dict(config["metrics"])  # type: ignore[call-overload]
+    wandb = FakeWandb().start()
+    paths = list(config["wandb_runs"])  # type: ignore[call-overload]
+    for path in paths:
+        wandb.add_run(path, created_at=now - timedelta(days=2))
+    wandb.set_state(paths[0], "crashed")
+    live, step = paths[-1], last.step + 1
+    guild = sample.discord_guild_id or 900_000_000_000_000_001
+    async with (
+        FakeDiscord(guild_id=guild, channels=sample.discord_channels) as fake,
+        FakeGitHub() as github,
+    ):
+        repo = github.repo(str(config["github_repo"]))
+        issue = repo.add_issue("Aurora main run: loss spike", "watching it", labels=["aurora-run"])
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("RUNSCRIBE_", "DISCORD_", "WANDB_", "GITHUB_", "ANTHROPIC_"))
+        }
+        env.update(
+            DISCORD_TOKEN=fake.token,
+            DISCORD_API_BASE=fake.api_base,
+            DISCORD_GATEWAY_URL=fake.gateway_url,
+            DISCORD_GUILD_ID=str(fake.guild_id),
+            RUNSCRIBE_DB=str(db),
+            RUNSCRIBE_CONFIG=str(folder / "runscribe.toml"),
+            RUNSCRIBE_POLL_INTERVAL="60",
+            GITHUB_API_URL=github.url,
+            WANDB_BASE_URL=wandb.base_url,
+            WANDB_API_KEY=wandb.api_key,
+            WANDB_DIR=str(folder / "wandb"),
+            WANDB_CACHE_DIR=str(folder / "wandb-cache"),
+            WANDB_CONFIG_DIR=str(folder / "wandb-config"),
+            WANDB_DATA_DIR=str(folder / "wandb-data"),
+            WANDB_SILENT="true",
+            WANDB_ERROR_REPORTING="false",
+            PYTHONUNBUFFERED="1",
+        )
+        if args.trace:
+            env["PYTHONTRACEMALLOC"] = "25"
+        env.update(item.split("=", 1) for item in args.env)  # type: ignore[misc]
+        logfile = (folder / "bot.log").open("wb")
+        bot = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "run", cwd=folder, env=env,
+            stdout=logfile, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        logfile.close()
+        try:
+            await asyncio.wait_for(fake._ws_ready.wait(), 600)
+            await fake.wait_for(lambda: fake.commands, within=600)  # the tree is published
+            channel = int(config["watch_channels"][0])  # type: ignore[index]
+            loop = asyncio.get_running_loop()
+            began = loop.time()
+            end = began + args.minutes * 60
+            rss = [(0, process_rss_mb(bot.pid))]
+            bot.send_signal(signal.SIGUSR1)
+            warm = began + min(args.minutes * 60 / 3, 600)
+            warm_snapshot = None
+            n = 0
+            next_row, next_commands, next_sample = began, began + 120, began + 30
+            while (t := loop.time()) < end:
+                due = int((t - began) * args.rate)
+                while n < due:
+                    n += 1
+                    text = WORDS[n % len(WORDS)].format(n=n)
+                    await fake.say(
+                        channel, text, author_id=10_000 + n % 37, author_name=f"m{n % 37}"
+                    )
+                    if n % 200 == 0:
+                        trim(fake)
+                    if n % 900 == 0:
+                        repo.add_comment(issue, f"checkpoint {n} written; loss looks fine")
+                if t >= next_row:  # training logs a row every 30 s
+                    wandb.log(
+                        live, 1, start=utcnow(), step_key=metrics["step"], first_value=step,
+                        loss_key=metrics["loss"], tokens_key=metrics["tokens"],
+                    )  # fmt: skip
+                    step += 1
+                    next_row += 30
+                if t >= next_commands:
+                    await commands_once(fake)
+                    next_commands += 120
+                if t >= next_sample:
+                    rss.append((int(t - began), process_rss_mb(bot.pid)))
+                    bot.send_signal(signal.SIGUSR1)
+                    next_sample += 30
+                if args.trace and warm_snapshot is None and t >= warm:
+                    bot.send_signal(signal.SIGUSR2)
+                    records = await dumped(folder, bot.pid, snapshots=1)
+                    warm_snapshot = next(r["snapshot"] for r in records if "snapshot" in r)
+                await asyncio.sleep(0.05)
+            if args.trace:
+                bot.send_signal(signal.SIGUSR2)
+            records = await dumped(folder, bot.pid, snapshots=2 if args.trace else 0)
+        finally:
+            if bot.returncode is None:
+                bot.terminate()
+                await bot.wait()
+            wandb.stop()
+    rate = n / (args.minutes * 60)
+    rows = step - last.step - 1
+    print(f"runscribe run (pid {bot.pid}): {n:,} messages in {args.minutes} min ({rate:.1f}/s), "
+          f"{rows} W&B rows; its log: {folder / 'bot.log'}")  # fmt: skip
+    report(rss, [r for r in records if "snapshot" not in r], args)
+    if args.trace and warm_snapshot is not None:
+        final = [r["snapshot"] for r in records if "snapshot" in r][-1]
+        later = tracemalloc.Snapshot.load(str(final))
+        earlier = tracemalloc.Snapshot.load(str(warm_snapshot))
+        print_growth(earlier, later, f"the snapshot at minute {(warm - began) / 60:.0f}")
+
+
+def report(
+    rss: list[tuple[int, float]], parts: list[dict[str, object]], args: argparse.Namespace
+) -> None:
+    print("RSS MB every 30 s: " + " ".join(f"{mb:.1f}" for _, mb in rss))
+    print_parts(parts)
+    slope = slope_mb_per_min(rss, args.slope_minutes)
+    print(
+        f"start {rss[0][1]:.1f} MB, end {rss[-1][1]:.1f} MB; slope of the last "
+        f"{args.slope_minutes:g} min: {slope:+.3f} MB/min (goal: at most +0.05)"
+    )
+
+
+def print_parts(parts: Sequence[Mapping[str, object]]) -> None:
+    """Each figure of `bot.heap.memory_parts` over the samples (MB; Threads: a count)."""
+    names = [k for k in (parts[0] if parts else {}) if k not in ("n", "at", "VmRSS", "RssShmem")]
+    for name in names:
+        figures = " ".join(f"{float(part.get(name, 0)):.1f}" for part in parts)  # type: ignore[arg-type]
+        print(f"  {name}{'' if name == 'Threads' else ' MB'}: {figures}")
+
+
+def print_growth(earlier: tracemalloc.Snapshot, later: tracemalloc.Snapshot, since: str) -> None:
+    ignore = (tracemalloc.Filter(False, tracemalloc.__file__),)
+    stats = later.filter_traces(ignore).compare_to(earlier.filter_traces(ignore), "traceback")
+    total = sum(stat.size_diff for stat in stats)
+    print(f"Python allocations since {since}: {total / 1e6:+.2f} MB; grew most (by traceback):")
+    for stat in stats[:12]:
+        print(f"  {stat.size_diff / 1e3:+.1f} kB in {stat.count_diff:+d} blocks")
+        for line in stat.traceback.format()[-8:]:
+            print("    " + line)
 
 
 def slope_mb_per_min(samples: list[tuple[int, float]], minutes: float) -> float:
@@ -206,19 +445,36 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=6.0, help="messages a second (real time)")
     parser.add_argument("--slope-minutes", type=float, default=10.0)
     parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="more environment for the bot process (--process), e.g. GLIBC_TUNABLES=…",
+    )
+    parser.add_argument(
+        "--process",
+        action="store_true",
+        help="real time against `runscribe run` as its own process (with --minutes)",
+    )
+    parser.add_argument(
         "--unbounded",
         action="store_true",
         help="the old behaviour: discord.py's 1,000-message cache, every pager kept",
     )
     args = parser.parse_args()
+    if args.process:
+        if not args.minutes:
+            parser.error("--process soaks in real time: give --minutes")
+        asyncio.run(process_soak(args))
+        return
     if args.trace:
-        tracemalloc.start(10)
+        tracemalloc.start(25)
     start = rss_mb()
     began = time.perf_counter()
     samples, top = asyncio.run(soak(args))
     took = time.perf_counter() - began
     if args.minutes:
-        print("RSS MB every 30 s: " + " ".join(f"{mb:.0f}" for _, mb in samples))
+        print("RSS MB every 30 s: " + " ".join(f"{mb:.1f}" for _, mb in samples))
         slope = slope_mb_per_min(samples, args.slope_minutes)
         print(
             f"  start {samples[0][1]:.1f} MB, end {samples[-1][1]:.1f} MB; slope of the last "

@@ -39,7 +39,7 @@ from bot.delivery import (
 from bot.digests import DigestComposer, run_due_digests
 from bot.errors import UserFacingError
 from bot.flight import SingleFlight
-from bot.heap import freeze_long_lived
+from bot.heap import freeze_long_lived, install_memory_dump
 from bot.limits import MESSAGE_LIMIT, THREAD_NAME_LIMIT
 from bot.live import refresh_live, repost_live
 from bot.loops import repeat
@@ -1096,6 +1096,7 @@ async def run_bot(
         **options,
     )
     loop = asyncio.get_running_loop()
+    install_memory_dump(loop)  # kill -USR1 / -USR2: where the memory is (bot.heap)
     async with bot:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGTERM, lambda: asyncio.ensure_future(bot.close()))

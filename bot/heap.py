@@ -10,10 +10,135 @@ cyclic garbage existing at the moment of the call is kept for good (there is lit
 
 from __future__ import annotations
 
+import _sqlite3
+import asyncio
+import contextlib
+import ctypes
 import gc
+import itertools
+import json
+import logging
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 
 def freeze_long_lived() -> None:
     """Call after a phase that built long-lived state: the bot's start, a loop's first round,
     the first import of a heavy library."""
     gc.freeze()
+
+
+# --- a memory diagnostic ---------------------------------------------------------------------
+#
+# `kill -USR1 <pid>` on `runscribe run` appends one JSON line to `runscribe-memory-<pid>.jsonl`
+# in the working directory: resident memory and where it is (Python objects when tracing,
+# SQLite's own allocator, glibc's heap in use and free). `kill -USR2` does the same and, when
+# the process was started with `PYTHONTRACEMALLOC=25` (Python's own switch), also writes
+# `runscribe-heap-<pid>-<n>.tracemalloc`, a tracemalloc snapshot that
+# `bench/bench_soak.py --process --trace` (or `tracemalloc.Snapshot.load`) diffs.
+
+
+# glibc's `struct mallinfo2`, every field a size_t
+_MALLINFO2_FIELDS = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in _MALLINFO2_FIELDS.split()]
+
+
+def memory_parts() -> dict[str, float]:
+    """Where this process's memory is, in MB (each figure only where the platform tells it)."""
+    parts: dict[str, float] = {}
+    with contextlib.suppress(OSError), open("/proc/self/status") as status:
+        for line in status:
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+                parts[name] = int(value.split()[0]) / 1e3
+            elif name == "Threads":
+                parts[name] = float(value)
+    if tracemalloc.is_tracing():
+        parts["python"] = tracemalloc.get_traced_memory()[0] / 1e6
+    parts.update(_pymalloc())
+    with contextlib.suppress(OSError, AttributeError):
+        used = ctypes.CDLL(_sqlite3.__file__).sqlite3_memory_used
+        used.restype = ctypes.c_int64
+        parts["sqlite"] = used() / 1e6
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None)
+        libc.mallinfo2.restype = _MallInfo2
+        info = libc.mallinfo2()
+        parts["heap used"] = (info.uordblks + info.hblkhd) / 1e6
+        parts["heap free"] = info.fordblks / 1e6
+    return parts
+
+
+def _pymalloc() -> dict[str, float]:
+    """Python's small-object allocator: the arenas it holds (memory the OS gave it) and the
+    blocks in use in them (what live objects take); the difference is fragmentation. CPython
+    prints these only to stderr (`sys._debugmallocstats`), so stderr is borrowed for it."""
+    stats = getattr(sys, "_debugmallocstats", None)
+    if stats is None:
+        return {}
+    with tempfile.TemporaryFile("w+b") as capture:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(capture.fileno(), 2)
+            stats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        capture.seek(0)
+        text = capture.read().decode("ascii", "replace")
+    found = {}
+    arenas = re.search(r"^(\d+) arenas \* (\d+) bytes/arena", text, re.M)
+    used = re.search(r"^# bytes in allocated blocks\s*=\s*([\d,]+)", text, re.M)
+    if arenas:
+        found["pymalloc arenas"] = int(arenas[1]) * int(arenas[2]) / 1e6
+    if used:
+        found["pymalloc used"] = int(used[1].replace(",", "")) / 1e6
+    return found
+
+
+def dump_memory(folder: Path, n: int, *, snapshot: bool = False) -> Path:
+    """One diagnostic dump (see above); returns the JSON lines file."""
+    gc.collect()
+    pid = os.getpid()
+    record: dict[str, object] = {"n": n, "at": time.time(), **memory_parts()}
+    if snapshot and tracemalloc.is_tracing():
+        path = folder / f"runscribe-heap-{pid}-{n}.tracemalloc"
+        tracemalloc.take_snapshot().dump(str(path))
+        record["snapshot"] = str(path)
+    out = folder / f"runscribe-memory-{pid}.jsonl"
+    with out.open("a", encoding="utf-8") as file:
+        file.write(json.dumps(record) + "\n")
+    return out
+
+
+def install_memory_dump(loop: asyncio.AbstractEventLoop, folder: Path | None = None) -> bool:
+    """SIGUSR1 / SIGUSR2 → `dump_memory` on the loop. False where signals cannot be handled."""
+    where = folder or Path.cwd()
+    count = itertools.count(1)
+
+    def dump(snapshot: bool) -> None:
+        try:
+            out = dump_memory(where, next(count), snapshot=snapshot)
+        except OSError as exc:
+            log.warning("memory dump to %s failed: %s", where, exc)
+        else:
+            log.info("memory dump appended to %s", out)
+
+    try:
+        loop.add_signal_handler(signal.SIGUSR1, dump, False)
+        loop.add_signal_handler(signal.SIGUSR2, dump, True)
+    except (NotImplementedError, RuntimeError, AttributeError):
+        return False
+    return True

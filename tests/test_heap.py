@@ -1,0 +1,53 @@
+"""The memory diagnostic (bot.heap): a real SIGUSR1 / SIGUSR2 to this process appends where the
+memory is to a JSON lines file, and SIGUSR2 under tracemalloc writes a snapshot that loads."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import tracemalloc
+from pathlib import Path
+
+from bot.heap import install_memory_dump, memory_parts
+from bot.store import Database
+from tests.waiting import until
+
+
+def lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+async def test_memory_parts_name_resident_sqlite_and_heap(tmp_path: Path) -> None:
+    async with Database.open(tmp_path / "a.db") as db:
+        await db.fetchall("SELECT count(*) FROM events")
+        parts = memory_parts()
+    assert parts["VmRSS"] > 0 and parts["RssAnon"] > 0 and parts["Threads"] >= 1
+    assert parts["sqlite"] > 0  # an open connection holds SQLite memory
+    assert parts["heap used"] > 0 and parts["heap free"] >= 0
+    assert 0 < parts["pymalloc used"] <= parts["pymalloc arenas"]  # live objects, their arenas
+
+
+async def test_usr1_appends_a_line_and_usr2_a_snapshot(tmp_path: Path) -> None:
+    loop = asyncio.get_running_loop()
+    assert install_memory_dump(loop, tmp_path)
+    out = tmp_path / f"runscribe-memory-{os.getpid()}.jsonl"
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start(5)
+    try:
+        os.kill(os.getpid(), signal.SIGUSR1)
+        (first,) = await until(lambda: lines(out), "the SIGUSR1 line")
+        assert first["n"] == 1 and "snapshot" not in first
+        assert float(first["VmRSS"]) > 0  # type: ignore[arg-type]
+        os.kill(os.getpid(), signal.SIGUSR2)
+        second = (await until(lambda: lines(out)[1:], "the SIGUSR2 line"))[0]
+    finally:
+        if started:
+            tracemalloc.stop()
+        for sig in (signal.SIGUSR1, signal.SIGUSR2):
+            loop.remove_signal_handler(sig)
+    assert second["n"] == 2 and float(second["python"]) > 0  # type: ignore[arg-type]
+    snapshot = tracemalloc.Snapshot.load(str(second["snapshot"]))
+    assert snapshot.traces  # a real snapshot, with the allocations made since tracing began

@@ -281,6 +281,9 @@ class Database:
             return await cursor.fetchone()
 
 
+READER_CACHE_KIB = 512  # each read-only connection's page cache (SQLite's default: 2,000 KiB)
+
+
 def _reader_uri(path: str) -> str:
     return f"{Path(os.path.abspath(path)).as_uri()}?mode=ro"
 
@@ -291,6 +294,12 @@ async def _open_reader(path: str) -> aiosqlite.Connection:
     conn.row_factory = aiosqlite.Row
     await conn.execute("PRAGMA busy_timeout=10000")
     await conn.execute("PRAGMA query_only=ON")
+    # A reader's page cache is thrown away whenever it begins a read after the writer has
+    # committed, which the bot does several times a second: SQLite's default 2 MB cache was
+    # filled by one `/timeline` and freed again before the next command, 2 MB of heap churn a
+    # command that fragmented the heap (RSS +0.14 MB/min in a soak). Pages come from the OS's
+    # file cache either way.
+    await conn.execute(f"PRAGMA cache_size=-{READER_CACHE_KIB}")
     return conn
 
 

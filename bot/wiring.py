@@ -190,6 +190,7 @@ def digest_composer(store: Store, llm: LLMClient | None) -> DigestComposer:
 # sources' builders, `builder_modules`).
 RUNTIME_MODULES = (
     "httpx",
+    "httpcore._backends.anyio",  # httpx's async backend (anyio), else the first request imports it
     "bot.incidents.engine",
     "bot.llm.client",
     "bot.llm.narrative",

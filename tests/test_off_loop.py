@@ -136,3 +136,22 @@ async def test_a_long_timeline_is_turned_into_events_in_a_worker_thread(
     converted.clear()
     assert len(await store.events.timeline("hero", limit=3)) == 3
     assert converted and set(converted) == {loop}
+
+
+async def test_a_narrative_prompt_is_built_in_a_worker_thread(
+    store: Store, now: datetime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bot.llm.narrative as narrative_module
+    from bot.services.narrative import build_narrative_facts
+
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    await store.events.upsert_many([comment(i, now - timedelta(minutes=i)) for i in range(5)])
+    await pipeline.enrich_pending(store)
+    facts = await build_narrative_facts(store, "hero", now)
+    rendered, _ = record_threads(monkeypatch, narrative_module, "render_prompt")
+    loop = threading.get_ident()
+
+    output = await narrative_module.write_narrative(store, None, facts, now)
+
+    assert output.fallback and output.content  # no LLM: the template, stored
+    assert rendered and loop not in rendered

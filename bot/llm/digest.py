@@ -4,7 +4,9 @@ template line without a model call; the scheduler usually skips posting it."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
+from functools import partial
 
 from bot.llm.client import LLMClient
 from bot.llm.grounded import render_prompt, write_grounded
@@ -27,7 +29,10 @@ async def write_digest(
     window = (
         f"the {facts.window_hours} hours up to {fmt_time(facts.window_end or now, facts.timezone)}"
     )
-    rendered = render_prompt("digest", facts, max_words=DIGEST_MAX_WORDS, window=window)
+    # CPU work (the grounding of every fact): in a worker thread, never on the event loop
+    rendered = await asyncio.to_thread(
+        partial(render_prompt, "digest", facts, max_words=DIGEST_MAX_WORDS, window=window)
+    )
     rendered.max_chars = DIGEST_MAX_CHARS
     rendered.max_tokens = DIGEST_MAX_TOKENS
     key = f"digest:{facts.run_slug}:{rendered.prompt_hash}:{facts.fingerprint()}"

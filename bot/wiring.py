@@ -190,7 +190,10 @@ def digest_composer(store: Store, llm: LLMClient | None) -> DigestComposer:
 # sources' builders, `builder_modules`).
 RUNTIME_MODULES = (
     "httpx",
-    "httpcore._backends.anyio",  # httpx's async backend (anyio), else the first request imports it
+    # httpx's async backend: anyio loads it lazily, at the first request (~35 ms on the loop)
+    "httpcore._backends.anyio",
+    "anyio.lowlevel",
+    "anyio._backends._asyncio",
     "bot.incidents.engine",
     "bot.llm.client",
     "bot.llm.narrative",

@@ -155,3 +155,32 @@ async def test_a_narrative_prompt_is_built_in_a_worker_thread(
 
     assert output.fallback and output.content  # no LLM: the template, stored
     assert rendered and loop not in rendered
+
+
+async def test_llm_enrichment_renders_and_checks_its_batch_in_a_worker_thread(
+    store: Store, now: datetime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a key: the events rendered for the request (bodies cleaned by the rules) and the
+    answer's items checked against them, off the loop; the request itself is the loop's."""
+    import bot.llm.enrich as llm_enrich
+    from bot.llm.client import LLMClient
+    from tests.fakes.anthropic import FakeAnthropic
+
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    await store.events.upsert_many([comment(i, now - timedelta(minutes=i)) for i in range(4)])
+    events = await store.events.pending_enrichment("hero")
+    rendered, _ = record_threads(monkeypatch, llm_enrich, "render_event")
+    checked, _ = record_threads(monkeypatch, llm_enrich, "validate_item")
+    loop = threading.get_ident()
+    async with FakeAnthropic() as fake:
+        llm = LLMClient(
+            store, api_key="sk-test-not-a-secret", base_url=fake.base_url, model="claude-haiku-4-5"
+        )
+        try:
+            out = await llm_enrich.LLMEnricher(llm).enrich(events)
+        finally:
+            await llm.aclose()
+
+    assert len(out) == 4 and fake.message_requests  # the fake answered the batch
+    assert rendered and loop not in rendered
+    assert checked and loop not in checked

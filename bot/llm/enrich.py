@@ -24,6 +24,7 @@ conversation event. It is pure; see its docstring for how the pipeline uses it.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import json
@@ -297,6 +298,16 @@ def validate_item(raw: Any, event: Event, seen_text: str, base: Enrichment) -> E
 # (`RETRY_LABEL` lives with the index that finds them, in bot.store.events).
 
 
+def _render_all(items: Sequence[_Pending]) -> None:
+    for n, item in enumerate(items, start=1):
+        item.local_id = n
+        item.rendered = render_event(n, item.event)
+
+
+def _rules_all(items: Sequence[_Pending], label: str) -> dict[int, tuple[Enrichment, str]]:
+    return {i.event.id: (rules_for(i.event), label) for i in items if i.event.id is not None}
+
+
 class LLMEnricher:
     """The pipeline's `Enricher` backed by the LLM, with the rules as the fallback."""
 
@@ -356,9 +367,8 @@ class LLMEnricher:
             unavailable = LLMUnavailable("error", "paused after a recent failure")
         await self.load_run_facts(set(by_run))
         for run_slug, items in by_run.items():
-            for n, item in enumerate(items, start=1):
-                item.local_id = n
-                item.rendered = render_event(n, item.event)
+            # Rendering cleans each body with the rules (CPU work): in a worker thread.
+            await asyncio.to_thread(_render_all, items)
             for batch in plan_batches(
                 items, max_events=self.max_batch, max_tokens=self.max_batch_tokens
             ):
@@ -373,9 +383,7 @@ class LLMEnricher:
                             self._paused_until = now + self.pause
                 # An outage is worth another try later; no key or a spent budget is not.
                 fallback = RETRY_LABEL if unavailable.reason == "error" else "rules"
-                for item in batch:
-                    if item.event.id is not None:
-                        out[item.event.id] = (rules_for(item.event), fallback)
+                out.update(await asyncio.to_thread(_rules_all, batch, fallback))
         return out
 
     def build_request(self, run_slug: str, batch: Sequence[_Pending]) -> tuple[list[str], str]:
@@ -413,7 +421,8 @@ class LLMEnricher:
     async def _enrich_batch(
         self, run_slug: str, batch: list[_Pending], version: str, now: datetime
     ) -> dict[int, tuple[Enrichment, str]]:
-        system, user = self.build_request(run_slug, batch)
+        # (renumbering a later batch renders its events again: CPU work, so in a worker thread)
+        system, user = await asyncio.to_thread(self.build_request, run_slug, batch)
         self.requests += 1
         result = await self.llm.complete(
             system=system,
@@ -425,7 +434,8 @@ class LLMEnricher:
             model=self.llm.enrich_model,
             now=now,
         )
-        accepted, rejected = self._accept(result, batch)
+        # Checking every item against its event (the rules' reading included) is CPU work.
+        accepted, rejected = await asyncio.to_thread(self._accept, result, batch)
         out: dict[int, tuple[Enrichment, str]] = {}
         rows: list[LLMOutput] = []
         parts = len(accepted) + (1 if rejected else 0)
@@ -453,9 +463,7 @@ class LLMEnricher:
                 len(batch),
                 ids,
             )
-            for item in rejected:
-                if item.event.id is not None:
-                    out[item.event.id] = (rules_for(item.event), "rules")
+            out.update(await asyncio.to_thread(_rules_all, rejected, "rules"))
             row = result.output(
                 task=f"{TASK}.rejected",
                 prompt_name="enrich",

@@ -4,7 +4,11 @@ its own (every tenth step), each stored in `metric_series` once."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
+from typing import Any
+
+import pytest
 
 from bot.models import RunInfo
 from bot.settings import ForecastConfig, MetricKeys, RunConfig
@@ -87,3 +91,32 @@ async def test_watched_keys_are_read_incrementally(
     fake.clear_log()
     result = await source.poll(T0 + EVERY * 160 + timedelta(minutes=1))
     assert result.points == 0 and fake.operations() == ["Run"]
+
+
+async def test_a_rounds_rows_become_points_in_a_worker_thread(
+    fake: FakeWandb,  # noqa: F811
+    client: WandbClient,  # noqa: F811
+    store: Store,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Turning rows into points and series is CPU work that grows with the logging rate: it is
+    done off the event loop (the store writes stay on it)."""
+    path = "ent/watch/hero-2"
+    fake.add_run(path, created_at=T0)
+    cfg = watched_config(path)
+    await store.runs.upsert(RunInfo.from_config(cfg))
+    source = WandbSource(store, cfg, client)
+    fake.log(path, 60, start=T0, tokens_key=None, extra=lambda step: {"train/grad_norm": 1.0})
+    threads: list[int] = []
+    real = WandbSource._plan
+
+    def planned(self: WandbSource, *args: Any) -> Any:
+        threads.append(threading.get_ident())
+        return real(self, *args)
+
+    monkeypatch.setattr(WandbSource, "_plan", planned)
+
+    result = await source.poll(T0 + EVERY * 61)
+
+    assert result.points == 60 + 60  # the loss points and the watched metric's, stored
+    assert threads and threading.get_ident() not in threads

@@ -6,7 +6,8 @@ no clock: the engine reads a time window and passes `now`.
 Every detector has the same signature, `(RunData) -> Detection`, and is registered once in
 `DETECTORS` with everything the rest of the code asks about it (which data it judges, whether a
 crash makes it meaningless, how long a clear must hold, what to say when it clears, its words,
-its incident kind, its thresholds' defaults). Adding a detector is therefore a function plus its
+its incident kind, its thresholds with their defaults and bounds, the events of other sources
+it reads). Adding a detector is therefore a function plus its
 `DetectorSpec` here; the engine, the lifecycle, the silences and every surface iterate the
 registry and name no detector.
 
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import pairwise
@@ -152,6 +153,9 @@ class RunData:
     wandb_health: SourceHealth | None = None  # polling W&B for this run: freshness, failures
     forecasts: Sequence[Tracker] = ()  # watched metrics, brought up to date this cycle
     alerts: list[Event] = field(default_factory=list)  # Alertmanager: firing, or ended lately
+    #: the events of each (source, kind) a registered detector `reads` (`DetectorSpec.reads`),
+    #: in the window the W&B events cover, oldest first
+    events: Mapping[tuple[str, str], Sequence[Event]] = field(default_factory=dict)
     series: list[MetricPoint] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -185,6 +189,17 @@ class RunData:
     def blind(self) -> bool:
         """W&B data is too old to judge the run by (the monitor, not the run, is the problem)."""
         return monitor_blind(self.wandb_health, self.now)
+
+    def events_of(self, source: str, kind: str) -> Sequence[Event]:
+        """The window's events of one source and kind, oldest first: only those a detector
+        declares it reads (`DetectorSpec.reads`) are read for it."""
+        try:
+            return self.events[(source, kind)]
+        except KeyError:
+            raise KeyError(
+                f"no registered detector reads {source!r} {kind!r} events: name the pair in "
+                "its DetectorSpec.reads"
+            ) from None
 
     def first_point_after(self, at: datetime) -> MetricPoint | None:
         return next((p for p in self.series if p.at > at), None)
@@ -913,6 +928,17 @@ class DetectorSpec:
     #: its thresholds: name, default, type and bounds, read with `threshold(data, name)`; a
     #: run's `[runs.alerts]` sets any of them (validated against these declarations)
     thresholds: tuple[Threshold, ...] = ()
+    #: the events it judges besides those every detector gets (W&B state changes and restarts,
+    #: reports, alerts): (source, kind) pairs, e.g. `(("matrix", "message"),)`; the engine reads
+    #: exactly these, for the cycle's window, into `RunData.events` (`RunData.events_of`)
+    reads: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        for pair in self.reads:
+            if len(pair) != 2 or not all(isinstance(part, str) and part for part in pair):
+                raise ValueError(
+                    f"detector {self.fingerprint!r}: reads {pair!r}, not (source, kind)"
+                )
 
     def owns(self, fingerprint: str) -> bool:
         if self.family:

@@ -3,7 +3,8 @@
 `IncidentEngine` implements `bot.pipeline.Detector`. Each cycle, for each run, inside one write
 transaction (so a bot and a `runscribe poll --once` never both fire the same incident):
 
-1. read a window of the store (W&B facts since the last cycle, open incidents, new reports);
+1. read a window of the store (W&B facts since the last cycle, open incidents, new reports,
+   and the events of each (source, kind) a registered detector declares it reads);
 2. run every detector of the registry (`bot.incidents.detectors.DETECTORS`), except, while W&B
    is unreachable, those judging W&B data: their conditions are frozen (never raised, never
    cleared) and at most a "monitor blind" notice is raised; a crash inhibits the detectors
@@ -65,6 +66,9 @@ from bot.store import Store
 from bot.store.incidents import IncidentsRepo
 
 log = logging.getLogger(__name__)
+
+#: the most events of one declared (source, kind) a cycle reads for a run (the newest)
+READ_LIMIT = 1000
 
 
 class IncidentWords(Protocol):
@@ -185,6 +189,17 @@ class IncidentEngine:
         # look back far enough to attach them to the incident they describe.
         reports = await repo.unlinked_reports(run.slug, report_since, now)
         alerts = await repo.alert_events(run.slug, eval_start, now)
+        # The events the registered detectors declare they read (`DetectorSpec.reads`), each
+        # (source, kind) once, for the window the W&B events cover.
+        wanted = dict.fromkeys(pair for spec in DETECTORS for pair in spec.reads)
+        declared = {
+            (source, kind): await store.events.of_kind(
+                run.slug, source, kind, since=window_start - p.late_margin, until=now,
+                limit=READ_LIMIT,
+            )
+            for source, kind in wanted
+        }  # fmt: skip
+        read = [event for events in declared.values() for event in events]
         chain = run.wandb_chain(snapshots)
         data = RunData(
             slug=run.slug,
@@ -203,12 +218,13 @@ class IncidentEngine:
             wandb_health=health,
             forecasts=await advance_forecasts(store, run, chain, now),
             alerts=alerts,
+            events=declared,
         )
         cycle = _Cycle(
             run=run,
             judge=Judgement(data, p),
             incidents=incidents,
-            events={e.id: e for e in (*wandb_events, *reports, *alerts) if e.id is not None},
+            events={e.id: e for e in (*wandb_events, *reports, *alerts, *read) if e.id is not None},
             silences=await repo.active_silences(run.slug, now),
             channel=run.config.alerts_channel,
             new_ids=set(),

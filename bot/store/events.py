@@ -509,16 +509,31 @@ class EventsRepo:
         return int(row[0]) if row else 0
 
     async def of_kind(
-        self, run_slug: str, source: str, kind: str, *, limit: int = 1000
+        self,
+        run_slug: str,
+        source: str,
+        kind: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 1000,
     ) -> list[Event]:
-        """The run's newest `limit` events of one source and kind, oldest first (for W&B, e.g.
-        every restart for the chart, a range of the `events_wandb` index)."""
+        """The run's newest `limit` events of one source and kind, in [since, until] when given,
+        oldest first (for W&B, e.g. every restart for the chart, a range of the `events_wandb`
+        index; for another source, a range of the run's time index: bounded by the window)."""
         params: list[Any] = [run_slug]
-        where = _source_is(source, params)
+        where = _source_is(source, params) + " AND kind = ?"
+        params.append(kind)
+        if since is not None:
+            where += " AND at >= ?"
+            params.append(to_db(since))
+        if until is not None:
+            where += " AND at <= ?"
+            params.append(to_db(until))
         rows = await self.db.fetchall(
-            f"SELECT * FROM events WHERE run_slug = ? AND {where} AND kind = ? AND deleted = 0 "
+            f"SELECT * FROM events WHERE run_slug = ? AND {where} AND deleted = 0 "
             "ORDER BY at DESC, id DESC LIMIT ?",
-            [*params, kind, limit],
+            [*params, limit],
         )
         return await events_from_rows(list(reversed(rows)))
 

@@ -114,11 +114,14 @@ async def live_sources(context: LiveContext, runs: Sequence[RunConfig]) -> list[
 
 
 def detect_ceiling(data: RunData) -> Detection:
-    """The latest loss above a ceiling (its threshold's default is the registration's)."""
+    """The latest loss above a ceiling (its threshold's default is the registration's), with
+    what the team said in the Matrix room meanwhile as evidence: the new source's events, which
+    the registration says it reads, so the engine hands them over."""
     ceiling = threshold(data, "loss_ceiling")
     latest = next((p for p in reversed(data.series) if p.loss is not None), None)
     if latest is None or latest.loss is None or latest.loss <= ceiling:
         return Detection(clear_at=data.now)
+    said = [e for e in data.events_of(SOURCE, "message") if e.at >= data.eval_start]
     finding = Finding(
         fingerprint=CEILING,
         kind="ceiling",
@@ -126,6 +129,7 @@ def detect_ceiling(data: RunData) -> Detection:
         title=f"{TITLE} ({ceiling:g})",
         cause=f"loss {latest.loss:.3f} at step {latest.step:,}",
         since=latest.at,
+        event_ids=[e.id for e in said if e.id is not None],
     )
     return Detection(findings=[finding])
 
@@ -148,6 +152,7 @@ DETECTOR_SPEC = DetectorSpec(
     description="the loss above a fixed ceiling",
     # below any loss the sample logs; a runs file may set any positive ceiling
     thresholds=(Threshold("loss_ceiling", 0.001, gt=0),),
+    reads=((SOURCE, "message"),),  # the new source's messages, read for it by the engine
 )
 TUNED = 0.0025  # what the recipe's runs file sets
 
@@ -207,6 +212,12 @@ async def test_a_source_and_a_detector_added_by_the_recipe_reach_every_surface(
     [incident] = [i for i in await store.incidents.find(run.slug, open_only=True)]
     assert incident.fingerprint == CEILING  # the sample's own incidents are resolved
     assert incident.title == f"{TITLE} ({TUNED:g})"  # judged by the run's own ceiling
+    # ... and by the Matrix messages the registration says it reads: cited as its evidence
+    messages = await store.events.of_kind(run.slug, SOURCE, "message")
+    assert len(messages) == 2
+    assert incident.id is not None
+    assert {m.id for m in messages} <= set(await store.incidents.linked_ids(incident.id))
+    assert [s.source for s in incident.details.signals].count(f"{LABEL} {CHANNEL}") == 2
 
     # The status report and its JSON: the source's freshness and health, the incident's kind.
     report, narrative = await status_with_narrative(store, run.slug, now)

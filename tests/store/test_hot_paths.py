@@ -9,9 +9,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import aiosqlite
+import pytest
 
 from bot.enrich.rules import Enrichment
 from bot.hooks.ingest import ingest_github
+from bot.incidents.detectors import DETECTORS, Detection, DetectorSpec, RunData
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import incident_stats
 from bot.models import Event, Incident, MetricPoint, RunInfo
@@ -168,3 +170,44 @@ async def test_the_guard_catches_a_full_scan(store: Store) -> None:
     ]
     found = await plans(store.db.conn, old)
     assert FULL_SCAN.search(found[old[0]])
+
+
+async def test_the_events_a_detector_declares_are_read_through_an_index(store: Store) -> None:
+    """A detector's `reads` (`DetectorSpec.reads`): each (source, kind) is one query per run and
+    cycle, a range of an index bounded by the window (the run's time index; W&B's own partial
+    index for W&B kinds), never the history; a detector sees exactly what it declared."""
+    await seed(store)
+    seen: list[RunData] = []
+
+    def judge(data: RunData) -> Detection:
+        seen.append(data)
+        return Detection()
+
+    spec = DetectorSpec(
+        "reads-probe", judge, "monitor", reads=(("discord", "message"), ("wandb", "state"))
+    )
+    DETECTORS.register(spec)
+    statements: list[str] = []
+    try:
+        await store.db.conn.set_trace_callback(statements.append)
+        await IncidentEngine(IncidentPosts(), runs=["hero"]).detect(store, NOW)
+        await store.db.conn.set_trace_callback(None)
+    finally:
+        DETECTORS.unregister(spec.fingerprint)
+    [data] = seen
+    assert set(data.events) == {("discord", "message"), ("wandb", "state")}
+    assert [e.external_id for e in data.events_of("discord", "message")] == [
+        "msg:0",
+        "msg:1",
+        "msg:2",
+    ]
+    with pytest.raises(KeyError, match=r"DetectorSpec\.reads"):
+        data.events_of("github", "comment")  # not declared: not read
+    found = await plans(store.db.conn, statements)
+    reads = {sql: plan for sql, plan in found.items() if "ORDER BY at DESC, id DESC" in sql}
+    assert len(reads) == 2, list(reads)
+    [discord] = [plan for sql, plan in reads.items() if "kind = 'message'" in sql]
+    [wandb] = [plan for sql, plan in reads.items() if "kind = 'state'" in sql]
+    assert "USING INDEX events_run_at (run_slug=? AND at>? AND at<?)" in discord, discord
+    assert "USING INDEX events_wandb (run_slug=? AND kind=? AND at>? AND at<?)" in wandb, wandb
+    assert not [plan for plan in found.values() if FULL_SCAN.search(plan)]

@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import aiosqlite
 
@@ -127,6 +127,24 @@ def _source_is(source: str, params: list[Any]) -> str:
         return f"source = '{source}'"
     params.append(source)
     return "source = ?"
+
+
+def _between(
+    since: datetime | None,
+    until: datetime | None,
+    params: list[Any],
+    *,
+    until_op: Literal["<", "<="],
+) -> str:
+    """` AND at >= ? AND at <until_op> ?` for the bounds given (none: no clause)."""
+    where = ""
+    if since is not None:
+        where += " AND at >= ?"
+        params.append(to_db(since))
+    if until is not None:
+        where += f" AND at {until_op} ?"
+        params.append(to_db(until))
+    return where
 
 
 def _older(incoming: datetime | None, stored: str | None) -> bool:
@@ -524,12 +542,7 @@ class EventsRepo:
         params: list[Any] = [run_slug]
         where = _source_is(source, params) + " AND kind = ?"
         params.append(kind)
-        if since is not None:
-            where += " AND at >= ?"
-            params.append(to_db(since))
-        if until is not None:
-            where += " AND at <= ?"
-            params.append(to_db(until))
+        where += _between(since, until, params, until_op="<=")
         rows = await self.db.fetchall(
             f"SELECT * FROM events WHERE run_slug = ? AND {where} AND deleted = 0 "
             "ORDER BY at DESC, id DESC LIMIT ?",
@@ -549,13 +562,7 @@ class EventsRepo:
         in [since, until). A record that does not read back as a restart is logged and left
         out (it was written by an older version)."""
         params: list[Any] = [run_slug]
-        where = _source_is("wandb", params)
-        if since is not None:
-            where += " AND at >= ?"
-            params.append(to_db(since))
-        if until is not None:
-            where += " AND at < ?"
-            params.append(to_db(until))
+        where = _source_is("wandb", params) + _between(since, until, params, until_op="<")
         rows = await self.db.fetchall(
             f"SELECT * FROM events WHERE run_slug = ? AND {where} AND kind = 'restart' "
             "AND deleted = 0 ORDER BY at DESC, id DESC LIMIT ?",

@@ -15,7 +15,6 @@ is judged against what is registered (an unknown key, a bad value: refused with 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -48,6 +47,7 @@ from bot.store import Store
 from bot.timeutil import utcnow
 from tests.bot.conftest import StartBot, with_config
 from tests.bot.test_cogs import final_message
+from tests.cli.test_fast_imports import clean_env
 from tests.fakes.discord import FakeDiscord
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -365,13 +365,11 @@ def test_check_config_judges_the_registered_threshold(
 ) -> None:
     """`runscribe check-config` in a real process with the dummy detector registered: exit 2
     and the path for a bad value or an unknown key, like every config error."""
-    path = _runs_file(tmp_path, alerts)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RUNSCRIBE_", "DISCORD_"))}
-    env.update(RUNSCRIBE_CONFIG=str(path), RUNSCRIBE_DB=str(tmp_path / "runscribe.db"))
+    _runs_file(tmp_path, alerts)
     done = subprocess.run(
         [sys.executable, "-c", CHECK_CONFIG],
         cwd=ROOT,
-        env=env,
+        env=clean_env(tmp_path),
         capture_output=True,
         text=True,
         timeout=600,

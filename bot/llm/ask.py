@@ -5,9 +5,10 @@ The check (`check_answer`): the reply does the task (it does not echo the reques
 least one source or says plainly that the history does not answer, it fits its length:
 `bot.llm.gates`); every `[n]` is one of the sources; every URL is a source's URL;
 every number, date, time, reference and identifier appears in a cited source or in the facts
-(`grounding.check`, the narrative's rules, with citation markers taken out first). A draft that
-fails is recorded as `ask.rejected` (it was paid for) and the model gets one retry with the
-problems listed; a second failure, an outage, no key or a spent budget return None and the
+(`grounding.check`, the narrative's rules, with citation markers taken out first); every person
+it names or credits is one a cited source or the facts name and credit so (`bot.llm.people`).
+A draft that fails is recorded as `ask.rejected` (it was paid for) and the model gets one retry
+with the problems listed; a second failure, an outage, no key or a spent budget return None and the
 caller shows the search results instead. Mentions are stripped from what passes
 (`safety.sanitize_output`), so an `@everyone` never reaches Discord even before the
 `allowed_mentions` lock.
@@ -29,7 +30,7 @@ import functools
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -43,6 +44,7 @@ from bot.llm.gates import (
 )
 from bot.llm.grounded import render_facts
 from bot.llm.grounding import FactIndex, GroundingReport, check
+from bot.llm.people import check_people, given, known_people
 from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import URL_RE, fence, normalise_url, sanitize_output
 from bot.mentions import defuse_mentions
@@ -111,7 +113,11 @@ def citations_in(text: str) -> list[int]:
     return found
 
 
-def check_answer(text: str, sources: Sequence[Event], facts_text: str, tz: str) -> GroundingReport:
+def check_answer(
+    text: str, sources: Sequence[Event], facts_text: str, tz: str, known: Iterable[str] = ()
+) -> GroundingReport:
+    """`known`: the run's people (`bot.llm.people.known_people`); a person the cited sources and
+    the facts do not name, or credit with what the answer says, is a problem."""
     report = GroundingReport()
     if not text.strip():
         report.problems.append("the reply was empty")
@@ -141,7 +147,15 @@ def check_answer(text: str, sources: Sequence[Event], facts_text: str, tz: str) 
     # Links: only the sources' own URLs (the facts' run links are not citations).
     index.urls = {normalise_url(e.url) for e in sources if e.url}
     report.problems.extend(check(_CITE.sub(" ", text), index).problems)
+    everyone = [*known, *(e.author for e in sources if e.author)]
+    people = given([facts_text, *backing], everyone, request=_request_words())
+    report.problems.extend(check_people(_CITE.sub(" ", text), people))
     return report
+
+
+@functools.cache
+def _request_words() -> str:
+    return load_prompt("system").text + "\n" + load_prompt(TASK).text
 
 
 @functools.cache
@@ -206,6 +220,7 @@ async def write_answer(
     ]
     phash = prompt_hash()
     problems: list[str] = []
+    known = await known_people(store, run_slug)
     try:
         for attempt in range(2):
             result = await llm.complete(
@@ -217,7 +232,7 @@ async def write_answer(
             )
             # Mentions are removed, not argued with: a ping is never a reason to fall back.
             reply = defuse_mentions(result.text)
-            report = check_answer(reply, sources, facts_text, tz)
+            report = check_answer(reply, sources, facts_text, tz, known)
             if report.ok:
                 draft = finalise(reply, sources)
                 await store.llm.record(

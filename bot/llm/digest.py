@@ -10,6 +10,7 @@ from functools import partial
 
 from bot.llm.client import LLMClient
 from bot.llm.grounded import render_prompt, write_grounded
+from bot.llm.people import known_people
 from bot.models import LLMOutput
 from bot.narrative.facts import DigestFacts
 from bot.narrative.format import fmt_time
@@ -30,8 +31,16 @@ async def write_digest(
         f"the {facts.window_hours} hours up to {fmt_time(facts.window_end or now, facts.timezone)}"
     )
     # CPU work (the grounding of every fact): in a worker thread, never on the event loop
+    known = await known_people(store, facts.run_slug)
     rendered = await asyncio.to_thread(
-        partial(render_prompt, "digest", facts, max_words=DIGEST_MAX_WORDS, window=window)
+        partial(
+            render_prompt,
+            "digest",
+            facts,
+            max_words=DIGEST_MAX_WORDS,
+            window=window,
+            known=known,
+        )
     )
     rendered.max_chars = DIGEST_MAX_CHARS
     rendered.max_tokens = DIGEST_MAX_TOKENS

@@ -29,7 +29,7 @@ import functools
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -41,6 +41,7 @@ from bot.enrich.rules import Enrichment, enrich_event
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable, estimate_tokens
 from bot.llm.gates import echoes_request, instruction_shingles
 from bot.llm.grounding import FactIndex, check
+from bot.llm.people import check_people, given, known_people
 from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import URL_RE, fence, sanitize_output, urls_in
 from bot.models import TAGS, Event, LLMOutput
@@ -118,6 +119,11 @@ def fixed_instructions() -> list[str]:
 @functools.cache
 def _instructions() -> frozenset[tuple[str, ...]]:
     return instruction_shingles(load_prompt("system").text, load_prompt("enrich").text)
+
+
+@functools.cache
+def _request_words() -> str:
+    return "\n".join(load_prompt(name).text for name in ("system", "enrich", "enrich_batch"))
 
 
 def label(version: str | None = None) -> str:
@@ -255,8 +261,11 @@ def plan_batches(
     return batches
 
 
-def validate_item(raw: Any, event: Event, seen_text: str, base: Enrichment) -> Enrichment | None:
-    """A tool item → Enrichment, or None when anything about it is off."""
+def validate_item(
+    raw: Any, event: Event, seen_text: str, base: Enrichment, known: Iterable[str] = ()
+) -> Enrichment | None:
+    """A tool item → Enrichment, or None when anything about it is off. `known`: the run's
+    people; the summary may name or credit only the people the event does (`bot.llm.people`)."""
     if not isinstance(raw, dict):
         return None
     summary, tag = raw.get("summary"), raw.get("tag")
@@ -278,6 +287,9 @@ def validate_item(raw: Any, event: Event, seen_text: str, base: Enrichment) -> E
     clean = sanitize_output(" ".join(summary.split()), allowed_urls=allowed, limit=SUMMARY_MAX)
     # numbers, dates and refs in a summary must come from what the model saw of the event
     if not check(clean, FactIndex.build(seen_text)).ok:
+        return None
+    # people it names are the event's, credited with what the event says they did
+    if check_people(clean, given([seen_text], known, request=_request_words())):
         return None
     # a live report is about its incident; the tag and the flag say the same thing
     incident = incident or live or tag == "incident"
@@ -435,7 +447,10 @@ class LLMEnricher:
             now=now,
         )
         # Checking every item against its event (the rules' reading included) is CPU work.
-        accepted, rejected = await asyncio.to_thread(self._accept, result, batch)
+        known = [*await known_people(self.store, run_slug), *(i.event.author for i in batch)]
+        accepted, rejected = await asyncio.to_thread(
+            self._accept, result, batch, [k for k in known if k]
+        )
         out: dict[int, tuple[Enrichment, str]] = {}
         rows: list[LLMOutput] = []
         parts = len(accepted) + (1 if rejected else 0)
@@ -482,7 +497,7 @@ class LLMEnricher:
 
     @staticmethod
     def _accept(
-        result: LLMResult, batch: list[_Pending]
+        result: LLMResult, batch: list[_Pending], known: Sequence[str] = ()
     ) -> tuple[list[tuple[_Pending, Enrichment]], list[_Pending]]:
         by_id = {item.local_id: item for item in batch}
         found: dict[int, Enrichment] = {}
@@ -501,7 +516,9 @@ class LLMEnricher:
                     found.pop(local, None)
                     continue
                 item = by_id[local]
-                enrichment = validate_item(raw, item.event, item.rendered, rules_for(item.event))
+                enrichment = validate_item(
+                    raw, item.event, item.rendered, rules_for(item.event), known
+                )
                 if enrichment is not None:
                     found[local] = enrichment
         accepted = [(by_id[i], e) for i, e in sorted(found.items())]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,6 +28,7 @@ from bot.llm.gates import (
     length_problem,
 )
 from bot.llm.grounding import FactIndex, GroundingReport, check
+from bot.llm.people import Given, check_people, given
 from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import fence, sanitize_output, urls_in
 from bot.models import LLMOutput, Restart
@@ -202,6 +203,8 @@ class Rendered:
     # must not echo and the names (the run's, its people's) that show it is about this run
     instructions: frozenset[tuple[str, ...]] = frozenset()
     names: tuple[str, ...] = ()
+    # the people the reply may name and what each is credited with (`bot.llm.people`)
+    people: Given | None = None
 
 
 def card_numbers(facts: NarrativeFacts) -> list[tuple[str, float, float]]:
@@ -227,9 +230,12 @@ def render_prompt(
     *,
     max_words: int,
     card: bool = False,
+    known: Iterable[str] = (),
     **extra: Any,
 ) -> Rendered:
-    """`card`: the text sits on the status card, so it may not restate the card's numbers."""
+    """`card`: the text sits on the status card, so it may not restate the card's numbers.
+    `known`: the run's people (`bot.llm.people.known_people`), whom the reply may name only when
+    the facts do."""
     facts_text = render_facts(facts)
     highlights = render_highlights(facts.highlights, facts.timezone)
     threads = render_open_threads(facts.open_threads, facts.timezone)
@@ -253,11 +259,12 @@ def render_prompt(
     index.urls -= urls_in(names) - urls_in([*own, *facts.links.values()])
     people = {h.author for h in facts.highlights} | {t.author for t in facts.open_threads}
     people |= {i.reported_by for i in facts.incidents}
+    rendered_system = system.render()
     return Rendered(
         task=task,
         prompt_name=task,
         prompt_hash=short_hash(system.text, prompt.text),
-        system=system.render(),
+        system=rendered_system,
         user=user,
         index=index,
         max_chars=NARRATIVE_MAX_CHARS,
@@ -268,12 +275,14 @@ def render_prompt(
             *distinctive_names(facts.run_name, facts.run_slug),
             *sorted(p for p in people if p and len(p) > 2),
         ),
+        people=given([user], [*known, *(p for p in people if p)], request=rendered_system),
     )
 
 
 def grade(text: str, rendered: Rendered) -> GroundingReport:
     """Every check a narrative or digest must pass: not empty, not an echo of the request,
-    within its length, about this run (`bot.llm.gates`), and grounded in the facts."""
+    within its length, about this run (`bot.llm.gates`), grounded in the facts, and crediting
+    people only with what the facts credit them with (`bot.llm.people`)."""
     if not text.strip():
         return GroundingReport(problems=["the reply was empty"])
     echo = echoes_request(text, rendered.instructions)
@@ -289,6 +298,8 @@ def grade(text: str, rendered: Rendered) -> GroundingReport:
             "the reply does not say anything about this run: name it and what happened to it"
         )
     report.problems.extend(check(text, rendered.index).problems)
+    if rendered.people is not None:
+        report.problems.extend(check_people(text, rendered.people))
     return report
 
 

@@ -10,6 +10,7 @@ from functools import partial
 
 from bot.llm.client import LLMClient
 from bot.llm.grounded import render_prompt, write_grounded
+from bot.llm.people import known_people
 from bot.models import LLMOutput
 from bot.narrative.facts import NarrativeFacts
 from bot.narrative.templates import template_narrative
@@ -25,8 +26,16 @@ async def write_narrative(
     output (fallback=True when it is the template)."""
     # The prompt's grounding (every number, duration and link the facts allow) is CPU work,
     # ~25 ms on a busy run: built in a worker thread, never on the event loop.
+    known = await known_people(store, facts.run_slug)
     rendered = await asyncio.to_thread(
-        partial(render_prompt, "narrative", facts, max_words=NARRATIVE_MAX_WORDS, card=True)
+        partial(
+            render_prompt,
+            "narrative",
+            facts,
+            max_words=NARRATIVE_MAX_WORDS,
+            card=True,
+            known=known,
+        )
     )
     return await write_grounded(
         store,

@@ -449,6 +449,16 @@ class EventsRepo:
         )
         return [str(row[0]) for row in rows]
 
+    async def authors(self, run_slug: str, limit: int = 500) -> list[str]:
+        """The distinct authors of a run's events, the most recent first, at most `limit` (the
+        people the LLM checks know of: `bot.llm.people.known_people`)."""
+        rows = await self.db.fetchall(
+            "SELECT author FROM events WHERE run_slug = ? AND author IS NOT NULL "
+            "AND author != '' GROUP BY author ORDER BY MAX(at) DESC LIMIT ?",
+            (run_slug, limit),
+        )
+        return [str(row[0]) for row in rows]
+
     async def latest_in_thread(self, run_slug: str, source: str, thread: str) -> Event | None:
         """The newest stored event of a thread (deleted ones included: they were seen)."""
         row = await self.db.fetchone(

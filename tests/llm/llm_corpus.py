@@ -37,6 +37,7 @@ from bot.llm.enrich import LLMEnricher, render_event, validate_item
 from bot.llm.grounded import Rendered, render_facts, render_prompt
 from bot.llm.grounded import grade as grounded_grade
 from bot.llm.narrative import NARRATIVE_MAX_WORDS
+from bot.llm.people import known_people
 from bot.models import RESTORE, Event, GithubComment, GithubThread, Restart, RunInfo
 from bot.narrative.facts import (
     DigestFacts,
@@ -307,6 +308,7 @@ class Scenario:
     digest: Rendered | None = None
     asks: dict[str, tuple[list[Event], str]] = field(default_factory=dict)  # id → sources, facts
     rendered_events: dict[int, str] = field(default_factory=dict)  # local id → what it saw
+    known: list[str] = field(default_factory=list)  # the run's people, as the store holds them
 
 
 def _system(body: dict[str, Any]) -> list[str] | str:
@@ -439,8 +441,9 @@ async def capture(store: Store, fake: FakeAnthropic) -> Scenario:
         # 2. the narrative and the digest, rendered from facts by the bot's own code
         fake.handler = lambda request: text("(recorded)")
         facts = narrative_facts(scenario.events)
+        scenario.known = await known_people(store, SLUG)
         scenario.narrative = render_prompt(
-            "narrative", facts, max_words=NARRATIVE_MAX_WORDS, card=True
+            "narrative", facts, max_words=NARRATIVE_MAX_WORDS, card=True, known=scenario.known
         )
         await write_narrative_request(store, llm, facts)
         dfacts = digest_facts(scenario.events)
@@ -448,7 +451,9 @@ async def capture(store: Store, fake: FakeAnthropic) -> Scenario:
         from bot.llm.digest import DIGEST_MAX_WORDS
 
         window = "the 24 hours up to Oct 14, 2026, 9:00 a.m. PDT"
-        scenario.digest = render_prompt("digest", dfacts, max_words=DIGEST_MAX_WORDS, window=window)
+        scenario.digest = render_prompt(
+            "digest", dfacts, max_words=DIGEST_MAX_WORDS, window=window, known=scenario.known
+        )
         scenario.digest.max_chars = DIGEST_MAX_CHARS
         # 3. /ask: the service's own search, facts and request
         service = AskService(store, answer_writer(store, llm))
@@ -494,14 +499,16 @@ def grade(scenario: Scenario, answer: dict[str, Any]) -> list[str]:
         by_external = {e.external_id: (n, e) for n, e in enumerate(scenario.events, 1)}
         n, event = by_external[answer["event"]]
         raw = {**answer["item"], "id": n}
-        accepted = validate_item(raw, event, scenario.rendered_events[n], enrich_event(event))
+        accepted = validate_item(
+            raw, event, scenario.rendered_events[n], enrich_event(event), scenario.known
+        )
         return [] if accepted is not None else ["the item was rejected"]
     if kind in ("narrative", "digest"):
         rendered = scenario.narrative if kind == "narrative" else scenario.digest
         assert rendered is not None
         return grounded_grade(answer["text"], rendered).problems
     sources, facts_text = scenario.asks[answer["request"]]
-    return check_answer(answer["text"], sources, facts_text, RUN.timezone).problems
+    return check_answer(answer["text"], sources, facts_text, RUN.timezone, scenario.known).problems
 
 
 async def _requests() -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ refused. `bench/bench_grounding.py` prints the same figures with the tag and inc
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -15,9 +16,8 @@ from tests.llm.llm_corpus import REQUESTS, capture, grade, load_answers
 
 MAX_FALSE_REJECTION = 0.03
 #: Seeded wrong answers the checks are not built to catch, kept in the corpus so the bench shows
-#: them: a wrong person (names without digits are not checked) or a false claim made with
-#: true facts.
-KNOWN_GAPS = {"wrong_person"}
+#: them (none today: a wrong person is refused by `bot.llm.people`).
+KNOWN_GAPS: set[str] = set()
 
 
 async def test_every_corpus_answer_through_the_real_checks(store: Store, tmp_path: Path) -> None:
@@ -33,8 +33,15 @@ async def test_every_corpus_answer_through_the_real_checks(store: Store, tmp_pat
         "ignores_task",
     ):
         assert variants[seeded] >= 2, seeded
+    # a person credited with what someone else did, or not in the request at all
+    assert variants["wrong_person"] >= 8
+
     async with FakeAnthropic() as fake:
         scenario = await capture(store, fake)
+    # correct answers that name the run's people (as a login, @login, possessive, passive …)
+    people = [re.compile(rf"(?<![\w-]){re.escape(p)}(?![\w-])", re.I) for p in scenario.known]
+    texts = [a.get("text") or a["item"]["summary"] for a in answers if a["expect"] == "accept"]
+    assert sum(any(p.search(t) for p in people) for t in texts) >= 10
 
     # the answers were written against exactly these requests
     stored = {r["id"]: r["user"] for r in json.loads(REQUESTS.read_text())}

@@ -1,0 +1,432 @@
+"""The people check: a reply may credit an action, a report or a statement only to a person the
+text it was given credits with it. Grounding (`bot.llm.grounding`) checks numbers, links, refs and
+ids; a name has no digit, so "jun-h relaunched the job" passed when mei-lin did it.
+
+The model's input is read as units (`units_in`): each fenced source (`<untrusted_data …>`) is a
+unit whose `author` attribute is its person; text outside fences is a unit without one. The
+people the model may name (`Given.people`) are the units' authors and every person of the run
+whose name appears in the input (in a GitHub body, a thread title, "thanks @dana").
+
+A reply is refused (`check_people`) when:
+
+1. it names a **known person of the run** (an author the store holds for it, or of another
+   source in the same request) who is absent from what the model was given;
+2. a **name-shaped word in claim position** ("alice drained …", "reported by @bob", "Carol's
+   fix") is neither a given person nor any word of the request;
+3. a **given person is credited with a claim the input does not credit them with**: in
+   "X drained k17n3", "X's fix in #415", "relaunched by X", the claim's verb may have a family
+   (`FAMILIES`: restart, drain, fix, approve, merge, propose; reporting verbs such as
+   "reported", "said", "found", "traced" have none: what a person found is what they wrote),
+   and its object words (refs, ids, numbers, content words, crudely stemmed) are counted in
+   each unit of a person. A unit authored by X, or naming X, must carry the family (when there
+   is one) and at least `SHARE_OF_BEST` as many object words as the unit that carries the most
+   (a unit's references are its own `ref` only). "tomas-r relaunched from 61,000" fails when
+   only mei-lin's comment says "Relaunched"; "sam's evals of the 60k checkpoint" fails when
+   ines's message carries the evals; "the hang, reported by mei-lin" fails when tomas-r's
+   report in #412 carries the hang.
+
+Names are matched case-insensitively, with or without `@`, with a possessive `'s`, a display
+name's spaces as any whitespace, a login's hyphens as written. Never people: sentence-initial
+and common words (only name-shaped words in claim position are read), months and days, product
+and model names (`NOT_PEOPLE`), and any word the request itself uses.
+
+Known gaps: pronouns ("her fix") are not resolved; a negated claim in the input ("not approved
+yet") still carries its verb; a claim whose object words are all generic passes on the verb."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from bot.llm.safety import FENCE_TAG
+from bot.store import Store
+
+_FENCE = re.compile(rf"<{FENCE_TAG}\b(?P<attrs>[^>]*)>(?P<body>.*?)</{FENCE_TAG}>", re.DOTALL)
+_ATTR = re.compile(r'(\w+)="([^"]*)"')
+_WORDS = re.compile(r"[a-z0-9][a-z0-9'’\-]*")
+_KEY = re.compile(r"#[\w\-]+|[a-z0-9][a-z0-9.,\-]*[a-z0-9]|[a-z0-9]")
+
+# Verb families: a claim with one of these verbs must be backed by a unit carrying the family.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "restart": (
+        "relaunch",
+        "restart",
+        "resum",
+        "requeu",
+        "restor",
+        "rerun",
+        "reran",
+        "rolled back",
+        "roll back",
+        "rolls back",
+        "brought back",
+        "brought it back",
+        "recover",
+    ),
+    "drain": ("drain", "cordon", "swap", "replac", "pull", "remov", "evict"),
+    "fix": ("fix", "patch", "repair", "resolv", "pr ", "pull request", "pull/"),
+    "approve": ("approv", "signed off", "sign off", "signs off", "greenlit", "accept"),
+    "merge": ("merg",),
+    "propose": ("propos", "suggest", "plan", "recommend", "should", "want"),
+}
+# verb forms (as written) → family; None is a reporting verb (any unit of the person backs it)
+_VERBS: dict[str, str | None] = {}
+
+
+def _split(words: str) -> list[str]:
+    return words.split()
+
+
+for _family, _forms in {
+    "restart": "relaunched relaunches relaunch restarted restarts restart resumed resumes resume "
+    "requeued requeues requeue restored restores restore reran reruns rerun recovered recovers",
+    "drain": "drained drains drain cordoned cordons swapped swaps replaced replaces evicted "
+    "removed pulled",
+    "fix": "fixed fixes fix patched patches repaired repairs resolved resolves",
+    "approve": "approved approves approve accepted accepts greenlit",
+    "merge": "merged merges merge",
+    "propose": "proposed proposes propose suggested suggests suggest recommended recommends "
+    "planned plans",
+}.items():
+    for _form in _split(_forms):
+        _VERBS[_form] = _family
+for _form in _split(
+    "reported reports said says wrote writes posted posts noted notes flagged flags raised "
+    "raises opened opens filed files asked asks mentioned mentions found finds spotted spots "
+    "noticed notices identified identifies confirmed confirms shared shares announced announces "
+    "explained explains warned warns measured measures tested tests benchmarked benchmarks "
+    "compared compares ran runs started starts added adds thanked thanks replied replies "
+    "answered answers pointed points argued argues agreed agrees showed shows checked checks "
+    "looked investigated investigates logged logs diagnosed diagnoses traced traces pinpointed "
+    "bisected"
+):
+    _VERBS[_form] = None
+_NOUNS: dict[str, str | None] = {
+    "fix": "fix",
+    "patch": "fix",
+    "pr": "fix",
+    "pull": "fix",
+    "proposal": "propose",
+    "plan": "propose",
+    "suggestion": "propose",
+    "idea": "propose",
+    "approval": "approve",
+    "diagnosis": None,
+    "relaunch": "restart",
+    "restart": "restart",
+    "report": None,
+    "comment": None,
+    "message": None,
+    "question": None,
+    "ladder": None,
+    "ablation": None,
+    "sweep": None,
+    "evals": None,
+    "eval": None,
+    "results": None,
+    "result": None,
+    "note": None,
+    "post": None,
+    "issue": None,
+    "thread": None,
+    "analysis": None,
+    "benchmark": None,
+    "finding": None,
+    "numbers": None,
+    "measurement": None,
+    "test": None,
+    "point": None,
+    "warning": None,
+}
+_ADVERB = (
+    r"(?:(?:also|then|later|first|quickly|already|has|had|have|just|finally|eventually|"
+    r"immediately|soon|promptly|since|initially|originally|manually|again)\s+)"
+)
+# "X (and Y) (also) VERB", "X's NOUN", "VERB by X"
+_AFTER = re.compile(
+    rf"^(?P<poss>['’]s)?\s*(?:,\s*)?(?:and\s+@?[\w\-]+\s+)?{_ADVERB}{{0,2}}(?P<w>[a-z]+)\b",
+    re.IGNORECASE,
+)
+_BY = re.compile(r"\b(?P<w>[a-z]+)\s+by\s+$", re.IGNORECASE)
+_ARTICLE_BEFORE = re.compile(
+    r"(?:\b(?:the|a|an|its|their|his|her|our|this|that|each|every|no|any|some)\s+|[\w\-]['’]s\s+"
+    r"|[\w&]&)$",
+    re.IGNORECASE,
+)
+_CLAUSE_END = re.compile(r"[.;:!?\n]|,\s|\s\[\d|\s(?:and|but|while|whereas|after|so|which)\s")
+
+CLAUSE_WORDS = 10
+MIN_KEY = 4  # letters of a content word that counts as a claim's object
+# A claim's object words (refs, ids, numbers, content words) must be carried by a unit of the
+# credited person at least this share as well as by the unit of anyone that carries them best.
+SHARE_OF_BEST = 0.6
+
+# Words that are never people, whatever position they stand in.
+NOT_PEOPLE = frozenset(
+    _split(
+        "github discord w&b wandb weights biases claude anthropic openai nccl infiniband ib "
+        "nvidia cuda pytorch torch jax slurm kubernetes k8s slack google gcs gcp aws azure "
+        "runscribe alertmanager prometheus grafana linux docker megatron deepspeed fsdp yarn "
+        "rope mmlu hellaswag wsd adamw muon monday tuesday wednesday thursday friday saturday "
+        "sunday january february march april may june july august september october november "
+        "december jan feb mar apr jun jul aug sep sept oct nov dec today yesterday tomorrow "
+        "tonight someone somebody nobody everyone everybody anyone anybody team teams ops "
+        "oncall on-call infra sre admin admins automation scheduler cluster launcher watchdog "
+        "monitor system bot job jobs run runs training model it he she they we you i who which "
+        "that this these those one each both all none nothing everything it's there here "
+        "people person engineer engineers owner owners maintainer maintainers reviewer reviewers "
+        "author authors user users host node gpu gpus rank ranks loss pipeline trainer"
+    )
+)
+_STOP = frozenset(
+    _split(
+        "the a an and or but of to in on at by for with from into over under about after before "
+        "since until while that this these those it its is was were be been being has have had "
+        "not no yet still also then than so as if when where which who what how why there here "
+        "their them they he she his her our we you your i me my all any some each every both one "
+        "two three four five six seven eight nine ten more most less least very just only again "
+        "out up down off back now once same other another such per via without within between "
+        "during through across around near instead whether because though although would could "
+        "should will shall may might must can did does done do make made get got set put take "
+        "took give gave keep kept"
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One piece of the model's input: a fenced source and its person, or the text around."""
+
+    author: str | None
+    text: str
+
+
+@dataclass(slots=True)
+class Given:
+    """What the model was given, read for people."""
+
+    units: list[Unit]
+    people: set[str]  # lowercased names the model may name
+    known: set[str]  # lowercased names of every person of the run
+    vocabulary: set[str] = field(default_factory=set)  # every word of the request
+
+    def units_of(self, person: str) -> list[Unit]:
+        name = _name_pattern(person)
+        return [
+            u
+            for u in self.units
+            if (u.author and u.author.lower() == person) or name.search(u.text)
+        ]
+
+
+def units_in(*texts: str) -> list[Unit]:
+    """Every fenced source of the texts as a unit with its author; the rest as authorless."""
+    units: list[Unit] = []
+    for text in texts:
+        rest = text
+        for match in _FENCE.finditer(text):
+            attrs = dict(_ATTR.findall(match.group("attrs")))
+            author = attrs.get("author") or None
+            units.append(Unit(author, f"{match.group('attrs')}\n{match.group('body')}"))
+            rest = rest.replace(match.group(0), " ")
+        if rest.strip():
+            units.append(Unit(None, rest))
+    return units
+
+
+def _name_pattern(name: str) -> re.Pattern[str]:
+    spaced = r"\s+".join(re.escape(w) for w in name.split())
+    return re.compile(rf"(?<![\w@\-])@?{spaced}(?![\w\-]|['’](?!s\b))", re.IGNORECASE)
+
+
+def _plain_word(name: str) -> bool:
+    """A name that is also an ordinary word ("will", "sam"): read only where a person stands."""
+    return bool(re.fullmatch(r"[a-z]+", name))
+
+
+def given(texts: Iterable[str], known: Iterable[str] = (), *, request: str = "") -> Given:
+    """Read the model's input (`texts`) for people; `known` are the run's people; `request` is
+    the whole request (system and user), whose words are never taken for unknown people."""
+    texts = list(texts)
+    units = units_in(*texts)
+    known_names = {k.strip().lower() for k in known if k and k.strip()}
+    people = {u.author.lower() for u in units if u.author}
+    joined = "\n".join(texts)
+    people |= {k for k in known_names if _name_pattern(k).search(joined)}
+    people |= {h.lower() for h in re.findall(r"(?<![\w@])@([A-Za-z0-9][\w\-]*)", joined)}
+    vocabulary = set(_WORDS.findall((joined + "\n" + request).lower()))
+    return Given(units=units, people=people, known=known_names | people, vocabulary=vocabulary)
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    family: str | None
+    keys: frozenset[str]
+
+
+_IRREGULAR = {"hung": "hang", "ran": "run", "found": "find", "lost": "lose", "went": "go"}
+
+
+def _stem(word: str) -> str:
+    """A crude stem, the same on both sides: "hung" and "hang", "uploads" and "upload"."""
+    word = _IRREGULAR.get(word, word)
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix) and not word[-2:].isdigit():
+            return word[: -len(suffix)]
+    return word
+
+
+def _keys(text: str, *, claim: bool = True) -> frozenset[str]:
+    """The object words of a claim (its verbs and nouns left out), or of a unit (`claim=False`:
+    its references only from its own `ref` attribute, so a comment that mentions #412 is not
+    taken for one in #412)."""
+    keys = set()
+    if not claim:
+        keys.update(r.lower() for r in re.findall(r'\bref="(#[^"]+)"', text))
+        text = re.sub(r"#[\w\-]+", " ", text)
+    for token in _KEY.findall(text.lower()):
+        token = token.strip(".,-")
+        if not token or token in _STOP or (claim and (token in _VERBS or token in _NOUNS)):
+            continue
+        if token.startswith("#") or any(ch.isdigit() for ch in token) or len(token) >= MIN_KEY:
+            keys.add(_stem(token.replace(",", "")))
+    return frozenset(keys)
+
+
+def _clause(text: str) -> str:
+    end = _CLAUSE_END.search(text)
+    words = (text[: end.start()] if end else text).split()
+    return " ".join(words[:CLAUSE_WORDS])
+
+
+def _claim(reply: str, start: int, end: int) -> _Claim | None:
+    """The claim the name at reply[start:end] makes, if it stands where a person acts."""
+    after = _AFTER.match(reply[end : end + 80])
+    if after is not None:
+        word = after.group("w").lower()
+        if after.group("poss"):
+            if word in _NOUNS or word in FAMILIES:
+                rest = reply[end + after.end() :]
+                return _Claim(_NOUNS.get(word, word), _keys(_clause(rest)) | {_stem(word)})
+            # "X's cooldown proposal": one adjective before the noun
+            nxt = re.match(r"\s+([a-z]+)", reply[end + after.end() : end + after.end() + 30])
+            if nxt and nxt.group(1).lower() in _NOUNS:
+                rest = reply[end + after.end() + nxt.end() :]
+                noun = nxt.group(1).lower()
+                return _Claim(_NOUNS[noun], _keys(word + " " + _clause(rest)) | {_stem(noun)})
+        elif word in _VERBS:
+            rest = reply[end + after.end() :]
+            return _Claim(_VERBS[word], _keys(_clause(rest)))
+    by = _BY.search(reply[max(0, start - 40) : start])
+    if by is not None and by.group("w").lower() in _VERBS:
+        sentence = re.split(r"[.;:!?\n]", reply[:start])[-1]
+        before = sentence[: len(sentence) - len(by.group(0))]
+        words = before.split()[-CLAUSE_WORDS:]
+        text = " ".join(words) + " " + _clause(reply[end:])
+        return _Claim(_VERBS[by.group("w").lower()], _keys(text))
+    return None
+
+
+def _backed(claim: _Claim, person: str, facts: Given) -> bool:
+    mine = facts.units_of(person)
+    if not mine:
+        return False
+    family = FAMILIES.get(claim.family or "", ())
+
+    def carries(unit: Unit) -> bool:
+        return not family or any(f in unit.text.lower() for f in family)
+
+    def shares(unit: Unit) -> int:
+        words = _keys(unit.text, claim=False)
+        return len(claim.keys & words)
+
+    # the object words: the person's best unit must carry about as many of them as anyone's
+    best = max((shares(u) for u in facts.units if u.author), default=0)
+    need = math.ceil(best * SHARE_OF_BEST)
+    return any(carries(u) and shares(u) >= need for u in mine)
+
+
+_NAME_SHAPED = re.compile(r"(?<![\w@\-&.#/])@?[A-Za-z][A-Za-z]+(?:[\-_][A-Za-z0-9]+)*(?![\w\-&])")
+
+
+def check_people(reply: str, facts: Given) -> list[str]:
+    """The problems with the people the reply names or credits (empty: none)."""
+    problems: list[str] = []
+
+    def problem(message: str) -> None:
+        if message not in problems:
+            problems.append(message)
+
+    spans: list[tuple[int, int, str]] = []
+    for person in sorted(facts.known, key=len, reverse=True):
+        for match in _name_pattern(person).finditer(reply):
+            if any(s <= match.start() < e for s, e, _ in spans):
+                continue
+            spans.append((match.start(), match.end(), person))
+    for start, end, person in spans:
+        if person in NOT_PEOPLE:
+            continue
+        claim = _claim(reply, start, end)
+        written = reply[start:end]
+        ordinary = _ARTICLE_BEFORE.search(reply[:start]) or not written[:1].isupper()
+        if _plain_word(person) and claim is None and not written.startswith("@") and ordinary:
+            continue  # "will", "sam" as ordinary words
+        if person not in facts.people:
+            problem(
+                f"{written} is not in what you were given: name only the people of the facts "
+                "and sources, and credit each with what they wrote or did"
+            )
+            continue
+        if claim is not None and not _backed(claim, person, facts):
+            problem(
+                f"what the reply credits to {written} is not what the facts credit them with: "
+                "say who did what exactly as the sources do"
+            )
+    for match in _NAME_SHAPED.finditer(reply):
+        if any(s <= match.start() < e for s, e, _ in spans):
+            continue
+        word = match.group(0).lstrip("@").lower()
+        if word in NOT_PEOPLE or word in _STOP or word in facts.vocabulary:
+            continue
+        if word.endswith("ly") or word in _VERBS or word in _NOUNS:
+            continue
+        if _ARTICLE_BEFORE.search(reply[: match.start()]):
+            continue
+        if _claim(reply, match.start(), match.end()) is None:
+            continue
+        problem(
+            f"{match.group(0)} is not in what you were given: name only the people of the facts "
+            "and sources, and credit each with what they wrote or did"
+        )
+    return problems
+
+
+KNOWN_LIMIT = 500  # authors read per run
+
+
+async def known_people(store: Store, run_slug: str) -> list[str]:
+    """Every author the store holds for the run (at most `KNOWN_LIMIT`, the most recent first),
+    kept in the store's memo under the run's search version: read again only when its text
+    changed."""
+    version = await store.search.version(run_slug)
+    key = ("run_people", run_slug)
+    cached = store.memo.get(key)
+    if cached is not None and cached[0] == version:
+        return list(cached[1])
+    authors = await store.events.authors(run_slug, KNOWN_LIMIT)
+    store.memo[key] = (version, tuple(authors))
+    return authors
+
+
+__all__ = [
+    "FAMILIES",
+    "NOT_PEOPLE",
+    "Given",
+    "Unit",
+    "check_people",
+    "given",
+    "known_people",
+    "units_in",
+]

@@ -7,12 +7,13 @@ The Kestrel scenario is stored in a fresh SQLite file and the bot's own code sen
 to the local fake Anthropic server (`tests.llm.llm_corpus.capture`): one enrichment batch, the
 narrative, the digest and three `/ask` questions. Every hand-written answer in
 `answers.jsonl` (correct ones, and wrong ones seeded with a number off, a step rounded to a
-neighbour, an invented or truncated link, a wrong name, or a reply that ignores the task) goes
+neighbour, an invented or truncated link, a wrong host or ref, a wrong person credited, or a
+reply that ignores the task) goes
 through the check the bot applies to that kind of answer. Printed:
 
 - false rejection: correct answers refused (the goal is at most 3 %);
 - false acceptance: seeded wrong answers accepted, per kind of error (the goal is 0 for numbers,
-  steps, links and task-ignoring replies; a wrong person's name is a known gap);
+  steps, links, people and task-ignoring replies);
 - tag agreement, incident and live-report precision and recall of the corpus' enrichment answers
   against the labels, and of the no-key rules on the same events.
 """

@@ -100,7 +100,8 @@ for _form in _split(
     "compared compares ran runs started starts added adds thanked thanks replied replies "
     "answered answers pointed points argued argues agreed agrees showed shows checked checks "
     "looked investigated investigates logged logs diagnosed diagnoses traced traces pinpointed "
-    "bisected"
+    "bisected lowered lowers increased increases decreased decreases changed changes tuned tunes "
+    "bumped bumps cut cuts wired built builds wrote"
 ):
     _VERBS[_form] = None
 _NOUNS: dict[str, str | None] = {
@@ -282,7 +283,7 @@ def _keys(text: str, *, claim: bool = True) -> frozenset[str]:
     """The object words of a claim (its verbs and nouns left out), or of a unit (`claim=False`:
     its references only from its own `ref` attribute, so a comment that mentions #412 is not
     taken for one in #412)."""
-    keys = set()
+    keys: set[str] = set()
     if not claim:
         keys.update(r.lower() for r in re.findall(r'\bref="(#[^"]+)"', text))
         text = re.sub(r"#[\w\-]+", " ", text)
@@ -316,17 +317,34 @@ def _claim(reply: str, start: int, end: int) -> _Claim | None:
                 rest = reply[end + after.end() + nxt.end() :]
                 noun = nxt.group(1).lower()
                 return _Claim(_NOUNS[noun], _keys(word + " " + _clause(rest)) | {_stem(noun)})
-        elif word in _VERBS:
+        elif word in _VERBS and not (
+            _plain_word(reply[start:end]) and reply[start:end].islower() and _base_form(word)
+        ):
             rest = reply[end + after.end() :]
             return _Claim(_VERBS[word], _keys(_clause(rest)))
     by = _BY.search(reply[max(0, start - 40) : start])
-    if by is not None and by.group("w").lower() in _VERBS:
-        sentence = re.split(r"[.;:!?\n]", reply[:start])[-1]
-        before = sentence[: len(sentence) - len(by.group(0))]
-        words = before.split()[-CLAUSE_WORDS:]
-        text = " ".join(words) + " " + _clause(reply[end:])
-        return _Claim(_VERBS[by.group("w").lower()], _keys(text))
+    if by is None:
+        return None
+    verb = by.group("w").lower()
+    sentence = re.split(r"[.;:!?\n]", reply[:start])[-1]
+    before = sentence[: len(sentence) - len(by.group(0))]
+    words = before.split()[-CLAUSE_WORDS:]
+    text = " ".join(words) + " " + _clause(reply[end:])
+    if verb in _VERBS:
+        return _Claim(_VERBS[verb], _keys(text))
+    if verb in _DONE:  # "the relaunch was done by X": the noun says what was done
+        nouns = [_NOUNS[w.lower()] for w in words if w.lower() in _NOUNS]
+        return _Claim(next((n for n in nouns if n), None), _keys(text))
     return None
+
+
+_DONE = frozenset(_split("done made performed handled led owned carried"))
+_PAST = frozenset(_split("said wrote found ran reran cut built greenlit set"))
+
+
+def _base_form(verb: str) -> bool:
+    """ "resume", "fix": what follows a modal ("will resume"), not a claim of a past act."""
+    return not (verb.endswith(("ed", "s")) or verb in _PAST)
 
 
 def _backed(claim: _Claim, person: str, facts: Given) -> bool:

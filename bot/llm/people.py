@@ -13,29 +13,38 @@ A reply is refused (`check_people`) when:
    source in the same request) who is absent from what the model was given;
 2. a **name-shaped word in claim position** ("alice drained …", "reported by @bob", "Carol's
    fix") is neither a given person nor any word of the request;
-3. a **given person is credited with a claim the input does not credit them with**: in
-   "X drained k17n3", "X's fix in #415", "relaunched by X", the claim's verb may have a family
+3. a **given person is credited with a claim the input does not credit them with**. A claim is
+   a name as the subject of a verb ("X drained k17n3", "X and Y relaunched", "Bob from infra
+   drained"), as the owner of a noun ("X's fix in #415", "X's cooldown proposal"), or as the
+   agent after "by" ("relaunched by X", "the fix in #415 by X", "the relaunch was done by X");
+   "As X reported in #412, <what>" claims the whole sentence. Its verb may have a family
    (`FAMILIES`: restart, drain, fix, approve, merge, propose; reporting verbs such as
    "reported", "said", "found", "traced" have none: what a person found is what they wrote),
-   and its object words (refs, ids, numbers, content words, crudely stemmed) are counted in
-   each unit of a person. A unit authored by X, or naming X, must carry the family (when there
-   is one) and at least `SHARE_OF_BEST` as many object words as the unit that carries the most
-   (a unit's references are its own `ref` only). "tomas-r relaunched from 61,000" fails when
-   only mei-lin's comment says "Relaunched"; "sam's evals of the 60k checkpoint" fails when
-   ines's message carries the evals; "the hang, reported by mei-lin" fails when tomas-r's
-   report in #412 carries the hang.
+   and its object words (refs, ids, numbers, content words, crudely stemmed) are weighed by
+   1 / the number of units carrying each ("k17n3" in two units says more than "host" in nine).
+   A unit authored by X, or naming X, must carry the family, not negated ("Not approved yet"
+   backs no "approved"), and at least `SHARE_OF_BEST` of the object words' weight that the best
+   unit carries (a unit's references are its own `ref` only: a comment that mentions #412 is
+   not one in #412). "tomas-r relaunched from 61,000" fails when only mei-lin's comment says
+   "Relaunched"; "Sam O's evals of the 60k checkpoint" fails when ines's message carries the
+   evals; "the hang, reported by mei-lin" fails when tomas-r's report carries the hang.
 
 Names are matched case-insensitively, with or without `@`, with a possessive `'s`, a display
-name's spaces as any whitespace, a login's hyphens as written. Never people: sentence-initial
-and common words (only name-shaped words in claim position are read), months and days, product
-and model names (`NOT_PEOPLE`), and any word the request itself uses.
+name's spaces as any whitespace, a login's hyphens as written; a run's hundreds of authors are
+looked up by their first word among the text's words (`mentioned`) before any pattern runs. A
+person whose name is an ordinary word ("will") counts only where a person stands: in a claim,
+after `@`, or capitalised mid-text; "will resume" is a modal, not a claim. Never people:
+sentence-initial and common words (only name-shaped words in claim position are read), words
+ending in "-ing", months and days, product and model names (`NOT_PEOPLE`: GitHub, W&B, NCCL,
+InfiniBand, Claude …), and any word the request itself uses (run names, refs, the prompt's
+words).
 
-Known gaps: pronouns ("her fix") are not resolved; a negated claim in the input ("not approved
-yet") still carries its verb; a claim whose object words are all generic passes on the verb."""
+Known gaps: pronouns ("her fix") are not resolved; a claim whose object words are all generic
+passes on the verb; a wrong person credited with a statement only in a sentence that names
+nobody else's content (the claim has no object words) passes on being a person of the input."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -147,21 +156,26 @@ _ADVERB = (
 )
 # "X (and Y) (also) VERB", "X's NOUN", "VERB by X"
 _AFTER = re.compile(
-    rf"^(?P<poss>['’]s)?\s*(?:,\s*)?(?:and\s+@?[\w\-]+\s+)?{_ADVERB}{{0,2}}(?P<w>[a-z]+)\b",
+    rf"^(?P<poss>['’]s)?\s*(?:,\s*)?(?:and\s+@?[\w\-]+\s+)?(?:(?:from|of|on)\s+(?:the\s+)?[\w\-]+\s+)?"
+    rf"{_ADVERB}{{0,2}}(?P<w>[a-z]+)\b",
     re.IGNORECASE,
 )
-_BY = re.compile(r"\b(?P<w>[a-z]+)\s+by\s+$", re.IGNORECASE)
+_BY = re.compile(r"(?P<w>[\w#]+)\s+by\s+$", re.IGNORECASE)
+_AS_BEFORE = re.compile(r"(?:^|[.;:!?,(]\s*|\n)as\s+$", re.IGNORECASE)
 _ARTICLE_BEFORE = re.compile(
     r"(?:\b(?:the|a|an|its|their|his|her|our|this|that|each|every|no|any|some)\s+|[\w\-]['’]s\s+"
     r"|[\w&]&)$",
     re.IGNORECASE,
 )
-_CLAUSE_END = re.compile(r"[.;:!?\n]|,\s|\s\[\d|\s(?:and|but|while|whereas|after|so|which)\s")
+_CLAUSE_END = re.compile(
+    r"\.(?!\d)|[;:!?\n]|,\s|\s\[\d|\s(?:and|but|while|whereas|after|so|which)\s"
+)
 
 CLAUSE_WORDS = 10
 MIN_KEY = 4  # letters of a content word that counts as a claim's object
-# A claim's object words (refs, ids, numbers, content words) must be carried by a unit of the
-# credited person at least this share as well as by the unit of anyone that carries them best.
+# A claim's object words (refs, ids, numbers, content words, each weighed by 1 / the number of
+# units carrying it) must be carried by a unit of the credited person at least this share as
+# well as by the unit that carries them best.
 SHARE_OF_BEST = 0.6
 
 # Words that are never people, whatever position they stand in.
@@ -212,6 +226,26 @@ class Given:
     people: set[str]  # lowercased names the model may name
     known: set[str]  # lowercased names of every person of the run
     vocabulary: set[str] = field(default_factory=set)  # every word of the request
+    _unit_keys: dict[int, frozenset[str]] = field(default_factory=dict)
+    _weights: dict[str, float] | None = None
+
+    def keys_of(self, unit: Unit) -> frozenset[str]:
+        """A unit's words, read once."""
+        found = self._unit_keys.get(id(unit))
+        if found is None:
+            found = self._unit_keys[id(unit)] = _keys(unit.text, claim=False)
+        return found
+
+    def weight(self, key: str) -> float:
+        """1 / the number of units that carry the word: "k17n3" in two sources says more about
+        who is meant than "host" in nine."""
+        if self._weights is None:
+            counts: dict[str, int] = {}
+            for unit in self.units:
+                for word in self.keys_of(unit):
+                    counts[word] = counts.get(word, 0) + 1
+            self._weights = {word: 1 / n for word, n in counts.items()}
+        return self._weights.get(key, 0.0)
 
     def units_of(self, person: str) -> list[Unit]:
         name = _name_pattern(person)
@@ -242,6 +276,22 @@ def _name_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w@\-])@?{spaced}(?![\w\-]|['’](?!s\b))", re.IGNORECASE)
 
 
+_TOKEN = re.compile(r"[\w\-]+")
+
+
+def mentioned(names: Iterable[str], text: str) -> set[str]:
+    """The (lowercased) names that appear in `text`: a set look-up of each name's first word
+    among the text's words, then the name's pattern only for those (a run has hundreds of
+    authors; the text names a few)."""
+    words = {w.strip("-") for w in _TOKEN.findall(text.lower())}
+    found = set()
+    for name in names:
+        parts = _TOKEN.findall(name.lower())
+        if parts and parts[0].strip("-") in words and _name_pattern(name).search(text):
+            found.add(name)
+    return found
+
+
 def _plain_word(name: str) -> bool:
     """A name that is also an ordinary word ("will", "sam"): read only where a person stands."""
     return bool(re.fullmatch(r"[a-z]+", name))
@@ -255,7 +305,7 @@ def given(texts: Iterable[str], known: Iterable[str] = (), *, request: str = "")
     known_names = {k.strip().lower() for k in known if k and k.strip()}
     people = {u.author.lower() for u in units if u.author}
     joined = "\n".join(texts)
-    people |= {k for k in known_names if _name_pattern(k).search(joined)}
+    people |= mentioned(known_names, joined)
     people |= {h.lower() for h in re.findall(r"(?<![\w@])@([A-Za-z0-9][\w\-]*)", joined)}
     vocabulary = set(_WORDS.findall((joined + "\n" + request).lower()))
     return Given(units=units, people=people, known=known_names | people, vocabulary=vocabulary)
@@ -302,8 +352,13 @@ def _clause(text: str) -> str:
     return " ".join(words[:CLAUSE_WORDS])
 
 
-def _claim(reply: str, start: int, end: int) -> _Claim | None:
-    """The claim the name at reply[start:end] makes, if it stands where a person acts."""
+def _claims(reply: str, start: int, end: int) -> list[_Claim]:
+    """The claims the name at reply[start:end] makes where it stands as a person acting: as the
+    subject of a verb or owner of a noun that follows, and as the agent of a passive ("by X")."""
+    return [c for c in (_subject_claim(reply, start, end), _agent_claim(reply, start, end)) if c]
+
+
+def _subject_claim(reply: str, start: int, end: int) -> _Claim | None:
     after = _AFTER.match(reply[end : end + 80])
     if after is not None:
         word = after.group("w").lower()
@@ -321,7 +376,14 @@ def _claim(reply: str, start: int, end: int) -> _Claim | None:
             _plain_word(reply[start:end]) and reply[start:end].islower() and _base_form(word)
         ):
             rest = reply[end + after.end() :]
+            if _AS_BEFORE.search(reply[:start]) and _VERBS[word] is None:
+                # "As X reported in #412, host k17n3 hit Xid 79": what follows is the report
+                return _Claim(None, _keys(re.split(r"[.;!?\n]", rest)[0]))
             return _Claim(_VERBS[word], _keys(_clause(rest)))
+    return None
+
+
+def _agent_claim(reply: str, start: int, end: int) -> _Claim | None:
     by = _BY.search(reply[max(0, start - 40) : start])
     if by is None:
         return None
@@ -332,12 +394,15 @@ def _claim(reply: str, start: int, end: int) -> _Claim | None:
     text = " ".join(words) + " " + _clause(reply[end:])
     if verb in _VERBS:
         return _Claim(_VERBS[verb], _keys(text))
-    if verb in _DONE:  # "the relaunch was done by X": the noun says what was done
-        nouns = [_NOUNS[w.lower()] for w in words if w.lower() in _NOUNS]
-        return _Claim(next((n for n in nouns if n), None), _keys(text))
+    # "the relaunch was done by X", "the fix in #415 by X": the noun says what was done
+    nouns = [w.lower().strip(",") for w in words if w.lower().strip(",") in _NOUNS]
+    if verb in _DONE or nouns:
+        families = [_NOUNS[n] for n in nouns if _NOUNS[n]]
+        return _Claim(families[0] if families else None, _keys(text) | {_stem(n) for n in nouns})
     return None
 
 
+_NEGATED = re.compile(r"(?:\b(?:not|no|never|without|nor)|n't|\bun)\s*(?:\w+\s+)?$")
 _DONE = frozenset(_split("done made performed handled led owned carried"))
 _PAST = frozenset(_split("said wrote found ran reran cut built greenlit set"))
 
@@ -354,16 +419,23 @@ def _backed(claim: _Claim, person: str, facts: Given) -> bool:
     family = FAMILIES.get(claim.family or "", ())
 
     def carries(unit: Unit) -> bool:
-        return not family or any(f in unit.text.lower() for f in family)
+        if not family:
+            return True
+        lowered = unit.text.lower()
+        for stem in family:
+            for found in re.finditer(re.escape(stem), lowered):
+                if not _NEGATED.search(lowered[max(0, found.start() - 24) : found.start()]):
+                    return True
+        return False
 
-    def shares(unit: Unit) -> int:
-        words = _keys(unit.text, claim=False)
-        return len(claim.keys & words)
+    def shares(unit: Unit) -> float:
+        return sum(facts.weight(word) for word in claim.keys & facts.keys_of(unit))
 
-    # the object words: the person's best unit must carry about as many of them as anyone's
-    best = max((shares(u) for u in facts.units if u.author), default=0)
-    need = math.ceil(best * SHARE_OF_BEST)
-    return any(carries(u) and shares(u) >= need for u in mine)
+    # the object words: the person's best unit must carry about as much of them as anyone's,
+    # each word weighed by how few units carry it
+    best = max((shares(u) for u in facts.units if u.author), default=0.0)
+    need = best * SHARE_OF_BEST - 1e-9
+    return any(carries(u) and shares(u) >= need and (best == 0 or shares(u) > 0) for u in mine)
 
 
 _NAME_SHAPED = re.compile(r"(?<![\w@\-&.#/])@?[A-Za-z][A-Za-z]+(?:[\-_][A-Za-z0-9]+)*(?![\w\-&])")
@@ -378,7 +450,7 @@ def check_people(reply: str, facts: Given) -> list[str]:
             problems.append(message)
 
     spans: list[tuple[int, int, str]] = []
-    for person in sorted(facts.known, key=len, reverse=True):
+    for person in sorted(mentioned(facts.known, reply), key=len, reverse=True):
         for match in _name_pattern(person).finditer(reply):
             if any(s <= match.start() < e for s, e, _ in spans):
                 continue
@@ -386,10 +458,10 @@ def check_people(reply: str, facts: Given) -> list[str]:
     for start, end, person in spans:
         if person in NOT_PEOPLE:
             continue
-        claim = _claim(reply, start, end)
+        claims = _claims(reply, start, end)
         written = reply[start:end]
         ordinary = _ARTICLE_BEFORE.search(reply[:start]) or not written[:1].isupper()
-        if _plain_word(person) and claim is None and not written.startswith("@") and ordinary:
+        if _plain_word(person) and not claims and not written.startswith("@") and ordinary:
             continue  # "will", "sam" as ordinary words
         if person not in facts.people:
             problem(
@@ -397,7 +469,7 @@ def check_people(reply: str, facts: Given) -> list[str]:
                 "and sources, and credit each with what they wrote or did"
             )
             continue
-        if claim is not None and not _backed(claim, person, facts):
+        if any(not _backed(claim, person, facts) for claim in claims):
             problem(
                 f"what the reply credits to {written} is not what the facts credit them with: "
                 "say who did what exactly as the sources do"
@@ -412,7 +484,7 @@ def check_people(reply: str, facts: Given) -> list[str]:
             continue
         if _ARTICLE_BEFORE.search(reply[: match.start()]):
             continue
-        if _claim(reply, match.start(), match.end()) is None:
+        if word.endswith("ing") or not _claims(reply, match.start(), match.end()):
             continue
         problem(
             f"{match.group(0)} is not in what you were given: name only the people of the facts "

@@ -164,7 +164,7 @@ def events() -> list[Event]:
             11.5,
             "tomas-r",
             "k17n3 logged Xid 79 at 04:09 UTC (GPU fell off the bus), three minutes before the "
-            "timeout. Draining it; the spare k22n1 is healthy.",
+            "timeout. Draining it; @kofi-a swapped in the spare k22n1, which is healthy.",
             title=HANG,
             labels=("incident",),
         ),
@@ -233,7 +233,7 @@ def events() -> list[Event]:
         _dc(
             9,
             7.0,
-            "sam",
+            "Sam O",  # a Discord display name
             "the 60k checkpoint is 4,995 GiB and the upload to gs://nw-kestrel took 4h34m. we "
             "should look at parallel uploads before the next permanent one",
         ),

@@ -79,8 +79,23 @@ def test_a_wrong_person_is_refused() -> None:
         "alice drained host k17n3 and requeued the job.",  # nobody of the run at all
         "Carol's fix drains hosts that log Xid 79.",
         "Will relaunched from the 61,000 checkpoint.",
+        "The relaunch on k22n1 in #412 by tomas-r went fine.",  # "NOUN … by X"
+        "As Mei Lin reported in #412, k17n3 logged Xid 79 at 04:09 UTC.",  # the report follows
+        "Bob from infra drained k17n3.",
     ):
         assert problems(reply), reply
+
+
+def test_a_negated_act_backs_no_claim() -> None:
+    thread = fence(
+        "Proposal: a WSD cooldown from step 351,000. Not approved yet.",
+        source="github",
+        author="jun-h",
+        ref="#401",
+    )
+    facts = given([thread], ["jun-h"])
+    assert check_people("jun-h proposed a WSD cooldown in #401.", facts) == []
+    assert check_people("jun-h approved the WSD cooldown in #401.", facts)
 
 
 async def test_a_narrative_crediting_a_teammate_of_the_run_is_retried(

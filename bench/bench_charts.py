@@ -50,15 +50,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bot_process import ALERTS, CHAT, GUILD, bot_env, bot_process  # noqa: E402
 from history import POINTS_PER_EVENT, SLUG, WANDB, counts, grow, record_run  # noqa: E402
 
 from bot.store import Database, Store  # noqa: E402
 from tests.fakes.discord import FakeDiscord, Interaction  # noqa: E402
 from tests.fakes.wandb import FakeWandb  # noqa: E402
 
-GUILD = 900_000_000_000_000_001
-CHAT = 910_000_000_000_000_002  # watched
-ALERTS = 910_000_000_000_000_003
 TICKS = os.sysconf("SC_CLK_TCK")
 CHART_LINE = re.compile(
     r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) .*chart of (\S+) drawn at version \S+ in "
@@ -251,50 +249,27 @@ async def measure(args: argparse.Namespace, db: Path, folder: Path) -> tuple[lis
     log = folder / "bot.log"
     log.touch()
     charts = Charts(log)
-    env = {
-        **{
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("RUNSCRIBE_", "DISCORD_", "GITHUB_", "ANTHROPIC_", "WANDB_"))
-        },
-        "RUNSCRIBE_DB": str(db),
-        "RUNSCRIBE_CONFIG": str(config),
-        "RUNSCRIBE_POLL_INTERVAL": str(args.poll),
-        "WANDB_BASE_URL": wb.base_url,
-        "WANDB_API_KEY": wb.api_key,
-        "WANDB_DIR": str(folder / "wandb"),
-        "WANDB_CACHE_DIR": str(folder / "wandb" / "cache"),
-        "WANDB_CONFIG_DIR": str(folder / "wandb" / "config"),
-        "WANDB_SILENT": "true",
-        "PYTHONPATH": str(ROOT),
-        "TZ": "UTC",
-    }
     try:
         async with FakeDiscord(guild_id=GUILD, channels={CHAT: "chat", ALERTS: "alerts"}) as fake:
-            env.update(
-                DISCORD_TOKEN=fake.token,
-                DISCORD_API_BASE=fake.api_base,
-                DISCORD_GATEWAY_URL=fake.gateway_url,
-                DISCORD_GUILD_ID=str(GUILD),
+            env = bot_env(
+                fake=fake,
+                guild=GUILD,
+                db=db,
+                config=config,
+                code=ROOT,
+                wb=wb,
+                folder=folder,
+                RUNSCRIBE_POLL_INTERVAL=str(args.poll),
+                TZ="UTC",
             )
-            with log.open("ab") as out:
-                process = await asyncio.create_subprocess_exec(
-                    *(sys.executable, "-m", "bot", "run"), env=env, cwd=ROOT, stdout=out, stderr=out
-                )
-            try:
+            argv = (sys.executable, "-m", "bot", "run")
+            async with bot_process(argv, env, ROOT, log) as process:
                 await fake.wait_for(lambda: fake.commands.get(GUILD), within=120)
                 await fake.wait_connected(within=60)
                 print(
                     f"bot started (pid {process.pid}); traffic for {args.minutes:g} min", flush=True
                 )
                 sent, loads, cpu = await traffic(args, fake, wb, charts, process.pid)
-            finally:
-                process.terminate()
-                try:
-                    await asyncio.wait_for(process.wait(), 30)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
     finally:
         wb.stop()
     report(args, sent, loads, cpu, charts, log)

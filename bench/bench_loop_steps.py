@@ -49,9 +49,8 @@ HERE = str(Path(__file__).resolve())
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-GUILD = 900_000_000_000_000_001
-CHAT = 910_000_000_000_000_002  # watched
-ALERTS = 910_000_000_000_000_003
+from bot_process import ALERTS, CHAT, GUILD  # noqa: E402
+
 STATUS = 910_000_000_000_000_004
 DIGEST = 910_000_000_000_000_005
 REPO = "o/r"
@@ -204,11 +203,9 @@ async def recent_history(db: Path, now: datetime, days: float) -> int:
     return newest
 
 
-ENV_PREFIXES = ("RUNSCRIBE_", "DISCORD_", "GITHUB_", "ANTHROPIC_", "WANDB_")
-
-
 async def drive(args: argparse.Namespace, db: Path, folder: Path) -> list[tuple[str, float, float]]:
     import aiohttp
+    from bot_process import bot_env, bot_process
     from history import POINTS_PER_EVENT, SLUG, WANDB
 
     from tests.fakes.discord import FakeDiscord
@@ -243,35 +240,24 @@ async def drive(args: argparse.Namespace, db: Path, folder: Path) -> list[tuple[
             threads = [
                 repo.add_issue(f"Hero run thread {n}", labels=["hero-run"]) for n in range(20)
             ]
-            env = {
-                **{k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIXES)},
-                "DISCORD_TOKEN": fake.token,
-                "DISCORD_API_BASE": fake.api_base,
-                "DISCORD_GATEWAY_URL": fake.gateway_url,
-                "DISCORD_GUILD_ID": str(GUILD),
-                "GITHUB_API_URL": gh.url,
-                "GITHUB_WEBHOOK_SECRET": SECRET,
-                "RUNSCRIBE_DB": str(db),
-                "RUNSCRIBE_CONFIG": str(config),
-                "RUNSCRIBE_POLL_INTERVAL": str(args.poll),
-                "RUNSCRIBE_WEB_PORT": str(web_port),
-                "WANDB_BASE_URL": wb.base_url,
-                "WANDB_API_KEY": wb.api_key,
-                "WANDB_DIR": str(folder / "wandb"),
-                "WANDB_CACHE_DIR": str(folder / "wandb" / "cache"),
-                "WANDB_CONFIG_DIR": str(folder / "wandb" / "config"),
-                "WANDB_SILENT": "true",
-                "PYTHONPATH": str(ROOT),
-                "TZ": "UTC",
-            }
+            env = bot_env(
+                fake=fake,
+                guild=GUILD,
+                db=db,
+                config=config,
+                code=ROOT,
+                wb=wb,
+                folder=folder,
+                GITHUB_API_URL=gh.url,
+                GITHUB_WEBHOOK_SECRET=SECRET,
+                RUNSCRIBE_POLL_INTERVAL=str(args.poll),
+                RUNSCRIBE_WEB_PORT=str(web_port),
+                TZ="UTC",
+            )
             argv = [sys.executable, HERE, "--serve", str(record)]
             argv += ["--threshold", str(args.threshold)]
-            with log.open("ab") as out:
-                process = await asyncio.create_subprocess_exec(
-                    *argv, env=env, cwd=ROOT, stdout=out, stderr=out
-                )
             base = f"http://127.0.0.1:{web_port}"
-            try:
+            async with bot_process(argv, env, ROOT, log):
                 began = time.time()
                 await fake.wait_for(lambda: fake.commands.get(GUILD), within=180)
                 await fake.wait_connected(within=120)
@@ -342,13 +328,6 @@ async def drive(args: argparse.Namespace, db: Path, folder: Path) -> list[tuple[
                 await step_("200 watched messages", messages)
                 await step_("W&B round after the messages", wandb_round)
                 await step_("background loops", lambda: asyncio.sleep(40))
-            finally:
-                process.terminate()
-                try:
-                    await asyncio.wait_for(process.wait(), 30)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
     finally:
         wb.stop()
     report(steps, record, args)

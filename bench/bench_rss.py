@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bot_process import ALERTS, CHAT, GUILD, bot_env, bot_process  # noqa: E402
 from history import SLUG, WANDB, grow, record_run  # noqa: E402
 
 from bot.store import Database, Store  # noqa: E402
@@ -49,9 +50,6 @@ from tests.fakes.anthropic import FakeAnthropic  # noqa: E402
 from tests.fakes.discord import FakeDiscord, Interaction  # noqa: E402
 from tests.fakes.wandb import FakeWandb  # noqa: E402
 
-GUILD = 900_000_000_000_000_001
-CHAT = 910_000_000_000_000_002  # watched
-ALERTS = 910_000_000_000_000_003
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -150,36 +148,20 @@ async def measure(code: Path, db: Path, folder: Path, args: argparse.Namespace) 
             contextlib.AsyncExitStack() as held,
         ):
             llm = await held.enter_async_context(FakeAnthropic()) if args.llm else None
-            env = {
-                **{
-                    k: v
-                    for k, v in os.environ.items()
-                    if not k.startswith(
-                        ("RUNSCRIBE_", "DISCORD_", "GITHUB_", "ANTHROPIC_", "WANDB_")
-                    )
-                },
-                "DISCORD_TOKEN": fake.token,
-                "DISCORD_API_BASE": fake.api_base,
-                "DISCORD_GATEWAY_URL": fake.gateway_url,
-                "DISCORD_GUILD_ID": str(GUILD),
-                "RUNSCRIBE_DB": str(db),
-                "RUNSCRIBE_CONFIG": str(config),
-                "RUNSCRIBE_POLL_INTERVAL": "10",
-                "WANDB_BASE_URL": wb.base_url,
-                "WANDB_API_KEY": wb.api_key,
-                "WANDB_DIR": str(folder / "wandb"),
-                "WANDB_CACHE_DIR": str(folder / "wandb" / "cache"),
-                "WANDB_CONFIG_DIR": str(folder / "wandb" / "config"),
-                "WANDB_SILENT": "true",
-                "PYTHONPATH": str(code),
-            }
+            env = bot_env(
+                fake=fake,
+                guild=GUILD,
+                db=db,
+                config=config,
+                code=code,
+                wb=wb,
+                folder=folder,
+                RUNSCRIBE_POLL_INTERVAL="10",
+            )
             if llm is not None:  # the bot as deployed with a key: the SDK loaded, batches sent
                 env.update(ANTHROPIC_API_KEY="sk-bench", ANTHROPIC_BASE_URL=llm.base_url)
-            with log.open("ab") as out:
-                process = await asyncio.create_subprocess_exec(
-                    *(sys.executable, "-m", "bot", "run"), env=env, cwd=code, stdout=out, stderr=out
-                )
-            try:
+            argv = (sys.executable, "-m", "bot", "run")
+            async with bot_process(argv, env, code, log) as process:
                 await fake.wait_for(lambda: fake.commands.get(GUILD), within=120)
                 await fake.wait_connected(within=60)
                 # the first poll cycles (W&B history read, detection) are behind us
@@ -197,13 +179,6 @@ async def measure(code: Path, db: Path, folder: Path, args: argparse.Namespace) 
                     answers.append(latencies(records))
                     await asyncio.sleep(args.settle)
                     after.append(await samples(process.pid, 10))
-            finally:
-                process.terminate()
-                try:
-                    await asyncio.wait_for(process.wait(), 30)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
     finally:
         wb.stop()
     return {

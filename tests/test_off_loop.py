@@ -17,11 +17,11 @@ import bot.analysis.forecast as forecast_module
 import bot.pipeline as pipeline
 import bot.store.events as events_module
 from bot.incidents.forecasts import advance_forecasts
-from bot.models import Event, RunInfo
+from bot.models import RunInfo
 from bot.runsfile import RunConfig
 from bot.services.timeline import build_timeline
 from bot.store import Store
-from tests.test_pipeline import message
+from tests.test_pipeline import comment, message
 
 
 def record_threads(
@@ -37,20 +37,6 @@ def record_threads(
 
     monkeypatch.setattr(owner, name, recorded)
     return seen, real
-
-
-def comment(i: int, at: datetime) -> Event:
-    return Event(
-        run_slug="hero",
-        source="github",
-        external_id=f"comment:{i}",
-        kind="comment",
-        at=at,
-        author="ana",
-        ref="#7",
-        body=f"Comment {i}: the node in slice 3 dropped out again, restarted from step {i}k.",
-        thread="issue:7",
-    )
 
 
 async def test_the_rules_and_the_burst_folding_run_in_a_worker_thread(

@@ -192,7 +192,10 @@ NOT_PEOPLE = frozenset(
         "monitor system bot job jobs run runs training model it he she they we you i who which "
         "that this these those one each both all none nothing everything it's there here "
         "people person engineer engineers owner owners maintainer maintainers reviewer reviewers "
-        "author authors user users host node gpu gpus rank ranks loss pipeline trainer"
+        "author authors user users host node gpu gpus rank ranks loss pipeline trainer "
+        "upstream vendor vendors support provider cloud datacenter kernel driver drivers "
+        "firmware hardware software script scripts tooling autoscaler orchestrator controller "
+        "operator daemon service healthcheck neither either nobody's someone's"
     )
 )
 _STOP = frozenset(

@@ -66,6 +66,7 @@ def test_correct_credit_in_every_form_passes() -> None:
         "dave-k found the spare k22n1 for the relaunch.",  # only inside the GitHub body
         "On Tuesday NCCL timed out, GitHub reported it and InfiniBand was fine.",
         "Training will resume from the 61,000 checkpoint.",  # "will" is a person, and a word
+        "Upstream fixed the driver; the vendor replaced k17n3 and Slurm requeued the job.",
     ):
         assert problems(reply) == [], reply
 

@@ -183,7 +183,9 @@ class IncidentEngine:
                         known_down = since if known_down is None else min(known_down, since)
         window_start = max(window_start, now - p.max_lookback)
         snapshots = await store.snapshots.chain(run.slug)
-        points = await store.metrics.window(run.slug, window_start - p.baseline)
+        points = await store.metrics.window(
+            run.slug, window_start - p.baseline, raw_after=now - p.raw_tail
+        )
         wandb_events = await repo.wandb_events(run.slug, window_start - p.late_margin, now)
         # Reports can be ingested long after they were written (a thread tracked late, an edit):
         # look back far enough to attach them to the incident they describe.

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import acknowledge, incident_stats, list_incidents
 from bot.incidents.silences import add_silence
+from bot.models import MetricPoint
 from bot.posts.incidents import IncidentPosts
 from bot.store import Store
 from tests.incidents.scenario import RUN_A, RUN_B, Scenario, content
@@ -129,6 +130,29 @@ async def test_loss_spike(store: Store, now: datetime) -> None:
     sc.loss_override = None
     await sc.run_for(10)
     assert len(await sc.alerts_posted()) == 1
+
+
+async def test_a_loss_spike_logged_within_one_minute_is_seen(store: Store, now: datetime) -> None:
+    """A run logging a step a second spikes for K = 3 points inside one minute: the newest
+    minutes are judged from every point (the per-minute rollup keeps only a minute's first and
+    last, which would leave two)."""
+    sc = Scenario(store, now)
+    await sc.start()
+    await sc.run_for(40)
+    member = sc.members[RUN_A]
+    spike = [
+        MetricPoint(
+            member.path, member.step + i, sc.now + timedelta(seconds=20 + i),
+            (member.step + i) * 1e6, member.loss * 2,
+        )
+        for i in range(3)
+    ]  # fmt: skip
+    member.step += 3
+    await store.metrics.add_points("hero", spike)
+    await sc.run_for(5)
+    alerts = await sc.alerts_posted()
+    assert len(alerts) == 1, [content(a) for a in alerts]
+    assert "Loss spike" in content(alerts[0])
 
 
 async def test_node_loss_reported_in_github_then_wandb_crash_is_one_incident(

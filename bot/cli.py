@@ -574,6 +574,9 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     if settings.discord_token is None:
         raise ConfigError(["DISCORD_TOKEN: required to start the bot"])
     runs = _load_config(settings)
+    from bot.heap import one_malloc_arena
+
+    one_malloc_arena()  # before any thread starts (bot.heap)
     from bot.app import run_bot
     from bot.store.integrity import check_integrity
     from bot.wiring import COMMAND_READERS, open_runtime

@@ -36,6 +36,24 @@ def freeze_long_lived() -> None:
     gc.freeze()
 
 
+# glibc's mallopt parameter for how many heap arenas malloc may create.
+M_ARENA_MAX = -8
+
+
+def one_malloc_arena() -> bool:
+    """Let every thread allocate from glibc's one main heap. By default each thread that
+    allocates (aiosqlite's connection threads, the executor's) gets its own arena, up to 8 per
+    core, and memory freed in one is kept there: in a 6 messages/s soak of `runscribe run` the
+    free-but-kept heap grew 4.5 → 6.0 MB in ten minutes, against a flat 1 MB with one arena
+    (RSS 4 MB lower). Call before the threads start; False where the C library has no such
+    setting (musl)."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(M_ARENA_MAX, 1))
+
+
 # --- a memory diagnostic ---------------------------------------------------------------------
 #
 # `kill -USR1 <pid>` on `runscribe run` appends one JSON line to `runscribe-memory-<pid>.jsonl`

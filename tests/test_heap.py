@@ -7,12 +7,16 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from bot.heap import install_memory_dump, memory_parts
 from bot.store import Database
-from tests.waiting import until
+from tests.waiting import PATIENCE, until
 
 
 def lines(path: Path) -> list[dict[str, object]]:
@@ -51,3 +55,34 @@ async def test_usr1_appends_a_line_and_usr2_a_snapshot(tmp_path: Path) -> None:
     assert second["n"] == 2 and float(second["python"]) > 0  # type: ignore[arg-type]
     snapshot = tracemalloc.Snapshot.load(str(second["snapshot"]))
     assert snapshot.traces  # a real snapshot, with the allocations made since tracing began
+
+
+ARENAS = """
+import ctypes, sys, threading
+from bot.heap import one_malloc_arena
+if sys.argv[1] == "one":
+    assert one_malloc_arena()
+def work():
+    buffers = [ctypes.create_string_buffer(2000) for _ in range(1000)]
+    del buffers
+threads = [threading.Thread(target=work) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+libc = ctypes.CDLL(None)
+libc.fdopen.restype = ctypes.c_void_p
+out = ctypes.c_void_p(libc.fdopen(1, b"w"))
+libc.malloc_info(0, out)
+libc.fflush(out)
+"""
+
+
+@pytest.mark.parametrize(("mode", "one"), [("one", True), ("default", False)])
+def test_threads_allocate_from_one_heap_once_limited(mode: str, one: bool) -> None:
+    """glibc's own account (malloc_info) of its heaps after four threads allocated: one, once
+    `one_malloc_arena` ran first; more without it (each thread its own)."""
+    done = subprocess.run(
+        [sys.executable, "-c", ARENAS, mode], capture_output=True, text=True, timeout=PATIENCE
+    )
+    assert done.returncode == 0, done.stderr
+    heaps = done.stdout.count("<heap nr=")
+    assert heaps == 1 if one else heaps > 1, done.stdout[:300]

@@ -42,6 +42,7 @@ from history import counts, grow, now_for, record_run
 
 from bot.incidents.engine import IncidentEngine
 from bot.models import MetricPoint, RunInfo, RunSnapshot
+from bot.posts.incidents import IncidentPosts
 from bot.services.narrative import status_with_narrative
 from bot.store import Database, Store
 from bot.store.metrics import MetricsRepo
@@ -51,7 +52,9 @@ DAY = 86_400
 BOT_WINDOW = MetricsRepo.window
 
 
-async def raw_window(self: MetricsRepo, run_slug: str, since: datetime) -> list[MetricPoint]:
+async def raw_window(
+    self: MetricsRepo, run_slug: str, since: datetime, raw_after: datetime | None = None
+) -> list[MetricPoint]:
     """main before the rollup: each W&B run's last point before `since`, then every point."""
     before = []
     for wandb_run in await self.wandb_runs(run_slug):
@@ -66,21 +69,27 @@ async def raw_window(self: MetricsRepo, run_slug: str, since: datetime) -> list[
 
 
 async def sql_thinned_window(
-    self: MetricsRepo, run_slug: str, since: datetime
+    self: MetricsRepo, run_slug: str, since: datetime, raw_after: datetime | None = None
 ) -> list[MetricPoint]:
-    """The first and last point of each minute, grouped by SQLite over the raw points."""
+    """The first and last point of each minute, grouped by SQLite over the raw points; from the
+    minute holding `raw_after` on, every point (as the bot's detection reads them)."""
     before = await raw_window(self, run_slug, since + timedelta(days=3650))  # nothing after
     before = [p for p in before if p.at < since]
+    tail_start = None
+    if raw_after is not None:
+        minute = datetime.fromtimestamp(int(raw_after.timestamp()) // 60 * 60, tz=since.tzinfo)
+        tail_start = max(since, minute)
     rows = []
     for pick in ("MIN", "MAX"):
         rows += await self.db.fetchall(
             f"SELECT wandb_run, step, {pick}(at), tokens, loss FROM metric_points "
-            "WHERE run_slug = ? AND at >= ? "
+            "WHERE run_slug = ? AND at >= ? AND at < ? "
             "GROUP BY wandb_run, CAST(strftime('%s', at) AS INTEGER) / 60",
-            (run_slug, to_db(since)),
+            (run_slug, to_db(since), to_db(tail_start) if tail_start else "9999"),
         )
     points = sorted({self._point(r) for r in rows}, key=lambda p: (p.at, p.wandb_run, p.step))
-    return before + points
+    tail = await self.points(run_slug, since=tail_start) if tail_start is not None else []
+    return before + points + tail
 
 
 WAYS: dict[str, Any] = {"rollup": BOT_WINDOW, "raw": raw_window, "sql": sql_thinned_window}
@@ -148,7 +157,7 @@ async def measure(store: Store, slug: str, per_day: int, now: datetime) -> dict[
                 20 if way == "rollup" else 5,
                 lambda at=now: status_with_narrative(store.reader, slug, at),  # type: ignore[misc]
             )
-            engine = IncidentEngine(runs={slug})
+            engine = IncidentEngine(IncidentPosts(), runs=[slug])
             clock = now
             await engine.detect(store, clock)
             rounds = []

@@ -156,10 +156,24 @@ class RunData:
     #: the events of each (source, kind) a registered detector `reads` (`DetectorSpec.reads`),
     #: in the window the W&B events cover, oldest first
     events: Mapping[tuple[str, str], Sequence[Event]] = field(default_factory=dict)
+    #: every point logged since `tail_start` (`points` is the per-minute rollup: a minute's first
+    #: and last), for the detectors that judge point by point; empty: `points` are all there is
+    tail: Sequence[MetricPoint] = ()
+    tail_start: datetime | None = None
     series: list[MetricPoint] = field(init=False)
 
     def __post_init__(self) -> None:
         self.series = effective_series(self.points, self.chain)
+
+    @property
+    def fine_series(self) -> list[MetricPoint]:
+        """`series` with its newest minutes point by point: a loss spike of K points logged
+        within one minute is K points here, two in `series`."""
+        if self.tail_start is None:
+            return self.series
+        start = self.tail_start
+        older = [p for p in self.points if p.at < start]
+        return effective_series([*older, *self.tail], self.chain)
 
     @property
     def current(self) -> RunSnapshot | None:
@@ -652,7 +666,7 @@ def detect_spike(data: RunData) -> Detection:
             )
         )
 
-    for point in data.series:
+    for point in data.fine_series:
         loss = point.loss
         if loss is None or not math.isfinite(loss):
             continue

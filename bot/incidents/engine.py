@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import bot.incidents.lifecycle as lifecycle
@@ -138,6 +138,8 @@ class IncidentEngine:
         self.words = words
         self.policy = policy or Policy()
         self.runs = set(runs) if runs else None
+        # per run, the newest point the previous round judged: the next reads raw from there
+        self._judged_through: dict[str, datetime] = {}
 
     async def detect(self, store: Store, now: datetime) -> int:
         queued = 0
@@ -183,9 +185,16 @@ class IncidentEngine:
                         known_down = since if known_down is None else min(known_down, since)
         window_start = max(window_start, now - p.max_lookback)
         snapshots = await store.snapshots.chain(run.slug)
-        points = await store.metrics.window(
-            run.slug, window_start - p.baseline, raw_after=now - p.raw_tail
-        )
+        points = await store.metrics.window(run.slug, window_start - p.baseline)
+        tail_start = now - p.raw_tail
+        judged = self._judged_through.get(run.slug)
+        if judged is not None:
+            tail_start = max(min(tail_start, judged - timedelta(minutes=1)), now - p.raw_tail_max)
+        tail = await store.metrics.raw_since(run.slug, tail_start, now)
+        if tail:
+            self._judged_through[run.slug] = tail[-1].at
+        elif points:
+            self._judged_through[run.slug] = max(points[-1].at, tail_start)
         wandb_events = await repo.wandb_events(run.slug, window_start - p.late_margin, now)
         # Reports can be ingested long after they were written (a thread tracked late, an edit):
         # look back far enough to attach them to the incident they describe.
@@ -211,6 +220,8 @@ class IncidentEngine:
             chain=chain,
             snapshots={s.wandb_run: s for s in snapshots},
             points=[pt for pt in points if pt.at <= now],
+            tail=tail,
+            tail_start=tail_start,
             wandb_events=wandb_events,
             reports=reports,
             eval_start=eval_start,

@@ -38,9 +38,12 @@ class Policy:
     late_margin: timedelta = timedelta(hours=1)  # data arriving late (slow history, enrichment)
     max_lookback: timedelta = timedelta(days=3)
     baseline: timedelta = timedelta(hours=6)  # points read before the window (trends, rates)
-    # The newest minutes are judged from every logged point, not the per-minute rollup: a loss
-    # spike's K points, logged within one minute at a step a second, would be thinned away.
-    raw_tail: timedelta = timedelta(minutes=10)
+    # The newest points are judged one by one, not from the per-minute rollup: a loss spike's
+    # K points, logged within one minute at a step a second, would be thinned away. Read raw:
+    # what arrived since the points the previous round judged (less a minute), and at least
+    # the last `raw_tail`, at most the last `raw_tail_max` (a backlog after an outage).
+    raw_tail: timedelta = timedelta(minutes=2)
+    raw_tail_max: timedelta = timedelta(minutes=30)
     monitor_notice_after: timedelta = timedelta(minutes=5)  # W&B unreachable this long: notice
     # A condition first found already over for this long is history (a backfill: W&B or a
     # thread read back after downtime), recorded but never alerted.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import aiosqlite
@@ -81,9 +81,7 @@ class MetricsRepo:
         )
         return [row[0] for row in rows]
 
-    async def window(
-        self, run_slug: str, since: datetime, *, raw_after: datetime | None = None
-    ) -> list[MetricPoint]:
+    async def window(self, run_slug: str, since: datetime) -> list[MetricPoint]:
         """Points since `since` at a bounded resolution, oldest first, plus the last point of
         each W&B run before it, so a trailing rate can be measured from the window's start.
 
@@ -92,12 +90,7 @@ class MetricsRepo:
         logs; a run logging at most twice a minute gets exactly its raw points. What the
         readers measure survives the thinning: the newest point, the last step before a gap
         and the first after it (a restart's resume step and downtime), the rate between any
-        two minutes. Points inside a minute, between its first and last, are left out.
-
-        With `raw_after`, the minutes from the one holding it on are read whole from the raw
-        points instead: what a detector judges point by point (K consecutive points of a loss
-        spike, logged within one minute at a step a second) is never thinned away in the
-        newest minutes, and their cost is bounded by that tail, not by the day."""
+        two minutes. Points inside a minute, between its first and last, are left out."""
         before = []
         for wandb_run in await self.wandb_runs(run_slug):
             row = await self.db.fetchone(
@@ -109,28 +102,11 @@ class MetricsRepo:
                 before.append(self._point(row))
         start = to_db(since)
         assert start is not None
-        first_minute = int(since.timestamp()) // 60
-        raw_minute = None if raw_after is None else int(raw_after.timestamp()) // 60
-        raw: list[MetricPoint] = []
-        if raw_minute is not None and raw_minute <= first_minute:
-            raw_minute = first_minute
-        if raw_minute is not None:
-            raw_start = max(since, datetime.fromtimestamp(raw_minute * 60, tz=UTC))
-            for wandb_run in await self.wandb_runs(run_slug):  # the primary key's range
-                raw.extend(
-                    self._point(row)
-                    for row in await self.db.fetchall(
-                        "SELECT wandb_run, step, at, tokens, loss FROM metric_points "
-                        "WHERE run_slug = ? AND wandb_run = ? AND at >= ?",
-                        (run_slug, wandb_run, to_db(raw_start)),
-                    )
-                )
-            raw.sort(key=lambda p: (p.at, p.wandb_run, p.step))
         rows = await self.db.fetchall(
             "SELECT wandb_run, first_step, first_at, first_tokens, first_loss, "
             "step, at, tokens, loss, points FROM metric_minutes "
-            "WHERE run_slug = ? AND minute >= ? AND minute < ?",
-            (run_slug, first_minute, raw_minute if raw_minute is not None else 2**62),
+            "WHERE run_slug = ? AND minute >= ?",
+            (run_slug, int(since.timestamp()) // 60),
         )
         points: list[MetricPoint] = []
         for run, f_step, f_at, f_tokens, f_loss, step, at, tokens, loss, count in rows:
@@ -139,7 +115,25 @@ class MetricsRepo:
             if count > 1 and at >= start and (at, step) != (f_at, f_step):
                 points.append(MetricPoint(run, step, from_db(at), tokens, loss))  # type: ignore[arg-type]
         points.sort(key=lambda p: (p.at, p.wandb_run, p.step))
-        return before + points + raw
+        return before + points
+
+    async def raw_since(self, run_slug: str, since: datetime, until: datetime) -> list[MetricPoint]:
+        """Every point logged from `since` through `until`, oldest first: what a detector
+        judges point by point in the newest minutes (K consecutive points of a loss spike,
+        logged within one minute at a step a second, which the per-minute rollup would thin to
+        two). Its cost is that tail's points, read by the primary key's range of each W&B run."""
+        raw: list[MetricPoint] = []
+        for wandb_run in await self.wandb_runs(run_slug):
+            raw.extend(
+                self._point(row)
+                for row in await self.db.fetchall(
+                    "SELECT wandb_run, step, at, tokens, loss FROM metric_points "
+                    "WHERE run_slug = ? AND wandb_run = ? AND at >= ? AND at <= ?",
+                    (run_slug, wandb_run, to_db(since), to_db(until)),
+                )
+            )
+        raw.sort(key=lambda p: (p.at, p.wandb_run, p.step))
+        return raw
 
     async def latest(self, run_slug: str) -> MetricPoint | None:
         """The newest point of any W&B run of the chain (the newest of each run's last)."""

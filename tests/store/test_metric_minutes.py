@@ -122,28 +122,15 @@ async def test_the_migration_rolls_up_the_points_already_stored(db_path: Path) -
         assert (await store.metrics.window("hero", NOW - timedelta(hours=3)))[-1] == newer
 
 
-async def test_the_raw_tail_keeps_every_point_of_its_minutes_and_thins_only_before(
-    store: Store,
-) -> None:
+async def test_raw_since_reads_every_point_of_the_tail_in_order(store: Store) -> None:
     await _run(store)
-    # a step a second for 2 h; the newest 10 min read whole, the rest one first/last a minute
-    start = NOW - timedelta(hours=2)
-    await store.metrics.add_points("hero", _every(1, start, NOW, "e/p/a", 1))
-    since = NOW - timedelta(hours=1, seconds=30)
-    tail = NOW - timedelta(minutes=10, seconds=20)  # inside a minute: that minute is read whole
-    window = await store.metrics.window("hero", since, raw_after=tail)
-    raw = await _raw_window(store, since)
-    tail_minute = tail.replace(second=0)
-    assert [p for p in window if p.at >= tail_minute] == [p for p in raw if p.at >= tail_minute]
-    older = [p for p in window if p.at < tail_minute]
-    assert len(older) <= 2 * 52 + 1  # the minutes before the tail stay thinned (+ the one before)
-    assert older == [p for p in await store.metrics.window("hero", since) if p.at < tail_minute]
-    assert [p.at for p in window] == sorted(p.at for p in window)
-
-
-async def test_a_raw_tail_older_than_the_window_reads_the_whole_window_raw(store: Store) -> None:
-    await _run(store)
-    await store.metrics.add_points("hero", _every(1, NOW - timedelta(hours=1), NOW, "e/p/a", 1))
-    since = NOW - timedelta(minutes=5, seconds=7)
-    window = await store.metrics.window("hero", since, raw_after=since - timedelta(hours=1))
-    assert window == await _raw_window(store, since)
+    await store.metrics.add_points("hero", _every(1, NOW - timedelta(hours=2), NOW, "e/p/a", 1))
+    await store.metrics.add_points(
+        "hero", _every(7, NOW - timedelta(minutes=30), NOW, "e/p/b", 9_000)
+    )
+    since = NOW - timedelta(minutes=10, seconds=20)
+    until = NOW - timedelta(minutes=1, seconds=3)
+    tail = await store.metrics.raw_since("hero", since, until)
+    expected = [p for p in await store.metrics.points("hero", since=since) if p.at <= until]
+    assert tail == sorted(expected, key=lambda p: (p.at, p.wandb_run, p.step))
+    assert len(tail) > 2 * 11 * 2  # not thinned: far more than two points a minute per run

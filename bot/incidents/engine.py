@@ -193,8 +193,6 @@ class IncidentEngine:
         tail = await store.metrics.raw_since(run.slug, tail_start, now)
         if tail:
             self._judged_through[run.slug] = tail[-1].at
-        elif points:
-            self._judged_through[run.slug] = max(points[-1].at, tail_start)
         wandb_events = await repo.wandb_events(run.slug, window_start - p.late_margin, now)
         # Reports can be ingested long after they were written (a thread tracked late, an edit):
         # look back far enough to attach them to the incident they describe.

@@ -11,7 +11,9 @@ as live messages.
 No chat is lost to the store: a message that cannot be written (the database locked past its
 busy timeout, a full disk) is kept in memory, in order, at most `UNSTORED_LIMIT` events, and
 written again with a growing wait (`RETRY_WAITS`); later messages queue behind it. Once the
-store takes them, a read-back fetches anything the memory could not hold."""
+store takes them, a read-back fetches anything the memory could not hold. Live messages that
+arrive while a write is under way join the next write (within the same limit) rather than each
+waiting for the lock in a task of its own."""
 
 from __future__ import annotations
 
@@ -94,6 +96,7 @@ class Watch(commands.Cog):
         self.unstored: deque[Event] = deque()
         self.unstored_limit = UNSTORED_LIMIT
         self._overflowed = False
+        self._joined: deque[Event] = deque()  # live messages that came while a write was under way
         self._retry: asyncio.Task[None] | None = None
         self._writing = asyncio.Lock()
 
@@ -117,10 +120,11 @@ class Watch(commands.Cog):
     def _runs_for(self, channel_id: int) -> list[str]:
         return self.runs_watching(watched_id(self.bot.get_channel(channel_id), channel_id))
 
-    async def _ingest(self, messages: Iterable[discord.Message]) -> int:
+    async def _ingest(self, messages: Iterable[discord.Message], *, join: bool = False) -> int:
         """Store messages of watched channels as events: the one path for live messages, live
         edits and read-backs. The store keeps a version only when its content changed and it
-        is not older than the stored one. Returns the number of events inserted or changed."""
+        is not older than the stored one. Returns the number of events inserted or changed
+        (0 for those that `join` a write under way: live messages, whose count nobody reads)."""
         events: list[Event] = []
         slugs: set[str] = set()
         for message in messages:
@@ -131,20 +135,40 @@ class Watch(commands.Cog):
             slugs.update(watching)
         if not events:
             return 0
+        if join and self._writing.locked():
+            # A write is under way (perhaps waiting out a locked database): these ride with
+            # the next one, in order, instead of each message waiting for the lock in its own
+            # task; a slow store then holds one bounded list, not a task per message.
+            self._keep(events, self._joined)
+            return 0
         # One write at a time: while one waits on a locked database, the next messages wait
         # for its outcome instead of each waiting out the busy timeout in turn.
         async with self._writing:
-            if self.unstored:  # the store is refusing writes: keep the order, queue behind
-                self._keep(events)
-                return 0
-            try:
-                return await self._write(events)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self._keep(events)
-                self._refused(exc, len(events))
-                return 0
+            if self._joined:  # left by a write that ended early (cancelled): they came first
+                await self._store(self._take_joined())
+            changed = await self._store(events)
+            while self._joined:  # what arrived meanwhile, written before the lock is let go
+                await self._store(self._take_joined())
+            return changed
+
+    def _take_joined(self) -> list[Event]:
+        batch = list(self._joined)
+        self._joined.clear()
+        return batch
+
+    async def _store(self, events: list[Event]) -> int:
+        """Write under the lock, or keep the events in memory while the store refuses."""
+        if self.unstored:  # the store is refusing writes: keep the order, queue behind
+            self._keep(events)
+            return 0
+        try:
+            return await self._write(events)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._keep(events)
+            self._refused(exc, len(events))
+            return 0
 
     async def _write(self, events: list[Event]) -> int:
         result = await self.bot.store.events.upsert_many(events)
@@ -153,11 +177,14 @@ class Watch(commands.Cog):
             await self.bot.store.health.record_success("discord", slug, now)
         return len(result.changed)
 
-    def _keep(self, events: list[Event]) -> None:
-        room = self.unstored_limit - len(self.unstored)
+    def _keep(self, events: list[Event], into: deque[Event] | None = None) -> None:
+        """Keep events in memory (`unstored`, or `_joined` waiting for the write under way),
+        both together at most `unstored_limit`; beyond it the newest are dropped and a
+        read-back after the store recovers finds them."""
+        room = self.unstored_limit - len(self.unstored) - len(self._joined)
         if room < len(events):
-            self._overflowed = True  # the newest are dropped: the read-back after finds them
-        self.unstored.extend(events[: max(room, 0)])
+            self._overflowed = True
+        (self.unstored if into is None else into).extend(events[: max(room, 0)])
 
     def _refused(self, exc: Exception, count: int) -> None:
         said = describe_sqlite_error(exc, self.bot.store.db.path) or f"{type(exc).__name__}: {exc}"
@@ -180,9 +207,12 @@ class Watch(commands.Cog):
                 while self.unstored:
                     async with self._writing:
                         count = min(WRITE_CHUNK, len(self.unstored))
-                        await self._write([self.unstored[i] for i in range(count)])
-                        for _ in range(count):
-                            self.unstored.popleft()
+                        try:
+                            await self._write([self.unstored[i] for i in range(count)])
+                            for _ in range(count):
+                                self.unstored.popleft()
+                        finally:  # what arrived meanwhile queues behind, written or not
+                            self.unstored.extend(self._take_joined())
                     written += count
             except asyncio.CancelledError:
                 raise
@@ -203,13 +233,13 @@ class Watch(commands.Cog):
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
-        await self._ingest([message])
+        await self._ingest([message], join=True)
 
     @commands.Cog.listener()
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         if "content" not in payload.data:
             return  # an embed unfurl or a pin: nothing a reader would call an edit
-        await self._ingest([payload.message])
+        await self._ingest([payload.message], join=True)
 
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:

@@ -9,6 +9,7 @@ and a real SQLite file that refuses writes, the two ways the chaos check makes i
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import cast
 
 import pytest
 
+from bot.models import Event
 from bot.store import Store
 from cogs.watch import Watch
 from tests.bot.conftest import Seed, StartBot
@@ -103,3 +105,46 @@ async def test_a_held_write_lock_loses_no_chat(
         thread.join(10)
     events = await stored(seeded_store, said)
     assert [e.body for e in events] == [f"while locked {n}" for n in range(20)]
+
+
+def waiting_message_tasks() -> int:
+    """discord.py's dispatch tasks for incoming messages that have not finished."""
+    return sum(
+        1 for t in asyncio.all_tasks() if t.get_name() == "discord.py: on_message" and not t.done()
+    )
+
+
+async def test_messages_during_a_slow_write_wait_in_one_list_not_a_task_each(
+    start_bot: StartBot,
+    fake: FakeDiscord,
+    seeded_store: Store,
+    seed: Seed,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While one write is slow (here held until the test lets it go, the way a locked database
+    holds it for the busy timeout), the messages after it join the next write: they are kept in
+    the cog's bounded list and their dispatch tasks end, so a store slower than the chat costs a
+    list, not a growing crowd of tasks. Then all are stored in order."""
+    _, oncall = watched(seed)
+    bot = await start_bot()
+    watch = cast(Watch, bot.get_cog("Watch"))
+    await caught_up(bot)
+    go = asyncio.Event()
+    real = watch._write
+
+    async def slow(events: list[Event]) -> int:
+        await go.wait()
+        return await real(events)
+
+    monkeypatch.setattr(watch, "_write", slow)
+    try:
+        first = await fake.say(oncall, "while slow 0")
+        await until(lambda: watch._writing.locked(), "the first write did not start")
+        said = [first, *[await fake.say(oncall, f"while slow {n}") for n in range(1, 60)]]
+        await until(lambda: len(watch._joined) == 59, "the later messages did not join")
+        assert waiting_message_tasks() <= 1  # only the first, inside its write
+    finally:
+        go.set()
+    events = await stored(seeded_store, said)
+    assert [e.body for e in events] == [f"while slow {n}" for n in range(60)]
+    assert not watch._joined and not watch.unstored

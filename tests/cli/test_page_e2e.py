@@ -130,7 +130,7 @@ async def test_page_and_web_from_a_polled_database(tmp_path: Path, wandb_server:
         "--port",
         "0",
         cwd=tmp_path,
-        env=env,
+        env={**env, "PYTHONFAULTHANDLER": "1"},  # a hang prints its stacks (`stopped`)
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
@@ -156,7 +156,28 @@ async def test_page_and_web_from_a_polled_database(tmp_path: Path, wandb_server:
             assert health["last_cycle_at"] is not None
     finally:
         process.send_signal(signal.SIGINT)
+        await stopped(process)
+
+
+async def stopped(process: asyncio.subprocess.Process) -> None:
+    """Wait for a process sent SIGINT to exit; one that hangs is made to print every thread's
+    stack (faulthandler, on SIGABRT) and the test fails with what it printed, so a hang says
+    where it is."""
+    try:
         await asyncio.wait_for(process.wait(), PATIENCE)
+        return
+    except TimeoutError:
+        process.send_signal(signal.SIGABRT)
+    assert process.stdout is not None
+    try:
+        said = await asyncio.wait_for(process.stdout.read(), 30)
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+    pytest.fail(
+        f"web did not exit within {PATIENCE:.0f} s of SIGINT; it printed:\n" + said.decode()[-6000:]
+    )
 
 
 def test_page_and_web_bad_input_is_one_line(

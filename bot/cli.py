@@ -11,10 +11,11 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sqlite3
 import sys
 import tempfile
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime
@@ -638,9 +639,28 @@ async def cmd_web(settings: Settings, args: argparse.Namespace) -> int:
         Database.open(_existing_db(settings)) as db,
         serve(Store(db), host, port, poll_interval=settings.runscribe_poll_interval) as (_, bound),
     ):
-        print(f"serving the status page on http://{host}:{bound}/", flush=True)
-        await asyncio.Event().wait()
+        with stop_signals() as stop:
+            print(f"serving the status page on http://{host}:{bound}/", flush=True)
+            await stop.wait()
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[asyncio.Event]:
+    """An event set when the process is asked to stop: SIGTERM (`docker stop`) or SIGINT
+    (Ctrl-C), handled here so the server closes its connections and the store whatever the
+    signals' inherited disposition (a shell's background job starts with SIGINT ignored). Enter
+    before saying the server is up, so a stop that follows at once is never missed."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signals = (signal.SIGTERM, signal.SIGINT)
+    for sig in signals:
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        yield stop
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
 
 
 async def _web_with_hooks(settings: Settings, host: str, port: int) -> int:
@@ -680,11 +700,14 @@ async def _web_with_hooks(settings: Settings, host: str, port: int) -> int:
             serve(runtime.store, host, port, poll_interval=poll, hooks=hooks) as (_, bound),
             asyncio.TaskGroup() as group,
         ):
-            print(f"serving the status page on http://{host}:{bound}/", flush=True)
-            for hook, on in hooks.enabled.items():
-                print(f"  POST /hooks/{hook}: {'enabled' if on else 'off'}", flush=True)
-            group.create_task(woken())
-    return EXIT_OK  # pragma: no cover - serves until the process is stopped
+            reader = group.create_task(woken())
+            with stop_signals() as stop:
+                print(f"serving the status page on http://{host}:{bound}/", flush=True)
+                for hook, on in hooks.enabled.items():
+                    print(f"  POST /hooks/{hook}: {'enabled' if on else 'off'}", flush=True)
+                await stop.wait()
+            reader.cancel()
+    return EXIT_OK
 
 
 async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:

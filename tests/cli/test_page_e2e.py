@@ -131,6 +131,8 @@ async def test_page_and_web_from_a_polled_database(tmp_path: Path, wandb_server:
         "0",
         cwd=tmp_path,
         env={**env, "PYTHONFAULTHANDLER": "1"},  # a hang prints its stacks (`stopped`)
+        # started as a shell's background job is: SIGINT ignored, which `web` must not inherit
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
@@ -157,10 +159,32 @@ async def test_page_and_web_from_a_polled_database(tmp_path: Path, wandb_server:
     finally:
         process.send_signal(signal.SIGINT)
         await stopped(process)
+    assert process.returncode == 0  # stopped cleanly, not killed
+
+
+async def test_web_stops_cleanly_on_sigterm(tmp_path: Path, wandb_server: FakeWandb) -> None:
+    """`docker stop` sends SIGTERM: `web` closes its server and store and exits 0."""
+    async with FakeGitHub() as github:
+        env = environment(tmp_path, github, wandb_server)
+        await cli(tmp_path, env, "poll", "--once")  # makes the database `web` reads
+        assert env["RUNSCRIBE_DB"] and Path(env["RUNSCRIBE_DB"]).exists()
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "web", "--port", "0", cwd=tmp_path,
+            env={**env, "PYTHONFAULTHANDLER": "1"},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        assert process.stdout is not None
+        line = b""
+        while b"serving the status page" not in line:
+            line = await asyncio.wait_for(process.stdout.readline(), PATIENCE)
+            assert line, "web exited before serving"
+        process.send_signal(signal.SIGTERM)
+        await stopped(process)
+    assert process.returncode == 0
 
 
 async def stopped(process: asyncio.subprocess.Process) -> None:
-    """Wait for a process sent SIGINT to exit; one that hangs is made to print every thread's
+    """Wait for a process asked to stop to exit; one that hangs is made to print every thread's
     stack (faulthandler, on SIGABRT) and the test fails with what it printed, so a hang says
     where it is."""
     try:
@@ -176,7 +200,8 @@ async def stopped(process: asyncio.subprocess.Process) -> None:
             process.kill()
         await process.wait()
     pytest.fail(
-        f"web did not exit within {PATIENCE:.0f} s of SIGINT; it printed:\n" + said.decode()[-6000:]
+        f"web did not exit within {PATIENCE:.0f} s of the signal; it printed:\n"
+        + said.decode()[-6000:]
     )
 
 

@@ -167,7 +167,6 @@ async def test_web_stops_cleanly_on_sigterm(tmp_path: Path, wandb_server: FakeWa
     async with FakeGitHub() as github:
         env = environment(tmp_path, github, wandb_server)
         await cli(tmp_path, env, "poll", "--once")  # makes the database `web` reads
-        assert env["RUNSCRIBE_DB"] and Path(env["RUNSCRIBE_DB"]).exists()
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot", "web", "--port", "0", cwd=tmp_path,
             env={**env, "PYTHONFAULTHANDLER": "1"},

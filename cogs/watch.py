@@ -141,14 +141,16 @@ class Watch(commands.Cog):
             # task; a slow store then holds one bounded list, not a task per message.
             self._keep(events, self._joined)
             return 0
-        # One write at a time: while one waits on a locked database, the next messages wait
-        # for its outcome instead of each waiting out the busy timeout in turn.
+        # One write at a time (read-backs and deletions wait for the lock; live messages join).
         async with self._writing:
             if self._joined:  # left by a write that ended early (cancelled): they came first
                 await self._store(self._take_joined())
             changed = await self._store(events)
             while self._joined:  # what arrived meanwhile, written before the lock is let go
                 await self._store(self._take_joined())
+            if self._overflowed and not self.unstored:  # more joined than memory kept
+                self._overflowed = False
+                self.start_catch_up("messages came faster than the store took them")
             return changed
 
     def _take_joined(self) -> list[Event]:

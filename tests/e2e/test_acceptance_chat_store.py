@@ -148,3 +148,38 @@ async def test_messages_during_a_slow_write_wait_in_one_list_not_a_task_each(
     events = await stored(seeded_store, said)
     assert [e.body for e in events] == [f"while slow {n}" for n in range(60)]
     assert not watch._joined and not watch.unstored
+
+
+async def test_more_joining_a_slow_write_than_memory_keeps_is_read_back(
+    start_bot: StartBot,
+    fake: FakeDiscord,
+    seeded_store: Store,
+    seed: Seed,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A slow write that succeeds in the end, with more messages joining it than the limit:
+    the ones dropped from memory are read back from Discord once it is done."""
+    _, oncall = watched(seed)
+    bot = await start_bot()
+    watch = cast(Watch, bot.get_cog("Watch"))
+    await caught_up(bot)
+    watch.unstored_limit = 5
+    go = asyncio.Event()
+    real = watch._write
+
+    async def slow(events: list[Event]) -> int:
+        await go.wait()
+        return await real(events)
+
+    monkeypatch.setattr(watch, "_write", slow)
+    reads = watch.read_backs
+    try:
+        first = await fake.say(oncall, "burst 0")
+        await until(lambda: watch._writing.locked(), "the first write did not start")
+        said = [first, *[await fake.say(oncall, f"burst {n}") for n in range(1, 12)]]
+        await until(lambda: len(watch._joined) == 5, "the limit did not hold")
+    finally:
+        go.set()
+    events = await stored(seeded_store, said)  # the six dropped ones come from the history
+    assert len({e.id for e in events}) == 12
+    assert watch.read_backs > reads

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import discord
@@ -24,31 +26,43 @@ log = logging.getLogger(__name__)
 MAX_ENTRIES = 500
 SLOW_FILTER_DAYS = 30
 PAGER_TIMEOUT = 300.0  # the buttons work for five minutes after the last press
-# Pagers with live buttons at once: each holds every rendered page of its timeline (up to 500
-# entries) until it ends, so opening another retires the oldest.
+# Pagers with live buttons at once (each a view discord.py keeps until it ends, with its timer);
+# opening another retires the oldest.
 LIVE_PAGERS = 20
 
 TAG_CHOICES = [app_commands.Choice(name=tag, value=tag) for tag in TAGS]
 SOURCE_CHOICES = [app_commands.Choice(name=source, value=source) for source in SOURCE_SPECS.names()]
 
+ReadPages = Callable[[], Awaitable[list[Card]]]
+
 
 class Pager(discord.ui.View):
-    """◀ / ▶ over prepared pages. Buttons answer only the invoker; others get a private note."""
+    """◀ / ▶ over a timeline's pages. Buttons answer only the invoker; others get a private note.
 
-    def __init__(self, pages: list[Card], owner_id: int, *, timeout: float = PAGER_TIMEOUT):
+    A pager holds the page it shows and how to read the pages again, never the pages
+    themselves: each press reads the same question from the store (`read`, frozen at the
+    moment it was asked) and shows the page asked for. Holding every rendered page (up to 500
+    entries a timeline) made each live pager grow with the run's history: in a soak with a
+    /timeline every two minutes they were most of the bot's heap growth."""
+
+    def __init__(
+        self, first: list[Card], read: ReadPages, owner_id: int, *, timeout: float = PAGER_TIMEOUT
+    ):
         super().__init__(timeout=timeout)
-        self.pages = pages
+        self.read = read
         self.owner_id = owner_id
         self.index = 0
+        self.count = len(first)
+        self.page = first[0]
         self.origin: discord.Interaction | None = None
         self._sync_buttons()
 
     def _sync_buttons(self) -> None:
         self.previous.disabled = self.index == 0
-        self.next.disabled = self.index >= len(self.pages) - 1
+        self.next.disabled = self.index >= self.count - 1
 
     def embed(self) -> discord.Embed:
-        return card_to_embed(self.pages[self.index])
+        return card_to_embed(self.page)
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         if interaction.user.id == self.owner_id:
@@ -59,7 +73,15 @@ class Pager(discord.ui.View):
         return False
 
     async def _show(self, interaction: discord.Interaction, index: int) -> None:
-        self.index = max(0, min(index, len(self.pages) - 1))
+        try:
+            pages = await self.read()
+        except Exception:
+            log.exception("a /timeline page could not be read")
+            await reply_private(interaction, "The timeline could not be read just now; try again.")
+            return
+        self.count = len(pages)
+        self.index = max(0, min(index, self.count - 1))
+        self.page = pages[self.index]
         self._sync_buttons()
         await interaction.response.edit_message(
             embed=self.embed(), view=self, allowed_mentions=NO_MENTIONS
@@ -81,11 +103,10 @@ class Pager(discord.ui.View):
         await self.retire()
 
     async def retire(self) -> None:
-        """Stop answering presses, let go of the pages and the interaction, and take the
-        buttons off the message."""
+        """Stop answering presses, let go of the interaction, and take the buttons off the
+        message."""
         self.stop()
         origin, self.origin = self.origin, None
-        self.pages = self.pages[self.index : self.index + 1]
         if origin is None:
             return
         try:
@@ -138,12 +159,17 @@ class Timeline(commands.Cog):
             # A filter over a long range may read far back before it finds 500 entries.
             if (tag or source) and days > SLOW_FILTER_DAYS and not interaction.response.is_done():
                 await interaction.response.defer(thinking=True)
+            # The question, frozen: the window ends where this answer's newest entry is, so
+            # a later press reads the same pages (what arrives meanwhile waits for the next
+            # /timeline) even if the newest entries are dated ahead of the bot's clock.
+            now = bot.clock()
             entries = await bot.flights.run(
                 ("timeline", slug, days, tag, source),
                 lambda: build_timeline(
-                    store, slug, bot.clock(), days=days, tag=tag, source=source, limit=MAX_ENTRIES
+                    store, slug, now, days=days, tag=tag, source=source, limit=MAX_ENTRIES
                 ),
             )
+            until = max([now, *(e.at for e in entries[:1])]) + timedelta(microseconds=1)
             info = await store.runs.get(slug)
             title = f"Timeline — {info.name if info else slug} · last {_days(days)}"
             if tag or source:
@@ -153,7 +179,16 @@ class Timeline(commands.Cog):
             if len(pages) == 1:
                 await _answer(interaction, embed=card_to_embed(pages[0]))
                 return
-            view = Pager(pages, interaction.user.id)
+
+            async def read() -> list[Card]:
+                again = await build_timeline(
+                    store, slug, now, days=days, tag=tag, source=source,
+                    limit=MAX_ENTRIES, until=until,
+                )  # fmt: skip
+                return timeline_pages(again, title, discord_time, zone=zone)
+
+            view = Pager(pages, read, interaction.user.id)
+            del pages, entries  # the pager keeps its first page only
             view.origin = interaction
             await _answer(interaction, embed=view.embed(), view=view)
             await self._keep(view)

@@ -37,12 +37,15 @@ async def build_timeline(
     source: str | None = None,
     limit: int = 200,
     offset: int = 0,
+    until: datetime | None = None,
 ) -> list[TimelineEntry]:
+    """Newest first: the events of the `days` before `now` (and any dated after it, unless
+    `until` ends the window there: entries at `until` or later are left out)."""
     validate_filters(days, tag, source)
     if await store.runs.get(slug) is None:
         raise UnknownRun(slug)
     since = now - timedelta(days=days) if days is not None else None
     events = await store.events.timeline(
-        slug, since=since, tag=tag, source=source, limit=limit, offset=offset
+        slug, since=since, until=until, tag=tag, source=source, limit=limit, offset=offset
     )
     return [entry_from_event(event) for event in events]

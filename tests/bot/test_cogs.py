@@ -5,6 +5,7 @@ records the responses."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 import time
@@ -16,6 +17,7 @@ import pytest
 
 from bot.errors import UserFacingError
 from bot.models import MetricPoint
+from bot.render.cards import Card
 from bot.render.chart import REDRAW_EVERY, ChartCache
 from tests.bot.conftest import Seed, StartBot
 from tests.fakes.discord import FakeDiscord, Interaction
@@ -222,10 +224,72 @@ async def test_opening_more_pagers_than_kept_retires_the_oldest(
     oldest = records[0]
     await fake.wait_for(lambda: oldest.original is not None and not oldest.original["components"])
     pagers = list(cog._pagers)  # type: ignore[attr-defined]
-    assert len(pagers) == 2 and all(not p.is_finished() and len(p.pages) >= 2 for p in pagers)
+    assert len(pagers) == 2 and all(not p.is_finished() and p.count >= 2 for p in pagers)
     for record in records[1:]:
         message = record.original if record.original is not None else record.followups[0]
         assert message["components"]
+
+
+async def _every_page(fake: FakeDiscord, record: Interaction) -> list[str]:
+    """Presses ◀ Newer back to the first page, then Older ▶ to the last: every page's text.
+    (The recorded message is the first answer; presses are answered in place, so which page
+    the pager is on is read from each press's answer.)"""
+    message = await final_message(fake, record)
+
+    async def press(which: int) -> str:
+        nonlocal message
+        button = [c for row in message["components"] for c in row["components"]][which]
+        body = await answered(await fake.click(message, button["custom_id"]))
+        assert body["type"] == 7
+        message = {**message, **body["data"]}
+        return str(message["embeds"][0]["footer"]["text"])
+
+    while not (await press(0)).startswith("page 1 of "):
+        pass
+    texts = [json.dumps(message["embeds"][0])]
+    last = message["embeds"][0]["footer"]["text"].split(" of ")[1]
+    while not (await press(1)).startswith(f"page {last} of "):
+        texts.append(json.dumps(message["embeds"][0]))
+    texts.append(json.dumps(message["embeds"][0]))
+    return texts
+
+
+async def test_a_timeline_pager_reads_its_pages_from_the_store_on_each_press(
+    start_bot: StartBot, fake: FakeDiscord
+) -> None:
+    """A pager keeps its question, not its pages (memory that grew with the run's history):
+    a press shows what the store holds now within the window asked for. An entry backfilled
+    into that window shows up; one dated after the question waits for the next /timeline."""
+    from bot.models import Event
+
+    bot = await start_bot()
+    record = await fake.slash("timeline", [option("days", 60, 4)])
+    first = await _every_page(fake, record)
+    assert len(first) >= 2 and len(set(first)) == len(first)
+    cog = bot.get_cog("Timeline")
+    assert cog is not None
+    [pager] = cog._pagers  # type: ignore[attr-defined]
+    held = [v for v in vars(pager).values() if isinstance(v, list | tuple)]
+    assert not any(isinstance(item, Card) for value in held for item in value)  # one page only
+
+    now = bot.clock()
+    late = Event(
+        run_slug="aurora", source="github", external_id="issue:990001", kind="issue",
+        at=now - timedelta(days=2), author="erin", ref="#990001",
+        title="Xyzzy backfilled into the window", body="Xyzzy backfilled into the window",
+    )  # fmt: skip
+    after = Event(
+        run_slug="aurora", source="github", external_id="issue:990002", kind="issue",
+        at=now + timedelta(minutes=5), author="erin", ref="#990002",
+        title="Plugh arrived after the question", body="Plugh arrived after the question",
+    )  # fmt: skip
+    await bot.runtime.store.events.upsert_many([late, after])
+    again = await _every_page(fake, record)
+    assert not any("Xyzzy" in page for page in first)
+    assert any("Xyzzy" in page for page in again), "a press reads the store again"
+    assert not any("Plugh" in page for page in again), "the window ends where it was asked"
+    fresh = await _every_page(fake, await fake.slash("timeline", [option("days", 60, 4)]))
+    assert any("Plugh" in page for page in fresh)
 
 
 async def test_timeline_filters_and_rejects_bad_ones(

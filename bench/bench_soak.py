@@ -27,10 +27,11 @@ memory dumps (SIGUSR1, `bot.heap`); `--env` adds to the bot's environment.
 `--unbounded`: the same day with the library's defaults, the baseline a competent engineer
 starts from (discord.py's 1,000-message cache, every `/timeline` pager kept until its view's
 timeout; a pager now holds one page and reads the others from the store, so what this baseline
-measures is mostly the cache). `--trace`: the allocation sites (by traceback) that grew most after warm-up
-(tracemalloc; with `--process`, snapshots the bot writes on SIGUSR2 under PYTHONTRACEMALLOC).
-Tracing slows the bot several times over: at 6 messages a second it falls behind, so its growth
-is then the backlog; use it at lower rates, and RSS figures only from runs without it.
+measures is mostly the cache). `--trace`: the allocation sites (by traceback) that grew most
+after warm-up (tracemalloc; with `--process`, snapshots the bot writes on SIGUSR2 under
+PYTHONTRACEMALLOC). Tracing slows the bot several times over: at 6 messages a second it falls
+behind, so its growth is then the backlog; use it at lower rates, and RSS figures only from runs
+without it.
 """
 
 from __future__ import annotations

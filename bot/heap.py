@@ -95,6 +95,7 @@ def memory_parts() -> dict[str, float]:
         info = libc.mallinfo2()
         parts["heap used"] = (info.uordblks + info.hblkhd) / 1e6
         parts["heap free"] = info.fordblks / 1e6
+        parts["heap top"] = info.keepcost / 1e6  # of the free: the top chunk, trimmable
     return parts
 
 

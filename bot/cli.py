@@ -575,9 +575,10 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     if settings.discord_token is None:
         raise ConfigError(["DISCORD_TOKEN: required to start the bot"])
     runs = _load_config(settings)
-    from bot.heap import one_malloc_arena
+    from bot.heap import fixed_malloc_thresholds, one_malloc_arena
 
     one_malloc_arena()  # before any thread starts (bot.heap)
+    fixed_malloc_thresholds()
     from bot.app import run_bot
     from bot.store.integrity import check_integrity
     from bot.wiring import COMMAND_READERS, open_runtime

@@ -54,6 +54,30 @@ def one_malloc_arena() -> bool:
     return bool(mallopt(M_ARENA_MAX, 1))
 
 
+# glibc's mallopt parameters for the size from which a block is mapped on its own, and the free
+# space at the heap's end past which it is given back; 128 KiB is glibc's own starting value.
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+FIXED_THRESHOLD = 128 * 1024
+
+
+def fixed_malloc_thresholds() -> bool:
+    """Keep blocks of 128 KiB and more out of the heap. glibc starts there but raises the
+    threshold to the size of each mapped block that is freed (up to 32 MiB), so after a few big
+    reads (a page of 500 events, a gateway payload) blocks of that size are carved from the
+    heap, and each one freed between longer-lived small blocks leaves a hole: in a 6 messages/s
+    soak of `runscribe run`, with the heap in use flat, the free-but-kept heap grew 1.0 → 2.1 MB
+    in 30 minutes. Setting the thresholds turns that adjustment off. False where the C library
+    has no such setting (musl)."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(M_MMAP_THRESHOLD, FIXED_THRESHOLD)) and bool(
+        mallopt(M_TRIM_THRESHOLD, FIXED_THRESHOLD)
+    )
+
+
 # --- a memory diagnostic ---------------------------------------------------------------------
 #
 # `kill -USR1 <pid>` on `runscribe run` appends one JSON line to `runscribe-memory-<pid>.jsonl`

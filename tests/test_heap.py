@@ -86,3 +86,33 @@ def test_threads_allocate_from_one_heap_once_limited(mode: str, one: bool) -> No
     assert done.returncode == 0, done.stderr
     heaps = done.stdout.count("<heap nr=")
     assert heaps == 1 if one else heaps > 1, done.stdout[:300]
+
+
+THRESHOLDS = """
+import ctypes, sys
+from bot.heap import _MallInfo2, fixed_malloc_thresholds
+if sys.argv[1] == "fixed":
+    assert fixed_malloc_thresholds()
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+libc.mallinfo2.restype = _MallInfo2
+libc.free(libc.malloc(8 << 20))  # a mapped 8 MiB block, freed: glibc raises its threshold
+mapped = libc.mallinfo2().hblkhd
+block = libc.malloc(1 << 20)
+print(libc.mallinfo2().hblkhd - mapped)
+"""
+
+
+@pytest.mark.parametrize(("mode", "fixed"), [("fixed", True), ("default", False)])
+def test_big_blocks_stay_out_of_the_heap_once_thresholds_are_fixed(mode: str, fixed: bool) -> None:
+    """glibc's own account (mallinfo2: bytes in mapped blocks) of where a 1 MiB block goes after
+    an 8 MiB one was freed: mapped on its own once `fixed_malloc_thresholds` ran; carved from
+    the heap without it (the threshold rose to 8 MiB)."""
+    done = subprocess.run(
+        [sys.executable, "-c", THRESHOLDS, mode], capture_output=True, text=True, timeout=PATIENCE
+    )
+    assert done.returncode == 0, done.stderr
+    grew = int(done.stdout)
+    assert grew >= 1 << 20 if fixed else grew == 0, grew

@@ -555,11 +555,23 @@ async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
             await runtime.refresh_narratives(now)
 
         interval = settings.runscribe_poll_interval
-        async with asyncio.TaskGroup() as group:
-            for family in FAMILIES:
-                group.create_task(repeat(f"poll-{family}", interval, partial(poll, family)))
-            group.create_task(repeat("enrich", min(interval, ENRICH_EVERY), enrich))
-    return EXIT_OK  # pragma: no cover - the loops run until the process is stopped
+        # The loops run until SIGTERM (`docker stop`) or SIGINT: then they are cancelled (a
+        # write under way rolls back, and the next start reads it again) and the store closes.
+        with stop_signals() as stop:
+            async with asyncio.TaskGroup() as group:
+                loops = [
+                    group.create_task(repeat(f"poll-{family}", interval, partial(poll, family)))
+                    for family in FAMILIES
+                ]
+                loops.append(
+                    group.create_task(repeat("enrich", min(interval, ENRICH_EVERY), enrich))
+                )
+                print(f"polling every {interval:g} s; stop with SIGTERM or Ctrl-C", flush=True)
+                await stop.wait()
+                log.info("stopping: the poll loops are cancelled and the store closed")
+                for task in loops:
+                    task.cancel()
+    return EXIT_OK
 
 
 def skipped_line(key: str, report: CycleReport, now: datetime) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -217,3 +218,47 @@ async def test_missing_run_and_repository_are_shown_failing(
         assert any("wandb:hero" in line for line in at_once)
         assert any("github:lab/model" in line for line in at_once)
         assert sum("not found" in line and " failed: " in line for line in lines) == 2, out + err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_poll_stops_cleanly_on_sigterm_and_sigint(
+    tmp_path: Path, wandb_server: FakeWandb, sig: signal.Signals
+) -> None:
+    """The long-running `poll` handles its own stop: started as a background job does (SIGINT
+    inherited as ignored), it polls, then exits 0 on SIGTERM (`docker stop`) or SIGINT with its
+    store closed, so `status` reads what it stored."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    wandb_server.reset()
+    run = wandb_server.add_run("ent/proj/hero-1", created_at=now - timedelta(hours=1))
+    wandb_server.log(run.path, 40, start=now - timedelta(hours=1), every=timedelta(seconds=60))
+    wandb_server.set_state(run.path, "running", heartbeat_at=now)
+    async with FakeGitHub() as github:
+        github.repo("lab/model")
+        env = environment(tmp_path, github, wandb_server)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "poll", cwd=tmp_path, env=env,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        said: list[str] = []
+        try:
+            assert process.stdout is not None
+            while not any("wandb:hero:" in line for line in said):  # a W&B round is stored
+                line = (await asyncio.wait_for(process.stdout.readline(), PATIENCE)).decode()
+                assert line, "poll exited early:\n" + "".join(said)
+                said.append(line)
+            assert any(line.startswith("polling every ") for line in said)
+            process.send_signal(sig)
+            rest = await asyncio.wait_for(process.stdout.read(), PATIENCE)
+            await asyncio.wait_for(process.wait(), PATIENCE)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        output = "".join(said) + rest.decode()
+        assert process.returncode == 0, output
+        assert "stopping: the poll loops are cancelled" in output
+        assert "Traceback" not in output
+        code, out, err = await cli(tmp_path, env, "status", "--json")
+        assert code == 0, err
+        assert json.loads(out)["progress"]["step"] == 39

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import discord
@@ -16,7 +16,7 @@ from discord.ext import commands
 from bot.app import card_to_embed, discord_time
 from bot.models import SOURCE_SPECS, TAGS
 from bot.render.cards import Card, timeline_pages
-from bot.services.timeline import build_timeline
+from bot.services.timeline import TimelineEntry, build_timeline
 from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
 
 if TYPE_CHECKING:
@@ -163,29 +163,32 @@ class Timeline(commands.Cog):
             # a later press reads the same pages (what arrives meanwhile waits for the next
             # /timeline) even if the newest entries are dated ahead of the bot's clock.
             now = bot.clock()
-            entries = await bot.flights.run(
-                ("timeline", slug, days, tag, source),
-                lambda: build_timeline(
-                    store, slug, now, days=days, tag=tag, source=source, limit=MAX_ENTRIES
-                ),
-            )
+
+            def ask(until: datetime | None) -> Awaitable[list[TimelineEntry]]:
+                return build_timeline(
+                    store, slug, now, days=days, tag=tag, source=source,
+                    limit=MAX_ENTRIES, until=until,
+                )  # fmt: skip
+
+            key = ("timeline", slug, days, tag, source)
+            entries = await bot.flights.run(key, lambda: ask(None))
             until = max([now, *(e.at for e in entries[:1])]) + timedelta(microseconds=1)
             info = await store.runs.get(slug)
             title = f"Timeline — {info.name if info else slug} · last {_days(days)}"
             if tag or source:
                 title += " · " + " · ".join(x for x in (tag, source) if x)
             zone = info.timezone if info else "UTC"
-            pages = timeline_pages(entries, title, discord_time, zone=zone)
+
+            def render(found: list[TimelineEntry]) -> list[Card]:
+                return timeline_pages(found, title, discord_time, zone=zone)
+
+            pages = render(entries)
             if len(pages) == 1:
                 await _answer(interaction, embed=card_to_embed(pages[0]))
                 return
 
             async def read() -> list[Card]:
-                again = await build_timeline(
-                    store, slug, now, days=days, tag=tag, source=source,
-                    limit=MAX_ENTRIES, until=until,
-                )  # fmt: skip
-                return timeline_pages(again, title, discord_time, zone=zone)
+                return render(await ask(until))
 
             view = Pager(pages, read, interaction.user.id)
             del pages, entries  # the pager keeps its first page only

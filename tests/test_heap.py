@@ -116,3 +116,41 @@ def test_big_blocks_stay_out_of_the_heap_once_thresholds_are_fixed(mode: str, fi
     assert done.returncode == 0, done.stderr
     grew = int(done.stdout)
     assert grew >= 1 << 20 if fixed else grew == 0, grew
+
+
+HOLES = """
+import ctypes, sys
+from bot.heap import fixed_malloc_thresholds, give_back_free_heap
+assert fixed_malloc_thresholds()  # as `run` sets them: 32 KiB blocks are carved from the heap
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+def anon_kb():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("RssAnon:"))
+size = 32 << 10
+blocks = [libc.malloc(size) for _ in range(512)]
+for block in blocks:
+    ctypes.memset(block, 1, size)
+for block in blocks[::2]:  # 8 MiB of holes between live blocks, none at the heap's end
+    libc.free(block)
+before = anon_kb()
+if sys.argv[1] == "trim":
+    give_back_free_heap()
+print(before - anon_kb())
+"""
+
+
+@pytest.mark.parametrize(("mode", "trim"), [("trim", True), ("kept", False)])
+def test_free_pages_between_live_blocks_go_back_once_trimmed(mode: str, trim: bool) -> None:
+    """The kernel's account (RssAnon) of 8 MiB of 32 KiB holes between live heap blocks: glibc
+    keeps every page of them resident on its own (free() gives back only the heap's end); most
+    go back once `give_back_free_heap` ran (each hole's first page also holds glibc's
+    bookkeeping)."""
+    done = subprocess.run(
+        [sys.executable, "-c", HOLES, mode], capture_output=True, text=True, timeout=PATIENCE
+    )
+    assert done.returncode == 0, done.stderr
+    released_kb = int(done.stdout)
+    assert released_kb >= 6 * 1024 if trim else released_kb < 512, released_kb

@@ -1,0 +1,29 @@
+"""The running bot gives free heap pages back to the OS on its own loop (`bot.heap`)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import bot.app
+from bot.app import LoopIntervals
+from tests.bot.conftest import StartBot
+from tests.fakes.discord import FakeDiscord
+
+
+async def test_the_bot_trims_the_heap_each_interval_off_the_event_loop(
+    start_bot: StartBot, fake: FakeDiscord, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+
+    def give_back() -> bool:
+        threads.append(threading.get_ident())
+        return True
+
+    monkeypatch.setattr(bot.app, "give_back_free_heap", give_back)
+    every = LoopIntervals(poll=3600, outbox=0.05, digest=0.1, narrative=3600, heap=0.05)
+    await start_bot(intervals=every)
+    await fake.wait_for(lambda: len(threads) >= 3)  # its loop keeps going, round after round
+    assert loop_thread not in threads  # a worker thread walks the heap, never the event loop

@@ -1,4 +1,4 @@
-"""What the bot's once-a-minute heap trim costs and gives back (`bot.heap.give_back_free_heap`).
+"""What the bot's heap trim (every 10 s) costs and gives back (`bot.heap.give_back_free_heap`).
 
     python bench/bench_trim.py [--mb 33] [--rounds 20] [--churn 0.05]
 

@@ -14,6 +14,7 @@ import _sqlite3
 import asyncio
 import contextlib
 import ctypes
+import functools
 import gc
 import itertools
 import json
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -34,6 +36,16 @@ def freeze_long_lived() -> None:
     """Call after a phase that built long-lived state: the bot's start, a loop's first round,
     the first import of a heavy library."""
     gc.freeze()
+
+
+@functools.cache
+def _libc_call(name: str) -> Callable[..., int] | None:
+    """The C library's function `name`, looked up once; None where it has none (musl has no
+    mallopt or malloc_trim)."""
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None
 
 
 # glibc's mallopt parameter for how many heap arenas malloc may create.
@@ -47,11 +59,8 @@ def one_malloc_arena() -> bool:
     free-but-kept heap grew 4.5 → 6.0 MB in ten minutes, against a flat 1 MB with one arena
     (RSS 4 MB lower). Call before the threads start; False where the C library has no such
     setting (musl)."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(M_ARENA_MAX, 1))
+    mallopt = _libc_call("mallopt")
+    return mallopt is not None and bool(mallopt(M_ARENA_MAX, 1))
 
 
 # glibc's mallopt parameters for the size from which a block is mapped on its own, and the free
@@ -69,9 +78,8 @@ def fixed_malloc_thresholds() -> bool:
     soak of `runscribe run`, with the heap in use flat, the free-but-kept heap grew 1.0 → 2.1 MB
     in 30 minutes. Setting the thresholds turns that adjustment off. False where the C library
     has no such setting (musl)."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+    mallopt = _libc_call("mallopt")
+    if mallopt is None:
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, FIXED_THRESHOLD)) and bool(
         mallopt(M_TRIM_THRESHOLD, FIXED_THRESHOLD)
@@ -82,16 +90,13 @@ def give_back_free_heap() -> bool:
     """Give the whole free pages inside glibc's heap back to the OS (`malloc_trim(0)`), the
     holes between live blocks as well as the heap's end: free() alone returns only the end.
     With the heap in use flat, the holes were what still grew in a 6 messages/s soak of
-    `runscribe run` (glibc's free-but-kept heap 0.7 → 1.5 MB in 30 minutes). `run` calls it
-    every 10 s (`LoopIntervals.heap`): slope of the last 10 minutes +0.005 against +0.079
-    MB/min in a control run beside it. A trim costs 0.1–0.3 ms on a heap that size
+    `runscribe run` (glibc's free-but-kept heap 0.7 → 1.5 MB in 30 minutes). The running
+    bot calls it every 10 s (`LoopIntervals.heap`): slope of the last 10 minutes +0.005
+    against +0.079 MB/min in a control run beside it. A trim costs 0.1–0.3 ms on a heap that size
     (`bench/bench_trim.py`). False where the C library has no such call (musl) or nothing
     was released."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return False
-    return bool(trim(0))
+    trim = _libc_call("malloc_trim")  # looked up once: the bot calls this every 10 s
+    return trim is not None and bool(trim(0))
 
 
 # --- a memory diagnostic ---------------------------------------------------------------------

@@ -402,6 +402,11 @@ class RunscribeBot(commands.Bot):
     def runs(self) -> list[RunConfig]:
         return list(self.runtime.runs.runs)
 
+    @property
+    def default_run(self) -> str | None:
+        """The runs file's `default_run`: what a command means when nothing else says."""
+        return self.runtime.runs.default_run
+
     def run_config(self, slug: str) -> RunConfig | None:
         return self.runtime.runs.get(slug)
 

@@ -295,16 +295,40 @@ def _problems(problems: list[str]) -> None:
         print(f"runscribe: {problem}", file=sys.stderr)
 
 
+# Steps that work on a fresh clone: the demo writes its sample only where --db says.
+_FILL_HINT = (
+    "write a runs file (copy runscribe.example.toml) and run `runscribe poll --once` to fill "
+    "it; for the bundled sample, `runscribe demo --db demo.db` then "
+    "`RUNSCRIBE_DB=demo.db runscribe status`"
+)
+
+
 async def _resolve_slug(store: Store, requested: str | None) -> str:
     from bot.services.runs import pick_run
 
     return pick_run(
         [r.slug for r in await store.runs.all()],
         requested,
-        none=f"no runs recorded in {store.db.path}; run `runscribe poll --once` or "
-        "`runscribe demo` first",
-        several="several runs recorded; pick one with --run ({slugs})",
+        none=f"no runs recorded in {store.db.path}: {_FILL_HINT}",
+        several="several runs recorded; pick one with --run ({slugs}) or set default_run in "
+        "the runs file",
+        default=_default_run(),
     )
+
+
+def _default_run() -> str | None:
+    """The runs file's top-level `default_run`, read without validating the rest of the file
+    (the read-only commands answer from the database; a runs file is optional for them)."""
+    import tomllib
+
+    from bot.environment import config_path
+
+    try:
+        data = tomllib.loads(config_path().read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    value = data.get("default_run")
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def _existing_db(settings: DatabaseOnly) -> Path:
@@ -313,10 +337,7 @@ def _existing_db(settings: DatabaseOnly) -> Path:
     if problem is not None:
         raise StoreError(problem)
     if not path.exists():
-        raise UserFacingError(
-            f"no database at {path}; set RUNSCRIBE_DB, or run `runscribe poll --once` or "
-            "`runscribe demo` first"
-        )
+        raise UserFacingError(f"no database at {path}; set RUNSCRIBE_DB, or {_FILL_HINT}")
     return path
 
 

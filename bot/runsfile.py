@@ -473,6 +473,8 @@ def _check_snowflake(value: int) -> None:
 class RunsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     runs: list[RunConfig] = Field(min_length=1)
+    # The run a command means when it names none and its channel belongs to no single run.
+    default_run: str | None = None
 
     def get(self, slug: str) -> RunConfig | None:
         return next((run for run in self.runs if run.slug == slug), None)
@@ -488,6 +490,24 @@ def _loc(parts: tuple[int | str, ...]) -> str:
     return out
 
 
+def _known_keys() -> set[str]:
+    """Every key a runs file may hold, at any level: what a near-miss is compared with."""
+    models: tuple[type[BaseModel], ...] = (RunsFile, RunConfig, MetricKeys, ForecastConfig)
+    keys = {name for model in models for name in model.model_fields}
+    return keys | {threshold.name for threshold in THRESHOLDS} | set(_EngineThresholds.model_fields)
+
+
+def _unknown_key(name: object) -> str:
+    """'unknown key', with the nearest known key when the name looks like a typo of one."""
+    import difflib
+
+    if isinstance(name, str):
+        near = difflib.get_close_matches(name, sorted(_known_keys()), n=1, cutoff=0.75)
+        if near:
+            return f"unknown key (did you mean {near[0]!r}?)"
+    return "unknown key"
+
+
 def _messages(error: ValidationError, prefix: str = "") -> list[str]:
     problems = []
     for item in error.errors(include_url=False):
@@ -495,7 +515,9 @@ def _messages(error: ValidationError, prefix: str = "") -> list[str]:
         message = item["msg"]
         message = message.removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
-            message = "unknown key"
+            message = _unknown_key(item["loc"][-1] if item["loc"] else None)
+        elif item["loc"] == ("runs",) and item["type"] == "list_type":
+            message = "each run is a [[runs]] table (two brackets), not [runs]"
         elif item["type"] == "missing":
             message = "required key is missing"
         elif "input" in item and item["type"] not in {"value_error", "assertion_error"}:
@@ -546,6 +568,11 @@ def parse_runs(data: dict[str, Any], source: str = "runs file") -> RunsFile:
                 f"runs[{index}].slug: {run.slug!r} is already used by runs[{first[run.slug]}]"
             )
         first.setdefault(run.slug, index)
+    if runs.default_run is not None and runs.default_run not in first:
+        problems.append(
+            f"default_run: {runs.default_run!r} is not a run's slug "
+            f"(the runs are: {', '.join(first)})"
+        )
     if problems:
         raise ConfigError(problems)
     return runs

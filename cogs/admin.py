@@ -72,7 +72,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Runscribe 
     @app_commands.autocomplete(run=run_autocomplete)
     async def post_digest(self, interaction: discord.Interaction, run: str | None = None) -> None:
         bot = self.bot
-        slug = await resolve_run(bot, run)
+        slug = await resolve_run(bot, run, interaction)
         config = bot.run_config(slug)
         if config is None or config.digest_channel is None:
             raise UserFacingError(f"Run {slug!r} has no digest_channel in the runs file.")
@@ -104,7 +104,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Runscribe 
         """After `status_channel` changed in the runs file (and /admin reload), or to bring the
         message back to the bottom of its channel: a new one is posted, the old one deleted."""
         bot = self.bot
-        slug = await resolve_run(bot, run)
+        slug = await resolve_run(bot, run, interaction)
         config = bot.run_config(slug)
         if config is None or config.status_channel is None:
             raise UserFacingError(f"Run {slug!r} has no status_channel in the runs file.")

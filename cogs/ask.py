@@ -57,7 +57,7 @@ class Ask(commands.Cog):
         bot = self.bot
         # Length is checked here, not by Discord, so an over-long question gets a clear reply.
         parse_question(question)  # BadQuestion → a private reply from the error handler
-        slug = await resolve_run(bot, run)
+        slug = await resolve_run(bot, run, interaction)
         wait = await self.limiter.try_acquire(interaction.user.id)
         if wait is not None:
             await reply_private(

@@ -11,7 +11,7 @@ from discord import app_commands
 
 from bot.app import NO_MENTIONS, reply_private
 from bot.limits import CHOICE_NAME_LIMIT, CHOICES_LIMIT
-from bot.services.runs import pick_run
+from bot.services.runs import channel_run, pick_run
 
 if TYPE_CHECKING:
     from bot.app import RunscribeBot
@@ -28,13 +28,28 @@ async def known_slugs(bot: RunscribeBot) -> list[str]:
     return slugs
 
 
-async def resolve_run(bot: RunscribeBot, requested: str | None) -> str:
-    """The slug to show. `run` may be left out when exactly one run is tracked."""
+def interaction_run(bot: RunscribeBot, interaction: discord.Interaction | None) -> str | None:
+    """The run the interaction's channel belongs to (or the channel its thread is in)."""
+    if interaction is None:
+        return None
+    channel = interaction.channel
+    parent = channel.parent_id if isinstance(channel, discord.Thread) else None
+    return channel_run(bot.runs, interaction.channel_id, parent)
+
+
+async def resolve_run(
+    bot: RunscribeBot, requested: str | None, interaction: discord.Interaction | None = None
+) -> str:
+    """The slug to show: the one named, else the run of the channel asked in, else the runs
+    file's `default_run`, else the only run tracked."""
     return pick_run(
         await known_slugs(bot),
         requested,
         none="No run is tracked yet: add one to the runs file and reload it.",
-        several="Several runs are tracked; pick one with `run`: {slugs}.",
+        several="Several runs are tracked and this channel belongs to none of them; pick one "
+        "with `run` ({slugs}), or set `default_run` in the runs file.",
+        channel=interaction_run(bot, interaction),
+        default=bot.default_run,
     )
 
 
@@ -45,7 +60,12 @@ async def run_autocomplete(
     names = {run.slug: run.name for run in bot.runs}
     needle = current.lower()
     choices = []
-    for slug in await known_slugs(bot):
+    slugs = await known_slugs(bot)
+    here = interaction_run(bot, interaction)
+    if here in slugs:  # the channel's own run first
+        slugs.remove(here)
+        slugs.insert(0, here)
+    for slug in slugs:
         name = names.get(slug, slug)
         if needle in slug or needle in name.lower():
             choices.append(
@@ -54,4 +74,11 @@ async def run_autocomplete(
     return choices[:CHOICES_LIMIT]
 
 
-__all__ = ["NO_MENTIONS", "known_slugs", "reply_private", "resolve_run", "run_autocomplete"]
+__all__ = [
+    "NO_MENTIONS",
+    "interaction_run",
+    "known_slugs",
+    "reply_private",
+    "resolve_run",
+    "run_autocomplete",
+]

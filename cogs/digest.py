@@ -29,7 +29,7 @@ class Digest(commands.Cog):
     @app_commands.autocomplete(run=run_autocomplete)
     async def digest(self, interaction: discord.Interaction, run: str | None = None) -> None:
         bot = self.bot
-        slug = await resolve_run(bot, run)
+        slug = await resolve_run(bot, run, interaction)
         await interaction.response.defer(thinking=True)
         facts = await build_digest(bot.reader, slug, bot.clock())
         facts.text = await compose_text(facts, bot.digest_composer)

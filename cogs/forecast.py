@@ -41,7 +41,7 @@ class Forecast(commands.Cog):
         self, interaction: discord.Interaction, run: str | None = None, metric: str | None = None
     ) -> None:
         bot = self.bot
-        slug = await resolve_run(bot, run)
+        slug = await resolve_run(bot, run, interaction)
         info, panels = await forecast_panels(bot.reader, slug, bot.clock(), metric)
         await interaction.response.defer(thinking=True)
         cards = forecast_cards(info.name, panels)

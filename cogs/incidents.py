@@ -123,7 +123,7 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
         run: str | None = None,
         scope: Literal["open", "all"] = "all",
     ) -> None:
-        slug = await resolve_run(self.bot, run)
+        slug = await resolve_run(self.bot, run, interaction)
         views = await list_incidents(self.bot.reader, slug, open_only=scope == "open", limit=11)
         info = await self.bot.reader.runs.get(slug)
         card = listing_card(
@@ -149,7 +149,7 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
         run: str | None = None,
         condition: str = "all",
     ) -> None:
-        slug = await resolve_run(self.bot, run)
+        slug = await resolve_run(self.bot, run, interaction)
         self._require_responder(interaction, slug)
         now = self.bot.clock()
         made = await add_silence(

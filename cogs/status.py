@@ -40,7 +40,7 @@ class Status(commands.Cog):
                 # acknowledge before any read.
                 await interaction.response.defer(thinking=True)
             store = bot.reader
-            slug = await resolve_run(bot, run)
+            slug = await resolve_run(bot, run, interaction)
             version = await store.metrics.version(slug)
             png = bot.chart_cache.ready(slug, version)
             if png is None:

@@ -155,7 +155,7 @@ class Timeline(commands.Cog):
             if bot.busy:  # a poll cycle or other commands are running: acknowledge first
                 await interaction.response.defer(thinking=True)
             store = bot.reader
-            slug = await resolve_run(bot, run)
+            slug = await resolve_run(bot, run, interaction)
             # A filter over a long range may read far back before it finds 500 entries.
             if (tag or source) and days > SLOW_FILTER_DAYS and not interaction.response.is_done():
                 await interaction.response.defer(thinking=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.environment import database_path
+from bot.environment import config_path, database_path
 from bot.settings import Settings
 
 
@@ -38,6 +38,29 @@ def test_database_path_is_what_settings_read(
         env_file.write_text(dotenv, encoding="utf-8")
     expected = Settings(_env_file=env_file).runscribe_db  # type: ignore[call-arg]
     assert database_path(env_file=env_file) == expected
+
+
+@pytest.mark.parametrize(
+    ("environ", "dotenv"),
+    [
+        ({}, None),
+        ({"RUNSCRIBE_CONFIG": "/etc/env.toml"}, "RUNSCRIBE_CONFIG=/etc/file.toml\n"),
+        ({}, "runscribe_config='runs file.toml'\n"),
+        ({"RUNSCRIBE_CONFIG": ""}, "RUNSCRIBE_CONFIG=\n"),
+    ],
+)
+def test_config_path_is_what_settings_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], dotenv: str | None
+) -> None:
+    for name in ("RUNSCRIBE_CONFIG", "runscribe_config"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    env_file = tmp_path / ".env"
+    if dotenv is not None:
+        env_file.write_text(dotenv, encoding="utf-8")
+    expected = Settings(_env_file=env_file).runscribe_config  # type: ignore[call-arg]
+    assert config_path(env_file=env_file) == expected
 
 
 def test_status_reads_no_settings(

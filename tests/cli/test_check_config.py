@@ -115,7 +115,7 @@ def test_good_file_passes(tmp_path: Path) -> None:
             GOOD + GOOD.replace('name = "Hero 535B"', 'name = "Other"'),
             "runs[1].slug: 'hero' is already used by runs[0]",
         ),
-        ('runs = "x"', "runs: Input should be a valid list"),
+        ('runs = "x"', "runs: each run is a [[runs]] table (two brackets), not [runs]"),
         (GOOD + "[runs.alerts]\nstall_minute = 5\n", "runs[0].alerts.stall_minute: unknown key"),
         (
             GOOD + "[runs.alerts]\nstall_minutes = 0\n",

@@ -58,4 +58,28 @@ def test_cli_run_names_ignore_case(two_runs: Path, capsys: pytest.CaptureFixture
     assert json.loads(capsys.readouterr().out) == []
     assert cli.main(["status"]) == 2
     err = capsys.readouterr().err
-    assert err == "runscribe: several runs recorded; pick one with --run (aurora, hero)\n"
+    assert err == (
+        "runscribe: several runs recorded; pick one with --run (aurora, hero) "
+        "or set default_run in the runs file\n"
+    )
+
+
+def test_cli_takes_the_runs_files_default_run(
+    two_runs: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`runscribe status` with no --run shows the runs file's `default_run` (read from
+    RUNSCRIBE_CONFIG, or ./runscribe.toml); --run still wins."""
+    (tmp_path / "runscribe.toml").write_text('default_run = "hero"\n[[runs]]\nslug = "hero"\n')
+    assert cli.main(["status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["slug"] == "hero"
+    assert cli.main(["status", "--run", "aurora", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["slug"] == "aurora"
+    elsewhere = tmp_path / "conf" / "runs.toml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text('default_run = "aurora"\n')
+    monkeypatch.setenv("RUNSCRIBE_CONFIG", str(elsewhere))
+    assert cli.main(["status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["slug"] == "aurora"

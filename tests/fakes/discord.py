@@ -576,7 +576,8 @@ class FakeDiscord:
             "attachment_size_limit": 10 * 1024 * 1024,
             "guild_id": str(self.guild_id),
             "channel_id": str(channel_id),
-            "channel": self.channels.get(channel_id, {"id": str(channel_id), "type": 0}),
+            "channel": self.channels.get(channel_id)
+            or self.threads.get(channel_id, {"id": str(channel_id), "type": 0}),
             "member": self.member(user_id, user_name, permissions=permissions, roles=roles),
             "app_permissions": str(0x7FFFFFFFFF),
             "locale": "en-US",

@@ -37,7 +37,7 @@ def two_runs(runs: RunsFile, **top: Any) -> RunsFile:
 async def content(fake: FakeDiscord, record: Interaction) -> tuple[str, bool]:
     """The answer's text (initial or, when deferred, its followup) and whether it was private."""
     body = await asyncio.wait_for(record.callback, PATIENCE)
-    data = body["data"]
+    data = body.get("data", {})
     if body["type"] == 5:
         await fake.wait_for(lambda: record.followups, within=PATIENCE)
         data = record.followups[0]

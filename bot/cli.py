@@ -29,7 +29,7 @@ from bot.errors import UserFacingError
 from bot.models import SOURCE_SPECS, TAGS
 from bot.runsfile import ConfigError, RunsFile, example_leftovers, load_runs_file
 from bot.store import Database, Store, StoreError
-from bot.store.db import path_problem, write_problem
+from bot.store.db import existing_problem, path_problem, write_problem
 from bot.store.runs import slugs_in_file
 from bot.timeutil import humanize_delta, utcnow
 
@@ -418,7 +418,11 @@ async def cmd_digest(settings: Settings, args: argparse.Namespace) -> int:
 async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
     runs = _load_config(settings)
     database = settings.runscribe_db
-    problem = path_problem(database) or await asyncio.to_thread(write_problem, database)
+    problem = (
+        path_problem(database)
+        or await asyncio.to_thread(write_problem, database)
+        or await asyncio.to_thread(existing_problem, database)  # as `run` would open it
+    )
     if problem is not None:
         raise StoreError(f"RUNSCRIBE_DB: {problem}")
     print(f"{settings.runscribe_config}: {len(runs.runs)} run(s) OK")
@@ -435,6 +439,11 @@ async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
         print(f"  {run.slug}: {run.name} — {', '.join(sources)}")
     warnings = []
     for index, run in enumerate(runs.runs):
+        if run.github_repo and not (run.github_issues or run.github_labels or run.github_keywords):
+            warnings.append(
+                f"runs[{index}] ({run.slug}): github_repo {run.github_repo} alone tracks no "
+                "thread: add github_issues, github_labels or github_keywords"
+            )
         leftovers = example_leftovers(run)
         if leftovers:
             warnings.append(

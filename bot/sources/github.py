@@ -438,7 +438,13 @@ class GitHubSource:
         """Recompute the run's tracked set; threads tracked for the first time (no stored
         description yet) are queued for a comment backfill. Returns the newly tracked ones."""
         tracking = poll.tracking[run.slug]
-        computed = compute_tracked(run, tracking.primary, poll.graph)
+        others = {
+            number
+            for other in self.runs
+            if other.slug != run.slug
+            for number in (*poll.tracking[other.slug].primary, *other.github_issues)
+        }
+        computed = compute_tracked(run, tracking.primary, poll.graph, others)
         newly = computed - tracking.tracked
         tracking.tracked |= computed
         for number in newly:

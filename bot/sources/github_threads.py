@@ -197,11 +197,20 @@ class Tracking:
         )
 
 
-def compute_tracked(run: RunConfig, primary: set[int], graph: RefGraph) -> set[int]:
-    """Primary threads plus ONE hop: threads they mention and threads that mention them."""
+def compute_tracked(
+    run: RunConfig,
+    primary: set[int],
+    graph: RefGraph,
+    others: set[int] | frozenset[int] = frozenset(),
+) -> set[int]:
+    """Primary threads plus ONE hop: threads they mention and threads that mention them.
+    `others` are other runs' own threads on the same repository: a reference never pulls one
+    of them into this run (a ladder issue that links the hero run's burndown stays the ladder's)."""
     listed = set(run.github_issues)
+    roots_before = primary | listed
     excluded = set() if run.github_include_bots else graph.bot_threads - listed
-    roots = (primary | listed) - excluded
+    excluded |= set(others) - roots_before
+    roots = roots_before - excluded
     tracked = set(roots)
     edge_sets = [graph.human, graph.bot] if run.github_include_bots else [graph.human]
     for edges in edge_sets:

@@ -96,6 +96,33 @@ def _probe(path: str) -> None:
         conn.close()
 
 
+def existing_problem(path: str | Path) -> str | None:
+    """What `Database.open` would refuse in an existing file, found without writing to it (for
+    `check-config`): not SQLite, or a schema newer than this code. None when it would open."""
+    target = Path(path)
+    if not target.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(_reader_uri(str(target)), uri=True, timeout=1.0)
+    except sqlite3.Error as exc:
+        return _cannot_open(str(target), exc).args[0]
+    try:
+        conn.execute("PRAGMA schema_version")
+        current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.Error as exc:
+        return _cannot_open(str(target), exc).args[0]
+    finally:
+        conn.close()
+    migrations = load_migrations()
+    latest = migrations[-1].version if migrations else 0
+    if current > latest:
+        return (
+            f"database {target} has schema version {current}, but this Runscribe knows only up "
+            f"to {latest}: upgrade Runscribe or use another RUNSCRIBE_DB"
+        )
+    return None
+
+
 def _cannot_open(path: str, exc: BaseException) -> StoreError:
     reason = path_problem(path)
     if reason is None:

@@ -767,3 +767,30 @@ async def test_an_outage_is_probed_and_polled_as_soon_as_github_answers(
     assert back.probed == ["github:acme/rocket"] and "github:acme/rocket" in back.results
     assert [r.status for r in gh.log if r.path == "/rate_limit"] == [200]
     assert src.credential and src.credential != source(store, client, gh).credential
+
+
+async def test_a_reference_never_pulls_another_runs_thread_in(gh, client, store) -> None:
+    """Two runs on one repository (issue 41): the ladder's issue links the hero run's burndown,
+    and the burndown links the ladder's issue; neither run's card gets the other's thread,
+    while a third thread that mentions the ladder's issue still follows it."""
+    repo = gh.repo(REPO)
+    burndown = repo.add_issue("Next hero run burndown", labels=["hero-run"])
+    ladder_issue = repo.add_issue("Ladder rung 7 results")
+    follows = repo.add_issue("Rung 7 eval rerun")
+    repo.add_comment(ladder_issue, f"compare with the hero burndown in #{burndown}")
+    repo.add_comment(burndown, f"the ladder's numbers are in #{ladder_issue}")
+    repo.add_comment(follows, f"rerunning the evals of #{ladder_issue}")
+    hero = run()
+    ladder = run("ladder", github_labels=[], github_issues=[ladder_issue])
+    src = source(store, client, gh, [hero, ladder])
+    await src.poll(NOW)
+    gh.advance(minutes=5)
+    await src.poll(NOW)
+    ladder_threads = {
+        r["external_id"] for r in await rows(store, "ladder") if r["kind"] != "comment"
+    }
+    hero_threads = {r["external_id"] for r in await rows(store, "hero") if r["kind"] != "comment"}
+    assert f"issue:{burndown}" not in ladder_threads
+    assert f"issue:{ladder_issue}" not in hero_threads
+    assert {f"issue:{ladder_issue}", f"issue:{follows}"} <= ladder_threads
+    assert f"issue:{burndown}" in hero_threads

@@ -89,6 +89,15 @@ def test_no_value_line_carries_a_comment() -> None:
             assert code == code.strip(), line
 
 
+def test_uncommenting_a_line_enables_nothing_by_its_comment() -> None:
+    """A commented `# NAME=...` line, uncommented for Docker's --env-file, sets NAME to what
+    follows `=` verbatim: it must be a plain value, never a value followed by a comment (a hook
+    would be switched on with the comment text as its secret)."""
+    for line in EXAMPLE.read_text(encoding="utf-8").splitlines():
+        if re.match(r"^#\s*[A-Z][A-Z0-9_]*=", line):
+            assert SHOWN.match(line), f"not a plain '# NAME=value' line: {line!r}"
+
+
 def test_every_setting_is_shown_with_its_current_default(monkeypatch: pytest.MonkeyPatch) -> None:
     clean(monkeypatch)
     text = EXAMPLE.read_text(encoding="utf-8")

@@ -50,7 +50,7 @@ from bot.llm.safety import URL_RE, fence, normalise_url, sanitize_output
 from bot.mentions import defuse_mentions
 from bot.models import Event
 from bot.narrative.facts import NarrativeFacts
-from bot.narrative.format import fmt_date
+from bot.narrative.format import fmt_time
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def render_source(n: int, event: Event, tz: str) -> str:
         source_text(event) or "(no text)",
         source=event.source,
         n=n,
-        date=fmt_date(event.at, tz),
+        date=fmt_time(event.at, tz),  # with the time: a 'when' question gets one
         author=event.author,
         ref=event.ref,
         state=event.state,

@@ -31,7 +31,7 @@ def cite(citation: Citation) -> str:
 
 def source_line(citation: Citation, fmt: TimeFormatter, *, summary_chars: int) -> str:
     e = citation.event
-    parts = [f"**{inert(credit(e.author, e.source))}**", fmt(e.at, "date")]
+    parts = [f"**{inert(credit(e.author, e.source))}**", fmt(e.at, "datetime")]
     if e.ref:
         parts.append(inert(e.ref))
     summary = inert(clip(citation.summary, summary_chars))
@@ -110,7 +110,7 @@ def answer_text(answer: Answer, fmt: TimeFormatter) -> str:
         lines.append("Sources:" if answer.by == "llm" else "Closest matches:")
         for c in answer.citations:
             e = c.event
-            head = " · ".join(x for x in (fmt(e.at, "date"), e.author, e.ref, e.source) if x)
+            head = " · ".join(x for x in (fmt(e.at, "datetime"), e.author, e.ref, e.source) if x)
             lines.append(f"[{c.n}] {head}")
             lines.append(f"    {c.summary}")
             if e.url:

@@ -69,3 +69,22 @@ def test_terminal_text_has_every_citation_with_its_url() -> None:
     out = answer_text(answer, local_formatter("UTC", AT))
     assert "Closest matches:" in out and "[2] Sep 9, 2026" in out
     assert out.count("https://github.com/a/b/issues/1#c") == 2
+
+
+def test_sources_say_when_to_the_minute() -> None:
+    """'When did the node go down?' needs a time, not a day: each source carries its local
+    time and zone, in the terminal as on the card (issue 41), and so does what the model reads."""
+    from bot.llm.ask import render_source
+
+    answer = Answer("when?", "hero", "At 22:15 [1].", "llm", [citation(1, "Node lost.")])
+    text = answer_text(answer, local_formatter("America/New_York", AT))
+    assert "Sep 8, 2026 22:15 EDT" in text
+    seen: list[str] = []
+
+    def styles(value: datetime, style: str) -> str:
+        seen.append(style)
+        return "x"
+
+    answer_card(answer, styles)  # type: ignore[arg-type]
+    assert "date" not in seen and "datetime" in seen
+    assert "10:15 p.m. EDT" in render_source(1, citation(1, "Node lost.").event, "America/New_York")

@@ -588,8 +588,9 @@ def _filter_css(tags: Sequence[str], sources: Sequence[str]) -> str:
 def _entry(entry: TimelineEntry, zone: ZoneInfo) -> str:
     tag = css_ident(entry.tag)
     source = css_ident(entry.source)
-    when = entry.at.astimezone(zone).strftime("%H:%M")
-    meta = [esc(when)]
+    local = entry.at.astimezone(zone)
+    # the zone on every time: a reader elsewhere (or across a DST change) is never left guessing
+    meta = [f'<time datetime="{_iso(entry.at)}">{esc(local.strftime("%H:%M %Z"))}</time>']
     if entry.author:
         meta.append(f"<b>{esc(entry.author)}</b>")
     if entry.ref:

@@ -130,11 +130,18 @@ async def test_run_page_shows_progress_timeline_and_chart(store: Store, now: dat
     timeline = text[text.index("Timeline, last 7 days") :]
     assert timeline.index("Sep 2") < timeline.index("Sep 1") < timeline.index("Aug 31")
     assert "larry #8833 open optimizer Weight decay for the gate and router lowered" in text
+    # Every entry's time carries its zone (Europe/Berlin: CEST in September).
+    times = re.findall(r'<time datetime="[^"]+">([^<]+)</time>', timeline_html(html))
+    assert times and all(re.fullmatch(r"\d\d:\d\d CES?T", t) for t in times), times
     # The chart: two segments (the restore), a restart marker from the stored event, a forecast.
     assert html.count('class="loss"') == 2
     assert "restart at step 500" in html
     # The forecast curve comes from the runs file's `loss_forecast`.
     assert html.count('class="fc"') == (1 if "loss_forecast" in RunConfig.model_fields else 0)
+
+
+def timeline_html(html: str) -> str:
+    return html[html.index('id="timeline"') :]
 
 
 async def test_hostile_text_is_shown_as_text(store: Store, now: datetime) -> None:

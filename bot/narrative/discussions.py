@@ -28,9 +28,13 @@ CHANGE_CHARS = 220  # the sentence that says what changed, at most
 _NUMBER = r"[-+]?(?:\d+(?:[.,]\d+)*|\.\d+)(?:e-?\d+)?\s?%?"
 #: "from 0.05 to 0.02", "0.05 → 0.02", "0.05 -> 0.02", "0.02 (was 0.05)".
 _CHANGES = (
-    re.compile(rf"\bfrom\s+(?P<before>{_NUMBER})\s+(?:(?:down|up|back)\s+)?to\s+(?P<after>{_NUMBER})"),
+    re.compile(
+        rf"\bfrom\s+(?P<before>{_NUMBER})\s+(?:(?:down|up|back)\s+)?to\s+(?P<after>{_NUMBER})"
+    ),
     re.compile(rf"(?P<before>{_NUMBER})\s*(?:→|->|=>)\s*(?P<after>{_NUMBER})"),
-    re.compile(rf"(?P<after>{_NUMBER})\s*\(\s*(?:was|previously|instead of)\s+(?P<before>{_NUMBER})\)"),
+    re.compile(
+        rf"(?P<after>{_NUMBER})\s*\(\s*(?:was|previously|instead of)\s+(?P<before>{_NUMBER})\)"
+    ),
 )
 _REF = re.compile(r"(?<![\w/#])#(\d{1,7})\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'])")
@@ -187,7 +191,9 @@ def _discussion(
         opened_by=opened_by,
         opened_at=described.at if described is not None else None,
         driver=_driver(posts, opened_by, order),
-        people=tuple(p for p, _ in sorted(posts.items(), key=lambda kv: (-kv[1], order.index(kv[0])))),
+        people=tuple(
+            p for p, _ in sorted(posts.items(), key=lambda kv: (-kv[1], order.index(kv[0])))
+        ),
         posts=len(events),
         last_at=events[-1].at,
         latest=(latest.summary or "").strip() if latest else None,

@@ -206,8 +206,8 @@ def within(paragraphs: list[str], limit: int) -> str:
 def template_narrative(facts: NarrativeFacts) -> str:
     """What happened, what it means and what is open, in whole sentences: what no-key installs
     show and the LLM's fallback. First the state, the last restart and its cause; then what is
-    being discussed and by whom (`bot.narrative.discussed`); other news of the last day; what
-    is still open. The numbers the status card shows as fields (progress, tokens, launch and
+    being discussed and by whom (`bot.narrative.discussed`); what is still open; other news
+    of the last day. The numbers the status card shows as fields (progress, tokens, launch and
     projected end, the restart's step, the loss, incident counts) are not repeated here. Length
     is cut at a line or a sentence (`within`), never before the state and the cause."""
     paragraphs = [" ".join(_story(facts))]
@@ -222,11 +222,11 @@ def template_narrative(facts: NarrativeFacts) -> str:
         if not (facts.last_restart is not None and h.source == "wandb" and h.kind == "restart")
         and (h.ref is None or h.ref not in discussed)
     ]
-    latest = latest_lines(shown, now=facts.now)
-    if latest:
-        paragraphs.append("Latest:\n" + "\n".join(latest))
     if facts.open_threads:
         paragraphs.append("Still open:\n" + "\n".join(open_lines(facts, OPEN_ITEMS)))
+    latest = latest_lines(shown, now=facts.now)
+    if latest:  # last: what the length leaves room for
+        paragraphs.append("Latest:\n" + "\n".join(latest))
     return within(paragraphs, NARRATIVE_MAX_CHARS)
 
 

@@ -19,7 +19,6 @@ from bot.narrative.discussions import (
     DISCUSSION_WINDOW,
     Discussion,
     select_discussions,
-    thread_ref,
 )
 from bot.narrative.facts import (
     COUNT_WINDOW,

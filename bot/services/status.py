@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from bot.analysis.progress import Progress, compute_progress, projection_margin
+from bot.delivery import GATEWAY
+from bot.delivery import SOURCE as DELIVERY
 from bot.incidents.detectors import last_progress_at
 from bot.incidents.service import incident_stats
 from bot.models import (
@@ -22,8 +24,6 @@ from bot.models import (
     RunSnapshot,
     SourceHealth,
 )
-from bot.delivery import GATEWAY
-from bot.delivery import SOURCE as DELIVERY
 from bot.runsfile import RunConfig
 from bot.services.forecasts import ForecastView, forecast_views, loss_curve
 from bot.services.runs import UnknownRun

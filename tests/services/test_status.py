@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bot.delivery import gateway_down, gateway_up
 from bot.limits import TOTAL_LIMIT
 from bot.models import Event, Incident, LLMOutput, MetricPoint, RunInfo, RunSnapshot
-from bot.delivery import gateway_down, gateway_up
 from bot.render.cards import sources_text, status_card, timeline_pages
 from bot.render.json import status_json, timeline_json
 from bot.render.terminal import local_formatter, render_card

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.models import SOURCE_SPECS, Event
+from bot.models import SOURCE_SPECS, Event, GithubComment, GithubReview
 
 DISCUSSION_WINDOW = timedelta(days=3)  # "active": posts in this window count
 MAX_DISCUSSIONS = 4
@@ -153,6 +153,25 @@ def _driver(posts: Counter[str], opened_by: str | None, last_by: list[str]) -> s
     return next((p for p in reversed(last_by) if p in leaders), leaders[0])
 
 
+def _state(own: Sequence[Event], described: Event | None) -> str | None:
+    """The thread's state now: a state change newer than its description, else the
+    description's (updated in place), else what its newest comment recorded."""
+    changes = [e for e in own if e.kind == "state" and e.state]
+    if changes and (described is None or changes[-1].at >= described.at):
+        return changes[-1].state
+    if described is not None:
+        return described.state
+    return next((e.state for e in reversed(own) if e.state), None)
+
+
+def _context(own: Sequence[Event]) -> GithubComment | None:
+    """What the thread's newest comment recorded of it (title, issue or pull)."""
+    for e in reversed(own):
+        if e.kind in GithubComment.KINDS or e.kind in GithubReview.KINDS:
+            return (GithubReview if e.kind == "review" else GithubComment).of(e)
+    return None
+
+
 def _discussion(
     ref: str, events: list[Event], described: Event | None, now: datetime
 ) -> Discussion:
@@ -160,65 +179,34 @@ def _discussion(
     posts: Counter[str] = Counter()
     order: list[str] = []
     for e in events:
-        person = _person(e.author)
-        if person:
+        if person := _person(e.author):
             posts[person] += 1
             order.append(person)
     own = [e for e in events if thread_ref(e) == ref]
-    states = [e for e in own if e.kind == "state" and e.state]
-    state = (
-        states[-1].state
-        if states and (described is None or states[-1].at >= described.at)
-        else described.state
-        if described is not None
-        else next((e.state for e in reversed(own) if e.state), None)
-    )
     said = [e for e in events if (e.summary or "").strip()]
     latest = said[-1] if said else None
-    change = next((c for e in reversed(events) if (c := _change_of(e)) is not None), None)
+    context = _context(own)
     opened_by = _person(described.author) if described is not None else None
-    context = next((e for e in own if e.title), None)
-    title = (described.title if described is not None else None) or (
-        context.title if context is not None and context.kind != "state" else None
-    )
-    score = sum(_weight(e, now) for e in events) + PERSON_WEIGHT * len(posts)
     return Discussion(
         ref=ref,
-        title=title or _comment_title(own) or ref,
-        kind=described.kind if described is not None else _comment_kind(own),
-        state=state,
+        title=(described.title if described else None)
+        or (context.thread_title if context else None)
+        or ref,
+        kind=described.kind if described else context.thread_kind if context else None,
+        state=_state(own, described),
         url=described.url if described is not None else None,
         opened_by=opened_by,
         opened_at=described.at if described is not None else None,
         driver=_driver(posts, opened_by, order),
-        people=tuple(
-            p for p, _ in sorted(posts.items(), key=lambda kv: (-kv[1], order.index(kv[0])))
-        ),
+        people=tuple(sorted(posts, key=lambda p: (-posts[p], order.index(p)))),
         posts=len(events),
         last_at=events[-1].at,
         latest=(latest.summary or "").strip() if latest else None,
         latest_by=_person(latest.author) if latest else None,
         latest_url=latest.url if latest else None,
-        change=change,
-        score=score,
+        change=next((c for e in reversed(events) if (c := _change_of(e)) is not None), None),
+        score=sum(_weight(e, now) for e in events) + PERSON_WEIGHT * len(posts),
     )
-
-
-def _comment_title(events: Sequence[Event]) -> str | None:
-    """The thread's title as its comments recorded it (`GithubComment.thread_title`)."""
-    for e in reversed(events):
-        title = e.extra.get("thread_title") if e.kind in ("comment", "review") else None
-        if isinstance(title, str) and title.strip():
-            return title
-    return None
-
-
-def _comment_kind(events: Sequence[Event]) -> str | None:
-    for e in reversed(events):
-        kind = e.extra.get("thread_kind") if e.kind in ("comment", "review") else None
-        if kind in ("issue", "pull"):
-            return str(kind)
-    return None
 
 
 def select_discussions(

@@ -322,6 +322,21 @@ def test_an_older_thread_argued_in_beats_a_newer_quiet_one() -> None:
     assert [d.ref for d in found][:2] == ["#8818", "#8833"]
     quiet = next(d for d in found if d.ref == "#8860")
     assert quiet.posts == 1 and quiet.score < found[1].score
+    # without its description read, a thread is known from what its comments recorded
+    decay = found[1]
+    assert decay.kind == "pull" and decay.title.startswith("Weight decay on the attention gate")
+
+
+def test_a_merged_proposal_is_no_longer_open() -> None:
+    events, _ = the_moment()
+    merged = Event(
+        "hero", "github", "state:8833:merged:x", "state", NOW - timedelta(minutes=30),
+        author="dlwh", ref="#8833", state="merged", title="merged #8833",
+        thread=f"github:{REPO}#8833",
+    )  # fmt: skip
+    [decay] = [d for d in select_discussions([*events, merged], NOW) if d.ref == "#8833"]
+    assert decay.state == "merged" and not decay.proposal and not decay.open
+    assert "dlwh" in decay.people
 
 
 def test_whole_sentences_never_cut_mid_line() -> None:

@@ -105,29 +105,50 @@ def mentioned_refs(event: Event) -> set[str]:
 
 
 def find_change(text: str | None) -> tuple[str, str, str] | None:
-    """(before, after, the sentence that says it) for the last value change `text` names."""
+    """(before, after, the sentence that says it) for the last value change `text` names. Read
+    line by line: a table row or a code line is data, not a sentence saying what changed, and
+    a sentence longer than `CHANGE_CHARS` is not quoted."""
     if not text:
         return None
     found: tuple[str, str, str] | None = None
-    for part in _SENTENCE.split(" ".join(text.split())):
-        for pattern in _CHANGES:
-            for match in pattern.finditer(part):
-                before, after = match["before"].strip(), match["after"].strip()
-                if before != after:
-                    found = (before, after, _clip(part, CHANGE_CHARS))
+    for line in text.splitlines():
+        line = " ".join(line.split())
+        if not line or line.startswith(("|", "```", "    ")) or " | " in line:
+            continue
+        for part in _SENTENCE.split(line):
+            if len(part) > CHANGE_CHARS:
+                continue
+            for pattern in _CHANGES:
+                for match in pattern.finditer(part):
+                    before, after = match["before"].strip(), match["after"].strip()
+                    if before != after:
+                        found = (before, after, part)
     return found
 
 
-def _clip(text: str, limit: int) -> str:
-    """A sentence at most `limit` characters, cut at a clause, else a word (never mid-word)."""
-    if len(text) <= limit:
-        return text
-    cut = text[:limit]
-    for mark in ("; ", ", ", " — ", " - "):
-        at = cut.rfind(mark)
-        if at >= limit // 2:
-            return cut[:at].rstrip() + "…"
-    return cut[: cut.rfind(" ")].rstrip(" ,;:") + "…"
+_TOKENS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def _tokens(name: str) -> set[str]:
+    """ "ClassicLarry" → {classic, larry}; "jo-lindqvist" → {jo, lindqvist}."""
+    return {t.lower() for t in _TOKENS.findall(name)}
+
+
+def _same_people(events: Sequence[Event]) -> dict[str, str]:
+    """Chat display names that are one of the thread's GitHub logins ("Larry" posting as
+    "ClassicLarry", "Jo" as "jo-lindqvist"): a display name whose first word is a word of
+    exactly one login. The same person is counted once, by their login."""
+    logins = {p for e in events if e.source == "github" and (p := _person(e.author))}
+    names: dict[str, str] = {}
+    for e in events:
+        name = _person(e.author)
+        if e.source == "github" or not name or name in logins:
+            continue
+        first = name.split()[0].lower()
+        matches = [login for login in logins if first in _tokens(login)]
+        if len(matches) == 1:
+            names[name] = matches[0]
+    return names
 
 
 def _change_of(event: Event) -> Change | None:
@@ -178,8 +199,10 @@ def _discussion(
     events.sort(key=lambda e: e.at)
     posts: Counter[str] = Counter()
     order: list[str] = []
+    same = _same_people(events)
     for e in events:
         if person := _person(e.author):
+            person = same.get(person, person)
             posts[person] += 1
             order.append(person)
     own = [e for e in events if thread_ref(e) == ref]
@@ -202,7 +225,7 @@ def _discussion(
         posts=len(events),
         last_at=events[-1].at,
         latest=(latest.summary or "").strip() if latest else None,
-        latest_by=_person(latest.author) if latest else None,
+        latest_by=same.get(who, who) if latest and (who := _person(latest.author)) else None,
         latest_url=latest.url if latest else None,
         change=next((c for e in reversed(events) if (c := _change_of(e)) is not None), None),
         score=sum(_weight(e, now) for e in events) + PERSON_WEIGHT * len(posts),

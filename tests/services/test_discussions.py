@@ -313,6 +313,8 @@ def test_a_changed_value_is_found_in_its_words() -> None:
     assert find_change("Warmup 2000 → 4000 steps. Nothing else.")[:2] == ("2000", "4000")  # type: ignore[index]
     assert find_change("Decay is now 0.02 (was 0.05).")[:2] == ("0.02", "0.05")[::-1]  # type: ignore[index]
     assert find_change("From step 50,195 it resumed.") is None  # no value changed "to"
+    table = "| loss | from 2.176 to 2.108 |\n|---|---|\nThe margin grew from 0.007 to 0.011."
+    assert find_change(table) == ("0.007", "0.011", "The margin grew from 0.007 to 0.011.")
     assert find_change("Went from 3 to 3.") is None
 
 
@@ -325,6 +327,14 @@ def test_an_older_thread_argued_in_beats_a_newer_quiet_one() -> None:
     # without its description read, a thread is known from what its comments recorded
     decay = found[1]
     assert decay.kind == "pull" and decay.title.startswith("Weight decay on the attention gate")
+
+
+def test_one_person_on_github_and_in_chat_is_counted_once() -> None:
+    events, _ = the_moment()
+    said = chat(300, "Larry", 1, "Larry says #8833 is ready for review.", "#8833 ready for review")
+    [decay] = [d for d in select_discussions([*events, said], NOW) if d.ref == "#8833"]
+    assert "Larry" not in decay.people and decay.people[0] == "ClassicLarry"
+    assert decay.latest_by == "ClassicLarry" and decay.latest == said.summary
 
 
 def test_a_merged_proposal_is_no_longer_open() -> None:

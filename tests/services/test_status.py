@@ -11,12 +11,14 @@ from bot.limits import TOTAL_LIMIT
 from bot.models import Event, Incident, LLMOutput, MetricPoint, RunInfo, RunSnapshot
 from bot.render.cards import sources_text, status_card, timeline_pages
 from bot.render.json import status_json, timeline_json
+from bot.render.page import render_run_page
 from bot.render.terminal import local_formatter, render_card
 from bot.services.digest import build_digest
 from bot.services.narrative import Narrative, current_narrative
 from bot.services.runs import UnknownRun
 from bot.services.status import build_status
 from bot.services.timeline import BadFilter, build_timeline
+from bot.statuspage import gather_run_page
 from bot.store import Store
 
 NOW = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
@@ -305,6 +307,8 @@ async def test_discord_says_connected_and_its_last_message_apart(store: Store) -
     assert discord.last_message_at == message.at
     text = sources_text(report.sources, NOW, local_formatter("America/New_York", NOW))
     assert "Discord connected · last message 5 h 24 min ago" in text, text
+    page = render_run_page(await gather_run_page(store, "hero", NOW, days=7))
+    assert "Discord connected · last message 5 h 24 min ago" in page  # the status page's too
     await gateway_down(store, NOW, "disconnected from the Discord gateway")
     report = await build_status(store, "hero", NOW)
     text = sources_text(report.sources, NOW, local_formatter("America/New_York", NOW))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bot.narrative.discussions import DISCUSSION_WINDOW, Discussion
 from bot.narrative.facts import NarrativeFacts, OpenThread
-from bot.narrative.format import fmt_day, inline, sentence, whole_sentences
+from bot.narrative.format import fmt_day, sentence, whole_sentences
 from bot.narrative.words import count_words, names_list
 
 TOLD = 3  # discussions the narrative tells
@@ -31,7 +31,7 @@ def told(facts: NarrativeFacts) -> list[Discussion]:
 
 
 def _about(d: Discussion) -> str:
-    title = inline(d.title, TITLE_CHARS).rstrip(".")
+    title = whole_sentences(d.title, TITLE_CHARS).rstrip(".")
     return f"{d.ref} ({title})" if title and title != d.ref else d.ref
 
 
@@ -62,17 +62,25 @@ def discussion_sentences(d: Discussion, tz: str) -> list[str]:
     return out
 
 
-def discussion_paragraph(facts: NarrativeFacts) -> str | None:
-    """What is being discussed and by whom, most discussed first."""
-    sentences = [s for d in told(facts) for s in discussion_sentences(d, facts.timezone)]
-    if not sentences:
-        return None
-    return "Under discussion: " + " ".join(sentences)
+def discussion_paragraph(facts: NarrativeFacts, room: int) -> str | None:
+    """What is being discussed and by whom, most discussed first, in at most `room`
+    characters: whole discussions while they fit (a discussion that does not fit is told by
+    its first sentence alone, or not at all), never a cut sentence."""
+    lead = "Under discussion: "
+    text = ""
+    for d in told(facts):
+        sentences = discussion_sentences(d, facts.timezone)
+        for take in (sentences, sentences[:1]):
+            longer = f"{text} {' '.join(take)}" if text else " ".join(take)
+            if len(lead) + len(longer) <= room:
+                text = longer
+                break
+    return lead + text if text else None
 
 
 def _open_line(thread: OpenThread, by_ref: dict[str, Discussion]) -> str:
     d = by_ref.get(thread.ref or "")
-    title = inline(thread.title, TITLE_CHARS).rstrip(".")
+    title = whole_sentences(thread.title, TITLE_CHARS).rstrip(".")
     text = f"{thread.ref} {title}" if thread.ref else title
     if d is not None and d.proposal and d.driver:
         text += f" (a proposal driven by {d.driver})"

@@ -3,7 +3,10 @@
 Size is bounded whatever the run's length: at most `MAX_HIGHLIGHTS` enriched summaries (chosen
 by recency and tag weight), at most `MAX_OPEN_THREADS` open threads and `MAX_INCIDENTS`
 incidents; counts by tag are a handful of integers. Raw bodies never enter these facts, only
-enriched summaries. The selection here is pure; `bot.services.narrative` reads the store."""
+enriched summaries. The narrative's highlights are chosen by what matters first: the posts of the
+threads most discussed lately (`bot.narrative.discussions`: what changed, the latest), then the
+last day, within the same budget (`select_story_highlights`). The selection here is pure;
+`bot.services.narrative` reads the store."""
 
 from __future__ import annotations
 

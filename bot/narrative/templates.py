@@ -38,6 +38,7 @@ LATEST_ITEMS = 3  # "Latest" lines under the narrative
 LATEST_CHARS = 200  # one line each, whole sentences (a clause when one is longer)
 LATEST_WINDOW = timedelta(days=1)  # how recent a "Latest" line is
 OPEN_ITEMS = 3
+OPEN_ROOM = 450  # what "Still open" and its three lines take at most, kept for them
 CAUSE_CHARS = 300  # a reported cause is quoted up to this, cut at a sentence
 
 _STOPPED = {"crashed", "failed", "killed", "preempted"}
@@ -211,7 +212,9 @@ def template_narrative(facts: NarrativeFacts) -> str:
     projected end, the restart's step, the loss, incident counts) are not repeated here. Length
     is cut at a line or a sentence (`within`), never before the state and the cause."""
     paragraphs = [" ".join(_story(facts))]
-    talk = discussion_paragraph(facts)
+    # what is discussed gets what the story leaves, less room for three open threads
+    room = NARRATIVE_MAX_CHARS - len(paragraphs[0]) - OPEN_ROOM
+    talk = discussion_paragraph(facts, room)
     if talk:
         paragraphs.append(talk)
     discussed = {d.ref for d in told(facts)}

@@ -213,6 +213,7 @@ async def ask_facts(store: Store, run_slug: str, now: datetime) -> NarrativeFact
     numbers without its highlights, tag counts or open threads (the sources stand for those)."""
     facts = await build_narrative_facts(store, run_slug, now, highlights=0, scan=1)
     facts.counts_by_tag, facts.highlights, facts.open_threads = {}, [], []
+    facts.discussions = []
     return facts
 
 

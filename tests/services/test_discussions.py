@@ -354,3 +354,34 @@ def test_whole_sentences_never_cut_mid_line() -> None:
     assert whole_sentences(text, 40) == "First sentence is short."
     long = "One long clause about the gate, then another about the router, and a third one"
     assert whole_sentences(long, 50) == "One long clause about the gate…"
+
+
+def test_many_long_discussions_fit_in_whole_sentences(now: datetime) -> None:
+    """Three discussions with long posts after a long story: the narrative stays within its
+    limit, keeps "Still open", and every sentence it tells is whole."""
+    from bot.narrative.discussions import Change, Discussion
+    from bot.narrative.facts import NarrativeFacts, OpenThread
+    from bot.narrative.templates import NARRATIVE_MAX_CHARS, template_narrative
+
+    long = "The gate norm keeps growing in every early layer, and the router follows it. " * 4
+    talk = [
+        Discussion(
+            ref=f"#{n}", title=f"Thread {n} about the attention gate and the router norms " * 2,
+            kind="pull", state="open", url=f"https://github.com/o/r/pull/{n}",
+            opened_by="ClassicLarry", opened_at=now, driver="ClassicLarry",
+            people=("ClassicLarry", "percyliang", "Kaiyue-Wen", "dlwh"), posts=9, last_at=now,
+            latest=long, latest_by="percyliang", latest_url=f"https://x/{n}",
+            change=Change("0.05", "0.02", "Cut it from 0.05 to 0.02. " + long, "ClassicLarry", now),
+        )
+        for n in (8818, 8833, 8854)
+    ]  # fmt: skip
+    facts = NarrativeFacts(
+        run_slug="hero", run_name="Hero", now=now, state="running", step=10,
+        discussions=talk,
+        open_threads=[OpenThread(d.title, "github", d.ref, d.url, d.opened_by) for d in talk],
+    )  # fmt: skip
+    text = template_narrative(facts)
+    assert len(text) <= NARRATIVE_MAX_CHARS
+    assert "Under discussion: #8818" in text and "Still open:\n• #8818" in text
+    talk_paragraph = text.split("\n\n")[1]
+    assert talk_paragraph.endswith(".") and "…" not in talk_paragraph.replace("…)", ")")

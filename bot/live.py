@@ -2,7 +2,8 @@
 card, edited in place.
 
 The refresher here decides *when* and queues *what*: every `status_refresh_minutes`, and as soon
-as the run's state or its open incidents change (the fingerprint), but never sooner than
+as the run's state, its open incidents or a source's health change (the fingerprint: a source
+that recovers is shown back at once), but never sooner than
 `MIN_GAP` after the last update, so an event storm costs about one edit a minute. At most one
 update per run waits in the outbox at a time. The card is the `/status` card (`status_card`)
 written with neutral time stamps; the poster (`bot.outbox.poster`) edits the stored message, or
@@ -17,7 +18,7 @@ import uuid
 from collections.abc import Container, Sequence
 from datetime import datetime, timedelta
 
-from bot.models import LiveMessage, OutboxItem
+from bot.models import MONITOR_STALE_AFTER, LiveMessage, OutboxItem, SourceHealth
 from bot.outbox.payload import LiveSpec, make_payload
 from bot.render.cards import status_card
 from bot.render.stamps import stamp
@@ -32,13 +33,31 @@ log = logging.getLogger(__name__)
 MIN_GAP = timedelta(seconds=60)  # at most about one update a minute per message
 
 
-async def fingerprint(store: Store, slug: str) -> str:
-    """What makes an update due at once: the state of each W&B run of the chain and the open
-    incidents (one opened or resolved). Two indexed reads, no metric points."""
+async def fingerprint(store: Store, slug: str, now: datetime) -> str:
+    """What makes an update due at once: the state of each W&B run of the chain, the open
+    incidents (one opened or resolved) and each source's health (one failing, or back: a
+    recovered W&B must not stay "stale" on the message until the next refresh). Three indexed
+    reads, no metric points."""
     chain = await store.snapshots.chain(slug)
     states = ",".join(f"{s.wandb_run}={s.state}" for s in chain)
     incidents = await store.incidents.find(slug, open_only=True)
-    return f"{states}|{','.join(str(i.id) for i in sorted(incidents, key=lambda i: i.id or 0))}"
+    opened = ",".join(str(i.id) for i in sorted(incidents, key=lambda i: i.id or 0))
+    return f"{states}|{opened}|{source_health(await store.health.for_run(slug), now)}"
+
+
+def source_health(rows: dict[str, SourceHealth], now: datetime) -> str:
+    """Each source's health as the card tells it: failing, W&B stale (not reached lately, the
+    card's "monitor stale"), or ok. The time since a success is left out: it moves every
+    round."""
+
+    def word(name: str, row: SourceHealth) -> str:
+        if row.failing:
+            return "failing"
+        last = row.last_success_at
+        stale = name == "wandb" and last is not None and now - last > MONITOR_STALE_AFTER
+        return "stale" if stale else "ok"
+
+    return ",".join(f"{name}={word(name, row)}" for name, row in sorted(rows.items()))
 
 
 def update_due(
@@ -120,7 +139,7 @@ async def refresh_live(
             if await store.live.queued(run.slug):
                 continue  # one at a time: it shows the newest state when it is sent
             row = await store.live.get(run.slug)
-            current = await fingerprint(store.reader, run.slug)
+            current = await fingerprint(store.reader, run.slug, now)
             reason = update_due(row, current, run, now, restarted=run.slug not in updated)
             if reason is None:
                 continue
@@ -144,5 +163,5 @@ async def repost_live(store: Store, run: RunConfig, now: datetime, key: str) -> 
     if run.status_channel is None:
         raise ValueError(f"run {run.slug!r} has no status_channel")
     item = await live_item(store, run, now, repost=True, dedup_key=key)
-    current = await fingerprint(store.reader, run.slug)
+    current = await fingerprint(store.reader, run.slug, now)
     return await _enqueue(store, item, current, now)

@@ -188,6 +188,7 @@ ALLOWED: dict[str, set[str]] = {
     # numbers from the store; writers are handed in, never imported
     "bot.services": {
         "bot.analysis",
+        "bot.delivery",  # whether the gateway is connected, for the card's Discord freshness
         "bot.incidents",
         "bot.models",
         "bot.narrative",

@@ -3,7 +3,10 @@
 Size is bounded whatever the run's length: at most `MAX_HIGHLIGHTS` enriched summaries (chosen
 by recency and tag weight), at most `MAX_OPEN_THREADS` open threads and `MAX_INCIDENTS`
 incidents; counts by tag are a handful of integers. Raw bodies never enter these facts, only
-enriched summaries. The selection here is pure; `bot.services.narrative` reads the store."""
+enriched summaries. The narrative's highlights are chosen by what matters first: the posts of the
+threads most discussed lately (`bot.narrative.discussions`: what changed, the latest), then the
+last day, within the same budget (`select_story_highlights`). The selection here is pure;
+`bot.services.narrative` reads the store."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from datetime import datetime, timedelta
 
 from bot.hashing import short_hash
 from bot.models import SOURCE_SPECS, Event, Incident, Restart, WandbState
+from bot.narrative.discussions import Discussion, discussion_events
 from bot.narrative.entries import TimelineEntry
 
 MAX_HIGHLIGHTS = 40
@@ -119,6 +123,11 @@ class IncidentFact:
     kind: str = "other"
     reported_cause: str | None = None  # what a person wrote about it while it was open
     reported_by: str | None = None
+    reported_url: str | None = None  # where the person wrote it
+    acted_by: str | None = None  # a person who reported acting on it (requeue, restart…)
+    # resolved with nobody reporting acting on it, once people's posts were read for that;
+    # None while that is unknown
+    healed: bool | None = None
 
     def duration(self, now: datetime) -> timedelta:
         return (self.resolved_at or now) - self.started_at
@@ -166,6 +175,8 @@ class NarrativeFacts:
     monitor_stale: bool = False  # W&B unreachable lately: figures may be behind
     wandb_run: str | None = None  # the chain's current W&B run ("hero-2")
     failing_sources: list[str] = field(default_factory=list)  # sources whose last poll failed
+    # the threads most discussed lately, most first (`bot.narrative.discussions`)
+    discussions: list[Discussion] = field(default_factory=list)
 
     def fingerprint(self) -> str:
         """What changes the story (not the ever-moving step count): state, last restart,
@@ -349,6 +360,66 @@ def open_threads_from(events: Sequence[Event], limit: int = MAX_OPEN_THREADS) ->
     return threads
 
 
+def select_story_highlights(
+    events: Sequence[Event],
+    now: datetime,
+    open_refs: set[str],
+    discussions: Sequence[Discussion],
+    limit: int = NARRATIVE_HIGHLIGHTS,
+    max_chars: int = NARRATIVE_HIGHLIGHT_CHARS,
+) -> list[Highlight]:
+    """The narrative's highlights chosen by what matters, within the same budget as
+    `select_narrative_highlights`: first, for each discussion (most discussed first), the post
+    that says what changed and its newest post; then the last day's and the open threads' as
+    that function chooses them, in what is left of `limit` and `max_chars`. Newest first."""
+    chosen: list[Event] = []
+    size = 0
+    for e in discussion_events(_candidates(events), discussions):
+        cost = len(e.summary or "")
+        if len(chosen) >= limit or (chosen and size + cost > max_chars):
+            continue
+        chosen.append(e)
+        size += cost
+    taken = {id(e) for e in chosen}
+    rest: list[Highlight] = []
+    if len(chosen) < limit and size < max_chars:
+        rest = select_narrative_highlights(
+            [e for e in events if id(e) not in taken],
+            now,
+            open_refs,
+            limit - len(chosen),
+            max_chars - size,
+        )
+    picked = [Highlight.of(e) for e in chosen] + rest
+    picked.sort(key=lambda h: h.at, reverse=True)
+    return picked
+
+
+def open_threads_first(
+    discussions: Sequence[Discussion],
+    threads: Sequence[OpenThread],
+    limit: int = MAX_OPEN_THREADS,
+) -> list[OpenThread]:
+    """Open threads, the ones under discussion first (most discussed first, however old),
+    then the others as given; one per reference, at most `limit`."""
+    out: list[OpenThread] = [
+        OpenThread(
+            title=d.title,
+            source="github",
+            ref=d.ref,
+            url=d.url,
+            author=d.opened_by or d.driver,
+            opened_at=d.opened_at,
+            kind=d.kind,
+        )
+        for d in discussions
+        if d.open
+    ]
+    refs = {t.ref for t in out}
+    out += [t for t in threads if t.ref is None or t.ref not in refs]
+    return out[:limit]
+
+
 def incident_fact(i: Incident) -> IncidentFact:
     return IncidentFact(
         title=i.title,
@@ -361,7 +432,18 @@ def incident_fact(i: Incident) -> IncidentFact:
         kind=i.kind,
         reported_cause=i.details.reported_cause.text if i.details.reported_cause else None,
         reported_by=i.details.reported_cause.author if i.details.reported_cause else None,
+        reported_url=i.details.reported_cause.url if i.details.reported_cause else None,
+        acted_by=i.details.acted_by,
+        healed=_healed(i),
     )
+
+
+def _healed(i: Incident) -> bool | None:
+    if i.details.acted_by is not None:
+        return False
+    if i.status != "resolved" or i.details.acted_checked_until is None:
+        return None
+    return True
 
 
 def incident_facts(incidents: Sequence[Incident], limit: int = MAX_INCIDENTS) -> list[IncidentFact]:

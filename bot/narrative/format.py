@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 
 from bot.timeutil import humanize_duration, resolve_zone
@@ -74,3 +75,44 @@ def fmt_window(window: timedelta) -> str:
     if minutes < 120:
         return f"{minutes} min" if minutes < 60 else humanize_duration(timedelta(minutes=minutes))
     return f"{round(minutes / 60)} h"
+
+
+_SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=\S)")
+
+
+def whole_sentences(text: str | None, limit: int) -> str:
+    """As many whole sentences of `text` as fit in `limit` characters (on one line); when even
+    the first does not fit, it is cut at its last clause (`, ` `; ` ` — `) or word that fits,
+    with an ellipsis. Never cut mid-word, never a dangling mark."""
+    text = " ".join((text or "").split())
+    if len(text) <= limit:
+        return text
+    kept = ""
+    for part in _SENTENCE_BREAK.split(text):
+        joined = f"{kept} {part}" if kept else part
+        if len(joined) > limit:
+            break
+        kept = joined
+    if kept:
+        return kept
+    cut = text[: limit - 1]
+    for mark in ("; ", ", ", " — ", " – ", ": "):
+        at = cut.rfind(mark)
+        if at >= limit // 2:
+            return cut[:at].rstrip() + "…"
+    space = cut.rfind(" ")
+    return (cut[:space] if space > 0 else cut).rstrip(" ,;:—–-(") + "…"
+
+
+def fmt_when(value: datetime, tz: str) -> str:
+    """A moment without its year, as a sentence says it: "Sep 1 at 7:39 p.m. EDT"."""
+    local = value.astimezone(resolve_zone(tz))
+    hour = local.hour % 12 or 12
+    half = "a.m." if local.hour < 12 else "p.m."
+    return f"{local:%b} {local.day} at {hour}:{local.minute:02d} {half} {local.tzname() or tz}"
+
+
+def fmt_day(value: datetime, tz: str) -> str:
+    """A day without its year: "Sep 2"."""
+    local = value.astimezone(resolve_zone(tz))
+    return f"{local:%b} {local.day}"

@@ -8,7 +8,8 @@ from datetime import datetime, timedelta
 
 from bot.enrich.reports import is_substantive
 from bot.enrich.summary import truncate
-from bot.models import SOURCE_SPECS
+from bot.models import NEW_RUN, SOURCE_SPECS
+from bot.narrative.discussed import discussion_paragraph, open_lines, told
 from bot.narrative.facts import (
     DigestFacts,
     Highlight,
@@ -16,7 +17,14 @@ from bot.narrative.facts import (
     NarrativeFacts,
     what_happened,
 )
-from bot.narrative.format import fmt_projected, fmt_time, inline, sentence
+from bot.narrative.format import (
+    fmt_projected,
+    fmt_time,
+    fmt_when,
+    inline,
+    sentence,
+    whole_sentences,
+)
 from bot.narrative.words import credit, source_name, state_words
 from bot.numbers import fmt_big, fmt_int, fmt_percent
 from bot.timeutil import humanize_duration
@@ -27,10 +35,10 @@ DIGEST_ITEMS = 8  # lines under "What happened"
 
 
 LATEST_ITEMS = 3  # "Latest" lines under the narrative
-LATEST_CHARS = 140  # one line each
+LATEST_CHARS = 200  # one line each, whole sentences (a clause when one is longer)
 LATEST_WINDOW = timedelta(days=1)  # how recent a "Latest" line is
 OPEN_ITEMS = 3
-OPEN_CHARS = 100
+OPEN_ROOM = 450  # what "Still open" and its three lines take at most, kept for them
 CAUSE_CHARS = 300  # a reported cause is quoted up to this, cut at a sentence
 
 _STOPPED = {"crashed", "failed", "killed", "preempted"}
@@ -71,22 +79,32 @@ def _quoted(text: str, limit: int = CAUSE_CHARS) -> str:
 
 
 def _restart_sentence(facts: NarrativeFacts) -> str | None:
-    """Why the last restart happened (what a person reported about the incident before it,
-    else the incident's or W&B's own cause) and how long training was down."""
+    """When the run last restarted and how long training was down, why (what a person reported
+    about the incident before it, linked, else the incident's or W&B's own cause), and whether
+    it came back on its own."""
     restart = facts.last_restart
     if restart is None:
         return None
     cause = facts.restart_incident
-    down = f" Training was down {humanize_duration(restart.down_for)}." if restart.down_for else ""
+    how = "in a new W&B run" if restart.kind == NEW_RUN else "from a checkpoint"
+    down = f", after {humanize_duration(restart.down_for)} down" if restart.down_for else ""
+    parts = [f"It last restarted {how} on {fmt_when(restart.at, facts.timezone)}{down}."]
+    text = (cause.cause or cause.title) if cause is not None else restart.cause
     if cause is not None and cause.reported_cause:
         who = cause.reported_by or "a person"
-        return f"Before the last restart, {who} reported: {_quoted(cause.reported_cause)}{down}"
-    if cause is not None and cause.kind == "crash":
-        return "The last restart followed a crash; no person reported a cause for it." + down
-    text = (cause.cause or cause.title) if cause is not None else restart.cause
-    if text:
-        return f"Cause of the last restart: {_quoted(text)}{down}"
-    return None
+        said = _quoted(cause.reported_cause)
+        if cause.reported_url:  # linked: the reader can read the whole post
+            said = f"{said.rstrip('.')} ({cause.reported_url})."
+        parts.append(f"Before the last restart, {who} reported: {said}")
+    elif cause is not None and cause.kind == "crash":
+        parts.append("It followed a crash; no person reported a cause for it.")
+    elif text:
+        parts.append(f"Cause of the last restart: {_quoted(text)}")
+    if cause is not None and cause.acted_by:
+        parts.append(f"{cause.acted_by} reported bringing it back.")
+    elif cause is not None and cause.healed:
+        parts.append("It came back on its own: nobody reported stepping in.")
+    return " ".join(parts)
 
 
 def _story(facts: NarrativeFacts) -> list[str]:
@@ -167,7 +185,7 @@ def latest_lines(
     lines = []
     for h in highlights[:limit]:
         ref = f" ({h.ref})" if h.ref else ""
-        said = truncate(" ".join(h.summary.split()), LATEST_CHARS)
+        said = whole_sentences(h.summary, LATEST_CHARS)
         lines.append(f"• {credit(h.author, h.source)}{ref}: {said}")
     return lines
 
@@ -187,27 +205,31 @@ def within(paragraphs: list[str], limit: int) -> str:
 
 
 def template_narrative(facts: NarrativeFacts) -> str:
-    """What happened, what it means and what is open, in plain sentences: what no-key installs
-    show and the LLM's fallback. The numbers the status card shows as fields (progress, tokens,
-    launch and projected end, the restart's time and step, the loss, incident counts) are not
-    repeated here; the restart's downtime is, as part of why it happened. Length is cut at a
-    line or a sentence (`within`), never before the state and the cause."""
+    """What happened, what it means and what is open, in whole sentences: what no-key installs
+    show and the LLM's fallback. First the state, the last restart and its cause; then what is
+    being discussed and by whom (`bot.narrative.discussed`); what is still open; other news
+    of the last day. The numbers the status card shows as fields (progress, tokens, launch and
+    projected end, the restart's step, the loss, incident counts) are not repeated here. Length
+    is cut at a line or a sentence (`within`), never before the state and the cause."""
     paragraphs = [" ".join(_story(facts))]
-    # the newest restart is the card's "Last restart" field: not said again
+    # what is discussed gets what the story leaves, less room for three open threads
+    room = NARRATIVE_MAX_CHARS - len(paragraphs[0]) - OPEN_ROOM
+    talk = discussion_paragraph(facts, room)
+    if talk:
+        paragraphs.append(talk)
+    discussed = {d.ref for d in told(facts)}
+    # the newest restart is the first paragraph's; a discussed thread is the second's
     shown = [
         h
         for h in facts.highlights
         if not (facts.last_restart is not None and h.source == "wandb" and h.kind == "restart")
+        and (h.ref is None or h.ref not in discussed)
     ]
-    latest = latest_lines(shown, now=facts.now)
-    if latest:
-        paragraphs.append("Latest:\n" + "\n".join(latest))
     if facts.open_threads:
-        lines = [
-            "• " + inline(f"{t.ref} {t.title}" if t.ref else t.title, OPEN_CHARS)
-            for t in facts.open_threads[:OPEN_ITEMS]
-        ]
-        paragraphs.append("Still open:\n" + "\n".join(lines))
+        paragraphs.append("Still open:\n" + "\n".join(open_lines(facts, OPEN_ITEMS)))
+    latest = latest_lines(shown, now=facts.now)
+    if latest:  # last: what the length leaves room for
+        paragraphs.append("Latest:\n" + "\n".join(latest))
     return within(paragraphs, NARRATIVE_MAX_CHARS)
 
 

@@ -54,3 +54,19 @@ def state_words(state: str) -> str:
 
 def severity_words(severity: str) -> str:
     return SEVERITY_WORDS.get(severity, _readable(severity))
+
+
+_SMALL = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def count_words(n: int, noun: str, plural: str | None = None) -> str:
+    """ "one post", "six people", "14 posts": small counts as words, as a reader says them."""
+    said = _SMALL[n] if 0 <= n < len(_SMALL) else f"{n:,}"
+    return f"{said} {noun if n == 1 else plural or noun + 's'}"
+
+
+def names_list(names: list[str]) -> str:
+    """ "Ada", "Ada and Bo", "Ada, Bo and Cy"."""
+    if len(names) <= 2:
+        return " and ".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]

@@ -241,7 +241,9 @@ def failing_since_text(since: datetime | None, now: datetime, fmt: TimeFormatter
 
 
 def sources_text(sources: dict[str, SourceStatus | None], now: datetime, fmt: TimeFormatter) -> str:
-    """Healthy sources on one line ("W&B 2 min ago · GitHub 1 min ago"), then each failing one
+    """Healthy sources on one line ("W&B 2 min ago · GitHub 1 min ago · Discord connected ·
+    last message 5 h ago": a gateway-fed source says whether it is connected and its newest
+    message's age apart, never as a poll's age), then each failing one
     on its own line with its error ("⚠️ W&B failing since 01:51 — run … not found"). A source
     the run does not use is left out."""
     healthy, failing = [], []
@@ -249,6 +251,12 @@ def sources_text(sources: dict[str, SourceStatus | None], now: datetime, fmt: Ti
         if status is None:
             continue
         label = source_name(source)
+        if status.ok and status.connected is not None:  # fed by the gateway: say so, apart
+            said = f"{label} {'connected' if status.connected else 'disconnected'}"
+            if status.last_message_at is not None:
+                said += f" · last message {ago(status.last_message_at, now)}"
+            healthy.append(said)
+            continue
         if status.ok:
             seen = ago(status.last_success_at, now) if status.last_success_at else "not polled yet"
             healthy.append(f"{label} {seen}")

@@ -111,6 +111,8 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
                     "error": status.error,
                     "failing_since": iso(status.failing_since),
                     "last_success_at": iso(status.last_success_at),
+                    "connected": status.connected,  # chat: the gateway; null when not known
+                    "last_message_at": iso(status.last_message_at),
                 }
                 if status is not None
                 else None

@@ -436,7 +436,13 @@ def _alerts(report: StatusReport, zone: ZoneInfo, now: datetime) -> str:
 def _footer(report: StatusReport, narrative: Narrative, now: datetime) -> str:
     fresh = []
     for key, when in report.freshness.items():
-        if when is not None:
+        status = report.sources.get(key)
+        if status is not None and status.connected is not None:  # fed by the bot's gateway
+            said = f"{_label(key)} {'connected' if status.connected else 'disconnected'}"
+            if status.last_message_at is not None:
+                said += f" · last message {_relative(status.last_message_at, now)}"
+            fresh.append(said)
+        elif when is not None:
             fresh.append(f"{_label(key)} {_relative(when, now)}")
     line = f"Sources: {', '.join(fresh)}. " if fresh else ""
     by = "by AI" if narrative.by == "llm" else "by Runscribe"

@@ -14,7 +14,12 @@ from typing import Any
 from bot.analysis.progress import Progress, projection_margin
 from bot.incidents.detectors import spec_for
 from bot.mentions import body
-from bot.models import Incident, LLMOutput, Restart
+from bot.models import Event, Incident, LLMOutput, Restart
+from bot.narrative.discussions import (
+    DISCUSSION_WINDOW,
+    Discussion,
+    select_discussions,
+)
 from bot.narrative.facts import (
     COUNT_WINDOW,
     INCIDENT_WINDOW,
@@ -23,9 +28,10 @@ from bot.narrative.facts import (
     NarrativeFacts,
     incident_fact,
     incident_facts,
+    open_threads_first,
     open_threads_from,
     select_highlights,
-    select_narrative_highlights,
+    select_story_highlights,
 )
 from bot.narrative.templates import template_narrative
 from bot.services.status import StatusReport, build_status
@@ -136,6 +142,30 @@ async def shared_facts(
     }
 
 
+async def discussions_of(
+    store: Store, run_slug: str, now: datetime, recent: Sequence[Event], *, scan: int = SCAN_EVENTS
+) -> tuple[list[Event], list[Discussion]]:
+    """The threads most discussed lately (`select_discussions`), from the run's GitHub posts of
+    the discussion window (read on their own, so a busy chat never crowds them out of `recent`)
+    plus the chat in `recent`, each with its description (state, title, opener) read by
+    reference however old the thread is. Returns the events read and the discussions."""
+    github = await store.events.timeline(
+        run_slug, since=now - DISCUSSION_WINDOW, source="github", limit=scan
+    )
+    seen = {(e.source, e.external_id) for e in github}
+    events = github + [e for e in recent if (e.source, e.external_id) not in seen]
+    found = select_discussions(events, now)
+    described: dict[str, Event] = {}
+    for d in found:
+        if d.ref[1:].isdigit():
+            event = await store.events.get_by_external(run_slug, "github", f"issue:{d.ref[1:]}")
+            if event is not None and not event.deleted:
+                described[d.ref] = event
+    seen |= {(e.source, e.external_id) for e in events}
+    events += [e for e in described.values() if (e.source, e.external_id) not in seen]
+    return events, select_discussions(events, now, described)
+
+
 async def build_narrative_facts(
     store: Store,
     run_slug: str,
@@ -151,16 +181,21 @@ async def build_narrative_facts(
     """Facts for the status narrative, read from the store. Pass `progress`/`state` (or the
     whole status `report`) when the caller already computed them; `scan` bounds the recent
     events read to pick highlights from (the live template needs far fewer than the LLM).
-    `recent_first`: highlights as the model's request takes them (the last day first, older
-    ones only from open threads, capped in size: `select_narrative_highlights`); else the
-    template's (by weight and age, `select_highlights`)."""
+    `recent_first`: highlights as the model's request takes them (what the most discussed
+    threads changed and said last, then the last day, then older ones only from open threads,
+    capped in size: `select_story_highlights`); else the template's (by weight and age,
+    `select_highlights`). Either way the threads under discussion (`discussions_of`) come
+    first among the open threads and are the facts' `discussions`."""
     incidents = await store.incidents.find(run_slug, since=now - INCIDENT_WINDOW)
     recent = await store.events.timeline(run_slug, since=now - COUNT_WINDOW, limit=scan)
     if len(recent) < highlights:  # a quiet week: look further back, still bounded
         recent = await store.events.timeline(run_slug, limit=scan)
-    threads = open_threads_from(recent)
+    events, discussions = await discussions_of(store, run_slug, now, recent, scan=scan)
+    threads = open_threads_first(discussions, open_threads_from(recent))
     chosen = (
-        select_narrative_highlights(recent, now, {t.ref for t in threads if t.ref}, highlights)
+        select_story_highlights(
+            events, now, {t.ref for t in threads if t.ref}, discussions, highlights
+        )
         if recent_first
         else select_highlights(recent, now, highlights)
     )
@@ -169,6 +204,7 @@ async def build_narrative_facts(
         counts_by_tag=dict(Counter(e.tag or "other" for e in recent if e.at >= now - COUNT_WINDOW)),
         highlights=chosen,
         open_threads=threads,
+        discussions=discussions,
     )
 
 
@@ -177,6 +213,7 @@ async def ask_facts(store: Store, run_slug: str, now: datetime) -> NarrativeFact
     numbers without its highlights, tag counts or open threads (the sources stand for those)."""
     facts = await build_narrative_facts(store, run_slug, now, highlights=0, scan=1)
     facts.counts_by_tag, facts.highlights, facts.open_threads = {}, [], []
+    facts.discussions = []
     return facts
 
 

@@ -5,10 +5,12 @@ no LLM on the request path). Words are not made here: the narrative comes from
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from bot.analysis.progress import Progress, compute_progress, projection_margin
+from bot.delivery import GATEWAY
+from bot.delivery import SOURCE as DELIVERY
 from bot.incidents.detectors import last_progress_at
 from bot.incidents.service import incident_stats
 from bot.models import (
@@ -40,6 +42,11 @@ class SourceStatus:
     error: str | None = None
     failing_since: datetime | None = None
     last_success_at: datetime | None = None
+    # A chat source (Discord) is fed by the bot's gateway, not polled: whether the gateway is
+    # connected (None: no bot has run on this store) and when the newest message was written,
+    # which says how busy the channels are, not whether the source works.
+    connected: bool | None = None
+    last_message_at: datetime | None = None
 
     @classmethod
     def from_health(cls, row: SourceHealth | None) -> SourceStatus:
@@ -106,6 +113,29 @@ class StatusReport:
     @property
     def failing_sources(self) -> list[str]:
         return [name for name, src in self.sources.items() if src is not None and not src.ok]
+
+
+async def chat_connected(
+    store: Store, config: RunConfig, sources: dict[str, SourceStatus | None]
+) -> dict[str, SourceStatus | None]:
+    """Each chat source with whether the bot's gateway is connected and when its newest message
+    in a watched channel was written (one indexed read per channel: `events_thread`)."""
+    out = dict(sources)
+    for name, status in sources.items():
+        if status is None or not SOURCE_SPECS.is_chat(name):
+            continue
+        gateway = await store.health.get(DELIVERY, GATEWAY)
+        newest = [
+            await store.events.latest_in_thread(config.slug, name, f"{name}:{channel}")
+            for channel in config.watch_channels  # a channel's thread key (`chat.thread_key`)
+        ]
+        times = [e.at for e in newest if e is not None]
+        out[name] = replace(
+            status,
+            connected=None if gateway is None else not gateway.failing,
+            last_message_at=max(times) if times else None,
+        )
+    return out
 
 
 def _current_snapshot(chain: list[str], snapshots: list[RunSnapshot]) -> RunSnapshot | None:
@@ -200,7 +230,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         heartbeat_at=current.heartbeat_at if current else None,
         links=dict(run.links),
         latest_wandb_run=current.wandb_run if current else None,
-        sources=source_statuses(run.config, health_rows),
+        sources=await chat_connected(store, run.config, source_statuses(run.config, health_rows)),
         forecasts=await forecast_views(store, run, chain, now, points, progress.step),
         projected_margin=projection_margin(progress, now, launched),
     )

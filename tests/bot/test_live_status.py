@@ -386,3 +386,26 @@ async def test_a_crash_shows_on_the_live_message_after_the_round_that_saw_it(
     await fake.wait_for(lambda: message.get("_edits") == 1, within=30)
     assert "— crashed" in message["embeds"][0]["title"]
     assert live_posts(fake) == [message] and int(message["id"]) == first.message_id
+
+
+async def test_the_live_message_shows_a_source_back_as_soon_as_it_answers(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, runs: RunsFile
+) -> None:
+    """W&B failed, and the message said so; a minute later W&B answers again (the poller
+    records the success): the next live round edits the message at once, not at the
+    15-minute refresh, and it no longer says W&B is failing."""
+    live = await live_bot(start_bot, runs, seeded_store, seed.slug)
+    bot, clock = live.bot, live.clock
+    [message] = live_posts(fake)
+    assert "failing" not in message["embeds"][0]["title"]
+    clock.advance(seconds=61)
+    await seeded_store.health.record_failure(
+        "wandb", seed.slug, clock.now, "W&B answered 502", None
+    )
+    await update(bot, seed.slug)
+    assert "W&B failing" in message["embeds"][0]["title"]
+    clock.advance(seconds=61)
+    await seeded_store.health.record_success("wandb", seed.slug, clock.now)  # W&B answers
+    await update(bot, seed.slug)  # a live round: due at once
+    assert "failing" not in message["embeds"][0]["title"], message["embeds"][0]["title"]
+    assert live_posts(fake) == [message]

@@ -333,6 +333,8 @@ def test_status_json_sources() -> None:
             "error": FAILING_WANDB.error,
             "failing_since": "2026-09-02T13:51:00Z",
             "last_success_at": None,
+            "connected": None,
+            "last_message_at": None,
         },
         "github": None,
         "discord": {
@@ -340,6 +342,8 @@ def test_status_json_sources() -> None:
             "error": None,
             "failing_since": None,
             "last_success_at": "2026-09-02T15:30:00Z",
+            "connected": None,
+            "last_message_at": None,
         },
     }
 

@@ -113,8 +113,8 @@ async def test_the_last_restart_says_why_and_how_long_it_was_down(store: Store) 
     )
     text = await narrative_text(store)
     assert (
-        "Before the last restart, bob reported: node lost, ECC errors on host 12. "
-        "Training was down 47 min." in text
+        "It last restarted from a checkpoint on Sep 2 at 3:47 a.m. EDT, after 47 min down. "
+        "Before the last restart, bob reported: node lost, ECC errors on host 12." in text
     ), text
     assert "lunch" not in text  # chit-chat is never a "Latest" line
 

@@ -269,10 +269,10 @@ async def test_a_restart_older_than_a_week_still_says_what_a_person_reported(
     assert report.last_restart is not None and report.last_restart.at == restart.at
     narrative = await current_narrative(store, report)
     assert narrative.text.startswith(
-        "Training is running normally in W&B run hero-1. Before the last restart, Amara reported: "
-        "Lost node r04n2: "
+        "Training is running normally in W&B run hero-1. It last restarted from a checkpoint on "
+        "Aug 25 at 8:00 a.m. EDT. Before the last restart, Amara reported: Lost node r04n2: "
         "double-bit ECC on GPU 6. Requeued on a spare."
-    )
+    ), narrative.text
     # the restart itself is the card's "Last restart" field, not a "Latest" line
     assert "resumed from step 1,000" not in narrative.text
 

@@ -6,16 +6,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bot.delivery import gateway_down, gateway_up
 from bot.limits import TOTAL_LIMIT
 from bot.models import Event, Incident, LLMOutput, MetricPoint, RunInfo, RunSnapshot
-from bot.render.cards import status_card, timeline_pages
+from bot.render.cards import sources_text, status_card, timeline_pages
 from bot.render.json import status_json, timeline_json
+from bot.render.page import render_run_page
 from bot.render.terminal import local_formatter, render_card
 from bot.services.digest import build_digest
 from bot.services.narrative import Narrative, current_narrative
 from bot.services.runs import UnknownRun
 from bot.services.status import build_status
 from bot.services.timeline import BadFilter, build_timeline
+from bot.statuspage import gather_run_page
 from bot.store import Store
 
 NOW = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
@@ -281,3 +284,32 @@ async def test_sources_follow_the_runs_file_and_keep_when_failing_began(store: S
     await store.health.record_failure("wandb", "hero", NOW + timedelta(minutes=5), "HTTP 502", None)
     wandb = (await build_status(store, "hero", NOW + timedelta(minutes=6))).sources["wandb"]
     assert wandb is not None and wandb.failing_since == NOW + timedelta(minutes=5)
+
+
+async def test_discord_says_connected_and_its_last_message_apart(store: Store) -> None:
+    """Discord is fed by the gateway: while it is connected the card says so, and the newest
+    message's age is given apart ("last message 5 h ago"), not as a failing source's age."""
+    await seed(store)
+    run = await store.runs.get("hero")
+    assert run is not None
+    run.config = run.config.model_copy(update={"watch_channels": [42]})
+    await store.runs.upsert(run)
+    await store.health.record_success("discord", "hero", NOW - timedelta(minutes=1))  # on_ready
+    await gateway_up(store, NOW - timedelta(minutes=1))
+    message = Event(
+        "hero", "discord", "msg:1", "message", NOW - timedelta(hours=5, minutes=24),
+        author="Larry", ref="#hero-run", body="gate norm plot attached", thread="discord:42",
+    )  # fmt: skip
+    await store.events.upsert_many([message])
+    report = await build_status(store, "hero", NOW)
+    discord = report.sources["discord"]
+    assert discord is not None and discord.connected is True
+    assert discord.last_message_at == message.at
+    text = sources_text(report.sources, NOW, local_formatter("America/New_York", NOW))
+    assert "Discord connected · last message 5 h 24 min ago" in text, text
+    page = render_run_page(await gather_run_page(store, "hero", NOW, days=7))
+    assert "Discord connected · last message 5 h 24 min ago" in page  # the status page's too
+    await gateway_down(store, NOW, "disconnected from the Discord gateway")
+    report = await build_status(store, "hero", NOW)
+    text = sources_text(report.sources, NOW, local_formatter("America/New_York", NOW))
+    assert "Discord disconnected · last message 5 h 24 min ago" in text, text

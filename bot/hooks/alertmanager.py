@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from bot.hooks.jsonbody import TooDeep, load_json
 from bot.models import AlertData, Event
 from bot.runsfile import RunConfig
 from bot.timeutil import parse_time
@@ -87,7 +88,9 @@ class Alert:
 def parse_message(body: bytes) -> list[Alert]:
     """The alerts of one webhook message; `MalformedMessage` for anything else."""
     try:
-        data = json.loads(body)
+        data = load_json(body)
+    except TooDeep as exc:
+        raise MalformedMessage(str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise MalformedMessage(f"not JSON: {exc}") from None
     if not isinstance(data, dict):

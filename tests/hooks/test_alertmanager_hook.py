@@ -334,3 +334,37 @@ async def test_the_hooks_round_resolves_an_alert_after_its_hold_without_a_poll(
         resolved = await store.incidents.get(incident.id or 0)
         assert resolved is not None and resolved.resolved_at == T0 + 2 * MIN
         assert not await store.incidents.alerts_open()
+
+
+async def test_a_wrong_token_is_refused_before_the_body_is_sent(receiver: Receiver) -> None:
+    """The token is a header: a sender without it is answered 401 while its 4 MB body is still
+    unsent (a server that read the body first would wait for it for ever)."""
+    host, port = receiver.url.split("//")[1].split("/")[0].split(":")
+    for auth in ("Bearer wrong-token", None):
+        reader, writer = await asyncio.open_connection(host, int(port))
+        head = (
+            "POST /hooks/alertmanager HTTP/1.1\r\n"
+            f"Host: {host}\r\n"
+            + (f"Authorization: {auth}\r\n" if auth else "")
+            + "Content-Type: application/json\r\n"
+            f"Content-Length: {4 * ALERTMANAGER_MAX_BODY}\r\n\r\n"
+        )
+        writer.write(head.encode())
+        await writer.drain()
+        status = await reader.readline()
+        writer.close()
+        assert status.startswith(b"HTTP/1.1 401"), status
+    assert await alert_rows(receiver.store) == []
+
+
+@pytest.mark.parametrize("levels", [40, 100_000])
+async def test_a_body_nested_too_deep_is_a_400(receiver: Receiver, levels: int) -> None:
+    """Deeper than any Alertmanager message: refused as malformed, whether the parser gives up
+    (100,000 levels) or not (40)."""
+    alert = message([xid(receiver.run.now)])
+    text = json.dumps(alert)
+    deep = "[" * levels + "]" * levels
+    body = text.replace('"truncatedAlerts": 0', f'"truncatedAlerts": 0, "extra": {deep}')
+    status, answer = await post(receiver.http, receiver.url, body.encode(), TOKEN)
+    assert status == 400 and "nests deeper" in str(answer["error"]), answer
+    assert await alert_rows(receiver.store) == []

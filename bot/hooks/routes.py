@@ -26,10 +26,19 @@ from urllib.parse import parse_qs
 from aiohttp import web
 
 from bot.hooks import github as gh
-from bot.hooks.alertmanager import MalformedMessage, alert_event, owners, parse_message
+from bot.hooks.alertmanager import (
+    SOURCE,
+    Alert,
+    MalformedMessage,
+    alert_event,
+    episode_id,
+    owners,
+    parse_message,
+)
 from bot.hooks.auth import bearer_ok, github_signed, signature_well_formed
 from bot.hooks.doorbell import Doorbell
 from bot.hooks.jsonbody import TooDeep, load_json
+from bot.models import AlertData
 from bot.settings import RunConfig, Settings
 from bot.store import Store
 from bot.timeutil import utcnow
@@ -224,13 +233,24 @@ class HookEndpoints:
                     alert.labels.get("run"),
                 )
                 continue
-            events += [alert_event(slug, alert) for slug in slugs]
+            for slug in slugs:
+                unseen = await _never_fired(self.store, slug, alert)
+                events.append(alert_event(slug, alert, unseen=unseen))
         if not events:
             return _json(202, stored=0, unknown=unknown)
         result = await self.store.events.upsert_many(events)
         if result.changed:
             self.doorbell.ring()
         return _json(200, stored=len(result.changed), unchanged=result.unchanged, unknown=unknown)
+
+
+async def _never_fired(store: Store, slug: str, alert: Alert) -> bool:
+    """Whether a `resolved` alert is one Runscribe never saw firing (no event of its episode,
+    or one already marked so)."""
+    if alert.status != "resolved":
+        return False
+    stored = await store.events.get_by_external(slug, SOURCE, episode_id(alert))
+    return stored is None or AlertData.of(stored).unseen is True
 
 
 def _github_payload(body: bytes, content_type: str) -> dict[str, Any]:

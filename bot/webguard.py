@@ -124,6 +124,12 @@ class GuardedConnection(asyncio.Protocol):
                 self._refuse(transport)
                 return
             guard.evicted += 1
+            if guard.evicted in (1, 10, 100) or guard.evicted % 1000 == 0:
+                log.warning(
+                    "%d connections open: closing quiet ones for new ones (%d so far)",
+                    guard.active,
+                    guard.evicted,
+                )
             victim.close()
         guard.active += 1
         guard.open.add(self)

@@ -465,3 +465,14 @@ async def test_a_resolved_alert_never_seen_firing_is_recorded_not_announced(
     await receiver.send(seen)
     await run.run_for(3)
     assert len(await run.alerts_posted()) == 1 and len(await run.resolutions()) == 1
+
+
+async def test_a_first_notification_of_many_alerts_opens_one_incident(receiver: Receiver) -> None:
+    run = receiver.run
+    nodes = [xid(run.now, instance=f"node-{n}:9400") for n in range(100)]
+    assert (await post(receiver.http, receiver.url, message(nodes), TOKEN))[0] == 200
+    await run.run_for(2)
+    assert len(await run.alerts_posted()) == 1
+    [summary] = await thread_posts(run)
+    assert summary.startswith("update: **Alertmanager alerts: 100** (100 firing, 0 resolved)")
+    assert len(await receiver.store.incidents.find("hero", open_only=True)) == 1

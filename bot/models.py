@@ -696,7 +696,7 @@ class AlertData(EventData):
     """An Alertmanager alert (`bot.hooks.alertmanager`): what it is and where it fired."""
 
     KINDS = ("alert",)
-    SPARSE = frozenset({"ends_at"})
+    SPARSE = frozenset({"ends_at", "truncated", "unseen"})
 
     fingerprint: str
     alertname: str = "alert"
@@ -706,6 +706,10 @@ class AlertData(EventData):
     description: str = ""
     labels: dict[str, str] = field(default_factory=dict)
     ends_at: datetime | None = None  # when resolved
+    #: alerts of its group Alertmanager left out of the notification (`truncatedAlerts`)
+    truncated: int | None = None
+    #: resolved before Runscribe saw it fire: recorded, never announced
+    unseen: bool | None = None
 
 
 #: The one registration of every source. Everything else derives from it.

@@ -237,14 +237,16 @@ async def serve(
     """Serve the status site (and the push endpoints, `hooks`) until the block exits; yields
     the site and the bound port (so port 0 picks a free one)."""
     site = StatusSite(store, poll_interval=poll_interval, days=days, clock=clock, hooks=hooks)
+    guard = guard or Guard()
     runner = web.AppRunner(
         site.app(),
         access_log=None,
         handle_signals=False,
         logger=OneLineLogger(logging.getLogger("aiohttp.server"), {}),
+        lingering_time=guard.linger,
+        shutdown_timeout=guard.grace,
     )
     await runner.setup()
-    guard = guard or Guard()
     server: asyncio.Server | None = None
     try:
         handlers = runner.server
@@ -262,4 +264,7 @@ async def serve(
     finally:
         if server is not None:
             server.close()
+        # Requests in progress may finish; a connection with none (quiet, an unfinished head,
+        # an unread body being drained) is closed now, not waited for.
+        guard.close_quiet()
         await runner.cleanup()

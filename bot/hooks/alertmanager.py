@@ -9,7 +9,10 @@ The shape is Alertmanager's own (`notify/webhook/webhook.go`, `template.Data`): 
 
 One event per alert episode: `alert:<fingerprint>:<startsAt>`. A notification repeated while the
 alert fires changes nothing; `resolved` updates the same event (state and end time), which the
-incident engine reads as the condition's end."""
+incident engine reads as the condition's end. A `resolved` for an episode never seen firing is
+kept as an event marked `unseen`, which the engine never announces. `truncatedAlerts` (alerts of
+the group the notification left out) is kept on each alert of the notification, for the
+incident's alert summary to say."""
 
 from __future__ import annotations
 
@@ -17,10 +20,11 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from bot.hooks.jsonbody import TooDeep, load_json
 from bot.models import AlertData, Event
 from bot.runsfile import RunConfig
 from bot.timeutil import parse_time
@@ -62,6 +66,7 @@ class Alert:
     ends_at: datetime | None  # set when resolved
     generator_url: str | None
     fingerprint: str
+    truncated: int = 0  # alerts of its group the notification left out (`truncatedAlerts`)
 
     @property
     def alertname(self) -> str:
@@ -87,7 +92,9 @@ class Alert:
 def parse_message(body: bytes) -> list[Alert]:
     """The alerts of one webhook message; `MalformedMessage` for anything else."""
     try:
-        data = json.loads(body)
+        data = load_json(body)
+    except TooDeep as exc:
+        raise MalformedMessage(str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise MalformedMessage(f"not JSON: {exc}") from None
     if not isinstance(data, dict):
@@ -100,7 +107,15 @@ def parse_message(body: bytes) -> list[Alert]:
         raise MalformedMessage("`alerts` is not a list")
     common_labels = _strings(data.get("commonLabels"), "commonLabels")
     common_annotations = _strings(data.get("commonAnnotations"), "commonAnnotations")
-    return [_alert(item, n, common_labels, common_annotations) for n, item in enumerate(alerts)]
+    truncated = data.get("truncatedAlerts", 0)
+    if truncated is None:
+        truncated = 0
+    if not isinstance(truncated, int) or isinstance(truncated, bool) or truncated < 0:
+        raise MalformedMessage("`truncatedAlerts` is not a count")
+    return [
+        replace(_alert(item, n, common_labels, common_annotations), truncated=truncated)
+        for n, item in enumerate(alerts)
+    ]
 
 
 def _alert(
@@ -160,6 +175,11 @@ def _time(value: Any, where: str) -> datetime | None:
     return parsed
 
 
+def episode_id(alert: Alert) -> str:
+    """The event's `external_id`: one per alert episode."""
+    return f"alert:{alert.fingerprint}:{int(alert.starts_at.timestamp())}"
+
+
 def owners(alert: Alert, runs: Sequence[RunConfig]) -> list[str]:
     """The runs an alert belongs to: the one whose slug is its `run` label, and those whose
     `[runs.alert_labels]` all match its labels."""
@@ -185,9 +205,10 @@ def alert_title(alert: Alert) -> str:
     return _cap(f"{alert.alertname}{where}", 300)
 
 
-def alert_event(slug: str, alert: Alert) -> Event:
+def alert_event(slug: str, alert: Alert, *, unseen: bool = False) -> Event:
     """The alert as an event: when it started (the time it happened at its source), what it
-    says, where it fired. Resolved: the same event, with its end."""
+    says, where it fired. Resolved: the same event, with its end; `unseen`: resolved before
+    Runscribe saw it fire (recorded, never announced)."""
     text = "\n".join(part for part in (alert.summary, alert.description) if part)
     data = AlertData(
         fingerprint=alert.fingerprint,
@@ -198,11 +219,13 @@ def alert_event(slug: str, alert: Alert) -> Event:
         description=_cap(alert.description),
         labels={k: _cap(v, LABEL_CAP) for k, v in sorted(alert.labels.items())},
         ends_at=alert.ends_at,
+        truncated=alert.truncated or None,
+        unseen=True if unseen else None,
     )
     return Event(
         run_slug=slug,
         source=SOURCE,
-        external_id=f"alert:{alert.fingerprint}:{int(alert.starts_at.timestamp())}",
+        external_id=episode_id(alert),
         kind="alert",
         at=alert.starts_at,
         updated_at=alert.ends_at or alert.starts_at,

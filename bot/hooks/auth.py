@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
+
+_SIGNATURE = re.compile(r"sha256=[0-9a-f]{64}")
 
 
 def github_signature(secret: str, body: bytes) -> str:
     """`X-Hub-Signature-256` as GitHub computes it: `sha256=` and the hex HMAC-SHA256 of the
     raw body, keyed with the webhook's secret."""
     return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+
+
+def signature_well_formed(header: str | None) -> bool:
+    """Whether `X-Hub-Signature-256` has GitHub's shape (`sha256=` and 64 hex digits): checked
+    before the body is read, so an unsigned request costs no read of its body."""
+    return header is not None and _SIGNATURE.fullmatch(header.strip()) is not None
 
 
 def github_signed(secret: str, body: bytes, header: str | None) -> bool:

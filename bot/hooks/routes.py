@@ -7,7 +7,10 @@ doorbell rings, so the process reads, judges and posts them now rather than at i
 
 Refusals store nothing: 404 while the hook's secret is unset (the endpoint does not exist), 401
 for a bad signature or token, 413 for a body over the limit (refused by its `Content-Length`, or
-as soon as more than the limit has arrived), 400 for a body that is not what the sender sends.
+as soon as more than the limit has arrived), 400 for a body that is not what the sender sends
+(nested too deep included). Who sent it is checked before the body is read: Alertmanager's
+bearer token is a header; GitHub's HMAC needs the body, so a request without a well-formed
+`X-Hub-Signature-256` is refused unread, and a signed body is read streaming up to the limit.
 """
 
 from __future__ import annotations
@@ -23,9 +26,19 @@ from urllib.parse import parse_qs
 from aiohttp import web
 
 from bot.hooks import github as gh
-from bot.hooks.alertmanager import MalformedMessage, alert_event, owners, parse_message
-from bot.hooks.auth import bearer_ok, github_signed
+from bot.hooks.alertmanager import (
+    SOURCE,
+    Alert,
+    MalformedMessage,
+    alert_event,
+    episode_id,
+    owners,
+    parse_message,
+)
+from bot.hooks.auth import bearer_ok, github_signed, signature_well_formed
 from bot.hooks.doorbell import Doorbell
+from bot.hooks.jsonbody import TooDeep, load_json
+from bot.models import AlertData
 from bot.settings import RunConfig, Settings
 from bot.store import Store
 from bot.timeutil import utcnow
@@ -38,8 +51,9 @@ HOOKS = (GITHUB, ALERTMANAGER)
 #: Alertmanager messages over this are refused (the issue's limit: 1 MB).
 ALERTMANAGER_MAX_BODY = 1_000_000
 #: GitHub caps its own payloads at 25 MB, but a thread's text is capped at 65,536 characters:
-#: the deliveries Runscribe reads are tens of kilobytes.
-GITHUB_MAX_BODY = 4_000_000
+#: the deliveries Runscribe reads are tens of kilobytes. Read only once the signature header is
+#: well formed, streaming, never more than this.
+GITHUB_MAX_BODY = 1_000_000
 CHUNK = 64 * 1024
 
 
@@ -64,6 +78,15 @@ async def read_body(request: web.Request, limit: int) -> bytes:
 
 def _json(status: int, **body: Any) -> web.Response:
     return web.json_response(body, status=status, headers={"Cache-Control": "no-store"})
+
+
+def _refused(status: int, **body: Any) -> web.Response:
+    """A refusal answered with the body (or its rest) unread: the connection is closed after
+    the answer (`Connection: close`), so what the client still sends is drained only briefly
+    (`bot.webguard.Guard.linger`) and never read as a next request."""
+    response = _json(status, **body)
+    response.force_close()
+    return response
 
 
 class HookEndpoints:
@@ -138,11 +161,14 @@ class HookEndpoints:
         secret = self._github_secret
         if secret is None:
             raise web.HTTPNotFound(text="no GitHub webhook here (GITHUB_WEBHOOK_SECRET is unset)\n")
+        signature = request.headers.get("X-Hub-Signature-256")
+        if not signature_well_formed(signature):  # refused before a byte of the body is read
+            return _refused(401, error="bad or missing X-Hub-Signature-256")
         try:
             body = await read_body(request, GITHUB_MAX_BODY)
         except TooLarge:
-            return _json(413, error=f"the body is over {GITHUB_MAX_BODY:,} bytes")
-        if not github_signed(secret, body, request.headers.get("X-Hub-Signature-256")):
+            return _refused(413, error=f"the body is over {GITHUB_MAX_BODY:,} bytes")
+        if not github_signed(secret, body, signature):
             return _json(401, error="bad or missing X-Hub-Signature-256")
         event = request.headers.get("X-GitHub-Event", "").strip()
         try:
@@ -182,11 +208,11 @@ class HookEndpoints:
                 text="no Alertmanager receiver here (RUNSCRIBE_HOOK_TOKEN is unset)\n"
             )
         if not bearer_ok(token, request.headers.get("Authorization")):
-            return _json(401, error="bad or missing bearer token")
+            return _refused(401, error="bad or missing bearer token")  # the body is never read
         try:
             body = await read_body(request, ALERTMANAGER_MAX_BODY)
         except TooLarge:
-            return _json(413, error=f"the body is over {ALERTMANAGER_MAX_BODY:,} bytes")
+            return _refused(413, error=f"the body is over {ALERTMANAGER_MAX_BODY:,} bytes")
         try:
             alerts = parse_message(body)
         except MalformedMessage as exc:
@@ -207,7 +233,9 @@ class HookEndpoints:
                     alert.labels.get("run"),
                 )
                 continue
-            events += [alert_event(slug, alert) for slug in slugs]
+            for slug in slugs:
+                unseen = await _never_fired(self.store, slug, alert)
+                events.append(alert_event(slug, alert, unseen=unseen))
         if not events:
             return _json(202, stored=0, unknown=unknown)
         result = await self.store.events.upsert_many(events)
@@ -216,13 +244,24 @@ class HookEndpoints:
         return _json(200, stored=len(result.changed), unchanged=result.unchanged, unknown=unknown)
 
 
+async def _never_fired(store: Store, slug: str, alert: Alert) -> bool:
+    """Whether a `resolved` alert is one Runscribe never saw firing (no event of its episode,
+    or one already marked so)."""
+    if alert.status != "resolved":
+        return False
+    stored = await store.events.get_by_external(slug, SOURCE, episode_id(alert))
+    return stored is None or AlertData.of(stored).unseen is True
+
+
 def _github_payload(body: bytes, content_type: str) -> dict[str, Any]:
     """The delivery's JSON, sent as `application/json` or form-encoded (`payload=…`)."""
     try:
         text = body.decode("utf-8")
         if content_type == "application/x-www-form-urlencoded":
             text = parse_qs(text).get("payload", [""])[0]
-        payload = json.loads(text)
+        payload = load_json(text)
+    except TooDeep:
+        raise
     except (UnicodeDecodeError, ValueError):
         raise ValueError("the body is not a GitHub webhook payload (JSON)") from None
     if not isinstance(payload, dict):

@@ -756,13 +756,16 @@ def detect_alerts(data: RunData) -> Detection:
     """One finding per alert episode Alertmanager sent (`bot.hooks.alertmanager`): from its
     start, until Alertmanager said resolved. Of the "run is down" group, so an alert and the
     crash it causes (a GPU Xid and the W&B run crashing) are one incident. The alert already
-    waited its own `for:` duration at its source."""
+    waited its own `for:` duration at its source. A `resolved` for an alert never seen firing
+    (`AlertData.unseen`) is no finding: the event records it, nothing announces it."""
     findings = []
     for event in data.alerts:
         alert = AlertData.of(event)
         ends = alert.ends_at if event.state == "resolved" else None
         if event.state == "resolved" and (ends is None or ends < data.eval_start):
             continue  # judged by an earlier cycle
+        if alert.unseen:
+            continue  # resolved before Runscribe saw it fire: recorded (the event), not news
         name = alert.alertname or "alert"
         summary = alert.summary
         description = alert.description
@@ -789,6 +792,7 @@ def detect_alerts(data: RunData) -> Detection:
                     "alertname": name,
                     "instance": instance,
                     "labels": alert.labels,
+                    "truncated": alert.truncated or 0,
                 },
             )
         )
@@ -1173,3 +1177,8 @@ def spec_for(fingerprint: str) -> DetectorSpec | None:
 def is_report(fingerprint: str) -> bool:
     spec = spec_for(fingerprint)
     return spec is not None and spec.judges == "people"
+
+
+def is_alert(fingerprint: str) -> bool:
+    spec = spec_for(fingerprint)
+    return spec is not None and spec.judges == "alerts"

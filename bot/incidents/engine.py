@@ -31,6 +31,7 @@ composition root) words each post, with neutral time stamps the Discord edge ren
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -44,6 +45,7 @@ from bot.incidents.detectors import (
     OUTAGE,
     Finding,
     RunData,
+    is_alert,
     is_report,
     spec_for,
     where,
@@ -95,6 +97,10 @@ class IncidentWords(Protocol):
     def reminder(self, incident: Incident, now: datetime) -> dict[str, Any]: ...
 
     def member_update(self, title: str, at: datetime) -> str: ...
+
+    def alert_summary(
+        self, incident: Incident, *, edit_of: int | None, archive_thread: bool
+    ) -> dict[str, Any] | None: ...
 
     def cause_update(self, cause: ReportedCause) -> str: ...
 
@@ -378,7 +384,7 @@ class IncidentEngine:
                 continue
             _add_signal(incident, event)
             if incident.id not in cycle.new_ids and not (
-                event.source == "wandb" and event.kind == "restart"
+                (event.source == "wandb" and event.kind == "restart") or is_alert_event(event)
             ):
                 cycle.updates.setdefault(incident.id, []).append(
                     (f"update:{event_id}", self._update_text(incident, event))
@@ -388,8 +394,10 @@ class IncidentEngine:
 
     def _member(self, cycle: _Cycle, incident: Incident, finding: Finding, *, joined: bool) -> None:
         new = lifecycle.absorb(cycle.judge, incident, finding)
-        if is_report(finding.fingerprint):
-            return  # the report itself is posted in the thread (its event), said once
+        if is_report(finding.fingerprint) or is_alert(finding.fingerprint):
+            # a report is posted in the thread as its event, said once; alerts, however many,
+            # are said by the incident's one alert summary (`_alert_summary`)
+            return
         if new and joined and incident.id is not None and incident.id not in cycle.new_ids:
             cycle.updates.setdefault(incident.id, []).append(
                 (
@@ -516,6 +524,8 @@ class IncidentEngine:
             # after the resolution, a late follow-up reopens the archived thread: close it again
             body = self.words.update(text, archive_thread=details.resolved_posted)
             await self._enqueue(store, cycle, "update", f"{key}:{suffix}", body, fired_id)
+        if silence is None and fired_id is not None and not details.resolved_posted:
+            await self._alert_summary(store, cycle, incident, fired_id)
         head_hash = self.words.head_hash(incident, name, links)
         if head_hash != details.head_hash and fired_id is not None:
             details.edits += 1
@@ -542,8 +552,36 @@ class IncidentEngine:
             details.reminders = count
             details.last_reminder_at = cycle.now
 
+    async def _alert_summary(
+        self, store: Store, cycle: _Cycle, incident: Incident, fired_id: int
+    ) -> None:
+        """The thread's one post about the incident's Alertmanager alerts: posted when there is
+        more to say than the head (a group, an alert joining another incident, alerts left out
+        of a notification), then edited as the alerts change; never a post per alert."""
+        key = f"incident:{incident.id}:alerts"
+        posted = await store.outbox.get_by_key(key)
+        body = self.words.alert_summary(
+            incident, edit_of=posted.id if posted is not None else None, archive_thread=False
+        )
+        if body is None:
+            return
+        if posted is None:
+            await self._enqueue(store, cycle, "update", key, body, fired_id)
+        elif body.get("content") != posted.payload.get("content"):
+            # one edit per distinct text (the text carries its last change's time)
+            await self._enqueue(store, cycle, "edit", f"{key}:edit:{_digest(body)}", body)
+
 
 # --- helpers ------------------------------------------------------------------------------------
+
+
+def is_alert_event(event: Event) -> bool:
+    return event.source == "alertmanager"
+
+
+def _digest(body: dict[str, Any]) -> str:
+    text = str(body.get("content") or "")
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _add_signal(incident: Incident, event: Event) -> None:

@@ -6,7 +6,8 @@ the run's thresholds and what the detectors said; the engine reads and writes th
   notice waits until W&B has been unreachable for `Policy.monitor_notice_after`);
 - pending → resolved, silently, when it clears inside that period (never alerted);
 - firing → resolved once every member has stayed clear for the hold: the engine's `clear_hold`,
-  or longer where the detector says so (`DetectorSpec.hold`), doubled per flap;
+  or longer where the detector says so (`DetectorSpec.hold`), doubled per flap; a person's
+  report of a fault an Alertmanager alert was firing for clears when the alert is resolved;
 - a member the data cannot judge this cycle (`frozen`: W&B unreachable, or inhibited by a crash)
   is neither raised nor cleared.
 """
@@ -16,7 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.incidents.detectors import CRASH, DETECTORS, MONITOR, Finding, RunData, is_report, spec_for
+from bot.incidents.detectors import (
+    ALERT_PREFIX,
+    CRASH,
+    DETECTORS,
+    MONITOR,
+    Finding,
+    RunData,
+    is_report,
+    spec_for,
+)
 from bot.models import Incident, IncidentMember
 from bot.numbers import fmt_int
 from bot.runsfile import Thresholds
@@ -116,6 +126,28 @@ def report_clear(j: Judgement, member: IncidentMember) -> tuple[datetime | None,
     return None, ""
 
 
+def alerts_clear(incident: Incident) -> datetime | None:
+    """When the last of the incident's Alertmanager alerts was resolved; None while one still
+    fires, or when it has none."""
+    ends = [m.until for fp, m in incident.details.members.items() if fp.startswith(ALERT_PREFIX)]
+    if not ends or any(end is None for end in ends):
+        return None
+    return max(end for end in ends if end is not None)
+
+
+def reported_clear(
+    j: Judgement, incident: Incident, member: IncidentMember
+) -> tuple[datetime | None, str]:
+    """When a person's report in the incident counts as over. A report of the fault an alert
+    was firing for (it came while an alert of the incident fired) clears with that alert:
+    when Alertmanager says the last one resolved. Any other report: `report_clear`."""
+    resolved = alerts_clear(incident)
+    last = member.last_report_at or member.since
+    if resolved is not None and last <= resolved:
+        return max(resolved, member.since), ""
+    return report_clear(j, member)
+
+
 def absorb(j: Judgement, incident: Incident, finding: Finding) -> bool:
     """Record a finding as a member of the incident (new, or the same condition seen again).
     Returns whether the member is new."""
@@ -138,7 +170,7 @@ def absorb(j: Judgement, incident: Incident, finding: Finding) -> bool:
         member.resolution = finding.resolution
     if is_report(finding.fingerprint):
         member.last_report_at = finding.last_report_at
-        until, text = report_clear(j, member)
+        until, text = reported_clear(j, incident, member)
         member.until, member.resolution = until, text or None
         if finding.thread and finding.thread not in details.threads:
             details.threads.append(finding.thread)
@@ -162,9 +194,9 @@ def advance(j: Judgement, incident: Incident, at: datetime | None = None) -> boo
         if member.until is not None:
             continue
         if is_report(fp):
-            until, text = report_clear(j, member)
+            until, text = reported_clear(j, incident, member)
             if until is not None:
-                member.until, member.resolution = until, text
+                member.until, member.resolution = until, text or None
         elif not j.is_frozen(fp) and member.seen_at != now:
             member.until = j.clears.get(fp, now)  # no finding this cycle: the condition is over
     if any(m.until is None for m in details.members.values()):

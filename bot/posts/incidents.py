@@ -12,7 +12,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from bot.incidents.detectors import CRASH, condition_words
+from bot.incidents.detectors import ALERT_PREFIX, CRASH, condition_words
 from bot.limits import (
     DESCRIPTION_LIMIT,
     FIELD_NAME_LIMIT,
@@ -224,6 +224,46 @@ def member_update(title: str, at: datetime) -> str:
     return clip_text(f"{stamp(at, 'time')} also: {unlinked(title)}", POST_TEXT_LIMIT)
 
 
+ALERTS_SHOWN = 5  # alerts a summary names; the rest are counted
+
+
+def alert_summary_text(incident: Incident) -> str | None:
+    """The thread's one post about the incident's Alertmanager alerts, edited as they change: how
+    many, how many still fire, the first few, and the alerts Alertmanager left out of its
+    notification (`truncatedAlerts`). None while the head alone says it (a single alert of its
+    own incident)."""
+    alerts = sorted(
+        ((fp, m) for fp, m in incident.details.members.items() if fp.startswith(ALERT_PREFIX)),
+        key=lambda kv: (kv[1].until is not None, kv[1].since, kv[0]),
+    )
+    if not alerts:
+        return None
+    truncated = max(_count(m.facts.get("truncated")) for _, m in alerts)
+    if len(alerts) == 1 and not truncated and alerts[0][0] == incident.fingerprint:
+        return None
+    firing = sum(1 for _, m in alerts if m.until is None)
+    resolved = len(alerts) - firing
+    head = f"**Alertmanager alerts: {len(alerts)}** ({firing} firing, {resolved} resolved)"
+    if truncated:
+        head += f", and {truncated} more not sent by Alertmanager"
+    lines = []
+    for _, member in alerts[:ALERTS_SHOWN]:
+        title = unlinked(clip_text(member.title, 160))
+        if member.until is None:
+            lines.append(f"• 🔥 {title} — firing since {stamp(member.since, 'time')}")
+        else:
+            lines.append(f"• ✅ {title} — resolved {stamp(member.until, 'time')}")
+    if len(alerts) > ALERTS_SHOWN:
+        lines.append(f"… and {len(alerts) - ALERTS_SHOWN} more")
+    changed = max(max(m.since, m.until or m.since) for _, m in alerts)
+    lines.append(f"Last change {stamp(changed, 'time')}.")
+    return clip_text("\n".join([head, *lines]), POST_TEXT_LIMIT)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def reminder_content(incident: Incident, now: datetime) -> str:
     return clip(
         f"⏰ Still firing after {duration(incident, now)}: {unlinked(incident.title)} "
@@ -349,6 +389,16 @@ class IncidentPosts:
 
     def member_update(self, title: str, at: datetime) -> str:
         return member_update(title, at)
+
+    def alert_summary(
+        self, incident: Incident, *, edit_of: int | None, archive_thread: bool
+    ) -> dict[str, Any] | None:
+        text = alert_summary_text(incident)
+        if text is None:
+            return None
+        if edit_of is not None:
+            return make_payload(text, edit_of=edit_of)
+        return make_payload(text, archive_thread=archive_thread)
 
     def cause_update(self, cause: ReportedCause) -> str:
         return cause_update(cause)

@@ -334,3 +334,145 @@ async def test_the_hooks_round_resolves_an_alert_after_its_hold_without_a_poll(
         resolved = await store.incidents.get(incident.id or 0)
         assert resolved is not None and resolved.resolved_at == T0 + 2 * MIN
         assert not await store.incidents.alerts_open()
+
+
+async def test_a_wrong_token_is_refused_before_the_body_is_sent(receiver: Receiver) -> None:
+    """The token is a header: a sender without it is answered 401 while its 4 MB body is still
+    unsent (a server that read the body first would wait for it for ever)."""
+    host, port = receiver.url.split("//")[1].split("/")[0].split(":")
+    for auth in ("Bearer wrong-token", None):
+        reader, writer = await asyncio.open_connection(host, int(port))
+        head = (
+            "POST /hooks/alertmanager HTTP/1.1\r\n"
+            f"Host: {host}\r\n"
+            + (f"Authorization: {auth}\r\n" if auth else "")
+            + "Content-Type: application/json\r\n"
+            f"Content-Length: {4 * ALERTMANAGER_MAX_BODY}\r\n\r\n"
+        )
+        writer.write(head.encode())
+        await writer.drain()
+        status = await reader.readline()
+        writer.close()
+        assert status.startswith(b"HTTP/1.1 401"), status
+    assert await alert_rows(receiver.store) == []
+
+
+@pytest.mark.parametrize("levels", [40, 100_000])
+async def test_a_body_nested_too_deep_is_a_400(receiver: Receiver, levels: int) -> None:
+    """Deeper than any Alertmanager message: refused as malformed, whether the parser gives up
+    (100,000 levels) or not (40)."""
+    alert = message([xid(receiver.run.now)])
+    text = json.dumps(alert)
+    deep = "[" * levels + "]" * levels
+    body = text.replace('"truncatedAlerts": 0', f'"truncatedAlerts": 0, "extra": {deep}')
+    status, answer = await post(receiver.http, receiver.url, body.encode(), TOKEN)
+    assert status == 400 and "nests deeper" in str(answer["error"]), answer
+    assert await alert_rows(receiver.store) == []
+
+
+# --- Alertmanager's semantics ---------------------------------------------------------------
+
+
+async def thread_posts(run: Scenario) -> list[str]:
+    """What the incident's thread got besides the alert: updates, and edits of them."""
+    return [
+        f"{item.kind}: {item.payload.get('content')}"
+        for item in await run.outbox()
+        if item.kind in ("update", "edit") and item.payload.get("card") is None
+    ]
+
+
+async def test_a_persons_report_of_the_fault_clears_with_the_alert(receiver: Receiver) -> None:
+    """The node is down (no step logged), a person reports it on GitHub, the report joins the
+    alert's incident; Alertmanager's `resolved` ends the incident after the clear hold, not
+    after a long quiet of reports."""
+    run = receiver.run
+    alert = xid(run.now)
+    await receiver.send(alert)
+    run.training = False  # the node is gone: no step while it is down
+    await run.tick()
+    await run.report("Hero is down: node-17 lost, GPU 3 fell off the bus (Xid 79).")
+    await run.tick()
+    [incident] = await receiver.store.incidents.find("hero", open_only=True)
+    assert any(fp.startswith("report:") for fp in incident.details.members), incident.details
+    alert.ends_at = run.now
+    assert (await receiver.send(alert))[1]["stored"] == 1
+    await run.tick()
+    assert await receiver.store.incidents.find("hero", open_only=True) != []  # the hold
+    await run.run_for(2)
+    assert await receiver.store.incidents.find("hero", open_only=True) == []
+    resolved = await receiver.store.incidents.get(incident.id or 0)
+    assert resolved is not None and resolved.resolved_at == alert.ends_at
+    assert "Alertmanager resolved" in (resolved.resolution or "")
+    [said] = await run.resolutions()
+    assert "Resolved" in content(said)
+
+
+async def test_a_group_of_many_alerts_is_one_post_and_one_summary(receiver: Receiver) -> None:
+    run = receiver.run
+    nodes = [xid(run.now, instance=f"node-{n}:9400", gpu=str(n % 8)) for n in range(100)]
+    status, _ = await receiver.send(nodes[0])
+    assert status == 200
+    await run.tick()
+    assert len(await run.alerts_posted()) == 1 and await thread_posts(run) == []
+    group = message(nodes)
+    group["truncatedAlerts"] = 40
+    status, answer = await post(receiver.http, receiver.url, group, TOKEN)
+    assert status == 200 and answer["stored"] >= 99  # 99 new (the first: now with the count)
+    await run.tick()
+    assert len(await run.alerts_posted()) == 1
+    [summary] = await thread_posts(run)
+    assert summary.startswith("update: **Alertmanager alerts: 100** (100 firing, 0 resolved)")
+    assert "and 40 more not sent by Alertmanager" in summary
+    assert summary.count("• 🔥") == 5 and "… and 95 more" in summary
+    await run.tick()  # nothing changed: nothing more
+    assert len(await thread_posts(run)) == 1
+
+    for node in nodes[:30]:
+        node.ends_at = run.now
+    group = message(nodes)
+    group["truncatedAlerts"] = 0
+    await post(receiver.http, receiver.url, group, TOKEN)
+    await run.tick()
+    [_, edit] = await thread_posts(run)
+    assert edit.startswith("edit: **Alertmanager alerts: 100** (70 firing, 30 resolved)")
+    assert "not sent by Alertmanager" not in edit
+    items = {item.id: item for item in await run.outbox()}
+    [edit_item] = [i for i in items.values() if i.kind == "edit" and not i.payload.get("card")]
+    edited = items[edit_item.payload["edit_of"]]
+    assert edited.kind == "update" and edited.reply_to == (await run.alerts_posted())[0].id
+    assert len(await run.alerts_posted()) == 1
+
+
+async def test_a_resolved_alert_never_seen_firing_is_recorded_not_announced(
+    receiver: Receiver,
+) -> None:
+    run = receiver.run
+    alert = xid(run.now - 30 * MIN)  # fired for half an hour while Runscribe was not told
+    alert.ends_at = run.now - MIN
+    status, answer = await receiver.send(alert)
+    assert status == 200 and answer["stored"] == 1
+    assert await alert_rows(receiver.store) == [("hero", "resolved")]  # recorded
+    await receiver.send(alert)  # sent again: still never seen firing
+    await run.run_for(5)
+    assert await run.alerts_posted() == [] and await run.resolutions() == []
+    assert await receiver.store.incidents.find("hero") == []
+
+    seen = xid(run.now, instance="node-5:9400")  # one seen firing, then resolved: announced
+    await receiver.send(seen)
+    await run.tick()
+    seen.ends_at = run.now
+    await receiver.send(seen)
+    await run.run_for(3)
+    assert len(await run.alerts_posted()) == 1 and len(await run.resolutions()) == 1
+
+
+async def test_a_first_notification_of_many_alerts_opens_one_incident(receiver: Receiver) -> None:
+    run = receiver.run
+    nodes = [xid(run.now, instance=f"node-{n}:9400") for n in range(100)]
+    assert (await post(receiver.http, receiver.url, message(nodes), TOKEN))[0] == 200
+    await run.run_for(2)
+    assert len(await run.alerts_posted()) == 1
+    [summary] = await thread_posts(run)
+    assert summary.startswith("update: **Alertmanager alerts: 100** (100 firing, 0 resolved)")
+    assert len(await receiver.store.incidents.find("hero", open_only=True)) == 1

@@ -4,6 +4,7 @@ reads the same threads, and a poll before or after changes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -342,3 +343,63 @@ async def test_a_thread_labelled_later_brings_its_earlier_comments_at_once(site:
     assert {f"comment:{c}" for c in early} <= set(stored) and f"issue:{old}" in stored
     await site.poll()
     assert await events(site.store) == stored
+
+
+@pytest.mark.parametrize("signature", [None, "", "sha1=0123", "sha256=" + "z" * 64])
+async def test_an_unsigned_delivery_is_refused_before_its_body_is_sent(
+    site: Site, signature: str | None
+) -> None:
+    """GitHub's HMAC needs the body, but a request without a well-formed signature header is
+    answered 401 while its body is still unsent."""
+    host, port = site.url.split("//")[1].split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    head = (
+        "POST /hooks/github HTTP/1.1\r\n"
+        f"Host: {host}\r\n"
+        "Content-Type: application/json\r\n"
+        "X-GitHub-Event: issues\r\n"
+        + (f"X-Hub-Signature-256: {signature}\r\n" if signature is not None else "")
+        + "Content-Length: 4000000\r\n\r\n"
+    )
+    writer.write(head.encode())
+    await writer.drain()
+    status = await reader.readline()
+    writer.close()
+    assert status.startswith(b"HTTP/1.1 401"), status
+    assert await delivery_rows(site.store) == 0
+
+
+async def test_a_signed_body_is_read_only_up_to_the_limit(site: Site) -> None:
+    """Sent without a Content-Length (chunked), a signed body is read streaming and refused
+    once it passes 1 MB."""
+    from bot.hooks.auth import github_signature
+
+    body = b" " * 1_000_001  # the issue's limit: 1 MB
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for start in range(0, len(body), 65_536):
+            yield body[start : start + 65_536]
+
+    headers, _ = signed_delivery("issues", {}, SECRET)
+    headers["X-Hub-Signature-256"] = github_signature(SECRET, body)
+    try:
+        async with site.http.post(site.url + "/hooks/github", data=chunks(), headers=headers) as r:
+            assert r.status == 413
+    except aiohttp.ClientError:
+        pass  # closed while the client still sent: refused too
+    assert await delivery_rows(site.store) == 0
+
+
+@pytest.mark.parametrize("levels", [40, 100_000])
+async def test_a_signed_body_nested_too_deep_is_a_400(site: Site, levels: int) -> None:
+    from bot.hooks.auth import github_signature
+
+    number = site.repo.add_issue("Hero run", labels=["hero-run"])
+    payload = site.repo.delivery("issues", "opened", number=number)
+    deep = "[" * levels + "]" * levels
+    body = json.dumps(payload)[:-1].encode() + f', "extra": {deep}}}'.encode()
+    headers, _ = signed_delivery("issues", payload, SECRET)
+    headers["X-Hub-Signature-256"] = github_signature(SECRET, body)
+    status, answer = await site.post(headers, body)
+    assert status == 400 and "nests deeper" in answer["error"], answer
+    assert await delivery_rows(site.store) == 0

@@ -489,10 +489,8 @@ def _live_status_hints(settings: Settings, runs: RunsFile) -> list[str]:
 
 
 def _load_config(settings: Settings) -> RunsFile:
-    """The runs file, its `[runs.alerts]` judged against every registered detector's
-    thresholds (importing the registry declares them; a bot started by `run` reuses it)."""
-    import bot.incidents.detectors  # noqa: F401
-
+    """The runs file, its `[runs.alerts]` judged against every declared detector threshold
+    (the built-in ones need no import first; see `bot.runsfile.THRESHOLDS`)."""
     return load_runs_file(settings.runscribe_config)
 
 

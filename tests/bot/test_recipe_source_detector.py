@@ -1,4 +1,4 @@
-"""The README's recipe ("Where a change goes"), followed to the letter and run.
+"""The recipe of docs/architecture.md ("Where a change goes"), followed to the letter and run.
 
 A new source is its module (here: `MatrixSource` and its builder `live_sources`, in this file)
 plus ONE `SourceSpec` registered in `bot.models.SOURCE_SPECS`; a new detector is its function

@@ -167,8 +167,8 @@ def test_each_problem_is_named_with_its_path(
 
 
 def test_every_documented_threshold_is_accepted(tmp_path: Path) -> None:
-    """README's `[runs.alerts]` keys, each set in a real runs file read by a fresh process (the
-    detectors declare their own thresholds: `check-config` must have them declared to judge)."""
+    """The README's `[runs.alerts]` keys, each set in a real runs file that `check-config`
+    accepts (the built-in thresholds are declared with nothing imported first)."""
     alerts = (
         "[runs.alerts]\nheartbeat_minutes = 15\nstall_minutes = 20\nloss_spike_percent = 25\n"
         "loss_spike_points = 3\nthroughput_drop_percent = 25\nthroughput_minutes = 30\n"

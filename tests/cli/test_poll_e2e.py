@@ -63,9 +63,9 @@ def environment(tmp_path: Path, github: FakeGitHub, wandb: FakeWandb) -> dict[st
 
 
 async def cli(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[int, str, str]:
-    """`runscribe poll` as a real process; the query commands (`status`, `timeline`), which
-    only read what it stored, in-process (the same code without a process's start-up)."""
-    if args[0] in ("status", "timeline"):
+    """`runscribe poll` as a real process; the commands that only read what it stored
+    (`status`, `timeline`, `page`) in-process (the same code without a process's start-up)."""
+    if args[0] in ("status", "timeline", "page"):
         done = await asyncio.to_thread(run_main, tmp_path, *args, env=env, cleared=("",))
         return done.returncode, done.stdout, done.stderr
     process = await asyncio.create_subprocess_exec(

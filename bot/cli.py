@@ -16,7 +16,7 @@ import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable, Coroutine, Iterator, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -30,6 +30,7 @@ from bot.models import SOURCE_SPECS, TAGS
 from bot.runsfile import ConfigError, RunsFile, example_leftovers, load_runs_file
 from bot.store import Database, Store, StoreError
 from bot.store.db import existing_problem, path_problem, write_problem
+from bot.store.errors import BUSY_SECONDS
 from bot.store.runs import slugs_in_file
 from bot.timeutil import humanize_delta, utcnow
 
@@ -274,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except sqlite3.Error as exc:  # locked past busy_timeout, a full disk, a damaged file
         from bot.store.integrity import describe_sqlite_error
 
-        said = describe_sqlite_error(exc, settings.runscribe_db)
+        said = describe_sqlite_error(exc, settings.runscribe_db, _busy_timeout(settings))
         if said is None and "readonly" in str(exc):
             # A command that writes (a digest's composed text, LLM spend) on a read-only file.
             said = write_problem(settings.runscribe_db) or str(exc)
@@ -341,6 +342,17 @@ def _existing_db(settings: DatabaseOnly) -> Path:
     return path
 
 
+def _busy_timeout(settings: Settings | DatabaseOnly) -> float:
+    """RUNSCRIBE_DB_BUSY_TIMEOUT; `status` and `timeline`, which only read (WAL readers wait
+    on no writer) and skip the settings, keep the default."""
+    return getattr(settings, "runscribe_db_busy_timeout", BUSY_SECONDS)
+
+
+def _open_db(settings: Settings | DatabaseOnly) -> AbstractAsyncContextManager[Database]:
+    """The existing database, waiting the configured busy timeout for another's lock."""
+    return Database.open(_existing_db(settings), busy_timeout=_busy_timeout(settings))
+
+
 def _print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
@@ -351,7 +363,7 @@ async def cmd_status(settings: DatabaseOnly, args: argparse.Namespace) -> int:
     from bot.render.terminal import local_formatter, render_card
     from bot.services.narrative import status_with_narrative
 
-    async with Database.open(_existing_db(settings)) as db:
+    async with _open_db(settings) as db:
         store = Store(db)
         slug = await _resolve_slug(store, args.run)
         now = utcnow()
@@ -372,7 +384,7 @@ async def cmd_timeline(settings: DatabaseOnly, args: argparse.Namespace) -> int:
     validate_filters(args.days, args.tag, args.source)
     if args.limit < 1:
         raise UserFacingError("--limit must be at least 1")
-    async with Database.open(_existing_db(settings)) as db:
+    async with _open_db(settings) as db:
         store = Store(db)
         slug = await _resolve_slug(store, args.run)
         now = utcnow()
@@ -401,7 +413,7 @@ async def cmd_digest(settings: Settings, args: argparse.Namespace) -> int:
     from bot.render.json import digest_json
     from bot.services.digest import build_digest
 
-    async with Database.open(_existing_db(settings)) as db:
+    async with _open_db(settings) as db:
         store = Store(db)
         slug = await _resolve_slug(store, args.run)
         facts = await build_digest(store, slug, utcnow())
@@ -519,10 +531,8 @@ def _live_status_hints(settings: Settings, runs: RunsFile) -> list[str]:
 
 
 def _load_config(settings: Settings) -> RunsFile:
-    """The runs file, its `[runs.alerts]` judged against every registered detector's
-    thresholds (importing the registry declares them; a bot started by `run` reuses it)."""
-    import bot.incidents.detectors  # noqa: F401
-
+    """The runs file, its `[runs.alerts]` judged against every declared detector threshold
+    (the built-in ones need no import first; see `bot.runsfile.THRESHOLDS`)."""
     return load_runs_file(settings.runscribe_config)
 
 
@@ -652,7 +662,7 @@ async def cmd_page(settings: Settings, args: argparse.Namespace) -> int:
     from bot.statuspage import render_pages, validate_days, write_pages
 
     validate_days(args.days)
-    async with Database.open(_existing_db(settings)) as db:
+    async with _open_db(settings) as db:
         store = Store(db)
         only = await _resolve_slug(store, args.run) if args.run is not None else None
         if not await store.runs.all():
@@ -679,7 +689,7 @@ async def cmd_web(settings: Settings, args: argparse.Namespace) -> int:
     if settings.github_webhook_secret or settings.runscribe_hook_token:
         return await _web_with_hooks(settings, host, port)
     async with (
-        Database.open(_existing_db(settings)) as db,
+        _open_db(settings) as db,
         serve(Store(db), host, port, poll_interval=settings.runscribe_poll_interval) as (_, bound),
     ):
         with stop_signals() as stop:
@@ -778,7 +788,7 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
                 f"{path} holds other runs ({', '.join(others)}); the demo keeps its sample "
                 "only in a database of its own: name a new file with --db"
             )
-        async with Database.open(path) as db:
+        async with Database.open(path, busy_timeout=_busy_timeout(settings)) as db:
             store = Store(db)
             runs = demo.sample_runs_file(sample)
             async with wiring.open_llm(store, settings) as llm:
@@ -832,7 +842,7 @@ async def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     parse_question(question)  # a bad question is reported before the database is opened
     if not 1 <= args.limit <= MAX_LIMIT:
         raise UserFacingError(f"--limit must be between 1 and {MAX_LIMIT}")
-    async with Database.open(_existing_db(settings)) as db:
+    async with _open_db(settings) as db:
         store = Store(db)
         slug = await _resolve_slug(store, args.run)
         now = utcnow()
@@ -851,7 +861,7 @@ async def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
 async def cmd_usage(settings: Settings, args: argparse.Namespace) -> int:
     from bot import wiring
 
-    async with Database.open(_existing_db(settings)) as db:
+    async with _open_db(settings) as db:
         print(await wiring.usage_text(Store(db), settings, utcnow(), as_json=args.json))
     return EXIT_OK
 

@@ -80,26 +80,32 @@ class Threshold:
 
 
 class ThresholdRegistry:
-    """The declared thresholds, each with its owner (a detector's fingerprint). Filled by the
-    detector registry (`bot.incidents.detectors.DETECTORS`), which declares its detectors'
-    thresholds and then marks the registry `ready`: `[runs.alerts]` is validated against it, so
-    a detector's threshold is tunable per run with no edit here. Engine-wide tunables
-    (`pending_minutes`, `reminder_minutes`) are `Thresholds`' own fields."""
+    """The declared thresholds, each with its owner (a detector's fingerprint). Built holding
+    the built-in detectors' (`BUILT_IN_THRESHOLDS`), so `[runs.alerts]` is judged the same
+    however the runs file is loaded; a detector registered later (`DetectorRegistry.register`)
+    declares its own here. Engine-wide tunables (`pending_minutes`, `reminder_minutes`) are
+    `Thresholds`' own fields."""
 
-    def __init__(self) -> None:
+    def __init__(self, declared: Mapping[str, Iterable[Threshold]] | None = None) -> None:
         self._declared: dict[str, tuple[str, Threshold]] = {}
         self._model: type[BaseModel] | None = None
-        self.ready = False
+        for owner, thresholds in (declared or {}).items():
+            self.declare(owner, thresholds)
 
     def declare(self, owner: str, thresholds: Iterable[Threshold]) -> None:
+        """Declare `owner`'s thresholds; declaring the same ones again is a no-op (a built-in
+        detector's registration repeats what `BUILT_IN_THRESHOLDS` declared)."""
         thresholds = list(thresholds)
-        for threshold in thresholds:
-            name = threshold.name
-            if name in Thresholds.model_fields or name in self._declared:
-                by = self._declared[name][0] if name in self._declared else "the engine"
-                raise ValueError(f"{owner!r} reuses a threshold name: {name!r} is {by!r}'s")
         if len({t.name for t in thresholds}) != len(thresholds):
             raise ValueError(f"{owner!r} declares a threshold twice")
+        for threshold in thresholds:
+            name = threshold.name
+            held = self._declared.get(name)
+            if held == (owner, threshold):
+                continue
+            if name in _EngineThresholds.model_fields or held is not None:
+                by = held[0] if held is not None else "the engine"
+                raise ValueError(f"{owner!r} reuses a threshold name: {name!r} is {by!r}'s")
         self._declared.update((t.name, (owner, t)) for t in thresholds)
         self._model = None
 
@@ -141,10 +147,6 @@ class _EngineThresholds(BaseModel):
     reminder_minutes: float | None = Field(default=None, gt=0)
 
 
-#: Every detector's declared thresholds (filled by `bot.incidents.detectors.DETECTORS`).
-THRESHOLDS = ThresholdRegistry()
-
-
 class Thresholds(_EngineThresholds):
     """A run's `[runs.alerts]`: the engine-wide fields, and the values the runs file sets for
     declared detector thresholds (`THRESHOLDS`); read a detector's with `value(name)`, which
@@ -160,20 +162,11 @@ class Thresholds(_EngineThresholds):
             return handler(data)
         own = {k: v for k, v in data.items() if k in _EngineThresholds.model_fields}
         tuned = {k: v for k, v in data.items() if k not in own}
-        if info.context == _STORED and not THRESHOLDS.ready:
-            # Nothing to judge them by yet: keep the numbers the store holds as they are.
-            kept = {k: v for k, v in tuned.items() if _number(v)}
-            return handler({**own, **kept})
         if info.context == _STORED:
             retired = sorted(k for k in tuned if k not in THRESHOLDS)
             if retired:
                 log.warning("ignoring stored thresholds no detector declares: %s", retired)
             tuned = {k: v for k, v in tuned.items() if k in THRESHOLDS}
-        elif tuned and not THRESHOLDS.ready:
-            raise RuntimeError(
-                "[runs.alerts] read before the detectors declared their thresholds: import "
-                "bot.incidents.detectors first (the composition root does)"
-            )
         checked = THRESHOLDS.model().model_validate({**own, **tuned})
         values = checked.model_dump(include=set(own) | set(tuned))
         return handler(values)
@@ -186,8 +179,24 @@ class Thresholds(_EngineThresholds):
         return THRESHOLDS.default(name)
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+#: The built-in detectors' thresholds, by the detector's fingerprint (`bot.incidents.detectors`
+#: registers each detector with its entry here). Declared below the detectors, not by importing
+#: them, so nothing has to be imported first for a runs file to be judged.
+BUILT_IN_THRESHOLDS: dict[str, tuple[Threshold, ...]] = {
+    "heartbeat": (Threshold("heartbeat_minutes", 15, gt=0),),
+    "stall": (Threshold("stall_minutes", 20, gt=0),),
+    "throughput": (
+        Threshold("throughput_drop_percent", 25, gt=0, lt=100),
+        Threshold("throughput_minutes", 30, gt=0),
+    ),
+    "loss-spike": (
+        Threshold("loss_spike_percent", 25, gt=0),
+        Threshold("loss_spike_points", 3, integer=True, ge=1),
+    ),
+}
+
+#: Every detector's declared thresholds: the built-in ones, and those a registration adds.
+THRESHOLDS = ThresholdRegistry(BUILT_IN_THRESHOLDS)
 
 
 class ForecastConfig(BaseModel):

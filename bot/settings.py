@@ -59,6 +59,9 @@ class Settings(BaseSettings):
     anthropic_base_url: str | None = None
     runscribe_config: Path = Path("runscribe.toml")
     runscribe_db: Path = Path("runscribe.db")
+    # Seconds a database statement waits for another process's lock before it gives up (the
+    # store's own default, `bot.store.errors.BUSY_SECONDS`).
+    runscribe_db_busy_timeout: float = Field(default=10.0, gt=0, le=600)
 
     # Tunables (all optional).
     runscribe_model: str = DEFAULT_MODEL

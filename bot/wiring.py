@@ -57,7 +57,9 @@ async def open_store(settings: Settings, *, readers: int = 0) -> AsyncIterator[S
     problem = await asyncio.to_thread(write_problem, settings.runscribe_db)
     if problem is not None:
         raise StoreError(problem)
-    async with Database.open(settings.runscribe_db, readers=readers) as db:
+    async with Database.open(
+        settings.runscribe_db, readers=readers, busy_timeout=settings.runscribe_db_busy_timeout
+    ) as db:
         yield Store(db)
 
 

@@ -8,18 +8,15 @@ session and the next READY, so at every READY and RESUMED each watched channel a
 threads are read back (`bot.sources.chat` says how far) and stored through the same `_ingest`
 as live messages.
 
-No chat is lost to the store: a message that cannot be written (the database locked past its
-busy timeout, a full disk) is kept in memory, in order, at most `UNSTORED_LIMIT` events, and
-written again with a growing wait (`RETRY_WAITS`); later messages queue behind it. Once the
-store takes them, a read-back fetches anything the memory could not hold. Live messages that
-arrive while a write is under way join the next write (within the same limit) rather than each
-waiting for the lock in a task of its own."""
+No chat is lost to the store: every event goes through one `ChatWriter`
+(`bot.sources.chat_writer`), which keeps what the store refuses in memory and writes it again;
+when memory could not hold it all, the writer asks this cog for a read-back."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -40,7 +37,7 @@ from bot.sources.chat import (
     message_key,
     thread_key,
 )
-from bot.store.integrity import describe_sqlite_error
+from bot.sources.chat_writer import ChatWriter
 from bot.timeutil import ensure_utc
 
 if TYPE_CHECKING:
@@ -48,9 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 BODY_LIMIT = 4000
-UNSTORED_LIMIT = 20_000  # events kept in memory while the store refuses writes (~10 MB at most)
-RETRY_WAITS = (0.5, 1.0, 2.0, 5.0, 10.0)  # seconds between tries to write them; then every 10 s
-WRITE_CHUNK = 500
 
 
 def watched_id(channel: object, channel_id: int) -> int:
@@ -92,13 +86,7 @@ class Watch(commands.Cog):
         self.read_backs = 0  # read-backs finished since the cog was loaded
         self._unloaded = False
         self.page_budget = READ_BACK_PAGES
-        # Events the store refused, oldest first, and whether more came than could be kept.
-        self.unstored: deque[Event] = deque()
-        self.unstored_limit = UNSTORED_LIMIT
-        self._overflowed = False
-        self._joined: deque[Event] = deque()  # live messages that came while a write was under way
-        self._retry: asyncio.Task[None] | None = None
-        self._writing = asyncio.Lock()
+        self.writer = ChatWriter(bot.store, bot.clock, on_overflow=self.start_catch_up)
 
     @property
     def reading_back(self) -> bool:
@@ -106,10 +94,10 @@ class Watch(commands.Cog):
 
     async def cog_unload(self) -> None:
         self._unloaded = True
-        tasks = [*self._catch_ups, *([self._retry] if self._retry else [])]
+        tasks = list(self._catch_ups)
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(self.writer.close(), *tasks, return_exceptions=True)
 
     def runs_watching(self, channel_id: int) -> list[str]:
         return [run.slug for run in self.bot.runs if channel_id in run.watch_channels]
@@ -126,112 +114,12 @@ class Watch(commands.Cog):
         is not older than the stored one. Returns the number of events inserted or changed
         (0 for those that `join` a write under way: live messages, whose count nobody reads)."""
         events: list[Event] = []
-        slugs: set[str] = set()
         for message in messages:
             watching = self.runs_watching(watched_id(message.channel, message.channel.id))
             if not watching or self._ignored(message):
                 continue
             events.extend(message_event(slug, message) for slug in watching)
-            slugs.update(watching)
-        if not events:
-            return 0
-        if join and self._writing.locked():
-            # A write is under way (perhaps waiting out a locked database): these ride with
-            # the next one, in order, instead of each message waiting for the lock in its own
-            # task; a slow store then holds one bounded list, not a task per message.
-            self._keep(events, self._joined)
-            return 0
-        # One write at a time (read-backs and deletions wait for the lock; live messages join).
-        async with self._writing:
-            if self._joined:  # left by a write that ended early (cancelled): they came first
-                await self._store(self._take_joined())
-            changed = await self._store(events)
-            while self._joined:  # what arrived meanwhile, written before the lock is let go
-                await self._store(self._take_joined())
-            if self._overflowed and not self.unstored:  # more joined than memory kept
-                self._overflowed = False
-                self.start_catch_up("messages came faster than the store took them")
-            return changed
-
-    def _take_joined(self) -> list[Event]:
-        batch = list(self._joined)
-        self._joined.clear()
-        return batch
-
-    async def _store(self, events: list[Event]) -> int:
-        """Write under the lock, or keep the events in memory while the store refuses."""
-        if self.unstored:  # the store is refusing writes: keep the order, queue behind
-            self._keep(events)
-            return 0
-        try:
-            return await self._write(events)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            self._keep(events)
-            self._refused(exc, len(events))
-            return 0
-
-    async def _write(self, events: list[Event]) -> int:
-        result = await self.bot.store.events.upsert_many(events)
-        now = self.bot.clock()
-        for slug in sorted({e.run_slug for e in events}):
-            await self.bot.store.health.record_success("discord", slug, now)
-        return len(result.changed)
-
-    def _keep(self, events: list[Event], into: deque[Event] | None = None) -> None:
-        """Keep events in memory (`unstored`, or `_joined` waiting for the write under way),
-        both together at most `unstored_limit`; beyond it the newest are dropped and a
-        read-back after the store recovers finds them."""
-        room = self.unstored_limit - len(self.unstored) - len(self._joined)
-        if room < len(events):
-            self._overflowed = True
-        (self.unstored if into is None else into).extend(events[: max(room, 0)])
-
-    def _refused(self, exc: Exception, count: int) -> None:
-        said = describe_sqlite_error(exc, self.bot.store.db.path) or f"{type(exc).__name__}: {exc}"
-        log.error(
-            "could not store %d watched message(s): %s; keeping them in memory and retrying",
-            count,
-            said,
-        )
-        if (self._retry is None or self._retry.done()) and not self._unloaded:
-            self._retry = asyncio.create_task(self._retry_writes(), name="runscribe-watch-retry")
-
-    async def _retry_writes(self) -> None:
-        """Write the kept events, oldest first, waiting longer after each refusal; then read
-        back whatever could not be kept."""
-        tries = 0
-        written = 0
-        while self.unstored:
-            await asyncio.sleep(RETRY_WAITS[min(tries, len(RETRY_WAITS) - 1)])
-            try:
-                while self.unstored:
-                    async with self._writing:
-                        count = min(WRITE_CHUNK, len(self.unstored))
-                        try:
-                            await self._write([self.unstored[i] for i in range(count)])
-                            for _ in range(count):
-                                self.unstored.popleft()
-                        finally:  # what arrived meanwhile queues behind, written or not
-                            self.unstored.extend(self._take_joined())
-                    written += count
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                tries += 1
-                if tries % 10 == 1:  # one line now and then, not one per try
-                    said = describe_sqlite_error(exc, self.bot.store.db.path) or str(exc)
-                    log.warning(
-                        "still cannot store %d watched message(s) (try %d): %s",
-                        len(self.unstored),
-                        tries,
-                        said,
-                    )
-        log.info("the store took the %d watched message(s) it had refused", written)
-        if self._overflowed:
-            self._overflowed = False
-            self.start_catch_up("the store recovered")
+        return await self.writer.write(events, join=join)
 
     @commands.Cog.listener()
     async def on_message(self, message: discord.Message) -> None:
@@ -252,23 +140,9 @@ class Watch(commands.Cog):
         await self._deleted(payload.channel_id, sorted(payload.message_ids))
 
     async def _deleted(self, channel_id: int, message_ids: list[int]) -> None:
-        """Deletions go through the same writer as messages and edits, in arrival order (an
-        edit waiting on the store is never written after the deletion that followed it)."""
+        """Deletions go through the same writer as messages and edits, in arrival order."""
         keys = {message_key(m) for m in message_ids}
-        slugs = self._runs_for(channel_id)
-        async with self._writing:
-            for event in self.unstored:  # kept in memory, not stored yet: deleted there
-                if event.external_id in keys and event.run_slug in slugs:
-                    event.deleted = True
-            try:
-                for slug in slugs:
-                    for key in sorted(keys):
-                        await self.bot.store.events.mark_deleted(slug, "discord", key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                said = describe_sqlite_error(exc, self.bot.store.db.path) or str(exc)
-                log.error("could not record %d deleted message(s): %s", len(keys), said)
+        await self.writer.delete(self._runs_for(channel_id), keys)
 
     @commands.Cog.listener()
     async def on_ready(self) -> None:

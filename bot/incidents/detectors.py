@@ -60,7 +60,7 @@ from bot.models import (
     WandbState,
 )
 from bot.numbers import fmt_int, fmt_percent, fmt_rate, fmt_value
-from bot.runsfile import THRESHOLDS, Threshold, ThresholdRegistry, Thresholds
+from bot.runsfile import BUILT_IN_THRESHOLDS, THRESHOLDS, Threshold, ThresholdRegistry, Thresholds
 from bot.timeutil import humanize_delta
 
 CRASH = "wandb-state"
@@ -976,7 +976,6 @@ class DetectorRegistry:
         self.thresholds = thresholds  # where the detectors' thresholds are declared
         for spec in specs:
             self.register(spec)
-        thresholds.ready = True  # `[runs.alerts]` can be judged from here on
 
     def register(self, spec: DetectorSpec) -> DetectorSpec:
         if any(s.owns(spec.fingerprint) or spec.owns(s.fingerprint) for s in self._specs):
@@ -1023,7 +1022,7 @@ DETECTORS = DetectorRegistry(
             kind_words="heartbeat lost",
             rank=2,
             description="no heartbeat from the run",
-            thresholds=(Threshold("heartbeat_minutes", 15, gt=0),),
+            thresholds=BUILT_IN_THRESHOLDS[HEARTBEAT],
         ),
         DetectorSpec(
             STALL,
@@ -1036,7 +1035,7 @@ DETECTORS = DetectorRegistry(
             kind_words="training stalled",
             rank=1,
             description="no new step",
-            thresholds=(Threshold("stall_minutes", 20, gt=0),),
+            thresholds=BUILT_IN_THRESHOLDS[STALL],
         ),
         DetectorSpec(
             THROUGHPUT,
@@ -1050,10 +1049,7 @@ DETECTORS = DetectorRegistry(
             kind_words="throughput drop",
             rank=5,
             description="throughput drop",
-            thresholds=(
-                Threshold("throughput_drop_percent", 25, gt=0, lt=100),
-                Threshold("throughput_minutes", 30, gt=0),
-            ),
+            thresholds=BUILT_IN_THRESHOLDS[THROUGHPUT],
         ),
         DetectorSpec(
             NAN,
@@ -1074,10 +1070,7 @@ DETECTORS = DetectorRegistry(
             kind_words="loss spike",
             rank=4,
             description="loss spike",
-            thresholds=(
-                Threshold("loss_spike_percent", 25, gt=0),
-                Threshold("loss_spike_points", 3, integer=True, ge=1),
-            ),
+            thresholds=BUILT_IN_THRESHOLDS[SPIKE],
         ),
         DetectorSpec(
             DRIFT_PREFIX,

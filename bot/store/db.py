@@ -20,7 +20,7 @@ from typing import Any
 
 import aiosqlite
 
-from bot.store.errors import describe_sqlite_error
+from bot.store.errors import BUSY_SECONDS, describe_sqlite_error
 
 log = logging.getLogger(__name__)
 
@@ -105,12 +105,12 @@ def existing_problem(path: str | Path) -> str | None:
     try:
         conn = sqlite3.connect(_reader_uri(str(target)), uri=True, timeout=1.0)
     except sqlite3.Error as exc:
-        return _cannot_open(str(target), exc).args[0]
+        return _cannot_open(str(target), exc, BUSY_SECONDS).args[0]
     try:
         conn.execute("PRAGMA schema_version")
         current = int(conn.execute("PRAGMA user_version").fetchone()[0])
     except sqlite3.Error as exc:
-        return _cannot_open(str(target), exc).args[0]
+        return _cannot_open(str(target), exc, BUSY_SECONDS).args[0]
     finally:
         conn.close()
     migrations = load_migrations()
@@ -123,11 +123,11 @@ def existing_problem(path: str | Path) -> str | None:
     return None
 
 
-def _cannot_open(path: str, exc: BaseException) -> StoreError:
+def _cannot_open(path: str, exc: BaseException, busy_timeout: float) -> StoreError:
     reason = path_problem(path)
     if reason is None:
         text = str(exc) or type(exc).__name__
-        said = describe_sqlite_error(exc, path)
+        said = describe_sqlite_error(exc, path, busy_timeout)
         if isinstance(exc, sqlite3.DatabaseError) and "not a database" in text:
             reason = f"{path} is not a SQLite database (point RUNSCRIBE_DB at another file)"
         elif said is not None:
@@ -172,9 +172,10 @@ class Database:
     cycle, an enrichment batch) is open, and each has its own thread, so a command never queues
     behind the writer's work."""
 
-    def __init__(self, conn: aiosqlite.Connection, path: str):
+    def __init__(self, conn: aiosqlite.Connection, path: str, busy_timeout: float = BUSY_SECONDS):
         self.conn = conn
         self.path = path
+        self.busy_timeout = busy_timeout  # seconds a statement waits for another's lock
         self._write_lock = asyncio.Lock()
         self._reader: ReadOnlyDatabase | None = None
         # Per instance: a transaction open on another Database (another file) must not turn
@@ -186,16 +187,23 @@ class Database:
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, path: str | Path, *, migrate: bool = True, readers: int = 0
+        cls,
+        path: str | Path,
+        *,
+        migrate: bool = True,
+        readers: int = 0,
+        busy_timeout: float = BUSY_SECONDS,
     ) -> AsyncIterator[Database]:
+        """`busy_timeout`: seconds a statement waits for another connection's lock before it
+        fails with "database is locked"."""
         path = str(path)
         try:  # a bad path, a file that is not SQLite, no permission: one clear StoreError
             if path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
                 await asyncio.to_thread(_probe, path)
-            conn = await aiosqlite.connect(path, timeout=10.0, isolation_level=None)
+            conn = await aiosqlite.connect(path, timeout=busy_timeout, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
-            raise _cannot_open(path, exc) from None
+            raise _cannot_open(path, exc, busy_timeout) from None
         pool: list[aiosqlite.Connection] = []
         try:
             try:
@@ -203,14 +211,14 @@ class Database:
                 await conn.execute("PRAGMA journal_mode=WAL")
                 await conn.execute("PRAGMA synchronous=NORMAL")
                 await conn.execute("PRAGMA foreign_keys=ON")
-                await conn.execute("PRAGMA busy_timeout=10000")
-                db = cls(conn, path)
+                await conn.execute(f"PRAGMA busy_timeout={_millis(busy_timeout)}")
+                db = cls(conn, path, busy_timeout)
                 await db._check_version(migrate)
                 if path != ":memory:":
                     for _ in range(readers):
-                        pool.append(await _open_reader(path))
+                        pool.append(await _open_reader(path, busy_timeout))
             except (OSError, sqlite3.Error) as exc:
-                raise _cannot_open(path, exc) from None
+                raise _cannot_open(path, exc, busy_timeout) from None
             if pool:
                 db._reader = ReadOnlyDatabase(db, pool)
             yield db
@@ -315,11 +323,15 @@ def _reader_uri(path: str) -> str:
     return f"{Path(os.path.abspath(path)).as_uri()}?mode=ro"
 
 
-async def _open_reader(path: str) -> aiosqlite.Connection:
+def _millis(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+async def _open_reader(path: str, busy_timeout: float) -> aiosqlite.Connection:
     uri = await asyncio.to_thread(_reader_uri, path)
-    conn = await aiosqlite.connect(uri, uri=True, timeout=10.0, isolation_level=None)
+    conn = await aiosqlite.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)
     conn.row_factory = aiosqlite.Row
-    await conn.execute("PRAGMA busy_timeout=10000")
+    await conn.execute(f"PRAGMA busy_timeout={_millis(busy_timeout)}")
     await conn.execute("PRAGMA query_only=ON")
     # A reader's page cache is thrown away whenever it begins a read after the writer has
     # committed, which the bot does several times a second: SQLite's default 2 MB cache was
@@ -335,7 +347,7 @@ class ReadOnlyDatabase(Database):
     statement sees the latest committed data (autocommit); a write is a programming error."""
 
     def __init__(self, writer: Database, pool: list[aiosqlite.Connection]):
-        super().__init__(writer.conn, writer.path)
+        super().__init__(writer.conn, writer.path, writer.busy_timeout)
         self._free: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         for conn in pool:
             self._free.put_nowait(conn)

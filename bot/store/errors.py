@@ -14,7 +14,7 @@ SQLITE_LOCKED = 6
 SQLITE_CORRUPT = 11
 SQLITE_NOTADB = 26
 LOW_SPACE = 1 << 20  # bytes: less than this free on the database's disk is a full disk
-BUSY_SECONDS = 10  # the connections' busy_timeout (`bot.store.db`)
+BUSY_SECONDS = 10.0  # the connections' busy_timeout unless set (RUNSCRIBE_DB_BUSY_TIMEOUT)
 
 
 def disk_full(path: str | Path) -> bool:
@@ -25,10 +25,13 @@ def disk_full(path: str | Path) -> bool:
         return False
 
 
-def describe_sqlite_error(exc: BaseException, path: str | Path) -> str | None:
-    """One line for a SQLite failure a person must act on, or None for any other error."""
+def describe_sqlite_error(
+    exc: BaseException, path: str | Path, busy_seconds: float = BUSY_SECONDS
+) -> str | None:
+    """One line for a SQLite failure a person must act on, or None for any other error
+    (`busy_seconds`: the busy timeout the connection waited before it gave up on a lock)."""
     for cause in _chain(exc):
-        said = _describe(cause, path)
+        said = _describe(cause, path, busy_seconds)
         if said is not None:
             return said
     return None
@@ -43,7 +46,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return found
 
 
-def _describe(exc: BaseException, path: str | Path) -> str | None:
+def _describe(exc: BaseException, path: str | Path, busy_seconds: float) -> str | None:
     if not isinstance(exc, sqlite3.Error):
         return None
     code = getattr(exc, "sqlite_errorcode", None)
@@ -58,7 +61,7 @@ def _describe(exc: BaseException, path: str | Path) -> str | None:
         return f"disk full: cannot write the database {path} (free space on its disk)"
     if primary in (SQLITE_BUSY, SQLITE_LOCKED) or "database is locked" in lowered:
         return (
-            f"the database {path} is locked by another process (waited {BUSY_SECONDS} s); "
+            f"the database {path} is locked by another process (waited {busy_seconds:g} s); "
             "try again once it has finished"
         )
     if primary in (SQLITE_CORRUPT, SQLITE_NOTADB) or "malformed" in lowered:

@@ -21,6 +21,7 @@ from bot.runtime import Runtime
 from bot.settings import RunsFile, Settings, parse_runs
 from bot.sources.replay import SampleRun, load_sample
 from bot.store import Database, Store
+from bot.store.errors import BUSY_SECONDS
 from bot.timeutil import utcnow
 from tests.fakes.discord import FakeDiscord
 from tests.slow_callbacks import no_slow_callbacks
@@ -65,9 +66,15 @@ def db_file(seed: Seed, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def seeded_store(db_file: Path) -> AsyncIterator[Store]:
+def busy_timeout() -> float:
+    """The bot's busy timeout; a test that waits out a held lock parametrizes a short one."""
+    return BUSY_SECONDS
+
+
+@pytest.fixture
+async def seeded_store(db_file: Path, busy_timeout: float) -> AsyncIterator[Store]:
     # As `runscribe run` opens it: commands read through their own read-only connections.
-    async with Database.open(db_file, readers=2) as db:
+    async with Database.open(db_file, readers=2, busy_timeout=busy_timeout) as db:
         yield Store(db)
 
 

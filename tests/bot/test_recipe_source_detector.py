@@ -1,4 +1,4 @@
-"""The README's recipe ("Where a change goes"), followed to the letter and run.
+"""The recipe of docs/architecture.md ("Where a change goes"), followed to the letter and run.
 
 A new source is its module (here: `MatrixSource` and its builder `live_sources`, in this file)
 plus ONE `SourceSpec` registered in `bot.models.SOURCE_SPECS`; a new detector is its function
@@ -15,8 +15,6 @@ is judged against what is registered (an unknown key, a bad value: refused with 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack
 from datetime import datetime, timedelta
@@ -47,10 +45,10 @@ from bot.store import Store
 from bot.timeutil import utcnow
 from tests.bot.conftest import StartBot, with_config
 from tests.bot.test_cogs import final_message
+from tests.cli.inprocess import run_main
 from tests.cli.test_fast_imports import clean_env
 from tests.fakes.discord import FakeDiscord
 
-ROOT = Path(__file__).resolve().parents[2]
 SOURCE = "matrix"
 LABEL = "Matrix"
 CHANNEL = "#ops-room"
@@ -342,14 +340,7 @@ def test_an_unregistered_detector_has_no_threshold_to_set(tmp_path: Path) -> Non
         load_runs_file(_runs_file(tmp_path, "loss_ceiling = 2.5\n"))
 
 
-CHECK_CONFIG = f"""
-import sys
-from bot.cli import main
-from bot.incidents.detectors import DETECTORS
-from {__name__} import DETECTOR_SPEC
-DETECTORS.register(DETECTOR_SPEC)
-sys.exit(main(["check-config"]))
-"""
+CLEARED = ("RUNSCRIBE_", "DISCORD_", "ANTHROPIC_", "WANDB_", "GITHUB_")  # as clean_env clears
 
 
 @pytest.mark.parametrize(
@@ -361,19 +352,12 @@ sys.exit(main(["check-config"]))
     ],
 )
 def test_check_config_judges_the_registered_threshold(
-    tmp_path: Path, alerts: str, code: int, said: str
+    registered: None, tmp_path: Path, alerts: str, code: int, said: str
 ) -> None:
-    """`runscribe check-config` in a real process with the dummy detector registered: exit 2
-    and the path for a bad value or an unknown key, like every config error."""
+    """`runscribe check-config` with the dummy detector registered: exit 2 and the path for a
+    bad value or an unknown key, like every config error."""
     _runs_file(tmp_path, alerts)
-    done = subprocess.run(
-        [sys.executable, "-c", CHECK_CONFIG],
-        cwd=ROOT,
-        env=clean_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = run_main(tmp_path, "check-config", env=clean_env(tmp_path), cleared=CLEARED)
     assert done.returncode == code, done.stderr
     assert said in done.stdout + done.stderr
     assert "Traceback" not in done.stderr

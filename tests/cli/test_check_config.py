@@ -1,4 +1,6 @@
-"""`runscribe check-config` as a user runs it: a real process, real files, exit codes."""
+"""`runscribe check-config` as a user runs it: real files, exit codes, what it prints. One test
+runs it as a real process (`python -m bot`); the rest call the CLI in-process, which is the same
+code without the start-up."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli.inprocess import Done, run_main
 
 ALERTS = "alerts_channel = 123456789012345678"
 GOOD = """
@@ -39,7 +43,11 @@ loss = "train/loss"
 """
 
 
-def run_cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
+def run_cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Done:
+    return run_main(tmp_path, *args, env=env)
+
+
+def run_process(tmp_path: Path, *args: str, env: dict[str, str] | None = None):
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("RUNSCRIBE_", "DISCORD_"))}
     clean.update(env or {})
     return subprocess.run(
@@ -64,6 +72,16 @@ def test_good_file_passes(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "1 run(s) OK" in result.stdout
     assert "hero: Hero 535B" in result.stdout
+
+
+def test_a_real_process_checks_the_file_and_exits_with_its_code(tmp_path: Path) -> None:
+    path = tmp_path / "runscribe.toml"
+    path.write_text(GOOD)
+    good = run_process(tmp_path, "check-config", env={"RUNSCRIBE_CONFIG": str(path)})
+    assert good.returncode == 0 and "1 run(s) OK" in good.stdout, good.stderr
+    path.write_text(GOOD.replace("total_steps = 390251", "total_steps = 0"))
+    bad = run_process(tmp_path, "check-config", env={"RUNSCRIBE_CONFIG": str(path)})
+    assert bad.returncode == 2 and "runs[0].total_steps" in bad.stderr
 
 
 @pytest.mark.parametrize(
@@ -149,8 +167,8 @@ def test_each_problem_is_named_with_its_path(
 
 
 def test_every_documented_threshold_is_accepted(tmp_path: Path) -> None:
-    """README's `[runs.alerts]` keys, each set in a real runs file read by a fresh process (the
-    detectors declare their own thresholds: `check-config` must have them declared to judge)."""
+    """The README's `[runs.alerts]` keys, each set in a real runs file that `check-config`
+    accepts (the built-in thresholds are declared with nothing imported first)."""
     alerts = (
         "[runs.alerts]\nheartbeat_minutes = 15\nstall_minutes = 20\nloss_spike_percent = 25\n"
         "loss_spike_points = 3\nthroughput_drop_percent = 25\nthroughput_minutes = 30\n"

@@ -1,8 +1,8 @@
-"""`runscribe page` and `runscribe web` as real processes, on a database that `poll --once`
-filled from the fake GitHub (a tracked thread with hostile comments) and the fake W&B (a crashed
-run continued by a fork). The written page has the right step and the timeline's links, nothing
-hostile is active, nothing is loaded from elsewhere, Chromium renders the file, and `web`
-answers `/`, `/runs/hero` and `/healthz`."""
+"""`runscribe page` (in-process) and `runscribe web` (a real process, stopped by a signal), on
+a database that `poll --once` filled from the fake GitHub (a tracked thread with hostile
+comments) and the fake W&B (a crashed run continued by a fork). The written page has the right
+step and the timeline's links, nothing hostile is active, nothing is loaded from elsewhere,
+Chromium renders the file, and `web` answers `/`, `/runs/hero` and `/healthz`."""
 
 from __future__ import annotations
 
@@ -166,7 +166,7 @@ async def test_web_stops_cleanly_on_sigterm(tmp_path: Path, wandb_server: FakeWa
     """`docker stop` sends SIGTERM: `web` closes its server and store and exits 0."""
     async with FakeGitHub() as github:
         env = environment(tmp_path, github, wandb_server)
-        await cli(tmp_path, env, "poll", "--once")  # makes the database `web` reads
+        await _empty_database(tmp_path / "hero.db")  # the database `web` reads
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot", "web", "--port", "0", cwd=tmp_path,
             env={**env, "PYTHONFAULTHANDLER": "1"},

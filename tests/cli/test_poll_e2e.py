@@ -1,6 +1,6 @@
 """`runscribe poll --once` as a real process against the fake GitHub and W&B servers, then the
-query commands on what it stored: the right step, tokens, last restart and freshness, and an
-idle second cycle that costs GitHub two 304s."""
+query commands (in-process) on what it stored: the right step, tokens, last restart and
+freshness, and an idle second cycle that costs GitHub two 304s."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.inprocess import run_main
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb
 from tests.waiting import PATIENCE
@@ -62,6 +63,11 @@ def environment(tmp_path: Path, github: FakeGitHub, wandb: FakeWandb) -> dict[st
 
 
 async def cli(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    """`runscribe poll` as a real process; the commands that only read what it stored
+    (`status`, `timeline`, `page`) in-process (the same code without a process's start-up)."""
+    if args[0] in ("status", "timeline", "page"):
+        done = await asyncio.to_thread(run_main, tmp_path, *args, env=env, cleared=("",))
+        return done.returncode, done.stdout, done.stderr
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

@@ -3,6 +3,7 @@
 the seeded-sample bot of `tests/bot/conftest.py`, re-exported here rather than copied."""
 
 from tests.bot.conftest import (  # noqa: F401 - fixtures, used by name
+    busy_timeout,
     db_file,
     endpoints,
     fake,

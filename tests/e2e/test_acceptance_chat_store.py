@@ -26,6 +26,7 @@ from tests.fakes.discord import FakeDiscord
 from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(600)
+SHORT_WAIT = 0.5  # seconds: the bot's busy timeout while another process holds the lock
 LONG = "ECC errors on host 12, draining it. " * 80  # ~2.8 kB: every message needs new pages
 
 
@@ -47,7 +48,7 @@ async def test_a_full_disk_loses_no_chat(
     await caught_up(bot)
     await fill_the_disk(seeded_store)
     said = [await fake.say(oncall, f"{n}: {LONG}") for n in range(20)]
-    await until(lambda: len(watch.unstored) == 20, "the refused messages were not kept")
+    await until(lambda: len(watch.writer.unstored) == 20, "the refused messages were not kept")
     for message in said:
         assert (
             await seeded_store.events.get_by_external("aurora", "discord", f"msg:{message['id']}")
@@ -56,7 +57,7 @@ async def test_a_full_disk_loses_no_chat(
     await free_the_disk(seeded_store)
     events = await stored(seeded_store, said)
     assert [e.body[:3] for e in events] == [m["content"][:3] for m in said]
-    assert not watch.unstored
+    assert not watch.writer.unstored
 
 
 async def test_more_than_memory_keeps_is_read_back_once_the_store_recovers(
@@ -66,10 +67,10 @@ async def test_more_than_memory_keeps_is_read_back_once_the_store_recovers(
     bot = await start_bot()
     watch = cast(Watch, bot.get_cog("Watch"))
     await caught_up(bot)
-    watch.unstored_limit = 5
+    watch.writer.unstored_limit = 5
     await fill_the_disk(seeded_store)
     said = [await fake.say(oncall, f"{n}: {LONG}") for n in range(12)]
-    await until(lambda: len(watch.unstored) == 5, "the first five were not kept")
+    await until(lambda: len(watch.writer.unstored) == 5, "the first five were not kept")
     reads = watch.read_backs
     await free_the_disk(seeded_store)
     events = await stored(seeded_store, said)  # the seven dropped ones come from the history
@@ -77,6 +78,7 @@ async def test_more_than_memory_keeps_is_read_back_once_the_store_recovers(
     assert watch.read_backs > reads
 
 
+@pytest.mark.parametrize("busy_timeout", [SHORT_WAIT])  # each write waits this long for the lock
 async def test_a_held_write_lock_loses_no_chat(
     start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, seed: Seed, db_file: Path
 ) -> None:
@@ -99,7 +101,7 @@ async def test_a_held_write_lock_loses_no_chat(
     held.wait(10)
     try:
         said = [await fake.say(oncall, f"while locked {n}") for n in range(20)]
-        await until(lambda: len(watch.unstored) == 20, "the messages did not wait in memory")
+        await until(lambda: len(watch.writer.unstored) == 20, "the messages did not wait in memory")
     finally:
         release.set()
         thread.join(10)
@@ -123,31 +125,31 @@ async def test_messages_during_a_slow_write_wait_in_one_list_not_a_task_each(
 ) -> None:
     """While one write is slow (here held until the test lets it go, the way a locked database
     holds it for the busy timeout), the messages after it join the next write: they are kept in
-    the cog's bounded list and their dispatch tasks end, so a store slower than the chat costs a
+    the writer's bounded list and their dispatch tasks end, so a store slower than the chat costs a
     list, not a growing crowd of tasks. Then all are stored in order."""
     _, oncall = watched(seed)
     bot = await start_bot()
     watch = cast(Watch, bot.get_cog("Watch"))
     await caught_up(bot)
     go = asyncio.Event()
-    real = watch._write
+    real = watch.writer._write
 
     async def slow(events: list[Event]) -> int:
         await go.wait()
         return await real(events)
 
-    monkeypatch.setattr(watch, "_write", slow)
+    monkeypatch.setattr(watch.writer, "_write", slow)
     try:
         first = await fake.say(oncall, "while slow 0")
-        await until(lambda: watch._writing.locked(), "the first write did not start")
+        await until(lambda: watch.writer.writing, "the first write did not start")
         said = [first, *[await fake.say(oncall, f"while slow {n}") for n in range(1, 60)]]
-        await until(lambda: len(watch._joined) == 59, "the later messages did not join")
+        await until(lambda: watch.writer.joined == 59, "the later messages did not join")
         assert waiting_message_tasks() <= 1  # only the first, inside its write
     finally:
         go.set()
     events = await stored(seeded_store, said)
     assert [e.body for e in events] == [f"while slow {n}" for n in range(60)]
-    assert not watch._joined and not watch.unstored
+    assert not watch.writer.joined and not watch.writer.unstored
 
 
 async def test_more_joining_a_slow_write_than_memory_keeps_is_read_back(
@@ -163,21 +165,21 @@ async def test_more_joining_a_slow_write_than_memory_keeps_is_read_back(
     bot = await start_bot()
     watch = cast(Watch, bot.get_cog("Watch"))
     await caught_up(bot)
-    watch.unstored_limit = 5
+    watch.writer.unstored_limit = 5
     go = asyncio.Event()
-    real = watch._write
+    real = watch.writer._write
 
     async def slow(events: list[Event]) -> int:
         await go.wait()
         return await real(events)
 
-    monkeypatch.setattr(watch, "_write", slow)
+    monkeypatch.setattr(watch.writer, "_write", slow)
     reads = watch.read_backs
     try:
         first = await fake.say(oncall, "burst 0")
-        await until(lambda: watch._writing.locked(), "the first write did not start")
+        await until(lambda: watch.writer.writing, "the first write did not start")
         said = [first, *[await fake.say(oncall, f"burst {n}") for n in range(1, 12)]]
-        await until(lambda: len(watch._joined) == 5, "the limit did not hold")
+        await until(lambda: watch.writer.joined == 5, "the limit did not hold")
     finally:
         go.set()
     events = await stored(seeded_store, said)  # the six dropped ones come from the history

@@ -61,9 +61,10 @@ def write_runs_file(folder: Path) -> Path:
     return path
 
 
-async def poll_once(db: Path, cwd: Path) -> tuple[int, str]:
+async def poll_once(db: Path, cwd: Path, **extra: str) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RUNSCRIBE_", "DISCORD_"))}
     env.update(
+        extra,
         RUNSCRIBE_DB=str(db),
         RUNSCRIBE_CONFIG=str(write_runs_file(cwd)),
         GITHUB_API_URL="http://127.0.0.1:9",
@@ -172,10 +173,10 @@ def write_lock(db_file: Path) -> Iterator[threading.Event]:
 async def test_poll_on_a_locked_database_is_one_line_not_a_traceback(
     db_file: Path, tmp_path: Path, write_lock: threading.Event
 ) -> None:
-    code, output = await poll_once(db_file, tmp_path)
+    code, output = await poll_once(db_file, tmp_path, RUNSCRIBE_DB_BUSY_TIMEOUT="0.5")
     assert code == 2, output
     line = one_line(output)
-    assert "is locked by another process (waited 10 s)" in line, line
+    assert "is locked by another process (waited 0.5 s)" in line, line
 
 
 async def test_a_full_disk_says_disk_full(tmp_path: Path) -> None:

@@ -4,16 +4,21 @@ W&B chain."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from bot.models import RunInfo, RunSnapshot
-from bot.runsfile import THRESHOLDS
 from bot.settings import RunConfig, Thresholds, parse_runs
 from bot.store import Store
+from tests.waiting import PATIENCE
 
 T0 = datetime(2026, 8, 20, tzinfo=UTC)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _config(**extra: object) -> RunConfig:
@@ -78,17 +83,41 @@ async def test_a_config_stored_with_every_threshold_spelled_out_still_loads(stor
         alerts.value("retired_minutes")
 
 
-def test_a_runs_file_is_not_judged_before_the_detectors_declare_their_thresholds(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Read too early, `[runs.alerts]` says so instead of calling a built-in key unknown; a
-    stored config read then keeps its numbers (judged once the detectors are declared)."""
-    monkeypatch.setattr(THRESHOLDS, "ready", False)
-    with pytest.raises(RuntimeError, match=r"import bot\.incidents\.detectors"):
-        _config(alerts={"stall_minutes": 45})
-    assert _config().alerts == Thresholds()  # nothing to judge: read as ever
-    stored = RunConfig.stored({"slug": "hero", "name": "Hero", "alerts": {"stall_minutes": 45}})
-    assert stored.alerts.value("stall_minutes") == 45
+FRESH_LOAD = """
+import sys
+from pathlib import Path
+from bot.runsfile import ConfigError, load_runs_file
+runs = load_runs_file(Path(sys.argv[1]))
+try:
+    load_runs_file(Path(sys.argv[2]))
+except ConfigError as exc:
+    refused = exc.problems
+else:
+    refused = []
+print(runs.runs[0].alerts.value("stall_minutes"), "bot.incidents" in sys.modules)
+print(refused)
+"""
+
+
+def test_a_runs_file_with_alerts_is_judged_in_a_fresh_interpreter(tmp_path: Path) -> None:
+    """Loaded through `bot.runsfile` alone, with no detector imported first, `[runs.alerts]`
+    is judged as ever: a built-in threshold is read, a bad value refused with its path."""
+    table = '[[runs]]\nslug = "hero"\nname = "Hero"\ngithub_repo = "lab/model"\n\n[runs.alerts]\n'
+    good, bad = tmp_path / "good.toml", tmp_path / "bad.toml"
+    good.write_text(table + "stall_minutes = 30\n", encoding="utf-8")
+    bad.write_text(table + "stall_minutes = -1\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", FRESH_LOAD, str(good), str(bad)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=PATIENCE,
+    )
+    assert done.returncode == 0, done.stderr
+    value, refused = done.stdout.splitlines()
+    assert value == "30.0 False"  # read, and no detector module was loaded to read it
+    assert "runs[0].alerts.stall_minutes: Input should be greater than 0" in refused
 
 
 async def test_run_recorded_by_hand_gets_defaults(store: Store) -> None:

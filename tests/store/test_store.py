@@ -7,10 +7,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from bot.models import Event, Incident, LLMOutput, MetricPoint, OutboxItem, RunInfo, RunSnapshot
+from bot.settings import Settings
 from bot.store import Database, Store, StoreError
 from bot.store.db import load_migrations
+from bot.store.errors import BUSY_SECONDS, describe_sqlite_error
 
 T0 = datetime(2026, 8, 20, tzinfo=UTC)
 
@@ -45,6 +48,31 @@ async def test_open_sets_pragmas_and_version(db_path: Path) -> None:
         assert fk is not None and fk[0] == 1
         assert busy is not None and busy[0] >= 5000
         assert await db.user_version() == load_migrations()[-1].version
+
+
+async def test_the_busy_timeout_is_set_on_every_connection_and_named_when_it_runs_out(
+    db_path: Path,
+) -> None:
+    async with Database.open(db_path, readers=1, busy_timeout=0.25) as db:
+        reader = db.read_only()
+        assert (await db.fetchone("PRAGMA busy_timeout"))[0] == 250  # type: ignore[index]
+        assert (await reader.fetchone("PRAGMA busy_timeout"))[0] == 250  # type: ignore[index]
+        other = sqlite3.connect(db_path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process's writer holds the lock
+        try:
+            with pytest.raises(sqlite3.OperationalError) as locked:
+                await Store(db).runs.upsert(RunInfo(slug="a", name="A"))
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        said = describe_sqlite_error(locked.value, db.path, db.busy_timeout)
+        assert said is not None and "locked by another process (waited 0.25 s)" in said, said
+    default = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert default.runscribe_db_busy_timeout == BUSY_SECONDS
+    short = Settings(_env_file=None, runscribe_db_busy_timeout="0.5")  # type: ignore[call-arg]
+    assert short.runscribe_db_busy_timeout == 0.5
+    with pytest.raises(ValidationError, match="greater than 0"):
+        Settings(_env_file=None, runscribe_db_busy_timeout=0)  # type: ignore[call-arg]
 
 
 async def test_reopen_does_not_reapply_migrations(db_path: Path) -> None:

@@ -10,6 +10,7 @@ to a readable form of themselves, never to "Someone"."""
 from __future__ import annotations
 
 from bot.models import SOURCE_SPECS
+from bot.numbers import fmt_int
 
 #: How a run's state reads in a title ("Hero — running").
 STATE_WORDS: dict[str, str] = {
@@ -61,7 +62,7 @@ _SMALL = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", 
 
 def count_words(n: int, noun: str, plural: str | None = None) -> str:
     """ "one post", "six people", "14 posts": small counts as words, as a reader says them."""
-    said = _SMALL[n] if 0 <= n < len(_SMALL) else f"{n:,}"
+    said = _SMALL[n] if 0 <= n < len(_SMALL) else fmt_int(n)
     return f"{said} {noun if n == 1 else plural or noun + 's'}"
 
 

@@ -59,4 +59,3 @@ async def test_after_a_restart_the_live_message_and_status_show_the_stored_state
     await update(bot, seed.slug)
     [edited] = live_posts(fake)
     assert RESTORED not in card_text(edited) and "W&B just now" in sources(edited)
-

@@ -310,6 +310,9 @@ class RunscribeBot(commands.Bot):
         self.narrative = narrative
         self.digest_composer = digest_composer
         self.clock = clock
+        # Until W&B answers this process, /status and the live message show the state stored
+        # before it started, marked so (`bot.services.status.stored_state_at`).
+        self.started_at = clock()
         self.intervals = intervals or LoopIntervals(poll=runtime.settings.runscribe_poll_interval)
         self.run_loops = run_loops
         self.warm_charts_at_start = warm_charts
@@ -598,7 +601,11 @@ class RunscribeBot(commands.Bot):
         """Queue the live status updates that are due (`bot.live`), and deliver them now."""
         async with self._live_lock:  # the loop and a caller never both queue the same update
             queued = await refresh_live(
-                self.store, self.runs, self.clock(), updated=self._live_updated
+                self.store,
+                self.runs,
+                self.clock(),
+                updated=self._live_updated,
+                started_at=self.started_at,
             )
         if queued:
             self._live_updated.update(queued)
@@ -609,7 +616,9 @@ class RunscribeBot(commands.Bot):
         """A new live status message for `run` in its `status_channel`, the old one deleted
         (`/admin live-status`). None when that request (`key`) was already queued."""
         async with self._live_lock:
-            item_id = await repost_live(self.store, run, self.clock(), key)
+            item_id = await repost_live(
+                self.store, run, self.clock(), key, started_at=self.started_at
+            )
         self._live_updated.add(run.slug)
         self._outbox_due.set()
         return item_id

@@ -33,16 +33,28 @@ log = logging.getLogger(__name__)
 MIN_GAP = timedelta(seconds=60)  # at most about one update a minute per message
 
 
-async def fingerprint(store: Store, slug: str, now: datetime) -> str:
+async def fingerprint(
+    store: Store, slug: str, now: datetime, started_at: datetime | None = None
+) -> str:
     """What makes an update due at once: the state of each W&B run of the chain, the open
     incidents (one opened or resolved) and each source's health (one failing, or back: a
-    recovered W&B must not stay "stale" on the message until the next refresh). Three indexed
-    reads, no metric points."""
+    recovered W&B must not stay "stale" on the message until the next refresh), and whether
+    W&B has answered since this process started at `started_at` (the message stops showing
+    the state stored before the restart at the first W&B round). Three indexed reads, no metric
+    points."""
     chain = await store.snapshots.chain(slug)
     states = ",".join(f"{s.wandb_run}={s.state}" for s in chain)
     incidents = await store.incidents.find(slug, open_only=True)
     opened = ",".join(str(i.id) for i in sorted(incidents, key=lambda i: i.id or 0))
-    return f"{states}|{opened}|{source_health(await store.health.for_run(slug), now)}"
+    rows = await store.health.for_run(slug)
+    heard = rows.get("wandb")
+    waiting = started_at is not None and not (
+        heard is not None
+        and heard.last_success_at is not None
+        and heard.last_success_at >= started_at
+    )
+    restored = "|before-restart" if waiting else ""
+    return f"{states}|{opened}|{source_health(rows, now)}{restored}"
 
 
 def source_health(rows: dict[str, SourceHealth], now: datetime) -> str:
@@ -89,11 +101,13 @@ async def live_item(
     *,
     repost: bool = False,
     dedup_key: str | None = None,
+    started_at: datetime | None = None,
 ) -> OutboxItem:
-    """The outbox item of one update: the `/status` card and "updated … · next …"."""
+    """The outbox item of one update: the `/status` card and "updated … · next …"
+    (`started_at`: the bot's start, `build_status`)."""
     assert run.status_channel is not None
     reader = store.reader
-    report, narrative = await status_with_narrative(reader, run.slug, now)
+    report, narrative = await status_with_narrative(reader, run.slug, now, started_at=started_at)
     version = await reader.metrics.version(run.slug)
     card = status_card(report, narrative, stamp)
     following = now + timedelta(minutes=run.status_refresh_minutes)
@@ -127,10 +141,11 @@ async def refresh_live(
     now: datetime,
     *,
     updated: Container[str] = (),
+    started_at: datetime | None = None,
 ) -> dict[str, int]:
     """Queue an update for each run with a `status_channel` whose message is due (see
-    `update_due`; `updated`: runs this process already updated). Returns slug → outbox id of
-    each queued update."""
+    `update_due`; `updated`: runs this process already updated; `started_at`: when it
+    started, `build_status`). Returns slug → outbox id of each queued update."""
     queued: dict[str, int] = {}
     for run in runs:
         if run.status_channel is None:
@@ -139,11 +154,11 @@ async def refresh_live(
             if await store.live.queued(run.slug):
                 continue  # one at a time: it shows the newest state when it is sent
             row = await store.live.get(run.slug)
-            current = await fingerprint(store.reader, run.slug, now)
+            current = await fingerprint(store.reader, run.slug, now, started_at)
             reason = update_due(row, current, run, now, restarted=run.slug not in updated)
             if reason is None:
                 continue
-            item = await live_item(store, run, now)
+            item = await live_item(store, run, now, started_at=started_at)
             item_id = await _enqueue(store, item, current, now)
         except asyncio.CancelledError:
             raise
@@ -156,12 +171,14 @@ async def refresh_live(
     return queued
 
 
-async def repost_live(store: Store, run: RunConfig, now: datetime, key: str) -> int | None:
+async def repost_live(
+    store: Store, run: RunConfig, now: datetime, key: str, *, started_at: datetime | None = None
+) -> int | None:
     """Queue a new live message for the run in its `status_channel` (the old one, wherever
     it is, is deleted when the new one is posted): after the channel changed, or to bring it
     back to the bottom of the channel. None when `key` was already queued."""
     if run.status_channel is None:
         raise ValueError(f"run {run.slug!r} has no status_channel")
-    item = await live_item(store, run, now, repost=True, dedup_key=key)
-    current = await fingerprint(store.reader, run.slug, now)
+    item = await live_item(store, run, now, repost=True, dedup_key=key, started_at=started_at)
+    current = await fingerprint(store.reader, run.slug, now, started_at)
     return await _enqueue(store, item, current, now)

@@ -696,7 +696,7 @@ class AlertData(EventData):
     """An Alertmanager alert (`bot.hooks.alertmanager`): what it is and where it fired."""
 
     KINDS = ("alert",)
-    SPARSE = frozenset({"ends_at", "truncated", "unseen"})
+    SPARSE = frozenset({"ends_at", "truncated", "unseen", "runbook_url", "generator_url"})
 
     fingerprint: str
     alertname: str = "alert"
@@ -710,6 +710,8 @@ class AlertData(EventData):
     truncated: int | None = None
     #: resolved before Runscribe saw it fire: recorded, never announced
     unseen: bool | None = None
+    runbook_url: str | None = None  # its `runbook_url` annotation
+    generator_url: str | None = None  # what raised it (`generatorURL`: Prometheus's graph)
 
 
 #: The one registration of every source. Everything else derives from it.

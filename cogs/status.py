@@ -52,7 +52,8 @@ class Status(commands.Cog):
             if png is None and not interaction.response.is_done():
                 await interaction.response.defer(thinking=True)  # the first chart is drawn
             report, narrative = await bot.flights.run(
-                ("status", slug), lambda: status_with_narrative(store, slug, bot.clock())
+                ("status", slug),
+                lambda: status_with_narrative(store, slug, bot.clock(), started_at=bot.started_at),
             )
             if png is None:
                 png = await bot.first_chart(slug, version)

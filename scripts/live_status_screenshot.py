@@ -156,6 +156,9 @@ async def live_message(work: Path) -> tuple[dict[str, Any], dict[str, bytes], da
             intervals=LoopIntervals(poll=3600, outbox=0.1, narrative=3600),
             warm_charts=False,
         )
+        # The replay is this bot's first W&B round (it has no W&B source of its own): the
+        # message shows a bot that has heard from W&B, not one just restarted.
+        bot.started_at = now
         task = asyncio.create_task(bot.start(fake.token))
         try:
 

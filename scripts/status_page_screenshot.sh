@@ -7,7 +7,7 @@ RUNSCRIBE="${1:-.venv/bin/runscribe}"
 CHROMIUM="${RUNSCRIBE_CHROMIUM:-$(command -v chromium || command -v chromium-browser)}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-RUNSCRIBE_DB="$work/demo.db" "$RUNSCRIBE" demo >/dev/null
+"$RUNSCRIBE" demo --db "$work/demo.db" >/dev/null
 RUNSCRIBE_DB="$work/demo.db" "$RUNSCRIBE" page --out "$work/site" >/dev/null
 slug="$(basename "$(ls "$work"/site/*.html | grep -v '/index.html$' | head -1)")"
 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from bot.hooks.jsonbody import TooDeep, load_json
 from bot.models import AlertData, Event
@@ -67,6 +68,21 @@ class Alert:
     generator_url: str | None
     fingerprint: str
     truncated: int = 0  # alerts of its group the notification left out (`truncatedAlerts`)
+    external_url: str | None = None  # the notification's `externalURL`: Alertmanager itself
+
+    @property
+    def runbook_url(self) -> str | None:
+        """The `runbook_url` annotation, when it is a web address."""
+        url = self.annotations.get("runbook_url", "").strip()
+        return url if _URL.match(url) else None
+
+    @property
+    def alertmanager_url(self) -> str | None:
+        """The alert in Alertmanager's own page (its `externalURL`), filtered to its name."""
+        if self.external_url is None:
+            return None
+        matcher = quote(f'{{alertname="{self.alertname}"}}', safe="")
+        return f"{self.external_url.rstrip('/')}/#/alerts?filter={matcher}"
 
     @property
     def alertname(self) -> str:
@@ -112,8 +128,14 @@ def parse_message(body: bytes) -> list[Alert]:
         truncated = 0
     if not isinstance(truncated, int) or isinstance(truncated, bool) or truncated < 0:
         raise MalformedMessage("`truncatedAlerts` is not a count")
+    external = data.get("externalURL")
+    external = external if isinstance(external, str) and _URL.match(external) else None
     return [
-        replace(_alert(item, n, common_labels, common_annotations), truncated=truncated)
+        replace(
+            _alert(item, n, common_labels, common_annotations),
+            truncated=truncated,
+            external_url=external,
+        )
         for n, item in enumerate(alerts)
     ]
 
@@ -221,6 +243,8 @@ def alert_event(slug: str, alert: Alert, *, unseen: bool = False) -> Event:
         ends_at=alert.ends_at,
         truncated=alert.truncated or None,
         unseen=True if unseen else None,
+        runbook_url=alert.runbook_url,
+        generator_url=alert.generator_url,
     )
     return Event(
         run_slug=slug,
@@ -231,7 +255,9 @@ def alert_event(slug: str, alert: Alert, *, unseen: bool = False) -> Event:
         updated_at=alert.ends_at or alert.starts_at,
         author="Alertmanager",
         ref=_cap(alert.alertname, 100),
-        url=alert.generator_url,
+        # the event's link is the alert in Alertmanager (its source); the graph that raised it
+        # (`generatorURL`, Prometheus's) and the runbook ride in its data
+        url=alert.alertmanager_url,
         state=alert.status,
         title=alert_title(alert),
         body=_cap(text),

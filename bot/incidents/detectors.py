@@ -752,6 +752,22 @@ def alert_fingerprint(event: Event) -> str:
     return f"{ALERT_PREFIX}{data.alertname or 'alert'}:{data.fingerprint}"
 
 
+def alert_words(alert: AlertData) -> tuple[str, str]:
+    """(title, cause) of an alert, each saying a thing once: the title names the alert and its
+    subject ("GPUXidError on node-17: Xid 79 on GPU 3", the instance only when the summary does
+    not already name its host), the cause is the description (or, without one, says it fires).
+    The summary is not repeated in the cause, nor the instance added to it."""
+    name = alert.alertname or "alert"
+    host = (alert.instance or "").rsplit(":", 1)[0] if alert.instance else ""
+    summary = alert.summary
+    subject = f" on {host}" if host and host not in summary and host not in name else ""
+    title = f"{name}{subject}: {summary}" if summary else f"{name}{subject}"
+    description = alert.description
+    if description and description != summary:
+        return title, description
+    return title, f"Alertmanager reports {name} firing."
+
+
 def detect_alerts(data: RunData) -> Detection:
     """One finding per alert episode Alertmanager sent (`bot.hooks.alertmanager`): from its
     start, until Alertmanager said resolved. Of the "run is down" group, so an alert and the
@@ -767,15 +783,9 @@ def detect_alerts(data: RunData) -> Detection:
         if alert.unseen:
             continue  # resolved before Runscribe saw it fire: recorded (the event), not news
         name = alert.alertname or "alert"
-        summary = alert.summary
-        description = alert.description
-        title = event.title or name
-        if summary:
-            title = f"{title}: {summary}"
+        title, cause = alert_words(alert)
         instance = alert.instance
-        cause = description or summary or f"Alertmanager reports {name} firing"
-        if instance and str(instance) not in cause:
-            cause += f" (instance {instance})"
+        links = {"Runbook": alert.runbook_url, "Prometheus": alert.generator_url}
         findings.append(
             Finding(
                 fingerprint=alert_fingerprint(event),
@@ -785,7 +795,7 @@ def detect_alerts(data: RunData) -> Detection:
                 cause=cause[:1000],
                 since=event.at,
                 until=ends,
-                resolution=f"Alertmanager resolved {event.title or name}." if ends else None,
+                resolution=f"Alertmanager resolved {name}." if ends else None,
                 group=OUTAGE,
                 event_ids=[event.id] if event.id is not None else [],
                 facts={
@@ -793,6 +803,7 @@ def detect_alerts(data: RunData) -> Detection:
                     "instance": instance,
                     "labels": alert.labels,
                     "truncated": alert.truncated or 0,
+                    "links": {label: url for label, url in links.items() if url},
                 },
             )
         )

@@ -534,7 +534,14 @@ class IncidentEngine:
             details.head_hash = head_hash
         if silence is not None:
             # Silenced after it alerted: the head posted before stays true (acknowledged,
-            # resolved and without its button), and nothing new is posted.
+            # resolved and without its button), and nothing new is posted in the channel; its
+            # thread is still closed and archived when it resolves.
+            if done and not details.resolved_posted and fired_id is not None:
+                body = self.words.closing(incident)
+                await self._enqueue(
+                    store, cycle, "resolved", f"{key}:resolved:thread", body, fired_id
+                )
+                details.resolved_posted = True
             return
         if done and not details.resolved_posted:
             # Said once: the head above now reads resolved, the thread gets a closing line and
@@ -600,6 +607,11 @@ def _links(cycle: _Cycle, incident: Incident) -> dict[str, str]:
         url = signal.url
         if url and url not in links.values() and len(links) < 6:
             links[signal.source] = url
+    for member in incident.details.members.values():
+        # a detector's own links, labelled by what they open (an alert's runbook, its graph)
+        for label, url in (member.facts.get("links") or {}).items():
+            if url not in links.values() and len(links) < 6:
+                links[label] = url
     for label, url in cycle.run.links.items():
         if url not in links.values() and len(links) < 6:
             links[label] = url

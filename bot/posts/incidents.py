@@ -109,18 +109,20 @@ def cause_line(cause: ReportedCause, limit: int = 700) -> str:
 
 def status_line(incident: Incident) -> str:
     details = incident.details
+    acked = f"acknowledged by {unlinked(incident.acked_by)}" if incident.acked_by else ""
     if incident.status == "resolved":
         assert incident.resolved_at is not None
-        return f"✅ Resolved {stamp(incident.resolved_at)} · {downtime(incident)}"
+        done = f"✅ Resolved {stamp(incident.resolved_at)} · {downtime(incident)}"
+        return f"{done} · {acked}" if acked else done
     parts = ["🚨 Firing" if incident.status == "firing" else "⏳ Pending"]
     parts[0] += f" since {stamp(incident.started_at)} ({stamp(incident.started_at, 'relative')})"
     if details.clear_since:
         parts.append("condition cleared, confirming")
     if details.flaps:
         parts.append(f"flapped {details.flaps}×")
-    if incident.acked_by:
+    if acked:
         when = f" {stamp(incident.acked_at, 'relative')}" if incident.acked_at else ""
-        parts.append(f"acknowledged by {unlinked(incident.acked_by)}{when}")
+        parts.append(f"{acked}{when}")
     return " · ".join(parts)
 
 

@@ -90,6 +90,8 @@ def _state_label(report: StatusReport) -> str:
         label += " · " + ", ".join(source_name(s) for s in failing) + " failing"
     elif report.monitor_stale:
         label += " · monitor stale (W&B unreachable)"
+    if report.restored_at is not None:
+        label += " · as stored before a restart"
     return label
 
 
@@ -173,7 +175,10 @@ def status_card(
     card.fields.append(
         CardField(
             "Sources",
-            clip(sources_text(report.sources, report.now, fmt), FIELD_VALUE_LIMIT),
+            clip(
+                sources_text(report.sources, report.now, fmt, restored_at=report.restored_at),
+                FIELD_VALUE_LIMIT,
+            ),
             inline=False,
         )
     )
@@ -240,12 +245,25 @@ def failing_since_text(since: datetime | None, now: datetime, fmt: TimeFormatter
     return f" since {fmt(since, style)}"
 
 
-def sources_text(sources: dict[str, SourceStatus | None], now: datetime, fmt: TimeFormatter) -> str:
+def restored_text(at: datetime, now: datetime, fmt: TimeFormatter) -> str:
+    """'as of 14:02, before Runscribe restarted' (a date before the time when not today's)."""
+    style: TimeStyle = "time" if now - at < timedelta(hours=20) else "datetime"
+    return f"as of {fmt(at, style)}, before Runscribe restarted"
+
+
+def sources_text(
+    sources: dict[str, SourceStatus | None],
+    now: datetime,
+    fmt: TimeFormatter,
+    *,
+    restored_at: datetime | None = None,
+) -> str:
     """Healthy sources on one line ("W&B 2 min ago · GitHub 1 min ago · Discord connected ·
     last message 5 h ago": a gateway-fed source says whether it is connected and its newest
     message's age apart, never as a poll's age), then each failing one
     on its own line with its error ("⚠️ W&B failing since 01:51 — run … not found"). A source
-    the run does not use is left out."""
+    the run does not use is left out. `restored_at`: W&B shows a state stored before a restart
+    (`StatusReport.restored_at`)."""
     healthy, failing = [], []
     for source, status in sources.items():
         if status is None:
@@ -256,6 +274,9 @@ def sources_text(sources: dict[str, SourceStatus | None], now: datetime, fmt: Ti
             if status.last_message_at is not None:
                 said += f" · last message {ago(status.last_message_at, now)}"
             healthy.append(said)
+            continue
+        if status.ok and source == "wandb" and restored_at is not None:
+            healthy.append(f"{label} {restored_text(restored_at, now, fmt)}")
             continue
         if status.ok:
             seen = ago(status.last_success_at, now) if status.last_success_at else "not polled yet"

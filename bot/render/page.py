@@ -211,7 +211,7 @@ border:1px solid currentColor;vertical-align:middle}
 .chart .fc{fill:none;stroke:var(--warn);stroke-width:1.4;stroke-dasharray:6 4}
 .chart .rs{stroke:var(--bad);stroke-width:1;stroke-dasharray:3 3}
 .chart .grid{stroke:var(--line);stroke-width:1}
-.chart text{fill:currentColor;font-size:11px}
+.chart text{fill:currentColor}
 .key{font-size:.85rem;color:var(--muted)}
 .key span{margin-right:1rem}.key .k-loss{color:var(--accent)}.key .k-fc{color:var(--warn)}
 .key .k-rs{color:var(--bad)}
@@ -237,6 +237,9 @@ font-size:.78rem;font-style:normal}
 .runs li{padding:.8rem 0;border-bottom:1px solid var(--line)}
 .runs a{font-size:1.1rem;font-weight:600}
 @media (max-width:34rem){body{font-size:15px}main{padding:.7rem}h1{font-size:1.35rem}}
+.chart text{font-size:var(--chart-text,11px)}
+@media (max-width:34rem){.chart{--chart-text:20px}}
+@media (max-width:24rem){.chart{--chart-text:26px}}
 """.strip()
 
 _SCRIPT = """
@@ -451,8 +454,11 @@ def _footer(report: StatusReport, narrative: Narrative, now: datetime) -> str:
 
 # --- the chart -------------------------------------------------------------------------------
 
+# The chart is drawn in a 720-unit-wide box scaled to the page's width, so its text shrinks with
+# it: on a phone (a 320-400 px page) the CSS gives the labels more units (`--chart-text`), for
+# about 11 px as read; the margins leave room for them.
 _W, _H = 720, 260
-_L, _R, _T, _B = 48, 12, 12, 28
+_L, _R, _T, _B = 64, 12, 12, 34
 
 
 def forecast_at(knots: Sequence[tuple[float, float]], step: float) -> float | None:
@@ -528,7 +534,7 @@ def chart_svg(chart: ChartData) -> str:
         )
     for tick in _nice_ticks(float(x0), float(x1)):
         parts.append(
-            f'<text x="{px(tick):.1f}" y="{_H - 8}" text-anchor="middle">{fmt_big(tick)}</text>'
+            f'<text x="{px(tick):.1f}" y="{_H - 6}" text-anchor="middle">{fmt_big(tick)}</text>'
         )
     for step, _when in chart.restarts:
         if x0 <= step <= x1:

@@ -245,9 +245,10 @@ async def current_narrative(store: Store, report: StatusReport) -> Narrative:
 
 
 async def status_with_narrative(
-    store: Store, slug: str, now: datetime
+    store: Store, slug: str, now: datetime, *, started_at: datetime | None = None
 ) -> tuple[StatusReport, Narrative]:
-    report = await build_status(store, slug, now)
+    """`started_at`: the bot's start (`build_status`)."""
+    report = await build_status(store, slug, now, started_at=started_at)
     return report, await current_narrative(store, report)
 
 

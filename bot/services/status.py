@@ -97,6 +97,9 @@ class StatusReport:
     forecasts: list[ForecastView] = field(default_factory=list)  # the loss first, if forecast
     # how far either side of the projected end it plausibly lies (`projection_margin`)
     projected_margin: timedelta | None = None
+    # When this process has not heard from W&B yet (restarted): the time of the last state
+    # stored before the restart, which the report shows, judged as of then (`stored_state_at`).
+    restored_at: datetime | None = None
 
     @property
     def loss_forecast(self) -> ForecastView | None:
@@ -179,7 +182,28 @@ def derive_state(
     return state, ("ok" if state == "running" else "warning"), False
 
 
-async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
+def stored_state_at(
+    started_at: datetime | None,
+    wandb_at: datetime | None,
+    snapshot: RunSnapshot | None,
+    last_point_at: datetime | None,
+) -> datetime | None:
+    """When the process started at `started_at` has had no W&B round yet (W&B's last success is
+    older, or none is stored), the time of the newest W&B state stored before it: the report
+    then shows that state as of then, never "unknown" or "stale" because the bot was down.
+    None when W&B answered since the start, or nothing of W&B is stored."""
+    if started_at is None or (wandb_at is not None and wandb_at >= started_at):
+        return None
+    observed = snapshot.observed_at if snapshot is not None else None
+    times = [t for t in (wandb_at, observed, last_point_at) if t is not None and t <= started_at]
+    return max(times, default=None)
+
+
+async def build_status(
+    store: Store, slug: str, now: datetime, *, started_at: datetime | None = None
+) -> StatusReport:
+    """`started_at`: when this process started, for a bot that shows what it stored before a
+    restart until its first W&B round (`stored_state_at`); None for a one-off reader."""
     run = await store.runs.get(slug)
     if run is None:
         raise UnknownRun(slug)
@@ -204,10 +228,11 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
     if current is not None:
         states = await store.events.of_kind(slug, "wandb", "state", limit=STATE_SCAN)
         progress_at = last_progress_at(current, progress.last_point_at, states)
+    restored_at = stored_state_at(started_at, freshness["wandb"], current, progress.last_point_at)
     state, health, monitor_stale = derive_state(
         current,
         progress,
-        now,
+        restored_at or now,  # a restored state is judged as of when it was stored
         wandb_fresh_at=freshness["wandb"],
         stall_after=timedelta(minutes=run.config.alerts.value("stall_minutes")),
         progress_at=progress_at,
@@ -233,6 +258,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         sources=await chat_connected(store, run.config, source_statuses(run.config, health_rows)),
         forecasts=await forecast_views(store, run, chain, now, points, progress.step),
         projected_margin=projection_margin(progress, now, launched),
+        restored_at=restored_at,
     )
 
     stats = await incident_stats(store, slug)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from bot.llm.cited import CITE, citations_in
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
 from bot.llm.gates import (
     echoes_request,
@@ -61,8 +62,7 @@ ASK_MAX_CHARS = 1500
 ASK_MAX_TOKENS = 700
 SOURCE_CHARS = 700  # of each event's text shown to the model
 
-# [1], [1, 2], [1][2], [1-3]; not a Markdown link's label ("[2](https://…)").
-_CITE = re.compile(r"\[\s*(\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*)\s*\](?!\()")
+_CITE = CITE  # one reading of `[n]` markers, shared with the narrative and digest
 
 
 @dataclass(slots=True, frozen=True)
@@ -96,21 +96,6 @@ def render_source(n: int, event: Event, tz: str) -> str:
 
 def render_sources(events: Sequence[Event], tz: str) -> str:
     return "\n".join(render_source(n, event, tz) for n, event in enumerate(events, 1))
-
-
-def citations_in(text: str) -> list[int]:
-    """Cited numbers in order of first appearance; `[2-4]` counts as 2, 3, 4."""
-    found: list[int] = []
-    for match in _CITE.finditer(text):
-        for part in re.split(r"\s*[,;]\s*", match.group(1)):
-            bounds = re.split(r"\s*[-–]\s*", part)
-            numbers = [int(b) for b in bounds if b]
-            if len(numbers) == 2 and 0 < numbers[1] - numbers[0] < 20:
-                numbers = list(range(numbers[0], numbers[1] + 1))
-            for number in numbers:
-                if number not in found:
-                    found.append(number)
-    return found
 
 
 def check_answer(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from bot.llm.cited import CitedRequest, Source, check_sentences, citations_in, link_citations
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
 from bot.llm.gates import (
     about_the_run,
@@ -30,7 +31,7 @@ from bot.llm.gates import (
 from bot.llm.grounding import FactIndex, GroundingReport, check
 from bot.llm.people import Given, check_people, given
 from bot.llm.prompts import load_prompt, short_hash
-from bot.llm.safety import fence, sanitize_output, urls_in
+from bot.llm.safety import fence, normalise_url, sanitize_output, urls_in
 from bot.models import LLMOutput, Restart
 from bot.narrative.facts import DigestFacts, Highlight, IncidentFact, NarrativeFacts, OpenThread
 from bot.narrative.format import fmt_date, fmt_projected, fmt_time, inline
@@ -47,6 +48,11 @@ TEMPLATE_MODEL = "template"
 
 def render_facts(facts: NarrativeFacts) -> str:
     """The trusted facts block, one fact per line."""
+    return "\n".join(fact_lines(facts))
+
+
+def fact_lines(facts: NarrativeFacts) -> list[str]:
+    """The trusted facts, each a line that stands on its own (a citation names one)."""
     tz = facts.timezone
     lines = [f"run: {facts.run_name} (slug {facts.run_slug})", f"state: {facts.state}"]
     lines.append(f"time now: {fmt_time(facts.now, tz)} (every time here is in {tz})")
@@ -83,30 +89,13 @@ def render_facts(facts: NarrativeFacts) -> str:
         lines.append(f"events in the window: {facts.events_in_window}")
         lines.append(f"restarts in the window: {len(facts.restarts_in_window)}")
         for restart in facts.restarts_in_window:
-            lines.append("- " + _restart_line(restart, facts))
+            lines.append("restart in the window: " + _restart_line(restart, facts))
     if facts.last_restart is not None:
         lines.append(
             "last restart: " + _restart_line(facts.last_restart, facts, facts.restart_incident)
         )
-    if facts.incidents:
-        lines.append(f"incidents ({len(facts.incidents)}):")
-        for incident in facts.incidents:
-            line = f"- {incident.status}, {incident.severity}: {inline(incident.title, 120)}; "
-            line += f"started {fmt_time(incident.started_at, tz)}"
-            if incident.resolved_at:
-                line += f", resolved {fmt_time(incident.resolved_at, tz)}"
-                line += f", lasted {humanize_duration(incident.duration(facts.now))}"
-            else:
-                line += f", open for {humanize_duration(incident.duration(facts.now))}"
-            if incident.cause:
-                line += "; cause: " + fence(inline(incident.cause), source="system")
-            if incident.reported_cause:
-                line += "; a person reported: " + fence(
-                    inline(incident.reported_cause), source="report", author=incident.reported_by
-                )
-            lines.append(line)
-    else:
-        lines.append("incidents: none")
+    lines.append(f"incidents: {len(facts.incidents) or 'none'}")
+    lines.extend(_incident_line(incident, facts) for incident in facts.incidents)
     if facts.monitor_stale:
         lines.append(
             "monitor: Runscribe has not reached W&B recently, so these figures may be behind; "
@@ -127,7 +116,25 @@ def render_facts(facts: NarrativeFacts) -> str:
         lines.append(f"events by tag in {window}: {counts}")
     for name, url in facts.links.items():
         lines.append(f"link: {inline(name, 60)} {url}")
-    return "\n".join(lines)
+    return lines
+
+
+def _incident_line(incident: IncidentFact, facts: NarrativeFacts) -> str:
+    tz = facts.timezone
+    line = f"incident, {incident.status}, {incident.severity}: {inline(incident.title, 120)}; "
+    line += f"started {fmt_time(incident.started_at, tz)}"
+    if incident.resolved_at:
+        line += f", resolved {fmt_time(incident.resolved_at, tz)}"
+        line += f", lasted {humanize_duration(incident.duration(facts.now))}"
+    else:
+        line += f", open for {humanize_duration(incident.duration(facts.now))}"
+    if incident.cause:
+        line += "; cause: " + fence(inline(incident.cause), source="system")
+    if incident.reported_cause:
+        line += "; a person reported: " + fence(
+            inline(incident.reported_cause), source="report", author=incident.reported_by
+        )
+    return line
 
 
 def _restart_line(
@@ -152,9 +159,11 @@ def _restart_line(
 
 
 def render_highlights(highlights: Sequence[Highlight], tz: str) -> str:
-    if not highlights:
-        return "(none)"
-    return "\n".join(
+    return "\n".join(highlight_items(highlights, tz)) or "(none)"
+
+
+def highlight_items(highlights: Sequence[Highlight], tz: str) -> list[str]:
+    return [
         fence(
             inline(h.summary),
             source=h.source,
@@ -166,13 +175,15 @@ def render_highlights(highlights: Sequence[Highlight], tz: str) -> str:
             url=h.url,
         )
         for h in highlights
-    )
+    ]
 
 
 def render_open_threads(threads: Sequence[OpenThread], tz: str) -> str:
-    if not threads:
-        return "(none)"
-    return "\n".join(
+    return "\n".join(thread_items(threads, tz)) or "(none)"
+
+
+def thread_items(threads: Sequence[OpenThread], tz: str) -> list[str]:
+    return [
         fence(
             inline(t.title, 160),
             source=t.source,
@@ -183,7 +194,48 @@ def render_open_threads(threads: Sequence[OpenThread], tz: str) -> str:
             url=t.url,
         )
         for t in threads
-    )
+    ]
+
+
+@dataclass(slots=True)
+class NumberedFacts:
+    """The request's facts as numbered sources (`[n]`), in three blocks: the computed facts,
+    the recent activity and the open threads, numbered on from one block to the next."""
+
+    facts: list[Source]
+    highlights: list[Source]
+    threads: list[Source]
+
+    @property
+    def sources(self) -> dict[int, Source]:
+        return {s.n: s for s in [*self.facts, *self.highlights, *self.threads]}
+
+    @staticmethod
+    def block(items: Sequence[Source]) -> str:
+        return "\n".join(f"[{s.n}] {s.text}" for s in items) or "(none)"
+
+
+def numbered_facts(facts: NarrativeFacts) -> NumberedFacts:
+    """Every fact the narrative or digest may cite, numbered; an event or thread carries its
+    link, which the citation becomes."""
+    lines = fact_lines(facts)
+    tz = facts.timezone
+    first = [Source(n, line) for n, line in enumerate(lines, 1)]
+    n = len(first)
+    highs = [
+        Source(n + i, text, h.url)
+        for i, (text, h) in enumerate(
+            zip(highlight_items(facts.highlights, tz), facts.highlights, strict=True), 1
+        )
+    ]
+    n += len(highs)
+    threads = [
+        Source(n + i, text, t.url)
+        for i, (text, t) in enumerate(
+            zip(thread_items(facts.open_threads, tz), facts.open_threads, strict=True), 1
+        )
+    ]
+    return NumberedFacts(first, highs, threads)
 
 
 @dataclass(slots=True)
@@ -205,6 +257,8 @@ class Rendered:
     names: tuple[str, ...] = ()
     # the people the reply may name and what each is credited with (`bot.llm.people`)
     people: Given | None = None
+    # the numbered sources each sentence cites and is checked against (`bot.llm.cited`)
+    cited: CitedRequest | None = None
 
 
 def card_numbers(facts: NarrativeFacts) -> list[tuple[str, float, float]]:
@@ -217,6 +271,7 @@ def card_numbers(facts: NarrativeFacts) -> list[tuple[str, float, float]]:
         ("tokens trained", facts.tokens, math.inf),
         ("target tokens", facts.target_tokens, math.inf),
         ("latest loss", facts.loss, 0.1),
+        ("percent done", facts.percent, math.inf),
     ]
     if facts.last_restart is not None:
         shown.append(("step training resumed from", facts.last_restart.to_step, math.inf))
@@ -236,9 +291,10 @@ def render_prompt(
     """`card`: the text sits on the status card, so it may not restate the card's numbers.
     `known`: the run's people (`bot.llm.people.known_people`), whom the reply may name only when
     the facts do."""
-    facts_text = render_facts(facts)
-    highlights = render_highlights(facts.highlights, facts.timezone)
-    threads = render_open_threads(facts.open_threads, facts.timezone)
+    numbered = numbered_facts(facts)
+    facts_text = NumberedFacts.block(numbered.facts)
+    highlights = NumberedFacts.block(numbered.highlights)
+    threads = NumberedFacts.block(numbered.threads)
     system = load_prompt("system")
     prompt = load_prompt(task)
     user = prompt.render(
@@ -260,6 +316,17 @@ def render_prompt(
     people = {h.author for h in facts.highlights} | {t.author for t in facts.open_threads}
     people |= {i.reported_by for i in facts.incidents}
     rendered_system = system.render()
+    sources = numbered.sources
+    for n, source in sources.items():
+        if source.url and normalise_url(source.url) not in index.urls:
+            sources[n] = Source(n, source.text)  # a link the writer may not show
+    cited = CitedRequest(
+        sources=sources,
+        always=f"{facts.run_name} {facts.run_slug}",
+        shown=index.shown,
+        known=tuple(known),
+        request=rendered_system + "\n" + prompt.text,
+    )
     return Rendered(
         task=task,
         prompt_name=task,
@@ -276,6 +343,7 @@ def render_prompt(
             *sorted(p for p in people if p and len(p) > 2),
         ),
         people=given([user], [*known, *(p for p in people if p)], request=rendered_system),
+        cited=cited,
     )
 
 
@@ -293,6 +361,16 @@ def grade(text: str, rendered: Rendered) -> GroundingReport:
         long = length_problem(text, max_words=rendered.max_words, max_chars=rendered.max_chars)
         if long is not None:
             report.problems.append(long)
+    if rendered.cited is not None:
+        # cited prose: each sentence against what it cites; citing a fact of the run is
+        # being about the run (its name need not be repeated)
+        if not citations_in(text):
+            report.problems.append(
+                "the reply cites no facts: end each sentence that says something with the [n] "
+                "of the facts or sources it rests on"
+            )
+        report.problems.extend(check_sentences(text, rendered.cited))
+        return report
     if not about_the_run(text, rendered.index, rendered.names):
         report.problems.append(
             "the reply does not say anything about this run: name it and what happened to it"
@@ -379,7 +457,10 @@ async def _attempt(
 def _final(
     result: LLMResult, rendered: Rendered, *, run_slug: str | None, now: datetime
 ) -> LLMOutput:
-    text = sanitize_output(result.text, allowed_urls=rendered.index.urls, limit=rendered.max_chars)
+    text = result.text
+    if rendered.cited is not None:
+        text = link_citations(text, rendered.cited.sources)
+    text = sanitize_output(text, allowed_urls=rendered.index.urls, limit=rendered.max_chars)
     return result.output(
         task=rendered.task,
         prompt_name=rendered.prompt_name,

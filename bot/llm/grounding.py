@@ -212,6 +212,11 @@ _STEP_BEFORE = re.compile(
 )
 _STEP_AFTER = re.compile(r"^\s*(?:training\s+|optimizer\s+|total\s+)?steps?\b", re.IGNORECASE)
 COUNT_EXACT_BELOW = 1000  # plain integers below this are counts or ids: exact only
+# ... unless hedged: "about 12" is 12.2 rounded, a measurement, not a count
+_HEDGE = re.compile(
+    r"(?:\b(?:about|around|roughly|nearly|almost|approximately|approx\.?|some|under|over)|~)\s*$",
+    re.IGNORECASE,
+)
 
 _SMALL_WORDS = {
     "zero": 0,
@@ -356,7 +361,7 @@ def _word_numbers(text: str, keep_small: bool = False) -> list[Number]:
     words = [(m.group(0).lower(), m.group(0)) for m in _WORD.finditer(joined)]
     run: list[tuple[str, str]] = []
 
-    def flush() -> None:
+    def flush(following: str | None = None) -> None:
         while run and run[-1][0] == "and":
             run.pop()
         if not run:
@@ -375,7 +380,14 @@ def _word_numbers(text: str, keep_small: bool = False) -> list[Number]:
                 current = 0
         value = total + current
         raw = " ".join(original for _, original in run)
-        if keep_small or len(run) > 1 or value > FREE_WORD_MAX:
+        seconds = _DURATION_UNITS.get(following or "") if len(following or "") > 1 else None
+        if not (keep_small or len(run) > 1 or value > FREE_WORD_MAX):
+            pass
+        elif seconds is not None:
+            # "fifteen minutes" is a duration, the same fact as "15 min"
+            readings = (("s", value * seconds, 0.0), ("", value, 0.0))
+            found.append(Number(raw=f"{raw} {following}", value=value, unit=0.0, readings=readings))
+        else:
             found.append(Number(raw=raw, value=value, unit=0.0))
         run.clear()
 
@@ -395,7 +407,7 @@ def _word_numbers(text: str, keep_small: bool = False) -> list[Number]:
         elif lower in _SCALE_WORDS or (lower == "and" and last in _SCALE_WORDS):
             run.append(token)
         else:
-            flush()
+            flush(lower)
     flush()
     # "a hundred", "hundreds of" alone are vague quantifiers: drop pure scale words
     return [n for n in found if not (n.raw.lower() in _SCALE_WORDS and " " not in n.raw)]
@@ -629,9 +641,13 @@ def extract(text: str, *, facts: bool = False) -> Extracted:
             and "." not in digits
             and "e" not in digits.lower()
         )
+        hedged = bool(_HEDGE.search(text[max(0, match.start() - 16) : match.start()]))
         exact = _is_step(text, *match.span()) or (
             plain_int
-            and (value < COUNT_EXACT_BELOW or (len(digits) == 4 and 1900 <= value <= 2100))
+            and (
+                (value < COUNT_EXACT_BELOW and not hedged)
+                or (len(digits) == 4 and 1900 <= value <= 2100)
+            )
         )
         out.numbers.append(
             Number(
@@ -765,7 +781,12 @@ class FactIndex:
         if ident in self.idents:
             return True
         parts = [p for p in _IDENT_SPLIT.split(ident) if any(ch.isdigit() for ch in p)]
-        return len(parts) > 1 and all(p in self.idents for p in parts)
+        if len(parts) > 1 and all(p in self.idents for p in parts):
+            return True
+        # a run of whole parts of a fact's identifier: "hero_12d8b6f0" of "hero_12d8b6f0-dee637",
+        # "hero_run_3" of "marin_moe/hero_run_3" (ids are written with and without their prefix)
+        whole = re.compile(rf"(?:^|[-/_.:]){re.escape(ident)}(?:$|[-/_.:])")
+        return any(ident in fact and whole.search(fact) for fact in self.idents)
 
     def date_ok(self, year: int | None, month: int, day: int) -> bool:
         if (month, day) not in self.days:

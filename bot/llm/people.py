@@ -275,8 +275,12 @@ def units_in(*texts: str) -> list[Unit]:
 
 
 def _name_pattern(name: str) -> re.Pattern[str]:
-    spaced = r"\s+".join(re.escape(w) for w in name.split())
-    return re.compile(rf"(?<![\w@\-])@?{spaced}(?![\w\-]|['’](?!s\b))", re.IGNORECASE)
+    """A name as people write it: any case, with or without `@`, a possessive `'s`, and its
+    parts joined by a space, a hyphen, an underscore or a dot alike ("Mei Lin" is the display
+    name of the login "mei-lin", "sam_o" the login of "Sam O")."""
+    parts = [p for p in re.split(r"[\s\-_.]+", name.strip()) if p]
+    joined = r"[\s\-_.]?".join(re.escape(p) for p in parts) if len(parts) > 1 else re.escape(name)
+    return re.compile(rf"(?<![\w@\-])@?{joined}(?![\w\-]|['’](?!s\b))", re.IGNORECASE)
 
 
 _TOKEN = re.compile(r"[\w\-]+")
@@ -286,11 +290,11 @@ def mentioned(names: Iterable[str], text: str) -> set[str]:
     """The (lowercased) names that appear in `text`: a set look-up of each name's first word
     among the text's words, then the name's pattern only for those (a run has hundreds of
     authors; the text names a few)."""
-    words = {w.strip("-") for w in _TOKEN.findall(text.lower())}
+    words = {w for w in re.split(r"[^a-z0-9]+", text.lower()) if w}
     found = set()
     for name in names:
-        parts = _TOKEN.findall(name.lower())
-        if parts and parts[0].strip("-") in words and _name_pattern(name).search(text):
+        parts = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
+        if parts and parts[0] in words and _name_pattern(name).search(text):
             found.add(name)
     return found
 
@@ -444,6 +448,26 @@ def _backed(claim: _Claim, person: str, facts: Given) -> bool:
 _NAME_SHAPED = re.compile(r"(?<![\w@\-&.#/])@?[A-Za-z][A-Za-z]+(?:[\-_][A-Za-z0-9]+)*(?![\w\-&])")
 
 
+# Endings of common English words (plurals, comparatives, participles, abstract nouns): such a
+# word before a verb is a noun doing something ("problems found"), not an unknown person.
+_COMMON_SHAPE = re.compile(
+    r"(?:[^s]s|ies|er|ed|ly|ing|ion|ment|ness|ity|ant|ent|al|ive|ure|ics|ous|ful|able|ible"
+    r"|ism|ist|age|ance|ence|ship|hood|ward|wise)$"
+)
+
+
+def _written_as_name(reply: str, start: int, written: str) -> bool:
+    """An unknown word in claim position is read as a person only when written like a name:
+    with `@`, as a login (a hyphen, an underscore or a digit), capitalised inside a sentence,
+    or in a shape common words do not have."""
+    if written.startswith("@") or re.search(r"[\-_0-9]", written):
+        return True
+    opens = not reply[:start].strip() or bool(re.search(r"[.!?:;\n]\s*$", reply[:start]))
+    if written[:1].isupper() and not opens:
+        return True
+    return not _COMMON_SHAPE.search(written.lower())
+
+
 def check_people(reply: str, facts: Given) -> list[str]:
     """The problems with the people the reply names or credits (empty: none)."""
     problems: list[str] = []
@@ -485,6 +509,8 @@ def check_people(reply: str, facts: Given) -> list[str]:
             continue
         if word.endswith("ly") or word in _VERBS or word in _NOUNS:
             continue
+        if not _written_as_name(reply, match.start(), match.group(0)):
+            continue  # "problems found", "earlier runs", "variant cut": common words
         if _ARTICLE_BEFORE.search(reply[: match.start()]):
             continue
         if word.endswith("ing") or not _claims(reply, match.start(), match.end()):

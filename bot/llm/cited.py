@@ -1,0 +1,327 @@
+"""Cited prose: the one citation mechanism of `/ask`, the narrative and the digest.
+
+A request carries numbered sources (`[n]`: a fact computed by Runscribe, an event, an open
+thread); the model writes sentences that end with the `[n]` of the sources they rest on. This
+module reads those markers (`citations_in`, `sentences`) and checks each sentence against what
+**it** cites, not against the whole request (`check_sentences`):
+
+- every number, step, date, time, reference, id and link in the sentence must be in its cited
+  sources (`bot.llm.grounding.check`, with its rounding, number-word and zone tolerances) or in
+  `always` (the run's name);
+- every capitalised name in it (a model, a product, a place; "Mistral Large 3") must be written in
+  its cited sources, unless it is a word of the request's fixed vocabulary (zones, weekdays,
+  sources: `ALWAYS_NAMES`);
+- its content words must be mostly the cited sources' words: at least half of them, crudely
+  stemmed, or it says something the sources do not ("the bucket ran out of quota" [1], when [1]
+  is about an upload's time). Text in parentheses is left out of this (it explains jargon);
+- the people it names must be the cited sources' authors or named in them, credited with what
+  they did (`bot.llm.people` over the cited sources only);
+- a sentence without a marker may only connect ("Still open:", "Elsewhere, in short:"): every
+  content word in `CONNECTIVE`, no number, id, name or person. Anything else is refused: a claim
+  needs its source.
+
+Known gaps: a claim that reuses its source's words in a new order ("k17n3 replaced k22n1") passes
+the content check; a name at the start of a sentence that is also a common word is not read as
+a name."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from bot.llm.grounding import FactIndex, check, extract
+from bot.llm.people import NOT_PEOPLE, Given, check_people, given, mentioned
+
+# [1], [1, 2], [1][2], [1-3]; not a Markdown link's label ("[2](https://…)").
+CITE = re.compile(r"\[\s*(\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*)\s*\](?!\()")
+# A citation already turned into a link by `link_citations`: `[\[2\]](https://…)`.
+LINKED_CITE = re.compile(r"\[\\\[\d{1,3}\\\]\]\([^)\s]+\)")
+_SPACED_CITE = re.compile(r"[ \t]*" + CITE.pattern)
+_SPACED_LINKED = re.compile(r"[ \t]*" + LINKED_CITE.pattern)
+
+SUPPORT_SHARE = 0.5  # of a cited sentence's content words its sources must carry
+MIN_UNSUPPORTED = 2  # fewer unsupported content words than this never fail a sentence
+MIN_LETTERS = 4  # a content word's length
+
+# Abbreviations a full stop does not end a sentence after.
+_ABBREV = frozenset(
+    "a.m p.m e.g i.e vs approx etc no jan feb mar apr jun jul aug sep sept oct nov dec mr ms "
+    "dr st ca".split()
+)
+_SPLIT = re.compile(r"(?<=[.!?…])[\"”’)]?\s+|\n+")
+_WORDS = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
+_PARENS = re.compile(r"\([^()]*\)")
+_NAME = re.compile(r"(?<![\w@#/.\-])[A-Z][A-Za-z0-9]*(?:[&\-][A-Za-z0-9]+)*")
+
+# Words that claim nothing: an uncited sentence may be made of these alone.
+CONNECTIVE = frozenset(
+    "still open also meanwhile elsewhere otherwise next summary short brief overall news "
+    "update updates today incidents incident restarts restart decisions decision results "
+    "proposals proposal chat what happened headline more below above detail details follow "
+    "following questions question threads thread items item notes note other work progress "
+    "first second third finally then besides addition additionally however discussion "
+    "discussions recap context background open-questions unresolved pending remaining remain "
+    "remains".split()
+)
+# Capitalised words a sentence may use without a source writing them.
+ALWAYS_NAMES = frozenset(
+    "utc gmt pdt pst edt est cdt cst mdt mst cet cest bst ist jst monday tuesday wednesday "
+    "thursday friday saturday sunday i w&b wandb github discord runscribe still incidents "
+    "restarts decisions results proposals chat headline".split()
+)
+# Words too general to carry a claim: they never count for or against a sentence.
+_GENERIC = frozenset(
+    "about after again also another around because before being between both could during "
+    "each even every first from have into it's its just last later less like more most much "
+    "next once only other over same since some still such than that their them then there "
+    "these they this those through today under until very were what when where which while "
+    "will with within without would yesterday tonight night morning afternoon evening hours "
+    "minutes days weeks time times now currently recent recently latest newest new old "
+    "training run running runs trains trained team people someone nobody everyone "
+    "thing things point says said wrote writes noted notes reported reports says according "
+    "source sources fact facts status state shows showed show mean means meaning "
+    "issue issues thread threads pull request message messages comment comments channel "
+    "discussion open opened closed merged still remains remain stays stay kept keeps keep "
+    "there here whether because instead rather number numbers step steps".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One numbered source of a request: its text as the model saw it, and its link."""
+
+    n: int
+    text: str
+    url: str | None = None
+
+
+def citations_in(text: str) -> list[int]:
+    """Cited numbers in order of first appearance; `[2-4]` counts as 2, 3, 4."""
+    found: list[int] = []
+    for match in CITE.finditer(text):
+        for part in re.split(r"\s*[,;]\s*", match.group(1)):
+            bounds = re.split(r"\s*[-–]\s*", part)
+            numbers = [int(b) for b in bounds if b]
+            if len(numbers) == 2 and 0 < numbers[1] - numbers[0] < 20:
+                numbers = list(range(numbers[0], numbers[1] + 1))
+            for number in numbers:
+                if number not in found:
+                    found.append(number)
+    return found
+
+
+def strip_citations(text: str) -> str:
+    return CITE.sub(" ", text)
+
+
+def sentences(text: str) -> list[str]:
+    """The text's sentences, each with the markers that follow it ("… 5 TiB. [1] Next" gives
+    the [1] to the first). A full stop after an abbreviation ("p.m.", "Sep.") ends nothing."""
+    pieces: list[str] = []
+    pos = 0
+    for match in _SPLIT.finditer(text):
+        if "\n" not in match.group(0):
+            last = re.search(r"([A-Za-z.]+)\.[\"”’)]?$", text[pos : match.start()].rstrip())
+            if last and (last.group(1).lower() in _ABBREV or len(last.group(1)) == 1):
+                continue
+        pieces.append(text[pos : match.start()])
+        pos = match.end()
+    pieces.append(text[pos:])
+    out: list[str] = []
+    for piece in pieces:
+        lead = re.match(r"^(?:\s*\[[\d,;\s\-–]+\](?!\())+", piece)
+        if lead and out:
+            out[-1] += " " + lead.group(0).strip()
+            piece = piece[lead.end() :]
+        if piece.strip():
+            out.append(piece.strip())
+    return out
+
+
+def _stem(word: str) -> str:
+    word = word.lower().strip("'’-")
+    word = re.sub(r"['’]s$", "", word)
+    return word[:5]
+
+
+def content_words(text: str) -> list[str]:
+    """The words that carry a claim: four letters or more, not general."""
+    return [
+        w.lower().strip("'’-")
+        for w in _WORDS.findall(text)
+        if len(w) >= MIN_LETTERS and w.lower().strip("'’-") not in _GENERIC
+    ]
+
+
+def _stems(text: str) -> set[str]:
+    return {_stem(w) for w in _WORDS.findall(text)} | {
+        _stem(part) for w in _WORDS.findall(text) for part in w.split("-") if part
+    }
+
+
+def connective(sentence: str, known: Iterable[str] = ()) -> bool:
+    """The sentence claims nothing: no number, id, date, reference or link, no person, and
+    every content word a connecting one."""
+    found = extract(sentence)
+    if (
+        found.numbers
+        or found.idents
+        or found.refs
+        or found.urls
+        or found.dates
+        or found.times
+        or found.months
+        or found.instants
+    ):
+        return False
+    if mentioned(known, sentence):
+        return False
+    words = [w.lower().strip("'’-") for w in _WORDS.findall(sentence) if len(w) >= 3]
+    meaningful = [w for w in words if w not in _STOPWORDS]
+    return all(w in CONNECTIVE for w in meaningful)
+
+
+_STOPWORDS = frozenset(
+    "the and but for with from into over under about after before since until while that "
+    "this these those its was were are has have had not yet then than also there here their "
+    "they what how why who which more some any all".split()
+)
+
+
+@dataclass(slots=True)
+class CitedRequest:
+    """What a cited reply is checked against: the numbered sources, text every sentence may use
+    (the run's name), the card's numbers it may not restate, the run's people and the whole
+    request's words (never taken for unknown people)."""
+
+    sources: dict[int, Source]
+    always: str = ""
+    shown: list[tuple[str, float, float]] | None = None
+    known: tuple[str, ...] = ()
+    request: str = ""
+
+    def index(self, cited: Sequence[int]) -> FactIndex:
+        index = FactIndex.build(self.always, *(self.sources[n].text for n in cited))
+        index.urls = index.urls  # links: only those the cited sources carry
+        if self.shown:
+            index.shown = list(self.shown)
+        return index
+
+    def people(self, cited: Sequence[int]) -> Given:
+        texts = [self.sources[n].text for n in cited]
+        return given(texts, self.known, request=self.request)
+
+
+def _excerpt(sentence: str, limit: int = 70) -> str:
+    text = " ".join(strip_citations(sentence).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def unsupported_names(body: str, cited_text: str, always: str) -> list[str]:
+    """Capitalised words (not opening the sentence) that the cited sources never write."""
+    written = cited_text.lower()
+    allowed = always.lower()
+    out: list[str] = []
+    for match in _NAME.finditer(body):
+        if match.start() == 0 or re.search(r"(?:^|[.:;!?\n\"“(]\s*)$", body[: match.start()]):
+            continue  # a sentence's (or a clause's) first word is capitalised anyway
+        word = match.group(0)
+        lower = word.lower()
+        if lower in ALWAYS_NAMES or lower in NOT_PEOPLE or lower in written or lower in allowed:
+            continue
+        if any(ch.isdigit() for ch in word):
+            continue  # ids and numbers: the grounding check's
+        out.append(word)
+    return out
+
+
+def unsupported_words(body: str, cited_text: str) -> tuple[list[str], int]:
+    """(content words the cited sources do not carry, how many content words in all); text in
+    parentheses (explanations of jargon) left out."""
+    words = content_words(_PARENS.sub(" ", body))
+    stems = _stems(cited_text)
+    missing = [w for w in words if _stem(w) not in stems]
+    return missing, len(words)
+
+
+def check_sentence(sentence: str, request: CitedRequest) -> list[str]:
+    """The problems of one sentence against the sources it cites."""
+    cited = citations_in(sentence)
+    body = strip_citations(sentence)
+    where = f"“{_excerpt(sentence)}”"
+    bad = [n for n in cited if n not in request.sources]
+    if bad:
+        top = max(request.sources, default=0)
+        return [f"{where} cites [{bad[0]}], which is not a source: cite only [1] to [{top}]"]
+    if not cited:
+        if connective(body, request.known):
+            return []
+        return [
+            f"{where} states something without citing a source: end each sentence that says "
+            "something with the [n] of the facts or sources it rests on, or leave it out"
+        ]
+    problems = [f"{where}: {p}" for p in check(body, request.index(cited)).problems]
+    cited_text = "\n".join(request.sources[n].text for n in cited)
+    for name in unsupported_names(body, cited_text, request.always):
+        problems.append(f"{where}: {name} is not in what it cites ({_marks(cited)})")
+    missing, total = unsupported_words(body, cited_text)
+    if len(missing) >= MIN_UNSUPPORTED and len(missing) > total * (1 - SUPPORT_SHARE):
+        problems.append(
+            f"{where} says more than {_marks(cited)} says ({', '.join(missing[:4])}): "
+            "say only what the cited sources say, and cite the ones that say it"
+        )
+    problems.extend(f"{where}: {p}" for p in check_people(body, request.people(cited)))
+    return problems
+
+
+def _marks(cited: Sequence[int]) -> str:
+    return "".join(f"[{n}]" for n in cited)
+
+
+def check_sentences(text: str, request: CitedRequest) -> list[str]:
+    """The problems of every sentence of `text` (empty: each says only what it cites)."""
+    problems: list[str] = []
+    for sentence in sentences(text):
+        for problem in check_sentence(sentence, request):
+            if problem not in problems:
+                problems.append(problem)
+    return problems
+
+
+def link_citations(text: str, sources: dict[int, Source]) -> str:
+    """Each `[n]` as a link to its source (`[\\[1\\]](url)`, a Markdown link every surface
+    reads), renumbered in order of first use; a marker whose source has no link is dropped,
+    with the space before it."""
+    order = [n for n in citations_in(text) if n in sources and sources[n].url]
+    renumber = {old: new for new, old in enumerate(order, 1)}
+
+    def replace(match: re.Match[str]) -> str:
+        links = "".join(
+            f"[\\[{renumber[n]}\\]]({sources[n].url})"
+            for n in citations_in(match.group(0))
+            if n in renumber
+        )
+        return f" {links}" if links else ""
+
+    return _SPACED_CITE.sub(replace, text)
+
+
+def drop_citations(text: str) -> str:
+    """The text without its citation links or markers (for surfaces that show no links)."""
+    return _SPACED_CITE.sub("", _SPACED_LINKED.sub("", text))
+
+
+__all__ = [
+    "CITE",
+    "CitedRequest",
+    "Source",
+    "check_sentence",
+    "check_sentences",
+    "citations_in",
+    "connective",
+    "drop_citations",
+    "link_citations",
+    "sentences",
+    "strip_citations",
+]

@@ -26,11 +26,12 @@ a name."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bot.llm.grounding import FactIndex, check, extract
+from bot.llm.grounding import FactIndex, Number, check, extract
 from bot.llm.people import NOT_PEOPLE, Given, check_people, given, mentioned
 
 # [1], [1, 2], [1][2], [1-3]; not a Markdown link's label ("[2](https://…)").
@@ -43,6 +44,7 @@ _SPACED_LINKED = re.compile(r"[ \t]*" + LINKED_CITE.pattern)
 SUPPORT_SHARE = 0.5  # of a cited sentence's content words its sources must carry
 MIN_UNSUPPORTED = 2  # fewer unsupported content words than this never fail a sentence
 MIN_LETTERS = 4  # a content word's length
+HEADING_WORDS = 4  # a line ending in ":" this short is a heading
 
 # Abbreviations a full stop does not end a sentence after.
 _ABBREV = frozenset(
@@ -68,7 +70,8 @@ CONNECTIVE = frozenset(
 ALWAYS_NAMES = frozenset(
     "utc gmt pdt pst edt est cdt cst mdt mst cet cest bst ist jst monday tuesday wednesday "
     "thursday friday saturday sunday i w&b wandb github discord runscribe still incidents "
-    "restarts decisions results proposals chat headline".split()
+    "restarts decisions results proposals chat headline kb mb gb tb pb kib mib gib tib pib "
+    "k m b t".split()
 )
 # Words too general to carry a claim: they never count for or against a sentence.
 _GENERIC = frozenset(
@@ -85,6 +88,24 @@ _GENERIC = frozenset(
     "discussion open opened closed merged still remains remain stays stay kept keeps keep "
     "there here whether because instead rather number numbers step steps".split()
 )
+# How a run is doing, in a narrator's words: what the state, restart and incident facts say
+# in other words ("healthy", "back", "hung"), and hedges. They back nothing and cost nothing.
+_STATUS = frozenset(
+    "healthy fine normal normally steady stable back resumed resume resumes recovered recover "
+    "recovers running train stalled stall stalls hang hung hangs crashed crash down again "
+    "overnight night began begin begins started start starts ended ends stopped stop stops "
+    "lasted went goes roughly approximately nearly almost around track incident incidents "
+    "trouble problem problems issue went quiet today monday tuesday wednesday thursday friday "
+    "saturday sunday whose taking takes took node nodes host hosts machine machines spare "
+    "replacement".split()
+)
+_NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty "
+    "ninety hundred thousand million billion trillion half quarter quarters third thirds dozen "
+    "second seconds minute minutes hour hours week weeks month months".split()
+)
+_SKIP = _GENERIC | _STATUS | _NUMBER_WORDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,19 +160,33 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+_IRREGULAR = {
+    "hung": "hang",
+    "fell": "fall",
+    "fallen": "fall",
+    "lost": "lose",
+    "ran": "run",
+    "timeout": "timed",
+    "timeouts": "timed",
+}
+
+
 def _stem(word: str) -> str:
-    word = word.lower().strip("'’-")
-    word = re.sub(r"['’]s$", "", word)
-    return word[:5]
+    """A crude stem, the same on both sides: the first five letters ("relaunched" and
+    "relaunch"), after the few irregular verbs narratives use."""
+    word = re.sub(r"['’]s$", "", word.lower().strip("'’-"))
+    return _IRREGULAR.get(word, word)[:5]
 
 
 def content_words(text: str) -> list[str]:
-    """The words that carry a claim: four letters or more, not general."""
-    return [
-        w.lower().strip("'’-")
-        for w in _WORDS.findall(text)
-        if len(w) >= MIN_LETTERS and w.lower().strip("'’-") not in _GENERIC
-    ]
+    """The words that carry a claim: four letters or more, not general, not a run's state in
+    other words, not a number (numbers are the grounding check's)."""
+    out = []
+    for word in _WORDS.findall(text):
+        lower = re.sub(r"['’]s$", "", word.lower().strip("'’-"))
+        if len(lower) >= MIN_LETTERS and lower not in _SKIP:
+            out.append(lower)
+    return out
 
 
 def _stems(text: str) -> set[str]:
@@ -178,6 +213,8 @@ def connective(sentence: str, known: Iterable[str] = ()) -> bool:
     if mentioned(known, sentence):
         return False
     words = [w.lower().strip("'’-") for w in _WORDS.findall(sentence) if len(w) >= 3]
+    if sentence.rstrip().endswith(":") and len(sentence.split()) <= HEADING_WORDS:
+        return True  # a heading ("Headline numbers:") introduces what follows
     meaningful = [w for w in words if w not in _STOPWORDS]
     return all(w in CONNECTIVE for w in meaningful)
 
@@ -245,6 +282,59 @@ def unsupported_words(body: str, cited_text: str) -> tuple[list[str], int]:
     return missing, len(words)
 
 
+_CLAUSE = re.compile(r",\s|;|:\s|\(|\)|\s(?:and|but|while|whereas|then)\s|\.\s|\n")
+
+
+def _clauses(text: str) -> list[str]:
+    return [c for c in _CLAUSE.split(text) if c and c.strip()]
+
+
+@functools.lru_cache(maxsize=4096)
+def _clause_words(clause: str) -> frozenset[str]:
+    """A clause's content words (stemmed) and its numbers and ids as written ("60k", "k22n1")."""
+    found = extract(clause)
+    words = {_stem(w) for w in content_words(clause)}
+    return frozenset(words | {n.raw.lower() for n in found.numbers} | set(found.idents))
+
+
+@functools.lru_cache(maxsize=4096)
+def _clause_index(clause: str) -> FactIndex:
+    return FactIndex.build(clause)
+
+
+def misplaced(body: str, cited_text: str) -> list[str]:
+    """Numbers the sentence pairs with what its sources pair with another value: "MMLU 56.9 at
+    the 60k checkpoint" when the source says "MMLU 58.3, up from 56.9 at 50k". Each number is
+    read with the words of its clause. It is misplaced when no clause of the cited sources that
+    carries it shares one of those words, while a clause that does share them carries another
+    value of the same kind and size (a swap or a borrowing, not a paraphrase)."""
+    fact_clauses = _clauses(cited_text)
+    out: list[str] = []
+    for clause in _clauses(body):
+        words = _clause_words(clause)
+        for number in extract(clause).numbers:
+            own = words - {number.raw.lower()}
+            holders = [f for f in fact_clauses if _clause_index(f).number_ok(number)]
+            if not holders or any(own & _clause_words(h) for h in holders):
+                continue
+            rivals = [f for f in fact_clauses if own & _clause_words(f)]
+            if any(_rival(number, extract(f).numbers) for f in rivals):
+                out.append(number.raw)
+    return out
+
+
+def _rival(number: Number, others: Sequence[Number]) -> bool:
+    """Another value of the same kind and about the same size: what a swap would put there."""
+    for dim, value, _ in number.all_readings():
+        for other in others:
+            for other_dim, other_value, _ in other.all_readings():
+                if dim != other_dim or not value or not other_value or value == other_value:
+                    continue
+                if 0.1 <= value / other_value <= 10:
+                    return True
+    return False
+
+
 def check_sentence(sentence: str, request: CitedRequest) -> list[str]:
     """The problems of one sentence against the sources it cites."""
     cited = citations_in(sentence)
@@ -265,6 +355,11 @@ def check_sentence(sentence: str, request: CitedRequest) -> list[str]:
     cited_text = "\n".join(request.sources[n].text for n in cited)
     for name in unsupported_names(body, cited_text, request.always):
         problems.append(f"{where}: {name} is not in what it cites ({_marks(cited)})")
+    for raw in misplaced(body, cited_text):
+        problems.append(
+            f"{where}: “{raw}” is not what {_marks(cited)} says it is: keep each number and id "
+            "with what the source pairs it with"
+        )
     missing, total = unsupported_words(body, cited_text)
     if len(missing) >= MIN_UNSUPPORTED and len(missing) > total * (1 - SUPPORT_SHARE):
         problems.append(

@@ -325,7 +325,7 @@ def render_prompt(
         always=f"{facts.run_name} {facts.run_slug}",
         shown=index.shown,
         known=tuple(known),
-        request=rendered_system + "\n" + prompt.text,
+        request=rendered_system + "\n" + user,
     )
     return Rendered(
         task=task,

@@ -55,6 +55,9 @@ from tests.fakes.anthropic import FakeAnthropic, Recorded, Reply, text, tool_use
 DATA = Path(__file__).resolve().parents[1] / "data" / "llm_corpus"
 REQUESTS = DATA / "requests.json"
 ANSWERS = DATA / "answers.jsonl"
+# cited narratives and digests: a development set, and a held-back set never tuned on
+CITED = DATA / "cited.jsonl"
+HELDBACK = DATA / "cited_heldback.jsonl"
 
 NOW = datetime(2026, 10, 14, 16, 0, tzinfo=UTC)  # 9:00 a.m. in Los Angeles
 SLUG = "kestrel"

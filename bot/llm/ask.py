@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from bot.llm.cited import CITE, citations_in
+from bot.llm.cited import CITE, CitedRequest, Source, check_sentences, citations_in
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
 from bot.llm.gates import (
     echoes_request,
@@ -44,8 +44,8 @@ from bot.llm.gates import (
     says_history_is_silent,
 )
 from bot.llm.grounded import render_facts
-from bot.llm.grounding import FactIndex, GroundingReport, check
-from bot.llm.people import check_people, given, known_people
+from bot.llm.grounding import GroundingReport
+from bot.llm.people import known_people
 from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import URL_RE, fence, normalise_url, sanitize_output
 from bot.mentions import defuse_mentions
@@ -127,14 +127,26 @@ def check_answer(
                 if sources
                 else f"[{n}] is not a source: there are no sources"
             )
-    backing = [render_source(n, sources[n - 1], tz) for n in cited if 1 <= n <= len(sources)]
-    index = FactIndex.build(facts_text, *backing)
+    # each sentence against the sources it cites and the run's facts (`bot.llm.cited`)
+    request = CitedRequest(
+        sources={n: Source(n, render_source(n, e, tz), e.url) for n, e in enumerate(sources, 1)},
+        always=facts_text,
+        known=(*known, *(e.author for e in sources if e.author)),
+        request=_request_words(),
+        uncited=facts_text,
+        silent=says_history_is_silent,
+    )
+    report.problems.extend(
+        p for p in check_sentences(text, request) if "which is not a source" not in p
+    )
     # Links: only the sources' own URLs (the facts' run links are not citations).
-    index.urls = {normalise_url(e.url) for e in sources if e.url}
-    report.problems.extend(check(_CITE.sub(" ", text), index).problems)
-    everyone = [*known, *(e.author for e in sources if e.author)]
-    people = given([facts_text, *backing], everyone, request=_request_words())
-    report.problems.extend(check_people(_CITE.sub(" ", text), people))
+    allowed = {normalise_url(e.url) for e in sources if e.url}
+    for match in URL_RE.finditer(text):
+        if normalise_url(match.group(0)) not in allowed:
+            report.problems.append(
+                f"the link {match.group(0)} is not in the facts (write links in full, exactly "
+                "as given)"
+            )
     return report
 
 

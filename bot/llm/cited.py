@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from bot.llm.grounding import FactIndex, Number, check, extract
-from bot.llm.people import NOT_PEOPLE, Given, check_people, given, mentioned
+from bot.llm.people import NOT_PEOPLE, check_people, given, mentioned
 
 # [1], [1, 2], [1][2], [1-3]; not a Markdown link's label ("[2](https://…)").
 CITE = re.compile(r"\[\s*(\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*)\s*\](?!\()")
@@ -46,10 +46,17 @@ MIN_UNSUPPORTED = 2  # fewer unsupported content words than this never fail a se
 MIN_LETTERS = 4  # a content word's length
 HEADING_WORDS = 4  # a line ending in ":" this short is a heading
 
+
+def _split(words: str) -> list[str]:
+    return words.split()
+
+
 # Abbreviations a full stop does not end a sentence after.
 _ABBREV = frozenset(
-    "a.m p.m e.g i.e vs approx etc no jan feb mar apr jun jul aug sep sept oct nov dec mr ms "
-    "dr st ca".split()
+    _split(
+        "a.m p.m e.g i.e vs approx etc no jan feb mar apr jun jul aug sep sept oct nov dec mr ms "
+        "dr st ca"
+    )
 )
 _SPLIT = re.compile(r"(?<=[.!?…])[\"”’)]?\s+|\n+")
 _WORDS = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
@@ -58,52 +65,62 @@ _NAME = re.compile(r"(?<![\w@#/.\-])[A-Z][A-Za-z0-9]*(?:[&\-][A-Za-z0-9]+)*")
 
 # Words that claim nothing: an uncited sentence may be made of these alone.
 CONNECTIVE = frozenset(
-    "still open also meanwhile elsewhere otherwise next summary short brief overall news "
-    "update updates today incidents incident restarts restart decisions decision results "
-    "proposals proposal chat what happened headline more below above detail details follow "
-    "following questions question threads thread items item notes note other work progress "
-    "first second third finally then besides addition additionally however discussion "
-    "discussions recap context background open-questions unresolved pending remaining remain "
-    "remains".split()
+    _split(
+        "still open also meanwhile elsewhere otherwise next summary short brief overall news "
+        "update updates today incidents incident restarts restart decisions decision results "
+        "proposals proposal chat what happened headline more below above detail details follow "
+        "following questions question threads thread items item notes note other work progress "
+        "first second third finally then besides addition additionally however discussion "
+        "discussions recap context background open-questions unresolved pending remaining remain "
+        "remains"
+    )
 )
 # Capitalised words a sentence may use without a source writing them.
 ALWAYS_NAMES = frozenset(
-    "utc gmt pdt pst edt est cdt cst mdt mst cet cest bst ist jst monday tuesday wednesday "
-    "thursday friday saturday sunday i w&b wandb github discord runscribe still incidents "
-    "restarts decisions results proposals chat headline kb mb gb tb pb kib mib gib tib pib "
-    "k m b t".split()
+    _split(
+        "utc gmt pdt pst edt est cdt cst mdt mst cet cest bst ist jst monday tuesday wednesday "
+        "thursday friday saturday sunday i w&b wandb github discord runscribe still incidents "
+        "restarts decisions results proposals chat headline kb mb gb tb pb kib mib gib tib pib k "
+        "m b t"
+    )
 )
 # Words too general to carry a claim: they never count for or against a sentence.
 _GENERIC = frozenset(
-    "about after again also another around because before being between both could during "
-    "each even every first from have into it's its just last later less like more most much "
-    "next once only other over same since some still such than that their them then there "
-    "these they this those through today under until very were what when where which while "
-    "will with within without would yesterday tonight night morning afternoon evening hours "
-    "minutes days weeks time times now currently recent recently latest newest new old "
-    "training run running runs trains trained team people someone nobody everyone "
-    "thing things point says said wrote writes noted notes reported reports says according "
-    "source sources fact facts status state shows showed show mean means meaning "
-    "issue issues thread threads pull request message messages comment comments channel "
-    "discussion open opened closed merged still remains remain stays stay kept keeps keep "
-    "there here whether because instead rather number numbers step steps".split()
+    _split(
+        "about after again also another around because before being between both could during "
+        "each even every first from have into it's its just last later less like more most much "
+        "next once only other over same since some still such than that their them then there "
+        "these they this those through today under until very were what when where which while "
+        "will with within without would yesterday tonight night morning afternoon evening hours "
+        "minutes days weeks time times now currently recent recently latest newest new old "
+        "training run running runs trains trained team people someone nobody everyone thing "
+        "things point says said wrote writes noted notes reported reports says according source "
+        "sources fact facts status state shows showed show mean means meaning issue issues thread "
+        "threads pull request message messages comment comments channel discussion open opened "
+        "closed merged still remains remain stays stay kept keeps keep there here whether because "
+        "instead rather number numbers step steps"
+    )
 )
 # How a run is doing, in a narrator's words: what the state, restart and incident facts say
 # in other words ("healthy", "back", "hung"), and hedges. They back nothing and cost nothing.
 _STATUS = frozenset(
-    "healthy fine normal normally steady stable back resumed resume resumes recovered recover "
-    "recovers running train stalled stall stalls hang hung hangs crashed crash down again "
-    "overnight night began begin begins started start starts ended ends stopped stop stops "
-    "lasted went goes roughly approximately nearly almost around track incident incidents "
-    "trouble problem problems issue went quiet today monday tuesday wednesday thursday friday "
-    "saturday sunday whose taking takes took node nodes host hosts machine machines spare "
-    "replacement".split()
+    _split(
+        "healthy fine normal normally steady stable back resumed resume resumes recovered recover "
+        "recovers running train stalled stall stalls hang hung hangs crashed crash down again "
+        "overnight night began begin begins started start starts ended ends stopped stop stops "
+        "lasted went goes roughly approximately nearly almost around track incident incidents "
+        "trouble problem problems issue went quiet today monday tuesday wednesday thursday friday "
+        "saturday sunday whose taking takes took node nodes host hosts machine machines spare "
+        "replacement"
+    )
 )
 _NUMBER_WORDS = frozenset(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty "
-    "ninety hundred thousand million billion trillion half quarter quarters third thirds dozen "
-    "second seconds minute minutes hour hours week weeks month months".split()
+    _split(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
+        "eighty ninety hundred thousand million billion trillion half quarter quarters third "
+        "thirds dozen second seconds minute minutes hour hours week weeks month months"
+    )
 )
 _SKIP = _GENERIC | _STATUS | _NUMBER_WORDS
 
@@ -220,9 +237,11 @@ def connective(sentence: str, known: Iterable[str] = ()) -> bool:
 
 
 _STOPWORDS = frozenset(
-    "the and but for with from into over under about after before since until while that "
-    "this these those its was were are has have had not yet then than also there here their "
-    "they what how why who which more some any all".split()
+    _split(
+        "the and but for with from into over under about after before since until while that this "
+        "these those its was were are has have had not yet then than also there here their they "
+        "what how why who which more some any all"
+    )
 )
 
 
@@ -238,16 +257,11 @@ class CitedRequest:
     known: tuple[str, ...] = ()
     request: str = ""
 
-    def index(self, cited: Sequence[int]) -> FactIndex:
-        index = FactIndex.build(self.always, *(self.sources[n].text for n in cited))
-        index.urls = index.urls  # links: only those the cited sources carry
-        if self.shown:
-            index.shown = list(self.shown)
-        return index
-
-    def people(self, cited: Sequence[int]) -> Given:
-        texts = [self.sources[n].text for n in cited]
-        return given(texts, self.known, request=self.request)
+    # what a sentence without a marker is checked against (`/ask`: the run's computed facts,
+    # which are not numbered); None: such a sentence may only connect
+    uncited: str | None = None
+    # a sentence that says the sources are silent needs no citation (`/ask`)
+    silent: Callable[[str], bool] = lambda _text: False
 
 
 def _excerpt(sentence: str, limit: int = 70) -> str:
@@ -324,14 +338,15 @@ def misplaced(body: str, cited_text: str) -> list[str]:
 
 
 def _rival(number: Number, others: Sequence[Number]) -> bool:
-    """Another value of the same kind and about the same size: what a swap would put there."""
-    for dim, value, _ in number.all_readings():
-        for other in others:
-            for other_dim, other_value, _ in other.all_readings():
-                if dim != other_dim or not value or not other_value or value == other_value:
-                    continue
-                if 0.1 <= value / other_value <= 10:
-                    return True
+    """Another value of the same kind (its first reading: a duration, a percent, a plain number)
+    and about the same size: what a swap would put there."""
+    dim, value, _ = number.all_readings()[0]
+    for other in others:
+        other_dim, other_value, _ = other.all_readings()[0]
+        if dim != other_dim or not value or not other_value or value == other_value:
+            continue
+        if 0.1 <= value / other_value <= 10:
+            return True
     return False
 
 
@@ -345,28 +360,34 @@ def check_sentence(sentence: str, request: CitedRequest) -> list[str]:
         top = max(request.sources, default=0)
         return [f"{where} cites [{bad[0]}], which is not a source: cite only [1] to [{top}]"]
     if not cited:
-        if connective(body, request.known):
+        if connective(body, request.known) or request.silent(body):
             return []
-        return [
-            f"{where} states something without citing a source: end each sentence that says "
-            "something with the [n] of the facts or sources it rests on, or leave it out"
-        ]
-    problems = [f"{where}: {p}" for p in check(body, request.index(cited)).problems]
-    cited_text = "\n".join(request.sources[n].text for n in cited)
+        if request.uncited is None:
+            return [
+                f"{where} states something without citing a source: end each sentence that "
+                "says something with the [n] of the facts or sources it rests on, or leave it out"
+            ]
+    texts = [request.sources[n].text for n in cited] if cited else [request.uncited or ""]
+    marks = _marks(cited) if cited else "the facts"
+    index = FactIndex.build(request.always, *texts)
+    index.shown = list(request.shown or [])
+    problems = [f"{where}: {p}" for p in check(body, index).problems]
+    cited_text = "\n".join(texts)
     for name in unsupported_names(body, cited_text, request.always):
-        problems.append(f"{where}: {name} is not in what it cites ({_marks(cited)})")
+        problems.append(f"{where}: {name} is not in what it cites ({marks})")
     for raw in misplaced(body, cited_text):
         problems.append(
-            f"{where}: “{raw}” is not what {_marks(cited)} says it is: keep each number and id "
+            f"{where}: “{raw}” is not what {marks} says it is: keep each number and id "
             "with what the source pairs it with"
         )
-    missing, total = unsupported_words(body, cited_text)
+    missing, total = unsupported_words(body, cited_text + "\n" + request.always)
     if len(missing) >= MIN_UNSUPPORTED and len(missing) > total * (1 - SUPPORT_SHARE):
         problems.append(
-            f"{where} says more than {_marks(cited)} says ({', '.join(missing[:4])}): "
+            f"{where} says more than {marks} says ({', '.join(missing[:4])}): "
             "say only what the cited sources say, and cite the ones that say it"
         )
-    problems.extend(f"{where}: {p}" for p in check_people(body, request.people(cited)))
+    people = given(texts, request.known, request=request.request)
+    problems.extend(f"{where}: {p}" for p in check_people(body, people))
     return problems
 
 

@@ -382,6 +382,26 @@ def load_answers(path: Path = ANSWERS) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def development_set() -> list[dict[str, Any]]:
+    """Every answer the checks may be tuned on: enrichment and /ask, and the cited narratives
+    and digests. (`HELDBACK` is measured, never tuned on.)"""
+    return [*load_answers(ANSWERS), *load_answers(CITED)]
+
+
+# The kind of mistake a seeded wrong answer makes: a value, name or person that is nowhere in
+# the request ("invented"), or one that is there but belongs to another fact ("borrowed").
+_BORROWED_VARIANTS = frozenset({"wrong_person", "step_neighbour"})
+
+
+def error_kind(answer: dict[str, Any]) -> str | None:
+    """ "invented" or "borrowed" for a wrong answer, None for a correct one."""
+    if answer["expect"] == "accept":
+        return None
+    if answer.get("error"):
+        return str(answer["error"])
+    return "borrowed" if answer["variant"] in _BORROWED_VARIANTS else "invented"
+
+
 def enrichment_summaries() -> dict[str, str]:
     """external id → the correct enrichment answer's summary (what the store holds)."""
     out: dict[str, str] = {}

@@ -26,7 +26,8 @@ GOOD_LINKED = (
     "(the fast network between GPU hosts) and resumed from a checkpoint after 47 minutes down. "
     "Larry's #8833 would add light weight decay to the attention gate "
     "[\\[1\\]](https://github.com/acme/llm/pull/8833); #8818 is still open "
-    "[\\[2\\]](https://github.com/acme/llm/issues/8818). See https://github.com/acme/llm/issues/8818 "
+    "[\\[2\\]](https://github.com/acme/llm/issues/8818). "
+    "See https://github.com/acme/llm/issues/8818 "
     "[\\[2\\]](https://github.com/acme/llm/issues/8818)."
 )
 # Grounded, but restating what the status card's fields already show next to the narrative.

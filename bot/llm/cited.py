@@ -38,7 +38,7 @@ from bot.llm.people import NOT_PEOPLE, check_people, given, mentioned
 CITE = re.compile(r"\[\s*(\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*)\s*\](?!\()")
 # A citation already turned into a link by `link_citations`: `[\[2\]](https://…)`.
 LINKED_CITE = re.compile(r"\[\\\[\d{1,3}\\\]\]\([^)\s]+\)")
-_SPACED_CITE = re.compile(r"[ \t]*" + CITE.pattern)
+_SPACED_CITE = re.compile(r"(?P<space>[ \t]*)" + CITE.pattern)
 _SPACED_LINKED = re.compile(r"[ \t]*" + LINKED_CITE.pattern)
 
 SUPPORT_SHARE = 0.5  # of a cited sentence's content words its sources must carry
@@ -326,8 +326,10 @@ def misplaced(body: str, cited_text: str) -> list[str]:
     out: list[str] = []
     for clause in _clauses(body):
         words = _clause_words(clause)
-        for number in extract(clause).numbers:
-            own = words - {number.raw.lower()}
+        found = extract(clause).numbers
+        numbers = {n.raw.lower() for n in found}
+        for number in found:
+            own = words - numbers  # what the number is said of, not the other numbers
             holders = [f for f in fact_clauses if _clause_index(f).number_ok(number)]
             if not holders or any(own & _clause_words(h) for h in holders):
                 continue
@@ -418,7 +420,7 @@ def link_citations(text: str, sources: dict[int, Source]) -> str:
             for n in citations_in(match.group(0))
             if n in renumber
         )
-        return f" {links}" if links else ""
+        return match.group("space") + links if links else ""
 
     return _SPACED_CITE.sub(replace, text)
 

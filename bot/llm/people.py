@@ -487,7 +487,8 @@ def check_people(reply: str, facts: Given) -> list[str]:
             continue
         claims = _claims(reply, start, end)
         written = reply[start:end]
-        ordinary = _ARTICLE_BEFORE.search(reply[:start]) or not written[:1].isupper()
+        opens = not reply[:start].strip() or bool(re.search(r"[.!?;\n]\s*$", reply[:start]))
+        ordinary = _ARTICLE_BEFORE.search(reply[:start]) or not (written[:1].isupper() or opens)
         if _plain_word(person) and not claims and not written.startswith("@") and ordinary:
             continue  # "will", "sam" as ordinary words
         if person not in facts.people:

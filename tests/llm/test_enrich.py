@@ -80,7 +80,7 @@ async def test_malformed_items_fall_back_per_event(fake, make_llm, store, run, e
     by_local = {n: out[e.id][1] for n, e in enumerate(events, start=1)}
     assert by_local[1].startswith("llm:") and by_local[5].startswith("llm:")
     assert [by_local[n] for n in (2, 3, 4, 6)] == ["rules"] * 4
-    first, retry = fake.message_requests
+    _first, retry = fake.message_requests
     assert len(retry.event_ids) == 4 and "no item was written for this event" in retry.user_text
     assert "the summary must be one line of 1 to 200 characters" in retry.user_text
     spend = await store.llm.spend(EPOCH)

@@ -236,6 +236,14 @@ def connective(sentence: str, known: Iterable[str] = ()) -> bool:
     return all(w in CONNECTIVE for w in meaningful)
 
 
+# Words too common to pair a value with anything.
+_PAIR_STOP = frozenset(
+    _split(
+        "being been is are was were has have had its it's our your his her one now again still "
+        "step steps run running training trained train about after before with from into over "
+        "under each every both only just also then than when what who which that this those these"
+    )
+)
 _STOPWORDS = frozenset(
     _split(
         "the and but for with from into over under about after before since until while that this "
@@ -317,26 +325,54 @@ def _clause_index(clause: str) -> FactIndex:
 
 
 def misplaced(body: str, cited_text: str) -> list[str]:
-    """Numbers the sentence pairs with what its sources pair with another value: "MMLU 56.9 at
-    the 60k checkpoint" when the source says "MMLU 58.3, up from 56.9 at 50k". Each number is
+    """Numbers and ids the sentence pairs with what its sources pair with another value: "MMLU
+    56.9 at the 60k checkpoint" when the source says "MMLU 58.3, up from 56.9 at 50k", "host
+    k22n1 logged Xid 79" when it says "host k17n3 logged Xid 79 … the spare k22n1". Each value is
     read with the words of its clause. It is misplaced when no clause of the cited sources that
     carries it shares one of those words, while a clause that does share them carries another
-    value of the same kind and size (a swap or a borrowing, not a paraphrase)."""
+    value of the same kind (a swap or a borrowing, not a paraphrase)."""
     fact_clauses = _clauses(cited_text)
     out: list[str] = []
     for clause in _clauses(body):
-        words = _clause_words(clause)
-        found = extract(clause).numbers
-        numbers = {n.raw.lower() for n in found}
-        for number in found:
-            own = words - numbers  # what the number is said of, not the other numbers
+        found = extract(clause)
+        values = {n.raw.lower() for n in found.numbers} | set(found.idents)
+        own = _pair_words(clause) - values  # what the value is said of, not the other values
+        if not own:
+            continue
+        for number in found.numbers:
             holders = [f for f in fact_clauses if _clause_index(f).number_ok(number)]
-            if not holders or any(own & _clause_words(h) for h in holders):
+            if not holders or any(own & _pair_words(h) for h in holders):
                 continue
-            rivals = [f for f in fact_clauses if own & _clause_words(f)]
+            rivals = [f for f in fact_clauses if own & _pair_words(f)]
             if any(_rival(number, extract(f).numbers) for f in rivals):
                 out.append(number.raw)
+        for ident in found.idents:
+            holders = [f for f in fact_clauses if _clause_index(f).ident_ok(ident)]
+            if not holders or any(own & _pair_words(h) for h in holders):
+                continue
+            shape = _shape(ident)
+            rivals = [f for f in fact_clauses if own & _pair_words(f)]
+            if any(_shape(i) == shape and i != ident for f in rivals for i in extract(f).idents):
+                out.append(ident)
     return out
+
+
+def _shape(ident: str) -> str:
+    """An id's form, its digits blanked: "k17n3" and "k22n1" are both "k#n#"."""
+    return re.sub(r"\d+", "#", ident.lower())
+
+
+@functools.lru_cache(maxsize=4096)
+def _pair_words(clause: str) -> frozenset[str]:
+    """The words a value in a clause is said of: every word of three letters or more but the
+    most common (a host, a GPU, a rung are anchors here), stemmed, and the clause's values."""
+    found = extract(clause)
+    words = {
+        _stem(w)
+        for w in _WORDS.findall(clause)
+        if len(w) >= 3 and w.lower() not in _STOPWORDS and w.lower() not in _PAIR_STOP
+    }
+    return frozenset(words | {n.raw.lower() for n in found.numbers} | set(found.idents))
 
 
 def _rival(number: Number, others: Sequence[Number]) -> bool:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from bot.llm.grounding import FactIndex, Number, check, extract
-from bot.llm.people import NOT_PEOPLE, check_people, given, mentioned
+from bot.llm.people import NOT_PEOPLE, check_people, given, mentioned, people_verbs
 
 # [1], [1, 2], [1][2], [1-3]; not a Markdown link's label ("[2](https://…)").
 CITE = re.compile(r"\[\s*(\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*)\s*\](?!\()")
@@ -97,8 +97,8 @@ _GENERIC = frozenset(
         "things point says said wrote writes noted notes reported reports says according source "
         "sources fact facts status state shows showed show mean means meaning issue issues thread "
         "threads pull request message messages comment comments channel discussion open opened "
-        "closed merged still remains remain stays stay kept keeps keep there here whether because "
-        "instead rather number numbers step steps"
+        "still remains remain stays stay kept keeps keep there here whether because "
+        "instead rather number numbers step steps does doesn't did didn't say"
     )
 )
 # How a run is doing, in a narrator's words: what the state, restart and incident facts say
@@ -122,7 +122,9 @@ _NUMBER_WORDS = frozenset(
         "thirds dozen second seconds minute minutes hour hours week weeks month months"
     )
 )
-_SKIP = _GENERIC | _STATUS | _NUMBER_WORDS
+# Reporting verbs ("found", "logged", "noted"): who said it is the people check's question.
+_REPORTING = frozenset(w for w, family in people_verbs().items() if family is None)
+_SKIP = _GENERIC | _STATUS | _NUMBER_WORDS | _REPORTING
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +195,44 @@ def _stem(word: str) -> str:
     "relaunch"), after the few irregular verbs narratives use."""
     word = re.sub(r"['’]s$", "", word.lower().strip("'’-"))
     return _IRREGULAR.get(word, word)[:5]
+
+
+# Decisions and outcomes (crudely stemmed): one of these that the cited sources do not carry is
+# a claim of its own ("the cooldown was rejected" [1]), however well the rest is supported.
+_VERDICTS = frozenset(
+    _stem(w)
+    for w in _split(
+        "approved rejected cancelled canceled abandoned merged reverted declined decided "
+        "postponed shelved succeeded completed finished agreed vetoed"
+    )
+)
+
+
+_NEGATION = re.compile(
+    r"(?:\b(?:not|no|never|nor|without|nobody|yet\s+to)|n['’]t)\s+(?:[\w'’-]+\s+){0,4}$"
+)
+
+
+def _verdict_uses(text: str) -> dict[str, tuple[bool, str]]:
+    """Each decision word of `text` by stem → (whether it is ever stated plainly, the word):
+    "Not approved yet" states no approval."""
+    uses: dict[str, tuple[bool, str]] = {}
+    for match in _WORDS.finditer(text):
+        stem = _stem(match.group(0))
+        if stem in _VERDICTS:
+            plain = not _NEGATION.search(text[max(0, match.start() - 48) : match.start()].lower())
+            uses[stem] = (uses.get(stem, (False, ""))[0] or plain, match.group(0))
+    return uses
+
+
+def _negated_verdicts(body: str, cited_text: str) -> list[str]:
+    """Decisions the sentence states plainly that its sources state only negated."""
+    cited = _verdict_uses(cited_text)
+    return [
+        word
+        for stem, (plain, word) in _verdict_uses(body).items()
+        if plain and stem in cited and not cited[stem][0]
+    ]
 
 
 def content_words(text: str) -> list[str]:
@@ -344,7 +384,9 @@ def misplaced(body: str, cited_text: str) -> list[str]:
             if not holders or any(own & _pair_words(h) for h in holders):
                 continue
             rivals = [f for f in fact_clauses if own & _pair_words(f)]
-            if any(_rival(number, extract(f).numbers) for f in rivals):
+            # a rival the clause itself also states ("2.412 against 2.431") is no swap
+            others = [n for f in rivals for n in extract(f).numbers if n.raw.lower() not in values]
+            if _rival(number, others):
                 out.append(number.raw)
         for ident in found.idents:
             holders = [f for f in fact_clauses if _clause_index(f).ident_ok(ident)]
@@ -352,7 +394,9 @@ def misplaced(body: str, cited_text: str) -> list[str]:
                 continue
             shape = _shape(ident)
             rivals = [f for f in fact_clauses if own & _pair_words(f)]
-            if any(_shape(i) == shape and i != ident for f in rivals for i in extract(f).idents):
+            if any(
+                _shape(i) == shape and i not in values for f in rivals for i in extract(f).idents
+            ):
                 out.append(ident)
     return out
 
@@ -419,7 +463,13 @@ def check_sentence(sentence: str, request: CitedRequest) -> list[str]:
             "with what the source pairs it with"
         )
     missing, total = unsupported_words(body, cited_text + "\n" + request.always)
-    if len(missing) >= MIN_UNSUPPORTED and len(missing) > total * (1 - SUPPORT_SHARE):
+    verdicts = [w for w in missing if _stem(w) in _VERDICTS] or _negated_verdicts(body, cited_text)
+    if verdicts:
+        problems.append(
+            f"{where} says “{verdicts[0]}”, which {marks} does not: a decision or outcome must "
+            "be one its source states"
+        )
+    elif len(missing) >= MIN_UNSUPPORTED and len(missing) > total * (1 - SUPPORT_SHARE):
         problems.append(
             f"{where} says more than {marks} says ({', '.join(missing[:4])}): "
             "say only what the cited sources say, and cite the ones that say it"

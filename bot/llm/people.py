@@ -523,6 +523,12 @@ def check_people(reply: str, facts: Given) -> list[str]:
     return problems
 
 
+def people_verbs() -> dict[str, str | None]:
+    """The verb forms a claim about a person is read by, each with its family (None: a reporting
+    verb such as "found" or "noted")."""
+    return dict(_VERBS)
+
+
 KNOWN_LIMIT = 500  # authors read per run
 
 
@@ -548,5 +554,6 @@ __all__ = [
     "check_people",
     "given",
     "known_people",
+    "people_verbs",
     "units_in",
 ]

@@ -478,8 +478,8 @@ class LLMEnricher:
         """One request for the batch; the items it gets wrong are asked for once more, in a
         small batch of their own with the reasons (`enrich_retry`), and only then fall back to
         the rules."""
-        known = [*await known_people(self.store, run_slug), *(i.event.author for i in batch)]
-        known = [k for k in known if k]
+        authors = [*await known_people(self.store, run_slug), *(i.event.author for i in batch)]
+        known = [k for k in authors if k]
         result = await self._request(run_slug, batch, now)
         accepted, rejected = await asyncio.to_thread(self._accept, result, batch, known)
         out = await self._record(result, run_slug, version, now, accepted, rejected)

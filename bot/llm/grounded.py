@@ -82,14 +82,7 @@ def fact_lines(facts: NarrativeFacts) -> list[str]:
     for line in facts.drifting:
         lines.append(f"metric off its forecast: {line}")
     if isinstance(facts, DigestFacts):
-        lines.append(f"window: the last {facts.window_hours} hours")
-        gained = facts.steps_gained
-        if gained is not None:
-            lines.append(f"steps trained in the window: {fmt_int(gained)}")
-        lines.append(f"events in the window: {facts.events_in_window}")
-        lines.append(f"restarts in the window: {len(facts.restarts_in_window)}")
-        for restart in facts.restarts_in_window:
-            lines.append("restart in the window: " + _restart_line(restart, facts))
+        lines.extend(_window_lines(facts))
     if facts.last_restart is not None:
         lines.append(
             "last restart: " + _restart_line(facts.last_restart, facts, facts.restart_incident)
@@ -116,6 +109,18 @@ def fact_lines(facts: NarrativeFacts) -> list[str]:
         lines.append(f"events by tag in {window}: {counts}")
     for name, url in facts.links.items():
         lines.append(f"link: {inline(name, 60)} {url}")
+    return lines
+
+
+def _window_lines(facts: DigestFacts) -> list[str]:
+    lines = [f"window: the last {facts.window_hours} hours"]
+    gained = facts.steps_gained
+    if gained is not None:
+        lines.append(f"steps trained in the window: {fmt_int(gained)}")
+    lines.append(f"events in the window: {facts.events_in_window}")
+    lines.append(f"restarts in the window: {len(facts.restarts_in_window)}")
+    for restart in facts.restarts_in_window:
+        lines.append("restart in the window: " + _restart_line(restart, facts))
     return lines
 
 
@@ -316,12 +321,8 @@ def render_prompt(
     people = {h.author for h in facts.highlights} | {t.author for t in facts.open_threads}
     people |= {i.reported_by for i in facts.incidents}
     rendered_system = system.render()
-    sources = numbered.sources
-    for n, source in sources.items():
-        if source.url and normalise_url(source.url) not in index.urls:
-            sources[n] = Source(n, source.text)  # a link the writer may not show
     cited = CitedRequest(
-        sources=sources,
+        sources=_linkable(numbered.sources, index),
         always=f"{facts.run_name} {facts.run_slug}",
         shown=index.shown,
         known=tuple(known),
@@ -345,6 +346,14 @@ def render_prompt(
         people=given([user], [*known, *(p for p in people if p)], request=rendered_system),
         cited=cited,
     )
+
+
+def _linkable(sources: dict[int, Source], index: FactIndex) -> dict[int, Source]:
+    """The sources, each keeping its link only when the writer may show it."""
+    return {
+        n: s if not s.url or normalise_url(s.url) in index.urls else Source(n, s.text)
+        for n, s in sources.items()
+    }
 
 
 def grade(text: str, rendered: Rendered) -> GroundingReport:

@@ -4,9 +4,10 @@ facts in; an answer citing sources as `[n]` out, checked in code before anyone s
 The check (`check_answer`): the reply does the task (it does not echo the request, it cites at
 least one source or says plainly that the history does not answer, it fits its length:
 `bot.llm.gates`); every `[n]` is one of the sources; every URL is a source's URL;
-every number, date, time, reference and identifier appears in a cited source or in the facts
-(`grounding.check`, the narrative's rules, with citation markers taken out first); every person
-it names or credits is one a cited source or the facts name and credit so (`bot.llm.people`).
+each sentence says only what the sources it cites (and the run's facts) say: its numbers, dates,
+times, references, ids, names and words, the people it credits (`bot.llm.cited`, the one check
+of cited prose, shared with the narrative and the digest); a sentence citing nothing is checked
+against the run's facts alone, or says the history is silent.
 A draft that fails is recorded as `ask.rejected` (it was paid for) and the model gets one retry
 with the problems listed; a second failure, an outage, no key or a spent budget return None and the
 caller shows the search results instead. Mentions are stripped from what passes

@@ -14,7 +14,10 @@ request, through a forced tool call whose input is validated strictly.
   schema, so a prompt change re-enriches lazily (only events that come through again).
 - **Fallback.** No key, a spent budget, a failed call: every affected event gets the rules'
   enrichment. A malformed item (unknown or duplicate id, bad tag, over-long or empty summary,
-  wrong types, a number not in the event) falls back for that event only.
+  wrong types, a number not in the event) is asked for once more, in a small batch of the
+  refused items with the reason for each (`prompts/enrich_retry.md`), and only then falls back
+  for that event. A fallback summary is never a heading of the post nor cut mid-phrase
+  (`fallback_summary`).
 - **Cost.** A batch's usage is split evenly over the rows it produced; the share of events whose
   items were rejected is recorded as one `enrich.rejected` row, so `usage` adds up to the bill.
 

@@ -1,14 +1,17 @@
 """The grounded writer shared by the narrative and the digest.
 
-Flow of `write_grounded`: render the prompt from facts → call → check every number, date,
-reference and link against the rendered facts (`grounding.check`) → on failure, one retry in the
-same conversation with the problems listed → on a second failure, the template. Rejected drafts
-are recorded as `<task>.rejected` rows (they cost money and the usage report shows them); the
-final text, model or template, is recorded as `<task>` with the prompt name and hash, model,
-tokens and cost, after `safety.sanitize_output`.
+Flow of `write_grounded`: render the prompt from facts → call → check each sentence against
+the facts it cites (`bot.llm.cited.check_sentences`: its numbers, dates, ids, links, names,
+people and words) → on failure, one retry in the same conversation with the problems listed →
+on a second failure, the template. Rejected drafts are recorded as `<task>.rejected` rows (they
+cost money and the usage report shows them); the final text, model or template, is recorded as
+`<task>` with the prompt name and hash, model, tokens and cost, after `safety.sanitize_output`.
+In the model's text each `[n]` becomes a link to its source (`cited.link_citations`); a fact
+without a link (a computed number) loses its marker.
 
-The facts reach the model as text (`render_facts`, `render_highlights`, `render_open_threads`):
-trusted numbers one per line, untrusted summaries fenced as data."""
+The facts reach the model as numbered sources (`numbered_facts`): trusted facts one per line
+(`fact_lines`), then the recent activity and the open threads, fenced as data, numbered on. A
+narrative need not name its run: citing the run's facts is being about it."""
 
 from __future__ import annotations
 

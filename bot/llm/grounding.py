@@ -50,8 +50,15 @@ What counts, and what is allowed:
 - **Links**: every URL must appear in the facts, in full (compared after trimming trailing
   punctuation and slashes). A URL the facts show cut short (ending in "…") backs nothing.
 
+- **Rewordings a careful reader allows**: a number word with a duration unit is a duration
+  ("fifteen minutes" is "15 min", both ways); a small number after "about", "around", "nearly"
+  … is a rounded measurement ("about 12" for 12.2), not a count; an id may be written as a run of
+  its parts ("hero_12d8b6f0" of "hero_12d8b6f0-dee637", "hero_run_3" of "marin_moe/hero_run_3").
+
 Numbers are checked as a bag, not as statements: "step 47" passes when 47 is a downtime in the
-facts. The check catches invented and garbled numbers, not every misattribution."""
+text checked against. Cited prose (`bot.llm.cited`) makes the bag one sentence's cited facts and
+reads which value goes with which words; on its own this check catches invented and garbled
+numbers, not misattribution."""
 
 from __future__ import annotations
 

@@ -29,12 +29,15 @@ A reply is refused (`check_people`) when:
    "Relaunched"; "Sam O's evals of the 60k checkpoint" fails when ines's message carries the
    evals; "the hang, reported by mei-lin" fails when tomas-r's report carries the hang.
 
-Names are matched case-insensitively, with or without `@`, with a possessive `'s`, a display
-name's spaces as any whitespace, a login's hyphens as written; a run's hundreds of authors are
+Names are matched case-insensitively, with or without `@`, with a possessive `'s`, and a name's
+parts joined by a space, hyphen, underscore or dot alike (the display name "Mei Lin" is the login
+"mei-lin"); a run's hundreds of authors are
 looked up by their first word among the text's words (`mentioned`) before any pattern runs. A
 person whose name is an ordinary word ("will") counts only where a person stands: in a claim,
 after `@`, or capitalised mid-text; "will resume" is a modal, not a claim. Never people:
-sentence-initial and common words (only name-shaped words in claim position are read), words
+sentence-initial and common words (only name-shaped words in claim position are read, and of
+those only words written like a name: with `@`, as a login, capitalised inside a sentence, or not
+in a common word's shape, so "problems found", "earlier runs", "variant cut" are words), words
 ending in "-ing", months and days, product and model names (`NOT_PEOPLE`: GitHub, W&B, NCCL,
 InfiniBand, Claude …), and any word the request itself uses (run names, refs, the prompt's
 words).

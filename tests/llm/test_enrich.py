@@ -17,6 +17,7 @@ from bot.llm.enrich import (
     label,
     prepare_body,
     prompt_version,
+    rules_for,
 )
 from bot.models import TAGS, Event
 from bot.pipeline import enrich_pending, retry_llm_fallbacks
@@ -339,3 +340,18 @@ async def test_below_the_models_minimum_nothing_is_cached(fake, make_llm, store,
     assert len(fake.usages) == 2
     assert all(u["cache_creation_input_tokens"] == 0 for u in fake.usages)
     assert all(u["cache_read_input_tokens"] == 0 for u in fake.usages)
+
+
+def test_a_fallback_summary_is_never_a_heading_or_cut_mid_phrase() -> None:
+    at = datetime(2026, 9, 2, tzinfo=UTC)
+    long = (
+        "The coordinator ran out of memory while saving a checkpoint at step 50,195 and the job "
+        "was relaunched under a new coordinator instance carrying the memory fixes from last "
+        "week, which were merged yesterday after a review by two people from the infra team."
+    )
+    cut = rules_for(make_event(1, at, body=long)).summary
+    assert cut == "The coordinator ran out of memory while saving a checkpoint at step 50,195."
+    headed = "## Finding and recommendation\n\n" + long
+    assert rules_for(make_event(2, at, body=headed)).summary == cut
+    alone = rules_for(make_event(3, at, body="## Finding and recommendation")).summary
+    assert not alone.startswith("#") and alone != "Finding and recommendation"

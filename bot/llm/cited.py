@@ -38,7 +38,8 @@ from bot.llm.people import NOT_PEOPLE, check_people, given, mentioned, people_ve
 CITE = re.compile(r"\[\s*(\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*)\s*\](?!\()")
 # A citation already turned into a link by `link_citations`: `[\[2\]](https://…)`.
 LINKED_CITE = re.compile(r"\[\\\[\d{1,3}\\\]\]\([^)\s]+\)")
-_SPACED_CITE = re.compile(r"(?P<space>[ \t]*)" + CITE.pattern)
+# a run of markers ("[2][4][5]"), read as one: its sources' links, each page once
+_SPACED_CITE = re.compile(rf"(?P<space>[ \t]*)(?:{CITE.pattern})(?:[ \t]*(?:{CITE.pattern}))*")
 _SPACED_LINKED = re.compile(r"[ \t]*" + LINKED_CITE.pattern)
 
 SUPPORT_SHARE = 0.5  # of a cited sentence's content words its sources must carry
@@ -497,14 +498,16 @@ def link_citations(text: str, sources: dict[int, Source]) -> str:
     """Each `[n]` as a link to its source (`[\\[1\\]](url)`, a Markdown link every surface
     reads), renumbered in order of first use; a marker whose source has no link is dropped,
     with the space before it."""
-    order = [n for n in citations_in(text) if n in sources and sources[n].url]
-    renumber = {old: new for new, old in enumerate(order, 1)}
+    urls: dict[str, int] = {}  # a link's number: one per source page, in order of first use
+    for n in citations_in(text):
+        url = sources[n].url if n in sources else None
+        if url and url not in urls:
+            urls[url] = len(urls) + 1
 
     def replace(match: re.Match[str]) -> str:
+        cited = [sources[n].url for n in citations_in(match.group(0)) if n in sources]
         links = "".join(
-            f"[\\[{renumber[n]}\\]]({sources[n].url})"
-            for n in citations_in(match.group(0))
-            if n in renumber
+            f"[\\[{urls[url]}\\]]({url})" for url in dict.fromkeys(cited) if url in urls
         )
         return match.group("space") + links if links else ""
 

@@ -223,12 +223,22 @@ class NumberedFacts:
         return "\n".join(f"[{s.n}] {s.text}" for s in items) or "(none)"
 
 
+def run_link(facts: NarrativeFacts) -> str | None:
+    """The run's own page among its links: the W&B one if any, else the first."""
+    for name, url in facts.links.items():
+        if "w&b" in name.lower() or "wandb" in url:
+            return url
+    return next(iter(facts.links.values()), None)
+
+
 def numbered_facts(facts: NarrativeFacts) -> NumberedFacts:
     """Every fact the narrative or digest may cite, numbered; an event or thread carries its
     link, which the citation becomes."""
     lines = fact_lines(facts)
     tz = facts.timezone
-    first = [Source(n, line) for n, line in enumerate(lines, 1)]
+    # a computed fact's source is the run's own page (its W&B report): where a reader sees it
+    home = run_link(facts)
+    first = [Source(n, line, home) for n, line in enumerate(lines, 1)]
     n = len(first)
     highs = [
         Source(n + i, text, h.url)

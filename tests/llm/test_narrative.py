@@ -19,16 +19,16 @@ GOOD = (
     "Larry's #8833 would add light weight decay to the attention gate [14]; #8818 is still open "
     "[16]. See https://github.com/acme/llm/issues/8818 [16]."
 )
-# as stored and shown: each citation a link to its source, renumbered; a fact without a link
-# (the state, the restart) loses its marker
+# as stored and shown: each citation a link to its source, numbered by source page; a computed
+# fact (the state, the restart) links to the run's W&B report
 GOOD_LINKED = (
-    "Hero 70B is training normally. It restarted eighteen hours ago after an InfiniBand fault "
-    "(the fast network between GPU hosts) and resumed from a checkpoint after 47 minutes down. "
-    "Larry's #8833 would add light weight decay to the attention gate "
-    "[\\[1\\]](https://github.com/acme/llm/pull/8833); #8818 is still open "
-    "[\\[2\\]](https://github.com/acme/llm/issues/8818). "
-    "See https://github.com/acme/llm/issues/8818 "
-    "[\\[2\\]](https://github.com/acme/llm/issues/8818)."
+    "Hero 70B is training normally [\\[1\\]](https://wandb.ai/acme/hero/reports/1). It "
+    "restarted eighteen hours ago after an InfiniBand fault (the fast network between GPU "
+    "hosts) and resumed from a checkpoint after 47 minutes down "
+    "[\\[1\\]](https://wandb.ai/acme/hero/reports/1). Larry's #8833 would add light weight "
+    "decay to the attention gate [\\[2\\]](https://github.com/acme/llm/pull/8833); #8818 is "
+    "still open [\\[3\\]](https://github.com/acme/llm/issues/8818). See "
+    "https://github.com/acme/llm/issues/8818 [\\[3\\]](https://github.com/acme/llm/issues/8818)."
 )
 # Grounded, but restating what the status card's fields already show next to the narrative.
 RESTATES = (
@@ -204,6 +204,6 @@ async def test_the_digest_has_no_fields_so_it_may_say_the_numbers(fake, make_llm
     fake.push(text(restates))
     output = await write_digest(store, make_llm(), digest_facts(now), now)
     assert not output.fallback
-    assert output.content == restates.replace(" [2][4][5][14]", "").replace(
-        "[21]", "[\\[1\\]](https://github.com/acme/llm/issues/8818)"
-    )
+    assert output.content == restates.replace(
+        "[2][4][5][14]", "[\\[1\\]](https://wandb.ai/acme/hero/reports/1)"
+    ).replace("[21]", "[\\[2\\]](https://github.com/acme/llm/issues/8818)")

@@ -83,10 +83,11 @@ DIGEST = (
     "[19]. Still open: #8818, the attention gate norm [21]."
 )
 DIGEST_LINKED = (
-    "Hero 70B had a steady day. It restarted once after an InfiniBand fault and was back "
-    "within 47 minutes; Larry's #8833 proposes light weight decay on the attention gate "
-    "[\\[1\\]](https://github.com/acme/llm/pull/8833). Still open: #8818, the attention gate "
-    "norm [\\[2\\]](https://github.com/acme/llm/issues/8818)."
+    r"Hero 70B had a steady day [\[1\]](https://wandb.ai/acme/hero/reports/1). It restarted "
+    "once after an InfiniBand fault and was back within 47 minutes "
+    r"[\[1\]](https://wandb.ai/acme/hero/reports/1); Larry's #8833 proposes light weight decay "
+    r"on the attention gate [\[2\]](https://github.com/acme/llm/pull/8833). Still open: #8818, "
+    r"the attention gate norm [\[3\]](https://github.com/acme/llm/issues/8818)."
 )
 
 

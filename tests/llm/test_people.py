@@ -31,14 +31,15 @@ GOOD = (
     "Larry's #8833 would add light weight decay to the attention gate [14]; #8818 is still open "
     "[16]."
 )
-# as stored and shown: each citation a link to its source, renumbered; a fact without a link
-# (the state, the restart) loses its marker
+# as stored and shown: each citation a link to its source, numbered by source page; a computed
+# fact (the state, the restart) links to the run's W&B report
 GOOD_LINKED = (
-    "Hero 70B is training normally. It restarted eighteen hours ago after an InfiniBand fault "
-    "(the fast network between GPU hosts) and resumed from a checkpoint after 47 minutes down. "
-    "Larry's #8833 would add light weight decay to the attention gate "
-    "[\\[1\\]](https://github.com/acme/llm/pull/8833); #8818 is still open "
-    "[\\[2\\]](https://github.com/acme/llm/issues/8818)."
+    "Hero 70B is training normally [\\[1\\]](https://wandb.ai/acme/hero/reports/1). It "
+    "restarted eighteen hours ago after an InfiniBand fault (the fast network between GPU "
+    "hosts) and resumed from a checkpoint after 47 minutes down "
+    "[\\[1\\]](https://wandb.ai/acme/hero/reports/1). Larry's #8833 would add light weight "
+    "decay to the attention gate [\\[2\\]](https://github.com/acme/llm/pull/8833); #8818 is "
+    "still open [\\[3\\]](https://github.com/acme/llm/issues/8818)."
 )
 # the same, crediting a teammate of the run who is nowhere in the facts
 ELSEWHERE = GOOD.replace("Larry's #8833 would add", "dana-w's proposal in #8833 would add")

@@ -471,6 +471,31 @@ def _written_as_name(reply: str, start: int, written: str) -> bool:
     return not _COMMON_SHAPE.search(written.lower())
 
 
+def _name_parts(name: str) -> list[str]:
+    """A name's words, a login's CamelCase and separators split: "ClassicLarry" → classic,
+    larry; "Kaiyue-Wen" → kaiyue, wen."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
+    return [p for p in re.split(r"[^a-z0-9]+", spaced.lower()) if p]
+
+
+ALIAS_PART = 4  # letters a name must have to stand for a longer name it is part of
+
+
+def alias(person: str, people: Iterable[str]) -> str | None:
+    """The given person `person` is another name of: the same letters ("Percy Liang" and
+    "percyliang"), or a word of theirs ("Larry", the Discord name of "ClassicLarry")."""
+    compact = "".join(_name_parts(person))
+    for other in people:
+        parts = _name_parts(other)
+        if compact == "".join(parts):
+            return other
+        if len(compact) >= ALIAS_PART and (
+            compact in parts or "".join(parts) in _name_parts(person)
+        ):
+            return other
+    return None
+
+
 def check_people(reply: str, facts: Given) -> list[str]:
     """The problems with the people the reply names or credits (empty: none)."""
     problems: list[str] = []
@@ -494,6 +519,9 @@ def check_people(reply: str, facts: Given) -> list[str]:
         ordinary = _ARTICLE_BEFORE.search(reply[:start]) or not (written[:1].isupper() or opens)
         if _plain_word(person) and not claims and not written.startswith("@") and ordinary:
             continue  # "will", "sam" as ordinary words
+        if person not in facts.people:  # another name of a given person ("Larry" of ClassicLarry)
+            names = {u.author for u in facts.units if u.author} | facts.people
+            person = (alias(person, names) or person).lower()
         if person not in facts.people:
             problem(
                 f"{written} is not in what you were given: name only the people of the facts "

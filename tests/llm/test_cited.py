@@ -167,3 +167,24 @@ def test_common_words_before_a_verb_are_not_people() -> None:
         assert check_people(text, facts) == [], text
     for text in ("dave drained the host.", "Then Dave drained the host.", "@bob restarted it."):
         assert check_people(text, facts), text
+
+
+def test_a_person_may_be_named_by_another_of_their_names() -> None:
+    facts = given(
+        [
+            fence("Argues the statistic deserves its own study.", source="discord", author="Percy"),
+            fence("Lowers the decay to 0.02.", source="github", author="ClassicLarry", ref="#8833"),
+            fence("Asks what decay costs.", source="discord", author="Percy Liang"),
+        ],
+        ["percyliang", "Percy Liang", "ClassicLarry", "Larry", "Kaiyue-Wen"],
+    )
+    for text in (
+        "percyliang asked what the decay costs.",  # the login of a display name
+        "Larry lowered the decay to 0.02.",  # the Discord name of ClassicLarry
+    ):
+        assert check_people(text, facts) == [], text
+    for text in (
+        "Larry asked what the decay costs.",  # ClassicLarry did not ask it
+        "Kaiyue-Wen lowered the decay to 0.02.",  # not in these facts at all
+    ):
+        assert check_people(text, facts), text

@@ -125,7 +125,14 @@ _NUMBER_WORDS = frozenset(
 )
 # Reporting verbs ("found", "logged", "noted"): who said it is the people check's question.
 _REPORTING = frozenset(w for w, family in people_verbs().items() if family is None)
-_SKIP = _GENERIC | _STATUS | _NUMBER_WORDS | _REPORTING
+# Months: a date is the grounding check's.
+_MONTH_WORDS = frozenset(
+    _split(
+        "january february march april june july august september october november december "
+        "sept came come comes coming"
+    )
+)
+_SKIP = _GENERIC | _STATUS | _NUMBER_WORDS | _REPORTING | _MONTH_WORDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,6 +409,26 @@ def misplaced(body: str, cited_text: str) -> list[str]:
     return out
 
 
+_VALUE = r"(\d[\d,]*(?:\.\d+)?(?:e-?\d+)?[kKMBT%]?)"
+# Ordered pairs whose order is the claim: "546 of 128,256", "from 0.05 to 0.02".
+_PAIRS = (
+    re.compile(rf"{_VALUE}\s+(?:out\s+)?of\s+(?:the\s+)?(?:\w+\s+)?{_VALUE}"),
+    re.compile(rf"\bfrom\s+(?:step\s+)?{_VALUE}\s+to\s+(?:step\s+)?{_VALUE}"),
+)
+
+
+def reversed_pairs(body: str, cited_text: str) -> list[str]:
+    """Pairs the sentence writes in the opposite order to its sources ("16 of the 14 subsets"
+    for "14 of the 16", "from 0.02 to 0.05" for "from 0.05 to 0.02")."""
+    out = []
+    for pattern in _PAIRS:
+        said = {(a, b) for a, b in pattern.findall(cited_text)}
+        for a, b in pattern.findall(body):
+            if a != b and (b, a) in said and (a, b) not in said:
+                out.append(f"{a} … {b}")
+    return out
+
+
 def _shape(ident: str) -> str:
     """An id's form, its digits blanked: "k17n3" and "k22n1" are both "k#n#"."""
     return re.sub(r"\d+", "#", ident.lower())
@@ -458,7 +485,7 @@ def check_sentence(sentence: str, request: CitedRequest) -> list[str]:
     cited_text = "\n".join(texts)
     for name in unsupported_names(body, cited_text, request.always):
         problems.append(f"{where}: {name} is not in what it cites ({marks})")
-    for raw in misplaced(body, cited_text):
+    for raw in [*misplaced(body, cited_text), *reversed_pairs(body, cited_text)]:
         problems.append(
             f"{where}: “{raw}” is not what {marks} says it is: keep each number and id "
             "with what the source pairs it with"

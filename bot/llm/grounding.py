@@ -791,9 +791,11 @@ class FactIndex:
         if len(parts) > 1 and all(p in self.idents for p in parts):
             return True
         # a run of whole parts of a fact's identifier: "hero_12d8b6f0" of "hero_12d8b6f0-dee637",
-        # "hero_run_3" of "marin_moe/hero_run_3" (ids are written with and without their prefix)
-        whole = re.compile(rf"(?:^|[-/_.:]){re.escape(ident)}(?:$|[-/_.:])")
-        return any(ident in fact and whole.search(fact) for fact in self.idents)
+        # "hero_run_3" of "marin_moe/hero_run_3" (ids are written with and without their prefix),
+        # with "_" and "-" alike ("hero_12d8b6f0" of "hero-12d8b6f0-dee637")
+        same = _dashes(ident)
+        whole = re.compile(rf"(?:^|[-/.:]){re.escape(same)}(?:$|[-/.:])")
+        return any(same in fact and whole.search(fact) for fact in map(_dashes, self.idents))
 
     def date_ok(self, year: int | None, month: int, day: int) -> bool:
         if (month, day) not in self.days:
@@ -827,6 +829,10 @@ class FactIndex:
             if not minute and fact.replace(minute=0) == moment.replace(minute=0):
                 return True
         return False
+
+
+def _dashes(ident: str) -> str:
+    return ident.replace("_", "-")
 
 
 def _close(value: float, unit: float, fact: float, rel: float) -> bool:

@@ -53,6 +53,7 @@ SOURCES = {
         ISSUE,
     ),
     6: _source(6, "Gate scale measured at 12.2 on layer one.", "ClassicLarry", "#8818", ISSUE),
+    7: _source(7, "Lowers the proposed decay from 0.05 to 0.02.", "ClassicLarry", "#8833", PULL),
 }
 REQUEST = CitedRequest(
     sources=SOURCES,
@@ -102,7 +103,9 @@ def test_a_sentence_that_says_only_what_it_cites_passes(text: str) -> None:
         # a model name its source never writes
         ("Mistral Large finished the evals of the 48k checkpoint [5].", "Mistral"),
         # a citation that is not a source
-        ("Training is running [9].", "not a source"),
+        ("Training is running [19].", "not a source"),
+        # an ordered pair turned round
+        ("ClassicLarry changed the proposed decay from 0.02 to 0.05 [7].", "0.02 … 0.05"),
     ],
 )
 def test_a_sentence_that_says_more_than_it_cites_is_refused(text: str, why: str) -> None:
@@ -150,6 +153,7 @@ def test_grounding_reads_the_rewordings_a_careful_reader_allows() -> None:
         "about 12",
         "hero_run_3",
         "hero_12d8b6f0",
+        "hero-run-3",  # "_" and "-" alike
     ):
         assert check(ok, facts).ok, ok
     for wrong in ("waited sixteen minutes", "exactly 13", "hero_run_4", "exactly 14 of them"):

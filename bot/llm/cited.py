@@ -13,16 +13,22 @@ module reads those markers (`citations_in`, `sentences`) and checks each sentenc
   sources: `ALWAYS_NAMES`);
 - its content words must be mostly the cited sources' words: at least half of them, crudely
   stemmed, or it says something the sources do not ("the bucket ran out of quota" [1], when [1]
-  is about an upload's time). Text in parentheses is left out of this (it explains jargon);
+  is about an upload's time). An aside in parentheses or between dashes is left out of this (it
+  explains jargon), and a decision the sources do not state ("rejected", "merged") or state
+  only negated ("Not approved yet") fails on its own;
+- numbers and ids must stay with what the sources pair them with: a value swapped with another
+  of the same fact ("MMLU 56.9 at 60k" for 58.3), an ordered pair turned round ("16 of the
+  14"), a host swapped for its spare, are refused (`misplaced`, `reversed_pairs`);
 - the people it names must be the cited sources' authors or named in them, credited with what
   they did (`bot.llm.people` over the cited sources only);
 - a sentence without a marker may only connect ("Still open:", "Elsewhere, in short:"): every
   content word in `CONNECTIVE`, no number, id, name or person. Anything else is refused: a claim
   needs its source.
 
-Known gaps: a claim that reuses its source's words in a new order ("k17n3 replaced k22n1") passes
-the content check; a name at the start of a sentence that is also a common word is not read as
-a name."""
+Known gaps: a claim that reuses its source's words in a new order, or negates what its source
+says ("the model no longer depends on the gate" for "depends heavily"), passes the content
+check; a claim inside an aside is checked for its numbers, ids and people only; a name at the
+start of a sentence that is also a common word is not read as a name."""
 
 from __future__ import annotations
 
@@ -61,7 +67,8 @@ _ABBREV = frozenset(
 )
 _SPLIT = re.compile(r"(?<=[.!?…])[\"”’)]?\s+|\n+")
 _WORDS = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
-_PARENS = re.compile(r"\([^()]*\)")
+# An aside that explains: in parentheses, or between two dashes ("— a steady pull … —").
+_PARENS = re.compile(r"\([^()]*\)|\s[—–]\s[^—–]*\s[—–](?=\s)|\s--\s.*?\s--(?=\s)")
 _NAME = re.compile(r"(?<![\w@#/.\-])[A-Z][A-Za-z0-9]*(?:[&\-][A-Za-z0-9]+)*")
 
 # Words that claim nothing: an uncited sentence may be made of these alone.
@@ -344,8 +351,8 @@ def unsupported_names(body: str, cited_text: str, always: str) -> list[str]:
 
 
 def unsupported_words(body: str, cited_text: str) -> tuple[list[str], int]:
-    """(content words the cited sources do not carry, how many content words in all); text in
-    parentheses (explanations of jargon) left out."""
+    """(content words the cited sources do not carry, how many content words in all); asides
+    in parentheses or between dashes (explanations of jargon) left out."""
     words = content_words(_PARENS.sub(" ", body))
     stems = _stems(cited_text)
     missing = [w for w in words if _stem(w) not in stems]

@@ -80,7 +80,7 @@ CONNECTIVE = frozenset(
         "following questions question threads thread items item notes note other work progress "
         "first second third finally then besides addition additionally however discussion "
         "discussions recap context background open-questions unresolved pending remaining remain "
-        "remains"
+        "remains stays stay one"
     )
 )
 # Capitalised words a sentence may use without a source writing them.

@@ -479,10 +479,11 @@ async def _attempt(
 def _final(
     result: LLMResult, rendered: Rendered, *, run_slug: str | None, now: datetime
 ) -> LLMOutput:
-    text = result.text
+    text = sanitize_output(result.text, allowed_urls=rendered.index.urls, limit=rendered.max_chars)
     if rendered.cited is not None:
+        # after the length cap, so that no cap cuts a link in half; the links are the
+        # sources' own (`_linkable`), not the model's
         text = link_citations(text, rendered.cited.sources)
-    text = sanitize_output(text, allowed_urls=rendered.index.urls, limit=rendered.max_chars)
     return result.output(
         task=rendered.task,
         prompt_name=rendered.prompt_name,

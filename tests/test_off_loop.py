@@ -156,7 +156,7 @@ async def test_llm_enrichment_renders_and_checks_its_batch_in_a_worker_thread(
     await store.events.upsert_many([comment(i, now - timedelta(minutes=i)) for i in range(4)])
     events = await store.events.pending_enrichment("hero")
     rendered, _ = record_threads(monkeypatch, llm_enrich, "render_event")
-    checked, _ = record_threads(monkeypatch, llm_enrich, "validate_item")
+    checked, _ = record_threads(monkeypatch, llm_enrich, "check_item")
     loop = threading.get_ident()
     async with FakeAnthropic() as fake:
         llm = LLMClient(

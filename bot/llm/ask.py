@@ -4,9 +4,10 @@ facts in; an answer citing sources as `[n]` out, checked in code before anyone s
 The check (`check_answer`): the reply does the task (it does not echo the request, it cites at
 least one source or says plainly that the history does not answer, it fits its length:
 `bot.llm.gates`); every `[n]` is one of the sources; every URL is a source's URL;
-every number, date, time, reference and identifier appears in a cited source or in the facts
-(`grounding.check`, the narrative's rules, with citation markers taken out first); every person
-it names or credits is one a cited source or the facts name and credit so (`bot.llm.people`).
+each sentence says only what the sources it cites (and the run's facts) say: its numbers, dates,
+times, references, ids, names and words, the people it credits (`bot.llm.cited`, the one check
+of cited prose, shared with the narrative and the digest); a sentence citing nothing is checked
+against the run's facts alone, or says the history is silent.
 A draft that fails is recorded as `ask.rejected` (it was paid for) and the model gets one retry
 with the problems listed; a second failure, an outage, no key or a spent budget return None and the
 caller shows the search results instead. Mentions are stripped from what passes
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from bot.llm.cited import CITE, CitedRequest, Source, check_sentences, citations_in
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
 from bot.llm.gates import (
     echoes_request,
@@ -43,8 +45,8 @@ from bot.llm.gates import (
     says_history_is_silent,
 )
 from bot.llm.grounded import render_facts
-from bot.llm.grounding import FactIndex, GroundingReport, check
-from bot.llm.people import check_people, given, known_people
+from bot.llm.grounding import GroundingReport
+from bot.llm.people import known_people
 from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import URL_RE, fence, normalise_url, sanitize_output
 from bot.mentions import defuse_mentions
@@ -61,8 +63,7 @@ ASK_MAX_CHARS = 1500
 ASK_MAX_TOKENS = 700
 SOURCE_CHARS = 700  # of each event's text shown to the model
 
-# [1], [1, 2], [1][2], [1-3]; not a Markdown link's label ("[2](https://…)").
-_CITE = re.compile(r"\[\s*(\d{1,3}(?:\s*(?:,|;|-|–)\s*\d{1,3})*)\s*\](?!\()")
+_CITE = CITE  # one reading of `[n]` markers, shared with the narrative and digest
 
 
 @dataclass(slots=True, frozen=True)
@@ -98,21 +99,6 @@ def render_sources(events: Sequence[Event], tz: str) -> str:
     return "\n".join(render_source(n, event, tz) for n, event in enumerate(events, 1))
 
 
-def citations_in(text: str) -> list[int]:
-    """Cited numbers in order of first appearance; `[2-4]` counts as 2, 3, 4."""
-    found: list[int] = []
-    for match in _CITE.finditer(text):
-        for part in re.split(r"\s*[,;]\s*", match.group(1)):
-            bounds = re.split(r"\s*[-–]\s*", part)
-            numbers = [int(b) for b in bounds if b]
-            if len(numbers) == 2 and 0 < numbers[1] - numbers[0] < 20:
-                numbers = list(range(numbers[0], numbers[1] + 1))
-            for number in numbers:
-                if number not in found:
-                    found.append(number)
-    return found
-
-
 def check_answer(
     text: str, sources: Sequence[Event], facts_text: str, tz: str, known: Iterable[str] = ()
 ) -> GroundingReport:
@@ -142,14 +128,26 @@ def check_answer(
                 if sources
                 else f"[{n}] is not a source: there are no sources"
             )
-    backing = [render_source(n, sources[n - 1], tz) for n in cited if 1 <= n <= len(sources)]
-    index = FactIndex.build(facts_text, *backing)
+    # each sentence against the sources it cites and the run's facts (`bot.llm.cited`)
+    request = CitedRequest(
+        sources={n: Source(n, render_source(n, e, tz), e.url) for n, e in enumerate(sources, 1)},
+        always=facts_text,
+        known=(*known, *(e.author for e in sources if e.author)),
+        request=_request_words(),
+        uncited=facts_text,
+        silent=says_history_is_silent,
+    )
+    report.problems.extend(
+        p for p in check_sentences(text, request) if "which is not a source" not in p
+    )
     # Links: only the sources' own URLs (the facts' run links are not citations).
-    index.urls = {normalise_url(e.url) for e in sources if e.url}
-    report.problems.extend(check(_CITE.sub(" ", text), index).problems)
-    everyone = [*known, *(e.author for e in sources if e.author)]
-    people = given([facts_text, *backing], everyone, request=_request_words())
-    report.problems.extend(check_people(_CITE.sub(" ", text), people))
+    allowed = {normalise_url(e.url) for e in sources if e.url}
+    for match in URL_RE.finditer(text):
+        if normalise_url(match.group(0)) not in allowed:
+            report.problems.append(
+                f"the link {match.group(0)} is not in the facts (write links in full, exactly "
+                "as given)"
+            )
     return report
 
 

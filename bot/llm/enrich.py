@@ -14,7 +14,10 @@ request, through a forced tool call whose input is validated strictly.
   schema, so a prompt change re-enriches lazily (only events that come through again).
 - **Fallback.** No key, a spent budget, a failed call: every affected event gets the rules'
   enrichment. A malformed item (unknown or duplicate id, bad tag, over-long or empty summary,
-  wrong types, a number not in the event) falls back for that event only.
+  wrong types, a number not in the event) is asked for once more, in a small batch of the
+  refused items with the reason for each (`prompts/enrich_retry.md`), and only then falls back
+  for that event. A fallback summary is never a heading of the post nor cut mid-phrase
+  (`fallback_summary`).
 - **Cost.** A batch's usage is split evenly over the rows it produced; the share of events whose
   items were rejected is recorded as one `enrich.rejected` row, so `usage` adds up to the bill.
 
@@ -29,6 +32,7 @@ import functools
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -147,7 +151,37 @@ def cache_key(event: Event, version: str | None = None) -> str:
 
 
 def rules_for(event: Event) -> Enrichment:
-    return enrich_event(event)
+    """The rules' enrichment, with a summary a reader can take as one: never a markdown
+    heading standing for the whole post, never a sentence cut mid-phrase."""
+    enrichment = enrich_event(event)
+    summary = fallback_summary(enrichment.summary, event)
+    return enrichment if summary == enrichment.summary else replace(enrichment, summary=summary)
+
+
+_HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(?P<text>.+?)\s*#*\s*$", re.MULTILINE)
+# Where a long sentence may end early without leaving a phrase open.
+_CLAUSE_END = re.compile(r"(?:[,;:]|\s[—–-])\s|\s(?:and|but|because|so|which|while|after|since)\s")
+MIN_CUT = 40  # characters a shortened summary keeps at least
+
+
+def fallback_summary(summary: str, event: Event) -> str:
+    """`summary` unless it is one of the body's headings (the post's first real sentence then,
+    else its title) or was cut mid-phrase (then ended at its last whole clause)."""
+    headings = {m.group("text").strip().lower() for m in _HEADING_LINE.finditer(event.body or "")}
+    if summary.strip().rstrip(".:").lower() in headings:
+        rest = _HEADING_LINE.sub("", event.body or "").strip()
+        if rest:
+            return fallback_summary(enrich_event(replace(event, body=rest)).summary, event)
+        title = (event.title or "").strip()
+        return title if title and title.lower() not in headings else f"Posted “{summary.strip()}”."
+    if not summary.endswith("…"):
+        return summary
+    cut = summary[:-1]
+    ends = [m.start() for m in _CLAUSE_END.finditer(cut) if m.start() >= MIN_CUT]
+    if ends:
+        return cut[: ends[-1]].rstrip(" ,;:—–-") + "."
+    sentence = re.match(rf"(.{{{MIN_CUT},}}?[.!?])\s", cut)
+    return sentence.group(1) if sentence else summary
 
 
 def prepare_body(text: str, limit: int = BODY_CHARS) -> str:
@@ -266,36 +300,46 @@ def validate_item(
 ) -> Enrichment | None:
     """A tool item → Enrichment, or None when anything about it is off. `known`: the run's
     people; the summary may name or credit only the people the event does (`bot.llm.people`)."""
+    return check_item(raw, event, seen_text, base, known)[0]
+
+
+def check_item(
+    raw: Any, event: Event, seen_text: str, base: Enrichment, known: Iterable[str] = ()
+) -> tuple[Enrichment | None, str]:
+    """(the item as an Enrichment, "") or (None, why it was refused): the reason goes back to
+    the model in the retry."""
     if not isinstance(raw, dict):
-        return None
+        return None, "the item is not an object"
     summary, tag = raw.get("summary"), raw.get("tag")
     incident, severity, newsworthy = raw.get("incident"), raw.get("severity"), raw.get("newsworthy")
     live = raw.get("live_report")
     if not isinstance(summary, str) or not summary.strip() or len(summary.strip()) > SUMMARY_MAX:
-        return None
+        return None, f"the summary must be one line of 1 to {SUMMARY_MAX} characters"
     if tag not in TAGS or not isinstance(incident, bool) or not isinstance(newsworthy, bool):
-        return None
-    if not isinstance(live, bool):
-        return None
-    if severity is not None and severity not in SEVERITIES:
-        return None
+        return None, "tag, incident and newsworthy must be a known tag and two booleans"
+    if not isinstance(live, bool) or (severity is not None and severity not in SEVERITIES):
+        return None, "live_report must be a boolean and severity one of info, warning, critical"
     allowed = urls_in([event.body, event.url])
     # a summary has no links and does the task: a link (invented, cut or real) or an echo of
     # the instructions means the item is not an enrichment (`bot.llm.gates`)
-    if URL_RE.search(summary) or echoes_request(summary, _instructions()):
-        return None
+    if URL_RE.search(summary):
+        return None, "the summary has a link: summaries carry none"
+    if echoes_request(summary, _instructions()):
+        return None, "the summary repeats the instructions instead of summarising the event"
     clean = sanitize_output(" ".join(summary.split()), allowed_urls=allowed, limit=SUMMARY_MAX)
     # numbers, dates and refs in a summary must come from what the model saw of the event
-    if not check(clean, FactIndex.build(seen_text)).ok:
-        return None
+    grounding = check(clean, FactIndex.build(seen_text))
+    if not grounding.ok:
+        return None, "; ".join(grounding.problems[:3])
     # people it names are the event's, credited with what the event says they did
-    if check_people(clean, given([seen_text], known, request=_request_words())):
-        return None
+    people = check_people(clean, given([seen_text], known, request=_request_words()))
+    if people:
+        return None, "; ".join(people[:2])
     # a live report is about its incident; the tag and the flag say the same thing
     incident = incident or live or tag == "incident"
     tag = "incident" if incident else tag
     sev = (severity if severity in ("warning", "critical") else "warning") if live else None
-    return Enrichment(
+    enrichment = Enrichment(
         summary=clean,
         tag=tag,
         incident=incident,
@@ -304,6 +348,7 @@ def validate_item(
         newsworthy=newsworthy or live,
         live_report=live,
     )
+    return enrichment, ""
 
 
 # Rules stood in because the LLM failed: the pipeline offers these events to the LLM again
@@ -433,24 +478,66 @@ class LLMEnricher:
     async def _enrich_batch(
         self, run_slug: str, batch: list[_Pending], version: str, now: datetime
     ) -> dict[int, tuple[Enrichment, str]]:
+        """One request for the batch; the items it gets wrong are asked for once more, in a
+        small batch of their own with the reasons (`enrich_retry`), and only then fall back to
+        the rules."""
+        authors = [*await known_people(self.store, run_slug), *(i.event.author for i in batch)]
+        known = [k for k in authors if k]
+        result = await self._request(run_slug, batch, now)
+        accepted, rejected = await asyncio.to_thread(self._accept, result, batch, known)
+        out = await self._record(result, run_slug, version, now, accepted, rejected)
+        if not rejected:
+            return out
+        retry = [item for item, _ in rejected]
+        for n, item in enumerate(retry, start=1):
+            item.local_id, item.rendered = n, render_event(n, item.event)
+        problems = "\n".join(f"- [{item.local_id}] {why}" for item, why in rejected)
+        note = load_prompt("enrich_retry").render(problems=problems)
+        try:
+            result = await self._request(run_slug, retry, now, note)
+        except LLMUnavailable as exc:
+            self.llm.note_fallback(exc, TASK, now)
+            accepted, rejected = [], [(item, "") for item in retry]
+        else:
+            accepted, rejected = await asyncio.to_thread(self._accept, result, retry, known)
+            out.update(await self._record(result, run_slug, version, now, accepted, rejected))
+        if rejected:
+            log.warning(
+                "LLM enrichment rejected %d item(s) twice (ids %s); using the rules for them",
+                len(rejected),
+                [item.event.id for item, _ in rejected],
+            )
+            out.update(await asyncio.to_thread(_rules_all, [i for i, _ in rejected], "rules"))
+        return out
+
+    async def _request(
+        self, run_slug: str, batch: Sequence[_Pending], now: datetime, note: str = ""
+    ) -> LLMResult:
         # (renumbering a later batch renders its events again: CPU work, so in a worker thread)
         system, user = await asyncio.to_thread(self.build_request, run_slug, batch)
         self.requests += 1
-        result = await self.llm.complete(
+        return await self.llm.complete(
             system=system,
             cache_system=True,
-            messages=[{"role": "user", "content": user}],
+            messages=[{"role": "user", "content": user + ("\n\n" + note if note else "")}],
             max_tokens=OUTPUT_TOKENS_PER_EVENT * len(batch) + 200,
             tools=[ENRICH_TOOL],
             tool_name=TOOL_NAME,
             model=self.llm.enrich_model,
             now=now,
         )
-        # Checking every item against its event (the rules' reading included) is CPU work.
-        known = [*await known_people(self.store, run_slug), *(i.event.author for i in batch)]
-        accepted, rejected = await asyncio.to_thread(
-            self._accept, result, batch, [k for k in known if k]
-        )
+
+    async def _record(
+        self,
+        result: LLMResult,
+        run_slug: str,
+        version: str,
+        now: datetime,
+        accepted: Sequence[tuple[_Pending, Enrichment]],
+        rejected: Sequence[tuple[_Pending, str]],
+    ) -> dict[int, tuple[Enrichment, str]]:
+        """Store the accepted items (the request's cost shared over them) and one
+        `enrich.rejected` row for the rest; the accepted as the pipeline takes them."""
         out: dict[int, tuple[Enrichment, str]] = {}
         rows: list[LLMOutput] = []
         parts = len(accepted) + (1 if rejected else 0)
@@ -471,19 +558,16 @@ class LLMEnricher:
                 )
             )
         if rejected:
-            ids = [item.event.id for item in rejected]
-            log.warning(
-                "LLM enrichment rejected %d of %d items (ids %s); using the rules for them",
-                len(rejected),
-                len(batch),
-                ids,
-            )
-            out.update(await asyncio.to_thread(_rules_all, rejected, "rules"))
+            content = {
+                "rejected_event_ids": [item.event.id for item, _ in rejected],
+                "reasons": [why for _, why in rejected],
+                "stop_reason": result.stop_reason,
+            }
             row = result.output(
                 task=f"{TASK}.rejected",
                 prompt_name="enrich",
                 prompt_hash=version,
-                content=json.dumps({"rejected_event_ids": ids, "stop_reason": result.stop_reason}),
+                content=json.dumps(content),
                 created_at=now,
                 run_slug=run_slug,
                 share=(len(accepted), parts),
@@ -498,9 +582,11 @@ class LLMEnricher:
     @staticmethod
     def _accept(
         result: LLMResult, batch: list[_Pending], known: Sequence[str] = ()
-    ) -> tuple[list[tuple[_Pending, Enrichment]], list[_Pending]]:
+    ) -> tuple[list[tuple[_Pending, Enrichment]], list[tuple[_Pending, str]]]:
+        """(accepted items, refused items with why)."""
         by_id = {item.local_id: item for item in batch}
         found: dict[int, Enrichment] = {}
+        reasons: dict[int, str] = {}
         data = result.tool_input
         raw_items = data.get("items") if isinstance(data, dict) else None
         if isinstance(raw_items, list):
@@ -514,15 +600,22 @@ class LLMEnricher:
                 if local in found or local in duplicates:
                     duplicates.add(local)
                     found.pop(local, None)
+                    reasons[local] = "the event got more than one item: write exactly one"
                     continue
                 item = by_id[local]
-                enrichment = validate_item(
+                enrichment, why = check_item(
                     raw, item.event, item.rendered, rules_for(item.event), known
                 )
                 if enrichment is not None:
                     found[local] = enrichment
+                else:
+                    reasons[local] = why
         accepted = [(by_id[i], e) for i, e in sorted(found.items())]
-        rejected = [item for item in batch if item.local_id not in found]
+        rejected = [
+            (item, reasons.get(item.local_id, "no item was written for this event"))
+            for item in batch
+            if item.local_id not in found
+        ]
         return accepted, rejected
 
 

@@ -1,14 +1,17 @@
 """The grounded writer shared by the narrative and the digest.
 
-Flow of `write_grounded`: render the prompt from facts → call → check every number, date,
-reference and link against the rendered facts (`grounding.check`) → on failure, one retry in the
-same conversation with the problems listed → on a second failure, the template. Rejected drafts
-are recorded as `<task>.rejected` rows (they cost money and the usage report shows them); the
-final text, model or template, is recorded as `<task>` with the prompt name and hash, model,
-tokens and cost, after `safety.sanitize_output`.
+Flow of `write_grounded`: render the prompt from facts → call → check each sentence against
+the facts it cites (`bot.llm.cited.check_sentences`: its numbers, dates, ids, links, names,
+people and words) → on failure, one retry in the same conversation with the problems listed →
+on a second failure, the template. Rejected drafts are recorded as `<task>.rejected` rows (they
+cost money and the usage report shows them); the final text, model or template, is recorded as
+`<task>` with the prompt name and hash, model, tokens and cost, after `safety.sanitize_output`.
+In the model's text each `[n]` becomes a link to its source (`cited.link_citations`); a fact
+without a link (a computed number) loses its marker.
 
-The facts reach the model as text (`render_facts`, `render_highlights`, `render_open_threads`):
-trusted numbers one per line, untrusted summaries fenced as data."""
+The facts reach the model as numbered sources (`numbered_facts`): trusted facts one per line
+(`fact_lines`), then the recent activity and the open threads, fenced as data, numbered on. A
+narrative need not name its run: citing the run's facts is being about it."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from bot.llm.cited import CitedRequest, Source, check_sentences, citations_in, link_citations
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
 from bot.llm.gates import (
     about_the_run,
@@ -30,7 +34,7 @@ from bot.llm.gates import (
 from bot.llm.grounding import FactIndex, GroundingReport, check
 from bot.llm.people import Given, check_people, given
 from bot.llm.prompts import load_prompt, short_hash
-from bot.llm.safety import fence, sanitize_output, urls_in
+from bot.llm.safety import fence, normalise_url, sanitize_output, urls_in
 from bot.models import LLMOutput, Restart
 from bot.narrative.facts import DigestFacts, Highlight, IncidentFact, NarrativeFacts, OpenThread
 from bot.narrative.format import fmt_date, fmt_projected, fmt_time, inline
@@ -47,6 +51,11 @@ TEMPLATE_MODEL = "template"
 
 def render_facts(facts: NarrativeFacts) -> str:
     """The trusted facts block, one fact per line."""
+    return "\n".join(fact_lines(facts))
+
+
+def fact_lines(facts: NarrativeFacts) -> list[str]:
+    """The trusted facts, each a line that stands on its own (a citation names one)."""
     tz = facts.timezone
     lines = [f"run: {facts.run_name} (slug {facts.run_slug})", f"state: {facts.state}"]
     lines.append(f"time now: {fmt_time(facts.now, tz)} (every time here is in {tz})")
@@ -76,37 +85,13 @@ def render_facts(facts: NarrativeFacts) -> str:
     for line in facts.drifting:
         lines.append(f"metric off its forecast: {line}")
     if isinstance(facts, DigestFacts):
-        lines.append(f"window: the last {facts.window_hours} hours")
-        gained = facts.steps_gained
-        if gained is not None:
-            lines.append(f"steps trained in the window: {fmt_int(gained)}")
-        lines.append(f"events in the window: {facts.events_in_window}")
-        lines.append(f"restarts in the window: {len(facts.restarts_in_window)}")
-        for restart in facts.restarts_in_window:
-            lines.append("- " + _restart_line(restart, facts))
+        lines.extend(_window_lines(facts))
     if facts.last_restart is not None:
         lines.append(
             "last restart: " + _restart_line(facts.last_restart, facts, facts.restart_incident)
         )
-    if facts.incidents:
-        lines.append(f"incidents ({len(facts.incidents)}):")
-        for incident in facts.incidents:
-            line = f"- {incident.status}, {incident.severity}: {inline(incident.title, 120)}; "
-            line += f"started {fmt_time(incident.started_at, tz)}"
-            if incident.resolved_at:
-                line += f", resolved {fmt_time(incident.resolved_at, tz)}"
-                line += f", lasted {humanize_duration(incident.duration(facts.now))}"
-            else:
-                line += f", open for {humanize_duration(incident.duration(facts.now))}"
-            if incident.cause:
-                line += "; cause: " + fence(inline(incident.cause), source="system")
-            if incident.reported_cause:
-                line += "; a person reported: " + fence(
-                    inline(incident.reported_cause), source="report", author=incident.reported_by
-                )
-            lines.append(line)
-    else:
-        lines.append("incidents: none")
+    lines.append(f"incidents: {len(facts.incidents) or 'none'}")
+    lines.extend(_incident_line(incident, facts) for incident in facts.incidents)
     if facts.monitor_stale:
         lines.append(
             "monitor: Runscribe has not reached W&B recently, so these figures may be behind; "
@@ -127,7 +112,37 @@ def render_facts(facts: NarrativeFacts) -> str:
         lines.append(f"events by tag in {window}: {counts}")
     for name, url in facts.links.items():
         lines.append(f"link: {inline(name, 60)} {url}")
-    return "\n".join(lines)
+    return lines
+
+
+def _window_lines(facts: DigestFacts) -> list[str]:
+    lines = [f"window: the last {facts.window_hours} hours"]
+    gained = facts.steps_gained
+    if gained is not None:
+        lines.append(f"steps trained in the window: {fmt_int(gained)}")
+    lines.append(f"events in the window: {facts.events_in_window}")
+    lines.append(f"restarts in the window: {len(facts.restarts_in_window)}")
+    for restart in facts.restarts_in_window:
+        lines.append("restart in the window: " + _restart_line(restart, facts))
+    return lines
+
+
+def _incident_line(incident: IncidentFact, facts: NarrativeFacts) -> str:
+    tz = facts.timezone
+    line = f"incident, {incident.status}, {incident.severity}: {inline(incident.title, 120)}; "
+    line += f"started {fmt_time(incident.started_at, tz)}"
+    if incident.resolved_at:
+        line += f", resolved {fmt_time(incident.resolved_at, tz)}"
+        line += f", lasted {humanize_duration(incident.duration(facts.now))}"
+    else:
+        line += f", open for {humanize_duration(incident.duration(facts.now))}"
+    if incident.cause:
+        line += "; cause: " + fence(inline(incident.cause), source="system")
+    if incident.reported_cause:
+        line += "; a person reported: " + fence(
+            inline(incident.reported_cause), source="report", author=incident.reported_by
+        )
+    return line
 
 
 def _restart_line(
@@ -152,9 +167,11 @@ def _restart_line(
 
 
 def render_highlights(highlights: Sequence[Highlight], tz: str) -> str:
-    if not highlights:
-        return "(none)"
-    return "\n".join(
+    return "\n".join(highlight_items(highlights, tz)) or "(none)"
+
+
+def highlight_items(highlights: Sequence[Highlight], tz: str) -> list[str]:
+    return [
         fence(
             inline(h.summary),
             source=h.source,
@@ -166,13 +183,15 @@ def render_highlights(highlights: Sequence[Highlight], tz: str) -> str:
             url=h.url,
         )
         for h in highlights
-    )
+    ]
 
 
 def render_open_threads(threads: Sequence[OpenThread], tz: str) -> str:
-    if not threads:
-        return "(none)"
-    return "\n".join(
+    return "\n".join(thread_items(threads, tz)) or "(none)"
+
+
+def thread_items(threads: Sequence[OpenThread], tz: str) -> list[str]:
+    return [
         fence(
             inline(t.title, 160),
             source=t.source,
@@ -183,7 +202,58 @@ def render_open_threads(threads: Sequence[OpenThread], tz: str) -> str:
             url=t.url,
         )
         for t in threads
-    )
+    ]
+
+
+@dataclass(slots=True)
+class NumberedFacts:
+    """The request's facts as numbered sources (`[n]`), in three blocks: the computed facts,
+    the recent activity and the open threads, numbered on from one block to the next."""
+
+    facts: list[Source]
+    highlights: list[Source]
+    threads: list[Source]
+
+    @property
+    def sources(self) -> dict[int, Source]:
+        return {s.n: s for s in [*self.facts, *self.highlights, *self.threads]}
+
+    @staticmethod
+    def block(items: Sequence[Source]) -> str:
+        return "\n".join(f"[{s.n}] {s.text}" for s in items) or "(none)"
+
+
+def run_link(facts: NarrativeFacts) -> str | None:
+    """The run's own page among its links: the W&B one if any, else the first."""
+    for name, url in facts.links.items():
+        if "w&b" in name.lower() or "wandb" in url:
+            return url
+    return next(iter(facts.links.values()), None)
+
+
+def numbered_facts(facts: NarrativeFacts) -> NumberedFacts:
+    """Every fact the narrative or digest may cite, numbered; an event or thread carries its
+    link, which the citation becomes."""
+    lines = fact_lines(facts)
+    tz = facts.timezone
+    # a computed fact's source is the run's own page (its W&B report): where a reader sees it
+    home = run_link(facts)
+    first = [Source(n, line, home) for n, line in enumerate(lines, 1)]
+    n = len(first)
+    highs = [
+        Source(n + i, text, h.url)
+        for i, (text, h) in enumerate(
+            zip(highlight_items(facts.highlights, tz), facts.highlights, strict=True), 1
+        )
+    ]
+    n += len(highs)
+    threads = [
+        Source(n + i, text, t.url)
+        for i, (text, t) in enumerate(
+            zip(thread_items(facts.open_threads, tz), facts.open_threads, strict=True), 1
+        )
+    ]
+    return NumberedFacts(first, highs, threads)
 
 
 @dataclass(slots=True)
@@ -205,6 +275,8 @@ class Rendered:
     names: tuple[str, ...] = ()
     # the people the reply may name and what each is credited with (`bot.llm.people`)
     people: Given | None = None
+    # the numbered sources each sentence cites and is checked against (`bot.llm.cited`)
+    cited: CitedRequest | None = None
 
 
 def card_numbers(facts: NarrativeFacts) -> list[tuple[str, float, float]]:
@@ -217,6 +289,7 @@ def card_numbers(facts: NarrativeFacts) -> list[tuple[str, float, float]]:
         ("tokens trained", facts.tokens, math.inf),
         ("target tokens", facts.target_tokens, math.inf),
         ("latest loss", facts.loss, 0.1),
+        ("percent done", facts.percent, math.inf),
     ]
     if facts.last_restart is not None:
         shown.append(("step training resumed from", facts.last_restart.to_step, math.inf))
@@ -236,9 +309,10 @@ def render_prompt(
     """`card`: the text sits on the status card, so it may not restate the card's numbers.
     `known`: the run's people (`bot.llm.people.known_people`), whom the reply may name only when
     the facts do."""
-    facts_text = render_facts(facts)
-    highlights = render_highlights(facts.highlights, facts.timezone)
-    threads = render_open_threads(facts.open_threads, facts.timezone)
+    numbered = numbered_facts(facts)
+    facts_text = NumberedFacts.block(numbered.facts)
+    highlights = NumberedFacts.block(numbered.highlights)
+    threads = NumberedFacts.block(numbered.threads)
     system = load_prompt("system")
     prompt = load_prompt(task)
     user = prompt.render(
@@ -260,6 +334,13 @@ def render_prompt(
     people = {h.author for h in facts.highlights} | {t.author for t in facts.open_threads}
     people |= {i.reported_by for i in facts.incidents}
     rendered_system = system.render()
+    cited = CitedRequest(
+        sources=_linkable(numbered.sources, index),
+        always=f"{facts.run_name} {facts.run_slug}",
+        shown=index.shown,
+        known=tuple(known),
+        request=rendered_system + "\n" + user,
+    )
     return Rendered(
         task=task,
         prompt_name=task,
@@ -276,7 +357,16 @@ def render_prompt(
             *sorted(p for p in people if p and len(p) > 2),
         ),
         people=given([user], [*known, *(p for p in people if p)], request=rendered_system),
+        cited=cited,
     )
+
+
+def _linkable(sources: dict[int, Source], index: FactIndex) -> dict[int, Source]:
+    """The sources, each keeping its link only when the writer may show it."""
+    return {
+        n: s if not s.url or normalise_url(s.url) in index.urls else Source(n, s.text)
+        for n, s in sources.items()
+    }
 
 
 def grade(text: str, rendered: Rendered) -> GroundingReport:
@@ -293,6 +383,16 @@ def grade(text: str, rendered: Rendered) -> GroundingReport:
         long = length_problem(text, max_words=rendered.max_words, max_chars=rendered.max_chars)
         if long is not None:
             report.problems.append(long)
+    if rendered.cited is not None:
+        # cited prose: each sentence against what it cites; citing a fact of the run is
+        # being about the run (its name need not be repeated)
+        if not citations_in(text):
+            report.problems.append(
+                "the reply cites no facts: end each sentence that says something with the [n] "
+                "of the facts or sources it rests on"
+            )
+        report.problems.extend(check_sentences(text, rendered.cited))
+        return report
     if not about_the_run(text, rendered.index, rendered.names):
         report.problems.append(
             "the reply does not say anything about this run: name it and what happened to it"
@@ -380,6 +480,10 @@ def _final(
     result: LLMResult, rendered: Rendered, *, run_slug: str | None, now: datetime
 ) -> LLMOutput:
     text = sanitize_output(result.text, allowed_urls=rendered.index.urls, limit=rendered.max_chars)
+    if rendered.cited is not None:
+        # after the length cap, so that no cap cuts a link in half; the links are the
+        # sources' own (`_linkable`), not the model's
+        text = link_citations(text, rendered.cited.sources)
     return result.output(
         task=rendered.task,
         prompt_name=rendered.prompt_name,

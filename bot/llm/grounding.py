@@ -50,8 +50,15 @@ What counts, and what is allowed:
 - **Links**: every URL must appear in the facts, in full (compared after trimming trailing
   punctuation and slashes). A URL the facts show cut short (ending in "…") backs nothing.
 
+- **Rewordings a careful reader allows**: a number word with a duration unit is a duration
+  ("fifteen minutes" is "15 min", both ways); a small number after "about", "around", "nearly"
+  … is a rounded measurement ("about 12" for 12.2), not a count; an id may be written as a run of
+  its parts ("hero_12d8b6f0" of "hero_12d8b6f0-dee637", "hero_run_3" of "marin_moe/hero_run_3").
+
 Numbers are checked as a bag, not as statements: "step 47" passes when 47 is a downtime in the
-facts. The check catches invented and garbled numbers, not every misattribution."""
+text checked against. Cited prose (`bot.llm.cited`) makes the bag one sentence's cited facts and
+reads which value goes with which words; on its own this check catches invented and garbled
+numbers, not misattribution."""
 
 from __future__ import annotations
 
@@ -212,6 +219,11 @@ _STEP_BEFORE = re.compile(
 )
 _STEP_AFTER = re.compile(r"^\s*(?:training\s+|optimizer\s+|total\s+)?steps?\b", re.IGNORECASE)
 COUNT_EXACT_BELOW = 1000  # plain integers below this are counts or ids: exact only
+# ... unless hedged: "about 12" is 12.2 rounded, a measurement, not a count
+_HEDGE = re.compile(
+    r"(?:\b(?:about|around|roughly|nearly|almost|approximately|approx\.?|some|under|over)|~)\s*$",
+    re.IGNORECASE,
+)
 
 _SMALL_WORDS = {
     "zero": 0,
@@ -356,7 +368,7 @@ def _word_numbers(text: str, keep_small: bool = False) -> list[Number]:
     words = [(m.group(0).lower(), m.group(0)) for m in _WORD.finditer(joined)]
     run: list[tuple[str, str]] = []
 
-    def flush() -> None:
+    def flush(following: str | None = None) -> None:
         while run and run[-1][0] == "and":
             run.pop()
         if not run:
@@ -375,7 +387,14 @@ def _word_numbers(text: str, keep_small: bool = False) -> list[Number]:
                 current = 0
         value = total + current
         raw = " ".join(original for _, original in run)
-        if keep_small or len(run) > 1 or value > FREE_WORD_MAX:
+        seconds = _DURATION_UNITS.get(following or "") if len(following or "") > 1 else None
+        if not (keep_small or len(run) > 1 or value > FREE_WORD_MAX):
+            pass
+        elif seconds is not None:
+            # "fifteen minutes" is a duration, the same fact as "15 min"
+            readings = (("s", value * seconds, 0.0), ("", value, 0.0))
+            found.append(Number(raw=f"{raw} {following}", value=value, unit=0.0, readings=readings))
+        else:
             found.append(Number(raw=raw, value=value, unit=0.0))
         run.clear()
 
@@ -395,7 +414,7 @@ def _word_numbers(text: str, keep_small: bool = False) -> list[Number]:
         elif lower in _SCALE_WORDS or (lower == "and" and last in _SCALE_WORDS):
             run.append(token)
         else:
-            flush()
+            flush(lower)
     flush()
     # "a hundred", "hundreds of" alone are vague quantifiers: drop pure scale words
     return [n for n in found if not (n.raw.lower() in _SCALE_WORDS and " " not in n.raw)]
@@ -629,9 +648,13 @@ def extract(text: str, *, facts: bool = False) -> Extracted:
             and "." not in digits
             and "e" not in digits.lower()
         )
+        hedged = bool(_HEDGE.search(text[max(0, match.start() - 16) : match.start()]))
         exact = _is_step(text, *match.span()) or (
             plain_int
-            and (value < COUNT_EXACT_BELOW or (len(digits) == 4 and 1900 <= value <= 2100))
+            and (
+                (value < COUNT_EXACT_BELOW and not hedged)
+                or (len(digits) == 4 and 1900 <= value <= 2100)
+            )
         )
         out.numbers.append(
             Number(
@@ -765,7 +788,14 @@ class FactIndex:
         if ident in self.idents:
             return True
         parts = [p for p in _IDENT_SPLIT.split(ident) if any(ch.isdigit() for ch in p)]
-        return len(parts) > 1 and all(p in self.idents for p in parts)
+        if len(parts) > 1 and all(p in self.idents for p in parts):
+            return True
+        # a run of whole parts of a fact's identifier: "hero_12d8b6f0" of "hero_12d8b6f0-dee637",
+        # "hero_run_3" of "marin_moe/hero_run_3" (ids are written with and without their prefix),
+        # with "_" and "-" alike ("hero_12d8b6f0" of "hero-12d8b6f0-dee637")
+        same = _dashes(ident)
+        whole = re.compile(rf"(?:^|[-/.:]){re.escape(same)}(?:$|[-/.:])")
+        return any(same in fact and whole.search(fact) for fact in map(_dashes, self.idents))
 
     def date_ok(self, year: int | None, month: int, day: int) -> bool:
         if (month, day) not in self.days:
@@ -799,6 +829,10 @@ class FactIndex:
             if not minute and fact.replace(minute=0) == moment.replace(minute=0):
                 return True
         return False
+
+
+def _dashes(ident: str) -> str:
+    return ident.replace("_", "-")
 
 
 def _close(value: float, unit: float, fact: float, rel: float) -> bool:

@@ -29,12 +29,15 @@ A reply is refused (`check_people`) when:
    "Relaunched"; "Sam O's evals of the 60k checkpoint" fails when ines's message carries the
    evals; "the hang, reported by mei-lin" fails when tomas-r's report carries the hang.
 
-Names are matched case-insensitively, with or without `@`, with a possessive `'s`, a display
-name's spaces as any whitespace, a login's hyphens as written; a run's hundreds of authors are
+Names are matched case-insensitively, with or without `@`, with a possessive `'s`, and a name's
+parts joined by a space, hyphen, underscore or dot alike (the display name "Mei Lin" is the login
+"mei-lin"); a run's hundreds of authors are
 looked up by their first word among the text's words (`mentioned`) before any pattern runs. A
 person whose name is an ordinary word ("will") counts only where a person stands: in a claim,
 after `@`, or capitalised mid-text; "will resume" is a modal, not a claim. Never people:
-sentence-initial and common words (only name-shaped words in claim position are read), words
+sentence-initial and common words (only name-shaped words in claim position are read, and of
+those only words written like a name: with `@`, as a login, capitalised inside a sentence, or not
+in a common word's shape, so "problems found", "earlier runs", "variant cut" are words), words
 ending in "-ing", months and days, product and model names (`NOT_PEOPLE`: GitHub, W&B, NCCL,
 InfiniBand, Claude …), and any word the request itself uses (run names, refs, the prompt's
 words).
@@ -275,8 +278,12 @@ def units_in(*texts: str) -> list[Unit]:
 
 
 def _name_pattern(name: str) -> re.Pattern[str]:
-    spaced = r"\s+".join(re.escape(w) for w in name.split())
-    return re.compile(rf"(?<![\w@\-])@?{spaced}(?![\w\-]|['’](?!s\b))", re.IGNORECASE)
+    """A name as people write it: any case, with or without `@`, a possessive `'s`, and its
+    parts joined by a space, a hyphen, an underscore or a dot alike ("Mei Lin" is the display
+    name of the login "mei-lin", "sam_o" the login of "Sam O")."""
+    parts = [p for p in re.split(r"[\s\-_.]+", name.strip()) if p]
+    joined = r"[\s\-_.]?".join(re.escape(p) for p in parts) if len(parts) > 1 else re.escape(name)
+    return re.compile(rf"(?<![\w@\-])@?{joined}(?![\w\-]|['’](?!s\b))", re.IGNORECASE)
 
 
 _TOKEN = re.compile(r"[\w\-]+")
@@ -286,11 +293,11 @@ def mentioned(names: Iterable[str], text: str) -> set[str]:
     """The (lowercased) names that appear in `text`: a set look-up of each name's first word
     among the text's words, then the name's pattern only for those (a run has hundreds of
     authors; the text names a few)."""
-    words = {w.strip("-") for w in _TOKEN.findall(text.lower())}
+    words = {w for w in re.split(r"[^a-z0-9]+", text.lower()) if w}
     found = set()
     for name in names:
-        parts = _TOKEN.findall(name.lower())
-        if parts and parts[0].strip("-") in words and _name_pattern(name).search(text):
+        parts = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
+        if parts and parts[0] in words and _name_pattern(name).search(text):
             found.add(name)
     return found
 
@@ -444,6 +451,51 @@ def _backed(claim: _Claim, person: str, facts: Given) -> bool:
 _NAME_SHAPED = re.compile(r"(?<![\w@\-&.#/])@?[A-Za-z][A-Za-z]+(?:[\-_][A-Za-z0-9]+)*(?![\w\-&])")
 
 
+# Endings of common English words (plurals, comparatives, participles, abstract nouns): such a
+# word before a verb is a noun doing something ("problems found"), not an unknown person.
+_COMMON_SHAPE = re.compile(
+    r"(?:[^s]s|ies|er|ed|ly|ing|ion|ment|ness|ity|ant|ent|al|ive|ure|ics|ous|ful|able|ible"
+    r"|ism|ist|age|ance|ence|ship|hood|ward|wise)$"
+)
+
+
+def _written_as_name(reply: str, start: int, written: str) -> bool:
+    """An unknown word in claim position is read as a person only when written like a name:
+    with `@`, as a login (a hyphen, an underscore or a digit), capitalised inside a sentence,
+    or in a shape common words do not have."""
+    if written.startswith("@") or re.search(r"[\-_0-9]", written):
+        return True
+    opens = not reply[:start].strip() or bool(re.search(r"[.!?:;\n]\s*$", reply[:start]))
+    if written[:1].isupper() and not opens:
+        return True
+    return not _COMMON_SHAPE.search(written.lower())
+
+
+def _name_parts(name: str) -> list[str]:
+    """A name's words, a login's CamelCase and separators split: "ClassicLarry" → classic,
+    larry; "Kaiyue-Wen" → kaiyue, wen."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
+    return [p for p in re.split(r"[^a-z0-9]+", spaced.lower()) if p]
+
+
+ALIAS_PART = 4  # letters a name must have to stand for a longer name it is part of
+
+
+def alias(person: str, people: Iterable[str]) -> str | None:
+    """The given person `person` is another name of: the same letters ("Percy Liang" and
+    "percyliang"), or a word of theirs ("Larry", the Discord name of "ClassicLarry")."""
+    compact = "".join(_name_parts(person))
+    for other in people:
+        parts = _name_parts(other)
+        if compact == "".join(parts):
+            return other
+        if len(compact) >= ALIAS_PART and (
+            compact in parts or "".join(parts) in _name_parts(person)
+        ):
+            return other
+    return None
+
+
 def check_people(reply: str, facts: Given) -> list[str]:
     """The problems with the people the reply names or credits (empty: none)."""
     problems: list[str] = []
@@ -463,9 +515,13 @@ def check_people(reply: str, facts: Given) -> list[str]:
             continue
         claims = _claims(reply, start, end)
         written = reply[start:end]
-        ordinary = _ARTICLE_BEFORE.search(reply[:start]) or not written[:1].isupper()
+        opens = not reply[:start].strip() or bool(re.search(r"[.!?;\n]\s*$", reply[:start]))
+        ordinary = _ARTICLE_BEFORE.search(reply[:start]) or not (written[:1].isupper() or opens)
         if _plain_word(person) and not claims and not written.startswith("@") and ordinary:
             continue  # "will", "sam" as ordinary words
+        if person not in facts.people:  # another name of a given person ("Larry" of ClassicLarry)
+            names = {u.author for u in facts.units if u.author} | facts.people
+            person = (alias(person, names) or person).lower()
         if person not in facts.people:
             problem(
                 f"{written} is not in what you were given: name only the people of the facts "
@@ -485,6 +541,8 @@ def check_people(reply: str, facts: Given) -> list[str]:
             continue
         if word.endswith("ly") or word in _VERBS or word in _NOUNS:
             continue
+        if not _written_as_name(reply, match.start(), match.group(0)):
+            continue  # "problems found", "earlier runs", "variant cut": common words
         if _ARTICLE_BEFORE.search(reply[: match.start()]):
             continue
         if word.endswith("ing") or not _claims(reply, match.start(), match.end()):
@@ -494,6 +552,12 @@ def check_people(reply: str, facts: Given) -> list[str]:
             "and sources, and credit each with what they wrote or did"
         )
     return problems
+
+
+def people_verbs() -> dict[str, str | None]:
+    """The verb forms a claim about a person is read by, each with its family (None: a reporting
+    verb such as "found" or "noted")."""
+    return dict(_VERBS)
 
 
 KNOWN_LIMIT = 500  # authors read per run
@@ -521,5 +585,6 @@ __all__ = [
     "check_people",
     "given",
     "known_people",
+    "people_verbs",
     "units_in",
 ]

@@ -17,6 +17,7 @@ PROMPT_NAMES: tuple[str, ...] = (
     "system",
     "enrich",
     "enrich_batch",
+    "enrich_retry",
     "narrative",
     "digest",
     "grounding_retry",

@@ -409,6 +409,7 @@ def timeline_pages(
 def source_urls(facts: DigestFacts) -> list[str]:
     """The links the digest's sources themselves carry (not URLs inside names or bodies)."""
     urls = [h.url for h in facts.highlights] + [t.url for t in facts.open_threads]
+    urls += list(facts.links.values())  # the run's own pages, which its computed facts cite
     return [url for url in urls if url]
 
 

@@ -42,9 +42,14 @@ def _unmask(text: str) -> str:
     return text
 
 
+# A narrative's or digest's citation as stored (`[\[2\]](https://…)`, see `bot.llm.cited`): a
+# link the terminal cannot show, dropped with the space before it.
+_CITATION = re.compile(r"[ \t]*\[\\\[\d{1,3}\\\]\]\(https?://[^)\s]+\)")
+
+
 def plain(text: str) -> str:
-    """Drop the little markdown the cards use."""
-    text = _unmask(text)
+    """Drop the little markdown the cards use, and citation links."""
+    text = _unmask(_CITATION.sub("", text))
     text = _BOLD.sub(r"\1", text)
     return _CODE.sub(r"\1", text)
 

@@ -55,6 +55,13 @@ from tests.fakes.anthropic import FakeAnthropic, Recorded, Reply, text, tool_use
 DATA = Path(__file__).resolve().parents[1] / "data" / "llm_corpus"
 REQUESTS = DATA / "requests.json"
 ANSWERS = DATA / "answers.jsonl"
+# cited narratives and digests: a development set, and two held-back sets, each written before
+# the checks ran on it and looked at only after its first run (the checks changed after each).
+CITED = DATA / "cited.jsonl"
+HELDBACK_FIRST = DATA / "cited_heldback.jsonl"
+HELDBACK_SECOND = DATA / "cited_heldback_2.jsonl"
+# the third was written after the last change to the checks and never tuned on
+HELDBACK = DATA / "cited_heldback_3.jsonl"
 
 NOW = datetime(2026, 10, 14, 16, 0, tzinfo=UTC)  # 9:00 a.m. in Los Angeles
 SLUG = "kestrel"
@@ -377,6 +384,26 @@ def digest_facts(stored: Sequence[Event]) -> DigestFacts:
 
 def load_answers(path: Path = ANSWERS) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def development_set() -> list[dict[str, Any]]:
+    """Every answer the checks may be tuned on: enrichment and /ask, and the cited narratives
+    and digests. (`HELDBACK` is measured, never tuned on.)"""
+    return [*load_answers(ANSWERS), *load_answers(CITED)]
+
+
+# The kind of mistake a seeded wrong answer makes: a value, name or person that is nowhere in
+# the request ("invented"), or one that is there but belongs to another fact ("borrowed").
+_BORROWED_VARIANTS = frozenset({"wrong_person", "step_neighbour"})
+
+
+def error_kind(answer: dict[str, Any]) -> str | None:
+    """ "invented" or "borrowed" for a wrong answer, None for a correct one."""
+    if answer["expect"] == "accept":
+        return None
+    if answer.get("error"):
+        return str(answer["error"])
+    return "borrowed" if answer["variant"] in _BORROWED_VARIANTS else "invented"
 
 
 def enrichment_summaries() -> dict[str, str]:

@@ -17,6 +17,7 @@ from bot.llm.enrich import (
     label,
     prepare_body,
     prompt_version,
+    rules_for,
 )
 from bot.models import TAGS, Event
 from bot.pipeline import enrich_pending, retry_llm_fallbacks
@@ -74,19 +75,22 @@ async def test_malformed_items_fall_back_per_event(fake, make_llm, store, run, e
             "newsworthy": True,
         }
     )  # unknown id
-    # id 6 is missing altogether
-    fake.push(tool_use(TOOL_NAME, {"items": items}))
+    # id 6 is missing altogether; the retry (the four refused, with why) writes nothing
+    fake.push(tool_use(TOOL_NAME, {"items": items}), tool_use(TOOL_NAME, {"items": []}))
     out = await LLMEnricher(make_llm()).enrich(events)
     by_local = {n: out[e.id][1] for n, e in enumerate(events, start=1)}
     assert by_local[1].startswith("llm:") and by_local[5].startswith("llm:")
     assert [by_local[n] for n in (2, 3, 4, 6)] == ["rules"] * 4
+    _first, retry = fake.message_requests
+    assert len(retry.event_ids) == 4 and "no item was written for this event" in retry.user_text
+    assert "the summary must be one line of 1 to 200 characters" in retry.user_text
     spend = await store.llm.spend(EPOCH)
-    assert spend["enrich"]["calls"] == 2 and spend["enrich.rejected"]["calls"] == 1
+    assert spend["enrich"]["calls"] == 2 and spend["enrich.rejected"]["calls"] == 2
 
 
 async def test_non_dict_tool_input_falls_back_for_all(fake, make_llm, store, run, events_at):
     events = await stored(store, events_at(3))
-    fake.push(tool_use(TOOL_NAME, ["not", "a", "dict"]))
+    fake.push(tool_use(TOOL_NAME, ["not", "a", "dict"]), tool_use(TOOL_NAME, ["again"]))
     out = await LLMEnricher(make_llm()).enrich(events)
     assert {by for _, by in out.values()} == {"rules"}
     spend = await store.llm.spend(EPOCH)
@@ -95,9 +99,26 @@ async def test_non_dict_tool_input_falls_back_for_all(fake, make_llm, store, run
 
 async def test_invented_number_in_summary_falls_back(fake, make_llm, store, run, events_at):
     events = await stored(store, events_at(1))
-    fake.push(tool_use(TOOL_NAME, enrich_items([1], summary="Loss fell 37% at step 9,999.")))
+    invented = tool_use(TOOL_NAME, enrich_items([1], summary="Loss fell 37% at step 9,999."))
+    fake.push(invented, invented)
     out = await LLMEnricher(make_llm()).enrich(events)
     assert out[events[0].id][1] == "rules"
+    assert len(fake.message_requests) == 2  # refused, retried once with the reason, refused
+
+
+async def test_a_refused_item_is_retried_once_with_the_reason(
+    fake, make_llm, store, run, events_at
+):
+    events = await stored(store, events_at(3))
+    items = enrich_items([1, 2, 3])["items"]
+    items[1]["summary"] = "Loss fell 37% at step 9,999."  # id 2: numbers the event never gives
+    fake.push(tool_use(TOOL_NAME, {"items": items}))  # then the fake answers the retry well
+    out = await LLMEnricher(make_llm()).enrich(events)
+    assert all(by.startswith("llm:") for _, by in out.values())
+    first, retry = fake.message_requests
+    assert len(first.event_ids) == 3 and retry.event_ids == [1]  # a small batch of its own
+    assert "[1] the number “37%” is not in the facts" in retry.user_text
+    assert events[1].body and events[1].body[:40] in retry.user_text
 
 
 async def test_cache_second_pass_sends_nothing_and_an_edit_sends_one(
@@ -319,3 +340,18 @@ async def test_below_the_models_minimum_nothing_is_cached(fake, make_llm, store,
     assert len(fake.usages) == 2
     assert all(u["cache_creation_input_tokens"] == 0 for u in fake.usages)
     assert all(u["cache_read_input_tokens"] == 0 for u in fake.usages)
+
+
+def test_a_fallback_summary_is_never_a_heading_or_cut_mid_phrase() -> None:
+    at = datetime(2026, 9, 2, tzinfo=UTC)
+    long = (
+        "The coordinator ran out of memory while saving a checkpoint at step 50,195 and the job "
+        "was relaunched under a new coordinator instance carrying the memory fixes from last "
+        "week, which were merged yesterday after a review by two people from the infra team."
+    )
+    cut = rules_for(make_event(1, at, body=long)).summary
+    assert cut == "The coordinator ran out of memory while saving a checkpoint at step 50,195."
+    headed = "## Finding and recommendation\n\n" + long
+    assert rules_for(make_event(2, at, body=headed)).summary == cut
+    alone = rules_for(make_event(3, at, body="## Finding and recommendation")).summary
+    assert not alone.startswith("#") and alone != "Finding and recommendation"

@@ -28,9 +28,20 @@ def fake_reply_to(request: Recorded) -> Reply:
 
 
 GOOD = (
-    "Hero 70B is training normally. It restarted eighteen hours ago after an InfiniBand fault "
-    "(the fast network between GPU hosts) and was back after 47 minutes. Larry's #8833 would add "
-    "light weight decay to the attention gate; #8818 is still open."
+    "Hero 70B is training normally [2]. It restarted eighteen hours ago after an InfiniBand fault "
+    "(the fast network between GPU hosts) and resumed from a checkpoint after 47 minutes down [9]. "
+    "Larry's #8833 would add light weight decay to the attention gate [14]; #8818 is still open "
+    "[16]."
+)
+# as stored and shown: each citation a link to its source, numbered by source page; a computed
+# fact (the state, the restart) links to the run's W&B report
+GOOD_LINKED = (
+    "Hero 70B is training normally [\\[1\\]](https://wandb.ai/acme/hero/reports/1). It "
+    "restarted eighteen hours ago after an InfiniBand fault (the fast network between GPU "
+    "hosts) and resumed from a checkpoint after 47 minutes down "
+    "[\\[1\\]](https://wandb.ai/acme/hero/reports/1). Larry's #8833 would add light weight "
+    "decay to the attention gate [\\[2\\]](https://github.com/acme/llm/pull/8833); #8818 is "
+    "still open [\\[3\\]](https://github.com/acme/llm/issues/8818)."
 )
 
 
@@ -84,7 +95,7 @@ async def test_a_real_narrative_still_passes(
 ) -> None:
     fake.push(text(GOOD))
     output = await write_narrative(store, make_llm(), narrative_facts(now), now)
-    assert not output.fallback and output.content == GOOD
+    assert not output.fallback and output.content == GOOD_LINKED
 
 
 async def test_an_ask_answer_must_cite_or_say_the_history_is_silent(

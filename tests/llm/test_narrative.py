@@ -14,15 +14,26 @@ from tests.fakes.anthropic import error, text
 from tests.llm.facts_fixture import digest_facts, narrative_facts
 
 GOOD = (
-    "Hero 70B is training normally. It restarted eighteen hours ago after an InfiniBand fault "
-    "(the fast network between GPU hosts) and resumed from a checkpoint after 47 minutes down. "
-    "Larry's #8833 would add light weight decay to the attention gate; #8818 is still open. "
-    "See https://github.com/acme/llm/issues/8818."
+    "Hero 70B is training normally [2]. It restarted eighteen hours ago after an InfiniBand fault "
+    "(the fast network between GPU hosts) and resumed from a checkpoint after 47 minutes down [9]. "
+    "Larry's #8833 would add light weight decay to the attention gate [14]; #8818 is still open "
+    "[16]. See https://github.com/acme/llm/issues/8818 [16]."
+)
+# as stored and shown: each citation a link to its source, numbered by source page; a computed
+# fact (the state, the restart) links to the run's W&B report
+GOOD_LINKED = (
+    "Hero 70B is training normally [\\[1\\]](https://wandb.ai/acme/hero/reports/1). It "
+    "restarted eighteen hours ago after an InfiniBand fault (the fast network between GPU "
+    "hosts) and resumed from a checkpoint after 47 minutes down "
+    "[\\[1\\]](https://wandb.ai/acme/hero/reports/1). Larry's #8833 would add light weight "
+    "decay to the attention gate [\\[2\\]](https://github.com/acme/llm/pull/8833); #8818 is "
+    "still open [\\[3\\]](https://github.com/acme/llm/issues/8818). See "
+    "https://github.com/acme/llm/issues/8818 [\\[3\\]](https://github.com/acme/llm/issues/8818)."
 )
 # Grounded, but restating what the status card's fields already show next to the narrative.
 RESTATES = (
     "Hero 70B is training normally at step 54,000 with 2.46T tokens seen; it resumed from step "
-    "50,195 after an InfiniBand fault. #8818 is still open."
+    "50,195 after an InfiniBand fault [2][4][5][9]. #8818 is still open [16]."
 )
 INVENTED = (
     "Hero 70B is at step 61,000 and 73% done; it restarted 3 times. See https://evil.example/x."
@@ -33,7 +44,7 @@ async def test_grounded_narrative_is_stored_with_prompt_and_cost(fake, make_llm,
     fake.push(text(GOOD))
     facts = narrative_facts(now)
     output = await write_narrative(store, make_llm(), facts, now)
-    assert not output.fallback and output.content == GOOD
+    assert not output.fallback and output.content == GOOD_LINKED
     assert output.prompt_name == "narrative"
     system, prompt = load_prompt("system"), load_prompt("narrative")
     assert output.prompt_hash == short_hash(system.text, prompt.text)
@@ -65,7 +76,7 @@ async def test_invented_number_is_retried_once_then_template(fake, make_llm, sto
 async def test_retry_that_fixes_the_numbers_is_accepted(fake, make_llm, store, run, now):
     fake.push(text(INVENTED), text(GOOD))
     output = await write_narrative(store, make_llm(), narrative_facts(now), now)
-    assert not output.fallback and output.content == GOOD
+    assert not output.fallback and output.content == GOOD_LINKED
 
 
 async def test_outage_gives_template_and_no_exception(fake, make_llm, store, run, now):
@@ -96,7 +107,9 @@ def test_template_narrative_explains_and_names(now):
 
 
 async def test_refresh_only_when_due_and_something_changed(fake, make_llm, store, run, now):
-    fake.handler = lambda request: text(GOOD)
+    # the new highlight comes first among the recent activity: the facts after it renumber
+    after = GOOD.replace("[16]", "[17]").replace("[14]", "[15]")
+    fake.handler = lambda request: text(after if "A new evaluation" in request.user_text else GOOD)
     facts = narrative_facts(now)
     calls = 0
 
@@ -141,7 +154,9 @@ async def test_refresh_only_when_due_and_something_changed(fake, make_llm, store
 async def test_digest_is_grounded_and_stored(fake, make_llm, store, run, now):
     facts = digest_facts(now)
     assert "steps trained in the window: 3,000" in render_facts(facts)
-    fake.push(text("Hero 70B trained 3,000 steps in the last 24 hours. Still open: #8818."))
+    fake.push(
+        text("Hero 70B trained 3,000 steps in the last 24 hours [9][10]. Still open: #8818 [21].")
+    )
     output = await write_digest(store, make_llm(), facts, now)
     assert not output.fallback and output.task == "digest"
     assert "24 hours" in fake.message_requests[0].user_text
@@ -168,7 +183,7 @@ def test_template_digest_has_headline_and_open_items(now):
 async def test_a_narrative_restating_the_card_fields_is_retried(fake, make_llm, store, run, now):
     fake.push(text(RESTATES), text(GOOD))
     output = await write_narrative(store, make_llm(), narrative_facts(now), now)
-    assert not output.fallback and output.content == GOOD
+    assert not output.fallback and output.content == GOOD_LINKED
     retry = fake.message_requests[1].user_text
     for label in ("current step", "tokens trained", "step training resumed from"):
         assert f"restates the {label}, which the status card already shows" in retry
@@ -184,6 +199,11 @@ async def test_a_narrative_that_keeps_restating_the_fields_gives_the_template(
 
 
 async def test_the_digest_has_no_fields_so_it_may_say_the_numbers(fake, make_llm, store, run, now):
-    fake.push(text(RESTATES))
+    # the digest numbers its facts as the narrative does, with the window's facts among them
+    restates = RESTATES.replace("[9]", "[14]").replace("[16]", "[21]")
+    fake.push(text(restates))
     output = await write_digest(store, make_llm(), digest_facts(now), now)
-    assert not output.fallback and output.content == RESTATES
+    assert not output.fallback
+    assert output.content == restates.replace(
+        "[2][4][5][14]", "[\\[1\\]](https://wandb.ai/acme/hero/reports/1)"
+    ).replace("[21]", "[\\[2\\]](https://github.com/acme/llm/issues/8818)")

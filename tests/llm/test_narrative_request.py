@@ -78,9 +78,16 @@ def test_the_request_names_the_current_wandb_run_and_why_the_last_restart_happen
 
 
 DIGEST = (
-    "Hero 70B had a steady day. It restarted once after an InfiniBand fault and was back within "
-    "47 minutes; Larry's #8833 proposes light weight decay on the attention gate. Still open: "
-    "#8818, the attention gate norm."
+    "Hero 70B had a steady day [2]. It restarted once after an InfiniBand fault and was back "
+    "within 47 minutes [13][14]; Larry's #8833 proposes light weight decay on the attention gate "
+    "[19]. Still open: #8818, the attention gate norm [21]."
+)
+DIGEST_LINKED = (
+    r"Hero 70B had a steady day [\[1\]](https://wandb.ai/acme/hero/reports/1). It restarted "
+    "once after an InfiniBand fault and was back within 47 minutes "
+    r"[\[1\]](https://wandb.ai/acme/hero/reports/1); Larry's #8833 proposes light weight decay "
+    r"on the attention gate [\[2\]](https://github.com/acme/llm/pull/8833). Still open: #8818, "
+    r"the attention gate norm [\[3\]](https://github.com/acme/llm/issues/8818)."
 )
 
 
@@ -88,10 +95,10 @@ async def test_the_digest_is_cached_like_the_narrative(fake, make_llm, store, ru
     fake.push(text(DIGEST))
     llm = make_llm()
     first = await write_digest(store, llm, digest_facts(now), now)
-    assert not first.fallback and first.content == DIGEST
+    assert not first.fallback and first.content == DIGEST_LINKED
     # a minute later, the same facts: the same answer and no new request
     again = await write_digest(store, llm, digest_facts(now), now + timedelta(minutes=1))
-    assert again.content == DIGEST and again.id == first.id
+    assert again.content == DIGEST_LINKED and again.id == first.id
     assert len(fake.message_requests) == 1
     # a new event in the window is a new digest
     changed = digest_facts(now)

@@ -26,9 +26,20 @@ from tests.llm.test_ask import QUESTION, ask, rows, seed
 
 # the fixture's facts: Larry proposes light weight decay on the attention gate in #8833
 GOOD = (
-    "Hero 70B is training normally. It restarted eighteen hours ago after an InfiniBand fault "
-    "(the fast network between GPU hosts) and resumed from a checkpoint after 47 minutes down. "
-    "Larry's #8833 would add light weight decay to the attention gate; #8818 is still open."
+    "Hero 70B is training normally [2]. It restarted eighteen hours ago after an InfiniBand fault "
+    "(the fast network between GPU hosts) and resumed from a checkpoint after 47 minutes down [9]. "
+    "Larry's #8833 would add light weight decay to the attention gate [14]; #8818 is still open "
+    "[16]."
+)
+# as stored and shown: each citation a link to its source, numbered by source page; a computed
+# fact (the state, the restart) links to the run's W&B report
+GOOD_LINKED = (
+    "Hero 70B is training normally [\\[1\\]](https://wandb.ai/acme/hero/reports/1). It "
+    "restarted eighteen hours ago after an InfiniBand fault (the fast network between GPU "
+    "hosts) and resumed from a checkpoint after 47 minutes down "
+    "[\\[1\\]](https://wandb.ai/acme/hero/reports/1). Larry's #8833 would add light weight "
+    "decay to the attention gate [\\[2\\]](https://github.com/acme/llm/pull/8833); #8818 is "
+    "still open [\\[3\\]](https://github.com/acme/llm/issues/8818)."
 )
 # the same, crediting a teammate of the run who is nowhere in the facts
 ELSEWHERE = GOOD.replace("Larry's #8833 would add", "dana-w's proposal in #8833 would add")
@@ -106,7 +117,7 @@ async def test_a_narrative_crediting_a_teammate_of_the_run_is_retried(
     await store.events.upsert_many([make_event(1, now - timedelta(days=9), author="dana-w")])
     fake.push(text(ELSEWHERE), text(GOOD))
     output = await write_narrative(store, make_llm(), narrative_facts(now), now)
-    assert not output.fallback and output.content == GOOD
+    assert not output.fallback and output.content == GOOD_LINKED
     retry = fake.message_requests[1].body["messages"][-1]["content"]
     assert "dana-w is not in what you were given" in retry
 

@@ -33,6 +33,7 @@ def fixture_values(name: str, now) -> dict[str, object]:
             "count": 1,
             "events": render_event(1, make_event(1, now)),
         },
+        "enrich_retry": {"problems": "- [1] the number “7” is not in the facts"},
         "narrative": common,
         "digest": {**common, "window": "the last 24 hours"},
         "grounding_retry": {"problems": "- the number 7 is not in the facts"},

@@ -17,7 +17,7 @@ from bot.limits import (
     FIELD_VALUE_LIMIT,
     TITLE_LIMIT,
 )
-from bot.mentions import body, inert, unlinked
+from bot.mentions import body, inert, plain, unlinked
 from bot.models import NEW_RUN, Incident, Restart
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
@@ -94,14 +94,38 @@ def _state_label(report: StatusReport) -> str:
 
 
 def restart_text(restart: Restart) -> str:
-    """'restored from a checkpoint at step 76,000 after 2 h 32 min down; 225 steps recomputed'."""
-    verb = "resumed in a new W&B run" if restart.kind == NEW_RUN else "restored from a checkpoint"
-    text = verb if restart.to_step is None else f"{verb} at step {fmt_int(restart.to_step)}"
+    """'resumed from step 76,001 after 2 h 32 min down; 225 steps recomputed' (the step is the
+    first one trained again; in a new W&B run, 'resumed in a new W&B run at step …')."""
+    if restart.kind == NEW_RUN:
+        verb = "resumed in a new W&B run" + (
+            "" if restart.to_step is None else f" at step {fmt_int(restart.to_step)}"
+        )
+    else:
+        verb = "resumed" + (
+            "" if restart.to_step is None else f" from step {fmt_int(restart.to_step)}"
+        )
+    text = verb
     if restart.down_for:
         text += f" after {humanize_duration(restart.down_for)} down"
     if restart.recomputed_steps:
         text += f"; {fmt_int(restart.recomputed_steps)} steps recomputed"
+    elif restart.recomputed_steps == 0:
+        text += "; no steps recomputed"
     return text
+
+
+def restart_cause_line(incident: Incident | None) -> str | None:
+    """'Cause (loom-oa-dev, [GitHub #8506](…)): An InfiniBand port fault …': what a person or
+    the ops log said of the incident the restart recovered from, in their words, linked."""
+    cause = incident.details.reported_cause if incident is not None else None
+    if cause is None:
+        return None
+    where = f"[{cause.source}]({cause.url})" if cause.url else cause.source
+    who = f"{inert(plain(cause.author))}, {where}" if cause.author else where
+    return f"Cause ({who}): {body(plain(clip(cause.text, RESTART_CAUSE_LIMIT)))}"
+
+
+RESTART_CAUSE_LIMIT = 400
 
 
 def status_card(
@@ -136,12 +160,11 @@ def status_card(
         card.fields.append(CardField("Schedule", schedule))
     if report.last_restart:
         r = report.last_restart
-        card.fields.append(
-            CardField(
-                "Last restart",
-                clip(f"{fmt(r.at, 'relative')}: {restart_text(r)}", FIELD_VALUE_LIMIT),
-            )
-        )
+        text = f"{fmt(r.at, 'datetime')} ({fmt(r.at, 'relative')}): {restart_text(r)}"
+        cause = restart_cause_line(report.restart_incident)
+        if cause:
+            text += "\n" + cause
+        card.fields.append(CardField("Last restart", clip(text, FIELD_VALUE_LIMIT)))
     if p.loss is not None:
         curve = report.loss_forecast
         against = f"\n{curve.reason}" if curve is not None and curve.forecast is not None else ""

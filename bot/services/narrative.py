@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.analysis.progress import Progress, projection_margin
-from bot.incidents.detectors import spec_for
+from bot.incidents.detectors import incident_of_restart, restart_window_start
 from bot.mentions import body
 from bot.models import Incident, LLMOutput, Restart
 from bot.narrative.facts import (
@@ -64,20 +64,8 @@ def restart_incident(restart: Restart | None, incidents: Sequence[Incident]) -> 
     it (`incidents` newest first)."""
     if restart is None:
         return None
-    lower = restart_window_start(restart)
-    for incident in incidents:
-        spec = spec_for(incident.fingerprint)
-        if spec is not None and not spec.stops_training:
-            continue
-        active = incident.resolved_at is None or incident.resolved_at >= lower
-        if incident.started_at <= restart.at and active:
-            return incident_fact(incident)
-    return None
-
-
-def restart_window_start(restart: Restart) -> datetime:
-    """How far before a restart its causing incident may have started."""
-    return restart.at - (restart.down_for or timedelta(0)) - timedelta(hours=1)
+    found = incident_of_restart(restart, incidents)
+    return incident_fact(found) if found is not None else None
 
 
 async def shared_facts(

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.analysis.progress import Progress, compute_progress, projection_margin
-from bot.incidents.detectors import last_progress_at
+from bot.incidents.detectors import incident_of_restart, last_progress_at, restart_window_start
 from bot.incidents.service import incident_stats
 from bot.models import (
     MONITOR_STALE_AFTER,
@@ -90,6 +90,8 @@ class StatusReport:
     forecasts: list[ForecastView] = field(default_factory=list)  # the loss first, if forecast
     # how far either side of the projected end it plausibly lies (`projection_margin`)
     projected_margin: timedelta | None = None
+    # the incident the last restart recovered from: its reported cause is the restart's cause
+    restart_incident: Incident | None = None
 
     @property
     def loss_forecast(self) -> ForecastView | None:
@@ -205,6 +207,10 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         projected_margin=projection_margin(progress, now, launched),
     )
 
+    restart = report.last_restart
+    if restart is not None:
+        around = await store.incidents.find(slug, since=restart_window_start(restart))
+        report.restart_incident = incident_of_restart(restart, around)
     stats = await incident_stats(store, slug)
     report.incidents_total = stats.count
     report.incidents_self_healed = stats.self_healed_restarts

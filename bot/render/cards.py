@@ -21,7 +21,7 @@ from bot.mentions import body, inert, plain, unlinked
 from bot.models import NEW_RUN, Incident, Restart
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
-from bot.narrative.format import fmt_projected, fmt_window, projection_is_a_day
+from bot.narrative.format import fmt_projected, fmt_window, margin_days, projection_is_a_day
 from bot.narrative.words import credit, source_name, state_words
 from bot.numbers import fmt_big, fmt_int, fmt_percent, fmt_rate, fmt_value
 from bot.services.forecasts import ForecastPanel, ForecastView
@@ -233,12 +233,19 @@ def narrative_footer(narrative: Narrative, now: datetime) -> str:
 
 
 def projected_text(report: StatusReport, fmt: TimeFormatter) -> str:
-    """The projected end with honest precision: a day (a Discord timestamp, so each reader sees
-    it in their own zone) only when the margin allows one, else words in the run's zone."""
+    """The projected end with honest precision: a day with its range in days ("Nov 28, 2026 ±
+    4 days"; the day a Discord timestamp, so each reader sees it in their own zone) when the
+    margin allows one, else words in the run's zone."""
     p = report.progress
     assert p.projected_end is not None
-    if projection_is_a_day(report.projected_margin):
-        return f"around {fmt(p.projected_end, 'date')}"
+    margin = report.projected_margin
+    if margin is not None and projection_is_a_day(margin):
+        days = margin_days(margin)
+        return (
+            f"{fmt(p.projected_end, 'date')}{days}"
+            if days
+            else (f"around {fmt(p.projected_end, 'date')}")
+        )
     return fmt_projected(p.projected_end, report.projected_margin, report.run.timezone, report.now)
 
 

@@ -59,6 +59,13 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
         },
         "launched_at": iso(report.launched_at),
         "projected_end": iso(p.projected_end),
+        # how far either side of it the end plausibly lies, in days (None: unknown)
+        "projected_end_margin_days": (
+            round(report.projected_margin.total_seconds() / 86400, 1)
+            if report.projected_margin is not None and p.projected_end is not None
+            else None
+        ),
+        "training_pace_per_hour": p.pace,
         "last_restart_at": iso(restart.at if restart else None),
         "last_restart": (
             {

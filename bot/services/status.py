@@ -8,7 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.analysis.progress import Progress, compute_progress, projection_margin
+from bot.analysis.progress import (
+    LONG_WINDOW,
+    Downtime,
+    Progress,
+    compute_progress,
+    projection_margin,
+)
 from bot.incidents.detectors import incident_of_restart, last_progress_at, restart_window_start
 from bot.incidents.service import incident_stats
 from bot.models import (
@@ -151,6 +157,23 @@ def derive_state(
     return state, ("ok" if state == "running" else "warning"), False
 
 
+async def pace_inputs(
+    store: Store, slug: str, now: datetime
+) -> tuple[list[Downtime], list[MetricPoint]]:
+    """What the training pace behind the projected end takes out and measures from: the
+    stretches the run was down (each restart's stop to resume, as the W&B source recorded it)
+    over `LONG_WINDOW`, and each W&B run's last point before that window. /status and the
+    digest project with the same."""
+    since = now - LONG_WINDOW
+    restarts = await store.events.restarts(slug, since=since - timedelta(days=1), until=now)
+    downtime = [
+        (r.stopped_at, r.resumed_at)
+        for r in restarts
+        if r.stopped_at is not None and r.resumed_at is not None and r.resumed_at > since
+    ]
+    return downtime, await store.metrics.last_before(slug, since)
+
+
 async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
     run = await store.runs.get(slug)
     if run is None:
@@ -158,6 +181,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
     snapshots = await store.snapshots.chain(slug)
     chain = run.wandb_chain(snapshots)
     points = await store.metrics.window(slug, now - WINDOW)
+    downtime, baseline = await pace_inputs(store, slug, now)
     progress = compute_progress(
         points,
         total_steps=run.total_steps,
@@ -165,6 +189,8 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         now=now,
         chain=chain,
         window=WINDOW,
+        downtime=downtime,
+        baseline=baseline,
     )
     health_rows = await store.health.for_run(slug)
     freshness = {

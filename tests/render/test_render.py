@@ -100,7 +100,7 @@ def test_status_card_shows_the_numbers_and_the_narrative() -> None:
     assert card.description.endswith("Hero is training.")
     fields = {f.name: f.value for f in card.fields}
     assert fields["Schedule"] == (
-        "launched <date:08-13 15:30> · projected end around <date:10-02 15:30>\n"
+        "launched <date:08-13 15:30> · projected end <date:10-02 15:30> ± 1 day\n"
         "at 246 steps/h over the last 24 h, downtime included"
     )
     assert fields["Last restart"].startswith(

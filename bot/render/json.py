@@ -41,6 +41,8 @@ def action_json(action: IncidentAction | None) -> dict[str, Any] | None:
 def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
     p = report.progress
     restart = report.last_restart
+    around = report.restart_incident
+    cause = around.details.reported_cause if around is not None else None
     return {
         "run": report.run.name,
         "slug": report.slug,
@@ -79,7 +81,13 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
                     restart.down_for.total_seconds() if restart.down_for is not None else None
                 ),
                 "recomputed_steps": restart.recomputed_steps,
+                "checkpoint_step": restart.checkpoint_step,
+                "stopped_at": iso(restart.stopped_at),
+                "resumed_at": iso(restart.resumed_at),
                 "cause": restart.cause,
+                # why it restarted in the words of a person or the ops log (text), or null
+                "reported_cause": cause.text if cause else None,
+                "reported_by": reported_by_json(cause),
             }
             if restart
             else None

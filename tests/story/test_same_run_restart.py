@@ -14,6 +14,7 @@ from bot.models import RESTORE, Event, RunInfo
 from bot.pipeline import run_cycle
 from bot.posts.incidents import IncidentPosts
 from bot.render.cards import status_card
+from bot.render.json import status_json
 from bot.render.terminal import local_formatter
 from bot.runsfile import MetricKeys, RunConfig
 from bot.services.digest import build_digest
@@ -120,6 +121,13 @@ async def test_a_resume_under_the_same_run_id_is_a_restart_on_every_surface(
     assert "resumed from step 50,196 after 47 min down; 110 steps recomputed" in field
     assert "InfiniBand port fault on host s55sxs64" in field
     assert "[GitHub #8506](https://github.com/o/r/issues/8506#issuecomment-1)" in field
+
+    # status --json carries it, with its cause and who wrote it
+    data = status_json(report, Narrative("", now, "template"))
+    assert data["last_restart"]["recomputed_steps"] == 110
+    assert data["last_restart"]["checkpoint_step"] == 50_195
+    assert "InfiniBand" in data["last_restart"]["reported_cause"]
+    assert data["last_restart"]["reported_by"]["url"] == ops_comment(now).url
 
     # the chart marks it
     assert (await chart_series(store, "hero")).restarts == [RESUMED_AT]

@@ -254,30 +254,15 @@ def compute_progress(
         raise ValueError("window must be positive")
     series = effective_series(points, chain)
     if not series:
-        return Progress(
-            step=None,
-            total_steps=total_steps,
-            tokens=None,
-            target_tokens=target_tokens,
-            percent=None,
-            steps_per_hour=None,
-            tokens_per_hour=None,
-            projected_end=None,
-            finished=False,
-            last_point_at=None,
-            loss=None,
-        )
+        return _no_progress(total_steps, target_tokens)
 
     last = series[-1]
     end = max(now, last.at)  # a point stamped slightly after `now` (clock skew) still counts
     times = [p.at for p in series]
     steps = [p.step for p in series]
-    token_times: list[datetime] = []
-    token_values: list[float] = []
-    for p in series:
-        if p.tokens is not None and math.isfinite(p.tokens):
-            token_times.append(p.at)
-            token_values.append(p.tokens)
+    counted = [p for p in series if p.tokens is not None and math.isfinite(p.tokens)]
+    token_times = [p.at for p in counted]
+    token_values = [float(p.tokens) for p in counted if p.tokens is not None]
     tokens = token_values[-1] if token_values else None
     loss = next(
         (p.loss for p in reversed(series) if p.loss is not None and math.isfinite(p.loss)), None
@@ -285,34 +270,31 @@ def compute_progress(
     steps_per_hour = _net_rate(times, steps, end, window)
     tokens_per_hour = _net_rate(token_times, token_values, end, window)
 
-    percent: float | None = None
-    finished = False
-    projected_end: datetime | None = None
     # the series the projection extrapolates: steps when the run has a step target, else tokens
-    basis: tuple[Sequence[datetime], Sequence[float]] = (times, steps)
-    remaining: float | None = None
+    basis = _Basis(times, steps, None, None)
     base = effective_series(baseline, chain)
-    base_value: float | None = base[-1].step if base else None
     if total_steps is not None and total_steps > 0:  # a non-positive total counts as unknown
-        percent = last.step / total_steps * 100
-        finished = last.step >= total_steps
-        if finished:
-            projected_end = _crossing_time(times, steps, total_steps)
-        remaining = total_steps - last.step
+        basis = _Basis(times, steps, total_steps, base[-1].step if base else None)
     elif target_tokens is not None and target_tokens > 0 and tokens is not None:
-        basis = (token_times, token_values)
-        base_value = base[-1].tokens if base else None
-        percent = tokens / target_tokens * 100
-        finished = tokens >= target_tokens
+        basis = _Basis(token_times, token_values, target_tokens, base[-1].tokens if base else None)
+    percent = finished = projected_end = None
+    if basis.target is not None:
+        done = basis.values[-1]
+        percent, finished = done / basis.target * 100, done >= basis.target
         if finished:
-            projected_end = _crossing_time(token_times, token_values, target_tokens)
-        remaining = target_tokens - tokens
+            projected_end = _crossing_time(basis.times, basis.values, basis.target)
     recent, long = _paces(
-        *basis, last.at, window, downtime, (base[-1].at, base_value) if base else None
+        basis.times,
+        basis.values,
+        last.at,
+        window,
+        downtime,
+        (base[-1].at, basis.base) if base else None,
     )
-    net = steps_per_hour if basis[0] is times else tokens_per_hour
-    if not finished and remaining is not None and net is not None and net > 0:
+    net = steps_per_hour if basis.values is steps else tokens_per_hour
+    if basis.target is not None and not finished and net is not None and net > 0:
         # (no progress at all over the window up to `now`: nothing to project from)
+        remaining = basis.target - basis.values[-1]
         projected_end = _project(now, remaining, mean_pace(recent, long))
 
     return Progress(
@@ -324,14 +306,42 @@ def compute_progress(
         steps_per_hour=steps_per_hour,
         tokens_per_hour=tokens_per_hour,
         projected_end=projected_end,
-        finished=finished,
+        finished=bool(finished),
         last_point_at=last.at,
         loss=loss,
         rate_window=end - _window_start(times, end, window) if times[0] != times[-1] else None,
-        rate_spread=_rate_spread(*basis, end, window, downtime),
+        rate_spread=_rate_spread(basis.times, basis.values, end, window, downtime),
         recent_pace=recent,
         long_pace=long,
     )
+
+
+def _no_progress(total_steps: int | None, target_tokens: float | None) -> Progress:
+    """A run with no point yet."""
+    return Progress(
+        step=None,
+        total_steps=total_steps,
+        tokens=None,
+        target_tokens=target_tokens,
+        percent=None,
+        steps_per_hour=None,
+        tokens_per_hour=None,
+        projected_end=None,
+        finished=False,
+        last_point_at=None,
+        loss=None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Basis:
+    """What the projection extrapolates: the series, its target, its value at `LONG_WINDOW`'s
+    start (None: no target, or unknown)."""
+
+    times: Sequence[datetime]
+    values: Sequence[float]
+    target: float | None
+    base: float | None
 
 
 def _paces(

@@ -174,6 +174,14 @@ async def pace_inputs(
     return downtime, await store.metrics.last_before(slug, since)
 
 
+async def _restart_incident(store: Store, slug: str, restart: Restart | None) -> Incident | None:
+    """The incident the restart recovered from (its reported cause is the restart's)."""
+    if restart is None:
+        return None
+    around = await store.incidents.find(slug, since=restart_window_start(restart))
+    return incident_of_restart(restart, around)
+
+
 async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
     run = await store.runs.get(slug)
     if run is None:
@@ -233,10 +241,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
         projected_margin=projection_margin(progress, now, launched),
     )
 
-    restart = report.last_restart
-    if restart is not None:
-        around = await store.incidents.find(slug, since=restart_window_start(restart))
-        report.restart_incident = incident_of_restart(restart, around)
+    report.restart_incident = await _restart_incident(store, slug, report.last_restart)
     stats = await incident_stats(store, slug)
     report.incidents_total = stats.count
     report.incidents_self_healed = stats.self_healed_restarts

@@ -447,7 +447,7 @@ class WandbSource:
                 merged = _join(
                     rows, [reader.scan(keys, cursor.step + 1, last + 1) for keys in others]
                 )
-                member.runtimes = self._runtimes(reader, rows, cursor)
+                member.runtimes = _runtimes(reader, rows, cursor)
                 self._finish(member, merged, last, rows[-1] if rows else None)
                 member.watched = {
                     metric: reader.scan(keys, cursor.step + 1, last + 1)
@@ -503,22 +503,6 @@ class WandbSource:
             len(rows),
         )
         return reader.requests
-
-    @staticmethod
-    def _runtimes(
-        reader: _Reader, rows: Sequence[dict[str, Any]], cursor: HistoryCursor
-    ) -> dict[int, float]:
-        """W&B's `_runtime` on either side of each silence in the rows (one small scan each, and
-        only where there is a silence): a resumed run's runtime does not count the time it was
-        down, so it tells a restart from a pause (`_resumed_in_place`). Rows without it (an
-        older W&B) leave it unknown."""
-        found: dict[int, float] = {}
-        for before, after in _silences(rows, cursor):
-            for row in reader.scan(["_runtime"], before, after + 1):
-                runtime = _float(row.get("_runtime"))
-                if runtime is not None and row["_step"] in (before, after):
-                    found[row["_step"]] = runtime
-        return found
 
     @staticmethod
     def _finish(
@@ -779,8 +763,7 @@ class WandbSource:
         created = member.created_at
         first = plan_points[0] if plan_points else None
         resumed_at = first.at if first is not None and after.first == first.step else None
-        # The previous run's last step before the new one's first row: both the trainer's clock
-        # (W&B's `createdAt` may be a little after that row, or before, by the clocks' skew).
+        # before the new run's first row: the trainer's clock, as the previous run's rows
         from_step, stopped_at = _last_before(
             previous_plan[1], cursors.get(previous.path), resumed_at or created
         )
@@ -1011,6 +994,22 @@ def _runtime_gap(runtimes: dict[int, float], before: int | None, step: Any) -> t
     if before not in runtimes:
         return None
     return timedelta(seconds=runtimes[step] - runtimes[before])
+
+
+def _runtimes(
+    reader: _Reader, rows: Sequence[dict[str, Any]], cursor: HistoryCursor
+) -> dict[int, float]:
+    """W&B's `_runtime` on either side of each silence in the rows (one small scan each, and
+    only where there is a silence): a resumed run's runtime does not count the time it was
+    down, so it tells a restart from a pause (`_resumed_in_place`). Rows without it (an
+    older W&B) leave it unknown."""
+    found: dict[int, float] = {}
+    for before, after in _silences(rows, cursor):
+        for row in reader.scan(["_runtime"], before, after + 1):
+            runtime = _float(row.get("_runtime"))
+            if runtime is not None and row["_step"] in (before, after):
+                found[row["_step"]] = runtime
+    return found
 
 
 def _silences(rows: Sequence[dict[str, Any]], cursor: HistoryCursor) -> list[tuple[int, int]]:

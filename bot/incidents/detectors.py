@@ -55,6 +55,7 @@ from bot.models import (
     Event,
     Incident,
     MetricPoint,
+    ReportedCause,
     Restart,
     RunSnapshot,
     SourceHealth,
@@ -422,6 +423,38 @@ def incident_of_restart(restart: Restart, incidents: Sequence[Incident]) -> Inci
         active = incident.resolved_at is None or incident.resolved_at >= lower
         if incident.started_at <= restart.at + CLOCK_SKEW and active:
             return incident
+    return None
+
+
+#: How long after a restart a person's or the ops log's account of it still explains it.
+EXPLAINED_WITHIN = timedelta(hours=24)
+
+
+def restart_explanation(restart: Restart, events: Iterable[Event]) -> ReportedCause | None:
+    """Why the run restarted in the words of a person or the ops log when its incident holds
+    none (the account came after the incident resolved: "An InfiniBand port fault on host
+    s55sxs64 … Iris restarted the job from the last checkpoint"): the first GitHub or chat
+    message, from the stop to `EXPLAINED_WITHIN` after the resume, with a sentence that
+    reports a fault; its fault sentences, linked."""
+    from bot.enrich.reports import fault_excerpt  # the rules: see `report_kind`
+
+    start = (restart.stopped_at or restart.at) - CLOCK_SKEW
+    for event in sorted(events, key=lambda e: e.at):
+        people = event.source == "github" or SOURCE_SPECS.is_chat(event.source)
+        if not people or event.kind == "conversation" or event.deleted:
+            continue
+        if not start <= event.at <= restart.at + EXPLAINED_WITHIN:
+            continue
+        text = fault_excerpt(event.body or "")
+        if text:
+            return ReportedCause(
+                text=text,
+                author=event.author,
+                source=where(event),
+                at=event.at,
+                url=event.url,
+                event_id=event.id,
+            )
     return None
 
 

@@ -18,7 +18,7 @@ from bot.limits import (
     TITLE_LIMIT,
 )
 from bot.mentions import body, inert, plain, unlinked
-from bot.models import NEW_RUN, Incident, Restart
+from bot.models import NEW_RUN, Incident, ReportedCause, Restart
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
 from bot.narrative.format import fmt_projected, fmt_window, margin_days, projection_is_a_day
@@ -114,10 +114,9 @@ def restart_text(restart: Restart) -> str:
     return text
 
 
-def restart_cause_line(incident: Incident | None) -> str | None:
-    """'Cause (loom-oa-dev, [GitHub #8506](…)): An InfiniBand port fault …': what a person or
-    the ops log said of the incident the restart recovered from, in their words, linked."""
-    cause = incident.details.reported_cause if incident is not None else None
+def restart_cause_line(cause: ReportedCause | None) -> str | None:
+    """'Cause (loom-oa-dev, [GitHub #8506](…)): An InfiniBand port fault …': why the run
+    restarted, in the words of the person or the ops log that said it, linked."""
     if cause is None:
         return None
     where = f"[{cause.source}]({cause.url})" if cause.url else cause.source
@@ -161,7 +160,7 @@ def status_card(
     if report.last_restart:
         r = report.last_restart
         text = f"{fmt(r.at, 'datetime')} ({fmt(r.at, 'relative')}): {restart_text(r)}"
-        cause = restart_cause_line(report.restart_incident)
+        cause = restart_cause_line(report.restart_cause)
         if cause:
             text += "\n" + cause
         card.fields.append(CardField("Last restart", clip(text, FIELD_VALUE_LIMIT)))

@@ -41,8 +41,7 @@ def action_json(action: IncidentAction | None) -> dict[str, Any] | None:
 def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
     p = report.progress
     restart = report.last_restart
-    around = report.restart_incident
-    cause = around.details.reported_cause if around is not None else None
+    cause = report.restart_cause
     return {
         "run": report.run.name,
         "slug": report.slug,

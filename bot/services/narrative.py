@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from bot.analysis.progress import Progress, projection_margin
 from bot.incidents.detectors import incident_of_restart, restart_window_start
 from bot.mentions import body
-from bot.models import Incident, LLMOutput, Restart
+from bot.models import Incident, LLMOutput, ReportedCause, Restart
 from bot.narrative.facts import (
     COUNT_WINDOW,
     INCIDENT_WINDOW,
@@ -57,6 +57,14 @@ class Narrative:
 
 
 # -- facts from the store --------------------------------------------------------------------
+
+
+def _with_cause(fact: IncidentFact | None, cause: ReportedCause | None) -> IncidentFact | None:
+    """The restart's incident with why it restarted in people's words, when its incident holds
+    none but someone explained it afterwards (`StatusReport.restart_cause`)."""
+    if fact is None or fact.reported_cause is not None or cause is None:
+        return fact
+    return replace(fact, reported_cause=cause.text, reported_by=cause.author)
 
 
 def restart_incident(restart: Restart | None, incidents: Sequence[Incident]) -> IncidentFact | None:
@@ -118,7 +126,9 @@ async def shared_facts(
         ),
         "drifting": [view.describe() for view in report.drifting],
         "last_restart": restart,
-        "restart_incident": restart_incident(restart, restart_incidents),
+        "restart_incident": _with_cause(
+            restart_incident(restart, restart_incidents), report.restart_cause
+        ),
         "incidents": incident_facts(incidents),
         "links": dict(run.links),
     }

@@ -15,7 +15,13 @@ from bot.analysis.progress import (
     compute_progress,
     projection_margin,
 )
-from bot.incidents.detectors import incident_of_restart, last_progress_at, restart_window_start
+from bot.incidents.detectors import (
+    EXPLAINED_WITHIN,
+    incident_of_restart,
+    last_progress_at,
+    restart_explanation,
+    restart_window_start,
+)
 from bot.incidents.service import incident_stats
 from bot.models import (
     MONITOR_STALE_AFTER,
@@ -23,6 +29,7 @@ from bot.models import (
     UNHEALTHY_STATES,
     Incident,
     MetricPoint,
+    ReportedCause,
     Restart,
     RunInfo,
     RunSnapshot,
@@ -96,8 +103,10 @@ class StatusReport:
     forecasts: list[ForecastView] = field(default_factory=list)  # the loss first, if forecast
     # how far either side of the projected end it plausibly lies (`projection_margin`)
     projected_margin: timedelta | None = None
-    # the incident the last restart recovered from: its reported cause is the restart's cause
+    # the incident the last restart recovered from, and why it restarted in the words of a
+    # person or the ops log (the incident's reported cause, else an account written after it)
     restart_incident: Incident | None = None
+    restart_cause: ReportedCause | None = None
 
     @property
     def loss_forecast(self) -> ForecastView | None:
@@ -182,6 +191,27 @@ async def _restart_incident(store: Store, slug: str, restart: Restart | None) ->
     return incident_of_restart(restart, around)
 
 
+#: The most events read around a restart for a person's account of it.
+EXPLANATION_SCAN = 300
+
+
+async def _restart_cause(store: Store, slug: str, report: StatusReport) -> ReportedCause | None:
+    """Why the last restart happened, in the words of a person or the ops log, linked."""
+    restart, incident = report.last_restart, report.restart_incident
+    if restart is None:
+        return None
+    if incident is not None and incident.details.reported_cause is not None:
+        return incident.details.reported_cause
+    since = (restart.stopped_at or restart.at) - timedelta(minutes=1)
+    events = await store.events.timeline(
+        slug,
+        since=since,
+        until=min(report.now, restart.at + EXPLAINED_WITHIN),
+        limit=EXPLANATION_SCAN,
+    )
+    return restart_explanation(restart, events)
+
+
 async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
     run = await store.runs.get(slug)
     if run is None:
@@ -242,6 +272,7 @@ async def build_status(store: Store, slug: str, now: datetime) -> StatusReport:
     )
 
     report.restart_incident = await _restart_incident(store, slug, report.last_restart)
+    report.restart_cause = await _restart_cause(store, slug, report)
     stats = await incident_stats(store, slug)
     report.incidents_total = stats.count
     report.incidents_self_healed = stats.self_healed_restarts

@@ -206,3 +206,38 @@ async def test_a_pause_the_process_ran_through_is_not_a_restart(
     fake.log(PATH, 50, start=LAST_STEP_AT + timedelta(minutes=12), every=EVERY)
     await source.poll(LAST_STEP_AT + timedelta(minutes=40))
     assert await store.events.restarts("hero") == []
+
+
+async def test_an_account_written_after_the_restart_is_its_cause(
+    fake: FakeWandb, client: WandbClient, store: Store
+) -> None:
+    """The ops log explains the restart only once the run is back (the crash incident has
+    resolved with no reported cause): the restart still carries that account, linked."""
+    fake.add_run(PATH, display_name="hero-12d8b6f0", created_at=LAST_STEP_AT - timedelta(hours=3))
+    source = await track(store, client, "train/step")
+    engine = IncidentEngine(IncidentPosts())
+    fake.log(PATH, 306, start=LAST_STEP_AT - 305 * EVERY, every=EVERY, step_key="train/step",
+             first_value=50_000)  # fmt: skip
+    fake.set_state(PATH, "running", heartbeat_at=LAST_STEP_AT)
+    await run_cycle(store, [source], LAST_STEP_AT + timedelta(minutes=1), detector=engine)
+    fake.set_state(PATH, "crashed")
+    await run_cycle(store, [source], LAST_STEP_AT + timedelta(minutes=20), detector=engine)
+    fake.resume(PATH, LAST_STEP_AT + timedelta(minutes=40))
+    fake.log(PATH, 90, start=RESUMED_AT, every=EVERY, step_key="train/step", first_value=50_196)
+    now = RESUMED_AT + 90 * EVERY
+    await run_cycle(store, [source], now, detector=engine)
+    [crash] = await store.incidents.find("hero")
+    assert crash.status == "resolved" and crash.details.reported_cause is None
+
+    await store.events.upsert_many([ops_comment(now)])
+    now += timedelta(minutes=1)
+    report = await build_status(store, "hero", now)
+    assert report.restart_cause is not None
+    assert report.restart_cause.text.startswith("An InfiniBand port fault on host s55sxs64")
+    assert report.restart_cause.url == ops_comment(now).url
+    card = status_card(report, Narrative("", now, "template"), local_formatter("UTC", now))
+    [field] = [f.value for f in card.fields if f.name == "Last restart"]
+    assert "Cause (loom-oa-dev, [GitHub #8506](" in field
+    facts = await build_narrative_facts(store, "hero", now)
+    assert facts.restart_incident is not None
+    assert "InfiniBand" in (facts.restart_incident.reported_cause or "")

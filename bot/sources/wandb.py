@@ -21,14 +21,20 @@ Per poll, on the W&B worker thread (see `bot.sources.wandb_client`):
 4. A rewind (the history shrank, or the last row read changed) is located by galloping back from
    the old position until rows older than the last one read appear, then only the rows logged
    after it are taken.
+5. A job restarted under the same run id (`resume="allow"`) logs on at the next step: W&B drops
+   rows logged again below a run's `_step`. Where `RESUME_GAP` or more passed between two rows,
+   `_runtime` is read for those two rows only (one small scan): a resumed run's runtime does not
+   count the time it was down. A restart in place is such a silence after W&B saw the run
+   stopped, or with `RUNTIME_LOST` missing from its runtime, or, without a runtime, one of
+   `LONG_SILENCE` or more. Which checkpoint it resumed from is not in W&B (`Restart.went_on`).
 
 Then, on the event loop, one `store.transaction()` commits the points, snapshots, events and the
 cursors together, so a crash between fetching and committing re-reads the same rows next time
 and nothing is lost or stored twice (points are also keyed on (run, step, time)).
 
 Facts recorded as events (source "wandb"): every chain member after the first (`restart`,
-`restart:new-run:<path>`), a step going back inside one run (`restart`,
-`restart:restore:<path>:<to_step>:<at>`), and state changes (`state`,
+`restart:new-run:<path>`), a step going back inside one run, or going on after the run stopped
+(`restart`, `restart:restore:<path>:<to_step>:<at>`), and state changes (`state`,
 `state:<path>:<state>:<when>`; the first observation of a run records its state once). Every
 event is dated by the run's own data (a history row's `_timestamp`, the heartbeat, the run's
 creation), never by when it was observed (`state_changed_at`): a crash W&B recorded three days

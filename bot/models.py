@@ -335,10 +335,23 @@ class Restart:
         return self.resumed_at - self.stopped_at
 
     @property
+    def went_on(self) -> bool:
+        """The run logged again in place at a later step than it stopped at: W&B keeps one
+        run's history in step order and drops rows logged again at earlier steps, so which
+        checkpoint it resumed from (and how much was trained twice) is not in W&B."""
+        return (
+            self.kind == RESTORE
+            and self.from_step is not None
+            and self.to_step is not None
+            and self.to_step > self.from_step
+        )
+
+    @property
     def checkpoint_step(self) -> int | None:
         """The step training resumed from: one logging interval before the first step logged
-        again (`to_step` itself when the run has no fixed interval)."""
-        if self.to_step is None:
+        again (`to_step` itself when the run has no fixed interval); None when W&B cannot
+        tell (`went_on`)."""
+        if self.to_step is None or self.went_on:
             return None
         return max(0, self.to_step - (self.interval or 0))
 

@@ -243,6 +243,7 @@ class ForecastConfig(BaseModel):
 _STORED = {"stored": True}
 
 _WANDB_PATH = re.compile(r"^[\w.\-]+/[\w.\-]+/[\w.\-]+$")
+_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _REPO = re.compile(r"^[\w.\-]+/[\w.\-]+$")
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 MAX_ALERT_LABELS = 20
@@ -309,6 +310,25 @@ class RunConfig(BaseModel):
             except re.error as exc:
                 raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _launched_in_zone(cls, data: Any) -> Any:
+        """`launched_at = 2026-08-20` (a date) or a date-time without an offset is the run's
+        own calendar: midnight (or that time) in its `timezone`, not in UTC (a New York run
+        launched on Aug 20 was shown as launched on Aug 19)."""
+        if not isinstance(data, Mapping) or "launched_at" not in data:
+            return data
+        value = data["launched_at"]
+        if isinstance(value, str) and _DATE_ONLY.match(value.strip()):
+            value = date.fromisoformat(value.strip())
+        if isinstance(value, date) and not isinstance(value, datetime):
+            value = datetime(value.year, value.month, value.day)
+        if isinstance(value, datetime) and value.tzinfo is None:
+            zone = data.get("timezone", "UTC")
+            local = value.replace(tzinfo=resolve_zone(zone if isinstance(zone, str) else "UTC"))
+            return {**data, "launched_at": local.astimezone(UTC)}
+        return data
 
     @field_validator("launched_at", mode="before")
     @classmethod

@@ -77,9 +77,7 @@ def test_a_downtime_reads_as_a_duration_on_the_card() -> None:
         stopped_at=NOW - timedelta(seconds=5),
         resumed_at=NOW,
     )
-    assert restart_text(restart) == (
-        "restored from a checkpoint at step 5,000 after under a minute down"
-    )
+    assert restart_text(restart) == "resumed from step 5,000 after under a minute down"
 
 
 STEP, TOTAL = 48_037, 100_000

@@ -21,6 +21,10 @@ from operator import attrgetter
 from bot.models import MetricPoint
 
 _HOUR = timedelta(hours=1)
+#: The long window the training pace is also measured over: its days-long trend, against which
+#: the last day's pace is one noisy sample (the projection leans on both, so it moves little from
+#: hour to hour).
+LONG_WINDOW = timedelta(days=7)
 SPREAD_SLICES = 24  # slices of the rate window measured for the rate's variability
 _AT = attrgetter("at")
 _STEP = attrgetter("step")
@@ -46,6 +50,22 @@ class Progress:
     # deviation of the net rate in equal slices of the window, scaled to one hour); None with
     # fewer than two slices. The projection's precision is derived from it.
     rate_spread: float | None = None
+    # The training pace (steps, else tokens, per hour) with the downtime of the run's restarts
+    # taken out: over the rate window up to the last point, and over `LONG_WINDOW` when the
+    # caller gave the point before it. The projected end runs at their mean from `now`.
+    recent_pace: float | None = None
+    long_pace: float | None = None
+
+    @property
+    def pace(self) -> float | None:
+        """The pace the projected end assumes: the recent and the long pace's mean."""
+        return mean_pace(self.recent_pace, self.long_pace)
+
+
+def mean_pace(recent: float | None, long: float | None) -> float | None:
+    """The mean of the paces measured (a pace that is not positive is no measure)."""
+    paces = [p for p in (recent, long) if p is not None and p > 0]
+    return sum(paces) / len(paces) if paces else None
 
 
 def effective_series(points: Sequence[MetricPoint], chain: Sequence[str] = ()) -> list[MetricPoint]:
@@ -117,15 +137,55 @@ def _window_start(times: Sequence[datetime], end: datetime, window: timedelta) -
     return max(end - window, times[0])
 
 
+#: A stretch the run was down: a restart's (stopped_at, resumed_at).
+Downtime = tuple[datetime, datetime]
+
+
+def _down_within(downtime: Sequence[Downtime], start: datetime, end: datetime) -> timedelta:
+    """How much of [start, end] the run was down (overlapping stretches counted once)."""
+    total = timedelta(0)
+    reach = start
+    for stop, resume in sorted(downtime):
+        a, b = max(stop, reach), min(resume, end)
+        if b > a:
+            total += b - a
+            reach = b
+    return total
+
+
+def _pace(
+    times: Sequence[datetime],
+    values: Sequence[float],
+    start: datetime,
+    end: datetime,
+    downtime: Sequence[Downtime],
+) -> float | None:
+    """Net change per hour of training over [start, end] (the value at a time is that of the
+    last point at or before it): the time the run was down is not training time."""
+    if end <= start or not times or times[0] > start:
+        return None
+    up = (end - start) - _down_within(downtime, start, end)
+    if up <= timedelta(0):
+        return None
+    done = values[bisect_right(times, end) - 1] - values[bisect_right(times, start) - 1]
+    return done / (up / _HOUR)
+
+
 def _rate_spread(
-    times: Sequence[datetime], values: Sequence[float], end: datetime, window: timedelta
+    times: Sequence[datetime],
+    values: Sequence[float],
+    end: datetime,
+    window: timedelta,
+    downtime: Sequence[Downtime] = (),
 ) -> float | None:
     """The hour-to-hour variability of the net rate over the window ending at `end`: the window
     is cut into equal slices (hours, at most `SPREAD_SLICES`; at least two), each slice's net
     rate is taken like the whole window's, and the slices' standard deviation relative to their
     mean is scaled to one hour (a slice of `b` hours averages `b` hourly rates, so its spread
-    is the hourly one over sqrt(b)). None when that is not measurable (a flat or shrinking
-    window, or fewer than two distinct timestamps)."""
+    is the hourly one over sqrt(b)). A slice's rate is per hour of training: the run's known
+    downtime (`downtime`) is taken out, and a slice down for more than half of it is left out (a
+    restart is downtime, not uneven pace). None when that is not measurable (a flat or
+    shrinking window, or fewer than two distinct timestamps or slices)."""
     if not times or times[0] == times[-1]:
         return None
     start = _window_start(times, end, window)
@@ -137,13 +197,18 @@ def _rate_spread(
     rates = []
     for index in range(slices):
         a, b = start + width * index, start + width * (index + 1)
+        up = width - _down_within(downtime, a, b)
+        if up < width / 2:
+            continue
         at_a = values[max(0, bisect_right(times, a) - 1)]
         at_b = values[bisect_right(times, b) - 1]
-        rates.append((at_b - at_a) / (width / _HOUR))
-    mean = sum(rates) / slices
+        rates.append((at_b - at_a) / (up / _HOUR))
+    if len(rates) < 2:
+        return None
+    mean = sum(rates) / len(rates)
     if mean <= 0:
         return None
-    variance = sum((rate - mean) ** 2 for rate in rates) / (slices - 1)
+    variance = sum((rate - mean) ** 2 for rate in rates) / (len(rates) - 1)
     return math.sqrt(variance) / mean * math.sqrt(width / _HOUR)
 
 
@@ -172,9 +237,16 @@ def compute_progress(
     now: datetime,
     chain: Sequence[str] = (),
     window: timedelta = timedelta(hours=24),
+    downtime: Sequence[Downtime] = (),
+    baseline: Sequence[MetricPoint] = (),
 ) -> Progress:
     """Where the run stands at `now`: step, tokens, percent, net rates over the trailing `window`,
     projected end and latest loss. See the module doc for the effective series.
+
+    The projected end runs from `now` at the training pace (`Progress.pace`): the rate over the
+    window up to the last point with `downtime` (the restarts' stretches down) taken out, and
+    the same over `LONG_WINDOW` from `baseline` (each W&B run's last point before its start),
+    so a restart or a slow hour moves the date little.
     """
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware (UTC)")
@@ -182,30 +254,15 @@ def compute_progress(
         raise ValueError("window must be positive")
     series = effective_series(points, chain)
     if not series:
-        return Progress(
-            step=None,
-            total_steps=total_steps,
-            tokens=None,
-            target_tokens=target_tokens,
-            percent=None,
-            steps_per_hour=None,
-            tokens_per_hour=None,
-            projected_end=None,
-            finished=False,
-            last_point_at=None,
-            loss=None,
-        )
+        return _no_progress(total_steps, target_tokens)
 
     last = series[-1]
     end = max(now, last.at)  # a point stamped slightly after `now` (clock skew) still counts
     times = [p.at for p in series]
     steps = [p.step for p in series]
-    token_times: list[datetime] = []
-    token_values: list[float] = []
-    for p in series:
-        if p.tokens is not None and math.isfinite(p.tokens):
-            token_times.append(p.at)
-            token_values.append(p.tokens)
+    counted = [p for p in series if p.tokens is not None and math.isfinite(p.tokens)]
+    token_times = [p.at for p in counted]
+    token_values = [float(p.tokens) for p in counted if p.tokens is not None]
     tokens = token_values[-1] if token_values else None
     loss = next(
         (p.loss for p in reversed(series) if p.loss is not None and math.isfinite(p.loss)), None
@@ -213,26 +270,32 @@ def compute_progress(
     steps_per_hour = _net_rate(times, steps, end, window)
     tokens_per_hour = _net_rate(token_times, token_values, end, window)
 
-    percent: float | None = None
-    finished = False
-    projected_end: datetime | None = None
     # the series the projection extrapolates: steps when the run has a step target, else tokens
-    basis: tuple[Sequence[datetime], Sequence[float]] = (times, steps)
+    basis = _Basis(times, steps, None, None)
+    base = effective_series(baseline, chain)
     if total_steps is not None and total_steps > 0:  # a non-positive total counts as unknown
-        percent = last.step / total_steps * 100
-        finished = last.step >= total_steps
-        if finished:
-            projected_end = _crossing_time(times, steps, total_steps)
-        else:
-            projected_end = _project(now, total_steps - last.step, steps_per_hour)
+        basis = _Basis(times, steps, total_steps, base[-1].step if base else None)
     elif target_tokens is not None and target_tokens > 0 and tokens is not None:
-        basis = (token_times, token_values)
-        percent = tokens / target_tokens * 100
-        finished = tokens >= target_tokens
+        basis = _Basis(token_times, token_values, target_tokens, base[-1].tokens if base else None)
+    percent = finished = projected_end = None
+    if basis.target is not None:
+        done = basis.values[-1]
+        percent, finished = done / basis.target * 100, done >= basis.target
         if finished:
-            projected_end = _crossing_time(token_times, token_values, target_tokens)
-        else:
-            projected_end = _project(now, target_tokens - tokens, tokens_per_hour)
+            projected_end = _crossing_time(basis.times, basis.values, basis.target)
+    recent, long = _paces(
+        basis.times,
+        basis.values,
+        last.at,
+        window,
+        downtime,
+        (base[-1].at, basis.base) if base else None,
+    )
+    net = steps_per_hour if basis.values is steps else tokens_per_hour
+    if basis.target is not None and not finished and net is not None and net > 0:
+        # (no progress at all over the window up to `now`: nothing to project from)
+        remaining = basis.target - basis.values[-1]
+        projected_end = _project(now, remaining, mean_pace(recent, long))
 
     return Progress(
         step=last.step,
@@ -243,12 +306,65 @@ def compute_progress(
         steps_per_hour=steps_per_hour,
         tokens_per_hour=tokens_per_hour,
         projected_end=projected_end,
-        finished=finished,
+        finished=bool(finished),
         last_point_at=last.at,
         loss=loss,
         rate_window=end - _window_start(times, end, window) if times[0] != times[-1] else None,
-        rate_spread=_rate_spread(*basis, end, window),
+        rate_spread=_rate_spread(basis.times, basis.values, end, window, downtime),
+        recent_pace=recent,
+        long_pace=long,
     )
+
+
+def _no_progress(total_steps: int | None, target_tokens: float | None) -> Progress:
+    """A run with no point yet."""
+    return Progress(
+        step=None,
+        total_steps=total_steps,
+        tokens=None,
+        target_tokens=target_tokens,
+        percent=None,
+        steps_per_hour=None,
+        tokens_per_hour=None,
+        projected_end=None,
+        finished=False,
+        last_point_at=None,
+        loss=None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Basis:
+    """What the projection extrapolates: the series, its target, its value at `LONG_WINDOW`'s
+    start (None: no target, or unknown)."""
+
+    times: Sequence[datetime]
+    values: Sequence[float]
+    target: float | None
+    base: float | None
+
+
+def _paces(
+    times: Sequence[datetime],
+    values: Sequence[float],
+    end: datetime,
+    window: timedelta,
+    downtime: Sequence[Downtime],
+    base: tuple[datetime, float | None] | None,
+) -> tuple[float | None, float | None]:
+    """The training pace over the rate window ending at `end` (the last point: a stretch down
+    since is not training time), and over the long window from `base` (the value at its
+    start), both with the downtime taken out."""
+    if not times or times[0] == times[-1] or times[0] >= end:
+        return None, None
+    start = _window_start(times, end, window)
+    recent = _pace(times, values, start, end, downtime)
+    long = None
+    if base is not None and base[1] is not None and base[0] < start:
+        up = (end - base[0]) - _down_within(downtime, base[0], end)
+        if up > timedelta(0):
+            long = (values[bisect_right(times, end) - 1] - base[1]) / (up / _HOUR)
+    return recent, long
 
 
 #: The least hour-to-hour variability assumed for a run's rate (relative standard deviation):
@@ -267,9 +383,11 @@ def projection_margin(
       uncertain by spread / sqrt(W); the next `R` hours (the time left) average out their own
       variability as spread / sqrt(R). `spread` is the measured hour-to-hour variability, at
       least `MIN_RATE_SPREAD`.
-    - when the run is older than its window, its lifetime average rate (progress since launch)
-      is a second estimate; how far it is from the window's rate is added as a systematic term
-      (a good day is not the whole run).
+    - the trend: the last day's pace and the pace over `LONG_WINDOW` (the projection runs at
+      their mean) disagree by half their difference either way; without a long pace, when the
+      run is older than its window, its lifetime average rate (progress since launch) is the
+      second estimate and its distance from the window's pace the term (a good day is not the
+      whole run).
 
     None when there is nothing to project (finished, or no projected end)."""
     end = progress.projected_end
@@ -283,9 +401,12 @@ def projection_margin(
     statistical = 2 * spread * math.sqrt(1 / window + 1 / remaining)
     systematic = 0.0
     by_steps = bool(progress.total_steps and progress.total_steps > 0)
-    rate = progress.steps_per_hour if by_steps else progress.tokens_per_hour
+    rate = progress.pace or (progress.steps_per_hour if by_steps else progress.tokens_per_hour)
     done = progress.step if by_steps else progress.tokens
-    if launched_at is not None and rate and done is not None:
+    recent, long = progress.recent_pace, progress.long_pace
+    if recent and long and recent > 0 and long > 0:
+        systematic = abs(recent - long) / (recent + long)
+    elif launched_at is not None and rate and done is not None:
         age = (now - launched_at) / _HOUR
         if age > 2 * window:
             systematic = abs(rate - done / age) / rate

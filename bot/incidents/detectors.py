@@ -53,7 +53,9 @@ from bot.models import (
     AlertData,
     BadRestart,
     Event,
+    Incident,
     MetricPoint,
+    ReportedCause,
     Restart,
     RunSnapshot,
     SourceHealth,
@@ -322,7 +324,9 @@ def _crash_finding(data: RunData, downs: list[_Down], resumed: MetricPoint | Non
     title = f"W&B run {name} {first.state} at step {fmt_int(step)}"
     cause = f"W&B reports run {name} as {states}"
     if before is not None:
-        cause += f"; last step {fmt_int(before.step)} logged at {before.at:%Y-%m-%d %H:%M} UTC"
+        cause += f"; its last step was {fmt_int(before.step)}"
+        if start - before.at >= timedelta(minutes=1):  # times are the incident's (run's zone)
+            cause += f", logged {humanize_delta(start - before.at)} before"
     cause += "."
     event_ids = [d.event_id for d in downs if d.event_id is not None]
     relaunched = None
@@ -362,18 +366,33 @@ def _crash_finding(data: RunData, downs: list[_Down], resumed: MetricPoint | Non
     )
 
 
+#: How far apart the trainer's clock (history rows' `_timestamp`), W&B's (a run's `createdAt`,
+#: heartbeats) and Runscribe's may be and still date one moment: a restart record W&B dated up
+#: to this long before or after the row it resumed at is that restart.
+CLOCK_SKEW = timedelta(minutes=1)
+
+
 def _restart_after(data: RunData, before: MetricPoint | None, resumed: MetricPoint) -> Restart:
     """The restart that ended a crash: the W&B source's record of it (a new run of the chain,
-    or the step going back), else the same figures read from the points around the outage
-    (a run that came back in place, at a later step)."""
-    lower = before.at if before is not None else resumed.at
-    for event in reversed(data.wandb_events):
-        if event.kind != "restart" or not lower <= event.at <= resumed.at:
+    or the step going back or on in one run), so every surface reads one computation; else the
+    same figures read from the points around the outage (a record not polled yet).
+
+    The record is found by the row training resumed at (`resumed_at`: the trainer's clock on
+    both sides), else by its date within `CLOCK_SKEW` of the outage (a new run's `createdAt`
+    is W&B's clock, which may be a little after the first row the trainer logged)."""
+    lower = (before.at if before is not None else resumed.at) - CLOCK_SKEW
+    upper = resumed.at + CLOCK_SKEW
+    found: list[Restart] = []
+    for event in data.wandb_events:
+        if event.kind != "restart" or not lower <= event.at <= upper:
             continue
         try:
-            return Restart.of_event(event)
+            found.append(Restart.of_event(event))
         except BadRestart:
             continue
+    same_row = [r for r in found if r.resumed_at == resumed.at and r.wandb_run == resumed.wandb_run]
+    if same_row or found:
+        return (same_row or found)[-1]
     same = before is not None and before.wandb_run == resumed.wandb_run
     return Restart(
         at=resumed.at,
@@ -385,6 +404,58 @@ def _restart_after(data: RunData, before: MetricPoint | None, resumed: MetricPoi
         stopped_at=before.at if before is not None else None,
         resumed_at=resumed.at,
     )
+
+
+def restart_window_start(restart: Restart) -> datetime:
+    """How far before a restart its causing incident may have started."""
+    return restart.at - (restart.down_for or timedelta(0)) - timedelta(hours=1)
+
+
+def incident_of_restart(restart: Restart, incidents: Sequence[Incident]) -> Incident | None:
+    """The incident that most likely caused the restart: the latest outage active just before
+    it (`incidents` newest first). Its reported cause is the restart's cause in people's
+    words; every surface that tells the restart asks here."""
+    lower = restart_window_start(restart)
+    for incident in incidents:
+        spec = spec_for(incident.fingerprint)
+        if spec is not None and not spec.stops_training:
+            continue
+        active = incident.resolved_at is None or incident.resolved_at >= lower
+        if incident.started_at <= restart.at + CLOCK_SKEW and active:
+            return incident
+    return None
+
+
+#: How long after a restart a person's or the ops log's account of it still explains it.
+EXPLAINED_WITHIN = timedelta(hours=24)
+
+
+def restart_explanation(restart: Restart, events: Iterable[Event]) -> ReportedCause | None:
+    """Why the run restarted in the words of a person or the ops log when its incident holds
+    none (the account came after the incident resolved: "An InfiniBand port fault on host
+    s55sxs64 … Iris restarted the job from the last checkpoint"): the first GitHub or chat
+    message, from the stop to `EXPLAINED_WITHIN` after the resume, with a sentence that
+    reports a fault; its fault sentences, linked."""
+    from bot.enrich.reports import fault_excerpt  # the rules: see `report_kind`
+
+    start = (restart.stopped_at or restart.at) - CLOCK_SKEW
+    for event in sorted(events, key=lambda e: e.at):
+        people = event.source == "github" or SOURCE_SPECS.is_chat(event.source)
+        if not people or event.kind == "conversation" or event.deleted:
+            continue
+        if not start <= event.at <= restart.at + EXPLAINED_WITHIN:
+            continue
+        text = fault_excerpt(event.body or "")
+        if text:
+            return ReportedCause(
+                text=text,
+                author=event.author,
+                source=where(event),
+                at=event.at,
+                url=event.url,
+                event_id=event.id,
+            )
+    return None
 
 
 def resume_text(data: RunData, restart: Restart) -> str:
@@ -423,9 +494,9 @@ def detect_heartbeat(data: RunData) -> Detection:
                 severity="warning",
                 title=f"No heartbeat from W&B run {name} for {humanize_delta(age)}",
                 cause=(
-                    f"W&B still shows run {name} as running, but its last heartbeat was at "
-                    f"{current.heartbeat_at:%Y-%m-%d %H:%M} UTC ({humanize_delta(age)} before the "
-                    f"last check; threshold {fmt_value(minutes)} min)."
+                    f"W&B still shows run {name} as running, but its last heartbeat was "
+                    f"{humanize_delta(age)} before the last check (threshold "
+                    f"{fmt_value(minutes)} min)."
                 ),
                 since=current.heartbeat_at + limit,
                 group=OUTAGE,
@@ -487,9 +558,8 @@ def detect_stall(data: RunData) -> Detection:
                 severity="critical",
                 title=f"No new step for {humanize_delta(age)} in {name} (step {fmt_int(step)})",
                 cause=(
-                    f"W&B shows run {name} as running, but no training step has been logged since "
-                    f"{progress_at:%Y-%m-%d %H:%M} UTC (threshold "
-                    f"{fmt_value(minutes)} min)."
+                    f"W&B shows run {name} as running, but no training step has been logged for "
+                    f"{humanize_delta(age)} (threshold {fmt_value(minutes)} min)."
                 ),
                 since=progress_at + limit,
                 group=OUTAGE,
@@ -700,12 +770,24 @@ def detect_spike(data: RunData) -> Detection:
 
 
 def report_kind(event: Event) -> str:
-    """The incident kind the rules find in a report, read in its thread's context."""
+    """The incident kind a report states in its own words. The rules read it in its thread's
+    context, where a follow-up that names no cause ("still waiting at the barrier after the
+    restore") takes the thread's kind: in a thread about out-of-memory kills that would call a
+    hang after a restore an OOM. A kind only the thread names is not this report's: it is then
+    a report of no stated kind."""
     # Imported here: the rules compile ~150 patterns, which `/status` and the one-shot CLI
     # (they import this module for its fingerprints) should not pay for.
-    from bot.enrich.rules import enrich_event
+    from bot.enrich.rules import enrich_event, enrich_text
 
-    return enrich_event(event).incident_kind or "reported"
+    kind = enrich_event(event).incident_kind
+    if kind is None:
+        return "reported"
+    if event.kind == "conversation":
+        return kind  # judged line by line already, each line in its own words
+    own = enrich_text(
+        title=event.title, body=event.body or "", kind=event.kind, source=event.source
+    )
+    return own.incident_kind or "reported"
 
 
 def where(event: Event) -> str:

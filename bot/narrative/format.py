@@ -34,8 +34,10 @@ def inline(text: str | None, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-DAY_PRECISION = timedelta(days=3)  # up to this margin either side, the end is given as a day
-THIRD_PRECISION = timedelta(days=10)  # up to this, as early / mid / late in a month
+#: Up to this margin either side, the end is a day with its range in days ("Nov 28, 2026 ±
+#: 4 days"): a date a lead can plan on; beyond it, the months the range spans.
+RANGE_PRECISION = timedelta(days=21)
+_DAY = timedelta(days=1)
 
 
 def fmt_month(value: datetime, *, year: bool = True) -> str:
@@ -43,22 +45,25 @@ def fmt_month(value: datetime, *, year: bool = True) -> str:
 
 
 def projection_is_a_day(margin: timedelta | None) -> bool:
-    """Whether a projected end is precise enough to name its day."""
-    return margin is not None and margin <= DAY_PRECISION
+    """Whether a projected end is precise enough to name its day (with its range in days)."""
+    return margin is not None and margin <= RANGE_PRECISION
+
+
+def margin_days(margin: timedelta) -> str:
+    """The range either side of a projected day: " ± 4 days"; "" under half a day."""
+    days = round(margin / _DAY)
+    return f" ± {days} day{'s' if days != 1 else ''}" if days >= 1 else ""
 
 
 def fmt_projected(end: datetime, margin: timedelta | None, tz: str, now: datetime) -> str:
-    """A projected end with the precision its margin allows (`projection_margin`): "around
-    Apr 21, 2027" within a few days, "mid-April 2027" within about ten, else the months the
-    range spans ("April–May 2027", "December 2026 – February 2027"). Without a margin the
+    """A projected end with the precision its margin allows (`projection_margin`): "Apr 21,
+    2027 ± 4 days" within three weeks ("around Apr 21, 2027" under half a day), else the months
+    the range spans ("April–May 2027", "December 2026 – February 2027"). Without a margin the
     uncertainty is unknown, so only the months are named. Never a countdown."""
     zone = resolve_zone(tz)
-    if projection_is_a_day(margin):
-        return f"around {fmt_date(end, tz)}"
-    local = end.astimezone(zone)
-    if margin is not None and margin <= THIRD_PRECISION:
-        third = "early" if local.day <= 10 else "mid-" if local.day <= 20 else "late"
-        return f"{third}{'' if third.endswith('-') else ' '}{fmt_month(local)}"
+    if margin is not None and projection_is_a_day(margin):
+        days = margin_days(margin)
+        return f"{fmt_date(end, tz)}{days}" if days else f"around {fmt_date(end, tz)}"
     spread = margin if margin is not None else (end - now)
     low = max(end - spread, now).astimezone(zone)
     high = (end + spread).astimezone(zone)

@@ -290,6 +290,8 @@ def template_digest(facts: DigestFacts) -> str:
                 text += f" from step {fmt_int(restart.to_step)}"
             if restart.down_for is not None:
                 text += f" after {humanize_duration(restart.down_for)} down"
+            if restart.recomputed_steps:
+                text += f", {fmt_int(restart.recomputed_steps)} steps recomputed"
             parts.append(text)
         count = len(facts.restarts_in_window)
         paragraphs.append(

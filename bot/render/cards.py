@@ -17,11 +17,11 @@ from bot.limits import (
     FIELD_VALUE_LIMIT,
     TITLE_LIMIT,
 )
-from bot.mentions import body, inert, unlinked
-from bot.models import NEW_RUN, Incident, Restart
+from bot.mentions import body, inert, plain, unlinked
+from bot.models import NEW_RUN, Incident, ReportedCause, Restart
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
-from bot.narrative.format import fmt_projected, fmt_window, projection_is_a_day
+from bot.narrative.format import fmt_projected, fmt_window, margin_days, projection_is_a_day
 from bot.narrative.words import credit, source_name, state_words
 from bot.numbers import fmt_big, fmt_int, fmt_percent, fmt_rate, fmt_value
 from bot.services.forecasts import ForecastPanel, ForecastView
@@ -96,14 +96,37 @@ def _state_label(report: StatusReport) -> str:
 
 
 def restart_text(restart: Restart) -> str:
-    """'restored from a checkpoint at step 76,000 after 2 h 32 min down; 225 steps recomputed'."""
-    verb = "resumed in a new W&B run" if restart.kind == NEW_RUN else "restored from a checkpoint"
-    text = verb if restart.to_step is None else f"{verb} at step {fmt_int(restart.to_step)}"
+    """'resumed from step 76,001 after 2 h 32 min down; 225 steps recomputed' (the step is the
+    first one trained again; in a new W&B run, 'resumed in a new W&B run at step …')."""
+    if restart.kind == NEW_RUN:
+        verb = "resumed in a new W&B run" + (
+            "" if restart.to_step is None else f" at step {fmt_int(restart.to_step)}"
+        )
+    else:
+        verb = "resumed" + (
+            "" if restart.to_step is None else f" from step {fmt_int(restart.to_step)}"
+        )
+    text = verb
     if restart.down_for:
         text += f" after {humanize_duration(restart.down_for)} down"
     if restart.recomputed_steps:
         text += f"; {fmt_int(restart.recomputed_steps)} steps recomputed"
+    elif restart.recomputed_steps == 0:
+        text += "; no steps recomputed"
     return text
+
+
+def restart_cause_line(cause: ReportedCause | None) -> str | None:
+    """'Cause (loom-oa-dev, [GitHub #8506](…)): An InfiniBand port fault …': why the run
+    restarted, in the words of the person or the ops log that said it, linked."""
+    if cause is None:
+        return None
+    where = f"[{cause.source}]({cause.url})" if cause.url else cause.source
+    who = f"{inert(plain(cause.author))}, {where}" if cause.author else where
+    return f"Cause ({who}): {body(plain(clip(cause.text, RESTART_CAUSE_LIMIT)))}"
+
+
+RESTART_CAUSE_LIMIT = 400
 
 
 def status_card(
@@ -138,12 +161,11 @@ def status_card(
         card.fields.append(CardField("Schedule", schedule))
     if report.last_restart:
         r = report.last_restart
-        card.fields.append(
-            CardField(
-                "Last restart",
-                clip(f"{fmt(r.at, 'relative')}: {restart_text(r)}", FIELD_VALUE_LIMIT),
-            )
-        )
+        text = f"{fmt(r.at, 'datetime')} ({fmt(r.at, 'relative')}): {restart_text(r)}"
+        cause = restart_cause_line(report.restart_cause)
+        if cause:
+            text += "\n" + cause
+        card.fields.append(CardField("Last restart", clip(text, FIELD_VALUE_LIMIT)))
     if p.loss is not None:
         curve = report.loss_forecast
         against = f"\n{curve.reason}" if curve is not None and curve.forecast is not None else ""
@@ -215,12 +237,19 @@ def narrative_footer(narrative: Narrative, now: datetime) -> str:
 
 
 def projected_text(report: StatusReport, fmt: TimeFormatter) -> str:
-    """The projected end with honest precision: a day (a Discord timestamp, so each reader sees
-    it in their own zone) only when the margin allows one, else words in the run's zone."""
+    """The projected end with honest precision: a day with its range in days ("Nov 28, 2026 ±
+    4 days"; the day a Discord timestamp, so each reader sees it in their own zone) when the
+    margin allows one, else words in the run's zone."""
     p = report.progress
     assert p.projected_end is not None
-    if projection_is_a_day(report.projected_margin):
-        return f"around {fmt(p.projected_end, 'date')}"
+    margin = report.projected_margin
+    if margin is not None and projection_is_a_day(margin):
+        days = margin_days(margin)
+        return (
+            f"{fmt(p.projected_end, 'date')}{days}"
+            if days
+            else (f"around {fmt(p.projected_end, 'date')}")
+        )
     return fmt_projected(p.projected_end, report.projected_margin, report.run.timezone, report.now)
 
 

@@ -41,6 +41,7 @@ def action_json(action: IncidentAction | None) -> dict[str, Any] | None:
 def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
     p = report.progress
     restart = report.last_restart
+    cause = report.restart_cause
     return {
         "run": report.run.name,
         "slug": report.slug,
@@ -59,6 +60,13 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
         },
         "launched_at": iso(report.launched_at),
         "projected_end": iso(p.projected_end),
+        # how far either side of it the end plausibly lies, in days (None: unknown)
+        "projected_end_margin_days": (
+            round(report.projected_margin.total_seconds() / 86400, 1)
+            if report.projected_margin is not None and p.projected_end is not None
+            else None
+        ),
+        "training_pace_per_hour": p.pace,
         "last_restart_at": iso(restart.at if restart else None),
         "last_restart": (
             {
@@ -72,7 +80,13 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
                     restart.down_for.total_seconds() if restart.down_for is not None else None
                 ),
                 "recomputed_steps": restart.recomputed_steps,
+                "checkpoint_step": restart.checkpoint_step,
+                "stopped_at": iso(restart.stopped_at),
+                "resumed_at": iso(restart.resumed_at),
                 "cause": restart.cause,
+                # why it restarted in the words of a person or the ops log (text), or null
+                "reported_cause": cause.text if cause else None,
+                "reported_by": reported_by_json(cause),
             }
             if restart
             else None

@@ -21,6 +21,7 @@ from bot.narrative.facts import (
 from bot.narrative.templates import template_digest
 from bot.services.narrative import SCAN_EVENTS, shared_facts
 from bot.services.runs import UnknownRun
+from bot.services.status import pace_inputs
 from bot.store import Store
 
 PERIOD = timedelta(hours=24)
@@ -42,6 +43,7 @@ async def build_digest(
     start = now - period
     chain = run.wandb_chain()
     points = await store.metrics.window(run_slug, start)
+    downtime, baseline = await pace_inputs(store, run_slug, now)
     progress = compute_progress(
         points,
         total_steps=run.total_steps,
@@ -49,6 +51,8 @@ async def build_digest(
         now=now,
         chain=chain,
         window=period,
+        downtime=downtime,
+        baseline=baseline,
     )
     before = [p for p in points if p.at <= start]
     step_at_start = max(before, key=lambda p: p.at).step if before else None

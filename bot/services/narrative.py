@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from bot.analysis.progress import Progress, projection_margin
-from bot.incidents.detectors import spec_for
+from bot.incidents.detectors import incident_of_restart, restart_window_start
 from bot.mentions import body
-from bot.models import Event, Incident, LLMOutput, Restart
+from bot.models import Event, Incident, LLMOutput, ReportedCause, Restart
 from bot.narrative.discussions import (
     DISCUSSION_WINDOW,
     Discussion,
@@ -65,25 +65,21 @@ class Narrative:
 # -- facts from the store --------------------------------------------------------------------
 
 
+def _with_cause(fact: IncidentFact | None, cause: ReportedCause | None) -> IncidentFact | None:
+    """The restart's incident with why it restarted in people's words, when its incident holds
+    none but someone explained it afterwards (`StatusReport.restart_cause`)."""
+    if fact is None or fact.reported_cause is not None or cause is None:
+        return fact
+    return replace(fact, reported_cause=cause.text, reported_by=cause.author)
+
+
 def restart_incident(restart: Restart | None, incidents: Sequence[Incident]) -> IncidentFact | None:
     """The incident that most likely caused the restart: the latest outage active just before
     it (`incidents` newest first)."""
     if restart is None:
         return None
-    lower = restart_window_start(restart)
-    for incident in incidents:
-        spec = spec_for(incident.fingerprint)
-        if spec is not None and not spec.stops_training:
-            continue
-        active = incident.resolved_at is None or incident.resolved_at >= lower
-        if incident.started_at <= restart.at and active:
-            return incident_fact(incident)
-    return None
-
-
-def restart_window_start(restart: Restart) -> datetime:
-    """How far before a restart its causing incident may have started."""
-    return restart.at - (restart.down_for or timedelta(0)) - timedelta(hours=1)
+    found = incident_of_restart(restart, incidents)
+    return incident_fact(found) if found is not None else None
 
 
 async def shared_facts(
@@ -136,7 +132,9 @@ async def shared_facts(
         ),
         "drifting": [view.describe() for view in report.drifting],
         "last_restart": restart,
-        "restart_incident": restart_incident(restart, restart_incidents),
+        "restart_incident": _with_cause(
+            restart_incident(restart, restart_incidents), report.restart_cause
+        ),
         "incidents": incident_facts(incidents),
         "links": dict(run.links),
     }

@@ -8,10 +8,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from bot.analysis.progress import Progress, compute_progress, projection_margin
+from bot.analysis.progress import (
+    LONG_WINDOW,
+    Downtime,
+    Progress,
+    compute_progress,
+    projection_margin,
+)
 from bot.delivery import GATEWAY
 from bot.delivery import SOURCE as DELIVERY
-from bot.incidents.detectors import last_progress_at
+from bot.incidents.detectors import (
+    EXPLAINED_WITHIN,
+    incident_of_restart,
+    last_progress_at,
+    restart_explanation,
+    restart_window_start,
+)
 from bot.incidents.service import incident_stats
 from bot.models import (
     MONITOR_STALE_AFTER,
@@ -19,6 +31,7 @@ from bot.models import (
     UNHEALTHY_STATES,
     Incident,
     MetricPoint,
+    ReportedCause,
     Restart,
     RunInfo,
     RunSnapshot,
@@ -100,6 +113,10 @@ class StatusReport:
     # When this process has not heard from W&B yet (restarted): the time of the last state
     # stored before the restart, which the report shows, judged as of then (`stored_state_at`).
     restored_at: datetime | None = None
+    # the incident the last restart recovered from, and why it restarted in the words of a
+    # person or the ops log (the incident's reported cause, else an account written after it)
+    restart_incident: Incident | None = None
+    restart_cause: ReportedCause | None = None
 
     @property
     def loss_forecast(self) -> ForecastView | None:
@@ -199,6 +216,52 @@ def stored_state_at(
     return max(times, default=None)
 
 
+async def pace_inputs(
+    store: Store, slug: str, now: datetime
+) -> tuple[list[Downtime], list[MetricPoint]]:
+    """What the training pace behind the projected end takes out and measures from: the
+    stretches the run was down (each restart's stop to resume, as the W&B source recorded it)
+    over `LONG_WINDOW`, and each W&B run's last point before that window. /status and the
+    digest project with the same."""
+    since = now - LONG_WINDOW
+    restarts = await store.events.restarts(slug, since=since - timedelta(days=1), until=now)
+    downtime = [
+        (r.stopped_at, r.resumed_at)
+        for r in restarts
+        if r.stopped_at is not None and r.resumed_at is not None and r.resumed_at > since
+    ]
+    return downtime, await store.metrics.last_before(slug, since)
+
+
+async def _restart_incident(store: Store, slug: str, restart: Restart | None) -> Incident | None:
+    """The incident the restart recovered from (its reported cause is the restart's)."""
+    if restart is None:
+        return None
+    around = await store.incidents.find(slug, since=restart_window_start(restart))
+    return incident_of_restart(restart, around)
+
+
+#: The most events read around a restart for a person's account of it.
+EXPLANATION_SCAN = 300
+
+
+async def _restart_cause(store: Store, slug: str, report: StatusReport) -> ReportedCause | None:
+    """Why the last restart happened, in the words of a person or the ops log, linked."""
+    restart, incident = report.last_restart, report.restart_incident
+    if restart is None:
+        return None
+    if incident is not None and incident.details.reported_cause is not None:
+        return incident.details.reported_cause
+    since = (restart.stopped_at or restart.at) - timedelta(minutes=1)
+    events = await store.events.timeline(
+        slug,
+        since=since,
+        until=min(report.now, restart.at + EXPLAINED_WITHIN),
+        limit=EXPLANATION_SCAN,
+    )
+    return restart_explanation(restart, events)
+
+
 async def build_status(
     store: Store, slug: str, now: datetime, *, started_at: datetime | None = None
 ) -> StatusReport:
@@ -210,6 +273,7 @@ async def build_status(
     snapshots = await store.snapshots.chain(slug)
     chain = run.wandb_chain(snapshots)
     points = await store.metrics.window(slug, now - WINDOW)
+    downtime, baseline = await pace_inputs(store, slug, now)
     progress = compute_progress(
         points,
         total_steps=run.total_steps,
@@ -217,6 +281,8 @@ async def build_status(
         now=now,
         chain=chain,
         window=WINDOW,
+        downtime=downtime,
+        baseline=baseline,
     )
     health_rows = await store.health.for_run(slug)
     freshness = {
@@ -261,6 +327,8 @@ async def build_status(
         restored_at=restored_at,
     )
 
+    report.restart_incident = await _restart_incident(store, slug, report.last_restart)
+    report.restart_cause = await _restart_cause(store, slug, report)
     stats = await incident_stats(store, slug)
     report.incidents_total = stats.count
     report.incidents_self_healed = stats.self_healed_restarts

@@ -21,14 +21,20 @@ Per poll, on the W&B worker thread (see `bot.sources.wandb_client`):
 4. A rewind (the history shrank, or the last row read changed) is located by galloping back from
    the old position until rows older than the last one read appear, then only the rows logged
    after it are taken.
+5. A job restarted under the same run id (`resume="allow"`) logs on at the next step: W&B drops
+   rows logged again below a run's `_step`. Where `RESUME_GAP` or more passed between two rows,
+   `_runtime` is read for those two rows only (one small scan): a resumed run's runtime does not
+   count the time it was down. A restart in place is such a silence after W&B saw the run
+   stopped, or with `RUNTIME_LOST` missing from its runtime, or, without a runtime, one of
+   `LONG_SILENCE` or more. Which checkpoint it resumed from is not in W&B (`Restart.went_on`).
 
 Then, on the event loop, one `store.transaction()` commits the points, snapshots, events and the
 cursors together, so a crash between fetching and committing re-reads the same rows next time
 and nothing is lost or stored twice (points are also keyed on (run, step, time)).
 
 Facts recorded as events (source "wandb"): every chain member after the first (`restart`,
-`restart:new-run:<path>`), a step going back inside one run (`restart`,
-`restart:restore:<path>:<to_step>:<at>`), and state changes (`state`,
+`restart:new-run:<path>`), a step going back inside one run, or going on after the run stopped
+(`restart`, `restart:restore:<path>:<to_step>:<at>`), and state changes (`state`,
 `state:<path>:<state>:<when>`; the first observation of a run records its state once). Every
 event is dated by the run's own data (a history row's `_timestamp`, the heartbeat, the run's
 creation), never by when it was observed (`state_changed_at`): a crash W&B recorded three days
@@ -78,7 +84,7 @@ from bot.sources.wandb_client import (
     WandbClient,
 )
 from bot.store import Store
-from bot.timeutil import parse_time
+from bot.timeutil import humanize_duration, parse_time
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +93,17 @@ PAGE_SIZE = 1000  # rows per history page (one GraphQL request each)
 DISCOVERY_PAGE = 100
 # A training step logged again after this much time counts as a restore, not a duplicate row.
 SAME_STEP_RESTORE_GAP = timedelta(minutes=5)
+# A run logging again in place after this long without a row, at a later step, restarted when
+# W&B saw it stopped (crashed, heartbeat lost) or its `_runtime` did not run on with the clock
+# (W&B counts a resumed run's runtime from where it stopped, so the time down is missing).
+RESUME_GAP = timedelta(minutes=5)
+# A resumed run's `_runtime` misses at least this much of the silence (the requeue; the new
+# process's start-up and the steps it trains again before logging do count): a process that
+# ran through a pause misses none of it.
+RUNTIME_LOST = timedelta(minutes=1)
+# A silence this long in a training run's history is a restart when its rows carry no `_runtime`
+# to tell a pause (the process ran on) from a stop.
+LONG_SILENCE = timedelta(minutes=30)
 # Forward steps in a row that must agree before they are the run's logging interval (rows logged
 # by time, at irregular steps, rarely agree: their first step after a restore is then taken as
 # the checkpoint's).
@@ -178,6 +195,8 @@ class MemberFetch:
     check_ts: float | None
     rewound_from: int | None = None  # `_step` position before a detected rewind
     watched: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # forecast key → rows
+    #: `_runtime` by `_step` of the rows on either side of each silence (`RESUME_GAP`)
+    runtimes: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -434,6 +453,7 @@ class WandbSource:
                 merged = _join(
                     rows, [reader.scan(keys, cursor.step + 1, last + 1) for keys in others]
                 )
+                member.runtimes = _runtimes(reader, rows, cursor)
                 self._finish(member, merged, last, rows[-1] if rows else None)
                 member.watched = {
                     metric: reader.scan(keys, cursor.step + 1, last + 1)
@@ -511,7 +531,13 @@ class WandbSource:
         result = PollResult(requests=fetched.requests)
         # Turning a round's rows into points, series and events is CPU work proportional to the
         # logging rate (600 rows a minute at ten steps a second): done in a worker thread.
-        plans, events, watched = await asyncio.to_thread(self._plan, fetched, cursors, now)
+        stopped = {
+            m.path
+            for m in fetched.members
+            if (seen := await self.store.snapshots.get(self.slug, m.path)) is not None
+            and seen.state in UNHEALTHY_STATES
+        }
+        plans, events, watched = await asyncio.to_thread(self._plan, fetched, cursors, now, stopped)
         async with self.store.transaction():
             for member, points, after in plans:
                 snapshot = RunSnapshot(
@@ -549,10 +575,11 @@ class WandbSource:
         return result
 
     def _points(
-        self, member: MemberFetch, before: HistoryCursor, now: datetime
+        self, member: MemberFetch, before: HistoryCursor, now: datetime, stopped: bool = False
     ) -> tuple[list[MetricPoint], list[Event], HistoryCursor]:
-        """Metric points of the new rows, restore events (the training step going back), and the
-        cursor to store once they are committed."""
+        """Metric points of the new rows, restore events (the training step going back, or on
+        after the run stopped: `stopped`, W&B last saw it crashed), and the cursor to store once
+        they are committed."""
         after = HistoryCursor(
             step=member.step,
             check_step=member.check_step,
@@ -566,6 +593,7 @@ class WandbSource:
         points: list[MetricPoint] = []
         events: list[Event] = []
         prev_value, prev_at = before.value, _from_ts(before.value_ts)
+        prev_row = before.check_step  # `_step` of the previous training row
         values = [v for v in (_int(row.get(self.step_key)) for row in member.rows) if v is not None]
         for row in member.rows:
             value = _int(row.get(self.step_key))
@@ -591,17 +619,28 @@ class WandbSource:
                 interval = after.interval or _fixed_interval(values[len(points) :])
                 events.append(self._restore_event(member, prev_value, prev_at, value, at, interval))
             elif prev_value is not None and value > prev_value:
-                after.moved(value - prev_value)
+                runtime = _runtime_gap(member.runtimes, prev_row, row.get("_step"))
+                if prev_at is not None and _resumed_in_place(at - prev_at, runtime, stopped):
+                    events.append(
+                        self._restore_event(member, prev_value, prev_at, value, at, after.interval)
+                    )
+                    stopped = False  # one restart per stop
+                else:
+                    after.moved(value - prev_value)
             if after.first is None:
                 after.first = value
             points.append(point)
-            prev_value, prev_at = value, at
+            prev_value, prev_at, prev_row = value, at, _int(row.get("_step"))
             after.value = value
             after.value_ts = ts if isinstance(ts, int | float) else None
         return points, events, after
 
     def _plan(
-        self, fetched: ChainFetch, cursors: dict[str, HistoryCursor], now: datetime
+        self,
+        fetched: ChainFetch,
+        cursors: dict[str, HistoryCursor],
+        now: datetime,
+        stopped: set[str] | frozenset[str] = frozenset(),
     ) -> tuple[
         list[tuple[MemberFetch, list[MetricPoint], HistoryCursor]],
         list[Event],
@@ -613,7 +652,7 @@ class WandbSource:
         plans: list[tuple[MemberFetch, list[MetricPoint], HistoryCursor]] = []
         for index, member in enumerate(fetched.members):
             before = cursors.get(member.path) or HistoryCursor()
-            points, restores, after = self._points(member, before, now)
+            points, restores, after = self._points(member, before, now, member.path in stopped)
             plans.append((member, points, after))
             events.extend(restores)
             if index > 0:
@@ -686,11 +725,23 @@ class WandbSource:
             member, f"restart:restore:{member.path}:{to_step}:{_iso(at)}", "restart", at
         )
         name = member.name or member.run_id
-        event.title = (
-            f"W&B run {name} resumed from step {fmt_int(to_step)} "
-            f"(last step before: {fmt_int(from_step)})"
-        )
+        down = humanize_duration(restart.down_for) if restart.down_for else None
         lost = restart.recomputed_steps or 0
+        event.title = (
+            f"W&B run {name} resumed from step {fmt_int(to_step)}"
+            + (f" after {down}" if down else "")
+            + f" (last step before: {fmt_int(from_step)}"
+            + (f"; {fmt_int(lost)} steps recomputed)" if lost else ")")
+        )
+        if restart.went_on:
+            down = down or "a while"
+            event.body = (
+                f"W&B run {self._label(member)} stopped logging at step {fmt_int(from_step)} and "
+                f"logged again at step {fmt_int(to_step)} {down} later, at {_iso(at)}: "
+                "restarted in place (W&B does not keep steps logged again before its last one)."
+            )
+            event.extra = restart.to_json()
+            return event
         event.body = (
             f"Training in W&B run {self._label(member)} went back from step {fmt_int(from_step)} "
             f"to step {fmt_int(to_step)} at {_iso(at)}, a restore from an earlier checkpoint"
@@ -716,9 +767,12 @@ class WandbSource:
         if not (first_seen or first_rows):
             return None
         created = member.created_at
-        from_step, stopped_at = _last_before(previous_plan[1], cursors.get(previous.path), created)
         first = plan_points[0] if plan_points else None
         resumed_at = first.at if first is not None and after.first == first.step else None
+        # before the new run's first row: the trainer's clock, as the previous run's rows
+        from_step, stopped_at = _last_before(
+            previous_plan[1], cursors.get(previous.path), resumed_at or created
+        )
         at = created or resumed_at
         if at is None:
             return None
@@ -922,6 +976,63 @@ def _last_before(
         if created is None or at is None or at <= created:
             return cursor.value, at
     return None, None
+
+
+def _resumed_in_place(silence: timedelta, runtime: timedelta | None, stopped: bool) -> bool:
+    """Whether a run that logged again at a later step after `silence` had stopped: W&B saw it
+    stopped, or its runtime did not run on through the silence (a process that ran on paused:
+    an evaluation, a slow checkpoint save), or, with no runtime in its rows, the silence is too
+    long for a pause."""
+    if silence < RESUME_GAP:
+        return False
+    if stopped:
+        return True
+    if runtime is not None:  # W&B's own word: did the process run through the silence?
+        return silence - runtime >= RUNTIME_LOST
+    return silence >= LONG_SILENCE
+
+
+def _runtime_gap(runtimes: dict[int, float], before: int | None, step: Any) -> timedelta | None:
+    """How far W&B's `_runtime` moved from the training row at `_step` `before` to the one at
+    `step` (None: not read, or not logged)."""
+    if before is None or not isinstance(step, int) or step not in runtimes:
+        return None
+    if before not in runtimes:
+        return None
+    return timedelta(seconds=runtimes[step] - runtimes[before])
+
+
+def _runtimes(
+    reader: _Reader, rows: Sequence[dict[str, Any]], cursor: HistoryCursor
+) -> dict[int, float]:
+    """W&B's `_runtime` on either side of each silence in the rows (one small scan each, and
+    only where there is a silence): a resumed run's runtime does not count the time it was
+    down, so it tells a restart from a pause (`_resumed_in_place`). Rows without it (an
+    older W&B) leave it unknown."""
+    found: dict[int, float] = {}
+    for before, after in _silences(rows, cursor):
+        for row in reader.scan(["_runtime"], before, after + 1):
+            runtime = _float(row.get("_runtime"))
+            if runtime is not None and row["_step"] in (before, after):
+                found[row["_step"]] = runtime
+    return found
+
+
+def _silences(rows: Sequence[dict[str, Any]], cursor: HistoryCursor) -> list[tuple[int, int]]:
+    """(`_step` before, `_step` after) of each silence of `RESUME_GAP` or more between training
+    rows read (the first against the last row read before)."""
+    out = []
+    prev_step, prev_ts = cursor.check_step, cursor.check_ts
+    for row in rows:
+        ts = row.get("_timestamp")
+        if not isinstance(ts, int | float):
+            continue
+        step = row["_step"]
+        silent = prev_ts is not None and ts - prev_ts >= RESUME_GAP.total_seconds()
+        if silent and prev_step is not None and prev_step < step:
+            out.append((prev_step, step))
+        prev_step, prev_ts = step, ts
+    return out
 
 
 def _fixed_interval(values: Sequence[int]) -> int | None:

@@ -91,15 +91,7 @@ class MetricsRepo:
         readers measure survives the thinning: the newest point, the last step before a gap
         and the first after it (a restart's resume step and downtime), the rate between any
         two minutes. Points inside a minute, between its first and last, are left out."""
-        before = []
-        for wandb_run in await self.wandb_runs(run_slug):
-            row = await self.db.fetchone(
-                "SELECT wandb_run, step, at, tokens, loss FROM metric_points WHERE run_slug = ? "
-                "AND wandb_run = ? AND at < ? ORDER BY at DESC LIMIT 1",
-                (run_slug, wandb_run, to_db(since)),
-            )
-            if row is not None:
-                before.append(self._point(row))
+        before = await self.last_before(run_slug, since)
         start = to_db(since)
         assert start is not None
         rows = await self.db.fetchall(
@@ -116,6 +108,20 @@ class MetricsRepo:
                 points.append(MetricPoint(run, step, from_db(at), tokens, loss))  # type: ignore[arg-type]
         points.sort(key=lambda p: (p.at, p.wandb_run, p.step))
         return before + points
+
+    async def last_before(self, run_slug: str, at: datetime) -> list[MetricPoint]:
+        """Each W&B run's last point before `at` (one indexed lookup per run): where a trailing
+        rate over a window starting at `at` measures from."""
+        before = []
+        for wandb_run in await self.wandb_runs(run_slug):
+            row = await self.db.fetchone(
+                "SELECT wandb_run, step, at, tokens, loss FROM metric_points WHERE run_slug = ? "
+                "AND wandb_run = ? AND at < ? ORDER BY at DESC LIMIT 1",
+                (run_slug, wandb_run, to_db(at)),
+            )
+            if row is not None:
+                before.append(self._point(row))
+        return before
 
     async def raw_since(self, run_slug: str, since: datetime, until: datetime) -> list[MetricPoint]:
         """Every point logged from `since` through `until`, oldest first: what a detector

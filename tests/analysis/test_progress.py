@@ -131,7 +131,9 @@ def test_rate_window_ends_at_now_and_counts_downtime() -> None:
     # now = 32, two hours after the last point: window starts at hour 8 (step 800); 1800 in 24 h.
     late = progress(points, at(32), total_steps=5000)
     assert late.steps_per_hour == pytest.approx(75.0)
-    assert late.projected_end == at(32 + 32)  # 2400 steps left at 75/h
+    # the end runs at the pace of the day up to the last point (2000 steps in 24 h): the two
+    # hours since are not training time; 2400 steps left at 83.3/h is 28.8 h from now
+    assert late.projected_end == at(32 + 28.8)
     # A 6 h window sees only the healthy stretch: step 2000 at hour 24 to 2600 at hour 30.
     assert progress(points, at(30), window=timedelta(hours=6)).steps_per_hour == pytest.approx(
         100.0

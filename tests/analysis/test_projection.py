@@ -64,9 +64,11 @@ def test_the_margin_comes_from_the_rate_uncertainty_and_the_time_left() -> None:
     young_expected = timedelta(hours=720 * floor * math.sqrt(1 / 3 + 1 / 720))
     assert old_margin == pytest.approx(old_expected, abs=SECOND)
     assert young_margin == pytest.approx(young_expected, abs=SECOND)
-    # 1.2 days for the old run: a day; 3.5 days for the three-hour-old one: only its month third
-    assert fmt_projected(old.projected_end, old_margin, "UTC", at(480)) == "around Dec 21, 2026"
-    assert fmt_projected(young.projected_end, young_margin, "UTC", at(3)) == "early December 2026"
+    # 1.2 days for the old run, 3.5 days (rounded) for the three-hour-old one: a day, its range
+    assert fmt_projected(old.projected_end, old_margin, "UTC", at(480)) == "Dec 21, 2026 ± 1 day"
+    assert fmt_projected(young.projected_end, young_margin, "UTC", at(3)) == (
+        "Dec 1, 2026 ± 3 days"
+    )
 
 
 def test_a_run_whose_lifetime_pace_disagrees_with_its_last_day_is_less_certain() -> None:
@@ -90,18 +92,20 @@ def test_nothing_to_project_has_no_margin() -> None:
 @pytest.mark.parametrize(
     ("end", "margin_days", "words"),
     [
-        (datetime(2027, 4, 21, 12, tzinfo=UTC), 1, "around Apr 21, 2027"),
-        (datetime(2027, 4, 21, 12, tzinfo=UTC), 3, "around Apr 21, 2027"),
-        (datetime(2027, 4, 5, 12, tzinfo=UTC), 7, "early April 2027"),
-        (datetime(2027, 4, 14, 12, tzinfo=UTC), 7, "mid-April 2027"),
-        (datetime(2027, 4, 21, 12, tzinfo=UTC), 10, "late April 2027"),
-        (datetime(2027, 4, 21, 12, tzinfo=UTC), 14, "April–May 2027"),
+        (datetime(2027, 4, 21, 12, tzinfo=UTC), 0.25, "around Apr 21, 2027"),
+        (datetime(2027, 4, 21, 12, tzinfo=UTC), 1, "Apr 21, 2027 ± 1 day"),
+        (datetime(2027, 4, 21, 12, tzinfo=UTC), 3, "Apr 21, 2027 ± 3 days"),
+        (datetime(2027, 4, 5, 12, tzinfo=UTC), 7, "Apr 5, 2027 ± 7 days"),
+        (datetime(2027, 4, 21, 12, tzinfo=UTC), 21, "Apr 21, 2027 ± 21 days"),
+        (datetime(2027, 4, 21, 12, tzinfo=UTC), 22, "March–May 2027"),
         (datetime(2027, 4, 21, 12, tzinfo=UTC), 45, "March–June 2027"),
-        (datetime(2026, 12, 28, 12, tzinfo=UTC), 20, "December 2026 – January 2027"),
-        (datetime(2027, 4, 15, 12, tzinfo=UTC), 12, "April 2027"),
+        (datetime(2026, 12, 28, 12, tzinfo=UTC), 25, "December 2026 – January 2027"),
+        (datetime(2027, 4, 15, 12, tzinfo=UTC), 1000, "December 2026 – January 2030"),
     ],
 )
-def test_projected_end_words_follow_the_margin(end: datetime, margin_days: int, words: str) -> None:
+def test_projected_end_words_follow_the_margin(
+    end: datetime, margin_days: float, words: str
+) -> None:
     now = datetime(2026, 12, 1, tzinfo=UTC)
     assert fmt_projected(end, timedelta(days=margin_days), "UTC", now) == words
 

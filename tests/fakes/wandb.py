@@ -12,8 +12,8 @@ exported; `liveData` lists just the first and last live step (wandb-core only ne
 State lives in memory and is guarded by a lock: the server can run on its own thread
 (`FakeWandb.start()` / `stop()`, which is what tests with a module-scoped wandb-core use) or in
 the caller's loop (`async with fake.serve():`). Test controls: `add_run`, `log`, `append_rows`,
-`rewind`, `set_state`, `fail_next`, `set_down`, `delay`; `requests` records every operation with
-the number of history rows it returned.
+`rewind`, `resume`, `set_state`, `fail_next`, `set_down`, `delay`; `requests` records every
+operation with the number of history rows it returned.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ class FakeRun:
     summary: dict[str, Any] = field(default_factory=dict)
     storage_id: str = ""
     steps: list[int] = field(default_factory=list)  # sorted `_step` of `rows`
+    down: timedelta = timedelta(0)  # time it was stopped (`resume`): not in its `_runtime`
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -298,7 +299,7 @@ class FakeWandb:
                 trainer_step = value + i
                 row: dict[str, Any] = {
                     "_timestamp": at.timestamp(),
-                    "_runtime": (at - run.created_at).total_seconds(),
+                    "_runtime": (at - run.created_at - run.down).total_seconds(),
                     loss_key: round(
                         loss_at(trainer_step)
                         if loss_at
@@ -322,6 +323,18 @@ class FakeWandb:
             run = self.runs[path]
             cut = bisect.bisect_left(run.steps, step)
             del run.steps[cut:], run.rows[cut:]
+
+    def resume(self, path: str, at: datetime) -> None:
+        """The process stopped after its last row and `wandb.init(id=..., resume="allow")` ran
+        again at `at`: the run is running again, and its `_runtime` goes on from where it stopped
+        (W&B counts a resumed run's runtime without the time it was down)."""
+        with self._lock:
+            run = self.runs[path]
+            last = run.rows[-1].get("_timestamp") if run.rows else None
+            if last is not None:
+                run.down += at - datetime.fromtimestamp(last, UTC)
+            run.state = "running"
+            run.heartbeat_at = at
 
     def set_state(self, path: str, state: str, heartbeat_at: datetime | None = None) -> None:
         with self._lock:

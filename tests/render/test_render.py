@@ -100,10 +100,12 @@ def test_status_card_shows_the_numbers_and_the_narrative() -> None:
     assert card.description.endswith("Hero is training.")
     fields = {f.name: f.value for f in card.fields}
     assert fields["Schedule"] == (
-        "launched <date:08-13 15:30> · projected end around <date:10-02 15:30>\n"
+        "launched <date:08-13 15:30> · projected end <date:10-02 15:30> ± 1 day\n"
         "at 246 steps/h over the last 24 h, downtime included"
     )
-    assert fields["Last restart"].startswith("<relative:08-31 15:30>: restored from a checkpoint")
+    assert fields["Last restart"].startswith(
+        "<datetime:08-31 15:30> (<relative:08-31 15:30>): resumed from step"
+    )
     assert fields["Loss"] == "2.068"
     assert fields["Open incidents"] == "none"
     assert fields["Sources"] == "W&B 2 min ago · Discord just now"  # no GitHub: not used
@@ -151,7 +153,7 @@ def test_restart_text_words_each_kind_of_restart() -> None:
         stopped_at=NOW - timedelta(hours=2, minutes=32), resumed_at=NOW,
     )  # fmt: skip
     assert restart_text(restore) == (
-        "restored from a checkpoint at step 76,000 after 2 h 32 min down; 225 steps recomputed"
+        "resumed from step 76,000 after 2 h 32 min down; 225 steps recomputed"
     )
     new_run = Restart(NOW, NEW_RUN, "e/p/b", previous_run="e/p/a", to_step=55_000)
     assert restart_text(new_run) == "resumed in a new W&B run at step 55,000"
@@ -272,7 +274,7 @@ def test_status_json_shape() -> None:
     assert data["run"] == "Hero 535B" and data["slug"] == "hero"
     assert data["progress"]["tokens"] == 9.8624e11 and data["progress"]["percent"] == 48.0
     assert data["last_restart_at"] == "2026-08-31T15:30:00Z"
-    assert data["last_restart"]["description"].startswith("restored from a checkpoint")
+    assert data["last_restart"]["description"].startswith("resumed from step")
     assert data["freshness"] == {
         "wandb": "2026-09-02T15:28:00Z",
         "github": None,

@@ -212,7 +212,10 @@ async def test_crash_then_resume_from_earlier_checkpoint_in_the_same_run(
     assert len(restarts) == 1
     restart = restarts[0]
     assert restart.external_id == f"restart:restore:{path}:900:{resumed_at.isoformat()}"
-    assert restart.title == "W&B run aurora-b resumed from step 900 (last step before: 999)"
+    assert restart.title == (
+        "W&B run aurora-b resumed from step 900 after 1 d 2 h "
+        "(last step before: 999; 100 steps recomputed)"
+    )
     # The one typed record every surface reads: the last step before the crash (999, logged at
     # 30 s a row from T0) to the first step after the restore, and the 99 steps done twice.
     stopped_at = T0 + 999 * timedelta(seconds=30)
@@ -247,7 +250,8 @@ async def test_crash_then_resume_from_earlier_checkpoint_in_the_same_run(
     fake.log(path, 10, start=now)
     fake.clear_log()
     assert (await source.poll(now + timedelta(minutes=30))).points == 10
-    assert history_rows(fake) == 2 * 10 + 1
+    # + 2: W&B's runtime on either side of the silence since the last row (a pause, not a stop)
+    assert history_rows(fake) == 2 * 10 + 1 + 2
     assert len(await events(store, kind="restart")) == 1
 
 
@@ -320,7 +324,8 @@ async def test_rewind_seen_before_the_run_catches_up(
     fake.log(path, 600, start=later + timedelta(hours=2))  # 1520..2119: past the old end
     fake.clear_log()
     assert (await source.poll(later + timedelta(days=1))).points == 600
-    assert history_rows(fake) == 2 * 600 + 1  # no second rewind search
+    # no second rewind search; + 2: the runtime on either side of the silence before 1,520
+    assert history_rows(fake) == 2 * 600 + 1 + 2
     assert len(await events(store, kind="restart")) == 1
 
 
@@ -338,7 +343,10 @@ async def test_trainer_step_going_back_with_monotonic_wandb_step(
     fake.log(path, 50, start=back, step_key="train/step", first_value=40_000)
     await source.poll(back + timedelta(hours=2))
     (restart,) = await events(store, kind="restart")
-    assert restart.title == "W&B run run-t resumed from step 40,000 (last step before: 41,870)"
+    assert restart.title == (
+        "W&B run run-t resumed from step 40,000 after 4 h 10 min "
+        "(last step before: 41,870; 1,871 steps recomputed)"
+    )
     assert (restart.extra["from_step"], restart.extra["to_step"]) == (41_870, 40_000)
     snapshot = await store.snapshots.get("hero", path)
     assert snapshot is not None and snapshot.last_step == 40_049
@@ -542,7 +550,7 @@ async def test_process_killed_between_fetching_and_committing(
     fake.clear_log()
     result = await source.poll(T0 + timedelta(hours=19))
     assert result.points == 100
-    assert history_rows(fake) == 2 * 100 + 1
+    assert history_rows(fake) == 2 * 100 + 1 + 2  # + 2: the runtime around the silence
     points = await store.metrics.points("hero")
     assert [p.step for p in points] == list(range(500))
 

@@ -56,6 +56,7 @@ async def test_watched_keys_are_read_incrementally(
             path,
             count,
             start=T0 + EVERY * start_step,
+            every=EVERY,
             tokens_key=None,
             extra=lambda step: {"train/grad_norm": 1.0 + step / 1000},
         )

@@ -81,7 +81,10 @@ def discussion_paragraph(facts: NarrativeFacts, room: int) -> str | None:
 def _open_line(thread: OpenThread, by_ref: dict[str, Discussion]) -> str:
     d = by_ref.get(thread.ref or "")
     title = whole_sentences(thread.title, TITLE_CHARS).rstrip(".")
-    text = f"{thread.ref} {title}" if thread.ref else title
+    if not thread.ref:
+        text = title
+    else:  # a thread without a title of its own shows its reference once, never "#9 #9"
+        text = thread.ref if title in ("", thread.ref) else f"{thread.ref} {title}"
     if d is not None and d.proposal and d.driver:
         text += f" (a proposal driven by {d.driver})"
     elif d is not None and d.driver:

@@ -127,6 +127,12 @@ async def delivery_report(store: Store, now: datetime) -> tuple[dict[str, Any] |
             f"{_age(now, oldest.created_at):.0f} s{why}"
         )
     problems += await _channel_problems(store, now, body)
+    problems += await _loop_problems(store, now, body)
+    body["ok"] = not problems
+    return body, problems
+
+
+async def _loop_problems(store: Store, now: datetime, body: dict[str, Any]) -> list[str]:
     loop = await store.health.get(SOURCE, OUTBOX)
     failing_since = loop.failing_since if loop is not None and loop.failing else None
     body["outbox_loop"] = {
@@ -135,13 +141,12 @@ async def delivery_report(store: Store, now: datetime) -> tuple[dict[str, Any] |
         "consecutive_failures": loop.consecutive_failures if loop else 0,
         "error": loop.last_error if loop is not None and loop.failing else None,
     }
-    if loop is not None and failing_since is not None and now - failing_since > DELIVERY_BOUND:
-        problems.append(
-            f"delivery: the outbox round has failed {loop.consecutive_failures} times in a row "
-            f"({(loop.last_error or 'error')[:120]})"
-        )
-    body["ok"] = not problems
-    return body, problems
+    if loop is None or failing_since is None or now - failing_since <= DELIVERY_BOUND:
+        return []
+    return [
+        f"delivery: the outbox round has failed {loop.consecutive_failures} times in a row "
+        f"({(loop.last_error or 'error')[:120]})"
+    ]
 
 
 async def _channel_problems(store: Store, now: datetime, body: dict[str, Any]) -> list[str]:

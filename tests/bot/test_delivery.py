@@ -333,8 +333,10 @@ async def test_a_refusal_holds_its_channel_for_hours_while_others_go_on(store: S
     assert transport.texts(10) == []  # the update never overtook its head
     assert len(transport.texts(20)) == 60  # the other channel went on
     row = await store.delivery.get(10)
-    assert row is not None and row.refused and row.last_error == (
-        "403 Missing Permissions (code 50013)"
+    assert (
+        row is not None
+        and row.refused
+        and row.last_error == ("403 Missing Permissions (code 50013)")
     )
     await poster.drain()  # access is back
     assert transport.texts(10) == ["node lost", "node lost: update"]

@@ -58,9 +58,7 @@ async def health(seeded_store: Store) -> AsyncIterator[Health]:
         yield Health(http, f"http://127.0.0.1:{port}/healthz")
 
 
-async def queue(
-    store: Store, channel: int, key: str, text: str, clock: Clock, **extra: Any
-) -> int:
+async def queue(store: Store, channel: int, key: str, text: str, clock: Clock, **extra: Any) -> int:
     payload = make_payload(text, thread_name=extra.pop("thread_name", None))
     item = OutboxItem(
         channel_id=channel,

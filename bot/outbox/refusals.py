@@ -90,6 +90,7 @@ class Refusals:
         self._held: dict[int, int] = {}  # item → channel: backing off from a refusal
         self._ok: set[int] = set()  # channels recorded ok with nothing missed (no write needed)
         self._delivered: set[int] = set()  # channels a post went through in this drain
+        self._cap_delta = timedelta(seconds=max(cap, 1.0))
 
     def begin(self) -> None:
         self._delivered.clear()
@@ -108,7 +109,8 @@ class Refusals:
         late = [i for i in queued if i.kind != LIVE_KIND and self.past_hold(i, now)]
         if not late:
             return list(queued)
-        refused = await self.store.delivery.refused_channels()
+        # refused lately: a refusal from before a long stop may be over (the head is tried)
+        refused = await self.store.delivery.refused_channels(now - 2 * self._cap_delta)
         gone = {i.id for i in late if i.channel_id in refused}
         for item in late:
             if item.id in gone:
@@ -134,7 +136,7 @@ class Refusals:
         )
         self._held[item.id] = item.channel_id
         deadline = (item.created_at or now) + self.hold
-        (log.warning if first else log.info)(
+        (log.warning if first else log.debug)(
             "outbox item %s (%s) to channel %s refused by Discord (%s); held, tried again "
             "every %.0f s at most until %s, when it is given up",
             item.id, item.kind, item.channel_id, reason, self.cap, deadline.isoformat(),

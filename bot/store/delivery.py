@@ -93,10 +93,12 @@ class DeliveryRepo:
                 (channel_id, to_db(at), to_db(at), error[:500], int(refused)),
             )
 
-    async def refused_channels(self) -> set[int]:
+    async def refused_channels(self, since: datetime | None = None) -> set[int]:
+        """Channels whose last try was refused (at or after `since`, when given)."""
         rows = await self.db.fetchall(
             "SELECT channel_id FROM delivery_channels "
-            "WHERE refused = 1 AND failing_since IS NOT NULL"
+            "WHERE refused = 1 AND failing_since IS NOT NULL AND last_attempt_at >= ?",
+            (to_db(since) if since is not None else "",),
         )
         return {int(row[0]) for row in rows}
 

@@ -356,18 +356,20 @@ async def test_past_the_hold_posts_are_given_up_once_and_a_notice_leads_the_chan
     transport.fail = [refusal()]
     await poster.drain()
     clock.now += timedelta(hours=2)
-    third = await queue(store, 10, "alert three", created_at=clock.now)
-    transport.fail = [refusal(), refusal()]
-    report = await poster.drain()  # the channel still refuses: both given up unasked
-    assert sorted(report.abandoned) == [first, second]
-    assert report.held == [third] and len(transport.fail) == 1  # the new one was asked
-    transport.fail = []
+    await queue(store, 10, "alert three", created_at=clock.now)
+    transport.fail = [refusal()]
+    report = await poster.drain()  # the head is asked again, refused, past its hold: given up
+    assert report.abandoned == [first] and transport.fail == []
+    transport.fail = [refusal()]
+    report = await poster.drain()  # still refused: the next one past its hold goes unasked
     row = await store.delivery.get(10)
     assert row is not None and row.missed == 2 and row.notice_id is not None
+    assert report.abandoned == [second] and report.held == [row.notice_id]  # the notice leads
     for gone in (first, second):
         item = await store.outbox.get(gone)
         assert item is not None and item.status == "failed" and item.abandoned_at is not None
-    await poster.drain()  # the notice, queued after alert three, goes first; then alert three
+    clock.now += timedelta(seconds=60)
+    await poster.drain()  # access is back: the notice, then alert three
     notice, later = transport.texts(10)
     assert notice.startswith("⚠️ 2 posts queued between") and "(code 50013)" in notice
     assert later == "alert three"

@@ -66,8 +66,8 @@ RETRY_AFTER_CAP = 600.0  # a server's retry_after is obeyed up to this
 IN_DRAIN_WAIT = 5.0  # a retry_after up to this is waited inside the drain, not the next loop
 IN_DRAIN_RETRIES = 50  # rate-limited tries of one item within one drain
 THREADS_KEPT = 1024  # alert threads remembered by message id
-MAX_PERMANENT_ATTEMPTS = 6  # a 4xx other than 429 and a refusal: tried this often, then failed
-GONE_STATUSES = frozenset({403, 404})  # an edit answered so ends at once: it cannot succeed
+MAX_PERMANENT_ATTEMPTS = 6  # a 4xx neither 429 nor a refusal: tried this often, then failed
+GONE_STATUSES = frozenset({403, 404})  # a live message so answered waits for its next refresh
 
 
 @dataclass(slots=True, frozen=True)
@@ -383,7 +383,7 @@ class OutboxPoster:
             queued = await self.store.outbox.queued(limit=self.batch)
             before = {i.id for i in queued}
             queued = await self.refusals.expire(queued)
-            report.abandoned.extend(i for i in before - {i.id for i in queued} if i is not None)
+            report.abandoned.extend(sorted(i for i in before - {i.id for i in queued} if i))
             plan = plan_channels(queued, self.clock())
             if plan:
                 await self._lanes(plan, report)

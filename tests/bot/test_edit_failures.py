@@ -59,8 +59,13 @@ async def test_an_edit_that_cannot_succeed_ends_at_once_and_the_alert_behind_it_
         ended = await settled(seeded_store, edit, "failed")
         assert ended.attempts == 1  # one try, not six spread over a minute
     else:
-        held = await seeded_store.outbox.get(edit)  # refused: held, not dropped
-        assert held is not None and held.status == "queued" and held.attempts >= 1
+
+        async def refused() -> OutboxItem | None:
+            item = await seeded_store.outbox.get(edit)
+            return item if item is not None and item.attempts >= 1 else None
+
+        held = await until(refused, "the edit's first try")
+        assert held.status == "queued"  # refused: held in its own lane, not dropped
         assert held.last_error is not None and held.last_error.startswith("refused: 403")
     assert patches(fake, alerts, posted.message_id) >= 1
     texts = [str(m["content"]).split("\u2063")[0] for m in fake.posted(alerts)]

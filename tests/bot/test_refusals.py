@@ -189,13 +189,18 @@ async def test_a_post_refused_past_its_hold_is_given_up_shown_and_reported_in_it
     with caplog.at_level(logging.ERROR, logger="bot.outbox.refusals"):
         clock.now += timedelta(hours=1, seconds=1)  # the hold is over, access still refused
         gone = await reached(seeded_store, lost, "failed")
+        await health.reaches(503, f"1 post(s) to channel {alerts} were given up", REFUSAL)
+
+        def logged() -> str | None:
+            for r in caplog.records:
+                if r.name == "bot.outbox.refusals" and r.levelno == logging.ERROR:
+                    return r.getMessage()
+            return None
+
+        said = await until(logged, "the line that says it was given up")
+    gone = await reached(seeded_store, lost, "failed")  # as committed
     assert gone.abandoned_at == clock.now and gone.attempts >= held.attempts
-    [record] = [
-        r for r in caplog.records if r.name == "bot.outbox.refusals" and r.levelno == logging.ERROR
-    ]
-    said = record.getMessage()
     assert f"channel {alerts}" in said and REFUSAL in said and clock.now.isoformat() in said
-    await health.reaches(503, f"1 post(s) to channel {alerts} were given up", REFUSAL)
 
     fake.allow(alerts)
     later = await queue(seeded_store, alerts, "later", "Run resumed at step 60,100", clock)

@@ -333,6 +333,7 @@ class RunscribeBot(commands.Bot):
             clock=clock,
             backoff_base=outbox_backoff,
             charts=self.status_chart,
+            hold=timedelta(hours=runtime.settings.runscribe_delivery_hold_hours),
         )
         # Every message the gateway delivers moves its channel's delivery anchor up (the poster's
         # "already sent?" check then starts from a recent message, however busy the channel).
@@ -1030,7 +1031,9 @@ def _delivery_error(exc: BaseException) -> DeliveryError:
         if exc.status >= 500:  # discord.py has retried some five times over 25 s already
             retried = exc.status in DISCORD_PY_RETRIES
             return DeliveryError(text, status=exc.status, retried=retried)
-        return DeliveryError(text, permanent=True, status=exc.status)
+        return DeliveryError(
+            text, permanent=True, status=exc.status, code=exc.code or None, detail=exc.text or None
+        )
     if isinstance(exc, aiohttp.ClientError | OSError | TimeoutError):
         return DeliveryError(f"{type(exc).__name__}: {exc}"[:300])
     return DeliveryError(f"unexpected {type(exc).__name__}: {exc}"[:300])

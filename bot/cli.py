@@ -492,6 +492,7 @@ async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
             "endpoint (`runscribe web` does)"
         )
     warnings.extend(_live_status_hints(settings, runs))
+    warnings.extend(_refusal_hints(settings))
     for warning in warnings:
         print(f"note: {warning}")
     return EXIT_OK
@@ -507,6 +508,18 @@ def hooks_line(settings: Settings) -> str:
     ):
         parts.append(f"POST {path} " + ("enabled" if secret is not None else f"off ({name} unset)"))
     return "hooks: " + ", ".join(parts)
+
+
+def _refusal_hints(settings: Settings) -> list[str]:
+    """Channels where the running bot's last post was refused (the database says)."""
+    from bot.store.delivery import refused_channels
+
+    return [
+        f"Discord refuses the bot's posts in channel {channel} ({why}): give the bot View "
+        "Channel, Send Messages, Send Messages in Threads, Create Public Threads, Embed Links "
+        "and Read Message History there; the posts wait until then"
+        for channel, why in sorted(refused_channels(settings.runscribe_db).items())
+    ]
 
 
 def _live_status_hints(settings: Settings, runs: RunsFile) -> list[str]:

@@ -11,6 +11,16 @@ not ok when, beyond `DELIVERY_BOUND`:
 - the outbox rounds have been failing longer (a damaged outbox table: alerts would stop
   silently); or the outbox cannot be read at all (at once).
 
+And at once, per channel (`delivery_channels`, written by the poster):
+
+- a post is held back because Discord refuses it there (403, 404: the bot lost a permission or
+  the channel), until a post there goes through;
+- posts were given up there (refused past their hold) and the notice that reports them has not
+  been posted yet: it leads the channel's queue, so the first post that gets through there
+  reports them and ends this (if the notice is given up too, the log has said it all);
+- the last try to post in a run's alerts channel failed (any error but a rate limit), until one
+  succeeds.
+
 A database no bot has ever run on (a `poll` + `web` install without Discord) is not judged: its
 posts stay queued by design.
 """
@@ -116,6 +126,13 @@ async def delivery_report(store: Store, now: datetime) -> tuple[dict[str, Any] |
             f"delivery: the oldest queued post ({oldest.kind} #{oldest.id}) has waited "
             f"{_age(now, oldest.created_at):.0f} s{why}"
         )
+    problems += await _channel_problems(store, now, body)
+    problems += await _loop_problems(store, now, body)
+    body["ok"] = not problems
+    return body, problems
+
+
+async def _loop_problems(store: Store, now: datetime, body: dict[str, Any]) -> list[str]:
     loop = await store.health.get(SOURCE, OUTBOX)
     failing_since = loop.failing_since if loop is not None and loop.failing else None
     body["outbox_loop"] = {
@@ -124,10 +141,62 @@ async def delivery_report(store: Store, now: datetime) -> tuple[dict[str, Any] |
         "consecutive_failures": loop.consecutive_failures if loop else 0,
         "error": loop.last_error if loop is not None and loop.failing else None,
     }
-    if loop is not None and failing_since is not None and now - failing_since > DELIVERY_BOUND:
-        problems.append(
-            f"delivery: the outbox round has failed {loop.consecutive_failures} times in a row "
-            f"({(loop.last_error or 'error')[:120]})"
+    if loop is None or failing_since is None or now - failing_since <= DELIVERY_BOUND:
+        return []
+    return [
+        f"delivery: the outbox round has failed {loop.consecutive_failures} times in a row "
+        f"({(loop.last_error or 'error')[:120]})"
+    ]
+
+
+async def _channel_problems(store: Store, now: datetime, body: dict[str, Any]) -> list[str]:
+    """Held, given-up and failing channels (see the module docstring); `body["channels"]`
+    lists every channel that is not plainly ok."""
+    try:
+        held = {h.channel_id: h for h in await store.delivery.held()}
+        channels = await store.delivery.all()
+        alerts = {r.config.alerts_channel for r in await store.runs.all()}
+    except Exception as exc:  # a damaged table: say so rather than answer 500
+        body["channels"] = {"error": str(exc)[:200]}
+        return [f"delivery: the per-channel delivery state cannot be read ({str(exc)[:120]})"]
+    problems: list[str] = []
+    shown = []
+    for row in channels:
+        c = row.channel_id
+        hold = held.get(c)
+        reported = row.missed > 0 and row.notice_id is not None
+        failing = row.failing_since is not None
+        if hold is None and not reported and not failing:
+            continue
+        shown.append(
+            {
+                "channel": str(c),
+                "alerts": c in alerts,
+                "failing_since": row.failing_since.isoformat() if row.failing_since else None,
+                "refused": row.refused and failing,
+                "error": row.last_error if failing else None,
+                "held": hold.count if hold else 0,
+                "missed": row.missed,
+                "missed_from": row.missed_from.isoformat() if row.missed_from else None,
+                "missed_until": row.missed_until.isoformat() if row.missed_until else None,
+                "missed_reason": row.missed_reason,
+            }
         )
-    body["ok"] = not problems
-    return body, problems
+        if hold is not None:
+            since = f" since {hold.refused_since.isoformat()}" if hold.refused_since else ""
+            problems.append(
+                f"delivery: {hold.count} post(s) held back in channel {c}: Discord refuses "
+                f"them{since} ({(hold.error or 'no access')[:120]})"
+            )
+        elif failing and c in alerts:
+            problems.append(
+                f"delivery: posts to alerts channel {c} have failed for "
+                f"{_age(now, row.failing_since) or 0:.0f} s ({(row.last_error or 'error')[:120]})"
+            )
+        if reported:
+            problems.append(
+                f"delivery: {row.missed} post(s) to channel {c} were given up "
+                f"({(row.missed_reason or 'refused')[:120]}); not yet reported there"
+            )
+    body["channels"] = shown
+    return problems

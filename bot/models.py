@@ -1005,6 +1005,7 @@ class OutboxItem:
     reply_to: int | None = None  # outbox id whose message (thread) this belongs to
     posted_in: int | None = None  # channel or thread id the message went to, once sent
     anchor_id: int | None = None  # newest message id in the channel before the first send
+    abandoned_at: datetime | None = None  # given up after Discord refused it for the hold
     id: int | None = None
 
 

@@ -76,6 +76,9 @@ class Settings(BaseSettings):
     runscribe_enrich_window: float = Field(default=DEFAULT_ENRICH_WINDOW, ge=0)
     runscribe_enrich_batch: int = Field(default=DEFAULT_ENRICH_BATCH, ge=1, le=100)
     runscribe_log_level: str = "INFO"
+    # Hours a post Discord refuses (403 no permission, 404 unknown channel) is retried before it
+    # is given up (and reported in its channel once a post gets through there).
+    runscribe_delivery_hold_hours: float = Field(default=24.0, gt=0, le=24 * 30)
     # The status page and /healthz: `runscribe web`, and `runscribe run` when a port is set.
     runscribe_web_port: int | None = Field(default=None, ge=0, le=65535)
     runscribe_web_host: str = "127.0.0.1"

@@ -8,7 +8,9 @@ Waiting: a rate limit waits exactly what the server said (`retry_after`), inside
 retried with its own waits (`DeliveryError.retried`) is tried again at the next drain; other
 transient failures back off
 2, 4, 8 … seconds capped at `BACKOFF_CAP` (25 s), and a channel backing off from a server error
-is tried again at once when a request elsewhere succeeds (the outage is over).
+is tried again at once when a request elsewhere succeeds (the outage is over). A refusal (403,
+404, 401: no access) holds the post for hours and is then given up and reported in its channel
+(`bot.outbox.refusals`); other 4xx answers are tried `MAX_PERMANENT_ATTEMPTS` times.
 
 Already sent? Before an item's first send the newest message the bot has seen in the channel
 (posted by it, or any message the gateway delivered: `saw`) is recorded in its row
@@ -42,6 +44,13 @@ from bot.outbox.payload import (
     parse_payload,
     split_text,
 )
+from bot.outbox.refusals import (
+    DEFAULT_HOLD,
+    MISSED_KIND,
+    REFUSAL_CAP,
+    REFUSED_STATUSES,
+    Refusals,
+)
 from bot.render.cards import Card
 from bot.store import Store
 from bot.store.live import LIVE_KIND
@@ -57,8 +66,8 @@ RETRY_AFTER_CAP = 600.0  # a server's retry_after is obeyed up to this
 IN_DRAIN_WAIT = 5.0  # a retry_after up to this is waited inside the drain, not the next loop
 IN_DRAIN_RETRIES = 50  # rate-limited tries of one item within one drain
 THREADS_KEPT = 1024  # alert threads remembered by message id
-MAX_PERMANENT_ATTEMPTS = 6  # a 4xx other than 429 is retried this often, then the row fails
-GONE_STATUSES = frozenset({403, 404})  # an edit answered so ends at once: it cannot succeed
+MAX_PERMANENT_ATTEMPTS = 6  # a 4xx neither 429 nor a refusal: tried this often, then failed
+GONE_STATUSES = frozenset({403, 404})  # a live message so answered waits for its next refresh
 
 
 @dataclass(slots=True, frozen=True)
@@ -151,11 +160,13 @@ def _first(attachments: tuple[int, ...], message: OutgoingMessage) -> int | None
 
 class DeliveryError(Exception):
     """A failed send. `permanent` errors (4xx other than 429) will not succeed by waiting;
-    `status` is the HTTP status when there was an answer. `final` ends the item at its first
-    try (an edit of a message that is gone, or that the bot may no longer see). `retried`: the
-    transport has already retried it with its own waits (discord.py retries a 500, 502, 504 and
-    524 five times over 25 s), so the poster tries again at its next drain instead of backing off
-    on top: one retry policy per error, never two stacked."""
+    `status` is the HTTP status when there was an answer, `code` and `detail` Discord's error
+    code and message. A 401, 403 or 404 is a refusal (`refused`): held, not dropped, until a
+    person gives the access back (`bot.outbox.refusals`). `final` ends the item at its first
+    try (an edit of a message that is gone, a live message the next refresh replaces).
+    `retried`: the transport has already retried it with its own waits (discord.py retries a
+    500, 502, 504 and 524 five times over 25 s), so the poster tries again at its next drain
+    instead of backing off on top: one retry policy per error, never two stacked."""
 
     def __init__(
         self,
@@ -165,13 +176,30 @@ class DeliveryError(Exception):
         retry_after: float | None = None,
         status: int | None = None,
         retried: bool = False,
+        code: int | None = None,
+        detail: str | None = None,
     ):
         super().__init__(message)
         self.permanent = permanent
         self.retry_after = retry_after
         self.status = status
         self.retried = retried
+        self.code = code
+        self.detail = detail
         self.final = False
+
+    @property
+    def refused(self) -> bool:
+        """Discord will not let the bot do it until a person changes something."""
+        return self.status in REFUSED_STATUSES and not self.final
+
+    @property
+    def reason(self) -> str:
+        """'403 Missing Permissions (code 50013)': what the log and the notices say."""
+        if self.status is None:
+            return str(self) or type(self).__name__
+        words = self.detail or str(self).removeprefix(f"HTTP {self.status}: ")
+        return f"{self.status} {words}" + (f" (code {self.code})" if self.code else "")
 
     @property
     def gone(self) -> bool:
@@ -268,10 +296,11 @@ def plan_channels(
 ) -> dict[Lane, list[OutboxItem]]:
     """Group queued items by lane (a channel's posts, or the edits of one message) in id
     order, keeping only the due prefix of each: a lane whose oldest queued item is backing off
-    waits as a whole, so order is kept. Items in `wake` are due whatever their backoff."""
+    waits as a whole, so order is kept. Items in `wake` are due whatever their backoff. A
+    notice of missed posts leads its lane: the first post through says what was missed."""
     plan: dict[Lane, list[OutboxItem]] = {}
     blocked: set[Lane] = set()
-    for item in sorted(items, key=lambda i: i.id or 0):
+    for item in sorted(items, key=lambda i: (i.kind != MISSED_KIND, i.id or 0)):
         key = lane(item)
         if key in blocked:
             continue
@@ -289,6 +318,8 @@ class DrainReport:
     failed: list[int] = field(default_factory=list)
     waiting: list[int] = field(default_factory=list)
     recovered: list[int] = field(default_factory=list)  # found already posted, not re-sent
+    held: list[int] = field(default_factory=list)  # refused by Discord, tried again later
+    abandoned: list[int] = field(default_factory=list)  # refused past their hold: given up
 
 
 class _Wait(Exception):
@@ -316,6 +347,8 @@ class OutboxPoster:
         batch: int = 500,
         send_timeout: float = 90.0,
         charts: ChartSource | None = None,
+        hold: timedelta = DEFAULT_HOLD,
+        refusal_cap: float = REFUSAL_CAP,
     ):
         self.store = store
         self.transport = transport
@@ -335,6 +368,7 @@ class OutboxPoster:
         # item → when this process's last try of it ended: a post it made is older than that
         self._tried_until: dict[int, datetime] = {}
         self._server_down: set[int] = set()  # items backing off from a server error
+        self.refusals = Refusals(store, clock=clock, hold=hold, cap=refusal_cap, base=backoff_base)
         self._lock = asyncio.Lock()
 
     def saw(self, channel_id: int, message_id: int) -> None:
@@ -345,14 +379,21 @@ class OutboxPoster:
     async def drain(self) -> DrainReport:
         async with self._lock:
             report = DrainReport()
+            self.refusals.begin()
             queued = await self.store.outbox.queued(limit=self.batch)
+            before = {i.id for i in queued}
+            queued = await self.refusals.expire(queued)
+            report.abandoned.extend(sorted(i for i in before - {i.id for i in queued} if i))
             plan = plan_channels(queued, self.clock())
             if plan:
                 await self._lanes(plan, report)
+            # A request went through: a server outage is over, and a channel that took a post
+            # takes its held ones: the waiting heads go now, oldest first per channel, instead
+            # of sitting out their backoff.
+            wake = self.refusals.woken()
             if (report.sent or report.recovered) and self._server_down:
-                # A request went through: the outage is over, the waiting heads go now, oldest
-                # first per channel, instead of sitting out their backoff.
-                wake = frozenset(self._server_down)
+                wake |= self._server_down
+            if wake:
                 queued = await self.store.outbox.queued(limit=self.batch)
                 plan = plan_channels(queued, self.clock(), wake)
                 plan = {c: items for c, items in plan.items() if items[0].id in wake}
@@ -435,6 +476,8 @@ class OutboxPoster:
         self._tried.discard(item.id)
         self._tried_until.pop(item.id, None)
         self._server_down.discard(item.id)
+        self.refusals.forget(item.id)
+        await self.refusals.delivered(item)
         if report.retried and item.id in report.retried:
             report.retried.remove(item.id)  # rate limited within this drain, then delivered
         return True
@@ -443,12 +486,24 @@ class OutboxPoster:
         self, item: OutboxItem, exc: DeliveryError | TimeoutError, report: DrainReport
     ) -> bool | _RateLimited:
         assert item.id is not None
+        self._tried_until[item.id] = self.clock()
+        if isinstance(exc, DeliveryError) and exc.refused and item.kind != LIVE_KIND:
+            # no access: held for hours (or given up past that), never after a minute
+            self._server_down.discard(item.id)
+            held = await self.refusals.refused(item, exc.reason, item.attempts)
+            (report.held if held else report.abandoned).append(item.id)
+            return False
         permanent = isinstance(exc, DeliveryError) and exc.permanent
         retry_after = exc.retry_after if isinstance(exc, DeliveryError) else None
         error = str(exc) or type(exc).__name__
         attempts = item.attempts + 1
-        self._tried_until[item.id] = self.clock()
         final = isinstance(exc, DeliveryError) and exc.final
+        if retry_after is None and not (final and getattr(exc, "status", None) != 403):
+            # the channel's last try failed (a rate limit is pacing; a deleted message or an
+            # edit of a post never made is no fault of the channel's): /healthz says so until a
+            # post there goes through
+            why = exc.reason if isinstance(exc, DeliveryError) else error
+            await self.refusals.failed(item.channel_id, why)
         give_up = permanent and (final or attempts >= MAX_PERMANENT_ATTEMPTS)
         delay = backoff_delay(item.attempts, retry_after, self.backoff_base)
         if isinstance(exc, DeliveryError) and exc.retried and retry_after is None:
@@ -593,9 +648,11 @@ class OutboxPoster:
         assert payload.edit_of is not None
         target = await self.store.outbox.get(payload.edit_of)
         if target is None or target.status == "failed":
-            raise DeliveryError(
+            never = DeliveryError(
                 f"outbox item {payload.edit_of} to edit was never posted", permanent=True
             )
+            never.final = True  # it never will be
+            raise never
         if target.status != "sent" or not target.message_id:
             raise _Wait(f"edit target {target.id} not posted yet")
         assert target.id is not None
@@ -610,7 +667,7 @@ class OutboxPoster:
         try:
             await self.transport.edit(destination, int(target.message_id), message)
         except DeliveryError as exc:
-            if exc.gone:  # deleted, or out of the bot's sight: trying again cannot help
+            if exc.status == 404:  # deleted: trying again cannot help (a 403 is held)
                 exc.final = True
             raise
         return int(target.message_id), destination

@@ -11,6 +11,7 @@ import aiosqlite
 from bot.store.cursors import CursorsRepo, HealthRepo
 from bot.store.cycles import CyclesRepo
 from bot.store.db import Database
+from bot.store.delivery import DeliveryRepo
 from bot.store.events import EventsRepo
 from bot.store.forecasts import ForecastStateRepo, SeriesRepo
 from bot.store.hooks import HooksRepo
@@ -42,6 +43,7 @@ class Store:
         self.health = HealthRepo(db)
         self.incidents = IncidentsRepo(db)
         self.outbox = OutboxRepo(db)
+        self.delivery = DeliveryRepo(db)  # per channel: refusals, posts given up
         self.llm = LLMRepo(db)
         self.live = LiveMessagesRepo(db)  # live status messages (`status_channel`)
         self.search = SearchRepo(db)

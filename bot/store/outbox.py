@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Any
 
 import aiosqlite
 
@@ -33,6 +34,7 @@ def _outbox_from_row(row: aiosqlite.Row) -> OutboxItem:
         reply_to=row["reply_to"],
         posted_in=row["posted_in"],
         anchor_id=row["anchor_id"],
+        abandoned_at=from_db(row["abandoned_at"]),
     )
 
 
@@ -117,6 +119,27 @@ class OutboxRepo:
                 "not_before = ? WHERE id = ?",
                 ("failed" if give_up else "queued", error[:500], to_db(not_before), item_id),
             )
+
+    async def abandon(self, item_id: int, at: datetime, error: str) -> bool:
+        """Give a queued post up for good (Discord refused it for longer than it could matter);
+        False when it was no longer queued."""
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE outbox SET status = 'failed', abandoned_at = ?, last_error = ? "
+                "WHERE id = ? AND status = 'queued'",
+                (to_db(at), error[:500], item_id),
+            )
+            return bool(cursor.rowcount)
+
+    async def replace_payload(self, item_id: int, payload: dict[str, Any]) -> bool:
+        """New words for a post not yet delivered (the notice of missed posts, as more are
+        given up); False when it is no longer queued."""
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE outbox SET payload = ? WHERE id = ? AND status = 'queued'",
+                (to_json(payload), item_id),
+            )
+            return bool(cursor.rowcount)
 
     async def retire_queued(self, run_slug: str, reason: str) -> int:
         """Mark every queued item of `run_slug` as never to be posted (history replayed into

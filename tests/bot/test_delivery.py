@@ -297,12 +297,84 @@ async def test_permanent_errors_give_up_and_unblock_the_channel(store: Store) ->
     poster = OutboxPoster(store, transport, backoff_base=0)
     first = await queue(store, 10, "doomed")
     await queue(store, 10, "next")
-    transport.fail = [DeliveryError("HTTP 403", permanent=True) for _ in range(6)]
+    transport.fail = [DeliveryError("HTTP 400", permanent=True, status=400) for _ in range(6)]
     for _ in range(7):
         await poster.drain()
     failed = await store.outbox.get(first)
     assert failed is not None and failed.status == "failed" and failed.attempts == 6
     assert transport.texts(10) == ["next"]
+
+
+def refusal() -> DeliveryError:
+    return DeliveryError(
+        "HTTP 403: Missing Permissions",
+        permanent=True,
+        status=403,
+        code=50013,
+        detail="Missing Permissions",
+    )
+
+
+async def test_a_refusal_holds_its_channel_for_hours_while_others_go_on(store: Store) -> None:
+    transport = MemoryTransport()
+    clock = Clock()
+    poster = OutboxPoster(store, transport, clock=clock, hold=timedelta(hours=2))
+    head = await queue(store, 10, "node lost", created_at=clock.now)
+    await queue(store, 10, "node lost: update", created_at=clock.now)
+    for n in range(60):  # an hour of refusals, far past six tries
+        transport.fail = [refusal()]
+        await queue(store, 20, f"digest {n}", created_at=clock.now)
+        report = await poster.drain()
+        assert report.held == [head] and report.failed == []
+        stored = await store.outbox.get(head)
+        assert stored is not None and stored.not_before is not None
+        assert stored.not_before - clock.now <= timedelta(seconds=60)
+        clock.now = stored.not_before
+    assert transport.texts(10) == []  # the update never overtook its head
+    assert len(transport.texts(20)) == 60  # the other channel went on
+    row = await store.delivery.get(10)
+    assert (
+        row is not None
+        and row.refused
+        and row.last_error == ("403 Missing Permissions (code 50013)")
+    )
+    await poster.drain()  # access is back
+    assert transport.texts(10) == ["node lost", "node lost: update"]
+    row = await store.delivery.get(10)
+    assert row is not None and not row.refused and row.failing_since is None
+
+
+async def test_past_the_hold_posts_are_given_up_once_and_a_notice_leads_the_channel(
+    store: Store,
+) -> None:
+    transport = MemoryTransport()
+    clock = Clock()
+    poster = OutboxPoster(store, transport, clock=clock, hold=timedelta(hours=1))
+    first = await queue(store, 10, "alert one", created_at=clock.now)
+    clock.now += timedelta(minutes=10)
+    second = await queue(store, 10, "alert two", created_at=clock.now)
+    transport.fail = [refusal()]
+    await poster.drain()
+    clock.now += timedelta(hours=2)
+    await queue(store, 10, "alert three", created_at=clock.now)
+    transport.fail = [refusal()]
+    report = await poster.drain()  # the head is asked again, refused, past its hold: given up
+    assert report.abandoned == [first] and transport.fail == []
+    transport.fail = [refusal()]
+    report = await poster.drain()  # still refused: the next one past its hold goes unasked
+    row = await store.delivery.get(10)
+    assert row is not None and row.missed == 2 and row.notice_id is not None
+    assert report.abandoned == [second] and report.held == [row.notice_id]  # the notice leads
+    for gone in (first, second):
+        item = await store.outbox.get(gone)
+        assert item is not None and item.status == "failed" and item.abandoned_at is not None
+    clock.now += timedelta(seconds=60)
+    await poster.drain()  # access is back: the notice, then alert three
+    notice, later = transport.texts(10)
+    assert notice.startswith("⚠️ 2 posts queued between") and "(code 50013)" in notice
+    assert later == "alert three"
+    row = await store.delivery.get(10)
+    assert row is not None and row.missed == 0 and row.notice_id is None
 
 
 async def test_crash_between_send_and_mark_does_not_duplicate(store: Store) -> None:

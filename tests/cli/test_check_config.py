@@ -284,3 +284,28 @@ def test_a_refused_pin_recorded_by_the_bot_is_named(tmp_path: Path) -> None:
         "note: hero: Discord refused to pin the live status message in channel "
         "123456789012345690: give the bot Manage Messages there" in result.stdout
     )
+
+
+def test_a_channel_refusing_posts_recorded_by_the_bot_is_named(tmp_path: Path) -> None:
+    import asyncio
+
+    from bot.store import Database, Store
+    from bot.timeutil import utcnow
+
+    db = tmp_path / "runscribe.db"
+
+    async def refused() -> None:
+        async with Database.open(db) as opened:
+            store = Store(opened)
+            why = "403 Missing Permissions (code 50013)"
+            await store.delivery.failed(123456789012345678, utcnow(), why, refused=True)
+            await store.delivery.failed(123456789012345679, utcnow(), "503 down", refused=False)
+
+    asyncio.run(refused())
+    result = check(tmp_path, GOOD, RUNSCRIBE_DB=str(db))
+    assert result.returncode == 0, result.stderr
+    assert (
+        "note: Discord refuses the bot's posts in channel 123456789012345678 (403 Missing "
+        "Permissions (code 50013)): give the bot View Channel, Send Messages" in result.stdout
+    )
+    assert "123456789012345679" not in result.stdout  # a server error is no permission

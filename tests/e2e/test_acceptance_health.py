@@ -2,7 +2,8 @@
 condition, through the real bot on the fake Discord and the real web server on the same
 database. The web server's clock is moved past the bound (`DELIVERY_BOUND`) instead of waiting.
 
-- every post refused (the fake answers 503): the oldest queued post has waited too long;
+- every post refused (the fake answers 503): at once, the last try in the alerts channel
+  failed; past the bound, the oldest queued post has waited too long too;
 - the gateway refused (the fake's websocket answers 503 after a drop): the gateway is down;
 - both recover: 200 again.
 """
@@ -77,12 +78,17 @@ async def test_posts_refused_make_healthz_503_and_say_so(
         lambda: any(r.status == 503 for r in fake.requests if r.method == "POST"), within=PATIENCE
     )
     status, body = await health.get()
-    assert status == 200 and body["delivery"]["gateway"]["connected"], body  # within the bound
+    # at once: the last try to post in the alerts channel failed (issue 35)
+    assert status == 503 and body["delivery"]["gateway"]["connected"], body
+    [problem] = delivery_problems(body)
+    assert f"posts to alerts channel {alerts} have failed" in problem, problem
+    assert "503 injected failure" in problem, problem
     health.clock.by = LATER
     status, body = await health.get()
     assert status == 503, body
-    [problem] = delivery_problems(body)
-    assert "oldest queued post (alert #" in problem and "HTTP 503" in problem, problem
+    [queued, channel] = delivery_problems(body)
+    assert "oldest queued post (alert #" in queued and "HTTP 503" in queued, queued
+    assert f"alerts channel {alerts}" in channel, channel
     assert body["delivery"]["queue"]["oldest_kind"] == "alert"
 
     refused.count = 0  # Discord takes posts again

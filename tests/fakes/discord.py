@@ -20,7 +20,11 @@ What it does like Discord, because discord.py depends on it:
   `/channels/{id}/pins/{message_id}`, which needs Manage Messages or Pin Messages
   (`bot_permissions`; Discord answers 403 code 50013 without); an `attachment://name` embed image
   is resolved to the attachment's URL, or dropped when the message has no such attachment;
-- a message that does not exist answers 404 code 10008 (Unknown Message).
+- a message that does not exist answers 404 code 10008 (Unknown Message);
+- a channel can be made to refuse (`refuse`), as Discord does when the bot loses a permission:
+  403 `{"message": "Missing Permissions", "code": 50013}` for posts there and in its threads
+  (Send Messages removed), or for every request (`methods=None`: View Channel removed, 50001
+  Missing Access), until `allow`.
 
 Everything it receives is recorded (`requests`, `messages`, `callbacks`) for assertions, and
 failures can be injected (`inject(...)`) per method and path pattern.
@@ -97,6 +101,14 @@ class Injection:
 
 
 @dataclass
+class Refusal:
+    status: int
+    message: str
+    code: int
+    methods: frozenset[str] | None  # None: every request about the channel
+
+
+@dataclass
 class Interaction:
     id: int
     token: str
@@ -137,6 +149,7 @@ class FakeDiscord:
         self.in_flight: dict[str, int] = {}  # requests being answered, by path
         self.max_in_flight: dict[str, int] = {}  # the most ever answered at once, by path
         self.no_threads: set[int] = set()  # channels where thread creation is forbidden
+        self.refusals: dict[int, Refusal] = {}  # channels that refuse the bot (`refuse`)
         self.nonces: dict[tuple[int, str], dict[str, Any]] = {}
         self.honor_nonce = True  # False: test the history-marker check on its own
         # The bot's permissions for pinning: @everyone's by default (no Manage Messages).
@@ -375,6 +388,36 @@ class FakeDiscord:
         )
         self.injections.append(injection)
         return injection
+
+    def refuse(
+        self,
+        channel_id: int,
+        *,
+        status: int = 403,
+        message: str = "Missing Permissions",
+        code: int = 50013,
+        methods: tuple[str, ...] | None = ("POST",),
+    ) -> None:
+        """Refuse the bot in a channel and its threads until `allow`: by default posts (Send
+        Messages removed); `methods=None` every request (View Channel removed)."""
+        chosen = frozenset(m.upper() for m in methods) if methods is not None else None
+        self.refusals[channel_id] = Refusal(status, message, code, chosen)
+
+    def allow(self, channel_id: int) -> None:
+        self.refusals.pop(channel_id, None)
+
+    def _refusal(self, method: str, path: str) -> Refusal | None:
+        match = re.match(r"^/channels/(\d+)", path)
+        if match is None or not self.refusals:
+            return None
+        channel = int(match.group(1))
+        thread = self.threads.get(channel)
+        if thread is not None and channel not in self.refusals:
+            channel = int(thread["parent_id"])
+        refusal = self.refusals.get(channel)
+        if refusal is None or (refusal.methods is not None and method not in refusal.methods):
+            return None
+        return refusal
 
     def _injection(self, method: str, path: str) -> Injection | None:
         for injection in self.injections:
@@ -628,6 +671,14 @@ class FakeDiscord:
             self.in_flight[path] -= 1
 
     async def _answer(self, request: web.Request, path: str, recorded: Recorded) -> web.Response:
+        refusal = self._refusal(request.method, path)
+        if refusal is not None:
+            recorded.status = refusal.status
+            async with self.changed:
+                self.changed.notify_all()
+            return _json_response(
+                {"message": refusal.message, "code": refusal.code}, refusal.status
+            )
         injection = self._injection(request.method, path)
         if injection is not None:
             effect: web.Response | None = None

@@ -206,7 +206,14 @@ def lead(doc: Document, limit: int = 200) -> tuple[str | None, bool]:
             m = _TLDR.match(b.text)
             if m and b.text[m.end() :].strip() and b.text[: m.end()].rstrip()[-1:] in ":—–-":
                 return _first_meaningful([Block(b.kind, b.text[m.end() :])], limit) or None, False
-    found = _first_meaningful([b for b in doc.blocks if b.kind in (PARA, ITEM)], limit)
+    prose = [b for b in doc.blocks if b.kind in (PARA, ITEM)]
+    if prose and doc.had_code and _introduces(prose[0].text):
+        # "Three-week check-in" or "Results at 100k:" over a table, then the prose: the label
+        # names what the prose after the table says
+        found = _first_meaningful(prose[1:], limit)
+        if found:
+            return f"{prose[0].text.strip().rstrip(':').rstrip()} — {found}", False
+    found = _first_meaningful(prose, limit)
     if found:
         return found, False
     fallback = next(
@@ -220,6 +227,20 @@ def lead(doc: Document, limit: int = 200) -> tuple[str | None, bool]:
         None,
     )
     return heading, heading is not None
+
+
+#: A line that labels what follows rather than saying something: a few words, no number, no
+#: sentence or clause punctuation ("Three-week check-in", "Eval results").
+LABEL_WORDS: Final = 5
+_NOT_LABEL = re.compile(r"[\d.!?:;,]")
+
+
+def _introduces(text: str) -> bool:
+    """A label ("Three-week check-in") or a line that introduces what follows ("…:")."""
+    text = text.strip()
+    if text.endswith(":") and not _SENTENCE_END.search(text):
+        return True
+    return len(text.split()) <= LABEL_WORDS and not _NOT_LABEL.search(text)
 
 
 def _first_meaningful(blocks: Iterable[Block], limit: int) -> str:

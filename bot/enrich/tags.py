@@ -65,8 +65,8 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("ablation", 3.0, "ladder, ladders, rung, rungs, scaling law, scaling laws, isoflop*"),
     # the optimizer's own knobs: whatever else a post names (the router, the gate), changing
     # these is an optimizer change
-    ("optimizer", 3.0, "learning rate, learning rates, lr schedule, weight decay, warmup"),
-    ("optimizer", 2.0, "lr"),
+    ("optimizer", 3.0, "learning rate, learning rates, lr schedule, weight decay"),
+    ("optimizer", 2.0, "lr, warmup"),
     ("optimizer", 2.0, "adam*, muon, lion, sophia, shampoo, soap, optimizer, optimizers, optim"),
     ("optimizer", 2.0, "grad clip, grad clipping, gradient clipping, clip norm, clipping"),
     ("optimizer", 1.5, "momentum, beta1, beta2, epsilon, cosine decay, wsd, anneal*"),

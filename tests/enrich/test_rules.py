@@ -89,6 +89,30 @@ def test_summary_is_capped_at_a_clause_or_word_with_ellipsis() -> None:
     assert len(summarize(body, limit=60)) <= 60
 
 
+def test_a_long_sentence_ends_at_a_clause_never_mid_phrase() -> None:
+    body = (
+        "We keep losing a day whenever a node dies because the launcher insists on exactly 128 "
+        "nodes, and this change lets it start with fewer by recomputing the gradient accumulation "
+        "steps while introducing temporary slack in the global batch until the spare arrives."
+    )
+    summary = summarize(body)
+    assert summary == (
+        "We keep losing a day whenever a node dies because the launcher insists on exactly 128 "
+        "nodes, and this change lets it start with fewer by recomputing the gradient accumulation "
+        "steps."
+    )
+
+
+def test_a_label_over_a_table_introduces_the_prose_after_it() -> None:
+    body = (
+        "Three-week check-in\n\n| | |\n|---|---|\n| step | ~112,970 of 953,674 |\n\n"
+        "Throughput has been flat at ~15 s/step since the fork."
+    )
+    assert summarize(body) == (
+        "Three-week check-in — Throughput has been flat at ~15 s/step since the fork."
+    )
+
+
 def test_summary_prefers_a_sentence_boundary_and_adds_short_followers() -> None:
     body = "Restarted. Resumed from step 54,000 after 47 min on a fresh slice. Loss is on trend."
     assert summarize(body) == "Restarted. Resumed from step 54,000 after 47 min on a fresh slice."

@@ -106,8 +106,8 @@ def test_a_strong_signal_of_its_own_overrides_the_thread() -> None:
     item = thread("[infra] Move the hero run to the new cluster")
     event = comment(
         item,
-        "Separately: the learning rate warmup looks too short, the grad norm spikes at every "
-        "warmup boundary and the loss spikes follow.",
+        "Separately: the grad norm spikes at every warmup boundary and the loss spikes follow, "
+        "with the logits of the first layers saturating.",
     )
     assert enrich_event(event).tag == "training-dynamics"
 

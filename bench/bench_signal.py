@@ -41,7 +41,9 @@ from tests.enrich.signal_corpus import (
 
 def report(name: str, s: Scores) -> str:
     return (
-        f"{name:<10} tags {s.agreement:.3f} ({s.tags_right}/{s.total})  "
+        f"{name:<10} tags {s.agreement:.3f} ({s.tags_right}/{s.total}, untagged read as other)  "
+        f"tags shown {s.shown_agreement:.3f} ({s.shown_right}/{s.tags_shown}) "
+        f"on {s.coverage:.3f} of entries  "
         f"incident recall {s.recall:.3f} ({s.found}/{s.incidents})  "
         f"precision {s.precision:.3f} ({s.found}/{s.flagged})"
     )

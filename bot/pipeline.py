@@ -22,7 +22,7 @@ from bot.enrich.conversations import (
     settles_at,
 )
 from bot.enrich.rules import Enrichment, enrich_event
-from bot.models import SOURCE_SPECS, UNHEALTHY_STATES, AlertData, Event
+from bot.models import SOURCE_SPECS, UNHEALTHY_STATES, AlertData, Event, WandbState
 from bot.settings import DEFAULT_ENRICH_BATCH, DEFAULT_ENRICH_WINDOW
 from bot.sources.base import Source
 from bot.sources.poller import CycleReport, PollSession, poll_once
@@ -96,9 +96,23 @@ def fact_enrichment(event: Event) -> Enrichment:
         incident=failed,
         severity="critical" if failed else None,
         incident_kind="crash" if failed else None,
-        newsworthy=True,
+        newsworthy=not routine_observation(event),
         live_report=failed,
     )
+
+
+#: States a W&B run is expected to be in: seeing one on a first look is no news.
+_ROUTINE_STATES = frozenset({"running", "pending"})
+
+
+def routine_observation(event: Event) -> bool:
+    """The monitor's first look at a W&B run that is doing what it should ("W&B run hero-fork
+    is running at step 62,004"): bookkeeping, not a timeline entry. A change of state (crashed,
+    finished, resumed) is news, and so are restarts and forks (their own `restart` events)."""
+    if event.source != "wandb" or event.kind != "state":
+        return False
+    data = WandbState.of(event)
+    return data.from_state is None and (data.to_state or event.state) in _ROUTINE_STATES
 
 
 def is_thread_state_change(event: Event) -> bool:

@@ -616,6 +616,8 @@ def thread_incident(context: ThreadContext) -> str | None:
         return None
     if _RETROSPECTIVE.search(context.title):
         return None
+    if context.kind == "pull" and not declares_incident(context):
+        return None  # a pull's title names a change ("lower the NCCL timeout"), not an outage
     found = find_incident("", context.title) if context.title else None
     if found is not None:
         return found[0]
@@ -706,16 +708,49 @@ def mentions_failure(text: str) -> bool:
     return bool(_FAILURE_WORDS.search(text[:DETECT_LIMIT]))
 
 
+#: A post that opens by proposing a general change: "We should add a watchdog", "Proposal:
+#: requeue on Xid 79", "Let's put reservation end dates into the dashboard".
+_PROPOSAL_LEAD = re.compile(
+    r"^\W*(?:proposal\b|i\s+(?:propose|suggest)|we\s+(?:should|could|ought\s+to)|let's\b"
+    r"|lets\s|suggest\w*|how\s+about|maybe\s+we|what\s+if\s+we|idea\b)",
+    re.IGNORECASE,
+)
+#: A routine update ("Daily update", "Weekly summary") that mentions faults in passing: "no
+#: interruptions", "three interruptions (…)" is a log of the run, not one incident's story.
+_PERIODIC = re.compile(
+    r"\b(?:daily|weekly|nightly|overnight|hourly)\s+(?:update|summary|recap|report|status)\b",
+    re.IGNORECASE,
+)
+_IN_PASSING = re.compile(
+    r"\b(?:no\s+(?:interruptions?|incidents?|restarts?|failures?|crashes)"
+    r"|(?:two|three|four|five|six|several|\d+)\s+(?:interruptions|incidents|restarts|failures"
+    r"|crashes))\b",
+    re.IGNORECASE,
+)
+_TEMPLATE = re.compile(r"\b(?:templates?|issue_template)\b", re.IGNORECASE)
+
+
+def is_general_post(prose: str, title: str) -> bool:
+    """A proposal, a template or a routine update: talk near incidents, about none of them."""
+    head = prose[:DETECT_LIMIT]
+    return bool(
+        _PROPOSAL_LEAD.match(prose.lstrip())
+        or _TEMPLATE.search(title)
+        or (_PERIODIC.search(head[:300]) and _IN_PASSING.search(head))
+    )
+
+
 def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
     """The post is about a specific incident of the run without reporting it live: its
     diagnosis, its fix, a recovery note, its post-mortem, or a follow-up in the incident's own
     thread. Not a crash inside an experiment, not a general proposal ("we should add a
-    watchdog"), not a template."""
-    if thread_is_experiment(context):
+    watchdog"), not a template, not a routine update that names faults in passing, not a
+    retrospective over a period ("September reliability")."""
+    if thread_is_experiment(context) or is_general_post(prose, title):
         return False
     text = f"{title}\n{prose}" if title else prose
     if thread_incident(context) is not None or declares_incident(context):
         return bool(prose.strip())
-    if _RETROSPECTIVE.search(context.title) and mentions_failure(f"{context.title}\n{text}"):
-        return True
+    if _RETROSPECTIVE.search(context.title) and mentions_failure(context.title):
+        return True  # the post-mortem of one incident, named in its title
     return mentions_failure(text) and bool(_ABOUT_ONE.search(text[:DETECT_LIMIT]))

@@ -121,26 +121,38 @@ def _is_filler(sentence: str) -> bool:
 _CUT_STRIP = " ,;:—–-([{'\"/"
 
 
+#: Where a long sentence may end early and still read whole: after a clause ("…, and", "; ",
+#: " — "), never inside a phrase. The clause kept ends with a full stop.
+_CLAUSE_END = re.compile(
+    r"(?:[,;:](?!\d)|\s[—–-])\s|\s(?=(?:and|but|because|so|which|while|whereas|although"
+    r"|though|after|since|before|until|so\s+that)\s)"
+)
+#: A cut keeps at least this share of the limit: shorter would drop the point of the sentence.
+MIN_KEPT: Final = 0.35
+
+
 def truncate(text: str, limit: int) -> str:
-    """Cap ``text`` at ``limit`` characters: prefer a sentence boundary in the last half, else a
-    word boundary, adding an ellipsis when words were cut."""
+    """Cap ``text`` at ``limit`` characters at a boundary a reader takes as an end: the last
+    sentence end, else the last clause end (closed with a full stop), each keeping at least
+    ``MIN_KEPT`` of the limit; only when neither exists, a word boundary and an ellipsis."""
     if len(text) <= limit:
         return text
     if limit <= 1:
         return ELLIPSIS[:limit]
     head = text[: limit + 1]
+    floor = int(limit * MIN_KEPT)
     best = -1
     for m in _SENTENCE_END.finditer(head):
         if m.end() <= limit:
             best = m.end()
-    if best >= limit // 2:
+    if best >= floor:
         return text[:best].rstrip()
     cut = text[: limit - 1]
-    clause = max(cut.rfind(", "), cut.rfind("; "), cut.rfind(" — "), cut.rfind(" – "))
+    clauses = [m.start() for m in _CLAUSE_END.finditer(cut) if m.start() >= floor]
+    if clauses:
+        return cut[: clauses[-1]].rstrip(_CUT_STRIP + ".") + "."
     space = cut.rfind(" ")
-    if clause >= (limit - 1) * 0.7:
-        cut = cut[:clause]  # end on a clause rather than mid-phrase
-    elif space >= (limit - 1) * 0.5:
+    if space >= (limit - 1) * 0.5:
         cut = cut[:space]
     cut = cut.rstrip(_CUT_STRIP) or cut
     return cut + ELLIPSIS
@@ -172,30 +184,63 @@ def _lead_from(first: str, rest: Iterator[str], limit: int) -> str:
 
 
 def lead_sentence(doc: Document, limit: int = 200) -> str | None:
-    """The first meaningful sentence(s) of a document, uncapped; None when there is none."""
-    fallback: str | None = None
-    heading: str | None = None
+    """The first substantive sentence(s) of a document, uncapped; None when there is none.
+
+    A TL;DR beats the first sentence; greetings, acks, pings and lead-ins ("Details below:")
+    are skipped; a heading is used only when the post has no other text at all (``lead``
+    says which)."""
+    return lead(doc, limit)[0]
+
+
+def lead(doc: Document, limit: int = 200) -> tuple[str | None, bool]:
+    """``(lead_sentence, from_heading)``: whether the only text found was a heading."""
     tldr_next = False
     # A TL;DR line (or a paragraph under a TL;DR heading) beats the first sentence.
     for b in doc.blocks[:40]:
         if tldr_next and b.kind != HEADING:
-            return _first_meaningful([b], limit) or None
+            return _first_meaningful([b], limit) or None, False
         tldr_next = False
         if b.kind == HEADING:
             tldr_next = bool(_TLDR.match(b.text)) and not _TLDR.sub("", b.text).strip()
         elif b.kind in (PARA, ITEM):
             m = _TLDR.match(b.text)
             if m and b.text[m.end() :].strip() and b.text[: m.end()].rstrip()[-1:] in ":—–-":
-                return _first_meaningful([Block(b.kind, b.text[m.end() :])], limit) or None
-    lead = _first_meaningful([b for b in doc.blocks if b.kind in (PARA, ITEM)], limit)
-    if lead:
-        return lead
-    for b in doc.blocks:
-        if b.kind == HEADING and heading is None and not _is_boilerplate_heading(b.text):
-            heading = b.text
-        elif b.kind != HEADING and fallback is None:
-            fallback = _LEAD_FILLER.sub("", b.text).strip() or b.text
-    return heading or fallback
+                return _first_meaningful([Block(b.kind, b.text[m.end() :])], limit) or None, False
+    prose = [b for b in doc.blocks if b.kind in (PARA, ITEM)]
+    if prose and doc.had_code and _introduces(prose[0].text):
+        # "Three-week check-in" or "Results at 100k:" over a table, then the prose: the label
+        # names what the prose after the table says
+        found = _first_meaningful(prose[1:], limit)
+        if found:
+            return f"{prose[0].text.strip().rstrip(':').rstrip()} — {found}", False
+    found = _first_meaningful(prose, limit)
+    if found:
+        return found, False
+    fallback = next(
+        (_LEAD_FILLER.sub("", b.text).strip() or b.text for b in doc.blocks if b.kind != HEADING),
+        None,
+    )
+    if fallback:
+        return fallback, False
+    heading = next(
+        (b.text for b in doc.blocks if b.kind == HEADING and not _is_boilerplate_heading(b.text)),
+        None,
+    )
+    return heading, heading is not None
+
+
+#: A line that labels what follows rather than saying something: a few words, no number, no
+#: sentence or clause punctuation ("Three-week check-in", "Eval results").
+LABEL_WORDS: Final = 5
+_NOT_LABEL = re.compile(r"[\d.!?:;,]")
+
+
+def _introduces(text: str) -> bool:
+    """A label ("Three-week check-in") or a line that introduces what follows ("…:")."""
+    text = text.strip()
+    if text.endswith(":") and not _SENTENCE_END.search(text):
+        return True
+    return len(text.split()) <= LABEL_WORDS and not _NOT_LABEL.search(text)
 
 
 def _first_meaningful(blocks: Iterable[Block], limit: int) -> str:
@@ -220,25 +265,40 @@ def _one_line(text: str) -> str:
 _LEAD_SYMBOLS = re.compile(r"^[^\w\s\"'(\[#$@~<`*]+\s*")
 
 
+#: A lead that says what a description proposes or reports by itself: a sentence of at least
+#: this many words that does not end by introducing something else ("Results:").
+STANDALONE_WORDS: Final = 6
+
+
+def _standalone(text: str) -> bool:
+    return len(text.split()) >= STANDALONE_WORDS and not text.rstrip().endswith(":")
+
+
 def compose_summary(doc: Document, title: str | None, limit: int = 200) -> str:
-    """Title (when given) plus the lead sentence of ``doc``, capped at ``limit`` characters."""
+    """One line of at most ``limit`` characters: the first substantive sentence of ``doc``.
+
+    For an issue or pull description (``title`` given) a lead that stands alone is the summary
+    (what it proposes or reports, not its title again); a short or introducing lead ("Results
+    for the 20k checkpoint:") follows the title; with no text but headings, the title."""
     limit = max(1, limit)
-    lead = lead_sentence(doc, limit)
-    lead = _LEAD_SYMBOLS.sub("", _one_line(lead)) if lead else ""
-    if lead[:1].islower() and not lead[1:2].isupper():
-        lead = lead[0].upper() + lead[1:]  # "the run…" after a stripped "TL;DR:" or greeting
+    text, from_heading = lead(doc, limit)
+    text = _LEAD_SYMBOLS.sub("", _one_line(text)) if text else ""
+    if text[:1].islower() and not text[1:2].isupper():
+        text = text[0].upper() + text[1:]  # "the run…" after a stripped "TL;DR:" or greeting
     t = _one_line(clean_title(title))
-    if t and lead:
-        if t.lower().rstrip(".") in lead.lower():
-            return truncate(lead, limit)
+    if t and (from_heading or not text):
+        return truncate(t, limit)
+    if t and text and not _standalone(text):
+        if t.lower().rstrip(".") in text.lower():
+            return truncate(text, limit)
         sep = " " if t[-1] in ".!?" else " — "
-        if len(t) + len(sep) + len(lead) <= limit:
-            return f"{t}{sep}{lead}"
+        if len(t) + len(sep) + len(text) <= limit:
+            return f"{t}{sep}{text}"
         room = limit - len(t) - len(sep)
         if room >= 40:
-            return f"{t}{sep}{truncate(lead, room)}"
+            return f"{t}{sep}{truncate(text, room)}"
         return truncate(t, limit)
-    text = lead or t or code_line(doc)
+    text = text or code_line(doc)
     return truncate(text, limit) if text else truncate(NO_TEXT, limit)
 
 

@@ -8,8 +8,10 @@ table size. Word boundaries come for free: "rope" never matches inside "europe".
 
 Every term has a weight; a title hit counts ``TITLE_WEIGHT`` times, and repeated body hits of one
 term count at most ``MAX_HITS`` times (a pasted list of 40 checkpoint paths is not 40 votes).
-Ties go to the more specific tag (``PRIORITY``). The "incident" tag is not scored here:
-``bot.enrich.rules`` gives it when the incident detector fires.
+Ties go to the more specific tag (``PRIORITY``); a tag is given only when it clearly wins
+(``confident_tag``), since the timeline shows no tag rather than a doubtful one. The
+"incident" tag is not scored here: ``bot.enrich.rules`` gives it when the incident detector
+fires.
 
 ``choose_tag`` reads an event in its thread (``bot.enrich.context``): a label or title prefix that
 names a tag ("[evals]", "infra") declares the thread's topic, other markers and the title are
@@ -30,6 +32,11 @@ from bot.models import TAGS
 TITLE_WEIGHT: Final = 3.0
 MAX_HITS: Final = 3
 MIN_SCORE: Final = 1.0
+#: A tag is shown only when the evidence is strong: the best score reaches ``CONFIDENT_SCORE``
+#: and is at least ``CONFIDENT_MARGIN`` times the runner-up's. Below that the timeline shows no
+#: tag: a wrong tag is worse than none (issue 40).
+CONFIDENT_SCORE: Final = 4.0
+CONFIDENT_MARGIN: Final = 2.0
 TAG_LIMIT: Final = 8_000  # characters of body prose scored
 
 #: Ties go to the earlier, more specific tag: an ablation of weight decay is an ablation.
@@ -56,7 +63,10 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("ablation", 2.0, "baseline vs, vs baseline, vs the baseline, a b test, head to head"),
     ("ablation", 1.0, "baseline, baselines, control run, variant, variants, side by side"),
     ("ablation", 3.0, "ladder, ladders, rung, rungs, scaling law, scaling laws, isoflop*"),
-    ("optimizer", 2.0, "learning rate, learning rates, lr, lr schedule, weight decay, warmup"),
+    # the optimizer's own knobs: whatever else a post names (the router, the gate), changing
+    # these is an optimizer change
+    ("optimizer", 3.0, "learning rate, learning rates, lr schedule, weight decay"),
+    ("optimizer", 2.0, "lr, warmup"),
     ("optimizer", 2.0, "adam*, muon, lion, sophia, shampoo, soap, optimizer, optimizers, optim"),
     ("optimizer", 2.0, "grad clip, grad clipping, gradient clipping, clip norm, clipping"),
     ("optimizer", 1.5, "momentum, beta1, beta2, epsilon, cosine decay, wsd, anneal*"),
@@ -176,6 +186,19 @@ def best_tag(scores: dict[str, float], default: str = "other") -> str:
     return tag if scores[tag] >= MIN_SCORE else default
 
 
+def confident_tag(scores: dict[str, float], default: str = "other") -> str:
+    """``best_tag`` when it clearly wins (``CONFIDENT_SCORE``, ``CONFIDENT_MARGIN``), else
+    ``default``: two topics neck and neck, or one mentioned in passing, is no topic."""
+    tag = best_tag(scores, default)
+    if tag == default:
+        return default
+    top = scores[tag]
+    runner_up = max((v for t, v in scores.items() if t != tag), default=0.0)
+    if top < CONFIDENT_SCORE or runner_up * CONFIDENT_MARGIN > top:
+        return default
+    return tag
+
+
 # --------------------------------------------------------------------------------------------
 # Thread-aware choice
 
@@ -249,16 +272,15 @@ def body_scores(doc: Document) -> dict[str, float]:
     return scores
 
 
-def choose_tag(
+def tag_scores(
     doc: Document,
     *,
     title: str | None,
     kind: str,
     context: ThreadContext,
-    default: str = "other",
     incident_thread: bool = False,
-) -> str:
-    """The tag of one event in its thread.
+) -> dict[str, float]:
+    """Every tag's score for one event in its thread (empty when it has nothing to say).
 
     A description (issue or pull, ``title`` given) is read title first: prefix, labels and title
     words, then its first paragraph, then the rest. A comment, review or message is scored on its
@@ -271,11 +293,28 @@ def choose_tag(
         combined = thread_scores(context, title)
         for tag, value in own.items():
             combined[tag] = combined.get(tag, 0.0) + value
-        return best_tag(combined, default)
+        return combined
     if not doc.prose:
-        return default  # nothing of its own to say: no topic either (a bot footer, a bare link)
+        return {}  # nothing of its own to say: no topic either (a bot footer, a bare link)
     prior = thread_scores(context, with_title=not incident_thread)
     combined = dict(own)
     for tag, value in prior.items():
         combined[tag] = combined.get(tag, 0.0) + PRIOR_WEIGHT * value
-    return best_tag(combined, default)
+    return combined
+
+
+def choose_tag(
+    doc: Document,
+    *,
+    title: str | None,
+    kind: str,
+    context: ThreadContext,
+    default: str = "other",
+    incident_thread: bool = False,
+) -> str:
+    """The tag of one event in its thread when the rules are sure of it (``tag_scores``,
+    ``confident_tag``), else ``default``."""
+    scores = tag_scores(
+        doc, title=title, kind=kind, context=context, incident_thread=incident_thread
+    )
+    return confident_tag(scores, default)

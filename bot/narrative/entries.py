@@ -17,9 +17,10 @@ class TimelineEntry:
     url: str | None
     state: str | None
     summary: str
-    tag: str
+    tag: str | None  # None: nothing fits well enough (the rules were not sure), shown untagged
     incident: bool
     kind: str
+    tag_by: str = "rules"  # who judged the summary and tag: "rules" or "model"
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -31,8 +32,20 @@ class TimelineEntry:
             "state": self.state,
             "summary": self.summary,
             "tag": self.tag,
+            "tag_by": self.tag_by,
             "incident": self.incident,
         }
+
+
+def tag_of(event: Event) -> str | None:
+    """The tag the timeline shows: none for "other" (nothing fits) or an unenriched event."""
+    tag = event.tag or ("incident" if event.incident else None)
+    return None if tag == "other" else tag
+
+
+def judged_by(event: Event) -> str:
+    """ "model" when an LLM wrote the event's summary and tag, else "rules"."""
+    return "model" if (event.enriched_by or "").startswith("llm") else "rules"
 
 
 def entry_from_event(event: Event) -> TimelineEntry:
@@ -45,7 +58,8 @@ def entry_from_event(event: Event) -> TimelineEntry:
         url=event.url,
         state=event.state,
         summary=summary or "(no text)",
-        tag=event.tag or ("incident" if event.incident else "other"),
+        tag=tag_of(event),
         incident=event.incident,
         kind=event.kind,
+        tag_by=judged_by(event),
     )

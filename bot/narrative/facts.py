@@ -458,7 +458,7 @@ def pick_entries(entries: Sequence[TimelineEntry], limit: int = MAX_ENTRIES) -> 
         entries,
         key=lambda e: (
             digest_rank(e.source, e.kind, e.state, e.incident),
-            TAG_WEIGHT.get(e.tag, 5),
+            TAG_WEIGHT.get(e.tag or "other", 5),
             -e.at.timestamp(),
         ),
     )

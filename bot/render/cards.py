@@ -224,11 +224,16 @@ def incident_line(incident: Incident, report: StatusReport) -> str:
     return unlinked(f"{view.name} drifting{way}{since} (see Forecasts)")
 
 
+#: Said once, where the card and the page say who wrote them, when no model did: a reader
+#: knows the summaries and tags are the rules' (which give a tag only when they are sure).
+RULES_NOTE = "Summaries and tags written by rules from the recorded data, not by a model"
+
+
 def narrative_footer(narrative: Narrative, now: datetime) -> str:
     """Where the words above came from, plainly: an AI summary has an age and a next update; the
-    one written from the recorded data alone is always current."""
+    one written by rules from the recorded data alone is always current."""
     if narrative.by != "llm":
-        return "Summary written from the recorded data"
+        return RULES_NOTE
     updated = ago(narrative.at, now) if narrative.at else "never"
     footer = f"AI summary, updated {updated}"
     if narrative.next_at is not None and narrative.next_at > now:
@@ -365,7 +370,7 @@ def _color(report: StatusReport) -> Color:
 
 
 def entry_line(entry: TimelineEntry, *, link: bool = True) -> str:
-    """`**author** [#8818](url) open — summary · tag`"""
+    """`**author** [#8818](url) open — summary · tag` (no tag when the entry has none)"""
     who = f"**{inert(credit(entry.author, entry.source))}**"
     ref = entry.ref or ""
     if ref and entry.url and link:
@@ -373,7 +378,8 @@ def entry_line(entry: TimelineEntry, *, link: bool = True) -> str:
     state = f" {entry.state}" if entry.state and entry.source == "github" else ""
     mark = "🚨 " if entry.incident else ""
     summary = body(entry.summary)  # never a masked link
-    return f"{mark}{who} {ref}{state} — {summary} · `{entry.tag}`".replace("  ", " ")
+    tag = f" · `{entry.tag}`" if entry.tag else ""
+    return f"{mark}{who} {ref}{state} — {summary}{tag}".replace("  ", " ")
 
 
 CONTINUED = "\u200b"  # a field name Discord accepts that shows nothing

@@ -34,6 +34,7 @@ from bot.mentions import body as neutralised
 from bot.models import SOURCE_SPECS
 from bot.narrative.entries import TimelineEntry
 from bot.numbers import fmt_big, fmt_int, fmt_percent, fmt_value
+from bot.render.cards import RULES_NOTE
 from bot.services.narrative import Narrative
 from bot.services.status import StatusReport
 from bot.timeutil import humanize_delta, resolve_zone
@@ -301,10 +302,10 @@ def render_run_page(page: RunPage) -> str:
             _alerts(report, zone, page.now),
         ]
     )
-    tags = _ordered({css_ident(e.tag) for e in page.timeline}, "tag")
+    tags = _ordered({css_ident(e.tag) for e in page.timeline if e.tag}, "tag")
     sources = _ordered({css_ident(e.source) for e in page.timeline}, "source")
     filter_css = _filter_css(tags, sources)
-    footer = _footer(report, page.narrative, page.now)
+    footer = _footer(report, page.narrative, page.now, page.timeline)
     fixed = len(_document(report.run.name, head + footer, filter_css).encode())
     timeline = _timeline(page, zone, tags, sources, budget=PAGE_BUDGET - fixed)
     return _document(f"{report.run.name} — status", head + timeline + footer, filter_css)
@@ -436,7 +437,12 @@ def _alerts(report: StatusReport, zone: ZoneInfo, now: datetime) -> str:
     return "\n".join(out)
 
 
-def _footer(report: StatusReport, narrative: Narrative, now: datetime) -> str:
+def _footer(
+    report: StatusReport,
+    narrative: Narrative,
+    now: datetime,
+    timeline: Sequence[TimelineEntry] = (),
+) -> str:
     fresh = []
     for key, when in report.freshness.items():
         status = report.sources.get(key)
@@ -448,8 +454,20 @@ def _footer(report: StatusReport, narrative: Narrative, now: datetime) -> str:
         elif when is not None:
             fresh.append(f"{_label(key)} {_relative(when, now)}")
     line = f"Sources: {', '.join(fresh)}. " if fresh else ""
-    by = "by AI" if narrative.by == "llm" else "by Runscribe"
-    return f"\n<footer><p>{esc(line)}Summary written {by} from the recorded data.</p></footer>"
+    return f"\n<footer><p>{esc(line)}{esc(written_by(narrative, timeline))}</p></footer>"
+
+
+def written_by(narrative: Narrative, timeline: Sequence[TimelineEntry]) -> str:
+    """Who wrote the page's words, said once: without a model (no key set) the rules wrote the
+    summary and every timeline summary and tag."""
+    by_model = any(e.tag_by == "model" for e in timeline)
+    if narrative.by != "llm" and not by_model:
+        return f"{RULES_NOTE}."
+    if narrative.by != "llm":
+        return "Summary written by rules from the recorded data; timeline entries by AI."
+    if not by_model and timeline:
+        return "Summary written by AI from the recorded data; timeline summaries and tags by rules."
+    return "Summary written by AI from the recorded data."
 
 
 # --- the chart -------------------------------------------------------------------------------
@@ -598,7 +616,8 @@ def _filter_css(tags: Sequence[str], sources: Sequence[str]) -> str:
 
 
 def _entry(entry: TimelineEntry, zone: ZoneInfo) -> str:
-    tag = css_ident(entry.tag)
+    # an untagged entry has no tag class: any tag filter hides it, "all" shows it
+    tag = f"t-{css_ident(entry.tag)} " if entry.tag else ""
     source = css_ident(entry.source)
     local = entry.at.astimezone(zone)
     # the zone on every time: a reader elsewhere (or across a DST change) is never left guessing
@@ -611,13 +630,14 @@ def _entry(entry: TimelineEntry, zone: ZoneInfo) -> str:
         meta.append(link("link", entry.url))
     if entry.state:
         meta.append(f"<i>{esc(entry.state)}</i>")
-    meta.append(f"<em>{esc(entry.tag or 'other')}</em>")
+    if entry.tag:
+        meta.append(f"<em>{esc(entry.tag)}</em>")
     summary = entry.summary or ""
     if len(summary) > SUMMARY_CHARS:
         summary = summary[: SUMMARY_CHARS - 1].rstrip() + "…"
     inc = " inc" if entry.incident else ""
     return (
-        f'<li class="t-{tag} s-{source}{inc}"><small>{" ".join(meta)}</small>'
+        f'<li class="{tag}s-{source}{inc}"><small>{" ".join(meta)}</small>'
         f"<p>{esc(summary)}</p></li>"
     )
 

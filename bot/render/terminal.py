@@ -94,7 +94,8 @@ def render_timeline(entries: list[TimelineEntry], fmt: TimeFormatter, width: int
         ref = f" {entry.ref}" if entry.ref else ""
         state = f" [{entry.state}]" if entry.state and entry.source == "github" else ""
         flag = "! " if entry.incident else "  "
-        head = f"{flag}{fmt(entry.at, 'time')}  {who}{ref}{state}  ({entry.tag})"
+        tag = f"  ({entry.tag})" if entry.tag else ""
+        head = f"{flag}{fmt(entry.at, 'time')}  {who}{ref}{state}{tag}"
         out.append(head)
         out.append(
             textwrap.fill(entry.summary, width, initial_indent="      ", subsequent_indent="      ")

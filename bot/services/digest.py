@@ -68,7 +68,7 @@ async def build_digest(
     restarts = await store.events.restarts(run_slug, since=start, until=now)
     facts = DigestFacts(
         **await shared_facts(store, run_slug, now, incidents, progress, None),
-        counts_by_tag=dict(Counter(e.tag for e in entries)),
+        counts_by_tag=dict(Counter(e.tag or "other" for e in entries)),
         highlights=what_happened(
             select_highlights(events[:SCAN_EVENTS], now, highlights), highlights
         ),

@@ -31,6 +31,8 @@ from bot.sources.github_threads import (
 )
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "signal_corpus.jsonl"
+#: The held-back corpus (issue 40): written before the rules ran on it, never tuned on.
+HELDOUT = CORPUS.with_name("heldout_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")
@@ -148,7 +150,17 @@ def enrich(entry: dict[str, Any]) -> Enrichment:
 @dataclass(slots=True)
 class Scores:
     total: int = 0
-    tags_right: int = 0
+    tags_right: int = 0  # the tag, untagged read as "other", equals the label
+    entries_shown: int = 0  # entries the timeline shows
+    tags_shown: int = 0  # of those, with a tag (not "other")
+    shown_right: int = 0  # of those, the labelled tag
+    marked: int = 0  # shown with the 🚨 mark (about an incident)
+    marked_right: int = 0  # of those, labelled about an incident
+    about: int = 0  # labelled about an incident
+    about_marked: int = 0  # of those, marked
+    live: int = 0  # labelled live reports (incident events)
+    live_marked: int = 0  # of those, marked
+    bad_summaries: list[str] = field(default_factory=list)  # heading, title, cut, link, empty
     incidents: int = 0  # labelled incident
     flagged: int = 0  # flagged incident
     found: int = 0  # labelled and flagged
@@ -168,6 +180,34 @@ class Scores:
         return self.tags_right / self.total if self.total else 0.0
 
     @property
+    def shown_agreement(self) -> float:
+        """Of the tags the timeline shows, the share that agree with the labels."""
+        return self.shown_right / self.tags_shown if self.tags_shown else 1.0
+
+    @property
+    def coverage(self) -> float:
+        """The share of the timeline's entries that show a tag."""
+        return self.tags_shown / self.entries_shown if self.entries_shown else 0.0
+
+    @property
+    def mark_precision(self) -> float:
+        """Of the 🚨 marks, the share on entries about an incident."""
+        return self.marked_right / self.marked if self.marked else 1.0
+
+    @property
+    def mark_recall(self) -> float:
+        return self.about_marked / self.about if self.about else 1.0
+
+    @property
+    def live_mark_recall(self) -> float:
+        """Of the incident events (live reports), the share still marked 🚨."""
+        return self.live_marked / self.live if self.live else 1.0
+
+    @property
+    def summary_problem_rate(self) -> float:
+        return len(self.bad_summaries) / self.entries_shown if self.entries_shown else 0.0
+
+    @property
     def recall(self) -> float:
         return self.found / self.incidents if self.incidents else 1.0
 
@@ -180,11 +220,12 @@ class Scores:
 class Verdict:
     """What a method says about one entry."""
 
-    tag: str
-    incident: bool
+    tag: str  # "other": no tag shown
+    incident: bool  # a live report
     shown: bool = True
     summary: str = "-"
     kind: str | None = None
+    marked: bool = False  # the timeline's 🚨: about an incident
 
 
 Method = Callable[[dict[str, Any]], Verdict]
@@ -200,7 +241,7 @@ def rules_method(entry: dict[str, Any]) -> Verdict:
         return Verdict("other", False, shown=False)
     e = enrich(entry)
     kind = KIND_NAMES.get(e.incident_kind, e.incident_kind) if e.incident_kind else None
-    return Verdict(e.tag, e.live_report, e.newsworthy, e.summary, kind)
+    return Verdict(e.tag, e.live_report, e.newsworthy, e.summary, kind, e.incident)
 
 
 # --- the naive baseline: the first tag whose keyword appears, an incident on any outage word
@@ -229,7 +270,59 @@ def baseline_method(entry: dict[str, Any]) -> Verdict:
     lowered = text.lower()
     incident = bool(BASELINE_INCIDENT.search(text))
     tag = next((t for t, words in BASELINE_TAGS if any(w in lowered for w in words)), "other")
-    return Verdict("incident" if incident else tag, incident)
+    return Verdict("incident" if incident else tag, incident, marked=incident)
+
+
+_HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_BARE_LINK = re.compile(r"\S+://\S+")
+
+
+def summary_problem(summary: str, entry: dict[str, Any]) -> str | None:
+    """What makes a summary one a lead would not keep, or None: empty, one of the post's
+    markdown headings, a table row, a bare link, a description's title alone, or cut
+    mid-phrase (ending in an ellipsis)."""
+    text = summary.strip()
+    low = text.lower().rstrip(".:")
+    if not text or text == NO_TEXT:
+        return "empty"
+    headings = {
+        m.group(1).strip().lower().rstrip(".:")
+        for m in _HEADING_LINE.finditer(str(entry.get("body") or ""))
+    }
+    if low in headings:
+        return "heading"
+    if text.startswith("|") or text.count("|") >= 3:
+        return "table row"
+    if _BARE_LINK.fullmatch(text):
+        return "bare link"
+    title = str(entry.get("title") or "").strip().lower().rstrip(".")
+    body_text = str(entry.get("body") or "").strip()
+    if title and low == title and len(body_text.split()) >= 12:
+        return "title only"
+    if text.endswith("…"):
+        return "cut"
+    return None
+
+
+def _score_shown(s: Scores, entry: dict[str, Any], v: Verdict, ident: str) -> None:
+    """The timeline's figures: tags shown and their agreement, the 🚨 mark, summaries."""
+    want_tag = str(entry.get("tag") or "other")
+    about, live = bool(entry.get("incident")), bool(entry.get("live_report"))
+    s.about += about
+    s.live += live
+    if not v.shown:
+        return
+    s.entries_shown += 1
+    if v.tag != "other":
+        s.tags_shown += 1
+        s.shown_right += v.tag == want_tag
+    s.marked += v.marked
+    s.marked_right += v.marked and about
+    s.about_marked += v.marked and about
+    s.live_marked += v.marked and live
+    problem = summary_problem(v.summary, entry) if v.summary != "-" else None
+    if problem:
+        s.bad_summaries.append(f"{ident} ({problem}): {v.summary[:80]}")
 
 
 def score(entries: Iterable[dict[str, Any]], method: Method) -> Scores:
@@ -237,6 +330,7 @@ def score(entries: Iterable[dict[str, Any]], method: Method) -> Scores:
     for entry in entries:
         v = method(entry)
         ident = str(entry.get("id"))
+        _score_shown(s, entry, v, ident)
         s.total += 1
         want_tag = str(entry.get("tag") or "other")
         s.confusion[(want_tag, v.tag)] += 1

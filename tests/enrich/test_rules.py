@@ -59,10 +59,24 @@ def test_summary_of_incident_report_skips_template_greeting_and_markup() -> None
     )
 
 
-def test_summary_of_issue_leans_on_title_plus_first_sentence() -> None:
+def test_summary_of_a_description_says_what_it_proposes_not_its_title() -> None:
     summary = summarize(fixture("gh_pr_template.md"), title="[WIP] Pin a permanent checkpoint")
-    assert summary.startswith("Pin a permanent checkpoint — This pins one extra permanent")
+    assert summary.startswith("This pins one extra permanent checkpoint at step 55,000")
+    assert "Pin a permanent checkpoint" not in summary
     assert_one_line(summary)
+
+
+def test_a_description_that_only_introduces_follows_its_title() -> None:
+    body = "Results for the intermediate checkpoints:\n\n| ckpt | MMLU |\n|---|---|\n| 20k | 61 |"
+    summary = summarize(body, title="[evals] Checkpoint evals: 20k / 40k")
+    assert (
+        summary == "[evals] Checkpoint evals: 20k / 40k — Results for the intermediate checkpoints:"
+    )
+
+
+def test_a_description_of_headings_only_is_summarised_by_its_title() -> None:
+    body = "## Finding and recommendation\n\n| rung | loss |\n|---|---|\n| d768 | 2.61 |"
+    assert summarize(body, title="Gate decay ablation") == "Gate decay ablation"
 
 
 def test_summary_is_capped_at_a_clause_or_word_with_ellipsis() -> None:
@@ -73,6 +87,30 @@ def test_summary_is_capped_at_a_clause_or_word_with_ellipsis() -> None:
     assert summary[:-1] == summary[:-1].rstrip()
     assert body.startswith(summary[:-1])  # cut on a word boundary, nothing invented
     assert len(summarize(body, limit=60)) <= 60
+
+
+def test_a_long_sentence_ends_at_a_clause_never_mid_phrase() -> None:
+    body = (
+        "We keep losing a day whenever a node dies because the launcher insists on exactly 128 "
+        "nodes, and this change lets it start with fewer by recomputing the gradient accumulation "
+        "steps while introducing temporary slack in the global batch until the spare arrives."
+    )
+    summary = summarize(body)
+    assert summary == (
+        "We keep losing a day whenever a node dies because the launcher insists on exactly 128 "
+        "nodes, and this change lets it start with fewer by recomputing the gradient accumulation "
+        "steps."
+    )
+
+
+def test_a_label_over_a_table_introduces_the_prose_after_it() -> None:
+    body = (
+        "Three-week check-in\n\n| | |\n|---|---|\n| step | ~112,970 of 953,674 |\n\n"
+        "Throughput has been flat at ~15 s/step since the fork."
+    )
+    assert summarize(body) == (
+        "Three-week check-in — Throughput has been flat at ~15 s/step since the fork."
+    )
 
 
 def test_summary_prefers_a_sentence_boundary_and_adds_short_followers() -> None:
@@ -354,7 +392,11 @@ def test_tag_words_need_word_boundaries() -> None:
 def test_title_outweighs_body_mentions() -> None:
     body = "Router logits and the gate norm look fine; this only adds a checkpoint."
     assert classify_tag(body) == "training-dynamics"
-    assert classify_tag(body, title="Save a permanent checkpoint at 55k") == "checkpointing"
+    # the title's topic beats the body's passing mentions: no longer training-dynamics, and
+    # checkpointing once the body does not argue for another topic as much
+    assert classify_tag(body, title="Save a permanent checkpoint at 55k") != "training-dynamics"
+    quieter = "Router logits look fine; this PR only pins a checkpoint."
+    assert classify_tag(quieter, title="Save a permanent checkpoint at 55k") == "checkpointing"
 
 
 def test_tag_tables_cover_the_shared_tag_list() -> None:
@@ -405,7 +447,7 @@ def test_enrich_text_on_a_full_incident_report() -> None:
         "warning",
         "network",
     )
-    assert e.summary.startswith("Hero run: lost a node at step 50,195 — The hero run lost node")
+    assert e.summary.startswith("The hero run lost node s55sxs64 after step 50,195")
     assert_one_line(e.summary)
     assert e.newsworthy
 

@@ -1,7 +1,11 @@
-"""The deterministic enrichment on the development corpus must not regress: tag agreement,
-incident recall and precision stay above the floors reached (less a small margin), nothing
-substantive is erased, no spam is shown, and the rules stay well ahead of a keyword matcher.
-`bench/bench_signal.py` prints the same figures with the confusion matrix and every miss."""
+"""The deterministic enrichment on the development corpus must not regress: the timeline's
+figures meet issue 40's targets (of the tags shown, at least 80 % agree with the labels, with a
+tag on at least half the entries; at least 80 % of 🚨 marks on entries about an incident, every
+incident event marked; at most 5 % of summaries a heading, a bare title, a cut phrase or empty),
+live-report recall and precision stay above the floors reached, nothing substantive is erased,
+no spam is shown, and the rules stay well ahead of a keyword matcher. `bench/bench_signal.py`
+prints the same figures with the confusion matrix and every miss; `bench/bench_nokey.py` prints
+them for the held-back corpus too (never tested here: it is not tuned on)."""
 
 from __future__ import annotations
 
@@ -11,8 +15,14 @@ import pytest
 
 from tests.enrich.signal_corpus import Scores, baseline_method, load, rules_method, score
 
+# Issue 40's targets for what the timeline shows without a model key.
+SHOWN_TAG_TARGET = 0.80  # of the tags shown, agreeing with the labels
+COVERAGE_TARGET = 0.50  # of the entries shown, with a tag
+MARK_PRECISION_TARGET = 0.80  # of the 🚨 marks, on entries about an incident
+SUMMARY_PROBLEMS_MAX = 0.05  # summaries a heading, a bare title, a cut phrase or empty
 # Reached on the corpus when these floors were set (less about two entries' worth of margin).
-TAG_FLOOR = 0.87  # reached 0.896
+SHOWN_TAG_FLOOR = 0.95  # reached 0.970 (163 of 168 tags shown)
+MARK_PRECISION_FLOOR = 0.93  # reached 0.969 (63 of 65 marks)
 RECALL_FLOOR = 0.95  # reached 1.000
 PRECISION_FLOOR = 0.95  # reached 1.000
 KIND_FLOOR = 0.82  # of the incidents found, the share whose kind matches the label (0.875)
@@ -33,8 +43,20 @@ def test_the_corpus_is_big_enough_to_mean_something(entries: list[dict[str, Any]
     assert sum(bool(e["incident"]) for e in entries) >= 30
 
 
-def test_tag_agreement(rules: Scores) -> None:
-    assert rules.agreement >= TAG_FLOOR, rules.wrong_tags
+def test_shown_tags_agree_and_cover_half_the_timeline(rules: Scores) -> None:
+    assert rules.shown_agreement >= SHOWN_TAG_TARGET, rules.wrong_tags
+    assert rules.coverage >= COVERAGE_TARGET
+    assert rules.shown_agreement >= SHOWN_TAG_FLOOR, rules.wrong_tags
+
+
+def test_the_incident_mark_is_sure_and_on_every_incident_event(rules: Scores) -> None:
+    assert rules.mark_precision >= MARK_PRECISION_TARGET
+    assert rules.mark_precision >= MARK_PRECISION_FLOOR
+    assert rules.live_mark_recall == 1.0
+
+
+def test_summaries_are_ones_a_lead_would_keep(rules: Scores) -> None:
+    assert rules.summary_problem_rate <= SUMMARY_PROBLEMS_MAX, rules.bad_summaries
 
 
 def test_incident_recall_and_precision(rules: Scores) -> None:

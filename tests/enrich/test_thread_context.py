@@ -106,8 +106,8 @@ def test_a_strong_signal_of_its_own_overrides_the_thread() -> None:
     item = thread("[infra] Move the hero run to the new cluster")
     event = comment(
         item,
-        "Separately: the learning rate warmup looks too short, the grad norm spikes at every "
-        "warmup boundary and the loss spikes follow.",
+        "Separately: the grad norm spikes at every warmup boundary and the loss spikes follow, "
+        "with the logits of the first layers saturating.",
     )
     assert enrich_event(event).tag == "training-dynamics"
 
@@ -118,7 +118,10 @@ def test_labels_say_what_a_thread_is_about() -> None:
 
 
 def test_a_description_is_read_title_first() -> None:
-    event = description("Add H100 scaling ladder", "Adds the ladder configs for 8 to 64 nodes.")
+    event = description(
+        "Add the 150M-3B scaling ladder",
+        "Adds the ladder configs, one per rung, sharing the main run recipe.",
+    )
     assert enrich_event(event).tag == "ablation"
 
 
@@ -135,11 +138,35 @@ def test_a_person_reporting_an_outage_is_an_incident() -> None:
     assert e.incident_kind in ("hardware", "node-loss")
 
 
+def test_talk_near_incidents_about_none_of_them_gets_no_mark() -> None:
+    incident = thread("[incident] Hero job pending: reservation expired overnight", ("incident",))
+    proposal = comment(incident, "Let's put reservation end dates into the run dashboard.")
+    assert not enrich_event(proposal).incident  # a general proposal, even in the thread
+    log = thread("[hero-run] Run log, weeks 6-7", ("hero-run",))
+    weekly = comment(
+        log,
+        "Weekly summary: steps 63,000 to 78,900, three interruptions (stuck kernel, host OOM "
+        "in the eval hook, Xid 79), total downtime 2 h 41 min. Loss is on the fitted curve.",
+    )
+    assert not enrich_event(weekly).incident  # faults named in passing in a routine update
+    template = description(
+        "Add an incident report template",
+        "Adds a template so reports look alike: what is down, last good step, the post-mortem.",
+        pull=True,
+    )
+    assert not enrich_event(template).incident
+    change = thread("Lower the NCCL collective timeout to 10 min", pull=True)
+    review = comment(change, "Approve: the worst save barrier last month was 4m10s.")
+    assert not enrich_event(review).incident  # a pull's title names a change, not an outage
+    # …while the incident's own follow-ups keep their mark
+    assert enrich_event(comment(incident, "Requeued on the new reservation.")).incident
+
+
 def test_a_crash_in_an_ablation_thread_is_a_result_not_an_outage() -> None:
     item = thread("small-scale ablation: z-loss at 150M")
     e = enrich_event(comment(item, "The 150M run crashed with an OOM at step 3k; rerunning."))
     assert not e.incident
-    assert e.tag == "ablation"
+    assert e.tag in ("ablation", "other")  # a result of the ablation, or no tag: never infra
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from bot.render.cards import (
     CONTINUED,
     TimeStyle,
     digest_card,
+    entry_line,
     restart_text,
     status_card,
     timeline_pages,
@@ -137,7 +138,10 @@ def test_status_card_lists_open_incidents_and_the_run_total() -> None:
         field.value
         == "• W&B run crashed (since <relative:09-02 14:30>)\n4 so far, 2 cleared on their own"
     )
-    assert card.footer == "Summary written from the recorded data"
+    # without a model the card says once that the rules wrote its words, tags included
+    assert (
+        card.footer == "Summaries and tags written by rules from the recorded data, not by a model"
+    )
 
 
 def test_status_card_stays_within_discord_limits() -> None:
@@ -361,8 +365,19 @@ def test_timeline_json_shape() -> None:
         "state": "open",
         "summary": "new eval",
         "tag": "evals",
+        "tag_by": "rules",
         "incident": False,
     }
+
+
+def test_an_untagged_entry_shows_no_tag_and_says_who_judged_it() -> None:
+    untagged = entry(1, "new eval", tag=None, tag_by="model")
+    [item] = timeline_json([untagged])
+    assert (item["tag"], item["tag_by"]) == (None, "model")
+    line = entry_line(untagged)
+    assert line.endswith("— new eval") and "`" not in line and "other" not in line
+    local = local_formatter("America/New_York", NOW)
+    assert render_timeline([untagged], local).splitlines()[1] == "  10:30 EDT  ana #12 [open]"
 
 
 def test_terminal_text_in_the_runs_zone() -> None:

@@ -184,6 +184,7 @@ async def test_timeline_filters_and_pages(store: Store) -> None:
         "state",
         "summary",
         "tag",
+        "tag_by",
         "incident",
     }
     pages = timeline_pages(entries, "Timeline", local_formatter("UTC", NOW))

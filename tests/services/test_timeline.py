@@ -7,8 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.models import Event, RunInfo
+from bot.models import Event, RunInfo, WandbState
 from bot.narrative.entries import entry_from_event
+from bot.pipeline import enrich_pending
+from bot.render.json import timeline_json
 from bot.services.runs import UnknownRun
 from bot.services.timeline import MAX_DAYS, BadFilter, build_timeline, validate_filters
 from bot.store import Store
@@ -43,7 +45,7 @@ async def seed(store: Store, events: list[Event]) -> None:
             incident=e.incident,
             severity=None,
             newsworthy=e.newsworthy,
-            enriched_by="test",
+            enriched_by=e.enriched_by or "test",
         )
 
 
@@ -81,6 +83,19 @@ async def test_filters_by_tag_and_source_and_pages(store: Store) -> None:
     ]  # deleted and non-newsworthy events never show
 
 
+async def test_an_entry_the_judge_was_not_sure_of_shows_no_tag(store: Store) -> None:
+    await seed(
+        store,
+        [
+            event(1, 1, tag="other", enriched_by="rules"),
+            event(2, 2, tag="optimizer", enriched_by="llm:enrich@abc123"),
+        ],
+    )
+    entries = await build_timeline(store, "hero", NOW)
+    rows = timeline_json(entries)
+    assert [(r["tag"], r["tag_by"]) for r in rows] == [(None, "rules"), ("optimizer", "model")]
+
+
 async def test_unknown_run_and_bad_filters(store: Store) -> None:
     with pytest.raises(UnknownRun):
         await build_timeline(store, "nope", NOW)
@@ -98,8 +113,50 @@ def test_an_event_becomes_a_line_without_enrichment() -> None:
     enriched = entry_from_event(event(1, 0, title="Title", body="Body"))
     assert (enriched.summary, enriched.tag) == ("summary 1", "evals")
     titled = entry_from_event(event(2, 0, summary=None, tag=None, title="Loss spike"))
-    assert (titled.summary, titled.tag) == ("Loss spike", "other")
+    assert (titled.summary, titled.tag) == ("Loss spike", None)  # nothing judged: no tag
     body = entry_from_event(event(3, 0, summary=None, body="x" * 300, incident=True, tag=None))
     assert body.summary == "x" * 200 and body.tag == "incident" and body.incident
     empty = entry_from_event(event(4, 0, summary=None, body=None))
     assert empty.summary == "(no text)"
+
+
+def wandb_state(n: int, hours_ago: float, old: str | None, new: str) -> Event:
+    """A W&B state event as the source writes it (`bot.sources.wandb`)."""
+    title = (
+        f"W&B run hero-fork is {new} at step 62,004"
+        if old is None
+        else f"W&B run hero-fork went from {old} to {new} at step 62,004"
+    )
+    return Event(
+        run_slug="hero",
+        source="wandb",
+        external_id=f"state:e/p/hero-fork:{new}:{n}",
+        kind="state",
+        at=NOW - timedelta(hours=hours_ago),
+        ref="hero-fork",
+        title=title,
+        body=title + ".",
+        state=new,
+        extra=WandbState(wandb_run="e/p/hero-fork", from_state=old, to_state=new).to_json(),
+    )
+
+
+async def test_a_runs_routine_is_running_is_not_a_timeline_entry(store: Store) -> None:
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    await store.events.upsert_many(
+        [
+            wandb_state(1, 5, None, "running"),  # the monitor's first look: routine
+            wandb_state(2, 4, "running", "crashed"),
+            wandb_state(3, 3, "crashed", "running"),  # resumed
+            wandb_state(4, 2, "running", "finished"),
+            wandb_state(5, 1, None, "crashed"),  # first seen already crashed: news
+        ]
+    )
+    assert await enrich_pending(store) == 5
+    shown = [e.summary for e in await build_timeline(store, "hero", NOW)]
+    assert shown == [
+        "W&B run hero-fork is crashed at step 62,004",
+        "W&B run hero-fork went from running to finished at step 62,004",
+        "W&B run hero-fork went from crashed to running at step 62,004",
+        "W&B run hero-fork went from running to crashed at step 62,004",
+    ]

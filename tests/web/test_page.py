@@ -15,6 +15,7 @@ import pytest
 
 from bot.analysis.progress import compute_progress
 from bot.models import Incident, IncidentDetails, ReportedCause, RunInfo
+from bot.narrative.entries import TimelineEntry
 from bot.render.json import status_json
 from bot.render.page import (
     MAX_PAGE_BYTES,
@@ -120,7 +121,9 @@ async def test_run_page_shows_progress_timeline_and_chart(store: Store, now: dat
     assert "updated 1 min ago" in text and "next in 3 min" in text
     # the projected end as precisely as the pace allows, the same words as /status
     assert page.projected_end and f"projected end {page.projected_end}" in text
-    assert "Summary written by Runscribe from the recorded data." in text
+    # said once: without a model the rules wrote the summaries and the tags
+    assert text.count("written by rules") == 1
+    assert "Summaries and tags written by rules from the recorded data, not by a model." in text
     assert "template" not in text.lower()
     # Links: the run's links and the timeline's refs.
     hrefs = doc.attrs("href")
@@ -362,6 +365,31 @@ def test_open_incidents_and_drifting_forecasts() -> None:
     assert "gradient norm" not in text  # on forecast: not listed
     quiet = render_run_page(page_of(report(now, forecasts=forecasts[1:])))
     assert "Drifting" not in quiet and "Open incidents" not in quiet
+
+
+def test_an_untagged_entry_is_shown_without_a_tag_never_as_other() -> None:
+    now = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
+    common: dict[str, Any] = {"author": "ana", "source": "github", "ref": "#12", "url": None}
+    timeline = [
+        TimelineEntry(
+            now, **common, state=None, summary="Unsure", tag=None, incident=False, kind="comment"
+        ),
+        TimelineEntry(
+            now,
+            **common,
+            state=None,
+            summary="Evals in",
+            tag="evals",
+            incident=False,
+            kind="comment",
+        ),
+    ]
+    html = render_run_page(page_of(report(now), timeline=timeline))
+    assert "<em>evals</em>" in html and 'for="tag-evals"' in html
+    assert "<em>other</em>" not in html and "t-other" not in html
+    assert 'for="tag-other"' not in html  # no filter for entries nobody tagged
+    # the rules wrote both, and the page says so once
+    assert html.count("written by rules") == 1
 
 
 def test_empty_run_page_renders() -> None:

@@ -120,7 +120,7 @@ async def test_model_inventions_and_pings_never_reach_the_channel(
         bot.runtime = dataclasses.replace(bot.runtime, llm=llm, answers=answers)  # type: ignore[type-var]
         anthropic.push(
             text("@everyone it forked for the optimizer change [1][99], see https://evil.example"),
-            text("@everyone <@&42> The fork carried an optimizer change [1]."),
+            text("@everyone <@&42> The fork carried the optimizer change from #1519 [2]."),
         )
         try:
             record = await fake.slash("ask", [option("question", QUESTION)])

@@ -350,7 +350,9 @@ def test_a_fallback_summary_is_never_a_heading_or_cut_mid_phrase() -> None:
         "week, which were merged yesterday after a review by two people from the infra team."
     )
     cut = rules_for(make_event(1, at, body=long)).summary
-    assert cut == "The coordinator ran out of memory while saving a checkpoint at step 50,195."
+    # Whole clauses, ended where the text itself pauses (a comma, "and", a full stop).
+    assert cut.endswith(".") and not cut.endswith("…") and len(cut) < len(long)
+    assert long.startswith(cut[:-1]) and long[len(cut) - 1 :].startswith((",", " and ", "."))
     headed = "## Finding and recommendation\n\n" + long
     assert rules_for(make_event(2, at, body=headed)).summary == cut
     alone = rules_for(make_event(3, at, body="## Finding and recommendation")).summary

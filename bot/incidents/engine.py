@@ -421,20 +421,17 @@ class IncidentEngine:
 
     async def _people_acting(self, repo: IncidentsRepo, cycle: _Cycle) -> None:
         """Whether a person reported acting on each recent incident (a requeue, a restart, a
-        drain…), read from what people wrote around it: only a recovery nobody reported acting
-        on counts as "on its own". Each incident stops being read once it is past its lag."""
-        for incident in cycle.incidents:
-            details = incident.details
-            if details.acted_by is not None or details.silent or not details.fired:
-                continue
-            end = cycle.now
-            if incident.resolved_at is not None:
-                end = min(end, incident.resolved_at + people.ACTING_LAG)
-            if details.acted_checked_until is not None and details.acted_checked_until >= end:
-                continue
-            start = incident.started_at - people.ACTING_LEAD
-            people.note_acting(incident, await repo.people_posts(cycle.run.slug, start, end))
-            details.acted_checked_until = end
+        drain…), read from what people wrote around it and credited to the one incident it
+        acted on (`people.credit_actions`): only a recovery nobody reported acting on counts as
+        "on its own". Each incident stops being read once it is past its lag."""
+        waiting = [i for i in cycle.incidents if people.wants_action(i, cycle.now)]
+        if waiting:
+            windows = [people.acting_window(i, cycle.now) for i in waiting]
+            start, end = min(w[0] for w in windows), max(w[1] for w in windows)
+            posts = await repo.people_posts(cycle.run.slug, start, end)
+            people.credit_actions(cycle.incidents, waiting, posts)
+            for incident, window in zip(waiting, windows, strict=True):
+                incident.details.acted_checked_until = window[1]
         for incident in cycle.incidents:
             people.credit_resolution(incident)  # the resolution says who acted
 

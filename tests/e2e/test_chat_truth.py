@@ -242,5 +242,11 @@ async def test_a_report_only_the_model_reads_as_live_opens_an_incident(
         [head] = d.channel()
         assert "overheating" in full_text(head)
         # The model read bob's message with alice's line before it as context.
-        [request] = [r for r in model.message_requests if HOT in r.user_text]
-        assert "alice: step time looks worse since lunch" in request.user_text
+        enrichments = [
+            r.user_text
+            for r in model.message_requests
+            if (r.body.get("tool_choice") or {}).get("type") == "tool" and HOT in r.user_text
+        ]
+        assert enrichments and all(
+            "alice: step time looks worse since lunch" in text for text in enrichments
+        )

@@ -83,6 +83,16 @@ def fact_enrichment(event: Event) -> Enrichment:
             incident_kind=None,  # the alert's own kind is its alertname (the engine reads it)
             newsworthy=True,
         )
+    if event.source == "system" and event.external_id.startswith("incident:"):
+        # An incident found in data (`bot.incidents.engine.incident_note`): its entry.
+        return Enrichment(
+            summary=summary,
+            tag="incident",
+            incident=True,
+            severity=None,
+            incident_kind=None,
+            newsworthy=True,
+        )
     failed = event.kind == "state" and event.state in UNHEALTHY_STATES
     return Enrichment(
         summary=summary,

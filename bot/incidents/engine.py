@@ -359,6 +359,8 @@ class IncidentEngine:
             assert incident.id is not None
             cycle.incidents.append(incident)
             cycle.new_ids.add(incident.id)
+            if not finding.event_ids:  # a drift, a stall…: no event of its own to list it
+                await store.events.upsert_many([incident_note(incident, finding.cause)])
         assert incident.id is not None
         if how != "followup":
             self._member(cycle, incident, finding, joined=how == "join")
@@ -541,6 +543,21 @@ class IncidentEngine:
 
 
 # --- helpers ------------------------------------------------------------------------------------
+
+
+def incident_note(incident: Incident, cause: str | None) -> Event:
+    """The /timeline entry of an incident found in data rather than in an event (a metric off
+    its forecast, a stall): a Runscribe note at its start, with its title and cause."""
+    return Event(
+        run_slug=incident.run_slug,
+        source="system",
+        external_id=f"incident:{incident.id}",
+        kind="note",
+        at=incident.started_at,
+        ref=f"incident #{incident.id}",
+        title=incident.title,
+        body=cause or "",
+    )
 
 
 def _add_signal(incident: Incident, event: Event) -> None:

@@ -65,22 +65,26 @@ def folds(message: Event) -> bool:
     return not is_substantive(message.body or "")
 
 
-def context_lines(conversation: Event, message: Event, limit: int = 600) -> list[str]:
-    """The "author: text" lines of `conversation` written before `message` (one of its
-    members), the latest kept when they do not all fit in `limit` characters: what the model
-    reads a message against. Empty when the message is not a member, or is the first."""
-    members = ConversationData.of(conversation).messages
-    if message.external_id not in members:
-        return []
-    lines = (conversation.body or "").splitlines()[: members.index(message.external_id)]
-    kept: list[str] = []
-    size = 0
-    for line in reversed(lines):
-        size += len(line) + 1
-        if size > limit:
-            break
-        kept.append(line)
-    return kept[::-1]
+def context_lines(channel: Sequence[Event], message: Event, limit: int = 600) -> list[str]:
+    """The "author: text" lines of the burst `message` belongs to, said before it (the latest
+    kept when they do not all fit in `limit` characters): what the model reads a message
+    against. `channel` is the channel's messages up to it (read from the store, so a message
+    is never judged without its context because its conversation is not written yet). Empty
+    when it starts its burst."""
+    for group in bursts([m for m in channel if not m.deleted]):
+        ids = [m.external_id for m in group]
+        if message.external_id not in ids:
+            continue
+        kept: list[str] = []
+        size = 0
+        for m in reversed(group[: ids.index(message.external_id)]):
+            line = f"{m.author or 'someone'}: {' '.join((m.body or '').split())}"
+            size += len(line) + 1
+            if size > limit:
+                break
+            kept.append(line)
+        return kept[::-1]
+    return []
 
 
 def burst_bounds(event: Event) -> tuple[datetime, datetime, int]:

@@ -21,7 +21,7 @@ request, through a forced tool call whose input is validated strictly.
 Discord bursts: `group_conversations` turns consecutive messages of one channel into one
 conversation event. It is pure; see its docstring for how the pipeline uses it. The conversation
 is context, never judged itself: each chat message with substance is one item, judged with the
-lines of its conversation written before it (`context_lines`), so the model's verdict on a live
+lines of its burst written before it (`context_lines`), so the model's verdict on a live
 report lands on the message that reports it, the unit the incident engine reads.
 """
 
@@ -38,7 +38,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.enrich.context import ThreadContext
-from bot.enrich.conversations import context_lines, group_conversations
+from bot.enrich.conversations import MAX_SPAN, context_lines, group_conversations
 from bot.enrich.markdown import clean_text
 from bot.enrich.rules import Enrichment, enrich_event
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable, estimate_tokens
@@ -409,13 +409,13 @@ class LLMEnricher:
         return out
 
     async def _context(self, event: Event) -> tuple[str, ...]:
-        """What was said before a chat message in its conversation (empty for anything else)."""
+        """What was said before a chat message in its burst (empty for anything else)."""
         if event.kind != "message" or not event.thread:
             return ()
-        conversation = await self.store.events.conversation_before(
-            event.run_slug, event.thread, event.at
+        channel = await self.store.events.in_thread(
+            event.run_slug, event.thread, since=event.at - MAX_SPAN, until=event.at, kind="message"
         )
-        return tuple(context_lines(conversation, event)) if conversation is not None else ()
+        return tuple(context_lines(channel, event))
 
     def build_request(self, run_slug: str, batch: Sequence[_Pending]) -> tuple[list[str], str]:
         """(system blocks, user message) for one batch; local ids are 1..n within the batch.

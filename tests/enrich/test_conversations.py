@@ -138,13 +138,14 @@ def test_a_message_is_read_against_what_was_said_before_it() -> None:
         message(2, 1, "bo", "two GPUs on gb-r14-n3 overheating"),
         message(3, 2, "cy", "draining it"),
     ]
-    [conversation] = group_conversations(burst)
-    assert context_lines(conversation, burst[0]) == []
-    assert context_lines(conversation, burst[2]) == [
+    earlier = message(0, -30, "dee", "lunch?")  # an earlier burst: not context
+    channel = [earlier, *burst]
+    assert context_lines(channel, burst[0]) == []
+    assert context_lines(list(reversed(channel)), burst[2]) == [
         "ana: step time went from 17 s to 26 s",
         "bo: two GPUs on gb-r14-n3 overheating",
     ]
-    assert context_lines(conversation, burst[2], limit=40) == [
+    assert context_lines(channel, burst[2], limit=40) == [
         "bo: two GPUs on gb-r14-n3 overheating"  # the latest kept when not all fit
     ]
-    assert context_lines(conversation, message(9, 3)) == []  # not a member
+    assert context_lines(channel, message(9, 3)) == []  # not in the channel

@@ -138,3 +138,30 @@ async def test_a_post_just_before_an_incident_counts_only_when_it_names_its_host
     [incident] = await store.incidents.find("hero")
     assert incident.details.action is not None
     assert incident.details.action.event_id == drained.id
+
+
+async def test_the_crash_alert_says_the_crash_step_once(store: Store, now: datetime) -> None:
+    """The alert message (its text and its card) names the crash and its last step once; the
+    report's cause is quoted once."""
+    sc = Scenario(store, now)
+    await sc.start()
+    await sc.run_for(60)
+    sc.training = sc.beating = False
+    await sc.tick()
+    await sc.set_state("crashed")
+    await sc.run_for(3)
+    await sc.report("node lost, ECC errors on host 12", source="discord", author="bob")
+    await sc.run_for(2)
+    [incident] = await store.incidents.find("hero")
+    step = incident.title.rsplit(" ", 1)[1]  # "… crashed at step 5,900"
+    heads = [i for i in await sc.outbox() if i.kind in ("alert", "edit")]
+    assert heads
+    for head in heads:
+        card = head.payload["card"]
+        said = " ".join(
+            [head.payload["content"], card["title"], card["description"]]
+            + [f["value"] for f in card["fields"]]
+        )
+        assert said.count(step) == 1, said
+        assert said.count("crashed") <= 2, said  # the headline, and the W&B state as evidence
+        assert said.count("ECC errors on host 12") <= 1, said

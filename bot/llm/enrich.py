@@ -176,16 +176,16 @@ def _capped(text: str, limit: int = TITLE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render_event(local_id: int, event: Event, context: Sequence[str] = ()) -> str:
+def render_event(local_id: int, event: Event, said_before: Sequence[str] = ()) -> str:
     """One event as fenced data; metadata as attributes, text as the fenced body. A comment or
     review carries its thread (title, labels, issue or PR) as the rules read it, and GitHub's
     author_association, so the model judges it in the same context; a chat message carries the
-    lines of its conversation before it (`context`), marked as such, to read it against."""
+    lines of its burst before it (`said_before`), marked as such, to read it against."""
     title = _capped(event.title or "")
     body = prepare_body(event.body)
     text = f"title: {title}\n{body}" if title else body
-    if context:
-        earlier = "\n".join(f"> {' '.join(line.split())}" for line in context)
+    if said_before:
+        earlier = "\n".join(f"> {' '.join(line.split())}" for line in said_before)
         text = (
             f"(earlier in this conversation, for context only)\n{earlier}\n(this message)\n{text}"
         )

@@ -13,14 +13,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from bot.enrich.conversations import (
-    GAP,
-    burst_bounds,
-    bursts,
-    conversation_of,
-    settled,
-    settles_at,
-)
+from bot.enrich.conversations import GAP, burst_bounds, bursts, conversation_of, folds
+from bot.enrich.reports import is_substantive
 from bot.enrich.rules import Enrichment, enrich_event
 from bot.models import SOURCE_SPECS, UNHEALTHY_STATES, AlertData, Event, WandbState
 from bot.settings import DEFAULT_ENRICH_BATCH, DEFAULT_ENRICH_WINDOW
@@ -89,6 +83,16 @@ def fact_enrichment(event: Event) -> Enrichment:
             incident_kind=None,  # the alert's own kind is its alertname (the engine reads it)
             newsworthy=True,
         )
+    if event.source == "system" and event.external_id.startswith("incident:"):
+        # An incident found in data (`bot.incidents.engine.incident_note`): its entry.
+        return Enrichment(
+            summary=summary,
+            tag="incident",
+            incident=True,
+            severity=None,
+            incident_kind=None,
+            newsworthy=True,
+        )
     failed = event.kind == "state" and event.state in UNHEALTHY_STATES
     return Enrichment(
         summary=summary,
@@ -128,7 +132,7 @@ class Detector(Protocol):
         ...
 
 
-# How the rules label a message folded into a conversation (the conversation carries it).
+# How the rules label a chit-chat message folded into a conversation.
 IN_CONVERSATION = "rules:in-conversation"
 
 
@@ -139,12 +143,13 @@ async def group_chat_bursts(store: Store, run_slug: str | None = None) -> int:
     For each channel with new (or edited, or deleted) messages, the channel's tail is regrouped
     from the start of the burst they continue (`bursts`): every burst of two or more messages is
     one `conversation` event keyed by its first message, extended in place while the burst goes
-    on; its members are enriched by the rules as not newsworthy (their incident flag kept, so a
-    report in chat reaches its incident at once), so the timeline and the LLM see the exchange
-    once. A conversation the regrouping no longer produces (its first message was deleted) is
-    marked deleted, and a message left on its own is enriched again by itself, so no two
-    conversations ever share a message. Reads only the channel's tail, through indexes. Returns
-    the number of conversations written."""
+    on. The conversation is the context its messages are judged in, never an entry: its
+    chit-chat members are enriched by the rules as not newsworthy (`folds`), and every other
+    member (a report, an action, a decision) is enriched by itself, as it arrives. A conversation
+    the regrouping no longer produces (its first message was deleted) is marked deleted, and a
+    message folded in before that is on its own now (or has substance since an edit) is enriched
+    again by itself. Reads only the channel's tail, through indexes. Returns the number of
+    conversations written."""
     channels: dict[tuple[str, str, str], list[Event]] = {}
     for source in SOURCE_SPECS.chat():
         pending = await store.events.pending_enrichment(
@@ -204,8 +209,8 @@ async def _regroup_channel(
 @dataclass(frozen=True, slots=True)
 class _Folded:
     conversations: list[Event]  # one per burst of more than one message
-    members: list[tuple[Event, Enrichment]]  # messages to (re)fold in, with the rules' reading
-    alone: list[int]  # messages folded in before that are on their own now: enriched again
+    members: list[tuple[Event, Enrichment]]  # chit-chat to (re)fold in, with the rules' reading
+    alone: list[int]  # messages folded in before that stand on their own now: enriched again
 
 
 def _fold(messages: Sequence[Event], thread: str, fresh: set[int | None]) -> _Folded:
@@ -217,50 +222,49 @@ def _fold(messages: Sequence[Event], thread: str, fresh: set[int | None]) -> _Fo
         if len(group) > 1
         for m in group
         # a member folded in before and unchanged since keeps its enrichment
-        if m.id in fresh or m.enriched_by != IN_CONVERSATION
+        if (m.id in fresh or m.enriched_by != IN_CONVERSATION) and folds(m)
     ]
     alone = [
-        group[0].id
+        m.id
         for group in groups
-        if len(group) == 1
-        and group[0].id is not None
-        and group[0].enriched_by == IN_CONVERSATION
-        and group[0].id not in fresh
+        for m in group
+        if m.id is not None
+        and m.enriched_by == IN_CONVERSATION
+        and m.id not in fresh
+        and (len(group) == 1 or not folds(m))
     ]
     conversations = [conversation_of(group, thread) for group in groups if len(group) > 1]
     return _Folded(conversations, members, alone)
 
 
 def waiting_since(event: Event) -> datetime:
-    """Since when an event has been worth enriching: a chat burst (a conversation or a lone
-    message) once it can no longer grow, anything else once it was written or edited."""
-    if chat_burst(event):
-        return settles_at(*burst_bounds(event))
+    """Since when an event has been worth enriching: once it was written or edited."""
     return max(event.at, event.updated_at or event.at)
 
 
 def urgent(event: Event) -> bool:
     """The rules read it as a live incident report: it never waits for a batch. (Not a
-    conversation: its members carry the rules' incident flag from the moment they are folded in,
-    so the incident engine has the report already.)"""
+    conversation: it is context, never a verdict of its own.)"""
     if from_facts(event) or event.kind == "conversation":
         return False
     return rules_enrichment(event).live_report
 
 
-def ready(event: Event, now: datetime) -> bool:
-    """Whether an event may be enriched at `now`: anything but a chat burst still going on
-    (enriched once, when it settles), unless it is a lone message the rules read as an incident
-    report."""
-    if event.deleted or not chat_burst(event):
-        return True
-    return settled(*burst_bounds(event), now) or urgent(event)
+def said_in_chat(event: Event) -> bool:
+    """A chat message with substance: it may report a fault in words the rules do not read
+    ("two GPUs on gb-r14-n3 overheating"), so the model judges it within the round it arrives,
+    never after a batch window."""
+    return (
+        event.kind == "message"
+        and SOURCE_SPECS.is_chat(event.source)
+        and not event.deleted
+        and is_substantive(event.body or "")
+    )
 
 
-async def ready_ones(events: Sequence[Event], now: datetime) -> list[Event]:
-    """The events `ready` at `now`, judged in a worker thread (`ready` may read a message with the
-    rules, which is CPU work)."""
-    return await asyncio.to_thread(lambda: [e for e in events if ready(e, now)])
+def by_rules(event: Event) -> bool:
+    """Enriched by code whatever the enricher: facts, and conversations (context only)."""
+    return from_facts(event) or (event.kind == "conversation" and chat_burst(event))
 
 
 async def enrich_pending(
@@ -270,7 +274,6 @@ async def enrich_pending(
     batch: int = 200,
     run_slug: str | None = None,
     budget: Budget | None = None,
-    now: datetime | None = None,
     group: bool = True,
     offer: Sequence[Event] = (),
 ) -> int:
@@ -278,8 +281,8 @@ async def enrich_pending(
     folded into conversations first, unless `group` is false because the caller just did),
     until a batch finds the queue drained. Returns how many were enriched.
 
-    With `now`, chat bursts still going on at `now` stay queued (see `ready`): a
-    conversation is enriched once, when it settles, not once per message.
+    A chat message is enriched as it arrives (with its conversation so far as context), never
+    held until its burst settles.
 
     `offer`: events the rules enriched standing in for the LLM (`RETRY_LABEL`), sent along
     with the first batch; each keeps its enrichment unless the LLM gives one.
@@ -296,13 +299,14 @@ async def enrich_pending(
     while True:
         if budget is not None and budget.spent:
             return done
-        queued = await store.events.pending_enrichment(run_slug, limit=batch)
-        pending = queued if now is None else await ready_ones(queued, now)
+        pending = await store.events.pending_enrichment(run_slug, limit=batch)
         if not pending and not offered:
             return done
         machine = [e for e in pending if from_facts(e)]
         results = {e.id: (fact_enrichment(e), "facts") for e in machine if e.id is not None}
-        texts = [e for e in pending if not from_facts(e)] + offered
+        context = [e for e in pending if by_rules(e) and not from_facts(e)]
+        results.update(await asyncio.to_thread(_rules_all, context))
+        texts = [e for e in pending if not by_rules(e)] + offered
         try:
             async with asyncio.timeout(budget.remaining if budget is not None else None):
                 results.update(await enricher.enrich(texts))
@@ -332,7 +336,7 @@ async def enrich_pending(
         offered = []
         if wrote == 0:  # everything changed under us; try again next cycle
             return done
-        if len(queued) < batch:
+        if len(pending) < batch:
             # The queue was drained: what arrived since waits for the next round, so a busy
             # channel (a message every few milliseconds) never keeps one round going until
             # its budget is spent, holding the enrichment loop and deferring every command.
@@ -446,8 +450,8 @@ def of_family(sources: Sequence[Source], family: str) -> list[Source]:
 @dataclass(frozen=True, slots=True)
 class Gather:
     """Live batching: events wait for enrichment until `batch` of them are ready or the oldest
-    has waited `window`, so the fixed part of a prompt is shared by many events. A chat burst
-    is ready once it has settled (`ready`); an event the rules read as an incident report is
+    has waited `window`, so the fixed part of a prompt is shared by many events. An event the
+    rules read as an incident report, and a chat message with substance (`said_in_chat`), are
     never kept waiting."""
 
     window: timedelta = timedelta(seconds=DEFAULT_ENRICH_WINDOW)
@@ -469,13 +473,15 @@ async def enrichment_due(
         return True
     # Twice the batch: bursts still going on are queued too (a few per watched channel).
     pending = await store.events.pending_enrichment(limit=2 * gather.batch)
-    texts = await ready_ones([e for e in pending if not from_facts(e)], now)
+    texts = [e for e in pending if not by_rules(e)]
     texts += offer
     if not texts:
         return False
     if len(texts) >= gather.batch:
         return True
     if now - min(waiting_since(e) for e in texts) >= gather.window:
+        return True
+    if await asyncio.to_thread(lambda: any(said_in_chat(e) for e in texts if e not in offer)):
         return True
     return not reports_wait and await asyncio.to_thread(lambda: any(urgent(e) for e in texts))
 
@@ -494,9 +500,7 @@ async def gathered_round(
     offer = await store.events.enriched_by_label(retry_label, RETRY_OFFER) if retry_label else []
     # Without a retry label there is nowhere to queue a report for later: it goes now.
     if await enrichment_due(store, now, gather, offer, reports_wait=retry_label is not None):
-        return done + await enrich_pending(
-            store, enricher, budget=budget, now=now, group=False, offer=offer
-        )
+        return done + await enrich_pending(store, enricher, budget=budget, group=False, offer=offer)
     if retry_label is not None:
         done += await flag_reports(store, now, retry_label, limit=2 * gather.batch)
     return done
@@ -521,20 +525,29 @@ async def flag_reports(store: Store, now: datetime, label: str, *, limit: int) -
 
 
 def _urgent_reports(events: Sequence[Event], now: datetime) -> list[tuple[Event, Enrichment]]:
-    """The ready live incident reports among `events`, with the rules' enrichment of each."""
-    return [(e, rules_enrichment(e)) for e in events if ready(e, now) and urgent(e)]
+    """The live incident reports among `events`, with the rules' enrichment of each."""
+    return [(e, rules_enrichment(e)) for e in events if urgent(e)]
 
 
 async def enrich_facts(store: Store) -> int:
-    """Enrich the queued W&B, system and alert events (`from_facts`) from their fields (no
-    request, never waits)."""
+    """Enrich the queued W&B, system and alert events (`from_facts`) from their fields, and the
+    queued conversations (context for their messages) by the rules: no request, never waits."""
     pending: list[Event] = []
     for source in sorted(SOURCE_SPECS.facts()):
         pending += await store.events.pending_enrichment(limit=500, source=source)
+    conversations: list[Event] = []
+    for source in sorted(SOURCE_SPECS.chat()):
+        conversations += await store.events.pending_enrichment(
+            limit=500, source=source, kind="conversation"
+        )
+    read = await asyncio.to_thread(_rules_all, conversations)
     written = 0
     async with store.transaction():
         for event in pending:
             written += await _write(store, event, fact_enrichment(event), "facts")
+        for event in conversations:
+            if event.id is not None:
+                written += await _write(store, event, *read[event.id])
     return written
 
 

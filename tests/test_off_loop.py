@@ -53,26 +53,25 @@ async def test_the_rules_and_the_burst_folding_run_in_a_worker_thread(
     folds, _ = record_threads(monkeypatch, pipeline, "conversation_of")
     loop = threading.get_ident()
 
-    # `now` an hour on: the burst has settled, so it is folded and everything enriched
-    assert await pipeline.enrich_pending(store, now=now + timedelta(hours=1)) > 0
+    # the burst is folded and everything enriched
+    assert await pipeline.enrich_pending(store) > 0
 
     assert await store.events.pending_enrichment() == []
     assert folds and loop not in folds
     assert len(rules) >= 5 and loop not in rules  # the comments, the messages, the conversation
 
 
-async def test_ready_reads_unsettled_messages_in_a_worker_thread(
+async def test_whether_chat_is_due_is_read_in_a_worker_thread(
     store: Store, now: datetime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A message whose burst is still going on is read by the rules to see whether it is a live
-    incident report (`urgent`): that reading happens off the loop too."""
+    """Whether a queued chat message has substance (`said_in_chat`: the model judges it this
+    round) is read by the rules: that reading happens off the loop too."""
     await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
     await store.events.upsert_many([message(1, now, "is anyone else seeing NaN loss since 40k?")])
-    rules, _ = record_threads(monkeypatch, pipeline, "enrich_event")
+    rules, _ = record_threads(monkeypatch, pipeline, "is_substantive")
     loop = threading.get_ident()
-    queued = await store.events.pending_enrichment()
 
-    await pipeline.ready_ones(queued, now)  # the burst is still open at `now`
+    assert await pipeline.enrichment_due(store, now, pipeline.Gather())
 
     assert rules and loop not in rules
 

@@ -27,33 +27,37 @@ def message(i: int, at: datetime, text: str, author: str = "ana") -> Event:
     )
 
 
-async def test_bursts_become_one_conversation(store: Store, now: datetime) -> None:
+async def test_a_bursts_messages_with_substance_are_their_own_entries(
+    store: Store, now: datetime
+) -> None:
     await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
     minute = timedelta(minutes=1)
     burst = [
         message(1, now, "Node s12 dropped out of the gang again, job restarted from 40k"),
         message(2, now + 3 * minute, "Iris brought a spare in within ten minutes", "bo"),
-        message(3, now + 6 * minute, "Loss is back on the curve", "ana"),
+        message(3, now + 5 * minute, "thanks!", "cy"),
+        message(4, now + 6 * minute, "Loss is back on the curve", "ana"),
     ]
-    lone = message(4, now + 3 * 60 * minute, "Evals for the 40k checkpoint are posted in #12")
+    lone = message(5, now + 3 * 60 * minute, "Evals for the 40k checkpoint are posted in #12")
     await store.events.upsert_many([*burst, lone])
     await enrich_pending(store)
 
     entries = await build_timeline(store, "hero", now + timedelta(days=1), days=2)
-    kinds = sorted(e.kind for e in entries)
-    assert kinds == ["conversation", "message"]
-    conversation = next(e for e in entries if e.kind == "conversation")
-    assert conversation.author == "ana and bo"
-    assert conversation.incident  # a lost node reported in chat is flagged
+    assert [(e.kind, e.at, e.author) for e in reversed(entries)] == [
+        ("message", m.at, m.author) for m in (*burst[:2], burst[3], lone)
+    ]  # the "thanks!" is folded away
+    assert entries[-1].incident  # a lost node reported in chat is flagged
     assert await store.events.pending_enrichment() == []
 
-    # A fourth message in the same burst extends the conversation instead of adding one.
-    await store.events.upsert_many([message(5, now + 9 * minute, "Throughput is normal too")])
+    # A later message in the same burst extends the conversation, and adds its own entry.
+    await store.events.upsert_many([message(6, now + 9 * minute, "Throughput is normal too")])
     await enrich_pending(store)
-    entries = await build_timeline(store, "hero", now + timedelta(days=1), days=2)
-    assert sorted(e.kind for e in entries) == ["conversation", "message"]
+    after = await build_timeline(store, "hero", now + timedelta(days=1), days=2)
+    added = [e for e in after if e.at == now + 9 * minute]
+    assert [e.summary for e in added] == ["Throughput is normal too"]
+    assert [e.summary for e in after if e not in added] == [e.summary for e in entries]
     stored = await store.events.get_by_external("hero", "discord", "conv:1")
-    assert stored is not None and stored.extra["count"] == 4
+    assert stored is not None and stored.extra["count"] == 5 and not stored.newsworthy
 
 
 async def test_rules_enrichment_fills_every_event(store: Store, now: datetime) -> None:

@@ -1,7 +1,11 @@
 """Chat arrives in bursts (Discord, and any source registered with `SourceSpec.chat`):
-consecutive messages of one channel, each within a few minutes
-of the previous one, are one conversation. Grouping them before enrichment gives the timeline one
-entry per exchange and the LLM one item per exchange instead of ten one-liners.
+consecutive messages of one channel, each within a few minutes of the previous one, are one
+conversation. The conversation is context, never an entry: a message with substance (a report
+of a fault, an action, a decision, a number) stands on its own, at its own time, linked to its own
+message, with its author, and is judged on its own (rules at once, the model with the conversation
+so far as context, `context_lines`); only chit-chat and acknowledgements are folded into the
+conversation (`folds`), and a conversation is no timeline news. So no entry ever glues two
+people's messages, and no entry's summary changes as the chat goes on.
 
 A busy channel can chat for hours without a pause, so a conversation is also closed once it holds
 `MAX_MESSAGES` messages or spans `MAX_SPAN`; the next message starts the next one. The grouping is
@@ -54,19 +58,33 @@ def bursts(messages: Sequence[Event], gap: timedelta = GAP) -> list[list[Event]]
     return groups
 
 
-def settled(first: datetime, last: datetime, count: int, now: datetime | None) -> bool:
-    """Whether a burst can no longer grow at `now` (None: the caller treats everything as
-    settled): it is full, its span is used up, or the channel has been quiet for `GAP`."""
-    if now is None or count >= MAX_MESSAGES:
-        return True
-    return now - last > GAP or now - first >= MAX_SPAN
+def folds(message: Event) -> bool:
+    """Whether a message of a burst is folded into its conversation: chit-chat and
+    acknowledgements ("Morning all", "+1", "thanks dave!"). Anything with substance (a report, an
+    action, a decision, a number) is its own entry."""
+    return not is_substantive(message.body or "")
 
 
-def settles_at(first: datetime, last: datetime, count: int) -> datetime:
-    """When a burst stops being able to grow (`settled` turns true)."""
-    if count >= MAX_MESSAGES:
-        return last
-    return min(last + GAP, first + MAX_SPAN)
+def context_lines(channel: Sequence[Event], message: Event, limit: int = 600) -> list[str]:
+    """The "author: text" lines of the burst `message` belongs to, said before it (the latest
+    kept when they do not all fit in `limit` characters): what the model reads a message
+    against. `channel` is the channel's messages up to it (read from the store, so a message
+    is never judged without its context because its conversation is not written yet). Empty
+    when it starts its burst."""
+    for group in bursts([m for m in channel if not m.deleted]):
+        ids = [m.external_id for m in group]
+        if message.external_id not in ids:
+            continue
+        kept: list[str] = []
+        size = 0
+        for m in reversed(group[: ids.index(message.external_id)]):
+            line = f"{m.author or 'someone'}: {' '.join((m.body or '').split())}"
+            size += len(line) + 1
+            if size > limit:
+                break
+            kept.append(line)
+        return kept[::-1]
+    return []
 
 
 def burst_bounds(event: Event) -> tuple[datetime, datetime, int]:
@@ -91,8 +109,9 @@ def group_conversations(events: Sequence[Event], gap: timedelta = GAP) -> list[E
     the same conversation is updated in place rather than duplicated.
 
     The pipeline (`bot.pipeline.group_chat_bursts`) regroups the tail of each channel with
-    new messages, upserts the conversations and marks their members as not newsworthy, so the
-    timeline shows the conversation once. Deleted messages are left out; output is by time.
+    new messages, upserts the conversations (context, never news) and folds their chit-chat
+    members in (`folds`); the other members are enriched on their own. Deleted messages are left
+    out; output is by time.
     """
     passthrough: list[Event] = []
     chat = SOURCE_SPECS.chat()

@@ -30,7 +30,8 @@ _ACTION = re.compile(
 _TECHNICAL = re.compile(
     r"\b(node|host|gpu|nccl|ecc|xid|oom|loss|lr|step|checkpoint|ckpt|shard|rank|job|run|"
     r"slurm|k8s|pod|cluster|eval\w*|grad\w*|nan|spike|throughput|tokens?|batch|data\w*|"
-    r"config|optimizer|warmup|restore|crash\w*|fail\w*|error\w*|down|hang\w*|stall\w*)\b",
+    r"config|optimizer|warmup|restore|crash\w*|fail\w*|error\w*|down|hang\w*|stall\w*|spares?|"
+    r"pool|reservation|queue)\b",
     re.IGNORECASE,
 )
 _NUMBER = re.compile(r"\d")

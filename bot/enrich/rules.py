@@ -197,9 +197,15 @@ def enrich_event(event: Event) -> Enrichment:
         context=ThreadContext.of(event),
     )
     if event.kind == "conversation":
-        # Its substance, each author credited; a burst of nothing but chit-chat is no news.
+        # Context for its messages, never an entry nor a verdict of its own: each message with
+        # substance is judged and shown by itself (`bot.enrich.conversations`).
         said = summarize_burst(event.body or "")
-        if said is None:
-            return replace(enrichment, newsworthy=False)
-        return replace(enrichment, summary=said)
+        return replace(
+            enrichment,
+            summary=said or enrichment.summary,
+            newsworthy=False,
+            live_report=False,
+            severity=None,
+            incident_kind=None,
+        )
     return enrichment

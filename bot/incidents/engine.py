@@ -365,6 +365,8 @@ class IncidentEngine:
             assert incident.id is not None
             cycle.incidents.append(incident)
             cycle.new_ids.add(incident.id)
+            if not finding.event_ids:  # a drift, a stall…: no event of its own to list it
+                await store.events.upsert_many([incident_note(incident, finding.cause)])
         assert incident.id is not None
         if how != "followup":
             self._member(cycle, incident, finding, joined=how == "join")
@@ -429,20 +431,17 @@ class IncidentEngine:
 
     async def _people_acting(self, repo: IncidentsRepo, cycle: _Cycle) -> None:
         """Whether a person reported acting on each recent incident (a requeue, a restart, a
-        drain…), read from what people wrote around it: only a recovery nobody reported acting
-        on counts as "on its own". Each incident stops being read once it is past its lag."""
-        for incident in cycle.incidents:
-            details = incident.details
-            if details.acted_by is not None or details.silent or not details.fired:
-                continue
-            end = cycle.now
-            if incident.resolved_at is not None:
-                end = min(end, incident.resolved_at + people.ACTING_LAG)
-            if details.acted_checked_until is not None and details.acted_checked_until >= end:
-                continue
-            start = incident.started_at - people.ACTING_LEAD
-            people.note_acting(incident, await repo.people_posts(cycle.run.slug, start, end))
-            details.acted_checked_until = end
+        drain…), read from what people wrote around it and credited to the one incident it
+        acted on (`people.credit_actions`): only a recovery nobody reported acting on counts as
+        "on its own". Each incident stops being read once it is past its lag."""
+        waiting = [i for i in cycle.incidents if people.wants_action(i, cycle.now)]
+        if waiting:
+            windows = [people.acting_window(i, cycle.now) for i in waiting]
+            start, end = min(w[0] for w in windows), max(w[1] for w in windows)
+            posts = await repo.people_posts(cycle.run.slug, start, end)
+            people.credit_actions(cycle.incidents, waiting, posts)
+            for incident, window in zip(waiting, windows, strict=True):
+                incident.details.acted_checked_until = window[1]
         for incident in cycle.incidents:
             people.credit_resolution(incident)  # the resolution says who acted
 
@@ -589,6 +588,21 @@ def is_alert_event(event: Event) -> bool:
 def _digest(body: dict[str, Any]) -> str:
     text = str(body.get("content") or "")
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def incident_note(incident: Incident, cause: str | None) -> Event:
+    """The /timeline entry of an incident found in data rather than in an event (a metric off
+    its forecast, a stall): a Runscribe note at its start, with its title and cause."""
+    return Event(
+        run_slug=incident.run_slug,
+        source="system",
+        external_id=f"incident:{incident.id}",
+        kind="note",
+        at=incident.started_at,
+        ref=f"incident #{incident.id}",
+        title=incident.title,
+        body=cause or "",
+    )
 
 
 def _add_signal(incident: Incident, event: Event) -> None:

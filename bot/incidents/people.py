@@ -2,22 +2,26 @@
 report a person wrote in a watched channel or a tracked thread while it was open; a chat burst's
 report is its member message, never the whole conversation) and whether someone reported
 acting on it (a requeue, a restart, a drain…), which decides whether a recovery counts as "on its
-own". Pure: the engine reads the posts and keeps the answers in the incident's details."""
+own". An action is credited to the incident it acted on, and to one only (`credit_actions`): one
+open when it was written, or one about to start that the post names (the same host, job or run).
+Pure: the engine reads the posts and keeps the answers in the incident's details."""
 
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 from bot.enrich.reports import fault_excerpt, sentences, substance
 from bot.enrich.summary import strip_filler, truncate
 from bot.incidents.detectors import where
 from bot.models import SOURCE_SPECS, Event, Incident, IncidentAction, ReportedCause
 
-#: People's posts this long before an incident started, or after it resolved, can still report
-#: acting on it ("draining r12n4" just before the crash; "requeued it" written once it is back).
+#: A post this long before an incident started can report acting on it when it names the same
+#: host, job or run ("draining r12n4" just before r12n4's crash); one this long after it resolved
+#: when no other incident was open then ("requeued it", written once it is back).
 ACTING_LEAD = timedelta(minutes=30)
-ACTING_LAG = timedelta(minutes=30)
+ACTING_LAG = timedelta(minutes=10)
 CAUSE_LIMIT = 300
 
 # Someone did something to the job or its nodes: the words operators use for it.
@@ -86,27 +90,120 @@ def action_sentences(text: str) -> str | None:
     return truncate(" ".join(said), ACTION_LIMIT) if said else None
 
 
+def post_text(post: Event) -> str:
+    return " ".join(p for p in (post.title, post.body) if p) or post.summary or ""
+
+
+def record_action(incident: Incident, post: Event) -> None:
+    """`post` is the person's report of acting on `incident`: who, when, what they said."""
+    text = post_text(post)
+    who = post.author or where(post)
+    incident.details.acted_by = who
+    incident.details.action = IncidentAction(
+        who=who,
+        at=post.at,
+        text=action_sentences(post.body or text) or " ".join(text.split())[:ACTION_LIMIT],
+        source=where(post),
+        url=post.url,
+        event_id=post.id,
+    )
+
+
 def note_acting(incident: Incident, posts: list[Event]) -> None:
     """Record the first person among `posts` who reported acting on the incident: who, when,
     and the sentence saying what they did."""
-    details = incident.details
-    if details.acted_by is not None:
+    if incident.details.acted_by is not None:
         return
     for post in posts:
-        text = " ".join(p for p in (post.title, post.body) if p) or post.summary or ""
-        if not (is_person(post) and reports_acting(text)):
+        if is_person(post) and reports_acting(post_text(post)):
+            record_action(incident, post)
+            return
+
+
+# Things a post and an incident can both name: a host ("host 12", "gb-r14-n3", "node-17"), a job,
+# a run ("hero-2").
+_NAMED = re.compile(
+    r"\b(?:host|node|job|run|rank|slice|pod|vm|machine)\s*#?\s*([a-z]*\d[\w.-]*)"
+    r"|\b([a-z]+\d+[a-z]+\d+[\w-]*|[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d+[\w-]*)",
+    re.IGNORECASE,
+)
+
+
+def named(text: str) -> set[str]:
+    """The hosts, jobs and runs a text names, lower-cased ("host 12" → "12")."""
+    return {(m.group(1) or m.group(2)).lower().rstrip(".-") for m in _NAMED.finditer(text)}
+
+
+def incident_names(incident: Incident) -> set[str]:
+    cause = incident.details.reported_cause
+    parts = [incident.title, incident.cause or "", cause.text if cause is not None else ""]
+    return named(" ".join(parts))
+
+
+def acting_window(incident: Incident, now: datetime) -> tuple[datetime, datetime]:
+    """The posts that may report acting on the incident: from `ACTING_LEAD` before it started
+    to `ACTING_LAG` after it resolved (or `now`)."""
+    end = now if incident.resolved_at is None else min(now, incident.resolved_at + ACTING_LAG)
+    return incident.started_at - ACTING_LEAD, end
+
+
+def wants_action(incident: Incident, now: datetime) -> bool:
+    """Whether the posts around the incident are still to be read for who acted on it."""
+    details = incident.details
+    if details.acted_by is not None or details.silent or not details.fired:
+        return False
+    checked = details.acted_checked_until
+    return checked is None or checked < acting_window(incident, now)[1]
+
+
+def _open_at(incident: Incident, at: datetime) -> bool:
+    return incident.started_at <= at and (
+        incident.resolved_at is None or at <= incident.resolved_at
+    )
+
+
+def _fit(incident: Incident, post: Event, others: Sequence[Incident]) -> int | None:
+    """How well `post` fits `incident` (higher is better), or None when it cannot be about it:
+    written while it was open (better when it names the incident's host, job or run); before
+    it started or after it resolved only within the window, and then only when it names the
+    same thing (before) or when no other incident was open (after)."""
+    start, end = acting_window(incident, post.at)
+    if not start <= post.at <= end:
+        return None
+    names = named(post_text(post)) & incident_names(incident)
+    if _open_at(incident, post.at):
+        return 3 if names else 2
+    if post.at < incident.started_at:
+        return 1 if names else None
+    if names or not any(_open_at(o, post.at) for o in others if o is not incident):
+        return 1
+    return None
+
+
+def credit_actions(
+    incidents: Sequence[Incident], waiting: Sequence[Incident], posts: Sequence[Event]
+) -> list[Incident]:
+    """Credit each person's post that reports acting to the one incident it acted on (see
+    `_fit`; on a tie the incident open longest), among the `waiting` incidents no one is yet
+    credited for acting on, never a post already credited to another of `incidents`. Returns
+    the incidents credited."""
+    taken = {i.details.action.event_id for i in incidents if i.details.action is not None}
+    credited: list[Incident] = []
+    for post in posts:
+        if post.id in taken or not (is_person(post) and reports_acting(post_text(post))):
             continue
-        who = post.author or where(post)
-        details.acted_by = who
-        details.action = IncidentAction(
-            who=who,
-            at=post.at,
-            text=action_sentences(post.body or text) or " ".join(text.split())[:ACTION_LIMIT],
-            source=where(post),
-            url=post.url,
-            event_id=post.id,
-        )
-        return
+        fits = [
+            (fit, -i.started_at.timestamp(), n)
+            for n, i in enumerate(waiting)
+            if i.details.acted_by is None and (fit := _fit(i, post, incidents)) is not None
+        ]
+        if not fits:
+            continue
+        incident = waiting[max(fits)[2]]
+        record_action(incident, post)
+        taken.add(post.id)
+        credited.append(incident)
+    return credited
 
 
 # "I drained…", "I've requeued…", "we rolled back…": the person's own words, told of them.

@@ -22,7 +22,10 @@ request, through a forced tool call whose input is validated strictly.
   items were rejected is recorded as one `enrich.rejected` row, so `usage` adds up to the bill.
 
 Discord bursts: `group_conversations` turns consecutive messages of one channel into one
-conversation event. It is pure; see its docstring for how the pipeline uses it.
+conversation event. It is pure; see its docstring for how the pipeline uses it. The conversation
+is context, never judged itself: each chat message with substance is one item, judged with the
+lines of its burst written before it (`context_lines`), so the model's verdict on a live
+report lands on the message that reports it, the unit the incident engine reads.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.enrich.context import ThreadContext
-from bot.enrich.conversations import group_conversations
+from bot.enrich.conversations import MAX_SPAN, context_lines, group_conversations
 from bot.enrich.markdown import clean_text
 from bot.enrich.rules import Enrichment, enrich_event
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable, estimate_tokens
@@ -207,13 +210,19 @@ def _capped(text: str, limit: int = TITLE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render_event(local_id: int, event: Event) -> str:
+def render_event(local_id: int, event: Event, said_before: Sequence[str] = ()) -> str:
     """One event as fenced data; metadata as attributes, text as the fenced body. A comment or
     review carries its thread (title, labels, issue or PR) as the rules read it, and GitHub's
-    author_association, so the model judges it in the same context."""
+    author_association, so the model judges it in the same context; a chat message carries the
+    lines of its burst before it (`said_before`), marked as such, to read it against."""
     title = _capped(event.title or "")
     body = prepare_body(event.body)
     text = f"title: {title}\n{body}" if title else body
+    if said_before:
+        earlier = "\n".join(f"> {' '.join(line.split())}" for line in said_before)
+        text = (
+            f"(earlier in this conversation, for context only)\n{earlier}\n(this message)\n{text}"
+        )
     context = ThreadContext.of(event)
     in_thread = event.kind not in ("issue", "pull")
     return fence(
@@ -272,6 +281,7 @@ class _Pending:
     event: Event
     rendered: str
     key: str
+    context: tuple[str, ...] = ()
 
     @property
     def tokens(self) -> int:
@@ -358,7 +368,7 @@ def check_item(
 def _render_all(items: Sequence[_Pending]) -> None:
     for n, item in enumerate(items, start=1):
         item.local_id = n
-        item.rendered = render_event(n, item.event)
+        item.rendered = render_event(n, item.event, item.context)
 
 
 def _rules_all(items: Sequence[_Pending], label: str) -> dict[int, tuple[Enrichment, str]]:
@@ -412,7 +422,7 @@ class LLMEnricher:
             if hit is not None and cached is not None:
                 out[event.id] = (hit, label(cached.prompt_hash))
                 continue
-            todo.append(_Pending(0, event, "", key))
+            todo.append(_Pending(0, event, "", key, await self._context(event)))
         if not todo:
             return out
         # one request per run keeps the run name accurate for every event in it
@@ -443,6 +453,15 @@ class LLMEnricher:
                 out.update(await asyncio.to_thread(_rules_all, batch, fallback))
         return out
 
+    async def _context(self, event: Event) -> tuple[str, ...]:
+        """What was said before a chat message in its burst (empty for anything else)."""
+        if event.kind != "message" or not event.thread:
+            return ()
+        channel = await self.store.events.in_thread(
+            event.run_slug, event.thread, since=event.at - MAX_SPAN, until=event.at, kind="message"
+        )
+        return tuple(context_lines(channel, event))
+
     def build_request(self, run_slug: str, batch: Sequence[_Pending]) -> tuple[list[str], str]:
         """(system blocks, user message) for one batch; local ids are 1..n within the batch.
         The system blocks (the system prompt and the enrichment instructions) are the same for
@@ -451,7 +470,7 @@ class LLMEnricher:
         for n, item in enumerate(batch, start=1):
             if item.local_id != n:
                 item.local_id = n
-                item.rendered = render_event(n, item.event)
+                item.rendered = render_event(n, item.event, item.context)
         now = self.clock()
         user = load_prompt("enrich_batch").render(
             today=f"{now:%Y-%m-%d %H:%M} UTC ({now:%A})",

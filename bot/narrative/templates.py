@@ -243,6 +243,26 @@ def _cause_clause(incident: IncidentFact) -> str:
     return ""
 
 
+def _bare(text: str) -> str:
+    return " ".join("".join(c for c in text.lower() if c.isalnum() or c.isspace()).split())
+
+
+def told_above(highlight: Highlight, facts: DigestFacts) -> bool:
+    """Whether the digest's incident and restart paragraphs already say what `highlight` says,
+    so "What happened" leaves it out (each fact said once): a W&B restart of the window, an
+    incident's own machine event (a W&B state, an alert), a person's report quoted as an
+    incident's cause."""
+    if highlight.kind == "restart" and facts.restarts_in_window:
+        return True
+    if not facts.incidents:
+        return False
+    if highlight.incident and SOURCE_SPECS.is_facts(highlight.source):
+        return True
+    said = _bare(highlight.summary)
+    causes = [_bare(i.reported_cause) for i in facts.incidents if i.reported_cause]
+    return bool(said) and any(said in cause or cause in said for cause in causes if cause)
+
+
 def template_digest(facts: DigestFacts) -> str:
     """Plain sentences from the facts alone, in the order the digest tells things: where the
     run stands, incidents (each with its cause), restarts, what happened, what is open."""
@@ -260,7 +280,10 @@ def template_digest(facts: DigestFacts) -> str:
         if facts.percent is not None:
             line += f" ({fmt_percent(facts.percent)})"
         gained = facts.steps_gained
-        if gained:
+        launched = facts.launched_at
+        if gained and launched is not None and launched > facts.start:
+            line += f", {fmt_int(gained)} steps since launch"  # younger than the window
+        elif gained:
             line += f", {fmt_int(gained)} steps further than {hours} hours ago"
         head.append(line + ".")
     if facts.tokens is not None and facts.target_tokens:
@@ -298,7 +321,8 @@ def template_digest(facts: DigestFacts) -> str:
             f"Training restarted {count} time{'s' if count != 1 else ''} from a checkpoint "
             f"(a saved copy of the model): " + "; ".join(parts) + "."
         )
-    happened = what_happened(facts.highlights, DIGEST_ITEMS)
+    untold = [h for h in facts.highlights if not told_above(h, facts)]
+    happened = what_happened(untold, DIGEST_ITEMS)
     if happened:
         lines = []
         for h in happened:

@@ -148,14 +148,31 @@ def shown_signals(incident: Incident) -> list[IncidentSignal]:
     return shown
 
 
+def _bare(text: str) -> str:
+    return " ".join("".join(c for c in text.lower() if c.isalnum() or c.isspace()).split())
+
+
+def cause_told(incident: Incident) -> bool:
+    """Whether the incident's cause is said elsewhere in its alert: a crash's cause restates its
+    title (the run, the last step) and the status line (when), and a report's cause is the
+    reported cause, quoted on its own line."""
+    cause = _bare(incident.cause or "")
+    if not cause or incident.fingerprint == CRASH:
+        return True
+    reported = incident.details.reported_cause
+    said = _bare(reported.text) if reported is not None else ""
+    return bool(said) and (cause in said or said in cause)
+
+
 def head_card(incident: Incident, run_name: str, links: dict[str, str]) -> Card:
-    """The alert message, edited in place as the incident evolves."""
+    """The alert message, edited in place as the incident evolves. Each fact once: the headline
+    is the message's text (`alert_content`), so the card's title is the run alone."""
     severity = incident.severity if incident.severity in _COLORS else "warning"
     icon = _ICONS[severity]
     done = incident.status == "resolved"
-    title = f"{'✅' if done else icon} {run_name}: {unlinked(incident.title)}"
+    title = f"{'✅' if done else icon} {run_name}"
     lines = [status_line(incident)]
-    if incident.cause:
+    if incident.cause and not cause_told(incident):
         lines += ["", body(clip_text(incident.cause, 1500))]
     cause = incident.details.reported_cause
     if cause is not None:

@@ -233,10 +233,10 @@ async def test_a_source_and_a_detector_added_by_the_recipe_reach_every_surface(
     assert f"{LABEL} " in fields["Sources"] and "not polled yet" not in fields["Sources"]
     assert TITLE in fields["Open incidents"]
 
-    # /timeline: the conversation, credited to its people, in its channel.
+    # /timeline: each message of the conversation, credited to its author, in its channel.
     message = await final_message(fake, await fake.slash("timeline", [_days(1)]))
     shown = text_of(message)
-    assert "ana and bo" in shown and CHANNEL in shown
+    assert "**ana** #ops-room" in shown and "**bo** #ops-room" in shown, shown
 
     # /digest: the incident, by its title.
     message = await final_message(fake, await fake.slash("digest"))

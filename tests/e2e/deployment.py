@@ -192,7 +192,8 @@ async def deployed(
     """A Runtime (sources, store, engine) and a RunscribeBot on it, logged in to the fake
     Discord; returns once the bot's own first poll (at the clock's time) is done."""
     async with open_runtime(settings, runs) as runtime:
-        assert runtime.detector is not None and runtime.llm is None
+        assert runtime.detector is not None
+        assert (runtime.llm is None) == (settings.anthropic_api_key is None)
         services = Services(runtime)
         apply_endpoints(settings)
         bot = RunscribeBot(

@@ -141,7 +141,7 @@ async def test_old_crash_live_crash_and_chat_burst_tell_the_truth(
     # No key: the timeline and the narrative carry the fault report, and no chit-chat.
     timeline = await run_cli(settings, tmp_path, "timeline", "--json", "--days", "1")
     chat = [e for e in timeline if e["source"] == "discord"]
-    assert any(FAULT in (e["summary"] or "") for e in chat), chat
+    assert any(FAULT.lower() in (e["summary"] or "").lower() for e in chat), chat
     assert any("drained host 12" in (e["summary"] or "") for e in chat), chat
     for e in chat:
         assert not any(word in (e["summary"] or "") for word in CHITCHAT), e

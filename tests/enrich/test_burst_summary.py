@@ -1,7 +1,7 @@
-"""No-key summaries keep the substance: a chat burst stored and enriched by
-the real pipeline (grouped into one conversation, rules enrichment, real SQLite) is summarised
-from its substantive messages, each credited to its author; chit-chat contributes nothing, and
-a burst of nothing but chit-chat is no timeline news."""
+"""A chat burst stored and enriched by the real pipeline (real SQLite, no key): each message
+that reports a fault, an action or a decision is its own timeline entry, at its own time, linked to
+its own message, with its author; chit-chat is folded into the conversation, which is context and
+no news; and the no-key summary of a conversation keeps its substance."""
 
 from __future__ import annotations
 
@@ -26,31 +26,32 @@ BURST = [
 ]
 
 
-async def test_a_burst_is_summarised_by_what_was_said_not_by_its_greeting(
-    store: Store, now: datetime
-) -> None:
+async def test_a_report_and_an_action_are_each_their_own_entry(store: Store, now: datetime) -> None:
     await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
     start = now - timedelta(hours=1)
-    await store.events.upsert_many(
-        [
-            message(i, start + i * 30 * SECOND, text, author)
-            for i, (author, text) in enumerate(BURST)
-        ]
-    )
-    await enrich_pending(store, now=now)
+    said = [
+        message(i, start + i * 30 * SECOND, text, author) for i, (author, text) in enumerate(BURST)
+    ]
+    await store.events.upsert_many(said)
+    await enrich_pending(store)
     [conversation] = await store.events.conversations_between(
         "hero", "discord:2", start - timedelta(hours=1), now
     )
-    assert conversation.summary == (
-        "bob: node lost, ECC errors on host 12. Looks like GPU 3; "
-        "dave: I drained host 12 and requeued, resuming from the last checkpoint"
-    )
-    assert conversation.newsworthy and conversation.incident
+    assert not conversation.newsworthy and not conversation.live_report  # context, no verdict
     entries = await build_timeline(store, "hero", now, days=1)
-    summaries = [e.summary for e in entries]
-    assert conversation.summary in summaries
+    report, action = said[4], said[5]
+    assert [(e.at, e.author, e.url, e.kind) for e in entries] == [
+        (action.at, "dave", action.url, "message"),  # newest first
+        (report.at, "bob", report.url, "message"),
+    ]
+    assert entries[1].incident and "ECC errors on host 12" in entries[1].summary
+    assert "requeued" in entries[0].summary and "ECC" not in entries[0].summary  # never glued
+    summaries = " ".join(e.summary for e in entries)
     for chat in ("Morning", "nice", "lunch", "+1", "thanks"):
-        assert not any(chat in s for s in summaries), summaries
+        assert chat not in summaries, summaries
+    # The report's verdict is its own, read by the incident engine: a live report by rules.
+    stored = await store.events.get_by_external("hero", "discord", report.external_id)
+    assert stored is not None and stored.live_report and stored.enriched_by == "rules"
 
 
 async def test_a_burst_of_chit_chat_is_not_news(store: Store, now: datetime) -> None:
@@ -60,7 +61,7 @@ async def test_a_burst_of_chit_chat_is_not_news(store: Store, now: datetime) -> 
     await store.events.upsert_many(
         [message(i, start + i * 30 * SECOND, text, author) for i, (author, text) in enumerate(chat)]
     )
-    await enrich_pending(store, now=now)
+    await enrich_pending(store)
     [conversation] = await store.events.conversations_between(
         "hero", "discord:2", start - timedelta(hours=1), now
     )

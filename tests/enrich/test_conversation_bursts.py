@@ -1,5 +1,6 @@
 """Conversations on a real store across many poll cycles: one conversation event per burst,
-extended in place, never two sharing a message, enriched once when the burst has settled."""
+extended in place, never two sharing a message, never sent to the model (context only); each
+message with substance is judged by itself in the round it arrives."""
 
 from __future__ import annotations
 
@@ -76,15 +77,13 @@ async def test_a_burst_over_many_cycles_is_one_conversation_extended_in_place(
             sizes.append(found[0].extra["count"])
     assert len(ids) == 1  # the same row all along
     assert sizes == sorted(sizes) and sizes[0] == 2 and sizes[-1] == 25  # its range grew
-    # While the burst went on nothing of it was sent; once quiet for GAP it is, exactly once.
-    assert enricher.seen == []
-    settle = now + 48 * MINUTE + GAP + MINUTE
-    await enrich_step(store, settle, enricher=enricher, gather=gather)
-    await enrich_step(store, settle + timedelta(seconds=61), enricher=enricher, gather=gather)
-    assert enricher.seen == [("conv:1", 25)]
+    # Each message was judged in the round it arrived, once; the conversation never was.
+    assert enricher.seen == [(f"msg:{i}", 1) for i in range(1, 26)]
     [conversation] = await all_conversations(store, now)
-    assert conversation.summary and conversation.enriched_by == "llm"
+    assert conversation.summary and conversation.enriched_by == "rules"
+    assert not conversation.newsworthy
     assert await store.events.pending_enrichment() == []
+    settle = now + 48 * MINUTE + GAP + MINUTE
 
     # A message after a pause longer than GAP starts a new conversation with the next one.
     later = settle + timedelta(minutes=5)
@@ -120,8 +119,8 @@ async def test_a_chat_that_never_pauses_gets_consecutive_conversations(
 async def test_an_incident_report_in_a_burst_is_flagged_at_once(
     store: Store, now: datetime
 ) -> None:
-    """The conversation waits for the burst to settle; the message reporting a lost node is
-    flagged by the rules in the same cycle, so the incident engine sees it immediately."""
+    """The message reporting a lost node is judged in the round it arrives (here by an
+    LLM-like enricher), as its own entry, so the incident engine sees it immediately."""
     await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
     await store.events.upsert_many([message(1, now, "morning all")])
     await enrich_step(store, now, enricher=Counting(), gather=Gather())
@@ -129,7 +128,8 @@ async def test_an_incident_report_in_a_burst_is_flagged_at_once(
     await store.events.upsert_many([report])
     await enrich_step(store, now + MINUTE, enricher=Counting(), gather=Gather())
     stored = await store.events.get_by_external("hero", "discord", "msg:2")
-    assert stored is not None and stored.incident and not stored.newsworthy
+    assert stored is not None and stored.live_report and stored.newsworthy
+    assert stored.enriched_by == "llm"
     [conversation] = await all_conversations(store, now)
     assert conversation.extra["count"] == 2
 

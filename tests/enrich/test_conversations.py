@@ -8,9 +8,9 @@ from bot.enrich.conversations import (
     GAP,
     MAX_MESSAGES,
     MAX_SPAN,
+    context_lines,
+    folds,
     group_conversations,
-    settled,
-    settles_at,
 )
 from bot.models import Event
 
@@ -120,14 +120,32 @@ def test_a_long_chat_is_cut_into_conversations_of_bounded_size() -> None:
     assert counts == [MAX_MESSAGES, MAX_MESSAGES, 1]
 
 
-def test_a_burst_settles_when_quiet_full_or_long() -> None:
-    first = T0
-    last = T0 + timedelta(minutes=10)
-    assert not settled(first, last, 5, last + GAP)  # exactly GAP: a message could still join
-    assert settled(first, last, 5, last + GAP + timedelta(seconds=1))
-    assert settled(first, last, MAX_MESSAGES, last)  # full: nothing can join
-    assert settled(first, last, 5, first + MAX_SPAN)  # its hour is used up
-    assert settled(first, last, 5, None)  # no clock: the caller takes everything as it is
-    assert settles_at(first, last, 5) == last + GAP
-    assert settles_at(first, first + timedelta(minutes=55), 5) == first + MAX_SPAN
-    assert settles_at(first, last, MAX_MESSAGES) == last
+def test_only_chit_chat_is_folded_into_a_conversation() -> None:
+    for text in ("Morning all!", "+1", "thanks dave!", "anyone grabbing lunch?", "nice 🎉"):
+        assert folds(message(1, 0, body=text)), text
+    for text in (
+        "node lost, ECC errors on host 12",  # a report
+        "I drained host 12 and requeued",  # an action
+        "let's rotate the spare pool on Friday",  # a decision
+        "two GPUs on gb-r14-n3 overheating, step time 17 s -> 26 s",  # numbers the rules miss
+    ):
+        assert not folds(message(1, 0, body=text)), text
+
+
+def test_a_message_is_read_against_what_was_said_before_it() -> None:
+    burst = [
+        message(1, 0, "ana", "step time went from 17 s to 26 s"),
+        message(2, 1, "bo", "two GPUs on gb-r14-n3 overheating"),
+        message(3, 2, "cy", "draining it"),
+    ]
+    earlier = message(0, -30, "dee", "lunch?")  # an earlier burst: not context
+    channel = [earlier, *burst]
+    assert context_lines(channel, burst[0]) == []
+    assert context_lines(list(reversed(channel)), burst[2]) == [
+        "ana: step time went from 17 s to 26 s",
+        "bo: two GPUs on gb-r14-n3 overheating",
+    ]
+    assert context_lines(channel, burst[2], limit=40) == [
+        "bo: two GPUs on gb-r14-n3 overheating"  # the latest kept when not all fit
+    ]
+    assert context_lines(channel, message(9, 3)) == []  # not in the channel

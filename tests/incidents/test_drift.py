@@ -7,8 +7,10 @@ import random
 from datetime import datetime, timedelta
 
 from bot.incidents.silences import add_silence
+from bot.pipeline import enrich_pending
 from bot.render.json import digest_json
 from bot.services.digest import build_digest
+from bot.services.timeline import build_timeline
 from bot.store import Store
 from tests.incidents.scenario import RUN_A, Scenario, content
 
@@ -63,6 +65,13 @@ async def test_a_drift_alerts_once_names_the_metric_and_resolves_once(
     assert len(resolved) == 1
     assert "back inside the band for 3 points" in content(resolved[0])
     assert await store.incidents.find("hero", open_only=True) == []
+
+    # Found in data, not in an event: the drift still has its /timeline entry, at its start.
+    await enrich_pending(store)
+    [incident] = await store.incidents.find("hero")
+    entries = await build_timeline(store, "hero", sc.now, days=1)
+    [entry] = [e for e in entries if e.source == "system"]
+    assert (entry.at, entry.summary, entry.tag) == (incident.started_at, incident.title, "incident")
 
 
 async def test_a_silenced_drift_posts_nothing_but_is_recorded(store: Store, now: datetime) -> None:

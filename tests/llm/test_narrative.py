@@ -8,6 +8,7 @@ from bot.llm.digest import write_digest
 from bot.llm.grounded import render_facts
 from bot.llm.narrative import write_narrative
 from bot.llm.prompts import load_prompt, short_hash
+from bot.narrative.facts import Highlight, IncidentFact
 from bot.narrative.templates import template_digest, template_narrative
 from bot.services.narrative import next_refresh_at, refresh_if_due
 from tests.fakes.anthropic import error, text
@@ -178,6 +179,42 @@ def test_template_digest_has_headline_and_open_items(now):
     assert body.startswith("Hero 70B is running at step 54,000 of 100,000 (54.0%)")
     assert "3,000 steps further than 24 hours ago" in body
     assert "Still open: #8818" in body
+
+
+def test_the_digest_says_the_crash_its_cause_and_the_restart_once(now):
+    facts = digest_facts(now)
+    assert facts.restarts_in_window  # the restart paragraph tells it
+    crash = now - timedelta(hours=3)
+    facts.incidents = [
+        IncidentFact(
+            title="W&B run hero-a crashed at step 62,016",
+            status="resolved",
+            started_at=crash,
+            resolved_at=crash + timedelta(minutes=20),
+            kind="crash",
+            reported_cause="node lost, ECC errors on host 12",
+            reported_by="carol",
+        )
+    ]
+    at = crash + timedelta(minutes=1)
+    facts.highlights = [
+        Highlight(at, "W&B state hero-a crashed", "wandb", incident=True, kind="state"),
+        Highlight(at, "Node lost, ECC errors on host 12.", "discord", "carol", incident=True),
+        Highlight(at, "I drained host 12 and requeued", "discord", "dave", kind="message"),
+        Highlight(at, "W&B restart hero-b running", "wandb", kind="restart"),
+    ]
+    body = template_digest(facts).lower()
+    assert body.count("crashed") == 1, body
+    assert body.count("ecc errors on host 12") == 1, body
+    assert body.count("restart") == 1, body  # "training restarted …"
+    assert "drained host 12 and requeued" in body  # what the paragraphs above do not say
+
+
+def test_a_run_younger_than_the_window_says_since_launch(now):
+    facts = digest_facts(now)
+    facts.launched_at = now - timedelta(hours=2)  # launched inside the 24 hours
+    body = template_digest(facts)
+    assert "3,000 steps since launch" in body and "hours ago" not in body, body
 
 
 async def test_a_narrative_restating_the_card_fields_is_retried(fake, make_llm, store, run, now):

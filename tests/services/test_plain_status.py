@@ -225,7 +225,7 @@ async def test_digest_ranks_what_broke_and_what_was_decided_before_chat(store: S
     happened = digest.text.split("What happened:\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert happened == [
         "- W&B in hero-1: W&B run hero-1 went from running to crashed.",
-        "- W&B in hero-1: W&B run hero-1 resumed from step 4,200 (last step before: 4,300).",
+        # (the restart is told once, by the digest's restarts paragraph)
         "- GitHub in #12: Merged the launcher fix that times out a stuck restore barrier.",
         "- ada in #9: Evals at the new checkpoint beat the ladder prediction on every subset.",
         "- Dana in #hero-run: Dana likes how smooth the loss curve looks since the restart.",

@@ -68,7 +68,10 @@ async def test_a_silenced_head_still_ends_resolved_without_its_button(
         await d.cycle(d.t0 + 25 * MIN)
         [head] = d.channel()  # silenced: no resolution post in the channel...
         assert_head_resolved(head)  # ...but the head reads resolved and has no button
-        assert [visible(m) for m in d.thread(head)] == []  # and the thread got nothing new
+        # ...and the thread gets only its closing line, then is archived (issue 41)
+        [closing] = [visible(m) for m in d.thread(head)]
+        assert closing.startswith("✅ Resolved") and "closing this thread" in closing
+        assert d.discord.archived(int(head["id"]))
         [incident] = await d.store.incidents.find("hero")
         assert incident.status == "resolved"
 

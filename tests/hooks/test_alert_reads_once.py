@@ -23,10 +23,12 @@ def with_runbook(alert: Alert) -> Alert:
 
 
 def head(item: OutboxItem) -> tuple[str, str, dict[str, str]]:
-    """(title, description, links field) of an alert or edit payload's card."""
+    """(headline, description, links field) of an alert or edit payload: the headline is the
+    message's text (the card's title names only the run: said once)."""
     card = item.payload["card"]
     fields = {f["name"]: f["value"] for f in card.get("fields", [])}
-    return card["title"], card["description"], fields
+    headline = f"{item.payload.get('content') or ''}\n{card['title']}"
+    return headline, card["description"], fields
 
 
 def links_of(text: str) -> dict[str, str]:

@@ -272,6 +272,22 @@ class Database:
             finally:
                 self._in_transaction.reset(token)
 
+    @asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        """Inside `transaction()`: a block whose writes are undone alone when it raises (the
+        error goes on to the caller), the rest of the transaction kept. When SQLite has already
+        rolled the whole transaction back (a full disk), undoing fails and says so instead."""
+        if not self._in_transaction.get():
+            raise StoreError("a savepoint needs an open transaction")
+        await self.conn.execute("SAVEPOINT runscribe_step")
+        try:
+            yield
+        except BaseException:
+            await self.conn.execute("ROLLBACK TO runscribe_step")
+            await self.conn.execute("RELEASE runscribe_step")
+            raise
+        await self.conn.execute("RELEASE runscribe_step")
+
     async def fetchall(self, sql: str, params: Any = ()) -> list[aiosqlite.Row]:
         async with self.conn.execute(sql, params) as cursor:
             return list(await cursor.fetchall())

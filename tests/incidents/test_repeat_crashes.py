@@ -1,0 +1,84 @@
+"""One run that crashes again and again: every crash after the previous one resolved is a new
+incident with its own alert (issue 35), through the real engine on a real SQLite file."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from bot.incidents.silences import add_silence
+from bot.render.stamps import stamp
+from bot.store import Store
+from tests.incidents.scenario import RUN_A, RUN_B, Scenario, content
+
+
+async def crash_and_resume(sc: Scenario, *, report: bool = False) -> None:
+    """The current W&B run crashes; after 10 minutes a new run (the first time) or the same
+    run resumes from a checkpoint 500 steps back, and trains for 10 minutes."""
+    sc.training = sc.beating = False
+    await sc.tick()
+    await sc.set_state("crashed")
+    if report:
+        await sc.report("The hero job is down again: node gpu-r07n3 lost its NVLink.", number=77)
+    await sc.run_for(10)
+    assert sc.current is not None
+    step = sc.members[sc.current].step - 500
+    await sc.launch(RUN_B, step)  # the first time a new run of the chain, then in place
+    await sc.run_for(10)
+
+
+async def test_five_crash_resume_cycles_alert_five_times(store: Store, now: datetime) -> None:
+    sc = Scenario(store, now)
+    await sc.start(RUN_A)
+    await sc.run_for(30)
+    for n in range(1, 6):
+        await crash_and_resume(sc)
+        alerts = await sc.alerts_posted()
+        assert len(alerts) == n, [content(a) for a in alerts]
+        assert len(await sc.resolutions()) == n
+    incidents = await store.incidents.find("hero")
+    assert [i.status for i in incidents] == ["resolved"] * 5
+    assert len({i.id for i in incidents}) == 5
+    assert all(i.details.members["wandb-state"].since > now for i in incidents)
+    health = await store.health.get("detection", "hero")
+    assert health is None or health.consecutive_failures == 0
+    # each alert after the first says which crash of the run it is, and when the last resolved
+    alerts = await sc.alerts_posted()
+    assert "crash of this run" not in content(alerts[0])
+    oldest_first = sorted(incidents, key=lambda i: i.started_at)
+    for n, (alert, previous) in enumerate(zip(alerts[1:], oldest_first[:-1], strict=True), start=2):
+        said = content(alert)
+        assert f"{['', '', '2nd', '3rd', '4th', '5th'][n]} crash of this run" in said, said
+        assert f"incident #{previous.id}" in said, said
+        assert previous.resolved_at is not None
+        assert stamp(previous.resolved_at) in said, said
+
+
+async def test_five_cycles_reported_in_chat_alert_five_times(store: Store, now: datetime) -> None:
+    sc = Scenario(store, now)
+    await sc.start(RUN_A)
+    await sc.run_for(30)
+    for n in range(1, 6):
+        await crash_and_resume(sc, report=True)
+        assert len(await sc.alerts_posted()) == n
+        assert len(await sc.resolutions()) == n
+    incidents = await store.incidents.find("hero")
+    assert len(incidents) == 5
+    assert all(i.status == "resolved" for i in incidents)
+
+
+async def test_a_silenced_crash_between_others(store: Store, now: datetime) -> None:
+    """Crash 3 happens under a silence: recorded, not posted; crashes 4 and 5 alert again."""
+    sc = Scenario(store, now)
+    await sc.start(RUN_A)
+    await sc.run_for(30)
+    for n in range(1, 6):
+        if n == 3:
+            await add_silence(store, "hero", "crash", timedelta(minutes=15), "ops", "drill", sc.now)
+        await crash_and_resume(sc)
+        if n == 3:
+            await sc.run_for(15)  # the silence ends after the incident resolved: nothing said
+    assert len(await sc.alerts_posted()) == 4
+    assert len(await sc.resolutions()) == 4
+    incidents = await store.incidents.find("hero")
+    assert len(incidents) == 5
+    assert all(i.status == "resolved" for i in incidents)

@@ -520,7 +520,7 @@ def _log_summary(summary: CycleSummary, what: str, now: datetime) -> None:
 
 
 async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.loops import repeat
+    from bot.loops import Retries, repeat
     from bot.pipeline import FAMILIES
     from bot.store.integrity import check_integrity
     from bot.wiring import open_runtime
@@ -557,14 +557,33 @@ async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
         interval = settings.runscribe_poll_interval
         # The loops run until SIGTERM (`docker stop`) or SIGINT: then they are cancelled (a
         # write under way rolls back, and the next start reads it again) and the store closes.
+        # A loop backing off from a full disk or a lock retries as soon as the store takes a
+        # write again, or another loop went through (`bot.loops`).
+        retries, probe = Retries(), runtime.store.db.came_back
         with stop_signals() as stop:
             async with asyncio.TaskGroup() as group:
                 loops = [
-                    group.create_task(repeat(f"poll-{family}", interval, partial(poll, family)))
+                    group.create_task(
+                        repeat(
+                            f"poll-{family}",
+                            interval,
+                            partial(poll, family),
+                            retries=retries,
+                            probe=probe,
+                        )
+                    )
                     for family in FAMILIES
                 ]
                 loops.append(
-                    group.create_task(repeat("enrich", min(interval, ENRICH_EVERY), enrich))
+                    group.create_task(
+                        repeat(
+                            "enrich",
+                            min(interval, ENRICH_EVERY),
+                            enrich,
+                            retries=retries,
+                            probe=probe,
+                        )
+                    )
                 )
                 print(f"polling every {interval:g} s; stop with SIGTERM or Ctrl-C", flush=True)
                 await stop.wait()

@@ -20,7 +20,7 @@ from typing import Any
 
 import aiosqlite
 
-from bot.store.errors import describe_sqlite_error
+from bot.store.errors import describe_sqlite_error, passing
 
 log = logging.getLogger(__name__)
 
@@ -271,6 +271,22 @@ class Database:
                     await self.conn.execute("COMMIT")
             finally:
                 self._in_transaction.reset(token)
+
+    async def writable(self) -> bool:
+        """Whether a write commits now: one page written (the schema version, unchanged)."""
+        try:
+            async with self.transaction() as conn:
+                version = await self.user_version()
+                await conn.execute(f"PRAGMA user_version = {int(version)}")
+        except (sqlite3.Error, OSError):
+            return False
+        return True
+
+    async def came_back(self, error: Exception) -> bool:
+        """A loop's probe (`bot.loops.Probe`) while it backs off from `error`: true once a full
+        disk or a lock that failed it has passed and the store takes a write again; never for
+        other errors (retrying a damaged page or a bug sooner helps nobody)."""
+        return passing(error) and await self.writable()
 
     @asynccontextmanager
     async def savepoint(self) -> AsyncIterator[None]:

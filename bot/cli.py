@@ -519,6 +519,24 @@ def _log_summary(summary: CycleSummary, what: str, now: datetime) -> None:
     )
 
 
+def _poll_exit(summary: CycleSummary) -> int:
+    """`poll --once`'s exit status. One failing source is isolated (logged, its health
+    recorded, the others ran): 0. No source polled at all: 2 when each failed on its
+    configuration (a refused token, a missing run or repository: fix it, then run again), like
+    any configuration error; 1 for an outage (try again later)."""
+    report = summary.poll
+    if report.results or not report.failures:
+        return EXIT_OK
+    if set(report.failures) <= report.misconfigured:
+        print(
+            "runscribe: no source could be polled: fix the configuration named above "
+            "(token, run or repository)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return EXIT_FAILURE
+
+
 async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
     from bot.loops import Retries, repeat
     from bot.pipeline import FAMILIES
@@ -536,10 +554,7 @@ async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
             except Exception:  # a narrative problem never fails the poll
                 log.exception("narrative refresh failed")
             _log_summary(summary, "cycle", now)
-            # One failing source is isolated (logged, its health recorded, the others ran);
-            # only a cycle in which no source could be polled at all is a failure.
-            polled = summary.poll.results or not summary.poll.failures
-            return EXIT_OK if polled else EXIT_FAILURE
+            return _poll_exit(summary)
 
         # Each source family and the enrichment in its own loop with its own backoff, as in
         # the bot: a GitHub backfill or a slow LLM never delays a W&B crash alert.

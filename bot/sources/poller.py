@@ -91,6 +91,8 @@ class CycleReport:
     retry_at: dict[str, datetime] = field(default_factory=dict)
     backoff_errors: dict[str, str] = field(default_factory=dict)
     probed: list[str] = field(default_factory=list)  # backing off, probed, answered: polled
+    # sources that failed on their configuration (a refused token, a missing run or repository)
+    misconfigured: set[str] = field(default_factory=set)
 
     @property
     def ok(self) -> bool:
@@ -199,3 +201,5 @@ async def _record_failure(
     for slug in source.run_slugs:
         await store.health.record_failure(source.name, slug, now, message, None)
     report.failures[source.key] = message
+    if unavailable is not None and unavailable.fatal:
+        report.misconfigured.add(source.key)

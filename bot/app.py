@@ -689,8 +689,9 @@ class RunscribeBot(commands.Bot):
             return found
         log.error("the database %s is damaged: %s", self.store.db.path, found[0][:300])
         text = (
-            f"⚠️ Runscribe's database is damaged: {found[0][:300]}. Alerts may stop: restore it "
-            f"from a backup or salvage it with `sqlite3 … .recover`, then restart Runscribe."
+            f"⚠️ Runscribe's database is damaged: {found[0][:300]}. Alerts may stop: stop "
+            "Runscribe, run `runscribe repair` (it keeps a copy of the damaged file), then start "
+            "it again; or restore the database from a backup."
         )
         for channel in sorted({r.alerts_channel for r in self.runs if r.alerts_channel}):
             item = OutboxItem(

@@ -102,6 +102,12 @@ _DESCRIPTIONS = {
         "Serve the status pages (/ and /runs/<slug>) and /healthz (JSON, 503 when a "
         "source is failing) from the database, without Discord. Runs until stopped."
     ),
+    "repair": (
+        "Mend a damaged database (RUNSCRIBE_DB) so `run` and `poll` start again: a copy of "
+        "the damaged file is kept beside it, its indexes are rebuilt, and when a table's "
+        "own page is damaged every readable row is copied into a new file that takes its "
+        "place. Stop the bot first."
+    ),
 }
 
 
@@ -213,6 +219,11 @@ def _parser() -> argparse.ArgumentParser:
     page.add_argument(
         "--out", required=True, type=Path, metavar="DIR", help="directory to write the pages to"
     )
+    sub.add_parser(
+        "repair",
+        help="mend a damaged database (keeps a copy of it)",
+        description=_DESCRIPTIONS["repair"],
+    )
     web = sub.add_parser(
         "web",
         help="serve the status pages and /healthz from the store",
@@ -242,6 +253,7 @@ class _DatabasePath:
 # One-shot commands that only read the database: they skip pydantic-settings (its import and
 # the validation of every other variable cost more than the answer) and read RUNSCRIBE_DB alone.
 READ_ONLY = frozenset({"status", "timeline"})
+DATABASE_ONLY = READ_ONLY | {"repair"}  # need RUNSCRIBE_DB alone
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -249,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     long_running = args.command in ("run", "poll", "web")
     level = "WARNING"
     settings: Settings | DatabaseOnly
-    if args.command in READ_ONLY:
+    if args.command in DATABASE_ONLY:
         settings = _DatabasePath(database_path())
     else:
         from bot.settings import load_settings
@@ -860,6 +872,26 @@ async def cmd_usage(settings: Settings, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def cmd_repair(settings: DatabaseOnly, args: argparse.Namespace) -> int:
+    from bot.store.repair import repair
+
+    path = _existing_db(settings)
+    done = await repair(path)
+    if done.how == "sound":
+        print(f"{path}: the check finds no damage; nothing to repair")
+        return EXIT_OK
+    print(f"{path}: the damaged file is kept as {done.backup}")
+    if done.how == "reindexed":
+        print(f"{path}: repaired: its indexes were rebuilt and the check passes")
+        return EXIT_OK
+    lost = ", ".join(f"{table}: {n}" for table, n in sorted(done.lost.items()))
+    print(
+        f"{path}: repaired: {sum(done.kept.values())} row(s) copied into a new database; "
+        + (f"unreadable parts skipped ({lost})" if lost else "every row was readable")
+    )
+    return EXIT_OK
+
+
 # A handler takes `Settings`, or for READ_ONLY commands just the database path (`DatabaseOnly`).
 _COMMANDS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int]]] = {
     "run": cmd_run,
@@ -873,4 +905,5 @@ _COMMANDS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
     "ask": cmd_ask,
     "page": cmd_page,
     "web": cmd_web,
+    "repair": cmd_repair,
 }

@@ -79,7 +79,7 @@ def _describe(exc: BaseException, path: str | Path) -> str | None:
         )
     if primary in (SQLITE_CORRUPT, SQLITE_NOTADB) or "malformed" in lowered:
         return (
-            f"the database {path} is damaged ({text}); restore it from a backup, or salvage it "
-            f"with `sqlite3 {path} .recover`"
+            f"the database {path} is damaged ({text}); run `runscribe repair` (it keeps a copy), "
+            f"or restore it from a backup (by hand: `sqlite3 {path} .recover`)"
         )
     return None

@@ -244,18 +244,7 @@ class IncidentEngine:
             eval_start = now - p.first_lookback
         report_since = eval_start - p.followup_window - p.group_window
         incidents = await repo.relevant(run.slug, report_since - p.followup_window)
-        window_start = eval_start
-        known_down: datetime | None = None
-        for incident in incidents:
-            if incident.status == "resolved":
-                continue
-            for fp, member in incident.details.members.items():
-                spec = spec_for(fp)
-                if spec is not None and spec.judges not in ("monitor", "alerts"):
-                    window_start = min(window_start, member.since)
-                    if fp == CRASH and member.until is None:
-                        since = member.since
-                        known_down = since if known_down is None else min(known_down, since)
+        window_start, known_down = _window(incidents, eval_start)
         window_start = max(window_start, now - p.max_lookback)
         snapshots = await store.snapshots.chain(run.slug)
         points = await store.metrics.window(run.slug, window_start - p.baseline)
@@ -689,6 +678,24 @@ def _restore(cycle: _Cycle, saved: _Saved) -> None:
 def _restore_incident(incident: Incident, was: Incident) -> None:
     for name in Incident.__dataclass_fields__:
         setattr(incident, name, getattr(was, name))
+
+
+def _window(incidents: list[Incident], eval_start: datetime) -> tuple[datetime, datetime | None]:
+    """Where the data a round reads must start (the start of every open incident's data
+    conditions, or `eval_start`), and when a crash the open incidents still track began."""
+    window_start = eval_start
+    known_down: datetime | None = None
+    for incident in incidents:
+        if incident.status == "resolved":
+            continue
+        for fp, member in incident.details.members.items():
+            spec = spec_for(fp)
+            if spec is not None and spec.judges not in ("monitor", "alerts"):
+                window_start = min(window_start, member.since)
+                if fp == CRASH and member.until is None:
+                    since = member.since
+                    known_down = since if known_down is None else min(known_down, since)
+    return window_start, known_down
 
 
 def _add_signal(incident: Incident, event: Event) -> None:

@@ -3,7 +3,10 @@ incident with its own alert (issue 35), through the real engine on a real SQLite
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
+
+import pytest
 
 from bot.incidents.silences import add_silence
 from bot.render.stamps import stamp
@@ -64,6 +67,12 @@ async def test_five_cycles_reported_in_chat_alert_five_times(store: Store, now: 
     incidents = await store.incidents.find("hero")
     assert len(incidents) == 5
     assert all(i.status == "resolved" for i in incidents)
+    # each report is the cause of its own crash, not a follow-up of the one before
+    for incident in incidents:
+        assert incident.id is not None
+        linked = await store.incidents.events(incident.id)
+        assert [e.source for e in linked].count("github") == 1, incident.id
+        assert incident.details.reported_cause is not None
 
 
 async def test_a_silenced_crash_between_others(store: Store, now: datetime) -> None:
@@ -82,3 +91,32 @@ async def test_a_silenced_crash_between_others(store: Store, now: datetime) -> N
     incidents = await store.incidents.find("hero")
     assert len(incidents) == 5
     assert all(i.status == "resolved" for i in incidents)
+
+
+async def test_a_resume_and_the_next_crash_seen_in_one_round(
+    store: Store, now: datetime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Detection was held up (a slow cycle) while the run resumed and crashed again: one round
+    sees both. The first incident resolves at the resume, and the second crash opens the next
+    one in that same round (the store allows one unresolved incident per condition)."""
+    sc = Scenario(store, now)
+    await sc.start(RUN_A)
+    await sc.run_for(30)
+    sc.training = sc.beating = False
+    await sc.tick()
+    await sc.set_state("crashed")
+    await sc.run_for(10)
+    assert len(await sc.alerts_posted()) == 1
+    sc.engine.runs = {"elsewhere"}  # the next rounds do not reach this run
+    await sc.launch(RUN_B, 2_000)
+    await sc.run_for(8)
+    sc.training = sc.beating = False
+    await sc.tick()
+    await sc.set_state("crashed")
+    sc.engine.runs = None
+    await sc.run_for(3)
+    incidents = sorted(await store.incidents.find("hero"), key=lambda i: i.started_at)
+    assert [i.status for i in incidents] == ["resolved", "firing"]
+    assert len(await sc.alerts_posted()) == 2
+    assert await store.health.get("detection", "hero") is None  # no round ever failed
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

@@ -131,14 +131,15 @@ def ordinal(n: int) -> str:
 
 
 def recurrence_line(incident: Incident) -> str | None:
-    """'The 3rd crash of this run; the previous one, incident #12, resolved <time>.'"""
+    """'Seen before on this run: the 3rd time (crash); the previous one, incident #12,
+    resolved <time>.'"""
     again = incident.details.recurrence
     if again is None:
         return None
     words = incident_kind_words(incident.kind)
     return (
-        f"The {ordinal(again.count)} {words} of this run; the previous one, incident "
-        f"#{again.previous_id}, resolved {stamp(again.previous_resolved_at)}."
+        f"Seen before on this run: the {ordinal(again.count)} time ({words}); the previous "
+        f"one, incident #{again.previous_id}, resolved {stamp(again.previous_resolved_at)}."
     )
 
 

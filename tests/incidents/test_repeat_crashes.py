@@ -4,13 +4,16 @@ incident with its own alert (issue 35), through the real engine on a real SQLite
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from bot.incidents.silences import add_silence
+from bot.models import IncidentDetails, Recurrence
+from bot.posts.incidents import ordinal
 from bot.render.stamps import stamp
 from bot.store import Store
+from bot.store.incidents import details_from_json, details_to_json
 from tests.incidents.scenario import RUN_A, RUN_B, Scenario, content
 
 
@@ -46,11 +49,12 @@ async def test_five_crash_resume_cycles_alert_five_times(store: Store, now: date
     assert health is None or health.consecutive_failures == 0
     # each alert after the first says which crash of the run it is, and when the last resolved
     alerts = await sc.alerts_posted()
-    assert "crash of this run" not in content(alerts[0])
+    assert "Seen before on this run" not in content(alerts[0])
     oldest_first = sorted(incidents, key=lambda i: i.started_at)
     for n, (alert, previous) in enumerate(zip(alerts[1:], oldest_first[:-1], strict=True), start=2):
         said = content(alert)
-        assert f"{['', '', '2nd', '3rd', '4th', '5th'][n]} crash of this run" in said, said
+        nth = ["", "", "2nd", "3rd", "4th", "5th"][n]
+        assert f"Seen before on this run: the {nth} time (crash)" in said, said
         assert f"incident #{previous.id}" in said, said
         assert previous.resolved_at is not None
         assert stamp(previous.resolved_at) in said, said
@@ -120,3 +124,15 @@ async def test_a_resume_and_the_next_crash_seen_in_one_round(
     assert len(await sc.alerts_posted()) == 2
     assert await store.health.get("detection", "hero") is None  # no round ever failed
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_ordinals_and_the_recurrence_stored() -> None:
+    got = [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111, 112)]
+    assert got == [
+        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th",
+        "112th",
+    ]  # fmt: skip
+    at = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
+    details = IncidentDetails(group="outage", recurrence=Recurrence(3, 12, at))
+    assert details_from_json(details_to_json(details)).recurrence == Recurrence(3, 12, at)
+    assert details_from_json('{"group": "outage"}').recurrence is None  # rows from before

@@ -66,6 +66,7 @@ from bot.models import (
 )
 from bot.runsfile import Thresholds
 from bot.store import Store
+from bot.store.db import TransactionLost
 from bot.store.incidents import IncidentsRepo
 
 log = logging.getLogger(__name__)
@@ -655,8 +656,8 @@ class _Steps:
         try:
             async with self.store.db.savepoint():
                 await step
-        except asyncio.CancelledError:
-            raise
+        except (asyncio.CancelledError, TransactionLost):
+            raise  # the round as a whole is over
         except Exception as exc:
             self.failures.add(what, exc)
             return False

@@ -27,6 +27,11 @@ log = logging.getLogger(__name__)
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[\w-]+\.sql$")
 
 
+class TransactionLost(Exception):
+    """A block inside `Database.savepoint` failed after SQLite had already rolled the whole
+    transaction back: the caller must give up the transaction, not go on with it."""
+
+
 class StoreError(Exception):
     """A database problem a user must act on (e.g. a database from a newer Runscribe)."""
 
@@ -292,13 +297,17 @@ class Database:
     async def savepoint(self) -> AsyncIterator[None]:
         """Inside `transaction()`: a block whose writes are undone alone when it raises (the
         error goes on to the caller), the rest of the transaction kept. When SQLite has already
-        rolled the whole transaction back (a full disk), undoing fails and says so instead."""
+        rolled the whole transaction back (a full disk), `TransactionLost` says so instead."""
         if not self._in_transaction.get():
             raise StoreError("a savepoint needs an open transaction")
         await self.conn.execute("SAVEPOINT runscribe_step")
         try:
             yield
-        except BaseException:
+        except BaseException as exc:
+            if not self.conn.in_transaction:
+                # SQLite rolled the whole transaction back (a full disk, an interrupt): the
+                # block cannot be undone alone, and nothing after it may run outside it
+                raise TransactionLost(str(exc) or type(exc).__name__) from exc
             await self.conn.execute("ROLLBACK TO runscribe_step")
             await self.conn.execute("RELEASE runscribe_step")
             raise

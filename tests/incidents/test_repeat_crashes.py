@@ -136,3 +136,27 @@ def test_ordinals_and_the_recurrence_stored() -> None:
     details = IncidentDetails(group="outage", recurrence=Recurrence(3, 12, at))
     assert details_from_json(details_to_json(details)).recurrence == Recurrence(3, 12, at)
     assert details_from_json('{"group": "outage"}').recurrence is None  # rows from before
+
+
+async def test_crashes_hours_apart_and_after_a_monitor_blackout(
+    store: Store, now: datetime
+) -> None:
+    """Long quiet stretches between crashes (the previous incident out of every window), and a
+    stretch where W&B could not be reached: each crash still alerts once."""
+    sc = Scenario(store, now)
+    await sc.start(RUN_A)
+    await sc.run_for(30)
+    await crash_and_resume(sc)
+    await sc.run_for(90)
+    sc.wandb_up = False  # W&B unreachable for 20 minutes, then back
+    await sc.run_for(20)
+    sc.wandb_up = True
+    await sc.run_for(90)
+    await crash_and_resume(sc)
+    await sc.run_for(90)
+    await crash_and_resume(sc)
+    crashes = [a for a in await sc.alerts_posted() if "crashed" in content(a)]
+    assert len(crashes) == 3, [content(a) for a in await sc.alerts_posted()]
+    assert "the 3rd time (crash)" in content(crashes[-1])
+    incidents = await store.incidents.find("hero")
+    assert all(i.status == "resolved" for i in incidents)

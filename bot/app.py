@@ -42,7 +42,7 @@ from bot.flight import SingleFlight
 from bot.heap import freeze_long_lived, give_back_free_heap, install_memory_dump
 from bot.limits import MESSAGE_LIMIT, THREAD_NAME_LIMIT
 from bot.live import refresh_live, repost_live
-from bot.loops import repeat
+from bot.loops import Retries, repeat
 from bot.mentions import defuse_mentions
 from bot.models import OutboxItem
 from bot.outbox.payload import ButtonPayload, fit_card, make_payload
@@ -359,6 +359,9 @@ class RunscribeBot(commands.Bot):
         # Set after every loop round (and when a live message was deleted): the live status
         # messages are looked at now, so a state change shows within the round that saw it.
         self._live_due = asyncio.Event()
+        # A loop that goes through after failing (the store writable again) retries every loop
+        # still backing off at once (`bot.loops`).
+        self._retries = Retries()
         self._live_updated: set[str] = set()  # runs whose live message this process updated
         self._live_lock = asyncio.Lock()
         # `runscribe run` checked the store at start; the bot again each day it runs.
@@ -530,6 +533,8 @@ class RunscribeBot(commands.Bot):
             body,
             max_backoff=self.intervals.max_backoff,
             wake=wake,
+            retries=self._retries,
+            probe=self.store.db.came_back,
             running=lambda: not self.is_closed(),
             first_done=freeze_long_lived,
         )
@@ -699,8 +704,9 @@ class RunscribeBot(commands.Bot):
             return found
         log.error("the database %s is damaged: %s", self.store.db.path, found[0][:300])
         text = (
-            f"⚠️ Runscribe's database is damaged: {found[0][:300]}. Alerts may stop: restore it "
-            f"from a backup or salvage it with `sqlite3 … .recover`, then restart Runscribe."
+            f"⚠️ Runscribe's database is damaged: {found[0][:300]}. Alerts may stop: stop "
+            "Runscribe, run `runscribe repair` (it keeps a copy of the damaged file), then start "
+            "it again; or restore the database from a backup."
         )
         for channel in sorted({r.alerts_channel for r in self.runs if r.alerts_channel}):
             item = OutboxItem(

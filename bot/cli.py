@@ -103,6 +103,12 @@ _DESCRIPTIONS = {
         "Serve the status pages (/ and /runs/<slug>) and /healthz (JSON, 503 when a "
         "source is failing) from the database, without Discord. Runs until stopped."
     ),
+    "repair": (
+        "Mend a damaged database (RUNSCRIBE_DB) so `run` and `poll` start again: a copy of "
+        "the damaged file is kept beside it, its indexes are rebuilt, and when a table's "
+        "own page is damaged every readable row is copied into a new file that takes its "
+        "place. Stop the bot first."
+    ),
 }
 
 
@@ -214,6 +220,11 @@ def _parser() -> argparse.ArgumentParser:
     page.add_argument(
         "--out", required=True, type=Path, metavar="DIR", help="directory to write the pages to"
     )
+    sub.add_parser(
+        "repair",
+        help="mend a damaged database (keeps a copy of it)",
+        description=_DESCRIPTIONS["repair"],
+    )
     web = sub.add_parser(
         "web",
         help="serve the status pages and /healthz from the store",
@@ -243,6 +254,7 @@ class _DatabasePath:
 # One-shot commands that only read the database: they skip pydantic-settings (its import and
 # the validation of every other variable cost more than the answer) and read RUNSCRIBE_DB alone.
 READ_ONLY = frozenset({"status", "timeline"})
+DATABASE_ONLY = READ_ONLY | {"repair"}  # need RUNSCRIBE_DB alone
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -250,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     long_running = args.command in ("run", "poll", "web")
     level = "WARNING"
     settings: Settings | DatabaseOnly
-    if args.command in READ_ONLY:
+    if args.command in DATABASE_ONLY:
         settings = _DatabasePath(database_path())
     else:
         from bot.settings import load_settings
@@ -574,8 +586,26 @@ def _log_summary(summary: CycleSummary, what: str, now: datetime) -> None:
     )
 
 
+def _poll_exit(summary: CycleSummary) -> int:
+    """`poll --once`'s exit status. One failing source is isolated (logged, its health
+    recorded, the others ran): 0. No source polled at all: 2 when each failed on its
+    configuration (a refused token, a missing run or repository: fix it, then run again), like
+    any configuration error; 1 for an outage (try again later)."""
+    report = summary.poll
+    if report.results or not report.failures:
+        return EXIT_OK
+    if set(report.failures) <= report.misconfigured:
+        print(
+            "runscribe: no source could be polled: fix the configuration named above "
+            "(token, run or repository)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return EXIT_FAILURE
+
+
 async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.loops import repeat
+    from bot.loops import Retries, repeat
     from bot.pipeline import FAMILIES
     from bot.store.integrity import check_integrity
     from bot.wiring import open_runtime
@@ -591,10 +621,7 @@ async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
             except Exception:  # a narrative problem never fails the poll
                 log.exception("narrative refresh failed")
             _log_summary(summary, "cycle", now)
-            # One failing source is isolated (logged, its health recorded, the others ran);
-            # only a cycle in which no source could be polled at all is a failure.
-            polled = summary.poll.results or not summary.poll.failures
-            return EXIT_OK if polled else EXIT_FAILURE
+            return _poll_exit(summary)
 
         # Each source family and the enrichment in its own loop with its own backoff, as in
         # the bot: a GitHub backfill or a slow LLM never delays a W&B crash alert.
@@ -612,14 +639,33 @@ async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
         interval = settings.runscribe_poll_interval
         # The loops run until SIGTERM (`docker stop`) or SIGINT: then they are cancelled (a
         # write under way rolls back, and the next start reads it again) and the store closes.
+        # A loop backing off from a full disk or a lock retries as soon as the store takes a
+        # write again, or another loop went through (`bot.loops`).
+        retries, probe = Retries(), runtime.store.db.came_back
         with stop_signals() as stop:
             async with asyncio.TaskGroup() as group:
                 loops = [
-                    group.create_task(repeat(f"poll-{family}", interval, partial(poll, family)))
+                    group.create_task(
+                        repeat(
+                            f"poll-{family}",
+                            interval,
+                            partial(poll, family),
+                            retries=retries,
+                            probe=probe,
+                        )
+                    )
                     for family in FAMILIES
                 ]
                 loops.append(
-                    group.create_task(repeat("enrich", min(interval, ENRICH_EVERY), enrich))
+                    group.create_task(
+                        repeat(
+                            "enrich",
+                            min(interval, ENRICH_EVERY),
+                            enrich,
+                            retries=retries,
+                            probe=probe,
+                        )
+                    )
                 )
                 print(f"polling every {interval:g} s; stop with SIGTERM or Ctrl-C", flush=True)
                 await stop.wait()
@@ -881,6 +927,26 @@ async def cmd_usage(settings: Settings, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def cmd_repair(settings: DatabaseOnly, args: argparse.Namespace) -> int:
+    from bot.store.repair import repair
+
+    path = _existing_db(settings)
+    done = await repair(path)
+    if done.how == "sound":
+        print(f"{path}: the check finds no damage; nothing to repair")
+        return EXIT_OK
+    print(f"{path}: the damaged file is kept as {done.backup}")
+    if done.how == "reindexed":
+        print(f"{path}: repaired: its indexes were rebuilt and the check passes")
+        return EXIT_OK
+    lost = ", ".join(f"{table}: {n}" for table, n in sorted(done.lost.items()))
+    print(
+        f"{path}: repaired: {sum(done.kept.values())} row(s) copied into a new database; "
+        + (f"unreadable parts skipped ({lost})" if lost else "every row was readable")
+    )
+    return EXIT_OK
+
+
 # A handler takes `Settings`, or for READ_ONLY commands just the database path (`DatabaseOnly`).
 _COMMANDS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int]]] = {
     "run": cmd_run,
@@ -894,4 +960,5 @@ _COMMANDS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
     "ask": cmd_ask,
     "page": cmd_page,
     "web": cmd_web,
+    "repair": cmd_repair,
 }

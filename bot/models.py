@@ -895,6 +895,16 @@ class IncidentAction:
     event_id: int | None = None
 
 
+@dataclass(slots=True, frozen=True)
+class Recurrence:
+    """An incident of a condition the run had before: the `count`-th incident of it on this
+    run (this one included), and the one before it, which had resolved when this one began."""
+
+    count: int
+    previous_id: int
+    previous_resolved_at: datetime
+
+
 @dataclass(slots=True)
 class IncidentDetails:
     """The engine's state of one incident (the `incidents.details` JSON column, parsed once by
@@ -922,6 +932,7 @@ class IncidentDetails:
     action: IncidentAction | None = None  # what they did, when, in their words
     credited: bool = False  # the resolution says who acted
     acted_checked_until: datetime | None = None  # people's posts read for that up to here
+    recurrence: Recurrence | None = None  # the run had this condition before (resolved)
 
     def crash_open(self, crash: str) -> bool:
         member = self.members.get(crash)
@@ -1042,6 +1053,11 @@ class LLMOutput:
     fallback: bool = False  # True when the template text was used instead of the model's
     cache_key: str | None = None
     id: int | None = None
+
+
+#: The `source_health` source under which each run's incident-detection rounds are recorded
+#: (scope: the run's slug): failing while a round fails (`/healthz` says so), ok after a clean one.
+DETECTION = "detection"
 
 
 @dataclass(slots=True)

@@ -410,6 +410,7 @@ class CycleSummary:
         self.poll.skipped.extend(other.poll.skipped)
         self.poll.retry_at.update(other.poll.retry_at)
         self.poll.backoff_errors.update(other.poll.backoff_errors)
+        self.poll.misconfigured |= other.poll.misconfigured
         self.enriched += other.enriched
         self.alerts_queued += other.alerts_queued
         self.errors.extend(other.errors)

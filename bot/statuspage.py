@@ -17,7 +17,7 @@ from typing import Any
 
 from bot.analysis.progress import effective_series
 from bot.delivery import delivery_report
-from bot.models import SOURCE_SPECS
+from bot.models import DETECTION, SOURCE_SPECS, SourceHealth
 from bot.narrative.format import fmt_projected
 from bot.render.json import iso
 from bot.render.page import (
@@ -155,6 +155,18 @@ class Health:
     body: dict[str, Any]
 
 
+def _detection_health(row: SourceHealth | None) -> dict[str, Any]:
+    """Whether the run's last incident-detection round went through (`bot.incidents.engine`
+    records each failing one and the first clean one after)."""
+    failing = row is not None and row.consecutive_failures > 0
+    return {
+        "ok": not failing,
+        "error": (row.last_error or "")[:300] if failing and row else None,
+        "failing_since": iso(row.failing_since) if failing and row else None,
+        "failed_rounds": row.consecutive_failures if row else 0,
+    }
+
+
 async def health_report(
     store: Store, now: datetime, *, poll_interval: float, watching_since: datetime
 ) -> Health:
@@ -172,6 +184,7 @@ async def health_report(
             f"no poll cycle since {iso(reference)}" if cycle else "no poll cycle recorded yet"
         )
     runs: dict[str, dict[str, Any]] = {}
+    detection: dict[str, dict[str, Any]] = {}
     for run in await store.runs.all():
         rows = await store.health.for_run(run.slug)
         sources: dict[str, Any] = {}
@@ -192,6 +205,9 @@ async def health_report(
             if failing:
                 problems.append(f"{run.slug}: {source} failing")
         runs[run.slug] = sources
+        detection[run.slug] = _detection_health(rows.get(DETECTION))
+        if not detection[run.slug]["ok"]:
+            problems.append(f"{run.slug}: detection failing")
     delivery, undelivered = await delivery_report(store, now)
     problems += undelivered
     ok = not problems
@@ -204,6 +220,7 @@ async def health_report(
             "stuck": stuck,
             "problems": problems,
             "runs": runs,
+            "detection": detection,
             "delivery": delivery,
             "checked_at": iso(now),
         },

@@ -31,8 +31,10 @@ composition root) words each post, with neutral time stamps the Discord edge ren
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import logging
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -54,6 +56,7 @@ from bot.incidents.forecasts import advance_forecasts
 from bot.incidents.lifecycle import Judgement, Policy
 from bot.incidents.silences import silencing
 from bot.models import (
+    DETECTION,
     Event,
     Incident,
     IncidentDetails,
@@ -65,6 +68,7 @@ from bot.models import (
 )
 from bot.runsfile import Thresholds
 from bot.store import Store
+from bot.store.db import TransactionLost
 from bot.store.incidents import IncidentsRepo
 
 log = logging.getLogger(__name__)
@@ -120,6 +124,7 @@ class _Cycle:
     new_ids: set[int]
     updates: dict[int, list[tuple[str, str]]]  # incident id -> [(dedup suffix, text)]
     resolved_now: set[int]
+    failures: _Failures
     queued: int = 0
 
     @property
@@ -146,24 +151,94 @@ class IncidentEngine:
         self.runs = set(runs) if runs else None
         # per run, the newest point the previous round judged: the next reads raw from there
         self._judged_through: dict[str, datetime] = {}
+        # per run, the causes of failure already logged (each is logged once, until a clean round)
+        self._logged: dict[str, dict[str, int]] = {}
 
     async def detect(self, store: Store, now: datetime) -> int:
         queued = 0
         for run in await store.runs.all():
             if self.runs is not None and run.slug not in self.runs:
                 continue
+            failures = _Failures(run.slug, self._logged.setdefault(run.slug, {}))
             try:
                 async with store.transaction():
-                    queued += await self._detect_run(store, run, now)
+                    queued += await self._detect_run(store, run, now, failures)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # one broken run never blinds the others
-                log.exception("incident detection failed for run %s", run.slug)
+            except Exception as exc:  # one broken run never blinds the others
+                failures.add("the detection round", exc)
+            await self._record_health(store, run.slug, now, failures)
         return queued
+
+    async def _record_health(
+        self, store: Store, slug: str, now: datetime, failures: _Failures
+    ) -> None:
+        """Say in the store whether the run's round went through (`/healthz` reads it): failing
+        with what failed, ok again after a clean round. Written only on a change of state."""
+        try:
+            row = await store.health.get(DETECTION, slug)
+            if failures.said:
+                await store.health.record_failure(DETECTION, slug, now, failures.text(), None)
+            elif row is not None and row.consecutive_failures:
+                await store.health.record_success(DETECTION, slug, now)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failures.add("recording detection health", exc)
+        if not failures.said and failures.logged:
+            log.info("incident detection for run %s works again", slug)
+            failures.logged.clear()
 
     # --- reading -----------------------------------------------------------------------------
 
-    async def _detect_run(self, store: Store, run: RunInfo, now: datetime) -> int:
+    async def _detect_run(
+        self,
+        store: Store,
+        run: RunInfo,
+        now: datetime,
+        failures: _Failures,
+    ) -> int:
+        """One run's round, inside its write transaction. Each detector, each finding's
+        incident and each incident's posts is a step of its own: one that fails is rolled back
+        (to a savepoint), logged once per cause and left for the next round, and the rest of the
+        round goes on."""
+        cycle = await self._read(store, run, now, failures)
+        repo = store.incidents
+        as_read = {i.id: repo.written(i) for i in cycle.incidents}  # only what changes is written
+        steps = _Steps(store, failures)
+        for finding in self._findings(cycle):
+            saved = _saved(cycle)
+            if not await steps.run(
+                f"the {finding.fingerprint} incident", self._apply(store, repo, cycle, finding)
+            ):
+                _restore(cycle, saved)
+        saved = _saved(cycle)
+        if not await steps.run("thread follow-ups", self._thread_followups(store, repo, cycle)):
+            _restore(cycle, saved)
+        for incident in cycle.incidents:
+            if incident.status != "resolved":
+                self._advance(cycle, incident)
+        saved = _saved(cycle)
+        if not await steps.run("who acted", self._people_acting(repo, cycle)):
+            _restore(cycle, saved)
+        for incident in cycle.incidents:
+            was = copy.deepcopy(incident)
+            if not await steps.run(
+                f"incident #{incident.id}'s posts",
+                self._deliver_and_write(store, cycle, incident, as_read.get(incident.id)),
+            ):
+                _restore_incident(incident, was)
+        await repo.set_engine_state(run.slug, now, None if cycle.data.blind else now)
+        return cycle.queued
+
+    async def _deliver_and_write(
+        self, store: Store, cycle: _Cycle, incident: Incident, was: tuple[Any, ...] | None
+    ) -> None:
+        await self._deliver(store, cycle, incident)
+        await store.incidents.update(incident, was=was)
+
+    async def _read(self, store: Store, run: RunInfo, now: datetime, failures: _Failures) -> _Cycle:
+        """What the round judges: a window of the store around the run's open incidents."""
         p = self.policy
         repo = store.incidents
         th = run.config.alerts
@@ -176,19 +251,7 @@ class IncidentEngine:
             eval_start = now - p.first_lookback
         report_since = eval_start - p.followup_window - p.group_window
         incidents = await repo.relevant(run.slug, report_since - p.followup_window)
-        as_read = {i.id: repo.written(i) for i in incidents}  # only what changes is written
-        window_start = eval_start
-        known_down: datetime | None = None
-        for incident in incidents:
-            if incident.status == "resolved":
-                continue
-            for fp, member in incident.details.members.items():
-                spec = spec_for(fp)
-                if spec is not None and spec.judges not in ("monitor", "alerts"):
-                    window_start = min(window_start, member.since)
-                    if fp == CRASH and member.until is None:
-                        since = member.since
-                        known_down = since if known_down is None else min(known_down, since)
+        window_start, known_down = _window(incidents, eval_start)
         window_start = max(window_start, now - p.max_lookback)
         snapshots = await store.snapshots.chain(run.slug)
         points = await store.metrics.window(run.slug, window_start - p.baseline)
@@ -237,7 +300,7 @@ class IncidentEngine:
             alerts=alerts,
             events=declared,
         )
-        cycle = _Cycle(
+        return _Cycle(
             run=run,
             judge=Judgement(data, p),
             incidents=incidents,
@@ -247,20 +310,8 @@ class IncidentEngine:
             new_ids=set(),
             updates={},
             resolved_now=set(),
+            failures=failures,
         )
-        findings = self._findings(cycle)
-        for finding in findings:
-            await self._apply(store, repo, cycle, finding)
-        await self._thread_followups(store, repo, cycle)
-        for incident in cycle.incidents:
-            if incident.status != "resolved":
-                self._advance(cycle, incident)
-        await self._people_acting(repo, cycle)
-        for incident in cycle.incidents:
-            await self._deliver(store, cycle, incident)
-            await repo.update(incident, was=as_read.get(incident.id))
-        await repo.set_engine_state(run.slug, now, None if data.blind else now)
-        return cycle.queued
 
     def _findings(self, cycle: _Cycle) -> list[Finding]:
         """Run the registry. Matching order: W&B and monitor findings crash first, then by
@@ -271,7 +322,12 @@ class IncidentEngine:
             if data.blind and spec.judges == "wandb":
                 cycle.judge.frozen.add(spec.fingerprint)
                 continue
-            detection = spec.detect(data)
+            try:
+                detection = spec.detect(data)
+            except Exception as exc:  # one broken detector never blinds the others
+                cycle.failures.add(f"the {spec.fingerprint} detector", exc)
+                cycle.judge.frozen.add(spec.fingerprint)  # neither raised nor cleared
+                continue
             if detection.frozen:
                 cycle.judge.frozen.add(spec.fingerprint)
             elif detection.findings:
@@ -294,17 +350,17 @@ class IncidentEngine:
     def _match(self, cycle: _Cycle, finding: Finding) -> tuple[Incident | None, str]:
         p = self.policy
         report = is_report(finding.fingerprint)
+        # A condition's episode a resolved incident already covers is old news, even when the
+        # run has since opened another incident of that condition (a detector reports each
+        # episode it still sees: the previous crash beside the new one).
+        old = self._resolved_covering(cycle, finding)
+        if old is not None and not report:
+            return old, "old"
         for incident in cycle.incidents:
             if incident.status != "resolved" and finding.fingerprint in incident.fingerprints():
                 return incident, "member"
-        for incident in reversed(cycle.incidents):
-            member = incident.details.members.get(finding.fingerprint)
-            if incident.status != "resolved" or member is None:
-                continue
-            since, until = member.since, member.until or incident.resolved_at
-            assert until is not None
-            if since - lifecycle.hold(cycle.judge, incident) <= finding.since <= until:
-                return incident, ("followup" if report else "old")
+        if old is not None:
+            return old, "followup"
         if finding.group == OUTAGE:
             for incident in cycle.incidents:
                 if (
@@ -326,6 +382,19 @@ class IncidentEngine:
                         return incident, "followup"
         return None, "new"
 
+    def _resolved_covering(self, cycle: _Cycle, finding: Finding) -> Incident | None:
+        """The newest resolved incident whose episode of the finding's condition the finding
+        began in (or just before: within the hold)."""
+        for incident in reversed(cycle.incidents):
+            member = incident.details.members.get(finding.fingerprint)
+            if incident.status != "resolved" or member is None:
+                continue
+            since, until = member.since, member.until or incident.resolved_at
+            assert until is not None
+            if since - lifecycle.hold(cycle.judge, incident) <= finding.since <= until:
+                return incident
+        return None
+
     async def _apply(
         self, store: Store, repo: IncidentsRepo, cycle: _Cycle, finding: Finding
     ) -> None:
@@ -343,6 +412,9 @@ class IncidentEngine:
                 and finding.since - clear >= lifecycle.hold(cycle.judge, incident)
             ):
                 self._advance(cycle, incident, at=finding.since)
+                # written now: the store allows one unresolved incident per condition, and the
+                # finding may open the next one
+                await repo.update(incident)
                 incident, how = self._match(cycle, finding)
                 if how == "old":
                     return
@@ -359,7 +431,10 @@ class IncidentEngine:
                 severity=finding.severity,
                 last_seen_at=cycle.now,
                 cause=finding.cause,
-                details=IncidentDetails(group=finding.group),
+                details=IncidentDetails(
+                    group=finding.group,
+                    recurrence=await repo.recurrence(cycle.run.slug, finding.fingerprint),
+                ),
             )
             await store.incidents.save(incident)
             assert incident.id is not None
@@ -603,6 +678,84 @@ def incident_note(incident: Incident, cause: str | None) -> Event:
         title=incident.title,
         body=cause or "",
     )
+
+
+class _Failures:
+    """What failed in one run's round. Each cause (what failed, and how) is logged once with
+    its traceback, not every round, until a clean round (`logged`, kept by the engine)."""
+
+    def __init__(self, slug: str, logged: dict[str, int]):
+        self.slug = slug
+        self.logged = logged
+        self.said: list[str] = []
+
+    def add(self, what: str, exc: BaseException) -> None:
+        text = f"{what} failed: {type(exc).__name__}: {exc}"[:300]
+        self.said.append(text)
+        if text in self.logged:
+            self.logged[text] += 1
+            log.debug("incident detection for run %s: %s (again)", self.slug, text)
+            return
+        self.logged[text] = 1
+        log.error("incident detection for run %s: %s", self.slug, text, exc_info=exc)
+
+    def text(self) -> str:
+        return "; ".join(dict.fromkeys(self.said))
+
+
+class _Steps:
+    """Runs each step of a round in a savepoint of the round's transaction: a step that raises
+    is undone and recorded, and the round goes on."""
+
+    def __init__(self, store: Store, failures: _Failures):
+        self.store = store
+        self.failures = failures
+
+    async def run(self, what: str, step: Coroutine[Any, Any, None]) -> bool:
+        try:
+            async with self.store.db.savepoint():
+                await step
+        except (asyncio.CancelledError, TransactionLost):
+            raise  # the round as a whole is over
+        except Exception as exc:
+            self.failures.add(what, exc)
+            return False
+        return True
+
+
+_Saved = tuple[list[Incident], dict[int, list[tuple[str, str]]], set[int], set[int]]
+
+
+def _saved(cycle: _Cycle) -> _Saved:
+    """The round's incidents and plans as they are, to go back to when a step fails."""
+    return copy.deepcopy((cycle.incidents, cycle.updates, cycle.new_ids, cycle.resolved_now))
+
+
+def _restore(cycle: _Cycle, saved: _Saved) -> None:
+    cycle.incidents, cycle.updates, cycle.new_ids, cycle.resolved_now = saved
+
+
+def _restore_incident(incident: Incident, was: Incident) -> None:
+    for name in Incident.__dataclass_fields__:
+        setattr(incident, name, getattr(was, name))
+
+
+def _window(incidents: list[Incident], eval_start: datetime) -> tuple[datetime, datetime | None]:
+    """Where the data a round reads must start (the start of every open incident's data
+    conditions, or `eval_start`), and when a crash the open incidents still track began."""
+    window_start = eval_start
+    known_down: datetime | None = None
+    for incident in incidents:
+        if incident.status == "resolved":
+            continue
+        for fp, member in incident.details.members.items():
+            spec = spec_for(fp)
+            if spec is not None and spec.judges not in ("monitor", "alerts"):
+                window_start = min(window_start, member.since)
+                if fp == CRASH and member.until is None:
+                    since = member.since
+                    known_down = since if known_down is None else min(known_down, since)
+    return window_start, known_down
 
 
 def _add_signal(incident: Incident, event: Event) -> None:

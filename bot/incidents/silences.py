@@ -25,7 +25,8 @@ from bot.store import Store
 MAX_SILENCE = timedelta(days=14)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(m|min|mins|h|hr|hrs|d|day|days)?\s*$", re.I)
 _UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
-_ALL = {"*", "all", "any"}
+_ALL = {"*", "all", "any"}  # what matches every condition ('*': silences stored before 35)
+_SAID_ALL = {"all", "any"}  # how a person asks for every condition: in words, never a glob
 
 
 def conditions() -> dict[str, str]:
@@ -83,7 +84,7 @@ def known_condition(matcher: str, kinds: Collection[str] = ()) -> bool:
     """Whether a matcher can match anything a detector or a report produces (`kinds`: more
     incident kinds the run has seen, e.g. the names of its Alertmanager alerts)."""
     matcher = matcher.strip().lower()
-    if matcher in _ALL:
+    if matcher in _SAID_ALL:
         return True
     names = [*conditions(), *_detector_kinds(), *REPORT_KINDS, *(k.lower() for k in kinds)]
     names += [f"{REPORT_PREFIX}{kind}:thread" for kind in REPORT_KINDS]
@@ -104,12 +105,34 @@ def known_condition(matcher: str, kinds: Collection[str] = ()) -> bool:
     )
 
 
+def matches_everything(matcher: str) -> bool:
+    """Whether a glob (`*`, `**`, `*?`…) would match every condition a run can have: refused,
+    since a silence that broad must be asked for in words (`all`)."""
+    matcher = matcher.strip().lower()
+    if matcher in _SAID_ALL or not set(matcher) & set("*?["):
+        return False
+    names = [*(spec.fingerprint.rstrip(":") for spec in DETECTORS), *_detector_kinds()]
+    names += [f"{REPORT_PREFIX}oom:discord:1", f"{ALERT_PREFIX}x:1", "crash", "a", "b:c"]
+    return all(fnmatch.fnmatchcase(name, matcher) for name in names)
+
+
+def plain_glob(matcher: str) -> str:
+    """The matcher as said back (no backticks that would break the code span)."""
+    return matcher.replace("`", "'")[:40]
+
+
 def check_condition(matcher: str, kinds: Collection[str] = ()) -> str:
     """The matcher, cleaned; an unknown one is refused with the list of conditions (`kinds`:
     see `known_condition`)."""
     matcher = (matcher or "all").strip() or "all"
     if len(matcher) > 200:
         raise UserFacingError("the condition is too long")
+    if matches_everything(matcher):
+        raise UserFacingError(
+            f"`{plain_glob(matcher)}` would silence every condition of the run, so it is not "
+            "taken as a pattern. Name the condition (`crash`, `stall`, `loss-*`, `report:oom`…), "
+            "or say `all` to silence everything on purpose."
+        )
     kind = matcher.lower().removeprefix(REPORT_PREFIX)
     if matcher.lower().startswith(REPORT_PREFIX) and kind in REPORT_KINDS:
         matcher = f"{matcher}:*"  # 'report:oom' means every reported OOM

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from bot.incidents.detectors import ALERT_PREFIX, CRASH, condition_words
+from bot.incidents.detectors import ALERT_PREFIX, CRASH, condition_words, incident_kind_words
 from bot.limits import (
     DESCRIPTION_LIMIT,
     FIELD_NAME_LIMIT,
@@ -126,6 +126,25 @@ def status_line(incident: Incident) -> str:
     return " · ".join(parts)
 
 
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 21st…"""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def recurrence_line(incident: Incident) -> str | None:
+    """'Seen before on this run: the 3rd time (crash); the previous one, incident #12,
+    resolved <time>.'"""
+    again = incident.details.recurrence
+    if again is None:
+        return None
+    words = incident_kind_words(incident.kind)
+    return (
+        f"Seen before on this run: the {ordinal(again.count)} time ({words}); the previous "
+        f"one, incident #{again.previous_id}, resolved {stamp(again.previous_resolved_at)}."
+    )
+
+
 def _signal_line(signal: IncidentSignal) -> str:
     label = f"[{signal.source}]({signal.url})" if signal.url else signal.source
     return f"• {stamp(signal.at, 'time')} {label}: {body(plain(clip_text(signal.text, 160)))}"
@@ -172,6 +191,9 @@ def head_card(incident: Incident, run_name: str, links: dict[str, str]) -> Card:
     done = incident.status == "resolved"
     title = f"{'✅' if done else icon} {run_name}"
     lines = [status_line(incident)]
+    again = recurrence_line(incident)
+    if again is not None:
+        lines.append(again)
     if incident.cause and not cause_told(incident):
         lines += ["", body(clip_text(incident.cause, 1500))]
     cause = incident.details.reported_cause

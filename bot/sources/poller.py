@@ -9,6 +9,8 @@ Recovery is at once, not at the end of a long wait:
 - while a source backs off from an outage (not from a configuration error or a server-given
   `retry_after`), it is probed cheaply every cycle (`Source.probe`, a request that costs the
   server nothing); the moment it answers, it is polled;
+- a refused credential or a missing repository is tried again a minute later, every time
+  (`FATAL_BACKOFF`): access given back without a restart is seen within a minute;
 - a new process, or a changed credential, tries every source at once whatever the stored backoff
   says (`PollSession`): a fixed token plus a restart never waits out the old token's backoff.
 """
@@ -28,9 +30,11 @@ log = logging.getLogger(__name__)
 
 BACKOFF_BASE = timedelta(seconds=30)
 BACKOFF_CAP = timedelta(minutes=30)
-# A bad token or an unknown repository will not fix itself in 30 s; look again every 10 min
-# (within the source's own cap: W&B is looked at again within 2 min whatever the error).
-FATAL_BACKOFF = timedelta(minutes=10)
+# A refused token or a missing repository (a fatal error) is tried again a minute later, every
+# time, however often it failed: access is often given back without a restart (a token renewed,
+# a permission restored, a repository made visible) and must be seen at once. A try costs one
+# refused request, what a probe would cost.
+FATAL_BACKOFF = timedelta(minutes=1)
 PROBE_TIMEOUT = 10.0  # seconds a probe may take before it counts as "still down"
 
 
@@ -87,6 +91,8 @@ class CycleReport:
     retry_at: dict[str, datetime] = field(default_factory=dict)
     backoff_errors: dict[str, str] = field(default_factory=dict)
     probed: list[str] = field(default_factory=list)  # backing off, probed, answered: polled
+    # sources that failed on their configuration (a refused token, a missing run or repository)
+    misconfigured: set[str] = field(default_factory=set)
 
     @property
     def ok(self) -> bool:
@@ -178,13 +184,16 @@ async def _record_failure(
         failures = getattr(health, "consecutive_failures", 0) + 1
     cap = source_cap(source)
     delay = backoff_delay(failures, cap=cap)
-    if unavailable is not None:
-        if unavailable.retry_after is not None:
-            delay = max(delay, timedelta(seconds=unavailable.retry_after))
-        if unavailable.fatal:
-            delay = max(delay, min(FATAL_BACKOFF, cap))
+    if unavailable is not None and unavailable.fatal:
+        delay = min(FATAL_BACKOFF, cap)
+    if unavailable is not None and unavailable.retry_after is not None:
+        delay = max(delay, timedelta(seconds=unavailable.retry_after))
     message = str(exc) or type(exc).__name__
-    if unavailable is not None:
+    again = getattr(health, "last_error", None) == message
+    if unavailable is not None and unavailable.fatal and again:
+        # said when it began; tried every minute, so not said every minute
+        log.debug("%s: %s (still; retry in %s)", source.key, message, delay)
+    elif unavailable is not None:
         log.error("%s: %s (retry in %s)", source.key, message, delay)
     else:
         log.exception("%s: poll failed (retry in %s)", source.key, delay)
@@ -192,3 +201,5 @@ async def _record_failure(
     for slug in source.run_slugs:
         await store.health.record_failure(source.name, slug, now, message, None)
     report.failures[source.key] = message
+    if unavailable is not None and unavailable.fatal:
+        report.misconfigured.add(source.key)

@@ -20,11 +20,16 @@ from typing import Any
 
 import aiosqlite
 
-from bot.store.errors import BUSY_SECONDS, describe_sqlite_error
+from bot.store.errors import BUSY_SECONDS, describe_sqlite_error, passing
 
 log = logging.getLogger(__name__)
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[\w-]+\.sql$")
+
+
+class TransactionLost(Exception):
+    """A block inside `Database.savepoint` failed after SQLite had already rolled the whole
+    transaction back: the caller must give up the transaction, not go on with it."""
 
 
 class StoreError(Exception):
@@ -306,6 +311,42 @@ class Database:
                     await self.conn.execute("COMMIT")
             finally:
                 self._in_transaction.reset(token)
+
+    async def writable(self) -> bool:
+        """Whether a write commits now: one page written (the schema version, unchanged)."""
+        try:
+            async with self.transaction() as conn:
+                version = await self.user_version()
+                await conn.execute(f"PRAGMA user_version = {int(version)}")
+        except (sqlite3.Error, OSError):
+            return False
+        return True
+
+    async def came_back(self, error: Exception) -> bool:
+        """A loop's probe (`bot.loops.Probe`) while it backs off from `error`: true once a full
+        disk or a lock that failed it has passed and the store takes a write again; never for
+        other errors (retrying a damaged page or a bug sooner helps nobody)."""
+        return passing(error) and await self.writable()
+
+    @asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        """Inside `transaction()`: a block whose writes are undone alone when it raises (the
+        error goes on to the caller), the rest of the transaction kept. When SQLite has already
+        rolled the whole transaction back (a full disk), `TransactionLost` says so instead."""
+        if not self._in_transaction.get():
+            raise StoreError("a savepoint needs an open transaction")
+        await self.conn.execute("SAVEPOINT runscribe_step")
+        try:
+            yield
+        except BaseException as exc:
+            if not self.conn.in_transaction:
+                # SQLite rolled the whole transaction back (a full disk, an interrupt): the
+                # block cannot be undone alone, and nothing after it may run outside it
+                raise TransactionLost(str(exc) or type(exc).__name__) from exc
+            await self.conn.execute("ROLLBACK TO runscribe_step")
+            await self.conn.execute("RELEASE runscribe_step")
+            raise
+        await self.conn.execute("RELEASE runscribe_step")
 
     async def fetchall(self, sql: str, params: Any = ()) -> list[aiosqlite.Row]:
         async with self.conn.execute(sql, params) as cursor:

@@ -37,6 +37,22 @@ def describe_sqlite_error(
     return None
 
 
+def passing(exc: BaseException) -> bool:
+    """Whether the failure is one the store recovers from by itself: a full disk (space is
+    freed) or a lock held by another process (it finishes). A damaged file is not."""
+    for cause in _chain(exc):
+        if not isinstance(cause, sqlite3.Error):
+            continue
+        code = getattr(cause, "sqlite_errorcode", None)
+        primary = code & 0xFF if isinstance(code, int) else None
+        lowered = str(cause).lower()
+        if primary in (SQLITE_FULL, SQLITE_BUSY, SQLITE_LOCKED) or any(
+            words in lowered for words in ("disk is full", "database is locked", "disk i/o error")
+        ):
+            return True
+    return False
+
+
 def _chain(exc: BaseException) -> list[BaseException]:
     found: list[BaseException] = []
     seen: BaseException | None = exc
@@ -66,7 +82,7 @@ def _describe(exc: BaseException, path: str | Path, busy_seconds: float) -> str 
         )
     if primary in (SQLITE_CORRUPT, SQLITE_NOTADB) or "malformed" in lowered:
         return (
-            f"the database {path} is damaged ({text}); restore it from a backup, or salvage it "
-            f"with `sqlite3 {path} .recover`"
+            f"the database {path} is damaged ({text}); run `runscribe repair` (it keeps a copy), "
+            f"or restore it from a backup (by hand: `sqlite3 {path} .recover`)"
         )
     return None

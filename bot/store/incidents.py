@@ -19,6 +19,7 @@ from bot.models import (
     IncidentDetails,
     IncidentMember,
     IncidentSignal,
+    Recurrence,
     ReportedCause,
     Restart,
     Silence,
@@ -97,6 +98,7 @@ def details_to_json(details: IncidentDetails) -> str:
             "action": _action_to_json(details.action),
             "credited": details.credited,
             "acted_checked_until": _iso(details.acted_checked_until),
+            "recurrence": _recurrence_to_json(details.recurrence),
         }
     )
 
@@ -134,6 +136,26 @@ def _restart_from_json(raw: Any) -> Restart | None:
     if at is None:
         return None
     return Restart.from_json(at, raw)
+
+
+def _recurrence_to_json(recurrence: Recurrence | None) -> dict[str, Any] | None:
+    if recurrence is None:
+        return None
+    return {
+        "count": recurrence.count,
+        "previous_id": recurrence.previous_id,
+        "previous_resolved_at": _iso(recurrence.previous_resolved_at),
+    }
+
+
+def _recurrence_from_json(raw: Any) -> Recurrence | None:
+    """None for rows written before recurrences were recorded."""
+    if not isinstance(raw, dict):
+        return None
+    at = _time(raw.get("previous_resolved_at"))
+    if at is None or raw.get("previous_id") is None:
+        return None
+    return Recurrence(int(raw.get("count") or 2), int(raw["previous_id"]), at)
 
 
 def _action_to_json(action: IncidentAction | None) -> dict[str, Any] | None:
@@ -212,6 +234,7 @@ def details_from_json(text: str) -> IncidentDetails:
         action=_action_from_json(raw.get("action")),
         credited=bool(raw.get("credited")),
         acted_checked_until=_time(raw.get("acted_checked_until")),
+        recurrence=_recurrence_from_json(raw.get("recurrence")),
     )
 
 
@@ -317,6 +340,30 @@ class IncidentsRepo:
     def written(incident: Incident) -> tuple[Any, ...]:
         """The engine's fields as `update` writes them: compare two to know if anything changed."""
         return _engine_values(incident)
+
+    async def recurrence(self, run_slug: str, fingerprint: str) -> Recurrence | None:
+        """For a new incident of `fingerprint`: how many incidents of the run had that condition
+        (as their first or a joined one), and the latest of them to resolve; None when none
+        did."""
+        condition = (
+            "(fingerprint = ? OR EXISTS (SELECT 1 FROM json_each(details, '$.members') "
+            "WHERE json_each.key = ?))"
+        )
+        row = await self.db.fetchone(
+            f"SELECT COUNT(*) FROM incidents WHERE run_slug = ? AND {condition}",
+            (run_slug, fingerprint, fingerprint),
+        )
+        count = int(row[0]) if row else 0
+        last = await self.db.fetchone(
+            f"SELECT id, resolved_at FROM incidents WHERE run_slug = ? AND {condition} "
+            "AND status = 'resolved' ORDER BY resolved_at DESC, id DESC LIMIT 1",
+            (run_slug, fingerprint, fingerprint),
+        )
+        if last is None:
+            return None
+        resolved_at = from_db(last["resolved_at"])
+        assert resolved_at is not None  # resolved incidents carry their time
+        return Recurrence(count + 1, int(last["id"]), resolved_at)
 
     async def update(self, incident: Incident, *, was: tuple[Any, ...] | None = None) -> bool:
         """Write the engine's fields, leaving the acknowledgement alone; nothing when they are

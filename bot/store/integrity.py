@@ -3,7 +3,8 @@
 `PRAGMA quick_check` reads every page and index of the database (without comparing each index's
 content to its table, which `integrity_check` would do at several times the cost): a damaged page
 or index shows up here instead of as alerts that silently stop. `runscribe run` and `poll` run it
-at start (a failure is one line and exit 2) and the bot once a day (a failure is an operator
+at start (a failure is one line and exit 2, naming `runscribe repair`, `bot.store.repair`, as
+the way forward) and the bot once a day (a failure is an operator
 alert in every alerts channel and a `/healthz` problem).
 
 `describe_sqlite_error` turns the errors a user must act on into a sentence: a database locked by
@@ -39,6 +40,7 @@ async def check_integrity(db: Database) -> None:
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise StoreError(
-            f"the database {db.path} is damaged: {found[0][:200]}{more}; restore it from a "
-            f"backup, or salvage it with `sqlite3 {db.path} .recover`"
+            f"the database {db.path} is damaged: {found[0][:200]}{more}; run `runscribe "
+            "repair` (keeps a copy, rebuilds the indexes, else copies out every readable row), "
+            f"or restore it from a backup (or salvage it by hand: `sqlite3 {db.path} .recover`)"
         )

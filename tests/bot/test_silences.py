@@ -116,6 +116,17 @@ async def test_unknown_condition_and_enormous_duration_are_refused_plainly(
     )
 
 
+async def test_a_star_is_refused_privately_and_silences_nothing(
+    start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, responder_runs: RunsFile
+) -> None:
+    """`/incidents silence condition:*` silenced every condition (issue 35)."""
+    await start_bot(runs_file=responder_runs)
+    before = len(await silences(seeded_store))
+    said = await silence(fake, RESPONDER, condition="*")
+    assert "`*` would silence every condition of the run" in said and "`all`" in said
+    assert len(await silences(seeded_store)) == before
+
+
 async def test_anyone_can_acknowledge_and_it_records_who(
     start_bot: StartBot, fake: FakeDiscord, seeded_store: Store, responder_runs: RunsFile
 ) -> None:

@@ -198,7 +198,7 @@ async def test_missing_run_and_repository_are_shown_failing(
     async with FakeGitHub() as github:  # no repository "lab/model"
         env = environment(tmp_path, github, wandb_server)
         code, out, err = await cli(tmp_path, env, "poll", "--once")
-        assert code == 1, out + err  # no source could be polled at all
+        assert code == 2, out + err  # no source could be polled, each for its configuration
 
         code, out, err = await cli(tmp_path, env, "status", "--json")
         assert code == 0, err
@@ -216,7 +216,7 @@ async def test_missing_run_and_repository_are_shown_failing(
         assert "not found" in out and "Discord" not in out
 
         code, out, err = await cli(tmp_path, env, "poll", "--once")
-        assert code == 1, out + err
+        assert code == 2, out + err
         lines = (out + err).splitlines()
         assert not [line for line in lines if " skipped " in line], out + err
         at_once = [line for line in lines if "trying at once" in line]
@@ -224,6 +224,22 @@ async def test_missing_run_and_repository_are_shown_failing(
         assert any("wandb:hero" in line for line in at_once)
         assert any("github:lab/model" in line for line in at_once)
         assert sum("not found" in line and " failed: " in line for line in lines) == 2, out + err
+
+
+async def test_refused_credentials_are_a_configuration_error(
+    tmp_path: Path, wandb_server: FakeWandb
+) -> None:
+    """A bad GitHub token and a wrong W&B key: `poll --once` exits 2 (fix the configuration)
+    naming both, as any configuration error does, not 1 (an outage: try again later)."""
+    wandb_server.reset()
+    async with FakeGitHub(token="the-right-token") as github:
+        env = environment(tmp_path, github, wandb_server)
+        env.update(GITHUB_TOKEN="a-revoked-token", WANDB_API_KEY="wrong-key-" + "y" * 30)
+        code, out, err = await cli(tmp_path, env, "poll", "--once")
+    assert code == 2, out + err
+    assert "GITHUB_TOKEN" in out + err and "WANDB_API_KEY" in out + err, out + err
+    assert "runscribe: no source could be polled: fix the configuration" in err
+    assert "a-revoked-token" not in out + err
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -216,7 +216,7 @@ async def test_nothing_is_posted_during_a_silence_but_incidents_are_recorded(
     await sc.start()
     await sc.run_for(10)
     silence = await add_silence(
-        store, "hero", "*", timedelta(hours=2), "alice", "planned maintenance", sc.now
+        store, "hero", "all", timedelta(hours=2), "alice", "planned maintenance", sc.now
     )
     await sc.run_for(10)
     await crash(sc)

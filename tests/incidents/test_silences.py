@@ -56,6 +56,21 @@ def test_every_listed_condition_silences_something_and_typos_are_refused() -> No
         assert "`stall`" in str(caught.value) and "`oom`" in str(caught.value)
 
 
+@pytest.mark.parametrize("glob", ["*", " * ", "**", "?*", "[a-z]*"])
+def test_a_glob_that_matches_everything_is_refused(glob: str) -> None:
+    """`condition:*` silenced everything (issue 35): a pattern that would cover every condition
+    is refused with what to say instead; `all` does it on purpose, and narrower globs stay."""
+    with pytest.raises(UserFacingError, match="would silence every condition") as caught:
+        check_condition(glob)
+    assert "`all`" in str(caught.value)
+    assert check_condition("all") == "all"
+    crash = incident("wandb-state", "crash")
+    assert matches(check_condition("all"), crash)
+    assert check_condition("loss-*") == "loss-*" and not matches("loss-*", crash)
+    assert check_condition("report:*") == "report:*"
+    assert matches("*", crash)  # a silence stored before keeps its meaning
+
+
 def test_responders_are_the_role_or_manage_server() -> None:
     require_responder("hero", 7, role_ids={7, 8}, manages_server=False)
     require_responder("hero", 7, role_ids=set(), manages_server=True)

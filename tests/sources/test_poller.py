@@ -96,7 +96,7 @@ async def test_skipped_sources_say_when_they_will_be_tried_again(
         "github:o/gone", [SourceUnavailable("repository o/gone not found", fatal=True)]
     )
     await poll_once(store, [missing], now)
-    report = await poll_once(store, [missing], now + timedelta(minutes=1))
+    report = await poll_once(store, [missing], now + timedelta(seconds=30))
     assert report.skipped == ["github:o/gone"]
     assert report.retry_at == {"github:o/gone": now + FATAL_BACKOFF}
     assert report.backoff_errors == {"github:o/gone": "repository o/gone not found"}
@@ -137,8 +137,8 @@ async def test_wandb_backoff_is_capped_at_two_minutes(store: Store, now: datetim
     wrong_key = await store.health.get("wandb", "wandb:other")
     assert wrong_key is not None and wrong_key.next_attempt_at is not None
     assert wrong_key.last_attempt_at is not None
-    # A wrong key is looked at again within the same cap (a fatal error waits 10 min elsewhere).
-    assert wrong_key.next_attempt_at - wrong_key.last_attempt_at == timedelta(minutes=2)
+    # A wrong key is looked at again a minute later, as any refused credential is.
+    assert wrong_key.next_attempt_at - wrong_key.last_attempt_at == FATAL_BACKOFF
 
 
 async def test_an_outage_is_probed_while_backing_off_and_polled_once_it_answers(
@@ -187,8 +187,8 @@ async def test_a_restart_or_a_changed_credential_tries_at_once(store: Store, now
     # The same process: the stored backoff is obeyed.
     session = PollSession()
     github.outcomes.clear()  # the token was fixed
-    restarted = await poll_once(store, [github], now + timedelta(minutes=1), session=session)
-    # A new process (a new session): tried at once despite 9 more minutes of stored backoff.
+    restarted = await poll_once(store, [github], now + timedelta(seconds=20), session=session)
+    # A new process (a new session): tried at once despite the stored backoff.
     assert "github:o/r" in restarted.results and github.calls == 2
 
     wandb = Probed("wandb:hero", [SourceUnavailable("rejected the API key", fatal=True)] * 2)
@@ -200,3 +200,22 @@ async def test_a_restart_or_a_changed_credential_tries_at_once(store: Store, now
     report = await poll_once(store, [wandb], now + timedelta(seconds=20), session=session)
     assert "wandb:hero" in report.failures and wandb.calls == 2  # tried at once, still wrong
     assert session.failures["wandb:hero"] == 1  # the count starts again with the new key
+
+
+async def test_a_refused_token_is_tried_again_every_minute(store: Store, now: datetime) -> None:
+    """A GitHub 401 that clears by itself (a token renewed, access given back) is seen within a
+    minute, however many times it was refused before: the wait does not grow."""
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    github = Scripted("github:o/r", [SourceUnavailable("token invalid (HTTP 401)", fatal=True)] * 8)
+    session = PollSession()
+    at = now
+    for _ in range(8):
+        report = await poll_once(store, [github], at, session=session)
+        assert report.failures == {"github:o/r": "token invalid (HTTP 401)"}
+        health = await store.health.get("github", "github:o/r")
+        assert health is not None and health.next_attempt_at is not None
+        assert health.next_attempt_at - at <= timedelta(minutes=1)
+        at = health.next_attempt_at
+    assert github.calls == 8
+    report = await poll_once(store, [github], at, session=session)  # access is back
+    assert "github:o/r" in report.results and github.calls == 9

@@ -1,5 +1,6 @@
-"""The read-only commands' RUNSCRIBE_DB (`bot.environment`) agrees with `Settings` in every case
-they can differ on: environment, `.env`, both, neither, any letter case, quoting."""
+"""The read-only commands' RUNSCRIBE_DB and RUNSCRIBE_CONFIG (`bot.environment`) agree with
+`Settings` in every case they can differ on: environment, `.env`, both, neither, any letter
+case, quoting."""
 
 from __future__ import annotations
 
@@ -10,57 +11,48 @@ import pytest
 from bot.environment import config_path, database_path
 from bot.settings import Settings
 
+DB_CASES = [
+    ({}, None),
+    ({"RUNSCRIBE_DB": "/data/env.db"}, None),
+    ({}, "RUNSCRIBE_DB=/data/file.db\n"),
+    ({"RUNSCRIBE_DB": "/data/env.db"}, "RUNSCRIBE_DB=/data/file.db\n"),
+    ({"runscribe_db": "lower.db"}, None),
+    ({}, "# comment\nexport runscribe_db='quoted path.db'\nGITHUB_TOKEN=x\n"),
+    ({}, 'RUNSCRIBE_DB="${HOME_DIR}/a.db"\nHOME_DIR=/srv\n'),
+    ({"OTHER": "1"}, "OTHER=2\n"),
+    ({}, "RUNSCRIBE_DB=\n"),  # blank means unset: the default
+    ({"RUNSCRIBE_DB": ""}, "RUNSCRIBE_DB=/data/file.db\n"),
+]
+CONFIG_CASES = [
+    ({}, None),
+    ({"RUNSCRIBE_CONFIG": "/etc/env.toml"}, "RUNSCRIBE_CONFIG=/etc/file.toml\n"),
+    ({}, "runscribe_config='runs file.toml'\n"),
+    ({"RUNSCRIBE_CONFIG": ""}, "RUNSCRIBE_CONFIG=\n"),
+]
+READERS = {"runscribe_db": database_path, "runscribe_config": config_path}
+
 
 @pytest.mark.parametrize(
-    ("environ", "dotenv"),
-    [
-        ({}, None),
-        ({"RUNSCRIBE_DB": "/data/env.db"}, None),
-        ({}, "RUNSCRIBE_DB=/data/file.db\n"),
-        ({"RUNSCRIBE_DB": "/data/env.db"}, "RUNSCRIBE_DB=/data/file.db\n"),
-        ({"runscribe_db": "lower.db"}, None),
-        ({}, "# comment\nexport runscribe_db='quoted path.db'\nGITHUB_TOKEN=x\n"),
-        ({}, 'RUNSCRIBE_DB="${HOME_DIR}/a.db"\nHOME_DIR=/srv\n'),
-        ({"OTHER": "1"}, "OTHER=2\n"),
-        ({}, "RUNSCRIBE_DB=\n"),  # blank means unset: the default
-        ({"RUNSCRIBE_DB": ""}, "RUNSCRIBE_DB=/data/file.db\n"),
-    ],
+    ("setting", "environ", "dotenv"),
+    [("runscribe_db", *case) for case in DB_CASES]
+    + [("runscribe_config", *case) for case in CONFIG_CASES],
 )
-def test_database_path_is_what_settings_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], dotenv: str | None
+def test_the_path_is_what_settings_read(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    setting: str,
+    environ: dict[str, str],
+    dotenv: str | None,
 ) -> None:
-    for name in ("RUNSCRIBE_DB", "runscribe_db"):
+    for name in (setting.upper(), setting):
         monkeypatch.delenv(name, raising=False)
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
     env_file = tmp_path / ".env"
     if dotenv is not None:
         env_file.write_text(dotenv, encoding="utf-8")
-    expected = Settings(_env_file=env_file).runscribe_db  # type: ignore[call-arg]
-    assert database_path(env_file=env_file) == expected
-
-
-@pytest.mark.parametrize(
-    ("environ", "dotenv"),
-    [
-        ({}, None),
-        ({"RUNSCRIBE_CONFIG": "/etc/env.toml"}, "RUNSCRIBE_CONFIG=/etc/file.toml\n"),
-        ({}, "runscribe_config='runs file.toml'\n"),
-        ({"RUNSCRIBE_CONFIG": ""}, "RUNSCRIBE_CONFIG=\n"),
-    ],
-)
-def test_config_path_is_what_settings_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], dotenv: str | None
-) -> None:
-    for name in ("RUNSCRIBE_CONFIG", "runscribe_config"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in environ.items():
-        monkeypatch.setenv(name, value)
-    env_file = tmp_path / ".env"
-    if dotenv is not None:
-        env_file.write_text(dotenv, encoding="utf-8")
-    expected = Settings(_env_file=env_file).runscribe_config  # type: ignore[call-arg]
-    assert config_path(env_file=env_file) == expected
+    expected = getattr(Settings(_env_file=env_file), setting)  # type: ignore[call-arg]
+    assert READERS[setting](env_file=env_file) == expected
 
 
 def test_status_reads_no_settings(

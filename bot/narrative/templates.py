@@ -296,6 +296,8 @@ def template_digest(facts: DigestFacts) -> str:
             f"Training restarted {count} time{'s' if count != 1 else ''} from a checkpoint "
             f"(a saved copy of the model): " + "; ".join(parts) + "."
         )
+    if facts.goodput_moved:
+        paragraphs.append(facts.goodput_moved)
     happened = what_happened(facts.highlights, DIGEST_ITEMS)
     if happened:
         lines = []

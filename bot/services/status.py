@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from bot.analysis.goodput import RunGoodput
 from bot.analysis.progress import Progress, compute_progress, projection_margin
 from bot.delivery import GATEWAY
 from bot.delivery import SOURCE as DELIVERY
@@ -26,6 +27,7 @@ from bot.models import (
 )
 from bot.runsfile import RunConfig
 from bot.services.forecasts import ForecastView, forecast_views, loss_curve
+from bot.services.goodput import run_goodput_of
 from bot.services.runs import UnknownRun
 from bot.store import Store
 
@@ -100,6 +102,8 @@ class StatusReport:
     # When this process has not heard from W&B yet (restarted): the time of the last state
     # stored before the restart, which the report shows, judged as of then (`stored_state_at`).
     restored_at: datetime | None = None
+    # effective training time since launch and over the last 7 days (`bot.analysis.goodput`)
+    goodput: RunGoodput | None = None
 
     @property
     def loss_forecast(self) -> ForecastView | None:
@@ -259,6 +263,7 @@ async def build_status(
         forecasts=await forecast_views(store, run, chain, now, points, progress.step),
         projected_margin=projection_margin(progress, now, launched),
         restored_at=restored_at,
+        goodput=await run_goodput_of(store, slug, launched_at=launched, now=now),
     )
 
     stats = await incident_stats(store, slug)

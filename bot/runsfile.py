@@ -273,6 +273,7 @@ class RunConfig(BaseModel):
     status_refresh_minutes: int = Field(default=15, ge=1, le=1440)
     responder_role: int | None = None  # who may silence alerts (besides Manage Server)
     alert_role: int | None = None  # the one role an incident's first post pings (opt-in)
+    gpus: int | None = Field(default=None, gt=0)  # the run's GPU count: write-ups cost GPU-hours
     digest_time: str = "09:00"
     timezone: str = "UTC"
     metrics: MetricKeys = Field(default_factory=MetricKeys)

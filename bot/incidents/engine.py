@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -53,6 +54,7 @@ from bot.incidents.detectors import (
 from bot.incidents.forecasts import advance_forecasts
 from bot.incidents.lifecycle import Judgement, Policy
 from bot.incidents.silences import silencing
+from bot.incidents.writeup import Writeup, gather_writeup
 from bot.models import (
     Event,
     Incident,
@@ -105,6 +107,10 @@ class IncidentWords(Protocol):
     def cause_update(self, cause: ReportedCause) -> str: ...
 
     def event_update(self, event: Event) -> str: ...
+
+    def writeup(
+        self, writeup: Writeup, *, edit_of: int | None, archive_thread: bool
+    ) -> dict[str, Any]: ...
 
 
 @dataclass(slots=True)
@@ -551,6 +557,8 @@ class IncidentEngine:
             body = self.words.resolved(incident, name)
             await self._enqueue(store, cycle, "resolved", f"{key}:resolved", body)
             details.resolved_posted = True
+        if done:
+            await self._writeup(store, cycle, incident, fired_id)
             return
         if lifecycle.reminder_due(incident, cycle.now, cycle.th):
             count = details.reminders + 1
@@ -558,6 +566,27 @@ class IncidentEngine:
             await self._enqueue(store, cycle, "update", f"{key}:reminder:{count}", body, fired_id)
             details.reminders = count
             details.last_reminder_at = cycle.now
+
+    async def _writeup(
+        self, store: Store, cycle: _Cycle, incident: Incident, fired_id: int | None
+    ) -> None:
+        """The incident's one write-up, in its thread after the resolution: posted once (keyed
+        by the incident, so a restart re-posts nothing), edited in place whenever what it says
+        changes (a late report, a person's action read after it resolved, a reopening)."""
+        if fired_id is None:
+            return
+        key = f"incident:{incident.id}:writeup"
+        posted = await store.outbox.get_by_key(key)
+        facts = await gather_writeup(store, cycle.run, incident)
+        if posted is None:
+            body = self.words.writeup(facts, edit_of=None, archive_thread=True)
+            await self._enqueue(store, cycle, "update", key, body, fired_id)
+            return
+        body = self.words.writeup(facts, edit_of=posted.id, archive_thread=False)
+        if body.get("card") != posted.payload.get("card"):
+            card = json.dumps(body.get("card"), sort_keys=True)
+            edit = hashlib.sha256(card.encode()).hexdigest()[:16]
+            await self._enqueue(store, cycle, "edit", f"{key}:edit:{edit}", body)
 
     async def _alert_summary(
         self, store: Store, cycle: _Cycle, incident: Incident, fired_id: int

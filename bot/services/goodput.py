@@ -3,37 +3,14 @@ the incidents since launch, and the pace around each restart."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from bot.analysis.goodput import WEEK, Pace, RunGoodput, moved, pace_of, run_goodput
-from bot.models import Restart, RunInfo
+from bot.analysis.goodput import WEEK, RunGoodput, moved, run_goodput
+from bot.models import RunInfo
 from bot.store import Store
 
-#: How long a stretch of steps measures the pace around a restart.
-PACE_SPAN = timedelta(hours=1)
 #: The most restarts read (the newest); a run has a handful, this only bounds a read.
 RESTART_SCAN = 500
-
-
-async def restart_pace(store: Store, slug: str, restart: Restart) -> Pace:
-    """The pace before the interruption (the hour up to the last step logged), else after the
-    resume (the hour from the first step logged again)."""
-    if restart.stopped_at is not None:
-        before = await store.metrics.points(
-            slug, since=restart.stopped_at - PACE_SPAN, until=restart.stopped_at + _TICK
-        )
-        pace = pace_of(before)
-        if pace.seconds_per_step is not None:
-            return pace
-    if restart.resumed_at is not None:
-        after = await store.metrics.points(
-            slug, since=restart.resumed_at, until=restart.resumed_at + PACE_SPAN
-        )
-        return pace_of(after)
-    return Pace()
-
-
-_TICK = timedelta(microseconds=1)  # `points` reads [since, until): include the last step
 
 
 async def run_goodput_of(
@@ -43,10 +20,10 @@ async def run_goodput_of(
     restarts = [
         r
         for r in await store.events.restarts(slug, limit=RESTART_SCAN)
-        if (r.resumed_at or r.at) >= since or (r.stopped_at or r.at) >= since
+        if (r.resumed_at or r.at) >= since
     ]
     incidents = await store.incidents.find(slug, since=since)
-    paces = [(await restart_pace(store, slug, r)).seconds_per_step for r in restarts]
+    paces = [(await store.metrics.pace_around(slug, r)).seconds_per_step for r in restarts]
     return run_goodput(restarts, incidents, paces, launched_at=launched_at, now=now)
 
 

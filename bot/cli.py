@@ -82,6 +82,11 @@ _DESCRIPTIONS = {
         "(written by Claude when ANTHROPIC_API_KEY is set, else from the template); "
         "nothing is posted."
     ),
+    "incident": (
+        "Print a resolved incident's write-up as Markdown, from the database (RUNSCRIBE_DB) "
+        "alone: what happened, the reported cause, who acted, how training came back, the "
+        "cost, follow-ups and sources."
+    ),
     "check-config": (
         "Validate the environment (.env included), the runs file (RUNSCRIBE_CONFIG) and "
         "the database path (RUNSCRIBE_DB): one line per problem and exit 2, notes for "
@@ -182,6 +187,12 @@ def _parser() -> argparse.ArgumentParser:
             "refused when PATH holds other runs"
         ),
     )
+    incident = sub.add_parser(
+        "incident",
+        help="print an incident's write-up (Markdown)",
+        description=_DESCRIPTIONS["incident"],
+    )
+    incident.add_argument("incident_id", type=int, metavar="ID", help="the incident's number")
     sub.add_parser(
         "check-config",
         help="validate the environment and the runs file",
@@ -242,7 +253,7 @@ class _DatabasePath:
 
 # One-shot commands that only read the database: they skip pydantic-settings (its import and
 # the validation of every other variable cost more than the answer) and read RUNSCRIBE_DB alone.
-READ_ONLY = frozenset({"status", "timeline"})
+READ_ONLY = frozenset({"status", "timeline", "incident"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -404,6 +415,16 @@ async def cmd_timeline(settings: DatabaseOnly, args: argparse.Namespace) -> int:
         print(heading)
         print("=" * min(len(heading), _width()))
         print(render_timeline(entries, local_formatter(zone, now), width=_width()))
+    return EXIT_OK
+
+
+async def cmd_incident(settings: DatabaseOnly, args: argparse.Namespace) -> int:
+    from bot.incidents.writeup import writeup_for
+    from bot.posts.writeup import writeup_markdown
+
+    async with _open_db(settings) as db:
+        writeup = await writeup_for(Store(db), args.incident_id)
+    print(writeup_markdown(writeup), end="")
     return EXIT_OK
 
 
@@ -873,6 +894,7 @@ _COMMANDS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
     "status": cmd_status,
     "timeline": cmd_timeline,
     "digest": cmd_digest,
+    "incident": cmd_incident,
     "demo": cmd_demo,
     "check-config": cmd_check_config,
     "usage": cmd_usage,

@@ -300,6 +300,7 @@ ALLOWED: dict[str, set[str]] = {
         "bot.incidents",  # the detectors' registry declares `[runs.alerts]` before it is read
         "bot.models",
         "bot.pipeline",
+        "bot.posts",  # `incident ID` prints the write-up
         "bot.render",
         "bot.runsfile",
         "bot.runtime",

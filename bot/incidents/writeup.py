@@ -6,6 +6,7 @@ changes); `bot.posts.writeup` words it. Numbers come from the one record of each
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -17,6 +18,9 @@ from bot.store import Store
 
 #: Event kinds that are a follow-up when opened about an incident: an issue or a pull request.
 FOLLOW_UP_KINDS = ("issue", "pull")
+#: A GitHub issue or pull request named in a post ("opened #8617 for it").
+_NAMED = re.compile(r"(?<![\w/&])#(\d{1,7})\b")
+FOLLOW_UPS_NAMED = 10  # the most named threads looked up
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,13 +120,33 @@ def sources_of(incident: Incident, events: list[Event]) -> list[Source]:
     return sorted(found.values(), key=lambda s: s.at)
 
 
+async def follow_ups_of(store: Store, incident: Incident, events: list[Event]) -> list[Event]:
+    """Issues and pull requests opened about the incident: linked to it, or named (#N) by the
+    people who wrote about it, and opened at or after its first symptom (an older thread, the
+    ops log itself, is where it was discussed, not a follow-up)."""
+    found = {e.external_id: e for e in events if e.kind in FOLLOW_UP_KINDS}
+    said = [e.body or e.title or "" for e in events if e.kind not in FOLLOW_UP_KINDS]
+    said += [s.text for s in (incident.details.reported_cause, incident.details.action) if s]
+    named = dict.fromkeys(m for text in said for m in _NAMED.findall(text))
+    for number in list(named)[:FOLLOW_UPS_NAMED]:
+        key = f"issue:{number}"
+        if key not in found:
+            event = await store.events.get_by_external(incident.run_slug, "github", key)
+            if event is not None:
+                found[key] = event
+    return sorted(
+        (e for e in found.values() if e.at >= incident.started_at and not e.deleted),
+        key=lambda e: e.at,
+    )
+
+
 async def gather_writeup(store: Store, run: RunInfo, incident: Incident) -> Writeup:
     """The write-up's facts, from the store alone (no network, no model)."""
     assert incident.id is not None
     restart = restart_of(incident)
     pace = await store.metrics.pace_around(run.slug, restart) if restart else Pace()
     events = await store.incidents.events(incident.id)
-    follow_ups = [e for e in events if e.kind in FOLLOW_UP_KINDS and e.at >= incident.started_at]
+    follow_ups = await follow_ups_of(store, incident, events)
     action = incident.details.action
     return Writeup(
         incident=incident,
@@ -137,7 +161,7 @@ async def gather_writeup(store: Store, run: RunInfo, incident: Incident) -> Writ
         restart=restart,
         cause=incident.details.reported_cause,
         actions=[action] if action is not None else [],
-        follow_ups=sorted(follow_ups, key=lambda e: e.at),
+        follow_ups=follow_ups,
         sources=sources_of(incident, events),
     )
 

@@ -6,18 +6,20 @@ nothing re-posted by a new engine over the same store."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.writeup import writeup_for
-from bot.models import OutboxItem, RunInfo
+from bot.models import Event, OutboxItem, RunInfo
 from bot.posts.incidents import IncidentPosts
 from bot.posts.writeup import writeup_markdown
 from bot.store import Store
 from tests.incidents.scenario import RUN_B, Scenario, content
 
 
-async def crash_and_requeue(store: Store, now: datetime) -> tuple[Scenario, int]:
+async def crash_and_requeue(
+    store: Store, now: datetime, acted: str = "I drained r7 and requeued the job"
+) -> tuple[Scenario, int]:
     sc = Scenario(store, now)  # 100 steps a minute, one row a minute, 1M tokens a step
     await sc.start()
     run = await store.runs.get("hero")
@@ -30,7 +32,7 @@ async def crash_and_requeue(store: Store, now: datetime) -> tuple[Scenario, int]
     await sc.run_for(3)
     await sc.report("node r7 lost its IB link, job died", source="discord", author="bob")
     await sc.run_for(2)
-    await sc.report("I drained r7 and requeued the job", source="discord", author="dave")
+    await sc.report(acted, source="discord", author="dave")
     await sc.run_for(2)
     await sc.launch(RUN_B, 5_000)  # minute 68; its first row (step 5,000) at minute 69
     await sc.run_for(10)
@@ -97,3 +99,39 @@ async def test_the_writeup_again_as_markdown(store: Store, now: datetime) -> Non
     for heading in ("What happened", "Cause, as reported", "Who acted", "Cost", "Sources"):
         assert f"**{heading}.**" in note
     assert "900 steps recomputed" in note
+
+
+def issue(number: int, at: datetime, title: str) -> Event:
+    return Event(
+        run_slug="hero",
+        source="github",
+        external_id=f"issue:{number}",
+        kind="issue",
+        at=at,
+        author="dave",
+        ref=f"#{number}",
+        url=f"https://github.com/lab/hero/issues/{number}",
+        state="open",
+        title=title,
+        thread=f"github:lab/hero#{number}",
+    )
+
+
+async def test_follow_ups_are_the_issues_people_named_opened_after_it_began(
+    store: Store, now: datetime
+) -> None:
+    acted = "I drained r7 and requeued the job; see #12, and #91 tracks the IB port"
+    sc, incident_id = await crash_and_requeue(store, now, acted)
+    older = issue(12, now - timedelta(days=3), "Ops log")  # where it was discussed
+    await store.events.upsert_many([older, issue(91, sc.now, "r7 IB port flaps")])
+    await sc.run_for(1)
+    [post] = writeups(await sc.outbox(), incident_id)
+    assert "Follow-ups.** None named." in content(post)
+    [edit] = [
+        i
+        for i in await sc.outbox()
+        if i.dedup_key.startswith(f"incident:{incident_id}:writeup:edit:")
+    ]
+    text = content(edit)
+    assert "issue [\\#91](https://github.com/lab/hero/issues/91) “r7 IB port flaps” by dave" in text
+    assert "issues/12)" not in text

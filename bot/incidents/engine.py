@@ -550,15 +550,17 @@ class IncidentEngine:
                 details.resolved_posted = True
             return
         if done and not details.resolved_posted:
-            # Said once: the head above now reads resolved, the thread gets a closing line and
-            # is archived, the channel one resolution message.
+            # Said once: the head above now reads resolved, the thread gets its write-up and a
+            # closing line and is archived, the channel one resolution message.
+            await self._writeup(store, cycle, incident, fired_id)
             body = self.words.closing(incident)
             await self._enqueue(store, cycle, "resolved", f"{key}:resolved:thread", body, fired_id)
             body = self.words.resolved(incident, name)
             await self._enqueue(store, cycle, "resolved", f"{key}:resolved", body)
             details.resolved_posted = True
+            return
         if done:
-            await self._writeup(store, cycle, incident, fired_id)
+            await self._writeup(store, cycle, incident, fired_id)  # edited if it changed
             return
         if lifecycle.reminder_due(incident, cycle.now, cycle.th):
             count = details.reminders + 1
@@ -570,16 +572,17 @@ class IncidentEngine:
     async def _writeup(
         self, store: Store, cycle: _Cycle, incident: Incident, fired_id: int | None
     ) -> None:
-        """The incident's one write-up, in its thread after the resolution: posted once (keyed
-        by the incident, so a restart re-posts nothing), edited in place whenever what it says
-        changes (a late report, a person's action read after it resolved, a reopening)."""
+        """The incident's one write-up, in its thread when it resolves (just before the closing
+        line): posted once (keyed by the incident, so a restart re-posts nothing), edited in
+        place whenever what it says changes (a late report, a person's action read after it
+        resolved, a follow-up opened, a reopening)."""
         if fired_id is None:
             return
         key = f"incident:{incident.id}:writeup"
         posted = await store.outbox.get_by_key(key)
         facts = await gather_writeup(store, cycle.run, incident)
         if posted is None:
-            body = self.words.writeup(facts, edit_of=None, archive_thread=True)
+            body = self.words.writeup(facts, edit_of=None, archive_thread=False)
             await self._enqueue(store, cycle, "update", key, body, fired_id)
             return
         body = self.words.writeup(facts, edit_of=posted.id, archive_thread=False)

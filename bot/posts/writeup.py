@@ -179,6 +179,7 @@ def writeup_payload(
 ) -> dict[str, Any]:
     """The thread post (or the edit of it, when the write-up changed)."""
     card = writeup_card(w)
+    text = f"📝 Write-up of incident #{w.id}"
     if edit_of is not None:
-        return make_payload(None, card, edit_of=edit_of)
-    return make_payload(None, card, archive_thread=archive_thread)
+        return make_payload(text, card, edit_of=edit_of)
+    return make_payload(text, card, archive_thread=archive_thread)

@@ -54,7 +54,7 @@ async def test_one_writeup_in_the_thread_with_every_number_right(
     fired = next(i for i in items if i.kind == "alert")
     assert post.reply_to == fired.id  # in the incident's thread
     closing = next(i for i in items if i.dedup_key == f"incident:{incident_id}:resolved:thread")
-    assert closing.id is not None and post.id is not None and post.id > closing.id
+    assert closing.id is not None and post.id is not None and post.id < closing.id  # then closed
     text = content(post)
     # down: last row (minute 60) → first row of the new run (minute 69)
     assert "9 min down" in text

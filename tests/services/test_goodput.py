@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bot.digests import compose_text
 from bot.models import (
     NEW_RUN,
     Event,
@@ -106,3 +107,15 @@ async def test_goodput_on_the_card_json_and_digest_equals_the_hand_computation(
     digest = await build_digest(store, "hero", NOW)
     assert digest.goodput_moved is not None and "rose" in digest.goodput_moved
     assert digest.goodput_moved in digest.text
+
+
+async def test_a_composed_digest_still_says_how_goodput_moved(store: Store) -> None:
+    await feed(store)
+    facts = await build_digest(store, "hero", NOW)
+    assert facts.goodput_moved is not None
+
+    async def model(_: object) -> str:
+        return "Training ran all day."
+
+    text = await compose_text(facts, model)
+    assert text == f"Training ran all day.\n\n{facts.goodput_moved}"

@@ -32,6 +32,13 @@ class Cost:
     steps_recomputed: int | None = None
     pace: Pace = field(default_factory=Pace)
     gpus: int | None = None  # the runs file's `gpus`
+    restarted: bool = False  # `down` is a restart's gap (else the condition's span)
+
+    @property
+    def down_means(self) -> str:
+        if self.restarted:
+            return "last step before the interruption → first step after"
+        return "first symptom → cleared"
 
     @property
     def recompute_time(self) -> timedelta | None:
@@ -157,6 +164,7 @@ async def gather_writeup(store: Store, run: RunInfo, incident: Incident) -> Writ
             steps_recomputed=restart.recomputed_steps if restart else None,
             pace=pace,
             gpus=run.config.gpus,
+            restarted=restart is not None and restart.down_for is not None,
         ),
         restart=restart,
         cause=incident.details.reported_cause,

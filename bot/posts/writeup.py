@@ -37,11 +37,10 @@ def title(w: Writeup) -> str:
 def what_happened(w: Writeup) -> str:
     i = w.incident
     line = f"First symptom {fmt_when(i.started_at, w.zone)}: {unlinked(plain(i.title))}."
-    if i.cause:
+    if i.cause and w.restart is None:  # a restart's own account follows
         line += f" {body(clip(plain(i.cause), QUOTE_LIMIT))}"
     if i.resolved_at is not None:
-        took = humanize_duration(i.resolved_at - i.started_at)
-        line += f" Cleared {fmt_when(i.resolved_at, w.zone)}, {took} after it began."
+        line += f" Resolved {fmt_when(i.resolved_at, w.zone)}."
     return line
 
 
@@ -80,7 +79,7 @@ def came_back(w: Writeup) -> str:
     line = f"W&B run {inert(run)} logged again {fmt_when(r.resumed_at or r.at, w.zone)}"
     if r.checkpoint_step is not None:
         line += f", from the checkpoint at step {fmt_int(r.checkpoint_step)}"
-    if r.to_step is not None:
+    if r.to_step is not None and r.to_step != r.checkpoint_step:
         line += f" (first step logged {fmt_int(r.to_step)})"
     if r.from_step is not None:
         line += f"; the last step before the interruption was {fmt_int(r.from_step)}"
@@ -92,14 +91,15 @@ def came_back(w: Writeup) -> str:
 def cost(c: Cost) -> str:
     parts = []
     if c.down is not None:
-        parts.append(f"{humanize_duration(c.down)} down")
+        parts.append(f"{humanize_duration(c.down)} down ({c.down_means})")
     if c.steps_recomputed is not None:
-        again = f"{fmt_int(c.steps_recomputed)} steps recomputed"
+        again = f"{fmt_int(c.steps_recomputed)} steps"
+        if c.tokens_recomputed is not None:
+            again += f" ({fmt_big(c.tokens_recomputed)} tokens)"
+        again += " recomputed"
         if c.recompute_time is not None and c.pace.seconds_per_step is not None:
             per_step = fmt_value(c.pace.seconds_per_step)
-            again += f" ({humanize_duration(c.recompute_time)} at {per_step} s a step)"
-        if c.tokens_recomputed is not None:
-            again += f", {fmt_big(c.tokens_recomputed)} tokens"
+            again += f", {humanize_duration(c.recompute_time)} at {per_step} s a step"
         parts.append(again)
     if c.gpu_hours is not None and c.lost is not None:
         parts.append(
@@ -119,13 +119,13 @@ def _follow_up(event: Event) -> str:
         text += f" by {inert(plain(event.author))}"
     if event.state:
         text += f" ({inert(event.state)})"
-    return "- " + text
+    return text
 
 
 def follow_ups(w: Writeup) -> str:
     if not w.follow_ups:
         return "None named."
-    return "\n".join(_follow_up(e) for e in w.follow_ups)
+    return "; ".join(_follow_up(e) for e in w.follow_ups) + "."
 
 
 def sources(w: Writeup) -> str:

@@ -50,7 +50,7 @@ async def test_report_shows_a_resolved_incidents_writeup(
     assert body["data"]["allowed_mentions"] == {"parse": []}
     [embed] = body["data"]["embeds"]
     assert embed["title"].startswith(f"Write-up: incident #{incident.id}")
-    assert "40 min down" in embed["description"]
+    assert "40 min down (first symptom → cleared)" in embed["description"]
     assert "bob wrote in [Discord \\#ops](https://example.org/m/1)" in embed["description"]
     for heading in ("What happened", "Cause, as reported", "Who acted", "Cost", "Sources"):
         assert f"**{heading}.**" in embed["description"]

@@ -29,7 +29,10 @@ def test_incident_prints_the_writeup_as_markdown(tmp_path: Path) -> None:
     done = run_main(tmp_path, "incident", str(incident_id), env={"RUNSCRIBE_DB": str(db)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"## Write-up: incident \\#{incident_id}")
-    assert "**Cost.** 9 min down; 900 steps recomputed" in done.stdout
+    assert "**Cost.** 9 min down (last step before the interruption → first step after); " in (
+        done.stdout
+    )
+    assert "900 steps (900M tokens) recomputed, 9 min at 0.6 s a step" in done.stdout
     assert "bob wrote in [Discord \\#ops](https://discord.com/channels/1/2/1)" in done.stdout
     missing = run_main(tmp_path, "incident", "999", env={"RUNSCRIBE_DB": str(db)})
     assert missing.returncode == 2

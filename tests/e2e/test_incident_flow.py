@@ -86,7 +86,8 @@ async def test_crash_then_resume_in_a_new_run_alerts_once_and_resolves_once(
         assert "20 steps recomputed" in text and text.count("16 min") == 1  # 80..99 twice
         writeup, _closing = d.thread(head)  # the write-up, then the closing line
         assert visible(writeup).startswith("📝 Write-up of incident #")
-        assert "16 min down; 20 steps recomputed" in full_text(writeup)
+        assert "16 min down (last step before the interruption" in full_text(writeup)
+        assert "; 20 steps " in full_text(writeup)  # 80..99 twice
         await assert_resolved_once(d, head)
 
         # Training goes on in hero-2: later cycles post nothing, in the channel or the thread.

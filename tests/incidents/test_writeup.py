@@ -57,9 +57,9 @@ async def test_one_writeup_in_the_thread_with_every_number_right(
     assert closing.id is not None and post.id is not None and post.id < closing.id  # then closed
     text = content(post)
     # down: last row (minute 60) → first row of the new run (minute 69)
-    assert "9 min down" in text
+    assert "9 min down (last step before the interruption → first step after)" in text
     # 5,900 reached, resumed from 5,000: 900 steps again, at 0.6 s and 1M tokens a step
-    assert "900 steps recomputed (9 min at 0.6 s a step), 900M tokens" in text
+    assert "900 steps (900M tokens) recomputed, 9 min at 0.6 s a step" in text
     # 64 GPUs × (9 min down + 9 min recomputing) = 19.2 GPU-hours
     assert "19 GPU-hours (64 GPUs × 18 min without new progress)" in text
     assert "from the checkpoint at step 5,000" in text
@@ -98,7 +98,7 @@ async def test_the_writeup_again_as_markdown(store: Store, now: datetime) -> Non
     assert note.startswith(f"## Write-up: incident \\#{incident_id}")
     for heading in ("What happened", "Cause, as reported", "Who acted", "Cost", "Sources"):
         assert f"**{heading}.**" in note
-    assert "900 steps recomputed" in note
+    assert "900 steps (900M tokens) recomputed" in note
 
 
 def issue(number: int, at: datetime, title: str) -> Event:

@@ -511,9 +511,30 @@ async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
             "endpoint (`runscribe web` does)"
         )
     warnings.extend(_live_status_hints(settings, runs))
+    warnings.extend(ops_log_hints(settings, runs))
     for warning in warnings:
         print(f"note: {warning}")
     return EXIT_OK
+
+
+def ops_log_hints(settings: Settings, runs: RunsFile) -> list[str]:
+    """Why incident write-ups are (or are not) written to each run's GitHub ops-log issue."""
+    hints = []
+    for run in runs.runs:
+        issue, repo = run.github_ops_issue, run.github_repo
+        where = f"{run.slug}: incident write-ups"
+        if issue is None:
+            hints.append(f"{where} stay in Discord: no github_ops_issue names an ops-log issue")
+        elif repo is None:
+            hints.append(f"{where} are not written to GitHub: github_ops_issue needs github_repo")
+        elif settings.github_token is None:
+            hints.append(f"{where} are not written to {repo}#{issue}: GITHUB_TOKEN is not set")
+        else:
+            hints.append(
+                f"{where} go to {repo}#{issue}, one comment each, if GITHUB_TOKEN may write "
+                "issues (a refusal is logged and nothing is written)"
+            )
+    return hints
 
 
 def hooks_line(settings: Settings) -> str:

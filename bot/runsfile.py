@@ -266,6 +266,9 @@ class RunConfig(BaseModel):
     github_labels: list[str] = Field(default_factory=list)
     github_keywords: list[str] = Field(default_factory=list)
     github_include_bots: bool = False
+    # the run's ops-log issue: each resolved incident's write-up is one comment there, edited
+    # in place (needs a GITHUB_TOKEN that may write issues)
+    github_ops_issue: int | None = Field(default=None, gt=0)
     watch_channels: list[int] = Field(default_factory=list)
     alerts_channel: int | None = None
     digest_channel: int | None = None

@@ -22,6 +22,7 @@ from pydantic import SecretStr
 from bot.incidents.writeup import gather_writeup
 from bot.pipeline import Detector
 from bot.posts.writeup import writeup_markdown
+from bot.sources.github_threads import OWN_MARKER
 from bot.store import Store
 from bot.store.opslog import OpsComment, body_hash
 
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 
 #: Incidents resolved this recently are written (and kept up to date) in the ops log.
 LOOKBACK = timedelta(days=2)
-MARKER = "<!-- runscribe:incident:{id} -->"
+MARKER = OWN_MARKER + "incident:{id} -->"  # the GitHub source never reads it back
 PAGES = 10  # pages of the comments read to find a comment posted before a crash
 #: How much earlier than the row's time a comment posted for it is looked for (GitHub's clock
 #: against ours, and a post that took long).

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -38,8 +39,15 @@ SKEW = timedelta(hours=1)
 API_VERSION = "2022-11-28"
 
 
+#: "@name" as GitHub would notify it (a quoted post's "@dave", a chat name): a word joiner after
+#: the "@" keeps the text and drops the ping. Addresses (a@b.c) and URLs (…/@x) are left alone.
+_GITHUB_MENTION = re.compile(r"(?<![\w/`])@(?=[A-Za-z0-9])")
+
+
 def comment_body(markdown: str, incident_id: int) -> str:
-    return f"{markdown.rstrip()}\n\n{MARKER.format(id=incident_id)}\n"
+    """The comment: the write-up, pinging nobody on GitHub, then the incident's marker."""
+    text = _GITHUB_MENTION.sub("@\u2060", markdown.rstrip())
+    return f"{text}\n\n{MARKER.format(id=incident_id)}\n"
 
 
 async def queue_ops_comments(store: Store, now: datetime) -> int:

@@ -144,3 +144,12 @@ async def test_the_runtime_writes_the_ops_log_only_with_a_token_and_an_issue(
         assert isinstance(wrapped, OpsLogDetector) and wrapped.engine is engine
         assert await with_ops_log(engine, [plain], token, live) is engine
         assert await with_ops_log(engine, [logged], tokenless, live) is engine
+
+
+def test_the_comment_pings_nobody_on_github() -> None:
+    from bot.opslog import comment_body
+
+    body = comment_body("dave wrote: “@amara @org/infra see a@b.io https://x.org/@c”", 4)
+    assert "@amara" not in body and "@org/infra" not in body
+    assert "@\u2060amara" in body and "a@b.io" in body and "https://x.org/@c" in body
+    assert body.endswith("<!-- runscribe:incident:4 -->\n")

@@ -82,6 +82,11 @@ _DESCRIPTIONS = {
         "(written by Claude when ANTHROPIC_API_KEY is set, else from the template); "
         "nothing is posted."
     ),
+    "incident": (
+        "Print a resolved incident's write-up as Markdown, from the database (RUNSCRIBE_DB) "
+        "alone: what happened, the reported cause, who acted, how training came back, the "
+        "cost, follow-ups and sources."
+    ),
     "check-config": (
         "Validate the environment (.env included), the runs file (RUNSCRIBE_CONFIG) and "
         "the database path (RUNSCRIBE_DB): one line per problem and exit 2, notes for "
@@ -188,6 +193,12 @@ def _parser() -> argparse.ArgumentParser:
             "refused when PATH holds other runs"
         ),
     )
+    incident = sub.add_parser(
+        "incident",
+        help="print an incident's write-up (Markdown)",
+        description=_DESCRIPTIONS["incident"],
+    )
+    incident.add_argument("incident_id", type=int, metavar="ID", help="the incident's number")
     sub.add_parser(
         "check-config",
         help="validate the environment and the runs file",
@@ -253,7 +264,7 @@ class _DatabasePath:
 
 # One-shot commands that only read the database: they skip pydantic-settings (its import and
 # the validation of every other variable cost more than the answer) and read RUNSCRIBE_DB alone.
-READ_ONLY = frozenset({"status", "timeline"})
+READ_ONLY = frozenset({"status", "timeline", "incident"})
 DATABASE_ONLY = READ_ONLY | {"repair"}  # need RUNSCRIBE_DB alone
 
 
@@ -419,6 +430,16 @@ async def cmd_timeline(settings: DatabaseOnly, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def cmd_incident(settings: DatabaseOnly, args: argparse.Namespace) -> int:
+    from bot.incidents.writeup import writeup_for
+    from bot.posts.writeup import writeup_markdown
+
+    async with _open_db(settings) as db:
+        writeup = await writeup_for(Store(db), args.incident_id)
+    print(writeup_markdown(writeup), end="")
+    return EXIT_OK
+
+
 async def cmd_digest(settings: Settings, args: argparse.Namespace) -> int:
     from bot import wiring
     from bot.digests import compose_text
@@ -505,9 +526,30 @@ async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
         )
     warnings.extend(_live_status_hints(settings, runs))
     warnings.extend(_refusal_hints(settings))
+    warnings.extend(ops_log_hints(settings, runs))
     for warning in warnings:
         print(f"note: {warning}")
     return EXIT_OK
+
+
+def ops_log_hints(settings: Settings, runs: RunsFile) -> list[str]:
+    """Why incident write-ups are (or are not) written to each run's GitHub ops-log issue."""
+    hints = []
+    for run in runs.runs:
+        issue, repo = run.github_ops_issue, run.github_repo
+        where = f"{run.slug}: incident write-ups"
+        if issue is None:
+            hints.append(f"{where} stay in Discord: no github_ops_issue names an ops-log issue")
+        elif repo is None:
+            hints.append(f"{where} are not written to GitHub: github_ops_issue needs github_repo")
+        elif settings.github_token is None:
+            hints.append(f"{where} are not written to {repo}#{issue}: GITHUB_TOKEN is not set")
+        else:
+            hints.append(
+                f"{where} go to {repo}#{issue}, one comment each, if GITHUB_TOKEN may write "
+                "issues (a refusal is logged and nothing is written)"
+            )
+    return hints
 
 
 def hooks_line(settings: Settings) -> str:
@@ -954,6 +996,7 @@ _COMMANDS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
     "status": cmd_status,
     "timeline": cmd_timeline,
     "digest": cmd_digest,
+    "incident": cmd_incident,
     "demo": cmd_demo,
     "check-config": cmd_check_config,
     "usage": cmd_usage,

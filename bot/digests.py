@@ -65,7 +65,8 @@ DigestComposer = Callable[[DigestFacts], Awaitable[str | None]]
 
 async def compose_text(facts: DigestFacts, composer: DigestComposer | None) -> str:
     """The composer's text, or the template already in facts.text when there is none or it
-    fails: an LLM outage never stops a digest."""
+    fails: an LLM outage never stops a digest. How goodput moved is code's sentence: it closes
+    a composed text that did not say it."""
     if composer is None:
         return facts.text
     try:
@@ -75,7 +76,10 @@ async def compose_text(facts: DigestFacts, composer: DigestComposer | None) -> s
     except Exception:
         log.exception("digest composer failed for %s; using the template", facts.run_slug)
         return facts.text
-    return text or facts.text
+    if not text:
+        return facts.text
+    moved = facts.goodput_moved
+    return f"{text}\n\n{moved}" if moved and moved not in text else text
 
 
 async def last_digest_date(store: Store, slug: str) -> date | None:

@@ -63,3 +63,8 @@ def fmt_rate(per_hour: float, unit: str) -> str:
     """A rate per hour: '246 steps/h', '1.23B tokens/h' (tokens like tokens, steps exact)."""
     number = fmt_big(per_hour) if unit.startswith("tokens") else fmt_int(per_hour)
     return f"{number} {unit}"
+
+
+def fmt_points(value: float) -> str:
+    """A change of a percentage, in percentage points: '1.2 pt' (its sign is the caller's)."""
+    return f"{abs(value):.1f} pt"

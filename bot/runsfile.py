@@ -267,6 +267,9 @@ class RunConfig(BaseModel):
     github_labels: list[str] = Field(default_factory=list)
     github_keywords: list[str] = Field(default_factory=list)
     github_include_bots: bool = False
+    # the run's ops-log issue: each resolved incident's write-up is one comment there, edited
+    # in place (needs a GITHUB_TOKEN that may write issues)
+    github_ops_issue: int | None = Field(default=None, gt=0)
     watch_channels: list[int] = Field(default_factory=list)
     alerts_channel: int | None = None
     digest_channel: int | None = None
@@ -274,6 +277,7 @@ class RunConfig(BaseModel):
     status_refresh_minutes: int = Field(default=15, ge=1, le=1440)
     responder_role: int | None = None  # who may silence alerts (besides Manage Server)
     alert_role: int | None = None  # the one role an incident's first post pings (opt-in)
+    gpus: int | None = Field(default=None, gt=0)  # the run's GPU count: write-ups cost GPU-hours
     digest_time: str = "09:00"
     timezone: str = "UTC"
     metrics: MetricKeys = Field(default_factory=MetricKeys)

@@ -149,6 +149,20 @@ def incident_detector(runs: Sequence[RunConfig]) -> Detector:
     return IncidentEngine(IncidentPosts())
 
 
+async def with_ops_log(
+    detector: Detector, runs: Sequence[RunConfig], settings: Settings, live: LiveSources
+) -> Detector:
+    """Detection followed by the ops logs, when a run names one (`github_ops_issue`) and a
+    GitHub token is set (`check-config` says why not otherwise)."""
+    from bot.opslog import OpsLogDetector, OpsLogWriter
+
+    token = settings.github_token
+    if token is None or not any(r.github_ops_issue and r.github_repo for r in runs):
+        return detector
+    client = await live.http_client()
+    return OpsLogDetector(detector, OpsLogWriter(client, settings.github_api_url, token))
+
+
 def narrative_writer(store: Store, llm: LLMClient | None) -> NarrativeWriter:
     """The LLM's grounded narrative writer (the template when there is no key)."""
     from bot.llm.narrative import write_narrative
@@ -232,7 +246,7 @@ async def open_runtime(
             return Parts(
                 sources=await live.build(new.runs),
                 enricher=llm_enricher(llm, new.runs),
-                detector=incident_detector(new.runs),
+                detector=await with_ops_log(incident_detector(new.runs), new.runs, settings, live),
             )
 
         first = await parts(runs)

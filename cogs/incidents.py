@@ -1,4 +1,4 @@
-"""`/incidents list|silence|unsilence|ack` and the persistent Acknowledge button on alerts.
+"""`/incidents list|report|silence|unsilence|ack` and the persistent Acknowledge button on alerts.
 
 Thin: validate, call one service in `bot.incidents`, render. Discord does not allow a command
 group to be invoked itself, so the listing is `/incidents list [run] [scope]`."""
@@ -25,9 +25,11 @@ from bot.incidents.silences import (
     require_responder,
     silence_run,
 )
+from bot.incidents.writeup import writeup_for
 from bot.limits import CHOICES_LIMIT
 from bot.mentions import unlinked
 from bot.posts.incidents import listing_card
+from bot.posts.writeup import writeup_card
 from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete
 
 if TYPE_CHECKING:
@@ -176,6 +178,14 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
             self.bot.store, silence_id, _who(interaction.user), self.bot.clock()
         )
         await reply_private(interaction, f"Silence #{ended.id} ended.")
+
+    @app_commands.command(name="report", description="An incident's write-up, shown again")
+    @app_commands.describe(incident_id="The incident's number, as its alert shows (#12)")
+    async def report(self, interaction: discord.Interaction, incident_id: int) -> None:
+        writeup = await writeup_for(self.bot.reader, incident_id)
+        await interaction.response.send_message(
+            embed=card_to_embed(writeup_card(writeup)), allowed_mentions=NO_MENTIONS
+        )
 
     @app_commands.command(name="ack", description="Acknowledge an incident (recorded with you)")
     @app_commands.describe(incident_id="The incident's number, as its alert shows (#12)")

@@ -237,6 +237,8 @@ ALLOWED: dict[str, set[str]] = {
         "bot.services",
         "bot.store",
     },
+    # write-ups as comments on the runs' ops-log issues (GitHub), after detection
+    "bot.opslog": {"bot.incidents", "bot.pipeline", "bot.posts", "bot.sources", "bot.store"},
     "bot.webguard": set(),  # the status server's connection cap and timeouts
     "bot.web": {"bot.hooks", "bot.render", "bot.statuspage", "bot.store", "bot.webguard"},
     "bot.runtime": {
@@ -260,6 +262,7 @@ ALLOWED: dict[str, set[str]] = {
         "bot.llm",
         "bot.models",
         "bot.narrative",
+        "bot.opslog",
         "bot.pipeline",
         "bot.runtime",
         "bot.services",
@@ -300,6 +303,7 @@ ALLOWED: dict[str, set[str]] = {
         "bot.incidents",  # the detectors' registry declares `[runs.alerts]` before it is read
         "bot.models",
         "bot.pipeline",
+        "bot.posts",  # `incident ID` prints the write-up
         "bot.render",
         "bot.runsfile",
         "bot.runtime",

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import hashlib
+import json
 import logging
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ from bot.incidents.detectors import (
 from bot.incidents.forecasts import advance_forecasts
 from bot.incidents.lifecycle import Judgement, Policy
 from bot.incidents.silences import silencing
+from bot.incidents.writeup import Writeup, gather_writeup
 from bot.models import (
     DETECTION,
     Event,
@@ -109,6 +111,10 @@ class IncidentWords(Protocol):
     def cause_update(self, cause: ReportedCause) -> str: ...
 
     def event_update(self, event: Event) -> str: ...
+
+    def writeup(
+        self, writeup: Writeup, *, edit_of: int | None, archive_thread: bool
+    ) -> dict[str, Any]: ...
 
 
 @dataclass(slots=True)
@@ -618,13 +624,17 @@ class IncidentEngine:
                 details.resolved_posted = True
             return
         if done and not details.resolved_posted:
-            # Said once: the head above now reads resolved, the thread gets a closing line and
-            # is archived, the channel one resolution message.
+            # Said once: the head above now reads resolved, the thread gets its write-up and a
+            # closing line and is archived, the channel one resolution message.
+            await self._writeup(store, cycle, incident, fired_id)
             body = self.words.closing(incident)
             await self._enqueue(store, cycle, "resolved", f"{key}:resolved:thread", body, fired_id)
             body = self.words.resolved(incident, name)
             await self._enqueue(store, cycle, "resolved", f"{key}:resolved", body)
             details.resolved_posted = True
+            return
+        if done:
+            await self._writeup(store, cycle, incident, fired_id)  # edited if it changed
             return
         if lifecycle.reminder_due(incident, cycle.now, cycle.th):
             count = details.reminders + 1
@@ -632,6 +642,28 @@ class IncidentEngine:
             await self._enqueue(store, cycle, "update", f"{key}:reminder:{count}", body, fired_id)
             details.reminders = count
             details.last_reminder_at = cycle.now
+
+    async def _writeup(
+        self, store: Store, cycle: _Cycle, incident: Incident, fired_id: int | None
+    ) -> None:
+        """The incident's one write-up, in its thread when it resolves (just before the closing
+        line): posted once (keyed by the incident, so a restart re-posts nothing), edited in
+        place whenever what it says changes (a late report, a person's action read after it
+        resolved, a follow-up opened, a reopening)."""
+        if fired_id is None:
+            return
+        key = f"incident:{incident.id}:writeup"
+        posted = await store.outbox.get_by_key(key)
+        facts = await gather_writeup(store, cycle.run, incident)
+        if posted is None:
+            body = self.words.writeup(facts, edit_of=None, archive_thread=False)
+            await self._enqueue(store, cycle, "update", key, body, fired_id)
+            return
+        body = self.words.writeup(facts, edit_of=posted.id, archive_thread=False)
+        if body.get("card") != posted.payload.get("card"):
+            card = json.dumps(body.get("card"), sort_keys=True)
+            edit = hashlib.sha256(card.encode()).hexdigest()[:16]
+            await self._enqueue(store, cycle, "edit", f"{key}:edit:{edit}", body)
 
     async def _alert_summary(
         self, store: Store, cycle: _Cycle, incident: Incident, fired_id: int

@@ -206,6 +206,8 @@ class DigestFacts(NarrativeFacts):
     incidents_resolved: int = 0
     incidents_open: int = 0
     entries: list[TimelineEntry] = field(default_factory=list)  # the most important, newest first
+    # how goodput since launch moved over the window, when by 0.1 point or more (a sentence)
+    goodput_moved: str | None = None
     text: str = ""
     by: str = "template"
 
@@ -219,6 +221,7 @@ class DigestFacts(NarrativeFacts):
             ";".join(r.at.isoformat() for r in self.restarts_in_window),
             f"{self.incidents_opened}|{self.incidents_resolved}|{self.incidents_open}",
             ";".join(f"{h.at.isoformat()}|{h.ref}|{h.summary}" for h in self.highlights),
+            self.goodput_moved or "",
         ]
         return short_hash(*parts, length=16)
 

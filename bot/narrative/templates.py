@@ -321,6 +321,8 @@ def template_digest(facts: DigestFacts) -> str:
             f"Training restarted {count} time{'s' if count != 1 else ''} from a checkpoint "
             f"(a saved copy of the model): " + "; ".join(parts) + "."
         )
+    if facts.goodput_moved:
+        paragraphs.append(facts.goodput_moved)
     untold = [h for h in facts.highlights if not told_above(h, facts)]
     happened = what_happened(untold, DIGEST_ITEMS)
     if happened:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.incidents.detectors import ALERT_PREFIX, CRASH, condition_words, incident_kind_words
+from bot.incidents.writeup import Writeup
 from bot.limits import (
     DESCRIPTION_LIMIT,
     FIELD_NAME_LIMIT,
@@ -25,6 +26,7 @@ from bot.mentions import body, inert, link_spans, plain, unlinked
 from bot.models import Event, Incident, IncidentSignal, ReportedCause
 from bot.narrative.words import credit, severity_words
 from bot.outbox.payload import ButtonPayload, make_payload
+from bot.posts.writeup import writeup_payload
 from bot.render.cards import Card, CardField, Color, clip
 from bot.render.stamps import stamp
 from bot.timeutil import humanize_duration
@@ -446,3 +448,8 @@ class IncidentPosts:
 
     def event_update(self, event: Event) -> str:
         return event_update(event)
+
+    def writeup(
+        self, writeup: Writeup, *, edit_of: int | None, archive_thread: bool
+    ) -> dict[str, Any]:
+        return writeup_payload(writeup, edit_of=edit_of, archive_thread=archive_thread)

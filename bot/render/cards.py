@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Literal
 
+from bot.analysis.goodput import describe_run
 from bot.analysis.progress import Progress
 from bot.limits import (
     DESCRIPTION_LIMIT,
@@ -166,6 +167,8 @@ def status_card(
         if cause:
             text += "\n" + cause
         card.fields.append(CardField("Last restart", clip(text, FIELD_VALUE_LIMIT)))
+    if report.goodput is not None:
+        card.fields.append(CardField("Goodput", "\n".join(describe_run(report.goodput))))
     if p.loss is not None:
         curve = report.loss_forecast
         against = f"\n{curve.reason}" if curve is not None and curve.forecast is not None else ""

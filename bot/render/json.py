@@ -138,6 +138,7 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
         "narrative_by": narrative.by,
         "links": report.links,
         "forecasts": [view.as_json() for view in report.forecasts],
+        "goodput": report.goodput.to_json() if report.goodput is not None else None,
         "generated_at": iso(report.now),
     }
 

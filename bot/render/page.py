@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 from bot.analysis.forecast import LossCurve
+from bot.analysis.goodput import describe_run
 from bot.incidents.detectors import incident_kind_words
 from bot.incidents.service import public_kind
 from bot.mentions import URL_RE, masked_links, outermost, trim_url
@@ -391,8 +392,15 @@ def _progress(
         f'<div class="big">{esc(" · ".join(head) or "no progress reported yet")}</div>\n'
         f"{_bar(percent)}\n"
         f'<div class="row"><span>{esc(start_label)}</span><span>{esc(tokens)}</span>'
-        f"<span>{esc(end_label)}</span></div>\n</section>"
+        f"<span>{esc(end_label)}</span></div>\n{_goodput(report)}</section>"
     )
+
+
+def _goodput(report: StatusReport) -> str:
+    if report.goodput is None:
+        return ""
+    lines = "<br>".join(esc(line) for line in describe_run(report.goodput))
+    return f'<p class="goodput">Goodput {lines}</p>\n'
 
 
 def _narrative(narrative: Narrative) -> str:

@@ -19,6 +19,7 @@ from bot.narrative.facts import (
     what_happened,
 )
 from bot.narrative.templates import template_digest
+from bot.services.goodput import goodput_moved
 from bot.services.narrative import SCAN_EVENTS, shared_facts
 from bot.services.runs import UnknownRun
 from bot.services.status import pace_inputs
@@ -84,6 +85,7 @@ async def build_digest(
         ),
         incidents_open=sum(i.status != "resolved" for i in incidents),
         entries=pick_entries(entries),
+        goodput_moved=await goodput_moved(store, run, start, now),
     )
     facts.text = template_digest(facts)
     return facts

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from bot.analysis.goodput import RunGoodput
 from bot.analysis.progress import (
     LONG_WINDOW,
     Downtime,
@@ -39,6 +40,7 @@ from bot.models import (
 )
 from bot.runsfile import RunConfig
 from bot.services.forecasts import ForecastView, forecast_views, loss_curve
+from bot.services.goodput import run_goodput_of
 from bot.services.runs import UnknownRun
 from bot.store import Store
 
@@ -117,6 +119,8 @@ class StatusReport:
     # person or the ops log (the incident's reported cause, else an account written after it)
     restart_incident: Incident | None = None
     restart_cause: ReportedCause | None = None
+    # effective training time since launch and over the last 7 days (`bot.analysis.goodput`)
+    goodput: RunGoodput | None = None
 
     @property
     def loss_forecast(self) -> ForecastView | None:
@@ -325,6 +329,7 @@ async def build_status(
         forecasts=await forecast_views(store, run, chain, now, points, progress.step),
         projected_margin=projection_margin(progress, now, launched),
         restored_at=restored_at,
+        goodput=await run_goodput_of(store, slug, launched_at=launched, now=now),
     )
 
     report.restart_incident = await _restart_incident(store, slug, report.last_restart)

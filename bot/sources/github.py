@@ -39,6 +39,7 @@ from bot.sources.github_threads import (
     compute_tracked,
     find_refs,
     is_bot,
+    is_own,
     is_seed,
     issue_event,
     issue_number,
@@ -432,6 +433,8 @@ class GitHubSource:
 
     @staticmethod
     def _wanted(run: RunConfig, item: dict[str, Any]) -> bool:
+        if is_own(item):
+            return False  # our own ops-log comment, read back
         return run.github_include_bots or not is_bot(item.get("user"))
 
     async def _retrack(self, poll: _Poll, run: RunConfig) -> set[int]:

@@ -42,6 +42,15 @@ def cap(text: str | None, limit: int = BODY_CAP) -> str:
     return text.replace("\x00", "\ufffd")
 
 
+#: How Runscribe's own GitHub comments end (the ops log's write-ups, `bot.opslog`): never read
+#: back as a person's post, whoever's token wrote them.
+OWN_MARKER = "<!-- runscribe:"
+
+
+def is_own(item: dict[str, Any]) -> bool:
+    return OWN_MARKER in str(item.get("body") or "")
+
+
 def is_bot(user: dict[str, Any] | None) -> bool:
     if not user:
         return False

@@ -19,6 +19,7 @@ from bot.store.incidents import IncidentsRepo
 from bot.store.live import LiveMessagesRepo
 from bot.store.llm import LLMRepo
 from bot.store.metrics import MetricsRepo
+from bot.store.opslog import OpsCommentsRepo
 from bot.store.outbox import OutboxRepo
 from bot.store.runs import RunsRepo
 from bot.store.search import SearchRepo
@@ -51,6 +52,7 @@ class Store:
         self.series = SeriesRepo(db)  # watched metrics ([[runs.forecasts]])
         self.forecasts = ForecastStateRepo(db)
         self.hooks = HooksRepo(db)  # pushed deliveries waiting for their source
+        self.opslog = OpsCommentsRepo(db)  # write-ups on the runs' ops-log issues
 
     @property
     def reader(self) -> Store:

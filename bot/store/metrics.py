@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import aiosqlite
 
+from bot.analysis.goodput import Pace, pace_of
 from bot.models import (
     MetricPoint,
+    Restart,
 )
 from bot.store.db import Database
 from bot.timeutil import from_db, to_db
+
+#: How long a stretch of steps measures the pace around a restart (`pace_around`).
+PACE_SPAN = timedelta(hours=1)
+_TICK = timedelta(microseconds=1)  # `points` reads [since, until): take the last step in
 
 #: `MetricsRepo.version` of a run with no points.
 NO_POINTS = "0:"
@@ -68,6 +74,19 @@ class MetricsRepo:
             params.append(to_db(until))
         sql += " ORDER BY at, wandb_run, step"
         return [self._point(row) for row in await self.db.fetchall(sql, params)]
+
+    async def pace_around(self, run_slug: str, restart: Restart) -> Pace:
+        """The run's pace when a restart happened: over the hour up to the last step logged
+        before the interruption, else the hour from the first step logged after it."""
+        if restart.stopped_at is not None:
+            stop = restart.stopped_at
+            pace = pace_of(await self.points(run_slug, since=stop - PACE_SPAN, until=stop + _TICK))
+            if pace.seconds_per_step is not None:
+                return pace
+        if restart.resumed_at is not None:
+            start = restart.resumed_at
+            return pace_of(await self.points(run_slug, since=start, until=start + PACE_SPAN))
+        return Pace()
 
     async def wandb_runs(self, run_slug: str) -> list[str]:
         """The W&B runs with points for this run. DISTINCT would walk every point; this

@@ -84,7 +84,10 @@ async def test_crash_then_resume_in_a_new_run_alerts_once_and_resolves_once(
         assert "resumed from step 80 in run hero-2" in text
         assert "Down 16 min: last step before the crash → first step after the restore" in text
         assert "20 steps recomputed" in text and text.count("16 min") == 1  # 80..99 twice
-        assert len(d.thread(head)) == 1
+        writeup, _closing = d.thread(head)  # the write-up, then the closing line
+        assert visible(writeup).startswith("📝 Write-up of incident #")
+        assert "16 min down (last step before the interruption" in full_text(writeup)
+        assert "; 20 steps " in full_text(writeup)  # 80..99 twice
         await assert_resolved_once(d, head)
 
         # Training goes on in hero-2: later cycles post nothing, in the channel or the thread.
@@ -92,7 +95,7 @@ async def test_crash_then_resume_in_a_new_run_alerts_once_and_resolves_once(
         for minutes in (30, 35, 40):  # steps 90..104, one a minute from +25 min
             wb.append_rows(RESUMED, rows(65 + minutes, 5, t0 + (minutes - 5) * MIN))
             await d.cycle(t0 + minutes * MIN)
-        assert len(d.channel()) == 2 and len(d.thread(head)) == 1
+        assert len(d.channel()) == 2 and len(d.thread(head)) == 2
         assert len(fake_discord.message_requests()) == posts
         [incident] = await d.store.incidents.find("hero")
         assert incident.status == "resolved" and incident.fingerprint == CRASH
@@ -246,7 +249,7 @@ async def test_restart_during_an_open_incident_neither_realerts_nor_double_resol
         assert head["id"] == alert["id"]
         assert "resumed from step 70 in run hero-2" in visible(resolved)
         assert "30 steps recomputed" in visible(resolved)  # steps 70..99 twice
-        assert len(d.thread(head)) == 1  # the new bot found the old thread
+        assert len(d.thread(head)) == 2  # the new bot found the old thread: write-up, closing
         await assert_resolved_once(d, head)
 
 
@@ -365,7 +368,8 @@ async def test_a_reported_cause_reaches_the_alert_which_pages_once_and_resolves_
         assert_head_resolved(head)
         assert "**Reported cause**" in full_text(head)  # still there once resolved
         assert_thread_closed(d, head)
-        assert [visible(m).split(" ")[0] for m in d.thread(head)] == ["**Reported", "✅"]
+        thread = [visible(m).split(" ")[0] for m in d.thread(head)]
+        assert thread == ["**Reported", "📝", "✅"]  # the cause, the write-up, then closed
         text = visible(resolved)
         assert text.startswith("✅ **Resolved** incident #") and text.count("Down ") == 1
         assert "resumed from step 90 in run hero-2" in text

@@ -428,6 +428,9 @@ class FakeGitHub:
 
     def __init__(self, *, token: str | None = None, rate_limit: int = 5000):
         self.token = token  # when set, requests must carry `Authorization: Bearer <token>`
+        # whether the token may write issues (comment, edit a comment): GitHub answers a token
+        # without that permission 403 "Resource not accessible by personal access token"
+        self.may_write = True
         self.now = START
         self.repos: dict[str, FakeRepo] = {}
         self.faults: list[Fault] = []
@@ -450,6 +453,12 @@ class FakeGitHub:
             r"/repos/{owner}/{name}/issues/{number:\d+}/comments", self._issue_comments
         )
         app.router.add_get(r"/repos/{owner}/{name}/pulls/{number:\d+}/reviews", self._reviews)
+        app.router.add_post(
+            r"/repos/{owner}/{name}/issues/{number:\d+}/comments", self._create_comment
+        )
+        app.router.add_patch(
+            r"/repos/{owner}/{name}/issues/comments/{comment_id:\d+}", self._update_comment
+        )
         app.router.add_get("/rate_limit", self._rate_limit)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -701,6 +710,50 @@ class FakeGitHub:
         ]
         items.sort(key=lambda c: (c.created_at, c.id))
         return self._paged(request, [repo.comment_json(c) for c in items])
+
+    async def _writable(self, request: web.Request) -> tuple[FakeRepo | None, web.Response | None]:
+        if (blocked := await self._gate(request)) is not None:
+            return None, blocked
+        if not self.may_write:
+            return None, self._error(
+                request, 403, "Resource not accessible by personal access token"
+            )
+        repo = self._repo(request)
+        if repo is None:
+            return None, self._error(request, 404, "Not Found")
+        return repo, None
+
+    async def _create_comment(self, request: web.Request) -> web.Response:
+        """POST /repos/{owner}/{repo}/issues/{number}/comments: 201 and the new comment."""
+        repo, refused = await self._writable(request)
+        if refused is not None or repo is None:
+            return refused or self._error(request, 404, "Not Found")
+        number = int(request.match_info["number"])
+        body = (await request.json()).get("body")
+        if number not in repo.issues:
+            return self._error(request, 404, "Not Found")
+        if not isinstance(body, str) or not body:
+            return self._error(request, 422, "Validation Failed")
+        comment_id = repo.add_comment(number, body, user="runscribe[bot]", association="NONE")
+        self._record(request, 201)
+        data = json.dumps(repo.comment_json(repo.comments[comment_id]))
+        return web.Response(status=201, text=data, content_type="application/json")
+
+    async def _update_comment(self, request: web.Request) -> web.Response:
+        """PATCH /repos/{owner}/{repo}/issues/comments/{id}: 200 and the edited comment."""
+        repo, refused = await self._writable(request)
+        if refused is not None or repo is None:
+            return refused or self._error(request, 404, "Not Found")
+        comment_id = int(request.match_info["comment_id"])
+        body = (await request.json()).get("body")
+        if comment_id not in repo.comments:
+            return self._error(request, 404, "Not Found")
+        if not isinstance(body, str) or not body:
+            return self._error(request, 422, "Validation Failed")
+        repo.edit_comment(comment_id, body)
+        self._record(request, 200)
+        data = json.dumps(repo.comment_json(repo.comments[comment_id]))
+        return web.Response(status=200, text=data, content_type="application/json")
 
     async def _reviews(self, request: web.Request) -> web.Response:
         if (blocked := await self._gate(request)) is not None:

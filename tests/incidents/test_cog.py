@@ -14,7 +14,7 @@ from tests.incidents.test_engine import crash
 
 def test_group_and_persistent_button() -> None:
     names = {c.name for c in Incidents.__cog_app_commands__}
-    assert names == {"list", "silence", "unsilence", "ack"}
+    assert names == {"list", "report", "silence", "unsilence", "ack"}
     assert Incidents.__cog_group_name__ == "incidents"
     assert AckButton.__discord_ui_compiled_template__.fullmatch("runscribe:incident-ack:42")
 

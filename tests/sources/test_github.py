@@ -379,6 +379,18 @@ async def test_bot_authors_are_ignored_unless_included(gh, client, store) -> Non
     assert sum(r["kind"] == "comment" for r in with_bots.values()) == 3
 
 
+async def test_runscribes_own_ops_log_comments_are_never_read_back(gh, client, store) -> None:
+    repo = gh.repo(REPO)
+    log = repo.add_issue("Hero run ops log", labels=["hero-run"])
+    repo.add_comment(log, "Swapped the IB cable on r7.", user="ops-person")
+    writeup = "## Write-up: incident #3\n\nW&B run crashed.\n\n<!-- runscribe:incident:3 -->\n"
+    repo.add_comment(log, writeup, user="ops-person")  # a person's token posted it for us
+    await source(store, client, gh, [run(), run("botty", github_include_bots=True)]).poll(NOW)
+    for slug in ("hero", "botty"):
+        said = [r["body"] for r in await rows(store, slug) if r["kind"] == "comment"]
+        assert said == ["Swapped the IB cable on r7."]
+
+
 def test_references() -> None:
     text = (
         "Fixes #12, see acme/rocket#13 and ACME/Rocket#14, not other/repo#15 or &#16; "

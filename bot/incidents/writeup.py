@@ -1,0 +1,187 @@
+"""What an incident's write-up says, as facts: what happened and when, the cause in the
+reporters' words, who acted, how training came back, what it cost, the follow-ups people opened
+and every source. Read from the store when the incident resolves (and again whenever it
+changes); `bot.posts.writeup` words it. Numbers come from the one record of each fact
+(`Restart` for downtime and recomputed steps, the run's pace for their time and tokens)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from bot.analysis.goodput import DOWN_FINGERPRINTS, Pace
+from bot.errors import UserFacingError
+from bot.incidents.detectors import CRASH, where
+from bot.models import Event, Incident, IncidentAction, ReportedCause, Restart, RunInfo
+from bot.store import Store
+
+#: Event kinds that are a follow-up when opened about an incident: an issue or a pull request.
+FOLLOW_UP_KINDS = ("issue", "pull")
+#: A GitHub issue or pull request named in a post ("opened #8617 for it").
+_NAMED = re.compile(r"(?<![\w/&])#(\d{1,7})\b")
+FOLLOW_UPS_NAMED = 10  # the most named threads looked up
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """What an incident cost the run. `down`: last step before → first step after a restart,
+    else first symptom → cleared for a condition that stops training; None: training went on."""
+
+    down: timedelta | None = None
+    steps_recomputed: int | None = None
+    pace: Pace = field(default_factory=Pace)
+    gpus: int | None = None  # the runs file's `gpus`
+    restarted: bool = False  # `down` is a restart's gap (else the condition's span)
+
+    @property
+    def down_means(self) -> str:
+        if self.restarted:
+            return "last step before the interruption → first step after"
+        return "first symptom → cleared"
+
+    @property
+    def recompute_time(self) -> timedelta | None:
+        per_step = self.pace.seconds_per_step
+        if self.steps_recomputed is None or per_step is None:
+            return None
+        return timedelta(seconds=self.steps_recomputed * per_step)
+
+    @property
+    def tokens_recomputed(self) -> float | None:
+        per_step = self.pace.tokens_per_step
+        if self.steps_recomputed is None or per_step is None:
+            return None
+        return self.steps_recomputed * per_step
+
+    @property
+    def lost(self) -> timedelta | None:
+        """Down plus recomputing: the wall time the run made no new progress."""
+        parts = [t for t in (self.down, self.recompute_time) if t is not None]
+        return sum(parts, timedelta()) if parts else None
+
+    @property
+    def gpu_hours(self) -> float | None:
+        lost = self.lost
+        if self.gpus is None or lost is None:
+            return None
+        return self.gpus * lost.total_seconds() / 3600
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A source the write-up links: what it is, where, and its link."""
+
+    label: str  # "Discord #hero-run", "GitHub #8506"
+    url: str
+    at: datetime
+
+
+@dataclass(slots=True)
+class Writeup:
+    incident: Incident
+    run_name: str
+    zone: str  # the run's IANA time zone: times are said in it
+    cost: Cost
+    restart: Restart | None = None  # how training came back
+    cause: ReportedCause | None = None
+    actions: list[IncidentAction] = field(default_factory=list)
+    follow_ups: list[Event] = field(default_factory=list)  # issues and PRs opened about it
+    sources: list[Source] = field(default_factory=list)
+
+    @property
+    def id(self) -> int:
+        assert self.incident.id is not None
+        return self.incident.id
+
+
+def restart_of(incident: Incident) -> Restart | None:
+    """The restart training came back from: the crash's, else any member's."""
+    crash = incident.details.members.get(CRASH)
+    if crash is not None and crash.restart is not None:
+        return crash.restart
+    return next((m.restart for m in incident.details.members.values() if m.restart), None)
+
+
+def downtime_of(incident: Incident, restart: Restart | None) -> timedelta | None:
+    if restart is not None and restart.down_for is not None:
+        return restart.down_for
+    stopping = any(fp in DOWN_FINGERPRINTS for fp in incident.details.members)
+    if not stopping or incident.resolved_at is None:
+        return None
+    return incident.resolved_at - incident.started_at
+
+
+def sources_of(incident: Incident, events: list[Event]) -> list[Source]:
+    """Every linked source with a link, oldest first, each link once."""
+    found: dict[str, Source] = {}
+    for signal in incident.details.signals:
+        if signal.url:
+            found.setdefault(signal.url, Source(signal.source, signal.url, signal.at))
+    for event in events:
+        if event.url:
+            found.setdefault(event.url, Source(where(event), event.url, event.at))
+    for said in (incident.details.reported_cause, incident.details.action):
+        if said is not None and said.url:
+            found.setdefault(said.url, Source(said.source, said.url, said.at))
+    return sorted(found.values(), key=lambda s: s.at)
+
+
+async def follow_ups_of(store: Store, incident: Incident, events: list[Event]) -> list[Event]:
+    """Issues and pull requests opened about the incident: linked to it, or named (#N) by the
+    people who wrote about it, and opened at or after its first symptom (an older thread, the
+    ops log itself, is where it was discussed, not a follow-up)."""
+    found = {e.external_id: e for e in events if e.kind in FOLLOW_UP_KINDS}
+    said = [e.body or e.title or "" for e in events if e.kind not in FOLLOW_UP_KINDS]
+    said += [s.text for s in (incident.details.reported_cause, incident.details.action) if s]
+    named = dict.fromkeys(m for text in said for m in _NAMED.findall(text))
+    for number in list(named)[:FOLLOW_UPS_NAMED]:
+        key = f"issue:{number}"
+        if key not in found:
+            event = await store.events.get_by_external(incident.run_slug, "github", key)
+            if event is not None:
+                found[key] = event
+    return sorted(
+        (e for e in found.values() if e.at >= incident.started_at and not e.deleted),
+        key=lambda e: e.at,
+    )
+
+
+async def gather_writeup(store: Store, run: RunInfo, incident: Incident) -> Writeup:
+    """The write-up's facts, from the store alone (no network, no model)."""
+    assert incident.id is not None
+    restart = restart_of(incident)
+    pace = await store.metrics.pace_around(run.slug, restart) if restart else Pace()
+    events = await store.incidents.events(incident.id)
+    follow_ups = await follow_ups_of(store, incident, events)
+    action = incident.details.action
+    return Writeup(
+        incident=incident,
+        run_name=run.name,
+        zone=run.timezone,
+        cost=Cost(
+            down=downtime_of(incident, restart),
+            steps_recomputed=restart.recomputed_steps if restart else None,
+            pace=pace,
+            gpus=run.config.gpus,
+            restarted=restart is not None and restart.down_for is not None,
+        ),
+        restart=restart,
+        cause=incident.details.reported_cause,
+        actions=[action] if action is not None else [],
+        follow_ups=follow_ups,
+        sources=sources_of(incident, events),
+    )
+
+
+async def writeup_for(store: Store, incident_id: int, slug: str | None = None) -> Writeup:
+    """`/incidents report ID` and `runscribe incident ID`: a resolved incident's write-up."""
+    incident = await store.incidents.get(incident_id)
+    if incident is None or (slug is not None and incident.run_slug != slug):
+        raise UserFacingError(f"No incident #{incident_id}.")
+    if incident.status != "resolved":
+        raise UserFacingError(f"Incident #{incident_id} is still open: it has no write-up yet.")
+    run = await store.runs.get(incident.run_slug)
+    if run is None:
+        raise UserFacingError(f"Incident #{incident_id} belongs to no tracked run.")
+    return await gather_writeup(store, run, incident)

@@ -1,0 +1,185 @@
+"""An incident's write-up, worded like an operator's ops-log note: what happened and when (in
+the run's zone), the cause in the reporters' words with links, who did what, how training came
+back, what it cost, the follow-ups and every source. The facts are `bot.incidents.writeup`'s;
+this module only words them, as Markdown (`writeup_markdown`: the CLI) and as one thread post
+(`writeup_payload`: a card, so a long note still fits)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.incidents.writeup import Cost, Writeup
+from bot.limits import DESCRIPTION_LIMIT, TITLE_LIMIT
+from bot.mentions import body, inert, plain, unlinked
+from bot.models import Event, IncidentAction
+from bot.narrative.format import fmt_when
+from bot.numbers import fmt_big, fmt_int, fmt_value
+from bot.outbox.payload import make_payload
+from bot.render.cards import Card, clip
+from bot.timeutil import humanize_duration
+
+QUOTE_LIMIT = 400  # characters of a person's own words quoted
+
+
+def _quote(text: str) -> str:
+    return "“" + body(clip(plain(text), QUOTE_LIMIT)) + "”"
+
+
+def _linked(label: str, url: str | None) -> str:
+    shown = inert(plain(label))
+    return f"[{shown}]({url})" if url else shown
+
+
+def title(w: Writeup) -> str:
+    return clip(f"Write-up: incident #{w.id} — {plain(w.incident.title)}", TITLE_LIMIT)
+
+
+def what_happened(w: Writeup) -> str:
+    i = w.incident
+    line = f"First symptom {fmt_when(i.started_at, w.zone)}: {unlinked(plain(i.title))}."
+    if i.cause and w.restart is None:  # a restart's own account follows
+        line += f" {body(clip(plain(i.cause), QUOTE_LIMIT))}"
+    if i.resolved_at is not None:
+        line += f" Resolved {fmt_when(i.resolved_at, w.zone)}."
+    return line
+
+
+def cause(w: Writeup) -> str:
+    said = w.cause
+    if said is None:
+        return "Nobody reported a cause in the watched channels or threads."
+    who = inert(plain(said.author)) if said.author else "Someone"
+    where = _linked(said.source, said.url)
+    return f"{who} wrote in {where}, {fmt_when(said.at, w.zone)}: {_quote(said.text)}"
+
+
+def _action(action: IncidentAction, zone: str) -> str:
+    where = _linked(action.source, action.url)
+    return (
+        f"{inert(plain(action.who))}, {fmt_when(action.at, zone)} in {where}: {_quote(action.text)}"
+    )
+
+
+def who_acted(w: Writeup) -> str:
+    lines = [_action(a, w.zone) for a in w.actions]
+    if not lines:
+        lines.append("Nobody reported acting on it: training came back without a person's hand.")
+    i = w.incident
+    if i.acked_by and i.acked_at:
+        lines.append(f"Acknowledged by {inert(plain(i.acked_by))}, {fmt_when(i.acked_at, w.zone)}.")
+    return "\n".join(lines)
+
+
+def came_back(w: Writeup) -> str:
+    r = w.restart
+    if r is None:
+        text = w.incident.resolution or "The condition cleared."
+        return body(clip(plain(text), QUOTE_LIMIT))
+    run = r.wandb_run.rsplit("/", 1)[-1]
+    line = f"W&B run {inert(run)} logged again {fmt_when(r.resumed_at or r.at, w.zone)}"
+    if r.checkpoint_step is not None:
+        line += f", from the checkpoint at step {fmt_int(r.checkpoint_step)}"
+    if r.to_step is not None and r.to_step != r.checkpoint_step:
+        line += f" (first step logged {fmt_int(r.to_step)})"
+    if r.from_step is not None:
+        line += f"; the last step before the interruption was {fmt_int(r.from_step)}"
+    if r.previous_run:
+        line += f", in {inert(r.previous_run.rsplit('/', 1)[-1])}"
+    return line + "."
+
+
+def cost(c: Cost) -> str:
+    parts = []
+    if c.down is not None:
+        parts.append(f"{humanize_duration(c.down)} down ({c.down_means})")
+    if c.steps_recomputed is not None:
+        again = f"{fmt_int(c.steps_recomputed)} steps"
+        if c.tokens_recomputed is not None:
+            again += f" ({fmt_big(c.tokens_recomputed)} tokens)"
+        again += " recomputed"
+        if c.recompute_time is not None and c.pace.seconds_per_step is not None:
+            per_step = fmt_value(c.pace.seconds_per_step)
+            again += f", {humanize_duration(c.recompute_time)} at {per_step} s a step"
+        parts.append(again)
+    if c.gpu_hours is not None and c.lost is not None:
+        parts.append(
+            f"{fmt_int(c.gpu_hours)} GPU-hours ({fmt_int(c.gpus)} GPUs × "
+            f"{humanize_duration(c.lost)} without new progress)"
+        )
+    return "; ".join(parts) + "." if parts else "No training time lost."
+
+
+def _follow_up(event: Event) -> str:
+    what = "PR" if event.kind == "pull" else "issue"
+    name = event.ref or what
+    text = f"{what} {_linked(name, event.url)}"
+    if event.title:
+        text += f" {_quote(event.title)}"
+    if event.author:
+        text += f" by {inert(plain(event.author))}"
+    if event.state:
+        text += f" ({inert(event.state)})"
+    return text
+
+
+def follow_ups(w: Writeup) -> str:
+    if not w.follow_ups:
+        return "None named."
+    return "; ".join(_follow_up(e) for e in w.follow_ups) + "."
+
+
+def sources(w: Writeup) -> str:
+    if not w.sources:
+        return "None linked."
+    return " · ".join(_linked(s.label, s.url) for s in w.sources)
+
+
+def sections(w: Writeup) -> list[tuple[str, str]]:
+    return [
+        ("What happened", what_happened(w)),
+        ("Cause, as reported", cause(w)),
+        ("Who acted", who_acted(w)),
+        ("How training came back", came_back(w)),
+        ("Cost", cost(w.cost)),
+        ("Follow-ups", follow_ups(w)),
+        ("Sources", sources(w)),
+    ]
+
+
+def writeup_markdown(w: Writeup) -> str:
+    """The whole note as Markdown (`runscribe incident ID`)."""
+    parts = [f"## {inert(title(w))}", f"{inert(w.run_name)}"]
+    parts += [f"**{name}.** {text}" for name, text in sections(w)]
+    return "\n\n".join(parts) + "\n"
+
+
+def _within(paragraphs: list[str], limit: int) -> str:
+    """Whole paragraphs, as many as fit (a link is never cut); the first is clipped if alone
+    it is too long."""
+    kept: list[str] = []
+    for paragraph in paragraphs:
+        if len("\n\n".join([*kept, paragraph])) > limit:
+            break
+        kept.append(paragraph)
+    return "\n\n".join(kept) if kept else clip(paragraphs[0], limit)
+
+
+def writeup_card(w: Writeup) -> Card:
+    lines = [f"**{name}.** {text}" for name, text in sections(w)]
+    return Card(
+        title=title(w),
+        description=_within(lines, DESCRIPTION_LIMIT),
+        color="ok",
+        footer=f"{w.run_name} · incident #{w.id}",
+    )
+
+
+def writeup_payload(
+    w: Writeup, *, edit_of: int | None = None, archive_thread: bool = False
+) -> dict[str, Any]:
+    """The thread post (or the edit of it, when the write-up changed)."""
+    card = writeup_card(w)
+    text = f"📝 Write-up of incident #{w.id}"
+    if edit_of is not None:
+        return make_payload(text, card, edit_of=edit_of)
+    return make_payload(text, card, archive_thread=archive_thread)

@@ -524,7 +524,8 @@ class IncidentEngine:
             for incident, window in zip(waiting, windows, strict=True):
                 incident.details.acted_checked_until = window[1]
         for incident in cycle.incidents:
-            people.credit_resolution(incident)  # the resolution says who acted
+            # the resolution says who acted, and when in the run's own zone
+            people.credit_resolution(incident, cycle.run.config.timezone)
 
     def _update_text(self, incident: Incident, event: Event) -> str:
         """A thread post for a newly linked event: the reported cause when this person's report

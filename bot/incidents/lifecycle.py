@@ -239,7 +239,9 @@ def default_resolution(incident: Incident, at: datetime) -> str:
         said = spec.default_resolution
         if said and any(spec.owns(fp) for fp in incident.details.members):
             return said
-    return f"The condition cleared at {at:%Y-%m-%d %H:%M} UTC."
+    # no clock time here: every surface shows `resolved_at` itself, in the reader's or the
+    # run's zone (a bare UTC time read wrong in a run set to another zone)
+    return "The condition cleared."
 
 
 def reminder_due(incident: Incident, now: datetime, th: Thresholds) -> bool:

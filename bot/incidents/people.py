@@ -16,6 +16,7 @@ from bot.enrich.reports import fault_excerpt, sentences, substance
 from bot.enrich.summary import strip_filler, truncate
 from bot.incidents.detectors import where
 from bot.models import SOURCE_SPECS, Event, Incident, IncidentAction, ReportedCause
+from bot.timeutil import resolve_zone
 
 #: A post this long before an incident started can report acting on it when it names the same
 #: host, job or run ("draining r12n4" just before r12n4's crash); one this long after it resolved
@@ -229,11 +230,12 @@ def _acting_clauses(text: str) -> str:
     return ", ".join(clauses[: first + 1])
 
 
-def action_line(action: IncidentAction) -> str:
-    """'dave drained host 12 and requeued at 09:01 UTC': who did what, when. A sentence that
-    does not start with its doer is quoted: 'dana at 09:01 UTC: "Requeueing onto a spare."'"""
+def action_line(action: IncidentAction, tz: str = "UTC") -> str:
+    """'dave drained host 12 and requeued at 05:01 EDT': who did what, when, in the run's zone
+    `tz`. A sentence that does not start with its doer is quoted: 'dana at 05:01 EDT:
+    "Requeueing onto a spare."'"""
     text = _acting_clauses(action.text.strip().rstrip("."))
-    when = f"{action.at:%H:%M} UTC"
+    when = f"{action.at.astimezone(resolve_zone(tz)):%H:%M %Z}"
     for pattern, lead in _FIRST_PERSON:
         if pattern.match(text):
             return f"{pattern.sub(lead.format(who=action.who), text, count=1)} at {when}"
@@ -243,7 +245,7 @@ def action_line(action: IncidentAction) -> str:
     return f'{action.who} at {when}: "{text}"'
 
 
-def credit_resolution(incident: Incident) -> bool:
+def credit_resolution(incident: Incident, tz: str = "UTC") -> bool:
     """Once resolved, the resolution says who acted and what they did, before what brought
     training back ("dave drained host 12 and requeued at 09:01 UTC. Training resumed from step
     61,000 …"). Said once; returns whether it changed."""
@@ -251,7 +253,7 @@ def credit_resolution(incident: Incident) -> bool:
     action = details.action
     if incident.status != "resolved" or action is None or details.credited:
         return False
-    line = action_line(action)
+    line = action_line(action, tz)
     base = (incident.resolution or "").strip()
     incident.resolution = f"{line}. {base}" if base else f"{line}."
     details.credited = True

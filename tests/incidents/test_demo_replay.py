@@ -34,7 +34,7 @@ async def test_sample_yields_one_alert_and_one_resolution_per_incident(store: St
     assert f"Down 55 min: {meaning}." in texts[0]
     # who acted is said before what brought training back
     assert re.search(
-        r'\. \w+ at \d\d:\d\d UTC: "swapping in spare r15n1"\. Training resumed', texts[0]
+        r'\. \w+ at \d\d:\d\d CES?T: "swapping in spare r15n1"\. Training resumed', texts[0]
     )
     assert "Training resumed from step 8,000 in run aurora-main; 736 steps recomputed." in texts[0]
     assert "from step 21,000" in texts[1]

@@ -5,7 +5,7 @@ the incident survives a reload from the store with it."""
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 from bot.hooks.alertmanager import alert_event, parse_message
 from bot.incidents.engine import IncidentEngine
@@ -165,3 +165,15 @@ async def test_the_crash_alert_says_the_crash_step_once(store: Store, now: datet
         assert said.count(step) == 1, said
         assert said.count("crashed") <= 2, said  # the headline, and the W&B state as evidence
         assert said.count("ECC errors on host 12") <= 1, said
+
+
+def test_the_resolution_says_when_in_the_runs_zone() -> None:
+    """'dave … at 05:01 EDT', never a bare UTC time in a New York run (issue 36)."""
+    from bot.incidents.people import action_line
+    from bot.models import IncidentAction
+
+    at = datetime(2026, 9, 1, 9, 1, tzinfo=UTC)
+    action = IncidentAction("dave", at, "I drained host 12 and requeued", "Discord #hero-run")
+    said = action_line(action, "America/New_York")
+    assert said == "dave drained host 12 and requeued at 05:01 EDT"
+    assert action_line(action) == "dave drained host 12 and requeued at 09:01 UTC"

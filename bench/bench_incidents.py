@@ -423,7 +423,11 @@ def serve_variant(variant: str) -> int:
             await asyncio.gather(*(self.poll_family(family) for family in FAMILIES))
             await self.enrich_once()
 
-    bots = {"timer": TimerBot, "sequential": SequentialBot, "gathered": GatheredBot}
+    bots: dict[str, type[app.RunscribeBot]] = {
+        "timer": TimerBot,
+        "sequential": SequentialBot,
+        "gathered": GatheredBot,
+    }
     app.RunscribeBot = bots[variant]  # type: ignore[misc]
     return cli.main(["run"])
 

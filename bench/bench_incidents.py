@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import math
 import os
@@ -398,17 +399,19 @@ def serve_variant(variant: str) -> int:
     from bot.pipeline import FAMILIES
 
     class TimerBot(app.RunscribeBot):
-        def _delivered_soon(self, result: object) -> object:
-            return result
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.loops.delivered_soon = lambda result: result  # type: ignore[method-assign]
 
     class SequentialBot(app.RunscribeBot):
         def start_loops(self) -> None:
-            every = self.intervals
-            self._spawn("outbox", every.outbox, self.drain_outbox, wake=self._outbox_due)
-            self._spawn("cycle", every.poll, self.sequential_cycle)
-            self._spawn("digest", every.digest, self.schedule_digests)
-            if self.narrative is not None:
-                self._spawn("narrative", every.narrative, self.refresh_narratives)
+            every, rounds = self.intervals, self.rounds
+            spawn = functools.partial(self.loops.spawn, probe=self.store.db.came_back)
+            spawn("outbox", every.outbox, self.drain_outbox, wake=self.loops.outbox_due)
+            spawn("cycle", every.poll, self.sequential_cycle)
+            spawn("digest", every.digest, self.schedule_digests)
+            if rounds.narrative is not None:
+                spawn("narrative", every.narrative, rounds.refresh_narratives)
 
         async def sequential_cycle(self) -> None:
             for family in FAMILIES:  # W&B first, as run_cycle does
@@ -420,7 +423,11 @@ def serve_variant(variant: str) -> int:
             await asyncio.gather(*(self.poll_family(family) for family in FAMILIES))
             await self.enrich_once()
 
-    bots = {"timer": TimerBot, "sequential": SequentialBot, "gathered": GatheredBot}
+    bots: dict[str, type[app.RunscribeBot]] = {
+        "timer": TimerBot,
+        "sequential": SequentialBot,
+        "gathered": GatheredBot,
+    }
     app.RunscribeBot = bots[variant]  # type: ignore[misc]
     return cli.main(["run"])
 

@@ -1,11 +1,12 @@
 """The Discord client: a `commands.Bot` subclass that receives its services (a Runtime), loads an
-explicit list of extensions, and owns the background loops (poll, narrative, digest, outbox).
+explicit list of extensions, and starts the background loops (poll, narrative, digest, outbox).
 
-Only this module and `cogs/` import discord. Everything the loops do is plain async Python in
-`bot.pipeline`, `bot.outbox` and `bot.digests`; here it is wired to Discord and kept alive: no
-exception ends a loop (it is logged and the loop backs off), and `CancelledError` always
-propagates. The card → embed conversion and the Discord time formatter live here too, for the
-outbox transport and for the cogs.
+Only this module and `cogs/` import discord. What the bot does besides Discord is in plain
+services it builds and the cogs call: the loops' supervision, locks and wake-ups
+(`bot.scheduler`), their bodies (`bot.rounds`), the charts (`bot.charting`), the live status
+messages (`bot.live`) and what /healthz records (`bot.health`). No exception ends a loop (it is
+logged and the loop backs off), and `CancelledError` always propagates. The card → embed
+conversion and the Discord time formatter live here too, for the outbox transport and the cogs.
 """
 
 from __future__ import annotations
@@ -16,12 +17,10 @@ import importlib
 import io
 import logging
 import signal
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import discord
@@ -29,23 +28,16 @@ import yarl
 from discord import app_commands
 from discord.ext import commands
 
-from bot.delivery import (
-    gateway_down,
-    gateway_up,
-    integrity_checked,
-    outbox_failed,
-    outbox_ok,
-)
-from bot.digests import DigestComposer, run_due_digests
+from bot.charting import ChartService
+from bot.digests import DigestComposer
 from bot.errors import UserFacingError
 from bot.flight import SingleFlight
+from bot.health import HealthRecorder
 from bot.heap import freeze_long_lived, give_back_free_heap, install_memory_dump
 from bot.limits import MESSAGE_LIMIT, THREAD_NAME_LIMIT
-from bot.live import refresh_live, repost_live
-from bot.loops import Retries, repeat
+from bot.live import LiveMessages
 from bot.mentions import defuse_mentions
-from bot.models import OutboxItem
-from bot.outbox.payload import ButtonPayload, fit_card, make_payload
+from bot.outbox.payload import ButtonPayload, fit_card
 from bot.outbox.poster import (
     DeliveryError,
     OutboxPoster,
@@ -54,17 +46,14 @@ from bot.outbox.poster import (
     SeenMessage,
     Upload,
 )
-from bot.pipeline import FAMILIES, THREADS, WANDB
+from bot.pipeline import FAMILIES, WANDB
 from bot.render.cards import Card, TimeStyle
-from bot.render.chart import REDRAW_EVERY, ChartCache
-from bot.render.drawer import IDLE_SECONDS, ChartDrawer
 from bot.render.stamps import render_card_stamps, render_stamps
+from bot.rounds import BotServices, LoopRounds, NarrativeRefresher
+from bot.scheduler import LoopIntervals, LoopScheduler
 from bot.services.commands import commands_changed, commands_published
-from bot.services.status import chart_series
 from bot.settings import ConfigError, RunConfig, RunsFile, Settings, load_runs_file
 from bot.store import Store
-from bot.store.integrity import quick_check
-from bot.store.metrics import NO_POINTS
 from bot.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -85,14 +74,10 @@ DEFAULT_EXTENSIONS: tuple[str, ...] = (
 )
 NO_MENTIONS = discord.AllowedMentions.none()  # the one lock: every post and reply pings nobody
 APOLOGY = "Sorry, something went wrong on our side; it has been logged."
-# Commands answered at once before the next ones acknowledge first (`RunscribeBot.busy`).
-ANSWERED_AT_ONCE = 2
-STORE_CHECK_EVERY = timedelta(days=1)
 #: Statuses discord.py's HTTP client retries by itself (`HTTPClient.request`, 5 tries, 25 s).
 DISCORD_PY_RETRIES = frozenset({500, 502, 504, 524})
 THREAD_EXISTS = 160004  # Discord error code: "a thread has already been created for this message"
 
-NarrativeRefresher = Callable[[str, datetime], Awaitable[object]]
 COLORS: dict[str, int] = {
     "ok": 0x2ECC71,  # green: running and healthy
     "warning": 0xF1C40F,  # yellow: stalled, pending
@@ -150,57 +135,6 @@ GATEWAY_CLOSES = {
     4012: "Discord closed the gateway: invalid API version (4012)",
     4013: "Discord closed the gateway: invalid intents (4013)",
 }
-
-
-class BotServices(Protocol):
-    """What the bot needs from `bot.runtime.Runtime` (structural, so tests can hand in less)."""
-
-    @property
-    def settings(self) -> Settings: ...
-    @property
-    def runs(self) -> RunsFile: ...
-    @property
-    def store(self) -> Store: ...
-
-    async def cycle(self, now: datetime) -> Any: ...
-
-    async def poll(self, family: str, now: datetime) -> Any: ...
-
-    async def enrich(self, now: datetime) -> Any: ...
-
-    async def ingest_pushed(self, now: datetime, *, judge: bool = True) -> Any: ...
-
-    async def judge(self, now: datetime) -> Any: ...
-
-    async def reload(self, runs: RunsFile) -> BotServices: ...
-
-
-#: Seconds a command waits for a run's first chart before answering without it: as long as the
-#: chart process may take (its start imports matplotlib, which takes seconds on a loaded machine),
-#: well inside the 15 minutes Discord gives a deferred answer.
-FIRST_CHART_WAIT = 60.0
-
-
-@dataclass(slots=True)
-class LoopIntervals:
-    """Seconds between runs of each background loop. `poll` paces each source family's loop
-    (W&B, the threads) on its own; `enrich` how often the enrichment queue is looked at (it
-    sends a request only when a batch is worth it)."""
-
-    poll: float = 60.0
-    enrich: float = 10.0
-    outbox: float = 2.0
-    digest: float = 20.0
-    narrative: float = 300.0  # the refresher decides whether a new narrative is due
-    # pushed deliveries are read when the doorbell rings; between rings, open alert incidents
-    # are judged this often (their resolution is due once the clear has held, 2 min)
-    hooks: float = 15.0
-    live: float = 15.0  # live status messages: whether one is due (woken after every round)
-    integrity: float = 3600.0  # looks each hour whether the daily quick_check is due
-    # free heap pages given back to the OS (bot.heap): often, so what a sample of the
-    # process's memory sees is never far from the trimmed level (a trim costs ~0.2 ms)
-    heap: float = 10.0
-    max_backoff: float = 300.0
 
 
 def apply_endpoints(settings: Settings) -> None:
@@ -272,6 +206,10 @@ class RunscribeTree(app_commands.CommandTree):
 
 
 class RunscribeBot(commands.Bot):
+    """The Discord edge: the slash commands' tree, the gateway's events and sending. What the
+    loops, charts and live messages do is in plain services (`loops`, `rounds`, `charting`,
+    `live`, `health`) that the cogs call too."""
+
     def __init__(
         self,
         runtime: BotServices,
@@ -286,90 +224,72 @@ class RunscribeBot(commands.Bot):
         warm_charts: bool = True,
         **options: Any,
     ):
-        # The bot has no voice: discord.py's warnings that PyNaCl and davey (voice libraries)
-        # are missing would only look like something to fix at every start.
-        discord.VoiceClient.warn_nacl = False
-        discord.VoiceClient.warn_dave = False
-        intents = discord.Intents.default()
-        intents.message_content = True  # channel watch needs message text (privileged intent)
-        options.pop("allowed_mentions", None)  # never anything but none
-        # No message cache: every watched message is stored in SQLite as it arrives, edits and
-        # deletions come as raw events, and the default 1,000 cached messages (with their
-        # authors and members) were resident memory nothing read.
-        options.setdefault("max_messages", None)
-        super().__init__(
-            command_prefix=commands.when_mentioned,
-            intents=intents,
-            allowed_mentions=NO_MENTIONS,
-            help_command=None,
-            tree_cls=RunscribeTree,
-            **options,
-        )
-        self.runtime = runtime
+        _client_options(options)
+        super().__init__(**options)
         self.initial_extensions = tuple(extensions)
-        self.narrative = narrative
-        self.digest_composer = digest_composer
         self.clock = clock
-        # Until W&B answers this process, /status and the live message show the state stored
-        # before it started, marked so (`bot.services.status.stored_state_at`).
-        self.started_at = clock()
-        self.intervals = intervals or LoopIntervals(poll=runtime.settings.runscribe_poll_interval)
         self.run_loops = run_loops
-        self.warm_charts_at_start = warm_charts
-        self.chart_cache = ChartCache()
-        # Charts are drawn in a child process that ends when idle: matplotlib's memory never
-        # stays in the bot after a run goes quiet. While a run logs, its chart is redrawn after
-        # W&B rounds (at most once a minute, so the next redraw comes up to a minute and a poll
-        # later), and the child outlives that gap and two poll intervals: a redraw never pays its
-        # start while the run logs.
-        poll = self.intervals.poll
-        self.charts = ChartDrawer(idle=max(IDLE_SECONDS, 2 * poll + 30, REDRAW_EVERY + poll + 30))
-        self._chart_refresh: asyncio.Task[None] | None = None
-        self._closing = False
-        self._chart_tasks: set[asyncio.Task[bytes | None]] = set()
+        now = self._now  # services read `self.clock` at each call (tests move it)
+        every = intervals or LoopIntervals(poll=runtime.settings.runscribe_poll_interval)
+        self.loops = LoopScheduler(every, FAMILIES, running=lambda: not self.is_closed())
+        self.charting = ChartService(lambda: self.reader, lambda: self.runs, poll=every.poll)
+        self.charting.warm = warm_charts
+        self.rounds = LoopRounds(
+            runtime,
+            self.loops,
+            now,
+            after_wandb=self.charting.refresh_soon,
+            fmt=discord_time,
+            read_backs=lambda: getattr(self.get_cog("Watch"), "read_backs", 0),
+            narrative=narrative,
+            digest_composer=digest_composer,
+        )
+        wake_outbox, wake_live = self.loops.outbox_due.set, self.loops.live_due.set
+        self.live = LiveMessages(
+            lambda: self.store,
+            lambda: self.runs,
+            now,
+            started_at=clock(),
+            wake_outbox=wake_outbox,
+            wake_live=wake_live,
+        )
+        self.health = HealthRecorder(lambda: self.store, now)
         self.poster = OutboxPoster(
             runtime.store,
             DiscordTransport(self),
             clock=clock,
             backoff_base=outbox_backoff,
-            charts=self.status_chart,
+            charts=self.charting.status_chart,
             hold=timedelta(hours=runtime.settings.runscribe_delivery_hold_hours),
         )
         # Every message the gateway delivers moves its channel's delivery anchor up (the poster's
         # "already sent?" check then starts from a recent message, however busy the channel).
         self.add_listener(self._saw_message, "on_message")
-        self._tasks: list[asyncio.Task[None]] = []
-        self._loops_started = False
-        # A reload never swaps sources under a running poll: one lock per loop (so the loops
-        # never wait for each other), all of them taken by a reload.
-        self._loop_locks = {name: asyncio.Lock() for name in (*FAMILIES, "enrich", "hooks")}
-        # rounds finished (or failed) per polling loop (`cycles`)
-        self._rounds = dict.fromkeys((*FAMILIES, "enrich"), 0)
-        # per source family: enrichment rounds finished when its first round ended
-        self._enriched_before: dict[str, int] = {}
-        self._answering = 0  # commands between `answering()` enter and exit
-        # Set when a loop round queued posts (an alert): the outbox delivers them now instead of
-        # at its next tick, so an alert never waits for the outbox's interval.
-        self._outbox_due = asyncio.Event()
-        self._outbox_failing = False  # the last outbox round raised (recorded for /healthz)
-        # Set when pushed deliveries brought events: enrichment looks at them now, so they are
-        # enriched and judged like polled ones without waiting for its interval.
-        self._enrich_due = asyncio.Event()
-        self._rings_seen = 0  # the doorbell's count when the hooks loop last looked
-        # Set after every loop round (and when a live message was deleted): the live status
-        # messages are looked at now, so a state change shows within the round that saw it.
-        self._live_due = asyncio.Event()
-        # A loop that goes through after failing (the store writable again) retries every loop
-        # still backing off at once (`bot.loops`).
-        self._retries = Retries()
-        self._live_updated: set[str] = set()  # runs whose live message this process updated
-        self._live_lock = asyncio.Lock()
-        # `runscribe run` checked the store at start; the bot again each day it runs.
-        self._store_checked_at = clock()
         # Concurrent identical reads (a burst of /status for one run) share one computation.
         self.flights: SingleFlight[Any] = SingleFlight()
 
+    def _now(self) -> datetime:
+        return self.clock()
+
     # --- services for cogs ----------------------------------------------------------------------
+
+    @property
+    def runtime(self) -> BotServices:
+        return self.rounds.runtime
+
+    @runtime.setter
+    def runtime(self, runtime: BotServices) -> None:
+        self.rounds.runtime = runtime
+
+    @property
+    def intervals(self) -> LoopIntervals:
+        return self.loops.intervals
+
+    @property
+    def started_at(self) -> datetime:
+        """When this process started: until W&B answers it, /status and the live message show
+        the state stored before, marked so (`bot.services.status.stored_state_at`)."""
+        return self.live.started_at
 
     @property
     def store(self) -> Store:
@@ -386,20 +306,11 @@ class RunscribeBot(commands.Bot):
         """A command should acknowledge before reading: a poll cycle is running (its work shares
         this event loop), other commands are being answered (a burst: each waits its turn on
         the loop and the read connections), or every read connection is taken."""
-        return (
-            any(lock.locked() for lock in self._loop_locks.values())
-            or self._answering > ANSWERED_AT_ONCE
-            or self.reader.db.saturated
-        )
+        return self.loops.busy(self.reader.db.saturated)
 
-    @contextlib.contextmanager
-    def answering(self) -> Iterator[None]:
+    def answering(self) -> contextlib.AbstractContextManager[None]:
         """Around a command's work, so `busy` knows how many are being answered."""
-        self._answering += 1
-        try:
-            yield
-        finally:
-            self._answering -= 1
+        return self.loops.answering()
 
     @property
     def settings(self) -> Settings:
@@ -407,7 +318,7 @@ class RunscribeBot(commands.Bot):
 
     @property
     def runs(self) -> list[RunConfig]:
-        return list(self.runtime.runs.runs)
+        return self.rounds.runs
 
     @property
     def default_run(self) -> str | None:
@@ -422,10 +333,7 @@ class RunscribeBot(commands.Bot):
         the sources from it: new repositories, labels and W&B runs are polled from the next
         cycle on."""
         runs = load_runs_file(self.settings.runscribe_config)
-        async with AsyncExitStack() as held:
-            for lock in self._loop_locks.values():
-                await held.enter_async_context(lock)
-            self.runtime = await self.runtime.reload(runs)
+        await self.rounds.reload(runs)
         log.info("runs file reloaded: %s", ", ".join(r.slug for r in runs.runs))
         return runs
 
@@ -476,353 +384,111 @@ class RunscribeBot(commands.Bot):
     def start_loops(self) -> None:
         """Start the background loops (once: a later call, e.g. the login after Discord was
         unreachable at start, finds them running)."""
-        if self._loops_started:
+        loops, rounds, every = self.loops, self.rounds, self.loops.intervals
+        if loops.started:
             return
-        self._loops_started = True
-        every = self.intervals
-        self._spawn("outbox", every.outbox, self.drain_outbox, wake=self._outbox_due)
+        loops.started = True
+        spawn = partial(loops.spawn, probe=self.store.db.came_back)
+        spawn("outbox", every.outbox, self.drain_outbox, wake=loops.outbox_due)
         # Each source family in its own loop with its own backoff, enrichment in a third: a
         # GitHub backfill or a slow LLM never delays a W&B crash alert.
         for family in FAMILIES:
-            self._spawn(f"poll-{family}", every.poll, partial(self.poll_family, family))
-        self._spawn("enrich", every.enrich, self.enrich_once, wake=self._enrich_due)
+            spawn(f"poll-{family}", every.poll, partial(self.poll_family, family))
+        spawn("enrich", every.enrich, self.enrich_once, wake=loops.enrich_due)
         # What the push endpoints (`bot.hooks`) stored, read as soon as they ring.
         doorbell = getattr(self.runtime, "doorbell", None)
         if doorbell is not None:
-            self._spawn("hooks", every.hooks, self.ingest_pushed, wake=doorbell.event)
-        self._spawn("digest", every.digest, self.schedule_digests)
-        self._spawn("live", every.live, self.refresh_live, wake=self._live_due)
-        self._spawn("integrity", every.integrity, self.check_store)
-        self._spawn("heap", every.heap, self.give_back_heap)
-        if self.warm_charts_at_start:
-            warm = asyncio.create_task(self.warm_charts(), name="runscribe-warm-charts")
-            self._tasks.append(warm)
-        if self.narrative is not None:
-            self._spawn("narrative", every.narrative, self.refresh_narratives)
+            spawn("hooks", every.hooks, rounds.ingest_pushed, wake=doorbell.event)
+        spawn("digest", every.digest, self.schedule_digests)
+        spawn("live", every.live, self.live.refresh, wake=loops.live_due)
+        spawn("integrity", every.integrity, self.check_store)
+        spawn("heap", every.heap, partial(asyncio.to_thread, give_back_free_heap))
+        if self.charting.warm:
+            warm = self.charting.warm_up(lambda: loops.rounds[WANDB] > 0)
+            loops.add(asyncio.create_task(warm, name="runscribe-warm-charts"))
+        if rounds.narrative is not None:
+            spawn("narrative", every.narrative, rounds.refresh_narratives)
 
-    async def give_back_heap(self) -> None:
-        """Free heap pages back to the OS (`bot.heap.give_back_free_heap`), in a worker thread:
-        the loop's small objects (pymalloc's) need no malloc lock meanwhile."""
-        await asyncio.to_thread(give_back_free_heap)
-
-    def _spawn(
-        self,
-        name: str,
-        interval: float,
-        body: Callable[[], Awaitable[object]],
-        *,
-        wake: asyncio.Event | None = None,
-    ) -> None:
-        task = asyncio.create_task(
-            self._forever(name, interval, body, wake), name=f"runscribe-{name}"
-        )
-        self._tasks.append(task)
-
-    async def _forever(
-        self,
-        name: str,
-        interval: float,
-        body: Callable[[], Awaitable[object]],
-        wake: asyncio.Event | None = None,
-    ) -> None:
-        """Run `body` every `interval` seconds while the bot is open (`bot.loops.repeat`, the
-        one supervisor); the modules and clients its first round built are then frozen."""
-        await repeat(
-            name,
-            interval,
-            body,
-            max_backoff=self.intervals.max_backoff,
-            wake=wake,
-            retries=self._retries,
-            probe=self.store.db.came_back,
-            running=lambda: not self.is_closed(),
-            first_done=freeze_long_lived,
-        )
-
-    # --- the gateway, as /healthz sees it (bot.delivery) -----------------------------------------
+    # --- the gateway, as /healthz sees it (bot.health) -------------------------------------------
 
     async def login(self, token: str) -> None:
         await super().login(token)
-        await gateway_down(self.store, utcnow(), "connecting to the Discord gateway")
+        await self.health.gateway_down("connecting to the Discord gateway")
 
     async def _saw_message(self, message: discord.Message) -> None:
         self.poster.saw(message.channel.id, message.id)
 
     async def on_ready(self) -> None:
-        await gateway_up(self.store, utcnow())
+        await self.health.gateway_up()
 
     async def on_resumed(self) -> None:
-        await gateway_up(self.store, utcnow())
+        await self.health.gateway_up()
 
     async def on_disconnect(self) -> None:
         if not self.is_closed():
-            await gateway_down(self.store, utcnow(), "disconnected from the Discord gateway")
+            await self.health.gateway_down("disconnected from the Discord gateway")
 
     async def close(self) -> None:
-        self._closing = True  # from here no background chart is started
+        self.charting.stop()  # from here no background chart is started
         if not self.is_closed():
-            await gateway_down(self.store, utcnow(), "the bot is stopped")
-        background: list[asyncio.Future[Any]] = [*self._tasks, *self._chart_tasks]
-        if self._chart_refresh is not None:
-            background.append(self._chart_refresh)
-        for task in background:
-            task.cancel()
-        for task in background:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks.clear()
-        await self.chart_cache.aclose()
-        await self.charts.aclose()
+            await self.health.gateway_down("the bot is stopped")
+        await self.loops.cancel()
+        await self.charting.aclose()
         await super().close()
 
     # --- loop bodies (each safe to call on its own, e.g. from tests or an admin command) --------
 
     async def drain_outbox(self) -> object:
-        """One outbox round. A failing round (a damaged outbox table, a full disk) is recorded
-        for /healthz and raised, so the loop logs it and backs off: alerts never stop silently."""
+        """One outbox round (`HealthRecorder.outbox_round`: a failure is recorded for /healthz)."""
         if self.user is None:
             return None  # not logged in yet (Discord unreachable at start): posts wait queued
-        try:
-            report = await self.poster.drain()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            self._outbox_failing = True
-            await outbox_failed(self.store, utcnow(), f"{type(exc).__name__}: {exc}"[:300])
-            raise
-        if self._outbox_failing:
-            self._outbox_failing = False
-            await outbox_ok(self.store, utcnow())
-        return report
-
-    def _delivered_soon(self, result: object) -> object:
-        """A round that queued alerts wakes the outbox loop, so they are posted at once; every
-        round wakes the live status loop (what it saw may change a live message)."""
-        if getattr(result, "alerts_queued", 0):
-            self._outbox_due.set()
-        self._live_due.set()
-        return result
-
-    async def refresh_live(self) -> dict[str, int]:
-        """Queue the live status updates that are due (`bot.live`), and deliver them now."""
-        async with self._live_lock:  # the loop and a caller never both queue the same update
-            queued = await refresh_live(
-                self.store,
-                self.runs,
-                self.clock(),
-                updated=self._live_updated,
-                started_at=self.started_at,
-            )
-        if queued:
-            self._live_updated.update(queued)
-            self._outbox_due.set()
-        return queued
-
-    async def repost_live(self, run: RunConfig, key: str) -> int | None:
-        """A new live status message for `run` in its `status_channel`, the old one deleted
-        (`/admin live-status`). None when that request (`key`) was already queued."""
-        async with self._live_lock:
-            item_id = await repost_live(
-                self.store, run, self.clock(), key, started_at=self.started_at
-            )
-        self._live_updated.add(run.slug)
-        self._outbox_due.set()
-        return item_id
-
-    async def live_message_deleted(self, message_id: int) -> bool:
-        """Someone deleted a message: if it was a run's live status message, forget it and
-        post a new one now (rather than at the next update's 404)."""
-        row = await self.store.live.by_message(message_id)
-        if row is None or not await self.store.live.forget(row.run_slug, message_id):
-            return False
-        log.info("the live status message of %s was deleted; posting a new one", row.run_slug)
-        self._live_due.set()
-        return True
+        return await self.health.outbox_round(self.poster.drain)
 
     async def poll_once(self) -> object:
-        """One cycle of everything (all families, enrichment, detection)."""
-        async with AsyncExitStack() as held:
-            for lock in self._loop_locks.values():
-                await held.enter_async_context(lock)
-            try:
-                return self._delivered_soon(await self.runtime.cycle(self.clock()))
-            finally:
-                for family in FAMILIES:  # this cycle enriched after polling
-                    self._enriched_before.setdefault(family, self._rounds["enrich"])
-                for name in self._rounds:
-                    self._rounds[name] += 1
-                self.refresh_charts_soon()
+        return await self.rounds.poll_once()
 
     async def poll_family(self, family: str) -> object:
-        async with self._loop_locks[family]:
-            try:
-                return self._delivered_soon(await self.runtime.poll(family, self.clock()))
-            finally:
-                self._rounds[family] += 1
-                self._enriched_before.setdefault(family, self._rounds["enrich"])
-                if family == WANDB:
-                    self.refresh_charts_soon()
-
-    async def ingest_pushed(self) -> object:
-        """Read what the push endpoints stored, judge it, and wake the enrichment (GitHub
-        events) and the outbox (alerts queued) at once."""
-        doorbell = getattr(self.runtime, "doorbell", None)
-        rings = doorbell.rings if doorbell is not None else 0
-        rung, self._rings_seen = rings != self._rings_seen, rings
-        async with self._loop_locks["hooks"]:
-            result = await self.runtime.ingest_pushed(self.clock(), judge=rung)
-        hooks = getattr(result, "poll", None)
-        pushed = hooks.results.get("hooks") if hooks is not None else None
-        if pushed is not None and pushed.events:
-            self._enrich_due.set()
-        return self._delivered_soon(result)
-
-    async def acknowledged(self) -> object:
-        """After an acknowledgement (the button or `/incidents ack`): judge now, so the alert's
-        head says who acknowledged it at once, and deliver the edit."""
-        async with self._loop_locks[WANDB]:  # judged between polls, never inside one
-            return self._delivered_soon(await self.runtime.judge(self.clock()))
+        return await self.rounds.poll_family(family)
 
     async def enrich_once(self) -> object:
-        async with self._loop_locks["enrich"]:
-            try:
-                return self._delivered_soon(await self.runtime.enrich(self.clock()))
-            finally:
-                self._rounds["enrich"] += 1
+        return await self.rounds.enrich_once()
+
+    async def schedule_digests(self) -> object:
+        return await self.rounds.schedule_digests()
 
     async def check_store(self, *, force: bool = False) -> list[str]:
-        """The daily `PRAGMA quick_check`, on a read connection (never holding up writes). Damage
-        is logged, shown by /healthz and posted once a day in every alerts channel, so it never
-        goes unnoticed while commands keep answering."""
-        now = self.clock()
-        if not force and now - self._store_checked_at < STORE_CHECK_EVERY:
-            return []
-        self._store_checked_at = now
-        found = await quick_check(self.reader.db)
-        await integrity_checked(self.store, utcnow(), found)
-        if not found:
-            return found
-        log.error("the database %s is damaged: %s", self.store.db.path, found[0][:300])
-        text = (
-            f"⚠️ Runscribe's database is damaged: {found[0][:300]}. Alerts may stop: stop "
-            "Runscribe, run `runscribe repair` (it keeps a copy of the damaged file), then start "
-            "it again; or restore the database from a backup."
-        )
-        for channel in sorted({r.alerts_channel for r in self.runs if r.alerts_channel}):
-            item = OutboxItem(
-                channel_id=channel,
-                kind="alert",
-                payload=make_payload(text),
-                dedup_key=f"store-damaged:{now:%Y-%m-%d}:{channel}",
-            )
-            try:
-                await self.store.outbox.enqueue(item)
-            except Exception as exc:  # the damage may be in the outbox itself: the log has it
-                log.error("could not queue the damaged-database alert: %s", exc)
-        self._outbox_due.set()
+        """The daily integrity check (`HealthRecorder.check_store`); damage is posted at once."""
+        found = await self.health.check_store(self.runs, force=force)
+        if found:
+            self.loops.outbox_due.set()
         return found
-
-    # --- charts ---------------------------------------------------------------------------------
-
-    async def status_chart(self, slug: str, version: str) -> bytes | None:
-        """The /status chart at this data version: cached, or drawn once however many ask at
-        once (`ChartCache`); None if it cannot be drawn (a broken chart never costs a card)."""
-        return await self.chart_cache.get_or_draw(slug, version, partial(self._draw_chart, slug))
-
-    async def first_chart(self, slug: str, version: str) -> bytes | None:
-        """A run's first chart, waited for at most `FIRST_CHART_WAIT` seconds (a cold chart
-        process on a loaded machine); past it the answer goes without, and the draw goes on."""
-        try:
-            return await asyncio.wait_for(self.status_chart(slug, version), FIRST_CHART_WAIT)
-        except TimeoutError:
-            log.warning("the first chart of %s is still being drawn; answering without it", slug)
-            return None
-
-    async def _draw_chart(self, slug: str) -> bytes | None:
-        try:
-            return await self.charts.loss_chart(await chart_series(self.reader, slug))
-        except Exception:
-            log.exception("chart for %s failed; answering without it", slug)
-            return None
-
-    def chart_soon(self, slug: str, version: str) -> None:
-        """Draw this version of the run's chart in the background (single flight: a draw under
-        way or one less than a minute old is not repeated); `/status` meanwhile attaches the
-        newest finished chart."""
-        if self._closing:
-            return
-        task = asyncio.create_task(self.status_chart(slug, version), name=f"chart-{slug}")
-        self._chart_tasks.add(task)
-        task.add_done_callback(self._chart_tasks.discard)
-
-    def refresh_charts_soon(self) -> None:
-        """After a W&B round: each run whose data changed gets its chart redrawn in the
-        background, so `/status` answers with a current chart and never draws one itself. One
-        refresh at a time; off with `warm_charts=False` (tests that want a cold cache)."""
-        if not self.warm_charts_at_start or self._closing:
-            return
-        if self._chart_refresh is not None and not self._chart_refresh.done():
-            return
-        self._chart_refresh = asyncio.create_task(self._refresh_charts(), name="chart-refresh")
-
-    async def _refresh_charts(self) -> None:
-        for run in self.runs:
-            version = await self.reader.metrics.version(run.slug)
-            # a run with no points has nothing to draw; one drawn at this version is current
-            if version != NO_POINTS and self.chart_cache.version_of(run.slug) != version:
-                await self.status_chart(run.slug, version)
-
-    async def warm_charts(self, *, first_poll_within: float = 60.0) -> None:
-        """Each run's chart drawn once at start (runs with points), after the first W&B round (or
-        `first_poll_within` seconds): the first /status of a run answers without drawing while
-        its data has not changed. Later rounds redraw it when its data changed
-        (`refresh_charts_soon`)."""
-        waited = 0.0
-        while self._rounds[WANDB] == 0 and waited < first_poll_within:
-            await asyncio.sleep(0.5)
-            waited += 0.5
-        await self._refresh_charts()
 
     @property
     def cycles(self) -> int:
         """Full cycles since start: rounds that every loop (each family, enrichment) has done."""
-        return min(self._rounds.values())
+        return self.loops.cycles
 
-    async def schedule_digests(self) -> object:
-        return await run_due_digests(
-            self.store,
-            self.runs,
-            self.clock(),
-            fmt=discord_time,
-            composer=self.digest_composer,
-            ready=self.heard_since_start,
-        )
 
-    def heard_since_start(self, run: RunConfig) -> bool:
-        """Whether every source the run uses has finished a round since this process started
-        (W&B, the GitHub threads, the read-back of watched channels) and enrichment has run
-        after them: what a digest may be composed from."""
-        families = [WANDB] if run.wandb_runs or run.wandb_run_pattern else []
-        if run.github_repo:
-            families.append(THREADS)
-        if any(family not in self._enriched_before for family in families):
-            return False
-        if run.watch_channels:
-            watch = self.get_cog("Watch")
-            if watch is None or getattr(watch, "read_backs", 0) == 0:
-                return False
-        after = max((self._enriched_before[f] for f in families), default=0)
-        return self._rounds["enrich"] > after
-
-    async def refresh_narratives(self) -> None:
-        assert self.narrative is not None
-        for run in self.runs:
-            try:
-                await self.narrative(run.slug, self.clock())
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("narrative refresh failed for %s", run.slug)
+def _client_options(options: dict[str, Any]) -> None:
+    """The discord.py client options every RunscribeBot uses, set in `options`."""
+    # The bot has no voice: discord.py's warnings that PyNaCl and davey (voice libraries)
+    # are missing would only look like something to fix at every start.
+    discord.VoiceClient.warn_nacl = False
+    discord.VoiceClient.warn_dave = False
+    intents = discord.Intents.default()
+    intents.message_content = True  # channel watch needs message text (privileged intent)
+    options.pop("allowed_mentions", None)  # never anything but none
+    # No message cache: every watched message is stored in SQLite as it arrives, edits and
+    # deletions come as raw events, and the default 1,000 cached messages (with their
+    # authors and members) were resident memory nothing read.
+    options.setdefault("max_messages", None)
+    options.update(
+        command_prefix=commands.when_mentioned,
+        intents=intents,
+        allowed_mentions=NO_MENTIONS,
+        help_command=None,
+        tree_cls=RunscribeTree,
+    )
 
 
 class DiscordTransport:
@@ -1086,7 +752,7 @@ async def login_until_reached(
                 why,
                 delay,
             )
-            await gateway_down(bot.store, utcnow(), f"cannot reach Discord: {why}")
+            await bot.health.gateway_down(f"cannot reach Discord: {why}")
             if bot.run_loops:
                 bot.start_loops()  # poll and queue while Discord is away
             await bot.http.close()

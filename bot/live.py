@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Sequence
 from datetime import datetime, timedelta
 
 from bot.models import MONITOR_STALE_AFTER, LiveMessage, OutboxItem, SourceHealth
@@ -182,3 +182,67 @@ async def repost_live(
     item = await live_item(store, run, now, repost=True, dedup_key=key, started_at=started_at)
     current = await fingerprint(store.reader, run.slug, now, started_at)
     return await _enqueue(store, item, current, now)
+
+
+class LiveMessages:
+    """The bot's live status messages: what the live loop, `/admin live-status` and a deleted
+    message ask for. `wake_outbox` delivers what was queued now; `wake_live` has the live loop
+    look again at once."""
+
+    def __init__(
+        self,
+        store: Callable[[], Store],
+        runs: Callable[[], Sequence[RunConfig]],
+        clock: Callable[[], datetime],
+        *,
+        started_at: datetime,
+        wake_outbox: Callable[[], None],
+        wake_live: Callable[[], None],
+    ):
+        self._store = store
+        self._runs = runs
+        self._clock = clock
+        # Until W&B answers this process, /status and the live message show the state stored
+        # before it started, marked so (`bot.services.status.stored_state_at`).
+        self.started_at = started_at
+        self._wake_outbox = wake_outbox
+        self._wake_live = wake_live
+        self._updated: set[str] = set()  # runs whose live message this process updated
+        self._lock = asyncio.Lock()
+
+    async def refresh(self) -> dict[str, int]:
+        """Queue the live status updates that are due (`refresh_live`), and deliver them now."""
+        async with self._lock:  # the loop and a caller never both queue the same update
+            queued = await refresh_live(
+                self._store(),
+                self._runs(),
+                self._clock(),
+                updated=self._updated,
+                started_at=self.started_at,
+            )
+        if queued:
+            self._updated.update(queued)
+            self._wake_outbox()
+        return queued
+
+    async def repost(self, run: RunConfig, key: str) -> int | None:
+        """A new live status message for `run` in its `status_channel`, the old one deleted
+        (`/admin live-status`). None when that request (`key`) was already queued."""
+        async with self._lock:
+            item_id = await repost_live(
+                self._store(), run, self._clock(), key, started_at=self.started_at
+            )
+        self._updated.add(run.slug)
+        self._wake_outbox()
+        return item_id
+
+    async def deleted(self, message_id: int) -> bool:
+        """Someone deleted a message: if it was a run's live status message, forget it and
+        post a new one now (rather than at the next update's 404)."""
+        store = self._store()
+        row = await store.live.by_message(message_id)
+        if row is None or not await store.live.forget(row.run_slug, message_id):
+            return False
+        log.info("the live status message of %s was deleted; posting a new one", row.run_slug)
+        self._wake_live()
+        return True

@@ -82,7 +82,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Runscribe 
             config,
             bot.clock(),
             fmt=discord_time,
-            composer=bot.digest_composer,
+            composer=bot.rounds.digest_composer,
             dedup_key=f"digest:{slug}:manual:{interaction.id}",
             skip_quiet=False,
             asked=True,
@@ -109,7 +109,7 @@ class Admin(commands.GroupCog, group_name="admin", group_description="Runscribe 
         if config is None or config.status_channel is None:
             raise UserFacingError(f"Run {slug!r} has no status_channel in the runs file.")
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await bot.repost_live(config, f"live:{slug}:repost:{interaction.id}")
+        await bot.live.repost(config, f"live:{slug}:repost:{interaction.id}")
         log.info("%s asked for a new live status message of %s", interaction.user.id, slug)
         await reply_private(
             interaction,

@@ -32,7 +32,7 @@ class Digest(commands.Cog):
         slug = await resolve_run(bot, run, interaction)
         await interaction.response.defer(thinking=True)
         facts = await build_digest(bot.reader, slug, bot.clock())
-        facts.text = await compose_text(facts, bot.digest_composer)
+        facts.text = await compose_text(facts, bot.rounds.digest_composer)
         embed = card_to_embed(digest_card(facts, discord_time))
         await interaction.followup.send(embed=embed, allowed_mentions=NO_MENTIONS)
 

@@ -48,7 +48,7 @@ class Forecast(commands.Cog):
         files = []
         for index, panel in enumerate(panels):
             try:
-                png = await bot.charts.forecast_chart(panel)
+                png = await bot.charting.drawer.forecast_chart(panel)
             except ChartError:
                 # A chart that cannot be drawn costs its image only, never the answer.
                 log.exception("forecast chart for %s failed; answering without it", slug)

@@ -89,7 +89,7 @@ class AckButton(
         await reply_private(
             interaction, f"Acknowledged incident #{incident.id}: {unlinked(incident.title)}"
         )
-        await bot.acknowledged()
+        await bot.rounds.acknowledged()
 
 
 @app_commands.guild_only()
@@ -196,7 +196,7 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
         await reply_private(
             interaction, f"Acknowledged incident #{incident.id}: {unlinked(incident.title)}"
         )
-        await self.bot.acknowledged()  # the head says who, as after the button
+        await self.bot.rounds.acknowledged()  # the head says who, as after the button
 
 
 async def setup(bot: RunscribeBot) -> None:

@@ -22,13 +22,13 @@ class LiveStatus(commands.Cog):
     @commands.Cog.listener()
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         if self._status_channel(payload.channel_id):
-            await self.bot.live_message_deleted(payload.message_id)
+            await self.bot.live.deleted(payload.message_id)
 
     @commands.Cog.listener()
     async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
         if self._status_channel(payload.channel_id):
             for message_id in payload.message_ids:
-                await self.bot.live_message_deleted(message_id)
+                await self.bot.live.deleted(message_id)
 
 
 async def setup(bot: RunscribeBot) -> None:

@@ -42,13 +42,13 @@ class Status(commands.Cog):
             store = bot.reader
             slug = await resolve_run(bot, run, interaction)
             version = await store.metrics.version(slug)
-            png = bot.chart_cache.ready(slug, version)
+            png = bot.charting.cache.ready(slug, version)
             if png is None:
                 # Data newer than the chart: attach the newest finished one and have this
                 # version drawn in the background. Only a run's first chart is waited for.
-                png = bot.chart_cache.latest(slug)
+                png = bot.charting.cache.latest(slug)
                 if png is not None:
-                    bot.chart_soon(slug, version)
+                    bot.charting.chart_soon(slug, version)
             if png is None and not interaction.response.is_done():
                 await interaction.response.defer(thinking=True)  # the first chart is drawn
             report, narrative = await bot.flights.run(
@@ -56,7 +56,7 @@ class Status(commands.Cog):
                 lambda: status_with_narrative(store, slug, bot.clock(), started_at=bot.started_at),
             )
             if png is None:
-                png = await bot.first_chart(slug, version)
+                png = await bot.charting.first_chart(slug, version)
             card = status_card(report, narrative, discord_time, chart=CHART if png else None)
             embed = card_to_embed(card)
             files = [discord.File(io.BytesIO(png), filename=CHART)] if png else []

@@ -158,7 +158,7 @@ async def live_message(work: Path) -> tuple[dict[str, Any], dict[str, bytes], da
         )
         # The replay is this bot's first W&B round (it has no W&B source of its own): the
         # message shows a bot that has heard from W&B, not one just restarted.
-        bot.started_at = now
+        bot.live.started_at = now
         task = asyncio.create_task(bot.start(fake.token))
         try:
 

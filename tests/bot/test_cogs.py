@@ -87,7 +87,7 @@ async def test_start_draws_each_runs_chart_so_the_first_status_does_not_wait(
     # after the first W&B round, the chart of the sample run (it has W&B runs) is drawn once
     version = await bot.reader.metrics.version("aurora")
     await fake.wait_for(
-        lambda: bot.chart_cache.ready("aurora", version) is not None, within=PATIENCE
+        lambda: bot.charting.cache.ready("aurora", version) is not None, within=PATIENCE
     )
     record = await fake.slash("status", [option("run", "aurora")])
     # answered with the chart drawn at start (deferred only if a loop's round was running)
@@ -95,7 +95,7 @@ async def test_start_draws_each_runs_chart_so_the_first_status_does_not_wait(
     assert message["embeds"][0]["image"]["url"] == "attachment://chart.png"
     assert [name for name, _ in record.files] == ["chart.png"]
     assert record.files[0][1].startswith(b"\x89PNG")
-    assert bot.chart_cache.draws == 1 and bot.charts.started == 1
+    assert bot.charting.cache.draws == 1 and bot.charting.drawer.started == 1
 
 
 async def _one_more_point(bot: Any, slug: str) -> str:
@@ -121,32 +121,32 @@ async def test_status_on_newer_data_attaches_the_last_chart_and_redraws_it_in_th
     start_bot: StartBot, fake: FakeDiscord
 ) -> None:
     bot = await start_bot()
-    bot.chart_cache = ChartCache(min_interval=0.0)  # every new version is worth a redraw
+    bot.charting.cache = ChartCache(min_interval=0.0)  # every new version is worth a redraw
     first = await fake.slash("status", [option("run", "aurora")])
     assert (await answered(first))["type"] == 5  # the run's first chart: deferred, then drawn
     await fake.wait_for(lambda: first.followups)
     old_png = first.files[0][1]
     version = await _one_more_point(bot, "aurora")
-    assert bot.chart_cache.ready("aurora", version) is None  # the chart is out of date
+    assert bot.charting.cache.ready("aurora", version) is None  # the chart is out of date
 
     # the next draw is held until the answer is in: an answer that waited for it never comes
     gate = asyncio.Event()
-    draw = bot._draw_chart
+    draw = bot.charting.draw
 
     async def held(slug: str) -> bytes | None:
         await gate.wait()
         return await draw(slug)
 
-    bot._draw_chart = held  # type: ignore[method-assign]
+    bot.charting.draw = held  # type: ignore[method-assign]
     second = await fake.slash("status", [option("run", "aurora")])
     message = await final_message(fake, second)
     assert message["embeds"][0]["image"]["url"] == "attachment://chart.png"
     assert [name for name, _ in second.files] == ["chart.png"]
     assert second.files[0][1] == old_png  # the newest finished chart...
-    assert bot.chart_cache.version_of("aurora") != version
+    assert bot.charting.cache.version_of("aurora") != version
     gate.set()  # ...while this version is drawn behind the answer, for the next one
-    await fake.wait_for(lambda: bot.chart_cache.version_of("aurora") == version, within=PATIENCE)
-    assert bot.chart_cache.draws == 2
+    await fake.wait_for(lambda: bot.charting.cache.version_of("aurora") == version, within=PATIENCE)
+    assert bot.charting.cache.draws == 2
 
 
 async def test_a_wandb_round_with_new_points_redraws_the_chart_without_any_command(
@@ -154,19 +154,19 @@ async def test_a_wandb_round_with_new_points_redraws_the_chart_without_any_comma
 ) -> None:
     bot = await start_bot(warm_charts=True)
     version = await bot.reader.metrics.version("aurora")
-    await fake.wait_for(lambda: bot.chart_cache.version_of("aurora") == version, within=PATIENCE)
-    bot.chart_cache = ChartCache(min_interval=0.0)
+    await fake.wait_for(lambda: bot.charting.cache.version_of("aurora") == version, within=PATIENCE)
+    bot.charting.cache = ChartCache(min_interval=0.0)
     newer = await _one_more_point(bot, "aurora")
     await bot.poll_family("wandb")  # the round's end schedules the redraw
-    await fake.wait_for(lambda: bot.chart_cache.version_of("aurora") == newer, within=PATIENCE)
+    await fake.wait_for(lambda: bot.charting.cache.version_of("aurora") == newer, within=PATIENCE)
     # and the chart process stays up between redraws: it outlives two poll intervals, and the
     # longest gap between two redraws (the cache's minute plus the round that comes after it)
-    assert bot.charts.idle >= 2 * bot.intervals.poll
-    assert bot.charts.idle > REDRAW_EVERY + bot.intervals.poll
+    assert bot.charting.drawer.idle >= 2 * bot.intervals.poll
+    assert bot.charting.drawer.idle > REDRAW_EVERY + bot.intervals.poll
     record = await fake.slash("status", [option("run", "aurora")])
     await final_message(fake, record)
     assert [name for name, _ in record.files] == ["chart.png"]
-    assert bot.chart_cache.draws == 1  # the answer drew nothing
+    assert bot.charting.cache.draws == 1  # the answer drew nothing
 
 
 async def test_unknown_run_gets_a_private_hint(start_bot: StartBot, fake: FakeDiscord) -> None:

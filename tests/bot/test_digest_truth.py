@@ -89,15 +89,15 @@ async def test_a_digest_due_at_start_waits_for_the_first_wandb_round(
     bot = await hero_bot(start_bot, fake, seeded_store, seed, client, db_file, digest_time=due)
     channel = int(seed.config["digest_channel"])
 
-    assert not bot.heard_since_start(bot.runs[0])
+    assert not bot.rounds.heard_since_start(bot.runs[0])
     assert await bot.schedule_digests() == []  # due, but W&B has not been heard from yet
     assert await seeded_store.outbox.get_by_key(f"digest:hero:{utcnow().date()}") is None
 
     await bot.poll_family(WANDB)
     await bot.poll_family(THREADS)
-    assert not bot.heard_since_start(bot.runs[0])  # enrichment has not run after it
+    assert not bot.rounds.heard_since_start(bot.runs[0])  # enrichment has not run after it
     await bot.enrich_once()
-    assert bot.heard_since_start(bot.runs[0])
+    assert bot.rounds.heard_since_start(bot.runs[0])
     [(slug, _day, item)] = await bot.schedule_digests()
     assert slug == "hero" and item is not None
     await bot.drain_outbox()

@@ -80,14 +80,14 @@ async def test_a_chart_that_cannot_be_drawn_costs_only_its_image(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     bot = await start_bot(runs_file=await watching(seeded_store, runs, seed))
-    real = bot.charts.forecast_chart
+    real = bot.charting.drawer.forecast_chart
 
     async def first_fails(panel: Any) -> bytes:
         if panel.view.metric == "train/grad_norm":
             raise ChartError("the chart process ended while drawing")
         return await real(panel)
 
-    monkeypatch.setattr(bot.charts, "forecast_chart", first_fails)
+    monkeypatch.setattr(bot.charting.drawer, "forecast_chart", first_fails)
     record = await fake.slash("forecast")
     await fake.wait_for(lambda: record.followups, within=PATIENCE)
     grad, param = record.followups[0]["embeds"]

@@ -4,7 +4,7 @@ when the bot may pin, edited in place; gone → exactly one new one; two runs sh
 an event storm is bounded to about an edit a minute; 429s are waited out; nothing pings.
 
 Time is the bot's injected clock, moved by the test; updates are asked for with
-`bot.refresh_live()` (what the loop calls), so no test waits for a timer."""
+`bot.live.refresh()` (what the loop calls), so no test waits for a timer."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ async def update(bot: RunscribeBot, slug: str) -> None:
     """One due update, queued (by this call or the loop, which also runs) and delivered."""
     await delivered(bot.store, slug)  # the previous one is done (its row is recorded first)
     before = await live_items(bot.store, slug)
-    await bot.refresh_live()
+    await bot.live.refresh()
     await delivered(bot.store, slug)
     assert await live_items(bot.store, slug) == before + 1
 
@@ -123,7 +123,8 @@ async def test_one_pinned_live_message_shows_the_status_card_and_is_edited_in_pl
     clock = Clock()
     # the chart cache's "at most one draw a minute" on the test's clock too
     monkeypatch.setattr(
-        "bot.app.ChartCache", functools.partial(ChartCache, clock=lambda: clock.now.timestamp())
+        "bot.charting.ChartCache",
+        functools.partial(ChartCache, clock=lambda: clock.now.timestamp()),
     )
     bot = await start_bot(runs_file=live_runs(runs), clock=clock)
     first = await row(seeded_store, seed.slug, lambda r: r.pinned)
@@ -215,7 +216,7 @@ async def test_after_a_restart_the_same_message_is_edited(
     [message] = live_posts(fake)
     await fake.wait_for(lambda: message.get("_edits") == 1)
     assert int(message["id"]) == first.message_id and live_posts(fake) == [message]
-    await again.refresh_live()  # nothing more is due: no second edit at once
+    await again.live.refresh()  # nothing more is due: no second edit at once
     await delivered(seeded_store, seed.slug)
     assert message["_edits"] == 1
 
@@ -239,7 +240,7 @@ async def test_two_runs_in_one_channel_get_one_message_each(
     assert titles[0] == "Aurora 310B-A17B MoE" and titles[1].startswith("Aurora B ablation")
     clock.advance(minutes=5)  # only aurora-b refreshes every 5 minutes
     await update(bot, "aurora-b")
-    await bot.refresh_live()
+    await bot.live.refresh()
     await delivered(seeded_store, seed.slug)
     by_id = {int(m["id"]): m for m in live_posts(fake)}
     assert len(by_id) == 2
@@ -274,7 +275,7 @@ async def test_an_event_storm_is_bounded_to_about_one_edit_a_minute(
             done = opened.pop(0)
             done.status, done.resolved_at = "resolved", clock.now
             await seeded_store.incidents.update(done)
-        await bot.refresh_live()
+        await bot.live.refresh()
         await delivered(seeded_store, seed.slug)
     path = f"/channels/{STATUS}/messages/{first.message_id}"
     edits = requests(fake, "PATCH", path)

@@ -23,63 +23,33 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from bot.models import OutboxItem
-from bot.outbox.backoff import (
-    BACKOFF_BASE,
-    BACKOFF_CAP,
-    IN_DRAIN_WAIT,
-    MAX_PERMANENT_ATTEMPTS,
-    RETRY_AFTER_CAP,
-    Failures,
-    RateLimited,
-    backoff_delay,
-)
-from bot.outbox.dedup import HISTORY_LIMIT, SentCheck
-from bot.outbox.lanes import DrainReport, Lane, lane, plan_channels, run_lanes
-from bot.outbox.live_message import CHART_FILE, ChartSource, LiveMessages
+from bot.outbox.backoff import BACKOFF_BASE, Failures, RateLimited
+from bot.outbox.dedup import SentCheck
+from bot.outbox.lanes import DrainReport, Lane, plan_channels, run_lanes
+from bot.outbox.live_message import ChartSource, LiveMessages
 from bot.outbox.payload import ParsedPayload, PayloadError, parse_payload
 from bot.outbox.refusals import DEFAULT_HOLD, REFUSAL_CAP, Refusals
-from bot.outbox.sending import THREADS_KEPT, Sender, Wait
+from bot.outbox.sending import Sender, Wait
 from bot.outbox.transport import (
-    GONE_STATUSES,
     DeliveryError,
     OutgoingMessage,
     Posted,
     SeenMessage,
     Transport,
     Upload,
-    render_item,
-    role_mention,
 )
 from bot.store import Store
 from bot.timeutil import utcnow
 
-# The names other modules and tests import from here, from before the poster was split.
+# `bot.app` (the Discord transport) imports these from here with the poster.
 __all__ = [
-    "BACKOFF_BASE",
-    "BACKOFF_CAP",
-    "CHART_FILE",
-    "GONE_STATUSES",
-    "HISTORY_LIMIT",
-    "IN_DRAIN_RETRIES",
-    "IN_DRAIN_WAIT",
-    "MAX_PERMANENT_ATTEMPTS",
-    "RETRY_AFTER_CAP",
-    "THREADS_KEPT",
-    "ChartSource",
     "DeliveryError",
-    "DrainReport",
-    "Lane",
     "OutboxPoster",
     "OutgoingMessage",
     "Posted",
     "SeenMessage",
     "Transport",
     "Upload",
-    "backoff_delay",
-    "lane",
-    "plan_channels",
-    "render_item",
-    "role_mention",
 ]
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from bot.store.cursors import CursorsRepo, HealthRepo
 from bot.store.cycles import CyclesRepo
 from bot.store.db import Database
 from bot.store.delivery import DeliveryRepo
-from bot.store.events import EventsRepo
+from bot.store.events_repo import EventsRepo
 from bot.store.forecasts import ForecastStateRepo, SeriesRepo
 from bot.store.hooks import HooksRepo
 from bot.store.incidents import IncidentsRepo

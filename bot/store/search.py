@@ -53,6 +53,68 @@ class Ranked:
     boost: float = 1.0
 
 
+def _ranked_sql(*, scoped: bool, named_only: bool) -> str:
+    """The query of `SearchRepo.ranked`: the BM25 pool, its boosts, the per-thread cap."""
+    weights = ", ".join(str(w) for w in WEIGHTS)
+    if scoped or named_only:
+        named = f" AND ({_NAMED.format(e='p')})" if named_only else ""
+        pool_sql = (
+            f"SELECT events_fts.rowid AS id, bm25(events_fts, {weights}) AS score "
+            "FROM events_fts JOIN events p ON p.id = events_fts.rowid "
+            f"WHERE events_fts MATCH :q AND p.run_slug = :run{named} "
+            "ORDER BY score LIMIT :pool"
+        )
+    else:
+        pool_sql = (
+            f"SELECT rowid AS id, bm25(events_fts, {weights}) AS score FROM events_fts "
+            "WHERE events_fts MATCH :q ORDER BY score LIMIT :pool"
+        )
+    return (
+        f"WITH pool AS MATERIALIZED ({pool_sql}), "
+        "hits AS (SELECT e.*, pool.score AS bm25, 1.0"
+        " * (1.0 + :w / (1.0 + MAX(0.0, julianday(:now) - julianday(e.at)) / :days))"
+        " * (CASE WHEN e.kind IN ('issue', 'pull') THEN :opener ELSE 1.0 END)"
+        " * (CASE WHEN lower(e.ref) IN (SELECT value FROM json_each(:refs))"
+        " THEN (CASE WHEN e.kind IN ('issue', 'pull') THEN :named_opener ELSE :refw END)"
+        " ELSE 1.0 END)"
+        f" * (CASE WHEN {_ON_DAY.format(e='e')} THEN :dayw ELSE 1.0 END) AS boost, "
+        "(SELECT COUNT(*) FROM pool) AS pooled "
+        "FROM pool JOIN events e ON e.id = pool.id "
+        "WHERE e.run_slug = :run AND e.deleted = 0), "
+        "scored AS (SELECT *, bm25 * boost AS final FROM hits), "
+        "capped AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY COALESCE(thread, 'id:' || id) "
+        "ORDER BY final, id DESC) AS nth FROM scored) "
+        "SELECT * FROM capped WHERE nth <= :per_thread ORDER BY final, id DESC LIMIT :limit"
+    )
+
+
+def _ranked_params(
+    boosts: Boosts,
+    expression: str,
+    run_slug: str,
+    now: datetime,
+    pool: int,
+    per_thread: int,
+    limit: int,
+) -> dict[str, object]:
+    return {
+        "q": expression,
+        "run": run_slug,
+        "pool": pool,
+        "now": to_db(now),
+        "w": boosts.recency,
+        "days": boosts.recency_days,
+        "opener": boosts.opener,
+        "refs": json.dumps(list(boosts.refs)),
+        "refw": boosts.ref,
+        "named_opener": boosts.named_opener,
+        "ranges": json.dumps([[to_db(a), to_db(b)] for a, b in boosts.days]),
+        "dayw": boosts.day,
+        "per_thread": per_thread,
+        "limit": limit,
+    }
+
+
 class SearchRepo:
     def __init__(self, db: Database):
         self.db = db
@@ -99,55 +161,9 @@ class SearchRepo:
         twice the cost per match). `named_only` ranks only events with a named reference or on
         a named day (scoped), so those are found even when they are not in the global pool."""
         boosts = boosts or Boosts()
-        weights = ", ".join(str(w) for w in WEIGHTS)
-        if scoped or named_only:
-            named = f" AND ({_NAMED.format(e='p')})" if named_only else ""
-            pool_sql = (
-                f"SELECT events_fts.rowid AS id, bm25(events_fts, {weights}) AS score "
-                "FROM events_fts JOIN events p ON p.id = events_fts.rowid "
-                f"WHERE events_fts MATCH :q AND p.run_slug = :run{named} "
-                "ORDER BY score LIMIT :pool"
-            )
-        else:
-            pool_sql = (
-                f"SELECT rowid AS id, bm25(events_fts, {weights}) AS score FROM events_fts "
-                "WHERE events_fts MATCH :q ORDER BY score LIMIT :pool"
-            )
-        sql = (
-            f"WITH pool AS MATERIALIZED ({pool_sql}), "
-            "hits AS (SELECT e.*, pool.score AS bm25, 1.0"
-            " * (1.0 + :w / (1.0 + MAX(0.0, julianday(:now) - julianday(e.at)) / :days))"
-            " * (CASE WHEN e.kind IN ('issue', 'pull') THEN :opener ELSE 1.0 END)"
-            " * (CASE WHEN lower(e.ref) IN (SELECT value FROM json_each(:refs))"
-            " THEN (CASE WHEN e.kind IN ('issue', 'pull') THEN :named_opener ELSE :refw END)"
-            " ELSE 1.0 END)"
-            f" * (CASE WHEN {_ON_DAY.format(e='e')} THEN :dayw ELSE 1.0 END) AS boost, "
-            "(SELECT COUNT(*) FROM pool) AS pooled "
-            "FROM pool JOIN events e ON e.id = pool.id "
-            "WHERE e.run_slug = :run AND e.deleted = 0), "
-            "scored AS (SELECT *, bm25 * boost AS final FROM hits), "
-            "capped AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY COALESCE(thread, 'id:' || id) "
-            "ORDER BY final, id DESC) AS nth FROM scored) "
-            "SELECT * FROM capped WHERE nth <= :per_thread ORDER BY final, id DESC LIMIT :limit"
-        )
         rows = await self.db.fetchall(
-            sql,
-            {
-                "q": expression,
-                "run": run_slug,
-                "pool": pool,
-                "now": to_db(now),
-                "w": boosts.recency,
-                "days": boosts.recency_days,
-                "opener": boosts.opener,
-                "refs": json.dumps(list(boosts.refs)),
-                "refw": boosts.ref,
-                "named_opener": boosts.named_opener,
-                "ranges": json.dumps([[to_db(a), to_db(b)] for a, b in boosts.days]),
-                "dayw": boosts.day,
-                "per_thread": per_thread,
-                "limit": limit,
-            },
+            _ranked_sql(scoped=scoped, named_only=named_only),
+            _ranked_params(boosts, expression, run_slug, now, pool, per_thread, limit),
         )
         saturated = bool(rows) and int(rows[0]["pooled"]) >= pool
         if not rows and not named_only:

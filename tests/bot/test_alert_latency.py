@@ -11,8 +11,9 @@ import pytest
 
 from bot.app import LoopIntervals
 from bot.models import OutboxItem
+from bot.outbox.lanes import DrainReport
 from bot.outbox.payload import make_payload
-from bot.outbox.poster import DrainReport, OutboxPoster
+from bot.outbox.poster import OutboxPoster
 from bot.pipeline import WANDB, CycleSummary
 from bot.runtime import Runtime
 from bot.settings import RunsFile, Settings

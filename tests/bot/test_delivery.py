@@ -18,6 +18,8 @@ from bot.digests import (
 )
 from bot.mentions import defuse_mentions
 from bot.models import OutboxItem
+from bot.outbox.backoff import backoff_delay
+from bot.outbox.lanes import plan_channels
 from bot.outbox.markers import Marker, find_markers
 from bot.outbox.payload import (
     CONTENT_LIMIT,
@@ -28,15 +30,8 @@ from bot.outbox.payload import (
     payload_from_card,
     split_text,
 )
-from bot.outbox.poster import (
-    DeliveryError,
-    OutboxPoster,
-    OutgoingMessage,
-    SeenMessage,
-    backoff_delay,
-    plan_channels,
-    render_item,
-)
+from bot.outbox.poster import OutboxPoster
+from bot.outbox.transport import DeliveryError, OutgoingMessage, SeenMessage, render_item
 from bot.render.cards import Card, CardField
 from bot.settings import parse_runs
 from bot.store import Database, Store

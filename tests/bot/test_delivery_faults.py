@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from bot.models import OutboxItem
 from bot.outbox.payload import make_payload, parse_payload
-from bot.outbox.poster import render_item
+from bot.outbox.transport import render_item
 from bot.store import Store
 from bot.timeutil import utcnow
 from tests.bot.conftest import Seed, StartBot

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from bot.outbox.payload import make_payload, parse_payload
-from bot.outbox.poster import render_item
+from bot.outbox.transport import render_item
 from bot.store import Store
 from tests.bot.conftest import Seed, StartBot
 from tests.e2e.test_acceptance_chaos import queue, until_sent

@@ -33,8 +33,9 @@ cursors together, so a crash between fetching and committing re-reads the same r
 and nothing is lost or stored twice (points are also keyed on (run, step, time)).
 
 The jobs live in their own modules: chain discovery (steps 1, 2) in `wandb_chain`, history
-reading and the cursors (3, 4) in `wandb_history`, restart detection (5) and the points in
-`wandb_restarts`, heartbeat and state snapshots in `wandb_state`; this module polls and commits.
+reading (3, 4) in `wandb_history` with its cursors in `wandb_cursors`, restart detection (5)
+and the points in `wandb_restarts`, heartbeat and state snapshots in `wandb_state`; this module
+polls and commits.
 
 Facts recorded as events (source "wandb"): every chain member after the first (`restart`,
 `restart:new-run:<path>`), a step going back inside one run, or going on after the run stopped
@@ -73,12 +74,11 @@ from bot.sources.wandb_client import (
     ApiFactory,
     WandbClient,
 )
+from bot.sources.wandb_cursors import ChainCursor, HistoryCursor
 from bot.sources.wandb_history import (
     PAGE_SIZE,
     SOURCE,
-    ChainCursor,
     ChainFetch,
-    HistoryCursor,
     HistoryReader,
 )
 from bot.sources.wandb_restarts import Plan, RoundPlanner

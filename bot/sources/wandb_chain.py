@@ -11,10 +11,9 @@ from typing import Any
 from bot.settings import RunConfig
 from bot.sources.base import SourceUnavailable
 from bot.sources.wandb_client import WandbClient
+from bot.sources.wandb_cursors import ChainCursor, HistoryCursor
 from bot.sources.wandb_history import (
-    ChainCursor,
     ChainFetch,
-    HistoryCursor,
     HistoryReader,
     MemberFetch,
     attr,

@@ -14,11 +14,10 @@ from bot.analysis.forecast import SeriesPoint
 from bot.models import NEW_RUN, RESTORE, UNHEALTHY_STATES, Event, MetricPoint, Restart
 from bot.numbers import fmt_int
 from bot.settings import RunConfig
+from bot.sources.wandb_cursors import STEADY_ROWS, HistoryCursor
 from bot.sources.wandb_history import (
     RESUME_GAP,
-    STEADY_ROWS,
     ChainFetch,
-    HistoryCursor,
     MemberFetch,
     as_float,
     as_int,

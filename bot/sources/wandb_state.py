@@ -8,7 +8,8 @@ from datetime import datetime
 
 from bot.models import Event, RunSnapshot, WandbState
 from bot.numbers import fmt_int
-from bot.sources.wandb_history import SOURCE, HistoryCursor, MemberFetch, as_int, from_ts
+from bot.sources.wandb_cursors import HistoryCursor
+from bot.sources.wandb_history import SOURCE, MemberFetch, as_int, from_ts
 
 #: States in which a W&B run stopped: it stopped when W&B last heard from it.
 STOPPED_STATES = frozenset({"crashed", "failed", "killed", "preempted", "finished"})

@@ -155,6 +155,8 @@ SURFACES = (
     "bot/render",
     "bot/services",
     "bot/sources/wandb.py",
+    "bot/sources/wandb_restarts.py",
+    "bot/sources/wandb_state.py",
     "bot/statuspage.py",
     "cogs",
 )

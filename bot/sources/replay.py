@@ -281,27 +281,39 @@ def _wandb(
                         last_step=last_point.step if last_point else None,
                     )
                 )
-        summary: dict[str, Any] = {}
-        if last_point is not None:
-            summary = {
-                metrics.get("step", "_step"): last_point.step,
-                metrics.get("tokens", "tokens"): last_point.tokens,
-                metrics.get("loss", "loss"): last_point.loss,
-            }
-        snapshots.append(
-            RunSnapshot(
-                wandb_run=path,
-                name=run.get("name"),
-                state=state,
-                created_at=at(run["created_at"]),
-                heartbeat_at=heartbeat,
-                last_step=last_point.step if last_point else None,
-                observed_at=observed_at,
-                summary=summary,
-            )
-        )
+        times = (at(run["created_at"]), observed_at)
+        snapshots.append(_final_snapshot(run, state, heartbeat, last_point, metrics, times))
     states.sort(key=lambda s: (s.at, s.wandb_run))
     return points, states, snapshots
+
+
+def _final_snapshot(
+    run: dict[str, Any],
+    state: str,
+    heartbeat: datetime | None,
+    last_point: MetricPoint | None,
+    metrics: dict[str, Any],
+    times: tuple[datetime, datetime],
+) -> RunSnapshot:
+    """A sample W&B run as last seen (`times`: when it was created, when it was observed)."""
+    created, observed_at = times
+    summary: dict[str, Any] = {}
+    if last_point is not None:
+        summary = {
+            metrics.get("step", "_step"): last_point.step,
+            metrics.get("tokens", "tokens"): last_point.tokens,
+            metrics.get("loss", "loss"): last_point.loss,
+        }
+    return RunSnapshot(
+        wandb_run=run["path"],
+        name=run.get("name"),
+        state=state,
+        created_at=created,
+        heartbeat_at=heartbeat,
+        last_step=last_point.step if last_point else None,
+        observed_at=observed_at,
+        summary=summary,
+    )
 
 
 def _segment_steps(
@@ -360,37 +372,48 @@ def _github(data: dict[str, Any], slug: str, at: _Shift) -> tuple[list[Event], l
             )
         )
         for comment in item["comments"]:
-            cid = int(comment["id"])
-            created = at(comment["created_at"])
-            if comment["kind"] == "review":
-                external_id = f"review:{cid}"
-                url = f"https://github.com/{repo}/pull/{number}#pullrequestreview-{cid}"
-                post: GithubComment = GithubComment().reviewed(comment.get("review_state"))
-            else:
-                external_id = f"comment:{cid}"
-                url = f"https://github.com/{repo}/issues/{number}#issuecomment-{cid}"
-                post = GithubComment()
-            versions = [(created, comment["body"])] + [
-                (at(edit["updated_at"]), edit["body"]) for edit in comment.get("edits", [])
-            ]
-            for index, (updated, body) in enumerate(versions):
-                event = Event(
-                    run_slug=slug,
-                    source="github",
-                    external_id=external_id,
-                    kind=comment["kind"],
-                    at=created,
-                    author=comment["author"],
-                    ref=ref,
-                    url=url,
-                    state=item["state"],
-                    body=body,
-                    thread=thread,
-                    updated_at=updated,
-                    extra=post.to_json(),
-                )
-                (events if index == len(versions) - 1 else superseded).append(event)
+            versions = _comment_versions(comment, item, repo, slug, at)
+            events.append(versions[-1])
+            superseded.extend(versions[:-1])
     return events, superseded
+
+
+def _comment_versions(
+    comment: dict[str, Any], item: dict[str, Any], repo: str, slug: str, at: _Shift
+) -> list[Event]:
+    """One sample comment or review as events, one per version (the last is the current)."""
+    number = int(item["number"])
+    cid = int(comment["id"])
+    created = at(comment["created_at"])
+    if comment["kind"] == "review":
+        external_id = f"review:{cid}"
+        url = f"https://github.com/{repo}/pull/{number}#pullrequestreview-{cid}"
+        post: GithubComment = GithubComment().reviewed(comment.get("review_state"))
+    else:
+        external_id = f"comment:{cid}"
+        url = f"https://github.com/{repo}/issues/{number}#issuecomment-{cid}"
+        post = GithubComment()
+    versions = [(created, comment["body"])] + [
+        (at(edit["updated_at"]), edit["body"]) for edit in comment.get("edits", [])
+    ]
+    return [
+        Event(
+            run_slug=slug,
+            source="github",
+            external_id=external_id,
+            kind=comment["kind"],
+            at=created,
+            author=comment["author"],
+            ref=f"#{number}",
+            url=url,
+            state=item["state"],
+            body=body,
+            thread=f"github:{repo}#{number}",
+            updated_at=updated,
+            extra=post.to_json(),
+        )
+        for updated, body in versions
+    ]
 
 
 # --- Discord ------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Old news is history, on a real store: a crash W&B recorded three days
-before Runscribe first looked is dated then (`bot.sources.wandb.state_changed_at`, tested in
+before Runscribe first looked is dated then (`bot.sources.wandb_state.state_changed_at`, tested in
 `tests/sources/test_wandb.py`), so it is not a "Latest" line, not in the last 24 hours' digest,
 and the narrative no longer says "No incident in the past week" beside it."""
 

@@ -28,8 +28,9 @@ what happened; its `IncidentWords` (`bot.posts.incidents.IncidentPosts`, given b
 composition root) words each post, with neutral time stamps the Discord edge renders.
 
 The parts beside it: `bot.incidents.rounds` reads a round (step 1) into a `Cycle`;
-`bot.incidents.delivery` queues the posts (step 5, `IncidentDelivery.deliver`);
-`bot.incidents.steps` isolates failures (each step in a savepoint, each cause logged once).
+`bot.incidents.matching` matches a finding to its incident (step 3); `bot.incidents.delivery`
+queues the posts (step 5, `IncidentDelivery.deliver`); `bot.incidents.steps` isolates failures
+(each step in a savepoint, each cause logged once).
 """
 
 from __future__ import annotations
@@ -41,14 +42,7 @@ from datetime import datetime
 import bot.incidents.lifecycle as lifecycle
 import bot.incidents.people as people
 from bot.incidents.delivery import IncidentDelivery, IncidentWords
-from bot.incidents.detectors import (
-    CRASH,
-    DETECTORS,
-    Finding,
-    is_alert,
-    is_report,
-    where,
-)
+from bot.incidents.detectors import CRASH, DETECTORS, Finding, is_alert, is_report, where
 from bot.incidents.lifecycle import Policy
 from bot.incidents.matching import match
 from bot.incidents.rounds import Cycle, RoundReader, restore_incident

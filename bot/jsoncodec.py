@@ -132,12 +132,24 @@ def _specs(cls: type) -> tuple[_Spec, ...]:
     found = []
     for f in dataclasses.fields(cls):
         key, _, from_json = f.metadata.get("json", (None, None, None))
-        what, read = ("a stored value", _via(from_json)) if from_json else _reader(hints[f.name])
+        try:
+            what, read = (
+                ("a stored value", _via(from_json)) if from_json else _reader(hints[f.name])
+            )
+        except TypeError as exc:  # a field never stored (`omit`): an error only when read
+            what, read = str(exc), _unreadable(exc)
         has_default = f.default is not dataclasses.MISSING
         has_default |= f.default_factory is not dataclasses.MISSING
         found.append(_Spec(f.name, key or f.name, what, read, has_default))
     _SPECS[cls] = result = tuple(found)
     return result
+
+
+def _unreadable(exc: TypeError) -> Reader:
+    def read(_value: Any, _lenient: bool) -> Any:
+        raise NotImplementedError(str(exc))  # a declaration error, not bad data
+
+    return read
 
 
 def _via(from_json: Callable[[Any], Any]) -> Reader:
@@ -147,7 +159,7 @@ def _via(from_json: Callable[[Any], Any]) -> Reader:
 def _reader(annotation: Any) -> tuple[str, Reader]:
     args = typing.get_args(annotation)
     origin = typing.get_origin(annotation)
-    if isinstance(annotation, types.UnionType) and type(None) in args:
+    if (isinstance(annotation, types.UnionType) or origin is typing.Union) and type(None) in args:
         (inner,) = (a for a in args if a is not type(None))
         return _optional(inner)
     if annotation is Any:

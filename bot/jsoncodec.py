@@ -51,13 +51,13 @@ def dump(
     time_text: TimeText = datetime.isoformat,
 ) -> dict[str, Any]:
     """The JSON object of a dataclass: `omit` fields are not stored, `sparse` ones only while
-    set (not None)."""
+    set (not at their default: None, False)."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         if f.name in omit:
             continue
         value = getattr(obj, f.name)
-        if value is None and f.name in sparse:
+        if f.name in sparse and value == f.default:
             continue
         key, to_json, _ = f.metadata.get("json", (None, None, None))
         out[key or f.name] = to_json(value) if to_json else _value(value, time_text)
@@ -106,7 +106,9 @@ def load(
             raise CodecError(f"key {spec.key!r} is missing")
         try:
             values[spec.name] = spec.read(raw, lenient)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError) as exc:
+            if not spec.what:  # the field's own reader says why
+                raise CodecError(f"key {spec.key!r}: {exc}") from None
             raise CodecError(f"key {spec.key!r} must be {spec.what}, not {raw!r}") from None
     return cls(**values)
 
@@ -133,9 +135,7 @@ def _specs(cls: type) -> tuple[_Spec, ...]:
     for f in dataclasses.fields(cls):
         key, _, from_json = f.metadata.get("json", (None, None, None))
         try:
-            what, read = (
-                ("a stored value", _via(from_json)) if from_json else _reader(hints[f.name])
-            )
+            what, read = ("", _via(from_json)) if from_json else _reader(hints[f.name])
         except TypeError as exc:  # a field never stored (`omit`): an error only when read
             what, read = str(exc), _unreadable(exc)
         has_default = f.default is not dataclasses.MISSING

@@ -453,9 +453,9 @@ class EventData:
     `extra.get("…")`: a renamed key fails `mypy` and the store's check, not a reader's blank.
 
     A subclass names its event `KINDS`, and which keys are written only while set
-    (`SPARSE`: left out when None). Field types: str, int, float, bool, datetime (ISO text,
-    written by `time_text`), tuple[str, ...] (a JSON list), dict[str, str], each optionally
-    `| None`."""
+    (`SPARSE`: left out when None). `bot.jsoncodec` writes and reads it: field types str,
+    int, float, bool, datetime (ISO text, written by `time_text`), tuple[str, ...] (a JSON
+    list), dict[str, str], each optionally `| None`."""
 
     KINDS: ClassVar[tuple[str, ...]] = ()
     SPARSE: ClassVar[frozenset[str]] = frozenset()

@@ -168,8 +168,9 @@ def _reader(annotation: Any) -> tuple[str, Reader]:
         return _SCALARS[annotation]
     if origin is typing.Literal:
         return f"one of {list(args)}", lambda v, _: v if v in args else _fail(v)
-    if dataclasses.is_dataclass(annotation):
-        return "an object", lambda v, lenient: load(annotation, v, lenient=lenient)
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        record: type = annotation
+        return "an object", lambda v, lenient: load(record, v, lenient=lenient)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         what, item = _reader(args[0])
         return f"a list of {_plain(what)}", lambda v, le: tuple(item(x, le) for x in _list(v))

@@ -80,7 +80,9 @@ class ButtonPayload(TypedDict):
 
 
 def _copies(buttons: list[ButtonPayload] | None) -> list[dict[str, str]] | None:
-    return [dict(b) for b in buttons] if buttons is not None else None
+    if buttons is None:
+        return None
+    return [{"custom_id": b["custom_id"], "label": b["label"]} for b in buttons]
 
 
 class PayloadError(ValueError):

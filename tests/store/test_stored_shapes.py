@@ -31,7 +31,7 @@ from bot.models import (
     Restart,
     WandbState,
 )
-from bot.outbox.payload import LiveSpec, make_payload, parse_payload
+from bot.outbox.payload import LiveSpec, PayloadError, make_payload, parse_payload
 from bot.render.cards import Card, CardField
 from bot.runsfile import ForecastConfig
 from bot.store.codec import to_json
@@ -304,3 +304,18 @@ def test_outbox_payload_reads_and_writes_the_stored_shape() -> None:
     card_only = parse_payload(stored["card_only"])
     assert card_only.card == Card(title="t", description="d")
     assert make_payload(card=card_only.card) == stored["card_only"]
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"content": "x", "live": {}}, "live needs the run's slug"),
+        ({"content": "x", "buttons": [{"label": "Ack"}]}, "each button needs a custom_id"),
+        ({"content": "x", "edit_of": "3"}, "edit_of"),
+        ({"content": " ", "card": None}, "a post needs content or a card"),
+        (["x"], "JSON object"),
+    ],
+)
+def test_a_malformed_payload_is_refused_saying_why(payload: Any, message: str) -> None:
+    with pytest.raises(PayloadError, match=message):
+        parse_payload(payload)

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-import types
-import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Self, TypeAlias
 
+from bot import jsoncodec
 from bot.runsfile import RunConfig
-from bot.timeutil import parse_time, to_db
+from bot.timeutil import to_db
 
 
 def _unused(config: RunConfig) -> bool:
@@ -280,7 +279,7 @@ class Restart:
     KINDS: ClassVar[tuple[str, ...]] = ("restart",)  # the event kind it is the data of
 
     at: datetime
-    kind: str  # NEW_RUN | RESTORE
+    kind: str = field(metadata=jsoncodec.json_field("restart"))  # NEW_RUN | RESTORE
     wandb_run: str  # entity/project/run_id that resumed
     previous_run: str | None = None  # the run it continues (a new run), else None
     from_step: int | None = None  # last step reached before the interruption
@@ -373,18 +372,10 @@ class Restart:
         """The restart event's `extra` (derived figures included, for readers of the JSON)."""
         down = self.down_for
         return {
-            "restart": self.kind,
-            "wandb_run": self.wandb_run,
-            "previous_run": self.previous_run,
-            "from_step": self.from_step,
-            "to_step": self.to_step,
-            "stopped_at": _iso_or_none(self.stopped_at),
-            "resumed_at": _iso_or_none(self.resumed_at),
+            **jsoncodec.dump(self, omit=("at",)),
             "down_seconds": down.total_seconds() if down is not None else None,
-            "interval": self.interval,
             "checkpoint_step": self.checkpoint_step,
             "recomputed_steps": self.recomputed_steps,
-            "cause": self.cause,
         }
 
     @classmethod
@@ -397,20 +388,20 @@ class Restart:
             if unknown:
                 raise BadRestart(f"restart record: unknown key {unknown[0]!r}")
         try:
-            return cls(
-                at=at,
-                kind=data["restart"],
-                wandb_run=data["wandb_run"],
-                previous_run=data.get("previous_run"),
-                from_step=data.get("from_step"),
-                to_step=data.get("to_step"),
-                stopped_at=_time_or_none(data.get("stopped_at")),
-                resumed_at=_time_or_none(data.get("resumed_at")),
-                cause=data.get("cause"),
-                interval=data.get("interval"),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
+            return jsoncodec.load(cls, data, omit=("at",), given={"at": at})
+        except ValueError as exc:
             raise BadRestart(f"not a restart record: {exc}") from exc
+
+    def timed_json(self) -> dict[str, Any]:
+        """The record with its time, where no event carries it (an incident member's)."""
+        return {"at": self.at.isoformat(), **self.to_json()}
+
+    @classmethod
+    def from_timed_json(cls, raw: Any) -> Restart | None:
+        """What `timed_json` wrote; None for a record without its time."""
+        if not isinstance(raw, Mapping) or not raw.get("at"):
+            return None
+        return cls.from_json(datetime.fromisoformat(raw["at"]), raw)
 
     @classmethod
     def of_event(cls, event: Event) -> Restart:
@@ -447,21 +438,6 @@ RESTART_KEYS = frozenset(
 )
 
 
-def _iso_or_none(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def _time_or_none(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise BadRestart(f"restart time {value!r} is not ISO text")
-    parsed = datetime.fromisoformat(value)
-    if parsed.tzinfo is None:
-        raise BadRestart(f"restart time {value!r} has no time zone")
-    return parsed
-
-
 # --- what each source records on its events (`Event.extra`) ---------------------------------
 
 
@@ -477,9 +453,9 @@ class EventData:
     `extra.get("…")`: a renamed key fails `mypy` and the store's check, not a reader's blank.
 
     A subclass names its event `KINDS`, and which keys are written only while set
-    (`SPARSE`: left out when None). Field types: str, int, float, bool, datetime (ISO text,
-    written by `time_text`), tuple[str, ...] (a JSON list), dict[str, str], each optionally
-    `| None`."""
+    (`SPARSE`: left out when None). `bot.jsoncodec` writes and reads it: field types str,
+    int, float, bool, datetime (ISO text, written by `time_text`), tuple[str, ...] (a JSON
+    list), dict[str, str], each optionally `| None`."""
 
     KINDS: ClassVar[tuple[str, ...]] = ()
     SPARSE: ClassVar[frozenset[str]] = frozenset()
@@ -489,44 +465,15 @@ class EventData:
         return value.isoformat()
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name, _ in _codecs(type(self)):
-            value = getattr(self, name)
-            if value is None and name in self.SPARSE:
-                continue
-            if isinstance(value, datetime):
-                value = self.time_text(value)
-            elif isinstance(value, tuple):
-                value = list(value)
-            elif isinstance(value, Mapping):
-                value = dict(value)
-            out[name] = value
-        return out
+        return jsoncodec.dump(self, sparse=self.SPARSE, time_text=self.time_text)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, strict: bool = False, where: str = "") -> Self:
         """The typed data of a JSON object; `where` names the event in an error."""
-        where = where or f"{cls.__name__} data"
-        if not isinstance(data, Mapping):
-            raise BadEventData(f"{where}: its data must be a JSON object, not {data!r}")
-        codecs = _codecs(cls)
-        if strict:
-            unknown = sorted(set(data) - {name for name, _ in codecs})
-            if unknown:
-                raise BadEventData(f"{where}: unknown key {unknown[0]!r}")
-        values: dict[str, Any] = {}
-        for name, codec in codecs:
-            if name not in data:
-                if codec.required:
-                    raise BadEventData(f"{where}: key {name!r} is missing")
-                continue
-            try:
-                values[name] = codec.read(data[name])
-            except (TypeError, ValueError):
-                raise BadEventData(
-                    f"{where}: key {name!r} must be {codec.what}, not {data[name]!r}"
-                ) from None
-        return cls(**values)
+        try:
+            return jsoncodec.load(cls, data, strict=strict)
+        except jsoncodec.CodecError as exc:
+            raise BadEventData(f"{where or f'{cls.__name__} data'}: {exc}") from None
 
     @classmethod
     def of(cls, event: Event) -> Self:
@@ -544,85 +491,6 @@ class EventData:
         if SOURCE_SPECS.data_of(event.source, event.kind) is not cls:
             raise BadEventData(f"{where} does not carry {cls.__name__}")
         return where
-
-
-@dataclass(frozen=True, slots=True)
-class _Codec:
-    what: str  # what a value must be, for the error
-    read: Callable[[Any], Any]  # JSON value → field value (TypeError/ValueError when wrong)
-    required: bool
-
-
-_CODECS: dict[type[EventData], tuple[tuple[str, _Codec], ...]] = {}
-
-
-def _codecs(cls: type[EventData]) -> tuple[tuple[str, _Codec], ...]:
-    """Each field's name and reader, in declaration order (read once per class)."""
-    known = _CODECS.get(cls)
-    if known is not None:
-        return known
-    hints = typing.get_type_hints(cls)
-    _CODECS[cls] = found = tuple(
-        (
-            f.name,
-            _Codec(
-                *_reader(hints[f.name]),
-                required=f.default is MISSING and f.default_factory is MISSING,
-            ),
-        )
-        for f in fields(cls)
-    )
-    return found
-
-
-def _reader(annotation: Any) -> tuple[str, Callable[[Any], Any]]:
-    args = typing.get_args(annotation)
-    if isinstance(annotation, types.UnionType) and type(None) in args:
-        (inner,) = (a for a in args if a is not type(None))
-        what, read = _reader(inner)
-        return f"{what} or null", lambda v: None if v is None else read(v)
-    if annotation is str:
-        return "text", lambda v: _is(v, str)
-    if annotation is bool:
-        return "true or false", lambda v: _is(v, bool)
-    if annotation is int:
-        return "an integer", _integer
-    if annotation is float:
-        return "a number", _number
-    if annotation is datetime:
-        return "an ISO time with a zone", _aware
-    if typing.get_origin(annotation) is tuple and args == (str, Ellipsis):
-        return "a list of text", lambda v: tuple(_is(x, str) for x in _is(v, list | tuple))
-    if typing.get_origin(annotation) is dict and args == (str, str):
-        return "an object of text", lambda v: {
-            _is(k, str): _is(x, str) for k, x in _is(v, dict).items()
-        }
-    raise TypeError(f"event data cannot declare a field of type {annotation!r}")
-
-
-def _is(value: Any, kind: Any) -> Any:
-    if not isinstance(value, kind):
-        raise TypeError(value)
-    return value
-
-
-def _integer(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(value)
-    return value
-
-
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(value)
-    return float(value)
-
-
-def _aware(value: Any) -> datetime:
-    parsed = parse_time(_is(value, str))
-    if parsed is None:
-        raise ValueError(value)
-    return parsed
 
 
 @dataclass(frozen=True, slots=True)
@@ -854,7 +722,13 @@ class IncidentMember:
     resolution: str | None = None  # what cleared it
     last_report_at: datetime | None = None  # reported by people: the latest report
     facts: dict[str, Any] = field(default_factory=dict)  # the detector's evidence, JSON values
-    restart: Restart | None = None  # a crash training came back from: the restart that ended it
+    # a crash training came back from: the restart that ended it (stored with its time)
+    restart: Restart | None = field(
+        default=None,
+        metadata=jsoncodec.json_field(
+            dump=lambda r: r.timed_json() if r else None, load=Restart.from_timed_json
+        ),
+    )
 
 
 @dataclass(slots=True)

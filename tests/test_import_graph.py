@@ -147,12 +147,13 @@ def part_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 # Parts with no imports of their own that any part may use: errors, time, hashing, the one
 # sanitiser of untrusted text, Discord's limits, logging set-up, the loop supervisor, the heap's
-# freeze, how numbers read to people, the package's version.
+# freeze, how numbers read to people, the package's version, the one codec of stored JSON.
 FOUNDATION = {
     "bot",
     "bot.errors",
     "bot.hashing",
     "bot.heap",
+    "bot.jsoncodec",
     "bot.limits",
     "bot.logs",
     "bot.loops",

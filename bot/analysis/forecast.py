@@ -37,6 +37,7 @@ from datetime import datetime
 from statistics import median
 from typing import Any, Literal
 
+from bot import jsoncodec
 from bot.numbers import fmt_int, fmt_value
 from bot.runsfile import ForecastConfig
 
@@ -128,25 +129,11 @@ class Observation:
     high: float | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "at": self.at.isoformat(),
-            "value": self.value,
-            "forecast": self.forecast,
-            "low": self.low,
-            "high": self.high,
-        }
+        return jsoncodec.dump(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Observation:
-        return cls(
-            step=int(data["step"]),
-            at=datetime.fromisoformat(data["at"]),
-            value=float(data["value"]),
-            forecast=data.get("forecast"),
-            low=data.get("low"),
-            high=data.get("high"),
-        )
+        return jsoncodec.load(cls, data, lenient=True)
 
 
 @dataclass(slots=True)
@@ -163,27 +150,11 @@ class Episode:
     undone: bool = False  # a restore went back before it began: those steps never happened
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "direction": self.direction,
-            "start": self.start.as_json(),
-            "confirmed": self.confirmed.as_json(),
-            "peak": self.peak.as_json(),
-            "end": self.end.as_json() if self.end else None,
-            "resolution": self.resolution,
-            "undone": self.undone,
-        }
+        return jsoncodec.dump(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Episode:
-        return cls(
-            direction=data["direction"],
-            start=Observation.from_json(data["start"]),
-            confirmed=Observation.from_json(data["confirmed"]),
-            peak=Observation.from_json(data["peak"]),
-            end=Observation.from_json(data["end"]) if data.get("end") else None,
-            resolution=data.get("resolution"),
-            undone=bool(data.get("undone", False)),
-        )
+        return jsoncodec.load(cls, data, lenient=True)
 
 
 @dataclass(slots=True)
@@ -219,11 +190,23 @@ class Tracker:
     """The forecast state of one watched metric. `update` takes the new points of a poll."""
 
     config: ForecastConfig
-    window: deque[tuple[int, float]] = field(default_factory=deque)
+    window: deque[tuple[int, float]] = field(
+        default_factory=deque,
+        metadata=jsoncodec.json_field(
+            dump=lambda window: [[s, v] for s, v in window],
+            load=lambda raw: deque((int(s), float(v)) for s, v in raw),
+        ),
+    )
     run: str | None = None  # chain member of the newest point
     seen: int = 0  # points accepted, ever
     restarts: int = 0
-    fit: Fit | None = None
+    fit: Fit | None = field(  # stored as a list
+        default=None,
+        metadata=jsoncodec.json_field(
+            dump=lambda f: [f.anchor, f.slope, f.intercept, f.width, f.start] if f else None,
+            load=lambda raw: Fit(*raw) if raw else None,
+        ),
+    )
     since_fit: int = 0
     last: Observation | None = None
     outside: int = 0  # consecutive points outside in `outside_dir`
@@ -384,51 +367,14 @@ class Tracker:
     # ------------------------------------------------------------------ persistence
 
     def as_json(self) -> dict[str, Any]:
-        fit = self.fit
-        return {
-            "v": 1,
-            "window": [[s, v] for s, v in self.window],
-            "run": self.run,
-            "seen": self.seen,
-            "restarts": self.restarts,
-            "fit": [fit.anchor, fit.slope, fit.intercept, fit.width, fit.start] if fit else None,
-            "since_fit": self.since_fit,
-            "last": self.last.as_json() if self.last else None,
-            "outside": self.outside,
-            "outside_dir": self.outside_dir,
-            "outside_first": self.outside_first.as_json() if self.outside_first else None,
-            "inside": self.inside,
-            "held": self.held,
-            "episode": self.episode.as_json() if self.episode else None,
-            "closed": [e.as_json() for e in self.closed],
-        }
+        return {"v": 1, **jsoncodec.dump(self, omit=("config",))}
 
     @classmethod
     def from_json(cls, config: ForecastConfig, data: dict[str, Any] | None) -> Tracker:
         """A tracker from its stored state; a state of another version (or none) starts over."""
         if not data or data.get("v") != 1:
             return cls(config)
-        fit = data.get("fit")
-        tracker = cls(
-            config,
-            window=deque((int(s), float(v)) for s, v in data.get("window", [])),
-            run=data.get("run"),
-            seen=int(data.get("seen", 0)),
-            restarts=int(data.get("restarts", 0)),
-            fit=Fit(*fit) if fit else None,
-            since_fit=int(data.get("since_fit", 0)),
-            last=Observation.from_json(data["last"]) if data.get("last") else None,
-            outside=int(data.get("outside", 0)),
-            outside_dir=data.get("outside_dir"),
-            outside_first=(
-                Observation.from_json(data["outside_first"]) if data.get("outside_first") else None
-            ),
-            inside=int(data.get("inside", 0)),
-            held=int(data.get("held", 0)),
-            episode=Episode.from_json(data["episode"]) if data.get("episode") else None,
-            closed=[Episode.from_json(e) for e in data.get("closed", [])],
-        )
-        return tracker
+        return jsoncodec.load(cls, data, lenient=True, omit=("config",), given={"config": config})
 
     # ------------------------------------------------------------------ reading
 

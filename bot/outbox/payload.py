@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, TypedDict, cast
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypedDict, cast
 
+from bot import jsoncodec
 from bot.limits import (
     CUSTOM_ID_LIMIT,
     DESCRIPTION_LIMIT,
@@ -78,20 +79,18 @@ class ButtonPayload(TypedDict):
     label: str
 
 
+def _copies(buttons: list[ButtonPayload] | None) -> list[dict[str, str]] | None:
+    if buttons is None:
+        return None
+    return [{"custom_id": b["custom_id"], "label": b["label"]} for b in buttons]
+
+
 class PayloadError(ValueError):
     """An outbox payload that can never be delivered (malformed JSON shape)."""
 
 
 def card_to_payload(card: Card) -> CardPayload:
-    return {
-        "title": card.title,
-        "description": card.description,
-        "color": card.color,
-        "url": card.url,
-        "fields": [{"name": f.name, "value": f.value, "inline": f.inline} for f in card.fields],
-        "footer": card.footer,
-        "image": card.image,
-    }
+    return cast(CardPayload, jsoncodec.dump(card))
 
 
 def make_payload(
@@ -112,23 +111,18 @@ def make_payload(
     makes the post ping that one role; `archive_thread` archives the reply's thread after it."""
     if not content and card is None:
         raise PayloadError("a post needs content or a card")
-    payload: dict[str, Any] = {
-        "content": content or None,
-        "card": card_to_payload(card) if card is not None else None,
-        "thread_name": thread_name or None,
-        "edit_of": edit_of,
-    }
-    if thread_only:
-        payload["thread_only"] = True
-    if ping_role is not None:
-        payload["ping_role"] = ping_role
-    if archive_thread:
-        payload["archive_thread"] = True
-    if buttons is not None:
-        payload["buttons"] = [dict(b) for b in buttons]
-    if live is not None:
-        payload["live"] = {"slug": live.slug, "chart": live.chart, "repost": live.repost}
-    return payload
+    parsed = ParsedPayload(
+        content or None,
+        card,
+        thread_name or None,
+        edit_of,
+        buttons=buttons,
+        thread_only=thread_only,
+        ping_role=ping_role,
+        archive_thread=archive_thread,
+        live=live,
+    )
+    return jsoncodec.dump(parsed, omit=("color_value",), sparse=ParsedPayload.SPARSE)
 
 
 def payload_from_card(
@@ -150,7 +144,13 @@ def payload_from_card(
     )
 
 
-def card_from_payload(data: Mapping[str, Any]) -> Card:
+def card_from_payload(data: Any) -> Card | None:
+    """A stored card, made safe to show: a missing text reads as blank, an unknown color as
+    info, a link that is not http(s) as none."""
+    if data is None:
+        return None
+    if not isinstance(data, Mapping):
+        raise PayloadError("card must be an object")
     color = data.get("color", "info")
     fields = []
     for raw in data.get("fields") or []:
@@ -177,81 +177,6 @@ def _http_url(value: Any) -> str | None:
     return None
 
 
-@dataclass(slots=True, frozen=True)
-class LiveSpec:
-    """What makes a payload a run's live status message."""
-
-    slug: str
-    chart: str | None = None  # the chart's data version; None: no chart
-    repost: bool = False  # post a new message (and delete the old one) instead of editing
-
-
-@dataclass(slots=True)
-class ParsedPayload:
-    content: str | None
-    card: Card | None
-    thread_name: str | None
-    edit_of: int | None
-    color_value: int | None = None  # an explicit integer color, when the writer gave one
-    buttons: list[ButtonPayload] | None = None  # None: none (or unchanged on an edit)
-    thread_only: bool = False  # drop, rather than post in the channel, when there is no thread
-    ping_role: int | None = None  # the one role the first message pings
-    archive_thread: bool = False  # archive the thread the reply went to, once posted
-    live: LiveSpec | None = None  # a run's live status message
-
-
-def parse_payload(data: Mapping[str, Any]) -> ParsedPayload:
-    if not isinstance(data, Mapping):
-        raise PayloadError("payload must be a JSON object")
-    content = data.get("content")
-    if content is not None and not isinstance(content, str):
-        raise PayloadError("content must be a string")
-    raw_card = data.get("card")
-    card = None
-    color_value = None
-    if raw_card is not None:
-        if not isinstance(raw_card, Mapping):
-            raise PayloadError("card must be an object")
-        card = card_from_payload(raw_card)
-        if isinstance(raw_card.get("color"), int):
-            color_value = int(raw_card["color"])
-    if not (content and content.strip()) and card is None:
-        raise PayloadError("a post needs content or a card")
-    edit_of = data.get("edit_of")
-    if edit_of is not None and not isinstance(edit_of, int):
-        raise PayloadError("edit_of must be an outbox id")
-    thread_name = data.get("thread_name")
-    buttons = _buttons(data.get("buttons"))
-    ping_role = data.get("ping_role")
-    if ping_role is not None and (
-        not isinstance(ping_role, int) or isinstance(ping_role, bool) or ping_role <= 0
-    ):
-        raise PayloadError("ping_role must be a role id")
-    return ParsedPayload(
-        live=_live(data.get("live")),
-        content=content if content and content.strip() else None,
-        card=card,
-        thread_name=str(thread_name)[:THREAD_NAME_LIMIT] if thread_name else None,
-        edit_of=edit_of,
-        color_value=color_value,
-        buttons=buttons,
-        thread_only=bool(data.get("thread_only", False)),
-        ping_role=ping_role,
-        archive_thread=bool(data.get("archive_thread", False)),
-    )
-
-
-def _live(raw: Any) -> LiveSpec | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("slug"), str) or not raw["slug"]:
-        raise PayloadError("live needs the run's slug")
-    chart = raw.get("chart")
-    if chart is not None and not isinstance(chart, str):
-        raise PayloadError("live.chart must be a chart version")
-    return LiveSpec(raw["slug"], chart, bool(raw.get("repost", False)))
-
-
 def _buttons(raw: Any) -> list[ButtonPayload] | None:
     if raw is None:
         return None
@@ -264,6 +189,76 @@ def _buttons(raw: Any) -> list[ButtonPayload] | None:
         label = str(button.get("label") or "Open")[:80]
         buttons.append({"custom_id": button["custom_id"][:CUSTOM_ID_LIMIT], "label": label})
     return buttons
+
+
+@dataclass(slots=True, frozen=True)
+class LiveSpec:
+    """What makes a payload a run's live status message."""
+
+    slug: str
+    chart: str | None = None  # the chart's data version; None: no chart
+    repost: bool = False  # post a new message (and delete the old one) instead of editing
+
+
+def _live(raw: Any) -> LiveSpec | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("slug"), str) or not raw["slug"]:
+        raise PayloadError("live needs the run's slug")
+    return jsoncodec.load(LiveSpec, raw)
+
+
+@dataclass(slots=True)
+class ParsedPayload:
+    """A payload as stored (`bot.jsoncodec` writes and reads it), and as the poster reads it."""
+
+    SPARSE: ClassVar[frozenset[str]] = frozenset(
+        {"buttons", "thread_only", "ping_role", "archive_thread", "live"}
+    )
+
+    content: str | None = None
+    card: Card | None = field(
+        default=None,
+        metadata=jsoncodec.json_field(
+            dump=lambda card: card_to_payload(card) if card else None, load=card_from_payload
+        ),
+    )
+    thread_name: str | None = None
+    edit_of: int | None = None
+    color_value: int | None = None  # an explicit integer color, when the writer gave one
+    # None: none (or unchanged on an edit)
+    buttons: list[ButtonPayload] | None = field(
+        default=None, metadata=jsoncodec.json_field(dump=_copies, load=_buttons)
+    )
+    thread_only: bool = False  # drop, rather than post in the channel, when there is no thread
+    ping_role: int | None = None  # the one role the first message pings
+    archive_thread: bool = False  # archive the thread the reply went to, once posted
+    live: LiveSpec | None = field(  # a run's live status message
+        default=None,
+        metadata=jsoncodec.json_field(
+            dump=lambda live: jsoncodec.dump(live) if live else None, load=_live
+        ),
+    )
+
+
+def parse_payload(data: Mapping[str, Any]) -> ParsedPayload:
+    try:
+        parsed = jsoncodec.load(ParsedPayload, data, lenient=True, omit=("color_value",))
+    except jsoncodec.CodecError as exc:
+        raise PayloadError(f"payload: {exc}") from None
+    raw_card = data.get("card")
+    if isinstance(raw_card, Mapping) and isinstance(raw_card.get("color"), int):
+        parsed.color_value = int(raw_card["color"])
+    content = parsed.content
+    parsed.content = content if content and content.strip() else None
+    if parsed.content is None and parsed.card is None:
+        raise PayloadError("a post needs content or a card")
+    ping_role = parsed.ping_role
+    if ping_role is not None and ping_role <= 0:
+        raise PayloadError("ping_role must be a role id")
+    if parsed.thread_name:
+        parsed.thread_name = parsed.thread_name[:THREAD_NAME_LIMIT]
+    return parsed
 
 
 # --- limits ---------------------------------------------------------------------------------------

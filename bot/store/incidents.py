@@ -10,15 +10,11 @@ from typing import Any
 
 import aiosqlite
 
+from bot import jsoncodec
 from bot.models import (
     Incident,
-    IncidentAction,
     IncidentDetails,
-    IncidentMember,
-    IncidentSignal,
     Recurrence,
-    ReportedCause,
-    Restart,
 )
 from bot.store.codec import to_json
 from bot.store.db import Database
@@ -28,203 +24,15 @@ from bot.store.silences import Silences
 from bot.timeutil import from_db, to_db
 
 
-def _iso(at: datetime | None) -> str | None:
-    return at.isoformat() if at is not None else None
-
-
-def _time(value: Any) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
-
-
 def details_to_json(details: IncidentDetails) -> str:
     """The `details` column. Key names and ISO times are those the engine has always written,
     so a database from before the typed state reads back unchanged."""
-    return to_json(
-        {
-            "group": details.group,
-            "members": {
-                fp: {
-                    "kind": m.kind,
-                    "title": m.title,
-                    "since": _iso(m.since),
-                    "until": _iso(m.until),
-                    "seen_at": _iso(m.seen_at),
-                    "resolution": m.resolution,
-                    "last_report_at": _iso(m.last_report_at),
-                    "facts": m.facts,
-                    "restart": (
-                        {"at": _iso(m.restart.at), **m.restart.to_json()} if m.restart else None
-                    ),
-                }
-                for fp, m in details.members.items()
-            },
-            "signals": [
-                {
-                    "event_id": s.event_id,
-                    "at": _iso(s.at),
-                    "source": s.source,
-                    "text": s.text,
-                    "url": s.url,
-                }
-                for s in details.signals
-            ],
-            "threads": details.threads,
-            "flaps": details.flaps,
-            "clear_since": _iso(details.clear_since),
-            "fired": details.fired,
-            "silent": details.silent,
-            "history": details.history,
-            "notified": details.notified,
-            "fired_outbox_id": details.fired_outbox_id,
-            "head_hash": details.head_hash,
-            "edits": details.edits,
-            "resolved_posted": details.resolved_posted,
-            "silenced_by": details.silenced_by,
-            "reminders": details.reminders,
-            "last_reminder_at": _iso(details.last_reminder_at),
-            "reported_cause": _cause_to_json(details.reported_cause),
-            "acted_by": details.acted_by,
-            "action": _action_to_json(details.action),
-            "credited": details.credited,
-            "acted_checked_until": _iso(details.acted_checked_until),
-            "recurrence": _recurrence_to_json(details.recurrence),
-        }
-    )
-
-
-def _cause_to_json(cause: ReportedCause | None) -> dict[str, Any] | None:
-    if cause is None:
-        return None
-    return {
-        "text": cause.text,
-        "author": cause.author,
-        "source": cause.source,
-        "at": _iso(cause.at),
-        "url": cause.url,
-        "event_id": cause.event_id,
-    }
-
-
-def _cause_from_json(raw: Any) -> ReportedCause | None:
-    if not isinstance(raw, dict) or not raw.get("at"):
-        return None
-    return ReportedCause(
-        text=str(raw.get("text") or ""),
-        author=raw.get("author"),
-        source=str(raw.get("source") or ""),
-        at=datetime.fromisoformat(raw["at"]),
-        url=raw.get("url"),
-        event_id=raw.get("event_id"),
-    )
-
-
-def _restart_from_json(raw: Any) -> Restart | None:
-    if not isinstance(raw, dict):
-        return None
-    at = _time(raw.get("at"))
-    if at is None:
-        return None
-    return Restart.from_json(at, raw)
-
-
-def _recurrence_to_json(recurrence: Recurrence | None) -> dict[str, Any] | None:
-    if recurrence is None:
-        return None
-    return {
-        "count": recurrence.count,
-        "previous_id": recurrence.previous_id,
-        "previous_resolved_at": _iso(recurrence.previous_resolved_at),
-    }
-
-
-def _recurrence_from_json(raw: Any) -> Recurrence | None:
-    """None for rows written before recurrences were recorded."""
-    if not isinstance(raw, dict):
-        return None
-    at = _time(raw.get("previous_resolved_at"))
-    if at is None or raw.get("previous_id") is None:
-        return None
-    return Recurrence(int(raw.get("count") or 2), int(raw["previous_id"]), at)
-
-
-def _action_to_json(action: IncidentAction | None) -> dict[str, Any] | None:
-    if action is None:
-        return None
-    return {
-        "who": action.who,
-        "at": _iso(action.at),
-        "text": action.text,
-        "source": action.source,
-        "url": action.url,
-        "event_id": action.event_id,
-    }
-
-
-def _action_from_json(raw: Any) -> IncidentAction | None:
-    if not isinstance(raw, dict) or not raw.get("at") or not raw.get("who"):
-        return None
-    return IncidentAction(
-        who=str(raw["who"]),
-        at=datetime.fromisoformat(raw["at"]),
-        text=str(raw.get("text") or ""),
-        source=str(raw.get("source") or ""),
-        url=raw.get("url"),
-        event_id=raw.get("event_id"),
-    )
+    return to_json(jsoncodec.dump(details))
 
 
 def details_from_json(text: str) -> IncidentDetails:
-    raw: dict[str, Any] = json.loads(text or "{}")
-    members = {}
-    for fp, m in (raw.get("members") or {}).items():
-        since = _time(m.get("since"))
-        assert since is not None, f"member {fp} without a start"
-        members[fp] = IncidentMember(
-            kind=str(m.get("kind") or ""),
-            title=str(m.get("title") or ""),
-            since=since,
-            until=_time(m.get("until")),
-            seen_at=_time(m.get("seen_at")),
-            resolution=m.get("resolution"),
-            last_report_at=_time(m.get("last_report_at")),
-            facts=dict(m.get("facts") or {}),
-            restart=_restart_from_json(m.get("restart")),
-        )
-    signals = [
-        IncidentSignal(
-            event_id=s.get("event_id"),
-            at=datetime.fromisoformat(s["at"]),
-            source=str(s.get("source") or ""),
-            text=str(s.get("text") or ""),
-            url=s.get("url"),
-        )
-        for s in raw.get("signals") or []
-    ]
-    return IncidentDetails(
-        group=raw.get("group"),
-        members=members,
-        signals=signals,
-        threads=list(raw.get("threads") or []),
-        flaps=int(raw.get("flaps") or 0),
-        clear_since=_time(raw.get("clear_since")),
-        fired=bool(raw.get("fired")),
-        silent=bool(raw.get("silent")),
-        history=bool(raw.get("history")),
-        notified=bool(raw.get("notified")),
-        fired_outbox_id=raw.get("fired_outbox_id"),
-        head_hash=raw.get("head_hash"),
-        edits=int(raw.get("edits") or 0),
-        resolved_posted=bool(raw.get("resolved_posted")),
-        silenced_by=raw.get("silenced_by"),
-        reminders=int(raw.get("reminders") or 0),
-        last_reminder_at=_time(raw.get("last_reminder_at")),
-        reported_cause=_cause_from_json(raw.get("reported_cause")),
-        acted_by=raw.get("acted_by"),
-        action=_action_from_json(raw.get("action")),
-        credited=bool(raw.get("credited")),
-        acted_checked_until=_time(raw.get("acted_checked_until")),
-        recurrence=_recurrence_from_json(raw.get("recurrence")),
-    )
+    """Leniently: a row an older version wrote lacks later keys (they take their defaults)."""
+    return jsoncodec.load(IncidentDetails, json.loads(text or "{}"), lenient=True)
 
 
 def incident_from_row(row: aiosqlite.Row) -> Incident:

@@ -463,6 +463,8 @@ async def cmd_digest(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.services.status import tracks_no_thread
+
     runs = _load_config(settings)
     database = settings.runscribe_db
     problem = (
@@ -486,7 +488,7 @@ async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
         print(f"  {run.slug}: {run.name} — {', '.join(sources)}")
     warnings = []
     for index, run in enumerate(runs.runs):
-        if run.github_repo and not (run.github_issues or run.github_labels or run.github_keywords):
+        if tracks_no_thread(run):
             warnings.append(
                 f"runs[{index}] ({run.slug}): github_repo {run.github_repo} alone tracks no "
                 "thread: add github_issues, github_labels or github_keywords"

@@ -312,6 +312,9 @@ def sources_text(
                 said += f" · last message {ago(status.last_message_at, now)}"
             healthy.append(said)
             continue
+        if status.ok and status.tracks_nothing:  # polled, but follows no thread: not "fresh"
+            healthy.append(f"{label}: no threads tracked")
+            continue
         if status.ok and source == "wandb" and restored_at is not None:
             healthy.append(f"{label} {restored_text(restored_at, now, fmt)}")
             continue

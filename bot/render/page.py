@@ -459,6 +459,8 @@ def _footer(
             if status.last_message_at is not None:
                 said += f" · last message {_relative(status.last_message_at, now)}"
             fresh.append(said)
+        elif status is not None and status.tracks_nothing:
+            fresh.append(f"{_label(key)}: no threads tracked")
         elif when is not None:
             fresh.append(f"{_label(key)} {_relative(when, now)}")
     line = f"Sources: {', '.join(fresh)}. " if fresh else ""

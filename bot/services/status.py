@@ -62,6 +62,9 @@ class SourceStatus:
     # which says how busy the channels are, not whether the source works.
     connected: bool | None = None
     last_message_at: datetime | None = None
+    # A repository with no issue, label or keyword to follow: polled, yet it tracks nothing, so
+    # a fresh poll time would read as all well.
+    tracks_nothing: bool = False
 
     @classmethod
     def from_health(cls, row: SourceHealth | None) -> SourceStatus:
@@ -82,12 +85,23 @@ def source_statuses(
 ) -> dict[str, SourceStatus | None]:
     """Every polled source, in freshness order: None when the run does not use it (its
     registration's `configured`)."""
-    return {
+    statuses = {
         spec.name: SourceStatus.from_health(rows.get(spec.name))
         if spec.configured(config)
         else None
         for spec in SOURCE_SPECS.polled()
     }
+    github = statuses.get("github")
+    if github is not None and tracks_no_thread(config):
+        statuses["github"] = replace(github, tracks_nothing=True)
+    return statuses
+
+
+def tracks_no_thread(config: RunConfig) -> bool:
+    """A `github_repo` alone: no issue, label or keyword says which threads to follow."""
+    return bool(config.github_repo) and not (
+        config.github_issues or config.github_labels or config.github_keywords
+    )
 
 
 @dataclass(slots=True)

@@ -314,3 +314,24 @@ async def test_discord_says_connected_and_its_last_message_apart(store: Store) -
     report = await build_status(store, "hero", NOW)
     text = sources_text(report.sources, NOW, local_formatter("America/New_York", NOW))
     assert "Discord disconnected · last message 5 h 24 min ago" in text, text
+
+
+async def test_a_repository_alone_says_it_tracks_no_thread(store: Store) -> None:
+    """A run whose runs file names a repository but no issue, label or keyword follows no thread:
+    the card and the page say "no threads tracked" instead of a fresh poll time (issue 41)."""
+    await seed(store)
+    run = await store.runs.get("hero")
+    assert run is not None
+    run.config = run.config.model_copy(update={"github_repo": "lab/model"})
+    await store.runs.upsert(run)
+    await store.health.record_success("github", "hero", NOW - timedelta(seconds=11))
+    report = await build_status(store, "hero", NOW)
+    text = sources_text(report.sources, NOW, local_formatter("UTC", NOW))
+    assert "GitHub: no threads tracked" in text and "GitHub 11 s" not in text, text
+    page = render_run_page(await gather_run_page(store, "hero", NOW, days=7))
+    assert "GitHub: no threads tracked" in page
+    run.config = run.config.model_copy(update={"github_labels": ["hero-run"]})
+    await store.runs.upsert(run)
+    report = await build_status(store, "hero", NOW)
+    text = sources_text(report.sources, NOW, local_formatter("UTC", NOW))
+    assert "no threads tracked" not in text and "GitHub" in text, text

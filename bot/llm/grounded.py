@@ -22,7 +22,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.llm.cited import CitedRequest, Source, check_sentences, citations_in, link_citations
+from bot.llm.cited import (
+    CitedRequest,
+    Source,
+    check_sentences,
+    citations_in,
+    link_citations,
+    sentences,
+    strip_citations,
+)
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
 from bot.llm.gates import (
     about_the_run,
@@ -476,10 +484,30 @@ async def _attempt(
     return None
 
 
+def within_words(text: str, max_words: int) -> str:
+    """`text` ended at its last whole sentence within `max_words` words (citation markers do
+    not count): a reply a little over its budget passes the length check and is then trimmed
+    here, never published long and never cut mid-sentence. The first sentence always stays."""
+    if len(strip_citations(text).split()) <= max_words:
+        return text
+    pos, count, keep = 0, 0, None
+    for piece in sentences(text):
+        start = text.find(piece, pos)
+        if start < 0:
+            break
+        pos = start + len(piece)
+        count += len(strip_citations(piece).split())
+        if count > max_words and keep is not None:
+            break
+        keep = pos
+    return text[:keep].rstrip() if keep is not None else text
+
+
 def _final(
     result: LLMResult, rendered: Rendered, *, run_slug: str | None, now: datetime
 ) -> LLMOutput:
-    text = sanitize_output(result.text, allowed_urls=rendered.index.urls, limit=rendered.max_chars)
+    said = within_words(result.text, rendered.max_words) if rendered.max_words else result.text
+    text = sanitize_output(said, allowed_urls=rendered.index.urls, limit=rendered.max_chars)
     if rendered.cited is not None:
         # after the length cap, so that no cap cuts a link in half; the links are the
         # sources' own (`_linkable`), not the model's

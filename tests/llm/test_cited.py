@@ -192,3 +192,19 @@ def test_a_person_may_be_named_by_another_of_their_names() -> None:
         "Kaiyue-Wen lowered the decay to 0.02.",  # not in these facts at all
     ):
         assert check_people(text, facts), text
+
+
+def test_a_reply_over_its_word_budget_is_ended_at_a_whole_sentence() -> None:
+    """Issue 37: model text over its limit is never published as is, nor cut mid-sentence."""
+    from bot.llm.grounded import within_words
+
+    text = (
+        "Training resumed at 7:39 p.m. EDT after a node lost its link [1]. The team cut the "
+        "weight decay from 0.05 to 0.02 [2]. Evals are next [3]."
+    )
+    assert within_words(text, 40) == text
+    assert within_words(text, 23) == (
+        "Training resumed at 7:39 p.m. EDT after a node lost its link [1]. The team cut the "
+        "weight decay from 0.05 to 0.02 [2]."
+    )
+    assert within_words(text, 5).endswith("lost its link [1].")  # the first sentence stays

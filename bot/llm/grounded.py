@@ -488,7 +488,7 @@ def within_words(text: str, max_words: int) -> str:
     """`text` ended at its last whole sentence within `max_words` words (citation markers do
     not count): a reply a little over its budget passes the length check and is then trimmed
     here, never published long and never cut mid-sentence. The first sentence always stays."""
-    if len(strip_citations(text).split()) <= max_words:
+    if _words(text) <= max_words:
         return text
     pos, count, keep = 0, 0, None
     for piece in sentences(text):
@@ -496,11 +496,16 @@ def within_words(text: str, max_words: int) -> str:
         if start < 0:
             break
         pos = start + len(piece)
-        count += len(strip_citations(piece).split())
+        count += _words(piece)
         if count > max_words and keep is not None:
             break
         keep = pos
     return text[:keep].rstrip() if keep is not None else text
+
+
+def _words(text: str) -> int:
+    """Words as a reader counts them: citation markers and lone punctuation left out."""
+    return sum(1 for w in strip_citations(text).split() if any(c.isalnum() for c in w))
 
 
 def _final(

@@ -248,10 +248,7 @@ def compute_progress(
     the same over `LONG_WINDOW` from `baseline` (each W&B run's last point before its start),
     so a restart or a slow hour moves the date little.
     """
-    if now.tzinfo is None:
-        raise ValueError("now must be timezone-aware (UTC)")
-    if window <= timedelta(0):
-        raise ValueError("window must be positive")
+    _check_now_and_window(now, window)
     series = effective_series(points, chain)
     if not series:
         return _no_progress(total_steps, target_tokens)
@@ -260,9 +257,7 @@ def compute_progress(
     end = max(now, last.at)  # a point stamped slightly after `now` (clock skew) still counts
     times = [p.at for p in series]
     steps = [p.step for p in series]
-    counted = [p for p in series if p.tokens is not None and math.isfinite(p.tokens)]
-    token_times = [p.at for p in counted]
-    token_values = [float(p.tokens) for p in counted if p.tokens is not None]
+    token_times, token_values = _token_series(series)
     tokens = token_values[-1] if token_values else None
     loss = next(
         (p.loss for p in reversed(series) if p.loss is not None and math.isfinite(p.loss)), None
@@ -272,14 +267,8 @@ def compute_progress(
 
     base = effective_series(baseline, chain)
     basis = _choose_basis(times, steps, token_times, token_values, total_steps, target_tokens, base)
-    recent, long = _paces(
-        basis.times,
-        basis.values,
-        last.at,
-        window,
-        downtime,
-        (base[-1].at, basis.base) if base else None,
-    )
+    start = (base[-1].at, basis.base) if base else None
+    recent, long = _paces(basis.times, basis.values, last.at, window, downtime, start)
     net = steps_per_hour if basis.values is steps else tokens_per_hour
     percent, finished, projected_end = _standing(basis, now, net, recent, long)
 
@@ -300,6 +289,19 @@ def compute_progress(
         recent_pace=recent,
         long_pace=long,
     )
+
+
+def _check_now_and_window(now: datetime, window: timedelta) -> None:
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware (UTC)")
+    if window <= timedelta(0):
+        raise ValueError("window must be positive")
+
+
+def _token_series(series: Sequence[MetricPoint]) -> tuple[list[datetime], list[float]]:
+    """The times and token counts of the points that have a finite count."""
+    counted = [p for p in series if p.tokens is not None and math.isfinite(p.tokens)]
+    return [p.at for p in counted], [float(p.tokens) for p in counted if p.tokens is not None]
 
 
 def _choose_basis(

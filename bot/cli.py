@@ -36,6 +36,7 @@ from bot.timeutil import humanize_delta, utcnow
 
 if TYPE_CHECKING:
     from bot.pipeline import CycleSummary
+    from bot.runtime import Runtime
     from bot.settings import Settings
     from bot.sources.poller import CycleReport
 
@@ -117,6 +118,7 @@ _DESCRIPTIONS = {
 }
 
 
+# Long on purpose: a flat table of subcommands and their options, read top to bottom.
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="runscribe",
@@ -477,6 +479,14 @@ async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
     print(f"{settings.runscribe_config}: {len(runs.runs)} run(s) OK")
     exists = await asyncio.to_thread(os.path.exists, database)
     print(f"{database}: {'writable' if exists else 'will be created'}")
+    _print_run_sources(runs)
+    print(hooks_line(settings))
+    for warning in config_warnings(settings, runs):
+        print(f"note: {warning}")
+    return EXIT_OK
+
+
+def _print_run_sources(runs: RunsFile) -> None:
     for run in runs.runs:
         sources = []
         if run.wandb_runs:
@@ -486,6 +496,10 @@ async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
         if run.watch_channels:
             sources.append(f"Discord ({len(run.watch_channels)} channel(s))")
         print(f"  {run.slug}: {run.name} — {', '.join(sources)}")
+
+
+def config_warnings(settings: Settings, runs: RunsFile) -> list[str]:
+    """What `check-config` notes: settings that are valid but likely not what was meant."""
     warnings = []
     for index, run in enumerate(runs.runs):
         if tracks_no_thread(run):
@@ -514,7 +528,6 @@ async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
         )
     if settings.github_token is None and any(r.github_repo for r in runs.runs):
         warnings.append("GITHUB_TOKEN is not set: GitHub allows 60 requests an hour")
-    print(hooks_line(settings))
     if settings.github_webhook_secret is not None and not any(r.github_repo for r in runs.runs):
         warnings.append(
             "GITHUB_WEBHOOK_SECRET is set but no run has github_repo: every delivery is ignored"
@@ -529,9 +542,7 @@ async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
     warnings.extend(_live_status_hints(settings, runs))
     warnings.extend(_refusal_hints(settings))
     warnings.extend(ops_log_hints(settings, runs))
-    for warning in warnings:
-        print(f"note: {warning}")
-    return EXIT_OK
+    return warnings
 
 
 def ops_log_hints(settings: Settings, runs: RunsFile) -> list[str]:
@@ -649,8 +660,6 @@ def _poll_exit(summary: CycleSummary) -> int:
 
 
 async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.loops import Retries, repeat
-    from bot.pipeline import FAMILIES
     from bot.store.integrity import check_integrity
     from bot.wiring import open_runtime
 
@@ -666,57 +675,64 @@ async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
                 log.exception("narrative refresh failed")
             _log_summary(summary, "cycle", now)
             return _poll_exit(summary)
+        await _poll_forever(settings, runtime)
+    return EXIT_OK
 
-        # Each source family and the enrichment in its own loop with its own backoff, as in
-        # the bot: a GitHub backfill or a slow LLM never delays a W&B crash alert.
-        async def poll(family: str) -> None:
-            now = utcnow()
-            _log_summary(await runtime.poll(family, now), f"{family} poll", now)
 
-        async def enrich() -> None:
-            now = utcnow()
-            summary = await runtime.enrich(now)
-            if summary.enriched or summary.errors:
-                _log_summary(summary, "enrichment", now)
-            await runtime.refresh_narratives(now)
+async def _poll_forever(settings: Settings, runtime: Runtime) -> None:
+    """`poll` without --once: the loops, until SIGTERM or SIGINT."""
+    from bot.loops import Retries, repeat
+    from bot.pipeline import FAMILIES
 
-        interval = settings.runscribe_poll_interval
-        # The loops run until SIGTERM (`docker stop`) or SIGINT: then they are cancelled (a
-        # write under way rolls back, and the next start reads it again) and the store closes.
-        # A loop backing off from a full disk or a lock retries as soon as the store takes a
-        # write again, or another loop went through (`bot.loops`).
-        retries, probe = Retries(), runtime.store.db.came_back
-        with stop_signals() as stop:
-            async with asyncio.TaskGroup() as group:
-                loops = [
-                    group.create_task(
-                        repeat(
-                            f"poll-{family}",
-                            interval,
-                            partial(poll, family),
-                            retries=retries,
-                            probe=probe,
-                        )
-                    )
-                    for family in FAMILIES
-                ]
-                loops.append(
-                    group.create_task(
-                        repeat(
-                            "enrich",
-                            min(interval, ENRICH_EVERY),
-                            enrich,
-                            retries=retries,
-                            probe=probe,
-                        )
+    # Each source family and the enrichment in its own loop with its own backoff, as in
+    # the bot: a GitHub backfill or a slow LLM never delays a W&B crash alert.
+    async def poll(family: str) -> None:
+        now = utcnow()
+        _log_summary(await runtime.poll(family, now), f"{family} poll", now)
+
+    async def enrich() -> None:
+        now = utcnow()
+        summary = await runtime.enrich(now)
+        if summary.enriched or summary.errors:
+            _log_summary(summary, "enrichment", now)
+        await runtime.refresh_narratives(now)
+
+    interval = settings.runscribe_poll_interval
+    # The loops run until SIGTERM (`docker stop`) or SIGINT: then they are cancelled (a
+    # write under way rolls back, and the next start reads it again) and the store closes.
+    # A loop backing off from a full disk or a lock retries as soon as the store takes a
+    # write again, or another loop went through (`bot.loops`).
+    retries, probe = Retries(), runtime.store.db.came_back
+    with stop_signals() as stop:
+        async with asyncio.TaskGroup() as group:
+            loops = [
+                group.create_task(
+                    repeat(
+                        f"poll-{family}",
+                        interval,
+                        partial(poll, family),
+                        retries=retries,
+                        probe=probe,
                     )
                 )
-                print(f"polling every {interval:g} s; stop with SIGTERM or Ctrl-C", flush=True)
-                await stop.wait()
-                log.info("stopping: the poll loops are cancelled and the store closed")
-                for task in loops:
-                    task.cancel()
-    return EXIT_OK
+                for family in FAMILIES
+            ]
+            loops.append(
+                group.create_task(
+                    repeat(
+                        "enrich",
+                        min(interval, ENRICH_EVERY),
+                        enrich,
+                        retries=retries,
+                        probe=probe,
+                    )
+                )
+            )
+            print(f"polling every {interval:g} s; stop with SIGTERM or Ctrl-C", flush=True)
+            await stop.wait()
+            log.info("stopping: the poll loops are cancelled and the store closed")
+            for task in loops:
+                task.cancel()
 
 
 def skipped_line(key: str, report: CycleReport, now: datetime) -> str:
@@ -883,16 +899,7 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
         path = Path(args.db) if explicit else Path(tmp) / "demo.db"
         now = utcnow()
         sample = demo.load(now)
-        problem = write_problem(path) if explicit else None
-        if problem is not None:
-            raise StoreError(problem)
-        slug = str(sample.run_config["slug"])
-        others = [other for other in slugs_in_file(path) if other != slug]
-        if others:
-            raise UserFacingError(
-                f"{path} holds other runs ({', '.join(others)}); the demo keeps its sample "
-                "only in a database of its own: name a new file with --db"
-            )
+        _check_demo_db(path, explicit, str(sample.run_config["slug"]))
         async with Database.open(path, busy_timeout=_busy_timeout(settings)) as db:
             store = Store(db)
             runs = demo.sample_runs_file(sample)
@@ -913,16 +920,9 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
             report, narrative = await status_with_narrative(store, slug, now)
             fmt = local_formatter(report.run.timezone, now)
             entries = await build_timeline(store, slug, now, days=7)
-        print(render_card(status_card(report, narrative, fmt), width=_width()))
-        print()
-        print("Timeline (last 7 days)")
-        print("======================")
-        print(render_timeline(entries, fmt, width=_width()))
-        print()
-        print("Daily digest")
-        print("============")
-        print(plain(facts.text))
-        print()
+        card = render_card(status_card(report, narrative, fmt), width=_width())
+        timeline = render_timeline(entries, fmt, width=_width())
+        _print_demo_sections(card, timeline, plain(facts.text))
         where = (
             f"database kept at {path}: try `RUNSCRIBE_DB={path} runscribe status`"
             if explicit
@@ -934,6 +934,32 @@ async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
             f"({retired} never to be posted); {where}"
         )
     return EXIT_OK
+
+
+def _check_demo_db(path: Path, explicit: bool, slug: str) -> None:
+    """Refuse a --db that cannot be written or holds runs other than the sample's."""
+    problem = write_problem(path) if explicit else None
+    if problem is not None:
+        raise StoreError(problem)
+    others = [other for other in slugs_in_file(path) if other != slug]
+    if others:
+        raise UserFacingError(
+            f"{path} holds other runs ({', '.join(others)}); the demo keeps its sample "
+            "only in a database of its own: name a new file with --db"
+        )
+
+
+def _print_demo_sections(card: str, timeline: str, digest: str) -> None:
+    print(card)
+    print()
+    print("Timeline (last 7 days)")
+    print("======================")
+    print(timeline)
+    print()
+    print("Daily digest")
+    print("============")
+    print(digest)
+    print()
 
 
 async def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:

@@ -302,36 +302,8 @@ async def enrich_pending(
         pending = await store.events.pending_enrichment(run_slug, limit=batch)
         if not pending and not offered:
             return done
-        machine = [e for e in pending if from_facts(e)]
-        results = {e.id: (fact_enrichment(e), "facts") for e in machine if e.id is not None}
-        context = [e for e in pending if by_rules(e) and not from_facts(e)]
-        results.update(await asyncio.to_thread(_rules_all, context))
-        texts = [e for e in pending if not by_rules(e)] + offered
-        try:
-            async with asyncio.timeout(budget.remaining if budget is not None else None):
-                results.update(await enricher.enrich(texts))
-        except TimeoutError:
-            retry = getattr(enricher, "retry_label", None) or "rules"
-            log.warning(
-                "enrichment of %d event(s) outlasted the cycle's budget; rules stand in (%s)",
-                len(texts),
-                retry,
-            )
-            results.update(await asyncio.to_thread(_rules_all, texts, retry))
-        wrote = 0
-        async with store.transaction():
-            for event in pending:
-                if event.id is None:
-                    continue
-                enrichment, label = results.get(event.id) or (rules_enrichment(event), "rules")
-                wrote += await _write(store, event, enrichment, label)
-            for event in offered:
-                if event.id is None or event.id not in results:
-                    continue
-                enrichment, label = results[event.id]
-                if label == retry_label:
-                    continue  # the LLM still could not: the rules' enrichment stands
-                wrote += await _write(store, event, enrichment, label)
+        results = await _enrich_batch(enricher, pending, offered, budget)
+        wrote = await _store_batch(store, pending, offered, results, retry_label)
         done += wrote
         offered = []
         if wrote == 0:  # everything changed under us; try again next cycle
@@ -341,6 +313,58 @@ async def enrich_pending(
             # channel (a message every few milliseconds) never keeps one round going until
             # its budget is spent, holding the enrichment loop and deferring every command.
             return done
+
+
+async def _enrich_batch(
+    enricher: Enricher,
+    pending: Sequence[Event],
+    offered: Sequence[Event],
+    budget: Budget | None,
+) -> dict[int, tuple[Enrichment, str]]:
+    """Facts and chat by code, the rest by `enricher`; the rules stand in for a call that
+    outlasts the budget."""
+    machine = [e for e in pending if from_facts(e)]
+    results = {e.id: (fact_enrichment(e), "facts") for e in machine if e.id is not None}
+    context = [e for e in pending if by_rules(e) and not from_facts(e)]
+    results.update(await asyncio.to_thread(_rules_all, context))
+    texts = [e for e in pending if not by_rules(e)] + list(offered)
+    try:
+        async with asyncio.timeout(budget.remaining if budget is not None else None):
+            results.update(await enricher.enrich(texts))
+    except TimeoutError:
+        retry = getattr(enricher, "retry_label", None) or "rules"
+        log.warning(
+            "enrichment of %d event(s) outlasted the cycle's budget; rules stand in (%s)",
+            len(texts),
+            retry,
+        )
+        results.update(await asyncio.to_thread(_rules_all, texts, retry))
+    return results
+
+
+async def _store_batch(
+    store: Store,
+    pending: Sequence[Event],
+    offered: Sequence[Event],
+    results: dict[int, tuple[Enrichment, str]],
+    retry_label: str | None,
+) -> int:
+    """Write a batch's enrichments in one transaction; how many were written."""
+    wrote = 0
+    async with store.transaction():
+        for event in pending:
+            if event.id is None:
+                continue
+            enrichment, label = results.get(event.id) or (rules_enrichment(event), "rules")
+            wrote += await _write(store, event, enrichment, label)
+        for event in offered:
+            if event.id is None or event.id not in results:
+                continue
+            enrichment, label = results[event.id]
+            if label == retry_label:
+                continue  # the LLM still could not: the rules' enrichment stands
+            wrote += await _write(store, event, enrichment, label)
+    return wrote
 
 
 async def _write(store: Store, event: Event, enrichment: Enrichment, label: str) -> bool:

@@ -248,10 +248,7 @@ def compute_progress(
     the same over `LONG_WINDOW` from `baseline` (each W&B run's last point before its start),
     so a restart or a slow hour moves the date little.
     """
-    if now.tzinfo is None:
-        raise ValueError("now must be timezone-aware (UTC)")
-    if window <= timedelta(0):
-        raise ValueError("window must be positive")
+    _check_now_and_window(now, window)
     series = effective_series(points, chain)
     if not series:
         return _no_progress(total_steps, target_tokens)
@@ -260,9 +257,7 @@ def compute_progress(
     end = max(now, last.at)  # a point stamped slightly after `now` (clock skew) still counts
     times = [p.at for p in series]
     steps = [p.step for p in series]
-    counted = [p for p in series if p.tokens is not None and math.isfinite(p.tokens)]
-    token_times = [p.at for p in counted]
-    token_values = [float(p.tokens) for p in counted if p.tokens is not None]
+    token_times, token_values = _token_series(series)
     tokens = token_values[-1] if token_values else None
     loss = next(
         (p.loss for p in reversed(series) if p.loss is not None and math.isfinite(p.loss)), None
@@ -270,32 +265,12 @@ def compute_progress(
     steps_per_hour = _net_rate(times, steps, end, window)
     tokens_per_hour = _net_rate(token_times, token_values, end, window)
 
-    # the series the projection extrapolates: steps when the run has a step target, else tokens
-    basis = _Basis(times, steps, None, None)
     base = effective_series(baseline, chain)
-    if total_steps is not None and total_steps > 0:  # a non-positive total counts as unknown
-        basis = _Basis(times, steps, total_steps, base[-1].step if base else None)
-    elif target_tokens is not None and target_tokens > 0 and tokens is not None:
-        basis = _Basis(token_times, token_values, target_tokens, base[-1].tokens if base else None)
-    percent = finished = projected_end = None
-    if basis.target is not None:
-        done = basis.values[-1]
-        percent, finished = done / basis.target * 100, done >= basis.target
-        if finished:
-            projected_end = _crossing_time(basis.times, basis.values, basis.target)
-    recent, long = _paces(
-        basis.times,
-        basis.values,
-        last.at,
-        window,
-        downtime,
-        (base[-1].at, basis.base) if base else None,
-    )
+    basis = _choose_basis(times, steps, token_times, token_values, total_steps, target_tokens, base)
+    start = (base[-1].at, basis.base) if base else None
+    recent, long = _paces(basis.times, basis.values, last.at, window, downtime, start)
     net = steps_per_hour if basis.values is steps else tokens_per_hour
-    if basis.target is not None and not finished and net is not None and net > 0:
-        # (no progress at all over the window up to `now`: nothing to project from)
-        remaining = basis.target - basis.values[-1]
-        projected_end = _project(now, remaining, mean_pace(recent, long))
+    percent, finished, projected_end = _standing(basis, now, net, recent, long)
 
     return Progress(
         step=last.step,
@@ -314,6 +289,58 @@ def compute_progress(
         recent_pace=recent,
         long_pace=long,
     )
+
+
+def _check_now_and_window(now: datetime, window: timedelta) -> None:
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware (UTC)")
+    if window <= timedelta(0):
+        raise ValueError("window must be positive")
+
+
+def _token_series(series: Sequence[MetricPoint]) -> tuple[list[datetime], list[float]]:
+    """The times and token counts of the points that have a finite count."""
+    counted = [p for p in series if p.tokens is not None and math.isfinite(p.tokens)]
+    return [p.at for p in counted], [float(p.tokens) for p in counted if p.tokens is not None]
+
+
+def _choose_basis(
+    times: list[datetime],
+    steps: list[int],
+    token_times: list[datetime],
+    token_values: list[float],
+    total_steps: int | None,
+    target_tokens: float | None,
+    base: Sequence[MetricPoint],
+) -> _Basis:
+    """The series the projection extrapolates: steps when the run has a step target, else
+    tokens."""
+    if total_steps is not None and total_steps > 0:  # a non-positive total counts as unknown
+        return _Basis(times, steps, total_steps, base[-1].step if base else None)
+    if target_tokens is not None and target_tokens > 0 and token_values:
+        return _Basis(token_times, token_values, target_tokens, base[-1].tokens if base else None)
+    return _Basis(times, steps, None, None)
+
+
+def _standing(
+    basis: _Basis,
+    now: datetime,
+    net: float | None,
+    recent: float | None,
+    long: float | None,
+) -> tuple[float | None, bool, datetime | None]:
+    """Percent done, whether finished, and the end: when the target was crossed, else
+    projected from `now` at the training pace."""
+    if basis.target is None:
+        return None, False, None
+    done = basis.values[-1]
+    percent, finished = done / basis.target * 100, done >= basis.target
+    if finished:
+        return percent, True, _crossing_time(basis.times, basis.values, basis.target)
+    if net is not None and net > 0:
+        # (no progress at all over the window up to `now`: nothing to project from)
+        return percent, False, _project(now, basis.target - done, mean_pace(recent, long))
+    return percent, False, None
 
 
 def _no_progress(total_steps: int | None, target_tokens: float | None) -> Progress:

@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from bot.ask.query import Day, Query, Term, all_of, any_of
 from bot.models import Event
 from bot.store import Store
-from bot.store.search import WEIGHTS, Boosts
+from bot.store.search import WEIGHTS, Boosts, Ranked
 
 RANK_BUDGET = 1000  # matching rows BM25 may score for one question
 PER_THREAD = 2  # hits from one GitHub thread or Discord channel
@@ -247,6 +247,37 @@ async def _counts(store: Store, terms: list[Term], budget: int) -> list[int]:
     return [counted.get(t.text, budget + 1) for t in terms]
 
 
+def _within_budget(present: list[tuple[int, int, Term]], budget: int) -> list[Term]:
+    """The rarest terms whose matches together stay within `budget`."""
+    chosen: list[Term] = []
+    total = 0
+    for count, _, term in present:
+        if total + count > budget:
+            break
+        chosen.append(term)
+        total += count
+    return chosen
+
+
+async def _candidates(
+    store: Store, run_slug: str, now: datetime, boosts: Boosts, chosen: list[Term], limit: int
+) -> list[Ranked]:
+    """The BM25 pool for the chosen terms, plus events with every rare word and events in a
+    named thread or on a named day."""
+    rank = functools.partial(
+        store.search.ranked, run_slug=run_slug, now=now, boosts=boosts, per_thread=CANDIDATES
+    )
+    ranked, saturated = await rank(any_of(chosen), limit=CANDIDATES)
+    if len(ranked) < limit and saturated:  # other runs crowded this one out of the pool
+        ranked, _ = await rank(any_of(chosen), limit=CANDIDATES, scoped=True)
+    rare = [t for t in chosen if not t.pair]
+    if len(rare) > 1:  # events with every rare word, which BM25 alone may rank below
+        ranked += (await rank(all_of(rare), limit=CANDIDATES // 2))[0]
+    if boosts.refs or boosts.days:  # events in a named thread or on a named day
+        ranked += (await rank(any_of(chosen), limit=CANDIDATES // 2, named_only=True))[0]
+    return ranked
+
+
 async def retrieve(
     store: Store,
     run_slug: str,
@@ -271,30 +302,14 @@ async def retrieve(
     present = [item for item in present if item[0] > 0]
     if not present:
         return []
-    chosen: list[Term] = []
-    total = 0
-    for count, _, term in present:
-        if total + count > budget:
-            break
-        chosen.append(term)
-        total += count
+    chosen = _within_budget(present, budget)
     boosts = Boosts(refs=query.refs, days=day_ranges(query.days, zone, now))
     words = [term for _, _, term in present if not term.pair]
     left = [term for term in words if term not in chosen]
     weights = await _weights(store, present, left)
     hits: list[Hit] = []
     if chosen:
-        rank = functools.partial(
-            store.search.ranked, run_slug=run_slug, now=now, boosts=boosts, per_thread=CANDIDATES
-        )
-        ranked, saturated = await rank(any_of(chosen), limit=CANDIDATES)
-        if len(ranked) < limit and saturated:  # other runs crowded this one out of the pool
-            ranked, _ = await rank(any_of(chosen), limit=CANDIDATES, scoped=True)
-        rare = [t for t in chosen if not t.pair]
-        if len(rare) > 1:  # events with every rare word, which BM25 alone may rank below
-            ranked += (await rank(all_of(rare), limit=CANDIDATES // 2))[0]
-        if boosts.refs or boosts.days:  # events in a named thread or on a named day
-            ranked += (await rank(any_of(chosen), limit=CANDIDATES // 2, named_only=True))[0]
+        ranked = await _candidates(store, run_slug, now, boosts, chosen, limit)
         candidates = {r.event.id: (r.event, r.boost, r.bm25) for r in ranked}
         scored = rescore(list(candidates.values()), weights, len(words))
         # A day the question names is a scope, not a hint: events on it come first.

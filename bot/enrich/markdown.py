@@ -317,6 +317,7 @@ class _Scanner:
         self.kinds.append(FOLDED if self.folded and kind in PROSE_KINDS else kind)
         self.texts.append(text)
 
+    # Long on purpose: one linear state machine over lines; its state would leak across helpers.
     def scan(self, text: str) -> None:
         """Feed the whole (capped) text; a state machine reads best in one place."""
         in_comment = False

@@ -115,6 +115,31 @@ def _newsworthy(doc: Document, body: str, kind: str, tag: str, incident: bool) -
     return not (len(tokens) <= 2 and tag == "other" and not any(c.isdigit() for c in prose))
 
 
+def _topic(
+    doc: Document, own_title: str | None, kind: str, source: str, context: ThreadContext
+) -> str:
+    """The tag of an event that is not about an incident."""
+    default = "infra" if kind in _STATE_KINDS or source == "wandb" else "other"
+    return choose_tag(
+        doc,
+        title=own_title,
+        kind=kind,
+        context=context,
+        default=default,
+        incident_thread=thread_incident(context) is not None,
+    )
+
+
+def _junk(
+    title: str | None, own_title: str | None, body: str, kind: str, context: ThreadContext
+) -> bool:
+    """A stranger's advertisement, or an untrusted dependency-bump pull."""
+    return bool(
+        is_spam(f"{own_title or ''}\n{body}", context)
+        or (kind == "pull" and context.trusted is False and _DEPENDENCY_BUMP.match(title or ""))
+    )
+
+
 def enrich_text(
     *,
     title: str | None,
@@ -149,24 +174,9 @@ def enrich_text(
         not is_chitchat(doc.prose)
         and about_incident(doc.prose, clean_line(own_title) if own_title else "", context)
     )
-    default = "infra" if kind in _STATE_KINDS or source == "wandb" else "other"
-    tag = (
-        "incident"
-        if incident
-        else choose_tag(
-            doc,
-            title=own_title,
-            kind=kind,
-            context=context,
-            default=default,
-            incident_thread=thread_incident(context) is not None,
-        )
-    )
+    tag = "incident" if incident else _topic(doc, own_title, kind, source, context)
     newsworthy = _newsworthy(doc, body, kind, tag, live) and summary != NO_TEXT
-    if newsworthy and (
-        is_spam(f"{own_title or ''}\n{body}", context)
-        or (kind == "pull" and context.trusted is False and _DEPENDENCY_BUMP.match(title or ""))
-    ):
+    if newsworthy and _junk(title, own_title, body, kind, context):
         newsworthy = incident = live = False
         severity = incident_kind = None
     if not newsworthy and not live:

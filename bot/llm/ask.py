@@ -238,27 +238,9 @@ async def write_answer(
                 )
                 return draft
             problems = report.problems
-            await store.llm.record(
-                result.output(
-                    task=f"{TASK}.rejected",
-                    prompt_name=TASK,
-                    prompt_hash=phash,
-                    content=result.text + "\n\n[grounding]\n" + report.feedback(),
-                    created_at=now,
-                    run_slug=run_slug,
-                )
-            )
+            await store.llm.record(_rejected(result, report, phash, run_slug=run_slug, now=now))
             if attempt == 0:
-                messages = [
-                    *messages,
-                    {"role": "assistant", "content": result.text or "(empty)"},
-                    {
-                        "role": "user",
-                        "content": load_prompt("grounding_retry").render(
-                            problems=report.feedback()
-                        ),
-                    },
-                ]
+                messages = _with_retry(messages, result, report)
     except LLMUnavailable as exc:
         llm.note_fallback(exc, TASK, now)
         return None
@@ -267,6 +249,34 @@ async def write_answer(
         "; ".join(problems[:5]),
     )
     return None
+
+
+def _rejected(
+    result: LLMResult, report: GroundingReport, phash: str, *, run_slug: str, now: datetime
+) -> Any:
+    """A reply the grounding check turned down, kept with the check's findings."""
+    return result.output(
+        task=f"{TASK}.rejected",
+        prompt_name=TASK,
+        prompt_hash=phash,
+        content=result.text + "\n\n[grounding]\n" + report.feedback(),
+        created_at=now,
+        run_slug=run_slug,
+    )
+
+
+def _with_retry(
+    messages: list[dict[str, Any]], result: LLMResult, report: GroundingReport
+) -> list[dict[str, Any]]:
+    """The conversation so far, the rejected reply, and the problems to fix."""
+    return [
+        *messages,
+        {"role": "assistant", "content": result.text or "(empty)"},
+        {
+            "role": "user",
+            "content": load_prompt("grounding_retry").render(problems=report.feedback()),
+        },
+    ]
 
 
 def _output(

@@ -153,6 +153,18 @@ class LLMResult:
 Sleep = Callable[[float], Awaitable[None]]
 
 
+def _system_param(system: str | Sequence[str], cache_system: bool) -> str | list[dict[str, Any]]:
+    """The system prompt as the API takes it: text blocks when several or cached (the last
+    block then carries `cache_control`)."""
+    if isinstance(system, str) and not cache_system:
+        return system
+    parts = [system] if isinstance(system, str) else list(system)
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": p} for p in parts]
+    if cache_system and blocks:
+        blocks[-1]["cache_control"] = {"type": "ephemeral"}
+    return blocks
+
+
 class LLMClient:
     """Messages API calls with a budget, capped retries and cost accounting."""
 
@@ -290,15 +302,10 @@ class LLMClient:
             estimate_tokens(str(m.get("content", ""))) for m in messages
         )
         await self._check_budget(now, estimated, model)
-        system_param: str | list[dict[str, Any]] = system if isinstance(system, str) else ""
-        if cache_system or not isinstance(system, str):
-            system_param = [{"type": "text", "text": p} for p in parts]
-            if cache_system and system_param:
-                system_param[-1]["cache_control"] = {"type": "ephemeral"}
         kwargs: dict[str, Any] = {
             "model": model,
             "max_tokens": max_tokens,
-            "system": system_param,
+            "system": _system_param(system, cache_system),
             "messages": list(messages),
             "timeout": self.timeout,
         }
@@ -306,6 +313,10 @@ class LLMClient:
             kwargs["tools"] = list(tools)
         if tool_name:
             kwargs["tool_choice"] = {"type": "tool", "name": tool_name}
+        return await self._create(kwargs, model)
+
+    async def _create(self, kwargs: dict[str, Any], model: str) -> LLMResult:
+        """`messages.create`, retried on a retryable status or a connection error."""
         sdk = await self._client()
         import anthropic  # imported by `_client` (for its exception classes)
 

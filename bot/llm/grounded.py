@@ -333,14 +333,8 @@ def render_prompt(
     index = FactIndex.build(facts_text, highlights, threads)
     if card:
         index.shown = card_numbers(facts)
-    # A URL that is only part of a name or title (a display name "[Status](https://evil…)") is
-    # not a source's link: the writer may not link it.
-    names = [h.author for h in facts.highlights] + [t.author for t in facts.open_threads]
-    names += [t.title for t in facts.open_threads] + [i.title for i in facts.incidents]
-    own = [h.url for h in facts.highlights] + [t.url for t in facts.open_threads]
-    index.urls -= urls_in(names) - urls_in([*own, *facts.links.values()])
-    people = {h.author for h in facts.highlights} | {t.author for t in facts.open_threads}
-    people |= {i.reported_by for i in facts.incidents}
+    index.urls -= _urls_in_names(facts)
+    people = _people(facts)
     rendered_system = system.render()
     cited = CitedRequest(
         sources=_linkable(numbered.sources, index),
@@ -367,6 +361,22 @@ def render_prompt(
         people=given([user], [*known, *(p for p in people if p)], request=rendered_system),
         cited=cited,
     )
+
+
+def _urls_in_names(facts: NarrativeFacts) -> set[str]:
+    """A URL that is only part of a name or title (a display name "[Status](https://evil…)") is
+    not a source's link: the writer may not link it."""
+    names = [h.author for h in facts.highlights] + [t.author for t in facts.open_threads]
+    names += [t.title for t in facts.open_threads] + [i.title for i in facts.incidents]
+    own = [h.url for h in facts.highlights] + [t.url for t in facts.open_threads]
+    return urls_in(names) - urls_in([*own, *facts.links.values()])
+
+
+def _people(facts: NarrativeFacts) -> set[str | None]:
+    """Everyone the facts name: highlights' and threads' authors, incidents' reporters."""
+    people = {h.author for h in facts.highlights} | {t.author for t in facts.open_threads}
+    people |= {i.reported_by for i in facts.incidents}
+    return people
 
 
 def _linkable(sources: dict[int, Source], index: FactIndex) -> dict[int, Source]:

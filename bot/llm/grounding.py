@@ -547,14 +547,37 @@ def extract(text: str, *, facts: bool = False) -> Extracted:
     `facts`, small number words are kept as numbers too, and the parts of compound identifiers
     and the numbers inside them are kept as identifiers and numbers."""
     out = Extracted()
-    work = text
+    work = _take_urls(out, text, facts)
+    work = _take_dates(out, work, facts)
+    work = _take_months(out, work)
+    work = _take_times(out, work)
+    for match in _REF.finditer(work):
+        out.refs.append(match.group(0).lower())
+        work = _blank(work, match.span())
+    for match in _DURATION.finditer(work):
+        number = _duration(match, work)
+        if number is not None:
+            out.numbers.append(number)
+            work = _blank(work, match.span("all"))
+    work = _take_sizes(out, work)
+    work = _take_numbers(out, work, text)
+    work = _take_idents(out, work, facts)
+    out.numbers.extend(_word_numbers(work, keep_small=facts))
+    return out
+
+
+def _take_urls(out: Extracted, work: str, facts: bool) -> str:
     for match in URL_RE.finditer(work):
         url = normalise_url(match.group(0))
         after = work[match.end() : match.end() + 1]
         if not (facts and (url.endswith(("…", "...")) or after == "…")):
             out.urls.append(url)
         work = _blank(work, match.span())
-    # dates, each possibly with a zoned time after it (an instant)
+    return work
+
+
+def _take_dates(out: Extracted, work: str, facts: bool) -> str:
+    """Dates, each possibly with a zoned time after it (an instant)."""
     for pattern in _DATE_PATTERNS:
         for match in pattern.finditer(work):
             date = _date_of(match.groupdict())
@@ -564,24 +587,41 @@ def extract(text: str, *, facts: bool = False) -> Extracted:
             year, month, day = date
             out.dates.append((match.group(0), year, month, day))
             work = _blank(work, match.span())
-            for time_pattern in (_TIME, _HOUR):
-                timed = time_pattern.search(work, match.end(), match.end() + 40)
-                if timed is None or not _DATE_TIME_GAP.match(work[match.end() : timed.start()]):
-                    continue
-                clock = _clock(timed)
-                if clock is None:
-                    continue
-                if year is not None and clock.offset is not None:
-                    moment = _instant(year, month, day, clock)
-                    if moment is not None:
-                        raw = f"{match.group(0)} {clock.raw}"
-                        out.instants.append((raw, moment, clock.minute is not None))
-                        work = _blank(work, (timed.start(), timed.start() + len(clock.raw)))
-                        if facts:  # the parts are facts too ("Sep 1", "7:39 p.m.")
-                            out.times.append(clock)
-                        else:  # the day is checked as part of the moment
-                            out.dates.pop()
-                break
+            work = _take_instant(out, work, match, date, facts)
+    return work
+
+
+def _take_instant(
+    out: Extracted,
+    work: str,
+    match: re.Match[str],
+    date: tuple[int | None, int, int],
+    facts: bool,
+) -> str:
+    """A zoned time right after the date `match` makes an instant of the two."""
+    year, month, day = date
+    for time_pattern in (_TIME, _HOUR):
+        timed = time_pattern.search(work, match.end(), match.end() + 40)
+        if timed is None or not _DATE_TIME_GAP.match(work[match.end() : timed.start()]):
+            continue
+        clock = _clock(timed)
+        if clock is None:
+            continue
+        if year is not None and clock.offset is not None:
+            moment = _instant(year, month, day, clock)
+            if moment is not None:
+                raw = f"{match.group(0)} {clock.raw}"
+                out.instants.append((raw, moment, clock.minute is not None))
+                work = _blank(work, (timed.start(), timed.start() + len(clock.raw)))
+                if facts:  # the parts are facts too ("Sep 1", "7:39 p.m.")
+                    out.times.append(clock)
+                else:  # the day is checked as part of the moment
+                    out.dates.pop()
+        break
+    return work
+
+
+def _take_months(out: Extracted, work: str) -> str:
     for match in _MONTH_ONLY.finditer(work):
         mon = match.group("mon")
         if not _MONTH_CAPITAL.match(mon):
@@ -596,6 +636,10 @@ def extract(text: str, *, facts: bool = False) -> Extracted:
         year = int(match.group("year")) if match.group("year") else None
         out.months.append((match.group(0), year, _MONTHS[mon[:3].lower()], part))
         work = _blank(work, match.span())
+    return work
+
+
+def _take_times(out: Extracted, work: str) -> str:
     for pattern in (_TIME, _HOUR):
         for match in pattern.finditer(work):
             clock = _clock(match)
@@ -603,14 +647,10 @@ def extract(text: str, *, facts: bool = False) -> Extracted:
                 continue
             out.times.append(clock)
             work = _blank(work, (match.start(), match.start() + len(clock.raw)))
-    for match in _REF.finditer(work):
-        out.refs.append(match.group(0).lower())
-        work = _blank(work, match.span())
-    for match in _DURATION.finditer(work):
-        number = _duration(match, work)
-        if number is not None:
-            out.numbers.append(number)
-            work = _blank(work, match.span("all"))
+    return work
+
+
+def _take_sizes(out: Extracted, work: str) -> str:
     for match in _SIZE.finditer(work):
         digits = match.group("num")
         written = float(digits.replace(",", ""))
@@ -628,62 +668,77 @@ def extract(text: str, *, facts: bool = False) -> Extracted:
             )
         )
         work = _blank(work, match.span())
+    return work
+
+
+def _take_numbers(out: Extracted, work: str, text: str) -> str:
+    """Plain numbers; `text` (unblanked) decides hedging and step numbers."""
     for match in _NUMBER.finditer(work):
-        digits = match.group("num")
-        scale_word = (match.group("scale") or "").lower()
-        scale = _SCALE.get(scale_word, 1.0)
-        value = float(digits.replace(",", "")) * scale
-        unit = _unit(digits, scale)
-        readings: list[tuple[str, float, float]] = []
-        if match.group("pct"):
-            readings.append(("%", value, unit))
-        else:
-            readings.append(("", value, unit))
-            if scale_word in _BINARY_SCALE:
-                binary = float(digits.replace(",", "")) * _BINARY_SCALE[scale_word]
-                readings.append(("", binary, _unit(digits, _BINARY_SCALE[scale_word])))
-        plain_int = (
-            not scale_word
-            and not match.group("pct")
-            and "." not in digits
-            and "e" not in digits.lower()
-        )
-        hedged = bool(_HEDGE.search(text[max(0, match.start() - 16) : match.start()]))
-        exact = _is_step(text, *match.span()) or (
-            plain_int
-            and (
-                (value < COUNT_EXACT_BELOW and not hedged)
-                or (len(digits) == 4 and 1900 <= value <= 2100)
-            )
-        )
-        out.numbers.append(
-            Number(
-                raw=match.group(0).strip(),
-                value=value,
-                unit=unit,
-                readings=tuple(readings),
-                exact=exact,
-            )
-        )
+        out.numbers.append(_plain_number(match, text))
         work = _blank(work, match.span())
+    return work
+
+
+def _plain_number(match: re.Match[str], text: str) -> Number:
+    digits = match.group("num")
+    scale_word = (match.group("scale") or "").lower()
+    scale = _SCALE.get(scale_word, 1.0)
+    value = float(digits.replace(",", "")) * scale
+    unit = _unit(digits, scale)
+    readings: list[tuple[str, float, float]] = []
+    if match.group("pct"):
+        readings.append(("%", value, unit))
+    else:
+        readings.append(("", value, unit))
+        if scale_word in _BINARY_SCALE:
+            binary = float(digits.replace(",", "")) * _BINARY_SCALE[scale_word]
+            readings.append(("", binary, _unit(digits, _BINARY_SCALE[scale_word])))
+    plain_int = (
+        not scale_word
+        and not match.group("pct")
+        and "." not in digits
+        and "e" not in digits.lower()
+    )
+    hedged = bool(_HEDGE.search(text[max(0, match.start() - 16) : match.start()]))
+    exact = _is_step(text, *match.span()) or (
+        plain_int
+        and (
+            (value < COUNT_EXACT_BELOW and not hedged)
+            or (len(digits) == 4 and 1900 <= value <= 2100)
+        )
+    )
+    return Number(
+        raw=match.group(0).strip(),
+        value=value,
+        unit=unit,
+        readings=tuple(readings),
+        exact=exact,
+    )
+
+
+def _take_idents(out: Extracted, work: str, facts: bool) -> str:
     for match in _IDENT.finditer(work):
         token = match.group(0).strip(".-/")
         if any(ch.isdigit() for ch in token):
             out.idents.append(token.lower())
             work = _blank(work, match.span())
             if facts:
-                for part in _IDENT_SPLIT.split(token):
-                    if any(ch.isdigit() for ch in part):
-                        out.idents.append(part.lower())
-                        for inner in _EMBEDDED.finditer(part):
-                            scale = _SCALE.get((inner.group("scale") or "").lower(), 1.0)
-                            base = float(inner.group("num"))
-                            for value in {base, base * scale}:
-                                out.numbers.append(
-                                    Number(raw=inner.group(0), value=value, unit=0.0, exact=True)
-                                )
-    out.numbers.extend(_word_numbers(work, keep_small=facts))
-    return out
+                _split_ident(out, token)
+    return work
+
+
+def _split_ident(out: Extracted, token: str) -> None:
+    """The parts of a compound identifier, and the numbers inside them, are facts too."""
+    for part in _IDENT_SPLIT.split(token):
+        if any(ch.isdigit() for ch in part):
+            out.idents.append(part.lower())
+            for inner in _EMBEDDED.finditer(part):
+                scale = _SCALE.get((inner.group("scale") or "").lower(), 1.0)
+                base = float(inner.group("num"))
+                for value in {base, base * scale}:
+                    out.numbers.append(
+                        Number(raw=inner.group(0), value=value, unit=0.0, exact=True)
+                    )
 
 
 def _third(day: int) -> str:

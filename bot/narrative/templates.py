@@ -266,15 +266,38 @@ def told_above(highlight: Highlight, facts: DigestFacts) -> bool:
 def template_digest(facts: DigestFacts) -> str:
     """Plain sentences from the facts alone, in the order the digest tells things: where the
     run stands, incidents (each with its cause), restarts, what happened, what is open."""
-    tz = facts.timezone
-    hours = facts.window_hours
-    name = facts.run_name
     if facts.quiet:
-        return f"{name}: nothing happened in the last {hours} hours."
+        return f"{facts.run_name}: nothing happened in the last {facts.window_hours} hours."
     paragraphs: list[str] = []
+    head = _digest_head(facts)
+    if head:
+        paragraphs.append(" ".join(head))
+    if facts.incidents:
+        paragraphs.append(_digest_incidents(facts))
+    if facts.restarts_in_window:
+        paragraphs.append(_digest_restarts(facts))
+    if facts.goodput_moved:
+        paragraphs.append(facts.goodput_moved)
+    untold = [h for h in facts.highlights if not told_above(h, facts)]
+    happened = what_happened(untold, DIGEST_ITEMS)
+    if happened:
+        lines = []
+        for h in happened:
+            ref = f" in {h.ref}" if h.ref else ""
+            lines.append(f"- {credit(h.author, h.source)}{ref}: {sentence(h.summary)}")
+        paragraphs.append("What happened:\n" + "\n".join(lines))
+    if facts.open_threads:
+        refs = "; ".join(f"{t.ref} {t.title}" if t.ref else t.title for t in facts.open_threads[:5])
+        paragraphs.append(f"Still open: {refs}.")
+    return within(paragraphs, DIGEST_MAX_CHARS)
+
+
+def _digest_head(facts: DigestFacts) -> list[str]:
+    """Where the run stands: step, tokens, projected end (a sentence each)."""
+    hours = facts.window_hours
     head: list[str] = []
     if facts.step is not None:
-        line = f"{name} is {facts.state} at step {fmt_int(facts.step)}"
+        line = f"{facts.run_name} is {facts.state} at step {fmt_int(facts.step)}"
         if facts.total_steps:
             line += f" of {fmt_int(facts.total_steps)}"
         if facts.percent is not None:
@@ -291,47 +314,36 @@ def template_digest(facts: DigestFacts) -> str:
             f"It has seen {fmt_big(facts.tokens)} of {fmt_big(facts.target_tokens)} tokens."
         )
     if facts.projected_end:
-        when = fmt_projected(facts.projected_end, facts.projected_margin, tz, facts.now)
+        when = fmt_projected(facts.projected_end, facts.projected_margin, facts.timezone, facts.now)
         head.append(f"Projected end at the recent pace: {when}.")
-    if head:
-        paragraphs.append(" ".join(head))
-    if facts.incidents:
-        lines = []
-        for incident in facts.incidents:
-            state = (
-                f"resolved after {humanize_duration(incident.duration(facts.now))}"
-                if incident.resolved_at
-                else f"open for {humanize_duration(incident.duration(facts.now))}"
-            )
-            lines.append(f"{incident.title.rstrip('.')} ({state}{_cause_clause(incident)})")
-        paragraphs.append("Incidents: " + "; ".join(lines) + ".")
-    if facts.restarts_in_window:
-        parts = []
-        for restart in facts.restarts_in_window:
-            text = f"at {fmt_time(restart.at, tz)}"
-            if restart.to_step is not None:
-                text += f" from step {fmt_int(restart.to_step)}"
-            if restart.down_for is not None:
-                text += f" after {humanize_duration(restart.down_for)} down"
-            if restart.recomputed_steps:
-                text += f", {fmt_int(restart.recomputed_steps)} steps recomputed"
-            parts.append(text)
-        count = len(facts.restarts_in_window)
-        paragraphs.append(
-            f"Training restarted {count} time{'s' if count != 1 else ''} from a checkpoint "
-            f"(a saved copy of the model): " + "; ".join(parts) + "."
+    return head
+
+
+def _digest_incidents(facts: DigestFacts) -> str:
+    lines = []
+    for incident in facts.incidents:
+        state = (
+            f"resolved after {humanize_duration(incident.duration(facts.now))}"
+            if incident.resolved_at
+            else f"open for {humanize_duration(incident.duration(facts.now))}"
         )
-    if facts.goodput_moved:
-        paragraphs.append(facts.goodput_moved)
-    untold = [h for h in facts.highlights if not told_above(h, facts)]
-    happened = what_happened(untold, DIGEST_ITEMS)
-    if happened:
-        lines = []
-        for h in happened:
-            ref = f" in {h.ref}" if h.ref else ""
-            lines.append(f"- {credit(h.author, h.source)}{ref}: {sentence(h.summary)}")
-        paragraphs.append("What happened:\n" + "\n".join(lines))
-    if facts.open_threads:
-        refs = "; ".join(f"{t.ref} {t.title}" if t.ref else t.title for t in facts.open_threads[:5])
-        paragraphs.append(f"Still open: {refs}.")
-    return within(paragraphs, DIGEST_MAX_CHARS)
+        lines.append(f"{incident.title.rstrip('.')} ({state}{_cause_clause(incident)})")
+    return "Incidents: " + "; ".join(lines) + "."
+
+
+def _digest_restarts(facts: DigestFacts) -> str:
+    parts = []
+    for restart in facts.restarts_in_window:
+        text = f"at {fmt_time(restart.at, facts.timezone)}"
+        if restart.to_step is not None:
+            text += f" from step {fmt_int(restart.to_step)}"
+        if restart.down_for is not None:
+            text += f" after {humanize_duration(restart.down_for)} down"
+        if restart.recomputed_steps:
+            text += f", {fmt_int(restart.recomputed_steps)} steps recomputed"
+        parts.append(text)
+    count = len(facts.restarts_in_window)
+    return (
+        f"Training restarted {count} time{'s' if count != 1 else ''} from a checkpoint "
+        f"(a saved copy of the model): " + "; ".join(parts) + "."
+    )

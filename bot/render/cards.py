@@ -134,30 +134,13 @@ def status_card(
     report: StatusReport, narrative: Narrative, fmt: TimeFormatter, *, chart: str | None = None
 ) -> Card:
     p = report.progress
-    lines = []
-    lines.append(f"{progress_bar(p.percent)} **{fmt_percent(p.percent)}**")
-    if p.step is not None:
-        total = f" of {fmt_int(p.total_steps)}" if p.total_steps else ""
-        lines.append(f"step **{fmt_int(p.step)}**{total}")
-    if p.tokens is not None:
-        target = f" of {fmt_big(p.target_tokens)}" if p.target_tokens else ""
-        lines.append(f"{fmt_big(p.tokens)}{target} tokens")
+    lines = _progress_lines(p)
     card = Card(
         title=clip(f"{report.run.name} — {_state_label(report)}", TITLE_LIMIT),
         color=_color(report),
         description=clip("\n".join(lines) + "\n\n" + narrative.text, DESCRIPTION_LIMIT),
     )
-    when = []
-    if report.launched_at:
-        when.append(f"launched {fmt(report.launched_at, 'date')}")
-    if p.finished and p.projected_end:
-        when.append(f"finished {fmt(p.projected_end, 'date')}")
-    elif p.projected_end:
-        when.append(f"projected end {projected_text(report, fmt)}")
-    schedule = " · ".join(when)
-    rate = rate_text(p)
-    if rate and not p.finished:
-        schedule += ("\n" if schedule else "") + rate
+    schedule = _schedule_text(report, fmt)
     if schedule:
         card.fields.append(CardField("Schedule", schedule))
     if report.last_restart:
@@ -173,22 +156,10 @@ def status_card(
         curve = report.loss_forecast
         against = f"\n{curve.reason}" if curve is not None and curve.forecast is not None else ""
         card.fields.append(CardField("Loss", f"{fmt_value(p.loss)}{against}", inline=True))
-    incidents = report.open_incidents
-    lines = [
-        f"• {incident_line(i, report)} (since {fmt(i.started_at, 'relative')})" for i in incidents
-    ]
-    lines = lines or ["none"]
-    if report.incidents_total:
-        healed = report.incidents_self_healed
-        lines.append(
-            f"{report.incidents_total} so far"
-            + (f", {healed} cleared on its own" if healed == 1 else "")
-            + (f", {healed} cleared on their own" if healed > 1 else "")
-        )
     card.fields.append(
         CardField(
             "Open incidents",
-            clip("\n".join(lines), FIELD_VALUE_LIMIT),
+            clip(_incidents_text(report, fmt), FIELD_VALUE_LIMIT),
             inline=True,
         )
     )
@@ -213,6 +184,52 @@ def status_card(
     card.footer = narrative_footer(narrative, report.now)
     card.image = chart
     return card
+
+
+def _progress_lines(p: Progress) -> list[str]:
+    """The bar, the step and the tokens, each against its target when there is one."""
+    lines = [f"{progress_bar(p.percent)} **{fmt_percent(p.percent)}**"]
+    if p.step is not None:
+        total = f" of {fmt_int(p.total_steps)}" if p.total_steps else ""
+        lines.append(f"step **{fmt_int(p.step)}**{total}")
+    if p.tokens is not None:
+        target = f" of {fmt_big(p.target_tokens)}" if p.target_tokens else ""
+        lines.append(f"{fmt_big(p.tokens)}{target} tokens")
+    return lines
+
+
+def _schedule_text(report: StatusReport, fmt: TimeFormatter) -> str:
+    """Launched, finished or projected end, and the rate while the run goes on ("": none)."""
+    p = report.progress
+    when = []
+    if report.launched_at:
+        when.append(f"launched {fmt(report.launched_at, 'date')}")
+    if p.finished and p.projected_end:
+        when.append(f"finished {fmt(p.projected_end, 'date')}")
+    elif p.projected_end:
+        when.append(f"projected end {projected_text(report, fmt)}")
+    schedule = " · ".join(when)
+    rate = rate_text(p)
+    if rate and not p.finished:
+        schedule += ("\n" if schedule else "") + rate
+    return schedule
+
+
+def _incidents_text(report: StatusReport, fmt: TimeFormatter) -> str:
+    """The open incidents ("none") and how many there were in all."""
+    lines = [
+        f"• {incident_line(i, report)} (since {fmt(i.started_at, 'relative')})"
+        for i in report.open_incidents
+    ]
+    lines = lines or ["none"]
+    if report.incidents_total:
+        healed = report.incidents_self_healed
+        lines.append(
+            f"{report.incidents_total} so far"
+            + (f", {healed} cleared on its own" if healed == 1 else "")
+            + (f", {healed} cleared on their own" if healed > 1 else "")
+        )
+    return "\n".join(lines)
 
 
 def incident_line(incident: Incident, report: StatusReport) -> str:

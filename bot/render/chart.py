@@ -25,7 +25,10 @@ from bot.numbers import fmt_big, fmt_value
 from bot.timeutil import resolve_zone
 
 if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
+
     from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
     from matplotlib.dates import ConciseDateFormatter
     from matplotlib.figure import Figure
     from matplotlib.ticker import Locator
@@ -79,10 +82,8 @@ def draw_chart(
     import matplotlib
 
     matplotlib.use("Agg")
-    from matplotlib import dates as mdates
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure  # the OO API: no global pyplot state, thread-safe
-    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     _imported()
     tz = resolve_zone(zone)
@@ -92,19 +93,36 @@ def draw_chart(
     FigureCanvasAgg(fig)  # its own canvas: `fig.canvas.draw()` lays it out as saved
     ax = fig.add_subplot(1, 1, 1)
     shown = [p for p in points if p.loss is not None and math.isfinite(p.loss)]
-    times = mdates.date2num([p.at for p in shown])
     losses = [float(p.loss or 0.0) for p in shown]
-    handles: list[Artist] = []
-    if shown:
-        (line,) = ax.plot(
-            times,
-            losses,
-            color=LOSS_COLOR,
-            linewidth=1.4,
-            label=f"loss {fmt_value(losses[-1])}",  # 2.346, 0.6012, 0.0123
-        )
-        handles.append(line)
-    if loss_curve is not None and shown:
+    handles = _plot_loss(ax, shown, losses, loss_curve)
+    handles += _plot_tokens(ax, points)
+    if restarts:
+        handles.append(_mark_restarts(ax, restarts))
+    _style_axes(ax, tz, shown, losses)
+    _legend(fig, ax, handles)
+    return fig
+
+
+def _plot_loss(
+    ax: Axes,
+    shown: Sequence[MetricPoint],
+    losses: list[float],
+    loss_curve: Callable[[float], float | None] | None,
+) -> list[Artist]:
+    from matplotlib import dates as mdates
+
+    if not shown:
+        return []
+    times = mdates.date2num([p.at for p in shown])
+    (line,) = ax.plot(
+        times,
+        losses,
+        color=LOSS_COLOR,
+        linewidth=1.4,
+        label=f"loss {fmt_value(losses[-1])}",  # 2.346, 0.6012, 0.0123
+    )
+    handles: list[Artist] = [line]
+    if loss_curve is not None:
         # the predicted curve at each point's step, against the same time axis
         predicted = [(t, loss_curve(p.step)) for t, p in zip(times, shown, strict=True)]
         curve = [(t, float(v)) for t, v in predicted if v is not None]
@@ -118,39 +136,59 @@ def draw_chart(
                 label="predicted",
             )
             handles.append(line)
+    return handles
+
+
+def _plot_tokens(ax: Axes, points: Sequence[MetricPoint]) -> list[Artist]:
+    """Tokens on a second y axis at the right, when any point has them."""
+    from matplotlib import dates as mdates
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
     token_points = [p for p in points if p.tokens is not None and math.isfinite(p.tokens)]
-    if token_points:
-        ax2 = ax.twinx()
-        tokens = [float(p.tokens or 0.0) for p in token_points]
-        (line,) = ax2.plot(
-            mdates.date2num([p.at for p in token_points]),
-            tokens,
-            color=TOKENS_COLOR,
-            linewidth=1.1,
-            linestyle="--",
-            label=f"{fmt_big(tokens[-1])} tokens",  # 8.42T
-        )
-        handles.append(line)
-        ax2.yaxis.set_major_locator(MaxNLocator(4))
-        ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_big(v) if v else "0"))
-        ax2.tick_params(axis="y", labelsize=FONT_PT, colors=TOKENS_COLOR, length=3)
-        for side in ("left", "top"):
-            ax2.spines[side].set_visible(False)
-    if restarts:
-        # One collection for all of them, spanning the axes' height whatever the loss range.
-        marks = ax.vlines(
-            mdates.date2num(list(restarts)),
-            0,
-            1,
-            transform=ax.get_xaxis_transform(),
-            colors=RESTART_COLOR,
-            linewidth=1.0,
-            alpha=0.75,
-            zorder=1,  # under the curves
-            label="restart" if len(restarts) == 1 else f"{len(restarts)} restarts",
-        )
-        marks.set_gid(RESTART_GID)
-        handles.append(marks)
+    if not token_points:
+        return []
+    ax2 = ax.twinx()
+    tokens = [float(p.tokens or 0.0) for p in token_points]
+    (line,) = ax2.plot(
+        mdates.date2num([p.at for p in token_points]),
+        tokens,
+        color=TOKENS_COLOR,
+        linewidth=1.1,
+        linestyle="--",
+        label=f"{fmt_big(tokens[-1])} tokens",  # 8.42T
+    )
+    ax2.yaxis.set_major_locator(MaxNLocator(4))
+    ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_big(v) if v else "0"))
+    ax2.tick_params(axis="y", labelsize=FONT_PT, colors=TOKENS_COLOR, length=3)
+    for side in ("left", "top"):
+        ax2.spines[side].set_visible(False)
+    return [line]
+
+
+def _mark_restarts(ax: Axes, restarts: Sequence[datetime]) -> Artist:
+    from matplotlib import dates as mdates
+
+    # One collection for all of them, spanning the axes' height whatever the loss range.
+    marks = ax.vlines(
+        mdates.date2num(list(restarts)),
+        0,
+        1,
+        transform=ax.get_xaxis_transform(),
+        colors=RESTART_COLOR,
+        linewidth=1.0,
+        alpha=0.75,
+        zorder=1,  # under the curves
+        label="restart" if len(restarts) == 1 else f"{len(restarts)} restarts",
+    )
+    marks.set_gid(RESTART_GID)
+    return marks
+
+
+def _style_axes(ax: Axes, tz: ZoneInfo, shown: Sequence[MetricPoint], losses: list[float]) -> None:
+    """The time axis in the run's zone, the loss axis zoomed to the newest part, light grid."""
+    from matplotlib import dates as mdates
+    from matplotlib.ticker import MaxNLocator
+
     locator = mdates.AutoDateLocator(tz=tz, minticks=2, maxticks=5)  # 2-4 labels fit 400 px
     # Tick labels say only what changes ("14:00", "Feb"); what they leave out (the day of a
     # short chart) goes in the axis label with the zone, not in a corner label beside it.
@@ -179,6 +217,10 @@ def draw_chart(
     ax.grid(alpha=0.25)
     for side in ("right", "top"):
         ax.spines[side].set_visible(False)
+
+
+def _legend(fig: Figure, ax: Axes, handles: list[Artist]) -> None:
+    """The legend above the plot, or "no metrics yet" in it; then the layout."""
     if handles:
         # Above the plot, where a title would be: never over the curve.
         fig.legend(
@@ -203,7 +245,6 @@ def draw_chart(
         )
     rows = 0 if not handles else (1 if len(handles) <= 3 else 2)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.1 * rows), pad=0.3)
-    return fig
 
 
 #: The loss axis is fitted to the newest part of the run (this share of its time span): the

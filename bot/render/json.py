@@ -5,13 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from bot.analysis.progress import Progress
 from bot.incidents.service import public_kind
-from bot.models import IncidentAction, ReportedCause
+from bot.models import Incident, IncidentAction, ReportedCause, Restart
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
 from bot.render.cards import restart_text
 from bot.services.narrative import Narrative
-from bot.services.status import StatusReport
+from bot.services.status import SourceStatus, StatusReport
 
 
 def iso(value: datetime | None) -> str | None:
@@ -48,16 +49,7 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
         "state": report.state,
         "health": report.health,
         "monitor_stale": report.monitor_stale,
-        "progress": {
-            "percent": p.percent,
-            "step": p.step,
-            "total_steps": p.total_steps,
-            "tokens": p.tokens,
-            "target_tokens": p.target_tokens,
-            "steps_per_hour": p.steps_per_hour,
-            "tokens_per_hour": p.tokens_per_hour,
-            "finished": p.finished,
-        },
+        "progress": _progress_json(p),
         "launched_at": iso(report.launched_at),
         "projected_end": iso(p.projected_end),
         # how far either side of it the end plausibly lies, in days (None: unknown)
@@ -68,50 +60,11 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
         ),
         "training_pace_per_hour": p.pace,
         "last_restart_at": iso(restart.at if restart else None),
-        "last_restart": (
-            {
-                "at": iso(restart.at),
-                "description": restart_text(restart),
-                "kind": restart.kind,
-                "from_step": restart.from_step,
-                "to_step": restart.to_step,
-                "runs": list(restart.runs),
-                "down_seconds": (
-                    restart.down_for.total_seconds() if restart.down_for is not None else None
-                ),
-                "recomputed_steps": restart.recomputed_steps,
-                "checkpoint_step": restart.checkpoint_step,
-                "stopped_at": iso(restart.stopped_at),
-                "resumed_at": iso(restart.resumed_at),
-                "cause": restart.cause,
-                # why it restarted in the words of a person or the ops log (text), or null
-                "reported_cause": cause.text if cause else None,
-                "reported_by": reported_by_json(cause),
-            }
-            if restart
-            else None
-        ),
+        "last_restart": _restart_json(restart, cause) if restart else None,
         "heartbeat_at": iso(report.heartbeat_at),
         "last_point_at": iso(p.last_point_at),
         "loss": p.loss,
-        "open_incidents": [
-            {
-                "id": i.id,
-                "kind": public_kind(i),
-                "title": i.title,
-                "severity": i.severity,
-                "status": i.status,
-                "started_at": iso(i.started_at),
-                # what a person wrote about it while it was open (text), or null
-                "reported_cause": i.details.reported_cause.text
-                if i.details.reported_cause
-                else None,
-                "reported_by": reported_by_json(i.details.reported_cause),
-                # a person's action on it (requeue, drain, restart…), or null
-                "action": action_json(i.details.action),
-            }
-            for i in report.open_incidents
-        ],
+        "open_incidents": [_open_incident_json(i) for i in report.open_incidents],
         "incident_stats": {
             "total": report.incidents_total,
             "self_healed": report.incidents_self_healed,
@@ -119,18 +72,7 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
         },
         "freshness": {source: iso(at) for source, at in report.freshness.items()},
         "sources": {
-            source: (
-                {
-                    "ok": status.ok,
-                    "error": status.error,
-                    "failing_since": iso(status.failing_since),
-                    "last_success_at": iso(status.last_success_at),
-                    "connected": status.connected,  # chat: the gateway; null when not known
-                    "last_message_at": iso(status.last_message_at),
-                }
-                if status is not None
-                else None
-            )
+            source: _source_json(status) if status is not None else None
             for source, status in report.sources.items()
         },
         "narrative": narrative.text,
@@ -140,6 +82,68 @@ def status_json(report: StatusReport, narrative: Narrative) -> dict[str, Any]:
         "forecasts": [view.as_json() for view in report.forecasts],
         "goodput": report.goodput.to_json() if report.goodput is not None else None,
         "generated_at": iso(report.now),
+    }
+
+
+def _progress_json(p: Progress) -> dict[str, Any]:
+    return {
+        "percent": p.percent,
+        "step": p.step,
+        "total_steps": p.total_steps,
+        "tokens": p.tokens,
+        "target_tokens": p.target_tokens,
+        "steps_per_hour": p.steps_per_hour,
+        "tokens_per_hour": p.tokens_per_hour,
+        "finished": p.finished,
+    }
+
+
+def _restart_json(restart: Restart, cause: ReportedCause | None) -> dict[str, Any]:
+    return {
+        "at": iso(restart.at),
+        "description": restart_text(restart),
+        "kind": restart.kind,
+        "from_step": restart.from_step,
+        "to_step": restart.to_step,
+        "runs": list(restart.runs),
+        "down_seconds": (
+            restart.down_for.total_seconds() if restart.down_for is not None else None
+        ),
+        "recomputed_steps": restart.recomputed_steps,
+        "checkpoint_step": restart.checkpoint_step,
+        "stopped_at": iso(restart.stopped_at),
+        "resumed_at": iso(restart.resumed_at),
+        "cause": restart.cause,
+        # why it restarted in the words of a person or the ops log (text), or null
+        "reported_cause": cause.text if cause else None,
+        "reported_by": reported_by_json(cause),
+    }
+
+
+def _open_incident_json(i: Incident) -> dict[str, Any]:
+    return {
+        "id": i.id,
+        "kind": public_kind(i),
+        "title": i.title,
+        "severity": i.severity,
+        "status": i.status,
+        "started_at": iso(i.started_at),
+        # what a person wrote about it while it was open (text), or null
+        "reported_cause": i.details.reported_cause.text if i.details.reported_cause else None,
+        "reported_by": reported_by_json(i.details.reported_cause),
+        # a person's action on it (requeue, drain, restart…), or null
+        "action": action_json(i.details.action),
+    }
+
+
+def _source_json(status: SourceStatus) -> dict[str, Any]:
+    return {
+        "ok": status.ok,
+        "error": status.error,
+        "failing_since": iso(status.failing_since),
+        "last_success_at": iso(status.last_success_at),
+        "connected": status.connected,  # chat: the gateway; null when not known
+        "last_message_at": iso(status.last_message_at),
     }
 
 

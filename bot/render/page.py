@@ -19,7 +19,7 @@ import base64
 import hashlib
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from html import escape
@@ -531,15 +531,9 @@ def chart_svg(chart: ChartData) -> str:
     # the y range is set by the rest, and earlier points are drawn clipped at the top.
     settled = [v for s, v in pts if s >= x0 + 0.05 * (x1 - x0)] or [v for _, v in pts]
     lo, hi = min(settled), max(settled)
-    fc_values = []
-    if chart.forecast:
-        for i in range(41):
-            step = x0 + (x1 - x0) * i / 40
-            value = forecast_at(chart.forecast, max(step, 1.0))
-            if value is not None:
-                fc_values.append((step, value))
-        if fc_values:
-            lo = min(lo, *(v for _, v in fc_values))
+    fc_values = _forecast_samples(chart, x0, x1)
+    if fc_values:
+        lo = min(lo, *(v for _, v in fc_values))
     pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
     lo, hi = lo - pad, hi + pad
 
@@ -554,16 +548,7 @@ def chart_svg(chart: ChartData) -> str:
         f'<svg class="chart" viewBox="0 0 {_W} {_H}" role="img" '
         'aria-label="training loss against step">'
     ]
-    for tick in _nice_ticks(lo, hi):
-        y = py(tick)
-        parts.append(
-            f'<line class="grid" x1="{_L}" x2="{_W - _R}" y1="{y:.1f}" y2="{y:.1f}"/>'
-            f'<text x="{_L - 6}" y="{y + 4:.1f}" text-anchor="end">{fmt_value(tick)}</text>'
-        )
-    for tick in _nice_ticks(float(x0), float(x1)):
-        parts.append(
-            f'<text x="{px(tick):.1f}" y="{_H - 6}" text-anchor="middle">{fmt_big(tick)}</text>'
-        )
+    parts += _ticks(lo, hi, x0, x1, px, py)
     for step, _when in chart.restarts:
         if x0 <= step <= x1:
             x = px(step)
@@ -586,6 +571,41 @@ def chart_svg(chart: ChartData) -> str:
     _flush(parts, line)
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _forecast_samples(chart: ChartData, x0: float, x1: float) -> list[tuple[float, float]]:
+    """The forecast at 41 evenly spaced steps across the chart (none without a forecast)."""
+    fc_values: list[tuple[float, float]] = []
+    if chart.forecast:
+        for i in range(41):
+            step = x0 + (x1 - x0) * i / 40
+            value = forecast_at(chart.forecast, max(step, 1.0))
+            if value is not None:
+                fc_values.append((step, value))
+    return fc_values
+
+
+def _ticks(
+    lo: float,
+    hi: float,
+    x0: float,
+    x1: float,
+    px: Callable[[float], float],
+    py: Callable[[float], float],
+) -> list[str]:
+    """Grid lines with loss labels, and step labels along the bottom."""
+    parts = []
+    for tick in _nice_ticks(lo, hi):
+        y = py(tick)
+        parts.append(
+            f'<line class="grid" x1="{_L}" x2="{_W - _R}" y1="{y:.1f}" y2="{y:.1f}"/>'
+            f'<text x="{_L - 6}" y="{y + 4:.1f}" text-anchor="end">{fmt_value(tick)}</text>'
+        )
+    for tick in _nice_ticks(float(x0), float(x1)):
+        parts.append(
+            f'<text x="{px(tick):.1f}" y="{_H - 6}" text-anchor="middle">{fmt_big(tick)}</text>'
+        )
+    return parts
 
 
 def _flush(parts: list[str], line: list[str]) -> None:

@@ -280,6 +280,46 @@ async def _restart_cause(store: Store, slug: str, report: StatusReport) -> Repor
     return restart_explanation(restart, events)
 
 
+async def _progress(
+    store: Store,
+    slug: str,
+    run: RunInfo,
+    chain: list[str],
+    points: list[MetricPoint],
+    now: datetime,
+) -> Progress:
+    downtime, baseline = await pace_inputs(store, slug, now)
+    return compute_progress(
+        points,
+        total_steps=run.total_steps,
+        target_tokens=run.target_tokens,
+        now=now,
+        chain=chain,
+        window=WINDOW,
+        downtime=downtime,
+        baseline=baseline,
+    )
+
+
+async def _progress_at(
+    store: Store, slug: str, current: RunSnapshot | None, progress: Progress
+) -> datetime | None:
+    """When the run last made progress as the stall detector judges it (None: no snapshot)."""
+    if current is None:
+        return None
+    states = await store.events.of_kind(slug, "wandb", "state", limit=STATE_SCAN)
+    return last_progress_at(current, progress.last_point_at, states)
+
+
+def _launched_at(run: RunInfo, snapshots: list[RunSnapshot]) -> datetime | None:
+    """The configured launch, else the earliest W&B run's creation."""
+    launched = run.launched_at
+    if launched is None and snapshots:
+        created = [s.created_at for s in snapshots if s.created_at is not None]
+        launched = min(created) if created else None
+    return launched
+
+
 async def build_status(
     store: Store, slug: str, now: datetime, *, started_at: datetime | None = None
 ) -> StatusReport:
@@ -291,27 +331,14 @@ async def build_status(
     snapshots = await store.snapshots.chain(slug)
     chain = run.wandb_chain(snapshots)
     points = await store.metrics.window(slug, now - WINDOW)
-    downtime, baseline = await pace_inputs(store, slug, now)
-    progress = compute_progress(
-        points,
-        total_steps=run.total_steps,
-        target_tokens=run.target_tokens,
-        now=now,
-        chain=chain,
-        window=WINDOW,
-        downtime=downtime,
-        baseline=baseline,
-    )
+    progress = await _progress(store, slug, run, chain, points, now)
     health_rows = await store.health.for_run(slug)
     freshness = {
         spec.name: (health_rows[spec.name].last_success_at if spec.name in health_rows else None)
         for spec in SOURCE_SPECS.polled()
     }
     current = _current_snapshot(chain, snapshots)
-    progress_at = None
-    if current is not None:
-        states = await store.events.of_kind(slug, "wandb", "state", limit=STATE_SCAN)
-        progress_at = last_progress_at(current, progress.last_point_at, states)
+    progress_at = await _progress_at(store, slug, current, progress)
     restored_at = stored_state_at(started_at, freshness["wandb"], current, progress.last_point_at)
     state, health, monitor_stale = derive_state(
         current,
@@ -321,10 +348,7 @@ async def build_status(
         stall_after=timedelta(minutes=run.config.alerts.value("stall_minutes")),
         progress_at=progress_at,
     )
-    launched = run.launched_at
-    if launched is None and snapshots:
-        created = [s.created_at for s in snapshots if s.created_at is not None]
-        launched = min(created) if created else None
+    launched = _launched_at(run, snapshots)
     report = StatusReport(
         run=run,
         now=now,

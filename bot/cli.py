@@ -465,8 +465,6 @@ async def cmd_digest(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def cmd_check_config(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.services.status import tracks_no_thread
-
     runs = _load_config(settings)
     database = settings.runscribe_db
     problem = (
@@ -500,6 +498,8 @@ def _print_run_sources(runs: RunsFile) -> None:
 
 def config_warnings(settings: Settings, runs: RunsFile) -> list[str]:
     """What `check-config` notes: settings that are valid but likely not what was meant."""
+    from bot.services.status import tracks_no_thread
+
     warnings = []
     for index, run in enumerate(runs.runs):
         if tracks_no_thread(run):

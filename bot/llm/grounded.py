@@ -44,6 +44,7 @@ from bot.llm.people import Given, check_people, given
 from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import fence, normalise_url, sanitize_output, urls_in
 from bot.models import LLMOutput, Restart
+from bot.narrative.discussions import Discussion
 from bot.narrative.facts import DigestFacts, Highlight, IncidentFact, NarrativeFacts, OpenThread
 from bot.narrative.format import fmt_date, fmt_projected, fmt_time, inline
 from bot.narrative.templates import NARRATIVE_MAX_CHARS
@@ -198,19 +199,37 @@ def render_open_threads(threads: Sequence[OpenThread], tz: str) -> str:
     return "\n".join(thread_items(threads, tz)) or "(none)"
 
 
-def thread_items(threads: Sequence[OpenThread], tz: str) -> list[str]:
-    return [
-        fence(
-            inline(t.title, 160),
-            source=t.source,
-            kind=t.kind,
-            ref=t.ref,
-            author=t.author,
-            opened=fmt_date(t.opened_at, tz) if t.opened_at else None,
-            url=t.url,
+def thread_items(
+    threads: Sequence[OpenThread], tz: str, discussions: Sequence[Discussion] = ()
+) -> list[str]:
+    """Each open thread, and for one under discussion who drives it, who takes part and the
+    last value changed in it (`bot.narrative.discussions`): what a model needs to say where a
+    decision stands and whose it is."""
+    by_ref = {d.ref: d for d in discussions}
+    items = []
+    for t in threads:
+        d = by_ref.get(t.ref or "")
+        change = d.change if d is not None else None
+        items.append(
+            fence(
+                inline(t.title, 160),
+                source=t.source,
+                kind=t.kind,
+                ref=t.ref,
+                author=t.author,
+                opened=fmt_date(t.opened_at, tz) if t.opened_at else None,
+                driven_by=d.driver if d is not None else None,
+                discussed_by=", ".join(d.people[:6]) if d is not None else None,
+                changed=(
+                    f"{change.before} to {change.after} ({fmt_date(change.at, tz)}"
+                    + (f", by {change.author})" if change.author else ")")
+                    if change is not None
+                    else None
+                ),
+                url=t.url,
+            )
         )
-        for t in threads
-    ]
+    return items
 
 
 @dataclass(slots=True)
@@ -258,7 +277,12 @@ def numbered_facts(facts: NarrativeFacts) -> NumberedFacts:
     threads = [
         Source(n + i, text, t.url)
         for i, (text, t) in enumerate(
-            zip(thread_items(facts.open_threads, tz), facts.open_threads, strict=True), 1
+            zip(
+                thread_items(facts.open_threads, tz, facts.discussions),
+                facts.open_threads,
+                strict=True,
+            ),
+            1,
         )
     ]
     return NumberedFacts(first, highs, threads)

@@ -229,6 +229,11 @@ async def test_the_facts_carry_the_discussions_and_what_changed(store: Store) ->
     assert [t.ref for t in facts.open_threads][:2] == ["#8818", "#8833"]
     prompt = render_prompt("narrative", facts, max_words=250, card=True).user
     assert "from 0.05 to 0.02" in prompt and "ClassicLarry" in prompt
+    # the open proposal's own fact says who drives it and where the value stands, so a model
+    # can cite one source for "ClassicLarry's proposal cut it from 0.05 to 0.02"
+    [decay_fact] = [line for line in prompt.splitlines() if 'kind="pull" ref="#8833"' in line]
+    assert 'driven_by="ClassicLarry"' in decay_fact and "Kaiyue-Wen" in decay_fact
+    assert 'changed="0.05 to 0.02 (' in decay_fact and "by ClassicLarry)" in decay_fact
 
 
 async def test_recency_alone_left_the_change_out(store: Store) -> None:

@@ -128,6 +128,22 @@ def existing_problem(path: str | Path) -> str | None:
     return None
 
 
+def rows_if_readable(path: str | Path, sql: str) -> list[tuple[Any, ...]]:
+    """The rows of `sql` read from the database at `path` without opening it for writing (for
+    `check-config`); [] when there is no file yet, or it is an older database without the table,
+    or no database at all: nothing known."""
+    if not Path(path).is_file():
+        return []
+    try:
+        conn = sqlite3.connect(_reader_uri(str(path)), uri=True, timeout=2.0)
+        try:
+            return list(conn.execute(sql).fetchall())
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+
+
 def _cannot_open(path: str, exc: BaseException, busy_timeout: float) -> StoreError:
     reason = path_problem(path)
     if reason is None:

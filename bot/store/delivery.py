@@ -5,14 +5,13 @@ read it, from any process."""
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import aiosqlite
 
-from bot.store.db import Database
+from bot.store.db import Database, rows_if_readable
 from bot.timeutil import from_db, to_db
 
 
@@ -161,17 +160,9 @@ class DeliveryRepo:
 def refused_channels(path: str | Path) -> dict[int, str]:
     """Channels whose last post Discord refused, with why, read from the database at `path`
     without opening it for writing (for `check-config`; {} when there is none yet)."""
-    if not Path(path).is_file():
-        return {}
-    try:
-        conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=2.0)
-        try:
-            rows = conn.execute(
-                "SELECT channel_id, last_error FROM delivery_channels WHERE refused = 1 "
-                "AND failing_since IS NOT NULL"
-            ).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error:  # an older database (no table yet) or not a database: nothing known
-        return {}
+    rows = rows_if_readable(
+        path,
+        "SELECT channel_id, last_error FROM delivery_channels WHERE refused = 1 "
+        "AND failing_since IS NOT NULL",
+    )
     return {int(channel): str(error or "") for channel, error in rows}

@@ -3,14 +3,13 @@ records where the message is; the refresher (`bot.live`) what it queued last."""
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime
 from pathlib import Path
 
 import aiosqlite
 
 from bot.models import LiveMessage
-from bot.store.db import Database
+from bot.store.db import Database, rows_if_readable
 from bot.timeutil import from_db, to_db
 
 LIVE_KIND = "live"  # the outbox kind of a live status update
@@ -136,17 +135,9 @@ class LiveMessagesRepo:
 def pin_refusals(path: str | Path) -> dict[str, int]:
     """Runs whose live message Discord refused to pin, with its channel, read from the database
     at `path` without opening it for writing (for `check-config`; {} if there is none yet)."""
-    if not Path(path).is_file():
-        return {}
-    try:
-        conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=2.0)
-        try:
-            rows = conn.execute(
-                "SELECT run_slug, channel_id FROM live_messages WHERE pin_refused = 1 "
-                "AND message_id IS NOT NULL"
-            ).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error:  # an older database (no table yet) or not a database: nothing known
-        return {}
+    rows = rows_if_readable(
+        path,
+        "SELECT run_slug, channel_id FROM live_messages WHERE pin_refused = 1 "
+        "AND message_id IS NOT NULL",
+    )
     return {str(slug): int(channel) for slug, channel in rows if channel is not None}

@@ -15,13 +15,12 @@ import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from pydantic import SecretStr
 
 from bot.incidents.writeup import gather_writeup
-from bot.pipeline import Detector
 from bot.posts.writeup import writeup_markdown
 from bot.sources.github_threads import OWN_MARKER
 from bot.store import Store
@@ -150,6 +149,13 @@ class OpsLogWriter:
                 log.warning("ops log comment for incident %s not written: %s", row.incident_id, exc)
                 await store.opslog.failed(row.incident_id, str(exc)[:300])
         return written
+
+
+class Detector(Protocol):
+    """What the pipeline calls each cycle (`bot.pipeline.Detector`, said again here so the ops
+    log does not import the pipeline it is plugged into)."""
+
+    async def detect(self, store: Store, now: datetime) -> int: ...
 
 
 @dataclass(slots=True)

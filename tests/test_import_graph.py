@@ -239,7 +239,7 @@ ALLOWED: dict[str, set[str]] = {
         "bot.store",
     },
     # write-ups as comments on the runs' ops-log issues (GitHub), after detection
-    "bot.opslog": {"bot.incidents", "bot.pipeline", "bot.posts", "bot.sources", "bot.store"},
+    "bot.opslog": {"bot.incidents", "bot.posts", "bot.sources", "bot.store"},
     "bot.webguard": set(),  # the status server's connection cap and timeouts
     "bot.web": {"bot.hooks", "bot.render", "bot.statuspage", "bot.store", "bot.webguard"},
     "bot.runtime": {

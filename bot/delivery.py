@@ -31,6 +31,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.numbers import fmt_int
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ async def delivery_report(store: Store, now: datetime) -> tuple[dict[str, Any] |
     }
     if down_since is not None and now - down_since > DELIVERY_BOUND:
         problems.append(
-            f"delivery: Discord gateway down for {_age(now, down_since):.0f} s "
+            f"delivery: Discord gateway down for {fmt_int(_age(now, down_since))} s "
             f"({gateway.last_error or 'disconnected'})"
         )
     try:
@@ -124,7 +125,7 @@ async def delivery_report(store: Store, now: datetime) -> tuple[dict[str, Any] |
         why = f"; last error: {oldest.last_error[:120]}" if oldest.last_error else ""
         problems.append(
             f"delivery: the oldest queued post ({oldest.kind} #{oldest.id}) has waited "
-            f"{_age(now, oldest.created_at):.0f} s{why}"
+            f"{fmt_int(_age(now, oldest.created_at))} s{why}"
         )
     problems += await _channel_problems(store, now, body)
     problems += await _loop_problems(store, now, body)
@@ -191,7 +192,8 @@ async def _channel_problems(store: Store, now: datetime, body: dict[str, Any]) -
         elif failing and c in alerts:
             problems.append(
                 f"delivery: posts to alerts channel {c} have failed for "
-                f"{_age(now, row.failing_since) or 0:.0f} s ({(row.last_error or 'error')[:120]})"
+                f"{fmt_int(_age(now, row.failing_since) or 0)} s "
+                f"({(row.last_error or 'error')[:120]})"
             )
         if reported:
             problems.append(

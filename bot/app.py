@@ -604,10 +604,10 @@ class DiscordTransport:
             raise _delivery_error(exc) from exc
         return int(data["id"])
 
-    async def archive_thread(self, thread_id: int) -> None:
-        # PATCH /channels/{thread id} {"archived": true}, as Discord documents for threads.
+    async def archive_thread(self, thread_id: int, *, archived: bool = True) -> None:
+        # PATCH /channels/{thread id} {"archived": …}, as Discord documents for threads.
         try:
-            await self.bot.http.edit_channel(thread_id, archived=True)
+            await self.bot.http.edit_channel(thread_id, archived=archived)
         except Exception as exc:
             raise _delivery_error(exc) from exc
 

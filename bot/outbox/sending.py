@@ -12,12 +12,13 @@ from bot.models import OutboxItem
 from bot.outbox.dedup import SentCheck
 from bot.outbox.markers import Marker
 from bot.outbox.payload import ParsedPayload, PayloadError, parse_payload
-from bot.outbox.transport import DeliveryError, Transport, render_item
+from bot.outbox.transport import DeliveryError, OutgoingMessage, Transport, render_item
 from bot.store import Store
 
 log = logging.getLogger(__name__)
 
 THREADS_KEPT = 1024  # alert threads remembered by message id
+ARCHIVED_THREAD = 50083  # Discord error code: "Thread is archived" (edits are refused)
 
 
 class Wait(Exception):
@@ -102,10 +103,25 @@ class Sender:
         try:
             await self.transport.edit(destination, int(target.message_id), message)
         except DeliveryError as exc:
+            if exc.code == ARCHIVED_THREAD and destination != target.channel_id:
+                await self._edit_in_archived(destination, int(target.message_id), message)
+                return int(target.message_id), destination
             if exc.status == 404:  # deleted: trying again cannot help (a 403 is held)
                 exc.final = True
             raise
         return int(target.message_id), destination
+
+    async def _edit_in_archived(
+        self, thread_id: int, message_id: int, message: OutgoingMessage
+    ) -> None:
+        """Discord refuses edits in an archived thread (an incident's thread is archived when
+        it resolves; a write-up or a group summary may change later): reopen it, edit, and
+        archive it again. A failure to reopen fails the edit like any other refusal."""
+        await self.transport.archive_thread(thread_id, archived=False)
+        try:
+            await self.transport.edit(thread_id, message_id, message)
+        finally:
+            await self._archive(thread_id)
 
     async def _thread_for_reply(self, item: OutboxItem) -> int:
         assert item.reply_to is not None

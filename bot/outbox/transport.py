@@ -174,8 +174,9 @@ class Transport(Protocol):
         ids page on; text only where a marker can be)."""
         ...
 
-    async def archive_thread(self, thread_id: int) -> None:
-        """Archive a thread (it reopens by itself if anyone posts in it again)."""
+    async def archive_thread(self, thread_id: int, *, archived: bool = True) -> None:
+        """Archive a thread (it reopens by itself if anyone posts in it again), or with
+        `archived=False` reopen it (Discord refuses edits in an archived thread)."""
         ...
 
     async def publish(self, channel_id: int, message: OutgoingMessage) -> Posted:

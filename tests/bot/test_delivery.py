@@ -227,8 +227,9 @@ class MemoryTransport:
         self.threads[message_id] = channel_id
         return message_id
 
-    async def archive_thread(self, thread_id: int) -> None:
-        self.archived.append(thread_id)
+    async def archive_thread(self, thread_id: int, *, archived: bool = True) -> None:
+        if archived:
+            self.archived.append(thread_id)
 
     async def recent(self, channel_id: int, limit: int) -> list[SeenMessage]:
         out = []

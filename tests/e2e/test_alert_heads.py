@@ -8,6 +8,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from bot.models import OutboxItem
+from bot.outbox.payload import make_payload
 from tests.e2e.deployment import (
     MIN,
     assert_head_resolved,
@@ -96,3 +98,35 @@ async def test_the_ack_command_edits_the_head_like_the_button(
         [head] = d.channel()
         assert "acknowledged by dana" in full_text(head)
         assert head["components"], "still open: the button stays"
+
+
+async def test_an_edit_in_the_archived_thread_reopens_edits_and_closes_it(
+    tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
+) -> None:
+    """Discord refuses edits in an archived thread (50083); an incident's thread is archived
+    when it resolves, and its write-up may change later: the edit still lands, and the thread
+    is archived again."""
+    async with healthy_deployment(tmp_path, wb, fake_discord) as d:
+        head = await crash(d, wb)
+        resume(wb, d.t0 + 12 * MIN, first_step=80, count=10)
+        await d.cycle(d.t0 + 25 * MIN)
+        thread = int(head["id"])
+        assert d.discord.archived(thread)
+        [incident] = await d.store.incidents.find("hero")
+        writeup = await d.store.outbox.get_by_key(f"incident:{incident.id}:writeup")
+        assert writeup is not None and writeup.id is not None and writeup.message_id
+        await d.store.outbox.enqueue(
+            OutboxItem(
+                channel_id=writeup.channel_id,
+                kind="edit",
+                payload=make_payload("A later line of the write-up.", edit_of=writeup.id),
+                dedup_key=f"incident:{incident.id}:writeup:edit:test",
+                run_slug="hero",
+            )
+        )
+        await d.cycle(d.t0 + 27 * MIN)
+        [message] = [m for m in d.thread(head) if m["id"] == writeup.message_id]
+        assert visible(message) == "A later line of the write-up."
+        assert d.discord.archived(thread), "closed again after the edit"
+        edit = await d.store.outbox.get_by_key(f"incident:{incident.id}:writeup:edit:test")
+        assert edit is not None and edit.status == "sent"

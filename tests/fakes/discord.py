@@ -964,6 +964,11 @@ class FakeDiscord:
         """Edit Message: `attachments` (when given) lists the attachments to keep by id, new
         files are added; without it every attachment stays and new files are appended."""
         message = self._find_message(channel_id, message_id)
+        thread = self.threads.get(int(channel_id))
+        if thread is not None and _archived(thread):
+            # Discord refuses to change anything in an archived thread (50083); a bot that
+            # created it may unarchive it first (Modify Channel, `archived: false`)
+            raise _HTTPError(400, "Thread is archived", 50083)
         body = req.json or {}
         for key in ("content", "embeds", "components"):
             if key in body:

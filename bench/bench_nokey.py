@@ -1,5 +1,5 @@
 """What the timeline shows without a model key (issue 40), on the development corpus and on the
-held-back one, side by side.
+two held-back ones, side by side.
 
     python bench/bench_nokey.py [--details]
 
@@ -11,9 +11,11 @@ and recall (over entries about an incident, and over incident events, the live r
 the share of summaries a lead would not keep (a heading, a description's bare title, a table
 row, a bare link, a cut phrase or empty). Issue 40's targets are printed next to them.
 
-The held-back corpus (`tests/data/heldout_corpus.jsonl`) was written and labelled before the
-rules ran on it and is never tuned on: its figures are the honest ones. `--details` lists the
-held-back misses only to report them, not to tune against.
+The held-back corpora (`tests/data/heldout_corpus.jsonl`, `tests/data/heldout2_corpus.jsonl`)
+were written and labelled before the rules ran on them and are never tuned on: their figures are
+the honest ones. The second was committed on its own after the rule changes it measures and
+before they ran on it. `--details` lists the held-back misses only to report them, not to tune
+against.
 """
 
 from __future__ import annotations
@@ -24,7 +26,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.enrich.signal_corpus import CORPUS, HELDOUT, Scores, load, rules_method, score
+from tests.enrich.signal_corpus import (
+    CORPUS,
+    HELDOUT,
+    HELDOUT2,
+    Scores,
+    load,
+    rules_method,
+    score,
+)
 
 TARGETS = (
     ("shown tags agreeing", "shown_agreement", 0.80, ">="),
@@ -52,14 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--details", action="store_true", help="list what went wrong")
     args = parser.parse_args(argv)
-    corpora = {"development": CORPUS, "held-back": HELDOUT}
+    corpora = {"development": CORPUS, "held-back": HELDOUT, "held-back 2": HELDOUT2}
     scores = {}
     for name, path in corpora.items():
         entries = load(path)
         scores[name] = score(entries, rules_method)
         print(f"{name}: {len(entries)} entries from {path.relative_to(Path.cwd())}")
     print()
-    print(f"{'':<24} {'development':>20} {'held-back':>20}   target")
+    print(f"{'':<24} " + " ".join(f"{name:>20}" for name in corpora) + "   target")
     shown = {name: figures(s) for name, s in scores.items()}
     for label, key, target, op in TARGETS:
         goal = f"{op} {target:.2f}" if target is not None else ""

@@ -5,7 +5,9 @@ the time without anything being broken ("no OOMs since the fix", "to avoid OOM",
 "Fix OOM in loader"). So every signal match is judged in its sentence:
 
 * a negation, fix or hypothetical cue earlier in the same clause discards it;
-* a question ("Did the job crash?") discards it;
+* a question ("Did the job crash?") discards it, except a short one about the run's state now,
+  which is how chat often first reports a failure ("is it hung?", "anyone else seeing the run
+  stalled?": ``live_question``);
 * words like "stuck" or "stalled" only count with a system subject (job, rank, restore...) and
   not right after a training-dynamics noun ("the gate is stuck closed", "loss stalled");
 * text about CI, unit tests, someone's laptop, or an ablation or sweep is not the run;
@@ -17,8 +19,15 @@ small experiment, a post-mortem or weekly recap, a note that opens with the run 
 fix, and a post that says the run is fine report no incident; in an incident's own thread a
 follow-up that says it goes on ("still down", "52,000 also fails") does.
 
+Signals cover what a stopped run does not do ("no heartbeat since 3am", "step hasn't moved"), what
+a dead process prints ("CUDA error", "NCCL error", "loss is nan"), an agent's structured status
+("Status: 🔴 blocked", not "blocked on #1002") and how chat says it ("job exited", "slurm killed
+the job", "we lost the allocation"). Threads whose title leads with an eval, a benchmark or a
+proposal are not the run's, and a failure the same sentence calls fixed is over.
+
 Code blocks never reach this module (``bot.enrich.markdown`` drops them); log-looking lines are only
-used when a message has no prose at all.
+used when a message has no prose at all, or when its prose asks for a human ("needs attention",
+"paging on-call") and the log excerpt says why.
 """
 
 from __future__ import annotations
@@ -152,6 +161,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig("node-loss", "connectivity", r"lost\s+(?:network\s+)?connectivity"),
     _sig(
         "node-loss",
+        "lost state",
+        r"lost\s+(?:the|our)\s+(?:allocation|reservation|capacity)"
+        rf"|{_NODE}\s+(?:went|is|are|was|were|got)\s+(?:in(?:to)?\s+)?(?:a\s+)?(?:bad|error|failed"
+        r"|broken)\s+state",
+    ),
+    _sig(
+        "node-loss",
         "down gone off",
         rf"\d+\s+(?:of\s+(?:our|the)\s+)?{_NODE}\s+(?:are\s+|were\s+)?(?:down|gone|off|offline|lost)",
     ),
@@ -208,7 +224,11 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     # out of memory
     _sig("oom", "memory", r"out[- ]of[- ]memory|ran\s+out\s+of\s+(?:\w+\s+)?memory"),
-    _sig("oom", "oom", r"oom(?:s|ed|'d|-?kill(?:ed|er|s)?)?|oom\s+kill(?:ed|er|s)?"),
+    _sig(
+        "oom",
+        "oom",
+        r"oom(?:s|ed|ing|'d|'ing|-?kill(?:ed|er|s)?)?|oom\s+kill(?:ed|er|s)?|out_of_memory",
+    ),
     _sig("oom", "exhaust", r"(?:host\s+)?memory\s+exhaust(?:ed|ion)|resource_exhausted"),
     _sig("oom", "killed", r"killed\s+by\s+the\s+(?:container\s+runtime|kernel|oom)"),
     _sig(
@@ -263,7 +283,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "checkpoint-failed",
         "checkpoint ckpt",
         r"(?:saving|writing)\s+(?:the\s+)?(?:checkpoint|ckpt)\s+(?:failed|timed\s+out|hung"
-        r"|stalled)",
+        r"|stalled)|(?:checkpoints|ckpts)\s+(?:have\s+)?stopped\s+(?:appearing|landing|being\s+"
+        r"(?:written|saved|uploaded))",
     ),
     _sig(
         "checkpoint-failed",
@@ -277,7 +298,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "checkpoint ckpt",
         # "checkpoint save to gs://bucket/path failed with 503": a destination in between
         r"(?:checkpoint|ckpt)\s+(?:save|write|upload|commit)s?\s+(?:to|into|on)\b"
-        r"(?:\s+\S+){0,4}?\s+(?:failed|failing|errored|timed\s+out)",
+        r"(?:\s+\S+){0,4}?\s+(?:failed|failing|errored|timed\s+out"
+        r"|keeps?\s+(?:failing|timing\s+out|erroring))",
     ),
     # storage
     _sig("storage", "quota", r"quota\s+(?:exceeded|exhausted)|exceeded\s+(?:\w+\s+)?quota"),
@@ -310,11 +332,40 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:went|is|are|mounted)\s+read[- ]only|disk\s+(?:failure|failed|died)",
     ),
     # crashes
-    _sig("crash", "crash", r"(?<!pre-)(?<!post-)(?<!pre)crash(?:ed|es|ing)?|crashloop\w*"),
     _sig(
         "crash",
-        "seg sigsegv sigabrt sigbus sigill core",
-        r"seg(?:mentation\s+)?fault(?:ed|s)?|sig(?:segv|abrt|bus|ill)|core\s+dumped",
+        "crash",
+        r"(?<!pre-)(?<!post-)(?<!pre)crash(?:ed|es|ing)?(?![\s-]+(?:course|courses|test|tests|cart))"
+        r"|crashloop\w*",
+    ),
+    # what a dead process prints: "CUDA error: an illegal memory access", "ncclSystemError"
+    _sig(
+        "crash",
+        "cuda illegal cublas",
+        r"cuda\s+(?:runtime\s+)?errors?|illegal\s+memory\s+access|cudaerror\w+"
+        r"|cublas_status_(?!success)\w+",
+    ),
+    _sig(
+        "network",
+        "nccl",
+        r"nccl\s+(?:system\s+|internal\s+|remote\s+|communicator\s+|collective\s+"
+        r"|unhandled\s+(?:\w+\s+)?)?(?:errors?|failures?|failed|aborted)"
+        r"|nccl(?:system|internal|remote|unhandledcuda)error",
+    ),
+    # a diverged run trains nothing: "loss is nan again", "every step since is NaN"
+    _sig(
+        "crash",
+        "nan inf",
+        r"loss(?:es)?\s+(?:is|are|was|went|became|becomes|goes|turned|has\s+gone)\s+"
+        r"(?:\w+\s+)?(?:nan|inf)s?|(?:nan|inf)\s+loss(?:es)?|loss(?:es)?\s+of\s+(?:nan|inf)"
+        r"|(?:every|each|all)\s+(?:\w+\s+){0,2}(?:is|are)\s+nans?",
+    ),
+    # Slurm's verdicts and a kernel that gave up take the host with them
+    _sig("node-loss", "node_fail panic", r"node_fail|kernel\s+panic\w*"),
+    _sig(
+        "crash",
+        "seg sigsegv sigabrt sigbus sigill sigkill core bus",
+        r"seg(?:mentation\s+)?fault(?:ed|s)?|sig(?:segv|abrt|bus|ill|kill)|core\s+dumped|bus\s+error",
     ),
     _sig(
         "crash",
@@ -329,12 +380,43 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"exited\s+with\s+(?:a\s+)?(?:non-?zero|(?:exit\s+)?code\s+[1-9]|status\s+[1-9])",
     ),
     _sig("crash", "fatal unrecoverable", r"(?:fatal|unrecoverable)\s+error"),
+    # how chat says the run stopped: "training stopped at 102,340", "job exited at 02:03",
+    # "slurm killed the job", "the trainer pod keeps restarting", "it died. again."
+    _sig(
+        "crash",
+        "stopped exited vanished disappeared",
+        rf"{_SUBJ}\s+(?:has\s+|just\s+)?(?:stopped(?!\s+\w+ing\b)|exited|(?:vanished|disappeared)"
+        r"(?=\s*(?:$|[.,;!]|from\s+(?:the\s+)?(?:queue|squeue|scheduler|cluster))))\b"
+        r"(?!\s+(?:cleanly|normally|successfully|with\s+(?:exit\s+)?(?:code\s+|status\s+)?0\b"
+        r"|(?:because|after|when)\s+(?:i|we)\b))",
+    ),
+    _sig(
+        "crash",
+        "killed cancel",
+        r"(?:slurm|the\s+scheduler|kubernetes|k8s|the\s+kernel|the\s+oom\s+killer)\s+"
+        r"(?:just\s+)?(?:killed|cancell?ed|evicted|terminated)\s+(?:the|our)\s+"
+        r"(?:job|run|training|trainer|pods?)|(?:job|run|training)\s+(?:was\s+|got\s+)?"
+        r"(?:killed|cancell?ed)\s+by\s+(?:slurm|the\s+scheduler|kubernetes|k8s)",
+    ),
+    _sig(
+        "crash",
+        "restart loop",
+        r"(?:keeps?|kept)\s+restarting|restart(?:ing)?\s+(?:in\s+a\s+loop|over\s+and\s+over)"
+        r"|restart[\s-]?loop\w*|boot[\s-]?loop\w*",
+    ),
+    _sig("crash", "died", r"\bit\s+(?:just\s+)?died\b(?!\s+down)"),
+    _sig(
+        "outage",
+        "wrong",
+        r"something(?:'s|\s+is)\s+(?:wrong|off|broken)\s+with\s+(?:the\s+)?(?:run|job|training"
+        r"|trainer|cluster)",
+    ),
     _sig(
         "outage",
         "dead trained pending training progress",
         # the run is not training, whatever the cause: "hero dead at 80,240", "nothing has
         # trained since midnight", "the job is just pending"
-        r"(?:hero|run|job|training|trainer)\s+(?:is\s+)?dead\b"
+        r"(?:hero|run|job|training|trainer)\s+(?:is\s+)?dead\b|(?:it|\w+)'s\s+dead\b(?!\s+(?:simple|easy|code|end|weight))"
         r"|nothing\s+(?:has\s+)?(?:trained|been\s+training|is\s+training)"
         r"|(?:job|run)\s+(?:is\s+)?(?:just\s+|still\s+|now\s+)?pending\b"
         r"|(?:no|zero)\s+(?:training\s+)?progress\s+(?:since|for)",
@@ -343,7 +425,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "outage",
         "down",
         # "Hero is down", "the run went down": an outage, not "loss is down 0.02"
-        r"(?:is|was|went|has\s+gone|are|were)\s+(?:hard\s+|completely\s+)?down"
+        r"(?:is|'s|was|went|has\s+gone|are|were)\s+(?:hard\s+|completely\s+)?down"
         r"(?!\s*(?:\d|to\b|by\b|from\b|about\b|[\w.]*%|a\s+bit|slightly))",
     ),
     _sig(
@@ -360,6 +442,57 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?!\s+(?:on|tight|out|around))",
     ),
     _sig("hang", "nccl", r"nccl\s+(?:\w+\s+){0,2}?(?:time[d -]?outs?|watchdog)"),
+    _sig(
+        "hang",
+        "timing timed",
+        r"(?:timing|timed)\s+out\s+(?:in|on|inside|during)\s+(?:the\s+)?(?:nccl|collectives?"
+        r"|all-?reduce|all-?gather|reduce-?scatter|barrier)",
+    ),
+    _sig(
+        "hang",
+        "heartbeat step point metric log idle",
+        # "no heartbeat from hero since 3am", "hasn't logged a step in 30 min", "step hasn't
+        # moved since 84,310": what a stopped run does not do
+        r"no\s+(?:new\s+)?(?:heartbeats?|steps?|points?|metrics?|log\s+lines?|logs)\s+"
+        r"(?:(?:from|logged|reported|written|on)\s+(?:\w+\s+){0,2})?(?:since|for"
+        r"|in\s+(?:the\s+last\s+)?(?:\d|an?\s+(?:hour|while)|over))\b"
+        r"|(?:hasn't|hasnt|has\s+not|haven't|have\s+not)\s+(?:logged|reported|written|had|printed"
+        r"|emitted|produced|sent)\s+(?:a\s+|any\s+|one\s+)?(?:new\s+|single\s+)?(?:steps?"
+        r"|points?|metrics?|heartbeats?|log\s+lines?|logs?)\b"
+        r"|not\s+getting\s+(?:any\s+)?(?:new\s+)?steps\b"
+        r"|(?:has\s+been|have\s+been|is|are|sitting|sat)\s+idle\s+(?:on\s+\w+\s+\w+\s+)?"
+        r"(?:since|for\s+(?:the\s+last\s+|over\s+)?(?:an?|\d+)\s*(?:min|mins|minutes|h|hrs?|hours?)"
+        r"\b(?!\s+(?:per|a|each|every)\b))|all\s+(?:ranks|gpus|nodes|hosts)\s+(?:are\s+)?idle"
+        r"|(?:step|steps|step\s+counter|iteration|global\s+step)\s+(?:hasn't|hasnt|has\s+not"
+        r"|didn't|isn't|is\s+not)\s+(?:moved|changed|advanced|budged|progressed|increased"
+        r"|moving|advancing|progressing)",
+    ),
+    _sig(
+        "hang",
+        "throughput mfu tokens util",
+        r"(?:throughput|mfu|tokens/s|tokens\s+per\s+second|gpu\s+util\w*)\s+(?:has\s+)?"
+        r"(?:dropped|fell|went|is|at|down)\s+(?:to\s+)?(?:zero|0(?![.,]?\d))",
+    ),
+    _sig(
+        "outage",
+        "training",
+        r"(?:is|are|was|has\s+been)\s+(?:still\s+)?not\s+training\b(?!\s+(?:on|with|well|as)\b)"
+        r"|isn't\s+training\b(?!\s+(?:on|with|well|as)\b)",
+    ),
+    # an agent's structured status: "**Status:** stalled", "## Status: 🔴 blocked" (not "blocked
+    # on #1002": a dependency, not an outage)
+    _sig(
+        "hang",
+        "status state",
+        r"(?:status|state)\s*[:=]\s*(?:[^\w\s]+\s*)?(?:blocked|stalled|stuck|hung|hanging|frozen)"
+        r"\b(?!\s+(?:on|by|until|behind|waiting|pending|for\s+review))",
+    ),
+    _sig(
+        "outage",
+        "status state",
+        r"(?:status|state)\s*[:=]\s*(?:[^\w\s]+\s*)?(?:failed|failing|crashed|down|dead|broken"
+        r"|degraded|not\s+training|red)\b",
+    ),
     _sig(
         "hang",
         "time",
@@ -379,8 +512,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig(
         "hang",
-        "stuck stall froze progress",
-        r"stuck|stall(?:s|ed|ing)?|froze|no\s+progress",
+        "stuck stall froze wedged progress",
+        r"stuck|stall(?:s|ed|ing)?|froze|frozen|wedged|no\s+progress",
         needs_subject=True,
     ),
 )
@@ -427,11 +560,19 @@ _HISTORY = re.compile(
 )
 # In the sentence: it was planned ("preempted on schedule, as expected", "drained for maintenance").
 _EXPECTED = re.compile(
-    r"\b(?:as\s+expected|on\s+schedule|as\s+planned|planned\s+maintenance)\b", re.I
+    r"\b(?:as\s+expected|on\s+schedule|as\s+planned|as\s+scheduled|planned\s+maintenance"
+    r"|end\s+of\s+(?:the\s+)?(?:stage|phase|schedule|training|run)|reached\s+the\s+end)\b",
+    re.I,
 )
 _QUESTION_START = re.compile(
     r"(?:did|does|do|is|are|was|were|has|have|had|could|can|would|will|should|any|anyone"
     r"|anybody|how|why|what|when|where|which|who|whether|shall)\b",
+    re.IGNORECASE,
+)
+# Later in the sentence: the failure is already dealt with.
+_SETTLED = re.compile(
+    r"\b(?:fixed\s+(?:by|in|with|since|now)|(?:was|were|has\s+been|have\s+been)\s+fixed"
+    r"|since\s+fixed)\b",
     re.IGNORECASE,
 )
 _CLAUSE_BREAK = re.compile(
@@ -455,7 +596,8 @@ _SYSTEM_SUBJECT = re.compile(
 _NOT_THE_RUN = re.compile(
     r"\b(?:ci|pytest|unit\s+tests?|test\s+suite|integration\s+tests?|linter|lint|docs?\s+build"
     r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?"
-    r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?)\b",
+    r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?"
+    r"|eval(?:uation)?s?\s+(?:jobs?|harness|sandbox|workers?|tasks?|pipeline))\b",
     re.IGNORECASE,
 )
 _RECOVERED = re.compile(
@@ -509,6 +651,8 @@ def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
         return False  # an aside: "(relaunched after the second NVLink fault)"
     if sentence.endswith("?") and _QUESTION_START.match(sentence):
         return False
+    if _SETTLED.search(text, end, right):
+        return False  # "crashed at startup with a cuBLASLt error, fixed by #1009"
     if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence) or _EXPECTED.search(sentence):
         return False
     if signal.kind in ("hang", "crash") and _DYNAMICS_BEFORE.search(before[-40:]):
@@ -550,9 +694,63 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
             if judged >= MAX_JUDGED:
                 break
     if not kinds:
-        return None
+        asked = live_question(text)
+        if asked is None:
+            return None
+        kinds.add(asked)
     kind = next(k for k in KIND_PRIORITY if k in kinds)
     return kind, severity_of(kind, text)
+
+
+#: How chat asks whether the run is alive, which is how a failure is often first reported: "is
+#: it hung?", "job died?" (no question word, a signal already), "anyone else seeing the run
+#: stalled?", "is hero down or is it just my wandb?". Present tense about the run itself: not
+#: "did the job crash overnight?", "is the eval job stuck?", "is loss down?".
+_LIVE_QUESTION = re.compile(
+    r"^\W*(?:(?:is|are)\s+(?P<subject>it|this|that|everything|things|we|the\s+(?:run|job|training"
+    r"|trainer|cluster)|[a-z][\w-]*)"
+    r"|(?:anyone|anybody|someone)\s+else\s+(?:seeing|see|getting|noticing|notice)\s+"
+    r"(?P<seen>it|the\s+(?:run|job|training)|[a-z][\w-]*)"
+    r"|(?:did|has)\s+(?P<did>it|the\s+(?:run|job|training)|[a-z][\w-]*)\s+just)"
+    r"\s+(?:still\s+|just\s+|also\s+)?(?P<state>hung|hanging|stuck|stalled|frozen|wedged"
+    r"|deadlocked|down|dead|crash|crashed|crashing|die|died|dying|hang|oom\w*)\b"
+    # "is it down to the tokenizer?", "are we stuck with bf16?": not the run's state
+    r"(?!\s+(?:to|by|from|with|simple|\d))",
+    re.IGNORECASE,
+)
+_NOT_A_RUN_SUBJECT = re.compile(
+    r"^(?:wandb|w&b|github|discord|slack|ci|jira|colab|notebook|grafana|dashboard|prometheus)$",
+    re.IGNORECASE,
+)
+_QUESTION_KINDS: Final = {"down": "outage", "dead": "outage"}
+_QUESTION_WORDS = 15
+_QUESTION_SPLIT = re.compile(r"(?<=[.!?])\s+|\n")
+
+
+def live_question(text: str) -> str | None:
+    """The incident kind a short question about the run's state asks about, or None."""
+    if "?" not in text:
+        return None
+    for sentence in _QUESTION_SPLIT.split(text):
+        sentence = sentence.strip()
+        if not sentence.endswith("?") or len(sentence.split()) > _QUESTION_WORDS:
+            continue
+        m = _LIVE_QUESTION.match(sentence)
+        if m is None:
+            continue
+        subject = (m.group("subject") or m.group("seen") or m.group("did") or "").split()[-1]
+        asked_of = sentence[: m.start("state")]
+        if _NOT_A_RUN_SUBJECT.match(subject) or _DYNAMICS_BEFORE.search(asked_of):
+            continue  # "is wandb down?", "is loss stuck?"
+        if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence):
+            continue
+        state = m.group("state").lower()
+        if state.startswith("oom"):
+            return "oom"
+        if state in ("crash", "crashed", "crashing", "die", "died", "dying"):
+            return "crash"
+        return _QUESTION_KINDS.get(state, "hang")
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -574,9 +772,36 @@ _RETROSPECTIVE = re.compile(
 )
 
 
+#: A thread whose title opens with an eval or a benchmark ("Long-context eval OOMs on 64k
+#: prompts", "Benchmark: step time with FP8") or a proposal: its failures are not the run's.
+_OTHER_SUBJECT_TITLE = re.compile(
+    r"^\W*(?:(?:[\w-]+\s+)?(?:evals?|evaluations?|benchmarks?|benchmarking)\b"
+    r"|(?:proposal|rfc|idea)\b)",
+    re.IGNORECASE,
+)
+
+
+#: A post that asks for a human without naming the failure in its prose: an agent's "needs
+#: attention", "Status: 🔴", "paging on-call", whose log excerpt says what broke.
+_ATTENTION = re.compile(
+    r"\b(?:needs?\s+(?:attention|a\s+human|eyes|someone)|paging|paged|page\s+on-?call"
+    r"|(?:status|state)\s*[:=]\s*(?:[^\w\s]+\s*)?(?:red|error|attention|alert)\b)|🔴|🚨",
+    re.IGNORECASE,
+)
+
+
+def asks_attention(prose: str) -> bool:
+    """The post asks for a human's attention (and its log may say why)."""
+    return bool(_ATTENTION.search(prose[:DETECT_LIMIT]))
+
+
 def thread_is_experiment(context: ThreadContext) -> bool:
-    """The thread is about an experiment (by its title prefix, labels or title)."""
-    return bool(context.known and _EXPERIMENT.search(context.topic))
+    """The thread is about an experiment (by its title prefix, labels or title), an eval or a
+    benchmark named first in its title, or a proposal."""
+    return bool(
+        context.known
+        and (_EXPERIMENT.search(context.topic) or _OTHER_SUBJECT_TITLE.match(context.title))
+    )
 
 
 def is_retrospective(prose: str, thread_title: str = "") -> bool:
@@ -595,7 +820,8 @@ _ONGOING = re.compile(
     r"|(?:also|again)\s+(?:fails?|failed|failing|crashe[sd]|oom\w*|hangs?|hung|dies|died)"
     r"|(?:fails?|failed|crashed|died|hung|hangs|oom\w*)\s+again"
     r"|same\s+(?:error|failure|crash|hang|thing|problem|result)\b(?!\s+(?:as\s+)?(?:last|before))"
-    r"|same\s+on\s+the\s+(?:retry|rerun|second\s+attempt)|no\s+luck|not\s+back\s+yet"
+    r"|same\s+(?:thing\s+)?on\s+the\s+(?:\w+\s+)?(?:retry|rerun|attempt|restart|relaunch|try)"
+    r"|no\s+luck|not\s+back\s+yet"
     r"|keeps?\s+(?:failing|crashing|dying|hanging|timing\s+out)|not\s+(?:yet\s+)?resolved)\b",
     re.IGNORECASE,
 )
@@ -683,6 +909,8 @@ def declares_incident(context: ThreadContext) -> bool:
 #: A failure named: any incident signal (unjudged), or the words people use for one.
 _FAILURE_WORDS = re.compile(
     r"\b(?:incident|outage|crash\w*|hang|hung|deadlock\w*|oom\w*|out\s+of\s+memory|node\s+loss"
+    r"|nans?|power\s+(?:event|outage|loss|failure)|kernel\s+panic|node_fail"
+    r"|the\s+(?:\w+\s+)?error\s+(?:at|on|from)"
     r"|lost\s+(?:a\s+|the\s+)?(?:node|host)|xid|ecc|nvlink|nccl\s+timeout|preempt\w*|went\s+down"
     r"|was\s+down|downtime|failed\s+(?:save|restore|checkpoint)|restore\s+fail\w*)\b",
     re.IGNORECASE,
@@ -694,12 +922,14 @@ _ABOUT_ONE = re.compile(
     r"|incident\s+(?:review|report|write-?up|summary)|what\s+went\s+wrong|lessons\s+learned"
     r"|fix(?:es|ed)?\s+(?:for\s+)?(?:the|this|that|today's|yesterday's|last\s+night's)\b"
     r"|(?:this|the)\s+(?:pr|change|patch)\s+(?:fixes|should\s+fix|prevents)"
-    r"|back\s+up\s+(?:from|at|on)|(?:restarted|resumed|relaunched|requeued)\s+(?:from|at|on)"
+    r"|back\s+up\s+(?:from|at|on)"
+    r"|(?:restarted|resumed|relaunched|requeued)\s+(?:itself\s+)?(?:from|at|on)"
     r"|rolled\s+back\s+to|recovered\s+(?:from|at)|total\s+downtime|downtime\s+(?:was|of)"
     r"|(?:yesterday|last\s+night|this\s+morning|on\s+\w+day)(?:'s)?\s+(?:crash|hang|outage|incident"
     r"|failure|oom|node\s+loss)"
-    r"|(?:the|that|this)\s+(?:crash|hang|outage|incident|failure|oom|node\s+loss|preemption)"
-    r"\s+(?:on|at|of|from|was|is|came|happened|started|began|yesterday|last))",
+    r"|(?:the|that|this)\s+(?:[\w,.-]*\d[\w,.-]*\s+)?(?:crash|hang|outage|incident|failure|oom|nan"
+    r"|node\s+loss|preemption|power\s+event)"
+    r"\s+(?:on|at|in|of|from|was|is|came|happened|started|began|yesterday|last))",
     re.IGNORECASE,
 )
 

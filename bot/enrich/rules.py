@@ -27,6 +27,7 @@ from bot.enrich.conversations import summarize_burst
 from bot.enrich.incidents import (
     about_incident,
     all_clear,
+    asks_attention,
     declares_incident,
     find_incident,
     is_recovery_note,
@@ -85,7 +86,10 @@ def _incident(
         or all_clear(doc.prose)
     ):
         return False, None, None  # a crash in an ablation, a post-mortem, "back up from 15,000"
-    found = find_incident(doc.prose, clean_line(title) if title else "", doc.logs)
+    found = find_incident(doc.prose, clean_line(title) if title else "", _logs(doc))
+    if found is None and asks_attention(doc.prose):
+        # "needs attention. The last lines from rank 0 are:" and the log says what broke
+        found = find_incident("", "", "\n".join(doc.code))
     if found is not None:
         kind, severity = found
         return True, severity, kind
@@ -97,6 +101,11 @@ def _incident(
     if thread_kind is not None and reports_ongoing(doc.prose):
         return True, severity_of(thread_kind, doc.prose), thread_kind
     return False, None, None
+
+
+def _logs(doc: Document) -> str:
+    """The log-looking lines, or for a post that is only a pasted log, its first lines."""
+    return doc.logs or ("" if doc.prose else "\n".join(doc.code))
 
 
 def _newsworthy(doc: Document, body: str, kind: str, tag: str, incident: bool) -> bool:

@@ -33,6 +33,9 @@ from bot.sources.github_threads import (
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "signal_corpus.jsonl"
 #: The held-back corpus (issue 40): written before the rules ran on it, never tuned on.
 HELDOUT = CORPUS.with_name("heldout_corpus.jsonl")
+#: The second held-back corpus: written and committed after the rules it measures, before they
+#: ran on it; never tuned on.
+HELDOUT2 = CORPUS.with_name("heldout2_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

@@ -529,3 +529,175 @@ def test_an_incident_from_last_week_is_history_not_news() -> None:
     assert not detect_incident("Here's the trace from last week's crash for reference.")[0]
     assert not detect_incident("Yesterday's OOM was the loader cache.")[0]
     assert detect_incident("Last night the run crashed twice.")[0]
+
+
+# ------------------------------------------------------- how runs are reported in practice (#40)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        # what a stopped run does not do
+        ("no heartbeat from the trainer since 3am", "hang"),
+        ("the job hasn't logged a step in 30 min. anyone on it?", "hang"),
+        ("step counter hasn't moved since 84,310", "hang"),
+        ("throughput dropped to zero on the dashboard", "hang"),
+        ("GPUs have been idle on all nodes for 40 minutes", "hang"),
+        ("ranks 96-103 timing out in NCCL, looks like one node", "hang"),
+        ("the trainer is wedged at 103,900", "hang"),
+        # what a dying process prints, and how chat says it died
+        ("loss is nan again", "crash"),
+        ("getting CUDA error: an illegal memory access was encountered on rank 88", "crash"),
+        ("rank 212 reports an NCCL error and the other ranks wait in allreduce", "network"),
+        ("training stopped at step 102,340, no idea why yet", "crash"),
+        ("job exited at 02:03, nothing in stderr", "crash"),
+        ("slurm killed the job, says DUE TO TIME LIMIT", "crash"),
+        ("the trainer pod keeps restarting, 6 restarts in 20 min", "crash"),
+        ("rank 7 got SIGKILL and took everyone with it", "crash"),
+        ("the launcher keeps OOMing on the head node", "oom"),
+        ("hero's dead again, slurm says NODE_FAIL on r29n3", "node-loss"),
+        ("it's down, kernel panic on r31n1", "node-loss"),
+        ("we lost the allocation, the provider took r30-r33 back", "node-loss"),
+        ("two slices went into a bad state and the job is waiting on them", "node-loss"),
+        ("checkpoints stopped appearing in the bucket after 104,000", "checkpoint-failed"),
+        ("The job is in COMPLETING and won't release the nodes. Hero is not training.", "outage"),
+    ],
+)
+def test_how_chat_says_the_run_stopped(text: str, kind: str) -> None:
+    live, _, found = detect_incident(text)
+    assert (live, found) == (True, kind)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("is it hung? step hasn't moved since 84,310", "hang"),
+        ("is it hung?", "hang"),
+        ("anyone else seeing the run stalled?", "hang"),
+        ("is hero down or is it just my wandb?", "outage"),
+        ("did the job just die?", "crash"),
+    ],
+)
+def test_a_short_question_about_the_run_now_reports_it(text: str, kind: str) -> None:
+    live, _, found = detect_incident(text)
+    assert (live, found) == (True, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Did the job crash overnight?",  # the past, asked
+        "did we ever figure out why the 41k hang happened?",
+        "is the eval job stuck or just slow? it's been on hellaswag for an hour",
+        "is it down to the tokenizer?",
+        "are we stuck with bf16 for stage 2?",
+        "is loss stuck?",
+        "is wandb down?",
+        "would it hang if rank 0 dies first?",
+    ],
+)
+def test_questions_about_other_things_report_nothing(text: str) -> None:
+    assert detect_incident(text)[0] is False
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "crash course on the new eval harness tomorrow 10am, bring questions",
+        "killed it in the benchmark 🎉 90k is +1.8 on MMLU",
+        "that's dead code since the refactor",
+        "the run stopped being interesting after 20k",
+        "the process exited because I pressed ctrl-c",
+        "training stopped at 110,000 as planned, that's the end of stage 2",
+        "job exited cleanly at the end of the schedule, final checkpoint is 110,000",
+        "GPUs are idle for 10 s per step during checkpointing",
+        "no logs in the bucket yet, the export hasn't started",
+        "the model is not training well on code",
+        "MFU at 0.41 after the change",
+        "This PR fixes the NCCL error on H200 nodes.",
+        "One config crashed at startup with a cuBLAS error, fixed by #1009.",
+        "the 90k eval crashed in the HumanEval sandbox again, rerunning",
+    ],
+)
+def test_lookalikes_of_a_stopped_run_are_not_reports(text: str) -> None:
+    assert detect_incident(text)[0] is False
+
+
+def test_an_agents_status_field_reports_and_a_dependency_does_not() -> None:
+    post = "🤖 **Automated run check**\n\n**Status:** stalled\n**Step:** 90,114\n\nNo action yet."
+    assert detect_incident(post) == (True, "warning", "hang")
+    heading = "## Status: 🔴 blocked\n\n- **Run:** `h8b-s2`\n- **Step:** 84,310"
+    assert detect_incident(heading)[0] is True
+    waiting = "🤖 **Eval harness**: Status: blocked on #1002, the 90k evals run after it merges."
+    assert detect_incident(waiting)[0] is False
+    healthy = "🤖 Hourly check, **Status: healthy** ✅\n\n- no NCCL warnings, no Xid, no ECC"
+    assert detect_incident(healthy)[0] is False
+
+
+def test_a_post_asking_for_a_human_is_read_with_its_log() -> None:
+    log = (
+        "```\n[E1012 21:58:41] ProcessGroupNCCL.cpp:1553 Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=912345, OpType=ALLREDUCE) ran for 600021 milliseconds\n```"
+    )
+    asking = f"🤖 Run check 22:00 UTC: needs attention. The last lines from rank 0:\n\n{log}"
+    assert detect_incident(asking) == (True, "warning", "hang")
+    # the same excerpt, quoted for the record once the run is healthy, reports nothing
+    record = f"🤖 Run check 23:00 UTC: healthy. For the record, the error was:\n\n{log}"
+    assert detect_incident(record)[0] is False
+    # a message that is only a pasted error is a report
+    pasted = "```\nRuntimeError: CUDA error: uncorrectable ECC error encountered\n```"
+    assert detect_incident(pasted)[0] is True
+
+
+@pytest.mark.parametrize(
+    ("title", "body"),
+    [
+        (
+            "Long-context eval OOMs on prompts over 64k",
+            "The long-context eval of the 90k checkpoint runs out of memory on one H100.",
+        ),
+        (
+            "Benchmark: step time with FP8 matmuls",
+            "FP8 is 22% faster on 8 nodes. One config crashed at startup with a cuBLASLt error.",
+        ),
+        (
+            "Proposal: drain a node automatically after two Xid 79s in a day",
+            "We have swapped four nodes for Xid 79 this month, each by hand.",
+        ),
+    ],
+)
+def test_eval_benchmark_and_proposal_threads_are_not_the_run(title: str, body: str) -> None:
+    e = enrich_text(
+        title=title, body=body, kind="issue", source="github", context=ThreadContext(title=title)
+    )
+    assert (e.live_report, e.incident) == (False, False)
+
+
+def test_a_fix_pr_and_a_question_about_one_incident_are_about_it() -> None:
+    pr = enrich_text(
+        title="Skip the batch and reload on a NaN loss",
+        body="Fixes #996.\n\n## Summary\n\nAfter the NaN at 97,302 we lost six hours.",
+        kind="pull",
+        source="github",
+    )
+    assert (pr.incident, pr.live_report, pr.tag) == (True, False, "incident")
+    asked = enrich_text(
+        title=None,
+        body="did we ever figure out why the 41k hang happened?",
+        kind="message",
+        source="discord",
+    )
+    assert (asked.incident, asked.live_report, asked.tag) == (True, False, "incident")
+
+
+def test_the_same_failure_on_another_attempt_goes_on_in_its_thread() -> None:
+    title = "Training hangs after step 95k, all ranks idle in all_gather"
+    context = ThreadContext(title=title, kind="issue")
+    same = enrich_text(
+        title=None,
+        body="Same on the third attempt, at 95,611. Draining r44n7 now.",
+        kind="comment",
+        source="github",
+        context=context,
+    )
+    assert (same.live_report, same.incident_kind) == (True, "hang")

@@ -26,6 +26,8 @@ THREADS = (
     "small-scale ablation: z-loss coefficient at 300M (1e-4 vs 1e-5 vs off)",
     "[infra] Upgrade cuBLAS to 12.4.5 to fix GEMM scheduling corruption",
     "Cheap H100 / H200 rental for your training run",
+    "Training hangs after step 95k, all ranks idle in all_gather",
+    "Long-context eval OOMs on prompts over 64k",
 )
 
 
@@ -136,3 +138,10 @@ async def test_corpus_threads_through_the_live_path(
     assert live("c090") is not None
     # A comment that is only a bot footer has nothing to say and is not shown.
     assert live("c033") is None
+    # An issue titled by its symptom, no incident label: its report and "same on the third
+    # attempt" are 🚨; an eval that runs out of memory is not the run's incident.
+    for ident in ("c281", "c282"):
+        row = live(ident)
+        assert row is not None and row["incident"] and row["tag"] == "incident", ident
+    eval_oom = live("c286")
+    assert eval_oom is not None and not eval_oom["incident"]

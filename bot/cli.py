@@ -433,12 +433,12 @@ async def cmd_timeline(settings: DatabaseOnly, args: argparse.Namespace) -> int:
 
 
 async def cmd_incident(settings: DatabaseOnly, args: argparse.Namespace) -> int:
-    from bot.incidents.writeup import writeup_for
+    from bot.incidents.writeup import report_for
     from bot.posts.writeup import writeup_markdown
 
     async with _open_db(settings) as db:
-        writeup = await writeup_for(Store(db), args.incident_id)
-    print(writeup_markdown(writeup), end="")
+        writeup, prose = await report_for(Store(db), args.incident_id)
+    print(writeup_markdown(writeup, prose), end="")
     return EXIT_OK
 
 

@@ -95,22 +95,26 @@ def _came_back(w: Writeup) -> str:
 
 
 def _cost_lines(w: Writeup) -> list[str]:
+    """Each figure next to the words that say what it is ("down 26 min", "43 GPU-hours"), so a
+    figure cited as another one is refused (`bot.llm.cited.misplaced`)."""
     c, lines = w.cost, []
     if c.down is not None:
-        lines.append(f"downtime: {humanize_duration(c.down)} ({c.down_means})")
+        lines.append(f"downtime: training was down {humanize_duration(c.down)} ({c.down_means})")
     if c.steps_recomputed is not None:
-        line = f"steps recomputed after the restart: {fmt_int(c.steps_recomputed)}"
+        line = f"recomputed: {fmt_int(c.steps_recomputed)} steps"
         if c.tokens_recomputed is not None:
-            line += f", {fmt_big(c.tokens_recomputed)} tokens"
+            line += f" ({fmt_big(c.tokens_recomputed)} tokens)"
+        line += " recomputed after the restart"
         if c.recompute_time is not None and c.pace.seconds_per_step is not None:
             per_step = fmt_value(c.pace.seconds_per_step)
-            line += f"; recomputing them took {humanize_duration(c.recompute_time)}"
-            line += f" at {per_step} s a step"
+            line += (
+                f", recomputing took {humanize_duration(c.recompute_time)} at {per_step} s a step"
+            )
         lines.append(line)
     if c.gpu_hours is not None and c.lost is not None and c.gpus is not None:
         lines.append(
-            f"GPU-hours lost: {fmt_int(c.gpu_hours)} ({fmt_int(c.gpus)} GPUs for "
-            f"{humanize_duration(c.lost)} without new progress)"
+            f"GPU-hours: {fmt_int(c.gpu_hours)} GPU-hours without new progress "
+            f"({fmt_int(c.gpus)} GPUs for {humanize_duration(c.lost)})"
         )
     if not lines:
         lines.append("cost: no training time lost")

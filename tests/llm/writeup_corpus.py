@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bot.incidents.engine import IncidentEngine
 from bot.incidents.writeup import Writeup, writeup_for
 from bot.llm.grounded import Rendered, grade
 from bot.llm.writeup import writeup_request
@@ -38,11 +39,15 @@ REPORT = "node r7 lost its IB link, the job died with it"
 ACTION = "I drained r7 and requeued the job from the last checkpoint"
 
 
-async def outage(store: Store, now: datetime = NOW) -> tuple[Scenario, int]:
+async def outage(
+    store: Store, now: datetime = NOW, *, engine: IncidentEngine | None = None
+) -> tuple[Scenario, int]:
     """A crash at step 5,900 (minute 60), bob's report in chat, dave's drain and requeue, and
     a new W&B run from step 4,500 whose first row is at minute 86: 26 min down, 1,400 steps
     recomputed (14 min at 0.6 s a step, 1.4B tokens), 64 GPUs."""
-    sc = Scenario(store, now)  # 100 steps a minute, one row a minute, 1M tokens a step
+    sc = Scenario(
+        store, now, engine=engine
+    )  # 100 steps a minute, one row a minute, 1M tokens a step
     await sc.start()
     run = await store.runs.get("hero")
     assert run is not None

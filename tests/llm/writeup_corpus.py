@@ -45,9 +45,8 @@ async def outage(
     """A crash at step 5,900 (minute 60), bob's report in chat, dave's drain and requeue, and
     a new W&B run from step 4,500 whose first row is at minute 86: 26 min down, 1,400 steps
     recomputed (14 min at 0.6 s a step, 1.4B tokens), 64 GPUs."""
-    sc = Scenario(
-        store, now, engine=engine
-    )  # 100 steps a minute, one row a minute, 1M tokens a step
+    # 100 steps a minute, one row a minute, 1M tokens a step
+    sc = Scenario(store, now, engine=engine)
     await sc.start()
     run = await store.runs.get("hero")
     assert run is not None

@@ -13,23 +13,33 @@ whose facts change after it resolved is written again and edited in, never poste
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from pydantic import SecretStr
 
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.writeup import latest_prose
+from bot.llm.client import LLMClient
 from bot.llm.writeup import ModelPen
 from bot.models import OutboxItem
+from bot.opslog import OpsLogDetector, OpsLogWriter
 from bot.posts.incidents import IncidentPosts
 from bot.posts.writeup import BY_MODEL, BY_RULES
 from bot.runsfile import RunConfig, RunsFile
 from bot.runtime import Runtime
 from bot.settings import Settings
-from bot.store import Store
+from bot.store import Database, Store
+from tests.cli.inprocess import run_main
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
+from tests.fakes.github import FakeGitHub
 from tests.incidents.scenario import Scenario, content
+from tests.incidents.test_ops_log import comments, log_issue
 from tests.incidents.test_writeup import issue
+from tests.llm.conftest import MODEL
 from tests.llm.writeup_corpus import DEV, load, outage
 
 ANSWERS = {a["id"]: a for a in load(DEV)}
@@ -206,3 +216,59 @@ async def test_changed_facts_are_written_again_and_edited_in(
         content(last)
     )
     assert BY_MODEL in by(last)
+
+
+async def test_the_ops_log_gets_the_models_writeup_as_one_comment_edited_in_place(
+    store: Store, pen: ModelPen, fake: FakeAnthropic
+) -> None:
+    sc, _ = await resolved_with_model(store, pen, fake)
+    async with FakeGitHub() as github, httpx.AsyncClient() as client:
+        repo, number = await log_issue(store, github)
+        writer = OpsLogWriter(client, github.url, SecretStr("token"))
+        sc.engine = OpsLogDetector(sc.engine, writer, pen)
+        await sc.tick()
+        assert comments(repo, number) == []  # the model has not written it: nothing yet
+        fake.push(text(GOOD))
+        await runtime(store, pen).write_writeups(sc.now)
+        await sc.tick()
+        [comment] = comments(repo, number)
+        assert "dave drained r7 and requeued the job from the last checkpoint" in comment.body
+        assert f"Hero 70B · {BY_MODEL}." in comment.body
+        assert "**Cost.** 26 min down" in comment.body
+        await store.events.upsert_many([issue(91, sc.now, "r7 IB port flaps")])
+        await sc.report("The crash: node r7 lost its IB link; #91 tracks it.", author="erin")
+        await sc.run_for(2)
+        fake.push(text(GOOD + " The IB port is followed up in #91 [8]."))
+        assert await runtime(store, pen).write_writeups(sc.now) == 1
+        await sc.tick()
+        [edited] = comments(repo, number)  # the same comment, edited
+        assert edited.id == comment.id
+        assert "The IB port is followed up in #91" in edited.body
+
+
+def test_runscribe_incident_prints_the_models_writeup_and_says_who_wrote_it(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "runscribe.db"
+
+    async def fill() -> int:
+        async with FakeAnthropic() as fake, Database.open(db) as database:
+            store = Store(database)
+            llm = LLMClient(store, api_key="sk-test", base_url=fake.base_url, model=MODEL)
+            pen = ModelPen(llm)
+            sc, incident_id = await outage(store, engine=IncidentEngine(IncidentPosts(), pen=pen))
+            fake.push(text(GOOD))
+            await runtime(store, pen).write_writeups(sc.now)
+            await llm.aclose()
+            return incident_id
+
+    incident_id = asyncio.run(fill())
+    done = run_main(tmp_path, "incident", str(incident_id), env={"RUNSCRIBE_DB": str(db)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"## Write-up: incident \\#{incident_id}")
+    assert done.stdout.count(BY_MODEL) == 1 and BY_RULES not in done.stdout
+    assert "dave drained r7 and requeued the job from the last checkpoint [\\[2\\]](" in done.stdout
+    assert "**What happened.**" not in done.stdout
+    assert "**Cost.** 26 min down (last step before the interruption → first step after)" in (
+        done.stdout
+    )

@@ -73,7 +73,9 @@ async def test_the_resolution_never_waits_for_the_models_writeup_which_follows_o
             await d.cycle(t0 + 25 * MIN)
             _, resolved = d.channel()
             assert visible(resolved).startswith("✅ **Resolved** incident #")
-            [closing] = d.thread(head)  # closed, while the model holds the write-up
+            thread = d.thread(head)
+            assert len(thread) == 1, [visible(m) for m in thread]
+            [closing] = thread  # closed, while the model holds the write-up
             await until(lambda: bool(asked), "the write-up's request reaching the model")
             assert len(d.thread(head)) == 1
             released.set()

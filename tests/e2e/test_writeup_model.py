@@ -32,7 +32,6 @@ from tests.fakes.discord import FakeDiscord
 from tests.fakes.wandb import FakeWandb
 from tests.waiting import until
 
-
 CLOSING = re.compile(r"✅ Resolved <t:\d+:t>; closing this thread\.")
 
 

@@ -56,7 +56,8 @@ def fact_sources(w: Writeup) -> list[Source]:
     head += f"; first symptom {fmt_time(i.started_at, tz)}"
     if i.resolved_at is not None:
         head += f"; resolved {fmt_time(i.resolved_at, tz)}"
-    items.append((head + f" (every time here is in {tz})", None))
+    first = w.sources[0].url if w.sources else None  # the first symptom's page
+    items.append((head + f" (every time here is in {tz})", first))
     if i.cause and w.restart is None:
         items.append(("what the monitor saw: " + fence(inline(i.cause), source="system"), None))
     if w.cause is not None:
@@ -70,7 +71,7 @@ def fact_sources(w: Writeup) -> list[Source]:
         items.append((f"a person acted on it: {text}", action.url))
     if i.acked_by and i.acked_at:
         items.append((f"acknowledged by {inline(i.acked_by, 60)} {fmt_time(i.acked_at, tz)}", None))
-    items.append((_came_back(w), None))
+    items.append((_came_back(w), _run_page(w)))
     items.extend((line, None) for line in _cost_lines(w))
     items.extend((_follow_up(e), e.url) for e in w.follow_ups)
     return [Source(n, text, url) for n, (text, url) in enumerate(items, 1)]
@@ -92,6 +93,14 @@ def _came_back(w: Writeup) -> str:
     if r.previous_run:
         line += f", in W&B run {inline(r.previous_run.rsplit('/', 1)[-1], 80)}"
     return line
+
+
+def _run_page(w: Writeup) -> str | None:
+    """The page of the W&B run training came back in, when the write-up links it."""
+    if w.restart is None:
+        return None
+    name = w.restart.wandb_run.rsplit("/", 1)[-1]
+    return next((s.url for s in w.sources if s.label.endswith(name)), None)
 
 
 def _cost_lines(w: Writeup) -> list[str]:

@@ -100,10 +100,16 @@ async def test_the_model_writes_it_after_the_resolution_and_it_is_posted_once(
     assert post.payload["archive_thread"] is True  # which it closes again
     said = content(post)
     # the model's prose, each citation a link to what it cites (numbered in order of use; a
-    # computed fact has no page, so its marker goes)
-    assert "dave drained r7 and requeued the job from the last checkpoint [\\[2\\]](" in said
-    assert "[\\[1\\]](https://discord.com/channels/1/2/1)" in said
-    assert "[\\[2\\]](https://discord.com/channels/1/2/2)" in said
+    # computed figure has no page, so its marker goes)
+    assert (
+        "hero-a crashed at step 5,900, first noticed Sep 2, 2026, 1:01 p.m. UTC [\\[1\\]](" in said
+    )
+    assert "[\\[1\\]](https://wandb.ai/lab/pretrain/runs/hero-a)" in said
+    assert "[\\[2\\]](https://discord.com/channels/1/2/1)" in said
+    assert "dave drained r7 and requeued the job from the last checkpoint [\\[3\\]](" in said
+    assert "[\\[3\\]](https://discord.com/channels/1/2/2)" in said
+    assert "the last step before the interruption was 5,900 [\\[4\\]](" in said
+    assert "[\\[4\\]](https://wandb.ai/lab/pretrain/runs/hero-b)" in said
     assert "It was down for 26 min." in said
     assert "**What happened.**" not in said
     # the figures stay the code's
@@ -212,7 +218,7 @@ async def test_changed_facts_are_written_again_and_edited_in(
     assert len(writeups(items, incident_id)) == 1  # edited, never posted again
     last = edits(items, incident_id)[-1]
     assert last.payload["edit_of"] == post.id
-    assert "The IB port is followed up in #91 [\\[3\\]](https://github.com/lab/hero/issues/91)" in (
+    assert "The IB port is followed up in #91 [\\[5\\]](https://github.com/lab/hero/issues/91)" in (
         content(last)
     )
     assert BY_MODEL in by(last)
@@ -267,7 +273,7 @@ def test_runscribe_incident_prints_the_models_writeup_and_says_who_wrote_it(
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"## Write-up: incident \\#{incident_id}")
     assert done.stdout.count(BY_MODEL) == 1 and BY_RULES not in done.stdout
-    assert "dave drained r7 and requeued the job from the last checkpoint [\\[2\\]](" in done.stdout
+    assert "dave drained r7 and requeued the job from the last checkpoint [\\[3\\]](" in done.stdout
     assert "**What happened.**" not in done.stdout
     assert "**Cost.** 26 min down (last step before the interruption → first step after)" in (
         done.stdout

@@ -91,7 +91,7 @@ async def test_the_resolution_never_waits_for_the_models_writeup_which_follows_o
             assert int(closing["id"]) < int(writeup["id"])  # after the resolution
             said = full_text(writeup)
             assert visible(writeup).startswith("📝 Write-up of incident #")
-            assert "W&B run hero-1 crashed at step 99." in said
+            assert "W&B run hero-1 crashed at step 99 [\\[1\\]](" in said  # linked to its run
             assert "16 min down (last step before the interruption" in said
             assert writeup["embeds"][0]["footer"]["text"].endswith(BY_MODEL)
             assert fake_discord.archived(int(head["id"]))  # the thread closed again

@@ -408,6 +408,8 @@ class RunscribeBot(commands.Bot):
             loops.add(asyncio.create_task(warm, name="runscribe-warm-charts"))
         if rounds.narrative is not None:
             spawn("narrative", every.narrative, rounds.refresh_narratives)
+        if getattr(self.runtime, "pen", None) is not None:  # write-ups by the model
+            spawn("writeups", every.writeups, rounds.write_writeups)
 
     # --- the gateway, as /healthz sees it (bot.health) -------------------------------------------
 

@@ -433,12 +433,12 @@ async def cmd_timeline(settings: DatabaseOnly, args: argparse.Namespace) -> int:
 
 
 async def cmd_incident(settings: DatabaseOnly, args: argparse.Namespace) -> int:
-    from bot.incidents.writeup import writeup_for
+    from bot.incidents.writeup import report_for
     from bot.posts.writeup import writeup_markdown
 
     async with _open_db(settings) as db:
-        writeup = await writeup_for(Store(db), args.incident_id)
-    print(writeup_markdown(writeup), end="")
+        writeup, prose = await report_for(Store(db), args.incident_id)
+    print(writeup_markdown(writeup, prose), end="")
     return EXIT_OK
 
 
@@ -673,10 +673,25 @@ async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
                 await runtime.refresh_narratives(now)
             except Exception:  # a narrative problem never fails the poll
                 log.exception("narrative refresh failed")
+            await _write_writeups(runtime, now)
             _log_summary(summary, "cycle", now)
             return _poll_exit(summary)
         await _poll_forever(settings, runtime)
     return EXIT_OK
+
+
+async def _write_writeups(runtime: Runtime, now: datetime) -> None:
+    """With a model key: the model's write-ups of resolved incidents, then detection, which
+    queues what was stored (after the cycle's alerts and resolutions, never before them)."""
+    try:
+        if await runtime.write_writeups(now):
+            await runtime.judge(now)
+    except Exception:  # a write-up problem never fails the poll
+        log.exception("incident write-ups failed")
+
+
+async def _write_writeups_now(runtime: Runtime) -> None:
+    await _write_writeups(runtime, utcnow())
 
 
 async def _poll_forever(settings: Settings, runtime: Runtime) -> None:
@@ -728,6 +743,13 @@ async def _poll_forever(settings: Settings, runtime: Runtime) -> None:
                     )
                 )
             )
+            if runtime.pen is not None:  # write-ups by the model, in a loop of their own
+                writeups = partial(_write_writeups_now, runtime)
+                loops.append(
+                    group.create_task(
+                        repeat("writeups", ENRICH_EVERY, writeups, retries=retries, probe=probe)
+                    )
+                )
             print(f"polling every {interval:g} s; stop with SIGTERM or Ctrl-C", flush=True)
             await stop.wait()
             log.info("stopping: the poll loops are cancelled and the store closed")

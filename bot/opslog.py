@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import httpx
 from pydantic import SecretStr
 
-from bot.incidents.writeup import gather_writeup
+from bot.incidents.writeup import RECENT, WriteupPen, gather_writeup
 from bot.posts.writeup import writeup_markdown
 from bot.sources.github_threads import OWN_MARKER
 from bot.store import Store
@@ -29,7 +29,7 @@ from bot.store.opslog import OpsComment, body_hash
 log = logging.getLogger(__name__)
 
 #: Incidents resolved this recently are written (and kept up to date) in the ops log.
-LOOKBACK = timedelta(days=2)
+LOOKBACK = RECENT
 MARKER = OWN_MARKER + "incident:{id} -->"  # the GitHub source never reads it back
 PAGES = 10  # pages of the issue's comments read to find a comment posted before a crash
 #: How much earlier than the row's time a comment posted for it is looked for (GitHub's clock
@@ -49,9 +49,10 @@ def comment_body(markdown: str, incident_id: int) -> str:
     return f"{text}\n\n{MARKER.format(id=incident_id)}\n"
 
 
-async def queue_ops_comments(store: Store, now: datetime) -> int:
+async def queue_ops_comments(store: Store, now: datetime, pen: WriteupPen | None = None) -> int:
     """Store the comment each recently resolved incident should have on its run's ops-log
-    issue; returns how many changed."""
+    issue; returns how many changed. With a `pen` (a model key), the comment is the write-up
+    the model stored for the incident's present facts, once it is stored."""
     changed = 0
     for run in await store.runs.all():
         issue, repo = run.config.github_ops_issue, run.config.github_repo
@@ -62,9 +63,11 @@ async def queue_ops_comments(store: Store, now: datetime) -> int:
             if incident.status != "resolved" or not details.fired or details.history:
                 continue
             assert incident.id is not None
-            body = comment_body(
-                writeup_markdown(await gather_writeup(store, run, incident)), incident.id
-            )
+            facts = await gather_writeup(store, run, incident)
+            prose = await pen.stored(store, facts) if pen is not None else None
+            if pen is not None and prose is None:
+                continue  # not written yet for these facts: the comment keeps what it says
+            body = comment_body(writeup_markdown(facts, prose), incident.id)
             changed += await store.opslog.want(incident.id, run.slug, repo, issue, body, now)
     return changed
 
@@ -164,11 +167,12 @@ class OpsLogDetector:
 
     engine: Detector
     writer: OpsLogWriter | None
+    pen: WriteupPen | None = None
 
     async def detect(self, store: Store, now: datetime) -> int:
         queued = await self.engine.detect(store, now)
         try:
-            await queue_ops_comments(store, now)
+            await queue_ops_comments(store, now, self.pen)
             if self.writer is not None:
                 await self.writer.write(store, now)
         except asyncio.CancelledError:

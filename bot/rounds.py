@@ -121,6 +121,15 @@ class LoopRounds:
         async with self.loops.locks[WANDB]:  # judged between polls, never inside one
             return self.loops.delivered_soon(await self.runtime.judge(self.clock()))
 
+    async def write_writeups(self) -> object:
+        """The model's write-ups of resolved incidents (its own loop: never an alert's wait),
+        then detection at once, so what was stored is posted (and the ops log written) now."""
+        write = getattr(self.runtime, "write_writeups", None)
+        if write is None or not await write(self.clock()):
+            return 0
+        async with self.loops.locks[WANDB]:  # judged between polls, never inside one
+            return self.loops.delivered_soon(await self.runtime.judge(self.clock()))
+
     async def enrich_once(self) -> object:
         async with self.loops.locks[ENRICH]:
             try:

@@ -33,6 +33,7 @@ from bot.store import Store
 if TYPE_CHECKING:
     from bot.ask.service import AnswerWriter
     from bot.digests import DigestComposer
+    from bot.incidents.writeup import WriteupPen
     from bot.llm.client import LLMClient
     from bot.services.narrative import NarrativeWriter
 
@@ -69,6 +70,7 @@ class Runtime:
     narrator: NarrativeWriter | None = None  # writes a narrative when one is due
     digest_composer: DigestComposer | None = None  # the digest's text beyond the template
     answers: AnswerWriter | None = None  # /ask's written answers beyond the matches
+    pen: WriteupPen | None = None  # incident write-ups by the model (a key is set)
     rebuild: PartsBuilder | None = None
     # This process's view of each source's backoff (kept across reloads: same process).
     session: PollSession = field(default_factory=PollSession)
@@ -175,6 +177,21 @@ class Runtime:
 
         wanted = [r.slug for r in self.runs.runs] if slugs is None else list(slugs)
         return await refresh_narratives(self.store, self.narrator, wanted, now)
+
+    async def write_writeups(self, now: datetime) -> int:
+        """The model's write-up of each recently resolved incident whose present facts have
+        none stored yet (`WriteupPen.write`: stored, then posted by the next detection round).
+        Its own loop: a slow model never holds an alert or a resolution."""
+        if self.pen is None:
+            return 0
+        from bot.incidents.writeup import recent_writeups
+
+        written = 0
+        for writeup in await recent_writeups(self.store, now):
+            if await self.pen.stored(self.store, writeup) is None:
+                await self.pen.write(self.store, writeup, now)
+                written += 1
+        return written
 
     async def reload(self, runs: RunsFile) -> Runtime:
         """This runtime for a new runs file: its runs recorded, its sources, enricher and

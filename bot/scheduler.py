@@ -31,6 +31,7 @@ class LoopIntervals:
     outbox: float = 2.0
     digest: float = 20.0
     narrative: float = 300.0  # the refresher decides whether a new narrative is due
+    writeups: float = 10.0  # resolved incidents whose write-up the model has not written yet
     # pushed deliveries are read when the doorbell rings; between rings, open alert incidents
     # are judged this often (their resolution is due once the clear has held, 2 min)
     hooks: float = 15.0

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import httpx
 
     from bot.ask.service import AnswerWriter
+    from bot.incidents.writeup import WriteupPen
     from bot.llm.client import LLMClient
 
 log = logging.getLogger(__name__)
@@ -141,16 +142,30 @@ def llm_enricher(llm: LLMClient | None, runs: Sequence[RunConfig]) -> Enricher |
     return LLMEnricher(llm, run_names={r.slug: r.name for r in runs})
 
 
-def incident_detector(runs: Sequence[RunConfig]) -> Detector:
-    """The incident engine (the pipeline's Detector)."""
+def writeup_pen(llm: LLMClient | None) -> WriteupPen | None:
+    """The model's write-ups when a key is configured; None leaves the template's."""
+    if llm is None:
+        return None
+    from bot.llm.writeup import ModelPen
+
+    return ModelPen(llm)
+
+
+def incident_detector(runs: Sequence[RunConfig], pen: WriteupPen | None = None) -> Detector:
+    """The incident engine (the pipeline's Detector); with a `pen`, its write-ups are the
+    model's."""
     from bot.incidents.engine import IncidentEngine
     from bot.posts.incidents import IncidentPosts
 
-    return IncidentEngine(IncidentPosts())
+    return IncidentEngine(IncidentPosts(), pen=pen)
 
 
 async def with_ops_log(
-    detector: Detector, runs: Sequence[RunConfig], settings: Settings, live: LiveSources
+    detector: Detector,
+    runs: Sequence[RunConfig],
+    settings: Settings,
+    live: LiveSources,
+    pen: WriteupPen | None = None,
 ) -> Detector:
     """Detection followed by the ops logs, when a run names one (`github_ops_issue`) and a
     GitHub token is set (`check-config` says why not otherwise)."""
@@ -160,7 +175,7 @@ async def with_ops_log(
     if token is None or not any(r.github_ops_issue and r.github_repo for r in runs):
         return detector
     client = await live.http_client()
-    return OpsLogDetector(detector, OpsLogWriter(client, settings.github_api_url, token))
+    return OpsLogDetector(detector, OpsLogWriter(client, settings.github_api_url, token), pen)
 
 
 def narrative_writer(store: Store, llm: LLMClient | None) -> NarrativeWriter:
@@ -215,6 +230,7 @@ RUNTIME_MODULES = (
     "bot.llm.narrative",
     "bot.llm.digest",
     "bot.llm.enrich",
+    "bot.llm.writeup",
 )
 
 
@@ -241,12 +257,14 @@ async def open_runtime(
         await record_runs(store, runs)
         llm = await stack.enter_async_context(open_llm(store, settings))
         live = LiveSources(store, settings, stack)
+        pen = writeup_pen(llm)
 
         async def parts(new: RunsFile) -> Parts:
+            detector = incident_detector(new.runs, pen)
             return Parts(
                 sources=await live.build(new.runs),
                 enricher=llm_enricher(llm, new.runs),
-                detector=await with_ops_log(incident_detector(new.runs), new.runs, settings, live),
+                detector=await with_ops_log(detector, new.runs, settings, live, pen),
             )
 
         first = await parts(runs)
@@ -261,6 +279,7 @@ async def open_runtime(
             narrator=narrative_writer(store, llm),
             digest_composer=digest_composer(store, llm),
             answers=answer_writer(store, llm, model=settings.runscribe_enrich_model),
+            pen=pen,
             rebuild=parts,
         )
 

@@ -25,7 +25,7 @@ from bot.incidents.silences import (
     require_responder,
     silence_run,
 )
-from bot.incidents.writeup import writeup_for
+from bot.incidents.writeup import report_for
 from bot.limits import CHOICES_LIMIT
 from bot.mentions import unlinked
 from bot.posts.incidents import listing_card
@@ -182,9 +182,9 @@ class Incidents(commands.GroupCog, group_name="incidents", group_description="Ru
     @app_commands.command(name="report", description="An incident's write-up, shown again")
     @app_commands.describe(incident_id="The incident's number, as its alert shows (#12)")
     async def report(self, interaction: discord.Interaction, incident_id: int) -> None:
-        writeup = await writeup_for(self.bot.reader, incident_id)
+        writeup, prose = await report_for(self.bot.reader, incident_id)
         await interaction.response.send_message(
-            embed=card_to_embed(writeup_card(writeup)), allowed_mentions=NO_MENTIONS
+            embed=card_to_embed(writeup_card(writeup, prose)), allowed_mentions=NO_MENTIONS
         )
 
     @app_commands.command(name="ack", description="Acknowledge an incident (recorded with you)")

@@ -198,7 +198,14 @@ ALLOWED: dict[str, set[str]] = {
     },
     "bot.ask": {"bot.models", "bot.services", "bot.store"},  # takes a writer, like services
     # the LLM's writers: never a service, never the render
-    "bot.llm": {"bot.enrich", "bot.models", "bot.narrative", "bot.settings", "bot.store"},
+    "bot.llm": {
+        "bot.enrich",
+        "bot.incidents",  # the write-up's facts, which the model words (`bot.llm.writeup`)
+        "bot.models",
+        "bot.narrative",
+        "bot.settings",
+        "bot.store",
+    },
     # cards, text, JSON, charts, pages from what the services computed
     "bot.render": {
         "bot.analysis",
@@ -246,6 +253,7 @@ ALLOWED: dict[str, set[str]] = {
         "bot.ask",
         "bot.digests",
         "bot.hooks",
+        "bot.incidents",  # the recently resolved incidents whose write-up the model writes
         "bot.llm",
         "bot.models",
         "bot.pipeline",

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import bot.incidents.lifecycle as lifecycle
 from bot.incidents.rounds import Cycle
 from bot.incidents.silences import silencing
-from bot.incidents.writeup import Writeup, gather_writeup
+from bot.incidents.writeup import Prose, Writeup, WriteupPen, gather_writeup
 from bot.models import Event, Incident, OutboxItem, ReportedCause, Silence
 from bot.store import Store
 
@@ -52,7 +52,12 @@ class IncidentWords(Protocol):
     def cause_update(self, cause: ReportedCause) -> str: ...
 
     def writeup(
-        self, writeup: Writeup, *, edit_of: int | None, archive_thread: bool
+        self,
+        writeup: Writeup,
+        *,
+        edit_of: int | None,
+        archive_thread: bool,
+        prose: Prose | None = None,
     ) -> dict[str, Any]: ...
 
     def event_update(self, event: Event) -> str: ...
@@ -60,10 +65,12 @@ class IncidentWords(Protocol):
 
 class IncidentDelivery:
     """Queues each incident's posts, each with a dedup key (`incident:<id>:…`), so a round that
-    runs twice posts once."""
+    runs twice posts once. With a `pen` (a model key), the write-up waits for the words the
+    model stored for it (`WriteupPen.stored`): never the model itself."""
 
-    def __init__(self, words: IncidentWords):
+    def __init__(self, words: IncidentWords, pen: WriteupPen | None = None):
         self.words = words
+        self.pen = pen
 
     async def deliver(self, store: Store, cycle: Cycle, incident: Incident) -> None:
         """What the round says about `incident`: the alert once it fires, then updates, edits,
@@ -179,20 +186,26 @@ class IncidentDelivery:
     async def _writeup(
         self, store: Store, cycle: Cycle, incident: Incident, fired_id: int | None
     ) -> None:
-        """The incident's one write-up, in its thread when it resolves (just before the closing
-        line): posted once (keyed by the incident, so a restart re-posts nothing), edited in
-        place whenever what it says changes (a late report, a person's action read after it
-        resolved, a follow-up opened, a reopening)."""
+        """The incident's one write-up, in its thread when it resolves: posted once (keyed by
+        the incident, so a restart re-posts nothing), edited in place whenever what it says
+        changes (a late report, a person's action read after it resolved, a follow-up opened,
+        a reopening). Without a model, the template's, just before the closing line. With one,
+        what the model stored for the present facts, in a later round (after the closing line,
+        so it closes the thread again): until it is stored, the thread keeps what it has."""
         if fired_id is None:
             return
         key = f"incident:{incident.id}:writeup"
-        posted = await store.outbox.get_by_key(key)
         facts = await gather_writeup(store, cycle.run, incident)
+        prose = await self.pen.stored(store, facts) if self.pen is not None else None
+        if self.pen is not None and prose is None:
+            return  # not written yet for these facts (`WriteupPen.write`, off this path)
+        posted = await store.outbox.get_by_key(key)
+        archive = self.pen is not None and incident.details.resolved_posted
         if posted is None:
-            body = self.words.writeup(facts, edit_of=None, archive_thread=False)
+            body = self.words.writeup(facts, edit_of=None, archive_thread=archive, prose=prose)
             await self.enqueue(store, cycle, "update", key, body, fired_id)
             return
-        body = self.words.writeup(facts, edit_of=posted.id, archive_thread=False)
+        body = self.words.writeup(facts, edit_of=posted.id, archive_thread=False, prose=prose)
         if body.get("card") != posted.payload.get("card"):
             card = json.dumps(body.get("card"), sort_keys=True)
             edit = hashlib.sha256(card.encode()).hexdigest()[:16]

@@ -47,6 +47,7 @@ from bot.incidents.lifecycle import Policy
 from bot.incidents.matching import match
 from bot.incidents.rounds import Cycle, RoundReader, restore_incident
 from bot.incidents.steps import Failures, Steps, record_health
+from bot.incidents.writeup import WriteupPen
 from bot.models import Event, Incident, IncidentDetails, IncidentSignal, RunInfo
 from bot.store import Store
 from bot.store.incidents import IncidentsRepo
@@ -58,13 +59,19 @@ class IncidentEngine:
     """The `Detector` of the pipeline: `await engine.detect(store, now)` → posts queued."""
 
     def __init__(
-        self, words: IncidentWords, *, policy: Policy | None = None, runs: list[str] | None = None
+        self,
+        words: IncidentWords,
+        *,
+        policy: Policy | None = None,
+        runs: list[str] | None = None,
+        pen: WriteupPen | None = None,
     ):
         self.words = words
         self.policy = policy or Policy()
         self.runs = set(runs) if runs else None
         self.reader = RoundReader(self.policy)  # what each round reads
-        self.delivery = IncidentDelivery(words)  # what each round posts
+        # what each round posts; with a `pen`, the write-ups the model stored
+        self.delivery = IncidentDelivery(words, pen)
         # per run, the causes of failure already logged (each is logged once, until a clean round)
         self._logged: dict[str, dict[str, int]] = {}
 

@@ -9,11 +9,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from bot.analysis.goodput import DOWN_FINGERPRINTS, Pace
 from bot.errors import UserFacingError
 from bot.incidents.detectors import CRASH, where
-from bot.models import Event, Incident, IncidentAction, ReportedCause, Restart, RunInfo
+from bot.models import (
+    Event,
+    Incident,
+    IncidentAction,
+    LLMOutput,
+    ReportedCause,
+    Restart,
+    RunInfo,
+)
 from bot.store import Store
 
 #: Event kinds that are a follow-up when opened about an incident: an issue or a pull request.
@@ -21,6 +30,11 @@ FOLLOW_UP_KINDS = ("issue", "pull")
 #: A GitHub issue or pull request named in a post ("opened #8617 for it").
 _NAMED = re.compile(r"(?<![\w/&])#(\d{1,7})\b")
 FOLLOW_UPS_NAMED = 10  # the most named threads looked up
+#: Incidents resolved this recently get (and keep up to date) a write-up: in the thread, in the
+#: ops log, and by the model when a key is set.
+RECENT = timedelta(days=2)
+#: The stored model write-ups' task and key (`writeup:<incident id>:<facts' hash>`).
+PROSE_TASK = "writeup"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +107,43 @@ class Writeup:
     def id(self) -> int:
         assert self.incident.id is not None
         return self.incident.id
+
+
+@dataclass(frozen=True, slots=True)
+class Prose:
+    """The write-up's words as stored for one state of its facts: the model's cited prose
+    (`by` "llm", its `[n]` already links to the sources), or "template" when the model was
+    refused, failed or timed out (the template's sections are then written from the facts)."""
+
+    text: str
+    by: str  # "llm" | "template"
+    at: datetime
+
+    @property
+    def by_model(self) -> bool:
+        return self.by == "llm" and bool(self.text.strip())
+
+
+class WriteupPen(Protocol):
+    """The model's side of the write-up (`bot.llm.writeup.ModelPen`), handed in when a key is
+    set. `stored` reads what was written for the write-up's present facts (the store only: the
+    incident's posts never wait on a model); `write` writes it (the model, checked, else the
+    template's mark) and stores it, once per state of the facts."""
+
+    async def stored(self, store: Store, writeup: Writeup) -> Prose | None: ...
+
+    async def write(self, store: Store, writeup: Writeup, now: datetime) -> Prose: ...
+
+
+def prose_of(stored: LLMOutput) -> Prose:
+    return Prose(stored.content, "template" if stored.fallback else "llm", stored.created_at)
+
+
+async def latest_prose(store: Store, incident_id: int) -> Prose | None:
+    """The newest write-up stored for the incident, whatever state of its facts it was written
+    for: what its thread and ops-log comment show (`/incidents report`, `runscribe incident`)."""
+    stored = await store.llm.latest_keyed(f"{PROSE_TASK}:{incident_id}:")
+    return prose_of(stored) if stored is not None else None
 
 
 def restart_of(incident: Incident) -> Restart | None:
@@ -174,6 +225,18 @@ async def gather_writeup(store: Store, run: RunInfo, incident: Incident) -> Writ
     )
 
 
+async def recent_writeups(store: Store, now: datetime) -> list[Writeup]:
+    """Every run's incidents resolved within `RECENT` that alerted (history found after the
+    fact gets none): the write-ups the model keeps written."""
+    found = []
+    for run in await store.runs.all():
+        for incident in await store.incidents.find(run.slug, since=now - RECENT):
+            details = incident.details
+            if incident.status == "resolved" and details.fired and not details.history:
+                found.append(await gather_writeup(store, run, incident))
+    return found
+
+
 async def writeup_for(store: Store, incident_id: int, slug: str | None = None) -> Writeup:
     """`/incidents report ID` and `runscribe incident ID`: a resolved incident's write-up."""
     incident = await store.incidents.get(incident_id)
@@ -185,3 +248,11 @@ async def writeup_for(store: Store, incident_id: int, slug: str | None = None) -
     if run is None:
         raise UserFacingError(f"Incident #{incident_id} belongs to no tracked run.")
     return await gather_writeup(store, run, incident)
+
+
+async def report_for(
+    store: Store, incident_id: int, slug: str | None = None
+) -> tuple[Writeup, Prose | None]:
+    """A resolved incident's write-up with the words stored for it (None: the template's)."""
+    writeup = await writeup_for(store, incident_id, slug)
+    return writeup, await latest_prose(store, incident_id)

@@ -22,6 +22,7 @@ PROMPT_NAMES: tuple[str, ...] = (
     "digest",
     "grounding_retry",
     "ask",
+    "writeup",
 )
 
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.incidents.detectors import ALERT_PREFIX, CRASH, condition_words, incident_kind_words
-from bot.incidents.writeup import Writeup
+from bot.incidents.writeup import Prose, Writeup
 from bot.limits import (
     DESCRIPTION_LIMIT,
     FIELD_NAME_LIMIT,
@@ -450,6 +450,11 @@ class IncidentPosts:
         return event_update(event)
 
     def writeup(
-        self, writeup: Writeup, *, edit_of: int | None, archive_thread: bool
+        self,
+        writeup: Writeup,
+        *,
+        edit_of: int | None,
+        archive_thread: bool,
+        prose: Prose | None = None,
     ) -> dict[str, Any]:
-        return writeup_payload(writeup, edit_of=edit_of, archive_thread=archive_thread)
+        return writeup_payload(writeup, edit_of=edit_of, archive_thread=archive_thread, prose=prose)

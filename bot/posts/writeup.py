@@ -2,13 +2,18 @@
 the run's zone), the cause in the reporters' words with links, who did what, how training came
 back, what it cost, the follow-ups and every source. The facts are `bot.incidents.writeup`'s;
 this module only words them, as Markdown (`writeup_markdown`: the CLI) and as one thread post
-(`writeup_payload`: a card, so a long note still fits)."""
+(`writeup_payload`: a card, so a long note still fits).
+
+With a model key, the model's cited prose (`Prose`, checked against the facts it cites) takes
+the place of the sections that tell the story (what happened, the cause, who acted, how
+training came back); the cost, the follow-ups and the sources stay these lines, written from
+the facts, so every figure and link is the code's. Each says once who wrote it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot.incidents.writeup import Cost, Writeup
+from bot.incidents.writeup import Cost, Prose, Writeup
 from bot.limits import DESCRIPTION_LIMIT, TITLE_LIMIT
 from bot.mentions import body, inert, plain, unlinked
 from bot.models import Event, IncidentAction
@@ -134,22 +139,44 @@ def sources(w: Writeup) -> str:
     return " · ".join(_linked(s.label, s.url) for s in w.sources)
 
 
-def sections(w: Writeup) -> list[tuple[str, str]]:
+#: Who wrote the write-up, said once (as the status card says it for its summary).
+BY_MODEL = "Written by AI from the recorded facts, each sentence checked against what it cites"
+BY_RULES = "Written by rules from the recorded data, not by a model"
+
+
+def by_model(prose: Prose | None) -> bool:
+    return prose is not None and prose.by_model
+
+
+def written_by(prose: Prose | None) -> str:
+    return BY_MODEL if by_model(prose) else BY_RULES
+
+
+def _story(w: Writeup, prose: Prose | None) -> list[str]:
+    """The paragraphs that tell what happened: the model's, else the template's sections."""
+    if prose is not None and by_model(prose):
+        return [p.strip() for p in prose.text.split("\n\n") if p.strip()]
     return [
-        ("What happened", what_happened(w)),
-        ("Cause, as reported", cause(w)),
-        ("Who acted", who_acted(w)),
-        ("How training came back", came_back(w)),
-        ("Cost", cost(w.cost)),
-        ("Follow-ups", follow_ups(w)),
-        ("Sources", sources(w)),
+        f"**{name}.** {text}"
+        for name, text in (
+            ("What happened", what_happened(w)),
+            ("Cause, as reported", cause(w)),
+            ("Who acted", who_acted(w)),
+            ("How training came back", came_back(w)),
+        )
     ]
 
 
-def writeup_markdown(w: Writeup) -> str:
-    """The whole note as Markdown (`runscribe incident ID`)."""
-    parts = [f"## {inert(title(w))}", f"{inert(w.run_name)}"]
-    parts += [f"**{name}.** {text}" for name, text in sections(w)]
+def paragraphs(w: Writeup, prose: Prose | None = None) -> list[str]:
+    """The note's paragraphs: the story, then the computed cost, follow-ups and sources."""
+    computed = [("Cost", cost(w.cost)), ("Follow-ups", follow_ups(w)), ("Sources", sources(w))]
+    return _story(w, prose) + [f"**{name}.** {text}" for name, text in computed]
+
+
+def writeup_markdown(w: Writeup, prose: Prose | None = None) -> str:
+    """The whole note as Markdown (`runscribe incident ID`, the ops-log comment)."""
+    parts = [f"## {inert(title(w))}", f"{inert(w.run_name)} · {written_by(prose)}."]
+    parts += paragraphs(w, prose)
     return "\n\n".join(parts) + "\n"
 
 
@@ -164,21 +191,24 @@ def _within(paragraphs: list[str], limit: int) -> str:
     return "\n\n".join(kept) if kept else clip(paragraphs[0], limit)
 
 
-def writeup_card(w: Writeup) -> Card:
-    lines = [f"**{name}.** {text}" for name, text in sections(w)]
+def writeup_card(w: Writeup, prose: Prose | None = None) -> Card:
     return Card(
         title=title(w),
-        description=_within(lines, DESCRIPTION_LIMIT),
+        description=_within(paragraphs(w, prose), DESCRIPTION_LIMIT),
         color="ok",
-        footer=f"{w.run_name} · incident #{w.id}",
+        footer=f"{w.run_name} · incident #{w.id} · {written_by(prose)}",
     )
 
 
 def writeup_payload(
-    w: Writeup, *, edit_of: int | None = None, archive_thread: bool = False
+    w: Writeup,
+    *,
+    edit_of: int | None = None,
+    archive_thread: bool = False,
+    prose: Prose | None = None,
 ) -> dict[str, Any]:
     """The thread post (or the edit of it, when the write-up changed)."""
-    card = writeup_card(w)
+    card = writeup_card(w, prose)
     text = f"📝 Write-up of incident #{w.id}"
     if edit_of is not None:
         return make_payload(text, card, edit_of=edit_of)

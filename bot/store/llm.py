@@ -73,6 +73,15 @@ class LLMRepo:
         )
         return _llm_from_row(row) if row else None
 
+    async def latest_keyed(self, prefix: str) -> LLMOutput | None:
+        """The newest output whose cache key starts with `prefix` (a range on the key's index)."""
+        row = await self.db.fetchone(
+            "SELECT * FROM llm_outputs WHERE cache_key >= ? AND cache_key < ? "
+            "ORDER BY id DESC LIMIT 1",
+            (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)),
+        )
+        return _llm_from_row(row) if row else None
+
     async def spend(self, since: datetime) -> dict[str, dict[str, float]]:
         """Per task: calls, input/output tokens and dollars since `since`."""
         rows = await self.db.fetchall(

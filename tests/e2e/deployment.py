@@ -137,6 +137,13 @@ class Services:
         async with self.lock:
             return await self.runtime.judge(now)
 
+    @property
+    def pen(self) -> object:
+        return self.runtime.pen
+
+    async def write_writeups(self, now: datetime) -> int:
+        return await self.runtime.write_writeups(now)  # the model's call: no lock held
+
 
 @dataclass
 class Deployment:
@@ -199,7 +206,9 @@ async def deployed(
         bot = RunscribeBot(
             services,
             clock=clock,
-            intervals=LoopIntervals(poll=3600, outbox=0.05, digest=3600, narrative=3600),
+            intervals=LoopIntervals(
+                poll=3600, outbox=0.05, digest=3600, narrative=3600, writeups=0.05
+            ),
             outbox_backoff=0.05,
             guild_ready_timeout=0,
         )

@@ -43,6 +43,7 @@ def fixture_values(name: str, now) -> dict[str, object]:
             "sources": render_sources([make_event(1, now)], "UTC"),
             "max_words": 180,
         },
+        "writeup": {"facts": render_facts(facts), "max_words": 160},
     }[name]
 
 

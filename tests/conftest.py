@@ -4,6 +4,8 @@ the thresholds `[runs.alerts]` is judged against, whatever order the tests run i
 
 from __future__ import annotations
 
+import asyncio
+import shutil
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,8 +21,24 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "runscribe.db"
 
 
+@pytest.fixture(scope="session")
+def empty_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database with every migration applied and nothing in it, built once per session."""
+    path = tmp_path_factory.mktemp("empty") / "empty.db"
+
+    async def build() -> None:
+        async with Database.open(path):
+            pass
+
+    asyncio.run(build())
+    return path
+
+
 @pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[Store]:
+async def store(db_path: Path, empty_database: Path) -> AsyncIterator[Store]:
+    """A new store, as `Database.open` creates one: a copy of `empty_database` (the migrations
+    run once per session, not once per test)."""
+    shutil.copy(empty_database, db_path)
     async with Database.open(db_path) as db:
         yield Store(db)
 

@@ -153,6 +153,7 @@ async def start_bot(
         runs_file: RunsFile | None = None,
         guild: bool = True,
         runtime: Runtime | None = None,
+        chart_process: bool = False,
         **options: Any,
     ) -> RunscribeBot:
         settings = fake_settings(fake, db_file, guild=guild)
@@ -166,6 +167,11 @@ async def start_bot(
         # Tests see a cold chart cache unless they ask for the start's warm-up (timing-free).
         options.setdefault("warm_charts", False)
         bot = RunscribeBot(runtime, guild_ready_timeout=0, **options)
+        # Charts drawn in a thread of this process: a test about what the bot answers or posts
+        # needs the PNG, not the child process, whose start (matplotlib's import) would be most
+        # of the test's CPU time. The child is tested in tests/render/test_drawer.py, and with
+        # the bot by the tests that pass `chart_process=True`.
+        bot.charting.drawer.in_process = not chart_process
         task = asyncio.create_task(bot.start(fake.token))
         started.append((bot, task))
         await asyncio.wait_for(bot.wait_until_ready(), PATIENCE)

@@ -83,7 +83,7 @@ async def test_status_serves_cached_chart_without_deferring(
 async def test_start_draws_each_runs_chart_so_the_first_status_does_not_wait(
     start_bot: StartBot, fake: FakeDiscord
 ) -> None:
-    bot = await start_bot(warm_charts=True)
+    bot = await start_bot(warm_charts=True, chart_process=True)
     # after the first W&B round, the chart of the sample run (it has W&B runs) is drawn once
     version = await bot.reader.metrics.version("aurora")
     await fake.wait_for(

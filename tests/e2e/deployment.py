@@ -212,6 +212,9 @@ async def deployed(
             outbox_backoff=0.05,
             guild_ready_timeout=0,
         )
+        # Charts in a thread of this process, as the bot tests draw them (tests/bot/conftest.py
+        # says why): these tests are about alerts and what Discord receives.
+        bot.charting.drawer.in_process = True
         assert settings.discord_token is not None
         task = asyncio.create_task(bot.start(settings.discord_token.get_secret_value()))
         try:

@@ -5,7 +5,9 @@ the thresholds `[runs.alerts]` is judged against, whatever order the tests run i
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +16,12 @@ import pytest
 
 import bot.incidents.detectors  # noqa: F401  (declares the detectors' thresholds)
 from bot.store import Database, Store
+
+# The suite starts many Python processes (xdist workers, the real `runscribe` in end-to-end
+# tests): let them reuse compiled bytecode even where the environment says not to write it, so
+# each does not compile `bot/` and rewrite the test modules again.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture

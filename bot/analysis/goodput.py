@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.models import Incident, MetricPoint, Restart
+from bot.models import Incident, IncidentMember, MetricPoint, Restart
 from bot.numbers import fmt_int, fmt_percent, fmt_points
 from bot.timeutil import humanize_duration
 
@@ -119,7 +119,9 @@ def down_intervals(
             found.append((restart.stopped_at, restart.resumed_at))
     for incident in incidents:
         # a reopened incident's earlier outages, each with its own members, then its latest
-        outages = [(o.members, o.until) for o in incident.details.outages]
+        outages: list[tuple[dict[str, IncidentMember], datetime | None]] = [
+            (o.members, o.until) for o in incident.details.outages
+        ]
         outages.append((incident.details.members, incident.resolved_at))
         for members, resolved in outages:
             for fingerprint, member in members.items():

@@ -398,6 +398,17 @@ def closing_line(incident: Incident) -> str:
     return f"✅ Resolved{again} {stamp(incident.resolved_at, 'time')}; closing this thread."
 
 
+def reopened_history(incident: Incident) -> str | None:
+    """'🔁 reopened 2×: resolved <t> → back <t>; resolved <t> → back <t>' (None: never)."""
+    outages = incident.details.outages
+    if not outages:
+        return None
+    spans = "; ".join(
+        f"resolved {stamp(o.until)} → back {stamp(o.reopened_at, 'time')}" for o in outages
+    )
+    return f"🔁 reopened {len(outages)}×: {spans}"
+
+
 ACK_CUSTOM_ID = "runscribe:incident-ack:{id}"
 
 
@@ -426,6 +437,9 @@ def listing_card(views: list[Any], run_name: str, *, open_only: bool, now: datet
                 f"ongoing for {humanize_duration(now - view.started_at)}"
             )
         lines = [when, body(clip_text(view.cause, 300))]
+        reopened = reopened_history(incident)
+        if reopened:
+            lines.append(reopened)
         cause = incident.details.reported_cause
         if cause is not None:
             lines.append(cause_line(cause, 320))

@@ -19,11 +19,17 @@ from bot.analysis.goodput import down_intervals
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import acknowledge, list_incidents
 from bot.incidents.silences import add_silence
-from bot.incidents.writeup import outages_of
+from bot.incidents.writeup import outages_of, report_for
 from bot.models import Incident, OutboxItem
 from bot.opslog import OpsLogDetector, OpsLogWriter
-from bot.posts.incidents import IncidentPosts, ack_button
+from bot.posts.incidents import IncidentPosts, ack_button, listing_card
+from bot.posts.writeup import writeup_markdown
+from bot.render.json import iso, status_json
+from bot.render.stamps import stamp
 from bot.runsfile import Thresholds
+from bot.services.narrative import Narrative
+from bot.services.status import build_status
+from bot.services.timeline import build_timeline
 from bot.store import Store
 from tests.cli.test_check_config import GOOD, check
 from tests.fakes.github import FakeGitHub
@@ -274,3 +280,38 @@ def test_check_config_knows_the_window(tmp_path: Path) -> None:
     assert "hero: an incident whose condition returns within 60 min of its resolution " in (
         default.stdout
     )
+
+
+async def test_the_reopening_is_said_where_an_incident_is_listed(
+    store: Store, now: datetime
+) -> None:
+    """`status --json` (while it is open again), `/incidents`, `/timeline` and the write-up of
+    `/incidents report ID` and `runscribe incident ID` say that it reopened, and when."""
+    sc = Scenario(store, now)
+    await sc.start()
+    await sc.run_for(30)
+    await crash_and_resume(sc, apart=False)
+    sc.training = sc.beating = False
+    await sc.tick()
+    await sc.set_state("crashed")
+    await sc.run_for(2)
+    incident = await only_incident(store)
+    assert incident.id is not None
+    [outage] = incident.details.outages
+    data = status_json(await build_status(store, "hero", sc.now), Narrative("", None, "template"))
+    [open_one] = data["open_incidents"]
+    assert open_one["reopens"] == 1
+    assert open_one["reopened"] == [
+        {"resolved_at": iso(outage.until), "reopened_at": iso(outage.reopened_at)}
+    ]
+    timeline = await build_timeline(store, "hero", sc.now)
+    notes = [e for e in timeline if e.source == "system" and "reopened" in e.summary]
+    assert len(notes) == 1 and notes[0].at == outage.reopened_at
+    await sc.launch(RUN_B, 2_000)
+    await sc.run_for(10)
+    card = listing_card(await list_incidents(store, "hero"), "Hero", open_only=False, now=sc.now)
+    [field] = card.fields
+    assert f"🔁 reopened 1×: resolved {stamp(outage.until)} → back" in field.value
+    assert stamp(outage.reopened_at, "time") in field.value
+    note = writeup_markdown(*await report_for(store, incident.id))
+    assert "; reopened " in note and "Resolved again" in note

@@ -26,8 +26,12 @@ from bot.timeutil import from_db, to_db
 
 def details_to_json(details: IncidentDetails) -> str:
     """The `details` column. Key names and ISO times are those the engine has always written,
-    so a database from before the typed state reads back unchanged."""
-    return to_json(jsoncodec.dump(details))
+    so a database from before the typed state reads back unchanged; a reopened incident's keys
+    (`outages`, `reopen_posted`) are written only once it has reopened."""
+    data = jsoncodec.dump(details, sparse=("reopen_posted",))
+    if not details.outages:
+        del data["outages"]
+    return to_json(data)
 
 
 def details_from_json(text: str) -> IncidentDetails:

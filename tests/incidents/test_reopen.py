@@ -8,7 +8,7 @@ edited to cover both outages, also with a new engine (a restart) between every s
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -20,7 +20,7 @@ from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import acknowledge, list_incidents
 from bot.incidents.silences import add_silence
 from bot.incidents.writeup import outages_of, report_for
-from bot.models import Incident, OutboxItem
+from bot.models import Incident, IncidentDetails, IncidentMember, OutboxItem, PastOutage
 from bot.opslog import OpsLogDetector, OpsLogWriter
 from bot.posts.incidents import IncidentPosts, ack_button, listing_card
 from bot.posts.writeup import writeup_markdown
@@ -31,6 +31,7 @@ from bot.services.narrative import Narrative
 from bot.services.status import build_status
 from bot.services.timeline import build_timeline
 from bot.store import Store
+from bot.store.incidents import details_from_json, details_to_json
 from tests.cli.test_check_config import GOOD, check
 from tests.fakes.github import FakeGitHub
 from tests.incidents.scenario import RUN_B, Scenario, content
@@ -315,3 +316,20 @@ async def test_the_reopening_is_said_where_an_incident_is_listed(
     assert stamp(outage.reopened_at, "time") in field.value
     note = writeup_markdown(*await report_for(store, incident.id))
     assert "; reopened " in note and "Resolved again" in note
+
+
+def test_a_reopened_incidents_outages_are_stored_and_read_back() -> None:
+    at = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
+    member = IncidentMember("crash", "W&B run hero-a crashed", at, until=at + timedelta(minutes=9))
+    outage = PastOutage(
+        since=at,
+        until=at + timedelta(minutes=9),
+        reopened_at=at + timedelta(minutes=20),
+        title="W&B run hero-a crashed",
+        acked_by="dave",
+        acked_at=at + timedelta(minutes=2),
+        members={"wandb-state": member},
+    )
+    details = IncidentDetails(group="outage", outages=[outage], reopen_posted=1)
+    assert details_from_json(details_to_json(details)) == details
+    assert "outages" not in details_to_json(IncidentDetails())  # rows that never reopened

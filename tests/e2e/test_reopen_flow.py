@@ -15,6 +15,7 @@ from pydantic import SecretStr
 
 from tests.e2e.deployment import (
     MIN,
+    ONCALL,
     REPO,
     RESUMED,
     SimClock,
@@ -29,6 +30,7 @@ from tests.e2e.deployment import (
     rows,
     visible,
 )
+from tests.e2e.test_acceptance_alerts import body_text, message_body, pinging
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb
@@ -49,7 +51,10 @@ async def test_a_reopened_incident_alerts_once_and_edits_its_one_writeup_and_com
         settings = make_settings(tmp_path, fake_discord, wb, github).model_copy(
             update={"github_token": SecretStr("ghp_fake")}
         )
-        runs = make_runs(github_repo=REPO, github_issues=[ops], github_ops_issue=ops)
+        runs = make_runs(
+            github_repo=REPO, github_issues=[ops], github_ops_issue=ops, alert_role=ONCALL
+        )
+        fake_discord.add_role(ONCALL, "oncall")
 
         def comments() -> list[str]:
             return [c.body for c in repo.comments.values() if c.number == ops]
@@ -75,7 +80,7 @@ async def test_a_reopened_incident_alerts_once_and_edits_its_one_writeup_and_com
             channel = d.channel()
             assert len(channel) == 3, [visible(m) for m in channel]
             said = visible(channel[2])
-            assert said.startswith(f"🔁 **Incident #{incident.id} reopened** — Hero 70B: ")
+            assert said.startswith(f"<@&{ONCALL}> 🔁 **Incident #{incident.id} reopened** — ")
             resolved_at = f"{t0 + 15 * MIN:%H:%M} UTC"
             assert f"again, 10 min after it resolved at {resolved_at}." in said, said
             assert f"Thread: <#{head['id']}>" in said
@@ -124,3 +129,8 @@ async def test_a_reopened_incident_alerts_once_and_edits_its_one_writeup_and_com
             await d.cycle(t0 + 50 * MIN)
             assert len(fake_discord.message_requests()) == posted
             assert len(d.channel()) == 4 and len(comments()) == 1
+    # the alert role was pinged twice: by the incident's first post and by its reopening
+    bodies = [b for r in fake_discord.message_requests() if (b := message_body(r)) is not None]
+    pings = [b for b in bodies if pinging(b)]
+    assert [b["allowed_mentions"] for b in pings] == [{"parse": [], "roles": [ONCALL]}] * 2
+    assert "reopened" not in body_text(pings[0]) and "reopened**" in body_text(pings[1])

@@ -116,6 +116,12 @@ async def test_a_crash_within_the_window_reopens_and_is_edited_into_one_writeup(
     # 64 GPUs × (16 min down + 13 min recomputing)
     assert "31 GPU-hours (64 GPUs × 29 min without new progress)" in text
     assert "Outage 1: W&B run hero-b logged again" in text and "Outage 2:" in text
+    # dave's requeue belongs to the first outage; nobody acted on the second
+    [past] = incident.details.outages
+    assert past.action is not None and past.action.who == "dave"
+    assert incident.details.action is None
+    assert text.count("I drained r7 and requeued the job") == 1
+    assert "dave drained r7 and requeued the job" not in (incident.resolution or "")
     # goodput: each outage once, the healthy stretch between them not down
     spans = down_intervals([], [incident], sc.now)
     assert [(b - a) for a, b in spans] == [

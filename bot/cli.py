@@ -542,7 +542,24 @@ def config_warnings(settings: Settings, runs: RunsFile) -> list[str]:
     warnings.extend(_live_status_hints(settings, runs))
     warnings.extend(_refusal_hints(settings))
     warnings.extend(ops_log_hints(settings, runs))
+    warnings.extend(reopen_hints(runs))
     return warnings
+
+
+def reopen_hints(runs: RunsFile) -> list[str]:
+    """When each run's resolved incidents reopen (`[runs.alerts] reopen_minutes`)."""
+    hints = []
+    for run in runs.runs:
+        minutes = run.alerts.reopen_minutes
+        if not minutes:
+            hints.append(f"{run.slug}: a resolved incident never reopens (reopen_minutes = 0)")
+        else:
+            hints.append(
+                f"{run.slug}: an incident whose condition returns within {minutes:g} "
+                "min of its resolution reopens (one alert, one write-up edited); later it is a "
+                "new incident (reopen_minutes)"
+            )
+    return hints
 
 
 def ops_log_hints(settings: Settings, runs: RunsFile) -> list[str]:

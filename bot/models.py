@@ -780,6 +780,24 @@ class Recurrence:
 
 
 @dataclass(slots=True)
+class PastOutage:
+    """An earlier outage of an incident that reopened: its condition's episode from its first
+    symptom to its resolution, what it was called and said, and when the condition came back
+    (`reopened_at`, the start of the next outage)."""
+
+    since: datetime
+    until: datetime
+    reopened_at: datetime
+    title: str = ""
+    fired_at: datetime | None = None
+    resolution: str | None = None
+    acked_by: str | None = None
+    acked_at: datetime | None = None
+    action: IncidentAction | None = None
+    members: dict[str, IncidentMember] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class IncidentDetails:
     """The engine's state of one incident (the `incidents.details` JSON column, parsed once by
     the repository)."""
@@ -807,6 +825,13 @@ class IncidentDetails:
     credited: bool = False  # the resolution says who acted
     acted_checked_until: datetime | None = None  # people's posts read for that up to here
     recurrence: Recurrence | None = None  # the run had this condition before (resolved)
+    # reopened: its earlier outages, oldest first (the members above are the latest outage's)
+    outages: list[PastOutage] = field(default_factory=list)
+    reopen_posted: int = 0  # reopenings announced (each once: its dedup keys count them)
+
+    @property
+    def reopens(self) -> int:
+        return len(self.outages)
 
     def crash_open(self, crash: str) -> bool:
         member = self.members.get(crash)
@@ -841,6 +866,12 @@ class Incident:
 
     def fingerprints(self) -> set[str]:
         return {self.fingerprint, *self.details.members}
+
+    @property
+    def outage_since(self) -> datetime:
+        """When its latest outage began: its first symptom, or when it last reopened."""
+        outages = self.details.outages
+        return outages[-1].reopened_at if outages else self.started_at
 
     def kinds(self) -> list[str]:
         """Its own kind, then its members' (deduplicated, in order)."""

@@ -83,8 +83,8 @@ class ThresholdRegistry:
     """The declared thresholds, each with its owner (a detector's fingerprint). Built holding
     the built-in detectors' (`BUILT_IN_THRESHOLDS`), so `[runs.alerts]` is judged the same
     however the runs file is loaded; a detector registered later (`DetectorRegistry.register`)
-    declares its own here. Engine-wide tunables (`pending_minutes`, `reminder_minutes`) are
-    `Thresholds`' own fields."""
+    declares its own here. Engine-wide tunables (`pending_minutes`, `reminder_minutes`,
+    `reopen_minutes`) are `Thresholds`' own fields."""
 
     def __init__(self, declared: Mapping[str, Iterable[Threshold]] | None = None) -> None:
         self._declared: dict[str, tuple[str, Threshold]] = {}
@@ -140,11 +140,14 @@ class ThresholdRegistry:
 
 class _EngineThresholds(BaseModel):
     """Engine-wide tunables of `[runs.alerts]`, no detector's: how long a condition must last
-    before it alerts (`pending_minutes`) and how often a firing incident is recalled."""
+    before it alerts (`pending_minutes`), how often a firing incident is recalled, and how long
+    after an incident resolved its condition coming back reopens it (`reopen_minutes`; 0: never,
+    each return is a new incident)."""
 
     model_config = ConfigDict(extra="forbid")
     pending_minutes: float = Field(default=0, ge=0)
     reminder_minutes: float | None = Field(default=None, gt=0)
+    reopen_minutes: float = Field(default=60, ge=0)
 
 
 class Thresholds(_EngineThresholds):

@@ -5,7 +5,8 @@ down and the time spent training steps a second time after a restore:
 
 - down: every restart's gap (last step before the interruption → first step after,
   `Restart.down_for`) and every incident condition that stops training (a crash, a stall, a
-  lost heartbeat) from its first symptom until it cleared (still open: until now). Intervals
+  lost heartbeat) from its first symptom until it cleared (still open: until now), each outage
+  of an incident that reopened on its own (the healthy stretch between is not down). Intervals
   that overlap are merged, so no second counts twice;
 - recomputing: each restart's recomputed steps (`Restart.recomputed_steps`) times the run's
   seconds per step at the time (measured by the caller), from the first step after the resume;
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.models import Incident, MetricPoint, Restart
+from bot.models import Incident, IncidentMember, MetricPoint, Restart
 from bot.numbers import fmt_int, fmt_percent, fmt_points
 from bot.timeutil import humanize_duration
 
@@ -117,11 +118,17 @@ def down_intervals(
         if restart.stopped_at is not None and restart.resumed_at is not None:
             found.append((restart.stopped_at, restart.resumed_at))
     for incident in incidents:
-        for fingerprint, member in incident.details.members.items():
-            if fingerprint not in DOWN_FINGERPRINTS or member.since > now:
-                continue
-            end = member.until or incident.resolved_at or now
-            found.append((member.since, min(end, now)))
+        # a reopened incident's earlier outages, each with its own members, then its latest
+        outages: list[tuple[dict[str, IncidentMember], datetime | None]] = [
+            (o.members, o.until) for o in incident.details.outages
+        ]
+        outages.append((incident.details.members, incident.resolved_at))
+        for members, resolved in outages:
+            for fingerprint, member in members.items():
+                if fingerprint not in DOWN_FINGERPRINTS or member.since > now:
+                    continue
+                end = member.until or resolved or now
+                found.append((member.since, min(end, now)))
     return merge(found)
 
 

@@ -43,6 +43,18 @@ class IncidentWords(Protocol):
 
     def reminder(self, incident: Incident, now: datetime) -> dict[str, Any]: ...
 
+    def reopened(
+        self,
+        incident: Incident,
+        run_name: str,
+        zone: str,
+        *,
+        thread_id: int | None,
+        ping_role: int | None,
+    ) -> dict[str, Any]: ...
+
+    def reopened_update(self, incident: Incident, zone: str) -> dict[str, Any]: ...
+
     def member_update(self, title: str, at: datetime) -> str: ...
 
     def alert_summary(
@@ -88,6 +100,7 @@ class IncidentDelivery:
         if not details.notified and not await self._alert(store, cycle, incident, links):
             return
         fired_id = details.fired_outbox_id
+        await self._reopened(store, cycle, incident, silence, fired_id)
         await self._follow_ups(store, cycle, incident, silence, fired_id)
         head_hash = self.words.head_hash(incident, cycle.run.name, links)
         if head_hash != details.head_hash and fired_id is not None:
@@ -121,6 +134,35 @@ class IncidentDelivery:
         cycle.updates.pop(incident.id, None)  # the alert already shows them
         return True
 
+    async def _reopened(
+        self,
+        store: Store,
+        cycle: Cycle,
+        incident: Incident,
+        silence: Silence | None,
+        fired_id: int | None,
+    ) -> None:
+        """Each reopening, said once (its keys count the reopenings): a post in the incident's
+        thread (which unarchives it) and a short alert in the channel, pinging the alert role as
+        a new incident's alert does, linking the thread. Held back while a silence covers it;
+        a reopening that cleared again unheard (silenced) stays unsaid."""
+        details, count = incident.details, incident.details.reopens
+        if count <= details.reopen_posted or fired_id is None or silence is not None:
+            return
+        if incident.status == "resolved" and incident.id not in cycle.resolved_now:
+            details.reopen_posted = count
+            return
+        key, zone = f"incident:{incident.id}:reopen:{count}", cycle.run.timezone
+        body = self.words.reopened_update(incident, zone)
+        await self.enqueue(store, cycle, "update", f"{key}:thread", body, fired_id)
+        head = await store.outbox.get_by_key(f"incident:{incident.id}:fired")
+        thread = int(head.message_id) if head is not None and head.message_id else None
+        body = self.words.reopened(
+            incident, cycle.run.name, zone, thread_id=thread, ping_role=cycle.run.config.alert_role
+        )
+        await self.enqueue(store, cycle, "alert", key, body)
+        details.reopen_posted = count
+
     async def _follow_ups(
         self,
         store: Store,
@@ -151,6 +193,8 @@ class IncidentDelivery:
     ) -> None:
         """The resolution, said once; else a reminder when one is due."""
         details, key = incident.details, f"incident:{incident.id}"
+        if details.reopens:  # each outage's resolution is its own post
+            key += f":reopen:{details.reopens}"
         done = incident.status == "resolved"
         if silence is not None:
             # Silenced after it alerted: the head posted before stays true (acknowledged,

@@ -11,7 +11,9 @@ transaction (so a bot and a `runscribe poll --once` never both fire the same inc
    marked `inhibited_by_crash` (heartbeat, stall, throughput);
 3. match each finding to an incident: the open one with its fingerprint, else an open incident
    of the same group close in time (a GitHub report of a lost node and a W&B crash are one
-   incident), else a new one. A finding the store already resolved is old news; a new one
+   incident), else the resolved one whose condition it is, when it resolved within the run's
+   `reopen_minutes` (it reopens: one incident, one write-up, for both outages), else a new one.
+   A finding the store already resolved is old news; a new one
    already over for `Policy.backfill_after` (read back after downtime) is history: recorded,
    never alerted;
 4. advance each open incident: pending → firing after the pending period; firing → resolved once
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from dataclasses import replace
 from datetime import datetime
 
 import bot.incidents.lifecycle as lifecycle
@@ -201,6 +204,8 @@ class IncidentEngine:
                 incident, how = match(cycle, finding)
                 if how == "old":
                     return
+        if incident is not None and how == "reopen":
+            await self._reopen(store, repo, cycle, incident, finding)
         if incident is None and finding.since < cycle.data.eval_start - self.policy.first_lookback:
             return  # an old report that matches nothing: history, not an alert
         if incident is None:
@@ -242,6 +247,25 @@ class IncidentEngine:
         if not finding.event_ids:  # a drift, a stall…: no event of its own to list it
             await store.events.upsert_many([incident_note(incident, finding.cause)])
         return incident
+
+    async def _reopen(
+        self, store: Store, repo: IncidentsRepo, cycle: Cycle, incident: Incident, finding: Finding
+    ) -> None:
+        """The condition of a resolved incident came back within the run's `reopen_minutes`:
+        the incident fires again (`lifecycle.reopen`), its acknowledgement of the outage before
+        is kept with that outage and cleared from the record, and /timeline gets a note."""
+        assert incident.id is not None
+        lifecycle.reopen(cycle.judge, incident, finding)
+        await repo.clear_acknowledgement(incident.id)
+        cycle.new_ids.add(incident.id)  # its reopening post says what brought it back
+        count = incident.details.reopens
+        note = replace(
+            incident_note(incident, finding.cause),
+            external_id=f"incident:{incident.id}:reopened:{count}",
+            at=finding.since,
+            title=f"Incident #{incident.id} reopened: {finding.title}",
+        )
+        await store.events.upsert_many([note])
 
     async def _link_events(
         self, store: Store, repo: IncidentsRepo, cycle: Cycle, incident: Incident, finding: Finding

@@ -9,7 +9,10 @@ the run's thresholds and what the detectors said; the engine reads and writes th
   or longer where the detector says so (`DetectorSpec.hold`), doubled per flap; a person's
   report of a fault an Alertmanager alert was firing for clears when the alert is resolved;
 - a member the data cannot judge this cycle (`frozen`: W&B unreachable, or inhibited by a crash)
-  is neither raised nor cleared.
+  is neither raised nor cleared;
+- resolved → firing again (`reopen`) when the same condition comes back within the run's
+  `reopen_minutes` of the resolution: the outage it had is kept (`PastOutage`), one incident
+  covers both; past the window (or with `reopen_minutes = 0`) the return is a new incident.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from bot.incidents.detectors import (
     is_report,
     spec_for,
 )
-from bot.models import Incident, IncidentMember
+from bot.models import Incident, IncidentMember, PastOutage
 from bot.numbers import fmt_int
 from bot.runsfile import Thresholds
 
@@ -242,6 +245,52 @@ def default_resolution(incident: Incident, at: datetime) -> str:
     # no clock time here: every surface shows `resolved_at` itself, in the reader's or the
     # run's zone (a bare UTC time read wrong in a run set to another zone)
     return "The condition cleared."
+
+
+def reopen_window(j: Judgement) -> timedelta:
+    """How long after an incident resolved its condition coming back reopens it (zero: never)."""
+    return timedelta(minutes=j.thresholds.reopen_minutes)
+
+
+def reopen(j: Judgement, incident: Incident, finding: Finding) -> None:
+    """The resolved incident's condition came back (`finding`), within `reopen_window`: the outage
+    it had is kept as a `PastOutage` (its members, resolution, acknowledgement and who acted),
+    and it fires again at once (its condition passed its pending period in this incident).
+    The finding names the new outage and becomes its member next (`absorb`); acknowledgement,
+    reminders, flaps and who acted start over for it."""
+    details, at = incident.details, finding.since
+    assert incident.resolved_at is not None
+    details.outages.append(
+        PastOutage(
+            since=incident.outage_since,
+            until=incident.resolved_at,
+            reopened_at=at,
+            title=incident.title,
+            fired_at=incident.fired_at,
+            resolution=incident.resolution,
+            acked_by=incident.acked_by,
+            acked_at=incident.acked_at,
+            action=details.action,
+            members=details.members,
+        )
+    )
+    details.members = {}
+    details.flaps = 0
+    details.clear_since = None
+    details.fired = True
+    details.resolved_posted = False
+    details.reminders, details.last_reminder_at = 0, None
+    details.action, details.acted_by, details.credited = None, None, False
+    details.acted_checked_until = None
+    incident.status = "firing"
+    incident.title, incident.cause, incident.severity = (
+        finding.title,
+        finding.cause,
+        finding.severity,
+    )
+    incident.fired_at = incident.last_seen_at = j.now
+    incident.resolved_at = incident.resolution = None
+    incident.acked_by = incident.acked_at = None
 
 
 def reminder_due(incident: Incident, now: datetime, th: Thresholds) -> bool:

@@ -143,9 +143,9 @@ def incident_names(incident: Incident) -> set[str]:
 
 def acting_window(incident: Incident, now: datetime) -> tuple[datetime, datetime]:
     """The posts that may report acting on the incident: from `ACTING_LEAD` before it started
-    to `ACTING_LAG` after it resolved (or `now`)."""
+    (a reopened incident: its latest outage) to `ACTING_LAG` after it resolved (or `now`)."""
     end = now if incident.resolved_at is None else min(now, incident.resolved_at + ACTING_LAG)
-    return incident.started_at - ACTING_LEAD, end
+    return incident.outage_since - ACTING_LEAD, end  # reopened: its latest outage's
 
 
 def wants_action(incident: Incident, now: datetime) -> bool:
@@ -158,7 +158,7 @@ def wants_action(incident: Incident, now: datetime) -> bool:
 
 
 def _open_at(incident: Incident, at: datetime) -> bool:
-    return incident.started_at <= at and (
+    return incident.outage_since <= at and (
         incident.resolved_at is None or at <= incident.resolved_at
     )
 
@@ -174,7 +174,7 @@ def _fit(incident: Incident, post: Event, others: Sequence[Incident]) -> int | N
     names = named(post_text(post)) & incident_names(incident)
     if _open_at(incident, post.at):
         return 3 if names else 2
-    if post.at < incident.started_at:
+    if post.at < incident.outage_since:
         return 1 if names else None
     if names or not any(_open_at(o, post.at) for o in others if o is not incident):
         return 1
@@ -189,6 +189,7 @@ def credit_actions(
     credited for acting on, never a post already credited to another of `incidents`. Returns
     the incidents credited."""
     taken = {i.details.action.event_id for i in incidents if i.details.action is not None}
+    taken |= {o.action.event_id for i in incidents for o in i.details.outages if o.action}
     credited: list[Incident] = []
     for post in posts:
         if post.id in taken or not (is_person(post) and reports_acting(post_text(post))):

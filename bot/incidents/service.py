@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.errors import UserFacingError
 from bot.incidents.detectors import CRASH, MONITOR, telling_kind
+from bot.incidents.writeup import outages_of
 from bot.models import Incident
 from bot.store import Store
 
@@ -125,7 +126,9 @@ async def _incident_stats(store: Store, slug: str, since: datetime | None) -> In
         crash = incident.details.members.get(CRASH)
         if crash is None or incident.resolved_at is None or incident.id is None:
             continue
-        downtime += incident.resolved_at - incident.started_at
+        downtime += sum(
+            ((o.until or o.since) - o.since for o in outages_of(incident)), timedelta()
+        )  # a reopened incident's outages, not the healthy stretches between them
         if crash.restart is not None and not await _people_acted(store, incident):
             healed += 1
             healed_by_kind.update(kinds)

@@ -7,9 +7,10 @@ changes); `bot.posts.writeup` words it. Numbers come from the one record of each
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from bot.analysis.goodput import DOWN_FINGERPRINTS, Pace
 from bot.errors import UserFacingError
@@ -18,6 +19,7 @@ from bot.models import (
     Event,
     Incident,
     IncidentAction,
+    IncidentMember,
     LLMOutput,
     ReportedCause,
     Restart,
@@ -36,6 +38,8 @@ RECENT = timedelta(days=2)
 #: The stored model write-ups' task and key (`writeup:<incident id>:<facts' hash>`).
 PROSE_TASK = "writeup"
 
+_Summed = TypeVar("_Summed", int, timedelta, float)
+
 
 @dataclass(frozen=True, slots=True)
 class Cost:
@@ -47,15 +51,21 @@ class Cost:
     pace: Pace = field(default_factory=Pace)
     gpus: int | None = None  # the runs file's `gpus`
     restarted: bool = False  # `down` is a restart's gap (else the condition's span)
+    outages: int = 1  # a reopened incident's cost sums its outages' (`summed`)
+    #: summed over the outages, each at its own pace: recomputing time and tokens
+    summed: tuple[timedelta | None, float | None] | None = None
 
     @property
     def down_means(self) -> str:
+        said = "first symptom → cleared"
         if self.restarted:
-            return "last step before the interruption → first step after"
-        return "first symptom → cleared"
+            said = "last step before the interruption → first step after"
+        return said if self.outages == 1 else f"{self.outages} outages, each {said}, summed"
 
     @property
     def recompute_time(self) -> timedelta | None:
+        if self.summed is not None:
+            return self.summed[0]
         per_step = self.pace.seconds_per_step
         if self.steps_recomputed is None or per_step is None:
             return None
@@ -63,6 +73,8 @@ class Cost:
 
     @property
     def tokens_recomputed(self) -> float | None:
+        if self.summed is not None:
+            return self.summed[1]
         per_step = self.pace.tokens_per_step
         if self.steps_recomputed is None or per_step is None:
             return None
@@ -80,6 +92,85 @@ class Cost:
         if self.gpus is None or lost is None:
             return None
         return self.gpus * lost.total_seconds() / 3600
+
+
+def _total(values: Iterable[_Summed | None]) -> _Summed | None:
+    found = [v for v in values if v is not None]
+    return sum(found[1:], found[0]) if found else None
+
+
+def summed_cost(costs: Sequence[Cost]) -> Cost:
+    """A reopened incident's cost: its outages' costs added up (down, steps, recomputing time,
+    tokens, so GPU-hours too); each outage's recomputing priced at its own pace."""
+    if len(costs) == 1:
+        return costs[0]
+    paces = {c.pace for c in costs if c.steps_recomputed}
+    return Cost(
+        down=_total(c.down for c in costs),
+        steps_recomputed=_total(c.steps_recomputed for c in costs),
+        pace=paces.pop() if len(paces) == 1 else Pace(),
+        gpus=costs[-1].gpus,
+        restarted=all(c.restarted for c in costs),
+        outages=len(costs),
+        summed=(
+            _total(c.recompute_time for c in costs),
+            _total(c.tokens_recomputed for c in costs),
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Outage:
+    """One outage of an incident (an incident that reopened has several): when it began and
+    cleared, what it was called, the restart training came back from, what it cost."""
+
+    since: datetime
+    until: datetime | None  # None: still open
+    title: str
+    restart: Restart | None
+    down: timedelta | None
+    reopened_at: datetime | None = None  # when the condition came back after it
+
+
+def _restart(members: Mapping[str, IncidentMember]) -> Restart | None:
+    crash = members.get(CRASH)
+    if crash is not None and crash.restart is not None:
+        return crash.restart
+    return next((m.restart for m in members.values() if m.restart), None)
+
+
+def _down(
+    members: Mapping[str, IncidentMember],
+    restart: Restart | None,
+    since: datetime,
+    until: datetime | None,
+) -> timedelta | None:
+    if restart is not None and restart.down_for is not None:
+        return restart.down_for
+    if not any(fp in DOWN_FINGERPRINTS for fp in members) or until is None:
+        return None
+    return until - since
+
+
+def outages_of(incident: Incident) -> list[Outage]:
+    """Its outages, oldest first: the earlier ones of a reopened incident, then the latest."""
+    found = [
+        Outage(o.since, o.until, o.title, r, _down(o.members, r, o.since, o.until), o.reopened_at)
+        for o in incident.details.outages
+        for r in [_restart(o.members)]
+    ]
+    members, since, until = incident.details.members, incident.outage_since, incident.resolved_at
+    restart = _restart(members)
+    found.append(
+        Outage(since, until, incident.title, restart, _down(members, restart, since, until))
+    )
+    return found
+
+
+def total_down(incident: Incident) -> timedelta | None:
+    """Its downtime over every outage (None: none stopped training)."""
+    downs = [o.down for o in outages_of(incident) if o.down is not None]
+    return sum(downs, timedelta()) if downs else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +193,7 @@ class Writeup:
     actions: list[IncidentAction] = field(default_factory=list)
     follow_ups: list[Event] = field(default_factory=list)  # issues and PRs opened about it
     sources: list[Source] = field(default_factory=list)
+    outages: list[Outage] = field(default_factory=list)  # more than one: it reopened
 
     @property
     def id(self) -> int:
@@ -147,20 +239,9 @@ async def latest_prose(store: Store, incident_id: int) -> Prose | None:
 
 
 def restart_of(incident: Incident) -> Restart | None:
-    """The restart training came back from: the crash's, else any member's."""
-    crash = incident.details.members.get(CRASH)
-    if crash is not None and crash.restart is not None:
-        return crash.restart
-    return next((m.restart for m in incident.details.members.values() if m.restart), None)
-
-
-def downtime_of(incident: Incident, restart: Restart | None) -> timedelta | None:
-    if restart is not None and restart.down_for is not None:
-        return restart.down_for
-    stopping = any(fp in DOWN_FINGERPRINTS for fp in incident.details.members)
-    if not stopping or incident.resolved_at is None:
-        return None
-    return incident.resolved_at - incident.started_at
+    """The restart training came back from (the latest outage's): the crash's, else any
+    member's."""
+    return _restart(incident.details.members)
 
 
 def sources_of(incident: Incident, events: list[Event]) -> list[Source]:
@@ -201,27 +282,35 @@ async def follow_ups_of(store: Store, incident: Incident, events: list[Event]) -
 async def gather_writeup(store: Store, run: RunInfo, incident: Incident) -> Writeup:
     """The write-up's facts, from the store alone (no network, no model)."""
     assert incident.id is not None
-    restart = restart_of(incident)
-    pace = await store.metrics.pace_around(run.slug, restart) if restart else Pace()
+    outages = outages_of(incident)
+    costs = []
+    for outage in outages:
+        restart = outage.restart
+        costs.append(
+            Cost(
+                down=outage.down,
+                steps_recomputed=restart.recomputed_steps if restart else None,
+                pace=await store.metrics.pace_around(run.slug, restart) if restart else Pace(),
+                gpus=run.config.gpus,
+                restarted=restart is not None and restart.down_for is not None,
+            )
+        )
     events = await store.incidents.events(incident.id)
     follow_ups = await follow_ups_of(store, incident, events)
-    action = incident.details.action
+    actions = [o.action for o in incident.details.outages if o.action is not None]
+    if incident.details.action is not None:
+        actions.append(incident.details.action)
     return Writeup(
         incident=incident,
         run_name=run.name,
         zone=run.timezone,
-        cost=Cost(
-            down=downtime_of(incident, restart),
-            steps_recomputed=restart.recomputed_steps if restart else None,
-            pace=pace,
-            gpus=run.config.gpus,
-            restarted=restart is not None and restart.down_for is not None,
-        ),
-        restart=restart,
+        cost=summed_cost(costs),
+        restart=outages[-1].restart,
         cause=incident.details.reported_cause,
-        actions=[action] if action is not None else [],
+        actions=actions,
         follow_ups=follow_ups,
         sources=sources_of(incident, events),
+        outages=outages,
     )
 
 

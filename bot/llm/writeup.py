@@ -31,7 +31,7 @@ from bot.llm.grounding import FactIndex
 from bot.llm.people import given, known_people
 from bot.llm.prompts import load_prompt
 from bot.llm.safety import fence
-from bot.models import Event, LLMOutput
+from bot.models import Event, LLMOutput, Restart
 from bot.narrative.format import fmt_time, inline
 from bot.numbers import fmt_big, fmt_int, fmt_value
 from bot.store import Store
@@ -58,6 +58,18 @@ def fact_sources(w: Writeup) -> list[Source]:
         head += f"; resolved {fmt_time(i.resolved_at, tz)}"
     first = w.sources[0].url if w.sources else None  # the first symptom's page
     items.append((head + f" (every time here is in {tz})", first))
+    for before, outage in zip(w.outages, w.outages[1:], strict=False):
+        assert before.until is not None
+        items.append(
+            (
+                f"it reopened: {inline(before.title, 160)} had resolved "
+                f"{fmt_time(before.until, tz)}; the condition came back "
+                f"{fmt_time(outage.since, tz)}: {inline(outage.title, 160)}",
+                None,
+            )
+        )
+        if before.restart is not None:
+            items.append((f"in the earlier outage, {_came_back_of(before.restart, tz)}", None))
     if i.cause and w.restart is None:
         items.append(("what the monitor saw: " + fence(inline(i.cause), source="system"), None))
     if w.cause is not None:
@@ -82,8 +94,12 @@ def _came_back(w: Writeup) -> str:
     if r is None:
         said = w.incident.resolution or "the condition cleared"
         return "how it ended: " + fence(inline(said), source="system")
+    return _came_back_of(r, w.zone)
+
+
+def _came_back_of(r: Restart, tz: str) -> str:
     line = f"training came back: W&B run {inline(r.wandb_run.rsplit('/', 1)[-1], 80)} logged again"
-    line += f" {fmt_time(r.resumed_at or r.at, w.zone)}"
+    line += f" {fmt_time(r.resumed_at or r.at, tz)}"
     if r.checkpoint_step is not None:
         line += f", from the checkpoint at step {fmt_int(r.checkpoint_step)}"
     if r.to_step is not None and r.to_step != r.checkpoint_step:
@@ -114,11 +130,10 @@ def _cost_lines(w: Writeup) -> list[str]:
         if c.tokens_recomputed is not None:
             line += f" ({fmt_big(c.tokens_recomputed)} tokens)"
         line += " recomputed after the restart"
-        if c.recompute_time is not None and c.pace.seconds_per_step is not None:
-            per_step = fmt_value(c.pace.seconds_per_step)
-            line += (
-                f", recomputing took {humanize_duration(c.recompute_time)} at {per_step} s a step"
-            )
+        if c.recompute_time is not None:
+            line += f", recomputing took {humanize_duration(c.recompute_time)}"
+            if c.pace.seconds_per_step is not None:
+                line += f" at {fmt_value(c.pace.seconds_per_step)} s a step"
         lines.append(line)
     if c.gpu_hours is not None and c.lost is not None and c.gpus is not None:
         lines.append(

@@ -9,11 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.incidents.detectors import ALERT_PREFIX, CRASH, condition_words, incident_kind_words
-from bot.incidents.writeup import Prose, Writeup
+from bot.incidents.writeup import Outage, Prose, Writeup, outages_of
 from bot.limits import (
     DESCRIPTION_LIMIT,
     FIELD_NAME_LIMIT,
@@ -29,7 +29,7 @@ from bot.outbox.payload import ButtonPayload, make_payload
 from bot.posts.writeup import writeup_payload
 from bot.render.cards import Card, CardField, Color, clip
 from bot.render.stamps import stamp
-from bot.timeutil import humanize_duration
+from bot.timeutil import humanize_duration, resolve_zone
 
 SIGNALS_SHOWN = 12
 _COLORS: dict[str, Color] = {"critical": "bad", "warning": "warning", "info": "stale"}
@@ -92,6 +92,10 @@ def downtime(incident: Incident) -> str | None:
     restore'; otherwise how long the condition lasted, 'lasted 12 min: first seen → cleared'."""
     if incident.resolved_at is None:
         return None
+    outages = outages_of(incident)
+    if len(outages) > 1:  # reopened: its outages summed, the healthy stretches between left out
+        took = humanize_duration(sum((_lasted(o) for o in outages), timedelta()))
+        return f"down {took} over {len(outages)} outages"
     crash = incident.details.members.get(CRASH)
     down = crash.restart.down_for if crash is not None and crash.restart is not None else None
     if down is not None:
@@ -99,6 +103,48 @@ def downtime(incident: Incident) -> str | None:
         return f"down {took}: last step before the crash → first step after the restore"
     took = humanize_duration(incident.resolved_at - incident.started_at)
     return f"lasted {took}: first seen → cleared"
+
+
+def _lasted(outage: Outage) -> timedelta:
+    if outage.down is not None:
+        return outage.down
+    return (outage.until or outage.since) - outage.since
+
+
+def local_time(at: datetime, zone: str) -> str:
+    """'14:02 EDT': a clock time in the run's zone."""
+    local = at.astimezone(resolve_zone(zone))
+    return f"{local:%H:%M} {local.tzname() or zone}"
+
+
+def reopened_line(incident: Incident, zone: str) -> str:
+    """'W&B run hero-b crashed at step 3,000 again, 6 min after it resolved at 14:02 EDT'."""
+    before = incident.details.outages[-1]
+    gap = humanize_duration(before.reopened_at - before.until)
+    return (
+        f"{unlinked(incident.title)} again, {gap} after it resolved at "
+        f"{local_time(before.until, zone)}"
+    )
+
+
+def reopened_content(incident: Incident, run_name: str, zone: str, thread_id: int | None) -> str:
+    """The channel's short alert that an incident reopened, linking its thread (which starts
+    with the alert above it)."""
+    text = f"🔁 **Incident #{incident.id} reopened** — {run_name}: {reopened_line(incident, zone)}."
+    if thread_id is not None:
+        text += f" Thread: <#{thread_id}>"
+    return clip_text(text, POST_TEXT_LIMIT)
+
+
+def reopened_update_text(incident: Incident, zone: str) -> str:
+    """The thread's post when the incident reopens."""
+    count = incident.details.reopens
+    times = "once" if count == 1 else f"{count} times"
+    return clip_text(
+        f"🔁 Reopened {stamp(incident.outage_since, 'time')}: {reopened_line(incident, zone)} "
+        f"(reopened {times}; outage {count + 1} of this incident).",
+        POST_TEXT_LIMIT,
+    )
 
 
 def cause_line(cause: ReportedCause, limit: int = 700) -> str:
@@ -112,12 +158,18 @@ def cause_line(cause: ReportedCause, limit: int = 700) -> str:
 def status_line(incident: Incident) -> str:
     details = incident.details
     acked = f"acknowledged by {unlinked(incident.acked_by)}" if incident.acked_by else ""
+    again = " again" if details.reopens else ""
     if incident.status == "resolved":
         assert incident.resolved_at is not None
-        done = f"✅ Resolved {stamp(incident.resolved_at)} · {downtime(incident)}"
+        done = f"✅ Resolved{again} {stamp(incident.resolved_at)} · {downtime(incident)}"
         return f"{done} · {acked}" if acked else done
-    parts = ["🚨 Firing" if incident.status == "firing" else "⏳ Pending"]
-    parts[0] += f" since {stamp(incident.started_at)} ({stamp(incident.started_at, 'relative')})"
+    since = incident.outage_since
+    parts = [("🚨 Firing" if incident.status == "firing" else "⏳ Pending") + again]
+    parts[0] += f" since {stamp(since)} ({stamp(since, 'relative')})"
+    if details.reopens:
+        times = "once" if details.reopens == 1 else f"{details.reopens} times"
+        before = details.outages[-1]
+        parts.append(f"🔁 reopened {times}: resolved {stamp(before.until)} before")
     if details.clear_since:
         parts.append("condition cleared, confirming")
     if details.flaps:
@@ -234,11 +286,18 @@ def head_card(incident: Incident, run_name: str, links: dict[str, str]) -> Card:
 def alert_content(incident: Incident, run_name: str) -> str:
     """The alert message's text (what previews and notifications show): edited with the card,
     so a resolved incident never reads 🔴 anywhere."""
+    again = " again" if incident.details.reopens else ""
     if incident.status == "resolved":
-        text = f"✅ **Resolved** · Incident #{incident.id} — {run_name}: {unlinked(incident.title)}"
+        text = (
+            f"✅ **Resolved{again}** · Incident #{incident.id} — {run_name}: "
+            f"{unlinked(incident.title)}"
+        )
     else:
-        icon = _ICONS.get(incident.severity, "🟠")
-        text = f"{icon} **Incident #{incident.id}** — {run_name}: {unlinked(incident.title)}"
+        icon = "🔁" if incident.details.reopens else _ICONS.get(incident.severity, "🟠")
+        reopened = " reopened" if incident.details.reopens else ""
+        text = (
+            f"{icon} **Incident #{incident.id}{reopened}** — {run_name}: {unlinked(incident.title)}"
+        )
     return clip(text, POST_TEXT_LIMIT)
 
 
@@ -319,7 +378,10 @@ def resolved_content(incident: Incident, run_name: str) -> str:
     """The one resolution message in the channel: what, how long it was down (with what that
     figure measures), what brought it back."""
     assert incident.resolved_at is not None
-    lines = [f"✅ **Resolved** incident #{incident.id} — {run_name}: {unlinked(incident.title)}"]
+    again = " again" if incident.details.reopens else ""
+    lines = [
+        f"✅ **Resolved{again}** incident #{incident.id} — {run_name}: {unlinked(incident.title)}"
+    ]
     said = (downtime(incident) or "").capitalize() + "."
     if incident.resolution:
         said += " " + body(clip_text(incident.resolution, 800))
@@ -332,7 +394,19 @@ def resolved_content(incident: Incident, run_name: str) -> str:
 def closing_line(incident: Incident) -> str:
     """The thread's last post before it is archived."""
     assert incident.resolved_at is not None
-    return f"✅ Resolved {stamp(incident.resolved_at, 'time')}; closing this thread."
+    again = " again" if incident.details.reopens else ""
+    return f"✅ Resolved{again} {stamp(incident.resolved_at, 'time')}; closing this thread."
+
+
+def reopened_history(incident: Incident) -> str | None:
+    """'🔁 reopened 2×: resolved <t> → back <t>; resolved <t> → back <t>' (None: never)."""
+    outages = incident.details.outages
+    if not outages:
+        return None
+    spans = "; ".join(
+        f"resolved {stamp(o.until)} → back {stamp(o.reopened_at, 'time')}" for o in outages
+    )
+    return f"🔁 reopened {len(outages)}×: {spans}"
 
 
 ACK_CUSTOM_ID = "runscribe:incident-ack:{id}"
@@ -363,6 +437,9 @@ def listing_card(views: list[Any], run_name: str, *, open_only: bool, now: datet
                 f"ongoing for {humanize_duration(now - view.started_at)}"
             )
         lines = [when, body(clip_text(view.cause, 300))]
+        reopened = reopened_history(incident)
+        if reopened:
+            lines.append(reopened)
         cause = incident.details.reported_cause
         if cause is not None:
             lines.append(cause_line(cause, 320))
@@ -410,12 +487,17 @@ class IncidentPosts:
     def edit(
         self, incident: Incident, run_name: str, links: dict[str, str], *, edit_of: int
     ) -> dict[str, Any]:
-        done = incident.status == "resolved"
+        assert incident.id is not None
+        buttons: list[ButtonPayload] | None = None  # kept as they are
+        if incident.status == "resolved":
+            buttons = []  # resolved: the Acknowledge button goes
+        elif incident.details.reopens and not incident.acked_by:
+            buttons = [ack_button(incident.id)]  # reopened: it comes back
         return make_payload(
             alert_content(incident, run_name),
             head_card(incident, run_name, links),
             edit_of=edit_of,
-            buttons=[] if done else None,  # resolved: the Acknowledge button goes
+            buttons=buttons,
         )
 
     def update(self, text: str, *, archive_thread: bool) -> dict[str, Any]:
@@ -429,6 +511,22 @@ class IncidentPosts:
 
     def reminder(self, incident: Incident, now: datetime) -> dict[str, Any]:
         return make_payload(reminder_content(incident, now))
+
+    def reopened(
+        self,
+        incident: Incident,
+        run_name: str,
+        zone: str,
+        *,
+        thread_id: int | None,
+        ping_role: int | None,
+    ) -> dict[str, Any]:
+        return make_payload(
+            reopened_content(incident, run_name, zone, thread_id), ping_role=ping_role
+        )
+
+    def reopened_update(self, incident: Incident, zone: str) -> dict[str, Any]:
+        return make_payload(reopened_update_text(incident, zone))
 
     def member_update(self, title: str, at: datetime) -> str:
         return member_update(title, at)

@@ -16,7 +16,7 @@ from typing import Any
 from bot.incidents.writeup import Cost, Prose, Writeup
 from bot.limits import DESCRIPTION_LIMIT, TITLE_LIMIT
 from bot.mentions import body, inert, plain, unlinked
-from bot.models import Event, IncidentAction
+from bot.models import Event, IncidentAction, Restart
 from bot.narrative.format import fmt_when
 from bot.numbers import fmt_big, fmt_int, fmt_value
 from bot.outbox.payload import make_payload
@@ -41,11 +41,18 @@ def title(w: Writeup) -> str:
 
 def what_happened(w: Writeup) -> str:
     i = w.incident
-    line = f"First symptom {fmt_when(i.started_at, w.zone)}: {unlinked(plain(i.title))}."
-    if i.cause and w.restart is None:  # a restart's own account follows
+    first = w.outages[0].title if len(w.outages) > 1 else i.title
+    line = f"First symptom {fmt_when(i.started_at, w.zone)}: {unlinked(plain(first))}."
+    if i.cause and w.restart is None and len(w.outages) < 2:  # a restart's own account follows
         line += f" {body(clip(plain(i.cause), QUOTE_LIMIT))}"
+    for before, outage in zip(w.outages, w.outages[1:], strict=False):
+        assert before.until is not None
+        line += f" Resolved {fmt_when(before.until, w.zone)}; reopened"
+        line += f" {humanize_duration(outage.since - before.until)} later,"
+        line += f" {fmt_when(outage.since, w.zone)}: {unlinked(plain(outage.title))}."
     if i.resolved_at is not None:
-        line += f" Resolved {fmt_when(i.resolved_at, w.zone)}."
+        again = " again" if len(w.outages) > 1 else ""
+        line += f" Resolved{again} {fmt_when(i.resolved_at, w.zone)}."
     return line
 
 
@@ -70,18 +77,30 @@ def who_acted(w: Writeup) -> str:
     if not lines:
         lines.append("Nobody reported acting on it: training came back without a person's hand.")
     i = w.incident
+    for outage in i.details.outages:  # a reopened incident's earlier outages
+        if outage.acked_by and outage.acked_at:
+            who, when = inert(plain(outage.acked_by)), fmt_when(outage.acked_at, w.zone)
+            lines.append(f"Acknowledged by {who}, {when}.")
     if i.acked_by and i.acked_at:
         lines.append(f"Acknowledged by {inert(plain(i.acked_by))}, {fmt_when(i.acked_at, w.zone)}.")
     return "\n".join(lines)
 
 
 def came_back(w: Writeup) -> str:
-    r = w.restart
+    if len(w.outages) < 2:
+        return _came_back(w.restart, w.incident.resolution, w.zone)
+    return " ".join(
+        f"Outage {n}: {_came_back(o.restart, None, w.zone)}"
+        for n, o in enumerate(w.outages, start=1)
+    )
+
+
+def _came_back(r: Restart | None, resolution: str | None, zone: str) -> str:
     if r is None:
-        text = w.incident.resolution or "The condition cleared."
+        text = resolution or "The condition cleared."
         return body(clip(plain(text), QUOTE_LIMIT))
     run = r.wandb_run.rsplit("/", 1)[-1]
-    line = f"W&B run {inert(run)} logged again {fmt_when(r.resumed_at or r.at, w.zone)}"
+    line = f"W&B run {inert(run)} logged again {fmt_when(r.resumed_at or r.at, zone)}"
     if r.checkpoint_step is not None:
         line += f", from the checkpoint at step {fmt_int(r.checkpoint_step)}"
     if r.to_step is not None and r.to_step != r.checkpoint_step:
@@ -102,9 +121,10 @@ def cost(c: Cost) -> str:
         if c.tokens_recomputed is not None:
             again += f" ({fmt_big(c.tokens_recomputed)} tokens)"
         again += " recomputed"
-        if c.recompute_time is not None and c.pace.seconds_per_step is not None:
-            per_step = fmt_value(c.pace.seconds_per_step)
-            again += f", {humanize_duration(c.recompute_time)} at {per_step} s a step"
+        if c.recompute_time is not None:
+            again += f", {humanize_duration(c.recompute_time)}"
+            if c.pace.seconds_per_step is not None:
+                again += f" at {fmt_value(c.pace.seconds_per_step)} s a step"
         parts.append(again)
     if c.gpu_hours is not None and c.lost is not None:
         parts.append(

@@ -133,6 +133,12 @@ def _open_incident_json(i: Incident) -> dict[str, Any]:
         "reported_by": reported_by_json(i.details.reported_cause),
         # a person's action on it (requeue, drain, restart…), or null
         "action": action_json(i.details.action),
+        # reopened: its condition came back within the run's reopen_minutes of a resolution
+        "reopens": i.details.reopens,
+        "reopened": [
+            {"resolved_at": iso(o.until), "reopened_at": iso(o.reopened_at)}
+            for o in i.details.outages
+        ],
     }
 
 

@@ -26,8 +26,12 @@ from bot.timeutil import from_db, to_db
 
 def details_to_json(details: IncidentDetails) -> str:
     """The `details` column. Key names and ISO times are those the engine has always written,
-    so a database from before the typed state reads back unchanged."""
-    return to_json(jsoncodec.dump(details))
+    so a database from before the typed state reads back unchanged; a reopened incident's keys
+    (`outages`, `reopen_posted`) are written only once it has reopened."""
+    data = jsoncodec.dump(details, sparse=("reopen_posted",))
+    if not details.outages:
+        del data["outages"]
+    return to_json(data)
 
 
 def details_from_json(text: str) -> IncidentDetails:
@@ -126,15 +130,16 @@ class IncidentsRepo(IncidentEvents, Silences, EngineState):
         return _engine_values(incident)
 
     async def recurrence(self, run_slug: str, fingerprint: str) -> Recurrence | None:
-        """For a new incident of `fingerprint`: how many incidents of the run had that condition
-        (as their first or a joined one), and the latest of them to resolve; None when none
-        did."""
+        """For a new incident of `fingerprint`: how many outages of the run had that condition
+        (incidents with it as their first or a joined one, each reopening one more), and the
+        latest of them to resolve; None when none did."""
         condition = (
             "(fingerprint = ? OR EXISTS (SELECT 1 FROM json_each(details, '$.members') "
             "WHERE json_each.key = ?))"
         )
         row = await self.db.fetchone(
-            f"SELECT COUNT(*) FROM incidents WHERE run_slug = ? AND {condition}",
+            "SELECT COUNT(*) + COALESCE(SUM(json_array_length(details, '$.outages')), 0) "
+            f"FROM incidents WHERE run_slug = ? AND {condition}",
             (run_slug, fingerprint, fingerprint),
         )
         count = int(row[0]) if row else 0
@@ -169,6 +174,15 @@ class IncidentsRepo(IncidentEvents, Silences, EngineState):
                 (who, to_db(at), incident_id),
             )
             return bool(cursor.rowcount)
+
+    async def clear_acknowledgement(self, incident_id: int) -> None:
+        """A reopened incident is not acknowledged (its acknowledgement of the outage before is
+        kept with that outage, in `details`)."""
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE incidents SET acked_by = NULL, acked_at = NULL WHERE id = ?",
+                (incident_id,),
+            )
 
     async def get(self, incident_id: int) -> Incident | None:
         row = await self.db.fetchone("SELECT * FROM incidents WHERE id = ?", (incident_id,))

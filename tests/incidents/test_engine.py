@@ -374,6 +374,7 @@ async def test_listing_and_stats(store: Store, now: datetime) -> None:
     await sc.run_for(20)
     await sc.launch(RUN_A, 2_000)
     await sc.run_for(10)
+    await sc.tick(minutes=60)  # past the reopen window: the next crash is a new incident
     await crash(sc)
     await sc.run_for(5)
     views = await list_incidents(store, "hero")

@@ -16,10 +16,16 @@ from bot.store import Store
 from bot.store.incidents import details_from_json, details_to_json
 from tests.incidents.scenario import RUN_A, RUN_B, Scenario, content
 
+REOPEN_MINUTES = 60  # the runs file's default `reopen_minutes`
 
-async def crash_and_resume(sc: Scenario, *, report: bool = False) -> None:
+
+async def crash_and_resume(sc: Scenario, *, report: bool = False, apart: bool = True) -> None:
     """The current W&B run crashes; after 10 minutes a new run (the first time) or the same
-    run resumes from a checkpoint 500 steps back, and trains for 10 minutes."""
+    run resumes from a checkpoint 500 steps back, and trains for 10 minutes. `apart`: an hour
+    of training first, so the crash comes past the reopen window of an incident the previous
+    crash resolved (a new incident; within the window it reopens: `test_reopen`)."""
+    if apart:
+        await sc.tick(minutes=REOPEN_MINUTES)
     sc.training = sc.beating = False
     await sc.tick()
     await sc.set_state("crashed")
@@ -86,8 +92,9 @@ async def test_a_silenced_crash_between_others(store: Store, now: datetime) -> N
     await sc.run_for(30)
     for n in range(1, 6):
         if n == 3:
+            await sc.tick(minutes=REOPEN_MINUTES)
             await add_silence(store, "hero", "crash", timedelta(minutes=15), "ops", "drill", sc.now)
-        await crash_and_resume(sc)
+        await crash_and_resume(sc, apart=n != 3)
         if n == 3:
             await sc.run_for(15)  # the silence ends after the incident resolved: nothing said
     assert len(await sc.alerts_posted()) == 4
@@ -113,7 +120,7 @@ async def test_a_resume_and_the_next_crash_seen_in_one_round(
     assert len(await sc.alerts_posted()) == 1
     sc.engine.runs = {"elsewhere"}  # the next rounds do not reach this run
     await sc.launch(RUN_B, 2_000)
-    await sc.run_for(8)
+    await sc.run_for(8 + REOPEN_MINUTES)  # the next crash is past the reopen window
     sc.training = sc.beating = False
     await sc.tick()
     await sc.set_state("crashed")

@@ -94,7 +94,8 @@ async def test_the_resolution_never_waits_for_the_models_writeup_which_follows_o
             assert "W&B run hero-1 crashed at step 99 [\\[1\\]](" in said  # linked to its run
             assert "16 min down (last step before the interruption" in said
             assert writeup["embeds"][0]["footer"]["text"].endswith(BY_MODEL)
-            assert fake_discord.archived(int(head["id"]))  # the thread closed again
+            # the thread closed again (archived just after the post lands)
+            await until(lambda: fake_discord.archived(int(head["id"])), "the thread archived")
             # later rounds neither ask again nor post again
             await d.cycle(t0 + 30 * MIN)
             await asyncio.sleep(0.2)

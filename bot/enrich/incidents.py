@@ -88,7 +88,10 @@ def _sig(kind: str, anchors: str, pattern: str, *, needs_subject: bool = False) 
 
 
 _NODE = r"(?:nodes?|hosts?|workers?|vms?|slices?|machines?|tpus?|gpus?|pods?)"
-_SUBJ = r"(?:job|jobs|run|training|trainer|process|processes|worker|workers|task|pod|rank\s*\d+)"
+_SUBJ = (
+    r"(?:job|jobs|run|training|trainer|trainers|process|processes|worker|workers|task|pod|rank\s*\d+"
+    r"|head(?:\s+node)?|coordinator|driver|learner|controller|launcher)"
+)
 _HOST = r"(?:[a-z]+\d+[a-z]+\d+[\w-]*|[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d+[\w-]*)"
 _FAIL_TO = r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't)"
 
@@ -169,7 +172,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "node-loss",
         "down gone off",
-        rf"\d+\s+(?:of\s+(?:our|the)\s+)?{_NODE}\s+(?:are\s+|were\s+)?(?:down|gone|off|offline|lost)",
+        rf"\d+\s+(?:of\s+(?:our|the)\s+)?{_NODE}\s+(?:are\s+|were\s+)?(?:down|gone|off|offline|lost|dead)",
     ),
     _sig("node-loss", "power", r"lost\s+power|power\s+(?:event|outage|loss|failure)"),
     _sig(
@@ -297,7 +300,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "checkpoint-failed",
         "checkpoint ckpt",
         # "checkpoint save to gs://bucket/path failed with 503": a destination in between
-        r"(?:checkpoint|ckpt)\s+(?:save|write|upload|commit)s?\s+(?:to|into|on)\b"
+        r"(?:checkpoint|ckpt)\s+(?:[\d,.]+k?\s+)?(?:save|write|upload|commit)s?\s+(?:to|into|on)\b"
         r"(?:\s+\S+){0,4}?\s+(?:failed|failing|errored|timed\s+out"
         r"|keeps?\s+(?:failing|timing\s+out|erroring))",
     ),
@@ -516,6 +519,119 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"stuck|stall(?:s|ed|ing)?|froze|frozen|wedged|no\s+progress",
         needs_subject=True,
     ),
+    # --- the same faults as other stacks and people put them (issue 40: breadth, not phrases)
+    # an agent's or a monitor's status field, whatever its name: "Condition: UNHEALTHY",
+    # "**Health:** ❗ DEGRADED", "State: not progressing since 07:41"
+    _sig(
+        "outage",
+        "status state condition health",
+        r"(?:status|state|condition|health|run\s+state|job\s+state)\s*[:=]\s*(?:[^\w\s]+\s*)*"
+        r"(?:unhealthy|degraded|critical|failed|failing|crashed|down|dead|broken|error|erroring"
+        r"|not\s+(?:progressing|training|running|healthy)|no\s+progress|stopped|halted|red)\b",
+    ),
+    # a monitor's state change: "state changed to crashed", "status went from running to failed"
+    _sig(
+        "crash",
+        "changed went moved now",
+        r"(?:state|status)\s+(?:has\s+)?(?:changed|went|moved|is\s+now|flipped)\s+(?:from\s+\W*\w+\W*\s+)?"
+        r"(?:to\s+)?\W*(?:crashed|failed|killed|dead|errored|preempted|lost)\b",
+    ),
+    # what a scheduler says about a workload it cannot keep up: Kubernetes, Ray, slurm
+    _sig(
+        "crash",
+        "backoff errimage containercannotrun",
+        r"(?:imagepull|crashloop)backoff|errimagepull|containercannotrun|createcontainererror",
+    ),
+    _sig(
+        "node-loss",
+        "pending notready down drain",
+        rf"{_NODE}\s+(?:are\s+|is\s+)?(?:all\s+|still\s+)?(?:stuck\s+)?(?:in\s+)?"
+        r"(?:pending|notready|down\*?|drain(?:ed|ing)?\*?)\s+(?:since|for|after)\b"
+        rf"|{_NODE}\s+(?:\S+\s+){{0,3}}?(?:were|was|got|have\s+been|has\s+been)\s+"
+        r"(?:rebooted|power[- ]cycled|restarted\s+(?:by|without))",
+    ),
+    _sig(
+        "oom",
+        "oom_kill outofmemoryerror",
+        r"oom_kill\w*|outofmemoryerror|running\s+low\s+on\s+memory",
+    ),
+    # a chip the runtime gave up on: "TPU chip 3 is unhealthy: device lost", "HBM errors"
+    _sig(
+        "hardware",
+        "unhealthy lost hbm",
+        r"(?:chip|device|tpu|gpu|accelerator)s?\s*\d*\s+(?:is\s+|are\s+|went\s+)?"
+        r"(?:unhealthy|lost)\b|device\s+lost|hbm\s+(?:\w+\s+){0,2}?(?:errors?|failures?)",
+    ),
+    # the interconnect between chips and slices, and what a slow fabric shows
+    _sig(
+        "network",
+        "ici dcn link retransmit",
+        r"(?:ici|dcn|nvlink|ib|infiniband|roce)\s+(?:\w+\s+)?(?:link|port)?\s*"
+        r"(?:errors?|error\s+counters?|failures?|flap\w*|down|drops?)"
+        r"|(?:high|many|\d+)\s+(?:\w+\s+)?retransmits?",
+    ),
+    # chat's words for a run that died: "lumen fell over", "the job is toast", "run is borked"
+    _sig(
+        "crash",
+        "fell fallen toast borked hosed keeled",
+        r"(?:fell|fallen|falls|keeled)\s+over|(?:is|'s|was)\s+(?:toast|borked|hosed|kaput)",
+    ),
+    # a run that does not move, in any grammar: "training is not moving anymore", "the
+    # training is stop", "58k and nothing after", "nothing in wandb since 06:30"
+    _sig(
+        "hang",
+        "moving progressing stop nothing flat updating",
+        rf"(?:{_SUBJ}|it)\s+(?:is\s+|are\s+|has\s+)?(?:not|no\s+longer|isn't|stopped)\s+"
+        r"(?:moving|progressing|advancing|updating)\b"
+        r"|(?:training|run|job)\s+is\s+stop\b"
+        r"|\d[\d,.]*k?\s+(?:and\s+)?(?:then\s+)?nothing\s+(?:after|since|else)"
+        r"|nothing\s+(?:new\s+)?(?:logged\s+)?(?:in|on|from)\s+(?:the\s+)?"
+        r"(?:wandb|w&b|tensorboard|logs?|dashboard|metrics)\s+(?:since|for)\b"
+        r"|(?:tensorboard|wandb|w&b|charts?|graphs?|curves?|plots?|dashboard)\s+(?:is\s+|are\s+"
+        r"|has\s+been\s+|have\s+been\s+)?(?:flat|frozen|empty|not\s+updating|stopped\s+updating"
+        r"|hasn't\s+(?:moved|updated))\s+(?:since|for)\b"
+        r"|no\s+(?:new\s+)?(?:step|steps|iteration|iterations)\s+(?:after|past|beyond)\s+\d",
+    ),
+    # storage a run cannot work with: "the PD for the cache is 100% full", "lustre is slow",
+    # "dataloader starving"
+    _sig(
+        "storage",
+        "full slow starv crawl",
+        r"(?:disk|pd|volume|filesystem|fs|bucket|lustre|nfs|storage|gcs|s3)\s+(?:\S+\s+){0,4}?"
+        r"(?:is\s+|are\s+)?(?:\d+%\s+)?full\b"
+        # not "when the bucket is slow": a condition, not a report
+        r"|(?<!when\sthe\s)(?:storage|lustre|nfs|gcs|s3|filesystem|bucket|disk|io)\s+(?:is\s+|are\s+)?"
+        r"(?:(?:very|so|really|painfully)\s+)?(?:slow|crawling|unresponsive)\b"
+        r"|(?:data\s*loaders?|loaders?|input\s+pipeline|gpus?|tpus?)\s+(?:are\s+|is\s+)?starv\w*",
+    ),
+    # a capacity the run needs that is not there: "can't recreate the slice", "no capacity"
+    _sig(
+        "preemption",
+        "recreate capacity",
+        rf"{_FAIL_TO}\s+(?:re-?create|re-?schedule|allocate|get)\s+(?:the\s+|a\s+|our\s+)?{_NODE}"
+        r"|no\s+capacity\s+(?:to|for|left|in)",
+    ),
+    # "the run is hanging on the barrier", "stuck on all-reduce": a hang at a named collective
+    _sig(
+        "hang",
+        "hanging stuck",
+        r"(?:hanging|hangs|stuck|waiting)\s+(?:on|in|at)\s+(?:the\s+|a\s+)?(?:barrier|collective"
+        r"|all-?reduce|all-?gather|reduce-?scatter|nccl|p2p|recv|send)",
+    ),
+    # "not stepping since 03:23", "no longer training": a stall said without a subject
+    _sig(
+        "hang",
+        "stepping training progressing",
+        r"(?:not|isn't|aren't|no\s+longer)\s+(?:stepping|training|progressing|advancing)\s+"
+        r"(?:since|for|anymore|any\s+more)\b",
+    ),
+    # "all trainers show disconnected", "workers lost their connection"
+    _sig(
+        "node-loss",
+        "disconnect connection",
+        r"(?:trainers?|workers?|actors?|ranks?|hosts?|nodes?)\s+(?:\w+\s+)?(?:show|are|got|were"
+        r"|went|have)?\s*(?:disconnected|lost\s+(?:their|the|its)\s+connection)",
+    ),
 )
 _COMPILED: Final = tuple((s, s.compile()) for s in SIGNALS)
 #: At most this many matches are judged per text (a wall of "no crash" is not worth more).
@@ -564,6 +680,9 @@ _EXPECTED = re.compile(
     r"|end\s+of\s+(?:the\s+)?(?:stage|phase|schedule|training|run)|reached\s+the\s+end)\b",
     re.I,
 )
+#: "why is nothing in wandb since 06:30?", "why are the pods pending?": asks the cause of a state
+#: it reports (not "why did the job crash?", which looks back).
+_WHY_NOW = re.compile(r"why\s+(?:is|are|has|have|isn't|aren't)\b", re.IGNORECASE)
 _QUESTION_START = re.compile(
     r"(?:did|does|do|is|are|was|were|has|have|had|could|can|would|will|should|any|anyone"
     r"|anybody|how|why|what|when|where|which|who|whether|shall)\b",
@@ -649,13 +768,13 @@ def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
         return False
     if before.count("(") > before.count(")"):
         return False  # an aside: "(relaunched after the second NVLink fault)"
-    if sentence.endswith("?") and _QUESTION_START.match(sentence):
+    if sentence.endswith("?") and _QUESTION_START.match(sentence) and not _WHY_NOW.match(sentence):
         return False
     if _SETTLED.search(text, end, right):
         return False  # "crashed at startup with a cuBLASLt error, fixed by #1009"
     if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence) or _EXPECTED.search(sentence):
         return False
-    if signal.kind in ("hang", "crash") and _DYNAMICS_BEFORE.search(before[-40:]):
+    if signal.kind in ("hang", "crash", "outage") and _DYNAMICS_BEFORE.search(before[-40:]):
         return False
     return not (signal.needs_subject and not _SYSTEM_SUBJECT.search(sentence))
 
@@ -694,12 +813,95 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
             if judged >= MAX_JUDGED:
                 break
     if not kinds:
-        asked = live_question(text)
+        asked = live_question(text) or slowdown(text)
         if asked is None:
             return None
         kinds.add(asked)
     kind = next(k for k in KIND_PRIORITY if k in kinds)
     return kind, severity_of(kind, text)
+
+
+# --------------------------------------------------------------------------------------------
+# A run that got slow and stays slow: "step time went from 1.9 s to 6.4 s at 13:52 and has stayed
+# there", "MFU dropped from 47% to 31% an hour ago", "all-reduce bw is 40 GB/s instead of 180".
+# A speed metric, a worse value now than before, and the present: not "up from 165 after the
+# fused kernel", not a benchmark table, not "if the bucket is slow".
+
+_TIME_METRIC = r"(?:step|iteration|iter|batch|all-?reduce|all-?gather|collective)\s+times?"
+_RATE_METRIC = (
+    r"throughput|mfu|tflops(?:/gpu|\s+per\s+gpu)?|tok(?:ens)?/s|samples/s|bandwidth|bw"
+    r"|(?:gpu|tpu|sm)\s+util\w*|goodput|steps?/s"
+)
+_NUM = r"(\d+(?:[.,]\d+)?)"
+_FROM_TO = re.compile(
+    rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,40}}?"
+    rf"(?:(?:from|was)\s+~?{_NUM}[^\d\n]{{0,12}}?\s*(?:to|→|->)\s*~?{_NUM}"
+    rf"|~?{_NUM}[^\d\n]{{0,12}}?\s*(?:→|->)\s*~?{_NUM}"
+    rf"|(?:is|are|at|now)\s+~?{_NUM}[^\d\n]{{0,12}}?\s*instead\s+of\s+~?{_NUM})",
+    re.IGNORECASE,
+)
+_WORSE_WORD = re.compile(
+    rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\b(?:(?:dropped|fell|tanked"
+    r"|collapsed|plummeted|cratered)|(?:halved|cut\s+in\s+half|dropped\s+by\s+half)"
+    r"|(?:doubled|tripled|quadrupled|\d+(?:\.\d+)?x\s+(?:slower|longer|higher|what)))\b",
+    re.IGNORECASE,
+)
+_STAYS = re.compile(
+    r"\b(?:since|overnight|(?:has|have)\s+(?:stayed|been)|stays?|still|now|right\s+now|ago"
+    r"|for\s+the\s+last|this\s+morning|tonight|hasn't\s+(?:come\s+back|recovered)"
+    r"|(?:not|never)\s+(?:come|came|coming)\s+back)\b",
+    re.IGNORECASE,
+)
+_IMPROVED = re.compile(
+    r"\b(?:up\s+from|faster|improv\w*|speed-?up|gain|after\s+(?:the|we|i)\b|with\s+the\s+(?:new|fused))",
+    re.IGNORECASE,
+)
+_FABRIC = re.compile(
+    r"\b(?:fabric|network|ib|infiniband|ici|dcn|nccl|all-?reduce|all-?gather|interconnect"
+    r"|links?|ports?|retransmits?|nics?|bandwidth|bw|vpc|firewall)\b",
+    re.IGNORECASE,
+)
+_IO = re.compile(
+    r"\b(?:storage|lustre|nfs|gcs|s3|bucket|disk|io|reads?|data\s*loaders?|loaders?|input)\b",
+    re.IGNORECASE,
+)
+
+
+def _worse(metric: str, before: float, now: float) -> bool:
+    if re.match(_TIME_METRIC, metric, re.IGNORECASE):
+        return now >= 1.5 * before
+    return now <= 0.75 * before
+
+
+def _slower(m: re.Match[str]) -> bool:
+    values = [g for g in m.groups()[1:] if g is not None]
+    if len(values) != 2:
+        return True  # a word said it: "dropped", "halved", "3x slower"
+    first, second = (float(v.replace(",", "")) for v in values)
+    before, now = (second, first) if "instead" in m.group(0).lower() else (first, second)
+    return before > 0 and _worse(m.group("metric"), before, now)
+
+
+def slowdown(text: str) -> str | None:
+    """``network``, ``storage`` or ``outage`` when a sentence says the run is slower now than it
+    was (a speed metric worse, in the present), else None."""
+    for pattern in (_FROM_TO, _WORSE_WORD):
+        for m in pattern.finditer(text[:DETECT_LIMIT]):
+            left, right = _sentence_bounds(text, m.start(), m.end())
+            sentence = text[left:right]
+            clause = _CLAUSE_BREAK.split(text[left : m.start()])[-1]
+            if not _slower(m) or not _STAYS.search(sentence) or _IMPROVED.search(sentence):
+                continue
+            if (
+                _NEGATION.search(clause)
+                or _NOT_THE_RUN.search(sentence)
+                or _HISTORY.search(sentence)
+            ):
+                continue
+            if _FABRIC.search(text):
+                return "network"
+            return "storage" if _IO.search(text) else "outage"
+    return None
 
 
 #: How chat asks whether the run is alive, which is how a failure is often first reported: "is
@@ -711,9 +913,16 @@ _LIVE_QUESTION = re.compile(
     r"|trainer|cluster)|[a-z][\w-]*)"
     r"|(?:anyone|anybody|someone)\s+else\s+(?:seeing|see|getting|noticing|notice)\s+"
     r"(?P<seen>it|the\s+(?:run|job|training)|[a-z][\w-]*)"
-    r"|(?:did|has)\s+(?P<did>it|the\s+(?:run|job|training)|[a-z][\w-]*)\s+just)"
+    r"|(?:did|has)\s+(?P<did>it|the\s+(?:run|job|training)|[a-z][\w-]*)\s+just"
+    # "did the run die", "has it crashed": asked now, with no time that would make it history
+    r"|(?:did|has)\s+(?P<now>it|the\s+(?:run|job|training|trainer))(?=\s+(?:die|crash|hang"
+    r"|oom|died|crashed|hung|stopped|stop)\b(?![^?.!\n]*\b(?:overnight|yesterday|last|earlier"
+    r"|before|ever|at\s+\d|on\s+\w+day)\b))"
+    # a fragment: "basalt stuck?", "wren dead again??", "job hung?"
+    r"|(?P<frag>(?:the\s+)?[a-z][\w-]*(?:\s+[a-z][\w-]*)?)(?=\s+(?:still\s+|also\s+)?(?:hung|stuck|stalled|frozen"
+    r"|wedged|down|dead|crashed|died)(?:\s+again)?\s*\?))"
     r"\s+(?:still\s+|just\s+|also\s+)?(?P<state>hung|hanging|stuck|stalled|frozen|wedged"
-    r"|deadlocked|down|dead|crash|crashed|crashing|die|died|dying|hang|oom\w*)\b"
+    r"|deadlocked|down|dead|crash|crashed|crashing|die|died|dying|hang|oom\w*|stopped|stop)\b"
     # "is it down to the tokenizer?", "are we stuck with bf16?": not the run's state
     r"(?!\s+(?:to|by|from|with|simple|\d))",
     re.IGNORECASE,
@@ -729,16 +938,19 @@ _QUESTION_SPLIT = re.compile(r"(?<=[.!?])\s+|\n")
 
 def live_question(text: str) -> str | None:
     """The incident kind a short question about the run's state asks about, or None."""
-    if "?" not in text:
+    if "?" not in text and len(text.split()) > _QUESTION_WORDS:
         return None
     for sentence in _QUESTION_SPLIT.split(text):
         sentence = sentence.strip()
-        if not sentence.endswith("?") or len(sentence.split()) > _QUESTION_WORDS:
+        # a short chat line asks without its question mark: "did the run die"
+        asked = sentence.endswith("?") or len(text.split()) <= _QUESTION_WORDS
+        if not asked or len(sentence.split()) > _QUESTION_WORDS:
             continue
         m = _LIVE_QUESTION.match(sentence)
-        if m is None:
+        if m is None or (m.group("state").lower() in ("stopped", "stop") and not m.group("now")):
             continue
-        subject = (m.group("subject") or m.group("seen") or m.group("did") or "").split()[-1]
+        named = ("subject", "seen", "did", "now", "frag")
+        subject = next((m.group(g) for g in named if m.group(g)), "").split()[-1]
         asked_of = sentence[: m.start("state")]
         if _NOT_A_RUN_SUBJECT.match(subject) or _DYNAMICS_BEFORE.search(asked_of):
             continue  # "is wandb down?", "is loss stuck?"
@@ -747,7 +959,7 @@ def live_question(text: str) -> str | None:
         state = m.group("state").lower()
         if state.startswith("oom"):
             return "oom"
-        if state in ("crash", "crashed", "crashing", "die", "died", "dying"):
+        if state in ("crash", "crashed", "crashing", "die", "died", "dying", "stop", "stopped"):
             return "crash"
         return _QUESTION_KINDS.get(state, "hang")
     return None
@@ -970,6 +1182,36 @@ def is_general_post(prose: str, title: str) -> bool:
     )
 
 
+#: A note that the run came back after something was done about a fault: "Lowered num_workers
+#: and restarted from iteration 14,000", "w-4 excluded; it trains again from 52,000". Not a
+#: restart someone chose ("restarted it myself to pick up the new config").
+_CAME_BACK = re.compile(
+    r"\b(?:(?:restarted|resumed|relaunched|requeued|restarting|resuming)\b[^.;\n]{0,40}?"
+    r"\b(?:from|at)\s+(?:step\s+|iteration\s+|iter\s+|update\s+)?[\d,.]+k?\b"
+    r"|(?:trains?|training|running|stepping|steps?\s+flowing)\s+again"
+    r"|(?:step\s+time|throughput|mfu)\s+(?:is\s+)?(?:back\s+to\s+)?[\d.,]+\s*\S*\s+again)",
+    re.IGNORECASE,
+)
+_REMEDY = re.compile(
+    r"\b(?:excluded|excluding|exclude|drained|cordoned|replaced|replacement|spare|moved|patched"
+    r"|reverted|raised|capped|lowered|resized|deleted|killed|re-?pushed|by\s+mistake|skipping"
+    r"|(?:the|a)\s+(?:cause|leak|problem|issue|culprit)|(?:\d+\s*(?:h|min|mins|minutes|hours?)"
+    r"|an?\s+hour)\s+(?:of\s+\w+\s+)?lost|lost\s+(?:about\s+|~)?\d)",
+    re.IGNORECASE,
+)
+_CHOSEN = re.compile(
+    r"\b(?:myself|on\s+purpose|deliberately|intentionally|as\s+planned|planned|nothing\s+(?:is\s+)?"
+    r"wrong|not\s+an\s+outage|to\s+(?:pick\s+up|apply|swap|change|roll|rotate|switch|update))\b",
+    re.IGNORECASE,
+)
+
+
+def came_back_after_fault(prose: str) -> bool:
+    """The post says the run came back after a fault was dealt with (and not by choice)."""
+    head = prose[:DETECT_LIMIT]
+    return bool(_CAME_BACK.search(head) and _REMEDY.search(head) and not _CHOSEN.search(head))
+
+
 def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
     """The post is about a specific incident of the run without reporting it live: its
     diagnosis, its fix, a recovery note, its post-mortem, or a follow-up in the incident's own
@@ -983,4 +1225,6 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
         return bool(prose.strip())
     if _RETROSPECTIVE.search(context.title) and mentions_failure(context.title):
         return True  # the post-mortem of one incident, named in its title
+    if came_back_after_fault(prose):
+        return True
     return mentions_failure(text) and bool(_ABOUT_ONE.search(text[:DETECT_LIMIT]))

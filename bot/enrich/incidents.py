@@ -461,7 +461,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|in\s+(?:the\s+last\s+)?(?:\d|an?\s+(?:hour|while)|over))\b"
         r"|(?:hasn't|hasnt|has\s+not|haven't|have\s+not)\s+(?:logged|reported|written|had|printed"
         r"|emitted|produced|sent)\s+(?:a\s+|any\s+|one\s+)?(?:new\s+|single\s+)?(?:steps?"
-        r"|points?|metrics?|heartbeats?|log\s+lines?|logs?)\b"
+        r"|points?|metrics?|heartbeats?|log\s+lines?|logs?|data|anything)\b"
         r"|not\s+getting\s+(?:any\s+)?(?:new\s+)?steps\b"
         r"|(?:has\s+been|have\s+been|is|are|sitting|sat)\s+idle\s+(?:on\s+\w+\s+\w+\s+)?"
         r"(?:since|for\s+(?:the\s+last\s+|over\s+)?(?:an?|\d+)\s*(?:min|mins|minutes|h|hrs?|hours?)"
@@ -611,6 +611,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         rf"{_FAIL_TO}\s+(?:re-?create|re-?schedule|allocate|get)\s+(?:the\s+|a\s+|our\s+)?{_NODE}"
         r"|no\s+capacity\s+(?:to|for|left|in)",
     ),
+    # an alert that is firing now: "[FIRING:1] TrainingStalled hero (no step for 20m)"
+    _sig("outage", "firing", r"(?<=\[)firing(?=(?::\d+)?\])|alert\s+firing|firing\s+alert"),
     # "the run is hanging on the barrier", "stuck on all-reduce": a hang at a named collective
     _sig(
         "hang",
@@ -705,6 +707,13 @@ _DYNAMICS_BEFORE = re.compile(
     r"|latency|memory|usage|cost|rate|count|bpb|val(?:idation)?)\b[^.!?\n]{0,20}$",
     re.IGNORECASE,
 )
+#: A workload other than the run named right before a fault: "the eval OOMs", "inference
+#: server crashed", "my notebook died".
+_OTHER_WORKLOAD_BEFORE = re.compile(
+    r"\b(?:evals?|evaluations?|inference|benchmarks?|notebooks?|sweeps?|ablations?|harness"
+    r"|sandbox|exporter|conversion)\s+(?:\w+\s+)?$",
+    re.IGNORECASE,
+)
 _SYSTEM_SUBJECT = re.compile(
     r"\b(?:job|jobs|run|training|trainer|step|steps|ranks?|process\w*|workers?|nodes?|hosts?"
     r"|collectives?|nccl|all-?reduce|dataloader|loader|restor\w*|resum\w*|checkpoint\w*|saving"
@@ -716,7 +725,7 @@ _NOT_THE_RUN = re.compile(
     r"\b(?:ci|pytest|unit\s+tests?|test\s+suite|integration\s+tests?|linter|lint|docs?\s+build"
     r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?"
     r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?"
-    r"|eval(?:uation)?s?\s+(?:jobs?|harness|sandbox|workers?|tasks?|pipeline))\b",
+    r"|eval(?:uation)?s?\s+(?:jobs?|harness|sandbox|workers?|tasks?|pipeline|cluster|pods?|nodes?))\b",
     re.IGNORECASE,
 )
 _RECOVERED = re.compile(
@@ -774,6 +783,8 @@ def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
         return False  # "crashed at startup with a cuBLASLt error, fixed by #1009"
     if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence) or _EXPECTED.search(sentence):
         return False
+    if _OTHER_WORKLOAD_BEFORE.search(before[-40:]):
+        return False  # "the long-context eval OOMs on 32k prompts": not the run
     if signal.kind in ("hang", "crash", "outage") and _DYNAMICS_BEFORE.search(before[-40:]):
         return False
     return not (signal.needs_subject and not _SYSTEM_SUBJECT.search(sentence))
@@ -827,7 +838,10 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
 # A speed metric, a worse value now than before, and the present: not "up from 165 after the
 # fused kernel", not a benchmark table, not "if the bucket is slow".
 
-_TIME_METRIC = r"(?:step|iteration|iter|batch|all-?reduce|all-?gather|collective)\s+times?"
+_TIME_METRIC = (
+    r"(?:step|iteration|iter|batch|all-?reduce|all-?gather|collective)\s+times?"
+    r"|s/step|sec/step|seconds\s+per\s+step|s/it"
+)
 _RATE_METRIC = (
     r"throughput|mfu|tflops(?:/gpu|\s+per\s+gpu)?|tok(?:ens)?/s|samples/s|bandwidth|bw"
     r"|(?:gpu|tpu|sm)\s+util\w*|goodput|steps?/s"
@@ -840,6 +854,12 @@ _FROM_TO = re.compile(
     rf"|(?:is|are|at|now)\s+~?{_NUM}[^\d\n]{{0,12}}?\s*instead\s+of\s+~?{_NUM})",
     re.IGNORECASE,
 )
+#: "9 s/step vs 4 s yesterday": now first, then what it was.
+_NOW_VS_THEN = re.compile(
+    rf"~?{_NUM}\s*(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})?\s+(?:vs\.?|versus|compared\s+to)"
+    rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usually|normally|last\s+week)\b",
+    re.IGNORECASE,
+)
 _WORSE_WORD = re.compile(
     rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\b(?:(?:dropped|fell|tanked"
     r"|collapsed|plummeted|cratered)|(?:halved|cut\s+in\s+half|dropped\s+by\s+half)"
@@ -848,6 +868,7 @@ _WORSE_WORD = re.compile(
 )
 _STAYS = re.compile(
     r"\b(?:since|overnight|(?:has|have)\s+(?:stayed|been)|stays?|still|now|right\s+now|ago"
+    r"|yesterday|(?:is|are)\s+(?:crawling|slow)"
     r"|for\s+the\s+last|this\s+morning|tonight|hasn't\s+(?:come\s+back|recovered)"
     r"|(?:not|never)\s+(?:come|came|coming)\s+back)\b",
     re.IGNORECASE,
@@ -868,24 +889,27 @@ _IO = re.compile(
 
 
 def _worse(metric: str, before: float, now: float) -> bool:
-    if re.match(_TIME_METRIC, metric, re.IGNORECASE):
+    if re.search(_TIME_METRIC, metric, re.IGNORECASE):
         return now >= 1.5 * before
     return now <= 0.75 * before
 
 
 def _slower(m: re.Match[str]) -> bool:
-    values = [g for g in m.groups()[1:] if g is not None]
+    values = [g for g in m.groups() if g is not None and g[0].isdigit()]
     if len(values) != 2:
         return True  # a word said it: "dropped", "halved", "3x slower"
     first, second = (float(v.replace(",", "")) for v in values)
-    before, now = (second, first) if "instead" in m.group(0).lower() else (first, second)
-    return before > 0 and _worse(m.group("metric"), before, now)
+    said = m.group(0).lower()
+    now_first = "instead" in said or m.re is _NOW_VS_THEN
+    before, now = (second, first) if now_first else (first, second)
+    metric = m.group("metric") or said
+    return before > 0 and _worse(metric, before, now)
 
 
 def slowdown(text: str) -> str | None:
     """``network``, ``storage`` or ``outage`` when a sentence says the run is slower now than it
     was (a speed metric worse, in the present), else None."""
-    for pattern in (_FROM_TO, _WORSE_WORD):
+    for pattern in (_FROM_TO, _WORSE_WORD, _NOW_VS_THEN):
         for m in pattern.finditer(text[:DETECT_LIMIT]):
             left, right = _sentence_bounds(text, m.start(), m.end())
             sentence = text[left:right]
@@ -909,7 +933,7 @@ def slowdown(text: str) -> str | None:
 #: stalled?", "is hero down or is it just my wandb?". Present tense about the run itself: not
 #: "did the job crash overnight?", "is the eval job stuck?", "is loss down?".
 _LIVE_QUESTION = re.compile(
-    r"^\W*(?:(?:is|are)\s+(?P<subject>it|this|that|everything|things|we|the\s+(?:run|job|training"
+    r"^\W*(?:is\s+it\s+(?:just\s+)?me\s+or\s+)?(?:(?:is|are)\s+(?P<subject>it|this|that|everything|things|we|the\s+(?:run|job|training"
     r"|trainer|cluster)|[a-z][\w-]*)"
     r"|(?:anyone|anybody|someone)\s+else\s+(?:seeing|see|getting|noticing|notice)\s+"
     r"(?P<seen>it|the\s+(?:run|job|training)|[a-z][\w-]*)"
@@ -922,7 +946,8 @@ _LIVE_QUESTION = re.compile(
     r"|(?P<frag>(?:the\s+)?[a-z][\w-]*(?:\s+[a-z][\w-]*)?)(?=\s+(?:still\s+|also\s+)?(?:hung|stuck|stalled|frozen"
     r"|wedged|down|dead|crashed|died)(?:\s+again)?\s*\?))"
     r"\s+(?:still\s+|just\s+|also\s+)?(?P<state>hung|hanging|stuck|stalled|frozen|wedged"
-    r"|deadlocked|down|dead|crash|crashed|crashing|die|died|dying|hang|oom\w*|stopped|stop)\b"
+    r"|deadlocked|down|dead|crash|crashed|crashing|die|died|dying|hang|oom\w*|stopped|stop"
+    r"|crawling|so\s+slow)\b"
     # "is it down to the tokenizer?", "are we stuck with bf16?": not the run's state
     r"(?!\s+(?:to|by|from|with|simple|\d))",
     re.IGNORECASE,
@@ -931,7 +956,12 @@ _NOT_A_RUN_SUBJECT = re.compile(
     r"^(?:wandb|w&b|github|discord|slack|ci|jira|colab|notebook|grafana|dashboard|prometheus)$",
     re.IGNORECASE,
 )
-_QUESTION_KINDS: Final = {"down": "outage", "dead": "outage"}
+_QUESTION_KINDS: Final = {
+    "down": "outage",
+    "dead": "outage",
+    "crawling": "outage",
+    "so slow": "outage",
+}
 _QUESTION_WORDS = 15
 _QUESTION_SPLIT = re.compile(r"(?<=[.!?])\s+|\n")
 
@@ -1124,6 +1154,7 @@ _FAILURE_WORDS = re.compile(
     r"|nans?|power\s+(?:event|outage|loss|failure)|kernel\s+panic|node_fail"
     r"|the\s+(?:\w+\s+)?error\s+(?:at|on|from)"
     r"|lost\s+(?:a\s+|the\s+)?(?:node|host)|xid|ecc|nvlink|nccl\s+timeout|preempt\w*|went\s+down"
+    r"|were\s+down|down\s+for\s+(?:\d|an?\s|about|~)"
     r"|was\s+down|downtime|failed\s+(?:save|restore|checkpoint)|restore\s+fail\w*)\b",
     re.IGNORECASE,
 )
@@ -1194,6 +1225,7 @@ _CAME_BACK = re.compile(
 )
 _REMEDY = re.compile(
     r"\b(?:excluded|excluding|exclude|drained|cordoned|replaced|replacement|spare|moved|patched"
+    r"|disabled|turned\s+off|rolled\s+back|removed|remounted|fixed|pinned"
     r"|reverted|raised|capped|lowered|resized|deleted|killed|re-?pushed|by\s+mistake|skipping"
     r"|(?:the|a)\s+(?:cause|leak|problem|issue|culprit)|(?:\d+\s*(?:h|min|mins|minutes|hours?)"
     r"|an?\s+hour)\s+(?:of\s+\w+\s+)?lost|lost\s+(?:about\s+|~)?\d)",

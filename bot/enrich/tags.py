@@ -69,6 +69,7 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     # arms and variants of one comparison, however it is named
     ("ablation", 2.5, "arm, arms, variant, variants, a b, ab test, against the baseline"),
     ("ablation", 1.5, "compared to, comparison, compare, comparing, control, controls"),
+    ("ablation", 1.5, "wins, winner, won, beats, everything else fixed, all else equal"),
     ("ablation", 3.0, "ladder, ladders, rung, rungs, scaling law, scaling laws, isoflop*"),
     # the optimizer's own knobs: whatever else a post names (the router, the gate), changing
     # these is an optimizer change
@@ -77,6 +78,7 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("optimizer", 2.0, "adam*, muon, lion, sophia, shampoo, soap, optimizer, optimizers, optim"),
     ("optimizer", 2.0, "grad clip, grad clipping, gradient clipping, clip norm, clipping"),
     ("optimizer", 1.5, "momentum, beta1, beta2, epsilon, cosine decay, wsd, anneal*"),
+    ("optimizer", 1.5, "eps, peak lr, peak learning rate, lr peak, cosine, decay to"),
     ("optimizer", 1.0, "decay, schedule free, ema, warm up"),
     ("training-dynamics", 2.5, "loss spike, loss spikes, spike, spikes, spiked, spiking"),
     ("training-dynamics", 2.5, "grad norm, grad norms, gradient norm, gradient norms"),
@@ -86,6 +88,7 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("training-dynamics", 1.0, "loss, losses, gate, gates, norm, norms, nan, nans, plateau*"),
     ("training-dynamics", 1.5, "curve, curves, trajectory, train loss, training loss, converg*"),
     ("training-dynamics", 1.5, "bump, bumps, smooth, smoothly, noisy, oscillat*, overfit*"),
+    ("training-dynamics", 1.5, "final loss, train loss, lm loss"),
     ("evals", 2.5, "eval, evals, evaluation, evaluations, benchmark, benchmarks, mmlu, paloma"),
     ("evals", 2.0, "hellaswag, gsm8k, humaneval, bits per byte, bpb, perplexit*, leaderboard"),
     ("evals", 1.0, "downstream, held out, heldout, validation loss, val loss, contaminat*"),
@@ -290,7 +293,15 @@ def named_tag(marker: str) -> str | None:
 #: Evidence in a post's shape rather than its words: a loss read as a trajectory ("loss 2.61 →
 #: 2.48", "went from 2.43 to 2.39") is about how training goes; a context length in thousands
 #: of tokens ("16k context", "seq len to 32k") is about long context.
+#: Three or more settings or results side by side ("warmup 250 / 1k / 2k / 4k", "2.71 / 2.68 /
+#: 2.69") are the arms of a comparison.
 SHAPES: Final[tuple[tuple[str, float, re.Pattern[str]], ...]] = (
+    (
+        "ablation",
+        3.0,
+        # spaced, or four and more: not a date ("10/26/2026")
+        re.compile(r"\d[\w.]*\s+/\s+\d[\w.]*\s+/\s+\d|\d[\w.]*/\d[\w.]*/\d[\w.]*/\d"),
+    ),
     (
         "training-dynamics",
         3.0,

@@ -525,8 +525,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "outage",
         "status state condition health",
-        r"(?:status|state|condition|health|run\s+state|job\s+state)\s*[:=]\s*(?:[^\w\s]+\s*)*"
+        r"(?:status|state|condition|health|phase|run\s+state|job\s+state)\s*[:=]\s*(?:[^\w\s]+\s*)*"
         r"(?:unhealthy|degraded|critical|failed|failing|crashed|down|dead|broken|error|erroring"
+        r"|attention\s+required|needs?\s+(?:attention|a\s+human)|blocked(?!\s+(?:on|by))|stalled"
         r"|not\s+(?:progressing|training|running|healthy)|no\s+progress|stopped|halted|red)\b",
     ),
     # a monitor's state change: "state changed to crashed", "status went from running to failed"
@@ -544,11 +545,12 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig(
         "node-loss",
-        "pending notready down drain",
+        "pending notready down drain rebooted power-cycled power restarted",
         rf"{_NODE}\s+(?:are\s+|is\s+)?(?:all\s+|still\s+)?(?:stuck\s+)?(?:in\s+)?"
         r"(?:pending|notready|down\*?|drain(?:ed|ing)?\*?)\s+(?:since|for|after)\b"
         rf"|{_NODE}\s+(?:\S+\s+){{0,3}}?(?:were|was|got|have\s+been|has\s+been)\s+"
-        r"(?:rebooted|power[- ]cycled|restarted\s+(?:by|without))",
+        r"(?:rebooted|power[- ]cycled|restarted\s+(?:by|without))"
+        r"|(?:keeps?|kept)\s+(?:rebooting|power[- ]cycling)",
     ),
     _sig(
         "oom",
@@ -607,9 +609,43 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # a capacity the run needs that is not there: "can't recreate the slice", "no capacity"
     _sig(
         "preemption",
-        "recreate capacity",
+        "recreate capacity available reservation",
         rf"{_FAIL_TO}\s+(?:re-?create|re-?schedule|allocate|get)\s+(?:the\s+|a\s+|our\s+)?{_NODE}"
-        r"|no\s+capacity\s+(?:to|for|left|in)",
+        r"|no\s+capacity\s+(?:to|for|left|in)"
+        r"|no\s+(?:\w+\s+)?(?:nodes|gpus|tpus|capacity|hosts)\s+(?:are\s+)?available"
+        r"|reservation\s+(?:has\s+)?(?:ended|expired|ran\s+out|was\s+reclaimed)",
+    ),
+    # "we're stalled", "we are down": the team speaking for its run
+    _sig(
+        "hang",
+        "stalled stuck idle blocked",
+        r"we(?:'re|\s+are)\s+(?:now\s+|still\s+)?(?:stalled|stuck|idle|blocked)\b(?!\s+(?:on|with|by))",
+    ),
+    # the workload taken away: "the whole job was evicted by k8s", "job got terminated"
+    _sig(
+        "crash",
+        "evicted terminated preempted",
+        rf"{_SUBJ}\s+(?:\w+\s+)?(?:was|were|got|has\s+been)\s+(?:evicted|terminated)",
+    ),
+    _sig("hardware", "halted", r"core\s+halted|chip\s+\d*\s*halted"),
+    _sig(
+        "checkpoint-failed",
+        "save",
+        r"save\s+(?:at\s+(?:step\s+)?[\d,.]+k?\s+)?(?:has\s+been|is|'s)\s+(?:running|going|hanging|stuck)"
+        r"\s+for\s+(?:\d|an?\s+hour|over)",
+    ),
+    _sig("oom", "pressure", r"(?:node|host)?\s*memory\s*pressure|memorypressure"),
+    # the control plane a run cannot be seen or scheduled without
+    _sig(
+        "outage",
+        "unreachable unavailable down",
+        r"(?:api\s+server|control\s+plane|head\s+node|coordinator|scheduler|slurmctld|ray\s+head)"
+        r"\s+(?:is\s+|went\s+|was\s+)?(?:unreachable|unavailable|down|not\s+responding)",
+    ),
+    _sig(
+        "preemption",
+        "enough",
+        r"not\s+enough\s+(?:free\s+)?(?:gpus|tpus|nodes|hosts|capacity|resources|quota)",
     ),
     # an alert that is firing now: "[FIRING:1] TrainingStalled hero (no step for 20m)"
     _sig("outage", "firing", r"(?<=\[)firing(?=(?::\d+)?\])|alert\s+firing|firing\s+alert"),
@@ -651,7 +687,8 @@ _NEGATION = re.compile(
       |instead\s+of|rather\s+than|risk\w*|chance|likelihood|prone|susceptible|expect\w*
       |hopefully|hope|unlikely|simulat\w*|inject\w*|test|tests|testing|tested|postmortem
       |post-mortem|retro|lessons?|rare|rarely|occasional\s+false|false\s+positive\w*
-      |propos\w*|suggest\w*|consider\w*|plan\s+to|planning\s+to|let's|lets|e\.g|i\.e|example)\b""",
+      |propos\w*|suggest\w*|consider\w*|plan\s+to|planning\s+to|let's|lets|e\.g|i\.e|example
+      )\b""",
     re.IGNORECASE | re.VERBOSE,
 )
 # Cues right before a signal ("any OOMs", "the last crash", "after the crash").
@@ -707,6 +744,8 @@ _DYNAMICS_BEFORE = re.compile(
     r"|latency|memory|usage|cost|rate|count|bpb|val(?:idation)?)\b[^.!?\n]{0,20}$",
     re.IGNORECASE,
 )
+#: Earlier in the sentence: what would happen, not what did.
+_HYPOTHETICAL = re.compile(r"\b(?:otherwise|or\s+else|by\s+design|in\s+theory)\b", re.IGNORECASE)
 #: A workload other than the run named right before a fault: "the eval OOMs", "inference
 #: server crashed", "my notebook died".
 _OTHER_WORKLOAD_BEFORE = re.compile(
@@ -725,6 +764,7 @@ _NOT_THE_RUN = re.compile(
     r"\b(?:ci|pytest|unit\s+tests?|test\s+suite|integration\s+tests?|linter|lint|docs?\s+build"
     r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?"
     r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?"
+    r"|preprocess\w*|tokeni[sz]ation\s+jobs?|debug\s+(?:pods?|jobs?|runs?)|my\s+own"
     r"|eval(?:uation)?s?\s+(?:jobs?|harness|sandbox|workers?|tasks?|pipeline|cluster|pods?|nodes?))\b",
     re.IGNORECASE,
 )
@@ -783,6 +823,8 @@ def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
         return False  # "crashed at startup with a cuBLASLt error, fixed by #1009"
     if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence) or _EXPECTED.search(sentence):
         return False
+    if _HYPOTHETICAL.search(before):
+        return False  # "should be 48, otherwise a partial gang starts and then hangs"
     if _OTHER_WORKLOAD_BEFORE.search(before[-40:]):
         return False  # "the long-context eval OOMs on 32k prompts": not the run
     if signal.kind in ("hang", "crash", "outage") and _DYNAMICS_BEFORE.search(before[-40:]):
@@ -798,6 +840,15 @@ def severity_of(kind: str, context: str) -> str:
     if _STOPPED.search(context) and not recovered:
         return CRITICAL
     return WARNING
+
+
+def sharper_kind(kind: str, logs: str) -> str:
+    """The kind a post's pasted log names when it is more specific than ``kind``: an agent's
+    "Condition: UNHEALTHY" over a log line with ``oom_kill`` is an OOM."""
+    found = find_incident("", "", logs) if logs.strip() else None
+    if found is None or kind not in KIND_PRIORITY:
+        return kind
+    return min(kind, found[0], key=KIND_PRIORITY.index)
 
 
 def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str] | None:
@@ -823,8 +874,11 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
                 break
             if judged >= MAX_JUDGED:
                 break
+    slower = slowdown(text)
+    if slower is not None:
+        kinds.add(slower)
     if not kinds:
-        asked = live_question(text) or slowdown(text)
+        asked = live_question(text)
         if asked is None:
             return None
         kinds.add(asked)
@@ -1118,7 +1172,8 @@ def is_recovery_note(prose: str) -> bool:
 #: The run is fine and the post says so: "we're fine", "training was fine the whole time",
 #: "preempted on schedule, as expected. nothing to do".
 _ALL_FINE = re.compile(
-    r"\b(?:we(?:'re|\s+are)\s+(?:fine|ok|okay|good)|(?:training|the\s+run|the\s+job|hero|it)"
+    r"\b(?:we(?:'re|\s+are)\s+(?:fine|ok|okay|good)|not\s+the\s+(?:training\s+)?run|no\s+impact"
+    r"|(?:training|the\s+run|the\s+job|hero|it)"
     r"(?:\s+itself)?\s+(?:was|is|stays|stayed)\s+(?:fine|unaffected|healthy)|nothing\s+to\s+do"
     r"|no\s+action\s+(?:is\s+)?needed|false\s+alarm|not\s+an\s+incident)\b",
     re.IGNORECASE,
@@ -1220,12 +1275,13 @@ _CAME_BACK = re.compile(
     r"\b(?:(?:restarted|resumed|relaunched|requeued|restarting|resuming)\b[^.;\n]{0,40}?"
     r"\b(?:from|at)\s+(?:step\s+|iteration\s+|iter\s+|update\s+)?[\d,.]+k?\b"
     r"|(?:trains?|training|running|stepping|steps?\s+flowing)\s+again"
+    r"|(?:rolling|rolled|roll)\s+back\s+to\s+(?:step\s+)?[\d,.]+k?\b|[\d.]+\s*s\s+again"
     r"|(?:step\s+time|throughput|mfu)\s+(?:is\s+)?(?:back\s+to\s+)?[\d.,]+\s*\S*\s+again)",
     re.IGNORECASE,
 )
 _REMEDY = re.compile(
     r"\b(?:excluded|excluding|exclude|drained|cordoned|replaced|replacement|spare|moved|patched"
-    r"|disabled|turned\s+off|rolled\s+back|removed|remounted|fixed|pinned"
+    r"|disabled|turned\s+off|rolled\s+back|removed|remounted|fixed|pinned|rescheduled|stopped\s+it"
     r"|reverted|raised|capped|lowered|resized|deleted|killed|re-?pushed|by\s+mistake|skipping"
     r"|(?:the|a)\s+(?:cause|leak|problem|issue|culprit)|(?:\d+\s*(?:h|min|mins|minutes|hours?)"
     r"|an?\s+hour)\s+(?:of\s+\w+\s+)?lost|lost\s+(?:about\s+|~)?\d)",

@@ -34,6 +34,7 @@ from bot.enrich.incidents import (
     is_retrospective,
     reports_ongoing,
     severity_of,
+    sharper_kind,
     thread_incident,
     thread_is_experiment,
 )
@@ -92,7 +93,7 @@ def _incident(
         found = find_incident("", "", "\n".join(doc.code))
     if found is not None:
         kind, severity = found
-        return True, severity, kind
+        return True, severity, sharper_kind(kind, "\n".join(doc.code))
     if title is not None and declares_incident(context) and doc.prose:
         # an issue opened in the incident's own label: its description is the report
         return True, severity_of("outage", doc.prose), "outage"

@@ -171,8 +171,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig(
         "node-loss",
-        "down gone off",
-        rf"\d+\s+(?:of\s+(?:our|the)\s+)?{_NODE}\s+(?:are\s+|were\s+)?(?:down|gone|off|offline|lost|dead)",
+        "down gone off dead",
+        rf"\d+\s+(?:of\s+(?:our\s+|the\s+)?(?:\d+\s+)?)?{_NODE}\s+(?:are\s+|were\s+|as\s+)?"
+        r"(?:down|gone|off|offline|lost|dead)",
     ),
     _sig("node-loss", "power", r"lost\s+power|power\s+(?:event|outage|loss|failure)"),
     _sig(
@@ -744,6 +745,8 @@ _DYNAMICS_BEFORE = re.compile(
     r"|latency|memory|usage|cost|rate|count|bpb|val(?:idation)?)\b[^.!?\n]{0,20}$",
     re.IGNORECASE,
 )
+#: An alert line: its parenthesis says what fires, not an aside.
+_FIRING = re.compile(r"\[firing(?::\d+)?\]", re.IGNORECASE)
 #: Earlier in the sentence: what would happen, not what did.
 _HYPOTHETICAL = re.compile(r"\b(?:otherwise|or\s+else|by\s+design|in\s+theory)\b", re.IGNORECASE)
 #: A workload other than the run named right before a fault: "the eval OOMs", "inference
@@ -815,7 +818,7 @@ def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
         return False
     if _AFTER_CUE.match(text, end, min(len(text), end + 30)):
         return False
-    if before.count("(") > before.count(")"):
+    if before.count("(") > before.count(")") and not _FIRING.search(sentence):
         return False  # an aside: "(relaunched after the second NVLink fault)"
     if sentence.endswith("?") and _QUESTION_START.match(sentence) and not _WHY_NOW.match(sentence):
         return False
@@ -845,10 +848,16 @@ def severity_of(kind: str, context: str) -> str:
 def sharper_kind(kind: str, logs: str) -> str:
     """The kind a post's pasted log names when it is more specific than ``kind``: an agent's
     "Condition: UNHEALTHY" over a log line with ``oom_kill`` is an OOM."""
-    found = find_incident("", "", logs) if logs.strip() else None
-    if found is None or kind not in KIND_PRIORITY:
+    if kind not in KIND_PRIORITY or not logs.strip():
         return kind
-    return min(kind, found[0], key=KIND_PRIORITY.index)
+    lowered = logs[:DETECT_LIMIT].lower()
+    named = [
+        signal.kind
+        for signal, pattern in _COMPILED
+        if any(a in lowered for a in signal.anchors) and pattern.search(logs[:DETECT_LIMIT])
+    ]
+    # a log is machine text: "Detected 1 oom_kill event" is no negation
+    return min([kind, *named], key=KIND_PRIORITY.index)
 
 
 def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str] | None:
@@ -897,7 +906,8 @@ _TIME_METRIC = (
     r"|s/step|sec/step|seconds\s+per\s+step|s/it"
 )
 _RATE_METRIC = (
-    r"throughput|mfu|tflops(?:/gpu|\s+per\s+gpu)?|tok(?:ens)?/s|samples/s|bandwidth|bw"
+    r"(?:all-?reduce|all-?gather|all-to-all|collective|ici|dcn|network|nccl)\s+(?:bw|bandwidth|busbw)"
+    r"|throughput|mfu|tflops(?:/gpu|\s+per\s+gpu)?|tok(?:ens)?/s|samples/s|bandwidth|bw"
     r"|(?:gpu|tpu|sm)\s+util\w*|goodput|steps?/s"
 )
 _NUM = r"(\d+(?:[.,]\d+)?)"
@@ -911,13 +921,17 @@ _FROM_TO = re.compile(
 #: "9 s/step vs 4 s yesterday": now first, then what it was.
 _NOW_VS_THEN = re.compile(
     rf"~?{_NUM}\s*(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})?\s+(?:vs\.?|versus|compared\s+to)"
-    rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usually|normally|last\s+week)\b",
+    rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usually|normally|last\s+week)\b"
+    # "iteration time 9.8 s (baseline 6.1 s)"
+    rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|of\s+)?~?{_NUM}\s*\S*\s*\(\s*"
+    rf"(?:baseline|was|normally|usually|normal|expected)\s*:?\s*~?{_NUM}",
     re.IGNORECASE,
 )
 _WORSE_WORD = re.compile(
     rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\b(?:(?:dropped|fell|tanked"
     r"|collapsed|plummeted|cratered)|(?:halved|cut\s+in\s+half|dropped\s+by\s+half)"
-    r"|(?:doubled|tripled|quadrupled|\d+(?:\.\d+)?x\s+(?:slower|longer|higher|what)))\b",
+    r"|(?:doubled|tripled|quadrupled|\d+(?:\.\d+)?x\s+(?:slower|longer|higher|what))"
+    r"|(?:is|are)\s+(?:only\s+)?(?:a\s+(?:third|quarter|fraction)|half)\s+of)\b",
     re.IGNORECASE,
 )
 _STAYS = re.compile(
@@ -956,7 +970,7 @@ def _slower(m: re.Match[str]) -> bool:
     said = m.group(0).lower()
     now_first = "instead" in said or m.re is _NOW_VS_THEN
     before, now = (second, first) if now_first else (first, second)
-    metric = m.group("metric") or said
+    metric = m.group("metric") or m.groupdict().get("metric2") or said
     return before > 0 and _worse(metric, before, now)
 
 

@@ -217,12 +217,23 @@ def best_tag(scores: dict[str, float], default: str = "other") -> str:
     return tag if scores[tag] >= MIN_SCORE else default
 
 
+def _reports_ablation(scores: dict[str, float], top: float) -> bool:
+    """Strong evidence of a comparison of arms, close to the best topic: the topic is what was
+    compared, the post is the comparison."""
+    value = scores.get("ablation", 0.0)
+    return value >= CONFIDENT_SCORE and value * CONFIDENT_MARGIN >= top
+
+
 def confident_tag(scores: dict[str, float], default: str = "other") -> str:
     """``best_tag`` when it clearly wins (``CONFIDENT_SCORE``, ``CONFIDENT_MARGIN``), else
     ``default``: two topics neck and neck, or one mentioned in passing, is no topic."""
     tag = best_tag(scores, default)
     if tag in (default, NO_TOPIC):
         return default
+    if _reports_ablation(scores, scores[tag]):
+        # whatever was ablated (a warmup, an optimizer), the post reports the comparison; the
+        # words of the thing compared are no rival
+        return "ablation"
     top = scores[tag]
     runner_up = max((v for t, v in scores.items() if t != tag), default=0.0)
     if top < CONFIDENT_SCORE or runner_up * CONFIDENT_MARGIN > top:

@@ -616,6 +616,26 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|no\s+(?:\w+\s+)?(?:nodes|gpus|tpus|capacity|hosts)\s+(?:are\s+)?available"
         r"|reservation\s+(?:has\s+)?(?:ended|expired|ran\s+out|was\s+reclaimed)",
     ),
+    # "progress stopped at step 9,114", "rank 77 not responding", "slate just exited"
+    _sig(
+        "hang",
+        "stopped halted responding",
+        r"(?:progress|stepping)\s+(?:has\s+)?(?:stopped|halted)\s+(?:at|since)\b"
+        r"|(?:rank|node|host|worker|process|trainer)\s+[\w-]*\d[\w-]*\s+(?:\([^)]*\)\s+)?"
+        r"(?:is\s+)?not\s+responding",
+    ),
+    _sig("crash", "just", r"just\s+(?:exited|died|stopped|fell\s+over|crashed)\b"),
+    _sig(
+        "crash",
+        "being getting",
+        r"(?:keeps?|kept)\s+(?:being|getting)\s+(?:killed|evicted|preempted|oom\w*|restarted)",
+    ),
+    _sig(
+        "network",
+        "rendezvous diststoreerror clients",
+        r"rendezvous\s+(?:time[d ]?\s*out|timeouts?|failed)|diststoreerror|waiting\s+for\s+clients"
+        r"|(?:timeouts?|timed\s+out)\s+on\s+(?:the\s+)?rendezvous",
+    ),
     # "we're stalled", "we are down": the team speaking for its run
     _sig(
         "hang",
@@ -683,6 +703,7 @@ _NEGATION = re.compile(
       |(?:guard|guards|guarding|protect\w*|safe|robust|resilient)\s+against|handl\w*|detect\w*
       |recover(?:s|ing)?\s+from|retry\s+on|survive[sd]?
       |if|unless|whether|in\s+case|whenever|each\s+time|every\s+time|in\s+the\s+event
+      |when\s+(?:\w+\s+){0,3}?(?:shows|is|are|gets|hits|goes|has|happens|fails|dies|crashes)
       |would|could|might|may|should|shall|will|gonna|going\s+to|about\s+to|wouldn't|couldn't|shouldn't|won't|cannot|can't
       |doesn't|don't|didn't|isn't|aren't|wasn't|weren't|hasn't|haven't|hadn't|can\s+(?:cause|lead)
       |instead\s+of|rather\s+than|risk\w*|chance|likelihood|prone|susceptible|expect\w*
@@ -1237,6 +1258,8 @@ _ABOUT_ONE = re.compile(
     r"|back\s+up\s+(?:from|at|on)"
     r"|(?:restarted|resumed|relaunched|requeued)\s+(?:itself\s+)?(?:from|at|on)"
     r"|rolled\s+back\s+to|recovered\s+(?:from|at)|total\s+downtime|downtime\s+(?:was|of)"
+    r"|after\s+(?:the|that|this|last\s+night's|yesterday's)\s+(?:[\w,.-]*\d[\w,.-]*\s+)?(?:crash"
+    r"|hang|outage|incident|failure|oom|preemption)\b"
     r"|(?:yesterday|last\s+night|this\s+morning|on\s+\w+day)(?:'s)?\s+(?:crash|hang|outage|incident"
     r"|failure|oom|node\s+loss)"
     r"|(?:the|that|this)\s+(?:[\w,.-]*\d[\w,.-]*\s+)?(?:crash|hang|outage|incident|failure|oom|nan"
@@ -1286,19 +1309,22 @@ def is_general_post(prose: str, title: str) -> bool:
 #: and restarted from iteration 14,000", "w-4 excluded; it trains again from 52,000". Not a
 #: restart someone chose ("restarted it myself to pick up the new config").
 _CAME_BACK = re.compile(
-    r"\b(?:(?:restarted|resumed|relaunched|requeued|restarting|resuming)\b[^.;\n]{0,40}?"
-    r"\b(?:from|at)\s+(?:step\s+|iteration\s+|iter\s+|update\s+)?[\d,.]+k?\b"
+    r"\b(?:(?:restarted|resumed|relaunched|requeued|restarting|resuming|first\s+step)\b[^.;\n]{0,40}?"
+    r"\b(?:from|at)\s+(?:the\s+)?(?:step\s+|iteration\s+|iter\s+|update\s+)?[\d,.]+k?\b"
+    r"|back\s+at\s+(?:step\s+)?[\d,.]+k?\b"
+    r"|(?:running|training|stepping)\s+(?:again\s+)?since\s+\d"
     r"|(?:trains?|training|running|stepping|steps?\s+flowing)\s+again"
     r"|(?:rolling|rolled|roll)\s+back\s+to\s+(?:step\s+)?[\d,.]+k?\b|[\d.]+\s*s\s+again"
     r"|(?:step\s+time|throughput|mfu)\s+(?:is\s+)?(?:back\s+to\s+)?[\d.,]+\s*\S*\s+again)",
     re.IGNORECASE,
 )
+#: What was wrong and what was changed to fix it. Routine operations (a node drained, a spare
+#: swapped in, the time lost) are not enough: a run log records those after every restart, and
+#: such a note is the log's (a checkpointing or infra entry), not the incident's.
 _REMEDY = re.compile(
-    r"\b(?:excluded|excluding|exclude|drained|cordoned|replaced|replacement|spare|moved|patched"
-    r"|disabled|turned\s+off|rolled\s+back|removed|remounted|fixed|pinned|rescheduled|stopped\s+it"
-    r"|reverted|raised|capped|lowered|resized|deleted|killed|re-?pushed|by\s+mistake|skipping"
-    r"|(?:the|a)\s+(?:cause|leak|problem|issue|culprit)|(?:\d+\s*(?:h|min|mins|minutes|hours?)"
-    r"|an?\s+hour)\s+(?:of\s+\w+\s+)?lost|lost\s+(?:about\s+|~)?\d)",
+    r"\b(?:patched|disabled|turned\s+off|rolled\s+back|removed|remounted|fixed|pinned|moved"
+    r"|filtered|reverted|raised|capped|lowered|resized|deleted|re-?pushed|by\s+mistake|skipping"
+    r"|(?:the|a)\s+(?:cause|leak|problem|issue|culprit)|because|turned\s+out)",
     re.IGNORECASE,
 )
 _CHOSEN = re.compile(

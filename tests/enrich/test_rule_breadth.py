@@ -73,7 +73,8 @@ def test_lookalikes_raise_no_live_report(corpus: dict[str, dict[str, Any]], entr
     [
         "c338",  # "Lowered num_workers to 2 and restarted from iteration 14,000"
         "c362",  # "quota raised …, resumed from 27,000"
-        "c397",  # "w-4 excluded …; it trains again from 52,000"
+        "c515",  # "filtered that source, resumed from 31,000"
+        "c513",  # "priority fixed, slate running since 23:05"
         "c445",  # "disabled it, relaunched from 18,000"
         "c484",  # "rolling back to 33,000 and skipping the batch"
     ],
@@ -85,6 +86,21 @@ def test_a_recovery_after_a_remedy_is_about_its_incident(
     assert entry["incident"] and not entry["live_report"]
     e = enrich(entry)
     assert (e.incident, e.live_report, e.tag) == (True, False, "incident")
+
+
+@pytest.mark.parametrize(
+    "entry_id",
+    [
+        "c005",  # "Restarted from step 11,500 on the spare node": the run log's routine
+        "c008",  # "Back up from 15,000 on r11n2 … drained and tagged for an RMA"
+        "c135",  # "Relaunched from 72,000 on r20n7 … Lost 388 steps"
+    ],
+)
+def test_a_routine_recovery_in_the_run_log_is_not_about_an_incident(
+    corpus: dict[str, dict[str, Any]], entry_id: str
+) -> None:
+    assert not corpus[entry_id]["incident"]
+    assert enrich(corpus[entry_id]).incident is False
 
 
 def test_a_restart_someone_chose_is_not_about_an_incident(

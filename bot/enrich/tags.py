@@ -70,6 +70,7 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("ablation", 2.5, "arm, arms, variant, variants, a b, ab test, against the baseline"),
     ("ablation", 1.5, "compared to, comparison, compare, comparing, control, controls"),
     ("ablation", 1.5, "wins, winner, won, beats, everything else fixed, all else equal"),
+    ("ablation", 2.0, "identical otherwise, otherwise identical, two runs, both runs, each run"),
     ("ablation", 3.0, "ladder, ladders, rung, rungs, scaling law, scaling laws, isoflop*"),
     # the optimizer's own knobs: whatever else a post names (the router, the gate), changing
     # these is an optimizer change
@@ -103,6 +104,7 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("data", 1.0, "epoch, epochs, filtering, quality filter, web data, training data, data"),
     ("data", 2.0, "blend, blends, mix, mixes, mixing, subset, subsets, filter, filters"),
     ("data", 1.5, "documents, docs, source, sources, hours of audio, decontaminat*, unk"),
+    ("data", 1.5, "compress*, bytes per token, fertility, vocab, vocabulary"),
     ("checkpointing", 2.5, "checkpoint*, ckpt, ckpts, orbax, tensorstore"),
     ("checkpointing", 2.0, "permanent checkpoint, checkpoint schedule, checkpoint interval"),
     ("checkpointing", 2.0, "checkpoint every, pin, pins, pinned, pinning"),
@@ -115,6 +117,7 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("checkpointing", 1.5, "safetensors, hf export, export to hf"),
     ("checkpointing", 0.5, "save, saves, saved, saving"),
     ("checkpointing", 1.5, "convert, converted, conversion, hub, upload, uploaded, uploading"),
+    ("checkpointing", 2.5, "async save, async saves, async saving, async checkpoint*"),
     ("long-context", 3.0, "long context, context length, context window, context extension"),
     ("long-context", 3.0, "sequence length, sequence lengths, seq len, max seq len, seqlen"),
     ("long-context", 2.5, "rope, yarn, ring attention, 262k, 131k, 128k, 256k, 64k context"),
@@ -307,6 +310,7 @@ def named_tag(marker: str) -> str | None:
 #: Three or more settings or results side by side ("warmup 250 / 1k / 2k / 4k", "2.71 / 2.68 /
 #: 2.69") are the arms of a comparison.
 SHAPES: Final[tuple[tuple[str, float, re.Pattern[str]], ...]] = (
+    ("evals", 3.0, re.compile(r"\bpass@(?:\d+|k)\b", re.IGNORECASE)),
     (
         "ablation",
         3.0,

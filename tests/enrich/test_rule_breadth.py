@@ -186,3 +186,23 @@ def test_a_pasted_log_sharpens_a_generic_kind() -> None:
 def test_questions_about_the_past_or_other_things_stay_quiet(text: str) -> None:
     e = enrich_text(title=None, body=text, kind="message", source="discord")
     assert e.live_report is False
+
+
+def test_a_status_line_of_piped_fields_is_summarised_as_fields(
+    corpus: dict[str, dict[str, Any]],
+) -> None:
+    summary = enrich(corpus["c537"]).summary  # "🤖 gneiss-8b daily: step … | loss … | …"
+    assert summary.count("|") == 0
+    assert "loss 1.984 → 1.971; grad norm 0.21; no restarts" in summary
+
+
+@pytest.mark.parametrize(
+    ("entry_id", "tag"),
+    [
+        ("c527", "evals"),  # pass@k and shots in a PR description
+        ("c535", "ablation"),  # "two 1B runs, identical otherwise"
+        ("c550", "checkpointing"),  # "async saves every 2k steps"
+    ],
+)
+def test_unseen_topic_wording(corpus: dict[str, dict[str, Any]], entry_id: str, tag: str) -> None:
+    assert enrich(corpus[entry_id]).tag == tag == corpus[entry_id]["tag"]

@@ -636,6 +636,26 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"rendezvous\s+(?:time[d ]?\s*out|timeouts?|failed)|diststoreerror|waiting\s+for\s+clients"
         r"|(?:timeouts?|timed\s+out)\s+on\s+(?:the\s+)?rendezvous",
     ),
+    # ranks waiting for input, logs that stopped: "half the ranks are waiting on data", "log is
+    # not updated since 3 hours"
+    _sig(
+        "storage",
+        "waiting starv",
+        r"(?:ranks?|workers?|gpus?|tpus?|trainers?)\s+(?:are\s+|is\s+)?(?:waiting|starved|starving)"
+        r"\s+(?:on|for)\s+(?:the\s+)?(?:data|batches|loader|dataloader|input)",
+    ),
+    _sig(
+        "hang",
+        "updat",
+        r"(?:log|logs|metrics|wandb|w&b|tensorboard|dashboard|loss|step\s+counter)\s+(?:is\s+|are\s+"
+        r"|has\s+|have\s+)?(?:not|n't|never)\s+(?:been\s+)?updat\w*\s+(?:since|for|in)\b",
+    ),
+    # a chat line of a name and its state: "schist down", "hero dead again"
+    _sig(
+        "outage",
+        "down dead",
+        r"^\W*[a-z][\w-]*\s+(?:is\s+)?(?:down|dead)(?:\s+again)?\W*$",
+    ),
     # "we're stalled", "we are down": the team speaking for its run
     _sig(
         "hang",
@@ -715,7 +735,7 @@ _NEGATION = re.compile(
 )
 # Cues right before a signal ("any OOMs", "the last crash", "after the crash").
 _NEAR_CUE = re.compile(
-    r"\b(?:any(?:\s+(?:more|further|new|other))?|past|previous|prior|earlier|last|potential"
+    r"\b(?:any(?:\s+(?:more|further|new|other))?|past|previous|prior|earlier|last|potential|their"
     r"|yesterday's|(?:last|previous|past)\s+(?:week|night|month|year|time)(?:'s)?"
     r"|possible|known|hypothetical|future|(?:as|like)\s+(?:a|an|the)"
     r"|(?:after|since|before)\s+(?:the|that|this|a|an)(?:\s+[\w-]+){0,2})\s+$",
@@ -752,6 +772,7 @@ _QUESTION_START = re.compile(
 # Later in the sentence: the failure is already dealt with.
 _SETTLED = re.compile(
     r"\b(?:fixed\s+(?:by|in|with|since|now)|(?:was|were|has\s+been|have\s+been)\s+fixed"
+    r"|went\s+away|gone\s+away|stopped\s+happening"
     r"|since\s+fixed)\b",
     re.IGNORECASE,
 )
@@ -924,7 +945,7 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
 
 _TIME_METRIC = (
     r"(?:step|iteration|iter|batch|all-?reduce|all-?gather|collective)\s+times?"
-    r"|s/step|sec/step|seconds\s+per\s+step|s/it"
+    r"|s/step|sec/step|seconds\s+per\s+step|s/it|(?:every|each)\s+step"
 )
 _RATE_METRIC = (
     r"(?:all-?reduce|all-?gather|all-to-all|collective|ici|dcn|network|nccl)\s+(?:bw|bandwidth|busbw)"
@@ -936,7 +957,7 @@ _FROM_TO = re.compile(
     rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,40}}?"
     rf"(?:(?:from|was)\s+~?{_NUM}[^\d\n]{{0,12}}?\s*(?:to|→|->)\s*~?{_NUM}"
     rf"|~?{_NUM}[^\d\n]{{0,12}}?\s*(?:→|->)\s*~?{_NUM}"
-    rf"|(?:is|are|at|now)\s+~?{_NUM}[^\d\n]{{0,12}}?\s*instead\s+of\s+~?{_NUM})",
+    rf"|(?:is|are|at|now|takes?|taking)\s+~?{_NUM}[^\d\n]{{0,12}}?\s*instead\s+of\s+~?{_NUM})",
     re.IGNORECASE,
 )
 #: "9 s/step vs 4 s yesterday": now first, then what it was.
@@ -1324,6 +1345,7 @@ _CAME_BACK = re.compile(
 _REMEDY = re.compile(
     r"\b(?:patched|disabled|turned\s+off|rolled\s+back|removed|remounted|fixed|pinned|moved"
     r"|filtered|reverted|raised|capped|lowered|resized|deleted|re-?pushed|by\s+mistake|skipping"
+    r"|rebuilt|recompiled|upgraded|downgraded"
     r"|(?:the|a)\s+(?:cause|leak|problem|issue|culprit)|because|turned\s+out)",
     re.IGNORECASE,
 )

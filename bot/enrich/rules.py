@@ -88,8 +88,9 @@ def _incident(
     ):
         return False, None, None  # a crash in an ablation, a post-mortem, "back up from 15,000"
     found = find_incident(doc.prose, clean_line(title) if title else "", _logs(doc))
-    if found is None and asks_attention(doc.prose):
-        # "needs attention. The last lines from rank 0 are:" and the log says what broke
+    if found is None and doc.code and (asks_attention(doc.prose) or len(words(doc.prose)) <= 8):
+        # "needs attention. The last lines from rank 0 are:" and the log says what broke; a
+        # pasted log with a few words of its own ("schist down", "second time tonight") too
         found = find_incident("", "", "\n".join(doc.code))
     if found is not None:
         kind, severity = found

@@ -206,3 +206,27 @@ def test_a_status_line_of_piped_fields_is_summarised_as_fields(
 )
 def test_unseen_topic_wording(corpus: dict[str, dict[str, Any]], entry_id: str, tag: str) -> None:
     assert enrich(corpus[entry_id]).tag == tag == corpus[entry_id]["tag"]
+
+
+@pytest.mark.parametrize(
+    ("entry_id", "kind"),
+    [
+        ("c551", "outage"),  # "every step takes 2.7 s instead of 1.6 s" since a rebuild
+        ("c554", "hang"),  # a pasted NCCL watchdog error and two words: "schist down"
+        ("c560", "storage"),  # "half the ranks are waiting on data"
+        ("c565", "hang"),  # "log is not updated since 3 hours"
+    ],
+)
+def test_the_seventh_batch_reports(
+    corpus: dict[str, dict[str, Any]], entry_id: str, kind: str
+) -> None:
+    e = enrich(corpus[entry_id])
+    assert corpus[entry_id]["live_report"]
+    assert (e.live_report, e.incident_kind) == (True, kind)
+
+
+def test_a_fault_another_team_had_and_that_went_away_is_no_report(
+    corpus: dict[str, dict[str, Any]],
+) -> None:
+    e = enrich(corpus["c566"])  # "their hangs went away with it"
+    assert (e.live_report, e.incident) == (False, False)

@@ -650,6 +650,28 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:log|logs|metrics|wandb|w&b|tensorboard|dashboard|loss|step\s+counter)\s+(?:is\s+|are\s+"
         r"|has\s+|have\s+)?(?:not|n't|never)\s+(?:been\s+)?updat\w*\s+(?:since|for|in)\b",
     ),
+    # a run its guard stopped: "Run paused by the agent", "paused at 41,088 pending a human"
+    _sig(
+        "outage",
+        "paused halted",
+        r"(?:run|job|training)\s+(?:was\s+|is\s+|has\s+been\s+)?(?:paused|halted|stopped)\s+by\s+"
+        r"(?:the\s+)?(?:agent|monitor|watchdog|guard|nan-?guard|bot)"
+        r"|paused\s+at\s+(?:step\s+)?[\d,.]+k?\s+(?:pending|until|awaiting|waiting)",
+    ),
+    # machines a health check refused: "2 nodes failed health checks", "failing dcgm diag"
+    _sig(
+        "hardware",
+        "health diag dcgm burn",
+        rf"{_NODE}\s+(?:\S+\s+)?(?:failed|failing|fail)\s+(?:the\s+)?(?:health\s*checks?|\w*\s*diag\w*"
+        r"|dcgm\w*|burn-?in|validation)|health\s*checks?\s+failed\s+on",
+    ),
+    # a loss that runs away now: "loss is going up and up since 41k"
+    _sig(
+        "outage",
+        "going exploding blowing diverg",
+        r"loss\s+(?:is\s+|keeps\s+)?(?:going\s+up(?:\s+and\s+up)?|exploding|blowing\s+up|diverging)"
+        r"\s+(?:since|for|again)\b",
+    ),
     # a chat line of a name and its state: "schist down", "hero dead again"
     _sig(
         "outage",
@@ -772,7 +794,7 @@ _QUESTION_START = re.compile(
 # Later in the sentence: the failure is already dealt with.
 _SETTLED = re.compile(
     r"\b(?:fixed\s+(?:by|in|with|since|now)|(?:was|were|has\s+been|have\s+been)\s+fixed"
-    r"|went\s+away|gone\s+away|stopped\s+happening"
+    r"|went\s+away|gone\s+away|stopped\s+happening|handled\s+it|dealt\s+with\s+it|took\s+care\s+of"
     r"|since\s+fixed)\b",
     re.IGNORECASE,
 )
@@ -973,12 +995,13 @@ _WORSE_WORD = re.compile(
     rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\b(?:(?:dropped|fell|tanked"
     r"|collapsed|plummeted|cratered)|(?:halved|cut\s+in\s+half|dropped\s+by\s+half)"
     r"|(?:doubled|tripled|quadrupled|\d+(?:\.\d+)?x\s+(?:slower|longer|higher|what))"
-    r"|(?:is|are)\s+(?:only\s+)?(?:a\s+(?:third|quarter|fraction)|half)\s+of)\b",
+    r"|(?:is|are)\s+(?:only\s+)?(?:a\s+(?:third|quarter|fraction)|half)\s+of"
+    r"|down\s+(?:by\s+)?\d+\s*%|dropped\s+by\s+(?:a\s+third|a\s+quarter|half|\d+\s*%))",
     re.IGNORECASE,
 )
 _STAYS = re.compile(
     r"\b(?:since|overnight|(?:has|have)\s+(?:stayed|been)|stays?|still|now|right\s+now|ago"
-    r"|yesterday|(?:is|are)\s+(?:crawling|slow)"
+    r"|yesterday|(?:is|are)\s+(?:crawling|slow)|(?:over|in)\s+the\s+(?:last|past)"
     r"|for\s+the\s+last|this\s+morning|tonight|hasn't\s+(?:come\s+back|recovered)"
     r"|(?:not|never)\s+(?:come|came|coming)\s+back)\b",
     re.IGNORECASE,
@@ -1262,7 +1285,7 @@ def declares_incident(context: ThreadContext) -> bool:
 #: A failure named: any incident signal (unjudged), or the words people use for one.
 _FAILURE_WORDS = re.compile(
     r"\b(?:incident|outage|crash\w*|hang|hung|deadlock\w*|oom\w*|out\s+of\s+memory|node\s+loss"
-    r"|nans?|power\s+(?:event|outage|loss|failure)|kernel\s+panic|node_fail"
+    r"|nans?|power\s+(?:event|outage|loss|failure)|kernel\s+panic|node_fail|soft\s+lockup"
     r"|the\s+(?:\w+\s+)?error\s+(?:at|on|from)"
     r"|lost\s+(?:a\s+|the\s+)?(?:node|host)|xid|ecc|nvlink|nccl\s+timeout|preempt\w*|went\s+down"
     r"|were\s+down|down\s+for\s+(?:\d|an?\s|about|~)"
@@ -1334,6 +1357,7 @@ _CAME_BACK = re.compile(
     r"\b(?:from|at)\s+(?:the\s+)?(?:step\s+|iteration\s+|iter\s+|update\s+)?[\d,.]+k?\b"
     r"|back\s+at\s+(?:step\s+)?[\d,.]+k?\b"
     r"|(?:running|training|stepping)\s+(?:again\s+)?since\s+\d"
+    r"|(?:throughput|mfu|step\s+time|tokens/s)\s+(?:is\s+)?back\s+(?:at|to)\b"
     r"|(?:trains?|training|running|stepping|steps?\s+flowing)\s+again"
     r"|(?:rolling|rolled|roll)\s+back\s+to\s+(?:step\s+)?[\d,.]+k?\b|[\d.]+\s*s\s+again"
     r"|(?:step\s+time|throughput|mfu)\s+(?:is\s+)?(?:back\s+to\s+)?[\d.,]+\s*\S*\s+again)",
@@ -1345,7 +1369,7 @@ _CAME_BACK = re.compile(
 _REMEDY = re.compile(
     r"\b(?:patched|disabled|turned\s+off|rolled\s+back|removed|remounted|fixed|pinned|moved"
     r"|filtered|reverted|raised|capped|lowered|resized|deleted|re-?pushed|by\s+mistake|skipping"
-    r"|rebuilt|recompiled|upgraded|downgraded"
+    r"|rebuilt|recompiled|upgraded|downgraded|failed\s+over"
     r"|(?:the|a)\s+(?:cause|leak|problem|issue|culprit)|because|turned\s+out)",
     re.IGNORECASE,
 )

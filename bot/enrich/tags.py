@@ -310,6 +310,15 @@ def named_tag(marker: str) -> str | None:
 #: Three or more settings or results side by side ("warmup 250 / 1k / 2k / 4k", "2.71 / 2.68 /
 #: 2.69") are the arms of a comparison.
 SHAPES: Final[tuple[tuple[str, float, re.Pattern[str]], ...]] = (
+    # a model's shape: "80 layers", "d_model 7168", "15T tokens"
+    (
+        "spec",
+        3.0,
+        re.compile(
+            r"\b\d+\s+layers\b|\bd_?model\s+\d|\bhidden\s+(?:size\s+)?\d|\b\d+(?:\.\d+)?[tb]\s+tokens\b",
+            re.IGNORECASE,
+        ),
+    ),
     ("evals", 3.0, re.compile(r"\bpass@(?:\d+|k)\b", re.IGNORECASE)),
     (
         "ablation",

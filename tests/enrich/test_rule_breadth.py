@@ -230,3 +230,28 @@ def test_a_fault_another_team_had_and_that_went_away_is_no_report(
 ) -> None:
     e = enrich(corpus["c566"])  # "their hangs went away with it"
     assert (e.live_report, e.incident) == (False, False)
+
+
+@pytest.mark.parametrize(
+    ("entry_id", "kind"),
+    [
+        ("c572", "outage"),  # "Run paused by the agent … pending a human decision"
+        ("c576", "hardware"),  # "2 nodes failed health checks"
+        ("c579", "storage"),  # "tokens/s down 35% over the last 30 min", storage suspected
+        ("c585", "outage"),  # "loss is going up and up since 41k … pausing it"
+        ("c587", "storage"),  # "throughput dropped by a third in the last half hour, storage?"
+    ],
+)
+def test_the_eighth_batch_reports(
+    corpus: dict[str, dict[str, Any]], entry_id: str, kind: str
+) -> None:
+    assert corpus[entry_id]["live_report"]
+    e = enrich(corpus[entry_id])
+    assert (e.live_report, e.incident_kind) == (True, kind)
+
+
+def test_a_fault_the_agent_handled_yesterday_is_no_report(
+    corpus: dict[str, dict[str, Any]],
+) -> None:
+    e = enrich(corpus["c594"])  # "we lost a node yesterday but the agent handled it"
+    assert e.live_report is False

@@ -280,8 +280,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "checkpoint-failed",
         "checkpoint ckpt",
-        r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot)\s+"
-        r"(?:save|write|upload|commit|serialize)\s+(?:the\s+|a\s+)?(?:\w+\s+)?(?:checkpoint|ckpt)",
+        r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't|can\s+not)\s+"
+        r"(?:save|write|upload|commit|serialize)\s+(?:the\s+|a\s+|any\s+)?(?:\w+\s+)?(?:checkpoint|ckpt)",
     ),
     _sig(
         "checkpoint-failed",
@@ -649,6 +649,30 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "updat",
         r"(?:log|logs|metrics|wandb|w&b|tensorboard|dashboard|loss|step\s+counter)\s+(?:is\s+|are\s+"
         r"|has\s+|have\s+)?(?:not|n't|never)\s+(?:been\s+)?updat\w*\s+(?:since|for|in)\b",
+    ),
+    # a quota or a lease run out: "hit its inode quota", "our allocation expired at midnight"
+    _sig(
+        "storage",
+        "quota",
+        r"(?:hit|hitting|reached|exceeded|over)\s+(?:its|the|our|their|my)\s+(?:\w+\s+)?quota",
+    ),
+    _sig(
+        "preemption",
+        "expired ended",
+        r"(?:allocation|reservation|lease|time\s+limit)\s+(?:has\s+)?(?:expired|ended|ran\s+out)",
+    ),
+    _sig(
+        "outage",
+        "off offline down idle dead",
+        r"(?:has\s+been|have\s+been|'s\s+been)\s+(?:off|offline|down|idle|dead)\s+for\s+(?:\d|an?\s)",
+    ),
+    # one straggler holding the step: "gpu 3 on gn12 is at 0% util", "the step is waiting for it"
+    _sig(
+        "hang",
+        "util waiting",
+        r"at\s+0\s*%\s+(?:gpu\s+|sm\s+)?(?:util\w*|utili[sz]ation)"
+        r"|(?:step|collective|all-?reduce)\s+is\s+waiting\s+(?:for|on)\s+(?:it|them|rank|node|host|gpu)"
+        r"|logs?\s+ends?\s+mid-?step",
     ),
     # a run its guard stopped: "Run paused by the agent", "paused at 41,088 pending a human"
     _sig(
@@ -1076,11 +1100,12 @@ _LIVE_QUESTION = re.compile(
     r"|oom|died|crashed|hung|stopped|stop)\b(?![^?.!\n]*\b(?:overnight|yesterday|last|earlier"
     r"|before|ever|at\s+\d|on\s+\w+day)\b))"
     # a fragment: "basalt stuck?", "wren dead again??", "job hung?"
-    r"|(?P<frag>(?:the\s+)?[a-z][\w-]*(?:\s+[a-z][\w-]*)?)(?=\s+(?:still\s+|also\s+)?(?:hung|stuck|stalled|frozen"
-    r"|wedged|down|dead|crashed|died)(?:\s+again)?\s*\?))"
+    r"|(?P<frag>(?:the\s+)?[a-z][\w-]*(?:\s+[a-z][\w-]*)?)(?=\s+(?:still\s+|also\s+|got\s+|was\s+)?(?:hung"
+    r"|stuck|stalled|frozen|wedged|down|dead|crashed|died|killed|preempted|evicted)(?:\s+again)?\s*\?))"
+    r"(?:\s+got|\s+was)?"
     r"\s+(?:still\s+|just\s+|also\s+)?(?P<state>hung|hanging|stuck|stalled|frozen|wedged"
     r"|deadlocked|down|dead|crash|crashed|crashing|die|died|dying|hang|oom\w*|stopped|stop"
-    r"|crawling|so\s+slow)\b"
+    r"|crawling|so\s+slow|killed|preempted|evicted)\b"
     # "is it down to the tokenizer?", "are we stuck with bf16?": not the run's state
     r"(?!\s+(?:to|by|from|with|simple|\d))",
     re.IGNORECASE,
@@ -1124,6 +1149,10 @@ def live_question(text: str) -> str | None:
             return "oom"
         if state in ("crash", "crashed", "crashing", "die", "died", "dying", "stop", "stopped"):
             return "crash"
+        if state in ("killed", "evicted"):
+            return "crash"
+        if state == "preempted":
+            return "preemption"
         return _QUESTION_KINDS.get(state, "hang")
     return None
 
@@ -1358,6 +1387,7 @@ _CAME_BACK = re.compile(
     r"|back\s+at\s+(?:step\s+)?[\d,.]+k?\b"
     r"|(?:running|training|stepping)\s+(?:again\s+)?since\s+\d"
     r"|(?:throughput|mfu|step\s+time|tokens/s)\s+(?:is\s+)?back\s+(?:at|to)\b"
+    r"|(?:works|working|saving|loading|loads|saves)\s+again"
     r"|(?:trains?|training|running|stepping|steps?\s+flowing)\s+again"
     r"|(?:rolling|rolled|roll)\s+back\s+to\s+(?:step\s+)?[\d,.]+k?\b|[\d.]+\s*s\s+again"
     r"|(?:step\s+time|throughput|mfu)\s+(?:is\s+)?(?:back\s+to\s+)?[\d.,]+\s*\S*\s+again)",
@@ -1369,7 +1399,8 @@ _CAME_BACK = re.compile(
 _REMEDY = re.compile(
     r"\b(?:patched|disabled|turned\s+off|rolled\s+back|removed|remounted|fixed|pinned|moved"
     r"|filtered|reverted|raised|capped|lowered|resized|deleted|re-?pushed|by\s+mistake|skipping"
-    r"|rebuilt|recompiled|upgraded|downgraded|failed\s+over"
+    r"|rebuilt|recompiled|upgraded|downgraded|failed\s+over|cleaned\s+up|freed"
+    r"|(?:network|storage|cluster|filesystem|api\s+server|scheduler|fabric)\s+is\s+back"
     r"|(?:the|a)\s+(?:cause|leak|problem|issue|culprit)|because|turned\s+out)",
     re.IGNORECASE,
 )

@@ -255,3 +255,34 @@ def test_a_fault_the_agent_handled_yesterday_is_no_report(
 ) -> None:
     e = enrich(corpus["c594"])  # "we lost a node yesterday but the agent handled it"
     assert e.live_report is False
+
+
+@pytest.mark.parametrize(
+    ("entry_id", "kind"),
+    [
+        ("c603", "storage"),  # "hit its inode quota … can't write checkpoints anymore"
+        ("c607", "crash"),  # "onyx got killed??"
+        ("c612", "hang"),  # "gpu 3 on node gn12 is at 0% util … the step is waiting for it"
+        ("c613", "preemption"),  # "our allocation expired at midnight"
+    ],
+)
+def test_the_ninth_batch_reports(
+    corpus: dict[str, dict[str, Any]], entry_id: str, kind: str
+) -> None:
+    assert corpus[entry_id]["live_report"]
+    e = enrich(corpus[entry_id])
+    assert (e.live_report, e.incident_kind) == (True, kind)
+
+
+@pytest.mark.parametrize(
+    "entry_id",
+    [
+        "c604",  # "Cleaned up 2M small files …; saving works again"
+        "c622",  # "campus network is back, onyx resumed from 80,000"
+    ],
+)
+def test_a_recovery_that_names_its_cause_is_about_the_incident(
+    corpus: dict[str, dict[str, Any]], entry_id: str
+) -> None:
+    assert corpus[entry_id]["incident"]
+    assert enrich(corpus[entry_id]).incident is True

@@ -412,8 +412,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "outage",
         "wrong",
-        r"something(?:'s|\s+is)\s+(?:wrong|off|broken)\s+with\s+(?:the\s+)?(?:run|job|training"
-        r"|trainer|cluster)",
+        r"something(?:'s|\s+is)?\s+(?:wrong|off|broken)\s+with\s+(?:the\s+)?(?:run|job|training"
+        r"|trainer|cluster|[a-z][\w-]*\s*(?:$|[,.;!?]))",
     ),
     _sig(
         "outage",
@@ -650,6 +650,22 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:log|logs|metrics|wandb|w&b|tensorboard|dashboard|loss|step\s+counter)\s+(?:is\s+|are\s+"
         r"|has\s+|have\s+)?(?:not|n't|never)\s+(?:been\s+)?updat\w*\s+(?:since|for|in)\b",
     ),
+    # a monitor or agent that declares it: "incident opened", "W&B alert: loss > 3.0"
+    _sig(
+        "outage",
+        "incident alert",
+        r"incident\s+(?:opened|declared|started|ongoing|in\s+progress)"
+        r"|(?:w&b|wandb|grafana|prometheus|datadog|pagerduty)\s+alert(?=\s*:)",
+    ),
+    # "every step fails its first all-to-all", "checkpoint 30000 seems incomplete"
+    _sig("crash", "every each", r"(?:every|each)\s+step\s+(?:fails|is\s+failing|errors|crashes)"),
+    _sig(
+        "checkpoint-failed",
+        "incomplete partial truncated corrupt missing died",
+        r"(?:checkpoint|ckpt)\s+(?:[\d,.]+k?\s+)?(?:seems|is|looks)\s+(?:\w+\s+)?(?:incomplete|partial"
+        r"|truncated|missing)|saves?\s+(?:must\s+have\s+|has\s+|have\s+)?(?:died|crashed)",
+    ),
+    _sig("crash", "reboot", r"reboot(?:ing|s)?\s+in\s+a\s+loop"),
     # a quota or a lease run out: "hit its inode quota", "our allocation expired at midnight"
     _sig(
         "storage",
@@ -1020,7 +1036,8 @@ _WORSE_WORD = re.compile(
     r"|collapsed|plummeted|cratered)|(?:halved|cut\s+in\s+half|dropped\s+by\s+half)"
     r"|(?:doubled|tripled|quadrupled|\d+(?:\.\d+)?x\s+(?:slower|longer|higher|what))"
     r"|(?:is|are)\s+(?:only\s+)?(?:a\s+(?:third|quarter|fraction)|half)\s+of"
-    r"|down\s+(?:by\s+)?\d+\s*%|dropped\s+by\s+(?:a\s+third|a\s+quarter|half|\d+\s*%))",
+    r"|down\s+(?:by\s+)?\d+\s*%|dropped\s+by\s+(?:a\s+third|a\s+quarter|half|\d+\s*%)"
+    r"|(?:is\s+)?(?:like\s+|only\s+|~)?[1-6]?\d\s*%\s+of\s+(?:normal|usual|baseline|expected|what))",
     re.IGNORECASE,
 )
 _STAYS = re.compile(
@@ -1417,6 +1434,18 @@ def came_back_after_fault(prose: str) -> bool:
     return bool(_CAME_BACK.search(head) and _REMEDY.search(head) and not _CHOSEN.search(head))
 
 
+#: The people on it, or the agent, speaking of one incident: "Ack. R7's switch is rebooting",
+#: "incident resolved", "Root cause from the network team: …".
+_ON_IT = re.compile(
+    r"^\W*(?:ack(?:ed|nowledged)?|on\s+it|looking(?:\s+into\s+it)?|investigating|checking)\b",
+    re.IGNORECASE,
+)
+_CLOSED_OR_CAUSED = re.compile(
+    r"\bincident\s+(?:resolved|closed|mitigated|over)\b|\broot[- ]?cause\s+(?:from|of|was|is|:)",
+    re.IGNORECASE,
+)
+
+
 def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
     """The post is about a specific incident of the run without reporting it live: its
     diagnosis, its fix, a recovery note, its post-mortem, or a follow-up in the incident's own
@@ -1431,5 +1460,13 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
     if _RETROSPECTIVE.search(context.title) and mentions_failure(context.title):
         return True  # the post-mortem of one incident, named in its title
     if came_back_after_fault(prose):
+        return True
+    if _ON_IT.search(prose[:300]) and (mentions_failure(text) or find_incident(prose) is not None):
+        return True
+    if _CLOSED_OR_CAUSED.search(prose[:300]):
+        return True  # "incident resolved", "Root cause from the network team: …"
+    if not title and _CAME_BACK.search(prose[:DETECT_LIMIT]) and mentions_failure(prose):
+        # a follow-up that names the failure it recovered from: "had a GPU fall off the bus
+        # (Xid 79) …; training again from 17,000" (a description saying so is a report)
         return True
     return mentions_failure(text) and bool(_ABOUT_ONE.search(text[:DETECT_LIMIT]))

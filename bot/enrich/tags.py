@@ -98,6 +98,7 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("evals", 2.0, "arc, arc c, arc e, piqa, winogrande, triviaqa, naturalquestions, bbh, gpqa"),
     ("evals", 2.0, "mbpp, ifeval, mt bench, alpacaeval, wer, cer, bleu, rouge, mos, utmos"),
     ("evals", 1.5, "score, scores, scored, scoring, scorer, accuracy, acc, judge, rubric"),
+    ("evals", 2.0, "eval loss, eval losses, code split, validation split, test split"),
     ("data", 2.5, "data mix, data mixture, datamix, dataset, datasets, tokeniz*, tokenis*"),
     ("data", 2.5, "dedup*, corpus, corpora, synthetic data, data pipeline, upsampl*, downsampl*"),
     ("data", 1.0, "shard, shards, data loader, dataloader*, synthetic, mixture"),
@@ -141,6 +142,7 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("infra", 2.0, "tflops, kernel, kernels, fused, remat, network, fabric, interconnect, ici"),
     ("infra", 1.5, "queue, queued, partition, requeue*, grafana, prometheus, service account"),
     ("infra", 1.5, "bandwidth, latency, topology, duty cycle, utilization, utilisation, dcn"),
+    ("infra", 2.0, "goodput, uptime, availability, rack, pool"),
     ("infra", 1.5, "runbook, on call, oncall, prolog, launcher, jobset, gke, deepspeed, megatron"),
     ("spec", 3.0, "spec, specs, specification, architecture"),
     ("spec", 2.0, "hyperparam*, hyper parameters, parameters, params, d model, hidden size"),
@@ -310,6 +312,8 @@ def named_tag(marker: str) -> str | None:
 #: Three or more settings or results side by side ("warmup 250 / 1k / 2k / 4k", "2.71 / 2.68 /
 #: 2.69") are the arms of a comparison.
 SHAPES: Final[tuple[tuple[str, float, re.Pattern[str]], ...]] = (
+    # two numbers set against each other: "31.1 vs 27.4"
+    ("ablation", 3.0, re.compile(r"\d[\d.,]*%?\s+(?:vs\.?|versus)\s+\d", re.IGNORECASE)),
     # a model's shape: "80 layers", "d_model 7168", "15T tokens"
     (
         "spec",

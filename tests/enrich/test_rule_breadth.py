@@ -286,3 +286,41 @@ def test_a_recovery_that_names_its_cause_is_about_the_incident(
 ) -> None:
     assert corpus[entry_id]["incident"]
     assert enrich(corpus[entry_id]).incident is True
+
+
+@pytest.mark.parametrize(
+    ("entry_id", "kind"),
+    [
+        ("c624", "crash"),  # an ops agent's "incident opened": every step fails its all-to-all
+        ("c629", "outage"),  # "something wrong with jasper, throughput is like 10% of normal"
+        ("c633", "outage"),  # "W&B alert: jasper-34b loss > 3.0"
+        ("c635", "checkpoint-failed"),  # "checkpoint 30000 seems incomplete … the save died"
+    ],
+)
+def test_the_tenth_batch_reports(
+    corpus: dict[str, dict[str, Any]], entry_id: str, kind: str
+) -> None:
+    assert corpus[entry_id]["live_report"]
+    e = enrich(corpus[entry_id])
+    assert (e.live_report, e.incident_kind) == (True, kind)
+
+
+@pytest.mark.parametrize(
+    "entry_id",
+    [
+        "c626",  # "incident resolved"
+        "c627",  # "Root cause from the network team: a firmware bug …"
+        "c471",  # "had a GPU fall off the bus (Xid 79) … training again from 17,000"
+    ],
+)
+def test_closing_and_root_cause_posts_are_about_the_incident(
+    corpus: dict[str, dict[str, Any]], entry_id: str
+) -> None:
+    assert corpus[entry_id]["incident"]
+    assert enrich(corpus[entry_id]).incident is True
+
+
+def test_two_numbers_set_against_each_other_are_a_comparison(
+    corpus: dict[str, dict[str, Any]],
+) -> None:
+    assert enrich(corpus["c639"]).tag == "ablation"  # "HumanEval 31.1 vs 27.4, MBPP 40.2 vs 37.9"

@@ -88,7 +88,10 @@ def _sig(kind: str, anchors: str, pattern: str, *, needs_subject: bool = False) 
 
 
 _NODE = r"(?:nodes?|hosts?|workers?|vms?|slices?|machines?|tpus?|gpus?|pods?)"
-_SUBJ = r"(?:job|jobs|run|training|trainer|process|processes|worker|workers|task|pod|rank\s*\d+)"
+_SUBJ = (
+    r"(?:job|jobs|run|training|trainer|trainers|process|processes|worker|workers|task|pod|rank\s*\d+"
+    r"|head(?:\s+node)?|coordinator|driver|learner|controller|launcher)"
+)
 _HOST = r"(?:[a-z]+\d+[a-z]+\d+[\w-]*|[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d+[\w-]*)"
 _FAIL_TO = r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't)"
 
@@ -168,8 +171,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig(
         "node-loss",
-        "down gone off",
-        rf"\d+\s+(?:of\s+(?:our|the)\s+)?{_NODE}\s+(?:are\s+|were\s+)?(?:down|gone|off|offline|lost)",
+        "down gone off dead",
+        rf"\d+\s+(?:of\s+(?:our\s+|the\s+)?(?:\d+\s+)?)?{_NODE}\s+(?:are\s+|were\s+|as\s+)?"
+        r"(?:down|gone|off|offline|lost|dead)",
     ),
     _sig("node-loss", "power", r"lost\s+power|power\s+(?:event|outage|loss|failure)"),
     _sig(
@@ -276,8 +280,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "checkpoint-failed",
         "checkpoint ckpt",
-        r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot)\s+"
-        r"(?:save|write|upload|commit|serialize)\s+(?:the\s+|a\s+)?(?:\w+\s+)?(?:checkpoint|ckpt)",
+        r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't|can\s+not)\s+"
+        r"(?:save|write|upload|commit|serialize)\s+(?:the\s+|a\s+|any\s+)?(?:\w+\s+)?(?:checkpoint|ckpt)",
     ),
     _sig(
         "checkpoint-failed",
@@ -297,7 +301,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "checkpoint-failed",
         "checkpoint ckpt",
         # "checkpoint save to gs://bucket/path failed with 503": a destination in between
-        r"(?:checkpoint|ckpt)\s+(?:save|write|upload|commit)s?\s+(?:to|into|on)\b"
+        r"(?:checkpoint|ckpt)\s+(?:[\d,.]+k?\s+)?(?:save|write|upload|commit)s?\s+(?:to|into|on)\b"
         r"(?:\s+\S+){0,4}?\s+(?:failed|failing|errored|timed\s+out"
         r"|keeps?\s+(?:failing|timing\s+out|erroring))",
     ),
@@ -408,8 +412,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "outage",
         "wrong",
-        r"something(?:'s|\s+is)\s+(?:wrong|off|broken)\s+with\s+(?:the\s+)?(?:run|job|training"
-        r"|trainer|cluster)",
+        r"something(?:'s|\s+is)?\s+(?:wrong|off|broken)\s+with\s+(?:the\s+)?(?:run|job|training"
+        r"|trainer|cluster|[a-z][\w-]*\s*(?:$|[,.;!?]))",
     ),
     _sig(
         "outage",
@@ -458,7 +462,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|in\s+(?:the\s+last\s+)?(?:\d|an?\s+(?:hour|while)|over))\b"
         r"|(?:hasn't|hasnt|has\s+not|haven't|have\s+not)\s+(?:logged|reported|written|had|printed"
         r"|emitted|produced|sent)\s+(?:a\s+|any\s+|one\s+)?(?:new\s+|single\s+)?(?:steps?"
-        r"|points?|metrics?|heartbeats?|log\s+lines?|logs?)\b"
+        r"|points?|metrics?|heartbeats?|log\s+lines?|logs?|data|anything)\b"
         r"|not\s+getting\s+(?:any\s+)?(?:new\s+)?steps\b"
         r"|(?:has\s+been|have\s+been|is|are|sitting|sat)\s+idle\s+(?:on\s+\w+\s+\w+\s+)?"
         r"(?:since|for\s+(?:the\s+last\s+|over\s+)?(?:an?|\d+)\s*(?:min|mins|minutes|h|hrs?|hours?)"
@@ -516,6 +520,259 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"stuck|stall(?:s|ed|ing)?|froze|frozen|wedged|no\s+progress",
         needs_subject=True,
     ),
+    # --- the same faults as other stacks and people put them (issue 40: breadth, not phrases)
+    # an agent's or a monitor's status field, whatever its name: "Condition: UNHEALTHY",
+    # "**Health:** ❗ DEGRADED", "State: not progressing since 07:41"
+    _sig(
+        "outage",
+        "status state condition health",
+        r"(?:status|state|condition|health|phase|run\s+state|job\s+state)\s*[:=]\s*(?:[^\w\s]+\s*)*"
+        r"(?:unhealthy|degraded|critical|failed|failing|crashed|down|dead|broken|error|erroring"
+        r"|attention\s+required|needs?\s+(?:attention|a\s+human)|blocked(?!\s+(?:on|by))|stalled"
+        r"|not\s+(?:progressing|training|running|healthy)|no\s+progress|stopped|halted|red)\b",
+    ),
+    # a monitor's state change: "state changed to crashed", "status went from running to failed"
+    _sig(
+        "crash",
+        "changed went moved now",
+        r"(?:state|status)\s+(?:has\s+)?(?:changed|went|moved|is\s+now|flipped)\s+(?:from\s+\W*\w+\W*\s+)?"
+        r"(?:to\s+)?\W*(?:crashed|failed|killed|dead|errored|preempted|lost)\b",
+    ),
+    # what a scheduler says about a workload it cannot keep up: Kubernetes, Ray, slurm
+    _sig(
+        "crash",
+        "backoff errimage containercannotrun",
+        r"(?:imagepull|crashloop)backoff|errimagepull|containercannotrun|createcontainererror",
+    ),
+    _sig(
+        "node-loss",
+        "pending notready down drain rebooted power-cycled power restarted",
+        rf"{_NODE}\s+(?:are\s+|is\s+)?(?:all\s+|still\s+)?(?:stuck\s+)?(?:in\s+)?"
+        r"(?:pending|notready|down\*?|drain(?:ed|ing)?\*?)\s+(?:since|for|after)\b"
+        rf"|{_NODE}\s+(?:\S+\s+){{0,3}}?(?:were|was|got|have\s+been|has\s+been)\s+"
+        r"(?:rebooted|power[- ]cycled|restarted\s+(?:by|without))"
+        r"|(?:keeps?|kept)\s+(?:rebooting|power[- ]cycling)",
+    ),
+    _sig(
+        "oom",
+        "oom_kill outofmemoryerror",
+        r"oom_kill\w*|outofmemoryerror|running\s+low\s+on\s+memory",
+    ),
+    # a chip the runtime gave up on: "TPU chip 3 is unhealthy: device lost", "HBM errors"
+    _sig(
+        "hardware",
+        "unhealthy lost hbm",
+        r"(?:chip|device|tpu|gpu|accelerator)s?\s*\d*\s+(?:is\s+|are\s+|went\s+)?"
+        r"(?:unhealthy|lost)\b|device\s+lost|hbm\s+(?:\w+\s+){0,2}?(?:errors?|failures?)",
+    ),
+    # the interconnect between chips and slices, and what a slow fabric shows
+    _sig(
+        "network",
+        "ici dcn link retransmit",
+        r"(?:ici|dcn|nvlink|ib|infiniband|roce)\s+(?:\w+\s+)?(?:link|port)?\s*"
+        r"(?:errors?|error\s+counters?|failures?|flap\w*|down|drops?)"
+        r"|(?:high|many|\d+)\s+(?:\w+\s+)?retransmits?",
+    ),
+    # chat's words for a run that died: "lumen fell over", "the job is toast", "run is borked"
+    _sig(
+        "crash",
+        "fell fallen toast borked hosed keeled",
+        r"(?:fell|fallen|falls|keeled)\s+over|(?:is|'s|was)\s+(?:toast|borked|hosed|kaput)",
+    ),
+    # a run that does not move, in any grammar: "training is not moving anymore", "the
+    # training is stop", "58k and nothing after", "nothing in wandb since 06:30"
+    _sig(
+        "hang",
+        "moving progressing stop nothing flat updating",
+        rf"(?:{_SUBJ}|it)\s+(?:is\s+|are\s+|has\s+)?(?:not|no\s+longer|isn't|stopped)\s+"
+        r"(?:moving|progressing|advancing|updating)\b"
+        r"|(?:training|run|job)\s+is\s+stop\b"
+        r"|\d[\d,.]*k?\s+(?:and\s+)?(?:then\s+)?nothing\s+(?:after|since|else)"
+        r"|nothing\s+(?:new\s+)?(?:logged\s+)?(?:in|on|from)\s+(?:the\s+)?"
+        r"(?:wandb|w&b|tensorboard|logs?|dashboard|metrics)\s+(?:since|for)\b"
+        r"|(?:tensorboard|wandb|w&b|charts?|graphs?|curves?|plots?|dashboard)\s+(?:is\s+|are\s+"
+        r"|has\s+been\s+|have\s+been\s+)?(?:flat|frozen|empty|not\s+updating|stopped\s+updating"
+        r"|hasn't\s+(?:moved|updated))\s+(?:since|for)\b"
+        r"|no\s+(?:new\s+)?(?:step|steps|iteration|iterations)\s+(?:after|past|beyond)\s+\d",
+    ),
+    # storage a run cannot work with: "the PD for the cache is 100% full", "lustre is slow",
+    # "dataloader starving"
+    _sig(
+        "storage",
+        "full slow starv crawl",
+        r"(?:disk|pd|volume|filesystem|fs|bucket|lustre|nfs|storage|gcs|s3)\s+(?:\S+\s+){0,4}?"
+        r"(?:is\s+|are\s+)?(?:\d+%\s+)?full\b"
+        # not "when the bucket is slow": a condition, not a report
+        r"|(?<!when\sthe\s)(?:storage|lustre|nfs|gcs|s3|filesystem|bucket|disk|io)\s+(?:is\s+|are\s+)?"
+        r"(?:(?:very|so|really|painfully)\s+)?(?:slow|crawling|unresponsive)\b"
+        r"|(?:data\s*loaders?|loaders?|input\s+pipeline|gpus?|tpus?)\s+(?:are\s+|is\s+)?starv\w*",
+    ),
+    # a capacity the run needs that is not there: "can't recreate the slice", "no capacity"
+    _sig(
+        "preemption",
+        "recreate capacity available reservation",
+        rf"{_FAIL_TO}\s+(?:re-?create|re-?schedule|allocate|get)\s+(?:the\s+|a\s+|our\s+)?{_NODE}"
+        r"|no\s+capacity\s+(?:to|for|left|in)"
+        r"|no\s+(?:\w+\s+)?(?:nodes|gpus|tpus|capacity|hosts)\s+(?:are\s+)?available"
+        r"|reservation\s+(?:has\s+)?(?:ended|expired|ran\s+out|was\s+reclaimed)",
+    ),
+    # "progress stopped at step 9,114", "rank 77 not responding", "slate just exited"
+    _sig(
+        "hang",
+        "stopped halted responding",
+        r"(?:progress|stepping)\s+(?:has\s+)?(?:stopped|halted)\s+(?:at|since)\b"
+        r"|(?:rank|node|host|worker|process|trainer)\s+[\w-]*\d[\w-]*\s+(?:\([^)]*\)\s+)?"
+        r"(?:is\s+)?not\s+responding",
+    ),
+    _sig("crash", "just", r"just\s+(?:exited|died|stopped|fell\s+over|crashed)\b"),
+    _sig(
+        "crash",
+        "being getting",
+        r"(?:keeps?|kept)\s+(?:being|getting)\s+(?:killed|evicted|preempted|oom\w*|restarted)",
+    ),
+    _sig(
+        "network",
+        "rendezvous diststoreerror clients",
+        r"rendezvous\s+(?:time[d ]?\s*out|timeouts?|failed)|diststoreerror|waiting\s+for\s+clients"
+        r"|(?:timeouts?|timed\s+out)\s+on\s+(?:the\s+)?rendezvous",
+    ),
+    # ranks waiting for input, logs that stopped: "half the ranks are waiting on data", "log is
+    # not updated since 3 hours"
+    _sig(
+        "storage",
+        "waiting starv",
+        r"(?:ranks?|workers?|gpus?|tpus?|trainers?)\s+(?:are\s+|is\s+)?(?:waiting|starved|starving)"
+        r"\s+(?:on|for)\s+(?:the\s+)?(?:data|batches|loader|dataloader|input)",
+    ),
+    _sig(
+        "hang",
+        "updat",
+        r"(?:log|logs|metrics|wandb|w&b|tensorboard|dashboard|loss|step\s+counter)\s+(?:is\s+|are\s+"
+        r"|has\s+|have\s+)?(?:not|n't|never)\s+(?:been\s+)?updat\w*\s+(?:since|for|in)\b",
+    ),
+    # a monitor or agent that declares it: "incident opened", "W&B alert: loss > 3.0"
+    _sig(
+        "outage",
+        "incident alert",
+        r"incident\s+(?:opened|declared|started|ongoing|in\s+progress)"
+        r"|(?:w&b|wandb|grafana|prometheus|datadog|pagerduty)\s+alert(?=\s*:)",
+    ),
+    # "every step fails its first all-to-all", "checkpoint 30000 seems incomplete"
+    _sig("crash", "every each", r"(?:every|each)\s+step\s+(?:fails|is\s+failing|errors|crashes)"),
+    _sig(
+        "checkpoint-failed",
+        "incomplete partial truncated corrupt missing died",
+        r"(?:checkpoint|ckpt)\s+(?:[\d,.]+k?\s+)?(?:seems|is|looks)\s+(?:\w+\s+)?(?:incomplete|partial"
+        r"|truncated|missing)|saves?\s+(?:must\s+have\s+|has\s+|have\s+)?(?:died|crashed)",
+    ),
+    _sig("crash", "reboot", r"reboot(?:ing|s)?\s+in\s+a\s+loop"),
+    # a quota or a lease run out: "hit its inode quota", "our allocation expired at midnight"
+    _sig(
+        "storage",
+        "quota",
+        r"(?:hit|hitting|reached|exceeded|over)\s+(?:its|the|our|their|my)\s+(?:\w+\s+)?quota",
+    ),
+    _sig(
+        "preemption",
+        "expired ended",
+        r"(?:allocation|reservation|lease|time\s+limit)\s+(?:has\s+)?(?:expired|ended|ran\s+out)",
+    ),
+    _sig(
+        "outage",
+        "off offline down idle dead",
+        r"(?:has\s+been|have\s+been|'s\s+been)\s+(?:off|offline|down|idle|dead)\s+for\s+(?:\d|an?\s)",
+    ),
+    # one straggler holding the step: "gpu 3 on gn12 is at 0% util", "the step is waiting for it"
+    _sig(
+        "hang",
+        "util waiting",
+        r"at\s+0\s*%\s+(?:gpu\s+|sm\s+)?(?:util\w*|utili[sz]ation)"
+        r"|(?:step|collective|all-?reduce)\s+is\s+waiting\s+(?:for|on)\s+(?:it|them|rank|node|host|gpu)"
+        r"|logs?\s+ends?\s+mid-?step",
+    ),
+    # a run its guard stopped: "Run paused by the agent", "paused at 41,088 pending a human"
+    _sig(
+        "outage",
+        "paused halted",
+        r"(?:run|job|training)\s+(?:was\s+|is\s+|has\s+been\s+)?(?:paused|halted|stopped)\s+by\s+"
+        r"(?:the\s+)?(?:agent|monitor|watchdog|guard|nan-?guard|bot)"
+        r"|paused\s+at\s+(?:step\s+)?[\d,.]+k?\s+(?:pending|until|awaiting|waiting)",
+    ),
+    # machines a health check refused: "2 nodes failed health checks", "failing dcgm diag"
+    _sig(
+        "hardware",
+        "health diag dcgm burn",
+        rf"{_NODE}\s+(?:\S+\s+)?(?:failed|failing|fail)\s+(?:the\s+)?(?:health\s*checks?|\w*\s*diag\w*"
+        r"|dcgm\w*|burn-?in|validation)|health\s*checks?\s+failed\s+on",
+    ),
+    # a loss that runs away now: "loss is going up and up since 41k"
+    _sig(
+        "outage",
+        "going exploding blowing diverg",
+        r"loss\s+(?:is\s+|keeps\s+)?(?:going\s+up(?:\s+and\s+up)?|exploding|blowing\s+up|diverging)"
+        r"\s+(?:since|for|again)\b",
+    ),
+    # a chat line of a name and its state: "schist down", "hero dead again"
+    _sig(
+        "outage",
+        "down dead",
+        r"^\W*[a-z][\w-]*\s+(?:is\s+)?(?:down|dead)(?:\s+again)?\W*$",
+    ),
+    # "we're stalled", "we are down": the team speaking for its run
+    _sig(
+        "hang",
+        "stalled stuck idle blocked",
+        r"we(?:'re|\s+are)\s+(?:now\s+|still\s+)?(?:stalled|stuck|idle|blocked)\b(?!\s+(?:on|with|by))",
+    ),
+    # the workload taken away: "the whole job was evicted by k8s", "job got terminated"
+    _sig(
+        "crash",
+        "evicted terminated preempted",
+        rf"{_SUBJ}\s+(?:\w+\s+)?(?:was|were|got|has\s+been)\s+(?:evicted|terminated)",
+    ),
+    _sig("hardware", "halted", r"core\s+halted|chip\s+\d*\s*halted"),
+    _sig(
+        "checkpoint-failed",
+        "save",
+        r"save\s+(?:at\s+(?:step\s+)?[\d,.]+k?\s+)?(?:has\s+been|is|'s)\s+(?:running|going|hanging|stuck)"
+        r"\s+for\s+(?:\d|an?\s+hour|over)",
+    ),
+    _sig("oom", "pressure", r"(?:node|host)?\s*memory\s*pressure|memorypressure"),
+    # the control plane a run cannot be seen or scheduled without
+    _sig(
+        "outage",
+        "unreachable unavailable down",
+        r"(?:api\s+server|control\s+plane|head\s+node|coordinator|scheduler|slurmctld|ray\s+head)"
+        r"\s+(?:is\s+|went\s+|was\s+)?(?:unreachable|unavailable|down|not\s+responding)",
+    ),
+    _sig(
+        "preemption",
+        "enough",
+        r"not\s+enough\s+(?:free\s+)?(?:gpus|tpus|nodes|hosts|capacity|resources|quota)",
+    ),
+    # an alert that is firing now: "[FIRING:1] TrainingStalled hero (no step for 20m)"
+    _sig("outage", "firing", r"(?<=\[)firing(?=(?::\d+)?\])|alert\s+firing|firing\s+alert"),
+    # "the run is hanging on the barrier", "stuck on all-reduce": a hang at a named collective
+    _sig(
+        "hang",
+        "hanging stuck",
+        r"(?:hanging|hangs|stuck|waiting)\s+(?:on|in|at)\s+(?:the\s+|a\s+)?(?:barrier|collective"
+        r"|all-?reduce|all-?gather|reduce-?scatter|nccl|p2p|recv|send)",
+    ),
+    # "not stepping since 03:23", "no longer training": a stall said without a subject
+    _sig(
+        "hang",
+        "stepping training progressing",
+        r"(?:not|isn't|aren't|no\s+longer)\s+(?:stepping|training|progressing|advancing)\s+"
+        r"(?:since|for|anymore|any\s+more)\b",
+    ),
+    # "all trainers show disconnected", "workers lost their connection"
+    _sig(
+        "node-loss",
+        "disconnect connection",
+        r"(?:trainers?|workers?|actors?|ranks?|hosts?|nodes?)\s+(?:\w+\s+)?(?:show|are|got|were"
+        r"|went|have)?\s*(?:disconnected|lost\s+(?:their|the|its)\s+connection)",
+    ),
 )
 _COMPILED: Final = tuple((s, s.compile()) for s in SIGNALS)
 #: At most this many matches are judged per text (a wall of "no crash" is not worth more).
@@ -528,17 +785,19 @@ _NEGATION = re.compile(
       |(?:guard|guards|guarding|protect\w*|safe|robust|resilient)\s+against|handl\w*|detect\w*
       |recover(?:s|ing)?\s+from|retry\s+on|survive[sd]?
       |if|unless|whether|in\s+case|whenever|each\s+time|every\s+time|in\s+the\s+event
+      |when\s+(?:\w+\s+){0,3}?(?:shows|is|are|gets|hits|goes|has|happens|fails|dies|crashes)
       |would|could|might|may|should|shall|will|gonna|going\s+to|about\s+to|wouldn't|couldn't|shouldn't|won't|cannot|can't
       |doesn't|don't|didn't|isn't|aren't|wasn't|weren't|hasn't|haven't|hadn't|can\s+(?:cause|lead)
       |instead\s+of|rather\s+than|risk\w*|chance|likelihood|prone|susceptible|expect\w*
       |hopefully|hope|unlikely|simulat\w*|inject\w*|test|tests|testing|tested|postmortem
       |post-mortem|retro|lessons?|rare|rarely|occasional\s+false|false\s+positive\w*
-      |propos\w*|suggest\w*|consider\w*|plan\s+to|planning\s+to|let's|lets|e\.g|i\.e|example)\b""",
+      |propos\w*|suggest\w*|consider\w*|plan\s+to|planning\s+to|let's|lets|e\.g|i\.e|example
+      )\b""",
     re.IGNORECASE | re.VERBOSE,
 )
 # Cues right before a signal ("any OOMs", "the last crash", "after the crash").
 _NEAR_CUE = re.compile(
-    r"\b(?:any(?:\s+(?:more|further|new|other))?|past|previous|prior|earlier|last|potential"
+    r"\b(?:any(?:\s+(?:more|further|new|other))?|past|previous|prior|earlier|last|potential|their"
     r"|yesterday's|(?:last|previous|past)\s+(?:week|night|month|year|time)(?:'s)?"
     r"|possible|known|hypothetical|future|(?:as|like)\s+(?:a|an|the)"
     r"|(?:after|since|before)\s+(?:the|that|this|a|an)(?:\s+[\w-]+){0,2})\s+$",
@@ -564,6 +823,9 @@ _EXPECTED = re.compile(
     r"|end\s+of\s+(?:the\s+)?(?:stage|phase|schedule|training|run)|reached\s+the\s+end)\b",
     re.I,
 )
+#: "why is nothing in wandb since 06:30?", "why are the pods pending?": asks the cause of a state
+#: it reports (not "why did the job crash?", which looks back).
+_WHY_NOW = re.compile(r"why\s+(?:is|are|has|have|isn't|aren't)\b", re.IGNORECASE)
 _QUESTION_START = re.compile(
     r"(?:did|does|do|is|are|was|were|has|have|had|could|can|would|will|should|any|anyone"
     r"|anybody|how|why|what|when|where|which|who|whether|shall)\b",
@@ -572,6 +834,7 @@ _QUESTION_START = re.compile(
 # Later in the sentence: the failure is already dealt with.
 _SETTLED = re.compile(
     r"\b(?:fixed\s+(?:by|in|with|since|now)|(?:was|were|has\s+been|have\s+been)\s+fixed"
+    r"|went\s+away|gone\s+away|stopped\s+happening|handled\s+it|dealt\s+with\s+it|took\s+care\s+of"
     r"|since\s+fixed)\b",
     re.IGNORECASE,
 )
@@ -586,6 +849,17 @@ _DYNAMICS_BEFORE = re.compile(
     r"|latency|memory|usage|cost|rate|count|bpb|val(?:idation)?)\b[^.!?\n]{0,20}$",
     re.IGNORECASE,
 )
+#: An alert line: its parenthesis says what fires, not an aside.
+_FIRING = re.compile(r"\[firing(?::\d+)?\]", re.IGNORECASE)
+#: Earlier in the sentence: what would happen, not what did.
+_HYPOTHETICAL = re.compile(r"\b(?:otherwise|or\s+else|by\s+design|in\s+theory)\b", re.IGNORECASE)
+#: A workload other than the run named right before a fault: "the eval OOMs", "inference
+#: server crashed", "my notebook died".
+_OTHER_WORKLOAD_BEFORE = re.compile(
+    r"\b(?:evals?|evaluations?|inference|benchmarks?|notebooks?|sweeps?|ablations?|harness"
+    r"|sandbox|exporter|conversion)\s+(?:\w+\s+)?$",
+    re.IGNORECASE,
+)
 _SYSTEM_SUBJECT = re.compile(
     r"\b(?:job|jobs|run|training|trainer|step|steps|ranks?|process\w*|workers?|nodes?|hosts?"
     r"|collectives?|nccl|all-?reduce|dataloader|loader|restor\w*|resum\w*|checkpoint\w*|saving"
@@ -597,7 +871,8 @@ _NOT_THE_RUN = re.compile(
     r"\b(?:ci|pytest|unit\s+tests?|test\s+suite|integration\s+tests?|linter|lint|docs?\s+build"
     r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?"
     r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?"
-    r"|eval(?:uation)?s?\s+(?:jobs?|harness|sandbox|workers?|tasks?|pipeline))\b",
+    r"|preprocess\w*|tokeni[sz]ation\s+jobs?|debug\s+(?:pods?|jobs?|runs?)|my\s+own"
+    r"|eval(?:uation)?s?\s+(?:jobs?|harness|sandbox|workers?|tasks?|pipeline|cluster|pods?|nodes?))\b",
     re.IGNORECASE,
 )
 _RECOVERED = re.compile(
@@ -647,15 +922,19 @@ def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
         return False
     if _AFTER_CUE.match(text, end, min(len(text), end + 30)):
         return False
-    if before.count("(") > before.count(")"):
+    if before.count("(") > before.count(")") and not _FIRING.search(sentence):
         return False  # an aside: "(relaunched after the second NVLink fault)"
-    if sentence.endswith("?") and _QUESTION_START.match(sentence):
+    if sentence.endswith("?") and _QUESTION_START.match(sentence) and not _WHY_NOW.match(sentence):
         return False
     if _SETTLED.search(text, end, right):
         return False  # "crashed at startup with a cuBLASLt error, fixed by #1009"
     if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence) or _EXPECTED.search(sentence):
         return False
-    if signal.kind in ("hang", "crash") and _DYNAMICS_BEFORE.search(before[-40:]):
+    if _HYPOTHETICAL.search(before):
+        return False  # "should be 48, otherwise a partial gang starts and then hangs"
+    if _OTHER_WORKLOAD_BEFORE.search(before[-40:]):
+        return False  # "the long-context eval OOMs on 32k prompts": not the run
+    if signal.kind in ("hang", "crash", "outage") and _DYNAMICS_BEFORE.search(before[-40:]):
         return False
     return not (signal.needs_subject and not _SYSTEM_SUBJECT.search(sentence))
 
@@ -668,6 +947,21 @@ def severity_of(kind: str, context: str) -> str:
     if _STOPPED.search(context) and not recovered:
         return CRITICAL
     return WARNING
+
+
+def sharper_kind(kind: str, logs: str) -> str:
+    """The kind a post's pasted log names when it is more specific than ``kind``: an agent's
+    "Condition: UNHEALTHY" over a log line with ``oom_kill`` is an OOM."""
+    if kind not in KIND_PRIORITY or not logs.strip():
+        return kind
+    lowered = logs[:DETECT_LIMIT].lower()
+    named = [
+        signal.kind
+        for signal, pattern in _COMPILED
+        if any(a in lowered for a in signal.anchors) and pattern.search(logs[:DETECT_LIMIT])
+    ]
+    # a log is machine text: "Detected 1 oom_kill event" is no negation
+    return min([kind, *named], key=KIND_PRIORITY.index)
 
 
 def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str] | None:
@@ -693,6 +987,9 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
                 break
             if judged >= MAX_JUDGED:
                 break
+    slower = slowdown(text)
+    if slower is not None:
+        kinds.add(slower)
     if not kinds:
         asked = live_question(text)
         if asked is None:
@@ -702,18 +999,130 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
     return kind, severity_of(kind, text)
 
 
+# --------------------------------------------------------------------------------------------
+# A run that got slow and stays slow: "step time went from 1.9 s to 6.4 s at 13:52 and has stayed
+# there", "MFU dropped from 47% to 31% an hour ago", "all-reduce bw is 40 GB/s instead of 180".
+# A speed metric, a worse value now than before, and the present: not "up from 165 after the
+# fused kernel", not a benchmark table, not "if the bucket is slow".
+
+_TIME_METRIC = (
+    r"(?:step|iteration|iter|batch|all-?reduce|all-?gather|collective)\s+times?"
+    r"|s/step|sec/step|seconds\s+per\s+step|s/it|(?:every|each)\s+step"
+)
+_RATE_METRIC = (
+    r"(?:all-?reduce|all-?gather|all-to-all|collective|ici|dcn|network|nccl)\s+(?:bw|bandwidth|busbw)"
+    r"|throughput|mfu|tflops(?:/gpu|\s+per\s+gpu)?|tok(?:ens)?/s|samples/s|bandwidth|bw"
+    r"|(?:gpu|tpu|sm)\s+util\w*|goodput|steps?/s"
+)
+_NUM = r"(\d+(?:[.,]\d+)?)"
+_FROM_TO = re.compile(
+    rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,40}}?"
+    rf"(?:(?:from|was)\s+~?{_NUM}[^\d\n]{{0,12}}?\s*(?:to|→|->)\s*~?{_NUM}"
+    rf"|~?{_NUM}[^\d\n]{{0,12}}?\s*(?:→|->)\s*~?{_NUM}"
+    rf"|(?:is|are|at|now|takes?|taking)\s+~?{_NUM}[^\d\n]{{0,12}}?\s*instead\s+of\s+~?{_NUM})",
+    re.IGNORECASE,
+)
+#: "9 s/step vs 4 s yesterday": now first, then what it was.
+_NOW_VS_THEN = re.compile(
+    rf"~?{_NUM}\s*(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})?\s+(?:vs\.?|versus|compared\s+to)"
+    rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usually|normally|last\s+week)\b"
+    # "iteration time 9.8 s (baseline 6.1 s)"
+    rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|of\s+)?~?{_NUM}\s*\S*\s*\(\s*"
+    rf"(?:baseline|was|normally|usually|normal|expected)\s*:?\s*~?{_NUM}",
+    re.IGNORECASE,
+)
+_WORSE_WORD = re.compile(
+    rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\b(?:(?:dropped|fell|tanked"
+    r"|collapsed|plummeted|cratered)|(?:halved|cut\s+in\s+half|dropped\s+by\s+half)"
+    r"|(?:doubled|tripled|quadrupled|\d+(?:\.\d+)?x\s+(?:slower|longer|higher|what))"
+    r"|(?:is|are)\s+(?:only\s+)?(?:a\s+(?:third|quarter|fraction)|half)\s+of"
+    r"|down\s+(?:by\s+)?\d+\s*%|dropped\s+by\s+(?:a\s+third|a\s+quarter|half|\d+\s*%)"
+    r"|(?:is\s+)?(?:like\s+|only\s+|~)?[1-6]?\d\s*%\s+of\s+(?:normal|usual|baseline|expected|what))",
+    re.IGNORECASE,
+)
+_STAYS = re.compile(
+    r"\b(?:since|overnight|(?:has|have)\s+(?:stayed|been)|stays?|still|now|right\s+now|ago"
+    r"|yesterday|(?:is|are)\s+(?:crawling|slow)|(?:over|in)\s+the\s+(?:last|past)"
+    r"|for\s+the\s+last|this\s+morning|tonight|hasn't\s+(?:come\s+back|recovered)"
+    r"|(?:not|never)\s+(?:come|came|coming)\s+back)\b",
+    re.IGNORECASE,
+)
+_IMPROVED = re.compile(
+    r"\b(?:up\s+from|faster|improv\w*|speed-?up|gain|after\s+(?:the|we|i)\b|with\s+the\s+(?:new|fused))",
+    re.IGNORECASE,
+)
+_FABRIC = re.compile(
+    r"\b(?:fabric|network|ib|infiniband|ici|dcn|nccl|all-?reduce|all-?gather|interconnect"
+    r"|links?|ports?|retransmits?|nics?|bandwidth|bw|vpc|firewall)\b",
+    re.IGNORECASE,
+)
+_IO = re.compile(
+    r"\b(?:storage|lustre|nfs|gcs|s3|bucket|disk|io|reads?|data\s*loaders?|loaders?|input)\b",
+    re.IGNORECASE,
+)
+
+
+def _worse(metric: str, before: float, now: float) -> bool:
+    if re.search(_TIME_METRIC, metric, re.IGNORECASE):
+        return now >= 1.5 * before
+    return now <= 0.75 * before
+
+
+def _slower(m: re.Match[str]) -> bool:
+    values = [g for g in m.groups() if g is not None and g[0].isdigit()]
+    if len(values) != 2:
+        return True  # a word said it: "dropped", "halved", "3x slower"
+    first, second = (float(v.replace(",", "")) for v in values)
+    said = m.group(0).lower()
+    now_first = "instead" in said or m.re is _NOW_VS_THEN
+    before, now = (second, first) if now_first else (first, second)
+    metric = m.group("metric") or m.groupdict().get("metric2") or said
+    return before > 0 and _worse(metric, before, now)
+
+
+def slowdown(text: str) -> str | None:
+    """``network``, ``storage`` or ``outage`` when a sentence says the run is slower now than it
+    was (a speed metric worse, in the present), else None."""
+    for pattern in (_FROM_TO, _WORSE_WORD, _NOW_VS_THEN):
+        for m in pattern.finditer(text[:DETECT_LIMIT]):
+            left, right = _sentence_bounds(text, m.start(), m.end())
+            sentence = text[left:right]
+            clause = _CLAUSE_BREAK.split(text[left : m.start()])[-1]
+            if not _slower(m) or not _STAYS.search(sentence) or _IMPROVED.search(sentence):
+                continue
+            if (
+                _NEGATION.search(clause)
+                or _NOT_THE_RUN.search(sentence)
+                or _HISTORY.search(sentence)
+            ):
+                continue
+            if _FABRIC.search(text):
+                return "network"
+            return "storage" if _IO.search(text) else "outage"
+    return None
+
+
 #: How chat asks whether the run is alive, which is how a failure is often first reported: "is
 #: it hung?", "job died?" (no question word, a signal already), "anyone else seeing the run
 #: stalled?", "is hero down or is it just my wandb?". Present tense about the run itself: not
 #: "did the job crash overnight?", "is the eval job stuck?", "is loss down?".
 _LIVE_QUESTION = re.compile(
-    r"^\W*(?:(?:is|are)\s+(?P<subject>it|this|that|everything|things|we|the\s+(?:run|job|training"
+    r"^\W*(?:is\s+it\s+(?:just\s+)?me\s+or\s+)?(?:(?:is|are)\s+(?P<subject>it|this|that|everything|things|we|the\s+(?:run|job|training"
     r"|trainer|cluster)|[a-z][\w-]*)"
     r"|(?:anyone|anybody|someone)\s+else\s+(?:seeing|see|getting|noticing|notice)\s+"
     r"(?P<seen>it|the\s+(?:run|job|training)|[a-z][\w-]*)"
-    r"|(?:did|has)\s+(?P<did>it|the\s+(?:run|job|training)|[a-z][\w-]*)\s+just)"
+    r"|(?:did|has)\s+(?P<did>it|the\s+(?:run|job|training)|[a-z][\w-]*)\s+just"
+    # "did the run die", "has it crashed": asked now, with no time that would make it history
+    r"|(?:did|has)\s+(?P<now>it|the\s+(?:run|job|training|trainer))(?=\s+(?:die|crash|hang"
+    r"|oom|died|crashed|hung|stopped|stop)\b(?![^?.!\n]*\b(?:overnight|yesterday|last|earlier"
+    r"|before|ever|at\s+\d|on\s+\w+day)\b))"
+    # a fragment: "basalt stuck?", "wren dead again??", "job hung?"
+    r"|(?P<frag>(?:the\s+)?[a-z][\w-]*(?:\s+[a-z][\w-]*)?)(?=\s+(?:still\s+|also\s+|got\s+|was\s+)?(?:hung"
+    r"|stuck|stalled|frozen|wedged|down|dead|crashed|died|killed|preempted|evicted)(?:\s+again)?\s*\?))"
+    r"(?:\s+got|\s+was)?"
     r"\s+(?:still\s+|just\s+|also\s+)?(?P<state>hung|hanging|stuck|stalled|frozen|wedged"
-    r"|deadlocked|down|dead|crash|crashed|crashing|die|died|dying|hang|oom\w*)\b"
+    r"|deadlocked|down|dead|crash|crashed|crashing|die|died|dying|hang|oom\w*|stopped|stop"
+    r"|crawling|so\s+slow|killed|preempted|evicted)\b"
     # "is it down to the tokenizer?", "are we stuck with bf16?": not the run's state
     r"(?!\s+(?:to|by|from|with|simple|\d))",
     re.IGNORECASE,
@@ -722,23 +1131,31 @@ _NOT_A_RUN_SUBJECT = re.compile(
     r"^(?:wandb|w&b|github|discord|slack|ci|jira|colab|notebook|grafana|dashboard|prometheus)$",
     re.IGNORECASE,
 )
-_QUESTION_KINDS: Final = {"down": "outage", "dead": "outage"}
+_QUESTION_KINDS: Final = {
+    "down": "outage",
+    "dead": "outage",
+    "crawling": "outage",
+    "so slow": "outage",
+}
 _QUESTION_WORDS = 15
 _QUESTION_SPLIT = re.compile(r"(?<=[.!?])\s+|\n")
 
 
 def live_question(text: str) -> str | None:
     """The incident kind a short question about the run's state asks about, or None."""
-    if "?" not in text:
+    if "?" not in text and len(text.split()) > _QUESTION_WORDS:
         return None
     for sentence in _QUESTION_SPLIT.split(text):
         sentence = sentence.strip()
-        if not sentence.endswith("?") or len(sentence.split()) > _QUESTION_WORDS:
+        # a short chat line asks without its question mark: "did the run die"
+        asked = sentence.endswith("?") or len(text.split()) <= _QUESTION_WORDS
+        if not asked or len(sentence.split()) > _QUESTION_WORDS:
             continue
         m = _LIVE_QUESTION.match(sentence)
-        if m is None:
+        if m is None or (m.group("state").lower() in ("stopped", "stop") and not m.group("now")):
             continue
-        subject = (m.group("subject") or m.group("seen") or m.group("did") or "").split()[-1]
+        named = ("subject", "seen", "did", "now", "frag")
+        subject = next((m.group(g) for g in named if m.group(g)), "").split()[-1]
         asked_of = sentence[: m.start("state")]
         if _NOT_A_RUN_SUBJECT.match(subject) or _DYNAMICS_BEFORE.search(asked_of):
             continue  # "is wandb down?", "is loss stuck?"
@@ -747,8 +1164,12 @@ def live_question(text: str) -> str | None:
         state = m.group("state").lower()
         if state.startswith("oom"):
             return "oom"
-        if state in ("crash", "crashed", "crashing", "die", "died", "dying"):
+        if state in ("crash", "crashed", "crashing", "die", "died", "dying", "stop", "stopped"):
             return "crash"
+        if state in ("killed", "evicted"):
+            return "crash"
+        if state == "preempted":
+            return "preemption"
         return _QUESTION_KINDS.get(state, "hang")
     return None
 
@@ -876,7 +1297,8 @@ def is_recovery_note(prose: str) -> bool:
 #: The run is fine and the post says so: "we're fine", "training was fine the whole time",
 #: "preempted on schedule, as expected. nothing to do".
 _ALL_FINE = re.compile(
-    r"\b(?:we(?:'re|\s+are)\s+(?:fine|ok|okay|good)|(?:training|the\s+run|the\s+job|hero|it)"
+    r"\b(?:we(?:'re|\s+are)\s+(?:fine|ok|okay|good)|not\s+the\s+(?:training\s+)?run|no\s+impact"
+    r"|(?:training|the\s+run|the\s+job|hero|it)"
     r"(?:\s+itself)?\s+(?:was|is|stays|stayed)\s+(?:fine|unaffected|healthy)|nothing\s+to\s+do"
     r"|no\s+action\s+(?:is\s+)?needed|false\s+alarm|not\s+an\s+incident)\b",
     re.IGNORECASE,
@@ -909,9 +1331,10 @@ def declares_incident(context: ThreadContext) -> bool:
 #: A failure named: any incident signal (unjudged), or the words people use for one.
 _FAILURE_WORDS = re.compile(
     r"\b(?:incident|outage|crash\w*|hang|hung|deadlock\w*|oom\w*|out\s+of\s+memory|node\s+loss"
-    r"|nans?|power\s+(?:event|outage|loss|failure)|kernel\s+panic|node_fail"
+    r"|nans?|power\s+(?:event|outage|loss|failure)|kernel\s+panic|node_fail|soft\s+lockup"
     r"|the\s+(?:\w+\s+)?error\s+(?:at|on|from)"
     r"|lost\s+(?:a\s+|the\s+)?(?:node|host)|xid|ecc|nvlink|nccl\s+timeout|preempt\w*|went\s+down"
+    r"|were\s+down|down\s+for\s+(?:\d|an?\s|about|~)"
     r"|was\s+down|downtime|failed\s+(?:save|restore|checkpoint)|restore\s+fail\w*)\b",
     re.IGNORECASE,
 )
@@ -925,6 +1348,8 @@ _ABOUT_ONE = re.compile(
     r"|back\s+up\s+(?:from|at|on)"
     r"|(?:restarted|resumed|relaunched|requeued)\s+(?:itself\s+)?(?:from|at|on)"
     r"|rolled\s+back\s+to|recovered\s+(?:from|at)|total\s+downtime|downtime\s+(?:was|of)"
+    r"|after\s+(?:the|that|this|last\s+night's|yesterday's)\s+(?:[\w,.-]*\d[\w,.-]*\s+)?(?:crash"
+    r"|hang|outage|incident|failure|oom|preemption)\b"
     r"|(?:yesterday|last\s+night|this\s+morning|on\s+\w+day)(?:'s)?\s+(?:crash|hang|outage|incident"
     r"|failure|oom|node\s+loss)"
     r"|(?:the|that|this)\s+(?:[\w,.-]*\d[\w,.-]*\s+)?(?:crash|hang|outage|incident|failure|oom|nan"
@@ -970,6 +1395,57 @@ def is_general_post(prose: str, title: str) -> bool:
     )
 
 
+#: A note that the run came back after something was done about a fault: "Lowered num_workers
+#: and restarted from iteration 14,000", "w-4 excluded; it trains again from 52,000". Not a
+#: restart someone chose ("restarted it myself to pick up the new config").
+_CAME_BACK = re.compile(
+    r"\b(?:(?:restarted|resumed|relaunched|requeued|restarting|resuming|first\s+step)\b[^.;\n]{0,40}?"
+    r"\b(?:from|at)\s+(?:the\s+)?(?:step\s+|iteration\s+|iter\s+|update\s+)?[\d,.]+k?\b"
+    r"|back\s+at\s+(?:step\s+)?[\d,.]+k?\b"
+    r"|(?:running|training|stepping)\s+(?:again\s+)?since\s+\d"
+    r"|(?:throughput|mfu|step\s+time|tokens/s)\s+(?:is\s+)?back\s+(?:at|to)\b"
+    r"|(?:works|working|saving|loading|loads|saves)\s+again"
+    r"|(?:trains?|training|running|stepping|steps?\s+flowing)\s+again"
+    r"|(?:rolling|rolled|roll)\s+back\s+to\s+(?:step\s+)?[\d,.]+k?\b|[\d.]+\s*s\s+again"
+    r"|(?:step\s+time|throughput|mfu)\s+(?:is\s+)?(?:back\s+to\s+)?[\d.,]+\s*\S*\s+again)",
+    re.IGNORECASE,
+)
+#: What was wrong and what was changed to fix it. Routine operations (a node drained, a spare
+#: swapped in, the time lost) are not enough: a run log records those after every restart, and
+#: such a note is the log's (a checkpointing or infra entry), not the incident's.
+_REMEDY = re.compile(
+    r"\b(?:patched|disabled|turned\s+off|rolled\s+back|removed|remounted|fixed|pinned|moved"
+    r"|filtered|reverted|raised|capped|lowered|resized|deleted|re-?pushed|by\s+mistake|skipping"
+    r"|rebuilt|recompiled|upgraded|downgraded|failed\s+over|cleaned\s+up|freed"
+    r"|(?:network|storage|cluster|filesystem|api\s+server|scheduler|fabric)\s+is\s+back"
+    r"|(?:the|a)\s+(?:cause|leak|problem|issue|culprit)|because|turned\s+out)",
+    re.IGNORECASE,
+)
+_CHOSEN = re.compile(
+    r"\b(?:myself|on\s+purpose|deliberately|intentionally|as\s+planned|planned|nothing\s+(?:is\s+)?"
+    r"wrong|not\s+an\s+outage|to\s+(?:pick\s+up|apply|swap|change|roll|rotate|switch|update))\b",
+    re.IGNORECASE,
+)
+
+
+def came_back_after_fault(prose: str) -> bool:
+    """The post says the run came back after a fault was dealt with (and not by choice)."""
+    head = prose[:DETECT_LIMIT]
+    return bool(_CAME_BACK.search(head) and _REMEDY.search(head) and not _CHOSEN.search(head))
+
+
+#: The people on it, or the agent, speaking of one incident: "Ack. R7's switch is rebooting",
+#: "incident resolved", "Root cause from the network team: …".
+_ON_IT = re.compile(
+    r"^\W*(?:ack(?:ed|nowledged)?|on\s+it|looking(?:\s+into\s+it)?|investigating|checking)\b",
+    re.IGNORECASE,
+)
+_CLOSED_OR_CAUSED = re.compile(
+    r"\bincident\s+(?:resolved|closed|mitigated|over)\b|\broot[- ]?cause\s+(?:from|of|was|is|:)",
+    re.IGNORECASE,
+)
+
+
 def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
     """The post is about a specific incident of the run without reporting it live: its
     diagnosis, its fix, a recovery note, its post-mortem, or a follow-up in the incident's own
@@ -983,4 +1459,14 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
         return bool(prose.strip())
     if _RETROSPECTIVE.search(context.title) and mentions_failure(context.title):
         return True  # the post-mortem of one incident, named in its title
+    if came_back_after_fault(prose):
+        return True
+    if _ON_IT.search(prose[:300]) and (mentions_failure(text) or find_incident(prose) is not None):
+        return True
+    if _CLOSED_OR_CAUSED.search(prose[:300]):
+        return True  # "incident resolved", "Root cause from the network team: …"
+    if not title and _CAME_BACK.search(prose[:DETECT_LIMIT]) and mentions_failure(prose):
+        # a follow-up that names the failure it recovered from: "had a GPU fall off the bus
+        # (Xid 79) …; training again from 17,000" (a description saying so is a report)
+        return True
     return mentions_failure(text) and bool(_ABOUT_ONE.search(text[:DETECT_LIMIT]))

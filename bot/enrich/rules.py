@@ -34,6 +34,7 @@ from bot.enrich.incidents import (
     is_retrospective,
     reports_ongoing,
     severity_of,
+    sharper_kind,
     thread_incident,
     thread_is_experiment,
 )
@@ -87,12 +88,13 @@ def _incident(
     ):
         return False, None, None  # a crash in an ablation, a post-mortem, "back up from 15,000"
     found = find_incident(doc.prose, clean_line(title) if title else "", _logs(doc))
-    if found is None and asks_attention(doc.prose):
-        # "needs attention. The last lines from rank 0 are:" and the log says what broke
+    if found is None and doc.code and (asks_attention(doc.prose) or len(words(doc.prose)) <= 8):
+        # "needs attention. The last lines from rank 0 are:" and the log says what broke; a
+        # pasted log with a few words of its own ("schist down", "second time tonight") too
         found = find_incident("", "", "\n".join(doc.code))
     if found is not None:
         kind, severity = found
-        return True, severity, kind
+        return True, severity, sharper_kind(kind, "\n".join(doc.code))
     if title is not None and declares_incident(context) and doc.prose:
         # an issue opened in the incident's own label: its description is the report
         return True, severity_of("outage", doc.prose), "outage"

@@ -283,6 +283,8 @@ def compose_summary(doc: Document, title: str | None, limit: int = 200) -> str:
     limit = max(1, limit)
     text, from_heading = lead(doc, limit)
     text = _LEAD_SYMBOLS.sub("", _one_line(text)) if text else ""
+    if not text.startswith("|") and text.count(" | ") >= 2:
+        text = text.replace(" | ", "; ")  # "step 81,200 | loss 1.98 | no restarts": fields
     if text[:1].islower() and not text[1:2].isupper():
         text = text[0].upper() + text[1:]  # "the run…" after a stripped "TL;DR:" or greeting
     t = _one_line(clean_title(title))

@@ -52,6 +52,10 @@ PRIORITY: Final[tuple[str, ...]] = (
     "spec",
 )
 SCORED_TAGS: Final = frozenset(TAGS) - {"incident", "other"}
+#: Evidence that a post is about none of the run's topics (CI, unit tests, the repository's
+#: tooling): it competes with the tags like a tag of its own, and when it wins or comes close
+#: no tag is shown.
+NO_TOPIC: Final = "none"
 
 #: (tag, weight, terms separated by commas). "x*" is a prefix; "x y" a phrase of tokens.
 TERMS: Final[tuple[tuple[str, float, str], ...]] = (
@@ -61,7 +65,12 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("ablation", 2.5, "knockout, knock out, knocked out, zeroing out, zeroed out, layer skip"),
     ("ablation", 2.0, "sweep, sweeps, swept, we compared, compared against, compared with"),
     ("ablation", 2.0, "baseline vs, vs baseline, vs the baseline, a b test, head to head"),
-    ("ablation", 1.0, "baseline, baselines, control run, variant, variants, side by side"),
+    ("ablation", 1.0, "baseline, baselines, control run, side by side, seed, seeds, vs, versus"),
+    # arms and variants of one comparison, however it is named
+    ("ablation", 2.5, "arm, arms, variant, variants, a b, ab test, against the baseline"),
+    ("ablation", 1.5, "compared to, comparison, compare, comparing, control, controls"),
+    ("ablation", 1.5, "wins, winner, won, beats, everything else fixed, all else equal"),
+    ("ablation", 2.0, "identical otherwise, otherwise identical, two runs, both runs, each run"),
     ("ablation", 3.0, "ladder, ladders, rung, rungs, scaling law, scaling laws, isoflop*"),
     # the optimizer's own knobs: whatever else a post names (the router, the gate), changing
     # these is an optimizer change
@@ -70,6 +79,7 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("optimizer", 2.0, "adam*, muon, lion, sophia, shampoo, soap, optimizer, optimizers, optim"),
     ("optimizer", 2.0, "grad clip, grad clipping, gradient clipping, clip norm, clipping"),
     ("optimizer", 1.5, "momentum, beta1, beta2, epsilon, cosine decay, wsd, anneal*"),
+    ("optimizer", 1.5, "eps, peak lr, peak learning rate, lr peak, cosine, decay to"),
     ("optimizer", 1.0, "decay, schedule free, ema, warm up"),
     ("training-dynamics", 2.5, "loss spike, loss spikes, spike, spikes, spiked, spiking"),
     ("training-dynamics", 2.5, "grad norm, grad norms, gradient norm, gradient norms"),
@@ -77,13 +87,25 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("training-dynamics", 2.0, "z loss, norm growth, diverg*, instabilit*, unstable, collaps*"),
     ("training-dynamics", 1.5, "saturat*, activation, activations, load balanc*, dead experts"),
     ("training-dynamics", 1.0, "loss, losses, gate, gates, norm, norms, nan, nans, plateau*"),
+    ("training-dynamics", 1.5, "curve, curves, trajectory, train loss, training loss, converg*"),
+    ("training-dynamics", 1.5, "bump, bumps, smooth, smoothly, noisy, oscillat*, overfit*"),
+    ("training-dynamics", 1.5, "final loss, train loss, lm loss"),
     ("evals", 2.5, "eval, evals, evaluation, evaluations, benchmark, benchmarks, mmlu, paloma"),
     ("evals", 2.0, "hellaswag, gsm8k, humaneval, bits per byte, bpb, perplexit*, leaderboard"),
     ("evals", 1.0, "downstream, held out, heldout, validation loss, val loss, contaminat*"),
+    # how any benchmark result is reported: shots, harnesses, scores, the common suites
+    ("evals", 2.0, "shot, shots, few shot, zero shot, harness, lm eval, exact match, pass 1"),
+    ("evals", 2.0, "arc, arc c, arc e, piqa, winogrande, triviaqa, naturalquestions, bbh, gpqa"),
+    ("evals", 2.0, "mbpp, ifeval, mt bench, alpacaeval, wer, cer, bleu, rouge, mos, utmos"),
+    ("evals", 1.5, "score, scores, scored, scoring, scorer, accuracy, acc, judge, rubric"),
+    ("evals", 2.0, "eval loss, eval losses, code split, validation split, test split"),
     ("data", 2.5, "data mix, data mixture, datamix, dataset, datasets, tokeniz*, tokenis*"),
     ("data", 2.5, "dedup*, corpus, corpora, synthetic data, data pipeline, upsampl*, downsampl*"),
     ("data", 1.0, "shard, shards, data loader, dataloader*, synthetic, mixture"),
     ("data", 1.0, "epoch, epochs, filtering, quality filter, web data, training data, data"),
+    ("data", 2.0, "blend, blends, mix, mixes, mixing, subset, subsets, filter, filters"),
+    ("data", 1.5, "documents, docs, source, sources, hours of audio, decontaminat*, unk"),
+    ("data", 1.5, "compress*, bytes per token, fertility, vocab, vocabulary"),
     ("checkpointing", 2.5, "checkpoint*, ckpt, ckpts, orbax, tensorstore"),
     ("checkpointing", 2.0, "permanent checkpoint, checkpoint schedule, checkpoint interval"),
     ("checkpointing", 2.0, "checkpoint every, pin, pins, pinned, pinning"),
@@ -95,10 +117,14 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("checkpointing", 2.0, "manifest, retention, re saved, resave*, optimizer state"),
     ("checkpointing", 1.5, "safetensors, hf export, export to hf"),
     ("checkpointing", 0.5, "save, saves, saved, saving"),
+    ("checkpointing", 1.5, "convert, converted, conversion, hub, upload, uploaded, uploading"),
+    ("checkpointing", 2.5, "async save, async saves, async saving, async checkpoint*"),
     ("long-context", 3.0, "long context, context length, context window, context extension"),
     ("long-context", 3.0, "sequence length, sequence lengths, seq len, max seq len, seqlen"),
     ("long-context", 2.5, "rope, yarn, ring attention, 262k, 131k, 128k, 256k, 64k context"),
     ("long-context", 2.0, "needle, ruler, positional, position embeddings, 1m context"),
+    ("long-context", 2.0, "rope theta, rope base, theta, long docs, long documents, long form"),
+    ("long-context", 1.5, "context, contexts"),
     ("infra", 3.0, "infra, infrastructure, devops, sre, dependencies"),
     ("infra", 2.0, "cluster, clusters, scheduler, kubernetes, k8s, slurm, ray, tpu, tpus"),
     ("infra", 2.0, "nvlink, nvswitch, xid, xids, ecc, firmware, driver, drivers, cuda, cublas"),
@@ -112,10 +138,20 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("infra", 1.5, "tokens s, preempt*, allocator, vm, vms"),
     ("infra", 1.0, "restart*, crash*, hang, hangs, hung, deadlock*, timeout, timeouts, gcs"),
     ("infra", 1.0, "bucket, buckets, storage, fsdp, sharding, mesh, xla, jax, compil*, quota"),
+    # how a run's machines and their plumbing are talked about on any stack
+    ("infra", 2.0, "tflops, kernel, kernels, fused, remat, network, fabric, interconnect, ici"),
+    ("infra", 1.5, "queue, queued, partition, requeue*, grafana, prometheus, service account"),
+    ("infra", 1.5, "bandwidth, latency, topology, duty cycle, utilization, utilisation, dcn"),
+    ("infra", 2.0, "goodput, uptime, availability, rack, pool"),
+    ("infra", 1.5, "runbook, on call, oncall, prolog, launcher, jobset, gke, deepspeed, megatron"),
     ("spec", 3.0, "spec, specs, specification, architecture"),
     ("spec", 2.0, "hyperparam*, hyper parameters, parameters, params, d model, hidden size"),
     ("spec", 2.0, "vocab size, vocabulary size, num heads, moe, mixture of experts"),
     ("spec", 1.0, "layers, experts, dense, config, recipe, head dim"),
+    ("spec", 2.0, "global batch, batch size, token budget, tokens budget, parallelism, d model"),
+    ("spec", 1.5, "configuration, setting, settings, schedule, seq, kv heads, n layers"),
+    (NO_TOPIC, 3.0, "ci, pytest, unit test, unit tests, test suite, github actions, runner"),
+    (NO_TOPIC, 3.0, "flaky, lint, linter, pre commit, mypy, typo, readme"),
 )
 
 
@@ -133,7 +169,7 @@ def _compile(
     prefixes: dict[str, list[_Term]] = {}
     phrases: dict[str, list[_Term]] = {}
     for tag, weight, spec in table:
-        if tag not in SCORED_TAGS:
+        if tag not in SCORED_TAGS and tag != NO_TOPIC:
             raise ValueError(f"unknown tag {tag!r} in TERMS")
         for raw in spec.split(","):
             term = raw.strip()
@@ -186,12 +222,23 @@ def best_tag(scores: dict[str, float], default: str = "other") -> str:
     return tag if scores[tag] >= MIN_SCORE else default
 
 
+def _reports_ablation(scores: dict[str, float], top: float) -> bool:
+    """Strong evidence of a comparison of arms, close to the best topic: the topic is what was
+    compared, the post is the comparison."""
+    value = scores.get("ablation", 0.0)
+    return value >= CONFIDENT_SCORE and value * CONFIDENT_MARGIN >= top
+
+
 def confident_tag(scores: dict[str, float], default: str = "other") -> str:
     """``best_tag`` when it clearly wins (``CONFIDENT_SCORE``, ``CONFIDENT_MARGIN``), else
     ``default``: two topics neck and neck, or one mentioned in passing, is no topic."""
     tag = best_tag(scores, default)
-    if tag == default:
+    if tag in (default, NO_TOPIC):
         return default
+    if _reports_ablation(scores, scores[tag]):
+        # whatever was ablated (a warmup, an optimizer), the post reports the comparison; the
+        # words of the thing compared are no rival
+        return "ablation"
     top = scores[tag]
     runner_up = max((v for t, v in scores.items() if t != tag), default=0.0)
     if top < CONFIDENT_SCORE or runner_up * CONFIDENT_MARGIN > top:
@@ -259,9 +306,60 @@ def named_tag(marker: str) -> str | None:
     return _TAG_NAMES.get(key) or _TAG_NAMES.get(key.replace(" ", "-"))
 
 
+#: Evidence in a post's shape rather than its words: a loss read as a trajectory ("loss 2.61 →
+#: 2.48", "went from 2.43 to 2.39") is about how training goes; a context length in thousands
+#: of tokens ("16k context", "seq len to 32k") is about long context.
+#: Three or more settings or results side by side ("warmup 250 / 1k / 2k / 4k", "2.71 / 2.68 /
+#: 2.69") are the arms of a comparison.
+SHAPES: Final[tuple[tuple[str, float, re.Pattern[str]], ...]] = (
+    # two numbers set against each other: "31.1 vs 27.4"
+    ("ablation", 3.0, re.compile(r"\d[\d.,]*%?\s+(?:vs\.?|versus)\s+\d", re.IGNORECASE)),
+    # a model's shape: "80 layers", "d_model 7168", "15T tokens"
+    (
+        "spec",
+        3.0,
+        re.compile(
+            r"\b\d+\s+layers\b|\bd_?model\s+\d|\bhidden\s+(?:size\s+)?\d|\b\d+(?:\.\d+)?[tb]\s+tokens\b",
+            re.IGNORECASE,
+        ),
+    ),
+    ("evals", 3.0, re.compile(r"\bpass@(?:\d+|k)\b", re.IGNORECASE)),
+    (
+        "ablation",
+        3.0,
+        # spaced, or four and more: not a date ("10/26/2026")
+        re.compile(r"\d[\w.]*\s+/\s+\d[\w.]*\s+/\s+\d|\d[\w.]*/\d[\w.]*/\d[\w.]*/\d"),
+    ),
+    (
+        "training-dynamics",
+        3.0,
+        re.compile(
+            r"\bloss(?:es)?\b[^.\n;|]{0,50}?\d+\.\d+\s*(?:→|->|to)\s*\d+\.\d+", re.IGNORECASE
+        ),
+    ),
+    (
+        "long-context",
+        3.0,
+        re.compile(
+            r"\b\d+k\s+(?:context|tokens?\s+of\s+context|sequences?)\b|\b(?:context|sequence"
+            r"\s+length|seq\s+len)\s+(?:of\s+|to\s+|from\s+\d+k\s+to\s+|\d+k?\s*(?:→|->)\s*)\d+k\b",
+            re.IGNORECASE,
+        ),
+    ),
+)
+
+
+def _score_shapes(text: str, scores: dict[str, float]) -> None:
+    for tag, weight, pattern in SHAPES:
+        if pattern.search(text):
+            scores[tag] = scores.get(tag, 0.0) + weight
+
+
 def body_scores(doc: Document) -> dict[str, float]:
-    """Scores of a body: its first paragraph weighted up, then the rest of its prose."""
+    """Scores of a body: its first paragraph weighted up, then the rest of its prose, and the
+    shapes of its evidence (``SHAPES``)."""
     scores: dict[str, float] = {}
+    _score_shapes(doc.prose[:TAG_LIMIT], scores)
     blocks = [b for b in doc.blocks if b.kind in (PARA, ITEM, HEADING)]
     first = next((i for i, b in enumerate(blocks) if b.kind != HEADING), None)
     if first is not None:

@@ -4,6 +4,7 @@
                                [--trace] [--unbounded]
     python bench/bench_soak.py --minutes 30 --rate 6 [--slope-minutes 10] [--trace]
     python bench/bench_soak.py --process --minutes 30 --rate 6 [--trace] [--env NAME=VALUE]
+                               [--empty] [--no-dumps]
 
 One process: the fake Discord and a RunscribeBot on a real SQLite file seeded with the bundled
 sample run (opened with the command readers `run` opens). A simulated day: a member message every
@@ -22,7 +23,10 @@ free (free but kept: fragmentation).
 
 `--process`: the same in real time against `runscribe run` as its own process, the fake Discord,
 W&B (a row every 30 s) and GitHub in this one: RSS from /proc/<pid>, the rest from the bot's own
-memory dumps (SIGUSR1, `bot.heap`); `--env` adds to the bot's environment.
+memory dumps (SIGUSR1, `bot.heap`); `--env` adds to the bot's environment. `--empty`: the bot
+starts on an empty database, as a new deployment does (on the sample's history SQLite's caches
+are full from the start). `--no-dumps`: one dump at the start and one at the end only; each
+dump runs a full garbage collection in the bot, so dumps every 30 s hide cyclic garbage.
 
 `--unbounded`: the same day with the library's defaults, the baseline a competent engineer
 starts from (discord.py's 1,000-message cache, every `/timeline` pager kept until its view's

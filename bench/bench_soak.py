@@ -4,6 +4,7 @@
                                [--trace] [--unbounded]
     python bench/bench_soak.py --minutes 30 --rate 6 [--slope-minutes 10] [--trace]
     python bench/bench_soak.py --process --minutes 30 --rate 6 [--trace] [--env NAME=VALUE]
+                               [--empty] [--no-dumps]
 
 One process: the fake Discord and a RunscribeBot on a real SQLite file seeded with the bundled
 sample run (opened with the command readers `run` opens). A simulated day: a member message every
@@ -22,7 +23,10 @@ free (free but kept: fragmentation).
 
 `--process`: the same in real time against `runscribe run` as its own process, the fake Discord,
 W&B (a row every 30 s) and GitHub in this one: RSS from /proc/<pid>, the rest from the bot's own
-memory dumps (SIGUSR1, `bot.heap`); `--env` adds to the bot's environment.
+memory dumps (SIGUSR1, `bot.heap`); `--env` adds to the bot's environment. `--empty`: the bot
+starts on an empty database, as a new deployment does (on the sample's history SQLite's caches
+are full from the start). `--no-dumps`: one dump at the start and one at the end only; each
+dump runs a full garbage collection in the bot, so dumps every 30 s hide cyclic garbage.
 
 `--unbounded`: the same day with the library's defaults, the baseline a competent engineer
 starts from (discord.py's 1,000-message cache, every `/timeline` pager kept until its view's
@@ -253,7 +257,9 @@ def process_rss_mb(pid: int) -> float:
     raise RuntimeError(f"process {pid} has no VmRSS")
 
 
-async def dumped(folder: Path, pid: int, *, snapshots: int = 0) -> list[dict[str, object]]:
+async def dumped(
+    folder: Path, pid: int, *, snapshots: int = 0, lines: int = 1
+) -> list[dict[str, object]]:
     """The bot's memory dumps (bot.heap: SIGUSR1 lines, SIGUSR2 ones with a snapshot) once
     `snapshots` snapshots are written, and at least one line. Signals sent close together may
     merge, so lines are not counted."""
@@ -261,7 +267,7 @@ async def dumped(folder: Path, pid: int, *, snapshots: int = 0) -> list[dict[str
     for _ in range(600):
         if path.exists():
             records = [json.loads(line) for line in path.read_text().splitlines()]
-            if records and sum("snapshot" in r for r in records) >= snapshots:
+            if len(records) >= lines and sum("snapshot" in r for r in records) >= snapshots:
                 return records
         await asyncio.sleep(0.5)
     raise RuntimeError(f"the bot wrote no memory dump with {snapshots} snapshot(s) to {path}")
@@ -275,12 +281,14 @@ async def process_soak(args: argparse.Namespace) -> None:
     sample = load_sample(now)
     folder = Path(tempfile.mkdtemp(prefix="soak-"))
     db = folder / "soak.db"
-    async with Database.open(db) as database:
-        store = Store(database)
-        await replay_into(store, sample)
-        config = dict(sample.run_config)
-        slug = str(config["slug"])
-        last = max((p for p in await store.metrics.points(slug)), key=lambda p: p.at)
+    config = dict(sample.run_config)
+    first_step = 1
+    if not args.empty:  # else the bot starts on a database of its own making, no history
+        async with Database.open(db) as database:
+            store = Store(database)
+            await replay_into(store, sample)
+            points = await store.metrics.points(str(config["slug"]))
+            first_step = max(points, key=lambda p: p.at).step + 1
     config.pop("github_issues", None)  # the fake repository numbers its own issues
     (folder / "runscribe.toml").write_text(runs_toml(config))
     metrics = dict(config["metrics"])  # type: ignore[call-overload]
@@ -289,7 +297,7 @@ async def process_soak(args: argparse.Namespace) -> None:
     for path in paths:
         wandb.add_run(path, created_at=now - timedelta(days=2))
     wandb.set_state(paths[0], "crashed")
-    live, step = paths[-1], last.step + 1
+    live, step = paths[-1], first_step
     guild = sample.discord_guild_id or 900_000_000_000_000_001
     async with (
         FakeDiscord(guild_id=guild, channels=sample.discord_channels) as fake,
@@ -367,7 +375,8 @@ async def process_soak(args: argparse.Namespace) -> None:
                     next_commands += 120
                 if t >= next_sample:
                     rss.append((int(t - began), process_rss_mb(bot.pid)))
-                    bot.send_signal(signal.SIGUSR1)
+                    if not args.no_dumps:
+                        bot.send_signal(signal.SIGUSR1)
                     next_sample += 30
                 if args.trace and warm_snapshot is None and t >= warm:
                     bot.send_signal(signal.SIGUSR2)
@@ -376,14 +385,18 @@ async def process_soak(args: argparse.Namespace) -> None:
                 await asyncio.sleep(0.05)
             if args.trace:
                 bot.send_signal(signal.SIGUSR2)
-            records = await dumped(folder, bot.pid, snapshots=2 if args.trace else 0)
+            elif args.no_dumps:
+                bot.send_signal(signal.SIGUSR1)
+            records = await dumped(
+                folder, bot.pid, snapshots=2 if args.trace else 0, lines=2 if args.no_dumps else 1
+            )
         finally:
             if bot.returncode is None:
                 bot.terminate()
                 await bot.wait()
             wandb.stop()
     rate = n / (args.minutes * 60)
-    rows = step - last.step - 1
+    rows = step - first_step
     print(f"runscribe run (pid {bot.pid}): {n:,} messages in {args.minutes} min ({rate:.1f}/s), "
           f"{rows} W&B rows; its log: {folder / 'bot.log'}")  # fmt: skip
     report(rss, [r for r in records if "snapshot" not in r], args)
@@ -452,6 +465,18 @@ def main() -> None:
         default=[],
         metavar="NAME=VALUE",
         help="more environment for the bot process (--process), e.g. GLIBC_TUNABLES=…",
+    )
+    parser.add_argument(
+        "--empty",
+        action="store_true",
+        help="--process: the bot starts on an empty database (no sample history), as a new "
+        "deployment does: SQLite's caches then fill with the chat itself",
+    )
+    parser.add_argument(
+        "--no-dumps",
+        action="store_true",
+        help="--process: no memory dump (each runs a full garbage collection in the bot) "
+        "until the end, so RSS is what the bot does alone, as the chaos check sees it",
     )
     parser.add_argument(
         "--process",

@@ -33,7 +33,7 @@ from bot.digests import DigestComposer
 from bot.errors import UserFacingError
 from bot.flight import SingleFlight
 from bot.health import HealthRecorder
-from bot.heap import freeze_long_lived, give_back_free_heap, install_memory_dump
+from bot.heap import freeze_long_lived, install_memory_dump, settle_heap
 from bot.limits import MESSAGE_LIMIT, THREAD_NAME_LIMIT
 from bot.live import LiveMessages
 from bot.mentions import defuse_mentions
@@ -402,7 +402,7 @@ class RunscribeBot(commands.Bot):
         spawn("digest", every.digest, self.schedule_digests)
         spawn("live", every.live, self.live.refresh, wake=loops.live_due)
         spawn("integrity", every.integrity, self.check_store)
-        spawn("heap", every.heap, partial(asyncio.to_thread, give_back_free_heap))
+        spawn("heap", every.heap, settle_heap)
         if self.charting.warm:
             warm = self.charting.warm_up(lambda: loops.rounds[WANDB] > 0)
             loops.add(asyncio.create_task(warm, name="runscribe-warm-charts"))

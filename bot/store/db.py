@@ -233,6 +233,8 @@ class Database:
                 await conn.execute("PRAGMA synchronous=NORMAL")
                 await conn.execute("PRAGMA foreign_keys=ON")
                 await conn.execute(f"PRAGMA busy_timeout={_millis(busy_timeout)}")
+                if path != ":memory:":  # an in-memory database is all cache
+                    await conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
                 db = cls(conn, path, busy_timeout)
                 await db._check_version(migrate)
                 if path != ":memory:":
@@ -373,6 +375,13 @@ class Database:
             return await cursor.fetchone()
 
 
+# The writer's page cache. Its pages stay valid across its own commits, so the cache only
+# grows until it is full, and new chat gives it new pages to hold: with SQLite's default
+# (2,000 KiB) a database that started smaller than that grew the bot by every message's pages
+# for the first thousands of messages, which a soak sees as a steady climb. This size is full
+# from the start (the migrations check and the integrity check read more than it holds) and
+# still keeps the pages every insert touches (each index's newest leaf and the path to it).
+WRITER_CACHE_KIB = 256
 READER_CACHE_KIB = 512  # each read-only connection's page cache (SQLite's default: 2,000 KiB)
 
 

@@ -53,17 +53,17 @@ from bot.app import (
     card_to_embed,
     discord_time,
 )
+from bot.config.settings import parse_runs
 from bot.incidents.engine import IncidentEngine
 from bot.models import Event
 from bot.posts.incidents import IncidentPosts
+from bot.process.runtime import Runtime
 from bot.render.cards import status_card, timeline_pages
 from bot.render.chart import ChartCache
 from bot.render.drawer import ChartDrawer
-from bot.runtime import Runtime
 from bot.services.narrative import status_with_narrative
 from bot.services.status import ChartSeries, chart_series
 from bot.services.timeline import build_timeline
-from bot.settings import parse_runs
 from bot.sources.base import PollResult
 from bot.store import Database, Store
 from tests.fakes.discord import FakeDiscord, Interaction

@@ -28,10 +28,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.app import LoopIntervals, RunscribeBot, apply_endpoints
+from bot.config.settings import Settings, parse_runs
 from bot.models import OutboxItem
 from bot.outbox.payload import make_payload
-from bot.runtime import Runtime
-from bot.settings import Settings, parse_runs
+from bot.process.runtime import Runtime
 from bot.store import Database, Store
 from tests.fakes.discord import FakeDiscord
 

@@ -33,9 +33,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.analysis.forecast import SeriesPoint, Tracker, fit_trend
+from bot.config.settings import RunConfig
 from bot.incidents.forecasts import advance_forecasts
 from bot.models import RunInfo
-from bot.settings import RunConfig
 from bot.store import Database, Store
 
 RUN = "lab/pretrain/hero-1"

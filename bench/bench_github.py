@@ -30,7 +30,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.settings import RunConfig, Settings  # noqa: E402
+from bot.config.settings import RunConfig, Settings  # noqa: E402
 from bot.sources.github import GitHubSource  # noqa: E402
 from bot.store import Database, Store  # noqa: E402
 from tests.fakes.github import FakeGitHub, FakeRepo  # noqa: E402

@@ -1,5 +1,5 @@
 """A burst of GitHub webhook deliveries against the push endpoint: the real web server
-(`bot.web` with `bot.hooks`), a real SQLite store and the real GitHub source over the fake
+(`bot.web.server` with `bot.hooks`), a real SQLite store and the real GitHub source over the fake
 GitHub, in this process. 1,000 signed `issue_comment` deliveries (the fake's own payloads, 50
 tracked threads) sent by 50 concurrent senders, as GitHub fans out a busy hour's deliveries.
 
@@ -34,14 +34,14 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bot.config.settings import RunConfig, Settings  # noqa: E402
+from bot.core.timeutil import utcnow  # noqa: E402
 from bot.hooks.ingest import ingest_github  # noqa: E402
 from bot.hooks.routes import HookEndpoints  # noqa: E402
 from bot.models import RunInfo  # noqa: E402
-from bot.settings import RunConfig, Settings  # noqa: E402
 from bot.sources.github import GitHubSource  # noqa: E402
 from bot.store import Database, Store  # noqa: E402
-from bot.timeutil import utcnow  # noqa: E402
-from bot.web import serve  # noqa: E402
+from bot.web.server import serve  # noqa: E402
 from tests.fakes.github import FakeGitHub, signed_delivery  # noqa: E402
 
 REPO = "acme/rocket"

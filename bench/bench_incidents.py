@@ -58,14 +58,14 @@ HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bot.config.settings import parse_runs  # noqa: E402
+from bot.core.timeutil import to_db  # noqa: E402
 from bot.incidents.engine import IncidentEngine  # noqa: E402
 from bot.models import MetricPoint, RunSnapshot  # noqa: E402
 from bot.outbox.markers import find_markers  # noqa: E402
 from bot.posts.incidents import IncidentPosts  # noqa: E402
-from bot.runtime import record_runs  # noqa: E402
-from bot.settings import parse_runs  # noqa: E402
+from bot.process.runtime import record_runs  # noqa: E402
 from bot.store import Database, Store, StoreError  # noqa: E402
-from bot.timeutil import to_db  # noqa: E402
 from tests.fakes.anthropic import FakeAnthropic, Recorded, Reply, auto_reply, slow  # noqa: E402
 from tests.fakes.discord import FakeDiscord  # noqa: E402
 from tests.fakes.github import FakeGitHub  # noqa: E402
@@ -396,7 +396,7 @@ def serve_variant(variant: str) -> int:
     now), then sleeps the interval, instead of a loop per source family and one for enrichment;
     `sequential`: the same loop polling the families one after the other."""
     from bot import app, cli
-    from bot.pipeline import FAMILIES
+    from bot.process.pipeline import FAMILIES
 
     class TimerBot(app.RunscribeBot):
         def __init__(self, *args: Any, **kwargs: Any) -> None:

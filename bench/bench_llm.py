@@ -41,6 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bot.config.settings import DEFAULT_ENRICH_MODEL, DEFAULT_ENRICH_WINDOW, DEFAULT_MODEL
 from bot.enrich.conversations import burst_bounds
 from bot.enrich.rules import Enrichment
 from bot.llm.client import (
@@ -53,13 +54,12 @@ from bot.llm.client import (
 from bot.llm.enrich import LLMEnricher
 from bot.llm.grounded import render_prompt
 from bot.models import Event, RunInfo
-from bot.pipeline import Gather, enrich_pending, enrich_step
+from bot.process.pipeline import Gather, enrich_pending, enrich_step
+from bot.process.wiring import digest_composer
+from bot.process.wiring import narrative_writer as narrate
 from bot.services.digest import build_digest
 from bot.services.narrative import build_narrative_facts, refresh_narratives
-from bot.settings import DEFAULT_ENRICH_MODEL, DEFAULT_ENRICH_WINDOW, DEFAULT_MODEL
 from bot.store import Database, Store
-from bot.wiring import digest_composer
-from bot.wiring import narrative_writer as narrate
 from tests.fakes.anthropic import FakeAnthropic, auto_reply
 from tests.fakes.anthropic import text as fake_text
 

@@ -32,11 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_bot import FakeServer, fake_discord_settings
 
 from bot.app import LoopIntervals, RunscribeBot
-from bot.demo import replay_into, sample_runs_file
-from bot.runtime import Runtime
+from bot.core.timeutil import utcnow
+from bot.process.demo import replay_into, sample_runs_file
+from bot.process.runtime import Runtime
 from bot.sources.replay import load_sample
 from bot.store import Database, Store
-from bot.timeutil import utcnow
 from tests.fakes.discord import Interaction
 from tests.slow_callbacks import Cost, no_slow_callbacks
 from tests.waiting import until

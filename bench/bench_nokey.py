@@ -3,13 +3,14 @@ three held-back ones, side by side.
 
     python bench/bench_nokey.py [--details]
 
-Both corpora go through the live path's deterministic enrichment (`bot.pipeline.rules_enrichment`,
-as `bench/bench_signal.py` does). Printed per corpus, for the entries the timeline shows: of
-the tags shown, the share agreeing with the human labels; the share of entries with a tag at
-all (the rest show none); the 🚨 mark's precision (marked entries that are about an incident)
-and recall (over entries about an incident, and over incident events, the live reports); and
-the share of summaries a lead would not keep (a heading, a description's bare title, a table
-row, a bare link, a cut phrase or empty). Issue 40's targets are printed next to them.
+Both corpora go through the live path's deterministic enrichment
+(`bot.process.pipeline.rules_enrichment`, as `bench/bench_signal.py` does). Printed per corpus, for
+the entries the timeline shows: of the tags shown, the share agreeing with the human labels; the
+share of entries with a tag at all (the rest show none); the 🚨 mark's precision (marked entries
+that are about an incident) and recall (over entries about an incident, and over incident events,
+the live reports); and the share of summaries a lead would not keep (a heading, a description's bare
+title, a table row, a bare link, a cut phrase or empty). Issue 40's targets are printed next to
+them.
 
 The held-back corpora (`tests/data/heldout_corpus.jsonl`, `heldout2_corpus.jsonl`,
 `heldout3_corpus.jsonl`) were written and labelled before the rules ran on them and are never

@@ -2,7 +2,7 @@
 
     python bench/bench_page.py [--requests 50] [--per-day 20]
 
-Measures, over real HTTP against `bot.web` on 127.0.0.1 and a real SQLite file:
+Measures, over real HTTP against `bot.web.server` on 127.0.0.1 and a real SQLite file:
 - a reload with `If-None-Match` (304) and a plain GET served from the cycle's cache, against
 - the naive baseline, rendering the page from the store on every request (what the server
   would cost without the cache), measured in the same run;
@@ -29,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import aiohttp
 
+from bot.outputs.statuspage import gather_run_page
 from bot.render.page import render_run_page
-from bot.statuspage import gather_run_page
 from bot.store import Database, Store
-from bot.web import serve
+from bot.web.server import serve
 from tests.web.seed import SLUG, add_entries, seed_run
 from tests.web.test_page import busy_month
 

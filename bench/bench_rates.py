@@ -40,13 +40,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from history import counts, grow, now_for, record_run
 
+from bot.core.timeutil import to_db
 from bot.incidents.engine import IncidentEngine
 from bot.models import MetricPoint, RunInfo, RunSnapshot
 from bot.posts.incidents import IncidentPosts
 from bot.services.narrative import status_with_narrative
 from bot.store import Database, Store
 from bot.store.metrics import MetricsRepo
-from bot.timeutil import to_db
 
 DAY = 86_400
 BOT_WINDOW = MetricsRepo.window

@@ -59,8 +59,8 @@ from bot.app import card_to_embed, discord_time
 from bot.enrich.rules import Enrichment
 from bot.incidents.engine import IncidentEngine
 from bot.models import Event
-from bot.pipeline import rules_enrichment, run_cycle
 from bot.posts.incidents import IncidentPosts
+from bot.process.pipeline import rules_enrichment, run_cycle
 from bot.render.cards import status_card
 from bot.render.chart import ChartCache
 from bot.render.drawer import ChartDrawer

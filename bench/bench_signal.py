@@ -6,7 +6,7 @@ matcher measured in the same run.
 Each entry is turned into the event the live source would store (GitHub issue/PR JSON through
 `issue_event`, comments and reviews through `comment_event`/`review_event` with the thread
 context the source records, Discord messages with their channel as ref) and enriched by
-`bot.pipeline.rules_enrichment`, the function the poll cycle calls. Printed: tag agreement,
+`bot.process.pipeline.rules_enrichment`, the function the poll cycle calls. Printed: tag agreement,
 incident recall and precision (and how often the kind is right), substantive posts erased
 (summarised as nothing) or hidden as chit-chat ("lgtm"), spam kept out, and the tag confusion
 matrix. `--details` lists every miss.

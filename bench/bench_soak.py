@@ -17,13 +17,13 @@ measured.
 `--minutes M --rate R`: in real time instead, the way the chaos check soaks the bot: R member
 messages a second for M minutes, a poll cycle every minute, `/status` and `/timeline` every two
 minutes; RSS sampled every 30 s, and the slope of the last `--slope-minutes` (least squares,
-MB/min) printed. Goal: ≤ 0.05 MB/min. Where the memory is, every 30 s (`bot.heap`): Python's
+MB/min) printed. Goal: ≤ 0.05 MB/min. Where the memory is, every 30 s (`bot.core.heap`): Python's
 small-object arenas and the blocks in use in them, SQLite's allocator, glibc's heap in use and
 free (free but kept: fragmentation).
 
 `--process`: the same in real time against `runscribe run` as its own process, the fake Discord,
 W&B (a row every 30 s) and GitHub in this one: RSS from /proc/<pid>, the rest from the bot's own
-memory dumps (SIGUSR1, `bot.heap`); `--env` adds to the bot's environment. `--empty`: the bot
+memory dumps (SIGUSR1, `bot.core.heap`); `--env` adds to the bot's environment. `--empty`: the bot
 starts on an empty database, as a new deployment does (on the sample's history SQLite's caches
 are full from the start). `--no-dumps`: one dump at the start and one at the end only; each
 dump runs a full garbage collection in the bot, so dumps every 30 s hide cyclic garbage.
@@ -60,13 +60,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_bot import fake_discord_settings
 
 from bot.app import LoopIntervals, RunscribeBot
-from bot.demo import replay_into, sample_runs_file
-from bot.heap import memory_parts
-from bot.runtime import Runtime
+from bot.core.heap import memory_parts
+from bot.core.timeutil import utcnow
+from bot.process.demo import replay_into, sample_runs_file
+from bot.process.runtime import Runtime
+from bot.process.wiring import COMMAND_READERS
 from bot.sources.replay import load_sample
 from bot.store import Database, Store
-from bot.timeutil import utcnow
-from bot.wiring import COMMAND_READERS
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb
@@ -260,7 +260,7 @@ def process_rss_mb(pid: int) -> float:
 async def dumped(
     folder: Path, pid: int, *, snapshots: int = 0, lines: int = 1
 ) -> list[dict[str, object]]:
-    """The bot's memory dumps (bot.heap: SIGUSR1 lines, SIGUSR2 ones with a snapshot) once
+    """The bot's memory dumps (bot.core.heap: SIGUSR1 lines, SIGUSR2 ones with a snapshot) once
     `snapshots` snapshots are written, and at least one line. Signals sent close together may
     merge, so lines are not counted."""
     path = folder / f"runscribe-memory-{pid}.jsonl"
@@ -420,7 +420,7 @@ def report(
 
 
 def print_parts(parts: Sequence[Mapping[str, object]]) -> None:
-    """Each figure of `bot.heap.memory_parts` over the samples (MB; Threads: a count)."""
+    """Each figure of `bot.core.heap.memory_parts` over the samples (MB; Threads: a count)."""
     names = [k for k in (parts[0] if parts else {}) if k not in ("n", "at", "VmRSS", "RssShmem")]
     for name in names:
         figures = " ".join(f"{float(part.get(name, 0)):.1f}" for part in parts)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""What the bot's heap trim (every 10 s) costs and gives back (`bot.heap.give_back_free_heap`).
+"""What the bot's heap trim (every 10 s) costs and gives back (`bot.core.heap.give_back_free_heap`).
 
     python bench/bench_trim.py [--mb 33] [--rounds 20] [--churn 0.05]
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.heap import fixed_malloc_thresholds, give_back_free_heap
+from bot.core.heap import fixed_malloc_thresholds, give_back_free_heap
 
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p

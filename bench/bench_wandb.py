@@ -42,8 +42,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bot.config.settings import MetricKeys, RunConfig  # noqa: E402
 from bot.models import RunInfo  # noqa: E402
-from bot.settings import MetricKeys, RunConfig  # noqa: E402
 from bot.sources.wandb import WandbSource  # noqa: E402
 from bot.sources.wandb_client import WandbClient, default_api_factory  # noqa: E402
 from bot.store import Database, Store  # noqa: E402

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bot.app import apply_endpoints
-from bot.settings import Settings
+from bot.config.settings import Settings
 from tests.fakes.discord import FakeDiscord
 
 T = TypeVar("T")

@@ -4,7 +4,7 @@
     python bench/heap_growth.py heaptrack.python.<n>.zst --since 150 --until 870 [--top 15]
     python bench/heap_growth.py heaptrack.python.<n>.zst --series [--min-size 3000]
 
-tracemalloc sees Python's allocations only; `bot.heap`'s figures say glibc's heap grows but not
+tracemalloc sees Python's allocations only; `bot.core.heap`'s figures say glibc's heap grows but not
 who holds it. heaptrack records every malloc and free with its backtrace. Its own report counts
 what is still held at exit (after a clean shutdown, almost nothing) or at the peak; this reads
 its data file (`zstd` on the PATH) and gives, for each backtrace, the heap it gained between two

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bot.core.timeutil import from_db
 from bot.models import Event, Incident, MetricPoint, RunInfo, RunSnapshot
 from bot.store import Store
 from bot.store.events import Enriched
 from bot.store.metrics import MetricsRepo
-from bot.timeutil import from_db
 
 SLUG = "bench"
 NAME = "Bench 500B"

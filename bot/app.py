@@ -3,10 +3,11 @@ explicit list of extensions, and starts the background loops (poll, narrative, d
 
 Only this module and `cogs/` import discord. What the bot does besides Discord is in plain
 services it builds and the cogs call: the loops' supervision, locks and wake-ups
-(`bot.scheduler`), their bodies (`bot.rounds`), the charts (`bot.charting`), the live status
-messages (`bot.live`) and what /healthz records (`bot.health`). No exception ends a loop (it is
-logged and the loop backs off), and `CancelledError` always propagates. The card → embed
-conversion and the Discord time formatter live here too, for the outbox transport and the cogs.
+(`bot.process.scheduler`), their bodies (`bot.process.rounds`), the charts (`bot.outputs.charting`),
+the live status messages (`bot.outputs.live`) and what /healthz records (`bot.web.health`). No
+exception ends a loop (it is logged and the loop backs off), and `CancelledError` always propagates.
+The card → embed conversion and the Discord time formatter live here too, for the outbox transport
+and the cogs.
 """
 
 from __future__ import annotations
@@ -28,15 +29,13 @@ import yarl
 from discord import app_commands
 from discord.ext import commands
 
-from bot.charting import ChartService
-from bot.digests import DigestComposer
-from bot.errors import UserFacingError
-from bot.flight import SingleFlight
-from bot.health import HealthRecorder
-from bot.heap import freeze_long_lived, install_memory_dump, settle_heap
-from bot.limits import MESSAGE_LIMIT, THREAD_NAME_LIMIT
-from bot.live import LiveMessages
-from bot.mentions import defuse_mentions
+from bot.config.settings import ConfigError, RunConfig, RunsFile, Settings, load_runs_file
+from bot.core.errors import UserFacingError
+from bot.core.flight import SingleFlight
+from bot.core.heap import freeze_long_lived, install_memory_dump, settle_heap
+from bot.core.limits import MESSAGE_LIMIT, THREAD_NAME_LIMIT
+from bot.core.mentions import defuse_mentions
+from bot.core.timeutil import utcnow
 from bot.outbox.payload import ButtonPayload, fit_card
 from bot.outbox.poster import (
     DeliveryError,
@@ -46,18 +45,20 @@ from bot.outbox.poster import (
     SeenMessage,
     Upload,
 )
-from bot.pipeline import FAMILIES, WANDB
+from bot.outputs.charting import ChartService
+from bot.outputs.digests import DigestComposer
+from bot.outputs.live import LiveMessages
+from bot.process.pipeline import FAMILIES, WANDB
+from bot.process.rounds import BotServices, LoopRounds, NarrativeRefresher
+from bot.process.scheduler import LoopIntervals, LoopScheduler
 from bot.render.cards import Card, TimeStyle
 from bot.render.stamps import render_card_stamps, render_stamps
-from bot.rounds import BotServices, LoopRounds, NarrativeRefresher
-from bot.scheduler import LoopIntervals, LoopScheduler
 from bot.services.commands import commands_changed, commands_published
-from bot.settings import ConfigError, RunConfig, RunsFile, Settings, load_runs_file
 from bot.store import Store
-from bot.timeutil import utcnow
+from bot.web.health import HealthRecorder
 
 if TYPE_CHECKING:
-    from bot.runtime import Runtime
+    from bot.process.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -411,7 +412,8 @@ class RunscribeBot(commands.Bot):
         if getattr(self.runtime, "pen", None) is not None:  # write-ups by the model
             spawn("writeups", every.writeups, rounds.write_writeups)
 
-    # --- the gateway, as /healthz sees it (bot.health) -------------------------------------------
+    # --- the gateway, as /healthz sees it (bot.web.health)
+    # -------------------------------------------
 
     async def login(self, token: str) -> None:
         await super().login(token)
@@ -796,7 +798,7 @@ async def run_bot(
         **options,
     )
     loop = asyncio.get_running_loop()
-    install_memory_dump(loop)  # kill -USR1 / -USR2: where the memory is (bot.heap)
+    install_memory_dump(loop)  # kill -USR1 / -USR2: where the memory is (bot.core.heap)
     async with bot:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGTERM, lambda: asyncio.ensure_future(bot.close()))

@@ -23,21 +23,21 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bot import logs
-from bot.environment import database_path
-from bot.errors import UserFacingError
+from bot.config.environment import database_path
+from bot.config.runsfile import ConfigError, RunsFile, example_leftovers, load_runs_file
+from bot.core import logs
+from bot.core.errors import UserFacingError
+from bot.core.timeutil import humanize_delta, utcnow
 from bot.models import SOURCE_SPECS, TAGS
-from bot.runsfile import ConfigError, RunsFile, example_leftovers, load_runs_file
 from bot.store import Database, Store, StoreError
 from bot.store.db import existing_problem, path_problem, write_problem
 from bot.store.errors import BUSY_SECONDS
 from bot.store.runs import slugs_in_file
-from bot.timeutil import humanize_delta, utcnow
 
 if TYPE_CHECKING:
-    from bot.pipeline import CycleSummary
-    from bot.runtime import Runtime
-    from bot.settings import Settings
+    from bot.config.settings import Settings
+    from bot.process.pipeline import CycleSummary
+    from bot.process.runtime import Runtime
     from bot.sources.poller import CycleReport
 
 log = logging.getLogger("runscribe")
@@ -278,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in DATABASE_ONLY:
         settings = _DatabasePath(database_path())
     else:
-        from bot.settings import load_settings
+        from bot.config.settings import load_settings
 
         try:
             settings = load_settings()
@@ -347,7 +347,7 @@ def _default_run() -> str | None:
     (the read-only commands answer from the database; a runs file is optional for them)."""
     import tomllib
 
-    from bot.environment import config_path
+    from bot.config.environment import config_path
 
     try:
         data = tomllib.loads(config_path().read_text(encoding="utf-8"))
@@ -443,8 +443,8 @@ async def cmd_incident(settings: DatabaseOnly, args: argparse.Namespace) -> int:
 
 
 async def cmd_digest(settings: Settings, args: argparse.Namespace) -> int:
-    from bot import wiring
-    from bot.digests import compose_text
+    from bot.outputs.digests import compose_text
+    from bot.process import wiring
     from bot.render.json import digest_json
     from bot.services.digest import build_digest
 
@@ -631,7 +631,7 @@ def _live_status_hints(settings: Settings, runs: RunsFile) -> list[str]:
 
 def _load_config(settings: Settings) -> RunsFile:
     """The runs file, its `[runs.alerts]` judged against every declared detector threshold
-    (the built-in ones need no import first; see `bot.runsfile.THRESHOLDS`)."""
+    (the built-in ones need no import first; see `bot.config.runsfile.THRESHOLDS`)."""
     return load_runs_file(settings.runscribe_config)
 
 
@@ -677,8 +677,8 @@ def _poll_exit(summary: CycleSummary) -> int:
 
 
 async def cmd_poll(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.process.wiring import open_runtime
     from bot.store.integrity import check_integrity
-    from bot.wiring import open_runtime
 
     runs = _load_config(settings)
     async with open_runtime(settings, runs) as runtime:
@@ -713,8 +713,8 @@ async def _write_writeups_now(runtime: Runtime) -> None:
 
 async def _poll_forever(settings: Settings, runtime: Runtime) -> None:
     """`poll` without --once: the loops, until SIGTERM or SIGINT."""
-    from bot.loops import Retries, repeat
-    from bot.pipeline import FAMILIES
+    from bot.core.loops import Retries, repeat
+    from bot.process.pipeline import FAMILIES
 
     # Each source family and the enrichment in its own loop with its own backoff, as in
     # the bot: a GitHub backfill or a slow LLM never delays a W&B crash alert.
@@ -733,7 +733,7 @@ async def _poll_forever(settings: Settings, runtime: Runtime) -> None:
     # The loops run until SIGTERM (`docker stop`) or SIGINT: then they are cancelled (a
     # write under way rolls back, and the next start reads it again) and the store closes.
     # A loop backing off from a full disk or a lock retries as soon as the store takes a
-    # write again, or another loop went through (`bot.loops`).
+    # write again, or another loop went through (`bot.core.loops`).
     retries, probe = Retries(), runtime.store.db.came_back
     with stop_signals() as stop:
         async with asyncio.TaskGroup() as group:
@@ -787,13 +787,13 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     if settings.discord_token is None:
         raise ConfigError(["DISCORD_TOKEN: required to start the bot"])
     runs = _load_config(settings)
-    from bot.heap import fixed_malloc_thresholds, one_malloc_arena
+    from bot.core.heap import fixed_malloc_thresholds, one_malloc_arena
 
-    one_malloc_arena()  # before any thread starts (bot.heap)
+    one_malloc_arena()  # before any thread starts (bot.core.heap)
     fixed_malloc_thresholds()
     from bot.app import run_bot
+    from bot.process.wiring import COMMAND_READERS, open_runtime
     from bot.store.integrity import check_integrity
-    from bot.wiring import COMMAND_READERS, open_runtime
 
     async with (
         open_runtime(settings, runs, readers=COMMAND_READERS) as runtime,
@@ -802,7 +802,7 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
         await check_integrity(runtime.store.db)
         if settings.runscribe_web_port is not None:
             from bot.hooks.routes import HookEndpoints
-            from bot.web import serve
+            from bot.web.server import serve
 
             await stack.enter_async_context(
                 serve(
@@ -819,7 +819,7 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def cmd_page(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.statuspage import render_pages, validate_days, write_pages
+    from bot.outputs.statuspage import render_pages, validate_days, write_pages
 
     validate_days(args.days)
     async with _open_db(settings) as db:
@@ -838,7 +838,7 @@ async def cmd_page(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def cmd_web(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.web import DEFAULT_PORT, serve
+    from bot.web.server import DEFAULT_PORT, serve
 
     host = args.host or settings.runscribe_web_host
     port = args.port if args.port is not None else settings.runscribe_web_port
@@ -882,8 +882,8 @@ async def _web_with_hooks(settings: Settings, host: str, port: int) -> int:
     at once; posting to Discord stays with `runscribe run` (its outbox loop sends what is
     queued)."""
     from bot.hooks.routes import HookEndpoints
-    from bot.web import serve
-    from bot.wiring import open_runtime
+    from bot.process.wiring import open_runtime
+    from bot.web.server import serve
 
     runs = _load_config(settings)
     async with open_runtime(settings, runs) as runtime:
@@ -924,8 +924,8 @@ async def _web_with_hooks(settings: Settings, host: str, port: int) -> int:
 
 
 async def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
-    from bot import demo, wiring
-    from bot.digests import compose_text
+    from bot.outputs.digests import compose_text
+    from bot.process import demo, wiring
     from bot.render.cards import status_card
     from bot.render.terminal import local_formatter, plain, render_card, render_timeline
     from bot.services.digest import build_digest
@@ -1002,9 +1002,9 @@ def _print_demo_sections(card: str, timeline: str, digest: str) -> None:
 
 
 async def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
-    from bot import wiring
     from bot.ask.query import parse_question
     from bot.ask.service import MAX_LIMIT, AskService
+    from bot.process import wiring
     from bot.render.ask import answer_text
     from bot.render.terminal import local_formatter
 
@@ -1029,7 +1029,7 @@ async def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def cmd_usage(settings: Settings, args: argparse.Namespace) -> int:
-    from bot import wiring
+    from bot.process import wiring
 
     async with _open_db(settings) as db:
         print(await wiring.usage_text(Store(db), settings, utcnow(), as_json=args.json))

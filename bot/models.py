@@ -10,9 +10,9 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Self, TypeAlias
 
-from bot import jsoncodec
-from bot.runsfile import RunConfig
-from bot.timeutil import to_db
+from bot.config.runsfile import RunConfig
+from bot.core import jsoncodec
+from bot.core.timeutil import to_db
 
 
 def _unused(config: RunConfig) -> bool:
@@ -40,7 +40,7 @@ class SourceSpec:
     #: people chat there in bursts: consecutive messages of one thread are folded into one
     #: `conversation` event before enrichment (`bot.enrich.conversations`)
     chat: bool = False
-    #: "module:function" building its live sources for the runs that use it (`bot.wiring`
+    #: "module:function" building its live sources for the runs that use it (`bot.process.wiring`
     #: imports it only then); None: not built per run (it pushes, or the bot's edge feeds it)
     build: str | None = None
     #: the declared data of each kind of its events that carries any (`EventData` subclasses,
@@ -129,7 +129,7 @@ class SourceRegistry:
         return tuple(sorted((s for s in self if s.polled), key=lambda s: s.name != "wandb"))
 
     def built(self) -> tuple[SourceSpec, ...]:
-        """Sources built per run for a polling process (`bot.wiring`)."""
+        """Sources built per run for a polling process (`bot.process.wiring`)."""
         return tuple(s for s in self if s.build is not None)
 
     def data_of(self, source: str, kind: str) -> DeclaredData | None:
@@ -453,7 +453,7 @@ class EventData:
     `extra.get("…")`: a renamed key fails `mypy` and the store's check, not a reader's blank.
 
     A subclass names its event `KINDS`, and which keys are written only while set
-    (`SPARSE`: left out when None). `bot.jsoncodec` writes and reads it: field types str,
+    (`SPARSE`: left out when None). `bot.core.jsoncodec` writes and reads it: field types str,
     int, float, bool, datetime (ISO text, written by `time_text`), tuple[str, ...] (a JSON
     list), dict[str, str], each optionally `| None`."""
 

@@ -12,9 +12,9 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.app import discord_time
-from bot.digests import enqueue_digest
-from bot.errors import UserFacingError
-from bot.settings import ConfigError
+from bot.config.settings import ConfigError
+from bot.core.errors import UserFacingError
+from bot.outputs.digests import enqueue_digest
 from cogs.common import reply_private, resolve_run, run_autocomplete
 
 if TYPE_CHECKING:

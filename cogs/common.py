@@ -10,7 +10,7 @@ import discord
 from discord import app_commands
 
 from bot.app import NO_MENTIONS, reply_private
-from bot.limits import CHOICE_NAME_LIMIT, CHOICES_LIMIT
+from bot.core.limits import CHOICE_NAME_LIMIT, CHOICES_LIMIT
 from bot.services.runs import channel_run, pick_run
 
 if TYPE_CHECKING:

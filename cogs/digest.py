@@ -1,6 +1,6 @@
 """`/digest [run]`: compose the last 24 hours now and reply. Composing may call the LLM, so the
 command defers first. The scheduled daily digest is not here: `bot.app` runs it through the
-outbox (see `bot.digests.run_due_digests`)."""
+outbox (see `bot.outputs.digests.run_due_digests`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.app import card_to_embed, discord_time
-from bot.digests import compose_text
+from bot.outputs.digests import compose_text
 from bot.render.cards import digest_card
 from bot.services.digest import build_digest
 from cogs.common import NO_MENTIONS, resolve_run, run_autocomplete

@@ -12,8 +12,8 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.app import card_to_embed
+from bot.core.limits import CHOICE_NAME_LIMIT, CHOICES_LIMIT
 from bot.incidents.forecasts import forecast_configs
-from bot.limits import CHOICE_NAME_LIMIT, CHOICES_LIMIT
 from bot.render.cards import forecast_cards, forecast_image
 from bot.render.drawer import ChartError
 from bot.services.forecasts import forecast_panels

@@ -14,7 +14,9 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.app import card_to_embed, discord_time
-from bot.errors import UserFacingError
+from bot.core.errors import UserFacingError
+from bot.core.limits import CHOICES_LIMIT
+from bot.core.mentions import unlinked
 from bot.incidents.service import acknowledge, list_incidents
 from bot.incidents.silences import (
     REPORT_KINDS,
@@ -26,8 +28,6 @@ from bot.incidents.silences import (
     silence_run,
 )
 from bot.incidents.writeup import report_for
-from bot.limits import CHOICES_LIMIT
-from bot.mentions import unlinked
 from bot.posts.incidents import listing_card
 from bot.posts.writeup import writeup_card
 from cogs.common import NO_MENTIONS, reply_private, resolve_run, run_autocomplete

@@ -24,6 +24,7 @@ import aiohttp
 import discord
 from discord.ext import commands
 
+from bot.core.timeutil import ensure_utc
 from bot.models import Event
 from bot.sources.chat import (
     EDIT_LOOKBACK,
@@ -38,7 +39,6 @@ from bot.sources.chat import (
     thread_key,
 )
 from bot.sources.chat_writer import ChatWriter
-from bot.timeutil import ensure_utc
 
 if TYPE_CHECKING:
     from bot.app import RunscribeBot

@@ -23,12 +23,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bot.app import LoopIntervals, RunscribeBot, apply_endpoints  # noqa: E402
-from bot.demo import replay_into, sample_runs_file  # noqa: E402
-from bot.runtime import Runtime, record_runs  # noqa: E402
-from bot.settings import Settings, parse_runs  # noqa: E402
+from bot.config.settings import Settings, parse_runs  # noqa: E402
+from bot.core.timeutil import utcnow  # noqa: E402
+from bot.process.demo import replay_into, sample_runs_file  # noqa: E402
+from bot.process.runtime import Runtime, record_runs  # noqa: E402
 from bot.sources.replay import load_sample  # noqa: E402
 from bot.store import Database, Store  # noqa: E402
-from bot.timeutil import utcnow  # noqa: E402
 from tests.fakes.discord import MANAGE_MESSAGES, FakeDiscord  # noqa: E402
 
 STATUS = 1213463398226931745

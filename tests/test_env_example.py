@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bot.runsfile import ConfigError
-from bot.settings import Settings, load_settings
+from bot.config.runsfile import ConfigError
+from bot.config.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / ".env.example"

@@ -1,4 +1,4 @@
-"""The read-only commands' RUNSCRIBE_DB and RUNSCRIBE_CONFIG (`bot.environment`) agree with
+"""The read-only commands' RUNSCRIBE_DB and RUNSCRIBE_CONFIG (`bot.config.environment`) agree with
 `Settings` in every case they can differ on: environment, `.env`, both, neither, any letter
 case, quoting."""
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.environment import config_path, database_path
-from bot.settings import Settings
+from bot.config.environment import config_path, database_path
+from bot.config.settings import Settings
 
 DB_CASES = [
     ({}, None),

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from bot.flight import SingleFlight
+from bot.core.flight import SingleFlight
 
 
 async def test_concurrent_calls_share_one_computation() -> None:

@@ -1,4 +1,4 @@
-"""The memory diagnostic (bot.heap): a real SIGUSR1 / SIGUSR2 to this process appends where the
+"""The memory diagnostic (bot.core.heap): a real SIGUSR1 / SIGUSR2 to this process appends where the
 memory is to a JSON lines file, and SIGUSR2 under tracemalloc writes a snapshot that loads."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.heap import install_memory_dump, memory_parts
+from bot.core.heap import install_memory_dump, memory_parts
 from bot.store import Database
 from tests.waiting import PATIENCE, until
 
@@ -59,7 +59,7 @@ async def test_usr1_appends_a_line_and_usr2_a_snapshot(tmp_path: Path) -> None:
 
 ARENAS = """
 import ctypes, sys, threading
-from bot.heap import one_malloc_arena
+from bot.core.heap import one_malloc_arena
 if sys.argv[1] == "one":
     assert one_malloc_arena()
 def work():
@@ -90,7 +90,7 @@ def test_threads_allocate_from_one_heap_once_limited(mode: str, one: bool) -> No
 
 THRESHOLDS = """
 import ctypes, sys
-from bot.heap import _MallInfo2, fixed_malloc_thresholds
+from bot.core.heap import _MallInfo2, fixed_malloc_thresholds
 if sys.argv[1] == "fixed":
     assert fixed_malloc_thresholds()
 libc = ctypes.CDLL(None)
@@ -120,7 +120,7 @@ def test_big_blocks_stay_out_of_the_heap_once_thresholds_are_fixed(mode: str, fi
 
 HOLES = """
 import ctypes, sys
-from bot.heap import fixed_malloc_thresholds, give_back_free_heap
+from bot.core.heap import fixed_malloc_thresholds, give_back_free_heap
 assert fixed_malloc_thresholds()  # as `run` sets them: 32 KiB blocks are carved from the heap
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p

@@ -145,65 +145,42 @@ def part_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return parts
 
 
-# Parts with no imports of their own that any part may use: errors, time, hashing, the one
-# sanitiser of untrusted text, Discord's limits, logging set-up, the loop supervisor, the heap's
-# freeze, how numbers read to people, the package's version, the one codec of stored JSON.
-FOUNDATION = {
-    "bot",
-    "bot.errors",
-    "bot.hashing",
-    "bot.heap",
-    "bot.jsoncodec",
-    "bot.limits",
-    "bot.logs",
-    "bot.loops",
-    "bot.mentions",
-    "bot.numbers",
-    "bot.timeutil",
-}
+# Parts with no imports of their own that any part may use: the package itself (its version) and
+# `bot.core` (errors, time, hashing, the one codec of stored JSON, Discord's limits, the one
+# sanitiser of untrusted text, how numbers read to people, logging set-up, the loop supervisor,
+# the heap's freeze, single flight).
+FOUNDATION = {"bot", "bot.core"}
 
 # Which part may import which (besides FOUNDATION), lowest first. Read a row as "may use".
 ALLOWED: dict[str, set[str]] = {
-    "bot.environment": set(),
-    "bot.flight": set(),
-    "bot.runsfile": set(),  # the runs file's shape
-    "bot.settings": {"bot.runsfile"},
-    "bot.models": {"bot.runsfile"},  # domain dataclasses
-    "bot.analysis": {"bot.models", "bot.runsfile"},  # progress, ETA, forecasts: pure
-    "bot.narrative": {"bot.enrich", "bot.models"},  # facts, templates, formatting: pure
+    "bot.config": set(),  # the environment and the runs file's shape
+    "bot.models": {"bot.config"},  # domain dataclasses
+    "bot.analysis": {"bot.config", "bot.models"},  # progress, ETA, forecasts: pure
     "bot.enrich": {"bot.models"},  # the rules: pure
-    "bot.store": {"bot.analysis", "bot.models", "bot.runsfile"},  # repositories
-    "bot.sources": {
-        "bot.analysis",
-        "bot.enrich",
-        "bot.models",
-        "bot.runsfile",
-        "bot.settings",
-        "bot.store",
-    },
-    "bot.pipeline": {"bot.enrich", "bot.models", "bot.settings", "bot.sources", "bot.store"},
+    "bot.narrative": {"bot.enrich", "bot.models"},  # facts, templates, formatting: pure
+    "bot.store": {"bot.analysis", "bot.config", "bot.models"},  # repositories
+    "bot.sources": {"bot.analysis", "bot.config", "bot.enrich", "bot.models", "bot.store"},
     # pushes (webhooks, Alertmanager) read into the sources' own shapes
-    "bot.hooks": {"bot.models", "bot.runsfile", "bot.settings", "bot.sources", "bot.store"},
+    "bot.hooks": {"bot.config", "bot.models", "bot.sources", "bot.store"},
     # the incident domain says what happened; `bot.posts` words it
-    "bot.incidents": {"bot.analysis", "bot.enrich", "bot.models", "bot.runsfile", "bot.store"},
+    "bot.incidents": {"bot.analysis", "bot.config", "bot.enrich", "bot.models", "bot.store"},
     # numbers from the store; writers are handed in, never imported
     "bot.services": {
         "bot.analysis",
-        "bot.delivery",  # whether the gateway is connected, for the card's Discord freshness
+        "bot.config",
         "bot.incidents",
         "bot.models",
         "bot.narrative",
-        "bot.runsfile",
         "bot.store",
     },
     "bot.ask": {"bot.models", "bot.services", "bot.store"},  # takes a writer, like services
     # the LLM's writers: never a service, never the render
     "bot.llm": {
+        "bot.config",
         "bot.enrich",
         "bot.incidents",  # the write-up's facts, which the model words (`bot.llm.writeup`)
         "bot.models",
         "bot.narrative",
-        "bot.settings",
         "bot.store",
     },
     # cards, text, JSON, charts, pages from what the services computed
@@ -216,143 +193,99 @@ ALLOWED: dict[str, set[str]] = {
         "bot.services",
     },
     "bot.outbox": {"bot.models", "bot.render", "bot.store"},  # posts payloads, composes nothing
-    "bot.delivery": {"bot.store"},  # whether posts can reach Discord, for /healthz
     "bot.posts": {"bot.incidents", "bot.models", "bot.narrative", "bot.outbox", "bot.render"},
-    "bot.digests": {
-        "bot.models",
-        "bot.narrative",
-        "bot.outbox",
-        "bot.render",
-        "bot.runsfile",
-        "bot.services",
-        "bot.store",
-    },
-    # the live status message: when each run's is updated and with what (`status_card`)
-    "bot.live": {
-        "bot.models",
-        "bot.outbox",
-        "bot.render",
-        "bot.runsfile",
-        "bot.services",
-        "bot.store",
-    },
-    "bot.statuspage": {
+    # what the bot produces on its own schedule, Discord-free: digests, the live status message,
+    # charts, the status page's data, the ops logs on GitHub
+    "bot.outputs": {
         "bot.analysis",
-        "bot.delivery",
-        "bot.models",  # the sources' registration: which a run uses
+        "bot.config",
+        "bot.incidents",
+        "bot.models",
         "bot.narrative",
+        "bot.outbox",
+        "bot.posts",
         "bot.render",
         "bot.services",
-        "bot.store",
-    },
-    # write-ups as comments on the runs' ops-log issues (GitHub), after detection
-    "bot.opslog": {"bot.incidents", "bot.posts", "bot.sources", "bot.store"},
-    "bot.webguard": set(),  # the status server's connection cap and timeouts
-    "bot.web": {"bot.hooks", "bot.render", "bot.statuspage", "bot.store", "bot.webguard"},
-    "bot.runtime": {
-        "bot.ask",
-        "bot.digests",
-        "bot.hooks",
-        "bot.incidents",  # the recently resolved incidents whose write-up the model writes
-        "bot.llm",
-        "bot.models",
-        "bot.pipeline",
-        "bot.services",
-        "bot.settings",
         "bot.sources",
         "bot.store",
     },
-    # the composition root: builds every piece and binds the writers
-    "bot.wiring": {
+    # the status server, its guard, and what the bot records for /healthz
+    "bot.web": {
+        "bot.config",
+        "bot.hooks",
+        "bot.models",
+        "bot.outbox",
+        "bot.outputs",
+        "bot.render",
+        "bot.services",
+        "bot.store",
+    },
+    # a running process: the data flow, the runtime, the loops, the composition root, the demo
+    "bot.process": {
         "bot.ask",
-        "bot.posts",
-        "bot.digests",
+        "bot.config",
+        "bot.enrich",
+        "bot.hooks",
         "bot.incidents",
         "bot.llm",
         "bot.models",
         "bot.narrative",
-        "bot.opslog",
-        "bot.pipeline",
-        "bot.runtime",
-        "bot.services",
-        "bot.settings",
-        "bot.sources",
-        "bot.store",
-    },
-    "bot.demo": {
-        "bot.models",
-        "bot.pipeline",
-        "bot.runtime",
-        "bot.settings",
-        "bot.sources",
-        "bot.store",
-    },
-    # the bot's services, Discord-free: loops kept alive, their bodies, charts, /healthz records
-    "bot.scheduler": set(),
-    "bot.rounds": {
-        "bot.digests",
-        "bot.pipeline",
+        "bot.outputs",
+        "bot.posts",
         "bot.render",
-        "bot.runsfile",
-        "bot.scheduler",
-        "bot.settings",
+        "bot.services",
+        "bot.sources",
         "bot.store",
     },
-    "bot.charting": {"bot.render", "bot.runsfile", "bot.services", "bot.store"},
-    "bot.health": {"bot.delivery", "bot.models", "bot.outbox", "bot.runsfile", "bot.store"},
     # the Discord edge (with `cogs`): the only importers of discord
     "bot.app": {
-        "bot.charting",
-        "bot.digests",
-        "bot.flight",
-        "bot.health",
-        "bot.live",
+        "bot.config",
         "bot.outbox",
-        "bot.pipeline",
+        "bot.outputs",
+        "bot.process",
         "bot.render",
-        "bot.rounds",
-        "bot.runtime",
-        "bot.scheduler",
         "bot.services",
-        "bot.settings",
         "bot.store",
+        "bot.web",
     },
     "bot.cli": {
         "bot.app",
         "bot.ask",
-        "bot.demo",
-        "bot.digests",
-        "bot.environment",
+        "bot.config",
         "bot.hooks",
         "bot.incidents",  # the detectors' registry declares `[runs.alerts]` before it is read
         "bot.models",
-        "bot.pipeline",
+        "bot.outputs",
         "bot.posts",  # `incident ID` prints the write-up
+        "bot.process",
         "bot.render",
-        "bot.runsfile",
-        "bot.runtime",
         "bot.services",
-        "bot.settings",
         "bot.sources",
-        "bot.statuspage",
         "bot.store",
         "bot.web",
-        "bot.wiring",
     },
     "bot.__main__": {"bot.cli"},
     "cogs": {
         "bot.app",
         "bot.ask",
-        "bot.posts",
-        "bot.digests",
+        "bot.config",
         "bot.incidents",
         "bot.models",
+        "bot.outputs",
+        "bot.posts",
         "bot.render",
         "bot.services",
-        "bot.settings",
         "bot.sources",
         "bot.store",
     },
+}
+
+# Modules inside a part that stay at its bottom: they import nothing of `bot` but FOUNDATION.
+BOTTOM = {
+    "bot.config.environment",
+    "bot.config.runsfile",
+    "bot.process.scheduler",
+    "bot.web.guard",
 }
 
 
@@ -386,6 +319,13 @@ def test_parts_import_only_what_the_allow_list_names() -> None:
 def test_foundation_parts_import_no_other_part() -> None:
     parts = part_graph(_graph())
     assert {p: sorted(parts[p]) for p in FOUNDATION if parts.get(p)} == {}
+
+
+def test_bottom_modules_import_only_the_foundation() -> None:
+    graph = _graph()
+    assert {m: sorted(t for t in graph[m] if part_of(t) not in FOUNDATION) for m in BOTTOM} == {
+        m: [] for m in BOTTOM
+    }
 
 
 def test_the_allow_list_itself_has_no_cycle() -> None:

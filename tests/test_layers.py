@@ -58,8 +58,8 @@ def test_migrations_are_numbered_without_duplicates() -> None:
 
 
 def test_readme_documents_every_setting() -> None:
-    from bot.runsfile import THRESHOLDS
-    from bot.settings import RunConfig, Settings, Thresholds
+    from bot.config.runsfile import THRESHOLDS
+    from bot.config.settings import RunConfig, Settings, Thresholds
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     missing = [name.upper() for name in Settings.model_fields if name.upper() not in readme]

@@ -1,5 +1,5 @@
-"""The one loop supervisor (`bot.loops.repeat`): a failing round is retried with a doubling wait,
-a good round resets it, `first_done` runs once, cancellation goes through."""
+"""The one loop supervisor (`bot.core.loops.repeat`): a failing round is retried with a doubling
+wait, a good round resets it, `first_done` runs once, cancellation goes through."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from bot.loops import Retries, repeat
+from bot.core.loops import Retries, repeat
 from bot.store import Store
 
 

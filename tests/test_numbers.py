@@ -1,4 +1,4 @@
-"""One way to write a run's numbers (`bot.numbers`): the formatters themselves, the same value
+"""One way to write a run's numbers (`bot.core.numbers`): the formatters themselves, the same value
 read the same on the status card, in the digest, in the facts the LLM writes from and on the
 status page (a real store), and a guard that keeps number formatting out of the surfaces."""
 
@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from bot.core.numbers import fmt_big, fmt_int, fmt_percent, fmt_rate, fmt_value
 from bot.llm.grounded import render_facts
 from bot.models import RESTORE, MetricPoint, Restart, RunInfo
-from bot.numbers import fmt_big, fmt_int, fmt_percent, fmt_rate, fmt_value
+from bot.outputs.statuspage import gather_run_page
 from bot.render.cards import restart_text, status_card
 from bot.render.page import render_run_page
 from bot.render.terminal import local_formatter, render_card
 from bot.services.digest import build_digest
 from bot.services.narrative import build_narrative_facts, status_with_narrative
-from bot.statuspage import gather_run_page
 from bot.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,12 +142,12 @@ async def test_the_same_numbers_read_the_same_on_every_surface(store: Store) -> 
 
 # --- the guard ------------------------------------------------------------------------------
 
-# Where a run's numbers reach people: each formats them through `bot.numbers`.
+# Where a run's numbers reach people: each formats them through `bot.core.numbers`.
 SURFACES = (
     "bot/analysis",
-    "bot/digests.py",
+    "bot/outputs/digests.py",
     "bot/incidents",
-    "bot/live.py",
+    "bot/outputs/live.py",
     "bot/llm/enrich.py",
     "bot/llm/grounded.py",
     "bot/narrative",
@@ -157,7 +157,7 @@ SURFACES = (
     "bot/sources/wandb.py",
     "bot/sources/wandb_restarts.py",
     "bot/sources/wandb_state.py",
-    "bot/statuspage.py",
+    "bot/outputs/statuspage.py",
     "cogs",
 )
 # Not a number for people: SVG geometry on the page ("x1=12.5").

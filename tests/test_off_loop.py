@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 import bot.analysis.forecast as forecast_module
-import bot.pipeline as pipeline
+import bot.process.pipeline as pipeline
 import bot.store.events as events_module
+from bot.config.runsfile import RunConfig
 from bot.incidents.forecasts import advance_forecasts
 from bot.models import RunInfo
-from bot.runsfile import RunConfig
 from bot.services.timeline import build_timeline
 from bot.store import Store
 from tests.test_pipeline import comment, message

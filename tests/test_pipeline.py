@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.models import Event, RunInfo
-from bot.pipeline import Budget, RulesEnricher, enrich_pending
+from bot.process.pipeline import Budget, RulesEnricher, enrich_pending
 from bot.services.timeline import build_timeline
 from bot.store import Store
 
@@ -132,7 +132,7 @@ async def test_conversation_summary_is_what_was_said(store: Store, now: datetime
 async def test_detection_does_not_wait_for_enrichment(store: Store, now: datetime) -> None:
     """A slow or failing LLM must never delay a crash alert: detection runs before enrichment
     (on W&B facts) and again after it (on newly flagged reports)."""
-    from bot.pipeline import run_cycle
+    from bot.process.pipeline import run_cycle
 
     await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
     await store.events.upsert_many([message(1, now, "node s3 lost")])

@@ -8,7 +8,7 @@ import tomllib
 
 import pytest
 
-from bot.runsfile import ConfigError, parse_runs
+from bot.config.runsfile import ConfigError, parse_runs
 
 RUN = 'slug = "hero"\nname = "Hero"\ngithub_repo = "lab/model"\n'
 

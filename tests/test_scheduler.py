@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from bot.scheduler import ANSWERED_AT_ONCE, ENRICH, HOOKS, LoopIntervals, LoopScheduler
+from bot.process.scheduler import ANSWERED_AT_ONCE, ENRICH, HOOKS, LoopIntervals, LoopScheduler
 
 FAMILIES = ("wandb", "threads")
 

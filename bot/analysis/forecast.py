@@ -37,9 +37,9 @@ from datetime import datetime
 from statistics import median
 from typing import Any, Literal
 
-from bot import jsoncodec
-from bot.numbers import fmt_int, fmt_value
-from bot.runsfile import ForecastConfig
+from bot.config.runsfile import ForecastConfig
+from bot.core import jsoncodec
+from bot.core.numbers import fmt_int, fmt_value
 
 REFIT_EVERY = 8  # points between refits of a metric's trend
 MAD_SIGMA = 1.4826  # MAD → standard deviation for normal noise
@@ -83,7 +83,7 @@ class LossCurve:
 
 
 def offset_text(value: float, forecast: float) -> str:
-    """'0.012 below the predicted curve' (`bot.numbers.fmt_value` of the difference)."""
+    """'0.012 below the predicted curve' (`bot.core.numbers.fmt_value` of the difference)."""
     diff = value - forecast
     if diff == 0:
         return "exactly on the predicted curve"

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.core.numbers import fmt_int, fmt_percent, fmt_points
+from bot.core.timeutil import humanize_duration
 from bot.models import Incident, IncidentMember, MetricPoint, Restart
-from bot.numbers import fmt_int, fmt_percent, fmt_points
-from bot.timeutil import humanize_duration
 
 #: Incident conditions during which the run trains no step (`bot.incidents.detectors`).
 DOWN_FINGERPRINTS = frozenset({"wandb-state", "heartbeat", "stall"})

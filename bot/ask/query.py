@@ -25,8 +25,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from bot.errors import UserFacingError
-from bot.mentions import INVISIBLE_CHARS
+from bot.core.errors import UserFacingError
+from bot.core.mentions import INVISIBLE_CHARS
 
 _UCD = unicodedata.ucd_3_2_0
 

@@ -4,8 +4,8 @@
 the best matching events, then:
 
 - with a writer (an `AnswerWriter`: the LLM's grounded answers, `bot.llm.ask.GroundedAnswers`,
-  bound by `bot.wiring.answer_writer`): its answer, cached or written within `deadline` seconds
-  when one is given;
+  bound by `bot.process.wiring.answer_writer`): its answer, cached or written within `deadline`
+  seconds when one is given;
 - without one, or when the writer gives nothing (the model failed, is over budget or too slow):
   the best matches, each a one-line summary with its citation (`by = "search"`).
 
@@ -26,7 +26,7 @@ from typing import Literal, Protocol
 
 from bot.ask.query import Query, parse_question
 from bot.ask.retrieval import DEFAULT_LIMIT, Hit, retrieve
-from bot.mentions import URL_RE, cap_length, defuse_mentions, normalise_url
+from bot.core.mentions import URL_RE, cap_length, defuse_mentions, normalise_url
 from bot.models import Event
 from bot.services.runs import UnknownRun
 from bot.store import Store

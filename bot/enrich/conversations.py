@@ -108,7 +108,7 @@ def group_conversations(events: Sequence[Event], gap: timedelta = GAP) -> list[E
     (`until`). The first message's id keys it, so when a later poll adds a message to the burst
     the same conversation is updated in place rather than duplicated.
 
-    The pipeline (`bot.pipeline.group_chat_bursts`) regroups the tail of each channel with
+    The pipeline (`bot.process.pipeline.group_chat_bursts`) regroups the tail of each channel with
     new messages, upserts the conversations (context, never news) and folds their chit-chat
     members in (`folds`); the other members are enriched on their own. Deleted messages are left
     out; output is by time.

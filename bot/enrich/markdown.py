@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from bot.mentions import CONTROL_CHARS, INVISIBLE_CHARS, drop_discord_tokens
+from bot.core.mentions import CONTROL_CHARS, INVISIBLE_CHARS, drop_discord_tokens
 
 #: Characters of a body examined for summaries, tags and incidents. Real comments put what matters
 #: first; the cap bounds the cost of a hostile 200 KB paste.
@@ -65,7 +65,7 @@ class Document:
 # Mentions
 
 
-# One sanitiser for untrusted text lives in bot.mentions; summaries use its dropping form.
+# One sanitiser for untrusted text lives in bot.core.mentions; summaries use its dropping form.
 strip_mentions = drop_discord_tokens
 
 

@@ -25,10 +25,10 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
+from bot.config.runsfile import RunConfig
+from bot.core.timeutil import parse_time
 from bot.hooks.jsonbody import TooDeep, load_json
 from bot.models import AlertData, Event
-from bot.runsfile import RunConfig
-from bot.timeutil import parse_time
 
 SOURCE = "alertmanager"
 VERSION = "4"

@@ -1,4 +1,5 @@
-"""`POST /hooks/github` and `POST /hooks/alertmanager` on the status site's server (`bot.web`).
+"""`POST /hooks/github` and `POST /hooks/alertmanager` on the status site's server
+(`bot.web.server`).
 
 Each handler answers within a request's time and stores before it answers: a GitHub delivery is
 kept by its delivery id for the GitHub source (which filters it to tracked threads as a poll
@@ -25,6 +26,8 @@ from urllib.parse import parse_qs
 
 from aiohttp import web
 
+from bot.config.settings import RunConfig, Settings
+from bot.core.timeutil import utcnow
 from bot.hooks import github as gh
 from bot.hooks.alertmanager import (
     SOURCE,
@@ -39,9 +42,7 @@ from bot.hooks.auth import bearer_ok, github_signed, signature_well_formed
 from bot.hooks.doorbell import Doorbell
 from bot.hooks.jsonbody import TooDeep, load_json
 from bot.models import AlertData
-from bot.settings import RunConfig, Settings
 from bot.store import Store
-from bot.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ def _json(status: int, **body: Any) -> web.Response:
 def _refused(status: int, **body: Any) -> web.Response:
     """A refusal answered with the body (or its rest) unread: the connection is closed after
     the answer (`Connection: close`), so what the client still sends is drained only briefly
-    (`bot.webguard.Guard.linger`) and never read as a next request."""
+    (`bot.web.guard.Guard.linger`) and never read as a next request."""
     response = _json(status, **body)
     response.force_close()
     return response

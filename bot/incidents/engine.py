@@ -1,7 +1,7 @@
 """The incident lifecycle: findings → incidents → outbox, once per poll cycle, per run.
 
-`IncidentEngine` implements `bot.pipeline.Detector`. Each cycle, for each run, inside one write
-transaction (so a bot and a `runscribe poll --once` never both fire the same incident):
+`IncidentEngine` implements `bot.process.pipeline.Detector`. Each cycle, for each run, inside one
+write transaction (so a bot and a `runscribe poll --once` never both fire the same incident):
 
 1. read a window of the store (W&B facts since the last cycle, open incidents, new reports,
    and the events of each (source, kind) a registered detector declares it reads);

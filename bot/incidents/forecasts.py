@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from bot.analysis.forecast import Tracker
+from bot.config.runsfile import ForecastConfig
 from bot.models import RunInfo
-from bot.runsfile import ForecastConfig
 from bot.store import Store
 
 log = logging.getLogger(__name__)

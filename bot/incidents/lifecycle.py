@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from bot.config.runsfile import Thresholds
+from bot.core.numbers import fmt_int
 from bot.incidents.detectors import (
     ALERT_PREFIX,
     CRASH,
@@ -31,8 +33,6 @@ from bot.incidents.detectors import (
     spec_for,
 )
 from bot.models import Incident, IncidentMember, PastOutage
-from bot.numbers import fmt_int
-from bot.runsfile import Thresholds
 
 _SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 

@@ -12,11 +12,11 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from bot.core.timeutil import resolve_zone
 from bot.enrich.reports import fault_excerpt, sentences, substance
 from bot.enrich.summary import strip_filler, truncate
 from bot.incidents.detectors import where
 from bot.models import SOURCE_SPECS, Event, Incident, IncidentAction, ReportedCause
-from bot.timeutil import resolve_zone
 
 #: A post this long before an incident started can report acting on it when it names the same
 #: host, job or run ("draining r12n4" just before r12n4's crash); one this long after it resolved

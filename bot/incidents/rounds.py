@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from bot.config.runsfile import Thresholds
 from bot.incidents.detectors import CRASH, DETECTORS, RunData, spec_for
 from bot.incidents.forecasts import advance_forecasts
 from bot.incidents.lifecycle import Judgement, Policy
 from bot.incidents.steps import Failures
 from bot.models import Event, Incident, RunInfo, Silence
-from bot.runsfile import Thresholds
 from bot.store import Store
 
 #: the most events of one declared (source, kind) a cycle reads for a run (the newest)

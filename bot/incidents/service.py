@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.errors import UserFacingError
+from bot.core.errors import UserFacingError
 from bot.incidents.detectors import CRASH, MONITOR, telling_kind
 from bot.incidents.writeup import outages_of
 from bot.models import Incident

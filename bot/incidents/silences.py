@@ -11,8 +11,8 @@ import re
 from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 
+from bot.core.errors import UserFacingError
 from bot.enrich.incidents import KIND_PRIORITY
-from bot.errors import UserFacingError
 from bot.incidents.detectors import (
     ALERT_PREFIX,
     DETECTORS,

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
 
 from bot.analysis.goodput import DOWN_FINGERPRINTS, Pace
-from bot.errors import UserFacingError
+from bot.core.errors import UserFacingError
 from bot.incidents.detectors import CRASH, where
 from bot.models import (
     Event,

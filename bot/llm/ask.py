@@ -22,7 +22,7 @@ served again with its citations; tokens and cost count against the daily budget 
 `GroundedAnswers` is `/ask`'s writer (`bot.ask.service.AnswerWriter`): a cached answer for the
 same question and data version if there is one, else `write_answer` within the deadline. The
 run's facts come from the `facts` it is given (`bot.services.narrative.ask_facts`, bound by
-`bot.wiring.answer_writer`)."""
+`bot.process.wiring.answer_writer`)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from bot.core.mentions import defuse_mentions
 from bot.llm.cited import CITE, CitedRequest, Source, check_sentences, citations_in
 from bot.llm.client import LLMClient, LLMResult, LLMUnavailable
 from bot.llm.gates import (
@@ -49,7 +50,6 @@ from bot.llm.grounding import GroundingReport
 from bot.llm.people import known_people
 from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import URL_RE, fence, normalise_url, sanitize_output
-from bot.mentions import defuse_mentions
 from bot.models import Event
 from bot.narrative.facts import NarrativeFacts
 from bot.narrative.format import fmt_time

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from bot.config.settings import Settings
 from bot.models import LLMOutput
-from bot.settings import Settings
 from bot.store import Store
 
 if TYPE_CHECKING:

@@ -41,6 +41,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.core.numbers import fmt_int
+from bot.core.timeutil import utcnow
 from bot.enrich.context import ThreadContext
 from bot.enrich.conversations import MAX_SPAN, context_lines, group_conversations
 from bot.enrich.markdown import clean_text
@@ -52,10 +54,8 @@ from bot.llm.people import check_people, given, known_people
 from bot.llm.prompts import load_prompt, short_hash
 from bot.llm.safety import URL_RE, fence, sanitize_output, urls_in
 from bot.models import TAGS, Event, LLMOutput
-from bot.numbers import fmt_int
 from bot.store import Store
 from bot.store.events import RETRY_LABEL
-from bot.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 

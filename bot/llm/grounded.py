@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from bot.core.numbers import fmt_big, fmt_int, fmt_percent, fmt_value
+from bot.core.timeutil import humanize_duration
 from bot.llm.cited import (
     CitedRequest,
     Source,
@@ -48,9 +50,7 @@ from bot.narrative.discussions import Discussion
 from bot.narrative.facts import DigestFacts, Highlight, IncidentFact, NarrativeFacts, OpenThread
 from bot.narrative.format import fmt_date, fmt_projected, fmt_time, inline
 from bot.narrative.templates import NARRATIVE_MAX_CHARS
-from bot.numbers import fmt_big, fmt_int, fmt_percent, fmt_value
 from bot.store import Store
-from bot.timeutil import humanize_duration
 
 log = logging.getLogger(__name__)
 

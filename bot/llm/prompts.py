@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from importlib import resources
 from string import Template
 
-from bot.hashing import short_hash
+from bot.core.hashing import short_hash
 
 PROMPT_NAMES: tuple[str, ...] = (
     "system",

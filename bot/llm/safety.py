@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from bot.mentions import UNPRINTABLE as _CONTROL
-from bot.mentions import (
+from bot.core.mentions import UNPRINTABLE as _CONTROL
+from bot.core.mentions import (
     URL_RE,
     MaskedLink,
     cap_length,
@@ -91,7 +91,7 @@ def urls_in(texts: Iterable[str | None]) -> set[str]:
 def limit_links(text: str, allowed: set[str]) -> str:
     """Keep links whose URL is allowed; a disallowed masked link keeps its label (nested
     brackets and all, its own links limited in turn), a disallowed bare URL is removed. Links
-    are read by `bot.mentions.masked_links`, the same reader as every other surface's."""
+    are read by `bot.core.mentions.masked_links`, the same reader as every other surface's."""
     allowed_norm = {normalise_url(url) for url in allowed}
     text = fold_lookalikes(text)
 

@@ -4,8 +4,8 @@ each cites (`bot.llm.grounded.grade`, the narrative's checks), one retry with th
 the template's mark.
 
 `ModelPen.write` is never on an alert's path: the bot's write-up loop calls it for incidents
-that resolved (`bot.runtime.Runtime.write_writeups`), and the incident delivery and the ops log
-read what it stored (`ModelPen.stored`) in a later round. Store first: the output is stored
+that resolved (`bot.process.runtime.Runtime.write_writeups`), and the incident delivery and the ops
+log read what it stored (`ModelPen.stored`) in a later round. Store first: the output is stored
 under `writeup:<incident>:<hash of the prompt and the facts>` before anything posts it, so a
 restart finds it (no second call for the same facts) and the outbox's key posts it once; facts
 that change (a reopening, a late report) are a new key, written once and edited in.
@@ -21,7 +21,9 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.hashing import short_hash
+from bot.core.hashing import short_hash
+from bot.core.numbers import fmt_big, fmt_int, fmt_value
+from bot.core.timeutil import humanize_duration
 from bot.incidents.writeup import PROSE_TASK, Prose, Writeup, prose_of
 from bot.llm.cited import CitedRequest, Source
 from bot.llm.client import LLMClient
@@ -33,9 +35,7 @@ from bot.llm.prompts import load_prompt
 from bot.llm.safety import fence
 from bot.models import Event, LLMOutput, Restart
 from bot.narrative.format import fmt_time, inline
-from bot.numbers import fmt_big, fmt_int, fmt_value
 from bot.store import Store
-from bot.timeutil import humanize_duration
 
 log = logging.getLogger(__name__)
 

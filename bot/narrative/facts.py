@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.hashing import short_hash
+from bot.core.hashing import short_hash
 from bot.models import SOURCE_SPECS, Event, Incident, Restart, WandbState
 from bot.narrative.discussions import Discussion, discussion_events
 from bot.narrative.entries import TimelineEntry

@@ -1,13 +1,13 @@
 """Dates and times as the narrative, the digest and the cards write them (numbers are
-`bot.numbers`'s, durations `bot.timeutil`'s). Times are rendered in the run's own zone
-(`bot.timeutil.resolve_zone`); everything inside stays UTC."""
+`bot.core.numbers`'s, durations `bot.core.timeutil`'s). Times are rendered in the run's own zone
+(`bot.core.timeutil.resolve_zone`); everything inside stays UTC."""
 
 from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
 
-from bot.timeutil import humanize_duration, resolve_zone
+from bot.core.timeutil import humanize_duration, resolve_zone
 
 
 def fmt_date(value: datetime, tz: str) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from bot.core.numbers import fmt_big, fmt_int, fmt_percent
+from bot.core.timeutil import humanize_duration
 from bot.enrich.reports import is_substantive
 from bot.enrich.summary import truncate
 from bot.models import NEW_RUN, SOURCE_SPECS
@@ -26,8 +28,6 @@ from bot.narrative.format import (
     whole_sentences,
 )
 from bot.narrative.words import credit, source_name, state_words
-from bot.numbers import fmt_big, fmt_int, fmt_percent
-from bot.timeutil import humanize_duration
 
 NARRATIVE_MAX_CHARS = 1800
 DIGEST_MAX_CHARS = 3800

@@ -9,8 +9,8 @@ to a readable form of themselves, never to "Someone"."""
 
 from __future__ import annotations
 
+from bot.core.numbers import fmt_int
 from bot.models import SOURCE_SPECS
-from bot.numbers import fmt_int
 
 #: How a run's state reads in a title ("Hero — running").
 STATE_WORDS: dict[str, str] = {

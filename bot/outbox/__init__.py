@@ -4,4 +4,4 @@
 - `markers` — the invisible per-message marker and nonce that make delivery exactly-once.
 - `poster` — `OutboxPoster` over a platform `Transport` (Discord's is in `bot.app`).
 
-Digest scheduling is not here: it queues rows like any other writer (`bot.digests`)."""
+Digest scheduling is not here: it queues rows like any other writer (`bot.outputs.digests`)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.limits import HISTORY_PAGE
+from bot.core.limits import HISTORY_PAGE
 from bot.models import OutboxItem
 from bot.outbox.markers import Marker, find_markers
 from bot.outbox.transport import SeenMessage, Transport

@@ -37,8 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypedDict, cast
 
-from bot import jsoncodec
-from bot.limits import (
+from bot.core import jsoncodec
+from bot.core.limits import (
     CUSTOM_ID_LIMIT,
     DESCRIPTION_LIMIT,
     FIELD_NAME_LIMIT,
@@ -50,7 +50,7 @@ from bot.limits import (
     TITLE_LIMIT,
     TOTAL_LIMIT,
 )
-from bot.mentions import defuse_mentions
+from bot.core.mentions import defuse_mentions
 from bot.render.cards import Card, CardField, Color, clip
 
 CONTENT_LIMIT = MESSAGE_LIMIT  # a message's content: longer text is split over several
@@ -210,7 +210,8 @@ def _live(raw: Any) -> LiveSpec | None:
 
 @dataclass(slots=True)
 class ParsedPayload:
-    """A payload as stored (`bot.jsoncodec` writes and reads it), and as the poster reads it."""
+    """A payload as stored (`bot.core.jsoncodec` writes and reads it), and as the poster reads
+    it."""
 
     SPARSE: ClassVar[frozenset[str]] = frozenset(
         {"buttons", "thread_only", "ping_role", "archive_thread", "live"}

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from bot.core.timeutil import utcnow
 from bot.models import OutboxItem
 from bot.outbox.backoff import BACKOFF_BASE, Failures, RateLimited
 from bot.outbox.dedup import SentCheck
@@ -39,7 +40,6 @@ from bot.outbox.transport import (
     Upload,
 )
 from bot.store import Store
-from bot.timeutil import utcnow
 
 # `bot.app` (the Discord transport) imports these from here with the poster.
 __all__ = [

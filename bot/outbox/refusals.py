@@ -16,7 +16,7 @@ if the notice is itself given up, the next post delivered in the channel queues 
 
 Everything is in the database (`delivery_channels`, the outbox row), so a restart during a
 refusal still posts the alert once when access returns, and `/healthz` in another process sees
-what the poster sees (`bot.delivery`)."""
+what the poster sees (`bot.services.delivery`)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from bot.mentions import defuse_mentions
+from bot.core.mentions import defuse_mentions
 from bot.outbox.markers import MARKER_RESERVE, Marker
 from bot.outbox.payload import CONTENT_LIMIT, ButtonPayload, ParsedPayload, fit_card, split_text
 from bot.outbox.refusals import REFUSED_STATUSES

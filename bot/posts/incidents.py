@@ -12,9 +12,7 @@ from dataclasses import asdict
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.incidents.detectors import ALERT_PREFIX, CRASH, condition_words, incident_kind_words
-from bot.incidents.writeup import Outage, Prose, Writeup, outages_of
-from bot.limits import (
+from bot.core.limits import (
     DESCRIPTION_LIMIT,
     FIELD_NAME_LIMIT,
     FIELD_VALUE_LIMIT,
@@ -22,14 +20,16 @@ from bot.limits import (
     THREAD_NAME_LIMIT,
     TITLE_LIMIT,
 )
-from bot.mentions import body, inert, link_spans, plain, unlinked
+from bot.core.mentions import body, inert, link_spans, plain, unlinked
+from bot.core.timeutil import humanize_duration, resolve_zone
+from bot.incidents.detectors import ALERT_PREFIX, CRASH, condition_words, incident_kind_words
+from bot.incidents.writeup import Outage, Prose, Writeup, outages_of
 from bot.models import Event, Incident, IncidentSignal, ReportedCause
 from bot.narrative.words import credit, severity_words
 from bot.outbox.payload import ButtonPayload, make_payload
 from bot.posts.writeup import writeup_payload
 from bot.render.cards import Card, CardField, Color, clip
 from bot.render.stamps import stamp
-from bot.timeutil import humanize_duration, resolve_zone
 
 SIGNALS_SHOWN = 12
 _COLORS: dict[str, Color] = {"critical": "bad", "warning": "warning", "info": "stale"}

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.core.limits import DESCRIPTION_LIMIT, TITLE_LIMIT
+from bot.core.mentions import body, inert, plain, unlinked
+from bot.core.numbers import fmt_big, fmt_int, fmt_value
+from bot.core.timeutil import humanize_duration
 from bot.incidents.writeup import Cost, Prose, Writeup
-from bot.limits import DESCRIPTION_LIMIT, TITLE_LIMIT
-from bot.mentions import body, inert, plain, unlinked
 from bot.models import Event, IncidentAction, Restart
 from bot.narrative.format import fmt_when
-from bot.numbers import fmt_big, fmt_int, fmt_value
 from bot.outbox.payload import make_payload
 from bot.render.cards import Card, clip
-from bot.timeutil import humanize_duration
 
 QUOTE_LIMIT = 400  # characters of a person's own words quoted
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from bot.ask.service import Answer, Citation
-from bot.limits import DESCRIPTION_LIMIT, FIELD_VALUE_LIMIT, TITLE_LIMIT
+from bot.core.limits import DESCRIPTION_LIMIT, FIELD_VALUE_LIMIT, TITLE_LIMIT
 from bot.narrative.words import credit
 from bot.render.cards import (
     Card,

@@ -12,23 +12,23 @@ from typing import Literal
 
 from bot.analysis.goodput import describe_run
 from bot.analysis.progress import Progress
-from bot.limits import (
+from bot.core.limits import (
     DESCRIPTION_LIMIT,
     FIELD_NAME_LIMIT,
     FIELD_VALUE_LIMIT,
     TITLE_LIMIT,
 )
-from bot.mentions import body, inert, plain, unlinked
+from bot.core.mentions import body, inert, plain, unlinked
+from bot.core.numbers import fmt_big, fmt_int, fmt_percent, fmt_rate, fmt_value
+from bot.core.timeutil import ago, humanize_delta, humanize_duration, resolve_zone
 from bot.models import NEW_RUN, Incident, ReportedCause, Restart
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts
 from bot.narrative.format import fmt_projected, fmt_window, margin_days, projection_is_a_day
 from bot.narrative.words import credit, source_name, state_words
-from bot.numbers import fmt_big, fmt_int, fmt_percent, fmt_rate, fmt_value
 from bot.services.forecasts import ForecastPanel, ForecastView
 from bot.services.narrative import Narrative
 from bot.services.status import SourceStatus, StatusReport
-from bot.timeutil import ago, humanize_delta, humanize_duration, resolve_zone
 
 Color = Literal["ok", "warning", "bad", "stale", "done", "unknown", "info"]
 TimeStyle = Literal["date", "datetime", "relative", "time"]

@@ -20,9 +20,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from bot.heap import freeze_long_lived
-from bot.numbers import fmt_big, fmt_value
-from bot.timeutil import resolve_zone
+from bot.core.heap import freeze_long_lived
+from bot.core.numbers import fmt_big, fmt_value
+from bot.core.timeutil import resolve_zone
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -63,7 +63,7 @@ _matplotlib_settled = False
 def _imported() -> None:
     """After matplotlib's first import (at the first chart, not at start: a bot that never
     draws never pays its memory), its ~170,000 module objects are moved out of the garbage
-    collector's way (`bot.heap`)."""
+    collector's way (`bot.core.heap`)."""
     global _matplotlib_settled
     if not _matplotlib_settled:
         _matplotlib_settled = True

@@ -32,7 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
-from bot.numbers import fmt_value
+from bot.core.numbers import fmt_value
 
 if TYPE_CHECKING:
     from bot.services.forecasts import ForecastPanel

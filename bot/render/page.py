@@ -28,17 +28,17 @@ from zoneinfo import ZoneInfo
 
 from bot.analysis.forecast import LossCurve
 from bot.analysis.goodput import describe_run
+from bot.core.mentions import URL_RE, masked_links, outermost, trim_url
+from bot.core.mentions import body as neutralised
+from bot.core.numbers import fmt_big, fmt_int, fmt_percent, fmt_value
+from bot.core.timeutil import humanize_delta, resolve_zone
 from bot.incidents.detectors import incident_kind_words
 from bot.incidents.service import public_kind
-from bot.mentions import URL_RE, masked_links, outermost, trim_url
-from bot.mentions import body as neutralised
 from bot.models import SOURCE_SPECS
 from bot.narrative.entries import TimelineEntry
-from bot.numbers import fmt_big, fmt_int, fmt_percent, fmt_value
 from bot.render.cards import RULES_NOTE
 from bot.services.narrative import Narrative
 from bot.services.status import StatusReport
-from bot.timeutil import humanize_delta, resolve_zone
 
 MAX_PAGE_BYTES = 300_000
 # What the page may spend on everything but the timeline is small (a few KB of style, script,
@@ -117,7 +117,7 @@ _HTTP = re.compile(r"https?://", re.IGNORECASE)
 
 def rich_text(text: str) -> str:
     """Escaped text in which markdown links and bare http(s) URLs become links (read by
-    `bot.mentions.masked_links` and `URL_RE`, as every surface reads them). Markdown escapes
+    `bot.core.mentions.masked_links` and `URL_RE`, as every surface reads them). Markdown escapes
     are honoured and dropped: an escaped link (`\\[name\\](url)`, `\\<url>`, how the sanitiser
     neutralises a masked link in a person's name or message) stays text."""
     found: list[tuple[int, int, str, str]] = []  # (start, end, label, url)

@@ -6,11 +6,11 @@ import re
 import textwrap
 from datetime import datetime
 
-from bot.mentions import URL_RE, masked_links, outermost
+from bot.core.mentions import URL_RE, masked_links, outermost
+from bot.core.timeutil import ago, resolve_zone
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.words import credit
 from bot.render.cards import Card, TimeFormatter, TimeStyle
-from bot.timeutil import ago, resolve_zone
 
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _CODE = re.compile(r"`([^`]+)`")

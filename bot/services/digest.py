@@ -1,6 +1,6 @@
 """The daily digest's view of a period (default: the last 24 h): the narrative facts over the
 window, the entries worth listing, whether the day was quiet, and the template text. A
-configured LLM may replace the text later (`bot.digests.compose_text`)."""
+configured LLM may replace the text later (`bot.outputs.digests.compose_text`)."""
 
 from __future__ import annotations
 

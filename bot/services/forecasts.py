@@ -14,11 +14,11 @@ from typing import Any
 
 from bot.analysis.forecast import Fit, LossCurve, SeriesPoint, Tracker, offset_text
 from bot.analysis.progress import effective_series
-from bot.errors import UserFacingError
+from bot.core.errors import UserFacingError
+from bot.core.numbers import fmt_int, fmt_value
 from bot.incidents.detectors import drift_fingerprint
 from bot.incidents.forecasts import advance_forecasts, forecast_configs
 from bot.models import MetricPoint, RunInfo
-from bot.numbers import fmt_int, fmt_value
 from bot.store import Store
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Narratives from the store: the facts they are written from, which narrative `/status` shows,
 and when a new one is due. Writing prose is not done here: the caller hands in a writer (the
-LLM's, `bot.llm.narrative.write_narrative`, bound by `bot.wiring`), so this module never imports
-the LLM and works the same with or without a key."""
+LLM's, `bot.llm.narrative.write_narrative`, bound by `bot.process.wiring`), so this module never
+imports the LLM and works the same with or without a key."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.analysis.progress import Progress, projection_margin
+from bot.core.mentions import body
 from bot.incidents.detectors import incident_of_restart, restart_window_start
-from bot.mentions import body
 from bot.models import Event, Incident, LLMOutput, ReportedCause, Restart
 from bot.narrative.discussions import (
     DISCUSSION_WINDOW,

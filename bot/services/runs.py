@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from bot.errors import UserFacingError
-from bot.runsfile import RunConfig
+from bot.config.runsfile import RunConfig
+from bot.core.errors import UserFacingError
 
 
 class UnknownRun(UserFacingError):

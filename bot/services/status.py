@@ -16,8 +16,7 @@ from bot.analysis.progress import (
     compute_progress,
     projection_margin,
 )
-from bot.delivery import GATEWAY
-from bot.delivery import SOURCE as DELIVERY
+from bot.config.runsfile import RunConfig
 from bot.incidents.detectors import (
     EXPLAINED_WITHIN,
     incident_of_restart,
@@ -38,7 +37,8 @@ from bot.models import (
     RunSnapshot,
     SourceHealth,
 )
-from bot.runsfile import RunConfig
+from bot.services.delivery import GATEWAY
+from bot.services.delivery import SOURCE as DELIVERY
 from bot.services.forecasts import ForecastView, forecast_views, loss_curve
 from bot.services.goodput import run_goodput_of
 from bot.services.runs import UnknownRun

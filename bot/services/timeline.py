@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from bot.errors import UserFacingError
+from bot.core.errors import UserFacingError
 from bot.models import SOURCE_SPECS, TAGS
 from bot.narrative.entries import TimelineEntry, entry_from_event
 from bot.services.runs import UnknownRun

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 if TYPE_CHECKING:
     import httpx
 
-    from bot.runsfile import RunConfig
-    from bot.settings import Settings
+    from bot.config.runsfile import RunConfig
+    from bot.config.settings import Settings
     from bot.store import Store
 
 T = TypeVar("T")

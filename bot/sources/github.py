@@ -29,8 +29,8 @@ from typing import Any
 
 import httpx
 
+from bot.config.settings import RunConfig, Settings
 from bot.models import Event
-from bot.settings import RunConfig, Settings
 from bot.sources.base import LiveContext, PollResult
 from bot.sources.github_http import GitHubHTTP, Sleep
 from bot.sources.github_listing import RepoLister

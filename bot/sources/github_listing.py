@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from bot.core.timeutil import parse_time
 from bot.sources.github_threads import SOURCE
 from bot.sources.github_tracking import PollState, ThreadTracker
-from bot.timeutil import parse_time
 
 MAX_ROUNDS = 3  # listing rounds per poll (a moved cursor costs one round to learn its ETag)
 

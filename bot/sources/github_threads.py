@@ -11,10 +11,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from bot.config.runsfile import RunConfig
+from bot.core.timeutil import parse_time
 from bot.enrich.context import thread_data
 from bot.models import Event, GithubComment, GithubThread
-from bot.runsfile import RunConfig
-from bot.timeutil import parse_time
 
 SOURCE = "github"
 BODY_CAP = 20_000  # characters kept of a description, comment or review
@@ -42,8 +42,8 @@ def cap(text: str | None, limit: int = BODY_CAP) -> str:
     return text.replace("\x00", "\ufffd")
 
 
-#: How Runscribe's own GitHub comments end (the ops log's write-ups, `bot.opslog`): never read
-#: back as a person's post, whoever's token wrote them.
+#: How Runscribe's own GitHub comments end (the ops log's write-ups, `bot.outputs.opslog`): never
+#: read back as a person's post, whoever's token wrote them.
 OWN_MARKER = "<!-- runscribe:"
 
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from bot.config.settings import RunConfig
+from bot.core.timeutil import parse_time
 from bot.models import Event, GithubComment, RunInfo
-from bot.settings import RunConfig
 from bot.sources.github_http import GitHubHTTP
 from bot.sources.github_threads import (
     SOURCE,
@@ -39,7 +40,6 @@ from bot.sources.github_threads import (
     thread_state,
 )
 from bot.store import Store
-from bot.timeutil import parse_time
 
 log = logging.getLogger(__name__)
 

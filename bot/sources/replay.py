@@ -23,8 +23,8 @@ from datetime import datetime, timedelta
 from importlib.resources import files
 from typing import Any
 
+from bot.core.timeutil import ensure_utc, parse_time, utcnow
 from bot.models import Event, GithubComment, GithubThread, MetricPoint, RunSnapshot
-from bot.timeutil import ensure_utc, parse_time, utcnow
 
 SAMPLE_PACKAGE = "bot.sources"
 SAMPLE_DIR = "sample"

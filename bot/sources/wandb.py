@@ -64,8 +64,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.analysis.forecast import SeriesPoint
+from bot.config.settings import RunConfig, Settings
 from bot.models import UNHEALTHY_STATES, Event
-from bot.settings import RunConfig, Settings
 from bot.sources.base import LiveContext, PollResult
 from bot.sources.wandb_chain import ChainFetcher
 from bot.sources.wandb_client import (

@@ -8,7 +8,7 @@ import logging
 import re
 from typing import Any
 
-from bot.settings import RunConfig
+from bot.config.settings import RunConfig
 from bot.sources.base import SourceUnavailable
 from bot.sources.wandb_client import WandbClient
 from bot.sources.wandb_cursors import ChainCursor, HistoryCursor

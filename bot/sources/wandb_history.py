@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.settings import RunConfig
+from bot.config.settings import RunConfig
+from bot.core.timeutil import parse_time
 from bot.sources.wandb_cursors import ChainCursor, HistoryCursor
-from bot.timeutil import parse_time
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,10 @@ from itertools import pairwise
 from typing import Any
 
 from bot.analysis.forecast import SeriesPoint
+from bot.config.settings import RunConfig
+from bot.core.numbers import fmt_int
+from bot.core.timeutil import humanize_duration
 from bot.models import NEW_RUN, RESTORE, UNHEALTHY_STATES, Event, MetricPoint, Restart
-from bot.numbers import fmt_int
-from bot.settings import RunConfig
 from bot.sources.wandb_cursors import STEADY_ROWS, HistoryCursor
 from bot.sources.wandb_history import (
     RESUME_GAP,
@@ -24,7 +25,6 @@ from bot.sources.wandb_history import (
     from_ts,
 )
 from bot.sources.wandb_state import base_event, iso, label
-from bot.timeutil import humanize_duration
 
 # A training step logged again after this much time counts as a restore, not a duplicate row.
 SAME_STEP_RESTORE_GAP = timedelta(minutes=5)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from bot.core.numbers import fmt_int
 from bot.models import Event, RunSnapshot, WandbState
-from bot.numbers import fmt_int
 from bot.sources.wandb_cursors import HistoryCursor
 from bot.sources.wandb_history import SOURCE, MemberFetch, as_int, from_ts
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from bot.core.timeutil import from_db, to_db, utcnow
 from bot.models import (
     SourceHealth,
 )
 from bot.store.db import Database
-from bot.timeutil import from_db, to_db, utcnow
 
 
 class CursorsRepo:

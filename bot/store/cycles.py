@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from bot.core.timeutil import from_db, to_db
 from bot.models import PollCycle
 from bot.store.db import Database
-from bot.timeutil import from_db, to_db
 
 
 class CyclesRepo:

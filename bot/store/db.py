@@ -341,7 +341,7 @@ class Database:
         return True
 
     async def came_back(self, error: Exception) -> bool:
-        """A loop's probe (`bot.loops.Probe`) while it backs off from `error`: true once a full
+        """A loop's probe (`bot.core.loops.Probe`) while it backs off from `error`: true once a full
         disk or a lock that failed it has passed and the store takes a write again; never for
         other errors (retrying a damaged page or a bug sooner helps nobody)."""
         return passing(error) and await self.writable()

@@ -1,7 +1,7 @@
 """Delivery per channel (`delivery_channels`): how the last try to post there ended, whether
 Discord refused it (403/404: the post is held, not dropped), and the posts given up there that
-no post has reported yet. The poster writes it; `/healthz` (`bot.delivery`) and `check-config`
-read it, from any process."""
+no post has reported yet. The poster writes it; `/healthz` (`bot.services.delivery`) and
+`check-config` read it, from any process."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import aiosqlite
 
+from bot.core.timeutil import from_db, to_db
 from bot.store.db import Database, rows_if_readable
-from bot.timeutil import from_db, to_db
 
 
 @dataclass(slots=True, frozen=True)

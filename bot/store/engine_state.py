@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from bot.core.timeutil import from_db, to_db
 from bot.store.db import Database
-from bot.timeutil import from_db, to_db
 
 
 class EngineState:

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 import aiosqlite
 
+from bot.core.timeutil import to_db
 from bot.models import SOURCE_SPECS, Event, check_event_data
 from bot.store.codec import chunks, to_json
 from bot.store.db import Database
 from bot.store.events import _EVENT_COLUMNS, UnknownSource, UpsertResult, _older
-from bot.timeutil import to_db
 
 _Existing = dict[tuple[str, str, str], tuple[int, str, str | None]]
 

@@ -13,11 +13,11 @@ from typing import Any, Literal
 
 import aiosqlite
 
+from bot.core.timeutil import from_db, to_db
 from bot.models import (
     SOURCE_SPECS,
     Event,
 )
-from bot.timeutil import from_db, to_db
 
 
 @dataclass(slots=True)

@@ -13,8 +13,8 @@ from typing import Any
 import aiosqlite
 
 from bot.analysis.forecast import SeriesPoint
+from bot.core.timeutil import from_db, to_db
 from bot.store.db import Database
-from bot.timeutil import from_db, to_db
 
 
 def _point(row: aiosqlite.Row) -> SeriesPoint:

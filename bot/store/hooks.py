@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from bot.core.timeutil import from_db, to_db
 from bot.store.db import Database
-from bot.timeutil import from_db, to_db
 
 #: How long a delivery id is remembered (GitHub redelivers for up to 3 days).
 KEEP_DELIVERIES = timedelta(days=7)

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from bot.core.timeutil import to_db
 from bot.models import SOURCE_SPECS, Event
 from bot.store.db import Database
 from bot.store.events import event_from_row
-from bot.timeutil import to_db
 
 
 def _reports_sql() -> tuple[str, tuple[str, ...]]:

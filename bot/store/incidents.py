@@ -10,7 +10,8 @@ from typing import Any
 
 import aiosqlite
 
-from bot import jsoncodec
+from bot.core import jsoncodec
+from bot.core.timeutil import from_db, to_db
 from bot.models import (
     Incident,
     IncidentDetails,
@@ -21,7 +22,6 @@ from bot.store.db import Database
 from bot.store.engine_state import EngineState
 from bot.store.incident_events import IncidentEvents
 from bot.store.silences import Silences
-from bot.timeutil import from_db, to_db
 
 
 def details_to_json(details: IncidentDetails) -> str:

@@ -1,5 +1,5 @@
 """Live status messages (`live_messages`): one row per run with a `status_channel`. The poster
-records where the message is; the refresher (`bot.live`) what it queued last."""
+records where the message is; the refresher (`bot.outputs.live`) what it queued last."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import aiosqlite
 
+from bot.core.timeutil import from_db, to_db
 from bot.models import LiveMessage
 from bot.store.db import Database, rows_if_readable
-from bot.timeutil import from_db, to_db
 
 LIVE_KIND = "live"  # the outbox kind of a live status update
 

@@ -6,11 +6,11 @@ from datetime import datetime
 
 import aiosqlite
 
+from bot.core.timeutil import from_db, to_db
 from bot.models import (
     LLMOutput,
 )
 from bot.store.db import Database
-from bot.timeutil import from_db, to_db
 
 
 def _llm_from_row(row: aiosqlite.Row) -> LLMOutput:

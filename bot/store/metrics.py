@@ -9,12 +9,12 @@ from typing import Any
 import aiosqlite
 
 from bot.analysis.goodput import Pace, pace_of
+from bot.core.timeutil import from_db, to_db
 from bot.models import (
     MetricPoint,
     Restart,
 )
 from bot.store.db import Database
-from bot.timeutil import from_db, to_db
 
 #: How long a stretch of steps measures the pace around a restart (`pace_around`).
 PACE_SPAN = timedelta(hours=1)

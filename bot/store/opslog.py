@@ -10,8 +10,8 @@ from datetime import datetime
 
 import aiosqlite
 
+from bot.core.timeutil import from_db, to_db
 from bot.store.db import Database
-from bot.timeutil import from_db, to_db
 
 
 def body_hash(body: str) -> str:

@@ -8,12 +8,12 @@ from typing import Any
 
 import aiosqlite
 
+from bot.core.timeutil import from_db, to_db, utcnow
 from bot.models import (
     OutboxItem,
 )
 from bot.store.codec import to_json
 from bot.store.db import Database
-from bot.timeutil import from_db, to_db, utcnow
 
 
 def _outbox_from_row(row: aiosqlite.Row) -> OutboxItem:

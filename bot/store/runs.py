@@ -9,13 +9,13 @@ from pathlib import Path
 
 import aiosqlite
 
+from bot.config.runsfile import RunConfig
+from bot.core.timeutil import from_db, to_db, utcnow
 from bot.models import (
     RunInfo,
 )
-from bot.runsfile import RunConfig
 from bot.store.codec import to_json
 from bot.store.db import Database
-from bot.timeutil import from_db, to_db, utcnow
 
 # Kept beside the table in each record (runs recorded before the whole table was stored).
 _TOP_LEVEL = ("total_steps", "target_tokens", "launched_at", "timezone", "links")

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from bot.core.timeutil import to_db
 from bot.models import Event
 from bot.store.db import Database
 from bot.store.events import event_from_row
-from bot.timeutil import to_db
 
 # bm25 column weights, in the index's column order: title, body, summary, ref, author.
 WEIGHTS = (3.0, 1.0, 2.0, 2.0, 1.0)

@@ -8,9 +8,9 @@ from typing import Any
 
 import aiosqlite
 
+from bot.core.timeutil import from_db, to_db
 from bot.models import Silence
 from bot.store.db import Database
-from bot.timeutil import from_db, to_db
 
 
 def _silence_from_row(row: aiosqlite.Row) -> Silence:

@@ -6,12 +6,12 @@ import json
 
 import aiosqlite
 
+from bot.core.timeutil import from_db, to_db
 from bot.models import (
     RunSnapshot,
 )
 from bot.store.codec import to_json
 from bot.store.db import Database
-from bot.timeutil import from_db, to_db
 
 
 def _snapshot_from_row(row: aiosqlite.Row) -> RunSnapshot:

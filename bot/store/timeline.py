@@ -8,10 +8,10 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from bot.core.timeutil import to_db
 from bot.models import BadRestart, Event, Restart
 from bot.store.db import Database
 from bot.store.events import _between, _source_is, event_from_row, events_from_rows
-from bot.timeutil import to_db
 
 log = logging.getLogger(__name__)
 

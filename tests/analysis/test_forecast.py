@@ -17,7 +17,7 @@ from bot.analysis.forecast import (
     fit_trend,
     offset_text,
 )
-from bot.settings import ForecastConfig
+from bot.config.settings import ForecastConfig
 
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
 RUN = "ent/proj/hero-1"

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.core.timeutil import parse_time
 from bot.models import Event, RunInfo
 from bot.store import Store
-from bot.timeutil import parse_time
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SLUG = "hero"

@@ -38,7 +38,7 @@ async def test_citations_are_stored_urls(store: Store) -> None:
 async def test_right_entry_in_the_top_three_after_rules_enrichment(store: Store) -> None:
     """As a poll with no LLM key leaves it: rules summaries and tags indexed, Discord bursts
     folded into conversations (which carry their first message's link)."""
-    from bot.pipeline import enrich_pending
+    from bot.process.pipeline import enrich_pending
 
     await corpus.load(store)
     assert await enrich_pending(store, run_slug=corpus.SLUG) > 0

@@ -7,7 +7,7 @@ import re
 from datetime import UTC, datetime
 
 from bot.ask.service import Answer, Citation
-from bot.limits import DESCRIPTION_LIMIT, FIELD_VALUE_LIMIT, TOTAL_LIMIT
+from bot.core.limits import DESCRIPTION_LIMIT, FIELD_VALUE_LIMIT, TOTAL_LIMIT
 from bot.models import Event
 from bot.outbox.payload import fit_card
 from bot.render.ask import answer_card, answer_text

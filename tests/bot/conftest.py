@@ -16,13 +16,13 @@ import pytest
 import yarl
 
 from bot.app import LoopIntervals, RunscribeBot, apply_endpoints
-from bot.demo import replay_into, sample_runs_file
-from bot.runtime import Runtime
-from bot.settings import RunsFile, Settings, parse_runs
+from bot.config.settings import RunsFile, Settings, parse_runs
+from bot.core.timeutil import utcnow
+from bot.process.demo import replay_into, sample_runs_file
+from bot.process.runtime import Runtime
 from bot.sources.replay import SampleRun, load_sample
 from bot.store import Database, Store
 from bot.store.errors import BUSY_SECONDS
-from bot.timeutil import utcnow
 from tests.fakes.discord import FakeDiscord
 from tests.slow_callbacks import no_slow_callbacks
 from tests.waiting import PATIENCE

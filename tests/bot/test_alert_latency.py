@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from bot.app import LoopIntervals
+from bot.config.settings import RunsFile, Settings
 from bot.models import OutboxItem
 from bot.outbox.lanes import DrainReport
 from bot.outbox.payload import make_payload
 from bot.outbox.poster import OutboxPoster
-from bot.pipeline import WANDB, CycleSummary
-from bot.runtime import Runtime
-from bot.settings import RunsFile, Settings
+from bot.process.pipeline import WANDB, CycleSummary
+from bot.process.runtime import Runtime
 from bot.sources.poller import CycleReport
 from bot.store import Store
 from tests.bot.conftest import Seed, StartBot, fake_settings

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bot.llm.client import LLMClient
-from bot.wiring import answer_writer
+from bot.process.wiring import answer_writer
 from tests.bot.conftest import StartBot
 from tests.bot.test_cogs import answered, option
 from tests.fakes.anthropic import FakeAnthropic, text

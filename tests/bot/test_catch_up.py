@@ -14,10 +14,10 @@ import discord
 import pytest
 
 from bot.app import RunscribeBot
+from bot.core.timeutil import utcnow
 from bot.models import Event
 from bot.sources.chat import PAGE, ReadBackGaps, snowflake_at
 from bot.store import Store
-from bot.timeutil import utcnow
 from cogs.watch import Watch
 from tests.bot.conftest import Seed, StartBot
 from tests.fakes.discord import FakeDiscord, snowflake

@@ -15,7 +15,7 @@ from typing import Any
 import discord
 import pytest
 
-from bot.errors import UserFacingError
+from bot.core.errors import UserFacingError
 from bot.models import MetricPoint
 from bot.render.cards import Card
 from bot.render.chart import REDRAW_EVERY, ChartCache

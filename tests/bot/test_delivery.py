@@ -10,13 +10,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.digests import (
-    due_digest_date,
-    latest_occurrence,
-    occurrence,
-    run_due_digests,
-)
-from bot.mentions import defuse_mentions
+from bot.config.settings import parse_runs
+from bot.core.mentions import defuse_mentions
+from bot.core.timeutil import utcnow
 from bot.models import OutboxItem
 from bot.outbox.backoff import backoff_delay
 from bot.outbox.lanes import plan_channels
@@ -32,10 +28,14 @@ from bot.outbox.payload import (
 )
 from bot.outbox.poster import OutboxPoster
 from bot.outbox.transport import DeliveryError, OutgoingMessage, SeenMessage, render_item
+from bot.outputs.digests import (
+    due_digest_date,
+    latest_occurrence,
+    occurrence,
+    run_due_digests,
+)
 from bot.render.cards import Card, CardField
-from bot.settings import parse_runs
 from bot.store import Database, Store
-from bot.timeutil import utcnow
 
 NY = ZoneInfo("America/New_York")
 
@@ -548,7 +548,7 @@ def run_config(**changes: object) -> dict[str, object]:
 
 
 async def test_scheduler_skips_quiet_day_and_records_it(store: Store) -> None:
-    from bot.runtime import record_runs
+    from bot.process.runtime import record_runs
 
     runs = parse_runs({"runs": [run_config()]})
     await record_runs(store, runs)
@@ -561,7 +561,7 @@ async def test_scheduler_skips_quiet_day_and_records_it(store: Store) -> None:
 
 async def test_scheduler_queues_digest_with_dedup_key(store: Store) -> None:
     from bot.models import Event
-    from bot.runtime import record_runs
+    from bot.process.runtime import record_runs
 
     runs = parse_runs({"runs": [run_config()]})
     await record_runs(store, runs)

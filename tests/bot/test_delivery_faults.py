@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from bot.core.timeutil import utcnow
 from bot.models import OutboxItem
 from bot.outbox.payload import make_payload, parse_payload
 from bot.outbox.transport import render_item
 from bot.store import Store
-from bot.timeutil import utcnow
 from tests.bot.conftest import Seed, StartBot
 from tests.fakes.discord import FakeDiscord
 from tests.waiting import until

@@ -9,13 +9,13 @@ from datetime import timedelta
 from typing import Any
 
 from bot.app import RunscribeBot
-from bot.pipeline import THREADS, WANDB
-from bot.runtime import Runtime, record_runs
-from bot.settings import RunsFile, parse_runs
+from bot.config.settings import RunsFile, parse_runs
+from bot.core.timeutil import utcnow
+from bot.process.pipeline import THREADS, WANDB
+from bot.process.runtime import Runtime, record_runs
 from bot.sources.wandb import WandbSource
 from bot.sources.wandb_client import WandbClient
 from bot.store import Store
-from bot.timeutil import utcnow
 from tests.bot.conftest import Seed, StartBot, fake_settings
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.wandb import FakeWandb

@@ -18,12 +18,12 @@ from typing import Any
 
 import aiohttp
 
+from bot.config.settings import RunsFile
+from bot.core.timeutil import utcnow
 from bot.models import Event, OutboxItem
 from bot.outbox.payload import make_payload, payload_from_card
 from bot.render.cards import Card
-from bot.settings import RunsFile
 from bot.store import Database, Store
-from bot.timeutil import utcnow
 from tests.bot.conftest import Seed, StartBot, digest_due_now
 from tests.fakes.discord import FakeDiscord, Recorded, snowflake
 from tests.waiting import PATIENCE, until

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from bot.analysis.forecast import SeriesPoint
+from bot.config.settings import RunsFile
 from bot.models import RunInfo
 from bot.render.drawer import ChartError
-from bot.settings import RunsFile
 from bot.store import Store
 from tests.bot.conftest import Seed, StartBot, with_config
 from tests.fakes.discord import FakeDiscord

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from bot.app import run_bot
-from bot.errors import UserFacingError
-from bot.runtime import Runtime
-from bot.settings import RunsFile
+from bot.config.settings import RunsFile
+from bot.core.errors import UserFacingError
+from bot.process.runtime import Runtime
 from bot.store import Store
 from tests.bot.conftest import Seed, fake_settings
 from tests.fakes.discord import FakeDiscord

@@ -1,5 +1,5 @@
 """The running bot collects cyclic garbage and gives free heap pages back to the OS on its own
-loop (`bot.heap`)."""
+loop (`bot.core.heap`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import weakref
 
 import pytest
 
-import bot.heap
+import bot.core.heap
 from bot.app import LoopIntervals
 from tests.bot.conftest import StartBot
 from tests.fakes.discord import FakeDiscord
@@ -25,7 +25,7 @@ async def test_the_bot_trims_the_heap_each_interval_off_the_event_loop(
         threads.append(threading.get_ident())
         return True
 
-    monkeypatch.setattr(bot.heap, "give_back_free_heap", give_back)
+    monkeypatch.setattr(bot.core.heap, "give_back_free_heap", give_back)
     every = LoopIntervals(poll=3600, outbox=0.05, digest=0.1, narrative=3600, heap=0.05)
     await start_bot(intervals=every)
     await fake.wait_for(lambda: len(threads) >= 3)  # its loop keeps going, round after round

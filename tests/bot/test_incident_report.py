@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+from bot.core.timeutil import utcnow
 from bot.incidents.writeup import writeup_for
 from bot.llm.client import LLMClient
 from bot.llm.writeup import ModelPen
 from bot.models import Incident, IncidentDetails, IncidentMember, ReportedCause
 from bot.posts.writeup import BY_MODEL
 from bot.store import Store
-from bot.timeutil import utcnow
 from tests.bot.conftest import StartBot
 from tests.bot.test_silences import MEMBER, option, reply
 from tests.fakes.anthropic import FakeAnthropic, text

@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from bot.live import MIN_GAP
-from bot.settings import RunsFile
+from bot.config.settings import RunsFile
+from bot.outputs.live import MIN_GAP
 from bot.store import Store
 from tests.bot.conftest import Seed, StartBot
 from tests.bot.test_cogs import final_message

@@ -12,9 +12,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from bot.core.timeutil import to_db, utcnow
 from bot.models import LiveMessage
 from bot.store import Database, Store
-from bot.timeutil import to_db, utcnow
 from tests.bot.conftest import Seed
 from tests.bot.test_e2e import _spawn, _toml
 from tests.fakes.discord import MANAGE_MESSAGES, FakeDiscord

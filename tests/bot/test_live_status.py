@@ -4,7 +4,7 @@ when the bot may pin, edited in place; gone → exactly one new one; two runs sh
 an event storm is bounded to about an edit a minute; 429s are waited out; nothing pings.
 
 Time is the bot's injected clock, moved by the test; updates are asked for with
-`bot.live.refresh()` (what the loop calls), so no test waits for a timer."""
+`bot.outputs.live.refresh()` (what the loop calls), so no test waits for a timer."""
 
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ from typing import Any
 import pytest
 
 from bot.app import RunscribeBot
-from bot.live import MIN_GAP
+from bot.config.settings import RunsFile, parse_runs
+from bot.core.timeutil import utcnow
 from bot.models import Incident, LiveMessage, MetricPoint
-from bot.pipeline import WANDB
+from bot.outputs.live import MIN_GAP
+from bot.process.pipeline import WANDB
+from bot.process.runtime import record_runs
 from bot.render.chart import ChartCache
-from bot.runtime import record_runs
-from bot.settings import RunsFile, parse_runs
 from bot.store import Store
-from bot.timeutil import utcnow
 from tests.bot.conftest import Seed, StartBot, with_config
 from tests.bot.test_e2e import _toml
 from tests.fakes.discord import MANAGE_MESSAGES, FakeDiscord, Recorded
@@ -123,7 +123,7 @@ async def test_one_pinned_live_message_shows_the_status_card_and_is_edited_in_pl
     clock = Clock()
     # the chart cache's "at most one draw a minute" on the test's clock too
     monkeypatch.setattr(
-        "bot.charting.ChartCache",
+        "bot.outputs.charting.ChartCache",
         functools.partial(ChartCache, clock=lambda: clock.now.timestamp()),
     )
     bot = await start_bot(runs_file=live_runs(runs), clock=clock)

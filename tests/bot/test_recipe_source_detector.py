@@ -4,7 +4,7 @@ A new source is its module (here: `MatrixSource` and its builder `live_sources`,
 plus ONE `SourceSpec` registered in `bot.models.SOURCE_SPECS`; a new detector is its function
 (`detect_ceiling`) plus ONE `DetectorSpec` registered in `bot.incidents.detectors.DETECTORS`.
 Nothing else is touched. Then every surface is asked about them: the live sources a run polls
-(`bot.wiring.LiveSources`), the pipeline (poll, chat bursts folded into a conversation, the
+(`bot.process.wiring.LiveSources`), the pipeline (poll, chat bursts folded into a conversation, the
 incident engine), `/status`, `/timeline` and `/digest` through discord.py's real command tree,
 the status page and `/healthz`. Each assertion names something only the registration says (the
 label "Matrix", its freshness, its conversation, the detector's title and kind words), so a
@@ -23,7 +23,9 @@ from typing import Any
 
 import pytest
 
-from bot import wiring
+from bot.config.runsfile import ConfigError, RunConfig, Threshold, load_runs_file
+from bot.config.settings import RunsFile, Settings
+from bot.core.timeutil import utcnow
 from bot.incidents.detectors import (
     DETECTORS,
     Detection,
@@ -33,16 +35,14 @@ from bot.incidents.detectors import (
     threshold,
 )
 from bot.models import SOURCE_SPECS, Event, SourceSpec
-from bot.pipeline import run_cycle
+from bot.outputs.statuspage import health_report, render_pages
+from bot.process import wiring
+from bot.process.pipeline import run_cycle
+from bot.process.runtime import record_runs
 from bot.render.json import status_json
-from bot.runsfile import ConfigError, RunConfig, Threshold, load_runs_file
-from bot.runtime import record_runs
 from bot.services.narrative import status_with_narrative
-from bot.settings import RunsFile, Settings
 from bot.sources.base import LiveContext, PollResult
-from bot.statuspage import health_report, render_pages
 from bot.store import Store
-from bot.timeutil import utcnow
 from tests.bot.conftest import StartBot, with_config
 from tests.bot.test_cogs import final_message
 from tests.cli.inprocess import run_main

@@ -16,13 +16,13 @@ from typing import Any
 import aiohttp
 import pytest
 
+from bot.config.settings import RunsFile
+from bot.core.timeutil import utcnow
 from bot.models import OutboxItem
 from bot.outbox.payload import make_payload
-from bot.runtime import Runtime
-from bot.settings import RunsFile
+from bot.process.runtime import Runtime
 from bot.store import Store
-from bot.timeutil import utcnow
-from bot.web import serve
+from bot.web.server import serve
 from tests.bot.conftest import Seed, StartBot, fake_settings
 from tests.fakes.discord import FakeDiscord
 from tests.waiting import until

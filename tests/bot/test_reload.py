@@ -1,15 +1,15 @@
 """`/admin reload` rebuilds the sources from the new runs file: a repository, a label or a run
 added to it is polled from the next cycle on, without a restart. The runtime is the real one
-(`bot.wiring.open_runtime`) against the fake GitHub and the fake Discord."""
+(`bot.process.wiring.open_runtime`) against the fake GitHub and the fake Discord."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from bot.settings import load_runs_file
+from bot.config.settings import load_runs_file
+from bot.process.wiring import open_runtime
 from bot.store import Store
-from bot.wiring import open_runtime
 from tests.bot.conftest import StartBot, fake_settings
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub

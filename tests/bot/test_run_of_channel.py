@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from bot.runsfile import ConfigError, RunsFile, parse_runs
-from bot.runtime import record_runs
+from bot.config.runsfile import ConfigError, RunsFile, parse_runs
+from bot.process.runtime import record_runs
 from bot.services.runs import channel_run, pick_run
 from bot.store import Store
 from tests.bot.conftest import StartBot

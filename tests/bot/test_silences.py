@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from bot.config.settings import RunsFile
+from bot.core.timeutil import utcnow
 from bot.models import Incident, Silence
-from bot.settings import RunsFile
 from bot.store import Store
-from bot.timeutil import utcnow
 from tests.bot.conftest import StartBot, with_config
 from tests.fakes.discord import FakeDiscord, Interaction
 from tests.waiting import PATIENCE

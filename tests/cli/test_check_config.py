@@ -263,8 +263,8 @@ def test_a_status_channel_gets_the_pin_permission_hint(tmp_path: Path) -> None:
 def test_a_refused_pin_recorded_by_the_bot_is_named(tmp_path: Path) -> None:
     import asyncio
 
+    from bot.core.timeutil import utcnow
     from bot.store import Database, Store
-    from bot.timeutil import utcnow
 
     db = tmp_path / "runscribe.db"
 
@@ -289,8 +289,8 @@ def test_a_refused_pin_recorded_by_the_bot_is_named(tmp_path: Path) -> None:
 def test_a_channel_refusing_posts_recorded_by_the_bot_is_named(tmp_path: Path) -> None:
     import asyncio
 
+    from bot.core.timeutil import utcnow
     from bot.store import Database, Store
-    from bot.timeutil import utcnow
 
     db = tmp_path / "runscribe.db"
 

@@ -8,8 +8,8 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.demo import replay_into
 from bot.models import RunInfo
+from bot.process.demo import replay_into
 from bot.sources.replay import load_sample
 from bot.store import Database, Store
 from tests.cli.test_check_config import run_cli

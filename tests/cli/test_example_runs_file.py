@@ -7,7 +7,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bot.runsfile import EXAMPLE_LOSS_FORECAST, PLACEHOLDER, example_leftovers, load_runs_file
+from bot.config.runsfile import (
+    EXAMPLE_LOSS_FORECAST,
+    PLACEHOLDER,
+    example_leftovers,
+    load_runs_file,
+)
 from tests.cli.test_check_config import run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "runscribe.example.toml"

@@ -116,9 +116,9 @@ def test_the_probe_sees_an_import(workdir: Path) -> None:
 RUNTIME_PROBE = """
 import asyncio, json, sys
 from pathlib import Path
-from bot.settings import Settings
-from bot.runsfile import load_runs_file
-from bot.wiring import open_runtime
+from bot.config.settings import Settings
+from bot.config.runsfile import load_runs_file
+from bot.process.wiring import open_runtime
 
 async def main():
     async with open_runtime(Settings(), load_runs_file(Path("runscribe.toml"))) as runtime:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from bot import cli
-from bot.errors import UserFacingError
+from bot.config.runsfile import RunConfig
+from bot.core.errors import UserFacingError
 from bot.models import RunInfo
-from bot.runsfile import RunConfig
 from bot.services.runs import UnknownRun, pick_run
 from bot.store import Database, Store
 from tests.cli.test_ask_cli import use_database

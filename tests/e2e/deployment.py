@@ -28,11 +28,11 @@ import pytest
 from pydantic import SecretStr
 
 from bot.app import LoopIntervals, RunscribeBot, apply_endpoints
-from bot.pipeline import WANDB, CycleSummary
-from bot.runtime import Runtime
-from bot.settings import RunsFile, Settings, parse_runs
+from bot.config.settings import RunsFile, Settings, parse_runs
+from bot.process.pipeline import WANDB, CycleSummary
+from bot.process.runtime import Runtime
+from bot.process.wiring import open_runtime
 from bot.store import Store
-from bot.wiring import open_runtime
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub
 from tests.fakes.wandb import FakeWandb

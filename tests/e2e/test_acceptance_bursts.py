@@ -18,8 +18,8 @@ from typing import Any
 import discord.http
 import pytest
 
+from bot.core.timeutil import utcnow
 from bot.store import Store
-from bot.timeutil import utcnow
 from tests.bot.conftest import Seed, StartBot
 from tests.e2e.test_acceptance_chaos import queue, until_sent, visible
 from tests.fakes.discord import FakeDiscord

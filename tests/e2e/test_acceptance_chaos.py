@@ -33,10 +33,10 @@ from typing import Any
 import pytest
 
 from bot.app import LoopIntervals
+from bot.core.timeutil import utcnow
 from bot.models import OutboxItem
 from bot.outbox.payload import make_payload
 from bot.store import Store
-from bot.timeutil import utcnow
 from tests.bot.conftest import Seed, StartBot
 from tests.bot.test_cogs import option
 from tests.e2e.deployment import (

@@ -18,10 +18,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.delivery import DELIVERY_BOUND
+from bot.core.timeutil import utcnow
+from bot.services.delivery import DELIVERY_BOUND
 from bot.store import Store
-from bot.timeutil import utcnow
-from bot.web import serve
+from bot.web.server import serve
 from tests.bot.conftest import Seed, StartBot
 from tests.e2e.test_acceptance_chaos import queue, until_sent
 from tests.fakes.discord import FakeDiscord

@@ -23,10 +23,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bot.core.timeutil import utcnow
 from bot.store import Database, Store
 from bot.store.integrity import describe_sqlite_error, quick_check
-from bot.timeutil import utcnow
-from bot.web import serve
+from bot.web.server import serve
 from tests.bot.conftest import Seed, StartBot
 from tests.fakes.discord import FakeDiscord
 

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from bot.config.settings import Settings
 from bot.hooks.alertmanager import alert_event, parse_message
 from bot.models import Event
 from bot.services.timeline import build_timeline
-from bot.settings import Settings
 from tests.e2e.deployment import (
     FIRST,
     MIN,

@@ -21,9 +21,9 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from bot.incidents.detectors import CRASH, HEARTBEAT, MONITOR, STALL
-from bot.pipeline import THREADS, WANDB
+from bot.process.pipeline import THREADS, WANDB
+from bot.process.wiring import open_runtime
 from bot.services.status import build_status
-from bot.wiring import open_runtime
 from tests.e2e.deployment import (
     FIRST,
     MIN,

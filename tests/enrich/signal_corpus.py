@@ -21,7 +21,7 @@ from typing import Any
 from bot.enrich.rules import Enrichment
 from bot.enrich.summary import NO_TEXT
 from bot.models import TAGS, Event
-from bot.pipeline import rules_enrichment
+from bot.process.pipeline import rules_enrichment
 from bot.sources.github_threads import (
     comment_event,
     is_bot,

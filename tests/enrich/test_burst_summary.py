@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from bot.enrich.conversations import summarize_burst
 from bot.models import RunInfo
-from bot.pipeline import enrich_pending
+from bot.process.pipeline import enrich_pending
 from bot.services.timeline import build_timeline
 from bot.store import Store
 from tests.enrich.test_conversation_bursts import message

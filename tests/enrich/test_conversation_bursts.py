@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from bot.enrich.conversations import GAP, MAX_MESSAGES
 from bot.enrich.rules import Enrichment
 from bot.models import Event, RunInfo
-from bot.pipeline import Gather, enrich_step, rules_enrichment
+from bot.process.pipeline import Gather, enrich_step, rules_enrichment
 from bot.store import Store
 
 MINUTE = timedelta(minutes=1)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from bot import cli
-from bot.settings import Settings
+from bot.config.settings import Settings
 from tests.enrich.signal_corpus import enrich, load
 from tests.fakes.github import FakeGitHub
 

@@ -15,14 +15,14 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.errors import UserFacingError
+from bot.config.runsfile import ConfigError, parse_runs
+from bot.config.settings import RunConfig
+from bot.core.errors import UserFacingError
 from bot.hooks.routes import ALERTMANAGER_MAX_BODY, HookEndpoints
 from bot.incidents.silences import add_silence
 from bot.models import RunInfo
-from bot.runsfile import ConfigError, parse_runs
-from bot.settings import RunConfig
 from bot.store import Store
-from bot.web import serve
+from bot.web.server import serve
 from tests.fakes.alertmanager import Alert, message, post
 from tests.incidents.scenario import CHANNEL, MIN, Scenario, content
 
@@ -296,11 +296,11 @@ async def test_the_hooks_round_resolves_an_alert_after_its_hold_without_a_poll(
 ) -> None:
     """Nothing polls Alertmanager: after `resolved`, the hooks loop's own rounds (no doorbell,
     no poll) judge the open alert incident until its clear has held."""
+    from bot.config.settings import Settings
     from bot.hooks.alertmanager import alert_event, parse_message
     from bot.incidents.engine import IncidentEngine
     from bot.posts.incidents import IncidentPosts
-    from bot.runtime import Runtime, record_runs
-    from bot.settings import Settings
+    from bot.process.runtime import Runtime, record_runs
     from bot.store import Database
 
     runs = parse_runs(

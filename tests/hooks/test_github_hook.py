@@ -18,13 +18,13 @@ import aiohttp
 import httpx
 import pytest
 
+from bot.config.settings import RunConfig
 from bot.hooks.ingest import ingest_github
 from bot.hooks.routes import HookEndpoints
 from bot.models import RunInfo
-from bot.settings import RunConfig
 from bot.sources.github import GitHubSource
 from bot.store import Database, Store
-from bot.web import serve
+from bot.web.server import serve
 from tests.fakes.github import FakeGitHub, FakeRepo, signed_delivery
 from tests.sources.test_github import Sleeps, settings
 

@@ -21,8 +21,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from bot.core.timeutil import utcnow
 from bot.store import Database, Store
-from bot.timeutil import utcnow
 from tests.fakes.alertmanager import Alert, message, post
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub, signed_delivery

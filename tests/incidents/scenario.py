@@ -11,12 +11,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.analysis.forecast import SeriesPoint
+from bot.config.settings import parse_runs
 from bot.incidents.engine import IncidentEngine
 from bot.models import NEW_RUN, Event, MetricPoint, OutboxItem, Restart, RunSnapshot
-from bot.pipeline import enrich_pending
 from bot.posts.incidents import IncidentPosts
-from bot.runtime import record_runs
-from bot.settings import parse_runs
+from bot.process.pipeline import enrich_pending
+from bot.process.runtime import record_runs
 from bot.store import Store
 
 CHANNEL = 1213463398226931745

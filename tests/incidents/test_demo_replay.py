@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from bot.demo import replay_into
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import incident_stats, list_incidents
 from bot.posts.incidents import IncidentPosts
+from bot.process.demo import replay_into
 from bot.sources.replay import load_sample
 from bot.store import Store
 from tests.incidents.scenario import FAR

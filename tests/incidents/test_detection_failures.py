@@ -14,7 +14,7 @@ import pytest
 
 from bot.incidents.detectors import DETECTORS, Detection, DetectorSpec, RunData
 from bot.store import Store
-from bot.web import serve
+from bot.web.server import serve
 from tests.incidents.scenario import RUN_A, Scenario, content
 
 INTERVAL = 60.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from bot.config.settings import Thresholds
 from bot.incidents.detectors import (
     DETECTORS,
     HEARTBEAT,
@@ -30,7 +31,6 @@ from bot.models import (
     RunSnapshot,
     SourceHealth,
 )
-from bot.settings import Thresholds
 
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
 A = "e/p/a"

@@ -7,7 +7,7 @@ import random
 from datetime import datetime, timedelta
 
 from bot.incidents.silences import add_silence
-from bot.pipeline import enrich_pending
+from bot.process.pipeline import enrich_pending
 from bot.render.json import digest_json
 from bot.services.digest import build_digest
 from bot.services.timeline import build_timeline

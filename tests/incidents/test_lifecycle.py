@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from bot.config.settings import Thresholds
 from bot.incidents.detectors import CRASH, HEARTBEAT, NAN, STALL, Finding, RunData
 from bot.incidents.lifecycle import (
     Judgement,
@@ -25,7 +26,6 @@ from bot.models import (
     Silence,
     SourceHealth,
 )
-from bot.settings import Thresholds
 
 T0 = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 A = "e/p/a"

@@ -16,7 +16,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot.models import RunInfo
-from bot.opslog import OpsLogDetector, OpsLogWriter
+from bot.outputs.opslog import OpsLogDetector, OpsLogWriter
 from bot.store import Store
 from tests.cli.test_check_config import GOOD, check
 from tests.fakes.github import FakeGitHub, FakeRepo
@@ -127,11 +127,11 @@ async def test_the_runtime_writes_the_ops_log_only_with_a_token_and_an_issue(
 ) -> None:
     from contextlib import AsyncExitStack
 
+    from bot.config.runsfile import RunConfig
+    from bot.config.settings import Settings
     from bot.incidents.engine import IncidentEngine
     from bot.posts.incidents import IncidentPosts
-    from bot.runsfile import RunConfig
-    from bot.settings import Settings
-    from bot.wiring import LiveSources, with_ops_log
+    from bot.process.wiring import LiveSources, with_ops_log
 
     engine = IncidentEngine(IncidentPosts())
     logged = RunConfig(slug="hero", name="Hero", github_repo="lab/hero", github_ops_issue=8)
@@ -147,7 +147,7 @@ async def test_the_runtime_writes_the_ops_log_only_with_a_token_and_an_issue(
 
 
 def test_the_comment_pings_nobody_on_github() -> None:
-    from bot.opslog import comment_body
+    from bot.outputs.opslog import comment_body
 
     body = comment_body("dave wrote: “@amara @org/infra see a@b.io https://x.org/@c”", 4)
     assert "@amara" not in body and "@org/infra" not in body

@@ -16,17 +16,17 @@ import pytest
 from pydantic import SecretStr
 
 from bot.analysis.goodput import down_intervals
+from bot.config.runsfile import Thresholds
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import acknowledge, list_incidents
 from bot.incidents.silences import add_silence
 from bot.incidents.writeup import outages_of, report_for
 from bot.models import Incident, IncidentDetails, IncidentMember, OutboxItem, PastOutage
-from bot.opslog import OpsLogDetector, OpsLogWriter
+from bot.outputs.opslog import OpsLogDetector, OpsLogWriter
 from bot.posts.incidents import IncidentPosts, ack_button, listing_card
 from bot.posts.writeup import writeup_markdown
 from bot.render.json import iso, status_json
 from bot.render.stamps import stamp
-from bot.runsfile import Thresholds
 from bot.services.narrative import Narrative
 from bot.services.status import build_status
 from bot.services.timeline import build_timeline

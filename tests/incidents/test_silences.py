@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.errors import UserFacingError
+from bot.core.errors import UserFacingError
 from bot.incidents.detectors import DETECTORS
 from bot.incidents.silences import (
     MAX_SILENCE,

@@ -8,6 +8,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from bot.app import card_to_embed, discord_text
+from bot.core.timeutil import humanize_duration
 from bot.incidents.detectors import CRASH
 from bot.incidents.people import attach_cause, note_acting, reports_acting
 from bot.incidents.service import IncidentView, public_kind
@@ -22,7 +23,6 @@ from bot.models import (
     Restart,
 )
 from bot.posts import incidents as messages
-from bot.timeutil import humanize_duration
 
 T0 = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 MEANING = "last step before the crash → first step after the restore"

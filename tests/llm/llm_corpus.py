@@ -47,9 +47,9 @@ from bot.narrative.facts import (
     select_narrative_highlights,
 )
 from bot.narrative.templates import DIGEST_MAX_CHARS
+from bot.process.wiring import answer_writer
 from bot.services.narrative import ask_facts
 from bot.store import Database, Store
-from bot.wiring import answer_writer
 from tests.fakes.anthropic import FakeAnthropic, Recorded, Reply, text, tool_use
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llm_corpus"

@@ -13,8 +13,8 @@ from datetime import datetime, timedelta
 from bot.ask.service import Answer, AskService
 from bot.llm.client import LLMClient, usage_report
 from bot.models import Event, RunInfo
+from bot.process.wiring import answer_writer
 from bot.store import Store
-from bot.wiring import answer_writer
 from tests.fakes.anthropic import FakeAnthropic, Recorded, error, slow, text
 
 QUESTION = "Why did we lower the gate weight decay?"

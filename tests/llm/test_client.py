@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from bot.config.settings import Settings
 from bot.llm.client import (
     DEFAULT_PRICE,
     LLMClient,
@@ -17,7 +18,6 @@ from bot.llm.client import (
     usage_report,
 )
 from bot.models import LLMOutput
-from bot.settings import Settings
 from bot.store import Store
 from tests.fakes.anthropic import FakeAnthropic, error, slow, text
 

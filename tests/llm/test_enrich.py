@@ -20,7 +20,7 @@ from bot.llm.enrich import (
     rules_for,
 )
 from bot.models import TAGS, Event
-from bot.pipeline import enrich_pending, retry_llm_fallbacks
+from bot.process.pipeline import enrich_pending, retry_llm_fallbacks
 from bot.store import Store
 from tests.fakes.anthropic import Recorded, enrich_items, error, tool_use
 from tests.llm.conftest import make_event

@@ -15,8 +15,8 @@ from bot.llm.client import LLMClient
 from bot.llm.digest import write_digest
 from bot.llm.narrative import write_narrative
 from bot.models import RunInfo
+from bot.process.wiring import answer_writer
 from bot.store import Store
-from bot.wiring import answer_writer
 from tests.fakes.anthropic import FakeAnthropic, Recorded, Reply, text
 from tests.llm.facts_fixture import digest_facts, narrative_facts
 from tests.llm.test_ask import QUESTION, seed

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from bot.core.mentions import defuse_mentions
 from bot.llm.ask import render_sources
 from bot.llm.enrich import render_event
 from bot.llm.grounded import render_facts, render_highlights, render_open_threads
 from bot.llm.grounding import FactIndex, check, extract
 from bot.llm.prompts import PROMPT_NAMES, Prompt, PromptError, load_prompt
 from bot.llm.safety import fence, limit_links, sanitize_output
-from bot.mentions import defuse_mentions
 from tests.llm.conftest import make_event
 from tests.llm.facts_fixture import digest_facts, narrative_facts
 

@@ -21,17 +21,17 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from bot.config.runsfile import RunConfig, RunsFile
+from bot.config.settings import Settings
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.writeup import latest_prose
 from bot.llm.client import LLMClient
 from bot.llm.writeup import ModelPen
 from bot.models import OutboxItem
-from bot.opslog import OpsLogDetector, OpsLogWriter
+from bot.outputs.opslog import OpsLogDetector, OpsLogWriter
 from bot.posts.incidents import IncidentPosts
 from bot.posts.writeup import BY_MODEL, BY_RULES
-from bot.runsfile import RunConfig, RunsFile
-from bot.runtime import Runtime
-from bot.settings import Settings
+from bot.process.runtime import Runtime
 from bot.store import Database, Store
 from tests.cli.inprocess import run_main
 from tests.fakes.anthropic import FakeAnthropic, Reply, text

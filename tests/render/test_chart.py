@@ -228,7 +228,7 @@ def test_one_restart_is_labelled_in_the_singular_with_the_predicted_curve() -> N
 async def test_status_page_marks_a_restart_behind_many_newer_wandb_events(store: Store) -> None:
     """The page's chart reads restarts by kind, so a busy W&B history after a restart (more
     events than any fixed scan of the newest ones) cannot hide it."""
-    from bot.statuspage import RESTART_SCAN, chart_data
+    from bot.outputs.statuspage import RESTART_SCAN, chart_data
 
     resumed = await seed(store)
     noise_at = resumed[-1].at + timedelta(minutes=1)

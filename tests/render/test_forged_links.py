@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
+from bot.core.mentions import body, inert, plain, unlinked
 from bot.llm.grounded import render_prompt
 from bot.llm.safety import sanitize_output
-from bot.mentions import body, inert, plain, unlinked
 from bot.models import Event, Incident, IncidentDetails, IncidentSignal, ReportedCause
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts, Highlight, IncidentFact, NarrativeFacts

@@ -18,8 +18,8 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from bot.core.mentions import body, inert, unlinked
 from bot.llm.safety import sanitize_output
-from bot.mentions import body, inert, unlinked
 from bot.models import Event, Incident, IncidentDetails, IncidentSignal, ReportedCause
 from bot.narrative.entries import TimelineEntry
 from bot.posts import incidents as messages

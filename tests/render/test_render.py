@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from bot.analysis.progress import Progress
-from bot.limits import FIELD_VALUE_LIMIT, TOTAL_LIMIT
+from bot.core.limits import FIELD_VALUE_LIMIT, TOTAL_LIMIT
 from bot.models import NEW_RUN, RESTORE, Incident, Restart, RunInfo
 from bot.narrative.entries import TimelineEntry
 from bot.narrative.facts import DigestFacts

@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.digests import compose_text
 from bot.models import (
     NEW_RUN,
     Event,
@@ -20,6 +19,8 @@ from bot.models import (
     Restart,
     RunInfo,
 )
+from bot.outputs.digests import compose_text
+from bot.outputs.statuspage import gather_run_page
 from bot.render.cards import status_card
 from bot.render.json import status_json
 from bot.render.page import render_run_page
@@ -27,7 +28,6 @@ from bot.render.terminal import local_formatter
 from bot.services.digest import build_digest
 from bot.services.narrative import current_narrative
 from bot.services.status import build_status
-from bot.statuspage import gather_run_page
 from bot.store import Store
 
 LAUNCH = datetime(2026, 8, 20, tzinfo=UTC)

@@ -9,14 +9,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bot.config.runsfile import ForecastConfig, MetricKeys, RunConfig
+from bot.core.numbers import fmt_value
 from bot.incidents.engine import IncidentEngine
 from bot.models import RunInfo
-from bot.numbers import fmt_value
-from bot.pipeline import run_cycle
 from bot.posts.incidents import IncidentPosts
+from bot.process.pipeline import run_cycle
 from bot.render.cards import forecast_cards, forecasts_summary, status_card
 from bot.render.terminal import local_formatter
-from bot.runsfile import ForecastConfig, MetricKeys, RunConfig
 from bot.services.forecasts import forecast_panels
 from bot.services.narrative import Narrative
 from bot.services.status import build_status

@@ -6,19 +6,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.delivery import gateway_down, gateway_up
-from bot.limits import TOTAL_LIMIT
+from bot.core.limits import TOTAL_LIMIT
 from bot.models import Event, Incident, LLMOutput, MetricPoint, RunInfo, RunSnapshot
+from bot.outputs.statuspage import gather_run_page
 from bot.render.cards import sources_text, status_card, timeline_pages
 from bot.render.json import status_json, timeline_json
 from bot.render.page import render_run_page
 from bot.render.terminal import local_formatter, render_card
+from bot.services.delivery import gateway_down, gateway_up
 from bot.services.digest import build_digest
 from bot.services.narrative import Narrative, current_narrative
 from bot.services.runs import UnknownRun
 from bot.services.status import build_status
 from bot.services.timeline import BadFilter, build_timeline
-from bot.statuspage import gather_run_page
 from bot.store import Store
 
 NOW = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)

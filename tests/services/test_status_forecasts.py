@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from bot.analysis.forecast import SeriesPoint
+from bot.core.numbers import fmt_value
 from bot.models import MetricPoint, RunInfo
-from bot.numbers import fmt_value
 from bot.render.cards import status_card
 from bot.render.json import status_json
 from bot.render.terminal import local_formatter, render_card

@@ -9,7 +9,7 @@ import pytest
 
 from bot.models import Event, RunInfo, WandbState
 from bot.narrative.entries import entry_from_event
-from bot.pipeline import enrich_pending
+from bot.process.pipeline import enrich_pending
 from bot.render.json import timeline_json
 from bot.services.runs import UnknownRun
 from bot.services.timeline import MAX_DAYS, BadFilter, build_timeline, validate_filters

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.settings import RunConfig, Settings
+from bot.config.settings import RunConfig, Settings
 from bot.sources.base import SourceUnavailable
 from bot.sources.github import GitHubSource, build_github_sources
 from bot.sources.github_threads import BODY_CAP, find_refs

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from bot.config.settings import MetricKeys, RunConfig, Settings
 from bot.models import NEW_RUN, RESTORE, Event, Restart, RunInfo
-from bot.settings import MetricKeys, RunConfig, Settings
 from bot.sources.base import SourceUnavailable
 from bot.sources.poller import PollSession, poll_once
 from bot.sources.wandb import (

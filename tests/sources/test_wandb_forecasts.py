@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from bot.config.settings import ForecastConfig, MetricKeys, RunConfig
 from bot.models import RunInfo
-from bot.settings import ForecastConfig, MetricKeys, RunConfig
 from bot.sources.wandb import WandbSource
 from bot.sources.wandb_client import WandbClient
 from bot.store import Store

@@ -12,11 +12,11 @@ import aiosqlite
 
 from bot.ask.query import parse_question
 from bot.ask.retrieval import retrieve
+from bot.core.timeutil import to_db
 from bot.models import Event, MetricPoint
 from bot.store import Database, Store
 from bot.store.db import load_migrations
 from bot.store.events import _EVENT_COLUMNS
-from bot.timeutil import to_db
 from tests.ask import corpus
 
 NOW = datetime(2026, 10, 7, tzinfo=UTC)

@@ -17,8 +17,8 @@ from bot.incidents.detectors import DETECTORS, Detection, DetectorSpec, RunData
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import incident_stats
 from bot.models import Event, Incident, MetricPoint, RunInfo
-from bot.pipeline import Gather, enrich_step, rules_enrichment, run_cycle
 from bot.posts.incidents import IncidentPosts
+from bot.process.pipeline import Gather, enrich_step, rules_enrichment, run_cycle
 from bot.services.narrative import status_with_narrative
 from bot.services.status import chart_series
 from bot.services.timeline import build_timeline

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.analysis.progress import compute_progress
+from bot.core.timeutil import to_db
 from bot.models import MetricPoint, RunInfo
 from bot.store import Database, Store
 from bot.store.db import load_migrations
-from bot.timeutil import to_db
 
 NOW = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
 MINUTES = next(m.version for m in load_migrations() if m.name.endswith("_metric_minutes.sql"))

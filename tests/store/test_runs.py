@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.config.settings import RunConfig, Thresholds, parse_runs
 from bot.models import RunInfo, RunSnapshot
-from bot.settings import RunConfig, Thresholds, parse_runs
 from bot.store import Store
 from tests.waiting import PATIENCE
 
@@ -86,7 +86,7 @@ async def test_a_config_stored_with_every_threshold_spelled_out_still_loads(stor
 FRESH_LOAD = """
 import sys
 from pathlib import Path
-from bot.runsfile import ConfigError, load_runs_file
+from bot.config.runsfile import ConfigError, load_runs_file
 runs = load_runs_file(Path(sys.argv[1]))
 try:
     load_runs_file(Path(sys.argv[2]))
@@ -100,7 +100,7 @@ print(refused)
 
 
 def test_a_runs_file_with_alerts_is_judged_in_a_fresh_interpreter(tmp_path: Path) -> None:
-    """Loaded through `bot.runsfile` alone, with no detector imported first, `[runs.alerts]`
+    """Loaded through `bot.config.runsfile` alone, with no detector imported first, `[runs.alerts]`
     is judged as ever: a built-in threshold is read, a bad value refused with its path."""
     table = '[[runs]]\nslug = "hero"\nname = "Hero"\ngithub_repo = "lab/model"\n\n[runs.alerts]\n'
     good, bad = tmp_path / "good.toml", tmp_path / "bad.toml"

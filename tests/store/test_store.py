@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from bot.config.settings import Settings
 from bot.models import Event, Incident, LLMOutput, MetricPoint, OutboxItem, RunInfo, RunSnapshot
-from bot.settings import Settings
 from bot.store import Database, Store, StoreError
 from bot.store.db import load_migrations
 from bot.store.errors import BUSY_SECONDS, describe_sqlite_error

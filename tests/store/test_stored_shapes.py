@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from bot.analysis.forecast import Episode, Fit, Observation, Tracker
+from bot.config.runsfile import ForecastConfig
 from bot.models import (
     AlertData,
     ConversationData,
@@ -33,7 +34,6 @@ from bot.models import (
 )
 from bot.outbox.payload import LiveSpec, PayloadError, make_payload, parse_payload
 from bot.render.cards import Card, CardField
-from bot.runsfile import ForecastConfig
 from bot.store.codec import to_json
 from bot.store.incidents import details_from_json, details_to_json
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.config.runsfile import load_runs_file
 from bot.models import RunInfo
 from bot.render.cards import status_card
 from bot.render.terminal import local_formatter
-from bot.runsfile import load_runs_file
 from bot.services.narrative import Narrative
 from bot.services.status import build_status
 from bot.store import Store

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from bot.config.runsfile import MetricKeys, RunConfig
 from bot.models import RESTORE, Event, MetricPoint, Restart, RunInfo
 from bot.render.cards import status_card
 from bot.render.json import status_json
 from bot.render.terminal import local_formatter
-from bot.runsfile import MetricKeys, RunConfig
 from bot.services.narrative import Narrative
 from bot.services.status import build_status
 from bot.store import Store

@@ -9,13 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bot.config.runsfile import MetricKeys, RunConfig
 from bot.incidents.engine import IncidentEngine
 from bot.models import NEW_RUN, RunInfo
-from bot.pipeline import run_cycle
 from bot.posts.incidents import IncidentPosts
+from bot.process.pipeline import run_cycle
 from bot.render.cards import status_card
 from bot.render.terminal import local_formatter
-from bot.runsfile import MetricKeys, RunConfig
 from bot.services.narrative import Narrative
 from bot.services.status import build_status
 from bot.sources.wandb import WandbSource

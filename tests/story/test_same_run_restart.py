@@ -9,14 +9,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bot.config.runsfile import MetricKeys, RunConfig
 from bot.incidents.engine import IncidentEngine
 from bot.models import RESTORE, Event, RunInfo
-from bot.pipeline import run_cycle
 from bot.posts.incidents import IncidentPosts
+from bot.process.pipeline import run_cycle
 from bot.render.cards import status_card
 from bot.render.json import status_json
 from bot.render.terminal import local_formatter
-from bot.runsfile import MetricKeys, RunConfig
 from bot.services.digest import build_digest
 from bot.services.narrative import Narrative, build_narrative_facts
 from bot.services.status import build_status, chart_series

@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+from bot.core.timeutil import utcnow
 from bot.store import Store
-from bot.timeutil import utcnow
-from bot.web import serve
+from bot.web.server import serve
 from tests.web.browser import browser
 from tests.web.seed import HOSTILE_IMG, HOSTILE_SCRIPT, SLUG, seed_run
 

@@ -1,4 +1,4 @@
-"""The status server's guard (`bot.webguard`) against real sockets: slowloris connections are
+"""The status server's guard (`bot.web.guard`) against real sockets: slowloris connections are
 closed once their head is late, sockets that send nothing are closed and evicted for new
 connections (the cap is held only by requests in progress), the shutdown waits for no quiet
 client, a malformed request is one log line without a traceback, and normal requests work."""
@@ -14,8 +14,8 @@ import pytest
 
 from bot.hooks.routes import ALERTMANAGER_MAX_BODY, HookEndpoints
 from bot.store import Store
-from bot.web import serve
-from bot.webguard import Guard
+from bot.web.guard import Guard
+from bot.web.server import serve
 from tests.fakes.alertmanager import Alert, message, post
 from tests.waiting import PATIENCE, until
 from tests.web.seed import seed_run

@@ -14,8 +14,11 @@ from typing import Any
 import pytest
 
 from bot.analysis.progress import compute_progress
+from bot.config.settings import RunConfig
+from bot.core.timeutil import ensure_utc
 from bot.models import Incident, IncidentDetails, ReportedCause, RunInfo
 from bot.narrative.entries import TimelineEntry
+from bot.outputs.statuspage import gather_run_page, render_pages
 from bot.render.json import status_json
 from bot.render.page import (
     MAX_PAGE_BYTES,
@@ -32,10 +35,7 @@ from bot.render.page import (
 from bot.services.forecasts import ForecastView
 from bot.services.narrative import Narrative
 from bot.services.status import StatusReport
-from bot.settings import RunConfig
-from bot.statuspage import gather_run_page, render_pages
 from bot.store import Store
-from bot.timeutil import ensure_utc
 from tests.web.seed import (
     HOSTILE_IMG,
     HOSTILE_SCRIPT,

@@ -1,4 +1,4 @@
-"""`bot.web` as a real aiohttp server on 127.0.0.1 (an ephemeral port) over a real store."""
+"""`bot.web.server` as a real aiohttp server on 127.0.0.1 (an ephemeral port) over a real store."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from bot.store import Store
-from bot.web import CannotListen, StatusSite, serve
+from bot.web.server import CannotListen, StatusSite, serve
 from tests.web.seed import SLUG, seed_run
 
 INTERVAL = 60.0
@@ -183,17 +183,17 @@ async def test_pages_are_rendered_off_the_event_loop(
     that serves /healthz, the hooks and (in `runscribe run`) the bot."""
     import threading
 
-    import bot.web
+    import bot.web.server
 
     seen: list[str] = []
     for name in ("render_index", "render_run_page"):
-        real = getattr(bot.web, name)
+        real = getattr(bot.web.server, name)
 
         def spy(*args: object, _real: object = real) -> str:
             seen.append(threading.current_thread().name)
             return _real(*args)  # type: ignore[operator]
 
-        monkeypatch.setattr(bot.web, name, spy)
+        monkeypatch.setattr(bot.web.server, name, spy)
     for path in ("/", f"/runs/{SLUG}"):
         async with server.http.get(server.url + path) as response:
             assert response.status == 200

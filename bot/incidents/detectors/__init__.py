@@ -11,7 +11,8 @@ bounds, the events of other sources it reads). `registry.DETECTORS` lists the re
 the order the engine runs them. Adding a detector is therefore a function plus its `DetectorSpec`
 in a family module, and its name in that list; the engine, the lifecycle, the silences and every
 surface iterate the registry and name no detector. A detector's thresholds are declared in
-`bot.runsfile.BUILT_IN_THRESHOLDS`, so a runs file is judged the same whatever was imported first.
+`bot.config.runsfile.BUILT_IN_THRESHOLDS`, so a runs file is judged the same whatever was imported
+first.
 
 The modules, one per family: `base` (the fingerprints, `RunData`, `Finding`, `Detection`,
 `DetectorSpec` and the shared helpers), `crash` (W&B run state and the restart that ended it),

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from bot.analysis.forecast import Tracker
 from bot.analysis.progress import effective_series
+from bot.config.runsfile import THRESHOLDS, Threshold, ThresholdRegistry, Thresholds
 from bot.models import (
     MONITOR_STALE_AFTER,
     SOURCE_SPECS,
@@ -22,7 +23,6 @@ from bot.models import (
     SourceHealth,
     WandbState,
 )
-from bot.runsfile import THRESHOLDS, Threshold, ThresholdRegistry, Thresholds
 
 CRASH = "wandb-state"
 HEARTBEAT = "heartbeat"

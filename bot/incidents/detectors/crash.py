@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.core.numbers import fmt_int
+from bot.core.timeutil import humanize_delta
 from bot.incidents.detectors.base import (
     CRASH,
     OUTAGE,
@@ -31,8 +33,6 @@ from bot.models import (
     ReportedCause,
     Restart,
 )
-from bot.numbers import fmt_int
-from bot.timeutil import humanize_delta
 
 CRASH_STATES = frozenset({"crashed", "failed", "killed", "preempted"})
 

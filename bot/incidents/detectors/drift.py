@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bot.analysis.forecast import Episode, Tracker, drift_title
+from bot.core.numbers import fmt_int, fmt_value
 from bot.incidents.detectors.base import DRIFT_PREFIX, Detection, DetectorSpec, Finding, RunData
-from bot.numbers import fmt_int, fmt_value
 
 
 def drift_fingerprint(metric: str) -> str:

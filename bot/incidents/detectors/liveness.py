@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
+from bot.config.runsfile import BUILT_IN_THRESHOLDS
+from bot.core.numbers import fmt_int, fmt_value
+from bot.core.timeutil import humanize_delta
 from bot.incidents.detectors.base import (
     HEARTBEAT,
     OUTAGE,
@@ -19,9 +22,6 @@ from bot.incidents.detectors.base import (
     to_state,
 )
 from bot.models import Event, RunSnapshot, WandbState
-from bot.numbers import fmt_int, fmt_value
-from bot.runsfile import BUILT_IN_THRESHOLDS
-from bot.timeutil import humanize_delta
 
 
 def detect_heartbeat(data: RunData) -> Detection:

@@ -12,6 +12,9 @@ from itertools import pairwise
 from statistics import median
 from typing import Any
 
+from bot.config.runsfile import BUILT_IN_THRESHOLDS
+from bot.core.numbers import fmt_int, fmt_percent, fmt_rate, fmt_value
+from bot.core.timeutil import humanize_delta
 from bot.incidents.detectors.base import (
     NAN,
     SPIKE,
@@ -24,9 +27,6 @@ from bot.incidents.detectors.base import (
     threshold,
 )
 from bot.models import MetricPoint
-from bot.numbers import fmt_int, fmt_percent, fmt_rate, fmt_value
-from bot.runsfile import BUILT_IN_THRESHOLDS
-from bot.timeutil import humanize_delta
 
 TREND_POINTS = 20  # trailing points whose median is the loss trend
 MIN_TREND_POINTS = 5

@@ -4,8 +4,8 @@ the run.
 
 from __future__ import annotations
 
+from bot.core.timeutil import humanize_delta
 from bot.incidents.detectors.base import MONITOR, Detection, DetectorSpec, Finding, RunData
-from bot.timeutil import humanize_delta
 
 
 def detect_monitor(data: RunData) -> Detection:

@@ -1,5 +1,5 @@
-"""The bot's background loops, kept alive: each runs under `bot.loops.repeat` (no exception ends
-a loop, it backs off; `CancelledError` always propagates), with its own lock, its round count
+"""The bot's background loops, kept alive: each runs under `bot.core.loops.repeat` (no exception
+ends a loop, it backs off; `CancelledError` always propagates), with its own lock, its round count
 and the events that wake it early. No Discord here: the bot spawns its loop bodies through this.
 """
 
@@ -10,8 +10,8 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
-from bot.heap import freeze_long_lived
-from bot.loops import Probe, Retries, repeat
+from bot.core.heap import freeze_long_lived
+from bot.core.loops import Probe, Retries, repeat
 
 #: The polling loops' names besides the source families: enrichment and the push endpoints.
 ENRICH = "enrich"
@@ -37,7 +37,7 @@ class LoopIntervals:
     hooks: float = 15.0
     live: float = 15.0  # live status messages: whether one is due (woken after every round)
     integrity: float = 3600.0  # looks each hour whether the daily quick_check is due
-    # free heap pages given back to the OS (bot.heap): often, so what a sample of the
+    # free heap pages given back to the OS (bot.core.heap): often, so what a sample of the
     # process's memory sees is never far from the trimmed level
     heap: float = 10.0
     max_backoff: float = 300.0
@@ -76,7 +76,7 @@ class LoopScheduler:
         # messages are looked at now, so a state change shows within the round that saw it.
         self.live_due = asyncio.Event()
         # A loop that goes through after failing (the store writable again) retries every loop
-        # still backing off at once (`bot.loops`).
+        # still backing off at once (`bot.core.loops`).
         self.retries = Retries()
 
     def spawn(
@@ -88,7 +88,7 @@ class LoopScheduler:
         wake: asyncio.Event | None = None,
         probe: Probe | None = None,
     ) -> None:
-        """Run `body` every `interval` seconds while the bot is open (`bot.loops.repeat`, the
+        """Run `body` every `interval` seconds while the bot is open (`bot.core.loops.repeat`, the
         one supervisor); the modules and clients its first round built are then frozen."""
         loop = repeat(
             name,

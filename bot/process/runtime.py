@@ -1,6 +1,6 @@
 """What a running process holds: settings, runs, the store, the sources, the enricher, the
-incident detector and the writers. Built complete by `bot.wiring.open_runtime` (the one module
-that knows which optional pieces exist); never mutated: reloading the runs file gives a new
+incident detector and the writers. Built complete by `bot.process.wiring.open_runtime` (the one
+module that knows which optional pieces exist); never mutated: reloading the runs file gives a new
 Runtime. Nothing is created at import time."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from bot.config.settings import RunsFile, Settings
 from bot.hooks.doorbell import Doorbell
 from bot.models import RunInfo
-from bot.pipeline import (
+from bot.process.pipeline import (
     Budget,
     CycleSummary,
     Detector,
@@ -25,16 +26,15 @@ from bot.pipeline import (
     poll_family,
     run_cycle,
 )
-from bot.settings import RunsFile, Settings
 from bot.sources.base import Source
 from bot.sources.poller import CycleReport, PollSession
 from bot.store import Store
 
 if TYPE_CHECKING:
     from bot.ask.service import AnswerWriter
-    from bot.digests import DigestComposer
     from bot.incidents.writeup import WriteupPen
     from bot.llm.client import LLMClient
+    from bot.outputs.digests import DigestComposer
     from bot.services.narrative import NarrativeWriter
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,8 @@ class Parts:
     detector: Detector | None = None
 
 
-# Builds the parts for a runs file (`bot.wiring` supplies it; it owns the clients they share).
+# Builds the parts for a runs file (`bot.process.wiring` supplies it; it owns the clients they
+# share).
 PartsBuilder = Callable[[RunsFile], Awaitable[Parts]]
 
 

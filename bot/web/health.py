@@ -1,6 +1,6 @@
-"""What the bot records for /healthz (`bot.delivery`): the gateway's state, whether outbox rounds
-fail, and the daily integrity check of the store. No Discord here: the bot's event handlers and
-loops call it."""
+"""What the bot records for /healthz (`bot.services.delivery`): the gateway's state, whether outbox
+rounds fail, and the daily integrity check of the store. No Discord here: the bot's event handlers
+and loops call it."""
 
 from __future__ import annotations
 
@@ -9,13 +9,19 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 
-from bot.delivery import gateway_down, gateway_up, integrity_checked, outbox_failed, outbox_ok
+from bot.config.runsfile import RunConfig
+from bot.core.timeutil import utcnow
 from bot.models import OutboxItem
 from bot.outbox.payload import make_payload
-from bot.runsfile import RunConfig
+from bot.services.delivery import (
+    gateway_down,
+    gateway_up,
+    integrity_checked,
+    outbox_failed,
+    outbox_ok,
+)
 from bot.store import Store
 from bot.store.integrity import quick_check
-from bot.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from bot.config.settings import DEFAULT_ENRICH_BATCH, DEFAULT_ENRICH_WINDOW
 from bot.enrich.conversations import GAP, burst_bounds, bursts, conversation_of, folds
 from bot.enrich.reports import is_substantive
 from bot.enrich.rules import Enrichment, enrich_event
 from bot.models import SOURCE_SPECS, UNHEALTHY_STATES, AlertData, Event, WandbState
-from bot.settings import DEFAULT_ENRICH_BATCH, DEFAULT_ENRICH_WINDOW
 from bot.sources.base import Source
 from bot.sources.poller import CycleReport, PollSession, poll_once
 from bot.store import Store

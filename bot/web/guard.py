@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-log = logging.getLogger("bot.web")
+log = logging.getLogger("bot.web.server")
 
 IDLE_TIMEOUT = 10.0  # seconds a connection may stay quiet (connected or answered, nothing sent)
 HEAD_TIMEOUT = 10.0  # seconds from a request's first byte to its complete head

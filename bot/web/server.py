@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from bot.errors import UserFacingError
+from bot.core.errors import UserFacingError
+from bot.core.timeutil import utcnow
+from bot.outputs.statuspage import DEFAULT_DAYS, gather_index, gather_run_page, health_report
 from bot.render.page import render_index, render_run_page
-from bot.statuspage import DEFAULT_DAYS, gather_index, gather_run_page, health_report
 from bot.store import Store
-from bot.timeutil import utcnow
-from bot.webguard import Guard, GuardedConnection, OneLineLogger
+from bot.web.guard import Guard, GuardedConnection, OneLineLogger
 
 if TYPE_CHECKING:
     from bot.hooks.routes import HookEndpoints
@@ -121,7 +121,7 @@ class StatusSite:
         self.clock = clock
         self.started_at = clock()
         self.cache = PageCache()
-        self.guard: Guard | None = None  # the connection guard, once serving (bot.webguard)
+        self.guard: Guard | None = None  # the connection guard, once serving (bot.web.guard)
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[_security_headers])
@@ -251,7 +251,7 @@ async def serve(
     try:
         handlers = runner.server
         assert handlers is not None
-        try:  # each connection inside the guard: a cap, head and body timeouts (bot.webguard)
+        try:  # each connection inside the guard: a cap, head and body timeouts (bot.web.guard)
             server = await asyncio.get_running_loop().create_server(
                 lambda: GuardedConnection(guard, handlers), host, port, reuse_address=True
             )

@@ -18,11 +18,11 @@ import uuid
 from collections.abc import Callable, Container, Sequence
 from datetime import datetime, timedelta
 
+from bot.config.runsfile import RunConfig
 from bot.models import MONITOR_STALE_AFTER, LiveMessage, OutboxItem, SourceHealth
 from bot.outbox.payload import LiveSpec, make_payload
 from bot.render.cards import status_card
 from bot.render.stamps import stamp
-from bot.runsfile import RunConfig
 from bot.services.narrative import status_with_narrative
 from bot.store import Store
 from bot.store.live import LIVE_KIND

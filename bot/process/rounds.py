@@ -1,7 +1,7 @@
 """The bodies of the bot's background loops, each safe to call on its own (from tests or an admin
 command): a poll round per source family, enrichment, pushed deliveries, digests, narratives.
-Each round runs under its loop's lock (`bot.scheduler.LoopScheduler`) and wakes the loops that
-deliver what it queued. No Discord here: the bot spawns these and its cogs call them."""
+Each round runs under its loop's lock (`bot.process.scheduler.LoopScheduler`) and wakes the loops
+that deliver what it queued. No Discord here: the bot spawns these and its cogs call them."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Protocol
 
-from bot.digests import DigestComposer, run_due_digests
-from bot.pipeline import THREADS, WANDB
+from bot.config.runsfile import RunConfig
+from bot.config.settings import RunsFile, Settings
+from bot.outputs.digests import DigestComposer, run_due_digests
+from bot.process.pipeline import THREADS, WANDB
+from bot.process.scheduler import ENRICH, HOOKS, LoopScheduler
 from bot.render.cards import TimeFormatter
-from bot.runsfile import RunConfig
-from bot.scheduler import ENRICH, HOOKS, LoopScheduler
-from bot.settings import RunsFile, Settings
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -25,7 +25,8 @@ NarrativeRefresher = Callable[[str, datetime], Awaitable[object]]
 
 
 class BotServices(Protocol):
-    """What the bot needs from `bot.runtime.Runtime` (structural, so tests can hand in less)."""
+    """What the bot needs from `bot.process.runtime.Runtime` (structural, so tests can hand in
+    less)."""
 
     @property
     def settings(self) -> Settings: ...

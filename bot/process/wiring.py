@@ -14,14 +14,14 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from bot.digests import DigestComposer
-from bot.heap import freeze_long_lived
+from bot.config.settings import RunConfig, RunsFile, Settings
+from bot.core.heap import freeze_long_lived
 from bot.models import SOURCE_SPECS, LLMOutput, SourceSpec
 from bot.narrative.facts import DigestFacts, NarrativeFacts
-from bot.pipeline import Detector, Enricher
-from bot.runtime import Parts, Runtime, record_runs
+from bot.outputs.digests import DigestComposer
+from bot.process.pipeline import Detector, Enricher
+from bot.process.runtime import Parts, Runtime, record_runs
 from bot.services.narrative import NarrativeWriter
-from bot.settings import RunConfig, RunsFile, Settings
 from bot.sources.base import BuildSources, Source
 from bot.store import Database, Store, StoreError
 from bot.store.db import write_problem
@@ -169,7 +169,7 @@ async def with_ops_log(
 ) -> Detector:
     """Detection followed by the ops logs, when a run names one (`github_ops_issue`) and a
     GitHub token is set (`check-config` says why not otherwise)."""
-    from bot.opslog import OpsLogDetector, OpsLogWriter
+    from bot.outputs.opslog import OpsLogDetector, OpsLogWriter
 
     token = settings.github_token
     if token is None or not any(r.github_ops_issue and r.github_repo for r in runs):

@@ -1,7 +1,7 @@
 """The runs file (`runscribe.toml`): one `[[runs]]` table per tracked run, validated up front;
 every problem is reported with its path, e.g. `runs[0].timezone: unknown time zone 'Mars/Base'`.
 `RunConfig` is also the stored run's typed config (`models.RunInfo`), so reading a run from the
-database needs this module and not the environment's (`bot.settings`, pydantic-settings).
+database needs this module and not the environment's (`bot.config.settings`, pydantic-settings).
 Nothing here runs at import time."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from bot.timeutil import resolve_zone
+from bot.core.timeutil import resolve_zone
 
 log = logging.getLogger(__name__)
 

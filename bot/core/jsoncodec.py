@@ -232,7 +232,7 @@ def _number(value: Any, _lenient: bool = False) -> float:
 
 
 def _aware(value: Any, _lenient: bool = False) -> datetime:
-    """ISO text (a trailing Z, or no zone: UTC) as a UTC time, as `bot.timeutil.parse_time`."""
+    """ISO text (a trailing Z, or no zone: UTC) as a UTC time, as `bot.core.timeutil.parse_time`."""
     text = _is(value, str).strip()
     if not text:
         raise ValueError(value)

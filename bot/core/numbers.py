@@ -4,7 +4,7 @@ the narrative and the facts the LLM writes from, the digest, incident posts and 
 the status page, the W&B events' own words), so one value reads the same everywhere, and
 `bot.llm.grounded` checks a model's numbers against facts written by the same functions.
 
-Durations are `bot.timeutil`'s: `humanize_duration` for how long something lasted ("under a
+Durations are `bot.core.timeutil`'s: `humanize_duration` for how long something lasted ("under a
 minute", "47 min"), `humanize_delta` for an age ("just now", "4 min"). Dates and times are
 `bot.narrative.format`'s. `tests/test_numbers.py` keeps number formatting out of the surfaces."""
 

@@ -1,6 +1,6 @@
 """Configuration: the environment (pydantic-settings, `.env` supported) and, re-exported from
-`bot.runsfile`, the runs file (`runscribe.toml`). Both are validated up front; every problem is
-reported with its path. Nothing here runs at import time."""
+`bot.config.runsfile`, the runs file (`runscribe.toml`). Both are validated up front; every problem
+is reported with its path. Nothing here runs at import time."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.runsfile import (
+from bot.config.runsfile import (
     ConfigError,
     ForecastConfig,
     MetricKeys,

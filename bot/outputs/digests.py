@@ -4,7 +4,7 @@
 digest was handled (kept in `store.cursors`, source "digest", key = run slug), whether a digest
 is due now. A digest missed while the bot was down is caught up once, if it is less than
 `CATCH_UP` late; a quiet day records the date and posts nothing. The text is the template's
-unless a composer (the LLM, bound by `bot.wiring`) writes a better one."""
+unless a composer (the LLM, bound by `bot.process.wiring`) writes a better one."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 
+from bot.config.runsfile import RunConfig
 from bot.models import OutboxItem
 from bot.narrative.facts import DigestFacts
 from bot.outbox.payload import payload_from_card
 from bot.render.cards import TimeFormatter, digest_card
-from bot.runsfile import RunConfig
 from bot.services.digest import build_digest
 from bot.store import Store
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from bot.analysis.progress import effective_series
-from bot.delivery import delivery_report
 from bot.models import DETECTION, SOURCE_SPECS, SourceHealth
 from bot.narrative.format import fmt_projected
 from bot.render.json import iso
@@ -27,6 +26,7 @@ from bot.render.page import (
     render_index,
     render_run_page,
 )
+from bot.services.delivery import delivery_report
 from bot.services.narrative import status_with_narrative
 from bot.services.status import StatusReport, build_status
 from bot.services.timeline import build_timeline, validate_filters
@@ -171,9 +171,9 @@ async def health_report(
     store: Store, now: datetime, *, poll_interval: float, watching_since: datetime
 ) -> Health:
     """Per-source health of every run, the last cycle's time and whether posts get through
-    (`bot.delivery`). Not ok when a configured source is failing, no cycle has finished for more
-    than three poll intervals (counted from `watching_since`, the server's start, while no cycle
-    was ever recorded), or posts cannot be delivered; `problems` says which."""
+    (`bot.services.delivery`). Not ok when a configured source is failing, no cycle has finished for
+    more than three poll intervals (counted from `watching_since`, the server's start, while no
+    cycle was ever recorded), or posts cannot be delivered; `problems` says which."""
     cycle = await store.cycles.last()
     interval = cycle.interval_seconds if cycle else poll_interval
     reference = cycle.finished_at if cycle else watching_since

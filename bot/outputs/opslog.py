@@ -155,8 +155,8 @@ class OpsLogWriter:
 
 
 class Detector(Protocol):
-    """What the pipeline calls each cycle (`bot.pipeline.Detector`, said again here so the ops
-    log does not import the pipeline it is plugged into)."""
+    """What the pipeline calls each cycle (`bot.process.pipeline.Detector`, said again here so the
+    ops log does not import the pipeline it is plugged into)."""
 
     async def detect(self, store: Store, now: datetime) -> int: ...
 

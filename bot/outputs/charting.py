@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+from bot.config.runsfile import RunConfig
 from bot.render.chart import REDRAW_EVERY, ChartCache
 from bot.render.drawer import IDLE_SECONDS, ChartDrawer
-from bot.runsfile import RunConfig
 from bot.services.status import chart_series
 from bot.store import Store
 from bot.store.metrics import NO_POINTS

@@ -31,7 +31,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.numbers import fmt_int
+from bot.core.numbers import fmt_int
 from bot.store import Store
 
 log = logging.getLogger(__name__)

@@ -5,9 +5,10 @@ The sample (`bot.sources.replay`) is served as the services would serve it at a 
 clock: its W&B history through a stand-in for the `wandb.Api` that `WandbSource` reads, its
 GitHub threads as GitHub's REST JSON through an `httpx.MockTransport` that `GitHubSource`
 reads. So every W&B and GitHub event is built by the live sources' own code (restores, new runs
-in the chain, state changes, issues, comments, reviews, closes), and `bot.pipeline.run_cycle`
-polls, enriches and detects exactly as `runscribe poll` does. Discord messages arrive by the
-gateway in production; here a small source stores the sample's messages as they fall due.
+in the chain, state changes, issues, comments, reviews, closes), and
+`bot.process.pipeline.run_cycle` polls, enriches and detects exactly as `runscribe poll` does.
+Discord messages arrive by the gateway in production; here a small source stores the sample's
+messages as they fall due.
 
 The replay clock advances in steps (`STEP`), with extra polls just after each W&B state change
 so that every change is observed, as a poller every minute would."""
@@ -23,17 +24,17 @@ from typing import Any
 
 import httpx
 
+from bot.config.settings import RunConfig, RunsFile, Settings, parse_runs
+from bot.core.timeutil import parse_time
 from bot.models import MetricPoint
-from bot.pipeline import Detector, Enricher, run_cycle
-from bot.runtime import record_runs
-from bot.settings import RunConfig, RunsFile, Settings, parse_runs
+from bot.process.pipeline import Detector, Enricher, run_cycle
+from bot.process.runtime import record_runs
 from bot.sources.base import PollResult, Source
 from bot.sources.github import build_github_sources
 from bot.sources.replay import SampleRun, load_sample
 from bot.sources.wandb import WandbSource
 from bot.sources.wandb_client import WandbClient
 from bot.store import Store
-from bot.timeutil import parse_time
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,2 @@
+"""Configuration: the environment (`Settings`), the runs file (`runscribe.toml`) and where the
+commands find both."""

@@ -15,7 +15,7 @@ import signal
 import sqlite3
 import sys
 import tempfile
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime
@@ -735,38 +735,18 @@ async def _poll_forever(settings: Settings, runtime: Runtime) -> None:
     # A loop backing off from a full disk or a lock retries as soon as the store takes a
     # write again, or another loop went through (`bot.core.loops`).
     retries, probe = Retries(), runtime.store.db.came_back
+    bodies: list[tuple[str, float, Callable[[], Awaitable[None]]]] = [
+        (f"poll-{family}", interval, partial(poll, family)) for family in FAMILIES
+    ]
+    bodies.append(("enrich", min(interval, ENRICH_EVERY), enrich))
+    if runtime.pen is not None:  # write-ups by the model, in a loop of their own
+        bodies.append(("writeups", ENRICH_EVERY, partial(_write_writeups_now, runtime)))
     with stop_signals() as stop:
         async with asyncio.TaskGroup() as group:
             loops = [
-                group.create_task(
-                    repeat(
-                        f"poll-{family}",
-                        interval,
-                        partial(poll, family),
-                        retries=retries,
-                        probe=probe,
-                    )
-                )
-                for family in FAMILIES
+                group.create_task(repeat(name, every, body, retries=retries, probe=probe))
+                for name, every, body in bodies
             ]
-            loops.append(
-                group.create_task(
-                    repeat(
-                        "enrich",
-                        min(interval, ENRICH_EVERY),
-                        enrich,
-                        retries=retries,
-                        probe=probe,
-                    )
-                )
-            )
-            if runtime.pen is not None:  # write-ups by the model, in a loop of their own
-                writeups = partial(_write_writeups_now, runtime)
-                loops.append(
-                    group.create_task(
-                        repeat("writeups", ENRICH_EVERY, writeups, retries=retries, probe=probe)
-                    )
-                )
             print(f"polling every {interval:g} s; stop with SIGTERM or Ctrl-C", flush=True)
             await stop.wait()
             log.info("stopping: the poll loops are cancelled and the store closed")

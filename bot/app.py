@@ -412,8 +412,7 @@ class RunscribeBot(commands.Bot):
         if getattr(self.runtime, "pen", None) is not None:  # write-ups by the model
             spawn("writeups", every.writeups, rounds.write_writeups)
 
-    # --- the gateway, as /healthz sees it (bot.web.health)
-    # -------------------------------------------
+    # --- the gateway, as /healthz sees it (bot.web.health) ------------------------------------
 
     async def login(self, token: str) -> None:
         await super().login(token)

@@ -1,12 +1,12 @@
 """Long-lived objects out of the garbage collector's way.
 
-A full collection walks every object the process tracks. With discord.py, anthropic, wandb and
-matplotlib imported that is about 250,000 objects, and one full collection took 50–300 ms on the
-event loop (measured with the e2e slow-callback check: every callback over 100 ms of CPU in the
-suite was a collection). Modules, classes and clients built at start live as long as the process;
-`freeze_long_lived` moves them to the permanent generation (`gc.freeze`), so later collections
-walk only what was made since. O(1); reference counting still frees everything as before, only
-cyclic garbage existing at the moment of the call is kept for good (there is little at start)."""
+A full collection walks every object the process tracks, and with discord.py, anthropic, wandb and
+matplotlib imported those are many: full collections were the slowest callbacks on the event loop
+(figures in docs/operations.md). Modules, classes and clients built at start live as long as the
+process; `freeze_long_lived` moves them to the permanent generation (`gc.freeze`), so later
+collections walk only what was made since. O(1); reference counting still frees everything as
+before, only cyclic garbage existing at the moment of the call is kept for good (there is little at
+start)."""
 
 from __future__ import annotations
 
@@ -53,12 +53,11 @@ M_ARENA_MAX = -8
 
 
 def one_malloc_arena() -> bool:
-    """Let every thread allocate from glibc's one main heap. By default each thread that
-    allocates (aiosqlite's connection threads, the executor's) gets its own arena, up to 8 per
-    core, and memory freed in one is kept there: in a 6 messages/s soak of `runscribe run` the
-    free-but-kept heap grew 4.5 → 6.0 MB in ten minutes, against a flat 1 MB with one arena
-    (RSS 4 MB lower). Call before the threads start; False where the C library has no such
-    setting (musl)."""
+    """Let every thread allocate from glibc's one main heap. By default each thread that allocates
+    (aiosqlite's connection threads, the executor's) gets its own arena, up to 8 per core, and
+    memory freed in one is kept there: in soaks of `runscribe run` the free-but-kept heap grew with
+    many arenas and stayed flat with one (docs/operations.md). Call before the threads start; False
+    where the C library has no such setting (musl)."""
     mallopt = _libc_call("mallopt")
     return mallopt is not None and bool(mallopt(M_ARENA_MAX, 1))
 
@@ -71,13 +70,12 @@ FIXED_THRESHOLD = 128 * 1024
 
 
 def fixed_malloc_thresholds() -> bool:
-    """Keep blocks of 128 KiB and more out of the heap. glibc starts there but raises the
-    threshold to the size of each mapped block that is freed (up to 32 MiB), so after a few big
-    reads (a page of 500 events, a gateway payload) blocks of that size are carved from the
-    heap, and each one freed between longer-lived small blocks leaves a hole: in a 6 messages/s
-    soak of `runscribe run`, with the heap in use flat, the free-but-kept heap grew 1.0 → 2.1 MB
-    in 30 minutes. Setting the thresholds turns that adjustment off. False where the C library
-    has no such setting (musl)."""
+    """Keep blocks of 128 KiB and more out of the heap. glibc starts there but raises the threshold
+    to the size of each mapped block that is freed (up to 32 MiB), so after a few big reads (a page
+    of 500 events, a gateway payload) blocks of that size are carved from the heap, and each one
+    freed between longer-lived small blocks leaves a hole: in soaks of `runscribe run`, with the
+    heap in use flat, the free-but-kept heap grew. Setting the thresholds turns that adjustment off.
+    False where the C library has no such setting (musl)."""
     mallopt = _libc_call("mallopt")
     if mallopt is None:
         return False
@@ -87,14 +85,12 @@ def fixed_malloc_thresholds() -> bool:
 
 
 def give_back_free_heap() -> bool:
-    """Give the whole free pages inside glibc's heap back to the OS (`malloc_trim(0)`), the
-    holes between live blocks as well as the heap's end: free() alone returns only the end.
-    With the heap in use flat, the holes were what still grew in a 6 messages/s soak of
-    `runscribe run` (glibc's free-but-kept heap 0.7 → 1.5 MB in 30 minutes). The running
-    bot calls it every 10 s (`LoopIntervals.heap`): slope of the last 10 minutes +0.005
-    against +0.079 MB/min in a control run beside it. A trim costs 0.1–0.3 ms on a heap that size
-    (`bench/bench_trim.py`). False where the C library has no such call (musl) or nothing
-    was released."""
+    """Give the whole free pages inside glibc's heap back to the OS (`malloc_trim(0)`), the holes
+    between live blocks as well as the heap's end: free() alone returns only the end. With the heap
+    in use flat, the holes were what still grew in soaks of `runscribe run`. The running bot calls
+    it every 10 s (`LoopIntervals.heap`); what it saves and costs is measured by
+    `bench/bench_soak.py` and `bench/bench_trim.py` (docs/benchmarks.md). False where the C library
+    has no such call (musl) or nothing was released."""
     trim = _libc_call("malloc_trim")  # looked up once: the bot calls this every 10 s
     return trim is not None and bool(trim(0))
 

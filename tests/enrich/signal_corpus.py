@@ -39,6 +39,9 @@ HELDOUT2 = CORPUS.with_name("heldout2_corpus.jsonl")
 #: The third held-back corpus: another project and voice, written and committed before the rules
 #: were generalised (issue 40's second round); never tuned on.
 HELDOUT3 = CORPUS.with_name("heldout3_corpus.jsonl")
+#: The fourth held-back corpus: another project (a TPU pre-training run's GitHub threads and
+#: Discord chat), written, labelled and committed before the rules ran on it; never tuned on.
+HELDOUT4 = CORPUS.with_name("heldout4_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

@@ -144,7 +144,7 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("long-context", 2.0, "rope theta, rope base, theta, long docs, long documents, long form"),
     ("long-context", 1.5, "context, contexts"),
     ("infra", 3.0, "infra, infrastructure, devops, sre, dependencies"),
-    ("infra", 2.0, "cluster, clusters, scheduler, kubernetes, k8s, slurm, ray, tpu, tpus"),
+    ("infra", 2.0, "cluster, scheduler, kubernetes, k8s, slurm, ray, tpu, tpus"),
     ("infra", 2.0, "nvlink, nvswitch, xid, xids, ecc, firmware, driver, drivers, cuda, cublas"),
     ("infra", 2.0, "reservation, reservations, allocation, allocations, capacity"),
     ("infra", 2.0, "maintenance, maintenance window, switch, switches, rack, racks, spine, nic"),
@@ -174,7 +174,7 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     # post that speaks of one shows no tag rather than a doubtful "infra"
     (FAULT, 1.5, "crash*, hang, hangs, hung, died, dies, dead, fail, fails, failed, failing"),
     (FAULT, 1.5, "failure, failures, broke, broken, stuck, evicted, excluded, cordon*, requeue*"),
-    (FAULT, 1.5, "error, errors, lost, root cause, workaround, fixed, retries, flapping"),
+    (FAULT, 1.5, "lost, root cause, workaround, retries, flapping"),
     # someone's own side workload, not the run: a notebook, an interactive session, a laptop
     (NO_TOPIC, 3.0, "notebook, jupyter, interactive, login node, laptop, my own, debug pod"),
     # the team's logistics: meetings, travel, rooms, talks
@@ -392,6 +392,8 @@ SHAPES: Final[tuple[tuple[str, float, re.Pattern[str]], ...]] = (
             re.IGNORECASE,
         ),
     ),
+    # and its size said as a size: "20B dense", "1.4B params", a run's setup more than its hosts
+    ("spec", 3.0, re.compile(r"\b\d+(?:\.\d+)?[bm]\s+(?:params|parameters|dense|moe)\b", re.I)),
     ("evals", 3.0, re.compile(r"\bpass@(?:\d+|k)\b", re.IGNORECASE)),
     (
         "ablation",

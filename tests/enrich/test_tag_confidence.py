@@ -129,3 +129,22 @@ def test_arms_written_in_scientific_notation_are_a_comparison() -> None:
 )
 def test_an_eval_measured_against_a_ladder_is_no_ablation(text: str) -> None:
     assert chat_tag(text) != "ablation"
+
+
+def test_a_run_described_by_its_size_and_hosts_is_not_an_infra_thread(
+    corpus: dict[str, dict[str, Any]],
+) -> None:
+    # "Journal for slate-20b: 20B dense, 2T tokens, FSDP + TP on 64 nodes of H200 …": the
+    # model's size says spec as loudly as the hosts say infra, so no doubtful infra tag
+    entry = corpus["c498"]
+    assert entry["tag"] == "spec"
+    assert enrich(entry).tag in ("spec", "other")
+    evidence = body_evidence(parse("Small run: 1.4B params on the campus machines."))
+    assert "spec" in evidence.strong
+
+
+def test_clusters_of_sequences_are_not_a_compute_cluster(
+    corpus: dict[str, dict[str, Any]],
+) -> None:
+    entry = corpus["c797"]  # "deduplicated the test clusters against train at 50% identity"
+    assert enrich(entry).tag == "data" == entry["tag"]

@@ -470,20 +470,6 @@ def tag_evidence(
     return combined
 
 
-def tag_scores(
-    doc: Document,
-    *,
-    title: str | None,
-    kind: str,
-    context: ThreadContext,
-    incident_thread: bool = False,
-) -> dict[str, float]:
-    """Every tag's score for one event in its thread (``tag_evidence``'s scores)."""
-    return tag_evidence(
-        doc, title=title, kind=kind, context=context, incident_thread=incident_thread
-    ).scores
-
-
 def is_short(doc: Document, title: str | None) -> bool:
     """A post of a few words without a title of its own: one chat line, a short reply."""
     return title is None and len(_TOKEN.findall(doc.prose.lower())) <= SHORT_WORDS

@@ -8,10 +8,15 @@ table size. Word boundaries come for free: "rope" never matches inside "europe".
 
 Every term has a weight; a title hit counts ``TITLE_WEIGHT`` times, and repeated body hits of one
 term count at most ``MAX_HITS`` times (a pasted list of 40 checkpoint paths is not 40 votes).
-Ties go to the more specific tag (``PRIORITY``); a tag is given only when it clearly wins
-(``confident_tag``), since the timeline shows no tag rather than a doubtful one. The
-"incident" tag is not scored here: ``bot.enrich.rules`` gives it when the incident detector
-fires.
+Scoring keeps its ``Evidence``: besides each tag's score, the distinct terms that gave it and
+whether one of them is strong. Ties go to the more specific tag (``PRIORITY``); a tag is given
+only when the rules are sure of it (``confident_tag``): it clearly wins, its score is high enough
+and its evidence is broad (two distinct terms, or one strong term, shape or thread marker), since
+the timeline shows no tag rather than a doubtful one. A chat line has room for one topic word, so
+one strong, unopposed term is enough there. Two rivals compete like tags but are never shown: no
+topic at all (CI, tooling, someone's side workload, the team's logistics) and a fault or its
+aftermath (an incident follow-up the detector missed reads like infra). The "incident" tag is
+not scored here: ``bot.enrich.rules`` gives it when the incident detector fires.
 
 ``choose_tag`` reads an event in its thread (``bot.enrich.context``): a label or title prefix that
 names a tag ("[evals]", "infra") declares the thread's topic, other markers and the title are
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from bot.enrich.context import ThreadContext, split_prefix
@@ -37,6 +42,15 @@ MIN_SCORE: Final = 1.0
 #: tag: a wrong tag is worse than none (issue 40).
 CONFIDENT_SCORE: Final = 4.0
 CONFIDENT_MARGIN: Final = 2.0
+#: A term at least this heavy is evidence by itself ("checkpoint", "MMLU", "slurm"); lighter ones
+#: ("loss", "score", "restart") say something only with another term of the same tag.
+STRONG_WEIGHT: Final = 2.0
+#: Distinct terms of one tag that make its evidence broad without a strong one.
+BROAD_TERMS: Final = 2
+#: A post of at most ``SHORT_WORDS`` words (a chat line, a short reply) has room for one topic
+#: word: one strong term in its first paragraph (``SHORT_SCORE``) is enough when unopposed.
+SHORT_WORDS: Final = 30
+SHORT_SCORE: Final = 3.0
 TAG_LIMIT: Final = 8_000  # characters of body prose scored
 
 #: Ties go to the earlier, more specific tag: an ablation of weight decay is an ablation.
@@ -53,9 +67,13 @@ PRIORITY: Final[tuple[str, ...]] = (
 )
 SCORED_TAGS: Final = frozenset(TAGS) - {"incident", "other"}
 #: Evidence that a post is about none of the run's topics (CI, unit tests, the repository's
-#: tooling): it competes with the tags like a tag of its own, and when it wins or comes close
-#: no tag is shown.
+#: tooling, side workloads, logistics): it competes with the tags like a tag of its own, and when
+#: it wins or comes close no tag is shown.
 NO_TOPIC: Final = "none"
+#: Evidence of a fault or its aftermath (crashed, excluded, requeued): a rival of every tag, so
+#: that an incident's follow-up the incident detector missed shows no tag, not "infra".
+FAULT: Final = "fault"
+RIVALS: Final = frozenset({NO_TOPIC, FAULT})
 
 #: (tag, weight, terms separated by commas). "x*" is a prefix; "x y" a phrase of tokens.
 TERMS: Final[tuple[tuple[str, float, str], ...]] = (
@@ -126,7 +144,7 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("long-context", 2.0, "rope theta, rope base, theta, long docs, long documents, long form"),
     ("long-context", 1.5, "context, contexts"),
     ("infra", 3.0, "infra, infrastructure, devops, sre, dependencies"),
-    ("infra", 2.0, "cluster, clusters, scheduler, kubernetes, k8s, slurm, ray, tpu, tpus"),
+    ("infra", 2.0, "cluster, scheduler, kubernetes, k8s, slurm, ray, tpu, tpus"),
     ("infra", 2.0, "nvlink, nvswitch, xid, xids, ecc, firmware, driver, drivers, cuda, cublas"),
     ("infra", 2.0, "reservation, reservations, allocation, allocations, capacity"),
     ("infra", 2.0, "maintenance, maintenance window, switch, switches, rack, racks, spine, nic"),
@@ -152,6 +170,16 @@ TERMS: Final[tuple[tuple[str, float, str], ...]] = (
     ("spec", 1.5, "configuration, setting, settings, schedule, seq, kv heads, n layers"),
     (NO_TOPIC, 3.0, "ci, pytest, unit test, unit tests, test suite, github actions, runner"),
     (NO_TOPIC, 3.0, "flaky, lint, linter, pre commit, mypy, typo, readme"),
+    # a fault and its aftermath: an incident the detector did not mark reads like infra, so a
+    # post that speaks of one shows no tag rather than a doubtful "infra"
+    (FAULT, 1.5, "crash*, hang, hangs, hung, died, dies, dead, fail, fails, failed, failing"),
+    (FAULT, 1.5, "failure, failures, broke, broken, stuck, evicted, excluded, cordon*, requeue*"),
+    (FAULT, 1.5, "lost, root cause, workaround, retries, flapping"),
+    # someone's own side workload, not the run: a notebook, an interactive session, a laptop
+    (NO_TOPIC, 3.0, "notebook, jupyter, interactive, login node, laptop, my own, debug pod"),
+    # the team's logistics: meetings, travel, rooms, talks
+    (NO_TOPIC, 3.0, "lunch, offsite, travel, meeting, slides, reading group, projector, wifi"),
+    (NO_TOPIC, 3.0, "parking, coffee, vacation, out tomorrow, ooo, social"),
 )
 
 
@@ -169,7 +197,7 @@ def _compile(
     prefixes: dict[str, list[_Term]] = {}
     phrases: dict[str, list[_Term]] = {}
     for tag, weight, spec in table:
-        if tag not in SCORED_TAGS and tag != NO_TOPIC:
+        if tag not in SCORED_TAGS and tag not in RIVALS:
             raise ValueError(f"unknown tag {tag!r} in TERMS")
         for raw in spec.split(","):
             term = raw.strip()
@@ -188,12 +216,39 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 _RANK: Final = {tag: i for i, tag in enumerate(PRIORITY)}
 
 
-def _add(scores: dict[str, float], terms: list[_Term], hits: int, factor: float) -> None:
+@dataclass(slots=True)
+class Evidence:
+    """What was found for each tag: its score, the distinct terms (words, phrases, shapes,
+    markers) that gave it, and whether one of them is strong on its own (``STRONG_WEIGHT``)."""
+
+    scores: dict[str, float] = field(default_factory=dict)
+    terms: dict[str, set[str]] = field(default_factory=dict)
+    strong: set[str] = field(default_factory=set)
+
+    def add(self, tag: str, value: float, term: str, *, strong: bool) -> None:
+        self.scores[tag] = self.scores.get(tag, 0.0) + value
+        self.terms.setdefault(tag, set()).add(term)
+        if strong:
+            self.strong.add(tag)
+
+    def merge(self, other: Evidence, factor: float = 1.0) -> None:
+        for tag, value in other.scores.items():
+            self.scores[tag] = self.scores.get(tag, 0.0) + factor * value
+            self.terms.setdefault(tag, set()).update(other.terms.get(tag, ()))
+        self.strong |= other.strong
+
+    def broad(self, tag: str) -> bool:
+        """Evidence for ``tag`` that is more than one weak word said again and again."""
+        return tag in self.strong or len(self.terms.get(tag, ())) >= BROAD_TERMS
+
+
+def _add(evidence: Evidence, terms: list[_Term], hits: int, factor: float) -> None:
     for term in terms:
-        scores[term.tag] = scores.get(term.tag, 0.0) + term.weight * factor * min(hits, MAX_HITS)
+        value = term.weight * factor * min(hits, MAX_HITS)
+        evidence.add(term.tag, value, term.text, strong=term.weight >= STRONG_WEIGHT)
 
 
-def _score_part(text: str, factor: float, scores: dict[str, float]) -> None:
+def _score_part(text: str, factor: float, evidence: Evidence) -> None:
     tokens = _TOKEN.findall(text.lower())
     if not tokens:
         return
@@ -201,17 +256,17 @@ def _score_part(text: str, factor: float, scores: dict[str, float]) -> None:
     for token, n in counts.items():
         terms = _WORDS.get(token)
         if terms:
-            _add(scores, terms, n, factor)
+            _add(evidence, terms, n, factor)
         if token.startswith(_PREFIX_TUPLE):
             for prefix, pterms in _PREFIXES.items():
                 if token.startswith(prefix):
-                    _add(scores, pterms, n, factor)
+                    _add(evidence, pterms, n, factor)
     if len(tokens) > 1:
         joined = f" {' '.join(tokens)} "
         for phrase, terms in _PHRASES.items():
             n = joined.count(phrase)
             if n:
-                _add(scores, terms, n, factor)
+                _add(evidence, terms, n, factor)
 
 
 def best_tag(scores: dict[str, float], default: str = "other") -> str:
@@ -222,28 +277,40 @@ def best_tag(scores: dict[str, float], default: str = "other") -> str:
     return tag if scores[tag] >= MIN_SCORE else default
 
 
-def _reports_ablation(scores: dict[str, float], top: float) -> bool:
-    """Strong evidence of a comparison of arms, close to the best topic: the topic is what was
-    compared, the post is the comparison."""
-    value = scores.get("ablation", 0.0)
-    return value >= CONFIDENT_SCORE and value * CONFIDENT_MARGIN >= top
+def _reports_ablation(evidence: Evidence, top: float) -> bool:
+    """Strong, broad evidence of a comparison of arms, close to the best topic: the topic is
+    what was compared, the post is the comparison."""
+    value = evidence.scores.get("ablation", 0.0)
+    return (
+        value >= CONFIDENT_SCORE
+        and value * CONFIDENT_MARGIN >= top
+        and len(evidence.terms.get("ablation", ())) >= BROAD_TERMS
+    )
 
 
-def confident_tag(scores: dict[str, float], default: str = "other") -> str:
-    """``best_tag`` when it clearly wins (``CONFIDENT_SCORE``, ``CONFIDENT_MARGIN``), else
-    ``default``: two topics neck and neck, or one mentioned in passing, is no topic."""
+def confident_tag(evidence: Evidence, default: str = "other", *, short: bool = False) -> str:
+    """``best_tag`` when the rules are sure of it, else ``default``.
+
+    Sure means: the tag clearly wins (``CONFIDENT_MARGIN`` over the runner-up, the no-topic
+    evidence included), its score reaches ``CONFIDENT_SCORE`` (``SHORT_SCORE`` for a ``short``
+    post, whose few words leave room for one topic word), and its evidence is broad
+    (``Evidence.broad``). Two topics neck and neck, a topic mentioned in passing or one weak
+    word said three times is no topic."""
+    scores = evidence.scores
     tag = best_tag(scores, default)
-    if tag in (default, NO_TOPIC):
+    if tag == default or tag in RIVALS:
         return default
-    if _reports_ablation(scores, scores[tag]):
+    if _reports_ablation(evidence, scores[tag]):
         # whatever was ablated (a warmup, an optimizer), the post reports the comparison; the
         # words of the thing compared are no rival
         return "ablation"
     top = scores[tag]
     runner_up = max((v for t, v in scores.items() if t != tag), default=0.0)
-    if top < CONFIDENT_SCORE or runner_up * CONFIDENT_MARGIN > top:
+    if runner_up * CONFIDENT_MARGIN > top or not evidence.broad(tag):
         return default
-    return tag
+    if top >= CONFIDENT_SCORE or (short and top >= SHORT_SCORE and runner_up == 0.0):
+        return tag
+    return default
 
 
 # --------------------------------------------------------------------------------------------
@@ -258,12 +325,12 @@ FIRST_PARAGRAPH_WEIGHT: Final = 1.5
 PRIOR_WEIGHT: Final = 0.3
 
 
-def thread_scores(
+def thread_evidence(
     context: ThreadContext, title: str | None = None, *, with_title: bool = True
-) -> dict[str, float]:
-    """Scores of the thread's topic: title prefix, labels and title (``title`` overrides the
+) -> Evidence:
+    """Evidence of the thread's topic: title prefix, labels and title (``title`` overrides the
     context's, for a description that carries its own)."""
-    scores: dict[str, float] = {}
+    evidence = Evidence()
     heading = title if title is not None else context.title
     prefix, rest = split_prefix(heading)
     markers = [context.prefix, *context.labels]
@@ -272,15 +339,14 @@ def thread_scores(
     for marker in markers:
         named = named_tag(marker)
         if named is not None:  # "[evals]", label "infra": the thread says what it is about
-            scores[named] = scores.get(named, 0.0) + NAMED_TAG_SCORE
+            evidence.add(named, NAMED_TAG_SCORE, f"[{named}]", strong=True)
         else:
-            _score_part(marker, MARKER_WEIGHT, scores)
+            _score_part(marker, MARKER_WEIGHT, evidence)
     if rest and with_title:
-        _score_part(rest, TITLE_WEIGHT, scores)
-    return scores
+        _score_part(rest, TITLE_WEIGHT, evidence)
+    return evidence
 
 
-#: A prefix or label that names a tag outright ("[evals]", "infra", "long-context").
 NAMED_TAG_SCORE: Final = 20.0
 _TAG_NAMES: Final = {
     **{tag: tag for tag in SCORED_TAGS},
@@ -297,6 +363,9 @@ _TAG_NAMES: Final = {
     "dynamics": "training-dynamics",
     "training dynamics": "training-dynamics",
     "infrastructure": "infra",
+    # a thread labelled as an experiment is a comparison of runs
+    "experiment": "ablation",
+    "experiments": "ablation",
 }
 
 
@@ -323,12 +392,14 @@ SHAPES: Final[tuple[tuple[str, float, re.Pattern[str]], ...]] = (
             re.IGNORECASE,
         ),
     ),
+    # and its size said as a size: "20B dense", "1.4B params", a run's setup more than its hosts
+    ("spec", 3.0, re.compile(r"\b\d+(?:\.\d+)?[bm]\s+(?:params|parameters|dense|moe)\b", re.I)),
     ("evals", 3.0, re.compile(r"\bpass@(?:\d+|k)\b", re.IGNORECASE)),
     (
         "ablation",
         3.0,
         # spaced, or four and more: not a date ("10/26/2026")
-        re.compile(r"\d[\w.]*\s+/\s+\d[\w.]*\s+/\s+\d|\d[\w.]*/\d[\w.]*/\d[\w.]*/\d"),
+        re.compile(r"\d[\w.+-]*\s+/\s+\d[\w.+-]*\s+/\s+\d|\d[\w.]*/\d[\w.]*/\d[\w.]*/\d"),
     ),
     (
         "training-dynamics",
@@ -349,36 +420,36 @@ SHAPES: Final[tuple[tuple[str, float, re.Pattern[str]], ...]] = (
 )
 
 
-def _score_shapes(text: str, scores: dict[str, float]) -> None:
+def _score_shapes(text: str, evidence: Evidence) -> None:
     for tag, weight, pattern in SHAPES:
         if pattern.search(text):
-            scores[tag] = scores.get(tag, 0.0) + weight
+            evidence.add(tag, weight, pattern.pattern, strong=True)
 
 
-def body_scores(doc: Document) -> dict[str, float]:
-    """Scores of a body: its first paragraph weighted up, then the rest of its prose, and the
+def body_evidence(doc: Document) -> Evidence:
+    """Evidence in a body: its first paragraph weighted up, then the rest of its prose, and the
     shapes of its evidence (``SHAPES``)."""
-    scores: dict[str, float] = {}
-    _score_shapes(doc.prose[:TAG_LIMIT], scores)
+    evidence = Evidence()
+    _score_shapes(doc.prose[:TAG_LIMIT], evidence)
     blocks = [b for b in doc.blocks if b.kind in (PARA, ITEM, HEADING)]
     first = next((i for i, b in enumerate(blocks) if b.kind != HEADING), None)
     if first is not None:
-        _score_part(blocks[first].text[:TAG_LIMIT], FIRST_PARAGRAPH_WEIGHT, scores)
+        _score_part(blocks[first].text[:TAG_LIMIT], FIRST_PARAGRAPH_WEIGHT, evidence)
     rest = "\n".join(b.text for i, b in enumerate(blocks) if i != first)
     if rest:
-        _score_part(rest[:TAG_LIMIT], 1.0, scores)
-    return scores
+        _score_part(rest[:TAG_LIMIT], 1.0, evidence)
+    return evidence
 
 
-def tag_scores(
+def tag_evidence(
     doc: Document,
     *,
     title: str | None,
     kind: str,
     context: ThreadContext,
     incident_thread: bool = False,
-) -> dict[str, float]:
-    """Every tag's score for one event in its thread (empty when it has nothing to say).
+) -> Evidence:
+    """Every tag's evidence for one event in its thread (empty when it has nothing to say).
 
     A description (issue or pull, ``title`` given) is read title first: prefix, labels and title
     words, then its first paragraph, then the rest. A comment, review or message is scored on its
@@ -386,19 +457,22 @@ def tag_scores(
     own overrides. In an incident's own thread the title describes the incident, not the
     follow-ups: only its labels and prefix count there.
     """
-    own = body_scores(doc)
+    own = body_evidence(doc)
     if title is not None or kind in ("issue", "pull"):
-        combined = thread_scores(context, title)
-        for tag, value in own.items():
-            combined[tag] = combined.get(tag, 0.0) + value
+        combined = thread_evidence(context, title)
+        combined.merge(own)
         return combined
     if not doc.prose:
-        return {}  # nothing of its own to say: no topic either (a bot footer, a bare link)
-    prior = thread_scores(context, with_title=not incident_thread)
-    combined = dict(own)
-    for tag, value in prior.items():
-        combined[tag] = combined.get(tag, 0.0) + PRIOR_WEIGHT * value
+        return Evidence()  # nothing of its own to say: no topic either (a bot footer, a link)
+    combined = Evidence()
+    combined.merge(own)
+    combined.merge(thread_evidence(context, with_title=not incident_thread), PRIOR_WEIGHT)
     return combined
+
+
+def is_short(doc: Document, title: str | None) -> bool:
+    """A post of a few words without a title of its own: one chat line, a short reply."""
+    return title is None and len(_TOKEN.findall(doc.prose.lower())) <= SHORT_WORDS
 
 
 def choose_tag(
@@ -410,9 +484,9 @@ def choose_tag(
     default: str = "other",
     incident_thread: bool = False,
 ) -> str:
-    """The tag of one event in its thread when the rules are sure of it (``tag_scores``,
+    """The tag of one event in its thread when the rules are sure of it (``tag_evidence``,
     ``confident_tag``), else ``default``."""
-    scores = tag_scores(
+    evidence = tag_evidence(
         doc, title=title, kind=kind, context=context, incident_thread=incident_thread
     )
-    return confident_tag(scores, default)
+    return confident_tag(evidence, default, short=is_short(doc, title))

@@ -95,6 +95,9 @@ _SUBJ = (
 _HOST = r"(?:[a-z]+\d+[a-z]+\d+[\w-]*|[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d+[\w-]*)"
 _FAIL_TO = r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't)"
 
+#: A signal whose incident kind is read from its sentence (``fault_kind``).
+FAULT: Final = "fault"
+
 SIGNALS: Final[tuple[Signal, ...]] = (
     # hardware faults
     _sig("hardware", "nvlink", r"nvlink\s+(?:errors?|failures?|faults?|down|degraded|inactive)"),
@@ -773,6 +776,101 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:trainers?|workers?|actors?|ranks?|hosts?|nodes?)\s+(?:\w+\s+)?(?:show|are|got|were"
         r"|went|have)?\s*(?:disconnected|lost\s+(?:their|the|its)\s+connection)",
     ),
+    # --- shapes rather than phrases (issue 40, the incident half) ----------------------------
+    # a part of the run that errs, whatever the error: "the input pipeline is throwing IO
+    # errors", "checkpoint save at 42k is getting 429 Too Many Requests", "writes keep failing
+    # with 503"; its kind is what the sentence names (``fault_kind``)
+    _sig(
+        FAULT,
+        "getting throwing returning returns hitting spewing raising erroring failing fails",
+        r"(?:getting|throwing|returning|returns|hitting|spewing|raising|erroring\s+with"
+        r"|failing\s+with|fails\s+with)\s+(?:\w+\s+){0,2}?(?:[45]\d\d(?:s|\s+errors?)?"
+        r"|errors|exceptions|timeouts|too\s+many\s+requests|service\s+unavailable"
+        r"|permission\s+denied|transport\s+endpoint)",
+    ),
+    # what a run does not do any more, in any grammar: "isn't logging anything since 3:10",
+    # "hasn't trained a step in 3 hours", "stopped writing metrics for 40 minutes"
+    _sig(
+        "hang",
+        "logging logged reporting reported writing written printing printed emitting trained"
+        " training stepping taken",
+        r"(?:isn't|is\s+not|aren't|are\s+not|hasn't|has\s+not|haven't|have\s+not|not|stopped"
+        r"|no\s+longer)\s+(?:been\s+)?(?:logging|logged|reporting|reported|writing|written"
+        r"|printing|printed|emitting|emitted|training|trained|stepping|taken)\s+(?:anything"
+        r"|a\s+(?:single\s+)?step|any\s+(?:steps?|metrics?|logs?|lines?|data)|steps|metrics"
+        r"|logs)?\s*(?:since|for|in)\s+(?:the\s+last\s+|over\s+|about\s+|~)?(?:\d|an?\s|half)",
+    ),
+    # an agent's field and its note: "Step: 74,880 (unchanged since 06:12)"
+    _sig(
+        "hang",
+        "unchanged change moved moving same stuck frozen flat",
+        r"(?:step|iteration|iter|global\s+step|progress)\s*[:=]\s*\**\s*[\d,.]+k?\s*\(?\s*"
+        r"(?:unchanged|no\s+change|not\s+moved|not\s+moving|same|stuck|frozen|flat)"
+        r"\s+(?:since|for)\b",
+    ),
+    # the same failure over and over: "restarted itself 4 times in the last hour", "dies at the
+    # same step every time"
+    _sig(
+        "crash",
+        "times same",
+        r"(?:restarted|relaunched|requeued|rebooted|crashed|died|failed)\s+(?:itself\s+)?"
+        r"(?:\d+|two|three|four|five|six|several|many)\s+times\s+(?:in\s+(?:the\s+)?(?:last|past)"
+        r"|since|today|tonight|this\s+morning|overnight|in\s+a\s+row)"
+        r"|(?:dies|crashes|fails|hangs|ooms|dying|crashing|failing|hanging)\s+(?:at|on|in)\s+"
+        r"the\s+same\s+(?:step|spot|place|batch|point|iteration|line)",
+    ),
+    # a machine leaving and what it took: "kelp-g044 dropped off slurm", "took the job with it"
+    _sig(
+        "node-loss",
+        "dropped fell",
+        r"(?:dropped|fell)\s+(?:off|out\s+of)\s+(?:slurm|the\s+(?:cluster|network|fabric|pool"
+        r"|partition|allocation|job|mesh)|k8s|kubernetes)",
+    ),
+    _sig(
+        "crash",
+        "took",
+        r"took\s+(?:the|our|its)\s+(?:whole\s+)?(?:job|run|training|trainer|step)\s+(?:down\s+)?"
+        r"with\s+(?:it|them)",
+    ),
+    # a run that cannot come back: "can't bring plover back", "unable to get the job back up"
+    _sig(
+        "outage",
+        "back",
+        rf"{_FAIL_TO}\s+(?:bring|get)\s+(?:\S+\s+){{0,2}}?back(?:\s+up|\s+online)?\b",
+    ),
+    # a symptom named as a title names it: "Loss NaN at step 88,410", "loss: nan"
+    _sig("crash", "nan inf", r"loss(?:es)?\s*[:=]?\s*(?:nan|inf)\b(?!\s*(?:guard|check))"),
+    # a mount full, named by its path: "/scratch on kelp is 100% full"
+    _sig(
+        "storage",
+        "full",
+        r"(?<=/)[\w.-]+\s+(?:\S+\s+){0,3}?(?:is\s+|are\s+)?(?:\d+\s*%\s+)?full\b",
+    ),
+    # a quota named by its metric, and a checkpoint named by its step: "Quota 'TPUS_PER_PROJECT'
+    # exceeded", "can't write step_84000"
+    _sig(
+        "storage",
+        "quota",
+        r"quota\s+(?!['\"]?\w*(?:tpu|gpu|cpu|chip|accelerator|instance))(?:\S+\s+){1,2}?"
+        r"(?:exceeded|exhausted)",
+    ),
+    _sig(
+        "preemption",
+        "quota",
+        r"quota\s+['\"]?\w*(?:tpu|gpu|cpu|chip|accelerator|instance)\w*['\"]?\s+"
+        r"(?:exceeded|exhausted)",
+    ),
+    _sig(
+        "checkpoint-failed",
+        "step",
+        rf"{_FAIL_TO}\s+(?:save|write|upload|commit)\s+(?:the\s+)?step[_-]?\d+",
+    ),
+    # what torch's launcher prints when a rank dies: "ChildFailedError", "exitcode : -9"
+    _sig(
+        "crash",
+        "childfailederror exitcode",
+        r"childfailederror|exitcode\s*:\s*-?[1-9]\d*",
+    ),
 )
 _COMPILED: Final = tuple((s, s.compile()) for s in SIGNALS)
 #: At most this many matches are judged per text (a wall of "no crash" is not worth more).
@@ -807,6 +905,7 @@ _NEAR_CUE = re.compile(
 _AFTER_CUE = re.compile(
     r"[\s-]*(?:risk|margin|headroom|safety|threshold|guard|protection|handling|handler|detection"
     r"|detector|test|tests|repro|reproducer|checks?|tolerance|tolerant|resilien\w*|recovery"
+    r"|watchdogs?|alerts?|alarms?|monitors?|runbooks?|playbooks?"
     r"|retr(?:y|ies)|rates?|budget|analysis|bug|fix|report|stats|counts?|probability)\b",
     re.IGNORECASE,
 )
@@ -857,7 +956,8 @@ _HYPOTHETICAL = re.compile(r"\b(?:otherwise|or\s+else|by\s+design|in\s+theory)\b
 #: server crashed", "my notebook died".
 _OTHER_WORKLOAD_BEFORE = re.compile(
     r"\b(?:evals?|evaluations?|inference|benchmarks?|notebooks?|sweeps?|ablations?|harness"
-    r"|sandbox|exporter|conversion)\s+(?:\w+\s+)?$",
+    r"|sandbox|exporter|conversion|dashboards?|grafana|prometheus|tensorboard|sidecar|demo"
+    r"|inference\s+server|interactive\s+(?:node|session|job|shell))\s+(?:\w+\s+)?$",
     re.IGNORECASE,
 )
 _SYSTEM_SUBJECT = re.compile(
@@ -869,6 +969,8 @@ _SYSTEM_SUBJECT = re.compile(
 )
 _NOT_THE_RUN = re.compile(
     r"\b(?:ci|pytest|unit\s+tests?|test\s+suite|integration\s+tests?|linter|lint|docs?\s+build"
+    # someone's own workload: "my interactive node got OOM killed", "my debug job"
+    r"|my\s+(?:interactive|debug|dev|test|personal|local)|interactive\s+(?:node|session|job|shell)s?"
     r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?"
     r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?"
     r"|preprocess\w*|tokeni[sz]ation\s+jobs?|debug\s+(?:pods?|jobs?|runs?)|my\s+own"
@@ -898,6 +1000,37 @@ _STOPPED = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_BOUNDARY = re.compile(r"[.!?](?=\s)|\n")
+#: A chat line's lead-in before the question it asks: "btw was the outage in march …?"
+_FILLER = re.compile(
+    r"^\W*(?:btw|by\s+the\s+way|hey|ok(?:ay)?|so|also|quick\s+q(?:uestion)?|q|sorry|hmm+|oh"
+    r"|uh+|um+|random\s+(?:q|question)|fwiw|out\s+of\s+curiosity)\b\W*",
+    re.IGNORECASE,
+)
+#: A failure after "when" and its subject is a condition or a habit: "when the run hangs in
+#: a collective we lose hours", "whenever a host dies".
+_WHEN = re.compile(r"\bwhen(?:ever)?\s+(?:\S+\s+){1,3}$", re.IGNORECASE)
+#: A part of the run, named before a fault ("the input pipeline is throwing IO errors").
+_RUN_PART = re.compile(
+    r"\b(?:job|run|training|trainer|train\s+loop|step|ranks?|workers?|hosts?|nodes?|pods?"
+    r"|slices?|checkpoint\w*|ckpt|saves?|saving|restor\w*|resum\w*|orbax|writer|input\s+pipeline"
+    r"|data\s*loaders?|loaders?|gcsfuse|mounts?|bucket|storage|lustre|nfs|gcs|s3|collectives?"
+    r"|nccl|all-?reduce|rendezvous|coordinator|rank\s*\d+|hero)\b",
+    re.IGNORECASE,
+)
+#: Which kind a fault is, by the part its sentence names, most specific first.
+_FAULT_PARTS: Final = (
+    ("checkpoint-failed", re.compile(r"\b(?:checkpoint\w*|ckpt|saves?|saving|orbax)\b", re.I)),
+    ("restore-failed", re.compile(r"\b(?:restor\w*|resum\w*)\b", re.I)),
+    (
+        "storage",
+        re.compile(
+            r"\b(?:gcsfuse|mounts?|bucket|storage|lustre|nfs|gcs|s3|disk|io|filesystem"
+            r"|input\s+pipeline|data\s*loaders?|loaders?)\b",
+            re.I,
+        ),
+    ),
+    ("network", re.compile(r"\b(?:nccl|rendezvous|network|fabric|ib|collectives?)\b", re.I)),
+)
 
 
 def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
@@ -911,21 +1044,32 @@ def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     return left, right
 
 
-def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
-    """Whether one signal match reports a live incident, judged within its sentence."""
+def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = False) -> bool:
+    """Whether one signal match reports a live incident, judged within its sentence.
+
+    ``machine`` text is a pasted log: it has no asides, negations or questions, only what a
+    process printed, so only what says it is not the run (a CI job, an ablation) rules it out.
+    """
     start, end = m.span()
     left, right = _sentence_bounds(text, start, end)
     sentence = text[left:right].strip()
     before = text[left:start]
+    if machine:
+        return not (_NOT_THE_RUN.search(sentence) or _EXPECTED.search(sentence))
     clause = _CLAUSE_BREAK.split(before)[-1][-80:] if before else ""
-    if _NEGATION.search(clause) or _NEAR_CUE.search(before[-40:]):
+    if _NEGATION.search(clause) or _NEAR_CUE.search(before[-40:]) or _WHEN.search(clause):
         return False
     if _AFTER_CUE.match(text, end, min(len(text), end + 30)):
         return False
-    if before.count("(") > before.count(")") and not _FIRING.search(sentence):
+    if before.count("(") > before.count(")") and not (
+        _FIRING.search(sentence) or _annotation(text, start, end)
+    ):
         return False  # an aside: "(relaunched after the second NVLink fault)"
-    if sentence.endswith("?") and _QUESTION_START.match(sentence) and not _WHY_NOW.match(sentence):
+    asked = _FILLER.sub("", sentence, count=1)
+    if asked.endswith("?") and _QUESTION_START.match(asked) and not _WHY_NOW.match(asked):
         return False
+    if signal.kind == FAULT and not _RUN_PART.search(before):
+        return False  # "the download script is getting 429s": not a part of the run
     if _SETTLED.search(text, end, right):
         return False  # "crashed at startup with a cuBLASLt error, fixed by #1009"
     if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence) or _EXPECTED.search(sentence):
@@ -937,6 +1081,29 @@ def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
     if signal.kind in ("hang", "crash", "outage") and _DYNAMICS_BEFORE.search(before[-40:]):
         return False
     return not (signal.needs_subject and not _SYSTEM_SUBJECT.search(sentence))
+
+
+def _annotation(text: str, start: int, end: int) -> bool:
+    """The match is the whole of its parenthesis: a state stamped on what comes before it,
+    "kelp-g044 dropped off (NODE_FAIL)", not an aside about something else."""
+    return text[max(0, start - 2) : start].strip().endswith("(") and text[
+        end : end + 2
+    ].strip().startswith(")")
+
+
+def fault_kind(sentence: str) -> str:
+    """The incident kind of a fault by the part of the run its sentence names."""
+    for kind, names in _FAULT_PARTS:
+        if names.search(sentence):
+            return kind
+    return "crash"
+
+
+def _kind(signal: Signal, text: str, m: re.Match[str]) -> str:
+    if signal.kind != FAULT:
+        return signal.kind
+    left, right = _sentence_bounds(text, m.start(), m.end())
+    return fault_kind(text[left:right])
 
 
 def severity_of(kind: str, context: str) -> str:
@@ -956,9 +1123,10 @@ def sharper_kind(kind: str, logs: str) -> str:
         return kind
     lowered = logs[:DETECT_LIMIT].lower()
     named = [
-        signal.kind
+        _kind(signal, logs, m)
         for signal, pattern in _COMPILED
-        if any(a in lowered for a in signal.anchors) and pattern.search(logs[:DETECT_LIMIT])
+        if any(a in lowered for a in signal.anchors)
+        and (m := pattern.search(logs[:DETECT_LIMIT])) is not None
     ]
     # a log is machine text: "Detected 1 oom_kill event" is no negation
     return min([kind, *named], key=KIND_PRIORITY.index)
@@ -971,7 +1139,8 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
     log-looking lines, used only when there is no prose at all.
     """
     text = f"{title}\n{prose}" if title else prose
-    if not text.strip():
+    machine = not text.strip()
+    if machine:
         text = logs
     text = text[:DETECT_LIMIT]
     lowered = text.lower()
@@ -982,8 +1151,8 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
             continue
         for m in pattern.finditer(text):
             judged += 1
-            if _counts(text, m, signal):
-                kinds.add(signal.kind)
+            if _counts(text, m, signal, machine=machine):
+                kinds.add(_kind(signal, text, m))
                 break
             if judged >= MAX_JUDGED:
                 break
@@ -1282,7 +1451,8 @@ def reports_ongoing(prose: str) -> bool:
 _RECOVERY_LEAD = re.compile(
     r"^\W*(?:(?:hero|the\s+run|the\s+job|training|we(?:'re|\s+are))\s+(?:is\s+)?)?"
     r"(?:back\s+(?:up|online|at|to\s+training)|(?:restarted|relaunched|resumed|requeued|recovered)"
-    r"\b(?![^.;]*\b(?:fail|crash|oom|again|stuck|hung))"
+    r"\b(?![^.;]*\b(?:fail|crash|oom|again|stuck|hung|di(?:es|ed|e)\b|dying|dead\b|hangs?\b"
+    r"|errors?\b|\d+\s+times))"
     # "Fixed by #1234, the hang came from …": the post is about the fix
     r"|(?:fixed|resolved|mitigated|closing|closed)\b(?![^.;]*\b(?:again|still|but|yet)\b))",
     re.IGNORECASE,

@@ -865,9 +865,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "step",
         rf"{_FAIL_TO}\s+(?:save|write|upload|commit)\s+(?:the\s+)?step[_-]?\d+",
     ),
-    # what torch's launcher prints when a rank dies: "ChildFailedError", "exitcode : -9"
+    # what torch's launcher prints when a rank dies, cause unsaid: "ChildFailedError",
+    # "exitcode : -9"
     _sig(
-        "crash",
+        "outage",
         "childfailederror exitcode",
         r"childfailederror|exitcode\s*:\s*-?[1-9]\d*",
     ),
@@ -910,10 +911,16 @@ _AFTER_CUE = re.compile(
     re.IGNORECASE,
 )
 # Anywhere in the sentence: it is about the past ("two weeks ago", "back in August").
+#: Months by name (not "may": a verb more often than a month).
+_MONTHS: Final = (
+    r"(?:january|february|march|april|june|july|august|september|october|november|december"
+    r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
+)
 _HISTORY = re.compile(
     r"\b(?:(?:\d+|a\s+few|a\s+couple\s+of|couple\s+of|two|three|four|several|many)\s+"
     r"(?:days?|weeks?|months?)\s+ago|last\s+(?:week|month|year)|back\s+in|in\s+the\s+past"
-    r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like)\b",
+    r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like"
+    rf"|(?:in|during)\s+(?:early\s+|mid-?|late\s+)?{_MONTHS})\b",
     re.IGNORECASE,
 )
 # In the sentence: it was planned ("preempted on schedule, as expected", "drained for maintenance").
@@ -1009,6 +1016,9 @@ _FILLER = re.compile(
 #: A failure after "when" and its subject is a condition or a habit: "when the run hangs in
 #: a collective we lose hours", "whenever a host dies".
 _WHEN = re.compile(r"\bwhen(?:ever)?\s+(?:\S+\s+){1,3}$", re.IGNORECASE)
+_PAST = re.compile(
+    r"\b(?:\w+ed|hung|lost|went|was|were|fell|froze|got|kept|took|ran|broke|threw)\b", re.I
+)
 #: A part of the run, named before a fault ("the input pipeline is throwing IO errors").
 _RUN_PART = re.compile(
     r"\b(?:job|run|training|trainer|train\s+loop|step|ranks?|workers?|hosts?|nodes?|pods?"
@@ -1057,8 +1067,10 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
     if machine:
         return not (_NOT_THE_RUN.search(sentence) or _EXPECTED.search(sentence))
     clause = _CLAUSE_BREAK.split(before)[-1][-80:] if before else ""
-    if _NEGATION.search(clause) or _NEAR_CUE.search(before[-40:]) or _WHEN.search(clause):
+    if _NEGATION.search(clause) or _NEAR_CUE.search(before[-40:]):
         return False
+    if _WHEN.search(clause) and not _PAST.search(m.group(0)):
+        return False  # "when the run hangs we lose hours"; not "when its port kept flapping"
     if _AFTER_CUE.match(text, end, min(len(text), end + 30)):
         return False
     if before.count("(") > before.count(")") and not (
@@ -1084,11 +1096,13 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
 
 
 def _annotation(text: str, start: int, end: int) -> bool:
-    """The match is the whole of its parenthesis: a state stamped on what comes before it,
-    "kelp-g044 dropped off (NODE_FAIL)", not an aside about something else."""
-    return text[max(0, start - 2) : start].strip().endswith("(") and text[
-        end : end + 2
-    ].strip().startswith(")")
+    """The match is the whole of its parenthesis, one token: a state stamped on what comes
+    before it, "kelp-g044 dropped off (NODE_FAIL)", not an aside about something else."""
+    return (
+        not any(c.isspace() for c in text[start:end])
+        and text[max(0, start - 2) : start].strip().endswith("(")
+        and text[end : end + 2].strip().startswith(")")
+    )
 
 
 def fault_kind(sentence: str) -> str:
@@ -1357,13 +1371,29 @@ _EXPERIMENT = re.compile(
 _RETROSPECTIVE = re.compile(
     r"\b(?:post-?mortems?|retrospectives?|retro|lessons\s+learned|root[- ]cause\s+analysis"
     r"|incident\s+(?:review|write-?up|summary)|write-?up\s+of|what\s+went\s+wrong"
-    r"|weekly\s+(?:summary|recap|report|review)|recap\s+of|(?:week|month)\s+in\s+review)\b",
+    r"|weekly\s+(?:summary|recap|report|review)|recap\s+of|(?:week|month)\s+in\s+review"
+    # a period's review, and a tally over one: "October reliability review", "six
+    # interruptions in October", "three outages this quarter"
+    rf"|(?:reliability|uptime|availability|monthly|quarterly|{_MONTHS}|q[1-4])"
+    r"\s+(?:review|report|recap|summary|retro)"
+    r"|(?:two|three|four|five|six|seven|eight|nine|ten|\d+)\s+(?:interruptions|incidents|outages"
+    rf"|failures|restarts|crashes|preemptions)\s+(?:(?:in|during|over)\s+(?:{_MONTHS}"
+    r"|the\s+(?:month|quarter|year)|(?:the\s+)?(?:last|past)\s+(?:month|quarter|year))"
+    r"|(?:this|last)\s+(?:month|quarter|year)))\b",
     re.IGNORECASE,
 )
 
 
 #: A thread whose title opens with an eval or a benchmark ("Long-context eval OOMs on 64k
 #: prompts", "Benchmark: step time with FP8") or a proposal: its failures are not the run's.
+#: A title that names a change to make, as a pull's does: "Add a hang watchdog that kills the
+#: job", "Support resuming from a partial checkpoint". The thread is about the change.
+_CHANGE_TITLE = re.compile(
+    r"^\W*(?:\[[^\]]*\]\s*)?(?:\w+(?:\([^)]*\))?:\s*)?(?:add|implement|support|enable|introduce"
+    r"|allow|refactor|document|automate|build|create|write|set\s+up|wire\s+up|expose|rename"
+    r"|remove|clean\s+up|make|use|switch|upgrade|bump|migrate|port)\b",
+    re.IGNORECASE,
+)
 _OTHER_SUBJECT_TITLE = re.compile(
     r"^\W*(?:(?:[\w-]+\s+)?(?:evals?|evaluations?|benchmarks?|benchmarking)\b"
     r"|(?:proposal|rfc|idea)\b)",
@@ -1383,6 +1413,11 @@ _ATTENTION = re.compile(
 def asks_attention(prose: str) -> bool:
     """The post asks for a human's attention (and its log may say why)."""
     return bool(_ATTENTION.search(prose[:DETECT_LIMIT]))
+
+
+def names_a_change(title: str) -> bool:
+    """The title names a change to make (an issue asking for one), not a failure."""
+    return bool(_CHANGE_TITLE.match(title))
 
 
 def thread_is_experiment(context: ThreadContext) -> bool:
@@ -1432,7 +1467,7 @@ def thread_incident(context: ThreadContext) -> str | None:
         return None
     if _RETROSPECTIVE.search(context.title):
         return None
-    if context.kind == "pull" and not declares_incident(context):
+    if (context.kind == "pull" or names_a_change(context.title)) and not declares_incident(context):
         return None  # a pull's title names a change ("lower the NCCL timeout"), not an outage
     found = find_incident("", context.title) if context.title else None
     if found is not None:
@@ -1505,7 +1540,8 @@ _FAILURE_WORDS = re.compile(
     r"|the\s+(?:\w+\s+)?error\s+(?:at|on|from)"
     r"|lost\s+(?:a\s+|the\s+)?(?:node|host)|xid|ecc|nvlink|nccl\s+timeout|preempt\w*|went\s+down"
     r"|were\s+down|down\s+for\s+(?:\d|an?\s|about|~)"
-    r"|was\s+down|downtime|failed\s+(?:save|restore|checkpoint)|restore\s+fail\w*)\b",
+    r"|was\s+down|downtime|failed\s+(?:save|restore|checkpoint)|restore\s+fail\w*"
+    r"|stalled)\b",  # "fixes the stalled save from #238"
     re.IGNORECASE,
 )
 #: Words that tie a post to one incident: its diagnosis, fix, recovery or post-mortem.
@@ -1607,7 +1643,8 @@ def came_back_after_fault(prose: str) -> bool:
 #: The people on it, or the agent, speaking of one incident: "Ack. R7's switch is rebooting",
 #: "incident resolved", "Root cause from the network team: …".
 _ON_IT = re.compile(
-    r"^\W*(?:ack(?:ed|nowledged)?|on\s+it|looking(?:\s+into\s+it)?|investigating|checking)\b",
+    r"^\W*(?:(?:ok(?:ay)?|so)\W+)?(?:ack(?:ed|nowledged)?|on\s+it|looking(?:\s+into\s+it)?"
+    r"|investigating|checking|found\s+(?:it|the\s+(?:cause|culprit|problem|bug)))\b",
     re.IGNORECASE,
 )
 _CLOSED_OR_CAUSED = re.compile(
@@ -1639,4 +1676,13 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
         # a follow-up that names the failure it recovered from: "had a GPU fall off the bus
         # (Xid 79) …; training again from 17,000" (a description saying so is a report)
         return True
-    return mentions_failure(text) and bool(_ABOUT_ONE.search(text[:DETECT_LIMIT]))
+    about = _ABOUT_ONE.search(text[:DETECT_LIMIT])
+    return mentions_failure(text) and about is not None and not _asks_of_the_past(text, about)
+
+
+def _asks_of_the_past(text: str, m: re.Match[str]) -> bool:
+    """The words tying a post to an incident sit in a question about the past: "btw was the
+    outage in march the one where the rack lost power?" names an old incident in passing."""
+    left, right = _sentence_bounds(text, m.start(), m.end())
+    sentence = text[left:right].strip()
+    return sentence.endswith("?") and _HISTORY.search(sentence) is not None

@@ -32,6 +32,7 @@ from bot.enrich.incidents import (
     find_incident,
     is_recovery_note,
     is_retrospective,
+    names_a_change,
     reports_ongoing,
     severity_of,
     sharper_kind,
@@ -82,11 +83,14 @@ def _incident(
 ) -> tuple[bool, str | None, str | None]:
     if (
         thread_is_experiment(context)
+        or (title is not None and names_a_change(title))
         or is_retrospective(doc.prose, context.title)
         or is_recovery_note(doc.prose)
         or all_clear(doc.prose)
     ):
-        return False, None, None  # a crash in an ablation, a post-mortem, "back up from 15,000"
+        # a crash in an ablation, an issue asking for a change, a post-mortem, "back up from
+        # 15,000"
+        return False, None, None
     found = find_incident(doc.prose, clean_line(title) if title else "", _logs(doc))
     if found is None and doc.code and (asks_attention(doc.prose) or len(words(doc.prose)) <= 8):
         # "needs attention. The last lines from rank 0 are:" and the log says what broke; a

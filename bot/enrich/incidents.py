@@ -90,13 +90,23 @@ def _sig(kind: str, anchors: str, pattern: str, *, needs_subject: bool = False) 
 _NODE = r"(?:nodes?|hosts?|workers?|vms?|slices?|machines?|tpus?|gpus?|pods?)"
 _SUBJ = (
     r"(?:job|jobs|run|training|trainer|trainers|process|processes|worker|workers|task|pod|rank\s*\d+"
+    r"|(?:all\s+|every\s+|the\s+)?ranks"
     r"|head(?:\s+node)?|coordinator|driver|learner|controller|launcher)"
 )
 _HOST = r"(?:[a-z]+\d+[a-z]+\d+[\w-]*|[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d+[\w-]*)"
 _FAIL_TO = r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't)"
 
-#: A signal whose incident kind is read from its sentence (``fault_kind``).
+#: A fault (an error stream) takes its incident kind from its sentence (``fault_kind``); a
+#: stall (a phase never left: a save, a barrier) is a hang whatever the phase.
 FAULT: Final = "fault"
+STALL: Final = "stall"
+#: A sentence's subject given by name, with no article, and its copula: "wisp is ", "job ",
+#: ", wisp's ". What it names is judged by ``_NOT_A_NAME``.
+_NAMED = (
+    r"(?:^|(?<=[.;:!?,]\s)|(?<=\band\s)|(?<=\bso\s)|(?<=\bnow\s))(?P<name>[a-z][\w-]*)"
+    r"(?:'s|\s+(?:is|got|has\s+been|seems|looks))?\s+(?:still\s+|now\s+|just\s+|totally\s+"
+    r"|completely\s+|also\s+)?"
+)
 
 SIGNALS: Final[tuple[Signal, ...]] = (
     # hardware faults
@@ -154,8 +164,14 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "lost contact went disappeared dropped was were got been became died",
         rf"{_NODE}\s+(?:\S+\s+){{0,3}}?(?:lost\s+connectivity|lost\s+contact"
         r"|went\s+(?:down|offline|away)|disappeared|dropped\s+out|(?:was|were|got|is|are|been)\s+"
-        r"(?:lost|preempted|evicted|drained|reclaimed|unreachable|terminated)"
+        r"(?:lost|drained|unreachable|terminated)"
         r"|became\s+unreachable|died)",
+    ),
+    _sig(
+        "preemption",
+        "preempted evicted reclaimed",
+        rf"{_NODE}\s+(?:pools?\s+)?(?:\S+\s+){{0,3}}?(?:was|were|got|is|are|been)\s+"
+        r"(?:preempted|evicted|reclaimed)",
     ),
     _sig(
         "node-loss",
@@ -267,7 +283,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "restore-failed",
         "restore resume",
         # "the restore from step 52,500 fails on every attempt", "restore after preemption fails"
-        r"(?:restore|resume)\s+(?:[\w,.]+\s+){0,4}?(?:fails|failed|is\s+failing|keeps\s+failing)",
+        r"(?:restore|resume)\s+(?:[\w,.]+\s+){0,4}?(?:fails|failed|is\s+failing|keeps\s+failing"
+        r"|blows\s+up|blew\s+up|crashes|crashed|errors\s+out)",
     ),
     _sig(
         "restore-failed",
@@ -277,8 +294,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "checkpoint-failed",
         "checkpoint ckpt",
-        r"(?:checkpoint|ckpt)(?:ing)?\s+(?:(?:save|write|upload|commit)s?\s+)?"
-        r"(?:failed|failing|failures?|errored|timed\s+out)",
+        r"(?:checkpoint|ckpt)(?:ing)?\s+(?:(?:at\s+)?(?:step\s+)?[\d,.]+k?\s+)?"
+        r"(?:(?:save|write|upload|commit)s?\s+)?(?:is\s+|was\s+|keeps\s+)?"
+        r"(?:failed|failing|failures?|errored|erroring|timed\s+out|timing\s+out)",
     ),
     _sig(
         "checkpoint-failed",
@@ -391,8 +409,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # "slurm killed the job", "the trainer pod keeps restarting", "it died. again."
     _sig(
         "crash",
-        "stopped exited vanished disappeared",
-        rf"{_SUBJ}\s+(?:has\s+|just\s+)?(?:stopped(?!\s+\w+ing\b)|exited|(?:vanished|disappeared)"
+        "stopped halted exited vanished disappeared",
+        rf"{_SUBJ}\s+(?:has\s+|just\s+)?(?:stopped(?!\s+\w+ing\b)|halted|exited|(?:vanished|disappeared)"
         r"(?=\s*(?:$|[.,;!]|from\s+(?:the\s+)?(?:queue|squeue|scheduler|cluster))))\b"
         r"(?!\s+(?:cleanly|normally|successfully|with\s+(?:exit\s+)?(?:code\s+|status\s+)?0\b"
         r"|(?:because|after|when)\s+(?:i|we)\b))",
@@ -476,9 +494,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig(
         "hang",
-        "throughput mfu tokens util",
-        r"(?:throughput|mfu|tokens/s|tokens\s+per\s+second|gpu\s+util\w*)\s+(?:has\s+)?"
-        r"(?:dropped|fell|went|is|at|down)\s+(?:to\s+)?(?:zero|0(?![.,]?\d))",
+        "throughput mfu tokens tok/s util samples steps/s",
+        r"(?:throughput|mfu|tokens/s|tok/s|tokens\s+per\s+second|gpu\s+util\w*)"
+        r"(?:\s+(?:on|in)\s+(?:the\s+)?[\w&-]+)?\s+(?:has\s+)?"
+        r"(?:dropped|fell|went|is|at|down)\s+(?:to\s+)?(?:zero|0(?![.,]?\d))"
+        # "no tokens/s on the board", "zero throughput"
+        r"|(?:no|zero)\s+(?:tokens/s|tok/s|throughput|samples/s|steps/s)\b"
+        r"(?!\s+(?:loss|regression|change|difference|drop|impact|hit|penalty|cost|gain))",
     ),
     _sig(
         "outage",
@@ -784,7 +806,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         FAULT,
         "getting throwing returning returns hitting spewing raising erroring failing fails",
         r"(?:getting|throwing|returning|returns|hitting|spewing|raising|erroring\s+with"
-        r"|failing\s+with|fails\s+with)\s+(?:\w+\s+){0,2}?(?:[45]\d\d(?:s|\s+errors?)?"
+        r"|failing\s+with|fails\s+with)\s+(?:\w+\s+){0,2}?\(?(?:[45]\d\d(?:s|\s+errors?)?"
         r"|errors|exceptions|timeouts|too\s+many\s+requests|service\s+unavailable"
         r"|permission\s+denied|transport\s+endpoint)",
     ),
@@ -793,12 +815,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "hang",
         "logging logged reporting reported writing written printing printed emitting trained"
-        " training stepping taken",
+        " training stepping taken advanced moved progressed budged",
         r"(?:isn't|is\s+not|aren't|are\s+not|hasn't|has\s+not|haven't|have\s+not|not|stopped"
         r"|no\s+longer)\s+(?:been\s+)?(?:logging|logged|reporting|reported|writing|written"
-        r"|printing|printed|emitting|emitted|training|trained|stepping|taken)\s+(?:anything"
+        r"|printing|printed|emitting|emitted|training|trained|stepping|taken|advanced|moved"
+        r"|progressed|budged)\s+(?:anything"
         r"|a\s+(?:single\s+)?step|any\s+(?:steps?|metrics?|logs?|lines?|data)|steps|metrics"
-        r"|logs)?\s*(?:since|for|in)\s+(?:the\s+last\s+|over\s+|about\s+|~)?(?:\d|an?\s|half)",
+        r"|logs)?\s*(?:since|for|in)\s+(?:the\s+last\s+|over\s+|about\s+|~)?(?:\d+|an?\s|half)",
     ),
     # an agent's field and its note: "Step: 74,880 (unchanged since 06:12)"
     _sig(
@@ -865,6 +888,51 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "step",
         rf"{_FAIL_TO}\s+(?:save|write|upload|commit)\s+(?:the\s+)?step[_-]?\d+",
     ),
+    # a named thing and its state, as chat writes a headline: "wisp is wedged", "job down",
+    # ", wisp paused", "wisp's stuck producing nans". A bare name with no article is a proper
+    # name (the run's, a host's); common nouns and tools are ruled out when judged (_NOT_A_NAME)
+    _sig(
+        "hang",
+        "wedged hung hanging stuck stalled frozen paused halted",
+        rf"{_NAMED}(?:wedged|hung|hanging|stuck|stalled|frozen|paused|halted)\b"
+        r"(?!\s+(?:on|with|by|behind|waiting|until|for\s+(?:review|now)|at\s+(?:the\s+)?"
+        r"(?:same|\d)))",
+    ),
+    _sig(
+        "outage",
+        "down dead borked toast broken gone offline running training",
+        rf"{_NAMED}(?:down|dead|borked|toast|broken|gone|offline|not\s+running|not\s+training"
+        r"|isn't\s+running|isn't\s+training)\b(?!\s*(?:\d|to\b|by\b|from\b|[\w.]*%|a\s+bit))"
+        # "llama3 is dead simple", "down the line": a word, not a state
+        r"(?!\s+(?:simple|easy|wrong|serious|set\s+on|on\s+arrival|cent(?:er|re)|end|weight|code"
+        r"|the\s+(?:line|road|hall|stairs)|here|there)\b)",
+    ),
+    # a phase a run sits in for too long, or never leaves: "sitting in the save for 50 min", "the
+    # checkpoint at 120k never finished writing": a hang, whatever the phase
+    _sig(
+        STALL,
+        "sitting stuck hanging hung waiting spinning blocked",
+        r"(?:sitting|stuck|hanging|hung|waiting|spinning|blocked)\s+(?:in|on|at|inside)\s+"
+        r"(?:the\s+|a\s+|an\s+)?(?:\w+\s+){0,2}?(?:save|restore|checkpoint\w*|barrier"
+        r"|collective|all[-_]?\w+|init\w*|compil\w*|rendezvous|load\w*|step)\s+"
+        r"(?:for|since)\s+(?:\d|an?\s|over|the\s+last)",
+    ),
+    _sig(
+        STALL,
+        "never",
+        r"never\s+(?:finished|completed|landed|came\s+back|returned)",
+    ),
+    # a loss that ends in NaN, and a run that produces nothing else: "loss spiked to 11 then nan",
+    # "stuck producing nans"
+    _sig(
+        "crash",
+        "nan",
+        r"loss(?:es)?\s+(?:\S+\s+){1,5}?(?:then|to|into)\s+nans?\b"
+        r"|(?:producing|spitting|emitting|outputting|giving|logging|returning)\s+(?:out\s+)?"
+        r"(?:only\s+)?nans?\b",
+    ),
+    _sig("hardware", "uncorrectable reset", r"(?:hbm|ecc|dram)\s+uncorrectables?|gpu\s+reset"),
+    _sig("network", "partition", r"network\s+partition(?:ed)?|partitioned\s+from"),
     # what torch's launcher prints when a rank dies, cause unsaid: "ChildFailedError",
     # "exitcode : -9"
     _sig(
@@ -978,6 +1046,10 @@ _NOT_THE_RUN = re.compile(
     r"\b(?:ci|pytest|unit\s+tests?|test\s+suite|integration\s+tests?|linter|lint|docs?\s+build"
     # someone's own workload: "my interactive node got OOM killed", "my debug job"
     r"|my\s+(?:interactive|debug|dev|test|personal|local)|interactive\s+(?:node|session|job|shell)s?"
+    # a job with another purpose: "the tokenizer job OOMed", "the export script died"
+    r"|(?:tokeni[sz]\w*|preprocess\w*|download|upload|export|conversion|convert|dedup\w*"
+    r"|filter\w*|scrap\w*|crawl\w*|sampling|inference|serving)\s+(?:jobs?|scripts?|pods?|tasks?"
+    r"|workers?|runs?)"
     r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?"
     r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?"
     r"|preprocess\w*|tokeni[sz]ation\s+jobs?|debug\s+(?:pods?|jobs?|runs?)|my\s+own"
@@ -1019,6 +1091,20 @@ _WHEN = re.compile(r"\bwhen(?:ever)?\s+(?:\S+\s+){1,3}$", re.IGNORECASE)
 _PAST = re.compile(
     r"\b(?:\w+ed|hung|lost|went|was|were|fell|froze|got|kept|took|ran|broke|threw)\b", re.I
 )
+#: Bare subjects that are not the run: pronouns, quantities, metrics, tools, other workloads.
+_NOT_A_NAME = re.compile(
+    r"(?:i|you|he|she|they|this|that|these|those|what|which|who|something|nothing|everything"
+    r"|anything|one|some|all|both|each|either|neither|loss|losses|grads?|gradients?|norms?|lr"
+    r"|mfu|throughput|memory|util|utili[sz]ation|accuracy|perplexity|curve|chart|plots?|metrics?"
+    r"|evals?|evaluation|benchmarks?|ci|tests?|lint|docs?|wandb|w&b|grafana|prometheus"
+    r"|tensorboard|dashboard|github|discord|slack|jira|notebook|colab|jupyter|kernel|demo"
+    r"|inference|sweep|ablation|arm|pr|branch|review|merge|deploy|website|site|api|vpn|email"
+    r"|coffee|printer|wifi|lunch|meeting|it's|thats|here|there|yes|no|ok|okay|not|still|also"
+    r"|just|then|now|so|but|and|or|if|when|because|upload|download|tokenizer|exporter|sidecar"
+    r"|progress|work|plan|idea|proposal|pipeline|queue|data|dataset|mix|schedule|budget|price"
+    r"|cost|market|weather|gate|gates|router|routers|expert|experts|head|heads|layer|layers)$",
+    re.IGNORECASE,
+)
 #: A part of the run, named before a fault ("the input pipeline is throwing IO errors").
 _RUN_PART = re.compile(
     r"\b(?:job|run|training|trainer|train\s+loop|step|ranks?|workers?|hosts?|nodes?|pods?"
@@ -1041,6 +1127,18 @@ _FAULT_PARTS: Final = (
     ),
     ("network", re.compile(r"\b(?:nccl|rendezvous|network|fabric|ib|collectives?)\b", re.I)),
 )
+#: Other vendors' names for the same things, read as the ones the signals know: AMD's RCCL is
+#: NCCL, a HIP error is a CUDA error.
+_ALIASES: Final = (
+    (re.compile(r"\brccl", re.IGNORECASE), "nccl"),
+    (re.compile(r"\bhip(?=\s+(?:error|out\s+of\s+memory|runtime))", re.IGNORECASE), "cuda"),
+)
+
+
+def _canonical(text: str) -> str:
+    for alias, name in _ALIASES:
+        text = alias.sub(name, text)
+    return text
 
 
 def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
@@ -1082,6 +1180,8 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
         return False
     if signal.kind == FAULT and not _RUN_PART.search(before):
         return False  # "the download script is getting 429s": not a part of the run
+    if "name" in m.groupdict() and m.group("name") and _NOT_A_NAME.match(m.group("name")):
+        return False  # "loss stuck at 2.1", "grafana down", "everything down?": not the run
     if _SETTLED.search(text, end, right):
         return False  # "crashed at startup with a cuBLASLt error, fixed by #1009"
     if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence) or _EXPECTED.search(sentence):
@@ -1114,6 +1214,8 @@ def fault_kind(sentence: str) -> str:
 
 
 def _kind(signal: Signal, text: str, m: re.Match[str]) -> str:
+    if signal.kind == STALL:
+        return "hang"  # a save that never finished is a hang, as its thread calls it
     if signal.kind != FAULT:
         return signal.kind
     left, right = _sentence_bounds(text, m.start(), m.end())
@@ -1135,7 +1237,8 @@ def sharper_kind(kind: str, logs: str) -> str:
     "Condition: UNHEALTHY" over a log line with ``oom_kill`` is an OOM."""
     if kind not in KIND_PRIORITY or not logs.strip():
         return kind
-    lowered = logs[:DETECT_LIMIT].lower()
+    logs = _canonical(logs[:DETECT_LIMIT])
+    lowered = logs.lower()
     named = [
         _kind(signal, logs, m)
         for signal, pattern in _COMPILED
@@ -1156,7 +1259,7 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
     machine = not text.strip()
     if machine:
         text = logs
-    text = text[:DETECT_LIMIT]
+    text = _canonical(text[:DETECT_LIMIT])
     lowered = text.lower()
     kinds: set[str] = set()
     judged = 0
@@ -1386,12 +1489,20 @@ _RETROSPECTIVE = re.compile(
 
 #: A thread whose title opens with an eval or a benchmark ("Long-context eval OOMs on 64k
 #: prompts", "Benchmark: step time with FP8") or a proposal: its failures are not the run's.
+#: One count of a tally: "4 halts", "two NODE_FAILs", "three preemptions".
+_TALLY = re.compile(
+    r"\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:halts|interruptions|incidents"
+    r"|outages|failures|restarts|crashes|preemptions|hangs|ooms|node\s+losses|node_fails?|nans"
+    r"|reclaims|evictions)\b",
+    re.IGNORECASE,
+)
 #: A title that names a change to make, as a pull's does: "Add a hang watchdog that kills the
 #: job", "Support resuming from a partial checkpoint". The thread is about the change.
 _CHANGE_TITLE = re.compile(
     r"^\W*(?:\[[^\]]*\]\s*)?(?:\w+(?:\([^)]*\))?:\s*)?(?:add|implement|support|enable|introduce"
     r"|allow|refactor|document|automate|build|create|write|set\s+up|wire\s+up|expose|rename"
-    r"|remove|clean\s+up|make|use|switch|upgrade|bump|migrate|port)\b",
+    r"|remove|clean\s+up|make|use|switch|upgrade|bump|migrate|port|drain|retry|requeue|alert"
+    r"|detect|handle|catch|warn|avoid|prevent|reduce|increase|decrease|limit|cap|pin|replace)\b",
     re.IGNORECASE,
 )
 _OTHER_SUBJECT_TITLE = re.compile(
@@ -1430,8 +1541,14 @@ def thread_is_experiment(context: ThreadContext) -> bool:
 
 
 def is_retrospective(prose: str, thread_title: str = "") -> bool:
-    """A post-mortem or retrospective (said in the thread title or the post's opening)."""
-    return bool(_RETROSPECTIVE.search(thread_title) or _RETROSPECTIVE.search(prose[:300]))
+    """A post-mortem or retrospective (said in the thread title or the post's opening), or a
+    tally of failures by kind: "4 halts, 2 preemptions, goodput 91%"."""
+    head = prose[:300]
+    return bool(
+        _RETROSPECTIVE.search(thread_title)
+        or _RETROSPECTIVE.search(head)
+        or len(_TALLY.findall(head)) >= 2
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1551,6 +1668,7 @@ _ABOUT_ONE = re.compile(
     r"|incident\s+(?:review|report|write-?up|summary)|what\s+went\s+wrong|lessons\s+learned"
     r"|fix(?:es|ed)?\s+(?:for\s+)?(?:the|this|that|today's|yesterday's|last\s+night's)\b"
     r"|(?:this|the)\s+(?:pr|change|patch)\s+(?:fixes|should\s+fix|prevents)"
+    r"|follow-?up\s+(?:to|from|for)\s+#\d+"
     r"|back\s+up\s+(?:from|at|on)"
     r"|(?:restarted|resumed|relaunched|requeued)\s+(?:itself\s+)?(?:from|at|on)"
     r"|rolled\s+back\s+to|recovered\s+(?:from|at)|total\s+downtime|downtime\s+(?:was|of)"
@@ -1591,11 +1709,16 @@ _IN_PASSING = re.compile(
 _TEMPLATE = re.compile(r"\b(?:templates?|issue_template)\b", re.IGNORECASE)
 
 
+def opens_with_proposal(prose: str) -> bool:
+    """The post opens by proposing a change ("Proposal: drain nodes on …", "We should …")."""
+    return bool(_PROPOSAL_LEAD.match(prose.lstrip()))
+
+
 def is_general_post(prose: str, title: str) -> bool:
     """A proposal, a template or a routine update: talk near incidents, about none of them."""
     head = prose[:DETECT_LIMIT]
     return bool(
-        _PROPOSAL_LEAD.match(prose.lstrip())
+        opens_with_proposal(prose)
         or _TEMPLATE.search(title)
         or (_PERIODIC.search(head[:300]) and _IN_PASSING.search(head))
     )
@@ -1648,7 +1771,8 @@ _ON_IT = re.compile(
     re.IGNORECASE,
 )
 _CLOSED_OR_CAUSED = re.compile(
-    r"\bincident\s+(?:resolved|closed|mitigated|over)\b|\broot[- ]?cause\s+(?:from|of|was|is|:)",
+    r"\bincident\s+(?:resolved|closed|mitigated|over)\b"
+    r"|\broot[- ]?cause\s+(?:from|of|for|was|is|:)",
     re.IGNORECASE,
 )
 

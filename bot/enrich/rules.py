@@ -33,6 +33,7 @@ from bot.enrich.incidents import (
     is_recovery_note,
     is_retrospective,
     names_a_change,
+    opens_with_proposal,
     reports_ongoing,
     severity_of,
     sharper_kind,
@@ -84,12 +85,13 @@ def _incident(
     if (
         thread_is_experiment(context)
         or (title is not None and names_a_change(title))
+        or opens_with_proposal(doc.prose)
         or is_retrospective(doc.prose, context.title)
         or is_recovery_note(doc.prose)
         or all_clear(doc.prose)
     ):
-        # a crash in an ablation, an issue asking for a change, a post-mortem, "back up from
-        # 15,000"
+        # a crash in an ablation, an issue or a post asking for a change, a post-mortem, "back
+        # up from 15,000"
         return False, None, None
     found = find_incident(doc.prose, clean_line(title) if title else "", _logs(doc))
     if found is None and doc.code and (asks_attention(doc.prose) or len(words(doc.prose)) <= 8):

@@ -933,6 +933,42 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig("hardware", "uncorrectable reset", r"(?:hbm|ecc|dram)\s+uncorrectables?|gpu\s+reset"),
     _sig("network", "partition", r"network\s+partition(?:ed)?|partitioned\s+from"),
+    # a rate at zero and time without progress: "tps 0 since", "45 minutes without a step"
+    _sig(
+        "hang",
+        "tps tok/s tokens/s throughput sps samples/s steps/s it/s without",
+        r"(?:tps|tok/s|tokens/s|throughput|sps|samples/s|steps/s|it/s)\s*(?:is\s+|at\s+|[:=]\s*)?"
+        r"(?:0|zero)\s+(?:since|for)\b"
+        r"|(?:\d+|an?|two|three|several)\s+(?:min|mins|minutes|h|hrs?|hours?)\s+without\s+"
+        r"(?:a\s+|any\s+|one\s+)?(?:(?:new|single)\s+)?(?:step|checkpoint|heartbeat|progress|log"
+        r"|metric)",
+    ),
+    # an operation that fails now, said of the operation: "writes to the checkpoint bucket time
+    # out since 09:00", "reads from lustre keep failing"; the kind is the sentence's
+    _sig(
+        FAULT,
+        "time timing timed fail failing hang hanging",
+        r"(?:writes?|uploads?|saves?|reads?|requests?|downloads?|puts?|gets?)\s+(?:(?:to|from|on)\s+"
+        r"(?:\S+\s+){1,3}?)?(?:(?:keep|keeps|still|all)\s+)?(?:time\s+out|timing\s+out|fail"
+        r"|failing|hang|hanging)\s+(?:since|for|again|every|on\s+every)\b",
+    ),
+    # a part of the run waiting on storage: "the input workers are all blocked on GCS reads"
+    _sig(
+        "storage",
+        "blocked waiting stuck starved",
+        r"(?:blocked|waiting|stuck|starved)\s+on\s+(?:the\s+)?(?:\w+\s+)?(?:reads?|writes?|io"
+        r"|gcs|s3|storage|disk|bucket|nfs|lustre|gcsfuse)\b",
+    ),
+    # a run that went NaN, said as a verb: "kelvin NaN'd"
+    _sig("crash", "nan", r"nan(?:'d|-?ed)|went\s+nan"),
+    # the machines a scheduler or console reports lost: "all 4 slices report 'chips unavailable'"
+    _sig(
+        "node-loss",
+        "report show unavailable unhealthy",
+        rf"{_NODE}\s+(?:all\s+)?(?:report|reports|show|shows|are|is)\s+['\"]?(?:\w+\s+)?"
+        r"(?:unavailable|unhealthy)",
+    ),
+    _sig("network", "connection pipe", r"connection\s+reset\s+by\s+peer|broken\s+pipe"),
     # what torch's launcher prints when a rank dies, cause unsaid: "ChildFailedError",
     # "exitcode : -9"
     _sig(
@@ -1044,6 +1080,7 @@ _SYSTEM_SUBJECT = re.compile(
 )
 _NOT_THE_RUN = re.compile(
     r"\b(?:ci|pytest|unit\s+tests?|test\s+suite|integration\s+tests?|linter|lint|docs?\s+build"
+    r"|jenkins|buildkite|circleci|travis|gitlab\s+runners?|merges?|merge\s+queue|pull\s+requests?"
     # someone's own workload: "my interactive node got OOM killed", "my debug job"
     r"|my\s+(?:interactive|debug|dev|test|personal|local)|interactive\s+(?:node|session|job|shell)s?"
     # a job with another purpose: "the tokenizer job OOMed", "the export script died"
@@ -1178,7 +1215,7 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
     asked = _FILLER.sub("", sentence, count=1)
     if asked.endswith("?") and _QUESTION_START.match(asked) and not _WHY_NOW.match(asked):
         return False
-    if signal.kind == FAULT and not _RUN_PART.search(before):
+    if signal.kind == FAULT and not _RUN_PART.search(text, left, end):
         return False  # "the download script is getting 429s": not a part of the run
     if "name" in m.groupdict() and m.group("name") and _NOT_A_NAME.match(m.group("name")):
         return False  # "loss stuck at 2.1", "grafana down", "everything down?": not the run
@@ -1294,6 +1331,7 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
 _TIME_METRIC = (
     r"(?:step|iteration|iter|batch|all-?reduce|all-?gather|collective)\s+times?"
     r"|s/step|sec/step|seconds\s+per\s+step|s/it|(?:every|each)\s+step"
+    r"|steps?(?=\s+(?:take|takes|taking)\b)"
 )
 _RATE_METRIC = (
     r"(?:all-?reduce|all-?gather|all-to-all|collective|ici|dcn|network|nccl)\s+(?:bw|bandwidth|busbw)"
@@ -1489,6 +1527,14 @@ _RETROSPECTIVE = re.compile(
 
 #: A thread whose title opens with an eval or a benchmark ("Long-context eval OOMs on 64k
 #: prompts", "Benchmark: step time with FP8") or a proposal: its failures are not the run's.
+#: A period's review named: "October reliability review", "Retrospective: June", "Q3 uptime".
+_PERIOD_REVIEW = re.compile(
+    rf"\b(?:(?:reliability|uptime|availability|monthly|quarterly|{_MONTHS}|q[1-4])\s+"
+    r"(?:review|report|recap|summary|retro|reliability|uptime)"
+    rf"|(?:retrospective|retro|review|recap)\s*[:—-]\s*(?:{_MONTHS}|q[1-4]|(?:the\s+)?(?:last\s+)?"
+    r"(?:week|month|quarter|year)))\b",
+    re.IGNORECASE,
+)
 #: One count of a tally: "4 halts", "two NODE_FAILs", "three preemptions".
 _TALLY = re.compile(
     r"\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:halts|interruptions|incidents"
@@ -1537,6 +1583,16 @@ def thread_is_experiment(context: ThreadContext) -> bool:
     return bool(
         context.known
         and (_EXPERIMENT.search(context.topic) or _OTHER_SUBJECT_TITLE.match(context.title))
+    )
+
+
+def reviews_a_period(prose: str, thread_title: str = "") -> bool:
+    """A review of a period, not of one incident: "Retrospective: June", "October reliability
+    review", "4 halts, 2 preemptions, goodput 91%"."""
+    return bool(
+        _PERIOD_REVIEW.search(thread_title)
+        or _PERIOD_REVIEW.search(prose[:300])
+        or len(_TALLY.findall(prose[:300])) >= 2
     )
 
 
@@ -1635,11 +1691,31 @@ _DONE = re.compile(
 )
 
 
+#: What puts a failure after a recovery in time: "; by 199,040 the loss is nan", "then".
+_LATER = re.compile(
+    r"^[^.!?\n]{0,40}?(?:[;,]\s*|\.\s+)(?:by\s+(?:step\s+)?[\d,.]+k?|then|but|and\s+then"
+    r"|within|after\s+(?:\d+|a\s+few|an?)\s+\w+|\d+\s+\w+\s+later)\b",
+    re.IGNORECASE,
+)
+
+
 def all_clear(prose: str) -> bool:
     """The post says the run is fine, or that the incident it tells of is over (and not that it
     came back: "resumed from 48k, then crashed again")."""
     head = prose[:DETECT_LIMIT]
     return bool(_ALL_FINE.search(head) or _DONE.search(head)) and not _ONGOING.search(head)
+
+
+def settled(prose: str) -> bool:
+    """The post says the run came back or is fine, and reports no failure after saying so:
+    not "Resumed at 13:00 from 199,000; by 199,040 the loss is nan on every host"."""
+    head = prose.lstrip()[:DETECT_LIMIT]
+    lead = _RECOVERY_LEAD.match(head)
+    if lead is None and not all_clear(head):
+        return False
+    said = lead or _ALL_FINE.search(head) or _DONE.search(head)
+    after = head[said.end() :] if said is not None else ""
+    return _LATER.search(after) is None or find_incident(after) is None
 
 
 def declares_incident(context: ThreadContext) -> bool:
@@ -1783,7 +1859,11 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
     thread. Not a crash inside an experiment, not a general proposal ("we should add a
     watchdog"), not a template, not a routine update that names faults in passing, not a
     retrospective over a period ("September reliability")."""
-    if thread_is_experiment(context) or is_general_post(prose, title):
+    if (
+        thread_is_experiment(context)
+        or is_general_post(prose, title)
+        or reviews_a_period(prose, context.title)
+    ):
         return False
     text = f"{title}\n{prose}" if title else prose
     if thread_incident(context) is not None or declares_incident(context):

@@ -26,15 +26,14 @@ from bot.enrich.context import ThreadContext
 from bot.enrich.conversations import summarize_burst
 from bot.enrich.incidents import (
     about_incident,
-    all_clear,
     asks_attention,
     declares_incident,
     find_incident,
-    is_recovery_note,
     is_retrospective,
     names_a_change,
     opens_with_proposal,
     reports_ongoing,
+    settled,
     severity_of,
     sharper_kind,
     thread_incident,
@@ -87,8 +86,7 @@ def _incident(
         or (title is not None and names_a_change(title))
         or opens_with_proposal(doc.prose)
         or is_retrospective(doc.prose, context.title)
-        or is_recovery_note(doc.prose)
-        or all_clear(doc.prose)
+        or settled(doc.prose)
     ):
         # a crash in an ablation, an issue or a post asking for a change, a post-mortem, "back
         # up from 15,000"

@@ -25,6 +25,16 @@ a dead process prints ("CUDA error", "NCCL error", "loss is nan"), an agent's st
 the job", "we lost the allocation"). Threads whose title leads with an eval, a benchmark or a
 proposal are not the run's, and a failure the same sentence calls fixed is over.
 
+Issue 40 asked for signals that hold on text they were not written against, so the later ones are
+shapes more than phrases: a part of the run that errs, its kind read from the part it names ("the
+input pipeline is throwing IO errors"); a bare name and its state, as chat writes a headline
+("wisp is wedged", "job down"); what a run has not done for a while ("45 minutes without a
+step"); a phase never left; the same failure over and over. Ruled out the same way: a failure
+after "when" in the present (a habit), a job with another purpose, a review of a period, an
+issue titled with a change to make, a post opening with a proposal, a pasted log judged as
+machine text (no asides or negations there), and a recovery only settles a post when no failure
+is told after it.
+
 Code blocks never reach this module (``bot.enrich.markdown`` drops them); log-looking lines are only
 used when a message has no prose at all, or when its prose asks for a human ("needs attention",
 "paging on-call") and the log excerpt says why.

@@ -110,6 +110,8 @@ _FAIL_TO = r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|c
 #: stall (a phase never left: a save, a barrier) is a hang whatever the phase.
 FAULT: Final = "fault"
 STALL: Final = "stall"
+#: The run, a state and a word for now in one clause; its kind is the state's (``_state_kind``).
+NOW_STATE: Final = "now-state"
 #: A sentence's subject given by name, with no article, and its copula: "wisp is ", "job ",
 #: ", wisp's ". What it names is judged by ``_NOT_A_NAME``.
 _NAMED = (
@@ -120,7 +122,12 @@ _NAMED = (
 
 SIGNALS: Final[tuple[Signal, ...]] = (
     # hardware faults
-    _sig("hardware", "nvlink", r"nvlink\s+(?:errors?|failures?|faults?|down|degraded|inactive)"),
+    _sig(
+        "hardware",
+        "nvlink",
+        r"nvlink\s+(?:domain\s+|fabric\s+|switch\s+)?(?:errors?|failures?|faults?|down|degraded"
+        r"|inactive)",
+    ),
     _sig(
         "hardware",
         "nvlink",
@@ -924,8 +931,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "sitting stuck hanging hung waiting spinning blocked",
         r"(?:sitting|stuck|hanging|hung|waiting|spinning|blocked)\s+(?:in|on|at|inside)\s+"
         r"(?:the\s+|a\s+|an\s+)?(?:\w+\s+){0,2}?(?:save|restore|checkpoint\w*|barrier"
-        r"|collective|all[-_]?\w+|init\w*|compil\w*|rendezvous|load\w*|step)\s+"
-        r"(?:for|since)\s+(?:\d|an?\s|over|the\s+last)",
+        r"|collective|all[-_]?\w+|init\w*|compil\w*|rendezvous|load\w*|step(?:\s+[\d,.]+k?)?)\s+"
+        r"(?:for|since)\s+(?:\d|an?\s|half|over|the\s+last)",
     ),
     _sig(
         STALL,
@@ -979,6 +986,44 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:unavailable|unhealthy)",
     ),
     _sig("network", "connection pipe", r"connection\s+reset\s+by\s+peer|broken\s+pipe"),
+    # the run's referent, a state and a word for now in one clause: "now it's flat out dead",
+    # "the job is in CG state forever", "now it's all NaN"; its kind is the state's
+    _sig(
+        NOW_STATE,
+        "dead down hung stuck stalled wedged frozen nan idle silent halted aborted state",
+        r"(?:now|still|again|currently)\s+(?:it|the\s+(?:run|job|training|trainer))(?:'s|\s+is"
+        r"|\s+are)\s+(?:\w+\s+){0,2}?(?:dead|down|hung|stuck|stalled|wedged|frozen|nans?|idle"
+        r"|silent|halted|aborted)\b"
+        r"|(?:the\s+)?(?:run|job|training|trainer)\s+(?:is|'s|are)\s+(?:\w+\s+){0,2}?"
+        r"(?:in\s+\S+\s+state|dead|hung|stuck|stalled|wedged|frozen|idle|silent|halted)\s+"
+        r"(?:forever|for\s+(?:\d|an?\s|half|hours|ages)|since\s+\d|all\s+(?:morning|night|day))",
+    ),
+    _sig(
+        "hang",
+        "doing anything nothing",
+        rf"(?:{_SUBJ}|it)\s+(?:is\s+|are\s+)?(?:alive\s+but\s+)?(?:not\s+doing\s+anything"
+        r"|doing\s+nothing)",
+    ),
+    # a run that cannot come back: "so marten can't restart", "the job cannot resume"
+    _sig(
+        "outage",
+        "restart relaunch resume start launch",
+        rf"{_FAIL_TO}\s+(?:re-?start|re-?launch|resume|start\s+(?:again|back\s+up)|launch)\b"
+        r"(?!\s+(?:the\s+)?(?:eval|notebook|demo|sweep|ablation))",
+    ),
+    # a checkpoint with nothing in it: "checkpoint 36000 is 0 bytes on lustre"
+    _sig(
+        "checkpoint-failed",
+        "bytes empty missing",
+        r"(?:checkpoint|ckpt)\s+(?:at\s+)?(?:step\s+)?(?:[\d,.]+k?\s+)?(?:is|are|was|came\s+out)\s+"
+        r"(?:(?:0|zero)\s+bytes|empty|missing)",
+    ),
+    # a part of the run timing out: "the dataloaders are timing out"; the kind is the part's
+    _sig(
+        FAULT,
+        "timing erroring",
+        r"(?:is|are|keeps?|kept)\s+(?:timing\s+out|erroring(?:\s+out)?)",
+    ),
     # what torch's launcher prints when a rank dies, cause unsaid: "ChildFailedError",
     # "exitcode : -9"
     _sig(
@@ -1034,6 +1079,7 @@ _HISTORY = re.compile(
     r"\b(?:(?:\d+|a\s+few|a\s+couple\s+of|couple\s+of|two|three|four|several|many)\s+"
     r"(?:days?|weeks?|months?)\s+ago|last\s+(?:week|month|year)|back\s+in|in\s+the\s+past"
     r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like"
+    r"|remember\s+when|back\s+when|good\s+times|(?-i:in\s+May)"
     rf"|(?:in|during)\s+(?:early\s+|mid-?|late\s+)?{_MONTHS})\b",
     re.IGNORECASE,
 )
@@ -1045,7 +1091,12 @@ _EXPECTED = re.compile(
 )
 #: "why is nothing in wandb since 06:30?", "why are the pods pending?": asks the cause of a state
 #: it reports (not "why did the job crash?", which looks back).
-_WHY_NOW = re.compile(r"why\s+(?:is|are|has|have|isn't|aren't)\b", re.IGNORECASE)
+_WHY_NOW = re.compile(
+    r"why\s+(?:is|are|has|have|isn't|aren't)\b"
+    # "is the job supposed to be sitting at step 36,412 for half an hour?": a doubt about now
+    r"|(?:is|are)\s+(?:\S+\s+){1,3}?supposed\s+to\s+be\b",
+    re.IGNORECASE,
+)
 _QUESTION_START = re.compile(
     r"(?:did|does|do|is|are|was|were|has|have|had|could|can|would|will|should|any|anyone"
     r"|anybody|how|why|what|when|where|which|who|whether|shall)\b",
@@ -1078,7 +1129,8 @@ _HYPOTHETICAL = re.compile(r"\b(?:otherwise|or\s+else|by\s+design|in\s+theory)\b
 _OTHER_WORKLOAD_BEFORE = re.compile(
     r"\b(?:evals?|evaluations?|inference|benchmarks?|notebooks?|sweeps?|ablations?|harness"
     r"|sandbox|exporter|conversion|dashboards?|grafana|prometheus|tensorboard|sidecar|demo"
-    r"|inference\s+server|interactive\s+(?:node|session|job|shell))\s+(?:\w+\s+)?$",
+    r"|inference\s+server|interactive\s+(?:node|session|job|shell)|wiki|confluence|notion"
+    r"|website|docs?\s+site|vpn|email|coffee\s+machine)\s+(?:\w+\s+)?$",
     re.IGNORECASE,
 )
 _SYSTEM_SUBJECT = re.compile(
@@ -1093,6 +1145,7 @@ _NOT_THE_RUN = re.compile(
     r"|jenkins|buildkite|circleci|travis|gitlab\s+runners?|merges?|merge\s+queue|pull\s+requests?"
     # someone's own workload: "my interactive node got OOM killed", "my debug job"
     r"|my\s+(?:interactive|debug|dev|test|personal|local)|interactive\s+(?:node|session|job|shell)s?"
+    r"|(?:smoke|canary|dry|test|debug|toy)[- ](?:runs?|tests?|jobs?)"
     # a job with another purpose: "the tokenizer job OOMed", "the export script died"
     r"|(?:tokeni[sz]\w*|preprocess\w*|download|upload|export|conversion|convert|dedup\w*"
     r"|filter\w*|scrap\w*|crawl\w*|sampling|inference|serving)\s+(?:jobs?|scripts?|pods?|tasks?"
@@ -1263,6 +1316,11 @@ def fault_kind(sentence: str) -> str:
 def _kind(signal: Signal, text: str, m: re.Match[str]) -> str:
     if signal.kind == STALL:
         return "hang"  # a save that never finished is a hang, as its thread calls it
+    if signal.kind == NOW_STATE:
+        said = m.group(0).lower()
+        if "nan" in said:
+            return "crash"
+        return "outage" if re.search(r"\b(?:dead|down|halted|aborted)\b", said) else "hang"
     if signal.kind != FAULT:
         return signal.kind
     left, right = _sentence_bounds(text, m.start(), m.end())

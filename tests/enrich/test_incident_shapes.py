@@ -38,6 +38,12 @@ def corpus() -> dict[str, dict[str, Any]]:
         ("c899", "hang"),  # "45 minutes without a checkpoint or a step"
         ("c907", "checkpoint-failed"),  # an operation failing now: "writes … time out since"
         ("c927", "crash"),  # a failure told after a recovery: "Resumed …; by 199,040 … nan"
+        ("c930", "outage"),  # the run, a state and now: "now it's flat out dead"
+        ("c932", "hang"),  # "the job is in CG state forever"
+        ("c935", "outage"),  # a run that cannot restart
+        ("c937", "checkpoint-failed"),  # "checkpoint 36000 is 0 bytes on lustre"
+        ("c939", "hang"),  # a doubt about now: "is the job supposed to be sitting at step …?"
+        ("c940", "storage"),  # a part timing out: "the dataloaders are timing out"
     ],
 )
 def test_live_reports_are_marked_by_their_shape(
@@ -63,6 +69,9 @@ def test_live_reports_are_marked_by_their_shape(
         "c914",  # CI's own outage: "jenkins is down again"
         "c915",  # "the PR is stuck in review": a bare subject that is not the run
         "c929",  # "Retrospective: June"
+        "c947",  # "the wiki is down": a tool, not the run
+        "c949",  # a smoke run hanging at init
+        "c955",  # "remember when marten was down for 2 days in May": history
     ],
 )
 def test_lookalikes_get_no_mark(corpus: dict[str, dict[str, Any]], entry_id: str) -> None:

@@ -259,7 +259,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "node-loss",
         "unhealthy notready",
-        rf"unhealthy\s+{_NODE}|{_NODE}\s+(?:marked\s+)?"
+        # "node aks-h200-0017 NotReady": a machine, its name, its state
+        rf"unhealthy\s+{_NODE}|{_NODE}\s+(?:[a-z][\w.-]*\d[\w.-]*\s+)?(?:is\s+)?(?:marked\s+)?"
         r"(?:unhealthy|notready)",
     ),
     # out of memory
@@ -978,6 +979,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     # a run that went NaN, said as a verb: "kelvin NaN'd"
     _sig("crash", "nan", r"nan(?:'d|-?ed)|went\s+nan"),
+    # capacity a provider takes back: "Azure took back 8 of our spot H200s"
+    _sig(
+        "preemption",
+        "back",
+        r"(?:took|taken|taking|takes)\s+back\s+(?:\d+\s+(?:of\s+)?)?(?:our\s+|the\s+)?(?:spot\s+)?"
+        r"(?:vms?|nodes?|hosts?|gpus?|tpus?|machines?|instances?|capacity|slices?|[a-z]+\d+\w*s)\b",
+    ),
     # the machines a scheduler or console reports lost: "all 4 slices report 'chips unavailable'"
     _sig(
         "node-loss",
@@ -1130,7 +1138,8 @@ _OTHER_WORKLOAD_BEFORE = re.compile(
     r"\b(?:evals?|evaluations?|inference|benchmarks?|notebooks?|sweeps?|ablations?|harness"
     r"|sandbox|exporter|conversion|dashboards?|grafana|prometheus|tensorboard|sidecar|demo"
     r"|inference\s+server|interactive\s+(?:node|session|job|shell)|wiki|confluence|notion"
-    r"|website|docs?\s+site|vpn|email|coffee\s+machine)\s+(?:\w+\s+)?$",
+    r"|website|docs?\s+site|vpn|email|coffee\s+machine|github|gitlab|slack|discord|jira)"
+    r"\s+(?:\w+\s+)?$",
     re.IGNORECASE,
 )
 _SYSTEM_SUBJECT = re.compile(
@@ -1381,6 +1390,10 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
     slower = slowdown(text)
     if slower is not None:
         kinds.add(slower)
+    if not kinds and not machine:
+        held = state_held(text)
+        if held is not None:
+            kinds.add(held)
     if not kinds:
         asked = live_question(text)
         if asked is None:
@@ -1388,6 +1401,80 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
         kinds.add(asked)
     kind = next(k for k in KIND_PRIORITY if k in kinds)
     return kind, severity_of(kind, text)
+
+
+# --------------------------------------------------------------------------------------------
+# A state held for a while: the shape under most live reports whatever their words. The run (or
+# a part of it, or a bare name) as the subject, a state word within a few words after it, and in
+# the same sentence a duration or a word for now: "bison's been quiet in wandb for about an hour",
+# "it's been sitting on the same step for 40 minutes", "node aks-h200-0017 NotReady, … pod on it
+# is Unknown", "nothing saved since 410k". Each is then judged like any signal (``_counts``).
+
+_STATES: Final = (
+    ("crash", r"nans?|garbage|crashlooping|crash-?looping"),
+    ("outage", r"dead|down|gone|on\s+the\s+floor|paused|halted"),
+    ("node-loss", r"notready|not\s+ready|unknown"),
+    ("storage", r"read-?only"),
+    (
+        "checkpoint-failed",
+        r"nothing\s+(?:saved|checkpointed|written\s+to\s+(?:the\s+)?(?:bucket|disk))",
+    ),
+    (
+        "hang",
+        r"quiet|silent|stuck|sitting|idle|frozen|flat|wedged|hung|hanging|stalled|pending"
+        r"|not\s+(?:moving|stepping|training|logging|saving|progressing|running|doing\s+anything)"
+        r"|nothing\s+(?:logged|new)",
+    ),
+)
+_STATE_WORD = re.compile(
+    r"\b(?:" + "|".join(f"(?P<k{n}>{words})" for n, (_, words) in enumerate(_STATES)) + r")\b",
+    re.IGNORECASE,
+)
+_HELD_FOR = re.compile(
+    r"\b(?:for\s+(?:about\s+|over\s+|almost\s+|nearly\s+|the\s+(?:last|past)\s+|~)?(?:\d+|an?"
+    r"|half|two|three|several|hours|ages)\b|since\s+(?:~?\d|step|the\s+\w+|we\b|this|last)"
+    r"|and\s+counting|all\s+(?:morning|night|day|weekend)|forever|ever\s+since"
+    r"|(?:right\s+)?now\b|still\b|again\b|after\s+that\b)",
+    re.IGNORECASE,
+)
+_RECURRING = re.compile(
+    r"\b(?:per|each|every)\s+(?:step|iteration|batch|save|checkpoint|epoch|eval)\b", re.I
+)
+_RUN_WORDS = re.compile(
+    r"(?:run|job|training|trainer|it|ranks?|pods?|workers?|nodes?|hosts?|slices?|everything"
+    r"|step|steps|checkpoints?|saves?|mounts?|hero)$",
+    re.IGNORECASE,
+)
+
+
+def _held_subject(clause: str, *, near: int = 6) -> bool:
+    """The clause before a state names the run or a part of it (in its last ``near`` words),
+    or opens with a bare name (not a tool, a metric, or a common noun with its article: "the
+    wiki", "the grad norm")."""
+    words = [w.lower().removesuffix("'s") for w in re.findall(r"[\w'&-]+", clause)]
+    if any(_RUN_WORDS.match(w) for w in words[-near:]):
+        return True
+    return bool(words) and len(words) <= 4 and not _NOT_A_NAME.match(words[0])
+
+
+def state_held(text: str) -> str | None:
+    """The incident kind of a state the run has held for a while, or None."""
+    text = text[:DETECT_LIMIT]
+    for m in _STATE_WORD.finditer(text):
+        left, right = _sentence_bounds(text, m.start(), m.end())
+        clause = _CLAUSE_BREAK.split(text[left : m.start()])[-1]
+        if not _HELD_FOR.search(text, left, right) or _RECURRING.search(text, left, right):
+            continue  # "idle for 10 s per step during checkpointing": a pattern, not a state
+        if m.group(0).lower().startswith("nothing"):
+            # "…, nothing saved since 410k": no subject but the sentence's run words
+            if not _held_subject(text[left:right], near=40):
+                continue
+        elif not _held_subject(clause):
+            continue
+        kind = next(k for n, (k, _) in enumerate(_STATES) if m.group(f"k{n}"))
+        if _counts(text, m, Signal(kind, (), "")):
+            return kind
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -1420,9 +1507,14 @@ _NOW_VS_THEN = re.compile(
     rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usually|normally|last\s+week)\b"
     # "iteration time 9.8 s (baseline 6.1 s)"
     rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|of\s+)?~?{_NUM}\s*\S*\s*\(\s*"
-    rf"(?:baseline|was|normally|usually|normal|expected)\s*:?\s*~?{_NUM}",
+    rf"(?:baseline|was|normally|usually|normal|expected)\s*:?\s*~?{_NUM}"
+    # "180 tok/s/gpu, normally 2.4k"
+    rf"|~?{_NUM}\s*(?P<metric3>{_TIME_METRIC}|{_RATE_METRIC})(?:/\w+)?\s*[,;(]\s*"
+    rf"(?:normally|usually|typically|baseline)\s*:?\s*~?{_NUM}",
     re.IGNORECASE,
 )
+#: "2.4k": a figure in thousands, read as its value.
+_THOUSANDS = re.compile(r"\b(\d+(?:\.\d+)?)k\b", re.IGNORECASE)
 _WORSE_WORD = re.compile(
     rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\b(?:(?:dropped|fell|tanked"
     r"|collapsed|plummeted|cratered)|(?:halved|cut\s+in\s+half|dropped\s+by\s+half)"
@@ -1434,7 +1526,8 @@ _WORSE_WORD = re.compile(
 )
 _STAYS = re.compile(
     r"\b(?:since|overnight|(?:has|have)\s+(?:stayed|been)|stays?|still|now|right\s+now|ago"
-    r"|yesterday|(?:is|are)\s+(?:crawling|slow)|(?:over|in)\s+the\s+(?:last|past)"
+    r"|yesterday|(?:is|are)\s+(?:crawling|slow)|(?:over|in)\s+the\s+(?:last|past)|normally"
+    r"|usually|typically"
     r"|for\s+the\s+last|this\s+morning|tonight|hasn't\s+(?:come\s+back|recovered)"
     r"|(?:not|never)\s+(?:come|came|coming)\s+back)\b",
     re.IGNORECASE,
@@ -1468,13 +1561,15 @@ def _slower(m: re.Match[str]) -> bool:
     said = m.group(0).lower()
     now_first = "instead" in said or m.re is _NOW_VS_THEN
     before, now = (second, first) if now_first else (first, second)
-    metric = m.group("metric") or m.groupdict().get("metric2") or said
+    metric = m.group("metric") or m.groupdict().get("metric2") or m.groupdict().get("metric3")
+    metric = metric or said
     return before > 0 and _worse(metric, before, now)
 
 
 def slowdown(text: str) -> str | None:
     """``network``, ``storage`` or ``outage`` when a sentence says the run is slower now than it
     was (a speed metric worse, in the present), else None."""
+    text = _THOUSANDS.sub(lambda k: f"{float(k.group(1)) * 1000:g}", text)
     for pattern in (_FROM_TO, _WORSE_WORD, _NOW_VS_THEN):
         for m in pattern.finditer(text[:DETECT_LIMIT]):
             left, right = _sentence_bounds(text, m.start(), m.end())

@@ -1437,6 +1437,7 @@ _HELD_FOR = re.compile(
     r"|(?:right\s+)?now\b|still\b|again\b|after\s+that\b)",
     re.IGNORECASE,
 )
+_DETERMINER = re.compile(r"(?:the|a|an|my|our|your|their|his|her|its|this|that|some)$", re.I)
 _RECURRING = re.compile(
     r"\b(?:per|each|every)\s+(?:step|iteration|batch|save|checkpoint|epoch|eval)\b", re.I
 )
@@ -1454,7 +1455,12 @@ def _held_subject(clause: str, *, near: int = 6) -> bool:
     words = [w.lower().removesuffix("'s") for w in re.findall(r"[\w'&-]+", clause)]
     if any(_RUN_WORDS.match(w) for w in words[-near:]):
         return True
-    return bool(words) and len(words) <= 4 and not _NOT_A_NAME.match(words[0])
+    return (
+        bool(words)
+        and len(words) <= 4
+        and not _NOT_A_NAME.match(words[0])
+        and not (_DETERMINER.match(words[0]))
+    )
 
 
 def state_held(text: str) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.enrich.incidents import fault_kind, reviews_a_period, settled
+from bot.enrich.incidents import fault_kind, reviews_a_period, settled, state_held
 from bot.enrich.rules import enrich_text
 from tests.enrich.signal_corpus import enrich, load
 
@@ -44,6 +44,13 @@ def corpus() -> dict[str, dict[str, Any]]:
         ("c937", "checkpoint-failed"),  # "checkpoint 36000 is 0 bytes on lustre"
         ("c939", "hang"),  # a doubt about now: "is the job supposed to be sitting at step …?"
         ("c940", "storage"),  # a part timing out: "the dataloaders are timing out"
+        ("c963", "preemption"),  # capacity taken back: "Azure took back 8 of our spot H200s"
+        ("c964", "checkpoint-failed"),  # a state held: "nothing saved since 410k"
+        ("c965", "outage"),  # a rate "normally" higher: "180 tok/s/gpu, normally 2.4k"
+        ("c966", "outage"),  # a state held, buried in a digest: "paused … since 03:12"
+        ("c967", "node-loss"),  # a machine's name before its state: "node aks-h200-0017 NotReady"
+        ("c969", "hang"),  # "it's been sitting on the same step for 40 minutes"
+        ("c975", "hang"),  # "bison's been quiet in wandb for about an hour"
     ],
 )
 def test_live_reports_are_marked_by_their_shape(
@@ -72,6 +79,8 @@ def test_live_reports_are_marked_by_their_shape(
         "c947",  # "the wiki is down": a tool, not the run
         "c949",  # a smoke run hanging at init
         "c955",  # "remember when marten was down for 2 days in May": history
+        "c980",  # "the grad norm looks stuck around 0.3": a metric with its article, a question
+        "c987",  # "GitHub is down so the PR will have to wait"
     ],
 )
 def test_lookalikes_get_no_mark(corpus: dict[str, dict[str, Any]], entry_id: str) -> None:
@@ -125,3 +134,20 @@ def test_a_period_is_reviewed_by_name_or_by_tally() -> None:
     assert reviews_a_period("", "Retrospective: June")
     assert reviews_a_period("Q3: 4 halts, 2 preemptions, goodput 91%.")
     assert not reviews_a_period("Post-mortem of the 41k hang: the cause was a soft lockup.")
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("heron has been quiet for about an hour", "hang"),
+        ("the job is idle since 03:10, nobody touched it", "hang"),
+        ("plover dead again", "outage"),
+        ("ranks are all nan since 88,410", "crash"),
+        ("the GPUs are idle for 10 s per step during checkpointing", None),
+        ("the wiki has been down for an hour", None),
+        ("the grad norm has been flat for 5k steps", None),
+        ("if heron is idle for an hour we page on-call", None),
+    ],
+)
+def test_a_state_held_for_a_while_by_the_run(text: str, kind: str | None) -> None:
+    assert state_held(text) == kind

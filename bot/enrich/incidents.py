@@ -979,6 +979,19 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     # a run that went NaN, said as a verb: "kelvin NaN'd"
     _sig("crash", "nan", r"nan(?:'d|-?ed)|went\s+nan"),
+    # a step read again and again: "step 500,120 → 500,120 → 500,120"
+    _sig(
+        "hang",
+        "step",
+        r"step\s*:?\s*(?P<step>\d[\d,.]*k?)\s*(?:→|->|=>|,|then)\s*(?P=step)(?![\d,.])",
+    ),
+    # the alarm asked as who did it: "ok who killed the job?"
+    _sig(
+        "crash",
+        "killed stopped cancel nuked took",
+        r"(?:who|what|someone|somebody|something)\s+(?:just\s+)?(?:killed|stopped|cancell?ed|nuked"
+        r"|took\s+down)\s+(?:the|our)\s+(?:job|run|training|trainer)",
+    ),
     # capacity a provider takes back: "Azure took back 8 of our spot H200s"
     _sig(
         "preemption",
@@ -1102,7 +1115,9 @@ _EXPECTED = re.compile(
 _WHY_NOW = re.compile(
     r"why\s+(?:is|are|has|have|isn't|aren't)\b"
     # "is the job supposed to be sitting at step 36,412 for half an hour?": a doubt about now
-    r"|(?:is|are)\s+(?:\S+\s+){1,3}?supposed\s+to\s+be\b",
+    r"|(?:is|are)\s+(?:\S+\s+){1,3}?supposed\s+to\s+be\b"
+    # "ok who killed the job?": the alarm, asked
+    r"|(?:who|what)\s+(?:just\s+)?(?:killed|stopped|cancell?ed|nuked|took\s+down)\b",
     re.IGNORECASE,
 )
 _QUESTION_START = re.compile(

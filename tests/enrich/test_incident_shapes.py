@@ -51,6 +51,8 @@ def corpus() -> dict[str, dict[str, Any]]:
         ("c967", "node-loss"),  # a machine's name before its state: "node aks-h200-0017 NotReady"
         ("c969", "hang"),  # "it's been sitting on the same step for 40 minutes"
         ("c975", "hang"),  # "bison's been quiet in wandb for about an hour"
+        ("c995", "crash"),  # the alarm asked as who did it: "ok who killed the job?"
+        ("c996", "hang"),  # a step read again and again: "step 500,120 → 500,120 → 500,120"
     ],
 )
 def test_live_reports_are_marked_by_their_shape(
@@ -81,6 +83,8 @@ def test_live_reports_are_marked_by_their_shape(
         "c955",  # "remember when marten was down for 2 days in May": history
         "c980",  # "the grad norm looks stuck around 0.3": a metric with its article, a question
         "c987",  # "GitHub is down so the PR will have to wait"
+        "c997",  # a planned pause
+        "c999",  # why an old run died, asked in passing
     ],
 )
 def test_lookalikes_get_no_mark(corpus: dict[str, dict[str, Any]], entry_id: str) -> None:

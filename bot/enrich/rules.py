@@ -7,7 +7,8 @@ so it has to hold up on real text. The work is split by concern:
 * ``bot.enrich.markdown``  markdown → cleaned blocks (never drops a paragraph of prose);
 * ``bot.enrich.summary``   sentences, fillers, the one-line summary;
 * ``bot.enrich.context``   the thread or channel around an event;
-* ``bot.enrich.incidents`` live incident reports told apart from talk about incidents;
+* ``bot.enrich.incidents`` live incident reports told apart from talk about incidents, over
+  the phrases and shapes in ``bot.enrich.incident_signals``;
 * ``bot.enrich.tags``      weighted phrase scoring into ``bot.models.TAGS``, thread-aware;
 * ``bot.enrich.spam``      promotional posts by strangers.
 
@@ -73,7 +74,7 @@ class Enrichment:
     tag: str  # one of bot.models.TAGS
     incident: bool  # about a specific incident: its report, diagnosis, fix or post-mortem
     severity: str | None  # "critical" | "warning" | None when not a live report
-    incident_kind: str | None  # one of bot.enrich.incidents.KIND_PRIORITY
+    incident_kind: str | None  # one of bot.enrich.incident_signals.KIND_PRIORITY
     newsworthy: bool  # False for chit-chat, empty entries and strangers' advertising
     live_report: bool = False  # a report of a failure happening now: what may raise an alert
 

@@ -121,7 +121,11 @@ _HISTORY = re.compile(
 # In the sentence: it was planned ("preempted on schedule, as expected", "drained for maintenance").
 _EXPECTED = re.compile(
     r"\b(?:as\s+expected|on\s+schedule|as\s+planned|as\s+scheduled|planned\s+maintenance"
-    r"|end\s+of\s+(?:the\s+)?(?:stage|phase|schedule|training|run)|reached\s+the\s+end)\b",
+    r"|end\s+of\s+(?:the\s+)?(?:stage|phase|schedule|training|run)|reached\s+the\s+end"
+    # "hero paused for the driver upgrade": stopped on purpose, for work on the cluster
+    r"|for\s+(?:the\s+|a\s+)?(?:scheduled\s+|planned\s+)?(?:[\w-]+\s+){0,2}?(?:upgrade|maintenance"
+    r"|migration|firmware\s+update)(?![^.]*\b(?:didn't|did\s+not|unannounced|unplanned|unexpected"
+    r"|nobody|no\s+one|not\s+told|without\s+(?:notice|warning))\b))\b",
     re.I,
 )
 #: "why is nothing in wandb since 06:30?", "why are the pods pending?": asks the cause of a state

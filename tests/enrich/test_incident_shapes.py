@@ -155,3 +155,18 @@ def test_a_period_is_reviewed_by_name_or_by_tally() -> None:
 )
 def test_a_state_held_for_a_while_by_the_run(text: str, kind: str | None) -> None:
     assert state_held(text) == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        ("hero paused for the driver upgrade, back at 14:00", False),
+        ("hero is down for the scheduled maintenance", False),
+        ("hero is down since the driver upgrade at 09:00", True),
+        ("the hosts were reclaimed for a maintenance we were not told about", True),
+    ],
+)
+def test_a_stop_for_work_on_the_cluster_is_planned_unless_nobody_knew(
+    text: str, live: bool
+) -> None:
+    assert enrich_text(title=None, body=text, kind="message", source="discord").live_report is live

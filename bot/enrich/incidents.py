@@ -1,4 +1,6 @@
 """Rule-based incident detection: is this text reporting that the run is (or was just) broken?
+The signals themselves (phrases and shapes, and the incident kinds) are in
+``bot.enrich.incident_signals``; this module judges their matches and whole posts.
 
 Precision matters as much as recall: training-run threads talk about OOMs, hangs and crashes all
 the time without anything being broken ("no OOMs since the fix", "to avoid OOM", "would hang if",
@@ -25,6 +27,16 @@ a dead process prints ("CUDA error", "NCCL error", "loss is nan"), an agent's st
 the job", "we lost the allocation"). Threads whose title leads with an eval, a benchmark or a
 proposal are not the run's, and a failure the same sentence calls fixed is over.
 
+Issue 40 asked for signals that hold on text they were not written against, so the later ones are
+shapes more than phrases: a part of the run that errs, its kind read from the part it names ("the
+input pipeline is throwing IO errors"); a bare name and its state, as chat writes a headline
+("wisp is wedged", "job down"); what a run has not done for a while ("45 minutes without a
+step"); a phase never left; the same failure over and over. Ruled out the same way: a failure
+after "when" in the present (a habit), a job with another purpose, a review of a period, an
+issue titled with a change to make, a post opening with a proposal, a pasted log judged as
+machine text (no asides or negations there), and a recovery only settles a post when no failure
+is told after it.
+
 Code blocks never reach this module (``bot.enrich.markdown`` drops them); log-looking lines are only
 used when a message has no prose at all, or when its prose asks for a human ("needs attention",
 "paging on-call") and the log excerpt says why.
@@ -33,29 +45,21 @@ used when a message has no prose at all, or when its prose asks for a human ("ne
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Final
 
 from bot.enrich.context import ThreadContext
+from bot.enrich.incident_signals import (
+    FAULT,
+    KIND_PRIORITY,
+    NOW_STATE,
+    SIGNALS,
+    STALL,
+    Signal,
+)
 
 CRITICAL: Final = "critical"
 WARNING: Final = "warning"
 
-#: Incident kinds, most specific (root cause) first: "crashed after an OOM" is an OOM.
-#: "crash" and "hang" say least about the cause, so they come last.
-KIND_PRIORITY: Final[tuple[str, ...]] = (
-    "hardware",
-    "storage",
-    "oom",
-    "restore-failed",
-    "checkpoint-failed",
-    "network",
-    "preemption",
-    "node-loss",
-    "hang",
-    "crash",
-    "outage",
-)
 _CRITICAL_KINDS: Final = frozenset(
     {"hardware", "storage", "oom", "node-loss", "preemption", "restore-failed", "crash", "outage"}
 )
@@ -63,717 +67,6 @@ _CRITICAL_KINDS: Final = frozenset(
 #: How much prose is examined (a long comment's incident report is near its top).
 DETECT_LIMIT: Final = 12_000
 
-
-@dataclass(frozen=True, slots=True)
-class Signal:
-    """One phrase that reports an incident of ``kind``.
-
-    ``anchors`` are lower-case substrings of which every match contains at least one: the regex
-    only runs on text containing an anchor, which keeps the common case (no incident words) to a
-    few substring searches. ``needs_subject`` marks ambiguous words ("stuck", "stalled") that
-    only count when the sentence names a part of the system.
-    """
-
-    kind: str
-    anchors: tuple[str, ...]
-    pattern: str
-    needs_subject: bool = False
-
-    def compile(self) -> re.Pattern[str]:
-        return re.compile(rf"\b(?:{self.pattern})\b", re.IGNORECASE)
-
-
-def _sig(kind: str, anchors: str, pattern: str, *, needs_subject: bool = False) -> Signal:
-    return Signal(kind, tuple(anchors.split()), pattern, needs_subject)
-
-
-_NODE = r"(?:nodes?|hosts?|workers?|vms?|slices?|machines?|tpus?|gpus?|pods?)"
-_SUBJ = (
-    r"(?:job|jobs|run|training|trainer|trainers|process|processes|worker|workers|task|pod|rank\s*\d+"
-    r"|head(?:\s+node)?|coordinator|driver|learner|controller|launcher)"
-)
-_HOST = r"(?:[a-z]+\d+[a-z]+\d+[\w-]*|[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d+[\w-]*)"
-_FAIL_TO = r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't)"
-
-SIGNALS: Final[tuple[Signal, ...]] = (
-    # hardware faults
-    _sig("hardware", "nvlink", r"nvlink\s+(?:errors?|failures?|faults?|down|degraded|inactive)"),
-    _sig(
-        "hardware",
-        "nvlink",
-        r"(?:errors?|failures?|faults?)\s+on\s+(?:the\s+)?nvlink"
-        r"|(?:degraded|flaky|failing|faulty|broken)\s+nvlink",
-    ),
-    _sig("hardware", "xid", r"s?xid(?:\s*errors?)?\s*\(?\d{1,3}|s?xid\s+errors?"),
-    _sig(
-        "hardware",
-        "uncorrect double dbe",
-        r"(?:uncorrectable|uncorrected|double[- ]bit|dbe)\s+(?:ecc|memory|errors?)",
-    ),
-    _sig("hardware", "ecc", r"ecc\s+(?:errors?|failures?|faults?)"),
-    _sig(
-        "hardware",
-        "ecc",
-        # "ECC on GPU3", "GPU 3 threw ECC": how people shorten it in chat
-        r"ecc\s+on\s+(?:the\s+)?(?:gpu|device|card|chip|node|host)\s*\d*"
-        r"|(?:threw|throws|throwing|hit|hits|got|reported|reports|showing|shows)\s+(?:an?\s+)?"
-        r"(?:\w+\s+)?ecc(?!\s+(?:enabled|disabled|mode|support|on\b|off\b|turned|settings?))",
-    ),
-    _sig("hardware", "bus", r"(?:fell|fallen|falls|dropped)\s+off\s+the\s+(?:pcie\s+)?bus"),
-    # network: the fabric between machines
-    _sig(
-        "network",
-        "port link card",
-        r"(?:infiniband|ib|roce|nic|hca|network|fabric|switch)\s+(?:port|link|card)s?\s+"
-        r"(?:faults?|failures?|failed|flap\w*|down|errors?|went\s+down|dropp\w*|bounc\w*)",
-    ),
-    _sig("network", "flap", r"(?:link|port)s?\s+(?:kept\s+|keeps\s+|started\s+)?flap\w*"),
-    _sig("network", "symbol", r"symbol\s+errors?|link\s+(?:down|errors?)\s+on\s+(?:leaf|spine)"),
-    _sig(
-        "network",
-        "nccl net",
-        r"nccl\s+(?:warn\s+)?net/(?:ib|socket)|nccl\s+(?:\w+\s+)?(?:network|connection)\s+errors?",
-    ),
-    _sig(
-        "hardware",
-        "faulty defective broken dead failing bad",
-        r"(?:faulty|defective|broken|dead|failing|bad)\s+(?:infiniband\s+|ib\s+|network\s+)?"
-        r"(?:gpus?|hosts?|nodes?|nics?|hcas?|tpus?|chips?|dimms?|ports?|links?|hardware|cables?)",
-    ),
-    _sig("hardware", "hardware", r"hardware\s+(?:faults?|failures?|errors?|issues?|problems?)"),
-    _sig("hardware", "fault failure", r"(?:tpu|gpu|chip)\s+(?:hardware\s+)?(?:faults?|failures?)"),
-    _sig("hardware", "machine pcie", r"machine[- ]check(?:\s+exception)?|pcie\s+(?:errors?|aer)"),
-    _sig("hardware", "remap", r"row[- ]remap(?:ping)?\s+(?:failures?|pending)"),
-    # node / link loss
-    _sig("node-loss", "lost", rf"lost\s+(?:\w+\s+){{0,2}}{_NODE}"),
-    _sig(
-        "node-loss",
-        "lost contact went disappeared dropped was were got been became died",
-        rf"{_NODE}\s+(?:\S+\s+){{0,3}}?(?:lost\s+connectivity|lost\s+contact"
-        r"|went\s+(?:down|offline|away)|disappeared|dropped\s+out|(?:was|were|got|is|are|been)\s+"
-        r"(?:lost|preempted|evicted|drained|reclaimed|unreachable|terminated)"
-        r"|became\s+unreachable|died)",
-    ),
-    _sig(
-        "node-loss",
-        "lost down dead gone offline unreachable",
-        # "node r12n4 lost", "host a3-12 down": a named machine and what happened to it
-        rf"{_NODE}\s+[\w.-]*\d[\w.-]*\s+(?:is\s+|was\s+|went\s+)?"
-        r"(?:lost|down|dead|gone|offline|unreachable)",
-    ),
-    _sig("node-loss", "connectivity", r"lost\s+(?:network\s+)?connectivity"),
-    _sig(
-        "node-loss",
-        "lost state",
-        r"lost\s+(?:the|our)\s+(?:allocation|reservation|capacity)"
-        rf"|{_NODE}\s+(?:went|is|are|was|were|got)\s+(?:in(?:to)?\s+)?(?:a\s+)?(?:bad|error|failed"
-        r"|broken)\s+state",
-    ),
-    _sig(
-        "node-loss",
-        "down gone off dead",
-        rf"\d+\s+(?:of\s+(?:our\s+|the\s+)?(?:\d+\s+)?)?{_NODE}\s+(?:are\s+|were\s+|as\s+)?"
-        r"(?:down|gone|off|offline|lost|dead)",
-    ),
-    _sig("node-loss", "power", r"lost\s+power|power\s+(?:event|outage|loss|failure)"),
-    _sig(
-        "node-loss",
-        "vanished disappeared",
-        r"[a-z][a-z-]*\d[\w-]*\s+(?:just\s+)?(?:vanished|disappeared|dropped\s+out|went\s+away)",
-    ),
-    _sig(
-        "preemption",
-        "preempt",
-        r"preempt(?:ed|ions?)(?![- ](?:safe|tolerant|aware|handl\w*|resilien\w*|support|logic))",
-    ),
-    _sig(
-        "preemption",
-        "reclaim",
-        rf"(?:reclaimed|evicted)\s+(?:\d+\s+(?:of\s+(?:our\s+|the\s+)?\d+\s+)?)?{_NODE}",
-    ),
-    _sig(
-        "node-loss",
-        "lost",
-        # "lost r02n6": a machine named by a host name (letters with digits in it)
-        r"lost\s+(?:node\s+|host\s+)?[a-z][a-z-]*\d[\w-]*(?![\w-]*\s+(?:min|minutes|hours?|steps?"
-        r"|tokens?|gpus?))",
-    ),
-    _sig("node-loss", "pingable powered", r"not\s+pingable|powered\s+(?:off|down)\b"),
-    _sig(
-        "node-loss",
-        "died dead gone down",
-        # "r12n4 died", "gpu-node-17 is dead": a host name (letters and digits, twice, or a
-        # dashed name ending in a number) and its end; not a model name ("llama3 is dead simple")
-        rf"{_HOST}\s+(?:just\s+|has\s+)?(?:died|(?:is|was|went)\s+(?:dead|gone|down))"
-        r"(?!\s+(?:simple|easy|wrong|on\s+arrival|set\s+on))",
-    ),
-    _sig(
-        "node-loss",
-        "cordon drain",
-        # "r07n3 is cordoned": a named machine taken out of service
-        r"[a-z][a-z-]*\d[\w-]*\s+(?:is|was|got|has\s+been|stays)\s+(?:cordoned|drained)",
-    ),
-    _sig("node-loss", "gang", r"gang(?:\s+scheduling)?\s+(?:failed|failures?|broke|broken)"),
-    _sig(
-        "node-loss",
-        "spot maintenance",
-        r"spot\s+(?:reclaim\w*|interruptions?)"
-        r"|host\s+maintenance\s+event",
-    ),
-    _sig(
-        "node-loss",
-        "unhealthy notready",
-        rf"unhealthy\s+{_NODE}|{_NODE}\s+(?:marked\s+)?"
-        r"(?:unhealthy|notready)",
-    ),
-    # out of memory
-    _sig("oom", "memory", r"out[- ]of[- ]memory|ran\s+out\s+of\s+(?:\w+\s+)?memory"),
-    _sig(
-        "oom",
-        "oom",
-        r"oom(?:s|ed|ing|'d|'ing|-?kill(?:ed|er|s)?)?|oom\s+kill(?:ed|er|s)?|out_of_memory",
-    ),
-    _sig("oom", "exhaust", r"(?:host\s+)?memory\s+exhaust(?:ed|ion)|resource_exhausted"),
-    _sig("oom", "killed", r"killed\s+by\s+the\s+(?:container\s+runtime|kernel|oom)"),
-    _sig(
-        "oom",
-        "137 memoryerror allocate",
-        r"exit\s+code\s+137|memoryerror"
-        r"|cannot\s+allocate\s+memory",
-    ),
-    # restore / checkpoint failures
-    _sig(
-        "restore-failed",
-        "restore resume reload checkpoint ckpt",
-        rf"{_FAIL_TO}\s+(?:restore|resume|reload"
-        r"|load\s+(?:the\s+|a\s+|from\s+)?(?:\w+\s+)?(?:checkpoint|ckpt))",
-    ),
-    _sig(
-        "restore-failed",
-        "restor resum checkpoint",
-        r"(?:restore|restoring|resume|resuming|checkpoint\s+(?:load|loading|restore))\s+"
-        r"(?:is\s+|was\s+|has\s+)?(?:stalled|stuck|hung|hanging|failed|failing|timed\s+out)",
-    ),
-    _sig(
-        "restore-failed",
-        "restore resume",
-        r"(?:restore|resume)\s+(?:failures?|errors?"
-        r"|timeouts?)",
-    ),
-    _sig(
-        "restore-failed",
-        "restore resume",
-        # "the restore from step 52,500 fails on every attempt", "restore after preemption fails"
-        r"(?:restore|resume)\s+(?:[\w,.]+\s+){0,4}?(?:fails|failed|is\s+failing|keeps\s+failing)",
-    ),
-    _sig(
-        "restore-failed",
-        "corrupt",
-        r"corrupt(?:ed)?\s+(?:checkpoint|ckpt)|(?:checkpoint|ckpt)\s+(?:is\s+|was\s+)?corrupt",
-    ),
-    _sig(
-        "checkpoint-failed",
-        "checkpoint ckpt",
-        r"(?:checkpoint|ckpt)(?:ing)?\s+(?:(?:save|write|upload|commit)s?\s+)?"
-        r"(?:failed|failing|failures?|errored|timed\s+out)",
-    ),
-    _sig(
-        "checkpoint-failed",
-        "checkpoint ckpt",
-        r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't|can\s+not)\s+"
-        r"(?:save|write|upload|commit|serialize)\s+(?:the\s+|a\s+|any\s+)?(?:\w+\s+)?(?:checkpoint|ckpt)",
-    ),
-    _sig(
-        "checkpoint-failed",
-        "checkpoint ckpt",
-        r"(?:saving|writing)\s+(?:the\s+)?(?:checkpoint|ckpt)\s+(?:failed|timed\s+out|hung"
-        r"|stalled)|(?:checkpoints|ckpts)\s+(?:have\s+)?stopped\s+(?:appearing|landing|being\s+"
-        r"(?:written|saved|uploaded))",
-    ),
-    _sig(
-        "checkpoint-failed",
-        "save",
-        # "the 64,000 save failed", "the hero save at 24k failed"
-        r"(?:the\s+)?(?:[\d,.]+k?\s+)?saves?\s+(?:at\s+(?:step\s+)?[\d,.]+k?\s+)?"
-        r"(?:failed|is\s+failing|errored|timed\s+out)",
-    ),
-    _sig(
-        "checkpoint-failed",
-        "checkpoint ckpt",
-        # "checkpoint save to gs://bucket/path failed with 503": a destination in between
-        r"(?:checkpoint|ckpt)\s+(?:[\d,.]+k?\s+)?(?:save|write|upload|commit)s?\s+(?:to|into|on)\b"
-        r"(?:\s+\S+){0,4}?\s+(?:failed|failing|errored|timed\s+out"
-        r"|keeps?\s+(?:failing|timing\s+out|erroring))",
-    ),
-    # storage
-    _sig("storage", "quota", r"quota\s+(?:exceeded|exhausted)|exceeded\s+(?:\w+\s+)?quota"),
-    _sig("storage", "full", r"(?:disk|volume|filesystem|bucket)\s+(?:is\s+|was\s+)?full"),
-    _sig("storage", "space enospc", r"no\s+space\s+left(?:\s+on\s+device)?|enospc"),
-    _sig(
-        "storage",
-        "gcs s3 bucket storage nfs lustre object",
-        r"(?:gcs|s3|bucket|storage|nfs|lustre|gcsfuse|object\s+store)\s+(?:is\s+|was\s+)?"
-        r"(?:5\d\d|unavailable|outage|down|degraded)",
-    ),
-    _sig(
-        "storage",
-        "storage read-only",
-        r"storage\s+(?:outage|failure|errors?)"
-        r"|read-only\s+file\s*system",
-    ),
-    _sig("storage", "503 500", r"(?:503|500)s?\s+(?:errors?\s+)?from\s+(?:gcs|s3|the\s+bucket)"),
-    _sig(
-        "storage",
-        "reject refus deny denied forbidden 403 fail",
-        r"(?:bucket|storage|gcs|s3|filesystem|volume|nfs)\s+(?:is\s+|are\s+)?(?:rejecting|refusing"
-        r"|denying)\s+(?:\w+\s+)?(?:writes?|reads?|requests?|uploads?)"
-        r"|(?:writes?|uploads?)\s+(?:\w+\s+){0,4}?(?:fail|fails|failing|return|returns)\s+(?:with\s+)?"
-        r"(?:a\s+)?(?:403|401|permission\s+denied|access\s+denied|forbidden)",
-    ),
-    _sig(
-        "storage",
-        "read-only read only disk",
-        r"(?:went|is|are|mounted)\s+read[- ]only|disk\s+(?:failure|failed|died)",
-    ),
-    # crashes
-    _sig(
-        "crash",
-        "crash",
-        r"(?<!pre-)(?<!post-)(?<!pre)crash(?:ed|es|ing)?(?![\s-]+(?:course|courses|test|tests|cart))"
-        r"|crashloop\w*",
-    ),
-    # what a dead process prints: "CUDA error: an illegal memory access", "ncclSystemError"
-    _sig(
-        "crash",
-        "cuda illegal cublas",
-        r"cuda\s+(?:runtime\s+)?errors?|illegal\s+memory\s+access|cudaerror\w+"
-        r"|cublas_status_(?!success)\w+",
-    ),
-    _sig(
-        "network",
-        "nccl",
-        r"nccl\s+(?:system\s+|internal\s+|remote\s+|communicator\s+|collective\s+"
-        r"|unhandled\s+(?:\w+\s+)?)?(?:errors?|failures?|failed|aborted)"
-        r"|nccl(?:system|internal|remote|unhandledcuda)error",
-    ),
-    # a diverged run trains nothing: "loss is nan again", "every step since is NaN"
-    _sig(
-        "crash",
-        "nan inf",
-        r"loss(?:es)?\s+(?:is|are|was|went|became|becomes|goes|turned|has\s+gone)\s+"
-        r"(?:\w+\s+)?(?:nan|inf)s?|(?:nan|inf)\s+loss(?:es)?|loss(?:es)?\s+of\s+(?:nan|inf)"
-        r"|(?:every|each|all)\s+(?:\w+\s+){0,2}(?:is|are)\s+nans?",
-    ),
-    # Slurm's verdicts and a kernel that gave up take the host with them
-    _sig("node-loss", "node_fail panic", r"node_fail|kernel\s+panic\w*"),
-    _sig(
-        "crash",
-        "seg sigsegv sigabrt sigbus sigill sigkill core bus",
-        r"seg(?:mentation\s+)?fault(?:ed|s)?|sig(?:segv|abrt|bus|ill|kill)|core\s+dumped|bus\s+error",
-    ),
-    _sig(
-        "crash",
-        "died exited killed blew errored failed down",
-        rf"{_SUBJ}\s+(?:\w+\s+){{0,2}}?(?:died|has\s+died|exited\s+unexpectedly|was\s+killed"
-        r"|got\s+killed|blew\s+up|errored\s+out|(?:has\s+|have\s+)?failed(?!\s+to\b)|is\s+down"
-        r"|went\s+down)",
-    ),
-    _sig(
-        "crash",
-        "exited",
-        r"exited\s+with\s+(?:a\s+)?(?:non-?zero|(?:exit\s+)?code\s+[1-9]|status\s+[1-9])",
-    ),
-    _sig("crash", "fatal unrecoverable", r"(?:fatal|unrecoverable)\s+error"),
-    # how chat says the run stopped: "training stopped at 102,340", "job exited at 02:03",
-    # "slurm killed the job", "the trainer pod keeps restarting", "it died. again."
-    _sig(
-        "crash",
-        "stopped exited vanished disappeared",
-        rf"{_SUBJ}\s+(?:has\s+|just\s+)?(?:stopped(?!\s+\w+ing\b)|exited|(?:vanished|disappeared)"
-        r"(?=\s*(?:$|[.,;!]|from\s+(?:the\s+)?(?:queue|squeue|scheduler|cluster))))\b"
-        r"(?!\s+(?:cleanly|normally|successfully|with\s+(?:exit\s+)?(?:code\s+|status\s+)?0\b"
-        r"|(?:because|after|when)\s+(?:i|we)\b))",
-    ),
-    _sig(
-        "crash",
-        "killed cancel",
-        r"(?:slurm|the\s+scheduler|kubernetes|k8s|the\s+kernel|the\s+oom\s+killer)\s+"
-        r"(?:just\s+)?(?:killed|cancell?ed|evicted|terminated)\s+(?:the|our)\s+"
-        r"(?:job|run|training|trainer|pods?)|(?:job|run|training)\s+(?:was\s+|got\s+)?"
-        r"(?:killed|cancell?ed)\s+by\s+(?:slurm|the\s+scheduler|kubernetes|k8s)",
-    ),
-    _sig(
-        "crash",
-        "restart loop",
-        r"(?:keeps?|kept)\s+restarting|restart(?:ing)?\s+(?:in\s+a\s+loop|over\s+and\s+over)"
-        r"|restart[\s-]?loop\w*|boot[\s-]?loop\w*",
-    ),
-    _sig("crash", "died", r"\bit\s+(?:just\s+)?died\b(?!\s+down)"),
-    _sig(
-        "outage",
-        "wrong",
-        r"something(?:'s|\s+is)?\s+(?:wrong|off|broken)\s+with\s+(?:the\s+)?(?:run|job|training"
-        r"|trainer|cluster|[a-z][\w-]*\s*(?:$|[,.;!?]))",
-    ),
-    _sig(
-        "outage",
-        "dead trained pending training progress",
-        # the run is not training, whatever the cause: "hero dead at 80,240", "nothing has
-        # trained since midnight", "the job is just pending"
-        r"(?:hero|run|job|training|trainer)\s+(?:is\s+)?dead\b|(?:it|\w+)'s\s+dead\b(?!\s+(?:simple|easy|code|end|weight))"
-        r"|nothing\s+(?:has\s+)?(?:trained|been\s+training|is\s+training)"
-        r"|(?:job|run)\s+(?:is\s+)?(?:just\s+|still\s+|now\s+)?pending\b"
-        r"|(?:no|zero)\s+(?:training\s+)?progress\s+(?:since|for)",
-    ),
-    _sig(
-        "outage",
-        "down",
-        # "Hero is down", "the run went down": an outage, not "loss is down 0.02"
-        r"(?:is|'s|was|went|has\s+gone|are|were)\s+(?:hard\s+|completely\s+)?down"
-        r"(?!\s*(?:\d|to\b|by\b|from\b|about\b|[\w.]*%|a\s+bit|slightly))",
-    ),
-    _sig(
-        "crash",
-        "traceback stack exception",
-        r"(?:got|getting|seeing|hit|hitting|saw)\s+(?:this|the\s+following|a|an)\s+"
-        r"(?:traceback|stack\s*trace|exception)",
-    ),
-    # hangs
-    _sig(
-        "hang",
-        "hung deadlock hang",
-        r"hung|deadlock(?:ed|s)?|(?<!the )(?<!low-)(?<!low )hang(?:s|ing)?"
-        r"(?!\s+(?:on|tight|out|around))",
-    ),
-    _sig("hang", "nccl", r"nccl\s+(?:\w+\s+){0,2}?(?:time[d -]?outs?|watchdog)"),
-    _sig(
-        "hang",
-        "timing timed",
-        r"(?:timing|timed)\s+out\s+(?:in|on|inside|during)\s+(?:the\s+)?(?:nccl|collectives?"
-        r"|all-?reduce|all-?gather|reduce-?scatter|barrier)",
-    ),
-    _sig(
-        "hang",
-        "heartbeat step point metric log idle",
-        # "no heartbeat from hero since 3am", "hasn't logged a step in 30 min", "step hasn't
-        # moved since 84,310": what a stopped run does not do
-        r"no\s+(?:new\s+)?(?:heartbeats?|steps?|points?|metrics?|log\s+lines?|logs)\s+"
-        r"(?:(?:from|logged|reported|written|on)\s+(?:\w+\s+){0,2})?(?:since|for"
-        r"|in\s+(?:the\s+last\s+)?(?:\d|an?\s+(?:hour|while)|over))\b"
-        r"|(?:hasn't|hasnt|has\s+not|haven't|have\s+not)\s+(?:logged|reported|written|had|printed"
-        r"|emitted|produced|sent)\s+(?:a\s+|any\s+|one\s+)?(?:new\s+|single\s+)?(?:steps?"
-        r"|points?|metrics?|heartbeats?|log\s+lines?|logs?|data|anything)\b"
-        r"|not\s+getting\s+(?:any\s+)?(?:new\s+)?steps\b"
-        r"|(?:has\s+been|have\s+been|is|are|sitting|sat)\s+idle\s+(?:on\s+\w+\s+\w+\s+)?"
-        r"(?:since|for\s+(?:the\s+last\s+|over\s+)?(?:an?|\d+)\s*(?:min|mins|minutes|h|hrs?|hours?)"
-        r"\b(?!\s+(?:per|a|each|every)\b))|all\s+(?:ranks|gpus|nodes|hosts)\s+(?:are\s+)?idle"
-        r"|(?:step|steps|step\s+counter|iteration|global\s+step)\s+(?:hasn't|hasnt|has\s+not"
-        r"|didn't|isn't|is\s+not)\s+(?:moved|changed|advanced|budged|progressed|increased"
-        r"|moving|advancing|progressing)",
-    ),
-    _sig(
-        "hang",
-        "throughput mfu tokens util",
-        r"(?:throughput|mfu|tokens/s|tokens\s+per\s+second|gpu\s+util\w*)\s+(?:has\s+)?"
-        r"(?:dropped|fell|went|is|at|down)\s+(?:to\s+)?(?:zero|0(?![.,]?\d))",
-    ),
-    _sig(
-        "outage",
-        "training",
-        r"(?:is|are|was|has\s+been)\s+(?:still\s+)?not\s+training\b(?!\s+(?:on|with|well|as)\b)"
-        r"|isn't\s+training\b(?!\s+(?:on|with|well|as)\b)",
-    ),
-    # an agent's structured status: "**Status:** stalled", "## Status: 🔴 blocked" (not "blocked
-    # on #1002": a dependency, not an outage)
-    _sig(
-        "hang",
-        "status state",
-        r"(?:status|state)\s*[:=]\s*(?:[^\w\s]+\s*)?(?:blocked|stalled|stuck|hung|hanging|frozen)"
-        r"\b(?!\s+(?:on|by|until|behind|waiting|pending|for\s+review))",
-    ),
-    _sig(
-        "outage",
-        "status state",
-        r"(?:status|state)\s*[:=]\s*(?:[^\w\s]+\s*)?(?:failed|failing|crashed|down|dead|broken"
-        r"|degraded|not\s+training|red)\b",
-    ),
-    _sig(
-        "hang",
-        "time",
-        r"(?:collective|all-?reduce|all-?gather|reduce-?scatter|barrier)s?\s+"
-        r"(?:operations?\s+)?(?:time[d -]?outs?|timed\s+out)",
-    ),
-    _sig("hang", "watchdog", r"watchdog\s+(?:caught|timeout|timed\s+out|fired)"),
-    _sig(
-        "hang",
-        "heartbeat",
-        r"heartbeats?\s+(?:stopped|missing|lost|timed\s+out)|stopped\s+sending\s+heartbeats",
-    ),
-    _sig(
-        "hang",
-        "stopped progress",
-        r"stopped\s+(?:logging|reporting|making\s+progress)|not\s+making\s+(?:any\s+)?progress",
-    ),
-    _sig(
-        "hang",
-        "stuck stall froze wedged progress",
-        r"stuck|stall(?:s|ed|ing)?|froze|frozen|wedged|no\s+progress",
-        needs_subject=True,
-    ),
-    # --- the same faults as other stacks and people put them (issue 40: breadth, not phrases)
-    # an agent's or a monitor's status field, whatever its name: "Condition: UNHEALTHY",
-    # "**Health:** ❗ DEGRADED", "State: not progressing since 07:41"
-    _sig(
-        "outage",
-        "status state condition health",
-        r"(?:status|state|condition|health|phase|run\s+state|job\s+state)\s*[:=]\s*(?:[^\w\s]+\s*)*"
-        r"(?:unhealthy|degraded|critical|failed|failing|crashed|down|dead|broken|error|erroring"
-        r"|attention\s+required|needs?\s+(?:attention|a\s+human)|blocked(?!\s+(?:on|by))|stalled"
-        r"|not\s+(?:progressing|training|running|healthy)|no\s+progress|stopped|halted|red)\b",
-    ),
-    # a monitor's state change: "state changed to crashed", "status went from running to failed"
-    _sig(
-        "crash",
-        "changed went moved now",
-        r"(?:state|status)\s+(?:has\s+)?(?:changed|went|moved|is\s+now|flipped)\s+(?:from\s+\W*\w+\W*\s+)?"
-        r"(?:to\s+)?\W*(?:crashed|failed|killed|dead|errored|preempted|lost)\b",
-    ),
-    # what a scheduler says about a workload it cannot keep up: Kubernetes, Ray, slurm
-    _sig(
-        "crash",
-        "backoff errimage containercannotrun",
-        r"(?:imagepull|crashloop)backoff|errimagepull|containercannotrun|createcontainererror",
-    ),
-    _sig(
-        "node-loss",
-        "pending notready down drain rebooted power-cycled power restarted",
-        rf"{_NODE}\s+(?:are\s+|is\s+)?(?:all\s+|still\s+)?(?:stuck\s+)?(?:in\s+)?"
-        r"(?:pending|notready|down\*?|drain(?:ed|ing)?\*?)\s+(?:since|for|after)\b"
-        rf"|{_NODE}\s+(?:\S+\s+){{0,3}}?(?:were|was|got|have\s+been|has\s+been)\s+"
-        r"(?:rebooted|power[- ]cycled|restarted\s+(?:by|without))"
-        r"|(?:keeps?|kept)\s+(?:rebooting|power[- ]cycling)",
-    ),
-    _sig(
-        "oom",
-        "oom_kill outofmemoryerror",
-        r"oom_kill\w*|outofmemoryerror|running\s+low\s+on\s+memory",
-    ),
-    # a chip the runtime gave up on: "TPU chip 3 is unhealthy: device lost", "HBM errors"
-    _sig(
-        "hardware",
-        "unhealthy lost hbm",
-        r"(?:chip|device|tpu|gpu|accelerator)s?\s*\d*\s+(?:is\s+|are\s+|went\s+)?"
-        r"(?:unhealthy|lost)\b|device\s+lost|hbm\s+(?:\w+\s+){0,2}?(?:errors?|failures?)",
-    ),
-    # the interconnect between chips and slices, and what a slow fabric shows
-    _sig(
-        "network",
-        "ici dcn link retransmit",
-        r"(?:ici|dcn|nvlink|ib|infiniband|roce)\s+(?:\w+\s+)?(?:link|port)?\s*"
-        r"(?:errors?|error\s+counters?|failures?|flap\w*|down|drops?)"
-        r"|(?:high|many|\d+)\s+(?:\w+\s+)?retransmits?",
-    ),
-    # chat's words for a run that died: "lumen fell over", "the job is toast", "run is borked"
-    _sig(
-        "crash",
-        "fell fallen toast borked hosed keeled",
-        r"(?:fell|fallen|falls|keeled)\s+over|(?:is|'s|was)\s+(?:toast|borked|hosed|kaput)",
-    ),
-    # a run that does not move, in any grammar: "training is not moving anymore", "the
-    # training is stop", "58k and nothing after", "nothing in wandb since 06:30"
-    _sig(
-        "hang",
-        "moving progressing stop nothing flat updating",
-        rf"(?:{_SUBJ}|it)\s+(?:is\s+|are\s+|has\s+)?(?:not|no\s+longer|isn't|stopped)\s+"
-        r"(?:moving|progressing|advancing|updating)\b"
-        r"|(?:training|run|job)\s+is\s+stop\b"
-        r"|\d[\d,.]*k?\s+(?:and\s+)?(?:then\s+)?nothing\s+(?:after|since|else)"
-        r"|nothing\s+(?:new\s+)?(?:logged\s+)?(?:in|on|from)\s+(?:the\s+)?"
-        r"(?:wandb|w&b|tensorboard|logs?|dashboard|metrics)\s+(?:since|for)\b"
-        r"|(?:tensorboard|wandb|w&b|charts?|graphs?|curves?|plots?|dashboard)\s+(?:is\s+|are\s+"
-        r"|has\s+been\s+|have\s+been\s+)?(?:flat|frozen|empty|not\s+updating|stopped\s+updating"
-        r"|hasn't\s+(?:moved|updated))\s+(?:since|for)\b"
-        r"|no\s+(?:new\s+)?(?:step|steps|iteration|iterations)\s+(?:after|past|beyond)\s+\d",
-    ),
-    # storage a run cannot work with: "the PD for the cache is 100% full", "lustre is slow",
-    # "dataloader starving"
-    _sig(
-        "storage",
-        "full slow starv crawl",
-        r"(?:disk|pd|volume|filesystem|fs|bucket|lustre|nfs|storage|gcs|s3)\s+(?:\S+\s+){0,4}?"
-        r"(?:is\s+|are\s+)?(?:\d+%\s+)?full\b"
-        # not "when the bucket is slow": a condition, not a report
-        r"|(?<!when\sthe\s)(?:storage|lustre|nfs|gcs|s3|filesystem|bucket|disk|io)\s+(?:is\s+|are\s+)?"
-        r"(?:(?:very|so|really|painfully)\s+)?(?:slow|crawling|unresponsive)\b"
-        r"|(?:data\s*loaders?|loaders?|input\s+pipeline|gpus?|tpus?)\s+(?:are\s+|is\s+)?starv\w*",
-    ),
-    # a capacity the run needs that is not there: "can't recreate the slice", "no capacity"
-    _sig(
-        "preemption",
-        "recreate capacity available reservation",
-        rf"{_FAIL_TO}\s+(?:re-?create|re-?schedule|allocate|get)\s+(?:the\s+|a\s+|our\s+)?{_NODE}"
-        r"|no\s+capacity\s+(?:to|for|left|in)"
-        r"|no\s+(?:\w+\s+)?(?:nodes|gpus|tpus|capacity|hosts)\s+(?:are\s+)?available"
-        r"|reservation\s+(?:has\s+)?(?:ended|expired|ran\s+out|was\s+reclaimed)",
-    ),
-    # "progress stopped at step 9,114", "rank 77 not responding", "slate just exited"
-    _sig(
-        "hang",
-        "stopped halted responding",
-        r"(?:progress|stepping)\s+(?:has\s+)?(?:stopped|halted)\s+(?:at|since)\b"
-        r"|(?:rank|node|host|worker|process|trainer)\s+[\w-]*\d[\w-]*\s+(?:\([^)]*\)\s+)?"
-        r"(?:is\s+)?not\s+responding",
-    ),
-    _sig("crash", "just", r"just\s+(?:exited|died|stopped|fell\s+over|crashed)\b"),
-    _sig(
-        "crash",
-        "being getting",
-        r"(?:keeps?|kept)\s+(?:being|getting)\s+(?:killed|evicted|preempted|oom\w*|restarted)",
-    ),
-    _sig(
-        "network",
-        "rendezvous diststoreerror clients",
-        r"rendezvous\s+(?:time[d ]?\s*out|timeouts?|failed)|diststoreerror|waiting\s+for\s+clients"
-        r"|(?:timeouts?|timed\s+out)\s+on\s+(?:the\s+)?rendezvous",
-    ),
-    # ranks waiting for input, logs that stopped: "half the ranks are waiting on data", "log is
-    # not updated since 3 hours"
-    _sig(
-        "storage",
-        "waiting starv",
-        r"(?:ranks?|workers?|gpus?|tpus?|trainers?)\s+(?:are\s+|is\s+)?(?:waiting|starved|starving)"
-        r"\s+(?:on|for)\s+(?:the\s+)?(?:data|batches|loader|dataloader|input)",
-    ),
-    _sig(
-        "hang",
-        "updat",
-        r"(?:log|logs|metrics|wandb|w&b|tensorboard|dashboard|loss|step\s+counter)\s+(?:is\s+|are\s+"
-        r"|has\s+|have\s+)?(?:not|n't|never)\s+(?:been\s+)?updat\w*\s+(?:since|for|in)\b",
-    ),
-    # a monitor or agent that declares it: "incident opened", "W&B alert: loss > 3.0"
-    _sig(
-        "outage",
-        "incident alert",
-        r"incident\s+(?:opened|declared|started|ongoing|in\s+progress)"
-        r"|(?:w&b|wandb|grafana|prometheus|datadog|pagerduty)\s+alert(?=\s*:)",
-    ),
-    # "every step fails its first all-to-all", "checkpoint 30000 seems incomplete"
-    _sig("crash", "every each", r"(?:every|each)\s+step\s+(?:fails|is\s+failing|errors|crashes)"),
-    _sig(
-        "checkpoint-failed",
-        "incomplete partial truncated corrupt missing died",
-        r"(?:checkpoint|ckpt)\s+(?:[\d,.]+k?\s+)?(?:seems|is|looks)\s+(?:\w+\s+)?(?:incomplete|partial"
-        r"|truncated|missing)|saves?\s+(?:must\s+have\s+|has\s+|have\s+)?(?:died|crashed)",
-    ),
-    _sig("crash", "reboot", r"reboot(?:ing|s)?\s+in\s+a\s+loop"),
-    # a quota or a lease run out: "hit its inode quota", "our allocation expired at midnight"
-    _sig(
-        "storage",
-        "quota",
-        r"(?:hit|hitting|reached|exceeded|over)\s+(?:its|the|our|their|my)\s+(?:\w+\s+)?quota",
-    ),
-    _sig(
-        "preemption",
-        "expired ended",
-        r"(?:allocation|reservation|lease|time\s+limit)\s+(?:has\s+)?(?:expired|ended|ran\s+out)",
-    ),
-    _sig(
-        "outage",
-        "off offline down idle dead",
-        r"(?:has\s+been|have\s+been|'s\s+been)\s+(?:off|offline|down|idle|dead)\s+for\s+(?:\d|an?\s)",
-    ),
-    # one straggler holding the step: "gpu 3 on gn12 is at 0% util", "the step is waiting for it"
-    _sig(
-        "hang",
-        "util waiting",
-        r"at\s+0\s*%\s+(?:gpu\s+|sm\s+)?(?:util\w*|utili[sz]ation)"
-        r"|(?:step|collective|all-?reduce)\s+is\s+waiting\s+(?:for|on)\s+(?:it|them|rank|node|host|gpu)"
-        r"|logs?\s+ends?\s+mid-?step",
-    ),
-    # a run its guard stopped: "Run paused by the agent", "paused at 41,088 pending a human"
-    _sig(
-        "outage",
-        "paused halted",
-        r"(?:run|job|training)\s+(?:was\s+|is\s+|has\s+been\s+)?(?:paused|halted|stopped)\s+by\s+"
-        r"(?:the\s+)?(?:agent|monitor|watchdog|guard|nan-?guard|bot)"
-        r"|paused\s+at\s+(?:step\s+)?[\d,.]+k?\s+(?:pending|until|awaiting|waiting)",
-    ),
-    # machines a health check refused: "2 nodes failed health checks", "failing dcgm diag"
-    _sig(
-        "hardware",
-        "health diag dcgm burn",
-        rf"{_NODE}\s+(?:\S+\s+)?(?:failed|failing|fail)\s+(?:the\s+)?(?:health\s*checks?|\w*\s*diag\w*"
-        r"|dcgm\w*|burn-?in|validation)|health\s*checks?\s+failed\s+on",
-    ),
-    # a loss that runs away now: "loss is going up and up since 41k"
-    _sig(
-        "outage",
-        "going exploding blowing diverg",
-        r"loss\s+(?:is\s+|keeps\s+)?(?:going\s+up(?:\s+and\s+up)?|exploding|blowing\s+up|diverging)"
-        r"\s+(?:since|for|again)\b",
-    ),
-    # a chat line of a name and its state: "schist down", "hero dead again"
-    _sig(
-        "outage",
-        "down dead",
-        r"^\W*[a-z][\w-]*\s+(?:is\s+)?(?:down|dead)(?:\s+again)?\W*$",
-    ),
-    # "we're stalled", "we are down": the team speaking for its run
-    _sig(
-        "hang",
-        "stalled stuck idle blocked",
-        r"we(?:'re|\s+are)\s+(?:now\s+|still\s+)?(?:stalled|stuck|idle|blocked)\b(?!\s+(?:on|with|by))",
-    ),
-    # the workload taken away: "the whole job was evicted by k8s", "job got terminated"
-    _sig(
-        "crash",
-        "evicted terminated preempted",
-        rf"{_SUBJ}\s+(?:\w+\s+)?(?:was|were|got|has\s+been)\s+(?:evicted|terminated)",
-    ),
-    _sig("hardware", "halted", r"core\s+halted|chip\s+\d*\s*halted"),
-    _sig(
-        "checkpoint-failed",
-        "save",
-        r"save\s+(?:at\s+(?:step\s+)?[\d,.]+k?\s+)?(?:has\s+been|is|'s)\s+(?:running|going|hanging|stuck)"
-        r"\s+for\s+(?:\d|an?\s+hour|over)",
-    ),
-    _sig("oom", "pressure", r"(?:node|host)?\s*memory\s*pressure|memorypressure"),
-    # the control plane a run cannot be seen or scheduled without
-    _sig(
-        "outage",
-        "unreachable unavailable down",
-        r"(?:api\s+server|control\s+plane|head\s+node|coordinator|scheduler|slurmctld|ray\s+head)"
-        r"\s+(?:is\s+|went\s+|was\s+)?(?:unreachable|unavailable|down|not\s+responding)",
-    ),
-    _sig(
-        "preemption",
-        "enough",
-        r"not\s+enough\s+(?:free\s+)?(?:gpus|tpus|nodes|hosts|capacity|resources|quota)",
-    ),
-    # an alert that is firing now: "[FIRING:1] TrainingStalled hero (no step for 20m)"
-    _sig("outage", "firing", r"(?<=\[)firing(?=(?::\d+)?\])|alert\s+firing|firing\s+alert"),
-    # "the run is hanging on the barrier", "stuck on all-reduce": a hang at a named collective
-    _sig(
-        "hang",
-        "hanging stuck",
-        r"(?:hanging|hangs|stuck|waiting)\s+(?:on|in|at)\s+(?:the\s+|a\s+)?(?:barrier|collective"
-        r"|all-?reduce|all-?gather|reduce-?scatter|nccl|p2p|recv|send)",
-    ),
-    # "not stepping since 03:23", "no longer training": a stall said without a subject
-    _sig(
-        "hang",
-        "stepping training progressing",
-        r"(?:not|isn't|aren't|no\s+longer)\s+(?:stepping|training|progressing|advancing)\s+"
-        r"(?:since|for|anymore|any\s+more)\b",
-    ),
-    # "all trainers show disconnected", "workers lost their connection"
-    _sig(
-        "node-loss",
-        "disconnect connection",
-        r"(?:trainers?|workers?|actors?|ranks?|hosts?|nodes?)\s+(?:\w+\s+)?(?:show|are|got|were"
-        r"|went|have)?\s*(?:disconnected|lost\s+(?:their|the|its)\s+connection)",
-    ),
-)
 _COMPILED: Final = tuple((s, s.compile()) for s in SIGNALS)
 #: At most this many matches are judged per text (a wall of "no crash" is not worth more).
 MAX_JUDGED: Final = 64
@@ -807,25 +100,44 @@ _NEAR_CUE = re.compile(
 _AFTER_CUE = re.compile(
     r"[\s-]*(?:risk|margin|headroom|safety|threshold|guard|protection|handling|handler|detection"
     r"|detector|test|tests|repro|reproducer|checks?|tolerance|tolerant|resilien\w*|recovery"
+    r"|watchdogs?|alerts?|alarms?|monitors?|runbooks?|playbooks?"
     r"|retr(?:y|ies)|rates?|budget|analysis|bug|fix|report|stats|counts?|probability)\b",
     re.IGNORECASE,
 )
 # Anywhere in the sentence: it is about the past ("two weeks ago", "back in August").
+#: Months by name (not "may": a verb more often than a month).
+_MONTHS: Final = (
+    r"(?:january|february|march|april|june|july|august|september|october|november|december"
+    r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
+)
 _HISTORY = re.compile(
     r"\b(?:(?:\d+|a\s+few|a\s+couple\s+of|couple\s+of|two|three|four|several|many)\s+"
     r"(?:days?|weeks?|months?)\s+ago|last\s+(?:week|month|year)|back\s+in|in\s+the\s+past"
-    r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like)\b",
+    r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like"
+    r"|remember\s+when|back\s+when|good\s+times|(?-i:in\s+May)"
+    rf"|(?:in|during)\s+(?:early\s+|mid-?|late\s+)?{_MONTHS})\b",
     re.IGNORECASE,
 )
 # In the sentence: it was planned ("preempted on schedule, as expected", "drained for maintenance").
 _EXPECTED = re.compile(
     r"\b(?:as\s+expected|on\s+schedule|as\s+planned|as\s+scheduled|planned\s+maintenance"
-    r"|end\s+of\s+(?:the\s+)?(?:stage|phase|schedule|training|run)|reached\s+the\s+end)\b",
+    r"|end\s+of\s+(?:the\s+)?(?:stage|phase|schedule|training|run)|reached\s+the\s+end"
+    # "hero paused for the driver upgrade": stopped on purpose, for work on the cluster
+    r"|for\s+(?:the\s+|a\s+)?(?:scheduled\s+|planned\s+)?(?:[\w-]+\s+){0,2}?(?:upgrade|maintenance"
+    r"|migration|firmware\s+update)(?![^.]*\b(?:didn't|did\s+not|unannounced|unplanned|unexpected"
+    r"|nobody|no\s+one|not\s+told|without\s+(?:notice|warning))\b))\b",
     re.I,
 )
 #: "why is nothing in wandb since 06:30?", "why are the pods pending?": asks the cause of a state
 #: it reports (not "why did the job crash?", which looks back).
-_WHY_NOW = re.compile(r"why\s+(?:is|are|has|have|isn't|aren't)\b", re.IGNORECASE)
+_WHY_NOW = re.compile(
+    r"why\s+(?:is|are|has|have|isn't|aren't)\b"
+    # "is the job supposed to be sitting at step 36,412 for half an hour?": a doubt about now
+    r"|(?:is|are)\s+(?:\S+\s+){1,3}?supposed\s+to\s+be\b"
+    # "ok who killed the job?": the alarm, asked
+    r"|(?:who|what)\s+(?:just\s+)?(?:killed|stopped|cancell?ed|nuked|took\s+down)\b",
+    re.IGNORECASE,
+)
 _QUESTION_START = re.compile(
     r"(?:did|does|do|is|are|was|were|has|have|had|could|can|would|will|should|any|anyone"
     r"|anybody|how|why|what|when|where|which|who|whether|shall)\b",
@@ -857,7 +169,10 @@ _HYPOTHETICAL = re.compile(r"\b(?:otherwise|or\s+else|by\s+design|in\s+theory)\b
 #: server crashed", "my notebook died".
 _OTHER_WORKLOAD_BEFORE = re.compile(
     r"\b(?:evals?|evaluations?|inference|benchmarks?|notebooks?|sweeps?|ablations?|harness"
-    r"|sandbox|exporter|conversion)\s+(?:\w+\s+)?$",
+    r"|sandbox|exporter|conversion|dashboards?|grafana|prometheus|tensorboard|sidecar|demo"
+    r"|inference\s+server|interactive\s+(?:node|session|job|shell)|wiki|confluence|notion"
+    r"|website|docs?\s+site|vpn|email|coffee\s+machine|github|gitlab|slack|discord|jira)"
+    r"\s+(?:\w+\s+)?$",
     re.IGNORECASE,
 )
 _SYSTEM_SUBJECT = re.compile(
@@ -869,6 +184,14 @@ _SYSTEM_SUBJECT = re.compile(
 )
 _NOT_THE_RUN = re.compile(
     r"\b(?:ci|pytest|unit\s+tests?|test\s+suite|integration\s+tests?|linter|lint|docs?\s+build"
+    r"|jenkins|buildkite|circleci|travis|gitlab\s+runners?|merges?|merge\s+queue|pull\s+requests?"
+    # someone's own workload: "my interactive node got OOM killed", "my debug job"
+    r"|my\s+(?:interactive|debug|dev|test|personal|local)|interactive\s+(?:node|session|job|shell)s?"
+    r"|(?:smoke|canary|dry|test|debug|toy)[- ](?:runs?|tests?|jobs?)"
+    # a job with another purpose: "the tokenizer job OOMed", "the export script died"
+    r"|(?:tokeni[sz]\w*|preprocess\w*|download|upload|export|conversion|convert|dedup\w*"
+    r"|filter\w*|scrap\w*|crawl\w*|sampling|inference|serving)\s+(?:jobs?|scripts?|pods?|tasks?"
+    r"|workers?|runs?)"
     r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?"
     r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?"
     r"|preprocess\w*|tokeni[sz]ation\s+jobs?|debug\s+(?:pods?|jobs?|runs?)|my\s+own"
@@ -898,6 +221,66 @@ _STOPPED = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_BOUNDARY = re.compile(r"[.!?](?=\s)|\n")
+#: A chat line's lead-in before the question it asks: "btw was the outage in march …?"
+_FILLER = re.compile(
+    r"^\W*(?:btw|by\s+the\s+way|hey|ok(?:ay)?|so|also|quick\s+q(?:uestion)?|q|sorry|hmm+|oh"
+    r"|uh+|um+|random\s+(?:q|question)|fwiw|out\s+of\s+curiosity)\b\W*",
+    re.IGNORECASE,
+)
+#: A failure after "when" and its subject is a condition or a habit: "when the run hangs in
+#: a collective we lose hours", "whenever a host dies".
+_WHEN = re.compile(r"\bwhen(?:ever)?\s+(?:\S+\s+){1,3}$", re.IGNORECASE)
+_PAST = re.compile(
+    r"\b(?:\w+ed|hung|lost|went|was|were|fell|froze|got|kept|took|ran|broke|threw)\b", re.I
+)
+#: Bare subjects that are not the run: pronouns, quantities, metrics, tools, other workloads.
+_NOT_A_NAME = re.compile(
+    r"(?:i|you|he|she|they|this|that|these|those|what|which|who|something|nothing|everything"
+    r"|anything|one|some|all|both|each|either|neither|loss|losses|grads?|gradients?|norms?|lr"
+    r"|mfu|throughput|memory|util|utili[sz]ation|accuracy|perplexity|curve|chart|plots?|metrics?"
+    r"|evals?|evaluation|benchmarks?|ci|tests?|lint|docs?|wandb|w&b|grafana|prometheus"
+    r"|tensorboard|dashboard|github|discord|slack|jira|notebook|colab|jupyter|kernel|demo"
+    r"|inference|sweep|ablation|arm|pr|branch|review|merge|deploy|website|site|api|vpn|email"
+    r"|coffee|printer|wifi|lunch|meeting|it's|thats|here|there|yes|no|ok|okay|not|still|also"
+    r"|just|then|now|so|but|and|or|if|when|because|upload|download|tokenizer|exporter|sidecar"
+    r"|progress|work|plan|idea|proposal|pipeline|queue|data|dataset|mix|schedule|budget|price"
+    r"|cost|market|weather|gate|gates|router|routers|expert|experts|head|heads|layer|layers)$",
+    re.IGNORECASE,
+)
+#: A part of the run, named before a fault ("the input pipeline is throwing IO errors").
+_RUN_PART = re.compile(
+    r"\b(?:job|run|training|trainer|train\s+loop|step|ranks?|workers?|hosts?|nodes?|pods?"
+    r"|slices?|checkpoint\w*|ckpt|saves?|saving|restor\w*|resum\w*|orbax|writer|input\s+pipeline"
+    r"|data\s*loaders?|loaders?|gcsfuse|mounts?|bucket|storage|lustre|nfs|gcs|s3|collectives?"
+    r"|nccl|all-?reduce|rendezvous|coordinator|rank\s*\d+|hero)\b",
+    re.IGNORECASE,
+)
+#: Which kind a fault is, by the part its sentence names, most specific first.
+_FAULT_PARTS: Final = (
+    ("checkpoint-failed", re.compile(r"\b(?:checkpoint\w*|ckpt|saves?|saving|orbax)\b", re.I)),
+    ("restore-failed", re.compile(r"\b(?:restor\w*|resum\w*)\b", re.I)),
+    (
+        "storage",
+        re.compile(
+            r"\b(?:gcsfuse|mounts?|bucket|storage|lustre|nfs|gcs|s3|disk|io|filesystem"
+            r"|input\s+pipeline|data\s*loaders?|loaders?)\b",
+            re.I,
+        ),
+    ),
+    ("network", re.compile(r"\b(?:nccl|rendezvous|network|fabric|ib|collectives?)\b", re.I)),
+)
+#: Other vendors' names for the same things, read as the ones the signals know: AMD's RCCL is
+#: NCCL, a HIP error is a CUDA error.
+_ALIASES: Final = (
+    (re.compile(r"\brccl", re.IGNORECASE), "nccl"),
+    (re.compile(r"\bhip(?=\s+(?:error|out\s+of\s+memory|runtime))", re.IGNORECASE), "cuda"),
+)
+
+
+def _canonical(text: str) -> str:
+    for alias, name in _ALIASES:
+        text = alias.sub(name, text)
+    return text
 
 
 def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
@@ -911,21 +294,36 @@ def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     return left, right
 
 
-def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
-    """Whether one signal match reports a live incident, judged within its sentence."""
+def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = False) -> bool:
+    """Whether one signal match reports a live incident, judged within its sentence.
+
+    ``machine`` text is a pasted log: it has no asides, negations or questions, only what a
+    process printed, so only what says it is not the run (a CI job, an ablation) rules it out.
+    """
     start, end = m.span()
     left, right = _sentence_bounds(text, start, end)
     sentence = text[left:right].strip()
     before = text[left:start]
+    if machine:
+        return not (_NOT_THE_RUN.search(sentence) or _EXPECTED.search(sentence))
     clause = _CLAUSE_BREAK.split(before)[-1][-80:] if before else ""
     if _NEGATION.search(clause) or _NEAR_CUE.search(before[-40:]):
         return False
+    if _WHEN.search(clause) and not _PAST.search(m.group(0)):
+        return False  # "when the run hangs we lose hours"; not "when its port kept flapping"
     if _AFTER_CUE.match(text, end, min(len(text), end + 30)):
         return False
-    if before.count("(") > before.count(")") and not _FIRING.search(sentence):
+    if before.count("(") > before.count(")") and not (
+        _FIRING.search(sentence) or _annotation(text, start, end)
+    ):
         return False  # an aside: "(relaunched after the second NVLink fault)"
-    if sentence.endswith("?") and _QUESTION_START.match(sentence) and not _WHY_NOW.match(sentence):
+    asked = _FILLER.sub("", sentence, count=1)
+    if asked.endswith("?") and _QUESTION_START.match(asked) and not _WHY_NOW.match(asked):
         return False
+    if signal.kind == FAULT and not _RUN_PART.search(text, left, end):
+        return False  # "the download script is getting 429s": not a part of the run
+    if "name" in m.groupdict() and m.group("name") and _NOT_A_NAME.match(m.group("name")):
+        return False  # "loss stuck at 2.1", "grafana down", "everything down?": not the run
     if _SETTLED.search(text, end, right):
         return False  # "crashed at startup with a cuBLASLt error, fixed by #1009"
     if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence) or _EXPECTED.search(sentence):
@@ -937,6 +335,38 @@ def _counts(text: str, m: re.Match[str], signal: Signal) -> bool:
     if signal.kind in ("hang", "crash", "outage") and _DYNAMICS_BEFORE.search(before[-40:]):
         return False
     return not (signal.needs_subject and not _SYSTEM_SUBJECT.search(sentence))
+
+
+def _annotation(text: str, start: int, end: int) -> bool:
+    """The match is the whole of its parenthesis, one token: a state stamped on what comes
+    before it, "kelp-g044 dropped off (NODE_FAIL)", not an aside about something else."""
+    return (
+        not any(c.isspace() for c in text[start:end])
+        and text[max(0, start - 2) : start].strip().endswith("(")
+        and text[end : end + 2].strip().startswith(")")
+    )
+
+
+def fault_kind(sentence: str) -> str:
+    """The incident kind of a fault by the part of the run its sentence names."""
+    for kind, names in _FAULT_PARTS:
+        if names.search(sentence):
+            return kind
+    return "crash"
+
+
+def _kind(signal: Signal, text: str, m: re.Match[str]) -> str:
+    if signal.kind == STALL:
+        return "hang"  # a save that never finished is a hang, as its thread calls it
+    if signal.kind == NOW_STATE:
+        said = m.group(0).lower()
+        if "nan" in said:
+            return "crash"
+        return "outage" if re.search(r"\b(?:dead|down|halted|aborted)\b", said) else "hang"
+    if signal.kind != FAULT:
+        return signal.kind
+    left, right = _sentence_bounds(text, m.start(), m.end())
+    return fault_kind(text[left:right])
 
 
 def severity_of(kind: str, context: str) -> str:
@@ -954,11 +384,13 @@ def sharper_kind(kind: str, logs: str) -> str:
     "Condition: UNHEALTHY" over a log line with ``oom_kill`` is an OOM."""
     if kind not in KIND_PRIORITY or not logs.strip():
         return kind
-    lowered = logs[:DETECT_LIMIT].lower()
+    logs = _canonical(logs[:DETECT_LIMIT])
+    lowered = logs.lower()
     named = [
-        signal.kind
+        _kind(signal, logs, m)
         for signal, pattern in _COMPILED
-        if any(a in lowered for a in signal.anchors) and pattern.search(logs[:DETECT_LIMIT])
+        if any(a in lowered for a in signal.anchors)
+        and (m := pattern.search(logs[:DETECT_LIMIT])) is not None
     ]
     # a log is machine text: "Detected 1 oom_kill event" is no negation
     return min([kind, *named], key=KIND_PRIORITY.index)
@@ -971,9 +403,10 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
     log-looking lines, used only when there is no prose at all.
     """
     text = f"{title}\n{prose}" if title else prose
-    if not text.strip():
+    machine = not text.strip()
+    if machine:
         text = logs
-    text = text[:DETECT_LIMIT]
+    text = _canonical(text[:DETECT_LIMIT])
     lowered = text.lower()
     kinds: set[str] = set()
     judged = 0
@@ -982,14 +415,18 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
             continue
         for m in pattern.finditer(text):
             judged += 1
-            if _counts(text, m, signal):
-                kinds.add(signal.kind)
+            if _counts(text, m, signal, machine=machine):
+                kinds.add(_kind(signal, text, m))
                 break
             if judged >= MAX_JUDGED:
                 break
     slower = slowdown(text)
     if slower is not None:
         kinds.add(slower)
+    if not kinds and not machine:
+        held = state_held(text)
+        if held is not None:
+            kinds.add(held)
     if not kinds:
         asked = live_question(text)
         if asked is None:
@@ -997,6 +434,86 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
         kinds.add(asked)
     kind = next(k for k in KIND_PRIORITY if k in kinds)
     return kind, severity_of(kind, text)
+
+
+# --------------------------------------------------------------------------------------------
+# A state held for a while: the shape under most live reports whatever their words. The run (or
+# a part of it, or a bare name) as the subject, a state word within a few words after it, and in
+# the same sentence a duration or a word for now: "bison's been quiet in wandb for about an hour",
+# "it's been sitting on the same step for 40 minutes", "node aks-h200-0017 NotReady, … pod on it
+# is Unknown", "nothing saved since 410k". Each is then judged like any signal (``_counts``).
+
+_STATES: Final = (
+    ("crash", r"nans?|garbage|crashlooping|crash-?looping"),
+    ("outage", r"dead|down|gone|on\s+the\s+floor|paused|halted"),
+    ("node-loss", r"notready|not\s+ready|unknown"),
+    ("storage", r"read-?only"),
+    (
+        "checkpoint-failed",
+        r"nothing\s+(?:saved|checkpointed|written\s+to\s+(?:the\s+)?(?:bucket|disk))",
+    ),
+    (
+        "hang",
+        r"quiet|silent|stuck|sitting|idle|frozen|flat|wedged|hung|hanging|stalled|pending"
+        r"|not\s+(?:moving|stepping|training|logging|saving|progressing|running|doing\s+anything)"
+        r"|nothing\s+(?:logged|new)",
+    ),
+)
+_STATE_WORD = re.compile(
+    r"\b(?:" + "|".join(f"(?P<k{n}>{words})" for n, (_, words) in enumerate(_STATES)) + r")\b",
+    re.IGNORECASE,
+)
+_HELD_FOR = re.compile(
+    r"\b(?:for\s+(?:about\s+|over\s+|almost\s+|nearly\s+|the\s+(?:last|past)\s+|~)?(?:\d+|an?"
+    r"|half|two|three|several|hours|ages)\b|since\s+(?:~?\d|step|the\s+\w+|we\b|this|last)"
+    r"|and\s+counting|all\s+(?:morning|night|day|weekend)|forever|ever\s+since"
+    r"|(?:right\s+)?now\b|still\b|again\b|after\s+that\b)",
+    re.IGNORECASE,
+)
+_DETERMINER = re.compile(r"(?:the|a|an|my|our|your|their|his|her|its|this|that|some)$", re.I)
+_RECURRING = re.compile(
+    r"\b(?:per|each|every)\s+(?:step|iteration|batch|save|checkpoint|epoch|eval)\b", re.I
+)
+_RUN_WORDS = re.compile(
+    r"(?:run|job|training|trainer|it|ranks?|pods?|workers?|nodes?|hosts?|slices?|everything"
+    r"|step|steps|checkpoints?|saves?|mounts?|hero)$",
+    re.IGNORECASE,
+)
+
+
+def _held_subject(clause: str, *, near: int = 6) -> bool:
+    """The clause before a state names the run or a part of it (in its last ``near`` words),
+    or opens with a bare name (not a tool, a metric, or a common noun with its article: "the
+    wiki", "the grad norm")."""
+    words = [w.lower().removesuffix("'s") for w in re.findall(r"[\w'&-]+", clause)]
+    if any(_RUN_WORDS.match(w) for w in words[-near:]):
+        return True
+    return (
+        bool(words)
+        and len(words) <= 4
+        and not _NOT_A_NAME.match(words[0])
+        and not (_DETERMINER.match(words[0]))
+    )
+
+
+def state_held(text: str) -> str | None:
+    """The incident kind of a state the run has held for a while, or None."""
+    text = text[:DETECT_LIMIT]
+    for m in _STATE_WORD.finditer(text):
+        left, right = _sentence_bounds(text, m.start(), m.end())
+        clause = _CLAUSE_BREAK.split(text[left : m.start()])[-1]
+        if not _HELD_FOR.search(text, left, right) or _RECURRING.search(text, left, right):
+            continue  # "idle for 10 s per step during checkpointing": a pattern, not a state
+        if m.group(0).lower().startswith("nothing"):
+            # "…, nothing saved since 410k": no subject but the sentence's run words
+            if not _held_subject(text[left:right], near=40):
+                continue
+        elif not _held_subject(clause):
+            continue
+        kind = next(k for n, (k, _) in enumerate(_STATES) if m.group(f"k{n}"))
+        if _counts(text, m, Signal(kind, (), "")):
+            return kind
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -1008,6 +525,7 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
 _TIME_METRIC = (
     r"(?:step|iteration|iter|batch|all-?reduce|all-?gather|collective)\s+times?"
     r"|s/step|sec/step|seconds\s+per\s+step|s/it|(?:every|each)\s+step"
+    r"|steps?(?=\s+(?:take|takes|taking)\b)"
 )
 _RATE_METRIC = (
     r"(?:all-?reduce|all-?gather|all-to-all|collective|ici|dcn|network|nccl)\s+(?:bw|bandwidth|busbw)"
@@ -1028,9 +546,14 @@ _NOW_VS_THEN = re.compile(
     rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usually|normally|last\s+week)\b"
     # "iteration time 9.8 s (baseline 6.1 s)"
     rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|of\s+)?~?{_NUM}\s*\S*\s*\(\s*"
-    rf"(?:baseline|was|normally|usually|normal|expected)\s*:?\s*~?{_NUM}",
+    rf"(?:baseline|was|normally|usually|normal|expected)\s*:?\s*~?{_NUM}"
+    # "180 tok/s/gpu, normally 2.4k"
+    rf"|~?{_NUM}\s*(?P<metric3>{_TIME_METRIC}|{_RATE_METRIC})(?:/\w+)?\s*[,;(]\s*"
+    rf"(?:normally|usually|typically|baseline)\s*:?\s*~?{_NUM}",
     re.IGNORECASE,
 )
+#: "2.4k": a figure in thousands, read as its value.
+_THOUSANDS = re.compile(r"\b(\d+(?:\.\d+)?)k\b", re.IGNORECASE)
 _WORSE_WORD = re.compile(
     rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\b(?:(?:dropped|fell|tanked"
     r"|collapsed|plummeted|cratered)|(?:halved|cut\s+in\s+half|dropped\s+by\s+half)"
@@ -1042,7 +565,8 @@ _WORSE_WORD = re.compile(
 )
 _STAYS = re.compile(
     r"\b(?:since|overnight|(?:has|have)\s+(?:stayed|been)|stays?|still|now|right\s+now|ago"
-    r"|yesterday|(?:is|are)\s+(?:crawling|slow)|(?:over|in)\s+the\s+(?:last|past)"
+    r"|yesterday|(?:is|are)\s+(?:crawling|slow)|(?:over|in)\s+the\s+(?:last|past)|normally"
+    r"|usually|typically"
     r"|for\s+the\s+last|this\s+morning|tonight|hasn't\s+(?:come\s+back|recovered)"
     r"|(?:not|never)\s+(?:come|came|coming)\s+back)\b",
     re.IGNORECASE,
@@ -1076,13 +600,15 @@ def _slower(m: re.Match[str]) -> bool:
     said = m.group(0).lower()
     now_first = "instead" in said or m.re is _NOW_VS_THEN
     before, now = (second, first) if now_first else (first, second)
-    metric = m.group("metric") or m.groupdict().get("metric2") or said
+    metric = m.group("metric") or m.groupdict().get("metric2") or m.groupdict().get("metric3")
+    metric = metric or said
     return before > 0 and _worse(metric, before, now)
 
 
 def slowdown(text: str) -> str | None:
     """``network``, ``storage`` or ``outage`` when a sentence says the run is slower now than it
     was (a speed metric worse, in the present), else None."""
+    text = _THOUSANDS.sub(lambda k: f"{float(k.group(1)) * 1000:g}", text)
     for pattern in (_FROM_TO, _WORSE_WORD, _NOW_VS_THEN):
         for m in pattern.finditer(text[:DETECT_LIMIT]):
             left, right = _sentence_bounds(text, m.start(), m.end())
@@ -1188,13 +714,45 @@ _EXPERIMENT = re.compile(
 _RETROSPECTIVE = re.compile(
     r"\b(?:post-?mortems?|retrospectives?|retro|lessons\s+learned|root[- ]cause\s+analysis"
     r"|incident\s+(?:review|write-?up|summary)|write-?up\s+of|what\s+went\s+wrong"
-    r"|weekly\s+(?:summary|recap|report|review)|recap\s+of|(?:week|month)\s+in\s+review)\b",
+    r"|weekly\s+(?:summary|recap|report|review)|recap\s+of|(?:week|month)\s+in\s+review"
+    # a period's review, and a tally over one: "October reliability review", "six
+    # interruptions in October", "three outages this quarter"
+    rf"|(?:reliability|uptime|availability|monthly|quarterly|{_MONTHS}|q[1-4])"
+    r"\s+(?:review|report|recap|summary|retro)"
+    r"|(?:two|three|four|five|six|seven|eight|nine|ten|\d+)\s+(?:interruptions|incidents|outages"
+    rf"|failures|restarts|crashes|preemptions)\s+(?:(?:in|during|over)\s+(?:{_MONTHS}"
+    r"|the\s+(?:month|quarter|year)|(?:the\s+)?(?:last|past)\s+(?:month|quarter|year))"
+    r"|(?:this|last)\s+(?:month|quarter|year)))\b",
     re.IGNORECASE,
 )
 
 
 #: A thread whose title opens with an eval or a benchmark ("Long-context eval OOMs on 64k
 #: prompts", "Benchmark: step time with FP8") or a proposal: its failures are not the run's.
+#: A period's review named: "October reliability review", "Retrospective: June", "Q3 uptime".
+_PERIOD_REVIEW = re.compile(
+    rf"\b(?:(?:reliability|uptime|availability|monthly|quarterly|{_MONTHS}|q[1-4])\s+"
+    r"(?:review|report|recap|summary|retro|reliability|uptime)"
+    rf"|(?:retrospective|retro|review|recap)\s*[:—-]\s*(?:{_MONTHS}|q[1-4]|(?:the\s+)?(?:last\s+)?"
+    r"(?:week|month|quarter|year)))\b",
+    re.IGNORECASE,
+)
+#: One count of a tally: "4 halts", "two NODE_FAILs", "three preemptions".
+_TALLY = re.compile(
+    r"\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:halts|interruptions|incidents"
+    r"|outages|failures|restarts|crashes|preemptions|hangs|ooms|node\s+losses|node_fails?|nans"
+    r"|reclaims|evictions)\b",
+    re.IGNORECASE,
+)
+#: A title that names a change to make, as a pull's does: "Add a hang watchdog that kills the
+#: job", "Support resuming from a partial checkpoint". The thread is about the change.
+_CHANGE_TITLE = re.compile(
+    r"^\W*(?:\[[^\]]*\]\s*)?(?:\w+(?:\([^)]*\))?:\s*)?(?:add|implement|support|enable|introduce"
+    r"|allow|refactor|document|automate|build|create|write|set\s+up|wire\s+up|expose|rename"
+    r"|remove|clean\s+up|make|use|switch|upgrade|bump|migrate|port|drain|retry|requeue|alert"
+    r"|detect|handle|catch|warn|avoid|prevent|reduce|increase|decrease|limit|cap|pin|replace)\b",
+    re.IGNORECASE,
+)
 _OTHER_SUBJECT_TITLE = re.compile(
     r"^\W*(?:(?:[\w-]+\s+)?(?:evals?|evaluations?|benchmarks?|benchmarking)\b"
     r"|(?:proposal|rfc|idea)\b)",
@@ -1216,6 +774,11 @@ def asks_attention(prose: str) -> bool:
     return bool(_ATTENTION.search(prose[:DETECT_LIMIT]))
 
 
+def names_a_change(title: str) -> bool:
+    """The title names a change to make (an issue asking for one), not a failure."""
+    return bool(_CHANGE_TITLE.match(title))
+
+
 def thread_is_experiment(context: ThreadContext) -> bool:
     """The thread is about an experiment (by its title prefix, labels or title), an eval or a
     benchmark named first in its title, or a proposal."""
@@ -1225,9 +788,25 @@ def thread_is_experiment(context: ThreadContext) -> bool:
     )
 
 
+def reviews_a_period(prose: str, thread_title: str = "") -> bool:
+    """A review of a period, not of one incident: "Retrospective: June", "October reliability
+    review", "4 halts, 2 preemptions, goodput 91%"."""
+    return bool(
+        _PERIOD_REVIEW.search(thread_title)
+        or _PERIOD_REVIEW.search(prose[:300])
+        or len(_TALLY.findall(prose[:300])) >= 2
+    )
+
+
 def is_retrospective(prose: str, thread_title: str = "") -> bool:
-    """A post-mortem or retrospective (said in the thread title or the post's opening)."""
-    return bool(_RETROSPECTIVE.search(thread_title) or _RETROSPECTIVE.search(prose[:300]))
+    """A post-mortem or retrospective (said in the thread title or the post's opening), or a
+    tally of failures by kind: "4 halts, 2 preemptions, goodput 91%"."""
+    head = prose[:300]
+    return bool(
+        _RETROSPECTIVE.search(thread_title)
+        or _RETROSPECTIVE.search(head)
+        or len(_TALLY.findall(head)) >= 2
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1263,7 +842,7 @@ def thread_incident(context: ThreadContext) -> str | None:
         return None
     if _RETROSPECTIVE.search(context.title):
         return None
-    if context.kind == "pull" and not declares_incident(context):
+    if (context.kind == "pull" or names_a_change(context.title)) and not declares_incident(context):
         return None  # a pull's title names a change ("lower the NCCL timeout"), not an outage
     found = find_incident("", context.title) if context.title else None
     if found is not None:
@@ -1282,7 +861,8 @@ def reports_ongoing(prose: str) -> bool:
 _RECOVERY_LEAD = re.compile(
     r"^\W*(?:(?:hero|the\s+run|the\s+job|training|we(?:'re|\s+are))\s+(?:is\s+)?)?"
     r"(?:back\s+(?:up|online|at|to\s+training)|(?:restarted|relaunched|resumed|requeued|recovered)"
-    r"\b(?![^.;]*\b(?:fail|crash|oom|again|stuck|hung))"
+    r"\b(?![^.;]*\b(?:fail|crash|oom|again|stuck|hung|di(?:es|ed|e)\b|dying|dead\b|hangs?\b"
+    r"|errors?\b|\d+\s+times))"
     # "Fixed by #1234, the hang came from …": the post is about the fix
     r"|(?:fixed|resolved|mitigated|closing|closed)\b(?![^.;]*\b(?:again|still|but|yet)\b))",
     re.IGNORECASE,
@@ -1313,11 +893,31 @@ _DONE = re.compile(
 )
 
 
+#: What puts a failure after a recovery in time: "; by 199,040 the loss is nan", "then".
+_LATER = re.compile(
+    r"^[^.!?\n]{0,40}?(?:[;,]\s*|\.\s+)(?:by\s+(?:step\s+)?[\d,.]+k?|then|but|and\s+then"
+    r"|within|after\s+(?:\d+|a\s+few|an?)\s+\w+|\d+\s+\w+\s+later)\b",
+    re.IGNORECASE,
+)
+
+
 def all_clear(prose: str) -> bool:
     """The post says the run is fine, or that the incident it tells of is over (and not that it
     came back: "resumed from 48k, then crashed again")."""
     head = prose[:DETECT_LIMIT]
     return bool(_ALL_FINE.search(head) or _DONE.search(head)) and not _ONGOING.search(head)
+
+
+def settled(prose: str) -> bool:
+    """The post says the run came back or is fine, and reports no failure after saying so:
+    not "Resumed at 13:00 from 199,000; by 199,040 the loss is nan on every host"."""
+    head = prose.lstrip()[:DETECT_LIMIT]
+    lead = _RECOVERY_LEAD.match(head)
+    if lead is None and not all_clear(head):
+        return False
+    said = lead or _ALL_FINE.search(head) or _DONE.search(head)
+    after = head[said.end() :] if said is not None else ""
+    return _LATER.search(after) is None or find_incident(after) is None
 
 
 def declares_incident(context: ThreadContext) -> bool:
@@ -1335,7 +935,8 @@ _FAILURE_WORDS = re.compile(
     r"|the\s+(?:\w+\s+)?error\s+(?:at|on|from)"
     r"|lost\s+(?:a\s+|the\s+)?(?:node|host)|xid|ecc|nvlink|nccl\s+timeout|preempt\w*|went\s+down"
     r"|were\s+down|down\s+for\s+(?:\d|an?\s|about|~)"
-    r"|was\s+down|downtime|failed\s+(?:save|restore|checkpoint)|restore\s+fail\w*)\b",
+    r"|was\s+down|downtime|failed\s+(?:save|restore|checkpoint)|restore\s+fail\w*"
+    r"|stalled)\b",  # "fixes the stalled save from #238"
     re.IGNORECASE,
 )
 #: Words that tie a post to one incident: its diagnosis, fix, recovery or post-mortem.
@@ -1345,6 +946,7 @@ _ABOUT_ONE = re.compile(
     r"|incident\s+(?:review|report|write-?up|summary)|what\s+went\s+wrong|lessons\s+learned"
     r"|fix(?:es|ed)?\s+(?:for\s+)?(?:the|this|that|today's|yesterday's|last\s+night's)\b"
     r"|(?:this|the)\s+(?:pr|change|patch)\s+(?:fixes|should\s+fix|prevents)"
+    r"|follow-?up\s+(?:to|from|for)\s+#\d+"
     r"|back\s+up\s+(?:from|at|on)"
     r"|(?:restarted|resumed|relaunched|requeued)\s+(?:itself\s+)?(?:from|at|on)"
     r"|rolled\s+back\s+to|recovered\s+(?:from|at)|total\s+downtime|downtime\s+(?:was|of)"
@@ -1385,11 +987,16 @@ _IN_PASSING = re.compile(
 _TEMPLATE = re.compile(r"\b(?:templates?|issue_template)\b", re.IGNORECASE)
 
 
+def opens_with_proposal(prose: str) -> bool:
+    """The post opens by proposing a change ("Proposal: drain nodes on …", "We should …")."""
+    return bool(_PROPOSAL_LEAD.match(prose.lstrip()))
+
+
 def is_general_post(prose: str, title: str) -> bool:
     """A proposal, a template or a routine update: talk near incidents, about none of them."""
     head = prose[:DETECT_LIMIT]
     return bool(
-        _PROPOSAL_LEAD.match(prose.lstrip())
+        opens_with_proposal(prose)
         or _TEMPLATE.search(title)
         or (_PERIODIC.search(head[:300]) and _IN_PASSING.search(head))
     )
@@ -1437,11 +1044,13 @@ def came_back_after_fault(prose: str) -> bool:
 #: The people on it, or the agent, speaking of one incident: "Ack. R7's switch is rebooting",
 #: "incident resolved", "Root cause from the network team: …".
 _ON_IT = re.compile(
-    r"^\W*(?:ack(?:ed|nowledged)?|on\s+it|looking(?:\s+into\s+it)?|investigating|checking)\b",
+    r"^\W*(?:(?:ok(?:ay)?|so)\W+)?(?:ack(?:ed|nowledged)?|on\s+it|looking(?:\s+into\s+it)?"
+    r"|investigating|checking|found\s+(?:it|the\s+(?:cause|culprit|problem|bug)))\b",
     re.IGNORECASE,
 )
 _CLOSED_OR_CAUSED = re.compile(
-    r"\bincident\s+(?:resolved|closed|mitigated|over)\b|\broot[- ]?cause\s+(?:from|of|was|is|:)",
+    r"\bincident\s+(?:resolved|closed|mitigated|over)\b"
+    r"|\broot[- ]?cause\s+(?:from|of|for|was|is|:)",
     re.IGNORECASE,
 )
 
@@ -1452,7 +1061,11 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
     thread. Not a crash inside an experiment, not a general proposal ("we should add a
     watchdog"), not a template, not a routine update that names faults in passing, not a
     retrospective over a period ("September reliability")."""
-    if thread_is_experiment(context) or is_general_post(prose, title):
+    if (
+        thread_is_experiment(context)
+        or is_general_post(prose, title)
+        or reviews_a_period(prose, context.title)
+    ):
         return False
     text = f"{title}\n{prose}" if title else prose
     if thread_incident(context) is not None or declares_incident(context):
@@ -1469,4 +1082,13 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
         # a follow-up that names the failure it recovered from: "had a GPU fall off the bus
         # (Xid 79) …; training again from 17,000" (a description saying so is a report)
         return True
-    return mentions_failure(text) and bool(_ABOUT_ONE.search(text[:DETECT_LIMIT]))
+    about = _ABOUT_ONE.search(text[:DETECT_LIMIT])
+    return mentions_failure(text) and about is not None and not _asks_of_the_past(text, about)
+
+
+def _asks_of_the_past(text: str, m: re.Match[str]) -> bool:
+    """The words tying a post to an incident sit in a question about the past: "btw was the
+    outage in march the one where the rack lost power?" names an old incident in passing."""
+    left, right = _sentence_bounds(text, m.start(), m.end())
+    sentence = text[left:right].strip()
+    return sentence.endswith("?") and _HISTORY.search(sentence) is not None

@@ -7,7 +7,8 @@ so it has to hold up on real text. The work is split by concern:
 * ``bot.enrich.markdown``  markdown → cleaned blocks (never drops a paragraph of prose);
 * ``bot.enrich.summary``   sentences, fillers, the one-line summary;
 * ``bot.enrich.context``   the thread or channel around an event;
-* ``bot.enrich.incidents`` live incident reports told apart from talk about incidents;
+* ``bot.enrich.incidents`` live incident reports told apart from talk about incidents, over
+  the phrases and shapes in ``bot.enrich.incident_signals``;
 * ``bot.enrich.tags``      weighted phrase scoring into ``bot.models.TAGS``, thread-aware;
 * ``bot.enrich.spam``      promotional posts by strangers.
 
@@ -26,13 +27,14 @@ from bot.enrich.context import ThreadContext
 from bot.enrich.conversations import summarize_burst
 from bot.enrich.incidents import (
     about_incident,
-    all_clear,
     asks_attention,
     declares_incident,
     find_incident,
-    is_recovery_note,
     is_retrospective,
+    names_a_change,
+    opens_with_proposal,
     reports_ongoing,
+    settled,
     severity_of,
     sharper_kind,
     thread_incident,
@@ -72,7 +74,7 @@ class Enrichment:
     tag: str  # one of bot.models.TAGS
     incident: bool  # about a specific incident: its report, diagnosis, fix or post-mortem
     severity: str | None  # "critical" | "warning" | None when not a live report
-    incident_kind: str | None  # one of bot.enrich.incidents.KIND_PRIORITY
+    incident_kind: str | None  # one of bot.enrich.incident_signals.KIND_PRIORITY
     newsworthy: bool  # False for chit-chat, empty entries and strangers' advertising
     live_report: bool = False  # a report of a failure happening now: what may raise an alert
 
@@ -82,11 +84,14 @@ def _incident(
 ) -> tuple[bool, str | None, str | None]:
     if (
         thread_is_experiment(context)
+        or (title is not None and names_a_change(title))
+        or opens_with_proposal(doc.prose)
         or is_retrospective(doc.prose, context.title)
-        or is_recovery_note(doc.prose)
-        or all_clear(doc.prose)
+        or settled(doc.prose)
     ):
-        return False, None, None  # a crash in an ablation, a post-mortem, "back up from 15,000"
+        # a crash in an ablation, an issue or a post asking for a change, a post-mortem, "back
+        # up from 15,000"
+        return False, None, None
     found = find_incident(doc.prose, clean_line(title) if title else "", _logs(doc))
     if found is None and doc.code and (asks_attention(doc.prose) or len(words(doc.prose)) <= 8):
         # "needs attention. The last lines from rank 0 are:" and the log says what broke; a

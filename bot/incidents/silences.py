@@ -12,7 +12,7 @@ from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 
 from bot.core.errors import UserFacingError
-from bot.enrich.incidents import KIND_PRIORITY
+from bot.enrich.incident_signals import KIND_PRIORITY
 from bot.incidents.detectors import (
     ALERT_PREFIX,
     DETECTORS,

@@ -21,12 +21,12 @@ COVERAGE_TARGET = 0.50  # of the entries shown, with a tag
 MARK_PRECISION_TARGET = 0.80  # of the 🚨 marks, on entries about an incident
 SUMMARY_PROBLEMS_MAX = 0.05  # summaries a heading, a bare title, a cut phrase or empty
 # Reached on the corpus when these floors were set (less about two entries' worth of margin).
-# The four batches c644-c799 (other projects, written before the rules ran on them) are harder:
-# the two floors below were lowered to what the corpus reads with them in.
-SHOWN_TAG_FLOOR = 0.94  # reached 0.948 (567 of 598 tags shown, 799 entries)
-MARK_PRECISION_FLOOR = 0.96  # reached 0.990 (196 of 198 marks, 509 entries)
+# The batches c644-c999 (other projects, each written before the rules ran on it) are harder:
+# the floors below were lowered to what the corpus reads with them in.
+SHOWN_TAG_FLOOR = 0.93  # reached 0.947 (709 of 749 tags shown, 999 entries)
+MARK_PRECISION_FLOOR = 0.96  # reached 0.986 (357 of 362 marks, 999 entries)
 RECALL_FLOOR = 0.95  # reached 1.000
-PRECISION_FLOOR = 0.94  # reached 0.947 (178 of 188 live reports flagged)
+PRECISION_FLOOR = 0.94  # reached 0.959 (279 of 291 live reports flagged, 999 entries)
 KIND_FLOOR = 0.82  # of the incidents found, the share whose kind matches the label (0.875)
 
 

@@ -1,0 +1,1012 @@
+"""The phrases and shapes that report an incident of the run, and the incident kinds they name.
+
+Data, not judgement: ``bot.enrich.incidents`` runs these over cleaned text and judges every match
+in its sentence (negations, questions, history, other workloads) before it counts. A signal is a
+regex with the substrings that must be present for it to run (``anchors``), so text without
+incident words costs a few substring searches. Most signals name their kind; a ``FAULT`` (an
+error stream) takes its kind from the part of the run its sentence names, a ``STALL`` (a phase
+never left) is a hang, a ``NOW_STATE`` takes the kind of its state word.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+#: Incident kinds, most specific (root cause) first: "crashed after an OOM" is an OOM.
+#: "crash" and "hang" say least about the cause, so they come last.
+KIND_PRIORITY: Final[tuple[str, ...]] = (
+    "hardware",
+    "storage",
+    "oom",
+    "restore-failed",
+    "checkpoint-failed",
+    "network",
+    "preemption",
+    "node-loss",
+    "hang",
+    "crash",
+    "outage",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One phrase that reports an incident of ``kind``.
+
+    ``anchors`` are lower-case substrings of which every match contains at least one: the regex
+    only runs on text containing an anchor, which keeps the common case (no incident words) to a
+    few substring searches. ``needs_subject`` marks ambiguous words ("stuck", "stalled") that
+    only count when the sentence names a part of the system.
+    """
+
+    kind: str
+    anchors: tuple[str, ...]
+    pattern: str
+    needs_subject: bool = False
+
+    def compile(self) -> re.Pattern[str]:
+        return re.compile(rf"\b(?:{self.pattern})\b", re.IGNORECASE)
+
+
+def _sig(kind: str, anchors: str, pattern: str, *, needs_subject: bool = False) -> Signal:
+    return Signal(kind, tuple(anchors.split()), pattern, needs_subject)
+
+
+_NODE = r"(?:nodes?|hosts?|workers?|vms?|slices?|machines?|tpus?|gpus?|pods?)"
+_SUBJ = (
+    r"(?:job|jobs|run|training|trainer|trainers|process|processes|worker|workers|task|pod|rank\s*\d+"
+    r"|(?:all\s+|every\s+|the\s+)?ranks"
+    r"|head(?:\s+node)?|coordinator|driver|learner|controller|launcher)"
+)
+_HOST = r"(?:[a-z]+\d+[a-z]+\d+[\w-]*|[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d+[\w-]*)"
+_FAIL_TO = r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't)"
+
+#: A fault (an error stream) takes its incident kind from its sentence (``fault_kind``); a
+#: stall (a phase never left: a save, a barrier) is a hang whatever the phase.
+FAULT: Final = "fault"
+STALL: Final = "stall"
+#: The run, a state and a word for now in one clause; its kind is the state's.
+NOW_STATE: Final = "now-state"
+#: A sentence's subject given by name, with no article, and its copula: "wisp is ", "job ",
+#: ", wisp's ". What it names is judged by ``_NOT_A_NAME``.
+_NAMED = (
+    r"(?:^|(?<=[.;:!?,]\s)|(?<=\band\s)|(?<=\bso\s)|(?<=\bnow\s))(?P<name>[a-z][\w-]*)"
+    r"(?:'s|\s+(?:is|got|has\s+been|seems|looks))?\s+(?:still\s+|now\s+|just\s+|totally\s+"
+    r"|completely\s+|also\s+)?"
+)
+
+SIGNALS: Final[tuple[Signal, ...]] = (
+    # hardware faults
+    _sig(
+        "hardware",
+        "nvlink",
+        r"nvlink\s+(?:domain\s+|fabric\s+|switch\s+)?(?:errors?|failures?|faults?|down|degraded"
+        r"|inactive)",
+    ),
+    _sig(
+        "hardware",
+        "nvlink",
+        r"(?:errors?|failures?|faults?)\s+on\s+(?:the\s+)?nvlink"
+        r"|(?:degraded|flaky|failing|faulty|broken)\s+nvlink",
+    ),
+    _sig("hardware", "xid", r"s?xid(?:\s*errors?)?\s*\(?\d{1,3}|s?xid\s+errors?"),
+    _sig(
+        "hardware",
+        "uncorrect double dbe",
+        r"(?:uncorrectable|uncorrected|double[- ]bit|dbe)\s+(?:ecc|memory|errors?)",
+    ),
+    _sig("hardware", "ecc", r"ecc\s+(?:errors?|failures?|faults?)"),
+    _sig(
+        "hardware",
+        "ecc",
+        # "ECC on GPU3", "GPU 3 threw ECC": how people shorten it in chat
+        r"ecc\s+on\s+(?:the\s+)?(?:gpu|device|card|chip|node|host)\s*\d*"
+        r"|(?:threw|throws|throwing|hit|hits|got|reported|reports|showing|shows)\s+(?:an?\s+)?"
+        r"(?:\w+\s+)?ecc(?!\s+(?:enabled|disabled|mode|support|on\b|off\b|turned|settings?))",
+    ),
+    _sig("hardware", "bus", r"(?:fell|fallen|falls|dropped)\s+off\s+the\s+(?:pcie\s+)?bus"),
+    # network: the fabric between machines
+    _sig(
+        "network",
+        "port link card",
+        r"(?:infiniband|ib|roce|nic|hca|network|fabric|switch)\s+(?:port|link|card)s?\s+"
+        r"(?:faults?|failures?|failed|flap\w*|down|errors?|went\s+down|dropp\w*|bounc\w*)",
+    ),
+    _sig("network", "flap", r"(?:link|port)s?\s+(?:kept\s+|keeps\s+|started\s+)?flap\w*"),
+    _sig("network", "symbol", r"symbol\s+errors?|link\s+(?:down|errors?)\s+on\s+(?:leaf|spine)"),
+    _sig(
+        "network",
+        "nccl net",
+        r"nccl\s+(?:warn\s+)?net/(?:ib|socket)|nccl\s+(?:\w+\s+)?(?:network|connection)\s+errors?",
+    ),
+    _sig(
+        "hardware",
+        "faulty defective broken dead failing bad",
+        r"(?:faulty|defective|broken|dead|failing|bad)\s+(?:infiniband\s+|ib\s+|network\s+)?"
+        r"(?:gpus?|hosts?|nodes?|nics?|hcas?|tpus?|chips?|dimms?|ports?|links?|hardware|cables?)",
+    ),
+    _sig("hardware", "hardware", r"hardware\s+(?:faults?|failures?|errors?|issues?|problems?)"),
+    _sig("hardware", "fault failure", r"(?:tpu|gpu|chip)\s+(?:hardware\s+)?(?:faults?|failures?)"),
+    _sig("hardware", "machine pcie", r"machine[- ]check(?:\s+exception)?|pcie\s+(?:errors?|aer)"),
+    _sig("hardware", "remap", r"row[- ]remap(?:ping)?\s+(?:failures?|pending)"),
+    # node / link loss
+    _sig("node-loss", "lost", rf"lost\s+(?:\w+\s+){{0,2}}{_NODE}"),
+    _sig(
+        "node-loss",
+        "lost contact went disappeared dropped was were got been became died",
+        rf"{_NODE}\s+(?:\S+\s+){{0,3}}?(?:lost\s+connectivity|lost\s+contact"
+        r"|went\s+(?:down|offline|away)|disappeared|dropped\s+out|(?:was|were|got|is|are|been)\s+"
+        r"(?:lost|drained|unreachable|terminated)"
+        r"|became\s+unreachable|died)",
+    ),
+    _sig(
+        "preemption",
+        "preempted evicted reclaimed",
+        rf"{_NODE}\s+(?:pools?\s+)?(?:\S+\s+){{0,3}}?(?:was|were|got|is|are|been)\s+"
+        r"(?:preempted|evicted|reclaimed)",
+    ),
+    _sig(
+        "node-loss",
+        "lost down dead gone offline unreachable",
+        # "node r12n4 lost", "host a3-12 down": a named machine and what happened to it
+        rf"{_NODE}\s+[\w.-]*\d[\w.-]*\s+(?:is\s+|was\s+|went\s+)?"
+        r"(?:lost|down|dead|gone|offline|unreachable)",
+    ),
+    _sig("node-loss", "connectivity", r"lost\s+(?:network\s+)?connectivity"),
+    _sig(
+        "node-loss",
+        "lost state",
+        r"lost\s+(?:the|our)\s+(?:allocation|reservation|capacity)"
+        rf"|{_NODE}\s+(?:went|is|are|was|were|got)\s+(?:in(?:to)?\s+)?(?:a\s+)?(?:bad|error|failed"
+        r"|broken)\s+state",
+    ),
+    _sig(
+        "node-loss",
+        "down gone off dead",
+        rf"\d+\s+(?:of\s+(?:our\s+|the\s+)?(?:\d+\s+)?)?{_NODE}\s+(?:are\s+|were\s+|as\s+)?"
+        r"(?:down|gone|off|offline|lost|dead)",
+    ),
+    _sig("node-loss", "power", r"lost\s+power|power\s+(?:event|outage|loss|failure)"),
+    _sig(
+        "node-loss",
+        "vanished disappeared",
+        r"[a-z][a-z-]*\d[\w-]*\s+(?:just\s+)?(?:vanished|disappeared|dropped\s+out|went\s+away)",
+    ),
+    _sig(
+        "preemption",
+        "preempt",
+        r"preempt(?:ed|ions?)(?![- ](?:safe|tolerant|aware|handl\w*|resilien\w*|support|logic))",
+    ),
+    _sig(
+        "preemption",
+        "reclaim",
+        rf"(?:reclaimed|evicted)\s+(?:\d+\s+(?:of\s+(?:our\s+|the\s+)?\d+\s+)?)?{_NODE}",
+    ),
+    _sig(
+        "node-loss",
+        "lost",
+        # "lost r02n6": a machine named by a host name (letters with digits in it)
+        r"lost\s+(?:node\s+|host\s+)?[a-z][a-z-]*\d[\w-]*(?![\w-]*\s+(?:min|minutes|hours?|steps?"
+        r"|tokens?|gpus?))",
+    ),
+    _sig("node-loss", "pingable powered", r"not\s+pingable|powered\s+(?:off|down)\b"),
+    _sig(
+        "node-loss",
+        "died dead gone down",
+        # "r12n4 died", "gpu-node-17 is dead": a host name (letters and digits, twice, or a
+        # dashed name ending in a number) and its end; not a model name ("llama3 is dead simple")
+        rf"{_HOST}\s+(?:just\s+|has\s+)?(?:died|(?:is|was|went)\s+(?:dead|gone|down))"
+        r"(?!\s+(?:simple|easy|wrong|on\s+arrival|set\s+on))",
+    ),
+    _sig(
+        "node-loss",
+        "cordon drain",
+        # "r07n3 is cordoned": a named machine taken out of service
+        r"[a-z][a-z-]*\d[\w-]*\s+(?:is|was|got|has\s+been|stays)\s+(?:cordoned|drained)",
+    ),
+    _sig("node-loss", "gang", r"gang(?:\s+scheduling)?\s+(?:failed|failures?|broke|broken)"),
+    _sig(
+        "node-loss",
+        "spot maintenance",
+        r"spot\s+(?:reclaim\w*|interruptions?)"
+        r"|host\s+maintenance\s+event",
+    ),
+    _sig(
+        "node-loss",
+        "unhealthy notready",
+        # "node aks-h200-0017 NotReady": a machine, its name, its state
+        rf"unhealthy\s+{_NODE}|{_NODE}\s+(?:[a-z][\w.-]*\d[\w.-]*\s+)?(?:is\s+)?(?:marked\s+)?"
+        r"(?:unhealthy|notready)",
+    ),
+    # out of memory
+    _sig("oom", "memory", r"out[- ]of[- ]memory|ran\s+out\s+of\s+(?:\w+\s+)?memory"),
+    _sig(
+        "oom",
+        "oom",
+        r"oom(?:s|ed|ing|'d|'ing|-?kill(?:ed|er|s)?)?|oom\s+kill(?:ed|er|s)?|out_of_memory",
+    ),
+    _sig("oom", "exhaust", r"(?:host\s+)?memory\s+exhaust(?:ed|ion)|resource_exhausted"),
+    _sig("oom", "killed", r"killed\s+by\s+the\s+(?:container\s+runtime|kernel|oom)"),
+    _sig(
+        "oom",
+        "137 memoryerror allocate",
+        r"exit\s+code\s+137|memoryerror"
+        r"|cannot\s+allocate\s+memory",
+    ),
+    # restore / checkpoint failures
+    _sig(
+        "restore-failed",
+        "restore resume reload checkpoint ckpt",
+        rf"{_FAIL_TO}\s+(?:restore|resume|reload"
+        r"|load\s+(?:the\s+|a\s+|from\s+)?(?:\w+\s+)?(?:checkpoint|ckpt))",
+    ),
+    _sig(
+        "restore-failed",
+        "restor resum checkpoint",
+        r"(?:restore|restoring|resume|resuming|checkpoint\s+(?:load|loading|restore))\s+"
+        r"(?:is\s+|was\s+|has\s+)?(?:stalled|stuck|hung|hanging|failed|failing|timed\s+out)",
+    ),
+    _sig(
+        "restore-failed",
+        "restore resume",
+        r"(?:restore|resume)\s+(?:failures?|errors?"
+        r"|timeouts?)",
+    ),
+    _sig(
+        "restore-failed",
+        "restore resume",
+        # "the restore from step 52,500 fails on every attempt", "restore after preemption fails"
+        r"(?:restore|resume)\s+(?:[\w,.]+\s+){0,4}?(?:fails|failed|is\s+failing|keeps\s+failing"
+        r"|blows\s+up|blew\s+up|crashes|crashed|errors\s+out)",
+    ),
+    _sig(
+        "restore-failed",
+        "corrupt",
+        r"corrupt(?:ed)?\s+(?:checkpoint|ckpt)|(?:checkpoint|ckpt)\s+(?:is\s+|was\s+)?corrupt",
+    ),
+    _sig(
+        "checkpoint-failed",
+        "checkpoint ckpt",
+        r"(?:checkpoint|ckpt)(?:ing)?\s+(?:(?:at\s+)?(?:step\s+)?[\d,.]+k?\s+)?"
+        r"(?:(?:save|write|upload|commit)s?\s+)?(?:is\s+|was\s+|keeps\s+)?"
+        r"(?:failed|failing|failures?|errored|erroring|timed\s+out|timing\s+out)",
+    ),
+    _sig(
+        "checkpoint-failed",
+        "checkpoint ckpt",
+        r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't|can\s+not)\s+"
+        r"(?:save|write|upload|commit|serialize)\s+(?:the\s+|a\s+|any\s+)?(?:\w+\s+)?(?:checkpoint|ckpt)",
+    ),
+    _sig(
+        "checkpoint-failed",
+        "checkpoint ckpt",
+        r"(?:saving|writing)\s+(?:the\s+)?(?:checkpoint|ckpt)\s+(?:failed|timed\s+out|hung"
+        r"|stalled)|(?:checkpoints|ckpts)\s+(?:have\s+)?stopped\s+(?:appearing|landing|being\s+"
+        r"(?:written|saved|uploaded))",
+    ),
+    _sig(
+        "checkpoint-failed",
+        "save",
+        # "the 64,000 save failed", "the hero save at 24k failed"
+        r"(?:the\s+)?(?:[\d,.]+k?\s+)?saves?\s+(?:at\s+(?:step\s+)?[\d,.]+k?\s+)?"
+        r"(?:failed|is\s+failing|errored|timed\s+out)",
+    ),
+    _sig(
+        "checkpoint-failed",
+        "checkpoint ckpt",
+        # "checkpoint save to gs://bucket/path failed with 503": a destination in between
+        r"(?:checkpoint|ckpt)\s+(?:[\d,.]+k?\s+)?(?:save|write|upload|commit)s?\s+(?:to|into|on)\b"
+        r"(?:\s+\S+){0,4}?\s+(?:failed|failing|errored|timed\s+out"
+        r"|keeps?\s+(?:failing|timing\s+out|erroring))",
+    ),
+    # storage
+    _sig("storage", "quota", r"quota\s+(?:exceeded|exhausted)|exceeded\s+(?:\w+\s+)?quota"),
+    _sig("storage", "full", r"(?:disk|volume|filesystem|bucket)\s+(?:is\s+|was\s+)?full"),
+    _sig("storage", "space enospc", r"no\s+space\s+left(?:\s+on\s+device)?|enospc"),
+    _sig(
+        "storage",
+        "gcs s3 bucket storage nfs lustre object",
+        r"(?:gcs|s3|bucket|storage|nfs|lustre|gcsfuse|object\s+store)\s+(?:is\s+|was\s+)?"
+        r"(?:5\d\d|unavailable|outage|down|degraded)",
+    ),
+    _sig(
+        "storage",
+        "storage read-only",
+        r"storage\s+(?:outage|failure|errors?)"
+        r"|read-only\s+file\s*system",
+    ),
+    _sig("storage", "503 500", r"(?:503|500)s?\s+(?:errors?\s+)?from\s+(?:gcs|s3|the\s+bucket)"),
+    _sig(
+        "storage",
+        "reject refus deny denied forbidden 403 fail",
+        r"(?:bucket|storage|gcs|s3|filesystem|volume|nfs)\s+(?:is\s+|are\s+)?(?:rejecting|refusing"
+        r"|denying)\s+(?:\w+\s+)?(?:writes?|reads?|requests?|uploads?)"
+        r"|(?:writes?|uploads?)\s+(?:\w+\s+){0,4}?(?:fail|fails|failing|return|returns)\s+(?:with\s+)?"
+        r"(?:a\s+)?(?:403|401|permission\s+denied|access\s+denied|forbidden)",
+    ),
+    _sig(
+        "storage",
+        "read-only read only disk",
+        r"(?:went|is|are|mounted)\s+read[- ]only|disk\s+(?:failure|failed|died)",
+    ),
+    # crashes
+    _sig(
+        "crash",
+        "crash",
+        r"(?<!pre-)(?<!post-)(?<!pre)crash(?:ed|es|ing)?(?![\s-]+(?:course|courses|test|tests|cart))"
+        r"|crashloop\w*",
+    ),
+    # what a dead process prints: "CUDA error: an illegal memory access", "ncclSystemError"
+    _sig(
+        "crash",
+        "cuda illegal cublas",
+        r"cuda\s+(?:runtime\s+)?errors?|illegal\s+memory\s+access|cudaerror\w+"
+        r"|cublas_status_(?!success)\w+",
+    ),
+    _sig(
+        "network",
+        "nccl",
+        r"nccl\s+(?:system\s+|internal\s+|remote\s+|communicator\s+|collective\s+"
+        r"|unhandled\s+(?:\w+\s+)?)?(?:errors?|failures?|failed|aborted)"
+        r"|nccl(?:system|internal|remote|unhandledcuda)error",
+    ),
+    # a diverged run trains nothing: "loss is nan again", "every step since is NaN"
+    _sig(
+        "crash",
+        "nan inf",
+        r"loss(?:es)?\s+(?:is|are|was|went|became|becomes|goes|turned|has\s+gone)\s+"
+        r"(?:\w+\s+)?(?:nan|inf)s?|(?:nan|inf)\s+loss(?:es)?|loss(?:es)?\s+of\s+(?:nan|inf)"
+        r"|(?:every|each|all)\s+(?:\w+\s+){0,2}(?:is|are)\s+nans?",
+    ),
+    # Slurm's verdicts and a kernel that gave up take the host with them
+    _sig("node-loss", "node_fail panic", r"node_fail|kernel\s+panic\w*"),
+    _sig(
+        "crash",
+        "seg sigsegv sigabrt sigbus sigill sigkill core bus",
+        r"seg(?:mentation\s+)?fault(?:ed|s)?|sig(?:segv|abrt|bus|ill|kill)|core\s+dumped|bus\s+error",
+    ),
+    _sig(
+        "crash",
+        "died exited killed blew errored failed down",
+        rf"{_SUBJ}\s+(?:\w+\s+){{0,2}}?(?:died|has\s+died|exited\s+unexpectedly|was\s+killed"
+        r"|got\s+killed|blew\s+up|errored\s+out|(?:has\s+|have\s+)?failed(?!\s+to\b)|is\s+down"
+        r"|went\s+down)",
+    ),
+    _sig(
+        "crash",
+        "exited",
+        r"exited\s+with\s+(?:a\s+)?(?:non-?zero|(?:exit\s+)?code\s+[1-9]|status\s+[1-9])",
+    ),
+    _sig("crash", "fatal unrecoverable", r"(?:fatal|unrecoverable)\s+error"),
+    # how chat says the run stopped: "training stopped at 102,340", "job exited at 02:03",
+    # "slurm killed the job", "the trainer pod keeps restarting", "it died. again."
+    _sig(
+        "crash",
+        "stopped halted exited vanished disappeared",
+        rf"{_SUBJ}\s+(?:has\s+|just\s+)?(?:stopped(?!\s+\w+ing\b)|halted|exited|(?:vanished|disappeared)"
+        r"(?=\s*(?:$|[.,;!]|from\s+(?:the\s+)?(?:queue|squeue|scheduler|cluster))))\b"
+        r"(?!\s+(?:cleanly|normally|successfully|with\s+(?:exit\s+)?(?:code\s+|status\s+)?0\b"
+        r"|(?:because|after|when)\s+(?:i|we)\b))",
+    ),
+    _sig(
+        "crash",
+        "killed cancel",
+        r"(?:slurm|the\s+scheduler|kubernetes|k8s|the\s+kernel|the\s+oom\s+killer)\s+"
+        r"(?:just\s+)?(?:killed|cancell?ed|evicted|terminated)\s+(?:the|our)\s+"
+        r"(?:job|run|training|trainer|pods?)|(?:job|run|training)\s+(?:was\s+|got\s+)?"
+        r"(?:killed|cancell?ed)\s+by\s+(?:slurm|the\s+scheduler|kubernetes|k8s)",
+    ),
+    _sig(
+        "crash",
+        "restart loop",
+        r"(?:keeps?|kept)\s+restarting|restart(?:ing)?\s+(?:in\s+a\s+loop|over\s+and\s+over)"
+        r"|restart[\s-]?loop\w*|boot[\s-]?loop\w*",
+    ),
+    _sig("crash", "died", r"\bit\s+(?:just\s+)?died\b(?!\s+down)"),
+    _sig(
+        "outage",
+        "wrong",
+        r"something(?:'s|\s+is)?\s+(?:wrong|off|broken)\s+with\s+(?:the\s+)?(?:run|job|training"
+        r"|trainer|cluster|[a-z][\w-]*\s*(?:$|[,.;!?]))",
+    ),
+    _sig(
+        "outage",
+        "dead trained pending training progress",
+        # the run is not training, whatever the cause: "hero dead at 80,240", "nothing has
+        # trained since midnight", "the job is just pending"
+        r"(?:hero|run|job|training|trainer)\s+(?:is\s+)?dead\b|(?:it|\w+)'s\s+dead\b(?!\s+(?:simple|easy|code|end|weight))"
+        r"|nothing\s+(?:has\s+)?(?:trained|been\s+training|is\s+training)"
+        r"|(?:job|run)\s+(?:is\s+)?(?:just\s+|still\s+|now\s+)?pending\b"
+        r"|(?:no|zero)\s+(?:training\s+)?progress\s+(?:since|for)",
+    ),
+    _sig(
+        "outage",
+        "down",
+        # "Hero is down", "the run went down": an outage, not "loss is down 0.02"
+        r"(?:is|'s|was|went|has\s+gone|are|were)\s+(?:hard\s+|completely\s+)?down"
+        r"(?!\s*(?:\d|to\b|by\b|from\b|about\b|[\w.]*%|a\s+bit|slightly))",
+    ),
+    _sig(
+        "crash",
+        "traceback stack exception",
+        r"(?:got|getting|seeing|hit|hitting|saw)\s+(?:this|the\s+following|a|an)\s+"
+        r"(?:traceback|stack\s*trace|exception)",
+    ),
+    # hangs
+    _sig(
+        "hang",
+        "hung deadlock hang",
+        r"hung|deadlock(?:ed|s)?|(?<!the )(?<!low-)(?<!low )hang(?:s|ing)?"
+        r"(?!\s+(?:on|tight|out|around))",
+    ),
+    _sig("hang", "nccl", r"nccl\s+(?:\w+\s+){0,2}?(?:time[d -]?outs?|watchdog)"),
+    _sig(
+        "hang",
+        "timing timed",
+        r"(?:timing|timed)\s+out\s+(?:in|on|inside|during)\s+(?:the\s+)?(?:nccl|collectives?"
+        r"|all-?reduce|all-?gather|reduce-?scatter|barrier)",
+    ),
+    _sig(
+        "hang",
+        "heartbeat step point metric log idle",
+        # "no heartbeat from hero since 3am", "hasn't logged a step in 30 min", "step hasn't
+        # moved since 84,310": what a stopped run does not do
+        r"no\s+(?:new\s+)?(?:heartbeats?|steps?|points?|metrics?|log\s+lines?|logs)\s+"
+        r"(?:(?:from|logged|reported|written|on)\s+(?:\w+\s+){0,2})?(?:since|for"
+        r"|in\s+(?:the\s+last\s+)?(?:\d|an?\s+(?:hour|while)|over))\b"
+        r"|(?:hasn't|hasnt|has\s+not|haven't|have\s+not)\s+(?:logged|reported|written|had|printed"
+        r"|emitted|produced|sent)\s+(?:a\s+|any\s+|one\s+)?(?:new\s+|single\s+)?(?:steps?"
+        r"|points?|metrics?|heartbeats?|log\s+lines?|logs?|data|anything)\b"
+        r"|not\s+getting\s+(?:any\s+)?(?:new\s+)?steps\b"
+        r"|(?:has\s+been|have\s+been|is|are|sitting|sat)\s+idle\s+(?:on\s+\w+\s+\w+\s+)?"
+        r"(?:since|for\s+(?:the\s+last\s+|over\s+)?(?:an?|\d+)\s*(?:min|mins|minutes|h|hrs?|hours?)"
+        r"\b(?!\s+(?:per|a|each|every)\b))|all\s+(?:ranks|gpus|nodes|hosts)\s+(?:are\s+)?idle"
+        r"|(?:step|steps|step\s+counter|iteration|global\s+step)\s+(?:hasn't|hasnt|has\s+not"
+        r"|didn't|isn't|is\s+not)\s+(?:moved|changed|advanced|budged|progressed|increased"
+        r"|moving|advancing|progressing)",
+    ),
+    _sig(
+        "hang",
+        "throughput mfu tokens tok/s util samples steps/s",
+        r"(?:throughput|mfu|tokens/s|tok/s|tokens\s+per\s+second|gpu\s+util\w*)"
+        r"(?:\s+(?:on|in)\s+(?:the\s+)?[\w&-]+)?\s+(?:has\s+)?"
+        r"(?:dropped|fell|went|is|at|down)\s+(?:to\s+)?(?:zero|0(?![.,]?\d))"
+        # "no tokens/s on the board", "zero throughput"
+        r"|(?:no|zero)\s+(?:tokens/s|tok/s|throughput|samples/s|steps/s)\b"
+        r"(?!\s+(?:loss|regression|change|difference|drop|impact|hit|penalty|cost|gain))",
+    ),
+    _sig(
+        "outage",
+        "training",
+        r"(?:is|are|was|has\s+been)\s+(?:still\s+)?not\s+training\b(?!\s+(?:on|with|well|as)\b)"
+        r"|isn't\s+training\b(?!\s+(?:on|with|well|as)\b)",
+    ),
+    # an agent's structured status: "**Status:** stalled", "## Status: 🔴 blocked" (not "blocked
+    # on #1002": a dependency, not an outage)
+    _sig(
+        "hang",
+        "status state",
+        r"(?:status|state)\s*[:=]\s*(?:[^\w\s]+\s*)?(?:blocked|stalled|stuck|hung|hanging|frozen)"
+        r"\b(?!\s+(?:on|by|until|behind|waiting|pending|for\s+review))",
+    ),
+    _sig(
+        "outage",
+        "status state",
+        r"(?:status|state)\s*[:=]\s*(?:[^\w\s]+\s*)?(?:failed|failing|crashed|down|dead|broken"
+        r"|degraded|not\s+training|red)\b",
+    ),
+    _sig(
+        "hang",
+        "time",
+        r"(?:collective|all-?reduce|all-?gather|reduce-?scatter|barrier)s?\s+"
+        r"(?:operations?\s+)?(?:time[d -]?outs?|timed\s+out)",
+    ),
+    _sig("hang", "watchdog", r"watchdog\s+(?:caught|timeout|timed\s+out|fired)"),
+    _sig(
+        "hang",
+        "heartbeat",
+        r"heartbeats?\s+(?:stopped|missing|lost|timed\s+out)|stopped\s+sending\s+heartbeats",
+    ),
+    _sig(
+        "hang",
+        "stopped progress",
+        r"stopped\s+(?:logging|reporting|making\s+progress)|not\s+making\s+(?:any\s+)?progress",
+    ),
+    _sig(
+        "hang",
+        "stuck stall froze wedged progress",
+        r"stuck|stall(?:s|ed|ing)?|froze|frozen|wedged|no\s+progress",
+        needs_subject=True,
+    ),
+    # --- the same faults as other stacks and people put them (issue 40: breadth, not phrases)
+    # an agent's or a monitor's status field, whatever its name: "Condition: UNHEALTHY",
+    # "**Health:** ❗ DEGRADED", "State: not progressing since 07:41"
+    _sig(
+        "outage",
+        "status state condition health",
+        r"(?:status|state|condition|health|phase|run\s+state|job\s+state)\s*[:=]\s*(?:[^\w\s]+\s*)*"
+        r"(?:unhealthy|degraded|critical|failed|failing|crashed|down|dead|broken|error|erroring"
+        r"|attention\s+required|needs?\s+(?:attention|a\s+human)|blocked(?!\s+(?:on|by))|stalled"
+        r"|not\s+(?:progressing|training|running|healthy)|no\s+progress|stopped|halted|red)\b",
+    ),
+    # a monitor's state change: "state changed to crashed", "status went from running to failed"
+    _sig(
+        "crash",
+        "changed went moved now",
+        r"(?:state|status)\s+(?:has\s+)?(?:changed|went|moved|is\s+now|flipped)\s+(?:from\s+\W*\w+\W*\s+)?"
+        r"(?:to\s+)?\W*(?:crashed|failed|killed|dead|errored|preempted|lost)\b",
+    ),
+    # what a scheduler says about a workload it cannot keep up: Kubernetes, Ray, slurm
+    _sig(
+        "crash",
+        "backoff errimage containercannotrun",
+        r"(?:imagepull|crashloop)backoff|errimagepull|containercannotrun|createcontainererror",
+    ),
+    _sig(
+        "node-loss",
+        "pending notready down drain rebooted power-cycled power restarted",
+        rf"{_NODE}\s+(?:are\s+|is\s+)?(?:all\s+|still\s+)?(?:stuck\s+)?(?:in\s+)?"
+        r"(?:pending|notready|down\*?|drain(?:ed|ing)?\*?)\s+(?:since|for|after)\b"
+        rf"|{_NODE}\s+(?:\S+\s+){{0,3}}?(?:were|was|got|have\s+been|has\s+been)\s+"
+        r"(?:rebooted|power[- ]cycled|restarted\s+(?:by|without))"
+        r"|(?:keeps?|kept)\s+(?:rebooting|power[- ]cycling)",
+    ),
+    _sig(
+        "oom",
+        "oom_kill outofmemoryerror",
+        r"oom_kill\w*|outofmemoryerror|running\s+low\s+on\s+memory",
+    ),
+    # a chip the runtime gave up on: "TPU chip 3 is unhealthy: device lost", "HBM errors"
+    _sig(
+        "hardware",
+        "unhealthy lost hbm",
+        r"(?:chip|device|tpu|gpu|accelerator)s?\s*\d*\s+(?:is\s+|are\s+|went\s+)?"
+        r"(?:unhealthy|lost)\b|device\s+lost|hbm\s+(?:\w+\s+){0,2}?(?:errors?|failures?)",
+    ),
+    # the interconnect between chips and slices, and what a slow fabric shows
+    _sig(
+        "network",
+        "ici dcn link retransmit",
+        r"(?:ici|dcn|nvlink|ib|infiniband|roce)\s+(?:\w+\s+)?(?:link|port)?\s*"
+        r"(?:errors?|error\s+counters?|failures?|flap\w*|down|drops?)"
+        r"|(?:high|many|\d+)\s+(?:\w+\s+)?retransmits?",
+    ),
+    # chat's words for a run that died: "lumen fell over", "the job is toast", "run is borked"
+    _sig(
+        "crash",
+        "fell fallen toast borked hosed keeled",
+        r"(?:fell|fallen|falls|keeled)\s+over|(?:is|'s|was)\s+(?:toast|borked|hosed|kaput)",
+    ),
+    # a run that does not move, in any grammar: "training is not moving anymore", "the
+    # training is stop", "58k and nothing after", "nothing in wandb since 06:30"
+    _sig(
+        "hang",
+        "moving progressing stop nothing flat updating",
+        rf"(?:{_SUBJ}|it)\s+(?:is\s+|are\s+|has\s+)?(?:not|no\s+longer|isn't|stopped)\s+"
+        r"(?:moving|progressing|advancing|updating)\b"
+        r"|(?:training|run|job)\s+is\s+stop\b"
+        r"|\d[\d,.]*k?\s+(?:and\s+)?(?:then\s+)?nothing\s+(?:after|since|else)"
+        r"|nothing\s+(?:new\s+)?(?:logged\s+)?(?:in|on|from)\s+(?:the\s+)?"
+        r"(?:wandb|w&b|tensorboard|logs?|dashboard|metrics)\s+(?:since|for)\b"
+        r"|(?:tensorboard|wandb|w&b|charts?|graphs?|curves?|plots?|dashboard)\s+(?:is\s+|are\s+"
+        r"|has\s+been\s+|have\s+been\s+)?(?:flat|frozen|empty|not\s+updating|stopped\s+updating"
+        r"|hasn't\s+(?:moved|updated))\s+(?:since|for)\b"
+        r"|no\s+(?:new\s+)?(?:step|steps|iteration|iterations)\s+(?:after|past|beyond)\s+\d",
+    ),
+    # storage a run cannot work with: "the PD for the cache is 100% full", "lustre is slow",
+    # "dataloader starving"
+    _sig(
+        "storage",
+        "full slow starv crawl",
+        r"(?:disk|pd|volume|filesystem|fs|bucket|lustre|nfs|storage|gcs|s3)\s+(?:\S+\s+){0,4}?"
+        r"(?:is\s+|are\s+)?(?:\d+%\s+)?full\b"
+        # not "when the bucket is slow": a condition, not a report
+        r"|(?<!when\sthe\s)(?:storage|lustre|nfs|gcs|s3|filesystem|bucket|disk|io)\s+(?:is\s+|are\s+)?"
+        r"(?:(?:very|so|really|painfully)\s+)?(?:slow|crawling|unresponsive)\b"
+        r"|(?:data\s*loaders?|loaders?|input\s+pipeline|gpus?|tpus?)\s+(?:are\s+|is\s+)?starv\w*",
+    ),
+    # a capacity the run needs that is not there: "can't recreate the slice", "no capacity"
+    _sig(
+        "preemption",
+        "recreate capacity available reservation",
+        rf"{_FAIL_TO}\s+(?:re-?create|re-?schedule|allocate|get)\s+(?:the\s+|a\s+|our\s+)?{_NODE}"
+        r"|no\s+capacity\s+(?:to|for|left|in)"
+        r"|no\s+(?:\w+\s+)?(?:nodes|gpus|tpus|capacity|hosts)\s+(?:are\s+)?available"
+        r"|reservation\s+(?:has\s+)?(?:ended|expired|ran\s+out|was\s+reclaimed)",
+    ),
+    # "progress stopped at step 9,114", "rank 77 not responding", "slate just exited"
+    _sig(
+        "hang",
+        "stopped halted responding",
+        r"(?:progress|stepping)\s+(?:has\s+)?(?:stopped|halted)\s+(?:at|since)\b"
+        r"|(?:rank|node|host|worker|process|trainer)\s+[\w-]*\d[\w-]*\s+(?:\([^)]*\)\s+)?"
+        r"(?:is\s+)?not\s+responding",
+    ),
+    _sig("crash", "just", r"just\s+(?:exited|died|stopped|fell\s+over|crashed)\b"),
+    _sig(
+        "crash",
+        "being getting",
+        r"(?:keeps?|kept)\s+(?:being|getting)\s+(?:killed|evicted|preempted|oom\w*|restarted)",
+    ),
+    _sig(
+        "network",
+        "rendezvous diststoreerror clients",
+        r"rendezvous\s+(?:time[d ]?\s*out|timeouts?|failed)|diststoreerror|waiting\s+for\s+clients"
+        r"|(?:timeouts?|timed\s+out)\s+on\s+(?:the\s+)?rendezvous",
+    ),
+    # ranks waiting for input, logs that stopped: "half the ranks are waiting on data", "log is
+    # not updated since 3 hours"
+    _sig(
+        "storage",
+        "waiting starv",
+        r"(?:ranks?|workers?|gpus?|tpus?|trainers?)\s+(?:are\s+|is\s+)?(?:waiting|starved|starving)"
+        r"\s+(?:on|for)\s+(?:the\s+)?(?:data|batches|loader|dataloader|input)",
+    ),
+    _sig(
+        "hang",
+        "updat",
+        r"(?:log|logs|metrics|wandb|w&b|tensorboard|dashboard|loss|step\s+counter)\s+(?:is\s+|are\s+"
+        r"|has\s+|have\s+)?(?:not|n't|never)\s+(?:been\s+)?updat\w*\s+(?:since|for|in)\b",
+    ),
+    # a monitor or agent that declares it: "incident opened", "W&B alert: loss > 3.0"
+    _sig(
+        "outage",
+        "incident alert",
+        r"incident\s+(?:opened|declared|started|ongoing|in\s+progress)"
+        r"|(?:w&b|wandb|grafana|prometheus|datadog|pagerduty)\s+alert(?=\s*:)",
+    ),
+    # "every step fails its first all-to-all", "checkpoint 30000 seems incomplete"
+    _sig("crash", "every each", r"(?:every|each)\s+step\s+(?:fails|is\s+failing|errors|crashes)"),
+    _sig(
+        "checkpoint-failed",
+        "incomplete partial truncated corrupt missing died",
+        r"(?:checkpoint|ckpt)\s+(?:[\d,.]+k?\s+)?(?:seems|is|looks)\s+(?:\w+\s+)?(?:incomplete|partial"
+        r"|truncated|missing)|saves?\s+(?:must\s+have\s+|has\s+|have\s+)?(?:died|crashed)",
+    ),
+    _sig("crash", "reboot", r"reboot(?:ing|s)?\s+in\s+a\s+loop"),
+    # a quota or a lease run out: "hit its inode quota", "our allocation expired at midnight"
+    _sig(
+        "storage",
+        "quota",
+        r"(?:hit|hitting|reached|exceeded|over)\s+(?:its|the|our|their|my)\s+(?:\w+\s+)?quota",
+    ),
+    _sig(
+        "preemption",
+        "expired ended",
+        r"(?:allocation|reservation|lease|time\s+limit)\s+(?:has\s+)?(?:expired|ended|ran\s+out)",
+    ),
+    _sig(
+        "outage",
+        "off offline down idle dead",
+        r"(?:has\s+been|have\s+been|'s\s+been)\s+(?:off|offline|down|idle|dead)\s+for\s+(?:\d|an?\s)",
+    ),
+    # one straggler holding the step: "gpu 3 on gn12 is at 0% util", "the step is waiting for it"
+    _sig(
+        "hang",
+        "util waiting",
+        r"at\s+0\s*%\s+(?:gpu\s+|sm\s+)?(?:util\w*|utili[sz]ation)"
+        r"|(?:step|collective|all-?reduce)\s+is\s+waiting\s+(?:for|on)\s+(?:it|them|rank|node|host|gpu)"
+        r"|logs?\s+ends?\s+mid-?step",
+    ),
+    # a run its guard stopped: "Run paused by the agent", "paused at 41,088 pending a human"
+    _sig(
+        "outage",
+        "paused halted",
+        r"(?:run|job|training)\s+(?:was\s+|is\s+|has\s+been\s+)?(?:paused|halted|stopped)\s+by\s+"
+        r"(?:the\s+)?(?:agent|monitor|watchdog|guard|nan-?guard|bot)"
+        r"|paused\s+at\s+(?:step\s+)?[\d,.]+k?\s+(?:pending|until|awaiting|waiting)",
+    ),
+    # machines a health check refused: "2 nodes failed health checks", "failing dcgm diag"
+    _sig(
+        "hardware",
+        "health diag dcgm burn",
+        rf"{_NODE}\s+(?:\S+\s+)?(?:failed|failing|fail)\s+(?:the\s+)?(?:health\s*checks?|\w*\s*diag\w*"
+        r"|dcgm\w*|burn-?in|validation)|health\s*checks?\s+failed\s+on",
+    ),
+    # a loss that runs away now: "loss is going up and up since 41k"
+    _sig(
+        "outage",
+        "going exploding blowing diverg",
+        r"loss\s+(?:is\s+|keeps\s+)?(?:going\s+up(?:\s+and\s+up)?|exploding|blowing\s+up|diverging)"
+        r"\s+(?:since|for|again)\b",
+    ),
+    # a chat line of a name and its state: "schist down", "hero dead again"
+    _sig(
+        "outage",
+        "down dead",
+        r"^\W*[a-z][\w-]*\s+(?:is\s+)?(?:down|dead)(?:\s+again)?\W*$",
+    ),
+    # "we're stalled", "we are down": the team speaking for its run
+    _sig(
+        "hang",
+        "stalled stuck idle blocked",
+        r"we(?:'re|\s+are)\s+(?:now\s+|still\s+)?(?:stalled|stuck|idle|blocked)\b(?!\s+(?:on|with|by))",
+    ),
+    # the workload taken away: "the whole job was evicted by k8s", "job got terminated"
+    _sig(
+        "crash",
+        "evicted terminated preempted",
+        rf"{_SUBJ}\s+(?:\w+\s+)?(?:was|were|got|has\s+been)\s+(?:evicted|terminated)",
+    ),
+    _sig("hardware", "halted", r"core\s+halted|chip\s+\d*\s*halted"),
+    _sig(
+        "checkpoint-failed",
+        "save",
+        r"save\s+(?:at\s+(?:step\s+)?[\d,.]+k?\s+)?(?:has\s+been|is|'s)\s+(?:running|going|hanging|stuck)"
+        r"\s+for\s+(?:\d|an?\s+hour|over)",
+    ),
+    _sig("oom", "pressure", r"(?:node|host)?\s*memory\s*pressure|memorypressure"),
+    # the control plane a run cannot be seen or scheduled without
+    _sig(
+        "outage",
+        "unreachable unavailable down",
+        r"(?:api\s+server|control\s+plane|head\s+node|coordinator|scheduler|slurmctld|ray\s+head)"
+        r"\s+(?:is\s+|went\s+|was\s+)?(?:unreachable|unavailable|down|not\s+responding)",
+    ),
+    _sig(
+        "preemption",
+        "enough",
+        r"not\s+enough\s+(?:free\s+)?(?:gpus|tpus|nodes|hosts|capacity|resources|quota)",
+    ),
+    # an alert that is firing now: "[FIRING:1] TrainingStalled hero (no step for 20m)"
+    _sig("outage", "firing", r"(?<=\[)firing(?=(?::\d+)?\])|alert\s+firing|firing\s+alert"),
+    # "the run is hanging on the barrier", "stuck on all-reduce": a hang at a named collective
+    _sig(
+        "hang",
+        "hanging stuck",
+        r"(?:hanging|hangs|stuck|waiting)\s+(?:on|in|at)\s+(?:the\s+|a\s+)?(?:barrier|collective"
+        r"|all-?reduce|all-?gather|reduce-?scatter|nccl|p2p|recv|send)",
+    ),
+    # "not stepping since 03:23", "no longer training": a stall said without a subject
+    _sig(
+        "hang",
+        "stepping training progressing",
+        r"(?:not|isn't|aren't|no\s+longer)\s+(?:stepping|training|progressing|advancing)\s+"
+        r"(?:since|for|anymore|any\s+more)\b",
+    ),
+    # "all trainers show disconnected", "workers lost their connection"
+    _sig(
+        "node-loss",
+        "disconnect connection",
+        r"(?:trainers?|workers?|actors?|ranks?|hosts?|nodes?)\s+(?:\w+\s+)?(?:show|are|got|were"
+        r"|went|have)?\s*(?:disconnected|lost\s+(?:their|the|its)\s+connection)",
+    ),
+    # --- shapes rather than phrases (issue 40, the incident half) ----------------------------
+    # a part of the run that errs, whatever the error: "the input pipeline is throwing IO
+    # errors", "checkpoint save at 42k is getting 429 Too Many Requests", "writes keep failing
+    # with 503"; its kind is what the sentence names (``fault_kind``)
+    _sig(
+        FAULT,
+        "getting throwing returning returns hitting spewing raising erroring failing fails",
+        r"(?:getting|throwing|returning|returns|hitting|spewing|raising|erroring\s+with"
+        r"|failing\s+with|fails\s+with)\s+(?:\w+\s+){0,2}?\(?(?:[45]\d\d(?:s|\s+errors?)?"
+        r"|errors|exceptions|timeouts|too\s+many\s+requests|service\s+unavailable"
+        r"|permission\s+denied|transport\s+endpoint)",
+    ),
+    # what a run does not do any more, in any grammar: "isn't logging anything since 3:10",
+    # "hasn't trained a step in 3 hours", "stopped writing metrics for 40 minutes"
+    _sig(
+        "hang",
+        "logging logged reporting reported writing written printing printed emitting trained"
+        " training stepping taken advanced moved progressed budged",
+        r"(?:isn't|is\s+not|aren't|are\s+not|hasn't|has\s+not|haven't|have\s+not|not|stopped"
+        r"|no\s+longer)\s+(?:been\s+)?(?:logging|logged|reporting|reported|writing|written"
+        r"|printing|printed|emitting|emitted|training|trained|stepping|taken|advanced|moved"
+        r"|progressed|budged)\s+(?:anything"
+        r"|a\s+(?:single\s+)?step|any\s+(?:steps?|metrics?|logs?|lines?|data)|steps|metrics"
+        r"|logs)?\s*(?:since|for|in)\s+(?:the\s+last\s+|over\s+|about\s+|~)?(?:\d+|an?\s|half)",
+    ),
+    # an agent's field and its note: "Step: 74,880 (unchanged since 06:12)"
+    _sig(
+        "hang",
+        "unchanged change moved moving same stuck frozen flat",
+        r"(?:step|iteration|iter|global\s+step|progress)\s*[:=]\s*\**\s*[\d,.]+k?\s*\(?\s*"
+        r"(?:unchanged|no\s+change|not\s+moved|not\s+moving|same|stuck|frozen|flat)"
+        r"\s+(?:since|for)\b",
+    ),
+    # the same failure over and over: "restarted itself 4 times in the last hour", "dies at the
+    # same step every time"
+    _sig(
+        "crash",
+        "times same",
+        r"(?:restarted|relaunched|requeued|rebooted|crashed|died|failed)\s+(?:itself\s+)?"
+        r"(?:\d+|two|three|four|five|six|several|many)\s+times\s+(?:in\s+(?:the\s+)?(?:last|past)"
+        r"|since|today|tonight|this\s+morning|overnight|in\s+a\s+row)"
+        r"|(?:dies|crashes|fails|hangs|ooms|dying|crashing|failing|hanging)\s+(?:at|on|in)\s+"
+        r"the\s+same\s+(?:step|spot|place|batch|point|iteration|line)",
+    ),
+    # a machine leaving and what it took: "kelp-g044 dropped off slurm", "took the job with it"
+    _sig(
+        "node-loss",
+        "dropped fell",
+        r"(?:dropped|fell)\s+(?:off|out\s+of)\s+(?:slurm|the\s+(?:cluster|network|fabric|pool"
+        r"|partition|allocation|job|mesh)|k8s|kubernetes)",
+    ),
+    _sig(
+        "crash",
+        "took",
+        r"took\s+(?:the|our|its)\s+(?:whole\s+)?(?:job|run|training|trainer|step)\s+(?:down\s+)?"
+        r"with\s+(?:it|them)",
+    ),
+    # a run that cannot come back: "can't bring plover back", "unable to get the job back up"
+    _sig(
+        "outage",
+        "back",
+        rf"{_FAIL_TO}\s+(?:bring|get)\s+(?:\S+\s+){{0,2}}?back(?:\s+up|\s+online)?\b",
+    ),
+    # a symptom named as a title names it: "Loss NaN at step 88,410", "loss: nan"
+    _sig("crash", "nan inf", r"loss(?:es)?\s*[:=]?\s*(?:nan|inf)\b(?!\s*(?:guard|check))"),
+    # a mount full, named by its path: "/scratch on kelp is 100% full"
+    _sig(
+        "storage",
+        "full",
+        r"(?<=/)[\w.-]+\s+(?:\S+\s+){0,3}?(?:is\s+|are\s+)?(?:\d+\s*%\s+)?full\b",
+    ),
+    # a quota named by its metric, and a checkpoint named by its step: "Quota 'TPUS_PER_PROJECT'
+    # exceeded", "can't write step_84000"
+    _sig(
+        "storage",
+        "quota",
+        r"quota\s+(?!['\"]?\w*(?:tpu|gpu|cpu|chip|accelerator|instance))(?:\S+\s+){1,2}?"
+        r"(?:exceeded|exhausted)",
+    ),
+    _sig(
+        "preemption",
+        "quota",
+        r"quota\s+['\"]?\w*(?:tpu|gpu|cpu|chip|accelerator|instance)\w*['\"]?\s+"
+        r"(?:exceeded|exhausted)",
+    ),
+    _sig(
+        "checkpoint-failed",
+        "step",
+        rf"{_FAIL_TO}\s+(?:save|write|upload|commit)\s+(?:the\s+)?step[_-]?\d+",
+    ),
+    # a named thing and its state, as chat writes a headline: "wisp is wedged", "job down",
+    # ", wisp paused", "wisp's stuck producing nans". A bare name with no article is a proper
+    # name (the run's, a host's); common nouns and tools are ruled out when judged (_NOT_A_NAME)
+    _sig(
+        "hang",
+        "wedged hung hanging stuck stalled frozen paused halted",
+        rf"{_NAMED}(?:wedged|hung|hanging|stuck|stalled|frozen|paused|halted)\b"
+        r"(?!\s+(?:on|with|by|behind|waiting|until|for\s+(?:review|now)|at\s+(?:the\s+)?"
+        r"(?:same|\d)))",
+    ),
+    _sig(
+        "outage",
+        "down dead borked toast broken gone offline running training",
+        rf"{_NAMED}(?:down|dead|borked|toast|broken|gone|offline|not\s+running|not\s+training"
+        r"|isn't\s+running|isn't\s+training)\b(?!\s*(?:\d|to\b|by\b|from\b|[\w.]*%|a\s+bit))"
+        # "llama3 is dead simple", "down the line": a word, not a state
+        r"(?!\s+(?:simple|easy|wrong|serious|set\s+on|on\s+arrival|cent(?:er|re)|end|weight|code"
+        r"|the\s+(?:line|road|hall|stairs)|here|there)\b)",
+    ),
+    # a phase a run sits in for too long, or never leaves: "sitting in the save for 50 min", "the
+    # checkpoint at 120k never finished writing": a hang, whatever the phase
+    _sig(
+        STALL,
+        "sitting stuck hanging hung waiting spinning blocked",
+        r"(?:sitting|stuck|hanging|hung|waiting|spinning|blocked)\s+(?:in|on|at|inside)\s+"
+        r"(?:the\s+|a\s+|an\s+)?(?:\w+\s+){0,2}?(?:save|restore|checkpoint\w*|barrier"
+        r"|collective|all[-_]?\w+|init\w*|compil\w*|rendezvous|load\w*|step(?:\s+[\d,.]+k?)?)\s+"
+        r"(?:for|since)\s+(?:\d|an?\s|half|over|the\s+last)",
+    ),
+    _sig(
+        STALL,
+        "never",
+        r"never\s+(?:finished|completed|landed|came\s+back|returned)",
+    ),
+    # a loss that ends in NaN, and a run that produces nothing else: "loss spiked to 11 then nan",
+    # "stuck producing nans"
+    _sig(
+        "crash",
+        "nan",
+        r"loss(?:es)?\s+(?:\S+\s+){1,5}?(?:then|to|into)\s+nans?\b"
+        r"|(?:producing|spitting|emitting|outputting|giving|logging|returning)\s+(?:out\s+)?"
+        r"(?:only\s+)?nans?\b",
+    ),
+    _sig("hardware", "uncorrectable reset", r"(?:hbm|ecc|dram)\s+uncorrectables?|gpu\s+reset"),
+    _sig("network", "partition", r"network\s+partition(?:ed)?|partitioned\s+from"),
+    # a rate at zero and time without progress: "tps 0 since", "45 minutes without a step"
+    _sig(
+        "hang",
+        "tps tok/s tokens/s throughput sps samples/s steps/s it/s without",
+        r"(?:tps|tok/s|tokens/s|throughput|sps|samples/s|steps/s|it/s)\s*(?:is\s+|at\s+|[:=]\s*)?"
+        r"(?:0|zero)\s+(?:since|for)\b"
+        r"|(?:\d+|an?|two|three|several)\s+(?:min|mins|minutes|h|hrs?|hours?)\s+without\s+"
+        r"(?:a\s+|any\s+|one\s+)?(?:(?:new|single)\s+)?(?:step|checkpoint|heartbeat|progress|log"
+        r"|metric)",
+    ),
+    # an operation that fails now, said of the operation: "writes to the checkpoint bucket time
+    # out since 09:00", "reads from lustre keep failing"; the kind is the sentence's
+    _sig(
+        FAULT,
+        "time timing timed fail failing hang hanging",
+        r"(?:writes?|uploads?|saves?|reads?|requests?|downloads?|puts?|gets?)\s+(?:(?:to|from|on)\s+"
+        r"(?:\S+\s+){1,3}?)?(?:(?:keep|keeps|still|all)\s+)?(?:time\s+out|timing\s+out|fail"
+        r"|failing|hang|hanging)\s+(?:since|for|again|every|on\s+every)\b",
+    ),
+    # a part of the run waiting on storage: "the input workers are all blocked on GCS reads"
+    _sig(
+        "storage",
+        "blocked waiting stuck starved",
+        r"(?:blocked|waiting|stuck|starved)\s+on\s+(?:the\s+)?(?:\w+\s+)?(?:reads?|writes?|io"
+        r"|gcs|s3|storage|disk|bucket|nfs|lustre|gcsfuse)\b",
+    ),
+    # a run that went NaN, said as a verb: "kelvin NaN'd"
+    _sig("crash", "nan", r"nan(?:'d|-?ed)|went\s+nan"),
+    # a step read again and again: "step 500,120 → 500,120 → 500,120"
+    _sig(
+        "hang",
+        "step",
+        r"step\s*:?\s*(?P<step>\d[\d,.]*k?)\s*(?:→|->|=>|,|then)\s*(?P=step)(?![\d,.])",
+    ),
+    # the alarm asked as who did it: "ok who killed the job?"
+    _sig(
+        "crash",
+        "killed stopped cancel nuked took",
+        r"(?:who|what|someone|somebody|something)\s+(?:just\s+)?(?:killed|stopped|cancell?ed|nuked"
+        r"|took\s+down)\s+(?:the|our)\s+(?:job|run|training|trainer)",
+    ),
+    # capacity a provider takes back: "Azure took back 8 of our spot H200s"
+    _sig(
+        "preemption",
+        "back",
+        r"(?:took|taken|taking|takes)\s+back\s+(?:\d+\s+(?:of\s+)?)?(?:our\s+|the\s+)?(?:spot\s+)?"
+        r"(?:vms?|nodes?|hosts?|gpus?|tpus?|machines?|instances?|capacity|slices?|[a-z]+\d+\w*s)\b",
+    ),
+    # the machines a scheduler or console reports lost: "all 4 slices report 'chips unavailable'"
+    _sig(
+        "node-loss",
+        "report show unavailable unhealthy",
+        rf"{_NODE}\s+(?:all\s+)?(?:report|reports|show|shows|are|is)\s+['\"]?(?:\w+\s+)?"
+        r"(?:unavailable|unhealthy)",
+    ),
+    _sig("network", "connection pipe", r"connection\s+reset\s+by\s+peer|broken\s+pipe"),
+    # the run's referent, a state and a word for now in one clause: "now it's flat out dead",
+    # "the job is in CG state forever", "now it's all NaN"; its kind is the state's
+    _sig(
+        NOW_STATE,
+        "dead down hung stuck stalled wedged frozen nan idle silent halted aborted state",
+        r"(?:now|still|again|currently)\s+(?:it|the\s+(?:run|job|training|trainer))(?:'s|\s+is"
+        r"|\s+are)\s+(?:\w+\s+){0,2}?(?:dead|down|hung|stuck|stalled|wedged|frozen|nans?|idle"
+        r"|silent|halted|aborted)\b"
+        r"|(?:the\s+)?(?:run|job|training|trainer)\s+(?:is|'s|are)\s+(?:\w+\s+){0,2}?"
+        r"(?:in\s+\S+\s+state|dead|hung|stuck|stalled|wedged|frozen|idle|silent|halted)\s+"
+        r"(?:forever|for\s+(?:\d|an?\s|half|hours|ages)|since\s+\d|all\s+(?:morning|night|day))",
+    ),
+    _sig(
+        "hang",
+        "doing anything nothing",
+        rf"(?:{_SUBJ}|it)\s+(?:is\s+|are\s+)?(?:alive\s+but\s+)?(?:not\s+doing\s+anything"
+        r"|doing\s+nothing)",
+    ),
+    # a run that cannot come back: "so marten can't restart", "the job cannot resume"
+    _sig(
+        "outage",
+        "restart relaunch resume start launch",
+        rf"{_FAIL_TO}\s+(?:re-?start|re-?launch|resume|start\s+(?:again|back\s+up)|launch)\b"
+        r"(?!\s+(?:the\s+)?(?:eval|notebook|demo|sweep|ablation))",
+    ),
+    # a checkpoint with nothing in it: "checkpoint 36000 is 0 bytes on lustre"
+    _sig(
+        "checkpoint-failed",
+        "bytes empty missing",
+        r"(?:checkpoint|ckpt)\s+(?:at\s+)?(?:step\s+)?(?:[\d,.]+k?\s+)?(?:is|are|was|came\s+out)\s+"
+        r"(?:(?:0|zero)\s+bytes|empty|missing)",
+    ),
+    # a part of the run timing out: "the dataloaders are timing out"; the kind is the part's
+    _sig(
+        FAULT,
+        "timing erroring",
+        r"(?:is|are|keeps?|kept)\s+(?:timing\s+out|erroring(?:\s+out)?)",
+    ),
+    # what torch's launcher prints when a rank dies, cause unsaid: "ChildFailedError",
+    # "exitcode : -9"
+    _sig(
+        "outage",
+        "childfailederror exitcode",
+        r"childfailederror|exitcode\s*:\s*-?[1-9]\d*",
+    ),
+)

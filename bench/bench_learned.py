@@ -13,14 +13,16 @@ and pooled, for every live report (incident event) and every 🚨 mark:
 * model: the scorer alone, out of sample: the live reports it finds above the threshold, and
   how many of the posts it finds are about an incident;
 * rules+model: what the live path does, a report the rules missed added when the scorer is
-  above the threshold (never on a pull description or a review).
+  above the threshold, on an issue, comment or message whose prose holds no word the rules
+  judge incidents by and that no rule ruled out (never on a pull description or a review).
 
 The threshold is the lowest on a grid at which, pooled, the 🚨 precision of rules+model and the
 scorer's own precision both reach `PRECISION_FLOOR`; the committed model's threshold
 (`scripts/train_signals.py`'s `THRESHOLD`) is said beside it. `--before` adds the honest
 comparison: each batch read by the rules as they were before the batch was committed (run from
-git), alone and with the scorer. Then the cost per event of the enrichment, rules alone and
-with the committed scorer. `--limit` keeps the first N entries of each group (a quick run).
+git), alone and with the scorer, gated by those old rules' words and vetoes. Then the cost per
+event of the enrichment, rules alone and with the committed scorer. `--limit` keeps the first N
+entries of each group (a quick run).
 """
 
 from __future__ import annotations

@@ -126,14 +126,13 @@ def _learned_report(
     rules heard no incident word in (where they did, their judgement stands), or None. Its
     kind is the most specific one the rules' signals name anywhere in the post, its pasted log
     included (unjudged: the scorer has judged it a report), else ``outage``."""
-    if learned is False or kind not in LEARNED_KINDS:
+    if learned is False or kind not in LEARNED_KINDS or not doc.prose.strip():
         return None
-    said = f"{title}\n{doc.prose}" if title else doc.prose
-    if not doc.prose.strip() or signals_heard(said):
-        return None  # words to read, and none the rules have judged already
     model = load_model() if learned is True else learned
     if model.probability(features(doc, title, kind, source)) <= model.threshold:
         return None
+    if signals_heard(f"{title}\n{doc.prose}" if title else doc.prose):
+        return None  # the rules have read these words and judged them
     text = "\n".join(part for part in (title or "", doc.prose, *doc.code) if part)
     found = sharper_kind("outage", text)
     return severity_of(found, doc.prose), found

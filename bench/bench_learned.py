@@ -290,7 +290,7 @@ def heard(text):
     low = text.lower()
     if any(any(a in low for a in s.anchors) and p.search(text) for s, p in inc._COMPILED):
         return True
-    shapes = ("_STATE_WORD", "_CAME_BACK", "_ALL_FINE")
+    shapes = ("_STATE_WORD", "_FROM_TO", "_WORSE_WORD", "_NOW_VS_THEN", "_CAME_BACK", "_ALL_FINE")
     return any(getattr(inc, n, None) and getattr(inc, n).search(text) for n in shapes)
 
 def ruled_out(doc, title, context):

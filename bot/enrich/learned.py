@@ -8,8 +8,9 @@ source, whether it pasted code or a log, how long it is). ``scripts/train_signal
 from the development corpus and writes ``live_report_model.json`` beside this module; it is
 read once, on first use.
 
-Scoring is a dictionary look-up per feature: numbers and identifiers are reduced to their
-shape ("step 41,200" → ``step 0``; "gpu-a17" → ``gpu-a0``) so that no run's own names count.
+Scoring is a dictionary look-up per feature. Digits are reduced to their shape ("step 41,200"
+gives ``step 0``; "gpu-a17" gives ``gpu-a0``), so a step or a host's index counts as a kind of
+thing, not as itself.
 """
 
 from __future__ import annotations

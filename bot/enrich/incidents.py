@@ -396,6 +396,23 @@ def sharper_kind(kind: str, logs: str) -> str:
     return min([kind, *named], key=KIND_PRIORITY.index)
 
 
+def signals_heard(text: str) -> bool:
+    """Whether any incident signal's words are in ``text``, judged or not. Where they are, the
+    rules have read the post and their judgement stands: ``bot.enrich.rules`` lets its learned
+    scorer add a report only to a post the rules heard nothing in. The words are the signals',
+    the states a run is held in ("dead", "down", "stuck"), a speed compared ("step time 17 s ->
+    26 s") and a run come back or fine ("requeued from 44,000", "no impact")."""
+    text = _canonical(text[:DETECT_LIMIT])
+    lowered = text.lower()
+    shapes = (_STATE_WORD, _FROM_TO, _WORSE_WORD, _NOW_VS_THEN, _CAME_BACK, _ALL_FINE)
+    if any(shape.search(text) for shape in shapes):
+        return True
+    return any(
+        any(a in lowered for a in signal.anchors) and pattern.search(text) is not None
+        for signal, pattern in _COMPILED
+    )
+
+
 def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str] | None:
     """``(kind, severity)`` of the incident reported by already-cleaned text, or None.
 

@@ -37,9 +37,11 @@ from bot.enrich.incidents import (
     settled,
     severity_of,
     sharper_kind,
+    signals_heard,
     thread_incident,
     thread_is_experiment,
 )
+from bot.enrich.learned import LEARNED_KINDS, LiveModel, features, load_model
 from bot.enrich.markdown import Document, clean_line, parse
 from bot.enrich.spam import is_spam
 from bot.enrich.summary import NO_TEXT, compose_summary, is_chitchat, words
@@ -79,19 +81,21 @@ class Enrichment:
     live_report: bool = False  # a report of a failure happening now: what may raise an alert
 
 
-def _incident(
-    doc: Document, title: str | None, context: ThreadContext
-) -> tuple[bool, str | None, str | None]:
-    if (
+def _ruled_out(doc: Document, title: str | None, context: ThreadContext) -> bool:
+    """Not a live report whatever its words: a crash in an ablation, an issue or a post asking
+    for a change, a post-mortem, "back up from 15,000"."""
+    return (
         thread_is_experiment(context)
         or (title is not None and names_a_change(title))
         or opens_with_proposal(doc.prose)
         or is_retrospective(doc.prose, context.title)
         or settled(doc.prose)
-    ):
-        # a crash in an ablation, an issue or a post asking for a change, a post-mortem, "back
-        # up from 15,000"
-        return False, None, None
+    )
+
+
+def _incident(
+    doc: Document, title: str | None, context: ThreadContext
+) -> tuple[bool, str | None, str | None]:
     found = find_incident(doc.prose, clean_line(title) if title else "", _logs(doc))
     if found is None and doc.code and (asks_attention(doc.prose) or len(words(doc.prose)) <= 8):
         # "needs attention. The last lines from rank 0 are:" and the log says what broke; a
@@ -113,6 +117,25 @@ def _incident(
 def _logs(doc: Document) -> str:
     """The log-looking lines, or for a post that is only a pasted log, its first lines."""
     return doc.logs or ("" if doc.prose else "\n".join(doc.code))
+
+
+def _learned_report(
+    doc: Document, title: str | None, kind: str, source: str, learned: LiveModel | bool
+) -> tuple[str, str] | None:
+    """``(severity, kind)`` of a live report the learned scorer finds in a post with prose the
+    rules heard no incident word in (where they did, their judgement stands), or None. Its
+    kind is the most specific one the rules' signals name anywhere in the post, its pasted log
+    included (unjudged: the scorer has judged it a report), else ``outage``."""
+    if learned is False or kind not in LEARNED_KINDS or not doc.prose.strip():
+        return None
+    model = load_model() if learned is True else learned
+    if model.probability(features(doc, title, kind, source)) <= model.threshold:
+        return None
+    if signals_heard(f"{title}\n{doc.prose}" if title else doc.prose):
+        return None  # the rules have read these words and judged them
+    text = "\n".join(part for part in (title or "", doc.prose, *doc.code) if part)
+    found = sharper_kind("outage", text)
+    return severity_of(found, doc.prose), found
 
 
 def _newsworthy(doc: Document, body: str, kind: str, tag: str, incident: bool) -> bool:
@@ -163,6 +186,7 @@ def enrich_text(
     kind: str,
     source: str,
     context: ThreadContext | None = None,
+    learned: LiveModel | bool = True,
 ) -> Enrichment:
     """Summary, tag, incident flag and newsworthiness of one event, without an LLM.
 
@@ -172,6 +196,9 @@ def enrich_text(
     body has nothing to say. Pulls and reviews are never incidents (they describe fixes).
 
     An entry with nothing to summarise, and a stranger's advertisement, are not newsworthy.
+
+    ``learned`` is the live-report scorer that may add a report the rules missed (never remove
+    one): True for the committed one (``bot.enrich.learned``), False for the rules alone.
     """
     context = context or ThreadContext()
     body = body or ""
@@ -181,9 +208,14 @@ def enrich_text(
     if own_title is None and title and summary == NO_TEXT:
         summary = compose_summary(doc, title)
 
+    ruled_out = kind in NO_INCIDENT_KINDS or _ruled_out(doc, own_title, context)
     live, severity, incident_kind = (
-        (False, None, None) if kind in NO_INCIDENT_KINDS else _incident(doc, own_title, context)
+        (False, None, None) if ruled_out else _incident(doc, own_title, context)
     )
+    if not (live or ruled_out) and (
+        added := _learned_report(doc, own_title, kind, source, learned)
+    ):
+        live, (severity, incident_kind) = True, added
     # about a specific incident (a fix PR, a diagnosis, a post-mortem, a recovery note), or its
     # live report; chit-chat is never about anything
     incident = live or (

@@ -1,0 +1,432 @@
+"""Grouped cross-validation of the learned live-report scorer beside the rules (issue 40).
+
+    python bench/bench_learned.py [--corpus tests/data/signal_corpus.jsonl] [--limit N] [--before]
+
+The development corpus is split into the projects (batches) it was written in, by id range
+(`GROUPS`, from `tests/data/README.md`). Each group is left out in turn: the scorer is fitted
+(`scripts/train_signals.py`'s fit) on the others and scores the left-out group. Printed per group
+and pooled, for every live report (incident event) and every 🚨 mark:
+
+* rules: the rules alone. They were written seeing every group, so this figure is optimistic;
+  the honest rules-alone readings are the "before" ones of each batch, taken before the rules
+  were changed on it;
+* model: the scorer alone, out of sample: the live reports it finds above the threshold, and
+  how many of the posts it finds are about an incident;
+* rules+model: what the live path does, a report the rules missed added when the scorer is
+  above the threshold, on an issue, comment or message whose prose holds no word the rules
+  judge incidents by and that no rule ruled out (never on a pull description or a review).
+
+The threshold is the lowest on a grid at which, pooled, the 🚨 precision of rules+model and the
+scorer's own precision both reach `PRECISION_FLOOR`; the committed model's threshold
+(`scripts/train_signals.py`'s `THRESHOLD`) is said beside it. `--before` adds the honest
+comparison: each batch read by the rules as they were before the batch was committed (run from
+git), alone and with the scorer, gated by those old rules' words and vetoes. Then the cost per
+event of the enrichment, rules alone and with the committed scorer. `--limit` keeps the first N
+entries of each group (a quick run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.enrich.context import ThreadContext
+from bot.enrich.learned import LiveModel
+from bot.enrich.rules import enrich_text
+from bot.enrich.spam import is_spam
+from scripts.train_signals import THRESHOLD, eligible, example, fit, prune
+from tests.enrich.signal_corpus import CORPUS, KIND_NAMES, Verdict, load, recorded, to_event
+
+#: The corpus's projects and batches by id range (tests/data/README.md and the corpus's history).
+GROUPS: tuple[tuple[str, int, int], ...] = (
+    ("hero+northwind", 1, 332),
+    ("basalt", 333, 388),
+    ("tern", 389, 432),
+    ("pumice", 433, 467),
+    ("flint", 468, 497),
+    ("slate", 498, 526),
+    ("gneiss", 527, 550),
+    ("schist", 551, 570),
+    ("marble", 571, 598),
+    ("onyx", 599, 622),
+    ("jasper", 623, 643),
+    ("saltmarsh-nlp/heron", 644, 706),
+    ("pinecrest/wisp", 707, 749),
+    ("selkie", 750, 783),
+    ("pelican", 784, 799),
+    ("saltmarsh-ml heron+plover", 800, 856),
+    ("loam/wisp", 857, 896),
+    ("kelvin", 897, 929),
+    ("marten", 930, 961),
+    ("bison", 962, 992),
+    ("hawk", 993, 999),
+)
+#: The commit that added each batch, written and labelled before the rules ran on it: its
+#: parent holds the rules as they were before they saw the batch (`--before`). The first 332
+#: entries grew with the rules and have none.
+BATCH_COMMITS: dict[str, str] = {
+    "basalt": "d4386da",
+    "tern": "e75bf6c",
+    "pumice": "2272386",
+    "flint": "cc4197f",
+    "slate": "dab4d95",
+    "gneiss": "af75097",
+    "schist": "0e4363f",
+    "marble": "eef07fb",
+    "onyx": "2da582a",
+    "jasper": "012f985",
+    "saltmarsh-nlp/heron": "25475d6",
+    "pinecrest/wisp": "d524a33",
+    "selkie": "cf57de1",
+    "pelican": "44b2073",
+    "saltmarsh-ml heron+plover": "e517b7d",
+    "loam/wisp": "06d488f",
+    "kelvin": "a535462",
+    "marten": "0d8c93e",
+    "bison": "ecb0359",
+    "hawk": "00f061b",
+}
+PRECISION_FLOOR = 0.90
+GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)
+ALWAYS = LiveModel(bias=0.0, weights={}, threshold=-1.0)  # adds wherever it may
+
+
+def group_of(entry: dict[str, Any]) -> str:
+    number = int(str(entry["id"]).lstrip("c"))
+    return next(name for name, lo, hi in GROUPS if lo <= number <= hi)
+
+
+def verdict(entry: dict[str, Any], learned: LiveModel | bool) -> Verdict:
+    """The live path's verdict on one entry, with or without a scorer."""
+    if not recorded(entry):
+        return Verdict("other", False, shown=False)
+    event = to_event(entry)
+    e = enrich_text(
+        title=event.title,
+        body=event.body or "",
+        kind=event.kind,
+        source=event.source,
+        context=ThreadContext.of(event),
+        learned=learned,
+    )
+    kind = KIND_NAMES.get(e.incident_kind, e.incident_kind) if e.incident_kind else None
+    return Verdict(e.tag, e.live_report, e.newsworthy, e.summary, kind, e.incident)
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """One entry: its labels, the rules' verdict, the verdict were the scorer to add a report,
+    and the scorer's out-of-sample probability (None where it may not add)."""
+
+    ident: str
+    group: str
+    live: bool
+    about: bool
+    rules: Verdict
+    added: Verdict
+    p: float | None
+    junk: bool  # a stranger's advertisement: never marked
+
+    def combined(self, t: float) -> Verdict:
+        return self.added if self.p is not None and self.p > t else self.rules
+
+
+def junk(entry: dict[str, Any]) -> bool:
+    event = to_event(entry)
+    title = event.title if event.kind in ("issue", "pull") else None
+    return is_spam(f"{title or ''}\n{event.body or ''}", ThreadContext.of(event))
+
+
+def cross_validate(entries: Sequence[dict[str, Any]]) -> list[Scored]:
+    data = {str(e["id"]): example(e) for e in entries if eligible(e)}
+    out: list[Scored] = []
+    for name, _, _ in GROUPS:
+        held = [e for e in entries if group_of(e) == name]
+        if not held:
+            continue
+        train = [
+            data[str(e["id"])] for e in entries if group_of(e) != name and str(e["id"]) in data
+        ]
+        bias, weights = fit(train)
+        model = LiveModel(bias=bias, weights=prune(weights), threshold=0.0)
+        for e in held:
+            ex = data.get(str(e["id"]))
+            out.append(
+                Scored(
+                    str(e["id"]),
+                    name,
+                    bool(e.get("live_report")),
+                    bool(e.get("incident")),
+                    verdict(e, False),
+                    verdict(e, ALWAYS),
+                    model.probability(list(ex.names)) if ex else None,
+                    junk(e),
+                )
+            )
+    return out
+
+
+@dataclass(slots=True)
+class Row:
+    live: int = 0
+    rules_live: int = 0
+    rules_marked: int = 0
+    rules_right: int = 0
+    model_live: int = 0
+    model_found: int = 0
+    model_right: int = 0
+    both_live: int = 0
+    both_marked: int = 0
+    both_right: int = 0
+
+    def add(self, s: Scored, t: float) -> None:
+        both = s.combined(t)
+        self.live += s.live
+        self.rules_live += s.live and s.rules.marked
+        self.rules_marked += s.rules.marked
+        self.rules_right += s.rules.marked and s.about
+        found = s.p is not None and s.p > t
+        self.model_found += found
+        self.model_live += found and s.live
+        self.model_right += found and s.about
+        self.both_live += s.live and both.marked
+        self.both_marked += both.marked
+        self.both_right += both.marked and s.about
+
+
+def rows(scored: Sequence[Scored], t: float) -> dict[str, Row]:
+    table: dict[str, Row] = {}
+    for s in scored:
+        table.setdefault(s.group, Row()).add(s, t)
+    pooled = Row()
+    for s in scored:
+        pooled.add(s, t)
+    table["pooled"] = pooled
+    return table
+
+
+def choose_threshold(scored: Sequence[Scored]) -> float:
+    """The lowest threshold on the grid at which, pooled, both the 🚨 precision of rules+model
+    and the scorer's own out-of-sample precision reach the floor (the rules' share of the
+    first is in-sample, so the second keeps the scorer's additions honest by themselves)."""
+    for t in GRID:
+        r = rows(scored, t)["pooled"]
+        if (
+            r.both_marked
+            and r.both_right >= PRECISION_FLOOR * r.both_marked
+            and r.model_right >= PRECISION_FLOOR * r.model_found
+        ):
+            return t
+    return GRID[-1]
+
+
+def _pct(n: int, d: int) -> str:
+    return f"{n:>3}/{d:<3} {100 * n / d:5.1f}%" if d else f"{'-':>14}"
+
+
+def print_table(scored: Sequence[Scored], t: float) -> None:
+    print(f"threshold {t}: live-report recall (🚨 on incident events) and 🚨 precision")
+    head = f"{'group':<26} {'live':>4}  {'rules recall':>14} {'rules prec':>14}"
+    print(f"{head}  {'model recall':>14} {'model prec':>14}  {'both recall':>14} {'both prec':>14}")
+    for name, r in rows(scored, t).items():
+        print(
+            f"{name:<26} {r.live:>4}  {_pct(r.rules_live, r.live)} "
+            f"{_pct(r.rules_right, r.rules_marked)}  {_pct(r.model_live, r.live)} "
+            f"{_pct(r.model_right, r.model_found)}  {_pct(r.both_live, r.live)} "
+            f"{_pct(r.both_right, r.both_marked)}"
+        )
+
+
+def sweep(scored: Sequence[Scored]) -> None:
+    print("\nthreshold sweep (pooled): model-alone recall, model precision, rules+model 🚨 prec")
+    for t in GRID:
+        r = rows(scored, t)["pooled"]
+        print(
+            f"  {t:4.2f}  model {_pct(r.model_live, r.live)}  prec "
+            f"{_pct(r.model_right, r.model_found)}  both prec {_pct(r.both_right, r.both_marked)}"
+        )
+
+
+def cost(entries: Sequence[dict[str, Any]], repeat: int = 3) -> None:
+    events = [to_event(e) for e in entries if recorded(e)]
+    for label, learned in (("rules alone", False), ("rules+model", True)):
+        best = float("inf")
+        for _ in range(repeat):
+            start = time.perf_counter()
+            for ev in events:
+                enrich_text(
+                    title=ev.title,
+                    body=ev.body or "",
+                    kind=ev.kind,
+                    source=ev.source,
+                    context=ThreadContext.of(ev),
+                    learned=learned,
+                )
+            best = min(best, time.perf_counter() - start)
+        print(f"{label:<12} {1e6 * best / len(events):7.1f} µs per event ({len(events)} events)")
+
+
+_OLD_RULES = """
+import json, sys
+from bot.enrich import incidents as inc
+from bot.enrich.context import ThreadContext
+from bot.enrich.markdown import parse
+from tests.enrich.signal_corpus import recorded, rules_method, to_event
+
+def heard(text):
+    text = getattr(inc, "_canonical", str)(text[: inc.DETECT_LIMIT])
+    low = text.lower()
+    if any(any(a in low for a in s.anchors) and p.search(text) for s, p in inc._COMPILED):
+        return True
+    shapes = ("_STATE_WORD", "_FROM_TO", "_WORSE_WORD", "_NOW_VS_THEN", "_CAME_BACK", "_ALL_FINE")
+    return any(getattr(inc, n, None) and getattr(inc, n).search(text) for n in shapes)
+
+def ruled_out(doc, title, context):
+    checks = (
+        lambda: inc.thread_is_experiment(context),
+        lambda: title is not None and inc.names_a_change(title),
+        lambda: inc.opens_with_proposal(doc.prose),
+        lambda: inc.is_retrospective(doc.prose, context.title),
+        lambda: inc.settled(doc.prose),
+    )
+    for check in checks:
+        try:
+            if check():
+                return True
+        except AttributeError:
+            pass
+    return False
+
+for line in sys.stdin:
+    e = json.loads(line)
+    v = rules_method(e)
+    marked = bool(getattr(v, "marked", v.tag == "incident"))
+    gate = False
+    if recorded(e):
+        ev = to_event(e)
+        doc = parse(ev.body or "")
+        title = ev.title if ev.kind in ("issue", "pull") else None
+        said = f"{title}\\n{doc.prose}" if title else doc.prose
+        gate = bool(doc.prose.strip()) and not heard(said)
+        gate = gate and not ruled_out(doc, title, ThreadContext.of(ev))
+    print(json.dumps([e["id"], bool(v.incident), marked, gate]))
+"""
+
+
+def rules_before(entries: Sequence[dict[str, Any]]) -> dict[str, tuple[bool, bool, bool]]:
+    """Each batch read by the rules as they were before it was committed: entry id → (live
+    report, 🚨 mark, whether those rules would have let the scorer add a report: prose where
+    they heard no incident word and ruled nothing out). The old code is taken from git (bot/,
+    prompts/, tests/enrich) into a temporary directory and run there on the batch."""
+    root = Path(__file__).resolve().parents[1]
+    found: dict[str, tuple[bool, bool, bool]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, commit in BATCH_COMMITS.items():
+            batch = [e for e in entries if group_of(e) == name]
+            if not batch:
+                continue
+            where = Path(tmp) / commit
+            where.mkdir()
+            paths = ["bot", "prompts", "tests/__init__.py", "tests/enrich"]
+            archive = subprocess.run(
+                ["git", "-C", str(root), "archive", f"{commit}^", *paths],
+                capture_output=True,
+                check=True,
+            ).stdout
+            subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+            done = subprocess.run(
+                [sys.executable, "-c", _OLD_RULES],
+                input="".join(json.dumps(e) + "\n" for e in batch),
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=where,
+                env={**os.environ, "PYTHONPATH": str(where)},
+            )
+            for line in done.stdout.splitlines():
+                ident, live, marked, gate = json.loads(line)
+                found[ident] = (live, marked, gate)
+    return found
+
+
+def print_before(
+    scored: Sequence[Scored], before: dict[str, tuple[bool, bool, bool]], t: float
+) -> None:
+    """The honest comparison: each batch by the rules before they saw it, alone and with the
+    scorer fitted without it."""
+    print(f"\nrules before each batch (out of sample), alone and with the scorer at {t}")
+    print(
+        f"{'group':<26} {'live':>4}  {'before recall':>14} {'before prec':>14}  "
+        f"{'+model recall':>14} {'+model prec':>14}"
+    )
+    table: dict[str, list[int]] = {}
+    for s in scored:
+        if s.ident not in before:
+            continue
+        live, marked, gate = before[s.ident]
+        added = s.p is not None and s.p > t and gate and not live and not s.junk
+        both = marked or added
+        for key in (s.group, "pooled"):
+            r = table.setdefault(key, [0] * 7)
+            r[0] += s.live
+            r[1] += s.live and marked
+            r[2] += marked
+            r[3] += marked and s.about
+            r[4] += s.live and both
+            r[5] += both
+            r[6] += both and s.about
+    table["pooled"] = table.pop("pooled", [0] * 7)
+    for name, r in table.items():
+        print(
+            f"{name:<26} {r[0]:>4}  {_pct(r[1], r[0])} {_pct(r[3], r[2])}  "
+            f"{_pct(r[4], r[0])} {_pct(r[6], r[5])}"
+        )
+
+
+def limited(entries: Sequence[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` entries of each group."""
+    seen: Counter[str] = Counter()
+    kept = []
+    for e in entries:
+        seen[group_of(e)] += 1
+        if seen[group_of(e)] <= limit:
+            kept.append(e)
+    return kept
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--before", action="store_true", help="also the rules before each batch")
+    args = parser.parse_args(argv)
+    entries = load(args.corpus)
+    if args.limit is not None:
+        entries = limited(entries, args.limit)
+    scored = cross_validate(entries)
+    t = choose_threshold(scored)
+    print_table(scored, t)
+    print(f"committed threshold: {THRESHOLD}" + ("" if t == THRESHOLD else " (differs!)"))
+    sweep(scored)
+    if args.before:
+        before = rules_before(entries)
+        print_before(scored, before, t)
+    print()
+    cost(entries)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

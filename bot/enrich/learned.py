@@ -1,0 +1,107 @@
+"""A small learned scorer for live incident reports, beside the rules (issue 40).
+
+The rules (``bot.enrich.incidents``) read phrases and shapes; on text written in a voice they
+have not seen they miss live reports. This is a logistic regression over the words of an
+event's cleaned text (its own title and prose, as ``bot.enrich.markdown.parse`` leaves them:
+no code fences, no quoted replies), their pairs, and a few facts about the post (its kind and
+source, whether it pasted code or a log, how long it is). ``scripts/train_signals.py`` fits it
+from the development corpus and writes ``live_report_model.json`` beside this module; it is
+read once, on first use.
+
+Scoring is a dictionary look-up per feature. Digits are reduced to their shape ("step 41,200"
+gives ``step 0``; "gpu-a17" gives ``gpu-a0``), so a step or a host's index counts as a kind of
+thing, not as itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from bot.enrich.markdown import Document
+
+__all__ = [
+    "LEARNED_KINDS",
+    "MODEL_PATH",
+    "LiveModel",
+    "features",
+    "live_probability",
+    "load_model",
+]
+
+MODEL_PATH: Final = Path(__file__).with_name("live_report_model.json")
+#: The kinds of post the scorer learns from and judges: those that can be live reports (never a
+#: pull description or a review, which describe changes; never a run's state, which is a fact).
+LEARNED_KINDS: Final = frozenset({"issue", "comment", "message"})
+#: At most this many words of a post are read (a live report says so near its top).
+MAX_WORDS: Final = 400
+_TOKEN = re.compile(r"[a-z0-9][a-z0-9_'./-]*[a-z0-9]|[a-z0-9]|[?!]")
+_DIGITS = re.compile(r"\d+")
+_LENGTHS: Final = ((3, "len:tiny"), (12, "len:short"), (40, "len:mid"))
+
+
+def _tokens(text: str) -> list[str]:
+    return [_DIGITS.sub("0", t) for t in _TOKEN.findall(text.lower())][:MAX_WORDS]
+
+
+def features(doc: Document, title: str | None, kind: str, source: str) -> list[str]:
+    """The sorted, distinct features of one event: words and word pairs of its title and
+    prose (line by line: a pair never spans two blocks), then what kind of post it is."""
+    found: set[str] = {f"kind:{kind}", f"source:{source}"}
+    lines = [title] if title else []
+    lines.extend(doc.prose.splitlines())
+    count = 0
+    for line in lines:
+        tokens = _tokens(line)
+        count += len(tokens)
+        found.update(tokens)
+        found.update(f"{a} {b}" for a, b in itertools.pairwise(tokens))
+        if count >= MAX_WORDS:
+            break
+    if doc.had_code:
+        found.add("has:code")
+    if doc.logs or (doc.code and not doc.prose):
+        found.add("has:log")
+    found.add(next((name for limit, name in _LENGTHS if count <= limit), "len:long"))
+    return sorted(found)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveModel:
+    """A fitted logistic regression: ``bias`` plus the weight of each present feature."""
+
+    bias: float
+    weights: dict[str, float]
+    threshold: float  # the probability above which a post the rules missed counts as a report
+
+    def probability(self, names: list[str]) -> float:
+        z = self.bias + sum(self.weights.get(name, 0.0) for name in names)
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+    @classmethod
+    def from_json(cls, text: str) -> LiveModel:
+        data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("weights"), dict):
+            raise ValueError("a live-report model is an object with a 'weights' object")
+        return cls(
+            bias=float(data["bias"]),
+            weights={str(k): float(v) for k, v in data["weights"].items()},
+            threshold=float(data["threshold"]),
+        )
+
+
+@functools.cache
+def load_model(path: Path = MODEL_PATH) -> LiveModel:
+    """The committed model, read once."""
+    return LiveModel.from_json(path.read_text(encoding="utf-8"))
+
+
+def live_probability(doc: Document, title: str | None, kind: str, source: str) -> float:
+    """The committed model's probability that this post is a live incident report."""
+    return load_model().probability(features(doc, title, kind, source))

@@ -1,0 +1,107 @@
+"""The learned live-report scorer (issue 40): its committed file, how it joins the rules, and
+the cross-validation bench that chose its threshold."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from typing import Any
+
+import pytest
+
+from bench import bench_learned
+from bot.enrich.learned import MODEL_PATH, LiveModel, features, live_probability, load_model
+from bot.enrich.markdown import parse
+from bot.enrich.rules import enrich_text
+from scripts import train_signals
+from tests.enrich.signal_corpus import load
+
+#: A scorer that would add a report wherever it is allowed to.
+ALWAYS = LiveModel(bias=0.0, weights={}, threshold=-1.0)
+#: A scorer that never would.
+NEVER = LiveModel(bias=0.0, weights={}, threshold=2.0)
+#: Prose without a word the rules judge incidents by: only a scorer can call it a report.
+UNHEARD = "rank 12 keeps printing the same barrier line and nothing else moves on the board"
+
+
+def test_the_committed_model_loads_and_scores() -> None:
+    model = load_model()
+    assert 0.0 < model.threshold < 1.0
+    assert 1000 <= len(model.weights) <= train_signals.KEEP
+    names = features(parse("the job died at step 41,200, rank 3 gone"), None, "message", "discord")
+    assert "step 0" in names and "kind:message" in names  # numbers read by their shape
+    assert any(name in model.weights for name in names)
+    p = live_probability(parse(UNHEARD), None, "message", "discord")
+    assert 0.0 < p < 1.0
+    assert p == model.probability(features(parse(UNHEARD), None, "message", "discord"))
+
+
+def test_a_model_file_without_weights_is_refused() -> None:
+    with pytest.raises(ValueError, match="weights"):
+        LiveModel.from_json('{"bias": 0.1, "threshold": 0.5}')
+
+
+def test_the_committed_model_is_what_the_script_fits_from_the_committed_corpus() -> None:
+    fitted = train_signals.model_json(train_signals.examples(load()))
+    assert fitted == MODEL_PATH.read_text(encoding="utf-8")
+
+
+def _enrich(body: str, kind: str, learned: LiveModel | bool, title: str | None = None) -> Any:
+    source = "discord" if kind == "message" else "github"
+    return enrich_text(title=title, body=body, kind=kind, source=source, learned=learned)
+
+
+@pytest.mark.parametrize("kind", ["pull", "review"])
+def test_a_model_never_marks_a_pull_description_or_a_review(kind: str) -> None:
+    assert _enrich(UNHEARD, "comment", ALWAYS).live_report  # it would, on a comment
+    e = _enrich(UNHEARD, kind, ALWAYS, title="Barrier logging" if kind == "pull" else None)
+    assert not e.live_report and not e.incident and e.tag != "incident"
+
+
+def test_a_model_added_report_is_marked_with_the_kind_the_rules_name_or_outage() -> None:
+    assert not _enrich(UNHEARD, "message", False).live_report
+    e = _enrich(UNHEARD, "message", ALWAYS)
+    assert e.live_report and e.incident and e.tag == "incident"
+    assert e.incident_kind == "outage" and e.severity is not None
+    logged = UNHEARD + "\n\n```\n[rank12] CUDA out of memory. Tried to allocate 2.00 GiB\n```"
+    assert _enrich(logged, "message", ALWAYS).incident_kind == "oom"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hero is down for the scheduled maintenance",  # the rules heard "down" and judged it
+        "is loss stuck?",
+        "proposal: a sidecar that kills the job when rank 0 prints the same line twice",
+        "training again from 44,000 after the switch swap",
+    ],
+)
+def test_where_the_rules_heard_or_ruled_out_their_judgement_stands(text: str) -> None:
+    assert not _enrich(text, "message", ALWAYS).live_report
+
+
+def test_the_combination_never_removes_a_rules_mark() -> None:
+    """Every 🚨 and live report the rules give on the corpus (as the live path reads it) stays,
+    with its kind, whatever the scorer says."""
+    checked = 0
+    for entry in load():
+        rules = bench_learned.verdict(entry, False)
+        if not rules.marked:
+            continue
+        checked += 1
+        for learned in (True, NEVER, ALWAYS):
+            v = bench_learned.verdict(entry, learned)
+            assert v.marked and v.incident >= rules.incident, entry["id"]
+            if rules.incident:
+                assert v.kind == rules.kind, entry["id"]
+    assert checked > 300
+
+
+def test_the_cross_validation_bench_runs_on_a_slice() -> None:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert bench_learned.main(["--limit", "4"]) == 0
+    text = out.getvalue()
+    rows = {line.split()[0] for line in text.splitlines() if line[:1].isalpha()}
+    assert {"hero+northwind", "basalt", "hawk", "pooled"} <= rows
+    assert "threshold" in text and "µs per event" in text

@@ -350,7 +350,9 @@ async def process_soak(args: argparse.Namespace) -> None:
             warm = began + min(args.minutes * 60 / 3, 600)
             warm_snapshot = None
             n = 0
-            next_row, next_commands, next_sample = began, began + 120, began + 30
+            every_command = args.command_seconds or float("inf")
+            next_row, next_commands = began, began + every_command
+            next_sample = began + args.sample_seconds
             while (t := loop.time()) < end:
                 due = int((t - began) * args.rate)
                 while n < due:
@@ -372,12 +374,12 @@ async def process_soak(args: argparse.Namespace) -> None:
                     next_row += 30
                 if t >= next_commands:
                     await commands_once(fake)
-                    next_commands += 120
+                    next_commands += every_command
                 if t >= next_sample:
                     rss.append((int(t - began), process_rss_mb(bot.pid)))
                     if not args.no_dumps:
                         bot.send_signal(signal.SIGUSR1)
-                    next_sample += 30
+                    next_sample += args.sample_seconds
                 if args.trace and warm_snapshot is None and t >= warm:
                     bot.send_signal(signal.SIGUSR2)
                     records = await dumped(folder, bot.pid, snapshots=1)
@@ -410,7 +412,7 @@ async def process_soak(args: argparse.Namespace) -> None:
 def report(
     rss: list[tuple[int, float]], parts: list[dict[str, object]], args: argparse.Namespace
 ) -> None:
-    print("RSS MB every 30 s: " + " ".join(f"{mb:.1f}" for _, mb in rss))
+    print(f"RSS MB every {args.sample_seconds:g} s: " + " ".join(f"{mb:.1f}" for _, mb in rss))
     print_parts(parts)
     slope = slope_mb_per_min(rss, args.slope_minutes)
     print(
@@ -458,7 +460,18 @@ def main() -> None:
     parser.add_argument("--trace", action="store_true")
     parser.add_argument("--minutes", type=float, default=0, help="real-time soak length")
     parser.add_argument("--rate", type=float, default=6.0, help="messages a second (real time)")
-    parser.add_argument("--slope-minutes", type=float, default=10.0)
+    parser.add_argument(
+        "--slope-minutes", type=float, default=5.0, help="the slope of the last M minutes"
+    )
+    parser.add_argument(
+        "--command-seconds",
+        type=float,
+        default=120.0,
+        help="--process: seconds between /status + /timeline pairs (0: none)",
+    )
+    parser.add_argument(
+        "--sample-seconds", type=float, default=30.0, help="--process: seconds between RSS samples"
+    )
     parser.add_argument(
         "--env",
         action="append",

@@ -197,6 +197,10 @@ def content_hash(*parts: object) -> str:
     return digest.hexdigest()[:16]
 
 
+#: Characters of a body a one-line entry shows when the event has no summary or title.
+LINE_BODY_CHARS = 200
+
+
 @dataclass(slots=True)
 class Event:
     """One observation from a source: a GitHub issue/PR/comment/review, a Discord message, a W&B

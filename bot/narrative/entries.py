@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from bot.models import Event
+from bot.models import LINE_BODY_CHARS, Event
 
 
 @dataclass(slots=True, frozen=True)
@@ -49,7 +49,7 @@ def judged_by(event: Event) -> str:
 
 
 def entry_from_event(event: Event) -> TimelineEntry:
-    summary = event.summary or event.title or (event.body[:200] if event.body else "")
+    summary = event.summary or event.title or (event.body[:LINE_BODY_CHARS] if event.body else "")
     return TimelineEntry(
         at=event.at,
         author=event.author,

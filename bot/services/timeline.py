@@ -45,7 +45,7 @@ async def build_timeline(
     if await store.runs.get(slug) is None:
         raise UnknownRun(slug)
     since = now - timedelta(days=days) if days is not None else None
-    events = await store.events.timeline(
+    events = await store.events.listing(
         slug, since=since, until=until, tag=tag, source=source, limit=limit, offset=offset
     )
     return [entry_from_event(event) for event in events]

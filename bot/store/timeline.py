@@ -8,12 +8,65 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from bot.core.timeutil import to_db
-from bot.models import BadRestart, Event, Restart
+from bot.core.timeutil import from_db, to_db
+from bot.models import LINE_BODY_CHARS, BadRestart, Event, Restart
 from bot.store.db import Database
 from bot.store.events import _between, _source_is, event_from_row, events_from_rows
 
 log = logging.getLogger(__name__)
+
+
+_LISTED = (
+    "id, run_slug, source, external_id, kind, at, author, ref, url, state, title, "
+    "substr(body, 1, ?) AS body, summary, tag, incident, enriched_by"
+)
+
+
+def _listed(row: Any) -> Event:
+    return Event(
+        id=row["id"],
+        run_slug=row["run_slug"],
+        source=row["source"],
+        external_id=row["external_id"],
+        kind=row["kind"],
+        at=from_db(row["at"]),  # type: ignore[arg-type]
+        author=row["author"],
+        ref=row["ref"],
+        url=row["url"],
+        state=row["state"],
+        title=row["title"],
+        body=row["body"] or "",
+        summary=row["summary"],
+        tag=row["tag"],
+        incident=bool(row["incident"]),
+        enriched_by=row["enriched_by"],
+    )
+
+
+def _timeline_where(
+    since: datetime | None,
+    until: datetime | None,
+    tag: str | None,
+    source: str | None,
+    newsworthy_only: bool,
+    params: list[Any],
+) -> str:
+    """The WHERE clause of a run's timeline (its run slug already in `params`)."""
+    where = "run_slug = ? AND deleted = 0"
+    if since is not None:
+        where += " AND at >= ?"
+        params.append(to_db(since))
+    if until is not None:
+        where += " AND at < ?"
+        params.append(to_db(until))
+    if tag is not None:
+        where += " AND tag = ?"
+        params.append(tag)
+    if source is not None:
+        where += f" AND {_source_is(source, params)}"
+    if newsworthy_only:
+        where += " AND newsworthy = 1"
+    return where
 
 
 class TimelineReads:
@@ -43,24 +96,33 @@ class TimelineReads:
         offset: int = 0,
     ) -> list[Event]:
         """Newest first. Deleted events are never shown."""
-        sql = "SELECT * FROM events WHERE run_slug = ? AND deleted = 0"
         params: list[Any] = [run_slug]
-        if since is not None:
-            sql += " AND at >= ?"
-            params.append(to_db(since))
-        if until is not None:
-            sql += " AND at < ?"
-            params.append(to_db(until))
-        if tag is not None:
-            sql += " AND tag = ?"
-            params.append(tag)
-        if source is not None:
-            sql += f" AND {_source_is(source, params)}"
-        if newsworthy_only:
-            sql += " AND newsworthy = 1"
-        sql += " ORDER BY at DESC, id DESC LIMIT ? OFFSET ?"
-        params.extend([limit, offset])
-        return await events_from_rows(await self.db.fetchall(sql, params))
+        where = _timeline_where(since, until, tag, source, newsworthy_only, params)
+        sql = f"SELECT * FROM events WHERE {where} ORDER BY at DESC, id DESC LIMIT ? OFFSET ?"
+        return await events_from_rows(await self.db.fetchall(sql, [*params, limit, offset]))
+
+    async def listing(
+        self,
+        run_slug: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        tag: str | None = None,
+        source: str | None = None,
+        limit: int = 200,
+        offset: int = 0,
+    ) -> list[Event]:
+        """`timeline`'s newsworthy events as a listing shows them, one line each: each body cut
+        to its first `LINE_BODY_CHARS` characters (what a line without summary or title falls back
+        to) and no source data (`extra`), so a page of 500 entries never reads the posts'
+        whole text into memory. For showing only: never write these events back."""
+        params: list[Any] = [run_slug]
+        where = _timeline_where(since, until, tag, source, True, params)
+        sql = (
+            f"SELECT {_LISTED} FROM events WHERE {where} ORDER BY at DESC, id DESC LIMIT ? OFFSET ?"
+        )
+        rows = await self.db.fetchall(sql, [LINE_BODY_CHARS, *params, limit, offset])
+        return [_listed(row) for row in rows]
 
     async def alert_names(self, run_slug: str) -> list[str]:
         """The names of the Alertmanager alerts a run has received (they are incident kinds a

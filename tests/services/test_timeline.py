@@ -160,3 +160,28 @@ async def test_a_runs_routine_is_running_is_not_a_timeline_entry(store: Store) -
         "W&B run hero-fork went from crashed to running at step 62,004",
         "W&B run hero-fork went from running to crashed at step 62,004",
     ]
+
+
+async def test_a_listing_reads_no_whole_body_and_shows_the_same_lines(store: Store) -> None:
+    """The timeline reads a body only as far as a line can show it, and no source data; its
+    lines are those of the whole events (summary, title, the body's start, tag, 🚨, who)."""
+    long_body = "word " * 20_000  # a 100 kB issue description
+    events = [
+        event(1, 1, title="A titled issue", body=long_body, kind="issue", summary=None),
+        event(2, 2, body=long_body, summary=None, tag=None),
+        event(3, 3, body=long_body, incident=True, tag="incident", enriched_by="llm:x@1"),
+        event(4, 4, source="discord", kind="message", ref="#hero-run", body="node 12 down?"),
+    ]
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    await store.events.upsert_many(events)
+    await store.events.set_enrichment(
+        events[2], summary="", tag="incident", incident=True, severity=None, newsworthy=True,
+        enriched_by="llm:x@1",
+    )  # fmt: skip
+    listed = await store.events.listing("hero", since=NOW - timedelta(days=1))
+    whole = await store.events.timeline("hero", since=NOW - timedelta(days=1))
+    assert [e.external_id for e in listed] == [e.external_id for e in whole]
+    assert max(len(e.body) for e in listed) == 200
+    assert [entry_from_event(e) for e in listed] == [entry_from_event(e) for e in whole]
+    entries = await build_timeline(store, "hero", NOW, days=1)
+    assert entries[1].summary == long_body[:200] and entries[2].tag_by == "model"

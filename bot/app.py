@@ -403,7 +403,7 @@ class RunscribeBot(commands.Bot):
         spawn("digest", every.digest, self.schedule_digests)
         spawn("live", every.live, self.live.refresh, wake=loops.live_due)
         spawn("integrity", every.integrity, self.check_store)
-        spawn("heap", every.heap, settle_heap)
+        spawn("heap", every.heap, settle_heap, wake=loops.heap_due)
         if self.charting.warm:
             warm = self.charting.warm_up(lambda: loops.rounds[WANDB] > 0)
             loops.add(asyncio.create_task(warm, name="runscribe-warm-charts"))

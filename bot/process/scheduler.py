@@ -75,6 +75,9 @@ class LoopScheduler:
         # Set after every loop round (and when a live message was deleted): the live status
         # messages are looked at now, so a state change shows within the round that saw it.
         self.live_due = asyncio.Event()
+        # Set when the last command being answered is done: the heap loop gives back what the
+        # answer took (a page of entries, a chart) now, not at its next tick.
+        self.heap_due = asyncio.Event()
         # A loop that goes through after failing (the store writable again) retries every loop
         # still backing off at once (`bot.core.loops`).
         self.retries = Retries()
@@ -163,6 +166,8 @@ class LoopScheduler:
             yield
         finally:
             self._answering -= 1
+            if not self._answering:
+                self.heap_due.set()
 
     def busy(self, saturated: bool) -> bool:
         """A poll round is running or more than `ANSWERED_AT_ONCE` commands are being answered,

@@ -51,3 +51,24 @@ async def test_the_heap_round_collects_cyclic_garbage_without_waiting_for_cpytho
         await fake.wait_for(lambda: gone() is None)
     finally:
         gc.enable()
+
+
+async def test_an_answered_command_wakes_the_heap_round_at_once(
+    start_bot: StartBot, fake: FakeDiscord, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a command's answer took (a page of entries, a chart) is given back when the last
+    command is answered, not at the heap loop's next tick (here an hour away)."""
+    rounds: list[int] = []
+
+    def give_back() -> bool:
+        rounds.append(1)
+        return True
+
+    monkeypatch.setattr(bot.core.heap, "give_back_free_heap", give_back)
+    every = LoopIntervals(poll=3600, outbox=0.05, digest=0.1, narrative=3600, heap=3600)
+    await start_bot(intervals=every)
+    await fake.wait_for(lambda: len(rounds) >= 1)  # the loop's first round, at start
+    before = len(rounds)
+    record = await fake.slash("timeline", [{"name": "days", "type": 4, "value": 30}])
+    await fake.wait_for(lambda: record.callback.done())
+    await fake.wait_for(lambda: len(rounds) > before)

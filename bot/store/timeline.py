@@ -8,39 +8,18 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from bot.core.timeutil import from_db, to_db
+from bot.core.timeutil import to_db
 from bot.models import LINE_BODY_CHARS, BadRestart, Event, Restart
 from bot.store.db import Database
-from bot.store.events import _between, _source_is, event_from_row, events_from_rows
-
-log = logging.getLogger(__name__)
-
-
-_LISTED = (
-    "id, run_slug, source, external_id, kind, at, author, ref, url, state, title, "
-    "substr(body, 1, ?) AS body, summary, tag, incident, enriched_by"
+from bot.store.events import (
+    LISTED_COLUMNS,
+    _between,
+    _source_is,
+    event_from_row,
+    events_from_rows,
 )
 
-
-def _listed(row: Any) -> Event:
-    return Event(
-        id=row["id"],
-        run_slug=row["run_slug"],
-        source=row["source"],
-        external_id=row["external_id"],
-        kind=row["kind"],
-        at=from_db(row["at"]),  # type: ignore[arg-type]
-        author=row["author"],
-        ref=row["ref"],
-        url=row["url"],
-        state=row["state"],
-        title=row["title"],
-        body=row["body"] or "",
-        summary=row["summary"],
-        tag=row["tag"],
-        incident=bool(row["incident"]),
-        enriched_by=row["enriched_by"],
-    )
+log = logging.getLogger(__name__)
 
 
 def _timeline_where(
@@ -118,11 +97,10 @@ class TimelineReads:
         whole text into memory. For showing only: never write these events back."""
         params: list[Any] = [run_slug]
         where = _timeline_where(since, until, tag, source, True, params)
-        sql = (
-            f"SELECT {_LISTED} FROM events WHERE {where} ORDER BY at DESC, id DESC LIMIT ? OFFSET ?"
-        )
+        sql = f"SELECT {LISTED_COLUMNS} FROM events WHERE {where} ORDER BY at DESC, id DESC"
+        sql += " LIMIT ? OFFSET ?"
         rows = await self.db.fetchall(sql, [LINE_BODY_CHARS, *params, limit, offset])
-        return [_listed(row) for row in rows]
+        return await events_from_rows(rows, listed=True)
 
     async def alert_names(self, run_slug: str) -> list[str]:
         """The names of the Alertmanager alerts a run has received (they are incident kinds a

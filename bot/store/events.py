@@ -49,47 +49,24 @@ def _live_report(row: aiosqlite.Row) -> bool:
 ROWS_ON_LOOP = 100
 
 
-async def events_from_rows(rows: Sequence[aiosqlite.Row], *, listed: bool = False) -> list[Event]:
-    """`event_from_row` (`listed_from_row` for a listing's rows) over `rows`, off the event loop
-    when there are many."""
+async def events_from_rows(rows: Sequence[aiosqlite.Row]) -> list[Event]:
+    """`event_from_row` over `rows`, off the event loop when there are many."""
     if len(rows) <= ROWS_ON_LOOP:
-        return _events_from_rows(rows, listed)
-    return await asyncio.to_thread(_events_from_rows, rows, listed)
+        return [event_from_row(row) for row in rows]
+    return await asyncio.to_thread(_events_from_rows, rows)
 
 
-def _events_from_rows(rows: Sequence[aiosqlite.Row], listed: bool) -> list[Event]:
-    convert = listed_from_row if listed else event_from_row
-    return [convert(row) for row in rows]
+def _events_from_rows(rows: Sequence[aiosqlite.Row]) -> list[Event]:
+    return [event_from_row(row) for row in rows]
 
 
-#: A listing's columns (`TimelineReads.listing`): a body only as far as a line shows it (its one
-#: parameter) and no source data.
+#: A listing's columns (`TimelineReads.listing`): every column `event_from_row` reads, but the
+#: body only as far as a line shows it (the one parameter) and no source data.
 LISTED_COLUMNS = (
-    "id, run_slug, source, external_id, kind, at, author, ref, url, state, title, "
-    "substr(body, 1, ?) AS body, summary, tag, incident, enriched_by"
+    "id, run_slug, source, external_id, kind, at, updated_at, author, ref, url, state, title, "
+    "substr(body, 1, ?) AS body, thread, '{}' AS extra, deleted, summary, tag, incident, "
+    "live_report, severity, newsworthy, enriched_by"
 )
-
-
-def listed_from_row(row: aiosqlite.Row) -> Event:
-    """An event as a listing reads it (`LISTED_COLUMNS`)."""
-    return Event(
-        id=row["id"],
-        run_slug=row["run_slug"],
-        source=row["source"],
-        external_id=row["external_id"],
-        kind=row["kind"],
-        at=from_db(row["at"]),  # type: ignore[arg-type]
-        author=row["author"],
-        ref=row["ref"],
-        url=row["url"],
-        state=row["state"],
-        title=row["title"],
-        body=row["body"] or "",
-        summary=row["summary"],
-        tag=row["tag"],
-        incident=bool(row["incident"]),
-        enriched_by=row["enriched_by"],
-    )
 
 
 def event_from_row(row: aiosqlite.Row) -> Event:

@@ -100,7 +100,7 @@ class TimelineReads:
         sql = f"SELECT {LISTED_COLUMNS} FROM events WHERE {where} ORDER BY at DESC, id DESC"
         sql += " LIMIT ? OFFSET ?"
         rows = await self.db.fetchall(sql, [LINE_BODY_CHARS, *params, limit, offset])
-        return await events_from_rows(rows, listed=True)
+        return await events_from_rows(rows)
 
     async def alert_names(self, run_slug: str) -> list[str]:
         """The names of the Alertmanager alerts a run has received (they are incident kinds a

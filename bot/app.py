@@ -437,6 +437,13 @@ class RunscribeBot(commands.Bot):
             await self.health.gateway_down("the bot is stopped")
         await self.loops.cancel()
         await self.charting.aclose()
+        # discord.py waits `guild_ready_timeout` after READY before it dispatches `ready`, in a
+        # task close() leaves running: stopped within that wait, the task woke to a closed
+        # client and died with a traceback ('_MissingSentinel' has no 'create_task'). Cancelled
+        # here, it ends quietly.
+        ready = getattr(self._connection, "_ready_task", None)
+        if ready is not None and not ready.done():
+            ready.cancel()
         await super().close()
 
     # --- loop bodies (each safe to call on its own, e.g. from tests or an admin command) --------

@@ -4,6 +4,7 @@ clear line and exit 2, at IDENTIFY and after READY, instead of an uncaught Conne
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.app import run_bot
+from bot.app import RunscribeBot, apply_endpoints, run_bot
 from bot.config.settings import RunsFile
 from bot.core.errors import UserFacingError
 from bot.process.runtime import Runtime
@@ -74,3 +75,28 @@ async def test_4004_after_ready_ends_the_process_with_one_line(
     assert len(lines) == 1 and "authentication failed (4004)" in lines[0], err
     assert "DISCORD_TOKEN" in lines[0] and fake.token not in err + out
     assert "Traceback" not in err + out
+
+
+async def test_stopped_before_discord_says_ready_the_bot_ends_without_a_traceback(
+    fake: FakeDiscord, seeded_store: Store, db_file: Path, runs: RunsFile, endpoints: Any
+) -> None:
+    """Stopped within discord.py's wait for the guilds after READY, nothing is left to die on
+    the closed client (a task exception no one retrieves is logged with a traceback)."""
+    loop = asyncio.get_running_loop()
+    unretrieved: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
+    runtime = Runtime(settings=fake_settings(fake, db_file), runs=runs, store=seeded_store)
+    apply_endpoints(runtime.settings)
+    bot = RunscribeBot(runtime, guild_ready_timeout=0.3, warm_charts=False)
+    task = asyncio.create_task(bot.start(fake.token))
+    try:
+        await fake.wait_connected(within=PATIENCE)
+        await fake.wait_for(lambda: bot._connection._ready_task is not None)
+        await bot.close()
+        await asyncio.wait_for(task, PATIENCE)
+        await asyncio.sleep(0.6)  # past the wait: the ready task would have woken by now
+        gc.collect()  # an unretrieved task exception is reported when the task is freed
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(None)
+    assert not unretrieved, unretrieved

@@ -43,7 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.enrich.context import ThreadContext
-from bot.enrich.learned import LiveModel
+from bot.enrich.learned import LiveModel, TagModel
 from bot.enrich.rules import enrich_text
 from bot.enrich.spam import is_spam
 from scripts.train_signals import THRESHOLD, eligible, example, fit, prune
@@ -108,8 +108,10 @@ def group_of(entry: dict[str, Any]) -> str:
     return next(name for name, lo, hi in GROUPS if lo <= number <= hi)
 
 
-def verdict(entry: dict[str, Any], learned: LiveModel | bool) -> Verdict:
-    """The live path's verdict on one entry, with or without a scorer."""
+def verdict(
+    entry: dict[str, Any], learned: LiveModel | bool, tag_model: TagModel | bool = True
+) -> Verdict:
+    """The live path's verdict on one entry, with or without a scorer (and the tag gate)."""
     if not recorded(entry):
         return Verdict("other", False, shown=False)
     event = to_event(entry)
@@ -120,6 +122,7 @@ def verdict(entry: dict[str, Any], learned: LiveModel | bool) -> Verdict:
         source=event.source,
         context=ThreadContext.of(event),
         learned=learned,
+        tag_model=tag_model,
     )
     kind = KIND_NAMES.get(e.incident_kind, e.incident_kind) if e.incident_kind else None
     return Verdict(e.tag, e.live_report, e.newsworthy, e.summary, kind, e.incident)
@@ -328,10 +331,17 @@ for line in sys.stdin:
 def rules_before(entries: Sequence[dict[str, Any]]) -> dict[str, tuple[bool, bool, bool]]:
     """Each batch read by the rules as they were before it was committed: entry id → (live
     report, 🚨 mark, whether those rules would have let the scorer add a report: prose where
-    they heard no incident word and ruled nothing out). The old code is taken from git (bot/,
-    prompts/, tests/enrich) into a temporary directory and run there on the batch."""
+    they heard no incident word and ruled nothing out)."""
+    return {k: (v[0], v[1], v[2]) for k, v in run_before(entries, _OLD_RULES).items()}
+
+
+def run_before(entries: Sequence[dict[str, Any]], script: str) -> dict[str, list[Any]]:
+    """Run ``script`` on each batch with the code as it was before the batch was committed:
+    the old code is taken from git (bot/, prompts/, tests/enrich) into a temporary directory,
+    the batch's entries fed on stdin, one JSON line each; ``script`` prints one JSON list per
+    entry, its id first. Returns id → the rest of the list."""
     root = Path(__file__).resolve().parents[1]
-    found: dict[str, tuple[bool, bool, bool]] = {}
+    found: dict[str, list[Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, commit in BATCH_COMMITS.items():
             batch = [e for e in entries if group_of(e) == name]
@@ -347,7 +357,7 @@ def rules_before(entries: Sequence[dict[str, Any]]) -> dict[str, tuple[bool, boo
             ).stdout
             subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
             done = subprocess.run(
-                [sys.executable, "-c", _OLD_RULES],
+                [sys.executable, "-c", script],
                 input="".join(json.dumps(e) + "\n" for e in batch),
                 capture_output=True,
                 text=True,
@@ -356,8 +366,8 @@ def rules_before(entries: Sequence[dict[str, Any]]) -> dict[str, tuple[bool, boo
                 env={**os.environ, "PYTHONPATH": str(where)},
             )
             for line in done.stdout.splitlines():
-                ident, live, marked, gate = json.loads(line)
-                found[ident] = (live, marked, gate)
+                ident, *rest = json.loads(line)
+                found[ident] = rest
     return found
 
 

@@ -1,6 +1,7 @@
 """Fit the live-report scorer (`bot.enrich.learned`) from the development corpus and write it.
 
     python scripts/train_signals.py [--corpus tests/data/signal_corpus.jsonl] [--out PATH]
+        [--tags-out PATH]
 
 Each corpus entry becomes the event the live source stores (`tests.enrich.signal_corpus`), its
 text is cleaned by the same `parse` the rules use, and `bot.enrich.learned.features` reads it.
@@ -13,6 +14,10 @@ corpus's order, a fixed number of passes, no randomness: the same corpus gives t
 byte for byte. The weights are then pruned to the `KEEP` largest and rounded. The threshold
 written with them is `THRESHOLD`, the one `bench/bench_learned.py`'s grouped cross-validation
 chose.
+
+It also fits the tag classifier (`bot.enrich.learned.TagModel`) and writes `tag_model.json`: the
+same fit once per labelled tag, one against the rest, on every recorded entry (the features
+with the thread's words added, the label the entry's `tag`), each pruned to `TAG_KEEP`.
 """
 
 from __future__ import annotations
@@ -28,7 +33,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.enrich.learned import LEARNED_KINDS, MODEL_PATH, features
+from bot.enrich.context import ThreadContext
+from bot.enrich.learned import (
+    LEARNED_KINDS,
+    MODEL_PATH,
+    TAG_MODEL_PATH,
+    LiveModel,
+    features,
+    tag_features,
+)
 from bot.enrich.markdown import parse
 from bot.enrich.rules import TITLED_KINDS
 from tests.enrich.signal_corpus import CORPUS, load, recorded, to_event
@@ -43,6 +56,8 @@ L2 = 1e-4
 #: grouped cross-validation in `bench/bench_learned.py` (the lowest at which, pooled, the 🚨
 #: precision of rules+model and the scorer's own precision out of sample both reach 0.90).
 THRESHOLD = 0.45
+#: Features kept per tag in the tag classifier (bench/bench_tag_gate.py).
+TAG_KEEP = 800
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,14 +117,55 @@ def model_json(data: Sequence[Example], threshold: float = THRESHOLD) -> str:
     return json.dumps(body, ensure_ascii=False, sort_keys=True, indent=0) + "\n"
 
 
+@dataclass(frozen=True, slots=True)
+class TagExample:
+    ident: str
+    names: tuple[str, ...]
+    tag: str
+
+
+def tag_example(entry: dict[str, Any]) -> TagExample:
+    """A recorded entry as the tag classifier reads it: its features (thread included) and
+    its labelled tag."""
+    event = to_event(entry)
+    title = event.title if event.kind in TITLED_KINDS else None
+    doc = parse(event.body or "")
+    names = tag_features(doc, title, event.kind, event.source, ThreadContext.of(event))
+    return TagExample(str(entry["id"]), tuple(names), str(entry.get("tag") or "other"))
+
+
+def tag_examples(entries: Iterable[dict[str, Any]]) -> list[TagExample]:
+    return [tag_example(e) for e in entries if recorded(e)]
+
+
+def fit_tags(data: Sequence[TagExample], keep: int = TAG_KEEP) -> dict[str, LiveModel]:
+    """One-vs-rest: ``fit`` once per labelled tag, in tag order, weights pruned to ``keep``."""
+    models: dict[str, LiveModel] = {}
+    for tag in sorted({ex.tag for ex in data}):
+        bias, weights = fit([Example(ex.ident, ex.names, ex.tag == tag) for ex in data])
+        models[tag] = LiveModel(round(bias, 4), prune(weights, keep), threshold=0.0)
+    return models
+
+
+def tag_model_json(data: Sequence[TagExample]) -> str:
+    models = fit_tags(data)
+    tags = {t: {"bias": m.bias, "weights": m.weights} for t, m in models.items()}
+    return json.dumps({"tags": tags}, ensure_ascii=False, sort_keys=True, indent=0) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--out", type=Path, default=MODEL_PATH)
+    parser.add_argument("--tags-out", type=Path, default=TAG_MODEL_PATH)
     args = parser.parse_args(argv)
-    text = model_json(examples(load(args.corpus)))
-    args.out.write_text(text, encoding="utf-8")
-    print(f"wrote {args.out} ({len(text.encode())} bytes)")
+    entries = load(args.corpus)
+    for out, text in (
+        (args.out, model_json(examples(entries))),
+        (args.tags_out, tag_model_json(tag_examples(entries))),
+    ):
+        out.write_text(text, encoding="utf-8")
+        print(f"wrote {out} ({len(text.encode())} bytes)")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""A small learned scorer for live incident reports, beside the rules (issue 40).
+"""Small learned second opinions beside the rules (issue 40): a live-report scorer and a tag
+classifier that gates the rules' tag.
 
 The rules (``bot.enrich.incidents``) read phrases and shapes; on text written in a voice they
 have not seen they miss live reports. This is a logistic regression over the words of an
@@ -11,6 +12,12 @@ read once, on first use.
 Scoring is a dictionary look-up per feature. Digits are reduced to their shape ("step 41,200"
 gives ``step 0``; "gpu-a17" gives ``gpu-a0``), so a step or a host's index counts as a kind of
 thing, not as itself.
+
+The tag classifier (``TagModel``, ``tag_model.json``) is the same regression fitted once per
+tag, one against the rest, on the same features with the thread's words added. It never
+chooses a tag; it takes the rules' tag away where it clearly disagrees (``gate``), since two
+independent readings agreeing is a confidence the rules alone do not have. "incident" is the
+incident detector's and is never gated.
 """
 
 from __future__ import annotations
@@ -24,18 +31,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from bot.enrich.context import ThreadContext
 from bot.enrich.markdown import Document
 
 __all__ = [
     "LEARNED_KINDS",
     "MODEL_PATH",
+    "TAG_MODEL_PATH",
     "LiveModel",
+    "TagModel",
     "features",
+    "gate",
     "live_probability",
     "load_model",
+    "load_tag_model",
+    "tag_features",
 ]
 
 MODEL_PATH: Final = Path(__file__).with_name("live_report_model.json")
+TAG_MODEL_PATH: Final = Path(__file__).with_name("tag_model.json")
+#: The tag gate (``gate``), chosen by the grouped cross-validation in ``bench/bench_tag_gate.py``:
+#: the rules' tag is taken away when the classifier gives it less than ``GATE_FLOOR`` while being
+#: ``SURE`` of another tag. Where the rules show none, the classifier's top topic would be shown
+#: at ``ADD_FLOOR``: never, since adding bought coverage with agreement there.
+GATE_FLOOR: Final = 0.10
+SURE: Final = 0.5
+ADD_FLOOR: Final = math.inf
+#: Tags the gate never gives nor takes away: "incident" is the incident detector's, "other" is
+#: no tag.
+UNGATED: Final = frozenset({"incident", "other"})
 #: The kinds of post the scorer learns from and judges: those that can be live reports (never a
 #: pull description or a review, which describe changes; never a run's state, which is a fact).
 LEARNED_KINDS: Final = frozenset({"issue", "comment", "message"})
@@ -86,13 +110,16 @@ class LiveModel:
 
     @classmethod
     def from_json(cls, text: str) -> LiveModel:
-        data = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data: object) -> LiveModel:
         if not isinstance(data, dict) or not isinstance(data.get("weights"), dict):
             raise ValueError("a live-report model is an object with a 'weights' object")
         return cls(
             bias=float(data["bias"]),
             weights={str(k): float(v) for k, v in data["weights"].items()},
-            threshold=float(data["threshold"]),
+            threshold=float(data.get("threshold", 0.0)),
         )
 
 
@@ -105,3 +132,58 @@ def load_model(path: Path = MODEL_PATH) -> LiveModel:
 def live_probability(doc: Document, title: str | None, kind: str, source: str) -> float:
     """The committed model's probability that this post is a live incident report."""
     return load_model().probability(features(doc, title, kind, source))
+
+
+def tag_features(
+    doc: Document, title: str | None, kind: str, source: str, context: ThreadContext
+) -> list[str]:
+    """``features`` and the words of the thread around the post (its prefix, title and labels,
+    marked ``thread:``), for the tag classifier."""
+    found = set(features(doc, title, kind, source))
+    found.update(f"thread:{t}" for t in _tokens(context.topic))
+    return sorted(found)
+
+
+@dataclass(frozen=True, slots=True)
+class TagModel:
+    """A one-vs-rest classifier over ``bot.models.TAGS``: one logistic regression per tag."""
+
+    models: dict[str, LiveModel]
+
+    def ranking(self, names: list[str]) -> list[tuple[str, float]]:
+        """Every tag with its probability, the most likely first (ties by name)."""
+        scored = [(tag, m.probability(names)) for tag, m in self.models.items()]
+        return sorted(scored, key=lambda tp: (-tp[1], tp[0]))
+
+    @classmethod
+    def from_json(cls, text: str) -> TagModel:
+        data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("tags"), dict) or not data["tags"]:
+            raise ValueError("a tag model is an object with a non-empty 'tags' object")
+        return cls({str(tag): LiveModel.from_dict(m) for tag, m in data["tags"].items()})
+
+
+def gate(
+    tag: str,
+    ranking: list[tuple[str, float]],
+    floor: float = GATE_FLOOR,
+    add: float = ADD_FLOOR,
+    sure: float = SURE,
+) -> str:
+    """The tag shown when the rules chose ``tag`` and the classifier ranks the tags so.
+
+    The rules' tag stands unless the classifier clearly disagrees: it gives the tag less than
+    ``floor`` while being ``sure`` (at least that probability) of another. Where the rules chose
+    none, the classifier's top topic is shown at ``add`` or more. "incident" stays as it is."""
+    if tag == "incident":
+        return tag
+    best, p = ranking[0] if ranking else (tag, 0.0)
+    if tag == "other":
+        return best if best not in UNGATED and p >= add else tag
+    return tag if dict(ranking).get(tag, 0.0) >= floor or p < sure else "other"
+
+
+@functools.cache
+def load_tag_model(path: Path = TAG_MODEL_PATH) -> TagModel:
+    """The committed tag classifier, read once."""
+    return TagModel.from_json(path.read_text(encoding="utf-8"))

@@ -10,6 +10,8 @@ so it has to hold up on real text. The work is split by concern:
 * ``bot.enrich.incidents`` live incident reports told apart from talk about incidents, over
   the phrases and shapes in ``bot.enrich.incident_signals``;
 * ``bot.enrich.tags``      weighted phrase scoring into ``bot.models.TAGS``, thread-aware;
+* ``bot.enrich.learned``   learned second opinions: a live-report scorer and a tag classifier
+  that gates the rules' tag;
 * ``bot.enrich.spam``      promotional posts by strangers.
 
 ``enrich_event`` is the one entry point the pipeline, the LLM fallback and the incident engine
@@ -41,7 +43,16 @@ from bot.enrich.incidents import (
     thread_incident,
     thread_is_experiment,
 )
-from bot.enrich.learned import LEARNED_KINDS, LiveModel, features, load_model
+from bot.enrich.learned import (
+    LEARNED_KINDS,
+    LiveModel,
+    TagModel,
+    features,
+    gate,
+    load_model,
+    load_tag_model,
+    tag_features,
+)
 from bot.enrich.markdown import Document, clean_line, parse
 from bot.enrich.spam import is_spam
 from bot.enrich.summary import NO_TEXT, compose_summary, is_chitchat, words
@@ -155,11 +166,17 @@ def _newsworthy(doc: Document, body: str, kind: str, tag: str, incident: bool) -
 
 
 def _topic(
-    doc: Document, own_title: str | None, kind: str, source: str, context: ThreadContext
+    doc: Document,
+    own_title: str | None,
+    kind: str,
+    source: str,
+    context: ThreadContext,
+    tag_model: TagModel | bool,
 ) -> str:
-    """The tag of an event that is not about an incident."""
+    """The tag of an event that is not about an incident: the rules' choice, gated by the tag
+    classifier (``bot.enrich.learned.gate``) unless ``tag_model`` is False."""
     default = "infra" if kind in _STATE_KINDS or source == "wandb" else "other"
-    return choose_tag(
+    tag = choose_tag(
         doc,
         title=own_title,
         kind=kind,
@@ -167,6 +184,10 @@ def _topic(
         default=default,
         incident_thread=thread_incident(context) is not None,
     )
+    if tag_model is False:
+        return tag
+    model = load_tag_model() if tag_model is True else tag_model
+    return gate(tag, model.ranking(tag_features(doc, own_title, kind, source, context)))
 
 
 def _junk(
@@ -187,6 +208,7 @@ def enrich_text(
     source: str,
     context: ThreadContext | None = None,
     learned: LiveModel | bool = True,
+    tag_model: TagModel | bool = True,
 ) -> Enrichment:
     """Summary, tag, incident flag and newsworthiness of one event, without an LLM.
 
@@ -199,6 +221,7 @@ def enrich_text(
 
     ``learned`` is the live-report scorer that may add a report the rules missed (never remove
     one): True for the committed one (``bot.enrich.learned``), False for the rules alone.
+    ``tag_model`` likewise is the tag classifier that gates the rules' tag (never "incident").
     """
     context = context or ThreadContext()
     body = body or ""
@@ -222,7 +245,7 @@ def enrich_text(
         not is_chitchat(doc.prose)
         and about_incident(doc.prose, clean_line(own_title) if own_title else "", context)
     )
-    tag = "incident" if incident else _topic(doc, own_title, kind, source, context)
+    tag = "incident" if incident else _topic(doc, own_title, kind, source, context, tag_model)
     newsworthy = _newsworthy(doc, body, kind, tag, live) and summary != NO_TEXT
     if newsworthy and _junk(title, own_title, body, kind, context):
         newsworthy = incident = live = False

@@ -1,0 +1,275 @@
+"""Grouped cross-validation of a learned tag classifier as a gate on the rules' tags (issue 40).
+
+    python bench/bench_tag_gate.py [--corpus tests/data/signal_corpus.jsonl] [--limit N] [--before]
+
+Idea under test: two independent methods agreeing is a confidence signal. A one-vs-rest
+classifier (`scripts/train_signals.py`'s `fit_tags`, the live-report scorer's fit and features,
+thread words added) is fitted leaving each project of the development corpus out in turn
+(`bench_learned.GROUPS`) and ranks the tags of the left-out group's entries. A gate keeps the
+rules' tag only where the classifier does not clearly disagree; it never touches "incident"
+(the incident detector's) and never shows a tag where the rules show none, unless it is an
+"add" gate, which may add the classifier's top tag where the rules show nothing.
+
+Printed, for the shown tags: agreement with the labels and coverage (the share of shown
+entries with a tag), rules alone and gated, pooled:
+
+* in sample: the current rules, written seeing every group (optimistic);
+* `--before`: each batch read by the rules as they were before the batch was committed (from
+  git, `bench_learned.run_before`), the honest reading; per group for the best gate.
+
+Then the classifier's cost per event. `--limit` keeps the first N entries of each group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_learned import GROUPS, group_of, limited, run_before, verdict
+from bot.enrich.context import ThreadContext
+from bot.enrich.learned import ADD_FLOOR, GATE_FLOOR, SURE, TagModel, gate, tag_features
+from bot.enrich.markdown import parse
+from bot.process.pipeline import from_facts
+from scripts.train_signals import TITLED_KINDS, fit_tags, tag_examples
+from tests.enrich.signal_corpus import CORPUS, load, recorded, to_event
+
+Ranking = list[tuple[str, float]]
+Gate = Callable[[str, Ranking], str]
+
+
+def top_k(k: int, add: float = math.inf) -> Gate:
+    """The rules' tag shown when among the classifier's ``k`` likeliest; adds like ``gate``."""
+
+    def ranked(tag: str, ranking: Ranking) -> str:
+        if tag == "other" or tag in [t for t, _ in ranking[:k]]:
+            return gate(tag, ranking, floor=0.0, add=add, sure=0.0)
+        return gate(tag, ranking, floor=math.inf, add=add, sure=0.0)
+
+    return ranked
+
+
+def floor(p: float, add: float = math.inf, sure: float = 0.0) -> Gate:
+    """The live path's gate (``bot.enrich.learned.gate``) with these settings."""
+    return functools.partial(gate, floor=p, add=add, sure=sure)
+
+
+GATES: dict[str, Gate] = {
+    "committed": floor(GATE_FLOOR, ADD_FLOOR, SURE),
+    "top-1": top_k(1),
+    "top-2": top_k(2),
+    "top-3": top_k(3),
+    "p>=0.05": floor(0.05),
+    "p>=0.10": floor(0.10),
+    "p>=0.20": floor(0.20),
+    "p>=0.30": floor(0.30),
+    "top-1 +add 0.8": top_k(1, 0.8),
+    "top-2 +add 0.7": top_k(2, 0.7),
+    "top-2 +add 0.8": top_k(2, 0.8),
+    "top-2 +add 0.9": top_k(2, 0.9),
+    "top-3 +add 0.8": top_k(3, 0.8),
+    "p>=0.10 +add 0.8": floor(0.10, 0.8),
+    "p>=0.10 sure 0.3": floor(0.10, sure=0.3),
+    "p>=0.10 sure 0.5": floor(0.10, sure=0.5),
+    "p>=0.10 sure 0.3 +add 0.8": floor(0.10, 0.8, 0.3),
+    "p>=0.10 sure 0.5 +add 0.8": floor(0.10, 0.8, 0.5),
+    "p>=0.20 sure 0.5 +add 0.8": floor(0.20, 0.8, 0.5),
+}
+#: A gate is eligible only where it keeps at least this share of shown entries tagged.
+MIN_COVERAGE = 0.55
+
+
+def cross_validate(entries: Sequence[dict[str, Any]]) -> dict[str, Ranking]:
+    """Entry id → the tag ranking of a classifier fitted without the entry's group; none for
+    an event code wrote from facts (a W&B state change: the live path never gates it)."""
+    data = tag_examples(entries)
+    factual = {str(e["id"]) for e in entries if recorded(e) and from_facts(to_event(e))}
+    group = {str(e["id"]): group_of(e) for e in entries}
+    out: dict[str, Ranking] = {}
+    for name, _, _ in GROUPS:
+        held = [ex for ex in data if group[ex.ident] == name]
+        if not held:
+            continue
+        model = TagModel(fit_tags([ex for ex in data if group[ex.ident] != name]))
+        for ex in held:
+            if ex.ident not in factual:
+                out[ex.ident] = model.ranking(list(ex.names))
+    return out
+
+
+@dataclass(slots=True)
+class Tally:
+    shown: int = 0
+    tagged: int = 0
+    right: int = 0
+
+    def add(self, tag: str, label: str) -> None:
+        self.shown += 1
+        self.tagged += tag != "other"
+        self.right += tag != "other" and tag == label
+
+    def __str__(self) -> str:
+        agree = self.right / self.tagged if self.tagged else 1.0
+        cover = self.tagged / self.shown if self.shown else 0.0
+        return f"{agree:6.3f} {cover:6.3f} ({self.right:>3}/{self.tagged:<3}/{self.shown:<3})"
+
+
+_OLD_TAGS = """
+import json, sys
+from tests.enrich.signal_corpus import rules_method
+
+for line in sys.stdin:
+    e = json.loads(line)
+    v = rules_method(e)
+    print(json.dumps([e["id"], v.tag, bool(getattr(v, "shown", True))]))
+"""
+
+
+def tally(
+    entries: Sequence[dict[str, Any]],
+    verdicts: dict[str, tuple[str, bool]],
+    rankings: dict[str, Ranking],
+    gate: Gate | None,
+) -> dict[str, Tally]:
+    """Per group and pooled: shown entries, shown tags and agreeing tags, gated or not."""
+    table: dict[str, Tally] = {}
+    for e in entries:
+        ident = str(e["id"])
+        if ident not in verdicts or not verdicts[ident][1]:
+            continue
+        tag = verdicts[ident][0]
+        if gate is not None and ident in rankings:
+            tag = gate(tag, rankings[ident])
+        for key in (group_of(e), "pooled"):
+            table.setdefault(key, Tally()).add(tag, str(e.get("tag") or "other"))
+    table["pooled"] = table.pop("pooled", Tally())
+    return table
+
+
+def compare(
+    title: str,
+    entries: Sequence[dict[str, Any]],
+    verdicts: dict[str, tuple[str, bool]],
+    rankings: dict[str, Ranking],
+) -> str:
+    """Print the pooled figures of every gate; return the gate with the best pooled
+    agreement among those keeping coverage at 0.55 or more."""
+    print(f"\n{title}: pooled shown-tag agreement, coverage (right/tagged/shown)")
+    alone = tally(entries, verdicts, rankings, None)["pooled"]
+    print(f"  {'rules alone':<16} {alone}")
+    for name, one in GATES.items():
+        print(f"  {name:<16} {tally(entries, verdicts, rankings, one)['pooled']}")
+    return choose(entries, verdicts, rankings)
+
+
+def choose(
+    entries: Sequence[dict[str, Any]],
+    verdicts: dict[str, tuple[str, bool]],
+    rankings: dict[str, Ranking],
+) -> str:
+    """The gate with the best pooled agreement among those keeping ``MIN_COVERAGE``."""
+    best, best_agree = "", -1.0
+    for name, one in GATES.items():
+        t = tally(entries, verdicts, rankings, one)["pooled"]
+        agree = t.right / t.tagged if t.tagged else 0.0
+        if t.shown and t.tagged >= MIN_COVERAGE * t.shown and agree > best_agree:
+            best, best_agree = name, agree
+    return best
+
+
+def nested(
+    entries: Sequence[dict[str, Any]],
+    verdicts: dict[str, tuple[str, bool]],
+    rankings: dict[str, Ranking],
+) -> None:
+    """The choice of gate judged honestly too: each group gated by the gate ``choose`` picks
+    on the other groups alone, pooled (rules alone beside it)."""
+    alone, gated = Tally(), Tally()
+    picks: list[str] = []
+    for name, _, _ in GROUPS:
+        held = [e for e in entries if group_of(e) == name and str(e["id"]) in verdicts]
+        if not held:
+            continue
+        rest = [e for e in entries if group_of(e) != name]
+        pick = choose(rest, verdicts, rankings)
+        picks.append(pick or "none")
+        chosen = GATES.get(pick)
+        for t, g in ((alone, None), (gated, chosen)):
+            one = tally(held, verdicts, rankings, g)["pooled"]
+            t.shown, t.tagged, t.right = (
+                t.shown + one.shown,
+                t.tagged + one.tagged,
+                t.right + one.right,
+            )
+    print(f"nested choice (each group by the gate chosen on the others): {sorted(set(picks))}")
+    print(f"  {'rules alone':<16} {alone}\n  {'gated':<16} {gated}")
+
+
+def per_group(
+    entries: Sequence[dict[str, Any]],
+    verdicts: dict[str, tuple[str, bool]],
+    rankings: dict[str, Ranking],
+    name: str,
+) -> None:
+    alone = tally(entries, verdicts, rankings, None)
+    gated = tally(entries, verdicts, rankings, GATES[name])
+    print(f"\nper group: rules alone vs gated by {name} (agreement, coverage)")
+    for group, t in alone.items():
+        print(f"  {group:<26} {t}   {gated[group]}")
+
+
+def cost(entries: Sequence[dict[str, Any]], repeat: int = 3) -> None:
+    """The classifier's cost per event: features and ranking (parse not counted)."""
+    model = TagModel(fit_tags(tag_examples(entries)))
+    events = [to_event(e) for e in entries if recorded(e)]
+    prepared = [
+        (parse(ev.body or ""), ev.title if ev.kind in TITLED_KINDS else None, ev) for ev in events
+    ]
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for doc, title, ev in prepared:
+            names = tag_features(doc, title, ev.kind, ev.source, ThreadContext.of(ev))
+            model.ranking(names)
+        best = min(best, time.perf_counter() - start)
+    size = sum(len(m.weights) for m in model.models.values())
+    print(f"\nclassifier: {size} weights, {1e6 * best / len(events):.1f} µs per event")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--before", action="store_true", help="also the rules before each batch")
+    args = parser.parse_args(argv)
+    entries = load(args.corpus)
+    if args.limit is not None:
+        entries = limited(entries, args.limit)
+    rankings = cross_validate(entries)
+    now = {}
+    for e in entries:
+        v = verdict(e, True, tag_model=False)  # the live path, the gate left out
+        now[str(e["id"])] = (v.tag, v.shown)
+    best = compare("in sample (current rules, optimistic)", entries, now, rankings)
+    print(f"best gate in sample: {best or 'none'}")
+    if args.before:
+        old = {k: (str(v[0]), bool(v[1])) for k, v in run_before(entries, _OLD_TAGS).items()}
+        best = compare("before each batch (honest)", entries, old, rankings)
+        print(f"best gate before: {best or 'none'}")
+        print(f"committed gate: p>={GATE_FLOOR:.2f} sure {SURE} +add {ADD_FLOOR}")
+        nested(entries, old, rankings)
+        per_group(entries, old, rankings, "committed")
+    cost(entries)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

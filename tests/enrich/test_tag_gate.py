@@ -1,0 +1,99 @@
+"""The tag classifier as a gate on the rules' tags (issue 40): its committed file, what the gate
+may and may not do on the live path, and the cross-validation bench that chose it."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import pytest
+
+from bench import bench_tag_gate
+from bot.enrich.context import ThreadContext
+from bot.enrich.learned import (
+    TAG_MODEL_PATH,
+    LiveModel,
+    TagModel,
+    gate,
+    load_tag_model,
+    tag_features,
+)
+from bot.enrich.markdown import parse
+from bot.enrich.rules import enrich_text
+from bot.models import TAGS
+from scripts import train_signals
+from tests.enrich.signal_corpus import load
+
+INFRA = "The cluster scheduler drained two racks for the firmware maintenance on the TPU pool."
+INCIDENT = "Training crashed at step 41,200: NCCL timeout on rank 3, the job is down."
+
+
+def sure_of(tag: str, *others: str) -> TagModel:
+    """A classifier sure of ``tag`` and giving every one of ``others`` next to nothing."""
+    models = {tag: LiveModel(bias=6.0, weights={}, threshold=0.0)}
+    models.update({t: LiveModel(bias=-6.0, weights={}, threshold=0.0) for t in others})
+    return TagModel(models)
+
+
+def tag(text: str, model: TagModel | bool) -> str:
+    return enrich_text(title=None, body=text, kind="message", source="discord", tag_model=model).tag
+
+
+def test_the_committed_tag_model_loads_and_ranks_every_tag() -> None:
+    model = load_tag_model()
+    assert set(model.models) == set(TAGS)
+    names = tag_features(
+        parse("MMLU 5-shot went from 61.2 to 63.0"),
+        None,
+        "comment",
+        "github",
+        ThreadContext(title="[evals] 100k evals", labels=("evals",)),
+    )
+    assert "thread:evals" in names and "kind:comment" in names
+    ranking = model.ranking(names)
+    assert [p for _, p in ranking] == sorted((p for _, p in ranking), reverse=True)
+    assert all(0.0 < p < 1.0 for _, p in ranking)
+    assert ranking[0][0] == "evals"
+
+
+def test_a_tag_model_file_without_tags_is_refused() -> None:
+    with pytest.raises(ValueError, match="tags"):
+        TagModel.from_json('{"tags": {}}')
+
+
+def test_the_committed_tag_model_is_what_the_script_fits_from_the_committed_corpus() -> None:
+    fitted = train_signals.tag_model_json(train_signals.tag_examples(load()))
+    assert fitted == TAG_MODEL_PATH.read_text(encoding="utf-8")
+
+
+def test_the_gate_takes_the_rules_tag_away_only_when_the_classifier_is_sure_of_another() -> None:
+    assert tag(INFRA, False) == "infra"  # the rules alone
+    assert tag(INFRA, sure_of("evals", "infra")) == "other"
+    # unsure of everything: no clear disagreement, the rules' tag stands
+    unsure = TagModel({t: LiveModel(bias=-6.0, weights={}, threshold=0.0) for t in TAGS})
+    assert tag(INFRA, unsure) == "infra"
+    assert tag(INFRA, sure_of("infra", "evals")) == "infra"
+
+
+@pytest.mark.parametrize("top", ["evals", "infra", "ablation"])
+def test_the_gate_never_adds_a_tag_the_rules_did_not_choose(top: str) -> None:
+    chat = "sounds good, see you all at the sync tomorrow then"
+    assert tag(chat, False) == "other"
+    assert tag(chat, sure_of(top, "other")) == "other"
+    assert gate("other", [(top, 0.999), ("other", 0.001)]) == "other"
+
+
+@pytest.mark.parametrize("top", ["other", "evals"])
+def test_the_gate_never_touches_the_incident_tag(top: str) -> None:
+    assert tag(INCIDENT, False) == "incident"
+    assert tag(INCIDENT, sure_of(top, "incident")) == "incident"
+    assert gate("incident", [(top, 0.999), ("incident", 0.0)]) == "incident"
+
+
+def test_the_bench_runs_on_a_tiny_slice() -> None:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert bench_tag_gate.main(["--limit", "2"]) == 0
+    text = out.getvalue()
+    assert "rules alone" in text and "committed" in text
+    assert "µs per event" in text

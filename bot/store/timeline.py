@@ -31,13 +31,7 @@ def _timeline_where(
     params: list[Any],
 ) -> str:
     """The WHERE clause of a run's timeline (its run slug already in `params`)."""
-    where = "run_slug = ? AND deleted = 0"
-    if since is not None:
-        where += " AND at >= ?"
-        params.append(to_db(since))
-    if until is not None:
-        where += " AND at < ?"
-        params.append(to_db(until))
+    where = "run_slug = ? AND deleted = 0" + _between(since, until, params, until_op="<")
     if tag is not None:
         where += " AND tag = ?"
         params.append(tag)
@@ -140,14 +134,9 @@ class TimelineReads:
         until: datetime | None = None,
         kind: str | None = None,
     ) -> list[Event]:
-        sql = "SELECT * FROM events WHERE run_slug = ? AND thread = ?"
         params: list[Any] = [run_slug, thread]
-        if since is not None:
-            sql += " AND at >= ?"
-            params.append(to_db(since))
-        if until is not None:
-            sql += " AND at <= ?"
-            params.append(to_db(until))
+        sql = "SELECT * FROM events WHERE run_slug = ? AND thread = ?"
+        sql += _between(since, until, params, until_op="<=")
         if kind is not None:
             sql += " AND kind = ?"
             params.append(kind)

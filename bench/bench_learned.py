@@ -416,8 +416,12 @@ def limited(entries: Sequence[dict[str, Any]], limit: int) -> list[dict[str, Any
     return kept
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def corpus_args(
+    doc: str, argv: list[str] | None
+) -> tuple[argparse.Namespace, list[dict[str, Any]]]:
+    """The cross-validation benches' arguments (`--corpus`, `--limit`, `--before`) and the
+    corpus entries they select."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--before", action="store_true", help="also the rules before each batch")
@@ -425,6 +429,11 @@ def main(argv: list[str] | None = None) -> int:
     entries = load(args.corpus)
     if args.limit is not None:
         entries = limited(entries, args.limit)
+    return args, entries
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, entries = corpus_args(__doc__, argv)
     scored = cross_validate(entries)
     t = choose_threshold(scored)
     print_table(scored, t)

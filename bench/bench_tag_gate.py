@@ -22,7 +22,6 @@ Then the classifier's cost per event. `--limit` keeps the first N entries of eac
 
 from __future__ import annotations
 
-import argparse
 import functools
 import math
 import sys
@@ -34,13 +33,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_learned import GROUPS, group_of, limited, run_before, verdict
+from bench.bench_learned import GROUPS, corpus_args, group_of, run_before, verdict
 from bot.enrich.context import ThreadContext
 from bot.enrich.learned import ADD_FLOOR, GATE_FLOOR, SURE, TagModel, gate, tag_features
 from bot.enrich.markdown import parse
 from bot.process.pipeline import from_facts
 from scripts.train_signals import TITLED_KINDS, fit_tags, tag_examples
-from tests.enrich.signal_corpus import CORPUS, load, recorded, to_event
+from tests.enrich.signal_corpus import recorded, to_event
 
 Ranking = list[tuple[str, float]]
 Gate = Callable[[str, Ranking], str]
@@ -245,14 +244,7 @@ def cost(entries: Sequence[dict[str, Any]], repeat: int = 3) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", type=Path, default=CORPUS)
-    parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--before", action="store_true", help="also the rules before each batch")
-    args = parser.parse_args(argv)
-    entries = load(args.corpus)
-    if args.limit is not None:
-        entries = limited(entries, args.limit)
+    args, entries = corpus_args(__doc__, argv)
     rankings = cross_validate(entries)
     now = {}
     for e in entries:

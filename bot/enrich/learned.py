@@ -42,7 +42,6 @@ __all__ = [
     "TagModel",
     "features",
     "gate",
-    "live_probability",
     "load_model",
     "load_tag_model",
     "tag_features",
@@ -127,11 +126,6 @@ class LiveModel:
 def load_model(path: Path = MODEL_PATH) -> LiveModel:
     """The committed model, read once."""
     return LiveModel.from_json(path.read_text(encoding="utf-8"))
-
-
-def live_probability(doc: Document, title: str | None, kind: str, source: str) -> float:
-    """The committed model's probability that this post is a live incident report."""
-    return load_model().probability(features(doc, title, kind, source))
 
 
 def tag_features(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bench import bench_learned
-from bot.enrich.learned import MODEL_PATH, LiveModel, features, live_probability, load_model
+from bot.enrich.learned import MODEL_PATH, LiveModel, features, load_model
 from bot.enrich.markdown import parse
 from bot.enrich.rules import enrich_text
 from scripts import train_signals
@@ -31,7 +31,7 @@ def test_the_committed_model_loads_and_scores() -> None:
     names = features(parse("the job died at step 41,200, rank 3 gone"), None, "message", "discord")
     assert "step 0" in names and "kind:message" in names  # numbers read by their shape
     assert any(name in model.weights for name in names)
-    p = live_probability(parse(UNHEARD), None, "message", "discord")
+    p = load_model().probability(features(parse(UNHEARD), None, "message", "discord"))
     assert 0.0 < p < 1.0
     assert p == model.probability(features(parse(UNHEARD), None, "message", "discord"))
 

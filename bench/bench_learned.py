@@ -72,6 +72,9 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("marten", 930, 961),
     ("bison", 962, 992),
     ("hawk", 993, 999),
+    ("ridgeline/condor", 1000, 1119),
+    ("fjordline/auk", 1120, 1239),
+    ("thornbury/gannet", 1240, 1359),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -97,6 +100,7 @@ BATCH_COMMITS: dict[str, str] = {
     "marten": "0d8c93e",
     "bison": "ecb0359",
     "hawk": "00f061b",
+    "ridgeline/condor": "7596ef8",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

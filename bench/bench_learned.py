@@ -102,6 +102,7 @@ BATCH_COMMITS: dict[str, str] = {
     "hawk": "00f061b",
     "ridgeline/condor": "7596ef8",
     "fjordline/auk": "0db3a86",
+    "thornbury/gannet": "a84a437",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

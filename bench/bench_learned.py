@@ -75,6 +75,9 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("ridgeline/condor", 1000, 1119),
     ("fjordline/auk", 1120, 1239),
     ("thornbury/gannet", 1240, 1359),
+    ("larkspur/ibis", 1360, 1479),
+    ("vantablack/osprey", 1480, 1599),
+    ("moorhen/rail", 1600, 1719),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -103,6 +106,8 @@ BATCH_COMMITS: dict[str, str] = {
     "ridgeline/condor": "7596ef8",
     "fjordline/auk": "0db3a86",
     "thornbury/gannet": "a84a437",
+    "larkspur/ibis": "365b35a",
+    "vantablack/osprey": "3fcbd01",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -108,6 +108,7 @@ BATCH_COMMITS: dict[str, str] = {
     "thornbury/gannet": "a84a437",
     "larkspur/ibis": "365b35a",
     "vantablack/osprey": "3fcbd01",
+    "moorhen/rail": "a0d94a6",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

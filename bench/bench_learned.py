@@ -13,12 +13,15 @@ and pooled, for every live report (incident event) and every 🚨 mark:
 * model: the scorer alone, out of sample: the live reports it finds above the threshold, and
   how many of the posts it finds are about an incident;
 * rules+model: what the live path does, a report the rules missed added when the scorer is
-  above the threshold, on an issue, comment or message whose prose holds no word the rules
-  judge incidents by and that no rule ruled out (never on a pull description or a review).
+  above the threshold, on a comment or message that no rule ruled out (never on an issue, a pull
+  description or a review); where its prose holds words the rules judge incidents by and they
+  judged it no report, only above the higher "over" threshold.
 
 The threshold is the lowest on a grid at which, pooled, the 🚨 precision of rules+model and the
-scorer's own precision both reach `PRECISION_FLOOR`; the committed model's threshold
-(`scripts/train_signals.py`'s `THRESHOLD`) is said beside it. `--before` adds the honest
+scorer's own precision both reach `PRECISION_FLOOR`; "over" is then the lowest at or above it
+at which the reports added over the rules' judgement are as precise and rules+model still is.
+The committed model's (`scripts/train_signals.py`'s `THRESHOLD`, `OVER`) are said beside them.
+`--before` adds the honest
 comparison: each batch read by the rules as they were before the batch was committed (run from
 git), alone and with the scorer, gated by those old rules' words and vetoes. Then the cost per
 event of the enrichment, rules alone and with the committed scorer. `--limit` keeps the first N
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -43,10 +47,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.enrich.context import ThreadContext
+from bot.enrich.incidents import signals_heard
 from bot.enrich.learned import LiveModel, TagModel
-from bot.enrich.rules import enrich_text
+from bot.enrich.markdown import parse_post
+from bot.enrich.rules import TITLED_KINDS, enrich_text
 from bot.enrich.spam import is_spam
-from scripts.train_signals import THRESHOLD, eligible, example, fit, prune
+from scripts.train_signals import OVER, THRESHOLD, eligible, example, fit, prune
 from tests.enrich.signal_corpus import CORPUS, KIND_NAMES, Verdict, load, recorded, to_event
 
 #: The corpus's projects and batches by id range (tests/data/README.md and the corpus's history).
@@ -112,7 +118,7 @@ BATCH_COMMITS: dict[str, str] = {
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)
-ALWAYS = LiveModel(bias=0.0, weights={}, threshold=-1.0)  # adds wherever it may
+ALWAYS = LiveModel(bias=0.0, weights={}, threshold=-1.0, over=-1.0)  # adds wherever it may
 
 
 def group_of(entry: dict[str, Any]) -> str:
@@ -153,15 +159,28 @@ class Scored:
     added: Verdict
     p: float | None
     junk: bool  # a stranger's advertisement: never marked
+    heard: bool  # the rules heard incident words in its prose (the scorer needs ``over``)
 
-    def combined(self, t: float) -> Verdict:
-        return self.added if self.p is not None and self.p > t else self.rules
+    def bar(self, t: float, over: float) -> float:
+        return over if self.heard else t
+
+    def combined(self, t: float, over: float = math.inf) -> Verdict:
+        found = self.p is not None and self.p > self.bar(t, over)
+        return self.added if found else self.rules
 
 
 def junk(entry: dict[str, Any]) -> bool:
     event = to_event(entry)
     title = event.title if event.kind in ("issue", "pull") else None
     return is_spam(f"{title or ''}\n{event.body or ''}", ThreadContext.of(event))
+
+
+def heard(entry: dict[str, Any]) -> bool:
+    """Whether the rules heard incident words in the post's title and prose."""
+    event = to_event(entry)
+    prose = parse_post(event.body or "", event.source).prose
+    title = event.title if event.kind in TITLED_KINDS else None
+    return signals_heard(f"{title}\n{prose}" if title else prose)
 
 
 def cross_validate(entries: Sequence[dict[str, Any]]) -> list[Scored]:
@@ -188,6 +207,7 @@ def cross_validate(entries: Sequence[dict[str, Any]]) -> list[Scored]:
                     verdict(e, ALWAYS),
                     model.probability(list(ex.names)) if ex else None,
                     junk(e),
+                    heard(e) if ex else False,
                 )
             )
     return out
@@ -205,9 +225,14 @@ class Row:
     both_live: int = 0
     both_marked: int = 0
     both_right: int = 0
+    over_added: int = 0  # reports added over the rules' judgement of words they heard
+    over_right: int = 0
 
-    def add(self, s: Scored, t: float) -> None:
-        both = s.combined(t)
+    def add(self, s: Scored, t: float, over: float = math.inf) -> None:
+        both = s.combined(t, over)
+        overruled = s.heard and both.marked and not s.rules.marked
+        self.over_added += overruled
+        self.over_right += overruled and s.about
         self.live += s.live
         self.rules_live += s.live and s.rules.marked
         self.rules_marked += s.rules.marked
@@ -221,13 +246,13 @@ class Row:
         self.both_right += both.marked and s.about
 
 
-def rows(scored: Sequence[Scored], t: float) -> dict[str, Row]:
+def rows(scored: Sequence[Scored], t: float, over: float = math.inf) -> dict[str, Row]:
     table: dict[str, Row] = {}
     for s in scored:
-        table.setdefault(s.group, Row()).add(s, t)
+        table.setdefault(s.group, Row()).add(s, t, over)
     pooled = Row()
     for s in scored:
-        pooled.add(s, t)
+        pooled.add(s, t, over)
     table["pooled"] = pooled
     return table
 
@@ -247,15 +272,29 @@ def choose_threshold(scored: Sequence[Scored]) -> float:
     return GRID[-1]
 
 
+def choose_over(scored: Sequence[Scored], t: float) -> float:
+    """The lowest "over" on the grid, at or above ``t``, at which the reports the scorer adds
+    over the rules' judgement are out of sample as precise as the floor and rules+model still
+    reaches it; never (infinity) when none is."""
+    for over in (o for o in GRID if o >= t):
+        r = rows(scored, t, over)["pooled"]
+        if (
+            r.both_right >= PRECISION_FLOOR * r.both_marked
+            and r.over_right >= PRECISION_FLOOR * r.over_added
+        ):
+            return over
+    return math.inf
+
+
 def _pct(n: int, d: int) -> str:
     return f"{n:>3}/{d:<3} {100 * n / d:5.1f}%" if d else f"{'-':>14}"
 
 
-def print_table(scored: Sequence[Scored], t: float) -> None:
-    print(f"threshold {t}: live-report recall (🚨 on incident events) and 🚨 precision")
+def print_table(scored: Sequence[Scored], t: float, over: float) -> None:
+    print(f"threshold {t}, over {over}: live-report recall (🚨 on incident events), 🚨 precision")
     head = f"{'group':<26} {'live':>4}  {'rules recall':>14} {'rules prec':>14}"
     print(f"{head}  {'model recall':>14} {'model prec':>14}  {'both recall':>14} {'both prec':>14}")
-    for name, r in rows(scored, t).items():
+    for name, r in rows(scored, t, over).items():
         print(
             f"{name:<26} {r.live:>4}  {_pct(r.rules_live, r.live)} "
             f"{_pct(r.rules_right, r.rules_marked)}  {_pct(r.model_live, r.live)} "
@@ -264,13 +303,21 @@ def print_table(scored: Sequence[Scored], t: float) -> None:
         )
 
 
-def sweep(scored: Sequence[Scored]) -> None:
+def sweep(scored: Sequence[Scored], chosen: float) -> None:
     print("\nthreshold sweep (pooled): model-alone recall, model precision, rules+model 🚨 prec")
     for t in GRID:
         r = rows(scored, t)["pooled"]
         print(
             f"  {t:4.2f}  model {_pct(r.model_live, r.live)}  prec "
             f"{_pct(r.model_right, r.model_found)}  both prec {_pct(r.both_right, r.both_marked)}"
+        )
+    print(f"\nover sweep at threshold {chosen} (pooled): rules+model recall and 🚨 precision,")
+    print("and the reports added over the rules' judgement, with their precision")
+    for over in (o for o in GRID if o >= chosen):
+        r = rows(scored, chosen, over)["pooled"]
+        print(
+            f"  {over:4.2f}  both {_pct(r.both_live, r.live)}  prec "
+            f"{_pct(r.both_right, r.both_marked)}  over {_pct(r.over_right, r.over_added)}"
         )
 
 
@@ -297,7 +344,7 @@ _OLD_RULES = """
 import json, sys
 from bot.enrich import incidents as inc
 from bot.enrich.context import ThreadContext
-from bot.enrich.markdown import parse
+from bot.enrich.markdown import parse_post
 from tests.enrich.signal_corpus import recorded, rules_method, to_event
 
 def heard(text):
@@ -328,23 +375,25 @@ for line in sys.stdin:
     e = json.loads(line)
     v = rules_method(e)
     marked = bool(getattr(v, "marked", v.tag == "incident"))
-    gate = False
+    gate, said_heard = False, False
     if recorded(e):
         ev = to_event(e)
         doc = parse(ev.body or "")
         title = ev.title if ev.kind in ("issue", "pull") else None
         said = f"{title}\\n{doc.prose}" if title else doc.prose
-        gate = bool(doc.prose.strip()) and not heard(said)
-        gate = gate and not ruled_out(doc, title, ThreadContext.of(ev))
-    print(json.dumps([e["id"], bool(v.incident), marked, gate]))
+        gate = bool(doc.prose.strip()) and not ruled_out(doc, title, ThreadContext.of(ev))
+        said_heard = heard(said)
+    print(json.dumps([e["id"], bool(v.incident), marked, gate, said_heard]))
 """
 
+#: id → (live report, 🚨 mark, whether the scorer may add a report there: prose no rule ruled
+#: out, whether the rules heard incident words in it).
+Before = dict[str, tuple[bool, bool, bool, bool]]
 
-def rules_before(entries: Sequence[dict[str, Any]]) -> dict[str, tuple[bool, bool, bool]]:
-    """Each batch read by the rules as they were before it was committed: entry id → (live
-    report, 🚨 mark, whether those rules would have let the scorer add a report: prose where
-    they heard no incident word and ruled nothing out)."""
-    return {k: (v[0], v[1], v[2]) for k, v in run_before(entries, _OLD_RULES).items()}
+
+def rules_before(entries: Sequence[dict[str, Any]]) -> Before:
+    """Each batch read by the rules as they were before it was committed."""
+    return {k: (v[0], v[1], v[2], v[3]) for k, v in run_before(entries, _OLD_RULES).items()}
 
 
 def run_before(entries: Sequence[dict[str, Any]], script: str) -> dict[str, list[Any]]:
@@ -383,12 +432,10 @@ def run_before(entries: Sequence[dict[str, Any]], script: str) -> dict[str, list
     return found
 
 
-def print_before(
-    scored: Sequence[Scored], before: dict[str, tuple[bool, bool, bool]], t: float
-) -> None:
+def print_before(scored: Sequence[Scored], before: Before, t: float, over: float) -> None:
     """The honest comparison: each batch by the rules before they saw it, alone and with the
     scorer fitted without it."""
-    print(f"\nrules before each batch (out of sample), alone and with the scorer at {t}")
+    print(f"\nrules before each batch (out of sample), alone and with the scorer at {t}/{over}")
     print(
         f"{'group':<26} {'live':>4}  {'before recall':>14} {'before prec':>14}  "
         f"{'+model recall':>14} {'+model prec':>14}"
@@ -397,8 +444,9 @@ def print_before(
     for s in scored:
         if s.ident not in before:
             continue
-        live, marked, gate = before[s.ident]
-        added = s.p is not None and s.p > t and gate and not live and not s.junk
+        live, marked, gate, said_heard = before[s.ident]
+        bar = over if said_heard else t
+        added = s.p is not None and s.p > bar and gate and not live and not s.junk
         both = marked or added
         for key in (s.group, "pooled"):
             r = table.setdefault(key, [0] * 7)
@@ -448,12 +496,14 @@ def main(argv: list[str] | None = None) -> int:
     args, entries = corpus_args(__doc__, argv)
     scored = cross_validate(entries)
     t = choose_threshold(scored)
-    print_table(scored, t)
+    over = choose_over(scored, t)
+    print_table(scored, t, over)
     print(f"committed threshold: {THRESHOLD}" + ("" if t == THRESHOLD else " (differs!)"))
-    sweep(scored)
+    print(f"committed over: {OVER}" + ("" if over == OVER else " (differs!)"))
+    sweep(scored, t)
     if args.before:
         before = rules_before(entries)
-        print_before(scored, before, t)
+        print_before(scored, before, t, over)
     print()
     cost(entries)
     return 0

@@ -5,7 +5,7 @@
 
 Each corpus entry becomes the event the live source stores (`tests.enrich.signal_corpus`), its
 text is cleaned by the same `parse` the rules use, and `bot.enrich.learned.features` reads it.
-Only posts that can be live reports are learned from (issues, comments, messages: never a pull
+Only posts the scorer judges are learned from (comments and messages: never an issue or a pull
 description or a review) and only what the live source records (not bot accounts). The label is
 the corpus's `live_report`.
 
@@ -42,7 +42,7 @@ from bot.enrich.learned import (
     features,
     tag_features,
 )
-from bot.enrich.markdown import parse
+from bot.enrich.markdown import parse_post
 from bot.enrich.rules import TITLED_KINDS
 from tests.enrich.signal_corpus import CORPUS, load, recorded, to_event
 
@@ -56,6 +56,10 @@ L2 = 1e-4
 #: grouped cross-validation in `bench/bench_learned.py` (the lowest at which, pooled, the 🚨
 #: precision of rules+model and the scorer's own precision out of sample both reach 0.90).
 THRESHOLD = 0.45
+#: The probability above which it adds one where the rules heard incident words and judged the
+#: post no report (the same cross-validation's "over": the lowest at which those additions
+#: are as precise out of sample): the scorer must be surer to overrule the rules.
+OVER = 0.95
 #: Features kept per tag in the tag classifier (bench/bench_tag_gate.py).
 TAG_KEEP = 800
 
@@ -76,7 +80,7 @@ def eligible(entry: dict[str, Any]) -> bool:
 def example(entry: dict[str, Any]) -> Example:
     event = to_event(entry)
     title = event.title if event.kind in TITLED_KINDS else None
-    names = features(parse(event.body or ""), title, event.kind, event.source)
+    names = features(parse_post(event.body or "", event.source), title, event.kind, event.source)
     return Example(str(entry["id"]), tuple(names), bool(entry.get("live_report")))
 
 
@@ -111,9 +115,12 @@ def prune(weights: dict[str, float], keep: int = KEEP) -> dict[str, float]:
     return {n: round(w, 4) for n, w in sorted(ranked) if round(w, 4) != 0.0}
 
 
-def model_json(data: Sequence[Example], threshold: float = THRESHOLD) -> str:
+def model_json(data: Sequence[Example], threshold: float = THRESHOLD, over: float = OVER) -> str:
     bias, weights = fit(data)
-    body = {"bias": round(bias, 4), "threshold": threshold, "weights": prune(weights)}
+    body: dict[str, object] = {"bias": round(bias, 4), "threshold": threshold}
+    if math.isfinite(over):
+        body["over"] = over
+    body["weights"] = prune(weights)
     return json.dumps(body, ensure_ascii=False, sort_keys=True, indent=0) + "\n"
 
 
@@ -129,7 +136,7 @@ def tag_example(entry: dict[str, Any]) -> TagExample:
     its labelled tag."""
     event = to_event(entry)
     title = event.title if event.kind in TITLED_KINDS else None
-    doc = parse(event.body or "")
+    doc = parse_post(event.body or "", event.source)
     names = tag_features(doc, title, event.kind, event.source, ThreadContext.of(event))
     return TagExample(str(entry["id"]), tuple(names), str(entry.get("tag") or "other"))
 

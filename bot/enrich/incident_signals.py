@@ -698,6 +698,17 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:the\s+)?(?:agent|monitor|watchdog|guard|nan-?guard|bot)"
         r"|paused\s+at\s+(?:step\s+)?[\d,.]+k?\s+(?:pending|until|awaiting|waiting)",
     ),
+    # the guard's own words: "gannet-mt-v1 auto-halted", "❌ auto-halt · r09", "halt guard
+    # fired", "Guard stopped the job before the optimizer step"
+    _sig(
+        "outage",
+        "halt guard watchdog",
+        r"auto-?halt(?:ed)?"
+        r"(?!\s*(?:-|guard|check|hook|logic|flag|feature|threshold|test|on|when|if|for)\b)"
+        r"|halt\s+guard\s+(?:fired|tripped|triggered)"
+        r"|(?:guard|watchdog|nan-?guard)\s+(?:stopped|halted|killed)\s+(?:the\s+)?"
+        r"(?:job|run|training)",
+    ),
     # machines a health check refused: "2 nodes failed health checks", "failing dcgm diag"
     _sig(
         "hardware",

@@ -767,7 +767,9 @@ _CHANGE_TITLE = re.compile(
     r"^\W*(?:\[[^\]]*\]\s*)?(?:\w+(?:\([^)]*\))?:\s*)?(?:add|implement|support|enable|introduce"
     r"|allow|refactor|document|automate|build|create|write|set\s+up|wire\s+up|expose|rename"
     r"|remove|clean\s+up|make|use|switch|upgrade|bump|migrate|port|drain|retry|requeue|alert"
-    r"|detect|handle|catch|warn|avoid|prevent|reduce|increase|decrease|limit|cap|pin|replace)\b",
+    r"|detect|handle|catch|warn|avoid|prevent|reduce|increase|decrease|limit|cap|pin|replace"
+    r"|retain|preserve|archive|delete|schedule"
+    r"|keep(?!\s+(?:getting|seeing|hitting|failing|crashing|dying|losing|running\s+out)))\b",
     re.IGNORECASE,
 )
 _OTHER_SUBJECT_TITLE = re.compile(
@@ -918,6 +920,10 @@ _LATER = re.compile(
 )
 
 
+#: A caveat right after an all-clear: what follows is not fine.
+_CAVEAT = re.compile(r"\s*[,;:—–-]?\s*(?:but|except|although|though)\b", re.IGNORECASE)
+
+
 def all_clear(prose: str) -> bool:
     """The post says the run is fine, or that the incident it tells of is over (and not that it
     came back: "resumed from 48k, then crashed again")."""
@@ -934,6 +940,8 @@ def settled(prose: str) -> bool:
         return False
     said = lead or _ALL_FINE.search(head) or _DONE.search(head)
     after = head[said.end() :] if said is not None else ""
+    if lead is None and _CAVEAT.match(after):
+        return False  # "training itself is fine, but 25k isn't in the bucket": a part is not
     return _LATER.search(after) is None or find_incident(after) is None
 
 

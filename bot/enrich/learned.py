@@ -59,9 +59,11 @@ ADD_FLOOR: Final = math.inf
 #: Tags the gate never gives nor takes away: "incident" is the incident detector's, "other" is
 #: no tag.
 UNGATED: Final = frozenset({"incident", "other"})
-#: The kinds of post the scorer learns from and judges: those that can be live reports (never a
-#: pull description or a review, which describe changes; never a run's state, which is a fact).
-LEARNED_KINDS: Final = frozenset({"issue", "comment", "message"})
+#: The kinds of post the scorer learns from and judges: replies that can be live reports. Never
+#: a pull description or a review (they describe changes), nor an issue description: an issue
+#: says what its thread is for, and its title is what the rules read a report by (out of sample
+#: every issue the scorer added was a proposal or a plan). Never a run's state, a fact.
+LEARNED_KINDS: Final = frozenset({"comment", "message"})
 #: At most this many words of a post are read (a live report says so near its top).
 MAX_WORDS: Final = 400
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_'./-]*[a-z0-9]|[a-z0-9]|[?!]")
@@ -102,6 +104,9 @@ class LiveModel:
     bias: float
     weights: dict[str, float]
     threshold: float  # the probability above which a post the rules missed counts as a report
+    #: The same where the rules heard incident words in the post and judged it no report: the
+    #: scorer must be surer to overrule them (never, by default).
+    over: float = math.inf
 
     def probability(self, names: list[str]) -> float:
         z = self.bias + sum(self.weights.get(name, 0.0) for name in names)
@@ -119,6 +124,7 @@ class LiveModel:
             bias=float(data["bias"]),
             weights={str(k): float(v) for k, v in data["weights"].items()},
             threshold=float(data.get("threshold", 0.0)),
+            over=float(data.get("over", math.inf)),
         )
 
 

@@ -291,7 +291,8 @@ class _Scanner:
     """Line-oriented markdown block scanner. Collects raw block texts; inline markup is cleaned
     afterwards in one pass over all blocks."""
 
-    def __init__(self) -> None:
+    def __init__(self, lazy_quotes: bool = True) -> None:
+        self.lazy_quotes = lazy_quotes  # a quote takes the unmarked lines after it (CommonMark)
         self.kinds: list[str] = []
         self.texts: list[str] = []
         self.para: list[str] = []
@@ -359,7 +360,8 @@ class _Scanner:
             stripped = line.strip()
             if not stripped:
                 self.flush()
-                prev_blank, in_quote, in_table = True, False, False
+                prev_blank, in_table = True, False
+                in_quote = in_quote and not self.lazy_quotes  # Discord's ">>> " runs to the end
                 continue
             indent = len(line) - len(line.lstrip(" \t"))
             first = stripped[0]
@@ -384,9 +386,9 @@ class _Scanner:
                     self.had_code = True
                     continue
             if (first == ">" and indent <= 3) or in_quote:
-                # quoted reply (and its lazy continuation lines)
+                # quoted reply (and its lazy continuation lines, or on Discord after ">>> ")
                 self.flush()
-                in_quote = True
+                in_quote = self.lazy_quotes or in_quote or stripped.startswith(">>>")
                 continue
             if in_table:
                 if "|" in stripped:
@@ -451,15 +453,24 @@ class _Scanner:
         self.flush()
 
 
-def parse(text: str, limit: int | None = SCAN_LIMIT) -> Document:
-    """Reduce a markdown/plain body to cleaned blocks, examining at most ``limit`` characters."""
+def parse_post(text: str, source: str) -> Document:
+    """``parse`` by the markdown of the place ``text`` was posted (``source``)."""
+    return parse(text, lazy_quotes=source != "discord")
+
+
+def parse(text: str, limit: int | None = SCAN_LIMIT, *, lazy_quotes: bool = True) -> Document:
+    """Reduce a markdown/plain body to cleaned blocks, examining at most ``limit`` characters.
+
+    ``lazy_quotes`` is CommonMark's (GitHub's) quote: "> " takes the unmarked lines after it up
+    to a blank line. Discord's does not: "> " quotes its own line, ">>> " the rest of the
+    message (``parse_post`` picks by source)."""
     if limit is not None and len(text) > limit:
         text = text[:limit]
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\n\n" in text:
         text = _BLANK_RUNS.sub("\n\n", text)
-    scanner = _Scanner()
+    scanner = _Scanner(lazy_quotes)
     scanner.scan(text)
     cleaned = _clean_many(scanner.texts)
     blocks = [

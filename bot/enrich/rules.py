@@ -53,7 +53,7 @@ from bot.enrich.learned import (
     load_tag_model,
     tag_features,
 )
-from bot.enrich.markdown import Document, clean_line, parse
+from bot.enrich.markdown import Document, clean_line, parse_post
 from bot.enrich.spam import is_spam
 from bot.enrich.summary import NO_TEXT, compose_summary, is_chitchat, words
 from bot.enrich.tags import choose_tag
@@ -133,17 +133,18 @@ def _logs(doc: Document) -> str:
 def _learned_report(
     doc: Document, title: str | None, kind: str, source: str, learned: LiveModel | bool
 ) -> tuple[str, str] | None:
-    """``(severity, kind)`` of a live report the learned scorer finds in a post with prose the
-    rules heard no incident word in (where they did, their judgement stands), or None. Its
-    kind is the most specific one the rules' signals name anywhere in the post, its pasted log
-    included (unjudged: the scorer has judged it a report), else ``outage``."""
+    """``(severity, kind)`` of a live report the learned scorer finds in a post the rules did
+    not rule out, or None. Where the rules heard incident words and judged them no report,
+    the scorer must be surer to overrule them (``over``, not ``threshold``). Its kind is the
+    most specific one the rules' signals name anywhere in the post, its pasted log included
+    (unjudged: the scorer has judged it a report), else ``outage``."""
     if learned is False or kind not in LEARNED_KINDS or not doc.prose.strip():
         return None
     model = load_model() if learned is True else learned
-    if model.probability(features(doc, title, kind, source)) <= model.threshold:
+    heard = signals_heard(f"{title}\n{doc.prose}" if title else doc.prose)
+    bar = model.over if heard else model.threshold
+    if model.probability(features(doc, title, kind, source)) <= bar:
         return None
-    if signals_heard(f"{title}\n{doc.prose}" if title else doc.prose):
-        return None  # the rules have read these words and judged them
     text = "\n".join(part for part in (title or "", doc.prose, *doc.code) if part)
     found = sharper_kind("outage", text)
     return severity_of(found, doc.prose), found
@@ -225,7 +226,7 @@ def enrich_text(
     """
     context = context or ThreadContext()
     body = body or ""
-    doc = parse(body)
+    doc = parse_post(body, source)
     own_title = title if kind in TITLED_KINDS else None
     summary = compose_summary(doc, own_title)
     if own_title is None and title and summary == NO_TEXT:

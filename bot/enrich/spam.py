@@ -34,10 +34,23 @@ _PROMO = re.compile(
       | share\s+(?:it\s+)?with\s+your|would\s+mean\s+a\s+lot|buy\s+(?:followers|likes|stars)
       | followers|top\s+\d+\s+(?:ai\s+)?tools|(?:discord\s+)?nitro|free\s+(?:gpu\s+)?credits
       | gpu\s+credits
+      | claim\s+(?:now|before|in\s+\d+\s*h|at|your|yours|free)|presale|usdt|trading\s+signals
+      | (?:spots?|slots?|seats?)\s+(?:are\s+)?limited|limited\s+(?:spots?|slots?|seats?)
+      | only\s+\d+\s*h(?:ours?)?\s+left|first\s+\d+\s+(?:wallets|members|users|signups)
+      | free\s+consultation|complimentary|\d+x\s+guaranteed|real\s+(?:github\s+)?stars
+      | \$[A-Z]{3,6}\s+(?:token|coin|presale|airdrop)
     )\b""",
     re.IGNORECASE | re.VERBOSE,
 )
-_LINK: Final = re.compile(r"https?://|www\.", re.IGNORECASE)
+#: A link, spelled out or not: "https://", "www.", "bit.ly/…", "t.me/…", "deals.xyz", "site dot io".
+_LINK: Final = re.compile(
+    r"https?://|www\.|\b(?:bit\.ly|t\.me|tinyurl\.com)/"
+    r"|\b[a-z0-9-]+\.(?:xyz|biz|top|click|shop|online|site|live|info)\b"
+    r"|\b(?:dot)\s+(?:com|io|biz|xyz|net|org|ai)\b",
+    re.IGNORECASE,
+)
+#: The same emoji twice in a row, as advertisements shout: "🔥🔥", "🚀🚀".
+_EMOJI_RUN: Final = re.compile(r"([\U0001F300-\U0001FAFF\u2600-\u27BF])\1")
 #: Cues needed: two promotional phrases, or one and a link; three when the author's standing
 #: is unknown (a Discord message: the channel is the team's, so more evidence is asked for).
 MIN_CUES: Final = 2
@@ -45,9 +58,13 @@ MIN_CUES_UNKNOWN: Final = 3
 
 
 def promo_cues(text: str) -> int:
-    """Distinct promotional phrases in ``text`` (a link counts as one more)."""
-    found = {m.group(0).lower() for m in _PROMO.finditer(text[:4000])}
-    return len(found) + (1 if found and _LINK.search(text) else 0)
+    """Distinct promotional phrases in ``text`` (a link and a shouted emoji count as one more
+    each, beside a phrase)."""
+    head = text[:4000]
+    found = {m.group(0).lower() for m in _PROMO.finditer(head)}
+    if not found:
+        return 0
+    return len(found) + bool(_LINK.search(head)) + bool(_EMOJI_RUN.search(head))
 
 
 def is_spam(text: str, context: ThreadContext) -> bool:

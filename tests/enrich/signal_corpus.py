@@ -169,6 +169,7 @@ class Scores:
     about_marked: int = 0  # of those, marked
     live: int = 0  # labelled live reports (incident events)
     live_marked: int = 0  # of those, marked
+    unmarked_live: list[str] = field(default_factory=list)  # incident events without a 🚨
     bad_summaries: list[str] = field(default_factory=list)  # heading, title, cut, link, empty
     incidents: int = 0  # labelled incident
     flagged: int = 0  # flagged incident
@@ -319,6 +320,8 @@ def _score_shown(s: Scores, entry: dict[str, Any], v: Verdict, ident: str) -> No
     about, live = bool(entry.get("incident")), bool(entry.get("live_report"))
     s.about += about
     s.live += live
+    if live and not (v.shown and v.marked):
+        s.unmarked_live.append(ident)
     if not v.shown:
         return
     s.entries_shown += 1

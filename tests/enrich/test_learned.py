@@ -18,6 +18,8 @@ from tests.enrich.signal_corpus import load
 
 #: A scorer that would add a report wherever it is allowed to.
 ALWAYS = LiveModel(bias=0.0, weights={}, threshold=-1.0)
+#: One that would also overrule the rules wherever they heard incident words and judged none.
+OVERRULES = LiveModel(bias=0.0, weights={}, threshold=-1.0, over=-1.0)
 #: A scorer that never would.
 NEVER = LiveModel(bias=0.0, weights={}, threshold=2.0)
 #: Prose without a word the rules judge incidents by: only a scorer can call it a report.
@@ -80,6 +82,24 @@ def test_where_the_rules_heard_or_ruled_out_their_judgement_stands(text: str) ->
     assert not _enrich(text, "message", ALWAYS).live_report
 
 
+def test_a_surer_scorer_may_overrule_words_the_rules_heard_but_never_a_veto() -> None:
+    heard = "hero is down for the scheduled maintenance"
+    assert not _enrich(heard, "message", ALWAYS).live_report
+    assert _enrich(heard, "message", OVERRULES).live_report
+    for vetoed in (
+        "proposal: a sidecar that kills the job when rank 0 prints the same line twice",
+        "Resumed from 44,000 after the switch swap, all good",
+    ):
+        assert not _enrich(vetoed, "message", OVERRULES).live_report, vetoed
+
+
+def test_a_model_file_says_its_over_threshold_or_never_overrules() -> None:
+    plain = LiveModel.from_json('{"bias": 0.1, "threshold": 0.5, "weights": {"a": 1.0}}')
+    assert plain.over == float("inf")
+    sure = LiveModel.from_json('{"bias": 0.1, "threshold": 0.5, "over": 0.8, "weights": {}}')
+    assert sure.over == 0.8
+
+
 def test_the_combination_never_removes_a_rules_mark() -> None:
     """Every 🚨 and live report the rules give on the corpus (as the live path reads it) stays,
     with its kind, whatever the scorer says."""
@@ -89,7 +109,7 @@ def test_the_combination_never_removes_a_rules_mark() -> None:
         if not rules.marked:
             continue
         checked += 1
-        for learned in (True, NEVER, ALWAYS):
+        for learned in (True, NEVER, ALWAYS, OVERRULES):
             v = bench_learned.verdict(entry, learned)
             assert v.marked and v.incident >= rules.incident, entry["id"]
             if rules.incident:

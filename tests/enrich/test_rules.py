@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.enrich.context import ThreadContext
-from bot.enrich.markdown import clean_text, parse, strip_mentions
+from bot.enrich.markdown import clean_text, parse, parse_post, strip_mentions
 from bot.enrich.rules import Enrichment, enrich_text
 from bot.enrich.summary import compose_summary
 from bot.enrich.tags import PRIORITY, SCORED_TAGS
@@ -321,6 +321,16 @@ def test_memory_tuning_discussion_with_old_oom_log_is_not_an_incident() -> None:
 
 def test_quoted_crash_in_a_reply_does_not_count() -> None:
     assert detect_incident(fixture("gh_quoted_reply.md")) == (False, None, None)
+
+
+def test_a_discord_quote_is_its_own_line_and_a_github_quote_runs_on() -> None:
+    """Discord's "> " quotes one line (">>> " the rest); GitHub's takes lazy lines with it."""
+    reply = "> LRs swept for both arms\nbest vs best at 5 LRs each? then 1.36x is real at 3B"
+    said = enrich_text(title=None, body=reply, kind="message", source="discord")
+    assert said.newsworthy and said.summary.startswith("Best vs best at 5 LRs each?")
+    assert parse_post(reply, "github").prose == ""  # CommonMark: one quoted paragraph
+    assert parse_post(">>> all\nof\n\nthis", "discord").prose == ""
+    assert parse_post("> a\n> b\nmine\n\nmine too", "discord").prose == "mine\nmine too"
 
 
 def test_pull_requests_and_reviews_are_never_incidents() -> None:
@@ -701,3 +711,27 @@ def test_the_same_failure_on_another_attempt_goes_on_in_its_thread() -> None:
         context=context,
     )
     assert (same.live_report, same.incident_kind) == (True, "hang")
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        # a caveat after an all-clear reports what is not fine
+        (
+            "upload of 25,000 died: No space left on device. training itself is fine, but 25k "
+            "isn't in the bucket",
+            True,
+        ),
+        ("the eval job died on node 12; training itself is fine", False),
+        ("eval sweep crashed, training is fine, but I will rerun it tonight", False),
+        # a guard's own words
+        ("🤖 ❌ auto-halt · main-r09 · 04:30 UTC. Non-finite loss at step 289,514.", True),
+        ("gannet-mt-v1 auto-halted after 3 non-finite steps", True),
+        ("Guard stopped the job before the optimizer step.", True),
+        ("we should add an auto-halt guard to the trainer", False),
+        ("auto-halt on non-finite loss is tested in CI now", False),
+    ],
+)
+def test_caveats_and_guards_are_read_as_reports(text: str, live: bool) -> None:
+    e = enrich_text(title=None, body=text, kind="message", source="discord", learned=False)
+    assert e.live_report is live

@@ -1,0 +1,49 @@
+"""Promotional spam (``bot.enrich.spam``): a stranger's advertisement is not news, in the shapes
+it takes in chat (bare domains, shortened links, "$TICKER" drops, shouted emoji), while a team
+member's excited message with a link stays."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.enrich.context import ThreadContext
+from bot.enrich.rules import enrich_text
+from bot.enrich.spam import is_spam, promo_cues
+
+UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not known
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "🚀🚀 FREE $KITE token airdrop for ML people!! claim before sunday at kite-drop.xyz 🚀🚀",
+        "💸💸 turned $300 into $9k with AI trading signals, DM me for the group, spots limited!!",
+        "🎁🎁 FREE NITRO + 200 USDT for the first 40 members, claim at gifts-claim dot xyz",
+        "Early access to $GPUX coin presale, 50x guaranteed!! join t.me/gpuxcoin now 🔥🔥",
+    ],
+)
+def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
+    assert is_spam(text, UNKNOWN), promo_cues(text)
+    e = enrich_text(title=None, body=text, kind="message", source="discord")
+    assert not e.newsworthy and not e.incident
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "🔥🔥 loss just crossed 2.0 at 410k, dashboard: https://wandb.ai/team/run/abc",
+        "claim your GPU-hours for next week in the sheet before friday, only 48h left to edit it",
+        "the eval box is at evals.site.internal, 20 slots limited to the long-context team",
+        "$HOME on the login node is full again, clean your caches please 🙏🙏",
+    ],
+)
+def test_a_team_members_excited_or_busy_message_is_not_spam(text: str) -> None:
+    assert not is_spam(text, UNKNOWN), promo_cues(text)
+    assert enrich_text(title=None, body=text, kind="message", source="discord").newsworthy
+
+
+def test_a_stranger_on_github_needs_fewer_cues_and_a_member_none() -> None:
+    text = "Boost your cluster ROI by 300%, book a call with us at gainz dot biz"
+    assert is_spam(text, ThreadContext(association="NONE"))
+    assert not is_spam(text, ThreadContext(association="MEMBER"))
+    assert not is_spam(text, UNKNOWN)  # two cues: not enough where the standing is unknown

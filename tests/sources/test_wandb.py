@@ -619,6 +619,38 @@ async def test_wandb_unreachable_is_an_outage_not_a_wrong_key(
     assert health is not None and health.next_attempt_at == T0 + timedelta(seconds=30)
 
 
+async def test_while_wandb_stays_down_polls_ask_the_probe_not_wandb_core(
+    fake: FakeWandb, store: Store, wandb_env: Path
+) -> None:
+    """Once a poll found W&B unreachable, the next poll asks the probe first: while W&B still
+    answers 503, wandb-core is never asked (its retries would hold the worker for their whole
+    budget on every poll of an outage) and the poll fails with the same words. When W&B answers
+    again, the poll goes through."""
+    path = "ent/outage/run-o"
+    fake.add_run(path, display_name="run-o", created_at=T0)
+    fake.log(path, 5, start=T0)
+    settings = Settings(wandb_api_key=fake.api_key, wandb_base_url=fake.base_url)
+    cfg = config([path])
+    await store.runs.upsert(RunInfo(slug=cfg.slug, name=cfg.name))
+    fake.set_down(503)
+    try:
+        async with wandb_sources(store, settings, [cfg]) as sources:
+            first = await poll_once(store, sources, T0, respect_backoff=False)
+            assert "is unreachable (HTTP 503)" in first.failures["wandb:hero"], first
+            assert len(fake.operations()) > 1  # wandb-core's own tries, then the probe
+
+            fake.clear_log()
+            second = await poll_once(store, sources, T0 + EVERY, respect_backoff=False)
+            assert "is unreachable (HTTP 503)" in second.failures["wandb:hero"], second
+            assert fake.operations() == ["Viewer"]
+
+            fake.set_down(None)
+            back = await poll_once(store, sources, T0 + 2 * EVERY, respect_backoff=False)
+            assert back.results["wandb:hero"].points == 5, back
+    finally:
+        fake.set_down(None)
+
+
 async def test_the_probe_says_no_answer_when_wandb_hangs(server: FakeWandb) -> None:
     server.delay(5)
     try:

@@ -37,7 +37,10 @@ EVERY = timedelta(minutes=2)
 
 @pytest.fixture(scope="module")
 def wandb_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """wandb's files in a temp dir; wandb-core gives up on a failing server after one retry."""
+    """wandb's files in a temp dir; wandb-core gives up on a failing server after one retry,
+    waiting a second before it. wandb-core reads the wait settings as whole seconds (it
+    truncates them) and takes 0 as "unset": a fraction of a second falls back to its defaults
+    (2 s, growing to 60 s), so one second is the shortest wait there is."""
     root = tmp_path_factory.mktemp("wandb")
     values = {
         "WANDB_DIR": str(root),
@@ -47,8 +50,8 @@ def wandb_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         "WANDB_SILENT": "true",
         "WANDB_ERROR_REPORTING": "false",
         "WANDB__GRAPHQL_RETRY_MAX": "1",
-        "WANDB__GRAPHQL_RETRY_WAIT_MIN_SECONDS": "0.2",
-        "WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS": "0.5",
+        "WANDB__GRAPHQL_RETRY_WAIT_MIN_SECONDS": "1",
+        "WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS": "1",
     }
     saved = {name: os.environ.get(name) for name in values}
     os.environ.update(values)

@@ -189,7 +189,11 @@ class WandbClient:
 
     `call(fn, *args)` runs `fn(api, *args)` on the worker. Calls are serialised; a call that
     outlives `poll_timeout` is abandoned (the thread cannot be interrupted) and later calls fail
-    fast with `SourceUnavailable` until it finishes, instead of queueing behind it."""
+    fast with `SourceUnavailable` until it finishes, instead of queueing behind it.
+
+    Once a call has found W&B unreachable, the next call asks the probe first and fails at once
+    while W&B still does not answer: wandb-core would spend its whole retry budget (and the
+    worker) on every poll of an outage, only to say the same."""
 
     def __init__(
         self,
@@ -210,6 +214,7 @@ class WandbClient:
         self._lock: asyncio.Lock | None = None
         self._lock_loop: asyncio.AbstractEventLoop | None = None
         self._abandoned: asyncio.Future[Any] | None = None
+        self._down = False  # the last call found W&B unreachable: probe before the next
         self.poll_timeout = poll_timeout
         self.describe = describe  # "W&B at <base url>", for messages
         self.runs: dict[str, Any] = {}  # path -> wandb Run, reloaded on each poll
@@ -266,9 +271,13 @@ class WandbClient:
                         f"{self.describe}: an earlier request is still running", retry_after=60
                     )
                 self._abandoned = None
+            if self._down and (still := await self._still_down()) is not None:
+                raise still
             future = loop.run_in_executor(self._executor, self._invoke, fn, args)
             try:
-                return await asyncio.wait_for(asyncio.shield(future), self.poll_timeout)
+                result = await asyncio.wait_for(asyncio.shield(future), self.poll_timeout)
+                self._down = False
+                return result
             except TimeoutError:
                 self._abandoned = future
                 future.add_done_callback(_consume)
@@ -310,16 +319,35 @@ class WandbClient:
                 fatal=True,
             )
         if not reach.ok:
+            self._down = True
             return SourceUnavailable(f"{self.describe} is unreachable ({reach.detail})")
         if auth:  # W&B takes the key now: it did not a moment ago, or it was briefly down
             return SourceUnavailable(f"{self.describe} could not verify the API key: {exc}")
         return exc
 
+    async def _still_down(self) -> SourceUnavailable | None:
+        """After an outage: the error to raise without calling wandb-core if the probe says W&B
+        still does not answer, else None (the call goes ahead and finds out for itself)."""
+        if self.probe is None:
+            return None
+        try:
+            reach = await self.probe()
+        except Exception as probe_exc:  # the probe itself broke: let wandb try
+            log.debug("W&B probe failed: %s", probe_exc)
+            return None
+        if reach.ok or reach.rejected:
+            self._down = False
+            return None
+        return SourceUnavailable(f"{self.describe} is unreachable ({reach.detail})")
+
     async def reachable(self) -> bool:
         """The cheap probe the poller uses while W&B backs off (False: no probe configured)."""
         if self.probe is None:
             return False
-        return (await self.probe()).ok
+        ok = (await self.probe()).ok
+        if ok:
+            self._down = False
+        return ok
 
     def _invoke(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         return fn(self.api(), *args)

@@ -8,17 +8,38 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from bot.models import RunInfo
 from bot.process.demo import replay_into
 from bot.sources.replay import load_sample
 from bot.store import Database, Store
+from tests.cli.inprocess import Done
 from tests.cli.test_check_config import run_cli
 
 
-def test_demo_then_status_and_timeline(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Done, Path]:
+    """One `runscribe demo --db` for the module (the replay is the slow part): what it said,
+    and the database it left. A test reads a copy of that database, never the file itself."""
+    where = tmp_path_factory.mktemp("demo")
+    return run_cli(where, "demo", "--db", str(where / "demo.db")), where / "demo.db"
+
+
+def copy_database(source: Path, to: Path) -> None:
+    src, dst = sqlite3.connect(source), sqlite3.connect(to)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+
+
+def test_demo_then_status_and_timeline(tmp_path: Path, demo_run: tuple[Done, Path]) -> None:
     env = {"RUNSCRIBE_DB": str(tmp_path / "demo.db")}
-    demo = run_cli(tmp_path, "demo", "--db", env["RUNSCRIBE_DB"])
+    demo, left = demo_run
     assert demo.returncode == 0, demo.stderr
+    copy_database(left, tmp_path / "demo.db")
     assert "Timeline" in demo.stdout and "Daily digest" in demo.stdout
     assert "Traceback" not in demo.stderr
 
@@ -120,11 +141,13 @@ def test_package_data_is_installed(tmp_path: Path) -> None:
     assert result.stdout.strip() == "ok"
 
 
-def test_query_commands_fail_cleanly(tmp_path: Path) -> None:
+def test_query_commands_fail_cleanly(tmp_path: Path, demo_run: tuple[Done, Path]) -> None:
     missing = run_cli(tmp_path, "status", env={"RUNSCRIBE_DB": str(tmp_path / "none.db")})
     assert missing.returncode == 2 and "no database" in missing.stderr
     env = {"RUNSCRIBE_DB": str(tmp_path / "demo.db")}
-    assert run_cli(tmp_path, "demo", "--db", env["RUNSCRIBE_DB"]).returncode == 0
+    demo, left = demo_run
+    assert demo.returncode == 0, demo.stderr
+    copy_database(left, tmp_path / "demo.db")
     unknown = run_cli(tmp_path, "status", "--run", "nope", env=env)
     assert unknown.returncode == 2 and "unknown run 'nope'" in unknown.stderr
     bad_days = run_cli(tmp_path, "timeline", "--days", "0", env=env)

@@ -27,6 +27,7 @@ cache_read_input_tokens}}`; errors are `{"type":"error","error":{"type","message
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import inspect
 import itertools
@@ -173,6 +174,7 @@ class FakeAnthropic:
         self._cache: dict[str, float] = {}  # prefix digest -> expiry on `clock`
         self.usages: list[dict[str, Any]] = []  # the usage of every successful message reply
         self._runner: web.AppRunner | None = None
+        self._closing = asyncio.Event()
         self.base_url = ""
 
     def push(self, *replies: Reply) -> None:
@@ -183,6 +185,7 @@ class FakeAnthropic:
         return [r for r in self.requests if r.path == "/v1/messages"]
 
     async def start(self) -> str:
+        self._closing = asyncio.Event()  # a new one per start: set when it closes
         app = web.Application()
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
@@ -198,8 +201,15 @@ class FakeAnthropic:
 
     async def close(self) -> None:
         if self._runner is not None:
+            self._closing.set()
             await self._runner.cleanup()
             self._runner = None
+
+    async def _pause(self, seconds: float) -> None:
+        """A scripted slow answer: `seconds`, or less once the server closes (the client has
+        long given up; a sleeping handler would hold the shutdown for its whole timeout)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._closing.wait(), seconds)
 
     async def __aenter__(self) -> FakeAnthropic:
         await self.start()
@@ -256,7 +266,7 @@ class FakeAnthropic:
             produced = (self.handler or auto_reply)(recorded)
             reply = await produced if inspect.isawaitable(produced) else produced
         if reply.delay:
-            await asyncio.sleep(reply.delay)
+            await self._pause(reply.delay)
         if reply.status != 200:
             return self._error_response(reply)
         content = reply.content or []

@@ -17,6 +17,7 @@ without `retry-after`, primary exhaustion, slow responses, 401, 404). Every requ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
@@ -441,10 +442,12 @@ class FakeGitHub:
         self.url = ""
         self._ids = 1000
         self._runner: web.AppRunner | None = None
+        self._closing = asyncio.Event()
 
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> str:
+        self._closing = asyncio.Event()  # a new one per start: set when it closes
         app = web.Application()
         app.router.add_get("/repos/{owner}/{name}/issues", self._list_issues)
         app.router.add_get("/repos/{owner}/{name}/issues/comments", self._list_comments)
@@ -470,8 +473,15 @@ class FakeGitHub:
 
     async def stop(self) -> None:
         if self._runner is not None:
+            self._closing.set()
             await self._runner.cleanup()
             self._runner = None
+
+    async def _pause(self, seconds: float) -> None:
+        """A scripted slow answer: `seconds`, or less once the server closes (the client has
+        long given up; a sleeping handler would hold the shutdown for its whole timeout)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._closing.wait(), seconds)
 
     async def __aenter__(self) -> FakeGitHub:
         await self.start()
@@ -560,7 +570,7 @@ class FakeGitHub:
         if fault is not None:
             self.faults.remove(fault)
             if fault.kind == "slow":
-                await asyncio.sleep(fault.delay)
+                await self._pause(fault.delay)
             elif fault.kind == "status":
                 if fault.status == 401:
                     return self._error(request, 401, "Bad credentials")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import bisect
+import contextlib
 import json
 import re
 import threading
@@ -135,6 +136,7 @@ class FakeWandb:
         self._down_status: int | None = None
         self._delay = 0.0
         self._runner: web.AppRunner | None = None
+        self._closing = asyncio.Event()  # set when the port closes
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.port = 0
@@ -152,6 +154,7 @@ class FakeWandb:
         return app
 
     async def _start_site(self) -> None:
+        self._closing = asyncio.Event()
         self._runner = web.AppRunner(self._app(), access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
@@ -159,6 +162,17 @@ class FakeWandb:
         server = site._server
         assert server is not None and server.sockets  # type: ignore[union-attr,attr-defined]
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr,attr-defined]
+
+    async def _close_site(self) -> None:
+        self._closing.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _pause(self, seconds: float) -> None:
+        """A scripted slow answer: `seconds`, or less once the server closes (the client has
+        long given up; a sleeping handler would hold the shutdown for its whole timeout)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._closing.wait(), seconds)
 
     @asynccontextmanager
     async def serve(self) -> AsyncIterator[FakeWandb]:
@@ -168,7 +182,7 @@ class FakeWandb:
             yield self
         finally:
             assert self._runner is not None
-            await self._runner.cleanup()
+            await self._close_site()
 
     def start(self) -> FakeWandb:
         """Serve from a private thread and loop, independent of the test's loop."""
@@ -186,7 +200,7 @@ class FakeWandb:
                 return
             ready.set()
             loop.run_forever()
-            loop.run_until_complete(self._runner.cleanup() if self._runner else asyncio.sleep(0))
+            loop.run_until_complete(self._close_site())
             loop.close()
 
         self._thread = threading.Thread(target=main, name="fake-wandb", daemon=True)
@@ -384,7 +398,7 @@ class FakeWandb:
             delay = self._delay
             status = self._fail.pop(0) if self._fail else self._down_status
         if delay:
-            await asyncio.sleep(delay)
+            await self._pause(delay)
         entry = LoggedRequest(operation, variables)
         if status is not None:
             entry.status = status

@@ -3,23 +3,55 @@ and one resolution per real incident, and every person's report attached to its 
 
 from __future__ import annotations
 
+import asyncio
 import re
+import shutil
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
 
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import incident_stats, list_incidents
 from bot.posts.incidents import IncidentPosts
-from bot.process.demo import replay_into
+from bot.process.demo import ReplayStats, replay_into
 from bot.sources.replay import load_sample
-from bot.store import Store
+from bot.store import Database, Store
 from tests.incidents.scenario import FAR
 
 END = datetime(2026, 3, 23, 13, 10, tzinfo=UTC)
 
 
-async def test_sample_yields_one_alert_and_one_resolution_per_incident(store: Store) -> None:
-    engine = IncidentEngine(IncidentPosts())
-    stats = await replay_into(store, load_sample(END), detector=engine)
+@pytest.fixture(scope="module")
+def replayed(
+    tmp_path_factory: pytest.TempPathFactory, empty_database: Path
+) -> tuple[Path, ReplayStats]:
+    """The sample replayed with the engine into a new store, once for the module (the replay
+    is the slow part): the database file and what the replay said. Tests open a copy."""
+    path = tmp_path_factory.mktemp("replayed") / "runscribe.db"
+    shutil.copy(empty_database, path)
+
+    async def build() -> ReplayStats:
+        async with Database.open(path) as db:
+            engine = IncidentEngine(IncidentPosts())
+            return await replay_into(Store(db), load_sample(END), detector=engine)
+
+    return path, asyncio.run(build())
+
+
+@pytest.fixture
+async def replayed_store(replayed: tuple[Path, ReplayStats], db_path: Path) -> AsyncIterator[Store]:
+    """A copy of the replayed database, this test's own."""
+    shutil.copy(replayed[0], db_path)
+    async with Database.open(db_path) as db:
+        yield Store(db)
+
+
+async def test_sample_yields_one_alert_and_one_resolution_per_incident(
+    replayed: tuple[Path, ReplayStats], replayed_store: Store
+) -> None:
+    store, stats = replayed_store, replayed[1]
     items = await store.outbox.due(FAR, limit=1000)
     alerts = [i for i in items if i.kind == "alert"]
     resolved = [i for i in items if i.kind == "resolved" and i.reply_to is None]
@@ -52,8 +84,8 @@ async def test_sample_yields_one_alert_and_one_resolution_per_incident(store: St
     assert (count, healed) == (4, 1)  # the NVLink fault: the scheduler failed over on its own
 
 
-async def test_a_new_engine_after_the_replay_posts_nothing_new(store: Store) -> None:
-    await replay_into(store, load_sample(END), detector=IncidentEngine(IncidentPosts()))
+async def test_a_new_engine_after_the_replay_posts_nothing_new(replayed_store: Store) -> None:
+    store = replayed_store
     before = len(await store.outbox.due(FAR, limit=1000))
     assert await IncidentEngine(IncidentPosts()).detect(store, END) == 0
     assert len(await store.outbox.due(FAR, limit=1000)) == before

@@ -37,7 +37,10 @@ EVERY = timedelta(minutes=2)
 
 @pytest.fixture(scope="module")
 def wandb_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """wandb's files in a temp dir; wandb-core gives up on a failing server after one retry."""
+    """wandb's files in a temp dir; wandb-core gives up on a failing server after one retry,
+    waiting a second before it. wandb-core reads the wait settings as whole seconds (it
+    truncates them) and takes 0 as "unset": a fraction of a second falls back to its defaults
+    (2 s, growing to 60 s), so one second is the shortest wait there is."""
     root = tmp_path_factory.mktemp("wandb")
     values = {
         "WANDB_DIR": str(root),
@@ -47,8 +50,8 @@ def wandb_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         "WANDB_SILENT": "true",
         "WANDB_ERROR_REPORTING": "false",
         "WANDB__GRAPHQL_RETRY_MAX": "1",
-        "WANDB__GRAPHQL_RETRY_WAIT_MIN_SECONDS": "0.2",
-        "WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS": "0.5",
+        "WANDB__GRAPHQL_RETRY_WAIT_MIN_SECONDS": "1",
+        "WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS": "1",
     }
     saved = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
@@ -617,6 +620,38 @@ async def test_wandb_unreachable_is_an_outage_not_a_wrong_key(
     assert expected in error, error
     health = await store.health.get("wandb", "wandb:hero")
     assert health is not None and health.next_attempt_at == T0 + timedelta(seconds=30)
+
+
+async def test_while_wandb_stays_down_polls_ask_the_probe_not_wandb_core(
+    fake: FakeWandb, store: Store, wandb_env: Path
+) -> None:
+    """Once a poll found W&B unreachable, the next poll asks the probe first: while W&B still
+    answers 503, wandb-core is never asked (its retries would hold the worker for their whole
+    budget on every poll of an outage) and the poll fails with the same words. When W&B answers
+    again, the poll goes through."""
+    path = "ent/outage/run-o"
+    fake.add_run(path, display_name="run-o", created_at=T0)
+    fake.log(path, 5, start=T0)
+    settings = Settings(wandb_api_key=fake.api_key, wandb_base_url=fake.base_url)
+    cfg = config([path])
+    await store.runs.upsert(RunInfo(slug=cfg.slug, name=cfg.name))
+    fake.set_down(503)
+    try:
+        async with wandb_sources(store, settings, [cfg]) as sources:
+            first = await poll_once(store, sources, T0, respect_backoff=False)
+            assert "is unreachable (HTTP 503)" in first.failures["wandb:hero"], first
+            assert len(fake.operations()) > 1  # wandb-core's own tries, then the probe
+
+            fake.clear_log()
+            second = await poll_once(store, sources, T0 + EVERY, respect_backoff=False)
+            assert "is unreachable (HTTP 503)" in second.failures["wandb:hero"], second
+            assert fake.operations() == ["Viewer"]
+
+            fake.set_down(None)
+            back = await poll_once(store, sources, T0 + 2 * EVERY, respect_backoff=False)
+            assert back.results["wandb:hero"].points == 5, back
+    finally:
+        fake.set_down(None)
 
 
 async def test_the_probe_says_no_answer_when_wandb_hangs(server: FakeWandb) -> None:

@@ -344,7 +344,7 @@ _OLD_RULES = """
 import json, sys
 from bot.enrich import incidents as inc
 from bot.enrich.context import ThreadContext
-from bot.enrich.markdown import parse_post
+from bot.enrich.markdown import parse
 from tests.enrich.signal_corpus import recorded, rules_method, to_event
 
 def heard(text):

@@ -11,6 +11,7 @@ import pytest
 from bench import bench_tag_gate
 from bot.enrich.context import ThreadContext
 from bot.enrich.learned import (
+    GATE_FLOOR,
     TAG_MODEL_PATH,
     LiveModel,
     TagModel,
@@ -66,21 +67,33 @@ def test_the_committed_tag_model_is_what_the_script_fits_from_the_committed_corp
     assert fitted == TAG_MODEL_PATH.read_text(encoding="utf-8")
 
 
-def test_the_gate_takes_the_rules_tag_away_only_when_the_classifier_is_sure_of_another() -> None:
+def test_the_gate_keeps_the_rules_tag_only_where_the_classifier_agrees_enough() -> None:
     assert tag(INFRA, False) == "infra"  # the rules alone
-    assert tag(INFRA, sure_of("evals", "infra")) == "other"
-    # unsure of everything: no clear disagreement, the rules' tag stands
-    unsure = TagModel({t: LiveModel(bias=-6.0, weights={}, threshold=0.0) for t in TAGS})
-    assert tag(INFRA, unsure) == "infra"
     assert tag(INFRA, sure_of("infra", "evals")) == "infra"
+    assert tag(INFRA, sure_of("evals", "infra")) == "other"
+    # unsure of everything: one reading alone is not enough to show a tag
+    unsure = TagModel({t: LiveModel(bias=-6.0, weights={}, threshold=0.0) for t in TAGS})
+    assert tag(INFRA, unsure) == "other"
+    assert gate("infra", [("evals", 0.6), ("infra", GATE_FLOOR)]) == "infra"
+    assert gate("infra", [("evals", 0.6), ("infra", GATE_FLOOR - 0.01)]) == "other"
+
+
+NOTES = "Notes from today's sync are in the doc, three decisions listed."
 
 
 @pytest.mark.parametrize("top", ["evals", "infra", "ablation"])
 def test_the_gate_never_adds_a_tag_the_rules_did_not_choose(top: str) -> None:
-    chat = "sounds good, see you all at the sync tomorrow then"
-    assert tag(chat, False) == "other"
-    assert tag(chat, sure_of(top, "other")) == "other"
+    assert tag(NOTES, False) == "other"
+    assert tag(NOTES, sure_of(top, "other")) == "other"
     assert gate("other", [(top, 0.999), ("other", 0.001)]) == "other"
+    assert gate("other", [(top, 0.999), ("other", 0.001)], add=0.9) == top  # were it to add
+    for chat in ("thanks, sounds good 👍", "lol nice"):
+        assert tag(chat, sure_of(top, "other")) == "other"
+
+
+def test_the_gate_never_adds_incident() -> None:
+    assert gate("other", [("incident", 0.999), ("evals", 0.95)]) == "other"
+    assert tag(NOTES, sure_of("incident", "other")) == "other"
 
 
 @pytest.mark.parametrize("top", ["other", "evals"])

@@ -161,11 +161,8 @@ class Scored:
     junk: bool  # a stranger's advertisement: never marked
     heard: bool  # the rules heard incident words in its prose (the scorer needs ``over``)
 
-    def bar(self, t: float, over: float) -> float:
-        return over if self.heard else t
-
     def combined(self, t: float, over: float = math.inf) -> Verdict:
-        found = self.p is not None and self.p > self.bar(t, over)
+        found = self.p is not None and self.p > (over if self.heard else t)
         return self.added if found else self.rules
 
 

@@ -178,6 +178,11 @@ def compare(
     return choose(entries, verdicts, rankings)
 
 
+def adds(one: Gate) -> bool:
+    """Whether the gate shows a tag where the rules showed none (the classifier all but sure)."""
+    return one("other", [("evals", 1.0), ("other", 0.0)]) != "other"
+
+
 def passing(table: dict[str, Tally]) -> int:
     """Groups (of ``MIN_GROUP`` shown entries or more) whose timeline meets both targets."""
     return sum(
@@ -199,7 +204,7 @@ def choose(
     (each group is a timeline the check could be), ties by pooled agreement."""
     best, best_key = "", (-1, -1.0)
     for name, one in GATES.items():
-        if "+add" in name:
+        if adds(one):
             continue
         table = tally(entries, verdicts, rankings, one)
         t = table["pooled"]

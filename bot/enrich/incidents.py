@@ -542,7 +542,7 @@ def state_held(text: str) -> str | None:
 _TIME_METRIC = (
     r"(?:step|iteration|iter|batch|all-?reduce|all-?gather|collective)\s+times?"
     r"|s/step|sec/step|seconds\s+per\s+step|s/it|(?:every|each)\s+step"
-    r"|steps?(?=\s+(?:take|takes|taking)\b)"
+    r"|steps?(?=\s+(?:take|takes|taking|are|is)\b)"
 )
 _RATE_METRIC = (
     r"(?:all-?reduce|all-?gather|all-to-all|collective|ici|dcn|network|nccl)\s+(?:bw|bandwidth|busbw)"
@@ -559,7 +559,8 @@ _FROM_TO = re.compile(
 )
 #: "9 s/step vs 4 s yesterday": now first, then what it was.
 _NOW_VS_THEN = re.compile(
-    rf"~?{_NUM}\s*(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})?\s+(?:vs\.?|versus|compared\s+to)"
+    rf"~?{_NUM}\s*(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})?(?:\s+since\s+[\d:]+)?"
+    r"\s+(?:vs\.?|versus|compared\s+to)"
     rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usually|normally|last\s+week)\b"
     # "iteration time 9.8 s (baseline 6.1 s)"
     rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|of\s+)?~?{_NUM}\s*\S*\s*\(\s*"
@@ -574,7 +575,7 @@ _THOUSANDS = re.compile(r"\b(\d+(?:\.\d+)?)k\b", re.IGNORECASE)
 _WORSE_WORD = re.compile(
     rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\b(?:(?:dropped|fell|tanked"
     r"|collapsed|plummeted|cratered)|(?:halved|cut\s+in\s+half|dropped\s+by\s+half)"
-    r"|(?:doubled|tripled|quadrupled|\d+(?:\.\d+)?x\s+(?:slower|longer|higher|what))"
+    r"|(?:doubled|tripled|quadrupled|\d+(?:\.\d+)?\s*(?:x|times)\s+(?:slower|longer|higher|what))"
     r"|(?:is|are)\s+(?:only\s+)?(?:a\s+(?:third|quarter|fraction)|half)\s+of"
     r"|down\s+(?:by\s+)?\d+\s*%|dropped\s+by\s+(?:a\s+third|a\s+quarter|half|\d+\s*%)"
     r"|(?:is\s+)?(?:like\s+|only\s+|~)?[1-6]?\d\s*%\s+of\s+(?:normal|usual|baseline|expected|what))",
@@ -961,7 +962,11 @@ _FAILURE_WORDS = re.compile(
     r"|lost\s+(?:a\s+|the\s+)?(?:node|host)|xid|ecc|nvlink|nccl\s+timeout|preempt\w*|went\s+down"
     r"|were\s+down|down\s+for\s+(?:\d|an?\s|about|~)"
     r"|was\s+down|downtime|failed\s+(?:save|restore|checkpoint)|restore\s+fail\w*"
-    r"|stalled)\b",  # "fixes the stalled save from #238"
+    r"|stalled"  # "fixes the stalled save from #238"
+    # how an agent's daily words it: "left the Ray cluster (raylet heartbeat lost)",
+    # "NHC: gpu_health FAIL", "made no progress between 01:12 and 03:52"
+    r"|heartbeats?\s+(?:lost|missed|stopped)|left\s+the\s+(?:ray\s+)?cluster"
+    r"|(?:health|nhc)\w*\s*:?\s*\w*\s+fail(?:ed|s|ure)?|made\s+no\s+progress)\b",
     re.IGNORECASE,
 )
 #: Words that tie a post to one incident: its diagnosis, fix, recovery or post-mortem.
@@ -1103,9 +1108,9 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
         return True
     if _CLOSED_OR_CAUSED.search(prose[:300]):
         return True  # "incident resolved", "Root cause from the network team: …"
-    if not title and _CAME_BACK.search(prose[:DETECT_LIMIT]) and mentions_failure(prose):
-        # a follow-up that names the failure it recovered from: "had a GPU fall off the bus
-        # (Xid 79) …; training again from 17,000" (a description saying so is a report)
+    if _CAME_BACK.search(prose[:DETECT_LIMIT]) and mentions_failure(prose):
+        # a post that names the failure the run recovered from: "had a GPU fall off the bus
+        # (Xid 79) …; training again from 17,000", an agent's daily recapping a lost node
         return True
     about = _ABOUT_ONE.search(text[:DETECT_LIMIT])
     return mentions_failure(text) and about is not None and not _asks_of_the_past(text, about)

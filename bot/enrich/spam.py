@@ -21,7 +21,7 @@ _PROMO = re.compile(
           |service|tool|app|website|site|course|company|agency|team\s+offers)
       | sign\s+up|free\s+trial|(?:\d{1,2}\s?%|percent)\s+off|discount|promo(?:tion)?\s*code|coupon
       | limited[- ]time|act\s+now|don't\s+miss|best\s+price|cheap(?:est)?|affordable|lowest\s+price
-      | click\s+(?:here|the\s+link)|link\s+in\s+(?:bio|profile)|dm\s+me|contact\s+me
+      | click\s+(?:here|the\s+link)|link\s+in\s+(?:my\s+)?(?:bio|profile)|dm\s+me|contact\s+me
       | hire\s+(?:me|us)
       | whats\s?app|telegram|wechat|airdrop|crypto(?:currency)?|token\s+sale|nfts?|giveaway|casino
       | free\s+mint|mint(?:ing)?\s+(?:now|live|is\s+live)|connect\s+(?:your\s+)?wallet|wallets?
@@ -34,20 +34,28 @@ _PROMO = re.compile(
       | share\s+(?:it\s+)?with\s+your|would\s+mean\s+a\s+lot|buy\s+(?:followers|likes|stars)
       | followers|top\s+\d+\s+(?:ai\s+)?tools|(?:discord\s+)?nitro|free\s+(?:gpu\s+)?credits
       | gpu\s+credits
-      | claim\s+(?:now|before|in\s+\d+\s*h|at|your|yours|free)|presale|usdt|trading\s+signals
+      | claim\s+(?:now|before|in\s+\d+\s*h|at|here|your|yours|free|\d)|presale|usdt
+      | trading\s+signals
       | (?:spots?|slots?|seats?)\s+(?:are\s+)?limited|limited\s+(?:spots?|slots?|seats?)
       | only\s+\d+\s*h(?:ours?)?\s+left|first\s+\d+\s+(?:wallets|members|users|signups)
       | free\s+consultation|complimentary|\d+x\s+guaranteed|real\s+(?:github\s+)?stars
-      | \$[A-Z]{3,6}\s+(?:token|coin|presale|airdrop)
+      | (?:invite|referral|promo)\s+code|no\s+queue|\d+\s*x\s+nodes?\s+\$\d
     )\b""",
     re.IGNORECASE | re.VERBOSE,
 )
-#: A link, spelled out or not: "https://", "www.", "bit.ly/…", "t.me/…", "deals.xyz", "site dot io".
+#: A link, spelled out or not: "https://", "www.", "bit.ly/…", "deals.xyz", "gift.gg/k2",
+#: "site dot io".
 _LINK: Final = re.compile(
     r"https?://|www\.|\b(?:bit\.ly|t\.me|tinyurl\.com)/"
     r"|\b[a-z0-9-]+\.(?:xyz|biz|top|click|shop|online|site|live|info)\b"
+    r"|\b[a-z0-9-]+\.[a-z]{2,10}/\w"
     r"|\b(?:dot)\s+(?:com|io|biz|xyz|net|org|ai)\b",
     re.IGNORECASE,
+)
+#: A coin's ticker dropped ("$EDEL token") or a price by the hour ("$0.39/h"): one cue each.
+_MONEY: Final = (
+    re.compile(r"\$[A-Z]{2,6}\s+(?:tokens?|coins?|presale|airdrop)\b"),
+    re.compile(r"\$\d+(?:\.\d+)?\s*/\s*(?:h|hr|hour|gpu-?h)\b", re.IGNORECASE),
 )
 #: The same emoji twice in a row, as advertisements shout: "🔥🔥", "🚀🚀".
 _EMOJI_RUN: Final = re.compile(r"([\U0001F300-\U0001FAFF\u2600-\u27BF])\1")
@@ -62,6 +70,7 @@ def promo_cues(text: str) -> int:
     each, beside a phrase)."""
     head = text[:4000]
     found = {m.group(0).lower() for m in _PROMO.finditer(head)}
+    found.update(m.group(0) for pattern in _MONEY for m in pattern.finditer(head))
     if not found:
         return 0
     return len(found) + bool(_LINK.search(head)) + bool(_EMOJI_RUN.search(head))

@@ -20,6 +20,9 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "💸💸 turned $300 into $9k with AI trading signals, DM me for the group, spots limited!!",
         "🎁🎁 FREE NITRO + 200 USDT for the first 40 members, claim at gifts-claim dot xyz",
         "Early access to $GPUX coin presale, 50x guaranteed!! join t.me/gpuxcoin now 🔥🔥",
+        "🔥🔥 H100 8x nodes $0.49/h 🔥🔥 no queue, DM me for an invite code",
+        "free $KITE token drop for researchers 🪂 connect wallet at kite-drop.gg/x",
+        "🚀🚀 FREE AIRDROP for AI devs!! claim 3000 $GPU tokens, link in my bio 💰💰",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
@@ -35,6 +38,7 @@ def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
         "claim your GPU-hours for next week in the sheet before friday, only 48h left to edit it",
         "the eval box is at evals.site.internal, 20 slots limited to the long-context team",
         "$HOME on the login node is full again, clean your caches please 🙏🙏",
+        "we pay $2.10/h for the H100s on the new contract, see wiki.team/pricing for the rest",
     ],
 )
 def test_a_team_members_excited_or_busy_message_is_not_spam(text: str) -> None:

@@ -38,8 +38,8 @@ _PROMO = re.compile(
       | trading\s+signals
       | (?:spots?|slots?|seats?)\s+(?:are\s+)?limited|limited\s+(?:spots?|slots?|seats?)
       | only\s+\d+\s*h(?:ours?)?\s+left|first\s+\d+\s+(?:wallets|members|users|signups)
-      | free\s+consultation|complimentary|\d+x\s+guaranteed|real\s+(?:github\s+)?stars
-      | (?:invite|referral|promo)\s+code|no\s+queue|\d+\s*x\s+nodes?\s+\$\d
+      | free\s+consultation|complimentary|real\s+(?:github\s+)?stars
+      | (?:invite|referral|promo)\s+code
     )\b""",
     re.IGNORECASE | re.VERBOSE,
 )
@@ -49,7 +49,7 @@ _LINK: Final = re.compile(
     r"https?://|www\.|\b(?:bit\.ly|t\.me|tinyurl\.com)/"
     r"|\b[a-z0-9-]+\.(?:xyz|biz|top|click|shop|online|site|live|info)\b"
     r"|\b[a-z0-9-]+\.[a-z]{2,10}/\w"
-    r"|\b(?:dot)\s+(?:com|io|biz|xyz|net|org|ai)\b",
+    r"|\bdot\s+(?:com|io|biz|xyz|net|org|ai)\b",
     re.IGNORECASE,
 )
 #: A coin's ticker dropped ("$EDEL token") or a price by the hour ("$0.39/h"): one cue each.

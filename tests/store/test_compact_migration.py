@@ -97,7 +97,7 @@ async def test_an_old_database_migrates_with_its_hits_and_hashes(tmp_path: Path)
         # hashes cut to what the code computes now: polling the same text changes nothing
         result = await store.events.upsert_many([corpus.to_event(e) for e in corpus.entries()])
         assert result.changed == [] and result.unchanged == len(events)
-        pending = await store.events.pending_enrichment("hero", limit=1000)
+        pending = await store.events.pending_enrichment("hero", limit=len(events))
         assert len(pending) == len(events) - len(events) // 2
         stored = await store.events.get_by_external("hero", events[1].source, events[1].external_id)
         assert stored is not None and stored.summary and stored.summary.startswith("Summary of")

@@ -89,24 +89,27 @@ def examples(entries: Iterable[dict[str, Any]]) -> list[Example]:
 
 
 def fit(data: Sequence[Example]) -> tuple[float, dict[str, float]]:
-    """Logistic regression by Adagrad, examples in order; returns (bias, weights)."""
-    weights: dict[str, float] = {}
-    squares: dict[str, float] = {}
+    """Logistic regression by Adagrad, examples in order; returns (bias, weights) of the
+    features seen. Features are numbered once so the passes index lists, not dictionaries."""
+    index: dict[str, int] = {}
+    rows = [[index.setdefault(n, len(index)) for n in ex.names] for ex in data]
+    weights = [0.0] * len(index)
+    squares = [0.0] * len(index)
     bias, bias_square = 0.0, 0.0
     for _ in range(EPOCHS):
-        for ex in data:
-            z = bias + sum(weights.get(n, 0.0) for n in ex.names)
+        for ex, row in zip(data, rows, strict=True):
+            z = bias + sum(weights[i] for i in row)
             p = 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
             g = p - float(ex.live)
             bias_square += g * g
             bias -= RATE * g / math.sqrt(bias_square + 1e-9)
-            for n in ex.names:
-                w = weights.get(n, 0.0)
+            for i in row:
+                w = weights[i]
                 gn = g + L2 * w
-                s = squares.get(n, 0.0) + gn * gn
-                squares[n] = s
-                weights[n] = w - RATE * gn / math.sqrt(s + 1e-9)
-    return bias, weights
+                s = squares[i] + gn * gn
+                squares[i] = s
+                weights[i] = w - RATE * gn / math.sqrt(s + 1e-9)
+    return bias, {n: weights[i] for n, i in index.items()}
 
 
 def prune(weights: dict[str, float], keep: int = KEEP) -> dict[str, float]:

@@ -12,7 +12,7 @@ import re
 from typing import Final
 
 from bot.enrich.incidents import find_incident
-from bot.enrich.markdown import parse, strip_mentions
+from bot.enrich.markdown import parse_post, strip_mentions
 from bot.enrich.summary import is_chitchat, iter_split, strip_filler, truncate
 
 #: What a reported cause may quote (a few sentences, never a whole chat burst).
@@ -37,9 +37,11 @@ _TECHNICAL = re.compile(
 _NUMBER = re.compile(r"\d")
 
 
-def sentences(text: str) -> list[str]:
-    """The cleaned sentences of a message (markdown, code and mentions dropped), in order."""
-    doc = parse(text)
+def sentences(text: str, source: str = "discord") -> list[str]:
+    """The cleaned sentences of a message (markdown, code, quotes and mentions dropped), in
+    order, read by the markdown of the place it was posted (``source``: Discord's unless said
+    otherwise, where "> " quotes one line only)."""
+    doc = parse_post(text, source)
     out = []
     for line in doc.prose.splitlines():
         out += [" ".join(strip_mentions(s).split()) for s in iter_split(line)]
@@ -57,15 +59,15 @@ def is_chatter(sentence: str) -> bool:
     return not technical and not _ACTION.search(bare)
 
 
-def is_substantive(text: str) -> bool:
+def is_substantive(text: str, source: str = "discord") -> bool:
     """Whether a message says anything about the run: a report, an action or decision, a
     number, a technical remark. "Morning all", "nice 🎉", "+1" and lunch plans do not."""
-    return any(not is_chatter(s) for s in sentences(text))
+    return any(not is_chatter(s) for s in sentences(text, source))
 
 
-def reports_action(text: str) -> bool:
+def reports_action(text: str, source: str = "discord") -> bool:
     """Whether a message says something was done or decided (a requeue, a rollback, a fix)."""
-    return any(_ACTION.search(s) for s in sentences(text) if not is_chatter(s))
+    return any(_ACTION.search(s) for s in sentences(text, source) if not is_chatter(s))
 
 
 def reports_fault(sentence: str) -> bool:
@@ -73,12 +75,12 @@ def reports_fault(sentence: str) -> bool:
     return find_incident(sentence) is not None
 
 
-def fault_excerpt(text: str, limit: int = EXCERPT_LIMIT) -> str | None:
+def fault_excerpt(text: str, limit: int = EXCERPT_LIMIT, source: str = "discord") -> str | None:
     """The sentences of a message that report its fault: from the first one the incident rules
     flag, with the substantive sentences that follow it (the diagnosis, what is being done)
     until a question or chit-chat; the greeting before it is left out. None when no sentence
     reports a fault on its own (the caller then quotes the message's substance)."""
-    found = sentences(text)
+    found = sentences(text, source)
     start = next((i for i, s in enumerate(found) if reports_fault(s)), None)
     if start is None:
         return None
@@ -90,8 +92,8 @@ def fault_excerpt(text: str, limit: int = EXCERPT_LIMIT) -> str | None:
     return truncate(" ".join(kept), limit)
 
 
-def substance(text: str, limit: int = EXCERPT_LIMIT) -> str:
+def substance(text: str, limit: int = EXCERPT_LIMIT, source: str = "discord") -> str:
     """A message without its chit-chat: the substantive sentences, else the whole message."""
-    found = sentences(text)
+    found = sentences(text, source)
     kept = [strip_filler(s) or s for s in found if not is_chatter(s)]
     return truncate(" ".join(kept or found) or " ".join(text.split()), limit)

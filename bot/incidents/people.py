@@ -56,7 +56,9 @@ def cause_from(event: Event) -> ReportedCause:
     """The report itself: the sentences of the person's post that report the fault (greetings
     and chit-chat around them left out), linked to that post, with its author."""
     raw = event.body or event.summary or event.title or ""
-    text = fault_excerpt(raw, CAUSE_LIMIT) or substance(raw, CAUSE_LIMIT)
+    text = fault_excerpt(raw, CAUSE_LIMIT, event.source) or substance(
+        raw, CAUSE_LIMIT, event.source
+    )
     return ReportedCause(
         text=text,
         author=event.author,
@@ -82,12 +84,12 @@ def attach_cause(incident: Incident, event: Event) -> bool:
 ACTION_LIMIT = 200
 
 
-def action_sentences(text: str) -> str | None:
+def action_sentences(text: str, source: str = "discord") -> str | None:
     """The sentences of a post that say what was done ("drained host 12 and requeued"), or
     None when none does (or the post says it recovered on its own)."""
     if _NOT_ACTING.search(text):
         return None
-    said = [strip_filler(s) or s for s in sentences(text) if _ACTING.search(s)]
+    said = [strip_filler(s) or s for s in sentences(text, source) if _ACTING.search(s)]
     return truncate(" ".join(said), ACTION_LIMIT) if said else None
 
 
@@ -103,7 +105,8 @@ def record_action(incident: Incident, post: Event) -> None:
     incident.details.action = IncidentAction(
         who=who,
         at=post.at,
-        text=action_sentences(post.body or text) or " ".join(text.split())[:ACTION_LIMIT],
+        text=action_sentences(post.body or text, post.source)
+        or " ".join(text.split())[:ACTION_LIMIT],
         source=where(post),
         url=post.url,
         event_id=post.id,

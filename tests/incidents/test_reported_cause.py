@@ -81,3 +81,14 @@ def test_fault_sentences_leave_the_chat_out() -> None:
         assert not is_substantive(chat), chat
     for said in ("drained host 12 and requeued", "lr is 3e-4 now", "node lost on host 12"):
         assert is_substantive(said), said
+
+
+def test_a_discord_quote_is_one_line_and_the_reply_under_it_is_read() -> None:
+    # Discord: "> " quotes its own line, so the reply under it is the message's own words; on
+    # GitHub (CommonMark) the unmarked line after a quote belongs to the quote.
+    said = "> did the 41k save finish?\nno, save failed: disk full on /scratch"
+    assert fault_excerpt(said) == "no, save failed: disk full on /scratch"
+    assert fault_excerpt(said, source="github") is None
+    assert is_substantive("> lunch?\nnode 7 is down")
+    assert not is_substantive("> lunch?\nnode 7 is down", source="github")
+    assert fault_excerpt(">>> did it finish?\nsave failed: disk full") is None

@@ -214,7 +214,7 @@ def restart_explanation(restart: Restart, events: Iterable[Event]) -> ReportedCa
             continue
         if not start <= event.at <= restart.at + EXPLAINED_WITHIN:
             continue
-        text = fault_excerpt(event.body or "")
+        text = fault_excerpt(event.body or "", source=event.source)
         if text:
             return ReportedCause(
                 text=text,

@@ -50,7 +50,7 @@ from bot.enrich.context import ThreadContext
 from bot.enrich.incidents import signals_heard
 from bot.enrich.learned import LiveModel, TagModel
 from bot.enrich.markdown import parse_post
-from bot.enrich.rules import TITLED_KINDS, enrich_text
+from bot.enrich.rules import TITLED_KINDS, enrich_event
 from bot.enrich.spam import is_spam
 from scripts.train_signals import OVER, THRESHOLD, eligible, example, fit, prune
 from tests.enrich.signal_corpus import CORPUS, KIND_NAMES, Verdict, load, recorded, to_event
@@ -138,16 +138,7 @@ def verdict(
     """The live path's verdict on one entry, with or without a scorer (and the tag gate)."""
     if not recorded(entry):
         return Verdict("other", False, shown=False)
-    event = to_event(entry)
-    e = enrich_text(
-        title=event.title,
-        body=event.body or "",
-        kind=event.kind,
-        source=event.source,
-        context=ThreadContext.of(event),
-        learned=learned,
-        tag_model=tag_model,
-    )
+    e = enrich_event(to_event(entry), learned=learned, tag_model=tag_model)
     kind = KIND_NAMES.get(e.incident_kind, e.incident_kind) if e.incident_kind else None
     return Verdict(e.tag, e.live_report, e.newsworthy, e.summary, kind, e.incident)
 
@@ -331,14 +322,7 @@ def cost(entries: Sequence[dict[str, Any]], repeat: int = 3) -> None:
         for _ in range(repeat):
             start = time.perf_counter()
             for ev in events:
-                enrich_text(
-                    title=ev.title,
-                    body=ev.body or "",
-                    kind=ev.kind,
-                    source=ev.source,
-                    context=ThreadContext.of(ev),
-                    learned=learned,
-                )
+                enrich_event(ev, learned=learned)
             best = min(best, time.perf_counter() - start)
         print(f"{label:<12} {1e6 * best / len(events):7.1f} µs per event ({len(events)} events)")
 

@@ -264,9 +264,12 @@ def enrich_text(
     )
 
 
-def enrich_event(event: Event) -> Enrichment:
+def enrich_event(
+    event: Event, *, learned: LiveModel | bool = True, tag_model: TagModel | bool = True
+) -> Enrichment:
     """``enrich_text`` for a stored event, in the context its source recorded. The pipeline,
-    the LLM's fallback and the incident engine all call this, so they agree."""
+    the LLM's fallback and the incident engine all call this, so they agree (``learned`` and
+    ``tag_model`` as for ``enrich_text``: benches and tests compare without them)."""
     body = event.body or ""
     if event.kind == "conversation":
         # "author: text" lines: summarise what was said, not who said it first.
@@ -277,6 +280,8 @@ def enrich_event(event: Event) -> Enrichment:
         kind=event.kind,
         source=event.source,
         context=ThreadContext.of(event),
+        learned=learned,
+        tag_model=tag_model,
     )
     if event.kind == "conversation":
         # Context for its messages, never an entry nor a verdict of its own: each message with

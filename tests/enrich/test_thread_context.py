@@ -109,14 +109,7 @@ def test_a_strong_signal_of_its_own_overrides_the_thread() -> None:
         "Separately: the grad norm spikes at every warmup boundary and the loss spikes follow, "
         "with the logits of the first layers saturating.",
     )
-    rules = enrich_text(
-        title=event.title,
-        body=event.body or "",
-        kind=event.kind,
-        source=event.source,
-        context=ThreadContext.of(event),
-        tag_model=False,
-    )
+    rules = enrich_event(event, tag_model=False)
     assert rules.tag == "training-dynamics"
     assert enrich_event(event).tag in ("training-dynamics", "other")  # the check only takes away
 

@@ -358,7 +358,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "nan inf",
         r"loss(?:es)?\s+(?:is|are|was|went|became|becomes|goes|turned|has\s+gone)\s+"
         r"(?:\w+\s+)?(?:nan|inf)s?|(?:nan|inf)\s+loss(?:es)?|loss(?:es)?\s+of\s+(?:nan|inf)"
-        r"|(?:every|each|all)\s+(?:\w+\s+){0,2}(?:is|are)\s+nans?",
+        r"|(?:every|each|all)\s+(?:\w+\s+){0,2}(?:is|are)\s+nans?|everything(?:'s|\s+is)\s+nans?",
     ),
     # Slurm's verdicts and a kernel that gave up take the host with them
     _sig("node-loss", "node_fail panic", r"node_fail|kernel\s+panic\w*"),

@@ -498,6 +498,19 @@ _RUN_WORDS = re.compile(
 )
 
 
+#: The run itself right before its state: "run's", "the job is", "training is".
+_NOW_SUBJECT = re.compile(
+    r"^\W*(?:the\s+|our\s+)?(?:run|job|training|trainer|hero(?:\s+run)?)(?:'s|\s+is|\s+seems)"
+    r"(?:\s+(?:completely|totally|just))?\s*$",
+    re.IGNORECASE,
+)
+#: A state with nothing else, as chat says it: "down again", "still dead", "wedged again!"
+_BARE_STATE = re.compile(
+    r"^\W*(?:still\s+)?(?:down|dead|hung|stuck|wedged|frozen|gone)(?:\s+again|\s+still)?\W*$",
+    re.IGNORECASE,
+)
+
+
 def _held_subject(clause: str, *, near: int = 6) -> bool:
     """The clause before a state names the run or a part of it (in its last ``near`` words),
     or opens with a bare name (not a tool, a metric, or a common noun with its article: "the
@@ -513,17 +526,29 @@ def _held_subject(clause: str, *, near: int = 6) -> bool:
     )
 
 
+def _said_now(sentence: str, clause: str) -> bool:
+    """A state said of the run in a headline's few words, with no time needed: "run's not
+    moving", "the job is wedged"."""
+    words = re.findall(r"[\w'&-]+", sentence)
+    return len(words) <= 6 and bool(_NOW_SUBJECT.search(clause))
+
+
 def state_held(text: str) -> str | None:
     """The incident kind of a state the run has held for a while, or None."""
     text = text[:DETECT_LIMIT]
     for m in _STATE_WORD.finditer(text):
         left, right = _sentence_bounds(text, m.start(), m.end())
         clause = _CLAUSE_BREAK.split(text[left : m.start()])[-1]
-        if not _HELD_FOR.search(text, left, right) or _RECURRING.search(text, left, right):
+        if _RECURRING.search(text, left, right):
             continue  # "idle for 10 s per step during checkpointing": a pattern, not a state
-        if m.group(0).lower().startswith("nothing"):
+        sentence = text[left:right]
+        if _BARE_STATE.match(sentence):
+            pass  # the state alone, again or still: "down again", as chat says it
+        elif not _HELD_FOR.search(sentence) and not _said_now(sentence, clause):
+            continue
+        elif m.group(0).lower().startswith("nothing"):
             # "…, nothing saved since 410k": no subject but the sentence's run words
-            if not _held_subject(text[left:right], near=40):
+            if not _held_subject(sentence, near=40):
                 continue
         elif not _held_subject(clause):
             continue
@@ -542,7 +567,7 @@ def state_held(text: str) -> str | None:
 _TIME_METRIC = (
     r"(?:step|iteration|iter|batch|all-?reduce|all-?gather|collective)\s+times?"
     r"|s/step|sec/step|seconds\s+per\s+step|s/it|(?:every|each)\s+step"
-    r"|steps?(?=\s+(?:take|takes|taking|are|is)\b)"
+    r"|steps?(?=\s+(?:take|takes|taking|are|is|got|became|have\s+gotten)\b)"
 )
 _RATE_METRIC = (
     r"(?:all-?reduce|all-?gather|all-to-all|collective|ici|dcn|network|nccl)\s+(?:bw|bandwidth|busbw)"
@@ -685,12 +710,23 @@ _QUESTION_WORDS = 15
 _QUESTION_SPLIT = re.compile(r"(?<=[.!?])\s+|\n")
 
 
+#: The asker's own answer right after the question: "is the run down? nope, just wandb".
+_ANSWERED_NO = re.compile(
+    r"^\W*(?:no(?:pe|t\s+really)?|nah|never\s*mind|nvm|false\s+alarm|all\s+good"
+    r"|(?:it's|its)\s+(?:fine|ok|okay))\b",
+    re.IGNORECASE,
+)
+
+
 def live_question(text: str) -> str | None:
     """The incident kind a short question about the run's state asks about, or None."""
     if "?" not in text and len(text.split()) > _QUESTION_WORDS:
         return None
-    for sentence in _QUESTION_SPLIT.split(text):
+    sentences = _QUESTION_SPLIT.split(text)
+    for n, sentence in enumerate(sentences):
         sentence = sentence.strip()
+        if n + 1 < len(sentences) and _ANSWERED_NO.match(sentences[n + 1]):
+            continue
         # a short chat line asks without its question mark: "did the run die"
         asked = sentence.endswith("?") or len(text.split()) <= _QUESTION_WORDS
         if not asked or len(sentence.split()) > _QUESTION_WORDS:

@@ -170,3 +170,24 @@ def test_a_stop_for_work_on_the_cluster_is_planned_unless_nobody_knew(
     text: str, live: bool
 ) -> None:
     assert enrich_text(title=None, body=text, kind="message", source="discord").live_report is live
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        ("down again", True),  # the state alone, as chat says it
+        ("still dead", True),
+        ("run's not moving", True),  # the run and its state, a headline with no time
+        ("the job is wedged", True),
+        ("the run went sideways at 51k, everything is nan", True),
+        ("steps got 2x slower since the switch reboot", True),
+        ("down to 2 hours left on the decay", False),
+        ("run's moving along nicely, 140k", False),
+        ("if the job is wedged we requeue it", False),
+        ("steps got 2x slower at 64k context, as expected", False),
+        ("is the run down? nope, just the dashboard lagging", False),  # answered at once
+        ("is the run down? the dashboard is empty since 09:00", True),
+    ],
+)
+def test_chat_headlines_and_answered_questions(text: str, live: bool) -> None:
+    assert enrich_text(title=None, body=text, kind="message", source="discord").live_report is live

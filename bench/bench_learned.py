@@ -87,6 +87,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("alpenglow/edelweiss", 1720, 1839),
     ("saffron/kestrel-2", 1840, 1959),
     ("quayside/pipit", 1960, 2079),
+    ("hollowbrook/wagtail", 2080, 2199),
+    ("kittiwake/curlew", 2200, 2319),
+    ("quillon/tern", 2320, 2439),
+    ("marisol/garza", 2440, 2559),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -121,6 +125,7 @@ BATCH_COMMITS: dict[str, str] = {
     "alpenglow/edelweiss": "9e7b5ad",
     "saffron/kestrel-2": "ef3001d",
     "quayside/pipit": "cf2826e",
+    "marisol/garza": "8cf73f3",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -125,6 +125,7 @@ BATCH_COMMITS: dict[str, str] = {
     "alpenglow/edelweiss": "9e7b5ad",
     "saffron/kestrel-2": "ef3001d",
     "quayside/pipit": "cf2826e",
+    "hollowbrook/wagtail": "1a00d73",
     "quillon/tern": "3a2e786",
     "marisol/garza": "8cf73f3",
 }

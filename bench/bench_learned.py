@@ -126,6 +126,7 @@ BATCH_COMMITS: dict[str, str] = {
     "saffron/kestrel-2": "ef3001d",
     "quayside/pipit": "cf2826e",
     "hollowbrook/wagtail": "1a00d73",
+    "kittiwake/curlew": "2f09d3e",
     "quillon/tern": "3a2e786",
     "marisol/garza": "8cf73f3",
 }

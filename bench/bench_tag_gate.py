@@ -201,14 +201,15 @@ def choose(
 ) -> str:
     """Of the gates that never add a tag the rules did not give (issue 40: a tag only when the
     rules are sure), the one under which the most groups meet both of the issue's targets
-    (each group is a timeline the check could be), ties by pooled agreement."""
-    best, best_key = "", (-1, -1.0)
+    (each group is a timeline the check could be), ties by the right tags it shows, pooled
+    (of gates equally safe, the one that tells the reader most)."""
+    best, best_key = "", (-1, -1)
     for name, one in GATES.items():
         if adds(one):
             continue
         table = tally(entries, verdicts, rankings, one)
         t = table["pooled"]
-        key = (passing(table), t.right / t.tagged if t.tagged else 0.0)
+        key = (passing(table), t.right)
         if key > best_key:
             best, best_key = name, key
     return best

@@ -61,7 +61,10 @@ _SUBJ = (
     r"|head(?:\s+node)?|coordinator|driver|learner|controller|launcher)"
 )
 _HOST = r"(?:[a-z]+\d+[a-z]+\d+[\w-]*|[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d+[\w-]*)"
-_FAIL_TO = r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't)"
+_FAIL_TO = (
+    r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't"
+    r"|refus(?:es|ed|ing)\s+to|won't)"
+)
 
 #: A fault (an error stream) takes its incident kind from its sentence (``fault_kind``); a
 #: stall (a phase never left: a save, a barrier) is a hang whatever the phase.
@@ -242,6 +245,12 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         rf"{_FAIL_TO}\s+(?:restore|resume|reload"
         r"|load\s+(?:the\s+|a\s+|from\s+)?(?:\w+\s+)?(?:checkpoint|ckpt))",
     ),
+    # "the restart from 195,380 is refusing to load"
+    _sig(
+        "restore-failed",
+        "restart restor resum relaunch",
+        rf"(?:restart|restore|resume|relaunch)\b[^.;\n]{{0,30}}?{_FAIL_TO}\s+(?:load|start|come\s+up)",
+    ),
     _sig(
         "restore-failed",
         "restor resum checkpoint",
@@ -358,7 +367,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "nan inf",
         r"loss(?:es)?\s+(?:is|are|was|went|became|becomes|goes|turned|has\s+gone)\s+"
         r"(?:\w+\s+)?(?:nan|inf)s?|(?:nan|inf)\s+loss(?:es)?|loss(?:es)?\s+of\s+(?:nan|inf)"
-        r"|(?:every|each|all)\s+(?:\w+\s+){0,2}(?:is|are)\s+nans?|everything(?:'s|\s+is)\s+nans?",
+        r"|(?:every|each|all)\s+(?:\w+\s+){0,2}(?:is|are)\s+nans?|everything(?:'s|\s+is)\s+nans?"
+        # "the loss panel just says NaN for the last few points"
+        r"|loss(?:\s+\w+){0,4}?\s+(?:says?|shows?|showing|reads?|reports?)\s+(?:only\s+)?nans?",
     ),
     # Slurm's verdicts and a kernel that gave up take the host with them
     _sig("node-loss", "node_fail panic", r"node_fail|kernel\s+panic\w*"),
@@ -677,6 +688,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "expired ended",
         r"(?:allocation|reservation|lease|time\s+limit)\s+(?:has\s+)?(?:expired|ended|ran\s+out)",
     ),
+    # Slurm holding the job because the group's allocation is spent: "sitting in PD with
+    # `AssocGrpGRESMinutes`" (not "Priority" or "Resources": waiting its turn)
+    _sig(
+        "preemption",
+        "assocgrp qosgrp",
+        r"(?:assoc|qos)grp\w*(?:minutes|runmins)",
+    ),
     _sig(
         "outage",
         "off offline down idle dead",
@@ -685,9 +703,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # one straggler holding the step: "gpu 3 on gn12 is at 0% util", "the step is waiting for it"
     _sig(
         "hang",
-        "util waiting",
+        "util wait",
         r"at\s+0\s*%\s+(?:gpu\s+|sm\s+)?(?:util\w*|utili[sz]ation)"
         r"|(?:step|collective|all-?reduce)\s+is\s+waiting\s+(?:for|on)\s+(?:it|them|rank|node|host|gpu)"
+        # one part sets the pace: "everyone waits on s3", "all other stages waiting on stage 5"
+        r"|(?:everyone|everybody|all\s+(?:the\s+)?(?:other\s+)?(?:ranks|stages|slices|nodes|hosts))"
+        r"\s+(?:is\s+|are\s+)?(?:wait(?:s|ing)|stuck\s+waiting)\s+(?:on|for)\s+"
+        r"(?:it|them|(?:stage|rank|slice|node|host|rack)\s+\d|\S*\d)"
         r"|logs?\s+ends?\s+mid-?step",
     ),
     # a run its guard stopped: "Run paused by the agent", "paused at 41,088 pending a human"
@@ -959,6 +981,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "killed stopped cancel nuked took",
         r"(?:who|what|someone|somebody|something)\s+(?:just\s+)?(?:killed|stopped|cancell?ed|nuked"
         r"|took\s+down)\s+(?:the|our)\s+(?:job|run|training|trainer)",
+    ),
+    # the same asked of a colleague: "did someone stop hero?", "did anyone kill the job?"
+    _sig(
+        "crash",
+        "someone somebody anyone",
+        r"(?:did|has)\s+(?:someone|somebody|anyone)\s+(?:just\s+)?(?:stop(?:ped)?|kill(?:ed)?"
+        r"|cancel(?:l?ed)?|nuked?)\s+(?:(?:the|our)\s+(?:job|run|training|trainer)\b|[a-z][\w-]*(?=\s*\?))",
     ),
     # capacity a provider takes back: "Azure took back 8 of our spot H200s"
     _sig(

@@ -79,7 +79,7 @@ _NEGATION = re.compile(
       |recover(?:s|ing)?\s+from|retry\s+on|survive[sd]?
       |if|unless|whether|in\s+case|whenever|each\s+time|every\s+time|in\s+the\s+event
       |when\s+(?:\w+\s+){0,3}?(?:shows|is|are|gets|hits|goes|has|happens|fails|dies|crashes)
-      |would|could|might|may|should|shall|will|gonna|going\s+to|about\s+to|wouldn't|couldn't|shouldn't|won't|cannot|can't
+      |would|could|might(?!\s+(?:have|be|well)\b)|may(?!\s+(?:have|be|well)\b)|should|shall|will|gonna|going\s+to|about\s+to|wouldn't|couldn't|shouldn't|won't|cannot|can't
       |doesn't|don't|didn't|isn't|aren't|wasn't|weren't|hasn't|haven't|hadn't|can\s+(?:cause|lead)
       |instead\s+of|rather\s+than|risk\w*|chance|likelihood|prone|susceptible|expect\w*
       |hopefully|hope|unlikely|simulat\w*|inject\w*|test|tests|testing|tested|postmortem
@@ -135,7 +135,13 @@ _WHY_NOW = re.compile(
     # "is the job supposed to be sitting at step 36,412 for half an hour?": a doubt about now
     r"|(?:is|are)\s+(?:\S+\s+){1,3}?supposed\s+to\s+be\b"
     # "ok who killed the job?": the alarm, asked
-    r"|(?:who|what)\s+(?:just\s+)?(?:killed|stopped|cancell?ed|nuked|took\s+down)\b",
+    r"|(?:who|what)\s+(?:just\s+)?(?:killed|stopped|cancell?ed|nuked|took\s+down)\b"
+    r"|(?:did|has)\s+(?:someone|somebody|anyone)\s+(?:just\s+)?(?:stop|kill|cancel|nuke)"
+    # a report asked as a doubt: "is it normal for the loss panel to say NaN?", "is an Xid 48
+    # on bry-gpu-088 something to worry about?"
+    r"|(?:is|are)\s+(?:it|this|that)\s+(?:normal|expected|ok|okay|fine)\s+(?:for|that)\b"
+    r"|(?:is|are)\b[^?]{0,80}\bsomething\s+to\s+worry\s+about"
+    r"|should\s+(?:i|we)\s+(?:be\s+)?worr(?:y|ied)",
     re.IGNORECASE,
 )
 _QUESTION_START = re.compile(
@@ -237,7 +243,7 @@ _PAST = re.compile(
 _NOT_A_NAME = re.compile(
     r"(?:i|you|he|she|they|this|that|these|those|what|which|who|something|nothing|everything"
     r"|anything|one|some|all|both|each|either|neither|loss|losses|grads?|gradients?|norms?|lr"
-    r"|mfu|throughput|memory|util|utili[sz]ation|accuracy|perplexity|curve|chart|plots?|metrics?"
+    r"|mfu|throughput|tok|tokens|tps|speed|samples|bandwidth|bw|memory|util|utili[sz]ation|accuracy|perplexity|curve|chart|plots?|metrics?"
     r"|evals?|evaluation|benchmarks?|ci|tests?|lint|docs?|wandb|w&b|grafana|prometheus"
     r"|tensorboard|dashboard|github|discord|slack|jira|notebook|colab|jupyter|kernel|demo"
     r"|inference|sweep|ablation|arm|pr|branch|review|merge|deploy|website|site|api|vpn|email"
@@ -313,10 +319,13 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
         return False  # "when the run hangs we lose hours"; not "when its port kept flapping"
     if _AFTER_CUE.match(text, end, min(len(text), end + 30)):
         return False
-    if before.count("(") > before.count(")") and not (
-        _FIRING.search(sentence) or _annotation(text, start, end)
+    if (
+        before.count("(") > before.count(")")
+        and ")" in text[end:right]
+        and not (_FIRING.search(sentence) or _annotation(text, start, end))
     ):
-        return False  # an aside: "(relaunched after the second NVLink fault)"
+        return False  # an aside: "(relaunched after the second NVLink fault)"; not a
+        # parenthesis that runs on past its sentence ("(On another topic: our job was …")
     asked = _FILLER.sub("", sentence, count=1)
     if asked.endswith("?") and _QUESTION_START.match(asked) and not _WHY_NOW.match(asked):
         return False
@@ -440,6 +449,8 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
     slower = slowdown(text)
     if slower is not None:
         kinds.add(slower)
+    if not kinds and not machine and loss_shift(text):
+        kinds.add("outage")
     if not kinds and not machine:
         held = state_held(text)
         if held is not None:
@@ -578,7 +589,7 @@ _NUM = r"(\d+(?:[.,]\d+)?)"
 _FROM_TO = re.compile(
     rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,40}}?"
     rf"(?:(?:from|was)\s+~?{_NUM}[^\d\n]{{0,12}}?\s*(?:to|→|->)\s*~?{_NUM}"
-    rf"|~?{_NUM}[^\d\n]{{0,12}}?\s*(?:→|->)\s*~?{_NUM}"
+    rf"|~?{_NUM}[^\d\n]{{0,12}}?\s*(?:→|->|(?:down|dropped|fell)\s+to)\s*~?{_NUM}"
     rf"|(?:is|are|at|now|takes?|taking)\s+~?{_NUM}[^\d\n]{{0,12}}?\s*instead\s+of\s+~?{_NUM})",
     re.IGNORECASE,
 )
@@ -598,18 +609,19 @@ _NOW_VS_THEN = re.compile(
 #: "2.4k": a figure in thousands, read as its value.
 _THOUSANDS = re.compile(r"\b(\d+(?:\.\d+)?)k\b", re.IGNORECASE)
 _WORSE_WORD = re.compile(
-    rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\b(?:(?:dropped|fell|tanked"
+    rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\b(?:(?:dropped|fell|tanked|sagg\w+"
     r"|collapsed|plummeted|cratered)|(?:halved|cut\s+in\s+half|dropped\s+by\s+half)"
     r"|(?:doubled|tripled|quadrupled|\d+(?:\.\d+)?\s*(?:x|times)\s+(?:slower|longer|higher|what))"
     r"|(?:is|are)\s+(?:only\s+)?(?:a\s+(?:third|quarter|fraction)|half)\s+of"
-    r"|down\s+(?:by\s+)?\d+\s*%|dropped\s+by\s+(?:a\s+third|a\s+quarter|half|\d+\s*%)"
+    r"|(?:down|dropped)\s+(?:by\s+)?(?:a\s+third|a\s+quarter|half|(?:1[5-9]|[2-9]\d)\s*%)"
+    r"|(?:went|dropped|fell)\s+to\s+(?:0|zero)\b|(?:is|are|at)\s+(?:0|zero)\b(?!\.\d)"
     r"|(?:is\s+)?(?:like\s+|only\s+|~)?[1-6]?\d\s*%\s+of\s+(?:normal|usual|baseline|expected|what))",
     re.IGNORECASE,
 )
 _STAYS = re.compile(
     r"\b(?:since|overnight|(?:has|have)\s+(?:stayed|been)|stays?|still|now|right\s+now|ago"
     r"|yesterday|(?:is|are)\s+(?:crawling|slow)|(?:over|in)\s+the\s+(?:last|past)|normally"
-    r"|usually|typically"
+    r"|usually|typically|at\s+~?\d{1,2}:\d\d"
     r"|for\s+the\s+last|this\s+morning|tonight|hasn't\s+(?:come\s+back|recovered)"
     r"|(?:not|never)\s+(?:come|came|coming)\s+back)\b",
     re.IGNORECASE,
@@ -630,9 +642,10 @@ _IO = re.compile(
 
 
 def _worse(metric: str, before: float, now: float) -> bool:
+    """Worse by more than a day's noise: a step a quarter longer, a rate 15 % lower."""
     if re.search(_TIME_METRIC, metric, re.IGNORECASE):
-        return now >= 1.5 * before
-    return now <= 0.75 * before
+        return now >= 1.25 * before
+    return now <= 0.85 * before
 
 
 def _slower(m: re.Match[str]) -> bool:
@@ -669,6 +682,55 @@ def slowdown(text: str) -> str | None:
                 return "network"
             return "storage" if _IO.search(text) else "outage"
     return None
+
+
+# --------------------------------------------------------------------------------------------
+# A loss that moved and stayed: "loss went 1.768 → 2.11 at 357,8xx and it's 2.09 four hundred
+# steps later", "held-out code loss +0.14 since the Apr 6 restart". A spike comes back within a
+# few hundred steps; a shift that stays is a fault of the run (a bad shard, a bad restore). A
+# level, a rise, and something that says it stayed; not a spike that recovered or an expected
+# change.
+
+_LOSS_RISE = re.compile(
+    rf"\bloss(?:es)?\b[^.!?\n]{{0,30}}?(?:"
+    rf"(?:jumped|went|rose|climbed|spiked|shot)\s+(?:up\s+)?(?:from\s+)?~?{_NUM}\s*(?:→|->|to)\s*~?{_NUM}"
+    rf"|(?:is\s+|went\s+|jumped\s+|rose\s+)?(?:up\s+)?(?:by\s+)?\+\s?~?{_NUM}"
+    rf"|(?:jumped|is\s+up|went\s+up|rose)\s+(?:by\s+)?~?{_NUM}(?![\d,.]*k)"
+    rf"|(?:at\s+\S+\s+)?is\s+~?{_NUM}[,;]?\s+(?:at\s+\S+\s+)?it\s+was\s+~?{_NUM})",
+    re.IGNORECASE,
+)
+_STAYED = re.compile(
+    r"\b(?:since|still|later|stay(?:s|ed)?|hasn't\s+(?:come\s+back|recovered|moved)"
+    r"|not\s+(?:recovering|coming\s+back|one\s+of\s+the\s+spikes)|isn't\s+one\s+of\s+the\s+spikes"
+    r"|(?:at|from)\s+the\s+(?:last|latest)\s+checkpoint)\b",
+    re.IGNORECASE,
+)
+_SETTLES = re.compile(
+    r"\b(?:recover\w*|came\s+back|coming\s+back\s+down|back\s+(?:down\s+)?(?:to|on)|settled"
+    r"|expected|as\s+usual|normal\s+for|warm-?up|ablation|arm|sweep|proxy|decay\s+start\w*)\b",
+    re.IGNORECASE,
+)
+
+
+def loss_shift(text: str) -> bool:
+    """A sentence says a loss rose and stayed there (not a spike that came back, not an
+    expected change)."""
+    for m in _LOSS_RISE.finditer(text[:DETECT_LIMIT]):
+        left, right = _sentence_bounds(text, m.start(), m.end())
+        sentence = text[left:right]
+        values = [float(v.replace(",", "")) for v in m.groups() if v is not None]
+        if len(values) == 2 and "it was" in m.group(0).lower():
+            values.reverse()  # "is 2.13, at 178k it was 1.83": now first
+        if len(values) == 2 and values[1] <= values[0] * 1.03:
+            continue
+        if len(values) == 1 and values[0] < 0.05:
+            continue  # "+0.01": noise
+        if not _STAYED.search(sentence) or _SETTLES.search(text):
+            continue
+        if _NEGATION.search(text[left : m.start()]) or _HISTORY.search(sentence):
+            continue
+        return True
+    return False
 
 
 #: How chat asks whether the run is alive, which is how a failure is often first reported: "is
@@ -936,7 +998,8 @@ _ALL_FINE = re.compile(
     r"\b(?:we(?:'re|\s+are)\s+(?:fine|ok|okay|good)|not\s+the\s+(?:training\s+)?run|no\s+impact"
     r"|(?:training|the\s+run|the\s+job|hero|it)"
     r"(?:\s+itself)?\s+(?:was|is|stays|stayed)\s+(?:fine|unaffected|healthy)|nothing\s+to\s+do"
-    r"|no\s+action\s+(?:is\s+)?needed|false\s+alarm|not\s+an\s+incident)\b",
+    r"|no\s+action\s+(?:is\s+)?needed|(?<!raise\sa\s)(?<!sound\sa\s)false\s+alarm"
+    r"|not\s+an\s+incident)\b",
     re.IGNORECASE,
 )
 #: The incident is over and the post says how it ended: a recap, not a report.

@@ -32,6 +32,7 @@ from bot.enrich.incidents import (
     asks_attention,
     declares_incident,
     find_incident,
+    is_recovery_note,
     is_retrospective,
     names_a_change,
     opens_with_proposal,
@@ -72,6 +73,9 @@ TITLED_KINDS: Final = frozenset({"issue", "pull"})
 _STATE_KINDS: Final = frozenset({"state", "restart"})
 _GIF_HOSTS: Final = ("tenor.com", "giphy.com", "gfycat.com")
 _SPEAKER = re.compile(r"^[^:\n]{1,80}:\s+")
+#: A sentence that opens with a condition says what happens then, not what happened.
+_CONDITIONAL = re.compile(r"^\W*(?:if|when|whenever|unless|in\s+case|once)\b", re.IGNORECASE)
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n")
 # "Bump pyyaml from 6.0.1 to 6.0.2": an automated dependency bump (from an outside account)
 _DEPENDENCY_BUMP = re.compile(
     r"\s*(?:build\(deps\):\s*|chore\(deps\):\s*)?bump\s+\S+\s+from\s+\S+\s+to\s+\S+\s*$",
@@ -95,12 +99,17 @@ class Enrichment:
 def _ruled_out(doc: Document, title: str | None, context: ThreadContext) -> bool:
     """Not a live report whatever its words: a crash in an ablation, an issue or a post asking
     for a change, a post-mortem, "back up from 15,000"."""
+    return _not_the_runs(doc, title, context) or settled(doc.prose)
+
+
+def _not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bool:
+    """About no incident of the run's whatever its words: a crash in an ablation, an issue or a
+    post asking for a change, a post-mortem of a period."""
     return (
         thread_is_experiment(context)
         or (title is not None and names_a_change(title))
         or opens_with_proposal(doc.prose)
         or is_retrospective(doc.prose, context.title)
-        or settled(doc.prose)
     )
 
 
@@ -140,6 +149,8 @@ def _learned_report(
     (unjudged: the scorer has judged it a report), else ``outage``."""
     if learned is False or kind not in LEARNED_KINDS or not doc.prose.strip():
         return None
+    if all(_CONDITIONAL.match(s) for s in _SENTENCE_SPLIT.split(doc.prose.strip()) if s):
+        return None  # "if the job is wedged we requeue it": a rule, not a report
     model = load_model() if learned is True else learned
     heard = signals_heard(f"{title}\n{doc.prose}" if title else doc.prose)
     bar = model.over if heard else model.threshold
@@ -232,19 +243,31 @@ def enrich_text(
     if own_title is None and title and summary == NO_TEXT:
         summary = compose_summary(doc, title)
 
-    ruled_out = kind in NO_INCIDENT_KINDS or _ruled_out(doc, own_title, context)
+    ruled_out = kind in NO_INCIDENT_KINDS or _not_the_runs(doc, own_title, context)
+    recovered = not ruled_out and settled(doc.prose)
     live, severity, incident_kind = (
         (False, None, None) if ruled_out else _incident(doc, own_title, context)
     )
+    # "slice 2 went away at 119.3k, back at 04:05, resumed from 119k": the fault it came back
+    # from is told, so it is about that incident, and no alert (it is over). A note that opens
+    # with the run back up is the run log's ("Back up from 15,000 on r11n2. …").
+    told_over = recovered and live and not is_recovery_note(doc.prose)
+    if recovered:
+        live, severity, incident_kind = False, None, None
+        ruled_out = True
     if not (live or ruled_out) and (
         added := _learned_report(doc, own_title, kind, source, learned)
     ):
         live, (severity, incident_kind) = True, added
     # about a specific incident (a fix PR, a diagnosis, a post-mortem, a recovery note), or its
     # live report; chit-chat is never about anything
-    incident = live or (
-        not is_chitchat(doc.prose)
-        and about_incident(doc.prose, clean_line(own_title) if own_title else "", context)
+    incident = (
+        live
+        or told_over
+        or (
+            not is_chitchat(doc.prose)
+            and about_incident(doc.prose, clean_line(own_title) if own_title else "", context)
+        )
     )
     tag = "incident" if incident else _topic(doc, own_title, kind, source, context, tag_model)
     newsworthy = _newsworthy(doc, body, kind, tag, live) and summary != NO_TEXT

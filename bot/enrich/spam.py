@@ -40,6 +40,8 @@ _PROMO = re.compile(
       | only\s+\d+\s*h(?:ours?)?\s+left|first\s+\d+\s+(?:wallets|members|users|signups)
       | free\s+consultation|complimentary|real\s+(?:github\s+)?stars
       | (?:invite|referral|promo)\s+code
+      | no\s+experience(?:\s+(?:needed|required))?|flexible\s+hours|work\s+from\s+home
+      | (?:hiring|looking\s+for)\s+remote
     )\b""",
     re.IGNORECASE | re.VERBOSE,
 )

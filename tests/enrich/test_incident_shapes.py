@@ -191,3 +191,86 @@ def test_a_stop_for_work_on_the_cluster_is_planned_unless_nobody_knew(
 )
 def test_chat_headlines_and_answered_questions(text: str, live: bool) -> None:
     assert enrich_text(title=None, body=text, kind="message", source="discord").live_report is live
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        # worse by more than a day's noise, in the present or at a time today
+        ("MFU 39 → 31 since ~06:00, stage 5 is taking 1.4x the others", True),
+        ("Since ~04:00 step time is 9.6 s instead of 7.3 s. No errors, no restarts.", True),
+        ("step time doubled at 02:14: 7.9 s → 16.1 s, all ranks, all stages", True),
+        ("tok/s went to 0 at 11:02 and the job is PD now", True),
+        ("did someone stop hero? all 3 slices say SUSPENDED in the console", True),
+        ("MFU 38 → 36 since the restart", False),
+        ("step time 7.3 → 8.0 s since 04:00", False),
+        ("tok/s down 8% since last night, I assume that's the 8k switch", False),
+        ("throughput went to 0 during the planned maintenance, as expected", False),
+        ("did someone stop by the office today?", False),
+    ],
+)
+def test_a_slowdown_past_noise_and_a_stop_asked_of_a_colleague(text: str, live: bool) -> None:
+    assert enrich_text(title=None, body=text, kind="message", source="discord").live_report is live
+
+
+def test_a_fault_told_with_its_recovery_is_about_the_incident_but_raises_no_alert() -> None:
+    told = (
+        "eval cadence 5k → 2.5k from here. also slice 2 went away at 119.3k around 03:10, "
+        "back at 04:05, resumed from 119k. ~300 steps redone."
+    )
+    e = enrich_text(title=None, body=told, kind="comment", source="github")
+    assert (e.incident, e.live_report, e.tag) == (True, False, "incident")
+    # the run log's note that opens with the run back up stays the log's
+    log = "Back up from 15,000 on r11n2. Lost about 25 min of compute. r12n4 is drained."
+    assert enrich_text(title=None, body=log, kind="comment", source="github").incident is False
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        # a hedge is not a hypothetical: the writer doubts, and still says what they see
+        ("I think the decay job may have stalled: the last log line is from 06:14", True),
+        ("is it normal for the loss panel to just say NaN for the last few points?", True),
+        ("Is an 'Xid 48' on bry-gpu-088 something to worry about?", True),
+        ("Not urgent, but the next job in the chain is in PD with `AssocGrpGRESMinutes`", True),
+        ("the restart from 195,380 is refusing to load", True),
+        ("the tokens/s panel has been sagging since about 2am. 211k down to 140k-ish", True),
+        ("(On another topic: sacct says our job was PREEMPTED at 10:05. Is there a reason?)", True),
+        ("the job may hang if the bucket is slow", False),
+        ("is it normal for the eval job to OOM on 32k prompts?", False),
+        ("we relaunched (after the second NVLink fault) and it's fine", False),
+        ("it's pending with reason Priority, just waiting its turn", False),
+    ],
+)
+def test_a_hedged_report_is_a_report(text: str, live: bool) -> None:
+    assert enrich_text(title=None, body=text, kind="message", source="discord").live_report is live
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        # a loss that moved and stayed, and one part setting everyone's pace
+        ("loss went 1.768 → 2.11 at 357,8xx and it's 2.09 four hundred steps later", True),
+        ("held-out code loss +0.14 since the Apr 6 restart, web and math flat", True),
+        ("MFU 11% on slice 3 only, everyone waits on s3 at the cross-slice all-reduce", True),
+        ("all other stages waiting on stage 5 in the pipeline bubble", True),
+        ("loss spike 1.77 → 2.3 at 51k, recovered by 51.2k", False),
+        ("loss went up 0.02 since the mix change, expected", False),
+        ("eval loss is up 0.01 since yesterday", False),
+        ("loss jumped to 2.4 in the ablation arm 3, killing it", False),
+        ("loss went from 2.1 to 2.4 during warmup, normal", False),
+        ("everyone waits on the eval results before deciding", False),
+    ],
+)
+def test_a_loss_that_stays_moved_and_a_part_that_sets_the_pace(text: str, live: bool) -> None:
+    assert enrich_text(title=None, body=text, kind="message", source="discord").live_report is live
+
+
+def test_an_eval_loss_jump_titled_on_an_issue_is_a_report() -> None:
+    e = enrich_text(
+        title="[hero] eval loss jumped 0.3 at the last checkpoint",
+        body="Held-out eval loss at 179k is 2.13, at 178k it was 1.83. Train loss is normal.",
+        kind="issue",
+        source="github",
+    )
+    assert e.live_report

@@ -125,3 +125,19 @@ def test_the_cross_validation_bench_runs_on_a_slice() -> None:
     rows = {line.split()[0] for line in text.splitlines() if line[:1].isalpha()}
     assert {"hero+northwind", "basalt", "hawk", "pooled"} <= rows
     assert "threshold" in text and "µs per event" in text
+
+
+def test_the_scorer_never_reads_a_rule_as_a_report() -> None:
+    # a post that is only conditions says what happens then: the scorer may not add it, however
+    # sure it is (here: the committed scorer, and one that adds wherever it may)
+    always = LiveModel(bias=30.0, weights={}, threshold=0.0, over=0.0)
+    for text in ("if the job is wedged we requeue it", "When a node dies, the job restarts."):
+        for learned in (True, always):
+            e = enrich_text(
+                title=None, body=text, kind="message", source="discord", learned=learned
+            )
+            assert not e.live_report, text
+    said = "when I looked at 09:00 the job was wedged. requeued it."
+    assert enrich_text(
+        title=None, body=said, kind="message", source="discord", learned=always
+    ).live_report

@@ -23,6 +23,7 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "🔥🔥 H100 8x nodes $0.49/h 🔥🔥 no queue, DM me for an invite code",
         "free $KITE token drop for researchers 🪂 connect wallet at kite-drop.gg/x",
         "🚀🚀 FREE AIRDROP for AI devs!! claim 3000 $GPU tokens, link in my bio 💰💰",
+        "hiring remote AI annotators 💸 $40/hr, no experience needed, DM me for the form",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
@@ -38,6 +39,7 @@ def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
         "claim your GPU-hours for next week in the sheet before friday, only 48h left to edit it",
         "the eval box is at evals.site.internal, 20 slots limited to the long-context team",
         "$HOME on the login node is full again, clean your caches please 🙏🙏",
+        "we're hiring a remote research engineer, flexible hours, ping me if you know anyone",
         "we pay $2.10/h for the H100s on the new contract, see wiki.team/pricing for the rest",
     ],
 )

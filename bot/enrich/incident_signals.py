@@ -982,6 +982,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:who|what|someone|somebody|something)\s+(?:just\s+)?(?:killed|stopped|cancell?ed|nuked"
         r"|took\s+down)\s+(?:the|our)\s+(?:job|run|training|trainer)",
     ),
+    # a run that cannot get going: "ibis won't schedule", "the job can't start since 05:20"
+    _sig(
+        "outage",
+        "won't can't cannot couldn't refuses fails",
+        r"(?P<name>[a-z][\w-]*)\s+(?:won't|can't|cannot|couldn't|refuses\s+to|fails\s+to)\s+"
+        r"(?:schedule|start|launch|come\s+up|be\s+scheduled)\b",
+    ),
     # the same asked of a colleague: "did someone stop hero?", "did anyone kill the job?"
     _sig(
         "crash",

@@ -1059,6 +1059,7 @@ _FAILURE_WORDS = re.compile(
     r"|nans?|power\s+(?:event|outage|loss|failure)|kernel\s+panic|node_fail|soft\s+lockup"
     r"|the\s+(?:\w+\s+)?error\s+(?:at|on|from)"
     r"|lost\s+(?:a\s+|the\s+)?(?:node|host)|xid|ecc|nvlink|nccl\s+timeout|preempt\w*|went\s+down"
+    r"|evicted|reclaimed|went\s+away|uncorrectable|(?:job|run)\s+(?:exited|died)"
     r"|were\s+down|down\s+for\s+(?:\d|an?\s|about|~)"
     r"|was\s+down|downtime|failed\s+(?:save|restore|checkpoint)|restore\s+fail\w*"
     r"|stalled"  # "fixes the stalled save from #238"
@@ -1137,7 +1138,7 @@ def is_general_post(prose: str, title: str) -> bool:
 _CAME_BACK = re.compile(
     r"\b(?:(?:restarted|resumed|relaunched|requeued|restarting|resuming|first\s+step)\b[^.;\n]{0,40}?"
     r"\b(?:from|at)\s+(?:the\s+)?(?:step\s+|iteration\s+|iter\s+|update\s+)?[\d,.]+k?\b"
-    r"|back\s+at\s+(?:step\s+)?[\d,.]+k?\b"
+    r"|back\s+at\s+(?:step\s+)?[\d,.]+k?\b|back\s+in\s+the\s+queue"
     r"|(?:running|training|stepping)\s+(?:again\s+)?since\s+\d"
     r"|(?:throughput|mfu|step\s+time|tokens/s)\s+(?:is\s+)?back\s+(?:at|to)\b"
     r"|(?:works|working|saving|loading|loads|saves)\s+again"

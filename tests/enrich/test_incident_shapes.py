@@ -274,3 +274,21 @@ def test_an_eval_loss_jump_titled_on_an_issue_is_a_report() -> None:
         source="github",
     )
     assert e.live_report
+
+
+@pytest.mark.parametrize(
+    ("text", "live", "about"),
+    [
+        ("upgrade finished 05:20 but ibis won't schedule, all 512 workers Pending", True, True),
+        ("the job can't start since the driver push", True, True),
+        # told with its recovery: about the incident, no alert
+        ("fyi job got evicted again around 14:20, it's back in the queue", False, True),
+        ("the notebook won't start, anyone know the token?", False, False),
+        ("this won't start until monday", False, False),
+    ],
+)
+def test_a_run_that_cannot_start_and_an_eviction_told_over(
+    text: str, live: bool, about: bool
+) -> None:
+    e = enrich_text(title=None, body=text, kind="message", source="discord")
+    assert (e.live_report, e.incident) == (live, about)

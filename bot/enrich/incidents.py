@@ -1185,6 +1185,38 @@ _CLOSED_OR_CAUSED = re.compile(
 )
 
 
+#: A day or an hour that makes a failure one incident: "this morning", "on Jan 28", "from
+#: 23:40 to 08:30", "Apr 6".
+_DATED = re.compile(
+    r"\b(?:this\s+morning|last\s+night|yesterday(?:'s)?|tonight|overnight|earlier\s+today"
+    r"|on\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b"
+    r"|\d{4}-\d{2}-\d{2}|from\s+\d{1,2}:\d{2}\s+(?:to|until|till)\s+\d{1,2}:\d{2})",
+    re.IGNORECASE,
+)
+_FAILED = re.compile(
+    r"\b(?:fail(?:ed|s)?|failure|hung|stuck|slowdown|throttl\w*|collapsed|silently|truncated"
+    r"|corrupt\w*|missing|killed|lost)\b",
+    re.IGNORECASE,
+)
+#: How far into a change's description its motivation is told: its first blocks.
+_MOTIVE_BLOCKS = 2
+
+
+def fixes_a_told_failure(prose: str) -> bool:
+    """A change's description that opens with the one failure it fixes, dated: "On Jan 28 slice
+    0 was preempted …; the restore then failed …", "The job hung in an all-reduce from 23:40
+    to 08:30 last night". A change that cites failures in general ("restarts are slow when a
+    node dies") is no incident's."""
+    head = "\n".join(prose[:DETECT_LIMIT].splitlines()[:_MOTIVE_BLOCKS])
+    for sentence in _QUESTION_SPLIT.split(head):
+        if not _DATED.search(sentence) or _HISTORY.search(sentence):
+            continue
+        if mentions_failure(sentence) or _FAILED.search(sentence):
+            return True
+    return False
+
+
 def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
     """The post is about a specific incident of the run without reporting it live: its
     diagnosis, its fix, a recovery note, its post-mortem, or a follow-up in the incident's own

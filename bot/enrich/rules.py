@@ -32,6 +32,7 @@ from bot.enrich.incidents import (
     asks_attention,
     declares_incident,
     find_incident,
+    fixes_a_told_failure,
     is_recovery_note,
     is_retrospective,
     names_a_change,
@@ -102,6 +103,11 @@ def _ruled_out(doc: Document, title: str | None, context: ThreadContext) -> bool
     return _not_the_runs(doc, title, context) or settled(doc.prose)
 
 
+def _a_change(kind: str, title: str | None) -> bool:
+    """A pull, or an issue asking for a change ("Stripe the packed shards across 8 OSTs")."""
+    return kind == "pull" or (kind == "issue" and title is not None and names_a_change(title))
+
+
 def _not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bool:
     """About no incident of the run's whatever its words: a crash in an ablation, an issue or a
     post asking for a change, a post-mortem of a period."""
@@ -132,6 +138,44 @@ def _incident(
     if thread_kind is not None and reports_ongoing(doc.prose):
         return True, severity_of(thread_kind, doc.prose), thread_kind
     return False, None, None
+
+
+def _judge(
+    doc: Document,
+    title: str | None,
+    kind: str,
+    source: str,
+    context: ThreadContext,
+    learned: LiveModel | bool,
+) -> tuple[bool, bool, str | None, str | None]:
+    """``(live report, about an incident, severity, incident kind)`` of one post."""
+    ruled_out = kind in NO_INCIDENT_KINDS or _not_the_runs(doc, title, context)
+    recovered = not ruled_out and settled(doc.prose)
+    live, severity, incident_kind = (
+        (False, None, None) if ruled_out else _incident(doc, title, context)
+    )
+    # "slice 2 went away at 119.3k, back at 04:05, resumed from 119k": the fault it came back
+    # from is told, so it is about that incident, and no alert (it is over). A note that opens
+    # with the run back up is the run log's ("Back up from 15,000 on r11n2. …").
+    told_over = recovered and live and not is_recovery_note(doc.prose)
+    if recovered:
+        live, severity, incident_kind = False, None, None
+    elif not (live or ruled_out) and (added := _learned_report(doc, title, kind, source, learned)):
+        live, (severity, incident_kind) = True, added
+    if live or told_over:
+        return live, True, severity, incident_kind
+    # about a specific incident (a fix PR, a diagnosis, a post-mortem, a recovery note); a fix
+    # whose description opens with the dated failure it fixes is that incident's; chit-chat is
+    # never about anything
+    about = not is_chitchat(doc.prose) and (
+        about_incident(doc.prose, clean_line(title) if title else "", context)
+        or (
+            _a_change(kind, title)
+            and not thread_is_experiment(context)
+            and fixes_a_told_failure(doc.prose)
+        )
+    )
+    return False, about, None, None
 
 
 def _logs(doc: Document) -> str:
@@ -243,32 +287,7 @@ def enrich_text(
     if own_title is None and title and summary == NO_TEXT:
         summary = compose_summary(doc, title)
 
-    ruled_out = kind in NO_INCIDENT_KINDS or _not_the_runs(doc, own_title, context)
-    recovered = not ruled_out and settled(doc.prose)
-    live, severity, incident_kind = (
-        (False, None, None) if ruled_out else _incident(doc, own_title, context)
-    )
-    # "slice 2 went away at 119.3k, back at 04:05, resumed from 119k": the fault it came back
-    # from is told, so it is about that incident, and no alert (it is over). A note that opens
-    # with the run back up is the run log's ("Back up from 15,000 on r11n2. …").
-    told_over = recovered and live and not is_recovery_note(doc.prose)
-    if recovered:
-        live, severity, incident_kind = False, None, None
-        ruled_out = True
-    if not (live or ruled_out) and (
-        added := _learned_report(doc, own_title, kind, source, learned)
-    ):
-        live, (severity, incident_kind) = True, added
-    # about a specific incident (a fix PR, a diagnosis, a post-mortem, a recovery note), or its
-    # live report; chit-chat is never about anything
-    incident = (
-        live
-        or told_over
-        or (
-            not is_chitchat(doc.prose)
-            and about_incident(doc.prose, clean_line(own_title) if own_title else "", context)
-        )
-    )
+    live, incident, severity, incident_kind = _judge(doc, own_title, kind, source, context, learned)
     tag = "incident" if incident else _topic(doc, own_title, kind, source, context, tag_model)
     newsworthy = _newsworthy(doc, body, kind, tag, live) and summary != NO_TEXT
     if newsworthy and _junk(title, own_title, body, kind, context):

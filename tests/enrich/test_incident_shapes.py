@@ -292,3 +292,38 @@ def test_a_run_that_cannot_start_and_an_eviction_told_over(
 ) -> None:
     e = enrich_text(title=None, body=text, kind="message", source="discord")
     assert (e.live_report, e.incident) == (live, about)
+
+
+@pytest.mark.parametrize(
+    ("title", "body", "about"),
+    [
+        (
+            "Fail fast on a stuck collective: distributed timeout 1440 -> 30 min",
+            "## Summary\nThe job hung in a gradient all-reduce from 23:40 to 08:30 last night "
+            "and nothing noticed. This sets the timeout to 30 min.",
+            True,
+        ),
+        (
+            "ckpt: write COMMIT only after every shard upload has completed",
+            "## Summary\nOn Jan 28 slice 0 was preempted seconds after the marker was written; "
+            "the restore then failed on a missing shard.\n\n## Test plan\n- [x] unit test",
+            True,
+        ),
+        (
+            "watchdog: page on a stalled step",
+            "## Summary\nA job every 2 min reads the newest step and pages.\n\n## Rules\n- no "
+            "step for 20 min → page\n\n## Test plan\n- [x] replayed the Jan 7 hang: it pages",
+            False,  # a general change; its test plan replays old incidents
+        ),
+        (
+            "Restart faster when a node dies",
+            "## Summary\nRestarts take 40 min when a node fails; this caches the compile.",
+            False,  # failures in general, no day: no one incident's fix
+        ),
+    ],
+)
+def test_a_fix_that_opens_with_its_dated_failure_is_the_incidents(
+    title: str, body: str, about: bool
+) -> None:
+    e = enrich_text(title=title, body=body, kind="pull", source="github")
+    assert (e.incident, e.live_report) == (about, False)

@@ -91,6 +91,9 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("kittiwake/curlew", 2200, 2319),
     ("quillon/tern", 2320, 2439),
     ("marisol/garza", 2440, 2559),
+    ("stratus/halcyon", 2560, 2679),
+    ("fennel/sparrow", 2680, 2799),
+    ("tidepool/yarrow", 2800, 2919),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -129,6 +132,9 @@ BATCH_COMMITS: dict[str, str] = {
     "kittiwake/curlew": "2f09d3e",
     "quillon/tern": "3a2e786",
     "marisol/garza": "8cf73f3",
+    "stratus/halcyon": "396d39b",
+    "fennel/sparrow": "30a677e",
+    "tidepool/yarrow": "371a563",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

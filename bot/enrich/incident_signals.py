@@ -338,7 +338,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "storage",
         "read-only read only disk",
-        r"(?:went|is|are|mounted)\s+read[- ]only|disk\s+(?:failure|failed|died)",
+        r"(?<!#\d\d\d\d\s)(?<!#\d\d\d\s)(?:went|is|are|mounted)\s+read[- ]only"
+        r"|disk\s+(?:failure|failed|died)",
     ),
     # crashes
     _sig(
@@ -383,7 +384,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "died exited killed blew errored failed down",
         rf"{_SUBJ}\s+(?:\w+\s+){{0,2}}?(?:died|has\s+died|exited\s+unexpectedly|was\s+killed"
         r"|got\s+killed|blew\s+up|errored\s+out|(?:has\s+|have\s+)?failed(?!\s+to\b)|is\s+down"
-        r"|went\s+down)",
+        r"|went\s+down(?!\s+(?:by\s+)?~?\d))",
     ),
     _sig(
         "crash",
@@ -437,7 +438,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "down",
         # "Hero is down", "the run went down": an outage, not "loss is down 0.02"
         r"(?:is|'s|was|went|has\s+gone|are|were)\s+(?:hard\s+|completely\s+)?down"
-        r"(?!\s*(?:\d|to\b|by\b|from\b|about\b|[\w.]*%|a\s+bit|slightly))",
+        r"(?!\s*(?:~?\d|to\b|by\b|from\b|about\b|[\w.]*%|a\s+bit|slightly))",
     ),
     _sig(
         "crash",
@@ -727,7 +728,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "halt guard watchdog",
         r"auto-?halt(?:ed)?"
         r"(?!\s*(?:-|guard|check|hook|logic|flag|feature|threshold|test|on|when|if|for)\b)"
-        r"|halt\s+guard\s+(?:fired|tripped|triggered)"
+        r"|(?:halt\s+guard|auto-?halt)\s+(?:fired|tripped|triggered)"
         r"|(?:guard|watchdog|nan-?guard)\s+(?:stopped|halted|killed)\s+(?:the\s+)?"
         r"(?:job|run|training)",
     ),
@@ -988,6 +989,15 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "won't can't cannot couldn't refuses fails",
         r"(?P<name>[a-z][\w-]*)\s+(?:won't|can't|cannot|couldn't|refuses\s+to|fails\s+to)\s+"
         r"(?:schedule|start|launch|come\s+up|be\s+scheduled)\b",
+    ),
+    # chat's obituary for the run: "rip run 💀", "RIP hero"
+    _sig("outage", "rip", r"rip\s+(?:the\s+|our\s+)?(?:run|job|training|hero)(?!\s+\()"),
+    # the run's charts went quiet: "the main run's W&B stopped updating around 12:40"
+    _sig(
+        "hang",
+        "stopped stops froze updating",
+        r"(?:run|job|hero)(?:'s)?\s+(?:w&b|wandb|metrics|logging|dashboard|charts?)\s+(?:has\s+)?"
+        r"(?:stopped|stops|froze|isn't\s+updating|hasn't\s+updated)",
     ),
     # the same asked of a colleague: "did someone stop hero?", "did anyone kill the job?"
     _sig(

@@ -164,7 +164,7 @@ _DYNAMICS_BEFORE = re.compile(
     r"\b(?:loss|losses|gates?|routers?|norms?|gradients?|grads?|weights?|logits?|experts?"
     r"|accuracy|perplexity|evals?|metrics?|embeddings?|activations?|lr|learning\s+rate|heads?"
     r"|sigmoid|softmax|curve|scores?|plateau|mfu|throughput|speed|utili[sz]ation|tokens?"
-    r"|latency|memory|usage|cost|rate|count|bpb|val(?:idation)?)\b[^.!?\n]{0,20}$",
+    r"|latency|memory|usage|cost|rate|count|bpb|val(?:idation)?)\b[^.!?\n,;]{0,20}$",
     re.IGNORECASE,
 )
 #: An alert line: its parenthesis says what fires, not an aside.
@@ -199,6 +199,8 @@ _NOT_THE_RUN = re.compile(
     r"|filter\w*|scrap\w*|crawl\w*|sampling|inference|serving)\s+(?:jobs?|scripts?|pods?|tasks?"
     r"|workers?|runs?)"
     r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?"
+    # a test of the alarms on purpose: "chaos test", "game day", "[DRILL]", the sandbox pool
+    r"|chaos\s+tests?|game\s*days?|drills?|sandbox"
     r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?"
     r"|preprocess\w*|tokeni[sz]ation\s+jobs?|debug\s+(?:pods?|jobs?|runs?)|my\s+own"
     r"|eval(?:uation)?s?\s+(?:jobs?|harness|sandbox|workers?|tasks?|pipeline|cluster|pods?|nodes?))\b",
@@ -532,6 +534,7 @@ def _held_subject(clause: str, *, near: int = 6) -> bool:
     return (
         bool(words)
         and len(words) <= 4
+        and not words[0].isdigit()  # "#2117 is read-only now": an issue, not the run
         and not _NOT_A_NAME.match(words[0])
         and not (_DETERMINER.match(words[0]))
     )
@@ -582,7 +585,8 @@ _TIME_METRIC = (
 )
 _RATE_METRIC = (
     r"(?:all-?reduce|all-?gather|all-to-all|collective|ici|dcn|network|nccl)\s+(?:bw|bandwidth|busbw)"
-    r"|throughput|mfu|tflops(?:/gpu|\s+per\s+gpu)?|tok(?:ens)?/s|samples/s|bandwidth|bw"
+    r"|throughput|mfu|tflops(?:/gpu|\s+per\s+gpu)?|tok(?:ens)?/s(?:ec)?|tokens?\s+per\s+sec(?:ond)?"
+    r"|samples/s|bandwidth|bw"
     r"|(?:gpu|tpu|sm)\s+util\w*|goodput|steps?/s"
 )
 _NUM = r"(\d+(?:[.,]\d+)?)"
@@ -738,7 +742,7 @@ def loss_shift(text: str) -> bool:
 #: stalled?", "is hero down or is it just my wandb?". Present tense about the run itself: not
 #: "did the job crash overnight?", "is the eval job stuck?", "is loss down?".
 _LIVE_QUESTION = re.compile(
-    r"^\W*(?:is\s+it\s+(?:just\s+)?me\s+or\s+)?(?:(?:is|are)\s+(?P<subject>it|this|that|everything|things|we|the\s+(?:run|job|training"
+    r"^\W*(?:is\s+it\s+(?:just\s+)?me\s+or\s+)?(?:(?:is|are)\s+(?P<subject>it|this|that|everything|things|we|the\s+(?:main\s+|hero\s+)?(?:run|job|training"
     r"|trainer|cluster)|[a-z][\w-]*)"
     r"|(?:anyone|anybody|someone)\s+else\s+(?:seeing|see|getting|noticing|notice)\s+"
     r"(?P<seen>it|the\s+(?:run|job|training)|[a-z][\w-]*)"
@@ -753,7 +757,7 @@ _LIVE_QUESTION = re.compile(
     r"(?:\s+got|\s+was)?"
     r"\s+(?:still\s+|just\s+|also\s+)?(?P<state>hung|hanging|stuck|stalled|frozen|wedged"
     r"|deadlocked|down|dead|crash|crashed|crashing|die|died|dying|hang|oom\w*|stopped|stop"
-    r"|crawling|so\s+slow|killed|preempted|evicted)\b"
+    r"|crawling|so\s+slow|killed|preempted|evicted|paused|halted)\b"
     # "is it down to the tokenizer?", "are we stuck with bf16?": not the run's state
     r"(?!\s+(?:to|by|from|with|simple|\d))",
     re.IGNORECASE,
@@ -764,6 +768,8 @@ _NOT_A_RUN_SUBJECT = re.compile(
 )
 _QUESTION_KINDS: Final = {
     "down": "outage",
+    "paused": "outage",
+    "halted": "outage",
     "dead": "outage",
     "crawling": "outage",
     "so slow": "outage",
@@ -830,7 +836,8 @@ _EXPERIMENT = re.compile(
 _RETROSPECTIVE = re.compile(
     r"\b(?:post-?mortems?|retrospectives?|retro|lessons\s+learned|root[- ]cause\s+analysis"
     r"|incident\s+(?:review|write-?up|summary)|write-?up\s+of|what\s+went\s+wrong"
-    r"|weekly\s+(?:summary|recap|report|review)|recap\s+of|(?:week|month)\s+in\s+review"
+    r"|weekly\s+(?:summary|recap|report|review|notes|digest|roundup)|recap\s+of"
+    r"|(?:week|month)\s+in\s+review"
     # a period's review, and a tally over one: "October reliability review", "six
     # interruptions in October", "three outages this quarter"
     rf"|(?:reliability|uptime|availability|monthly|quarterly|{_MONTHS}|q[1-4])"
@@ -850,7 +857,9 @@ _PERIOD_REVIEW = re.compile(
     rf"\b(?:(?:reliability|uptime|availability|monthly|quarterly|{_MONTHS}|q[1-4])\s+"
     r"(?:review|report|recap|summary|retro|reliability|uptime)"
     rf"|(?:retrospective|retro|review|recap)\s*[:—-]\s*(?:{_MONTHS}|q[1-4]|(?:the\s+)?(?:last\s+)?"
-    r"(?:week|month|quarter|year)))\b",
+    r"(?:week|month|quarter|year))"
+    # a week's digest recaps what happened in it: "Weekly notes — Aug 13 → Aug 19"
+    r"|weekly\s+(?:notes|digest|summary|recap|report|review|roundup))\b",
     re.IGNORECASE,
 )
 #: One count of a tally: "4 halts", "two NODE_FAILs", "three preemptions".

@@ -327,3 +327,41 @@ def test_a_fix_that_opens_with_its_dated_failure_is_the_incidents(
 ) -> None:
     e = enrich_text(title=title, body=body, kind="pull", source="github")
     assert (e.incident, e.live_report) == (about, False)
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        ("yarrow said no 💀 loss=nan at 83,212, auto-halt fired.", True),
+        ("rip run 💀 https://grafana.example/d/run?viewPanel=4", True),
+        ("the main run's W&B stopped updating around 12:40, last point is step 84,318", True),
+        ("The tokens/sec panel went from ~345k to ~170k at 06:00 and has stayed there", True),
+        ("rip my sweep, wrong lr", False),
+        ("new tracking issue is #2210, #2117 is read-only now", False),
+        ("belebele at 60k: sw and yo both went down ~3 pts vs 50k", False),
+        ("14:02 felix pressed the button: sandbox-h100-03 powered off via the API", False),
+    ],
+)
+def test_slang_a_quiet_chart_and_their_look_alikes(text: str, live: bool) -> None:
+    assert enrich_text(title=None, body=text, kind="message", source="discord").live_report is live
+
+
+def test_a_weekly_digest_recaps_its_week() -> None:
+    digest = (
+        "🤖 **Weekly notes — Aug 27 → Sep 2** (drafted by the notes agent)\n\n### Main run\n"
+        "- preempted Wed 12:09, back at 21:10 from 104k\n- loss 1.98 → 1.95"
+    )
+    e = enrich_text(title=None, body=digest, kind="comment", source="github")
+    assert not e.live_report and not e.incident
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        ("is the main run paused on purpose? the sweep hasn't seen a checkpoint since", True),
+        ("is the run paused?", True),
+        ("is the eval paused?", False),
+    ],
+)
+def test_a_pause_asked_about(text: str, live: bool) -> None:
+    assert enrich_text(title=None, body=text, kind="message", source="discord").live_report is live

@@ -1226,6 +1226,37 @@ def fixes_a_told_failure(prose: str) -> bool:
     return False
 
 
+#: The time an incident cost, as its recovery note counts it: "lost ~1h40", "~3h gone",
+#: "5.5h lost", "about 4h lost all in", "1h50 down".
+_DOWNTIME = re.compile(
+    r"\b(?:(?:lost|gone|down)\s+(?:~|about\s+|roughly\s+)?\d+(?:\.\d+)?\s*(?:h\d*|hours?|min"
+    r"|minutes?|days?)\b"
+    r"|~?\d+(?:\.\d+)?\s*(?:h\d*|hours?|min|minutes?|days?)\s+(?:\w+\s+)?(?:lost|gone|down)\b)",
+    re.IGNORECASE,
+)
+
+
+_BACK_AGAIN = re.compile(
+    r"\b(?:back\s+(?:up|on|at|to|from)|running\s+again|stepping|training\s+again|resumed"
+    r"|relaunched|restarted|requeued|swapped|replaced)\b",
+    re.IGNORECASE,
+)
+
+
+def counts_its_downtime(prose: str) -> bool:
+    """A recovery note that counts what the incident cost: "running again from 93,500. ~3h
+    gone", "back up from ckpt 52,000, lost ~1h40". Not a planned stop's ("~20 min down for the
+    jax bump"), a question about an old outage, or a budget counting lost days."""
+    head = prose[:DETECT_LIMIT]
+    return bool(
+        _DOWNTIME.search(head)
+        and _BACK_AGAIN.search(head)
+        and not _CHOSEN.search(head)
+        and "?" not in head
+        and not is_recovery_note(head)  # "Back up from 15,000 on r11n2. Lost 25 min": the log's
+    )
+
+
 def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
     """The post is about a specific incident of the run without reporting it live: its
     diagnosis, its fix, a recovery note, its post-mortem, or a follow-up in the incident's own
@@ -1243,7 +1274,7 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
         return bool(prose.strip())
     if _RETROSPECTIVE.search(context.title) and mentions_failure(context.title):
         return True  # the post-mortem of one incident, named in its title
-    if came_back_after_fault(prose):
+    if came_back_after_fault(prose) or counts_its_downtime(prose):
         return True
     if _ON_IT.search(prose[:300]) and (mentions_failure(text) or find_incident(prose) is not None):
         return True

@@ -365,3 +365,18 @@ def test_a_weekly_digest_recaps_its_week() -> None:
 )
 def test_a_pause_asked_about(text: str, live: bool) -> None:
     assert enrich_text(title=None, body=text, kind="message", source="discord").live_report is live
+
+
+@pytest.mark.parametrize(
+    ("text", "about"),
+    [
+        ("running again from 93,500. ~3h gone. added the maint calendar to the checklist", True),
+        ("swapped the node, relaunched from 52,000, tok/s normal. lost ~1h40", True),
+        ("planned restart for the jax bump at 10:20 utc today, ~20 min down", False),
+        ("what was the outage in august about? the one where we lost 2 days", False),
+        ("budget after this week: ~1.2 days lost to the shard; stage 3 moves to May 6", False),
+    ],
+)
+def test_a_recovery_note_that_counts_its_downtime(text: str, about: bool) -> None:
+    e = enrich_text(title=None, body=text, kind="message", source="discord")
+    assert (e.incident, e.live_report) == (about, False)

@@ -170,7 +170,12 @@ _DYNAMICS_BEFORE = re.compile(
 #: An alert line: its parenthesis says what fires, not an aside.
 _FIRING = re.compile(r"\[firing(?::\d+)?\]", re.IGNORECASE)
 #: Earlier in the sentence: what would happen, not what did.
-_HYPOTHETICAL = re.compile(r"\b(?:otherwise|or\s+else|by\s+design|in\s+theory)\b", re.IGNORECASE)
+_HYPOTHETICAL = re.compile(
+    r"\b(?:otherwise|or\s+else|by\s+design|in\s+theory)\b"
+    # "64k needs ring attention or we OOM": what would happen without it
+    r"|\bor\s+(?:we|it|you|they)\s+(?:will\s+|would\s+|'ll\s+)?$",
+    re.IGNORECASE,
+)
 #: A workload other than the run named right before a fault: "the eval OOMs", "inference
 #: server crashed", "my notebook died".
 _OTHER_WORKLOAD_BEFORE = re.compile(
@@ -855,7 +860,7 @@ _RETROSPECTIVE = re.compile(
 #: A period's review named: "October reliability review", "Retrospective: June", "Q3 uptime".
 _PERIOD_REVIEW = re.compile(
     rf"\b(?:(?:reliability|uptime|availability|monthly|quarterly|{_MONTHS}|q[1-4])\s+"
-    r"(?:review|report|recap|summary|retro|reliability|uptime)"
+    r"(?:review|report|recap|summary|retro(?:spective)?|reliability|uptime)"
     rf"|(?:retrospective|retro|review|recap)\s*[:—-]\s*(?:{_MONTHS}|q[1-4]|(?:the\s+)?(?:last\s+)?"
     r"(?:week|month|quarter|year))"
     # a week's digest recaps what happened in it: "Weekly notes — Aug 13 → Aug 19"

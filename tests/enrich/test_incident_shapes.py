@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bot.enrich.context import ThreadContext
 from bot.enrich.incidents import fault_kind, reviews_a_period, settled, state_held
 from bot.enrich.rules import enrich_text
 from tests.enrich.signal_corpus import enrich, load
@@ -380,3 +381,17 @@ def test_a_pause_asked_about(text: str, live: bool) -> None:
 def test_a_recovery_note_that_counts_its_downtime(text: str, about: bool) -> None:
     e = enrich_text(title=None, body=text, kind="message", source="discord")
     assert (e.incident, e.live_report) == (about, False)
+
+
+def test_a_months_retrospective_and_what_would_happen_are_not_incidents() -> None:
+    title = "July retrospective: interruptions and goodput"
+    retro = enrich_text(
+        title=title,
+        body="July 1–31: goodput 89.6%. Jul 2 node PSU fault 0.7 h; Jul 6 all-to-all hang 3.9 h.",
+        kind="issue",
+        source="github",
+        context=ThreadContext(title=title, kind="issue"),  # as the GitHub source records it
+    )
+    assert not retro.incident
+    would = "64k needs ring attention over 4 chips or we OOM; I haven't tested that path"
+    assert not enrich_text(title=None, body=would, kind="comment", source="github").incident

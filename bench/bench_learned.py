@@ -94,6 +94,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("stratus/halcyon", 2560, 2679),
     ("fennel/sparrow", 2680, 2799),
     ("tidepool/yarrow", 2800, 2919),
+    ("lotus-ridge/magpie", 2920, 3039),
+    ("cobalt-reach/kestrel-rl", 3040, 3159),
+    ("meridian/ptarmigan", 3160, 3279),
+    ("openfield/bittern", 3280, 3399),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -135,6 +139,10 @@ BATCH_COMMITS: dict[str, str] = {
     "stratus/halcyon": "396d39b",
     "fennel/sparrow": "30a677e",
     "tidepool/yarrow": "371a563",
+    "lotus-ridge/magpie": "e1044f6",
+    "cobalt-reach/kestrel-rl": "021a05b",
+    "meridian/ptarmigan": "ba38995",
+    "openfield/bittern": "7c0d9e6",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

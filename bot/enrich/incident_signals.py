@@ -990,6 +990,19 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?P<name>[a-z][\w-]*)\s+(?:won't|can't|cannot|couldn't|refuses\s+to|fails\s+to)\s+"
         r"(?:schedule|start|launch|come\s+up|be\s+scheduled)\b",
     ),
+    # the run held up by its own machinery, or gone the wrong way since it came back:
+    # "training is blocked because save is sync", "loss diverging after restart"
+    _sig(
+        "hang",
+        "blocked",
+        r"(?:training|the\s+run|the\s+job)\s+is\s+blocked\b(?!\s+(?:on|by)\s+(?:review|approval|#))",
+    ),
+    _sig(
+        "crash",
+        "diverg",
+        r"(?:loss|training|run)\s+(?:is\s+|has\s+|started\s+)?diverg\w*\s+(?:after|since)\s+"
+        r"(?:the\s+|this\s+morning's\s+|today's\s+|yesterday's\s+)?(?:re-?start|resume|relaunch|restore)",
+    ),
     # chat's obituary for the run: "rip run 💀", "RIP hero"
     _sig("outage", "rip", r"rip\s+(?:the\s+|our\s+)?(?:run|job|training|hero)(?!\s+\()"),
     # the run's charts went quiet: "the main run's W&B stopped updating around 12:40"

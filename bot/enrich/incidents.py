@@ -115,7 +115,10 @@ _HISTORY = re.compile(
     r"(?:days?|weeks?|months?)\s+ago|last\s+(?:week|month|year)|back\s+in|in\s+the\s+past"
     r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like"
     r"|remember\s+when|back\s+when|good\s+times|(?-i:in\s+May)"
-    rf"|(?:in|during)\s+(?:early\s+|mid-?|late\s+)?{_MONTHS})\b",
+    rf"|(?:in|during)\s+(?:early\s+|mid-?|late\s+)?{_MONTHS}"
+    # "the February restart loop", "September's outage": one named by its month is over
+    rf"|the\s+{_MONTHS}(?:'s)?\s+(?!\d)(?:\w+\s+){{0,2}}?(?:outage|incident|loop|crash|hang|failure"
+    r"|restart|downtime))\b",
     re.IGNORECASE,
 )
 # In the sentence: it was planned ("preempted on schedule, as expected", "drained for maintenance").
@@ -197,7 +200,8 @@ _NOT_THE_RUN = re.compile(
     r"\b(?:ci|pytest|unit\s+tests?|test\s+suite|integration\s+tests?|linter|lint|docs?\s+build"
     r"|jenkins|buildkite|circleci|travis|gitlab\s+runners?|merges?|merge\s+queue|pull\s+requests?"
     # someone's own workload: "my interactive node got OOM killed", "my debug job"
-    r"|my\s+(?:interactive|debug|dev|test|personal|local)|interactive\s+(?:node|session|job|shell)s?"
+    r"|my\s+(?:\S+\s+)?(?:interactive|debug|dev|test|personal|local)|interactive\s+(?:node|session|job|shell)s?"
+    r"|dev\s+(?:vms?|box(?:es)?|tpus?|machines?|instances?)|arms?\s+(?:\d|[a-h]\b)"
     r"|(?:smoke|canary|dry|test|debug|toy)[- ](?:runs?|tests?|jobs?)"
     # a job with another purpose: "the tokenizer job OOMed", "the export script died"
     r"|(?:tokeni[sz]\w*|preprocess\w*|download|upload|export|conversion|convert|dedup\w*"
@@ -257,7 +261,8 @@ _NOT_A_NAME = re.compile(
     r"|coffee|printer|wifi|lunch|meeting|it's|thats|here|there|yes|no|ok|okay|not|still|also"
     r"|just|then|now|so|but|and|or|if|when|because|upload|download|tokenizer|exporter|sidecar"
     r"|progress|work|plan|idea|proposal|pipeline|queue|data|dataset|mix|schedule|budget|price"
-    r"|cost|market|weather|gate|gates|router|routers|expert|experts|head|heads|layer|layers)$",
+    r"|cost|market|weather|gate|gates|router|routers|expert|experts|head|heads|layer|layers"
+    r"|spec|specs|config|configs|design|version|schema|format|stage)$",
     re.IGNORECASE,
 )
 #: A part of the run, named before a fault ("the input pipeline is throwing IO errors").
@@ -429,6 +434,28 @@ def signals_heard(text: str) -> bool:
     )
 
 
+#: An alerting system's page: "[FIRING:1] TrainingStalled …", "[TRIGGERED] #4821 …".
+_PAGE = re.compile(r"\[(?:firing(?::\d+)?|triggered)\]", re.IGNORECASE)
+#: A page that is not the run's emergency: low severity, a test, another service.
+_PAGE_NOISE = re.compile(
+    r"\bseverity\s*[:=]\s*(?:info|warning|warn|low|minor|p[3-5])\b"
+    r"|\b(?:test\s*alert|test\s+(?:page|notification)|please\s+(?:ignore|acknowledge)|TEST)\b"
+    r"|\bservice\s*[:=]\s*(?:eval|monitoring|ci)",
+    re.IGNORECASE,
+)
+
+
+def alert_page(text: str) -> str | None:
+    """ "page" when ``text`` is an alert firing for the run, "noise" when it is an alert that
+    pages nobody about it (a warning, a test, another service's), None when it is no alert."""
+    m = _PAGE.search(text[:DETECT_LIMIT])
+    if m is None:
+        return None
+    line_end = text.find("\n\n", m.end())
+    page = text[m.start() : line_end if line_end > 0 else len(text)]
+    return "noise" if _PAGE_NOISE.search(page) or _NOT_THE_RUN.search(page) else "page"
+
+
 def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str] | None:
     """``(kind, severity)`` of the incident reported by already-cleaned text, or None.
 
@@ -440,6 +467,9 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
     if machine:
         text = logs
     text = _canonical(text[:DETECT_LIMIT])
+    page = alert_page(text)
+    if page == "noise":
+        return None  # "[FIRING:1] GPUTempHigh (severity=warning)": not an emergency of the run
     lowered = text.lower()
     kinds: set[str] = set()
     judged = 0
@@ -462,6 +492,8 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
         held = state_held(text)
         if held is not None:
             kinds.add(held)
+    if not kinds and page == "page":
+        kinds.add("outage")
     if not kinds:
         asked = live_question(text)
         if asked is None:
@@ -591,7 +623,7 @@ _TIME_METRIC = (
 _RATE_METRIC = (
     r"(?:all-?reduce|all-?gather|all-to-all|collective|ici|dcn|network|nccl)\s+(?:bw|bandwidth|busbw)"
     r"|throughput|mfu|tflops(?:/gpu|\s+per\s+gpu)?|tok(?:ens)?/s(?:ec)?|tokens?\s+per\s+sec(?:ond)?"
-    r"|samples/s|bandwidth|bw"
+    r"|samples/s|bandwidth|bw|tgs"
     r"|(?:gpu|tpu|sm)\s+util\w*|goodput|steps?/s"
 )
 _NUM = r"(\d+(?:[.,]\d+)?)"
@@ -833,15 +865,15 @@ def live_question(text: str) -> str | None:
 #: Threads about small experiments: a crash there is a result, not an outage of the run. Not
 #: "experiment" alone: a big run's own tracking issue is often labelled that way.
 _EXPERIMENT = re.compile(
-    r"\b(?:ablat\w*|sweeps?|small[- ]scale|toy|proxy\s+(?:runs?|models?)|scaling\s+(?:ladder|laws?)"
-    r"|hparam\s+search|hyper-?parameter\s+search)\b",
+    r"\b(?:ablat\w*|sweeps?|small[- ]scale|toy|proxy(?:\s+(?:runs?|models?))?"
+    r"|scaling\s+(?:ladder|laws?)|hparam\s+search|hyper-?parameter\s+search)\b",
     re.IGNORECASE,
 )
 #: Threads and posts that look back: post-mortems, retrospectives, write-ups.
 _RETROSPECTIVE = re.compile(
     r"\b(?:post-?mortems?|retrospectives?|retro|lessons\s+learned|root[- ]cause\s+analysis"
     r"|incident\s+(?:review|write-?up|summary)|write-?up\s+of|what\s+went\s+wrong"
-    r"|weekly\s+(?:summary|recap|report|review|notes|digest|roundup)|recap\s+of"
+    r"|weekly\s+(?:summary|recap|report|review|notes|digest|roundup|progress)|recap\s+of"
     r"|(?:week|month)\s+in\s+review"
     # a period's review, and a tally over one: "October reliability review", "six
     # interruptions in October", "three outages this quarter"
@@ -864,7 +896,7 @@ _PERIOD_REVIEW = re.compile(
     rf"|(?:retrospective|retro|review|recap)\s*[:—-]\s*(?:{_MONTHS}|q[1-4]|(?:the\s+)?(?:last\s+)?"
     r"(?:week|month|quarter|year))"
     # a week's digest recaps what happened in it: "Weekly notes — Aug 13 → Aug 19"
-    r"|weekly\s+(?:notes|digest|summary|recap|report|review|roundup))\b",
+    r"|weekly\s+(?:notes|digest|summary|recap|report|review|roundup|progress))\b",
     re.IGNORECASE,
 )
 #: One count of a tally: "4 halts", "two NODE_FAILs", "three preemptions".
@@ -1079,7 +1111,7 @@ _FAILURE_WORDS = re.compile(
     r"|stalled"  # "fixes the stalled save from #238"
     # how an agent's daily words it: "left the Ray cluster (raylet heartbeat lost)",
     # "NHC: gpu_health FAIL", "made no progress between 01:12 and 03:52"
-    r"|heartbeats?\s+(?:lost|missed|stopped)|left\s+the\s+(?:ray\s+)?cluster"
+    r"|heartbeats?\s+(?:lost|missed|stopped)|stopped\s+heartbeating|left\s+the\s+(?:ray\s+)?cluster"
     r"|(?:health|nhc)\w*\s*:?\s*\w*\s+fail(?:ed|s|ure)?|made\s+no\s+progress)\b",
     re.IGNORECASE,
 )

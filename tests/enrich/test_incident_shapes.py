@@ -185,14 +185,21 @@ def test_a_fault_told_with_its_recovery_is_about_the_incident_but_raises_no_aler
     assert enrich_text(title=None, body=log, kind="comment", source="github").incident is False
 
 
-def test_an_eval_loss_jump_titled_on_an_issue_is_a_report() -> None:
-    e = enrich_text(
-        title="[hero] eval loss jumped 0.3 at the last checkpoint",
-        body="Held-out eval loss at 179k is 2.13, at 178k it was 1.83. Train loss is normal.",
-        kind="issue",
-        source="github",
-    )
-    assert e.live_report
+@pytest.mark.parametrize(
+    ("title", "body"),
+    [
+        (
+            "[hero] eval loss jumped 0.3 at the last checkpoint",
+            "Held-out eval loss at 179k is 2.13, at 178k it was 1.83. Train loss is normal.",
+        ),
+        (
+            "Training loss diverging after restart",
+            "Since this morning's relaunch at 625k the loss is going the wrong way.",
+        ),
+    ],
+)
+def test_a_loss_gone_wrong_titled_on_an_issue_is_a_report(title: str, body: str) -> None:
+    assert enrich_text(title=title, body=body, kind="issue", source="github").live_report
 
 
 @pytest.mark.parametrize(
@@ -284,16 +291,6 @@ def test_a_months_retrospective_and_what_would_happen_are_not_incidents() -> Non
     assert not retro.incident
     would = "64k needs ring attention over 4 chips or we OOM; I haven't tested that path"
     assert not enrich_text(title=None, body=would, kind="comment", source="github").incident
-
-
-def test_a_loss_diverging_since_the_restart_is_a_report() -> None:
-    e = enrich_text(
-        title="Training loss diverging after restart",
-        body="Since this morning's relaunch at 625k the loss is going the wrong way.",
-        kind="issue",
-        source="github",
-    )
-    assert e.live_report
 
 
 #: Chat lines, each read as a lead would: a live report or not.

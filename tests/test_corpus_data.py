@@ -25,6 +25,7 @@ HELDOUT = DATA / "heldout_corpus.jsonl"  # issue 40's held-back set: never tuned
 HELDOUT2 = DATA / "heldout2_corpus.jsonl"  # its second, written after the rules it measures
 HELDOUT3 = DATA / "heldout3_corpus.jsonl"  # its third, written before the rules were generalised
 HELDOUT4 = DATA / "heldout4_corpus.jsonl"  # its fourth, another project, labelled blind
+HELDOUT5 = DATA / "heldout5_corpus.jsonl"  # its fifth, three projects, after the last change
 QUESTIONS = DATA / "ask_questions.jsonl"
 
 TAGS = frozenset(MODEL_TAGS)  # the corpus is labelled with the product's own tags
@@ -232,6 +233,17 @@ def test_the_fourth_held_back_corpus_is_well_formed_and_its_own() -> None:
     assert sum(r["live_report"] for r in held) >= 15
     assert sum(r["tag"] == "other" for r in held) >= 8  # untaggable entries, not a token few
     others = _load(CORPUS) + _load(HELDOUT) + _load(HELDOUT2) + _load(HELDOUT3)
+    assert not {r["id"] for r in held} & {r["id"] for r in others}
+    assert not {r["url"] for r in held} & {r["url"] for r in others}
+
+
+def test_the_fifth_held_back_corpus_is_well_formed_and_its_own() -> None:
+    held = _load(HELDOUT5)
+    assert corpus_problems(held) == []
+    assert len(held) >= 300
+    assert sum(r["live_report"] for r in held) >= 30
+    earlier = (CORPUS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4)
+    others = [r for path in earlier for r in _load(path)]
     assert not {r["id"] for r in held} & {r["id"] for r in others}
     assert not {r["url"] for r in held} & {r["url"] for r in others}
 

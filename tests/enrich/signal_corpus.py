@@ -42,6 +42,9 @@ HELDOUT3 = CORPUS.with_name("heldout3_corpus.jsonl")
 #: The fourth held-back corpus: another project (a TPU pre-training run's GitHub threads and
 #: Discord chat), written, labelled and committed before the rules ran on it; never tuned on.
 HELDOUT4 = CORPUS.with_name("heldout4_corpus.jsonl")
+#: The fifth: three projects (a genomics model, a French lab, a code model with Sentry and
+#: Linear bots), written after the last change it measures and read once; never tuned on.
+HELDOUT5 = CORPUS.with_name("heldout5_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

@@ -350,11 +350,19 @@ def cost(entries: Sequence[dict[str, Any]], repeat: int = 3) -> None:
 
 
 _OLD_RULES = """
-import json, sys
+import importlib, json, sys
 from bot.enrich import incidents as inc
 from bot.enrich.context import ThreadContext
 from bot.enrich.markdown import parse
 from tests.enrich.signal_corpus import recorded, rules_method, to_event
+
+try:  # the post-level judgements left incidents.py for incident_posts.py in time
+    posts = importlib.import_module("bot.enrich.incident_posts")
+except ImportError:
+    posts = inc
+
+def shape(name):
+    return getattr(inc, name, None) or getattr(inc, name.lstrip("_"), None)
 
 def heard(text):
     text = getattr(inc, "_canonical", str)(text[: inc.DETECT_LIMIT])
@@ -362,15 +370,15 @@ def heard(text):
     if any(any(a in low for a in s.anchors) and p.search(text) for s, p in inc._COMPILED):
         return True
     shapes = ("_STATE_WORD", "_FROM_TO", "_WORSE_WORD", "_NOW_VS_THEN", "_CAME_BACK", "_ALL_FINE")
-    return any(getattr(inc, n, None) and getattr(inc, n).search(text) for n in shapes)
+    return any(shape(n) and shape(n).search(text) for n in shapes)
 
 def ruled_out(doc, title, context):
     checks = (
-        lambda: inc.thread_is_experiment(context),
-        lambda: title is not None and inc.names_a_change(title),
-        lambda: inc.opens_with_proposal(doc.prose),
-        lambda: inc.is_retrospective(doc.prose, context.title),
-        lambda: inc.settled(doc.prose),
+        lambda: posts.thread_is_experiment(context),
+        lambda: title is not None and posts.names_a_change(title),
+        lambda: posts.opens_with_proposal(doc.prose),
+        lambda: posts.is_retrospective(doc.prose, context.title),
+        lambda: posts.settled(doc.prose),
     )
     for check in checks:
         try:

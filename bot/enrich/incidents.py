@@ -16,10 +16,11 @@ the time without anything being broken ("no OOMs since the fix", "to avoid OOM",
 * a signal about the past ("two weeks ago"), in an aside "(…)" or compared with ("as a hang")
   does not count.
 
-Whole posts and threads are judged too (``bot.enrich.rules`` combines them): a thread about a
-small experiment, a post-mortem or weekly recap, a note that opens with the run back up or the
-fix, and a post that says the run is fine report no incident; in an incident's own thread a
-follow-up that says it goes on ("still down", "52,000 also fails") does.
+Whole posts and threads are judged in ``bot.enrich.incident_posts`` (``bot.enrich.rules``
+combines them): a thread about a small experiment, a post-mortem or weekly recap, a note that
+opens with the run back up or the fix, and a post that says the run is fine report no incident;
+in an incident's own thread a follow-up that says it goes on ("still down", "52,000 also
+fails") does.
 
 Signals cover what a stopped run does not do ("no heartbeat since 3am", "step hasn't moved"), what
 a dead process prints ("CUDA error", "NCCL error", "loss is nan"), an agent's structured status
@@ -47,7 +48,6 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from bot.enrich.context import ThreadContext
 from bot.enrich.incident_signals import (
     FAULT,
     KIND_PRIORITY,
@@ -106,18 +106,18 @@ _AFTER_CUE = re.compile(
 )
 # Anywhere in the sentence: it is about the past ("two weeks ago", "back in August").
 #: Months by name (not "may": a verb more often than a month).
-_MONTHS: Final = (
+MONTHS: Final = (
     r"(?:january|february|march|april|june|july|august|september|october|november|december"
     r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
 )
-_HISTORY = re.compile(
+HISTORY = re.compile(
     r"\b(?:(?:\d+|a\s+few|a\s+couple\s+of|couple\s+of|two|three|four|several|many)\s+"
     r"(?:days?|weeks?|months?)\s+ago|last\s+(?:week|month|year)|back\s+in|in\s+the\s+past"
     r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like"
     r"|remember\s+when|back\s+when|good\s+times|(?-i:in\s+May)"
-    rf"|(?:in|during)\s+(?:early\s+|mid-?|late\s+)?{_MONTHS}"
+    rf"|(?:in|during)\s+(?:early\s+|mid-?|late\s+)?{MONTHS}"
     # "the February restart loop", "September's outage": one named by its month is over
-    rf"|the\s+{_MONTHS}(?:'s)?\s+(?!\d)(?:\w+\s+){{0,2}}?(?:outage|incident|loop|crash|hang|failure"
+    rf"|the\s+{MONTHS}(?:'s)?\s+(?!\d)(?:\w+\s+){{0,2}}?(?:outage|incident|loop|crash|hang|failure"
     r"|restart|downtime))\b",
     re.IGNORECASE,
 )
@@ -301,7 +301,7 @@ def _canonical(text: str) -> str:
     return text
 
 
-def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+def sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     """The span of the sentence around ``text[start:end]`` (searching at most 300 chars away)."""
     lo = max(0, start - 300)
     left = lo
@@ -319,7 +319,7 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
     process printed, so only what says it is not the run (a CI job, an ablation) rules it out.
     """
     start, end = m.span()
-    left, right = _sentence_bounds(text, start, end)
+    left, right = sentence_bounds(text, start, end)
     sentence = text[left:right].strip()
     before = text[left:start]
     if machine:
@@ -347,7 +347,7 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
         return False  # "loss stuck at 2.1", "grafana down", "everything down?": not the run
     if _SETTLED.search(text, end, right):
         return False  # "crashed at startup with a cuBLASLt error, fixed by #1009"
-    if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence) or _EXPECTED.search(sentence):
+    if _NOT_THE_RUN.search(sentence) or HISTORY.search(sentence) or _EXPECTED.search(sentence):
         return False
     if _HYPOTHETICAL.search(before):
         return False  # "should be 48, otherwise a partial gang starts and then hangs"
@@ -386,7 +386,7 @@ def _kind(signal: Signal, text: str, m: re.Match[str]) -> str:
         return "outage" if re.search(r"\b(?:dead|down|halted|aborted)\b", said) else "hang"
     if signal.kind != FAULT:
         return signal.kind
-    left, right = _sentence_bounds(text, m.start(), m.end())
+    left, right = sentence_bounds(text, m.start(), m.end())
     return fault_kind(text[left:right])
 
 
@@ -417,6 +417,33 @@ def sharper_kind(kind: str, logs: str) -> str:
     return min([kind, *named], key=KIND_PRIORITY.index)
 
 
+#: The run is fine and the post says so: "we're fine", "training was fine the whole time",
+#: "preempted on schedule, as expected. nothing to do".
+ALL_FINE = re.compile(
+    r"\b(?:we(?:'re|\s+are)\s+(?:fine|ok|okay|good)|not\s+the\s+(?:training\s+)?run|no\s+impact"
+    r"|(?:training|the\s+run|the\s+job|hero|it)"
+    r"(?:\s+itself)?\s+(?:was|is|stays|stayed)\s+(?:fine|unaffected|healthy)|nothing\s+to\s+do"
+    r"|no\s+action\s+(?:is\s+)?needed|(?<!raise\sa\s)(?<!sound\sa\s)false\s+alarm"
+    r"|not\s+an\s+incident)\b",
+    re.IGNORECASE,
+)
+#: A note that the run came back after something was done about a fault: "Lowered num_workers
+#: and restarted from iteration 14,000", "w-4 excluded; it trains again from 52,000". Not a
+#: restart someone chose ("restarted it myself to pick up the new config").
+CAME_BACK = re.compile(
+    r"\b(?:(?:restarted|resumed|relaunched|requeued|restarting|resuming|first\s+step)\b[^.;\n]{0,40}?"
+    r"\b(?:from|at)\s+(?:the\s+)?(?:step\s+|iteration\s+|iter\s+|update\s+)?[\d,.]+k?\b"
+    r"|back\s+at\s+(?:step\s+)?[\d,.]+k?\b|back\s+in\s+the\s+queue"
+    r"|(?:running|training|stepping)\s+(?:again\s+)?since\s+\d"
+    r"|(?:throughput|mfu|step\s+time|tokens/s)\s+(?:is\s+)?back\s+(?:at|to)\b"
+    r"|(?:works|working|saving|loading|loads|saves)\s+again"
+    r"|(?:trains?|training|running|stepping|steps?\s+flowing)\s+again"
+    r"|(?:rolling|rolled|roll)\s+back\s+to\s+(?:step\s+)?[\d,.]+k?\b|[\d.]+\s*s\s+again"
+    r"|(?:step\s+time|throughput|mfu)\s+(?:is\s+)?(?:back\s+to\s+)?[\d.,]+\s*\S*\s+again)",
+    re.IGNORECASE,
+)
+
+
 def signals_heard(text: str) -> bool:
     """Whether any incident signal's words are in ``text``, judged or not. Where they are, the
     rules have read the post and their judgement stands: ``bot.enrich.rules`` lets its learned
@@ -425,7 +452,7 @@ def signals_heard(text: str) -> bool:
     26 s") and a run come back or fine ("requeued from 44,000", "no impact")."""
     text = _canonical(text[:DETECT_LIMIT])
     lowered = text.lower()
-    shapes = (_STATE_WORD, _FROM_TO, _WORSE_WORD, _NOW_VS_THEN, _CAME_BACK, _ALL_FINE)
+    shapes = (_STATE_WORD, _FROM_TO, _WORSE_WORD, _NOW_VS_THEN, CAME_BACK, ALL_FINE)
     if any(shape.search(text) for shape in shapes):
         return True
     return any(
@@ -588,7 +615,7 @@ def state_held(text: str) -> str | None:
     """The incident kind of a state the run has held for a while, or None."""
     text = text[:DETECT_LIMIT]
     for m in _STATE_WORD.finditer(text):
-        left, right = _sentence_bounds(text, m.start(), m.end())
+        left, right = sentence_bounds(text, m.start(), m.end())
         clause = _CLAUSE_BREAK.split(text[left : m.start()])[-1]
         if _RECURRING.search(text, left, right):
             continue  # "idle for 10 s per step during checkpointing": a pattern, not a state
@@ -708,7 +735,7 @@ def slowdown(text: str) -> str | None:
     text = _THOUSANDS.sub(lambda k: f"{float(k.group(1)) * 1000:g}", text)
     for pattern in (_FROM_TO, _WORSE_WORD, _NOW_VS_THEN):
         for m in pattern.finditer(text[:DETECT_LIMIT]):
-            left, right = _sentence_bounds(text, m.start(), m.end())
+            left, right = sentence_bounds(text, m.start(), m.end())
             sentence = text[left:right]
             clause = _CLAUSE_BREAK.split(text[left : m.start()])[-1]
             if not _slower(m) or not _STAYS.search(sentence) or _IMPROVED.search(sentence):
@@ -716,7 +743,7 @@ def slowdown(text: str) -> str | None:
             if (
                 _NEGATION.search(clause)
                 or _NOT_THE_RUN.search(sentence)
-                or _HISTORY.search(sentence)
+                or HISTORY.search(sentence)
             ):
                 continue
             if _FABRIC.search(text):
@@ -757,7 +784,7 @@ def loss_shift(text: str) -> bool:
     """A sentence says a loss rose and stayed there (not a spike that came back, not an
     expected change)."""
     for m in _LOSS_RISE.finditer(text[:DETECT_LIMIT]):
-        left, right = _sentence_bounds(text, m.start(), m.end())
+        left, right = sentence_bounds(text, m.start(), m.end())
         sentence = text[left:right]
         values = [float(v.replace(",", "")) for v in m.groups() if v is not None]
         if len(values) == 2 and "it was" in m.group(0).lower():
@@ -768,7 +795,7 @@ def loss_shift(text: str) -> bool:
             continue  # "+0.01": noise
         if not _STAYED.search(sentence) or _SETTLES.search(text):
             continue
-        if _NEGATION.search(text[left : m.start()]) or _HISTORY.search(sentence):
+        if _NEGATION.search(text[left : m.start()]) or HISTORY.search(sentence):
             continue
         return True
     return False
@@ -812,7 +839,7 @@ _QUESTION_KINDS: Final = {
     "so slow": "outage",
 }
 _QUESTION_WORDS = 15
-_QUESTION_SPLIT = re.compile(r"(?<=[.!?])\s+|\n")
+SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n")
 
 
 #: The asker's own answer right after the question: "is the run down? nope, just wandb".
@@ -827,7 +854,7 @@ def live_question(text: str) -> str | None:
     """The incident kind a short question about the run's state asks about, or None."""
     if "?" not in text and len(text.split()) > _QUESTION_WORDS:
         return None
-    sentences = _QUESTION_SPLIT.split(text)
+    sentences = SENTENCE_SPLIT.split(text)
     for n, sentence in enumerate(sentences):
         sentence = sentence.strip()
         if n + 1 < len(sentences) and _ANSWERED_NO.match(sentences[n + 1]):
@@ -844,7 +871,7 @@ def live_question(text: str) -> str | None:
         asked_of = sentence[: m.start("state")]
         if _NOT_A_RUN_SUBJECT.match(subject) or _DYNAMICS_BEFORE.search(asked_of):
             continue  # "is wandb down?", "is loss stuck?"
-        if _NOT_THE_RUN.search(sentence) or _HISTORY.search(sentence):
+        if _NOT_THE_RUN.search(sentence) or HISTORY.search(sentence):
             continue
         state = m.group("state").lower()
         if state.startswith("oom"):
@@ -857,477 +884,3 @@ def live_question(text: str) -> str | None:
             return "preemption"
         return _QUESTION_KINDS.get(state, "hang")
     return None
-
-
-# --------------------------------------------------------------------------------------------
-# Where incident words do not report an incident of the run
-
-#: Threads about small experiments: a crash there is a result, not an outage of the run. Not
-#: "experiment" alone: a big run's own tracking issue is often labelled that way.
-_EXPERIMENT = re.compile(
-    r"\b(?:ablat\w*|sweeps?|small[- ]scale|toy|proxy(?:\s+(?:runs?|models?))?"
-    r"|scaling\s+(?:ladder|laws?)|hparam\s+search|hyper-?parameter\s+search)\b",
-    re.IGNORECASE,
-)
-#: Threads and posts that look back: post-mortems, retrospectives, write-ups.
-_RETROSPECTIVE = re.compile(
-    r"\b(?:post-?mortems?|retrospectives?|retro|lessons\s+learned|root[- ]cause\s+analysis"
-    r"|incident\s+(?:review|write-?up|summary)|write-?up\s+of|what\s+went\s+wrong"
-    r"|weekly\s+(?:summary|recap|report|review|notes|digest|roundup|progress)|recap\s+of"
-    r"|(?:week|month)\s+in\s+review"
-    # a period's review, and a tally over one: "October reliability review", "six
-    # interruptions in October", "three outages this quarter"
-    rf"|(?:reliability|uptime|availability|monthly|quarterly|{_MONTHS}|q[1-4])"
-    r"\s+(?:review|report|recap|summary|retro)"
-    r"|(?:two|three|four|five|six|seven|eight|nine|ten|\d+)\s+(?:interruptions|incidents|outages"
-    rf"|failures|restarts|crashes|preemptions)\s+(?:(?:in|during|over)\s+(?:{_MONTHS}"
-    r"|the\s+(?:month|quarter|year)|(?:the\s+)?(?:last|past)\s+(?:month|quarter|year))"
-    r"|(?:this|last)\s+(?:month|quarter|year)))\b",
-    re.IGNORECASE,
-)
-
-
-#: A thread whose title opens with an eval or a benchmark ("Long-context eval OOMs on 64k
-#: prompts", "Benchmark: step time with FP8") or a proposal: its failures are not the run's.
-#: A period's review named: "October reliability review", "Retrospective: June", "Q3 uptime".
-_PERIOD_REVIEW = re.compile(
-    rf"\b(?:(?:reliability|uptime|availability|monthly|quarterly|{_MONTHS}|q[1-4])\s+"
-    r"(?:review|report|recap|summary|retro(?:spective)?|reliability|uptime)"
-    rf"|(?:retrospective|retro|review|recap)\s*[:—-]\s*(?:{_MONTHS}|q[1-4]|(?:the\s+)?(?:last\s+)?"
-    r"(?:week|month|quarter|year))"
-    # a week's digest recaps what happened in it: "Weekly notes — Aug 13 → Aug 19"
-    r"|weekly\s+(?:notes|digest|summary|recap|report|review|roundup|progress))\b",
-    re.IGNORECASE,
-)
-#: One count of a tally: "4 halts", "two NODE_FAILs", "three preemptions".
-_TALLY = re.compile(
-    r"\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:halts|interruptions|incidents"
-    r"|outages|failures|restarts|crashes|preemptions|hangs|ooms|node\s+losses|node_fails?|nans"
-    r"|reclaims|evictions)\b",
-    re.IGNORECASE,
-)
-#: A title that names a change to make, as a pull's does: "Add a hang watchdog that kills the
-#: job", "Support resuming from a partial checkpoint". The thread is about the change.
-_CHANGE_TITLE = re.compile(
-    r"^\W*(?:\[[^\]]*\]\s*)?(?:\w+(?:\([^)]*\))?:\s*)?(?:add|implement|support|enable|introduce"
-    r"|allow|refactor|document|automate|build|create|write|set\s+up|wire\s+up|expose|rename"
-    r"|remove|clean\s+up|make|use|switch|upgrade|bump|migrate|port|drain|retry|requeue|alert"
-    r"|detect|handle|catch|warn|avoid|prevent|reduce|increase|decrease|limit|cap|pin|replace"
-    r"|retain|preserve|archive|delete|schedule"
-    r"|keep(?!\s+(?:getting|seeing|hitting|failing|crashing|dying|losing|running\s+out)))\b",
-    re.IGNORECASE,
-)
-_OTHER_SUBJECT_TITLE = re.compile(
-    r"^\W*(?:(?:[\w-]+\s+)?(?:evals?|evaluations?|benchmarks?|benchmarking)\b"
-    r"|(?:proposal|rfc|idea)\b)",
-    re.IGNORECASE,
-)
-
-
-#: A post that asks for a human without naming the failure in its prose: an agent's "needs
-#: attention", "Status: 🔴", "paging on-call", whose log excerpt says what broke.
-_ATTENTION = re.compile(
-    r"\b(?:needs?\s+(?:attention|a\s+human|eyes|someone)|paging|paged|page\s+on-?call"
-    r"|(?:status|state)\s*[:=]\s*(?:[^\w\s]+\s*)?(?:red|error|attention|alert)\b)|🔴|🚨",
-    re.IGNORECASE,
-)
-
-
-def asks_attention(prose: str) -> bool:
-    """The post asks for a human's attention (and its log may say why)."""
-    return bool(_ATTENTION.search(prose[:DETECT_LIMIT]))
-
-
-def names_a_change(title: str) -> bool:
-    """The title names a change to make (an issue asking for one), not a failure."""
-    return bool(_CHANGE_TITLE.match(title))
-
-
-def thread_is_experiment(context: ThreadContext) -> bool:
-    """The thread is about an experiment (by its title prefix, labels or title), an eval or a
-    benchmark named first in its title, or a proposal."""
-    return bool(
-        context.known
-        and (_EXPERIMENT.search(context.topic) or _OTHER_SUBJECT_TITLE.match(context.title))
-    )
-
-
-def reviews_a_period(prose: str, thread_title: str = "") -> bool:
-    """A review of a period, not of one incident: "Retrospective: June", "October reliability
-    review", "4 halts, 2 preemptions, goodput 91%"."""
-    return bool(
-        _PERIOD_REVIEW.search(thread_title)
-        or _PERIOD_REVIEW.search(prose[:300])
-        or len(_TALLY.findall(prose[:300])) >= 2
-    )
-
-
-def is_retrospective(prose: str, thread_title: str = "") -> bool:
-    """A post-mortem or retrospective (said in the thread title or the post's opening), or a
-    tally of failures by kind: "4 halts, 2 preemptions, goodput 91%"."""
-    head = prose[:300]
-    return bool(
-        _RETROSPECTIVE.search(thread_title)
-        or _RETROSPECTIVE.search(head)
-        or len(_TALLY.findall(head)) >= 2
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# Follow-ups in an incident's own thread
-
-#: A follow-up saying the problem persists: "still down", "52,000 also fails", "same on the retry".
-_ONGOING = re.compile(
-    r"\b(?:(?:still|remains?)\s+(?:down|stuck|hung|hanging|failing|fails|broken|dead|crashing"
-    r"|oom\w*|erroring|pending|paused|queued|waiting|blocked|offline"
-    r"|not\s+(?:back|up|running|training|progressing)|no\s+(?:steps?|progress|luck))"
-    r"|(?:also|again)\s+(?:fails?|failed|failing|crashe[sd]|oom\w*|hangs?|hung|dies|died)"
-    r"|(?:fails?|failed|crashed|died|hung|hangs|oom\w*)\s+again"
-    r"|same\s+(?:error|failure|crash|hang|thing|problem|result)\b(?!\s+(?:as\s+)?(?:last|before))"
-    r"|same\s+(?:thing\s+)?on\s+the\s+(?:\w+\s+)?(?:retry|rerun|attempt|restart|relaunch|try)"
-    r"|no\s+luck|not\s+back\s+yet"
-    r"|keeps?\s+(?:failing|crashing|dying|hanging|timing\s+out)|not\s+(?:yet\s+)?resolved)\b",
-    re.IGNORECASE,
-)
-#: The follow-up that ends it: the run is running again.
-_BACK = re.compile(
-    r"\b(?:back\s+(?:up|online|to\s+normal)|running\s+again|training\s+again|resumed|recovered"
-    r"|(?:is|are)\s+healthy|total\s+downtime|closing\s+(?:this|as)|resolved|all\s+good"
-    r"|(?:step|steps)\s+[\d,.]+k?\s+(?:logged|reached|done))\b",
-    re.IGNORECASE,
-)
-_INCIDENT_LABEL = re.compile(r"\b(?:incidents?|outages?|sev\s*\d|p0|firefight\w*)\b", re.IGNORECASE)
-
-
-def thread_incident(context: ThreadContext) -> str | None:
-    """The incident kind a thread is about (its labels, prefix or a live report in its title),
-    or None when the thread is not an incident's own."""
-    if not context.known or thread_is_experiment(context):
-        return None
-    if _RETROSPECTIVE.search(context.title):
-        return None
-    if (context.kind == "pull" or names_a_change(context.title)) and not declares_incident(context):
-        return None  # a pull's title names a change ("lower the NCCL timeout"), not an outage
-    found = find_incident("", context.title) if context.title else None
-    if found is not None:
-        return found[0]
-    return "outage" if declares_incident(context) else None
-
-
-def reports_ongoing(prose: str) -> bool:
-    """A follow-up that says the incident is not over."""
-    head = prose[:DETECT_LIMIT]
-    return bool(_ONGOING.search(head)) and not _BACK.search(head)
-
-
-#: A note that opens by saying the run is back, or the problem fixed: "Back up from 15,000 on
-#: r11n2", "Restarted from step 11,500 on the spare node", "Fixed by #1234, the hang came from …".
-_RECOVERY_LEAD = re.compile(
-    r"^\W*(?:(?:hero|the\s+run|the\s+job|training|we(?:'re|\s+are))\s+(?:is\s+)?)?"
-    r"(?:back\s+(?:up|online|at|to\s+training)|(?:restarted|relaunched|resumed|requeued|recovered)"
-    r"\b(?![^.;]*\b(?:fail|crash|oom|again|stuck|hung|di(?:es|ed|e)\b|dying|dead\b|hangs?\b"
-    r"|errors?\b|\d+\s+times))"
-    # "Fixed by #1234, the hang came from …": the post is about the fix
-    r"|(?:fixed|resolved|mitigated|closing|closed)\b(?![^.;]*\b(?:again|still|but|yet)\b))",
-    re.IGNORECASE,
-)
-
-
-def is_recovery_note(prose: str) -> bool:
-    """The post opens by saying the run is running again: talk about an incident that is over."""
-    return bool(_RECOVERY_LEAD.match(prose.lstrip()))
-
-
-#: The run is fine and the post says so: "we're fine", "training was fine the whole time",
-#: "preempted on schedule, as expected. nothing to do".
-_ALL_FINE = re.compile(
-    r"\b(?:we(?:'re|\s+are)\s+(?:fine|ok|okay|good)|not\s+the\s+(?:training\s+)?run|no\s+impact"
-    r"|(?:training|the\s+run|the\s+job|hero|it)"
-    r"(?:\s+itself)?\s+(?:was|is|stays|stayed)\s+(?:fine|unaffected|healthy)|nothing\s+to\s+do"
-    r"|no\s+action\s+(?:is\s+)?needed|(?<!raise\sa\s)(?<!sound\sa\s)false\s+alarm"
-    r"|not\s+an\s+incident)\b",
-    re.IGNORECASE,
-)
-#: The incident is over and the post says how it ended: a recap, not a report.
-_DONE = re.compile(
-    r"\b(?:total\s+downtime|downtime\s+(?:of\s+|was\s+)?(?:\d|about|roughly|~)"
-    r"|(?:is|are)\s+(?:back\s+up|running\s+again"
-    r"|training\s+again|healthy\s+again)|back\s+(?:up|online)\s+(?:from|at|on|since)"
-    r"|running\s+again|resumed\s+(?:from|at)\s+(?:step\s+)?[\d,.]+k?)",
-    re.IGNORECASE,
-)
-
-
-#: What puts a failure after a recovery in time: "; by 199,040 the loss is nan", "then".
-_LATER = re.compile(
-    r"^[^.!?\n]{0,40}?(?:[;,]\s*|\.\s+)(?:by\s+(?:step\s+)?[\d,.]+k?|then|but|and\s+then"
-    r"|within|after\s+(?:\d+|a\s+few|an?)\s+\w+|\d+\s+\w+\s+later)\b",
-    re.IGNORECASE,
-)
-
-
-#: A caveat right after an all-clear: what follows is not fine.
-_CAVEAT = re.compile(r"\s*[,;:—–-]?\s*(?:but|except|although|though)\b", re.IGNORECASE)
-
-
-def all_clear(prose: str) -> bool:
-    """The post says the run is fine, or that the incident it tells of is over (and not that it
-    came back: "resumed from 48k, then crashed again")."""
-    head = prose[:DETECT_LIMIT]
-    return bool(_ALL_FINE.search(head) or _DONE.search(head)) and not _ONGOING.search(head)
-
-
-def settled(prose: str) -> bool:
-    """The post says the run came back or is fine, and reports no failure after saying so:
-    not "Resumed at 13:00 from 199,000; by 199,040 the loss is nan on every host"."""
-    head = prose.lstrip()[:DETECT_LIMIT]
-    lead = _RECOVERY_LEAD.match(head)
-    if lead is None and not all_clear(head):
-        return False
-    said = lead or _ALL_FINE.search(head) or _DONE.search(head)
-    after = head[said.end() :] if said is not None else ""
-    if lead is None and _CAVEAT.match(after):
-        return False  # "training itself is fine, but 25k isn't in the bucket": a part is not
-    return _LATER.search(after) is None or find_incident(after) is None
-
-
-def declares_incident(context: ThreadContext) -> bool:
-    """The thread is labelled (or prefixed) as an incident's own."""
-    return bool(_INCIDENT_LABEL.search(" ".join([context.prefix, *context.labels])))
-
-
-# --------------------------------------------------------------------------------------------
-# About a specific incident, without reporting it live
-
-#: A failure named: any incident signal (unjudged), or the words people use for one.
-_FAILURE_WORDS = re.compile(
-    r"\b(?:incident|outage|crash\w*|hang|hung|deadlock\w*|oom\w*|out\s+of\s+memory|node\s+loss"
-    r"|nans?|power\s+(?:event|outage|loss|failure)|kernel\s+panic|node_fail|soft\s+lockup"
-    r"|the\s+(?:\w+\s+)?error\s+(?:at|on|from)"
-    r"|lost\s+(?:a\s+|the\s+)?(?:node|host)|xid|ecc|nvlink|nccl\s+timeout|preempt\w*|went\s+down"
-    r"|evicted|reclaimed|went\s+away|uncorrectable|(?:job|run)\s+(?:exited|died)"
-    r"|were\s+down|down\s+for\s+(?:\d|an?\s|about|~)"
-    r"|was\s+down|downtime|failed\s+(?:save|restore|checkpoint)|restore\s+fail\w*"
-    r"|stalled"  # "fixes the stalled save from #238"
-    # how an agent's daily words it: "left the Ray cluster (raylet heartbeat lost)",
-    # "NHC: gpu_health FAIL", "made no progress between 01:12 and 03:52"
-    r"|heartbeats?\s+(?:lost|missed|stopped)|stopped\s+heartbeating|left\s+the\s+(?:ray\s+)?cluster"
-    r"|(?:health|nhc)\w*\s*:?\s*\w*\s+fail(?:ed|s|ure)?|made\s+no\s+progress)\b",
-    re.IGNORECASE,
-)
-#: Words that tie a post to one incident: its diagnosis, fix, recovery or post-mortem.
-_ABOUT_ONE = re.compile(
-    r"\b(?:root[- ]?caus\w*|caused\s+by|(?:was|were)\s+caused|the\s+cause\s+(?:of|was|is)"
-    r"|(?:traced|tracked)\s+(?:it\s+)?(?:down\s+)?to|turned\s+out|post-?mortem|retro(?:spective)?"
-    r"|incident\s+(?:review|report|write-?up|summary)|what\s+went\s+wrong|lessons\s+learned"
-    r"|fix(?:es|ed)?\s+(?:for\s+)?(?:the|this|that|today's|yesterday's|last\s+night's)\b"
-    r"|(?:this|the)\s+(?:pr|change|patch)\s+(?:fixes|should\s+fix|prevents)"
-    r"|follow-?up\s+(?:to|from|for)\s+#\d+"
-    r"|back\s+up\s+(?:from|at|on)"
-    r"|(?:restarted|resumed|relaunched|requeued)\s+(?:itself\s+)?(?:from|at|on)"
-    r"|rolled\s+back\s+to|recovered\s+(?:from|at)|total\s+downtime|downtime\s+(?:was|of)"
-    r"|after\s+(?:the|that|this|last\s+night's|yesterday's)\s+(?:[\w,.-]*\d[\w,.-]*\s+)?(?:crash"
-    r"|hang|outage|incident|failure|oom|preemption)\b"
-    r"|(?:yesterday|last\s+night|this\s+morning|on\s+\w+day)(?:'s)?\s+(?:crash|hang|outage|incident"
-    r"|failure|oom|node\s+loss)"
-    r"|(?:the|that|this)\s+(?:[\w,.-]*\d[\w,.-]*\s+)?(?:crash|hang|outage|incident|failure|oom|nan"
-    r"|node\s+loss|preemption|power\s+event)"
-    r"\s+(?:on|at|in|of|from|was|is|came|happened|started|began|yesterday|last))",
-    re.IGNORECASE,
-)
-
-
-def mentions_failure(text: str) -> bool:
-    return bool(_FAILURE_WORDS.search(text[:DETECT_LIMIT]))
-
-
-#: A post that opens by proposing a general change: "We should add a watchdog", "Proposal:
-#: requeue on Xid 79", "Let's put reservation end dates into the dashboard".
-_PROPOSAL_LEAD = re.compile(
-    r"^\W*(?:proposal\b|i\s+(?:propose|suggest)|we\s+(?:should|could|ought\s+to)|let's\b"
-    r"|lets\s|suggest\w*|how\s+about|maybe\s+we|what\s+if\s+we|idea\b)",
-    re.IGNORECASE,
-)
-#: A routine update ("Daily update", "Weekly summary") that mentions faults in passing: "no
-#: interruptions", "three interruptions (…)" is a log of the run, not one incident's story.
-_PERIODIC = re.compile(
-    r"\b(?:daily|weekly|nightly|overnight|hourly)\s+(?:update|summary|recap|report|status)\b",
-    re.IGNORECASE,
-)
-_IN_PASSING = re.compile(
-    r"\b(?:no\s+(?:interruptions?|incidents?|restarts?|failures?|crashes)"
-    r"|(?:two|three|four|five|six|several|\d+)\s+(?:interruptions|incidents|restarts|failures"
-    r"|crashes))\b",
-    re.IGNORECASE,
-)
-_TEMPLATE = re.compile(r"\b(?:templates?|issue_template)\b", re.IGNORECASE)
-
-
-def opens_with_proposal(prose: str) -> bool:
-    """The post opens by proposing a change ("Proposal: drain nodes on …", "We should …")."""
-    return bool(_PROPOSAL_LEAD.match(prose.lstrip()))
-
-
-def is_general_post(prose: str, title: str) -> bool:
-    """A proposal, a template or a routine update: talk near incidents, about none of them."""
-    head = prose[:DETECT_LIMIT]
-    return bool(
-        opens_with_proposal(prose)
-        or _TEMPLATE.search(title)
-        or (_PERIODIC.search(head[:300]) and _IN_PASSING.search(head))
-    )
-
-
-#: A note that the run came back after something was done about a fault: "Lowered num_workers
-#: and restarted from iteration 14,000", "w-4 excluded; it trains again from 52,000". Not a
-#: restart someone chose ("restarted it myself to pick up the new config").
-_CAME_BACK = re.compile(
-    r"\b(?:(?:restarted|resumed|relaunched|requeued|restarting|resuming|first\s+step)\b[^.;\n]{0,40}?"
-    r"\b(?:from|at)\s+(?:the\s+)?(?:step\s+|iteration\s+|iter\s+|update\s+)?[\d,.]+k?\b"
-    r"|back\s+at\s+(?:step\s+)?[\d,.]+k?\b|back\s+in\s+the\s+queue"
-    r"|(?:running|training|stepping)\s+(?:again\s+)?since\s+\d"
-    r"|(?:throughput|mfu|step\s+time|tokens/s)\s+(?:is\s+)?back\s+(?:at|to)\b"
-    r"|(?:works|working|saving|loading|loads|saves)\s+again"
-    r"|(?:trains?|training|running|stepping|steps?\s+flowing)\s+again"
-    r"|(?:rolling|rolled|roll)\s+back\s+to\s+(?:step\s+)?[\d,.]+k?\b|[\d.]+\s*s\s+again"
-    r"|(?:step\s+time|throughput|mfu)\s+(?:is\s+)?(?:back\s+to\s+)?[\d.,]+\s*\S*\s+again)",
-    re.IGNORECASE,
-)
-#: What was wrong and what was changed to fix it. Routine operations (a node drained, a spare
-#: swapped in, the time lost) are not enough: a run log records those after every restart, and
-#: such a note is the log's (a checkpointing or infra entry), not the incident's.
-_REMEDY = re.compile(
-    r"\b(?:patched|disabled|turned\s+off|rolled\s+back|removed|remounted|fixed|pinned|moved"
-    r"|filtered|reverted|raised|capped|lowered|resized|deleted|re-?pushed|by\s+mistake|skipping"
-    r"|rebuilt|recompiled|upgraded|downgraded|failed\s+over|cleaned\s+up|freed"
-    r"|(?:network|storage|cluster|filesystem|api\s+server|scheduler|fabric)\s+is\s+back"
-    r"|(?:the|a)\s+(?:cause|leak|problem|issue|culprit)|because|turned\s+out)",
-    re.IGNORECASE,
-)
-_CHOSEN = re.compile(
-    r"\b(?:myself|on\s+purpose|deliberately|intentionally|as\s+planned|planned|nothing\s+(?:is\s+)?"
-    r"wrong|not\s+an\s+outage|to\s+(?:pick\s+up|apply|swap|change|roll|rotate|switch|update))\b",
-    re.IGNORECASE,
-)
-
-
-def came_back_after_fault(prose: str) -> bool:
-    """The post says the run came back after a fault was dealt with (and not by choice)."""
-    head = prose[:DETECT_LIMIT]
-    return bool(_CAME_BACK.search(head) and _REMEDY.search(head) and not _CHOSEN.search(head))
-
-
-#: The people on it, or the agent, speaking of one incident: "Ack. R7's switch is rebooting",
-#: "incident resolved", "Root cause from the network team: …".
-_ON_IT = re.compile(
-    r"^\W*(?:(?:ok(?:ay)?|so)\W+)?(?:ack(?:ed|nowledged)?|on\s+it|looking(?:\s+into\s+it)?"
-    r"|investigating|checking|found\s+(?:it|the\s+(?:cause|culprit|problem|bug)))\b",
-    re.IGNORECASE,
-)
-_CLOSED_OR_CAUSED = re.compile(
-    r"\bincident\s+(?:resolved|closed|mitigated|over)\b"
-    r"|\broot[- ]?cause\s+(?:from|of|for|was|is|:)",
-    re.IGNORECASE,
-)
-
-
-#: A day or an hour that makes a failure one incident: "this morning", "on Jan 28", "from
-#: 23:40 to 08:30", "Apr 6".
-_DATED = re.compile(
-    r"\b(?:this\s+morning|last\s+night|yesterday(?:'s)?|tonight|overnight|earlier\s+today"
-    r"|on\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day"
-    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b"
-    r"|\d{4}-\d{2}-\d{2}|from\s+\d{1,2}:\d{2}\s+(?:to|until|till)\s+\d{1,2}:\d{2})",
-    re.IGNORECASE,
-)
-_FAILED = re.compile(
-    r"\b(?:fail(?:ed|s)?|failure|hung|stuck|slowdown|throttl\w*|collapsed|silently|truncated"
-    r"|corrupt\w*|missing|killed|lost)\b",
-    re.IGNORECASE,
-)
-#: How far into a change's description its motivation is told: its first blocks.
-_MOTIVE_BLOCKS = 2
-
-
-def fixes_a_told_failure(prose: str) -> bool:
-    """A change's description that opens with the one failure it fixes, dated: "On Jan 28 slice
-    0 was preempted …; the restore then failed …", "The job hung in an all-reduce from 23:40
-    to 08:30 last night". A change that cites failures in general ("restarts are slow when a
-    node dies") is no incident's."""
-    head = "\n".join(prose[:DETECT_LIMIT].splitlines()[:_MOTIVE_BLOCKS])
-    for sentence in _QUESTION_SPLIT.split(head):
-        if not _DATED.search(sentence) or _HISTORY.search(sentence):
-            continue
-        if mentions_failure(sentence) or _FAILED.search(sentence):
-            return True
-    return False
-
-
-#: The time an incident cost, as its recovery note counts it: "lost ~1h40", "~3h gone",
-#: "5.5h lost", "about 4h lost all in", "1h50 down".
-_DOWNTIME = re.compile(
-    r"\b(?:(?:lost|gone|down)\s+(?:~|about\s+|roughly\s+)?\d+(?:\.\d+)?\s*(?:h\d*|hours?|min"
-    r"|minutes?|days?)\b"
-    r"|~?\d+(?:\.\d+)?\s*(?:h\d*|hours?|min|minutes?|days?)\s+(?:\w+\s+)?(?:lost|gone|down)\b)",
-    re.IGNORECASE,
-)
-
-
-_BACK_AGAIN = re.compile(
-    r"\b(?:back\s+(?:up|on|at|to|from)|running\s+again|stepping|training\s+again|resumed"
-    r"|relaunched|restarted|requeued|swapped|replaced)\b",
-    re.IGNORECASE,
-)
-
-
-def counts_its_downtime(prose: str) -> bool:
-    """A recovery note that counts what the incident cost: "running again from 93,500. ~3h
-    gone", "back up from ckpt 52,000, lost ~1h40". Not a planned stop's ("~20 min down for the
-    jax bump"), a question about an old outage, or a budget counting lost days."""
-    head = prose[:DETECT_LIMIT]
-    return bool(
-        _DOWNTIME.search(head)
-        and _BACK_AGAIN.search(head)
-        and not _CHOSEN.search(head)
-        and "?" not in head
-        and not is_recovery_note(head)  # "Back up from 15,000 on r11n2. Lost 25 min": the log's
-    )
-
-
-def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
-    """The post is about a specific incident of the run without reporting it live: its
-    diagnosis, its fix, a recovery note, its post-mortem, or a follow-up in the incident's own
-    thread. Not a crash inside an experiment, not a general proposal ("we should add a
-    watchdog"), not a template, not a routine update that names faults in passing, not a
-    retrospective over a period ("September reliability")."""
-    if (
-        thread_is_experiment(context)
-        or is_general_post(prose, title)
-        or reviews_a_period(prose, context.title)
-    ):
-        return False
-    text = f"{title}\n{prose}" if title else prose
-    if thread_incident(context) is not None or declares_incident(context):
-        return bool(prose.strip())
-    if _RETROSPECTIVE.search(context.title) and mentions_failure(context.title):
-        return True  # the post-mortem of one incident, named in its title
-    if came_back_after_fault(prose) or counts_its_downtime(prose):
-        return True
-    if _ON_IT.search(prose[:300]) and (mentions_failure(text) or find_incident(prose) is not None):
-        return True
-    if _CLOSED_OR_CAUSED.search(prose[:300]):
-        return True  # "incident resolved", "Root cause from the network team: …"
-    if _CAME_BACK.search(prose[:DETECT_LIMIT]) and mentions_failure(prose):
-        # a post that names the failure the run recovered from: "had a GPU fall off the bus
-        # (Xid 79) …; training again from 17,000", an agent's daily recapping a lost node
-        return True
-    about = _ABOUT_ONE.search(text[:DETECT_LIMIT])
-    return mentions_failure(text) and about is not None and not _asks_of_the_past(text, about)
-
-
-def _asks_of_the_past(text: str, m: re.Match[str]) -> bool:
-    """The words tying a post to an incident sit in a question about the past: "btw was the
-    outage in march the one where the rack lost power?" names an old incident in passing."""
-    left, right = _sentence_bounds(text, m.start(), m.end())
-    sentence = text[left:right].strip()
-    return sentence.endswith("?") and _HISTORY.search(sentence) is not None

@@ -9,6 +9,7 @@ so it has to hold up on real text. The work is split by concern:
 * ``bot.enrich.context``   the thread or channel around an event;
 * ``bot.enrich.incidents`` live incident reports told apart from talk about incidents, over
   the phrases and shapes in ``bot.enrich.incident_signals``;
+* ``bot.enrich.incident_posts`` whole posts and threads: not the run's, about one incident;
 * ``bot.enrich.tags``      weighted phrase scoring into ``bot.models.TAGS``, thread-aware;
 * ``bot.enrich.learned``   learned second opinions: a live-report scorer and a tag classifier
   that gates the rules' tag;
@@ -27,11 +28,10 @@ from typing import Final
 
 from bot.enrich.context import ThreadContext
 from bot.enrich.conversations import summarize_burst
-from bot.enrich.incidents import (
+from bot.enrich.incident_posts import (
     about_incident,
     asks_attention,
     declares_incident,
-    find_incident,
     fixes_a_told_failure,
     is_recovery_note,
     is_retrospective,
@@ -39,12 +39,10 @@ from bot.enrich.incidents import (
     opens_with_proposal,
     reports_ongoing,
     settled,
-    severity_of,
-    sharper_kind,
-    signals_heard,
     thread_incident,
     thread_is_experiment,
 )
+from bot.enrich.incidents import find_incident, severity_of, sharper_kind, signals_heard
 from bot.enrich.learned import (
     LEARNED_KINDS,
     LiveModel,

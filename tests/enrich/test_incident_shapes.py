@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from bot.enrich.context import ThreadContext
-from bot.enrich.incidents import fault_kind, reviews_a_period, settled, state_held
+from bot.enrich.incident_posts import reviews_a_period, settled
+from bot.enrich.incidents import fault_kind, state_held
 from bot.enrich.rules import enrich_text
 from tests.enrich.signal_corpus import enrich, load
 

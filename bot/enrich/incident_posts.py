@@ -1,0 +1,472 @@
+"""Whole posts and threads about incidents (issue 40): where incident words do not report an
+incident of the run (a crash in an ablation, a change to make, a retrospective, a post that says
+the run is fine or back), follow-ups in an incident's own thread, and posts about one specific
+incident without reporting it live (its diagnosis, its fix, a recovery note, its post-mortem).
+
+``bot.enrich.incidents`` finds and judges the signals sentence by sentence; this module judges
+what a post as a whole is about, over the same cleaned text. ``bot.enrich.rules`` combines them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot.enrich.context import ThreadContext
+from bot.enrich.incidents import (
+    ALL_FINE,
+    CAME_BACK,
+    DETECT_LIMIT,
+    HISTORY,
+    MONTHS,
+    SENTENCE_SPLIT,
+    find_incident,
+    sentence_bounds,
+)
+
+# --------------------------------------------------------------------------------------------
+# Where incident words do not report an incident of the run
+
+#: Threads about small experiments: a crash there is a result, not an outage of the run. Not
+#: "experiment" alone: a big run's own tracking issue is often labelled that way.
+_EXPERIMENT = re.compile(
+    r"\b(?:ablat\w*|sweeps?|small[- ]scale|toy|proxy(?:\s+(?:runs?|models?))?"
+    r"|scaling\s+(?:ladder|laws?)|hparam\s+search|hyper-?parameter\s+search)\b",
+    re.IGNORECASE,
+)
+#: Threads and posts that look back: post-mortems, retrospectives, write-ups.
+_RETROSPECTIVE = re.compile(
+    r"\b(?:post-?mortems?|retrospectives?|retro|lessons\s+learned|root[- ]cause\s+analysis"
+    r"|incident\s+(?:review|write-?up|summary)|write-?up\s+of|what\s+went\s+wrong"
+    r"|weekly\s+(?:summary|recap|report|review|notes|digest|roundup|progress)|recap\s+of"
+    r"|(?:week|month)\s+in\s+review"
+    # a period's review, and a tally over one: "October reliability review", "six
+    # interruptions in October", "three outages this quarter"
+    rf"|(?:reliability|uptime|availability|monthly|quarterly|{MONTHS}|q[1-4])"
+    r"\s+(?:review|report|recap|summary|retro)"
+    r"|(?:two|three|four|five|six|seven|eight|nine|ten|\d+)\s+(?:interruptions|incidents|outages"
+    rf"|failures|restarts|crashes|preemptions)\s+(?:(?:in|during|over)\s+(?:{MONTHS}"
+    r"|the\s+(?:month|quarter|year)|(?:the\s+)?(?:last|past)\s+(?:month|quarter|year))"
+    r"|(?:this|last)\s+(?:month|quarter|year)))\b",
+    re.IGNORECASE,
+)
+
+
+#: A thread whose title opens with an eval or a benchmark ("Long-context eval OOMs on 64k
+#: prompts", "Benchmark: step time with FP8") or a proposal: its failures are not the run's.
+#: A period's review named: "October reliability review", "Retrospective: June", "Q3 uptime".
+_PERIOD_REVIEW = re.compile(
+    rf"\b(?:(?:reliability|uptime|availability|monthly|quarterly|{MONTHS}|q[1-4])\s+"
+    r"(?:review|report|recap|summary|retro(?:spective)?|reliability|uptime)"
+    rf"|(?:retrospective|retro|review|recap)\s*[:—-]\s*(?:{MONTHS}|q[1-4]|(?:the\s+)?(?:last\s+)?"
+    r"(?:week|month|quarter|year))"
+    # a week's digest recaps what happened in it: "Weekly notes — Aug 13 → Aug 19"
+    r"|weekly\s+(?:notes|digest|summary|recap|report|review|roundup|progress))\b",
+    re.IGNORECASE,
+)
+#: One count of a tally: "4 halts", "two NODE_FAILs", "three preemptions".
+_TALLY = re.compile(
+    r"\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:halts|interruptions|incidents"
+    r"|outages|failures|restarts|crashes|preemptions|hangs|ooms|node\s+losses|node_fails?|nans"
+    r"|reclaims|evictions)\b",
+    re.IGNORECASE,
+)
+#: A title that names a change to make, as a pull's does: "Add a hang watchdog that kills the
+#: job", "Support resuming from a partial checkpoint". The thread is about the change.
+_CHANGE_TITLE = re.compile(
+    r"^\W*(?:\[[^\]]*\]\s*)?(?:\w+(?:\([^)]*\))?:\s*)?(?:add|implement|support|enable|introduce"
+    r"|allow|refactor|document|automate|build|create|write|set\s+up|wire\s+up|expose|rename"
+    r"|remove|clean\s+up|make|use|switch|upgrade|bump|migrate|port|drain|retry|requeue|alert"
+    r"|detect|handle|catch|warn|avoid|prevent|reduce|increase|decrease|limit|cap|pin|replace"
+    r"|retain|preserve|archive|delete|schedule"
+    r"|keep(?!\s+(?:getting|seeing|hitting|failing|crashing|dying|losing|running\s+out)))\b",
+    re.IGNORECASE,
+)
+_OTHER_SUBJECT_TITLE = re.compile(
+    r"^\W*(?:(?:[\w-]+\s+)?(?:evals?|evaluations?|benchmarks?|benchmarking)\b"
+    r"|(?:proposal|rfc|idea)\b)",
+    re.IGNORECASE,
+)
+
+
+#: A post that asks for a human without naming the failure in its prose: an agent's "needs
+#: attention", "Status: 🔴", "paging on-call", whose log excerpt says what broke.
+_ATTENTION = re.compile(
+    r"\b(?:needs?\s+(?:attention|a\s+human|eyes|someone)|paging|paged|page\s+on-?call"
+    r"|(?:status|state)\s*[:=]\s*(?:[^\w\s]+\s*)?(?:red|error|attention|alert)\b)|🔴|🚨",
+    re.IGNORECASE,
+)
+
+
+def asks_attention(prose: str) -> bool:
+    """The post asks for a human's attention (and its log may say why)."""
+    return bool(_ATTENTION.search(prose[:DETECT_LIMIT]))
+
+
+def names_a_change(title: str) -> bool:
+    """The title names a change to make (an issue asking for one), not a failure."""
+    return bool(_CHANGE_TITLE.match(title))
+
+
+def thread_is_experiment(context: ThreadContext) -> bool:
+    """The thread is about an experiment (by its title prefix, labels or title), an eval or a
+    benchmark named first in its title, or a proposal."""
+    return bool(
+        context.known
+        and (_EXPERIMENT.search(context.topic) or _OTHER_SUBJECT_TITLE.match(context.title))
+    )
+
+
+def reviews_a_period(prose: str, thread_title: str = "") -> bool:
+    """A review of a period, not of one incident: "Retrospective: June", "October reliability
+    review", "4 halts, 2 preemptions, goodput 91%"."""
+    return bool(
+        _PERIOD_REVIEW.search(thread_title)
+        or _PERIOD_REVIEW.search(prose[:300])
+        or len(_TALLY.findall(prose[:300])) >= 2
+    )
+
+
+def is_retrospective(prose: str, thread_title: str = "") -> bool:
+    """A post-mortem or retrospective (said in the thread title or the post's opening), or a
+    tally of failures by kind: "4 halts, 2 preemptions, goodput 91%"."""
+    head = prose[:300]
+    return bool(
+        _RETROSPECTIVE.search(thread_title)
+        or _RETROSPECTIVE.search(head)
+        or len(_TALLY.findall(head)) >= 2
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Follow-ups in an incident's own thread
+
+#: A follow-up saying the problem persists: "still down", "52,000 also fails", "same on the retry".
+_ONGOING = re.compile(
+    r"\b(?:(?:still|remains?)\s+(?:down|stuck|hung|hanging|failing|fails|broken|dead|crashing"
+    r"|oom\w*|erroring|pending|paused|queued|waiting|blocked|offline"
+    r"|not\s+(?:back|up|running|training|progressing)|no\s+(?:steps?|progress|luck))"
+    r"|(?:also|again)\s+(?:fails?|failed|failing|crashe[sd]|oom\w*|hangs?|hung|dies|died)"
+    r"|(?:fails?|failed|crashed|died|hung|hangs|oom\w*)\s+again"
+    r"|same\s+(?:error|failure|crash|hang|thing|problem|result)\b(?!\s+(?:as\s+)?(?:last|before))"
+    r"|same\s+(?:thing\s+)?on\s+the\s+(?:\w+\s+)?(?:retry|rerun|attempt|restart|relaunch|try)"
+    r"|no\s+luck|not\s+back\s+yet"
+    r"|keeps?\s+(?:failing|crashing|dying|hanging|timing\s+out)|not\s+(?:yet\s+)?resolved)\b",
+    re.IGNORECASE,
+)
+#: The follow-up that ends it: the run is running again.
+_BACK = re.compile(
+    r"\b(?:back\s+(?:up|online|to\s+normal)|running\s+again|training\s+again|resumed|recovered"
+    r"|(?:is|are)\s+healthy|total\s+downtime|closing\s+(?:this|as)|resolved|all\s+good"
+    r"|(?:step|steps)\s+[\d,.]+k?\s+(?:logged|reached|done))\b",
+    re.IGNORECASE,
+)
+_INCIDENT_LABEL = re.compile(r"\b(?:incidents?|outages?|sev\s*\d|p0|firefight\w*)\b", re.IGNORECASE)
+
+
+def thread_incident(context: ThreadContext) -> str | None:
+    """The incident kind a thread is about (its labels, prefix or a live report in its title),
+    or None when the thread is not an incident's own."""
+    if not context.known or thread_is_experiment(context):
+        return None
+    if _RETROSPECTIVE.search(context.title):
+        return None
+    if (context.kind == "pull" or names_a_change(context.title)) and not declares_incident(context):
+        return None  # a pull's title names a change ("lower the NCCL timeout"), not an outage
+    found = find_incident("", context.title) if context.title else None
+    if found is not None:
+        return found[0]
+    return "outage" if declares_incident(context) else None
+
+
+def reports_ongoing(prose: str) -> bool:
+    """A follow-up that says the incident is not over."""
+    head = prose[:DETECT_LIMIT]
+    return bool(_ONGOING.search(head)) and not _BACK.search(head)
+
+
+#: A note that opens by saying the run is back, or the problem fixed: "Back up from 15,000 on
+#: r11n2", "Restarted from step 11,500 on the spare node", "Fixed by #1234, the hang came from …".
+_RECOVERY_LEAD = re.compile(
+    r"^\W*(?:(?:hero|the\s+run|the\s+job|training|we(?:'re|\s+are))\s+(?:is\s+)?)?"
+    r"(?:back\s+(?:up|online|at|to\s+training)|(?:restarted|relaunched|resumed|requeued|recovered)"
+    r"\b(?![^.;]*\b(?:fail|crash|oom|again|stuck|hung|di(?:es|ed|e)\b|dying|dead\b|hangs?\b"
+    r"|errors?\b|\d+\s+times))"
+    # "Fixed by #1234, the hang came from …": the post is about the fix
+    r"|(?:fixed|resolved|mitigated|closing|closed)\b(?![^.;]*\b(?:again|still|but|yet)\b))",
+    re.IGNORECASE,
+)
+
+
+def is_recovery_note(prose: str) -> bool:
+    """The post opens by saying the run is running again: talk about an incident that is over."""
+    return bool(_RECOVERY_LEAD.match(prose.lstrip()))
+
+
+#: The incident is over and the post says how it ended: a recap, not a report.
+_DONE = re.compile(
+    r"\b(?:total\s+downtime|downtime\s+(?:of\s+|was\s+)?(?:\d|about|roughly|~)"
+    r"|(?:is|are)\s+(?:back\s+up|running\s+again"
+    r"|training\s+again|healthy\s+again)|back\s+(?:up|online)\s+(?:from|at|on|since)"
+    r"|running\s+again|resumed\s+(?:from|at)\s+(?:step\s+)?[\d,.]+k?)",
+    re.IGNORECASE,
+)
+
+
+#: What puts a failure after a recovery in time: "; by 199,040 the loss is nan", "then".
+_LATER = re.compile(
+    r"^[^.!?\n]{0,40}?(?:[;,]\s*|\.\s+)(?:by\s+(?:step\s+)?[\d,.]+k?|then|but|and\s+then"
+    r"|within|after\s+(?:\d+|a\s+few|an?)\s+\w+|\d+\s+\w+\s+later)\b",
+    re.IGNORECASE,
+)
+
+
+#: A caveat right after an all-clear: what follows is not fine.
+_CAVEAT = re.compile(r"\s*[,;:—–-]?\s*(?:but|except|although|though)\b", re.IGNORECASE)
+
+
+def all_clear(prose: str) -> bool:
+    """The post says the run is fine, or that the incident it tells of is over (and not that it
+    came back: "resumed from 48k, then crashed again")."""
+    head = prose[:DETECT_LIMIT]
+    return bool(ALL_FINE.search(head) or _DONE.search(head)) and not _ONGOING.search(head)
+
+
+def settled(prose: str) -> bool:
+    """The post says the run came back or is fine, and reports no failure after saying so:
+    not "Resumed at 13:00 from 199,000; by 199,040 the loss is nan on every host"."""
+    head = prose.lstrip()[:DETECT_LIMIT]
+    lead = _RECOVERY_LEAD.match(head)
+    if lead is None and not all_clear(head):
+        return False
+    said = lead or ALL_FINE.search(head) or _DONE.search(head)
+    after = head[said.end() :] if said is not None else ""
+    if lead is None and _CAVEAT.match(after):
+        return False  # "training itself is fine, but 25k isn't in the bucket": a part is not
+    return _LATER.search(after) is None or find_incident(after) is None
+
+
+def declares_incident(context: ThreadContext) -> bool:
+    """The thread is labelled (or prefixed) as an incident's own."""
+    return bool(_INCIDENT_LABEL.search(" ".join([context.prefix, *context.labels])))
+
+
+# --------------------------------------------------------------------------------------------
+# About a specific incident, without reporting it live
+
+#: A failure named: any incident signal (unjudged), or the words people use for one.
+_FAILURE_WORDS = re.compile(
+    r"\b(?:incident|outage|crash\w*|hang|hung|deadlock\w*|oom\w*|out\s+of\s+memory|node\s+loss"
+    r"|nans?|power\s+(?:event|outage|loss|failure)|kernel\s+panic|node_fail|soft\s+lockup"
+    r"|the\s+(?:\w+\s+)?error\s+(?:at|on|from)"
+    r"|lost\s+(?:a\s+|the\s+)?(?:node|host)|xid|ecc|nvlink|nccl\s+timeout|preempt\w*|went\s+down"
+    r"|evicted|reclaimed|went\s+away|uncorrectable|(?:job|run)\s+(?:exited|died)"
+    r"|were\s+down|down\s+for\s+(?:\d|an?\s|about|~)"
+    r"|was\s+down|downtime|failed\s+(?:save|restore|checkpoint)|restore\s+fail\w*"
+    r"|stalled"  # "fixes the stalled save from #238"
+    # how an agent's daily words it: "left the Ray cluster (raylet heartbeat lost)",
+    # "NHC: gpu_health FAIL", "made no progress between 01:12 and 03:52"
+    r"|heartbeats?\s+(?:lost|missed|stopped)|stopped\s+heartbeating|left\s+the\s+(?:ray\s+)?cluster"
+    r"|(?:health|nhc)\w*\s*:?\s*\w*\s+fail(?:ed|s|ure)?|made\s+no\s+progress)\b",
+    re.IGNORECASE,
+)
+#: Words that tie a post to one incident: its diagnosis, fix, recovery or post-mortem.
+_ABOUT_ONE = re.compile(
+    r"\b(?:root[- ]?caus\w*|caused\s+by|(?:was|were)\s+caused|the\s+cause\s+(?:of|was|is)"
+    r"|(?:traced|tracked)\s+(?:it\s+)?(?:down\s+)?to|turned\s+out|post-?mortem|retro(?:spective)?"
+    r"|incident\s+(?:review|report|write-?up|summary)|what\s+went\s+wrong|lessons\s+learned"
+    r"|fix(?:es|ed)?\s+(?:for\s+)?(?:the|this|that|today's|yesterday's|last\s+night's)\b"
+    r"|(?:this|the)\s+(?:pr|change|patch)\s+(?:fixes|should\s+fix|prevents)"
+    r"|follow-?up\s+(?:to|from|for)\s+#\d+"
+    r"|back\s+up\s+(?:from|at|on)"
+    r"|(?:restarted|resumed|relaunched|requeued)\s+(?:itself\s+)?(?:from|at|on)"
+    r"|rolled\s+back\s+to|recovered\s+(?:from|at)|total\s+downtime|downtime\s+(?:was|of)"
+    r"|after\s+(?:the|that|this|last\s+night's|yesterday's)\s+(?:[\w,.-]*\d[\w,.-]*\s+)?(?:crash"
+    r"|hang|outage|incident|failure|oom|preemption)\b"
+    r"|(?:yesterday|last\s+night|this\s+morning|on\s+\w+day)(?:'s)?\s+(?:crash|hang|outage|incident"
+    r"|failure|oom|node\s+loss)"
+    r"|(?:the|that|this)\s+(?:[\w,.-]*\d[\w,.-]*\s+)?(?:crash|hang|outage|incident|failure|oom|nan"
+    r"|node\s+loss|preemption|power\s+event)"
+    r"\s+(?:on|at|in|of|from|was|is|came|happened|started|began|yesterday|last))",
+    re.IGNORECASE,
+)
+
+
+def mentions_failure(text: str) -> bool:
+    return bool(_FAILURE_WORDS.search(text[:DETECT_LIMIT]))
+
+
+#: A post that opens by proposing a general change: "We should add a watchdog", "Proposal:
+#: requeue on Xid 79", "Let's put reservation end dates into the dashboard".
+_PROPOSAL_LEAD = re.compile(
+    r"^\W*(?:proposal\b|i\s+(?:propose|suggest)|we\s+(?:should|could|ought\s+to)|let's\b"
+    r"|lets\s|suggest\w*|how\s+about|maybe\s+we|what\s+if\s+we|idea\b)",
+    re.IGNORECASE,
+)
+#: A routine update ("Daily update", "Weekly summary") that mentions faults in passing: "no
+#: interruptions", "three interruptions (…)" is a log of the run, not one incident's story.
+_PERIODIC = re.compile(
+    r"\b(?:daily|weekly|nightly|overnight|hourly)\s+(?:update|summary|recap|report|status)\b",
+    re.IGNORECASE,
+)
+_IN_PASSING = re.compile(
+    r"\b(?:no\s+(?:interruptions?|incidents?|restarts?|failures?|crashes)"
+    r"|(?:two|three|four|five|six|several|\d+)\s+(?:interruptions|incidents|restarts|failures"
+    r"|crashes))\b",
+    re.IGNORECASE,
+)
+_TEMPLATE = re.compile(r"\b(?:templates?|issue_template)\b", re.IGNORECASE)
+
+
+def opens_with_proposal(prose: str) -> bool:
+    """The post opens by proposing a change ("Proposal: drain nodes on …", "We should …")."""
+    return bool(_PROPOSAL_LEAD.match(prose.lstrip()))
+
+
+def is_general_post(prose: str, title: str) -> bool:
+    """A proposal, a template or a routine update: talk near incidents, about none of them."""
+    head = prose[:DETECT_LIMIT]
+    return bool(
+        opens_with_proposal(prose)
+        or _TEMPLATE.search(title)
+        or (_PERIODIC.search(head[:300]) and _IN_PASSING.search(head))
+    )
+
+
+#: What was wrong and what was changed to fix it. Routine operations (a node drained, a spare
+#: swapped in, the time lost) are not enough: a run log records those after every restart, and
+#: such a note is the log's (a checkpointing or infra entry), not the incident's.
+_REMEDY = re.compile(
+    r"\b(?:patched|disabled|turned\s+off|rolled\s+back|removed|remounted|fixed|pinned|moved"
+    r"|filtered|reverted|raised|capped|lowered|resized|deleted|re-?pushed|by\s+mistake|skipping"
+    r"|rebuilt|recompiled|upgraded|downgraded|failed\s+over|cleaned\s+up|freed"
+    r"|(?:network|storage|cluster|filesystem|api\s+server|scheduler|fabric)\s+is\s+back"
+    r"|(?:the|a)\s+(?:cause|leak|problem|issue|culprit)|because|turned\s+out)",
+    re.IGNORECASE,
+)
+_CHOSEN = re.compile(
+    r"\b(?:myself|on\s+purpose|deliberately|intentionally|as\s+planned|planned|nothing\s+(?:is\s+)?"
+    r"wrong|not\s+an\s+outage|to\s+(?:pick\s+up|apply|swap|change|roll|rotate|switch|update))\b",
+    re.IGNORECASE,
+)
+
+
+def came_back_after_fault(prose: str) -> bool:
+    """The post says the run came back after a fault was dealt with (and not by choice)."""
+    head = prose[:DETECT_LIMIT]
+    return bool(CAME_BACK.search(head) and _REMEDY.search(head) and not _CHOSEN.search(head))
+
+
+#: The people on it, or the agent, speaking of one incident: "Ack. R7's switch is rebooting",
+#: "incident resolved", "Root cause from the network team: …".
+_ON_IT = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|so)\W+)?(?:ack(?:ed|nowledged)?|on\s+it|looking(?:\s+into\s+it)?"
+    r"|investigating|checking|found\s+(?:it|the\s+(?:cause|culprit|problem|bug)))\b",
+    re.IGNORECASE,
+)
+_CLOSED_OR_CAUSED = re.compile(
+    r"\bincident\s+(?:resolved|closed|mitigated|over)\b"
+    r"|\broot[- ]?cause\s+(?:from|of|for|was|is|:)",
+    re.IGNORECASE,
+)
+
+
+#: A day or an hour that makes a failure one incident: "this morning", "on Jan 28", "from
+#: 23:40 to 08:30", "Apr 6".
+_DATED = re.compile(
+    r"\b(?:this\s+morning|last\s+night|yesterday(?:'s)?|tonight|overnight|earlier\s+today"
+    r"|on\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b"
+    r"|\d{4}-\d{2}-\d{2}|from\s+\d{1,2}:\d{2}\s+(?:to|until|till)\s+\d{1,2}:\d{2})",
+    re.IGNORECASE,
+)
+_FAILED = re.compile(
+    r"\b(?:fail(?:ed|s)?|failure|hung|stuck|slowdown|throttl\w*|collapsed|silently|truncated"
+    r"|corrupt\w*|missing|killed|lost)\b",
+    re.IGNORECASE,
+)
+#: How far into a change's description its motivation is told: its first blocks.
+_MOTIVE_BLOCKS = 2
+
+
+def fixes_a_told_failure(prose: str) -> bool:
+    """A change's description that opens with the one failure it fixes, dated: "On Jan 28 slice
+    0 was preempted …; the restore then failed …", "The job hung in an all-reduce from 23:40
+    to 08:30 last night". A change that cites failures in general ("restarts are slow when a
+    node dies") is no incident's."""
+    head = "\n".join(prose[:DETECT_LIMIT].splitlines()[:_MOTIVE_BLOCKS])
+    for sentence in SENTENCE_SPLIT.split(head):
+        if not _DATED.search(sentence) or HISTORY.search(sentence):
+            continue
+        if mentions_failure(sentence) or _FAILED.search(sentence):
+            return True
+    return False
+
+
+#: The time an incident cost, as its recovery note counts it: "lost ~1h40", "~3h gone",
+#: "5.5h lost", "about 4h lost all in", "1h50 down".
+_DOWNTIME = re.compile(
+    r"\b(?:(?:lost|gone|down)\s+(?:~|about\s+|roughly\s+)?\d+(?:\.\d+)?\s*(?:h\d*|hours?|min"
+    r"|minutes?|days?)\b"
+    r"|~?\d+(?:\.\d+)?\s*(?:h\d*|hours?|min|minutes?|days?)\s+(?:\w+\s+)?(?:lost|gone|down)\b)",
+    re.IGNORECASE,
+)
+
+
+_BACK_AGAIN = re.compile(
+    r"\b(?:back\s+(?:up|on|at|to|from)|running\s+again|stepping|training\s+again|resumed"
+    r"|relaunched|restarted|requeued|swapped|replaced)\b",
+    re.IGNORECASE,
+)
+
+
+def counts_its_downtime(prose: str) -> bool:
+    """A recovery note that counts what the incident cost: "running again from 93,500. ~3h
+    gone", "back up from ckpt 52,000, lost ~1h40". Not a planned stop's ("~20 min down for the
+    jax bump"), a question about an old outage, or a budget counting lost days."""
+    head = prose[:DETECT_LIMIT]
+    return bool(
+        _DOWNTIME.search(head)
+        and _BACK_AGAIN.search(head)
+        and not _CHOSEN.search(head)
+        and "?" not in head
+        and not is_recovery_note(head)  # "Back up from 15,000 on r11n2. Lost 25 min": the log's
+    )
+
+
+def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
+    """The post is about a specific incident of the run without reporting it live: its
+    diagnosis, its fix, a recovery note, its post-mortem, or a follow-up in the incident's own
+    thread. Not a crash inside an experiment, not a general proposal ("we should add a
+    watchdog"), not a template, not a routine update that names faults in passing, not a
+    retrospective over a period ("September reliability")."""
+    if (
+        thread_is_experiment(context)
+        or is_general_post(prose, title)
+        or reviews_a_period(prose, context.title)
+    ):
+        return False
+    text = f"{title}\n{prose}" if title else prose
+    if thread_incident(context) is not None or declares_incident(context):
+        return bool(prose.strip())
+    if _RETROSPECTIVE.search(context.title) and mentions_failure(context.title):
+        return True  # the post-mortem of one incident, named in its title
+    if came_back_after_fault(prose) or counts_its_downtime(prose):
+        return True
+    if _ON_IT.search(prose[:300]) and (mentions_failure(text) or find_incident(prose) is not None):
+        return True
+    if _CLOSED_OR_CAUSED.search(prose[:300]):
+        return True  # "incident resolved", "Root cause from the network team: …"
+    if CAME_BACK.search(prose[:DETECT_LIMIT]) and mentions_failure(prose):
+        # a post that names the failure the run recovered from: "had a GPU fall off the bus
+        # (Xid 79) …; training again from 17,000", an agent's daily recapping a lost node
+        return True
+    about = _ABOUT_ONE.search(text[:DETECT_LIMIT])
+    return mentions_failure(text) and about is not None and not _asks_of_the_past(text, about)
+
+
+def _asks_of_the_past(text: str, m: re.Match[str]) -> bool:
+    """The words tying a post to an incident sit in a question about the past: "btw was the
+    outage in march the one where the rack lost power?" names an old incident in passing."""
+    left, right = sentence_bounds(text, m.start(), m.end())
+    sentence = text[left:right].strip()
+    return sentence.endswith("?") and HISTORY.search(sentence) is not None

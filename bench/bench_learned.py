@@ -98,6 +98,9 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("cobalt-reach/kestrel-rl", 3040, 3159),
     ("meridian/ptarmigan", 3160, 3279),
     ("openfield/bittern", 3280, 3399),
+    ("saltgrass/osprey-x", 3760, 3879),
+    ("windrow/gyrfalcon", 3880, 3999),
+    ("beacon-hill/tanager", 4000, 4119),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -143,6 +146,9 @@ BATCH_COMMITS: dict[str, str] = {
     "cobalt-reach/kestrel-rl": "021a05b",
     "meridian/ptarmigan": "ba38995",
     "openfield/bittern": "7c0d9e6",
+    "saltgrass/osprey-x": "aac8d8e",
+    "windrow/gyrfalcon": "3f95fd8",
+    "beacon-hill/tanager": "3b07ad8",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -37,7 +37,8 @@ _EXPERIMENT = re.compile(
 _RETROSPECTIVE = re.compile(
     r"\b(?:post-?mortems?|retrospectives?|retro|lessons\s+learned|root[- ]cause\s+analysis"
     r"|incident\s+(?:review|write-?up|summary)|write-?up\s+of|what\s+went\s+wrong"
-    r"|weekly\s+(?:summary|recap|report|review|notes|digest|roundup|progress)|recap\s+of"
+    r"|weekly\s+(?:run\s+|status\s+)?(?:summary|recap|report|review|notes|digest|roundup|progress)"
+    r"|recap\s+of"
     r"|(?:week|month)\s+in\s+review"
     # a period's review, and a tally over one: "October reliability review", "six
     # interruptions in October", "three outages this quarter"
@@ -60,7 +61,8 @@ _PERIOD_REVIEW = re.compile(
     rf"|(?:retrospective|retro|review|recap)\s*[:—-]\s*(?:{MONTHS}|q[1-4]|(?:the\s+)?(?:last\s+)?"
     r"(?:week|month|quarter|year))"
     # a week's digest recaps what happened in it: "Weekly notes — Aug 13 → Aug 19"
-    r"|weekly\s+(?:notes|digest|summary|recap|report|review|roundup|progress))\b",
+    r"|weekly\s+(?:run\s+|status\s+)?(?:notes|digest|summary|recap|report|review|roundup"
+    r"|progress))\b",
     re.IGNORECASE,
 )
 #: One count of a tally: "4 halts", "two NODE_FAILs", "three preemptions".
@@ -322,12 +324,18 @@ def opens_with_proposal(prose: str) -> bool:
     return bool(_PROPOSAL_LEAD.match(prose.lstrip()))
 
 
+def is_template(title: str) -> bool:
+    """A thread that is a form to fill in ("Template: incident note"): its example failures
+    happened to no one."""
+    return bool(_TEMPLATE.search(title))
+
+
 def is_general_post(prose: str, title: str) -> bool:
     """A proposal, a template or a routine update: talk near incidents, about none of them."""
     head = prose[:DETECT_LIMIT]
     return bool(
         opens_with_proposal(prose)
-        or _TEMPLATE.search(title)
+        or is_template(title)
         or (_PERIODIC.search(head[:300]) and _IN_PASSING.search(head))
     )
 

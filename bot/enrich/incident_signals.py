@@ -1003,6 +1003,15 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:loss|training|run)\s+(?:is\s+|has\s+|started\s+)?diverg\w*\s+(?:after|since)\s+"
         r"(?:the\s+|this\s+morning's\s+|today's\s+|yesterday's\s+)?(?:re-?start|resume|relaunch|restore)",
     ),
+    # the newest sign of life is old: "the run's last checkpoint is from 14 hours ago", "the
+    # last logged step is 212,340 at 01:29 UTC and nothing since"
+    _sig(
+        "hang",
+        "last",
+        r"last\s+(?:logged\s+)?(?:checkpoint|step|log\s+line|heartbeat|point)\s+(?:\S+\s+){0,3}?"
+        r"(?:is|'s)\s+(?:from\s+)?(?:\d+\s+(?:hours?|h|minutes?|min)\s+ago"
+        r"|[\d,.]+k?\s+at\s+\d{1,2}:\d\d\b[^.;\n]{0,20}\bnothing\s+since)",
+    ),
     # chat's obituary for the run: "rip run 💀", "RIP hero"
     _sig("outage", "rip", r"rip\s+(?:the\s+|our\s+)?(?:run|job|training|hero)(?!\s+\()"),
     # the run's charts went quiet: "the main run's W&B stopped updating around 12:40"

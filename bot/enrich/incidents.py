@@ -421,6 +421,9 @@ def sharper_kind(kind: str, logs: str) -> str:
 #: "preempted on schedule, as expected. nothing to do".
 ALL_FINE = re.compile(
     r"\b(?:we(?:'re|\s+are)\s+(?:fine|ok|okay|good)|not\s+the\s+(?:training\s+)?run|no\s+impact"
+    r"|(?:job|run)\s+impact\s*:\s*none"
+    # a spike or a stall that ended by itself: "recovered by 51.2k", "recovered on its own"
+    r"|recovered\s+(?:by\s+(?:step\s+)?[\d,.]+k?|within\s+\d+|on\s+its\s+own|by\s+itself)"
     r"|(?:training|the\s+run|the\s+job|hero|it)"
     r"(?:\s+itself)?\s+(?:was|is|stays|stayed)\s+(?:fine|unaffected|healthy)|nothing\s+to\s+do"
     r"|no\s+action\s+(?:is\s+)?needed|(?<!raise\sa\s)(?<!sound\sa\s)false\s+alarm"
@@ -462,7 +465,10 @@ def signals_heard(text: str) -> bool:
 
 
 #: An alerting system's page: "[FIRING:1] TrainingStalled …", "[TRIGGERED] #4821 …".
-_PAGE = re.compile(r"\[(?:firing(?::\d+)?|triggered)\]", re.IGNORECASE)
+_PAGE = re.compile(
+    r"\[(?:firing(?::\d+)?|triggered)\]|^[^\w\n]*(?-i:FIRING|TRIGGERED)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
 #: A page that is not the run's emergency: low severity, a test, another service.
 _PAGE_NOISE = re.compile(
     r"\bseverity\s*[:=]\s*(?:info|warning|warn|low|minor|p[3-5])\b"

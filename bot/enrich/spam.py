@@ -41,7 +41,7 @@ _PROMO = re.compile(
       | free\s+consultation|complimentary|real\s+(?:github\s+)?stars
       | (?:invite|referral|promo)\s+code
       | no\s+experience(?:\s+(?:needed|required))?|flexible\s+hours|work\s+from\s+home
-      | no\s+contract|instant\s+deploy
+      | no\s+contract|instant\s+deploy|whitelist|earn\s+daily|stake\s+your
       | (?:hiring|looking\s+for)\s+remote
     )\b""",
     re.IGNORECASE | re.VERBOSE,
@@ -52,7 +52,8 @@ _LINK: Final = re.compile(
     r"https?://|www\.|\b(?:bit\.ly|t\.me|tinyurl\.com)/"
     r"|\b[a-z0-9-]+\.(?:xyz|biz|top|click|shop|online|site|live|info)\b"
     r"|\b[a-z0-9-]+\.[a-z]{2,10}/\w"
-    r"|\bdot\s+(?:com|io|biz|xyz|net|org|ai)\b|\b[a-z0-9-]+\s+\.\s+(?:com|io|biz|xyz|net|ai)\b",
+    r"|\bdot\s+(?:com|io|biz|xyz|net|org|ai)\b|\b[a-z0-9-]+\s+\.\s+(?:com|io|biz|xyz|net|ai)\b"
+    r"|\b[a-z0-9-]+\[\.\][a-z]{2,6}\b",
     re.IGNORECASE,
 )
 #: A coin's ticker dropped ("$EDEL token") or a price by the hour ("$0.39/h"): one cue each.

@@ -367,6 +367,12 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("tgs drop 690 → 410 since 8:40, we change nothing. anyone?", True),
     ("stage 3 spec is frozen in #372 btw, stage 2 now runs to 7.0T", False),
     ("my v4-8 dev VM got preempted mid-debug again", False),
+    # the newest sign of life is old; a page's bold headline; an agent saying no job impact
+    ("The run's last checkpoint is from 14 hours ago although the job shows as running", True),
+    ("the last logged step is 212,340 at 01:29 UTC and nothing since", True),
+    ("🔴 **TRIGGERED** · node-not-ready · P2 host gpu-r12-n07 NotReady for 5m", True),
+    ("the last checkpoint was from 2 hours ago when we stopped it for the config change", False),
+    ("infra-watch · ⚠️ node gf-d009 unreachable (ping, BMC) · job impact: none", False),
     ("what caused the February restart loop your blog post mentions?", False),
 ]
 
@@ -374,3 +380,14 @@ CHAT_LINES: list[tuple[str, bool]] = [
 @pytest.mark.parametrize(("text", "live"), CHAT_LINES)
 def test_chat_lines_are_read_as_a_lead_would(text: str, live: bool) -> None:
     assert enrich_text(title=None, body=text, kind="message", source="discord").live_report is live
+
+
+def test_a_template_and_a_weekly_run_summary_report_nothing() -> None:
+    title = "Template: incident note for the on-call channel"
+    body = "Paste when you ack:\n\nwhat: step rate 0 / NCCL timeout / save failed\nsince: <UTC>"
+    context = ThreadContext(title=title, kind="issue")
+    assert not enrich_text(
+        title=title, body=body, kind="issue", source="github", context=context
+    ).incident
+    weekly = "🤖 **Weekly run summary, Jan 4 – Jan 11**\n\n### Events\n- Jan 6: host OOM, requeued"
+    assert not enrich_text(title=None, body=weekly, kind="comment", source="github").live_report

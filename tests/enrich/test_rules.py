@@ -395,7 +395,9 @@ def test_incident_wins_the_tag() -> None:
     ],
 )
 def test_each_tag(text: str, title: str | None, tag: str) -> None:
-    assert classify_tag(text, title) == tag
+    rules = enrich_text(title=title, body=text, kind="issue", source="github", tag_model=False)
+    assert rules.tag == tag
+    assert classify_tag(text, title) in (tag, "other")  # the tag check only takes a tag away
 
 
 def test_tag_words_need_word_boundaries() -> None:

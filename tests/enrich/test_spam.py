@@ -25,6 +25,7 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "🚀🚀 FREE AIRDROP for AI devs!! claim 3000 $GPU tokens, link in my bio 💰💰",
         "hiring remote AI annotators 💸 $40/hr, no experience needed, DM me for the form",
         "🔥🔥 H100 bare metal 1.10$/hr!! no contract. DM me or visit cheap-gpus-now . com 🔥🔥",
+        "Stake your idle GPU hours and earn daily 💰 DM me for the whitelist 👉 gpustake[.]io",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:

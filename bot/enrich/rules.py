@@ -96,12 +96,6 @@ class Enrichment:
     live_report: bool = False  # a report of a failure happening now: what may raise an alert
 
 
-def _ruled_out(doc: Document, title: str | None, context: ThreadContext) -> bool:
-    """Not a live report whatever its words: a crash in an ablation, an issue or a post asking
-    for a change, a post-mortem, "back up from 15,000"."""
-    return _not_the_runs(doc, title, context) or settled(doc.prose)
-
-
 def _a_change(kind: str, title: str | None) -> bool:
     """A pull, or an issue asking for a change ("Stripe the packed shards across 8 OSTs")."""
     return kind == "pull" or (kind == "issue" and title is not None and names_a_change(title))

@@ -43,7 +43,13 @@ from bot.enrich.incident_posts import (
     thread_incident,
     thread_is_experiment,
 )
-from bot.enrich.incidents import find_incident, severity_of, sharper_kind, signals_heard
+from bot.enrich.incidents import (
+    SENTENCE_SPLIT,
+    find_incident,
+    severity_of,
+    sharper_kind,
+    signals_heard,
+)
 from bot.enrich.learned import (
     LEARNED_KINDS,
     LiveModel,
@@ -75,7 +81,6 @@ _GIF_HOSTS: Final = ("tenor.com", "giphy.com", "gfycat.com")
 _SPEAKER = re.compile(r"^[^:\n]{1,80}:\s+")
 #: A sentence that opens with a condition says what happens then, not what happened.
 _CONDITIONAL = re.compile(r"^\W*(?:if|when|whenever|unless|in\s+case|once)\b", re.IGNORECASE)
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n")
 # "Bump pyyaml from 6.0.1 to 6.0.2": an automated dependency bump (from an outside account)
 _DEPENDENCY_BUMP = re.compile(
     r"\s*(?:build\(deps\):\s*|chore\(deps\):\s*)?bump\s+\S+\s+from\s+\S+\s+to\s+\S+\s*$",
@@ -186,7 +191,7 @@ def _learned_report(
     (unjudged: the scorer has judged it a report), else ``outage``."""
     if learned is False or kind not in LEARNED_KINDS or not doc.prose.strip():
         return None
-    if all(_CONDITIONAL.match(s) for s in _SENTENCE_SPLIT.split(doc.prose.strip()) if s):
+    if all(_CONDITIONAL.match(s) for s in SENTENCE_SPLIT.split(doc.prose.strip()) if s):
         return None  # "if the job is wedged we requeue it": a rule, not a report
     model = load_model() if learned is True else learned
     heard = signals_heard(f"{title}\n{doc.prose}" if title else doc.prose)

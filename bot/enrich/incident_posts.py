@@ -317,6 +317,8 @@ _IN_PASSING = re.compile(
     re.IGNORECASE,
 )
 _TEMPLATE = re.compile(r"\b(?:templates?|issue_template)\b", re.IGNORECASE)
+#: A thread about a test, not the run: "CI: test_packer is flaky", "[ci] …", "Flaky test: …".
+_TEST_TITLE = re.compile(r"^\W*ci\b\W|\bflaky\b|\bflakes?\b", re.IGNORECASE)
 
 
 def opens_with_proposal(prose: str) -> bool:
@@ -328,6 +330,12 @@ def is_template(title: str) -> bool:
     """A thread that is a form to fill in ("Template: incident note"): its example failures
     happened to no one."""
     return bool(_TEMPLATE.search(title))
+
+
+def is_test_report(title: str) -> bool:
+    """A thread about a failing or flaky test ("CI: test_segment_ids_roundtrip is flaky"): its
+    failures are the test's, never the run's."""
+    return bool(_TEST_TITLE.search(title))
 
 
 def is_general_post(prose: str, title: str) -> bool:

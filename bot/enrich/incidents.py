@@ -464,16 +464,18 @@ def signals_heard(text: str) -> bool:
     )
 
 
-#: An alerting system's page: "[FIRING:1] TrainingStalled …", "[TRIGGERED] #4821 …".
+#: An alerting system's page: "[FIRING:1] TrainingStalled …", "[TRIGGERED] #4821 …", a
+#: monitor's "Monitor triggered: trainer step rate = 0" or "🔴 Triggered: `a2a busbw`".
 _PAGE = re.compile(
-    r"\[(?:firing(?::\d+)?|triggered)\]|^[^\w\n]*(?-i:FIRING|TRIGGERED)\b",
+    r"\[(?:firing(?::\d+)?|triggered)\]|^[^\w\n]*(?-i:FIRING|TRIGGERED)\b"
+    r"|\bmonitor\s+triggered\b|^[^\w\n]*triggered:",
     re.IGNORECASE | re.MULTILINE,
 )
 #: A page that is not the run's emergency: low severity, a test, another service.
 _PAGE_NOISE = re.compile(
     r"\bseverity\s*[:=]\s*(?:info|warning|warn|low|minor|p[3-5])\b"
     r"|\b(?:test\s*alert|test\s+(?:page|notification)|please\s+(?:ignore|acknowledge)|TEST)\b"
-    r"|\bservice\s*[:=]\s*(?:eval|monitoring|ci)",
+    r"|\bservice\s*[:=]\s*(?:eval|monitoring|ci)|\b(?:staging|canary)\b",
     re.IGNORECASE,
 )
 

@@ -36,6 +36,7 @@ from bot.enrich.incident_posts import (
     is_recovery_note,
     is_retrospective,
     is_template,
+    is_test_report,
     names_a_change,
     opens_with_proposal,
     reports_ongoing,
@@ -111,7 +112,10 @@ def _not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> b
     post asking for a change, a post-mortem of a period."""
     return (
         thread_is_experiment(context)
-        or (title is not None and (names_a_change(title) or is_template(title)))
+        or (
+            title is not None
+            and (names_a_change(title) or is_template(title) or is_test_report(title))
+        )
         or opens_with_proposal(doc.prose)
         or is_retrospective(doc.prose, context.title)
     )

@@ -58,6 +58,13 @@ def is_bot(user: dict[str, Any] | None) -> bool:
     return user.get("type") == "Bot" or login.endswith("[bot]") or login in BOT_LOGINS
 
 
+def is_bot_pull(item: dict[str, Any]) -> bool:
+    """A pull request a bot opened (a dependency bump, a lockfile refresh): left out unless the
+    run keeps bots. An issue a bot opens is kept like anyone's: it is how Sentry, Datadog or a
+    ticket sync reports a failure, and the run's labels or keywords routed it there."""
+    return "pull_request" in item and is_bot(item.get("user"))
+
+
 def find_refs(text: str | None, repo: str) -> set[int]:
     """Thread numbers of `repo` that `text` mentions: `#123`, `owner/repo#123`, issue/PR URLs."""
     if not text:
@@ -101,9 +108,15 @@ def state_changed_at(item: dict[str, Any], state: str) -> str | None:
     return item.get("updated_at")  # GitHub keeps no reopened_at
 
 
+#: Bumped when the tracking rules change, so every run re-scans its repository once (2: issues
+#: opened by bots count as threads).
+TRACKING_RULES = 2
+
+
 def run_fingerprint(run: RunConfig) -> str:
     """Changes when what decides tracking changes, so the repository is re-scanned once."""
     data = [
+        TRACKING_RULES,
         sorted(run.github_issues),
         sorted(label.casefold() for label in run.github_labels),
         sorted(keyword.casefold() for keyword in run.github_keywords),
@@ -112,12 +125,12 @@ def run_fingerprint(run: RunConfig) -> str:
     return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
 
 
-def is_seed(run: RunConfig, item: dict[str, Any], bot: bool) -> bool:
+def is_seed(run: RunConfig, item: dict[str, Any]) -> bool:
     """A thread the run tracks by itself: listed, labelled, or mentioning a keyword."""
     number = int(item["number"])
     if number in run.github_issues:
         return True
-    if bot and not run.github_include_bots:
+    if is_bot_pull(item) and not run.github_include_bots:
         return False
     wanted = {label.casefold() for label in run.github_labels}
     labels = {str(label.get("name", "")).casefold() for label in item.get("labels") or []}
@@ -137,7 +150,7 @@ class RefGraph:
 
     human: dict[int, set[int]] = field(default_factory=dict)
     bot: dict[int, set[int]] = field(default_factory=dict)
-    bot_threads: set[int] = field(default_factory=set)  # threads opened by a bot
+    bot_threads: set[int] = field(default_factory=set)  # pulls opened by a bot (`is_bot_pull`)
 
     def add(self, source: int, targets: Iterable[int], *, by_bot: bool) -> bool:
         targets = set(targets) - {source}

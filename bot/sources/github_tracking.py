@@ -29,6 +29,7 @@ from bot.sources.github_threads import (
     compute_tracked,
     find_refs,
     is_bot,
+    is_bot_pull,
     is_own,
     is_seed,
     issue_event,
@@ -138,7 +139,7 @@ class ThreadTracker:
         for run in self.runs:
             tracking = poll.tracking[run.slug]
             for item in numbers:
-                if is_seed(run, item, is_bot(item.get("user"))):
+                if is_seed(run, item):
                     tracking.primary.add(int(item["number"]))
             newly = await self.retrack(poll, run)
             on_page = set()
@@ -157,8 +158,10 @@ class ThreadTracker:
         item = dict(item, body=cap(item.get("body")))
         poll.seen[number] = item
         poll.states[number] = thread_state(item)
-        if bot:
+        if is_bot_pull(item):
             poll.graph.bot_threads.add(number)
+        else:
+            poll.graph.bot_threads.discard(number)  # a graph stored before bots' issues counted
         text = f"{item.get('title') or ''}\n{item.get('body') or ''}"
         poll.graph.add(number, find_refs(text, self.repo), by_bot=bot)
 
@@ -241,9 +244,7 @@ class ThreadTracker:
     ) -> list[Event]:
         """The description event, plus a state event when the state changed since stored."""
         number = int(item["number"])
-        if is_bot(item.get("user")) and not (
-            run.github_include_bots or number in run.github_issues
-        ):
+        if is_bot_pull(item) and not (run.github_include_bots or number in run.github_issues):
             return []
         event = issue_event(run.slug, self.repo, item)
         events = [event]

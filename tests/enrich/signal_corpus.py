@@ -245,8 +245,11 @@ Method = Callable[[dict[str, Any]], Verdict]
 
 
 def recorded(entry: dict[str, Any]) -> bool:
-    """Whether the live source stores the entry at all (bot accounts are left out by default)."""
-    return entry.get("source") != "github" or not is_bot(_user(entry.get("author")))
+    """Whether the live source stores the entry at all: by default it leaves out what bots
+    post on GitHub, except the issues they open (`bot.sources.github_threads.is_bot_pull`)."""
+    if entry.get("source") != "github" or entry.get("kind") == "issue":
+        return True
+    return not is_bot(_user(entry.get("author")))
 
 
 def rules_method(entry: dict[str, Any]) -> Verdict:

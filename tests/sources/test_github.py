@@ -379,6 +379,22 @@ async def test_bot_authors_are_ignored_unless_included(gh, client, store) -> Non
     assert sum(r["kind"] == "comment" for r in with_bots.values()) == 3
 
 
+async def test_an_issue_an_alerting_bot_files_is_kept(gh, client, store) -> None:
+    """Sentry's or a ticket sync's issue, routed to the run by its label, reports a failure:
+    kept like a person's (its bot comments and a bot's pull still are not)."""
+    repo = gh.repo(REPO)
+    body = "**NCCLError**: `Watchdog caught collective operation timeout` on rank 1733, 312 events."
+    title = "[Sentry] NCCLError: Watchdog caught collective operation timeout"
+    sentry = repo.add_issue(title, body, user="sentry-io[bot]", labels=["hero-run"])
+    repo.add_comment(sentry, "Regressed in release 2.4.1", user="sentry-io[bot]")
+    repo.add_pull("Bump torch", "Bumps torch", user="dependabot[bot]", labels=["hero-run"])
+    await source(store, client, gh, [run()]).poll(NOW)
+    stored = await rows(store, "hero")
+    assert [(r["kind"], r["ref"], r["author"], r["title"]) for r in stored] == [
+        ("issue", f"#{sentry}", "sentry-io[bot]", title)
+    ]
+
+
 async def test_runscribes_own_ops_log_comments_are_never_read_back(gh, client, store) -> None:
     repo = gh.repo(REPO)
     log = repo.add_issue("Hero run ops log", labels=["hero-run"])

@@ -38,6 +38,7 @@ from tests.enrich.signal_corpus import (
     HELDOUT4,
     HELDOUT5,
     Scores,
+    in_threads,
     load,
     rules_method,
     score,
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     scores = {}
     for name, path in corpora.items():
         entries = load(path)
-        scores[name] = score(entries, rules_method)
+        scores[name] = score(entries, in_threads(entries, rules_method))
         print(f"{name}: {len(entries)} entries from {path.relative_to(Path.cwd())}")
     print()
     print(f"{'':<24} " + " ".join(f"{name:>20}" for name in corpora) + "   target")

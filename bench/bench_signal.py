@@ -33,6 +33,7 @@ from tests.enrich.signal_corpus import (
     Scores,
     baseline_method,
     confusion_table,
+    in_threads,
     load,
     rules_method,
     score,
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     rules = Scores()
     for _ in range(max(1, args.repeat)):
         start = time.perf_counter()
-        rules = score(entries, rules_method)
+        rules = score(entries, in_threads(entries, rules_method))
         timings.append(time.perf_counter() - start)
     baseline = score(entries, baseline_method)
 

@@ -107,7 +107,7 @@ def _a_change(kind: str, title: str | None) -> bool:
     return kind == "pull" or (kind == "issue" and title is not None and names_a_change(title))
 
 
-def _not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bool:
+def not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bool:
     """About no incident of the run's whatever its words: a crash in an ablation, an issue or a
     post asking for a change, a post-mortem of a period."""
     return (
@@ -151,7 +151,7 @@ def _judge(
     learned: LiveModel | bool,
 ) -> tuple[bool, bool, str | None, str | None]:
     """``(live report, about an incident, severity, incident kind)`` of one post."""
-    ruled_out = kind in NO_INCIDENT_KINDS or _not_the_runs(doc, title, context)
+    ruled_out = kind in NO_INCIDENT_KINDS or not_the_runs(doc, title, context)
     recovered = not ruled_out and settled(doc.prose)
     live, severity, incident_kind = (
         (False, None, None) if ruled_out else _incident(doc, title, context)

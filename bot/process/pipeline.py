@@ -18,6 +18,7 @@ from bot.enrich.conversations import GAP, burst_bounds, bursts, conversation_of,
 from bot.enrich.reports import is_substantive
 from bot.enrich.rules import Enrichment, enrich_event
 from bot.models import SOURCE_SPECS, UNHEALTHY_STATES, AlertData, Event, WandbState
+from bot.process.hindsight import mark_reports_in_hindsight
 from bot.sources.base import Source
 from bot.sources.poller import CycleReport, PollSession, poll_once
 from bot.store import Store
@@ -304,6 +305,7 @@ async def enrich_pending(
             return done
         results = await _enrich_batch(enricher, pending, offered, budget)
         wrote = await _store_batch(store, pending, offered, results, retry_label)
+        await mark_reports_in_hindsight(store, [*pending, *offered])
         done += wrote
         offered = []
         if wrote == 0:  # everything changed under us; try again next cycle
@@ -417,6 +419,7 @@ async def retry_llm_fallbacks(
             if label == retry_label:
                 continue  # still unavailable: nothing changes
             improved += await _write(store, event, enrichment, label)
+    await mark_reports_in_hindsight(store, events)
     return improved
 
 
@@ -546,6 +549,7 @@ async def flag_reports(store: Store, now: datetime, label: str, *, limit: int) -
         async with store.transaction():
             for event, enrichment in reports:
                 written += await _write(store, event, enrichment, label)
+        await mark_reports_in_hindsight(store, [event for event, _ in reports])
     return written
 
 

@@ -13,11 +13,12 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bot.enrich.hindsight import reported_in_hindsight
 from bot.enrich.rules import Enrichment
 from bot.enrich.summary import NO_TEXT
 from bot.models import TAGS, Event
@@ -258,6 +259,39 @@ def rules_method(entry: dict[str, Any]) -> Verdict:
     e = enrich(entry)
     kind = KIND_NAMES.get(e.incident_kind, e.incident_kind) if e.incident_kind else None
     return Verdict(e.tag, e.live_report, e.newsworthy, e.summary, kind, e.incident)
+
+
+def in_threads(entries: Iterable[dict[str, Any]], method: Method) -> Method:
+    """`method`, then the pipeline's thread pass (`bot.process.hindsight`): an issue shown and
+    left unmarked is marked 🚨 `incident` when the first marked comment of its thread soon after
+    it says it reported one. Threads are told apart by URL (numbers repeat across projects)."""
+    entries = list(entries)
+    verdicts = {str(e["id"]): method(e) for e in entries}
+    threads: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        if entry.get("source") == "github" and entry.get("url"):
+            threads.setdefault(str(entry["url"]).split("#")[0], []).append(entry)
+    for members in threads.values():
+        issues = [e for e in members if e.get("kind") == "issue"]
+        if len(issues) != 1:
+            continue
+        opener = verdicts[str(issues[0]["id"])]
+        if opener.marked or not opener.shown:
+            continue
+        issue = to_event(issues[0])
+        told = sorted(
+            (to_event(e) for e in members if e.get("kind") == "comment" and _marked(verdicts, e)),
+            key=lambda event: event.at,
+        )
+        told = [e for e in told if e.at >= issue.at]
+        if told and reported_in_hindsight(issue, told[0]):
+            verdicts[str(issues[0]["id"])] = replace(opener, marked=True, tag="incident")
+    return lambda entry: verdicts[str(entry["id"])]
+
+
+def _marked(verdicts: dict[str, Verdict], entry: dict[str, Any]) -> bool:
+    verdict = verdicts[str(entry["id"])]
+    return verdict.marked and verdict.shown
 
 
 # --- the naive baseline: the first tag whose keyword appears, an incident on any outage word

@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from tests.enrich.signal_corpus import Scores, baseline_method, load, rules_method, score
+from tests.enrich.signal_corpus import (
+    Scores,
+    baseline_method,
+    in_threads,
+    load,
+    rules_method,
+    score,
+)
 
 # Issue 40's targets for what the timeline shows without a model key.
 SHOWN_TAG_TARGET = 0.80  # of the tags shown, agreeing with the labels
@@ -55,7 +62,7 @@ def entries() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def rules(entries: list[dict[str, Any]]) -> Scores:
-    return score(entries, rules_method)
+    return score(entries, in_threads(entries, rules_method))
 
 
 def test_the_corpus_is_big_enough_to_mean_something(entries: list[dict[str, Any]]) -> None:

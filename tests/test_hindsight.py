@@ -1,0 +1,122 @@
+"""An issue that asked about a symptom is marked once its thread tells the incident
+(`bot.enrich.hindsight`, `bot.process.hindsight`), on a real store through the pipeline."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from bot.enrich.hindsight import reported_in_hindsight
+from bot.models import Event, RunInfo
+from bot.process.pipeline import enrich_pending
+from bot.store import Store
+
+THREAD = "github:acme/hero#41"
+ASKED = (
+    "Why is the loss panel flat since 01:30?",
+    "I happened to look at W&B: the last logged step of the main run is 212,340 at 01:29 UTC "
+    "and nothing since. Is that expected during the maintenance window?",
+)
+TOLD = (
+    "Not expected: the 01:30 restart loaded the 211k checkpoint because the 212k save was "
+    "incomplete after the Lustre hiccup. We lost about 1.3k steps; the job is running again."
+)
+PROPOSED = (
+    "Proposal: page on-call when the run is down for more than 20 minutes",
+    "We should page whoever is on call when the trainer heartbeat is older than 20 minutes. "
+    "Today we only find out in the morning.",
+)
+
+
+def issue(at: datetime, title: str, body: str) -> Event:
+    return Event(
+        "hero", "github", "issue:41", "issue", at, author="lena", ref="#41", title=title,
+        body=body, thread=THREAD,
+    )  # fmt: skip
+
+
+def comment(at: datetime, body: str = TOLD, ident: int = 9001) -> Event:
+    return Event(
+        "hero", "github", f"comment:{ident}", "comment", at, author="sam", ref="#41", body=body,
+        thread=THREAD,
+    )  # fmt: skip
+
+
+async def stored_issue(store: Store) -> Event:
+    event = await store.events.get_by_external("hero", "github", "issue:41")
+    assert event is not None
+    return event
+
+
+@pytest.fixture
+async def hero(store: Store) -> Store:
+    await store.runs.upsert(RunInfo(slug="hero", name="Hero"))
+    return store
+
+
+async def test_the_question_is_marked_once_a_reply_tells_the_incident(
+    hero: Store, now: datetime
+) -> None:
+    await hero.events.upsert_many([issue(now, *ASKED)])
+    await enrich_pending(hero)
+    before = await stored_issue(hero)
+    assert not before.incident and before.tag != "incident"  # a question, by itself
+
+    await hero.events.upsert_many([comment(now + timedelta(hours=3))])
+    await enrich_pending(hero)
+    after = await stored_issue(hero)
+    assert after.incident and after.tag == "incident"
+    assert not after.live_report and after.severity is None  # the timeline's mark, no alert
+    assert after.summary == before.summary and after.enriched_by == "rules"
+
+
+async def test_a_reply_stored_first_marks_the_issue_when_it_arrives(
+    hero: Store, now: datetime
+) -> None:
+    await hero.events.upsert_many([comment(now + timedelta(hours=3))])
+    await enrich_pending(hero)
+    await hero.events.upsert_many([issue(now, *ASKED)])
+    await enrich_pending(hero)
+    assert (await stored_issue(hero)).incident
+
+
+@pytest.mark.parametrize(
+    ("opened", "later", "enriched_by"),
+    [
+        (ASKED, timedelta(hours=13), "rules"),  # told the next day: not that report
+        (PROPOSED, timedelta(hours=1), "rules"),  # a proposal hosting an outage stays one
+        (ASKED, timedelta(hours=3), "llm:enrich@1"),  # a model's reading is its own
+    ],
+)
+async def test_what_stays_unmarked(
+    hero: Store, now: datetime, opened: tuple[str, str], later: timedelta, enriched_by: str
+) -> None:
+    await hero.events.upsert_many([issue(now, *opened)])
+    await enrich_pending(hero)
+    first = await stored_issue(hero)
+    if enriched_by != "rules":
+        await hero.events.set_enrichment(
+            first, summary="A question about the loss panel.", tag="evals", incident=False,
+            severity=None, newsworthy=True, enriched_by=enriched_by,
+        )  # fmt: skip
+    await hero.events.upsert_many([comment(now + later)])
+    await enrich_pending(hero)
+    after = await stored_issue(hero)
+    assert not after.incident and after.tag != "incident"
+    told = await hero.events.get_by_external("hero", "github", "comment:9001")
+    assert told is not None and told.incident  # the reply itself is about the incident
+
+
+def test_only_an_issue_and_a_comment_of_its_thread_count(now: datetime) -> None:
+    asked, told = issue(now, *ASKED), comment(now + timedelta(hours=2))
+    assert reported_in_hindsight(asked, told)
+    elsewhere = Event(
+        "hero", "github", "comment:7", "comment", told.at, body=TOLD, thread="github:acme/hero#42"
+    )
+    pull = Event(
+        "hero", "github", "issue:41", "pull", now, title=ASKED[0], body=ASKED[1], thread=THREAD
+    )
+    assert not reported_in_hindsight(asked, elsewhere)
+    assert not reported_in_hindsight(pull, told)
+    assert not reported_in_hindsight(asked, comment(now - timedelta(minutes=5)))

@@ -101,6 +101,7 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("saltgrass/osprey-x", 3760, 3879),
     ("windrow/gyrfalcon", 3880, 3999),
     ("beacon-hill/tanager", 4000, 4119),
+    ("tidewater/shrike", 4360, 4479),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -149,6 +150,7 @@ BATCH_COMMITS: dict[str, str] = {
     "saltgrass/osprey-x": "aac8d8e",
     "windrow/gyrfalcon": "3f95fd8",
     "beacon-hill/tanager": "3b07ad8",
+    "tidewater/shrike": "0aaa867",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -33,13 +33,18 @@ _EXPERIMENT = re.compile(
     r"|scaling\s+(?:ladder|laws?)|hparam\s+search|hyper-?parameter\s+search)\b",
     re.IGNORECASE,
 )
+#: A week named by its dates: "week 09-22 → 09-28", "week of Sep 22 – 28" (its digest).
+_WEEK_BY_DATES = (
+    rf"week\s+(?:of\s+)?(?:\d{{1,2}}[-/.]\d{{1,2}}|(?:{MONTHS})\.?\s+\d{{1,2}})"
+    r"\s*(?:→|->|–|—|-|to)\s*\d+"
+)
 #: Threads and posts that look back: post-mortems, retrospectives, write-ups.
 _RETROSPECTIVE = re.compile(
     r"\b(?:post-?mortems?|retrospectives?|retro|lessons\s+learned|root[- ]cause\s+analysis"
     r"|incident\s+(?:review|write-?up|summary)|write-?up\s+of|what\s+went\s+wrong"
     r"|weekly\s+(?:run\s+|status\s+)?(?:summary|recap|report|review|notes|digest|roundup|progress)"
     r"|recap\s+of"
-    r"|(?:week|month)\s+in\s+review"
+    rf"|(?:week|month)\s+in\s+review|{_WEEK_BY_DATES}"
     # a period's review, and a tally over one: "October reliability review", "six
     # interruptions in October", "three outages this quarter"
     rf"|(?:reliability|uptime|availability|monthly|quarterly|{MONTHS}|q[1-4])"
@@ -62,7 +67,8 @@ _PERIOD_REVIEW = re.compile(
     r"(?:week|month|quarter|year))"
     # a week's digest recaps what happened in it: "Weekly notes — Aug 13 → Aug 19"
     r"|weekly\s+(?:run\s+|status\s+)?(?:notes|digest|summary|recap|report|review|roundup"
-    r"|progress))\b",
+    r"|progress)"
+    rf"|{_WEEK_BY_DATES})\b",
     re.IGNORECASE,
 )
 #: One count of a tally: "4 halts", "two NODE_FAILs", "three preemptions".

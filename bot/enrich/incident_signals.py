@@ -704,14 +704,16 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # one straggler holding the step: "gpu 3 on gn12 is at 0% util", "the step is waiting for it"
     _sig(
         "hang",
-        "util wait",
+        "util wait straggl",
         r"at\s+0\s*%\s+(?:gpu\s+|sm\s+)?(?:util\w*|utili[sz]ation)"
         r"|(?:step|collective|all-?reduce)\s+is\s+waiting\s+(?:for|on)\s+(?:it|them|rank|node|host|gpu)"
         # one part sets the pace: "everyone waits on s3", "all other stages waiting on stage 5"
         r"|(?:everyone|everybody|all\s+(?:the\s+)?(?:other\s+)?(?:ranks|stages|slices|nodes|hosts))"
         r"\s+(?:is\s+|are\s+)?(?:wait(?:s|ing)|stuck\s+waiting)\s+(?:on|for)\s+"
         r"(?:it|them|(?:stage|rank|slice|node|host|rack)\s+\d|\S*\d)"
-        r"|logs?\s+ends?\s+mid-?step",
+        r"|logs?\s+ends?\s+mid-?step"
+        # a straggler that sets the pace: "straggler: b-0566 at 1.9× the others"
+        r"|straggl\w*\b[^.\n]{0,40}?\b(?:[2-9](?:\.\d+)?|1\.[3-9]\d*)\s*[x×]\s+(?:the\s+)?(?:others|rest)",
     ),
     # a run its guard stopped: "Run paused by the agent", "paused at 41,088 pending a human"
     _sig(

@@ -212,7 +212,9 @@ _NOT_THE_RUN = re.compile(
     r"|chaos\s+tests?|game\s*days?|drills?|sandbox"
     r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?"
     r"|preprocess\w*|tokeni[sz]ation\s+jobs?|debug\s+(?:pods?|jobs?|runs?)|my\s+own"
-    r"|eval(?:uation)?s?\s+(?:jobs?|harness|sandbox|workers?|tasks?|pipeline|cluster|pods?|nodes?))\b",
+    r"|eval(?:uation)?s?\s+(?:jobs?|harness|sandbox|workers?|tasks?|pipeline|cluster|pods?|nodes?)"
+    # an eval of a checkpoint: "gsm8k eval on 260k OOM'd"
+    r"|eval(?:uation)?s?\s+(?:on|of)\s+(?:the\s+)?(?:ckpt\s+|checkpoint\s+|step\s+)?\d[\d,.]*k?)\b",
     re.IGNORECASE,
 )
 _RECOVERED = re.compile(
@@ -262,7 +264,7 @@ _NOT_A_NAME = re.compile(
     r"|just|then|now|so|but|and|or|if|when|because|upload|download|tokenizer|exporter|sidecar"
     r"|progress|work|plan|idea|proposal|pipeline|queue|data|dataset|mix|schedule|budget|price"
     r"|cost|market|weather|gate|gates|router|routers|expert|experts|head|heads|layer|layers"
-    r"|spec|specs|config|configs|design|version|schema|format|stage)$",
+    r"|spec|specs|config|configs|design|version|schema|format|stage|back)$",
     re.IGNORECASE,
 )
 #: A part of the run, named before a fault ("the input pipeline is throwing IO errors").
@@ -572,6 +574,12 @@ _HELD_FOR = re.compile(
     r"|(?:right\s+)?now\b|still\b|again\b|after\s+that\b)",
     re.IGNORECASE,
 )
+#: A state counted in evals or checkpoints is a benchmark's: "hellaswag flat for 3 evals now".
+_OVER_EVALS = re.compile(
+    r"\bfor\s+(?:the\s+)?(?:last\s+)?(?:\d+|two|three|four|five|several)\s+"
+    r"(?:evals?|evaluations?|checkpoints?|ckpts?|eval\s+rounds?)\b",
+    re.IGNORECASE,
+)
 _DETERMINER = re.compile(r"(?:the|a|an|my|our|your|their|his|her|its|this|that|some)$", re.I)
 _RECURRING = re.compile(
     r"\b(?:per|each|every)\s+(?:step|iteration|batch|save|checkpoint|epoch|eval)\b", re.I
@@ -625,7 +633,7 @@ def state_held(text: str) -> str | None:
     for m in _STATE_WORD.finditer(text):
         left, right = sentence_bounds(text, m.start(), m.end())
         clause = _CLAUSE_BREAK.split(text[left : m.start()])[-1]
-        if _RECURRING.search(text, left, right):
+        if _RECURRING.search(text, left, right) or _OVER_EVALS.search(text, left, right):
             continue  # "idle for 10 s per step during checkpointing": a pattern, not a state
         sentence = text[left:right]
         if _BARE_STATE.match(sentence):

@@ -458,6 +458,29 @@ def parse_post(text: str, source: str) -> Document:
     return parse(text, lazy_quotes=source != "discord")
 
 
+#: What a chat bridge (Slack, Matrix, IRC) puts before the words it relays: "[#train-ops]
+#: Mariko T.: …", "[slack] mariko: …", "↳ replying to Gabe H. (#train-ops) Tomasz W.: …".
+_RELAYED = re.compile(
+    r"^(?:↳\s*replying\s+to\s+[^()\n]{1,40}\(#[\w.-]{1,40}\)"
+    r"|\[(?:#[\w.-]{1,40}|(?i:slack|matrix|irc|teams|telegram|zulip|mattermost))\])"
+    r"\s+[^:\n]{1,40}?:\s+"
+)
+
+
+def relayed_words(doc: Document) -> Document:
+    """``doc`` without a chat bridge's channel and speaker before its first line, so the
+    relayed words are read as their speaker said them ("is shrike down?")."""
+    for n, block in enumerate(doc.blocks):
+        if block.kind not in PROSE_KINDS:
+            continue
+        m = _RELAYED.match(block.text)
+        if m is None or m.end() == len(block.text):
+            return doc
+        blocks = (*doc.blocks[:n], Block(block.kind, block.text[m.end() :]), *doc.blocks[n + 1 :])
+        return Document(blocks, doc.had_code, doc.code)
+    return doc
+
+
 def parse(text: str, limit: int | None = SCAN_LIMIT, *, lazy_quotes: bool = True) -> Document:
     """Reduce a markdown/plain body to cleaned blocks, examining at most ``limit`` characters.
 

@@ -61,7 +61,7 @@ from bot.enrich.learned import (
     load_tag_model,
     tag_features,
 )
-from bot.enrich.markdown import Document, clean_line, parse_post
+from bot.enrich.markdown import Document, clean_line, parse_post, relayed_words
 from bot.enrich.spam import is_spam
 from bot.enrich.summary import NO_TEXT, compose_summary, is_chitchat, words
 from bot.enrich.tags import choose_tag
@@ -289,7 +289,11 @@ def enrich_text(
     if own_title is None and title and summary == NO_TEXT:
         summary = compose_summary(doc, title)
 
-    live, incident, severity, incident_kind = _judge(doc, own_title, kind, source, context, learned)
+    # a bridged chat message is judged by its speaker's words, summarised with their name
+    judged = relayed_words(doc) if source == "discord" else doc
+    live, incident, severity, incident_kind = _judge(
+        judged, own_title, kind, source, context, learned
+    )
     tag = "incident" if incident else _topic(doc, own_title, kind, source, context, tag_model)
     newsworthy = _newsworthy(doc, body, kind, tag, live) and summary != NO_TEXT
     if newsworthy and _junk(title, own_title, body, kind, context):

@@ -374,6 +374,17 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("the last checkpoint was from 2 hours ago when we stopped it for the config change", False),
     ("infra-watch · ⚠️ node gf-d009 unreachable (ping, BMC) · job impact: none", False),
     ("what caused the February restart loop your blog post mentions?", False),
+    # a bridged message read by its speaker's words; a page's own brackets are no bridge
+    ("**[#train-ops] Gabe H.:** is shrike down? wandb last step 18:02 and it's 19:30", True),
+    ("↳ replying to Gabe H. (#train-ops) Tomasz W.: yep, hung. dcn all-reduce stuck", True),
+    ("[#train-ops] Gabe H.: is the eval paused?", False),
+    ("[TRIGGERED] #4957 hero: job restarted 3 times in 20m (restore failed) severity: P1", True),
+    # a straggler setting the pace; an eval's crash, a benchmark's plateau, a spike come back
+    ("straggler: b-0566 at 1.9× the others since ~07:30, throttling", True),
+    ("straggler at 1.1x the others, within noise", False),
+    ("gsm8k eval on 260k OOM'd on the v5p-64, rerunning at bs 8", False),
+    ("hellaswag flat for 3 evals now, mmlu still climbing", False),
+    ("saw the loss spike at 421,7xx (1.829 → 1.97), back down in ~300 steps", False),
 ]
 
 
@@ -391,3 +402,18 @@ def test_a_template_and_a_weekly_run_summary_report_nothing() -> None:
     ).incident
     weekly = "🤖 **Weekly run summary, Jan 4 – Jan 11**\n\n### Events\n- Jan 6: host OOM, requeued"
     assert not enrich_text(title=None, body=weekly, kind="comment", source="github").live_report
+    dated = "week 09-22 → 09-28\n- 318k → 350k\n- incidents: loader oom 09-26, fixed"
+    assert not enrich_text(title=None, body=dated, kind="comment", source="github").live_report
+
+
+@pytest.mark.parametrize(
+    ("title", "body", "live"),
+    [
+        ("[Datadog] Monitor triggered: trainer step rate = 0", "Value: 0.0 steps/s", True),
+        ("[Datadog] Monitor triggered: step rate = 0 (staging)", "Scope: cluster:staging", False),
+        ("CI: test_packer is flaky", "test_packer failed on main and passed on retry.", False),
+    ],
+)
+def test_a_monitors_issue_and_a_flaky_tests(title: str, body: str, live: bool) -> None:
+    issue = enrich_text(title=title, body=body, kind="issue", source="github")
+    assert issue.live_report is live

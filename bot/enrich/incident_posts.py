@@ -323,8 +323,12 @@ _IN_PASSING = re.compile(
     re.IGNORECASE,
 )
 _TEMPLATE = re.compile(r"\b(?:templates?|issue_template)\b", re.IGNORECASE)
-#: A thread about a test, not the run: "CI: test_packer is flaky", "[ci] …", "Flaky test: …".
-_TEST_TITLE = re.compile(r"^\W*ci\b\W|\bflaky\b|\bflakes?\b", re.IGNORECASE)
+#: A thread about a test, not the run: "CI: test_packer is flaky", "[ci] …", "Flaky test: …",
+#: "INC-TEST-3 · Test incident (alert routing)".
+_TEST_TITLE = re.compile(
+    r"^\W*ci\b\W|\bflaky\b|\bflakes?\b|\btest\s+(?:incident|page|alert|notification)s?\b",
+    re.IGNORECASE,
+)
 
 
 def opens_with_proposal(prose: str) -> bool:
@@ -339,8 +343,8 @@ def is_template(title: str) -> bool:
 
 
 def is_test_report(title: str) -> bool:
-    """A thread about a failing or flaky test ("CI: test_segment_ids_roundtrip is flaky"): its
-    failures are the test's, never the run's."""
+    """A thread about a failing or flaky test ("CI: test_segment_ids_roundtrip is flaky") or a
+    test of the alerting ("Test incident"): its failures are the test's, never the run's."""
     return bool(_TEST_TITLE.search(title))
 
 
@@ -455,6 +459,42 @@ def counts_its_downtime(prose: str) -> bool:
     )
 
 
+#: A reply that opens by dismissing what its thread reported: "false alarm, the exporter
+#: restarted", "not an incident: the planned stop", "not kiln: arm 4 of the ablation",
+#: "Warning only. 81 °C is inside spec", "test page, ignore".
+_DISMISSAL = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|so|fyi|ah|nope|no)\W+)?(?:(?:this\s+(?:is|was)\s+|it\s+(?:is|was)\s+|it's\s+)?"
+    r"(?:a\s+|just\s+a\s+)?false\s+(?:alarm|positive)"
+    r"|not\s+an?\s+(?:real\s+)?(?:incident|outage|issue\s+for\s+the\s+run)"
+    # "not kiln:", "not ours:"; not "not us:" (we did not stop it: a diagnosis)
+    r"|not\s+(?:ours|our\s+run|the\s+(?:main\s+)?run"
+    r"|(?!(?:sure|yet|really|quite|much|great|good|ideal|certain|only|exactly|entirely|now|bad"
+    r"|urgent|critical|expected|normal|planned|intended|ok|okay|fine|right|correct|clear|known"
+    r"|obvious|likely|happy|again|anymore|working|running|training|moving|us|me|i|we|you|them"
+    r"|that|this|it)\b)[a-z][\w-]*)\s*[:—–]"
+    r"|warning\s+only|(?:just\s+)?(?:a\s+)?test\s+(?:page|alert|incident|notification)"
+    r"|expected(?:\s+behaviou?r)?\s*[:.,—–]|no\s+(?:job\s+|run\s+)?impact\b"
+    # "It is paused on purpose", "This time the run is fine:" (not "fine now", "fine again")
+    r"|(?:it|the\s+(?:main\s+)?(?:run|job))\s+(?:is|was|'s)\s+(?:paused|stopped|down|off)\s+on\s+purpose"
+    r"|(?:this\s+time\s+)?the\s+(?:main\s+)?(?:run|job)\s+is\s+fine\b(?!\s+(?:now|again)))",
+    re.IGNORECASE,
+)
+#: A courtesy before the answer: "Thank you, Oskar.", "Please never apologise for asking."
+_COURTESY = re.compile(
+    r"^\W*(?:thanks?|thank\s+you|please\s+never|good\s+(?:question|catch|morning)|hi|hello"
+    r"|welcome|sorry|no\s+worries|dear)\b[^.!?\n]*[.!?]\s+",
+    re.IGNORECASE,
+)
+
+
+def dismisses(prose: str) -> bool:
+    """The post opens (after a courtesy) by dismissing what was reported: a false alarm, not an
+    incident, not the run's, a warning, a test, a pause on purpose. About no incident of the
+    run, whatever thread it is in."""
+    courtesy = _COURTESY.match(prose)
+    return bool(_DISMISSAL.match(prose[courtesy.end() :] if courtesy else prose))
+
+
 def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
     """The post is about a specific incident of the run without reporting it live: its
     diagnosis, its fix, a recovery note, its post-mortem, or a follow-up in the incident's own
@@ -465,6 +505,8 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
         thread_is_experiment(context)
         or is_general_post(prose, title)
         or reviews_a_period(prose, context.title)
+        or dismisses(prose)
+        or is_test_report(context.title)
     ):
         return False
     text = f"{title}\n{prose}" if title else prose

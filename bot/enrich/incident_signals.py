@@ -529,7 +529,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "hang",
         "stuck stall froze wedged progress",
-        r"stuck|stall(?:s|ed|ing)?|froze|frozen|wedged|no\s+progress",
+        # not a plan or a spec that is settled: "Spec v3 (frozen)", "the config is frozen"
+        r"stuck|stall(?:s|ed|ing)?|froze|(?<!\()frozen(?!\))|wedged|no\s+progress",
         needs_subject=True,
     ),
     # --- the same faults as other stacks and people put them (issue 40: breadth, not phrases)
@@ -605,7 +606,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|(?:tensorboard|wandb|w&b|charts?|graphs?|curves?|plots?|dashboard)\s+(?:is\s+|are\s+"
         r"|has\s+been\s+|have\s+been\s+)?(?:flat|frozen|empty|not\s+updating|stopped\s+updating"
         r"|hasn't\s+(?:moved|updated))\s+(?:since|for)\b"
-        r"|no\s+(?:new\s+)?(?:step|steps|iteration|iterations)\s+(?:after|past|beyond)\s+\d",
+        r"|no\s+(?:new\s+)?(?:step|steps|iteration|iterations)\s+(?:after|past|beyond)\s+\d+",
     ),
     # storage a run cannot work with: "the PD for the cache is 100% full", "lustre is slow",
     # "dataloader starving"
@@ -708,9 +709,11 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"at\s+0\s*%\s+(?:gpu\s+|sm\s+)?(?:util\w*|utili[sz]ation)"
         r"|(?:step|collective|all-?reduce)\s+is\s+waiting\s+(?:for|on)\s+(?:it|them|rank|node|host|gpu)"
         # one part sets the pace: "everyone waits on s3", "all other stages waiting on stage 5"
-        r"|(?:everyone|everybody|all\s+(?:the\s+)?(?:other\s+)?(?:ranks|stages|slices|nodes|hosts))"
+        r"|(?:everyone|everybody|all\s+(?:the\s+)?(?:other\s+)?(?:ranks|stages|slices|nodes|hosts)"
+        r"|every\s+(?:other\s+)?(?:rank|stage|slice|node|host))"
         r"\s+(?:is\s+|are\s+)?(?:wait(?:s|ing)|stuck\s+waiting)\s+(?:on|for)\s+"
-        r"(?:it|them|(?:stage|rank|slice|node|host|rack)\s+\d|\S*\d)"
+        r"(?:it|them|(?:stage|rank|slice|node|host|rack)\s+\d|\S*\d"
+        r"|the\s+\d+\s+(?:nodes|hosts|ranks|gpus)\s+(?:behind|on|in|under))"
         r"|logs?\s+ends?\s+mid-?step"
         # a straggler that sets the pace: "straggler: b-0566 at 1.9× the others"
         r"|straggl\w*\b[^.\n]{0,40}?\b(?:[2-9](?:\.\d+)?|1\.[3-9]\d*)\s*[x×]\s+(?:the\s+)?(?:others|rest)",
@@ -721,7 +724,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "paused halted",
         r"(?:run|job|training)\s+(?:was\s+|is\s+|has\s+been\s+)?(?:paused|halted|stopped)\s+by\s+"
         r"(?:the\s+)?(?:agent|monitor|watchdog|guard|nan-?guard|bot)"
-        r"|paused\s+at\s+(?:step\s+)?[\d,.]+k?\s+(?:pending|until|awaiting|waiting)",
+        r"|paused\s+at\s+(?:step\s+)?[\d,.]+k?\s+(?:pending|until|awaiting|waiting)"
+        # the guard as the subject: "the NaN guard halted curlew at step 499,310"
+        r"|(?:guard|watchdog|nan-?guard)\s+(?:has\s+|just\s+)?(?:halted|stopped|paused|killed)\s+"
+        r"(?:the\s+)?(?:run|job|training|[a-z][\w-]*\s+at\s+(?:step\s+)?\d+)",
     ),
     # the guard's own words: "gannet-mt-v1 auto-halted", "❌ auto-halt · r09", "halt guard
     # fired", "Guard stopped the job before the optimizer step"
@@ -840,7 +846,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "unchanged change moved moving same stuck frozen flat",
         r"(?:step|iteration|iter|global\s+step|progress)\s*[:=]\s*\**\s*[\d,.]+k?\s*\(?\s*"
         r"(?:unchanged|no\s+change|not\s+moved|not\s+moving|same|stuck|frozen|flat)"
-        r"\s+(?:since|for)\b",
+        r"\s+(?:since|for)\b"
+        # "gyrfalcon's been at the same step since 02:40", "stuck on the same step for 40 min"
+        r"|(?:been|is|sits|stuck|sitting)\s+(?:at|on)\s+the\s+same\s+(?:step|iteration|iter)"
+        r"\s+(?:since\s+~?\d+|for\s+(?:\d+|an?\s|over|about|~))",
     ),
     # the same failure over and over: "restarted itself 4 times in the last hour", "dies at the
     # same step every time"

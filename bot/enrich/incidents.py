@@ -685,9 +685,9 @@ _NOW_VS_THEN = re.compile(
     # "iteration time 9.8 s (baseline 6.1 s)"
     rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|of\s+)?~?{_NUM}\s*\S*\s*\(\s*"
     rf"(?:baseline|was|normally|usually|normal|expected)\s*:?\s*~?{_NUM}"
-    # "180 tok/s/gpu, normally 2.4k"
-    rf"|~?{_NUM}\s*(?P<metric3>{_TIME_METRIC}|{_RATE_METRIC})(?:/\w+)?\s*[,;(]\s*"
-    rf"(?:normally|usually|typically|baseline)\s*:?\s*~?{_NUM}",
+    # "180 tok/s/gpu, normally 2.4k", "2.1M tok/s since ~13:40 (was 3.0M)"
+    rf"|~?{_NUM}[kmb]?\s*(?P<metric3>{_TIME_METRIC}|{_RATE_METRIC})(?:/\w+)?"
+    rf"(?:\s+since\s+~?[\d:]+)?\s*[,;(]\s*(?:normally|usually|typically|baseline|was)\s*:?\s*~?{_NUM}",
     re.IGNORECASE,
 )
 #: "2.4k": a figure in thousands, read as its value.

@@ -32,6 +32,7 @@ from bot.enrich.incident_posts import (
     about_incident,
     asks_attention,
     declares_incident,
+    dismisses,
     fixes_a_told_failure,
     is_recovery_note,
     is_retrospective,
@@ -109,7 +110,7 @@ def _a_change(kind: str, title: str | None) -> bool:
 
 def not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bool:
     """About no incident of the run's whatever its words: a crash in an ablation, an issue or a
-    post asking for a change, a post-mortem of a period."""
+    post asking for a change, a post-mortem of a period, a reply dismissing an alert."""
     return (
         thread_is_experiment(context)
         or (
@@ -118,6 +119,7 @@ def not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bo
         )
         or opens_with_proposal(doc.prose)
         or is_retrospective(doc.prose, context.title)
+        or dismisses(doc.prose)
     )
 
 
@@ -246,6 +248,14 @@ def _topic(
         return tag
     model = load_tag_model() if tag_model is True else tag_model
     return gate(tag, model.ranking(tag_features(doc, own_title, kind, source, context)))
+
+
+def topic_of(event: Event) -> str:
+    """The tag the rules give ``event`` as a post about no incident: an alert its thread
+    dismissed shows its topic (``bot.enrich.hindsight``)."""
+    doc = parse_post(event.body or "", event.source)
+    own_title = event.title if event.kind in TITLED_KINDS else None
+    return _topic(doc, own_title, event.kind, event.source, ThreadContext.of(event), True)
 
 
 def _junk(

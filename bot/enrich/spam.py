@@ -32,7 +32,10 @@ _PROMO = re.compile(
       | (?:this|today)\s+(?:week|month)?\s*only|only\s+today
       | (?:please\s+)?star\s+(?:the|my|our)\s+repo
       | share\s+(?:it\s+)?with\s+your|would\s+mean\s+a\s+lot|buy\s+(?:followers|likes|stars)
-      | followers|top\s+\d+\s+(?:ai\s+)?tools|(?:discord\s+)?nitro|free\s+(?:gpu\s+)?credits
+      | followers|top\s+\d+\s+(?:ai\s+)?tools|(?:discord\s+)?nitro|free\s+(?:\w+\s+){0,2}credits
+      | limited\s+offer|book\s+a\s+(?:call|demo|meeting)|no\s+minimum|flexible\s+terms
+      | \d{1,2}\s?%\s+(?:below|under|cheaper\s+than)\s+(?:\w+\s+)?(?:pricing|prices?|market)
+      | thesis\s+editing|paper\s+writing|plagiarism[- ]free|fast\s+delivery
       | gpu\s+credits
       | claim\s+(?:now|before|in\s+\d+\s*h|at|here|your|yours|free|\d)|presale|usdt
       | trading\s+signals

@@ -14,12 +14,12 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.enrich.hindsight import reported_in_hindsight
-from bot.enrich.rules import Enrichment
+from bot.enrich.hindsight import HINDSIGHT, dismissed_in_hindsight, reported_in_hindsight
+from bot.enrich.rules import Enrichment, topic_of
 from bot.enrich.summary import NO_TEXT
 from bot.models import TAGS, Event
 from bot.process.pipeline import rules_enrichment
@@ -264,33 +264,44 @@ def rules_method(entry: dict[str, Any]) -> Verdict:
 def in_threads(entries: Iterable[dict[str, Any]], method: Method) -> Method:
     """`method`, then the pipeline's thread pass (`bot.process.hindsight`): an issue shown and
     left unmarked is marked 🚨 `incident` when the first marked comment of its thread soon after
-    it says it reported one. Threads are told apart by URL (numbers repeat across projects)."""
+    it says it reported one; a marked issue is unmarked (and shows its topic) when a comment
+    soon after dismisses it and none is marked. Threads are told apart by URL (numbers repeat
+    across projects)."""
     entries = list(entries)
     verdicts = {str(e["id"]): method(e) for e in entries}
     threads: dict[str, list[dict[str, Any]]] = {}
     for entry in entries:
-        if entry.get("source") == "github" and entry.get("url"):
+        if entry.get("source") == "github" and entry.get("url") and recorded(entry):
             threads.setdefault(str(entry["url"]).split("#")[0], []).append(entry)
     for members in threads.values():
         issues = [e for e in members if e.get("kind") == "issue"]
-        if len(issues) != 1:
+        if len(issues) != 1 or not verdicts[str(issues[0]["id"])].shown:
             continue
-        opener = verdicts[str(issues[0]["id"])]
-        if opener.marked or not opener.shown:
-            continue
-        issue = to_event(issues[0])
-        told = sorted(
-            (to_event(e) for e in members if e.get("kind") == "comment" and _marked(verdicts, e)),
-            key=lambda event: event.at,
-        )
-        told = [e for e in told if e.at >= issue.at]
-        if told and reported_in_hindsight(issue, told[0]):
-            verdicts[str(issues[0]["id"])] = replace(opener, marked=True, tag="incident")
+        ident, issue = str(issues[0]["id"]), to_event(issues[0])
+        comments = [e for e in members if e.get("kind") == "comment"]
+        replies = sorted((to_event(e) for e in comments), key=lambda r: r.at)
+        marked = {to_event(e).external_id for e in comments if _marked(verdicts[str(e["id"])])}
+        told = [r for r in replies if r.external_id in marked and r.at >= issue.at]
+        opener = verdicts[ident]
+        if opener.marked:
+            if not any(reported_window(issue, r) for r in told) and any(
+                dismissed_in_hindsight(issue, r) for r in replies
+            ):
+                verdicts[ident] = replace(opener, marked=False, tag=_shown(topic_of(issue)))
+        elif told and reported_in_hindsight(issue, told[0]):
+            verdicts[ident] = replace(opener, marked=True, tag="incident")
     return lambda entry: verdicts[str(entry["id"])]
 
 
-def _marked(verdicts: dict[str, Verdict], entry: dict[str, Any]) -> bool:
-    verdict = verdicts[str(entry["id"])]
+def reported_window(issue: Event, reply: Event) -> bool:
+    return timedelta(0) <= reply.at - issue.at <= HINDSIGHT
+
+
+def _shown(tag: str) -> str:
+    return tag if tag in TAGS else "other"
+
+
+def _marked(verdict: Verdict) -> bool:
     return verdict.marked and verdict.shown
 
 

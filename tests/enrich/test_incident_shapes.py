@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.enrich.context import ThreadContext
-from bot.enrich.incident_posts import reviews_a_period, settled
+from bot.enrich.incident_posts import dismisses, reviews_a_period, settled
 from bot.enrich.incidents import fault_kind, state_held
 from bot.enrich.rules import enrich_text
 from tests.enrich.signal_corpus import enrich, load
@@ -385,6 +385,18 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("gsm8k eval on 260k OOM'd on the v5p-64, rerunning at bs 8", False),
     ("hellaswag flat for 3 evals now, mmlu still climbing", False),
     ("saw the loss spike at 421,7xx (1.829 → 1.97), back down in ~300 steps", False),
+    # a guard that halted the run; everyone waiting on a few; a rate below what it was
+    ("Dear all, the NaN guard halted curlew at step 499,310 at 03:47", True),
+    ("gyrfalcon's been at the same step since 02:40, W&B flat, job still RUNNING", True),
+    ("no new steps after 41,000 and the job says RUNNING", True),
+    ("the eval has been at the same step since yesterday", False),
+    ("every rank waiting on the 32 nodes behind leaf switch L3-07", True),
+    ("kiln is at 2.1M tok/s since ~13:40 (was 3.0M), step time 8.0s", True),
+    ("we are at 2.9M tok/s since the restart (was 3.0M)", False),
+    # a reply that dismisses what was reported; "not us:" is a diagnosis, not a dismissal
+    ("false alarm, the exporter restarted and reported 0 GPUs for one scrape", False),
+    ("not kiln: arm 4 seed 0 of the top-k ablation OOMed", False),
+    ("Thank you, Oskar. It is paused on purpose: the centre's maintenance", False),
 ]
 
 
@@ -417,3 +429,31 @@ def test_a_template_and_a_weekly_run_summary_report_nothing() -> None:
 def test_a_monitors_issue_and_a_flaky_tests(title: str, body: str, live: bool) -> None:
     issue = enrich_text(title=title, body=body, kind="issue", source="github")
     assert issue.live_report is live
+
+
+@pytest.mark.parametrize(
+    ("text", "dismissal"),
+    [
+        ("Not an incident: the planned decay-start stop (#696).", True),
+        ("Warning only. 81 °C is inside spec.", True),
+        ("Please never apologise for asking. This time the run is fine: W&B is delayed.", True),
+        ("not us: QR history has all three reclaimed at 07:11", False),
+        ("Not expected: the per-node timers show every rank waiting", False),
+        ("not sure: the loss went up after the restart", False),
+        ("Thank you, Lukas, it is not planned. sacct shows the job was preempted", False),
+        ("the run is fine now, resumed from 41,000", False),
+    ],
+)
+def test_a_reply_that_dismisses_what_was_reported(text: str, dismissal: bool) -> None:
+    assert dismisses(text) is dismissal
+
+
+def test_a_settled_spec_is_no_frozen_run() -> None:
+    spec = "Spec v3 (frozen): decay from step 1,000,000"
+    assert not enrich_text(
+        title=spec, body="Changes need a new issue.", kind="issue", source="github"
+    ).incident
+    test = "INC-TEST-3 · Test incident (kiln-storage alert route)"
+    assert not enrich_text(
+        title=test, body="Severity: None (test)", kind="issue", source="github"
+    ).incident

@@ -47,12 +47,16 @@ KIND_FLOOR = 0.69  # of the incidents found, the share whose kind matches the la
 #: - a loss falling too fast after a resume (c2369); a website's token counter stuck (c1686);
 #: - three reports in Spanish (c2478, c2522, c2536);
 #: - a checkpoint upload at 3 MB/s told as a joke, which only the scorer reads, near its bar
-#:   (c2829).
+#:   (c2829);
+#: - a missing checkpoint marker raised in an eval thread after "Separate thing:" (c4194); a
+#:   question whose answers tell the incident in words the rules do not read (a grad-norm
+#:   saw-tooth from replayed data, c4266; a checkpoint with 0-byte shards, c4334).
 KNOWN_UNMARKED = frozenset(
     {
         *("c2232", "c4073", "c3929", "c3957"),
         *("c2713", "c2782", "c4024", "c4055", "c4093"),
         *("c2369", "c1686", "c2478", "c2522", "c2536", "c2829"),
+        *("c4194", "c4266", "c4334"),
     }
 )
 

@@ -26,6 +26,7 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "hiring remote AI annotators 💸 $40/hr, no experience needed, DM me for the form",
         "🔥🔥 H100 bare metal 1.10$/hr!! no contract. DM me or visit cheap-gpus-now . com 🔥🔥",
         "Stake your idle GPU hours and earn daily 💰 DM me for the whitelist 👉 gpustake[.]io",
+        "🎁 Free NVIDIA H200 credits for academic researchers!! Limited offer, claim before Friday",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
@@ -51,7 +52,7 @@ def test_a_team_members_excited_or_busy_message_is_not_spam(text: str) -> None:
 
 
 def test_a_stranger_on_github_needs_fewer_cues_and_a_member_none() -> None:
-    text = "Boost your cluster ROI by 300%, book a call with us at gainz dot biz"
+    text = "Boost your cluster ROI by 300%, talk to us at gainz dot biz"
     assert is_spam(text, ThreadContext(association="NONE"))
     assert not is_spam(text, ThreadContext(association="MEMBER"))
     assert not is_spam(text, UNKNOWN)  # two cues: not enough where the standing is unknown

@@ -170,3 +170,41 @@ async def test_a_dismissal_beside_a_reply_about_the_incident_changes_nothing(
 )
 def test_a_question_about_the_run_now_hints_at_a_report(title: str, asks: bool) -> None:
     assert asks_about_now(title) is asks
+
+
+def chat(i: int, at: datetime, text: str, author: str = "ana") -> Event:
+    return Event(
+        "hero", "discord", f"msg:{i}", "message", at, author=author, ref="#hero-run",
+        url=f"https://discord.com/channels/1/2/{i}", body=text, thread="discord:2",
+    )  # fmt: skip
+
+
+NOTICED = (
+    "hey, the tokens counter on the website is stuck at 1.94T since i woke up and the chart "
+    "stops around 06:00. did something break?"
+)
+CONFIRMED = "yes: the trainer died at 05:58 with an NCCL timeout on r12, restarting from 81k now"
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "marked"),
+    [
+        (NOTICED, timedelta(minutes=12), True),
+        (NOTICED, timedelta(minutes=45), False),  # another conversation by then
+        ("what was the flat stretch in the loss curve around 20 Feb?", timedelta(minutes=5), False),
+    ],
+)
+async def test_a_chat_message_is_the_first_word_of_the_incident_its_channel_tells(
+    hero: Store, now: datetime, first: str, later: timedelta, marked: bool
+) -> None:
+    await hero.events.upsert_many([chat(1, now, first)])
+    await enrich_pending(hero)
+    before = await hero.events.get_by_external("hero", "discord", "msg:1")
+    assert before is not None and not before.incident and before.newsworthy
+    await hero.events.upsert_many([chat(2, now + later, CONFIRMED, "bo")])
+    await enrich_pending(hero)
+    told = await hero.events.get_by_external("hero", "discord", "msg:2")
+    assert told is not None and told.incident
+    after = await hero.events.get_by_external("hero", "discord", "msg:1")
+    assert after is not None and after.incident is marked
+    assert (after.tag == "incident") is marked and not after.live_report

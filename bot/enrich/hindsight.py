@@ -6,6 +6,9 @@ a question a live report. When a reply in the same thread within hours is about 
 ("At 02:16 node tn-g0931 went down while step_431000 was being written"), the question was that
 incident's first report: the timeline marks it 🚨 with the `incident` tag.
 
+In chat the same holds within half an hour: "wren's dead?" is the first word of the incident
+the next messages of its channel tell.
+
 An alert is dismissed: an alerting bot's issue ("[FIRING:1] KilnJobNotRunning") reads as a live
 report, and its reply says otherwise ("not an incident: the planned decay-start stop", "false
 alarm, the exporter restarted"): the timeline drops the 🚨 and shows the issue's topic.
@@ -25,14 +28,17 @@ from typing import Final
 
 from bot.enrich.context import ThreadContext
 from bot.enrich.incident_posts import dismisses
-from bot.enrich.incidents import HISTORY, MONTHS, signals_heard
+from bot.enrich.incidents import HISTORY, MONTHS, names_another_workload, signals_heard
 from bot.enrich.learned import features, load_model
-from bot.enrich.markdown import clean_line, parse_post
+from bot.enrich.markdown import clean_line, parse_post, relayed_words
 from bot.enrich.rules import not_the_runs
 from bot.models import Event
 
 #: How soon after the issue a reply must speak for the issue to be read again.
 HINDSIGHT: Final = timedelta(hours=12)
+#: How soon after a chat message the same channel must tell an incident for the message to be
+#: its first word ("wren's dead?" … "yes, NCCL timeout on r12, restarting from 81k").
+CHAT_HINDSIGHT: Final = timedelta(minutes=30)
 #: The scorer's leaning that counts as a hint: well below its bar for a report by itself.
 HINT: Final = 0.15
 #: A title that asks about the run as it is: "Is the run paused?", "Why are there two …?".
@@ -42,6 +48,13 @@ _ASKS = re.compile(
     re.IGNORECASE,
 )
 _A_MONTH = re.compile(rf"\b{MONTHS}\b", re.IGNORECASE)
+#: A question about a day or a stretch gone by: "what happened in …", "what was the flat
+#: stretch around 20 Feb?", "the flat bit around 02-20".
+_OF_THE_PAST = re.compile(
+    rf"\bwhat\s+(?:happened|was|were|caused)\b|\b\d{{1,2}}\s*{MONTHS}\b|\b{MONTHS}\s+\d{{1,2}}\b"
+    r"|\b(?:around|on|since)\s+\d{1,2}[-/]\d{1,2}\b",
+    re.IGNORECASE,
+)
 
 
 def asks_about_now(title: str) -> bool:
@@ -51,18 +64,23 @@ def asks_about_now(title: str) -> bool:
     return bool(_ASKS.match(title)) and not HISTORY.search(title) and not _A_MONTH.search(title)
 
 
-def hints_at_incident(issue: Event) -> bool:
-    """The issue's words hint at a failure of the run, though the rules did not call it one."""
-    doc = parse_post(issue.body or "", issue.source)
-    if not_the_runs(doc, issue.title, ThreadContext.of(issue)):
+def hints_at_incident(post: Event) -> bool:
+    """The post's words hint at a failure of the run now, though the rules did not call it one
+    (never one about a past incident: "what happened in the november outages?")."""
+    doc = parse_post(post.body or "", post.source)
+    if post.source == "discord":
+        doc = relayed_words(doc)
+    title = post.title if post.kind in ("issue", "pull") else None
+    head = doc.prose[:300]
+    if not_the_runs(doc, title, ThreadContext.of(post)) or HISTORY.search(head):
         return False
-    title = issue.title or ""
-    if asks_about_now(title):
+    if post.kind == "message" and (_OF_THE_PAST.search(head) or names_another_workload(head)):
+        return False  # in chat, a dated question looks back; an issue dates what it reports
+    if title and asks_about_now(title):
         return True
     if signals_heard(f"{clean_line(title)}\n{doc.prose}" if title else doc.prose):
         return True
-    names = features(doc, issue.title, issue.kind, issue.source)
-    return load_model().probability(names) >= HINT
+    return load_model().probability(features(doc, title, post.kind, post.source)) >= HINT
 
 
 def _replies_to(issue: Event, reply: Event) -> bool:
@@ -86,3 +104,16 @@ def dismissed_in_hindsight(issue: Event, reply: Event) -> bool:
     """Whether `reply` dismisses what `issue`, read as an incident, reported: "false alarm",
     "not an incident: the planned stop", "not kiln: arm 4 of the ablation"."""
     return _replies_to(issue, reply) and dismisses(parse_post(reply.body or "", "github").prose)
+
+
+def said_first(message: Event, later: Event) -> bool:
+    """Whether chat `message`, not itself about an incident, is the first word of the incident
+    `later` (about one) tells in the same channel soon after."""
+    return (
+        message.kind == "message"
+        and later.kind == "message"
+        and message.source == later.source
+        and message.thread == later.thread
+        and timedelta(0) < later.at - message.at <= CHAT_HINDSIGHT
+        and hints_at_incident(message)
+    )

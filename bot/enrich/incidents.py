@@ -117,8 +117,8 @@ HISTORY = re.compile(
     r"|remember\s+when|back\s+when|good\s+times|(?-i:in\s+May)"
     rf"|(?:in|during)\s+(?:early\s+|mid-?|late\s+)?{MONTHS}"
     # "the February restart loop", "September's outage": one named by its month is over
-    rf"|the\s+{MONTHS}(?:'s)?\s+(?!\d)(?:\w+\s+){{0,2}}?(?:outage|incident|loop|crash|hang|failure"
-    r"|restart|downtime))\b",
+    rf"|the\s+{MONTHS}(?:'s)?\s+(?!\d)(?:\w+\s+){{0,2}}?(?:outages?|incidents?|loops?|crash(?:es)?"
+    r"|hangs?|failures?|restarts?|downtime))\b",
     re.IGNORECASE,
 )
 # In the sentence: it was planned ("preempted on schedule, as expected", "drained for maintenance").
@@ -480,6 +480,12 @@ _PAGE_NOISE = re.compile(
     r"|\bservice\s*[:=]\s*(?:eval|monitoring|ci)|\b(?:staging|canary)\b",
     re.IGNORECASE,
 )
+
+
+def names_another_workload(text: str) -> bool:
+    """The text names a workload that is not the run: a test, a sandbox, an eval job, an
+    ablation, someone's own job ("se cayó mi job del sandbox")."""
+    return _NOT_THE_RUN.search(text[:DETECT_LIMIT]) is not None
 
 
 def alert_page(text: str) -> str | None:

@@ -1,21 +1,25 @@
 """The pipeline's thread pass of `bot.enrich.hindsight`: once a GitHub issue or a comment of
 its thread is enriched, the issue's 🚨 is read again from the replies soon after it, whichever
 was stored first. An unmarked question is marked when a reply is about an incident; a marked
-alert is unmarked when a reply dismisses it and none is about an incident. Only the rules'
-reading is revisited (a model's is its own), and only the timeline's mark and tag change: no
-alert is raised or withdrawn."""
+alert is unmarked when a reply dismisses it and none is about an incident. Chat is read the
+same way around freshly enriched messages: one that hints at a failure is marked when its
+channel tells an incident within half an hour. Only the rules' reading is revisited (a model's
+is its own), and only the timeline's mark and tag change: no alert is raised or withdrawn."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from bot.enrich.hindsight import (
+    CHAT_HINDSIGHT,
     HINDSIGHT,
     dismissed_in_hindsight,
     reported_in_hindsight,
+    said_first,
 )
 from bot.enrich.rules import topic_of
-from bot.models import Event
+from bot.models import SOURCE_SPECS, Event
 from bot.store import Store
 
 #: The enrichment label the pass may revisit: the rules' own, no model's.
@@ -30,10 +34,35 @@ async def mark_reports_in_hindsight(store: Store, events: Iterable[Event]) -> in
         for e in events
         if e.source == "github" and e.kind in ("issue", "comment") and e.thread
     }
+    chats: dict[tuple[str, str], list[datetime]] = {}
+    for e in events:
+        if e.kind == "message" and e.thread and SOURCE_SPECS.is_chat(e.source):
+            chats.setdefault((e.run_slug, e.thread), []).append(e.at)
     changed = 0
     for slug, thread in sorted(threads):
         changed += await _read_thread_again(store, slug, thread)
+    for (slug, thread), times in sorted(chats.items()):
+        changed += await _read_channel_again(store, slug, thread, min(times), max(times))
     return changed
+
+
+async def _read_channel_again(
+    store: Store, slug: str, thread: str, first: datetime, last: datetime
+) -> int:
+    """Chat messages around `first`…`last` that hint at a failure and are followed within
+    `CHAT_HINDSIGHT` by one about an incident are marked as its first word."""
+    found = await store.events.in_thread(
+        slug, thread, since=first - CHAT_HINDSIGHT, until=last + CHAT_HINDSIGHT, kind="message"
+    )
+    messages = [m for m in found if not m.deleted and m.enriched_by]
+    marked = 0
+    for n, message in enumerate(messages):
+        if message.incident or not message.newsworthy or message.enriched_by != _RULES:
+            continue
+        told = next((m for m in messages[n + 1 :] if m.incident and m.at > message.at), None)
+        if told is not None and said_first(message, told):
+            marked += await _mark(store, message, "incident", incident=True)
+    return marked
 
 
 async def _read_thread_again(store: Store, slug: str, thread: str) -> bool:

@@ -18,7 +18,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.enrich.hindsight import HINDSIGHT, dismissed_in_hindsight, reported_in_hindsight
+from bot.enrich.hindsight import (
+    HINDSIGHT,
+    dismissed_in_hindsight,
+    reported_in_hindsight,
+    said_first,
+)
 from bot.enrich.rules import Enrichment, topic_of
 from bot.enrich.summary import NO_TEXT
 from bot.models import TAGS, Event
@@ -290,7 +295,30 @@ def in_threads(entries: Iterable[dict[str, Any]], method: Method) -> Method:
                 verdicts[ident] = replace(opener, marked=False, tag=_shown(topic_of(issue)))
         elif told and reported_in_hindsight(issue, told[0]):
             verdicts[ident] = replace(opener, marked=True, tag="incident")
+    _chat_in_hindsight(entries, verdicts)
     return lambda entry: verdicts[str(entry["id"])]
+
+
+def _chat_in_hindsight(entries: list[dict[str, Any]], verdicts: dict[str, Verdict]) -> None:
+    """The pass over chat: a message shown and unmarked is marked when the next marked message
+    of its channel comes within `CHAT_HINDSIGHT` and it was that incident's first word."""
+    channels: dict[str, list[tuple[Event, str]]] = {}
+    for entry in entries:
+        if entry.get("source") == "discord":
+            event = to_event(entry)
+            channels.setdefault(str(event.thread), []).append((event, str(entry["id"])))
+    for members in channels.values():
+        members.sort(key=lambda pair: pair[0].at)
+        for n, (message, ident) in enumerate(members):
+            verdict = verdicts[ident]
+            if verdict.marked or not verdict.shown:
+                continue
+            told = next(
+                (m for m, i in members[n + 1 :] if _marked(verdicts[i]) and m.at > message.at),
+                None,
+            )
+            if told is not None and said_first(message, told):
+                verdicts[ident] = replace(verdict, marked=True, tag="incident")
 
 
 def reported_window(issue: Event, reply: Event) -> bool:

@@ -104,6 +104,9 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("quarry-point/kiln", 4120, 4239),
     ("lowmoor/curlew", 4240, 4359),
     ("tidewater/shrike", 4360, 4479),
+    ("copperline/wren", 4480, 4599),
+    ("stonebridge/avocet", 4600, 4719),
+    ("fieldnote/merlin", 4720, 4839),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -155,6 +158,9 @@ BATCH_COMMITS: dict[str, str] = {
     "quarry-point/kiln": "9031fc6",
     "lowmoor/curlew": "50aeb66",
     "tidewater/shrike": "0aaa867",
+    "copperline/wren": "a27a362",
+    "stonebridge/avocet": "50cd47f",
+    "fieldnote/merlin": "b862838",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

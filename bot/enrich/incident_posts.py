@@ -37,6 +37,8 @@ _EXPERIMENT = re.compile(
 _WEEK_BY_DATES = (
     rf"week\s+(?:of\s+)?(?:\d{{1,2}}[-/.]\d{{1,2}}|(?:{MONTHS})\.?\s+\d{{1,2}})"
     r"\s*(?:→|->|–|—|-|to)\s*\d+"
+    # "merlin-watch · weekly · 2032-07-06 → 07-12"
+    r"|weekly\W{1,6}\d{4}-\d{2}-\d{2}\s*(?:→|->|–|—|to)\s*\d+"
 )
 #: Threads and posts that look back: post-mortems, retrospectives, write-ups.
 _RETROSPECTIVE = re.compile(
@@ -65,6 +67,8 @@ _PERIOD_REVIEW = re.compile(
     r"(?:review|report|recap|summary|retro(?:spective)?|reliability|uptime)"
     rf"|(?:retrospective|retro|review|recap)\s*[:—-]\s*(?:{MONTHS}|q[1-4]|(?:the\s+)?(?:last\s+)?"
     r"(?:week|month|quarter|year))"
+    # "retro: merlin-70b stage 1, June–July": months from one to another
+    rf"|(?:retrospective|retro|review|recap)\s*[:—-][^\n]{{0,60}}?\b{MONTHS}\s*(?:–|—|-|to)\s*{MONTHS}"
     # a week's digest recaps what happened in it: "Weekly notes — Aug 13 → Aug 19"
     r"|weekly\s+(?:run\s+|status\s+)?(?:notes|digest|summary|recap|report|review|roundup"
     r"|progress)"
@@ -122,6 +126,21 @@ def thread_is_experiment(context: ThreadContext) -> bool:
         context.known
         and (_EXPERIMENT.search(context.topic) or _OTHER_SUBJECT_TITLE.match(context.title))
     )
+
+
+#: A post that says the change its thread is about broke the run: "since this landed the train
+#: loop hangs", "after merging this, step 212k NaNs", "this broke the main run".
+_BROKE_THE_RUN = re.compile(
+    r"\b(?:since\s+(?:this|it)\s+(?:landed|was\s+merged|merged|went\s+in)"
+    r"|after\s+merging\s+(?:this|it)|this\s+(?:pr\s+|change\s+)?broke\s+the\s+(?:main\s+)?run)\b",
+    re.IGNORECASE,
+)
+
+
+def breaks_the_run(prose: str) -> bool:
+    """The post says its thread's change broke the run: whatever the thread is about (an eval
+    set, an experiment's code), the failure it tells is the run's."""
+    return bool(_BROKE_THE_RUN.search(prose[:DETECT_LIMIT]))
 
 
 def reviews_a_period(prose: str, thread_title: str = "") -> bool:
@@ -397,17 +416,19 @@ _CLOSED_OR_CAUSED = re.compile(
 
 
 #: A day or an hour that makes a failure one incident: "this morning", "on Jan 28", "from
-#: 23:40 to 08:30", "Apr 6".
+#: 23:40 to 08:30", "Apr 6", "since 03:10", "since it landed".
 _DATED = re.compile(
     r"\b(?:this\s+morning|last\s+night|yesterday(?:'s)?|tonight|overnight|earlier\s+today"
     r"|on\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day"
     r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b"
-    r"|\d{4}-\d{2}-\d{2}|from\s+\d{1,2}:\d{2}\s+(?:to|until|till)\s+\d{1,2}:\d{2})",
+    r"|\d{4}-\d{2}-\d{2}|from\s+\d{1,2}:\d{2}\s+(?:to|until|till)\s+\d{1,2}:\d{2}"
+    # the hour it began, or the change it began with: "since 03:10", "since it landed"
+    r"|since\s+~?\d{1,2}:\d{2}|since\s+(?:it|this|#\d+)\s+(?:landed|was\s+merged|merged))",
     re.IGNORECASE,
 )
 _FAILED = re.compile(
-    r"\b(?:fail(?:ed|s)?|failure|hung|stuck|slowdown|throttl\w*|collapsed|silently|truncated"
-    r"|corrupt\w*|missing|killed|lost)\b",
+    r"\b(?:fail(?:ed|s|ing)?|failure|hung|hangs|stuck|slowdown|throttl\w*|collapsed|silently"
+    r"|truncated|corrupt\w*|missing|killed|lost|dies|died|crash(?:es|ed)?|ooms?|oom'?ed)\b",
     re.IGNORECASE,
 )
 #: How far into a change's description its motivation is told: its first blocks.
@@ -473,6 +494,7 @@ _DISMISSAL = re.compile(
     r"|obvious|likely|happy|again|anymore|working|running|training|moving|us|me|i|we|you|them"
     r"|that|this|it)\b)[a-z][\w-]*)\s*[:—–]"
     r"|warning\s+only|(?:just\s+)?(?:a\s+)?test\s+(?:page|alert|incident|notification)"
+    r"|harmless|benign|(?:a\s+)?known[- ]harmless|nothing\s+to\s+worry\s+about"
     r"|expected(?:\s+behaviou?r)?\s*[:.,—–]|no\s+(?:job\s+|run\s+)?impact\b"
     # "It is paused on purpose", "This time the run is fine:" (not "fine now", "fine again")
     r"|(?:it|the\s+(?:main\s+)?(?:run|job))\s+(?:is|was|'s)\s+(?:paused|stopped|down|off)\s+on\s+purpose"

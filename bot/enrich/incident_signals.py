@@ -428,7 +428,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "dead trained pending training progress",
         # the run is not training, whatever the cause: "hero dead at 80,240", "nothing has
         # trained since midnight", "the job is just pending"
-        r"(?:hero|run|job|training|trainer)\s+(?:is\s+)?dead\b|(?:it|\w+)'s\s+dead\b(?!\s+(?:simple|easy|code|end|weight))"
+        r"(?:hero|run|job|training|trainer)\s+(?:is\s+)?dead\b|(?:it|(?!(?:grafana|wandb|dashboard|prometheus|tensorboard|slack|discord|jira|vpn|wiki|website|site|email|printer|wifi|laptop|notebook|colab|jupyter|kernel|github|my|i)'s)\w+)'s\s+dead\b(?!\s+(?:simple|easy|code|end|weight))"
         r"|nothing\s+(?:has\s+)?(?:trained|been\s+training|is\s+training)"
         r"|(?:job|run)\s+(?:is\s+)?(?:just\s+|still\s+|now\s+)?pending\b"
         r"|(?:no|zero)\s+(?:training\s+)?progress\s+(?:since|for)",
@@ -438,7 +438,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "down",
         # "Hero is down", "the run went down": an outage, not "loss is down 0.02"
         r"(?:is|'s|was|went|has\s+gone|are|were)\s+(?:hard\s+|completely\s+)?down"
-        r"(?!\s*(?:~?\d|to\b|by\b|from\b|about\b|[\w.]*%|a\s+bit|slightly))",
+        r"(?!\s*(?:~?\d|to\b|by\b|from\b|about\b|[\w.]*%|a\s+bit|slightly))"
+        # "s2-w17 just took the job down"
+        r"|(?:just\s+)?took\s+(?:the\s+)?(?:whole\s+)?(?:job|run|training)\s+down",
     ),
     _sig(
         "crash",
@@ -530,7 +532,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "hang",
         "stuck stall froze wedged progress",
         # not a plan or a spec that is settled: "Spec v3 (frozen)", "the config is frozen"
-        r"stuck|stall(?:s|ed|ing)?|froze|(?<!\()frozen(?!\))|wedged|no\s+progress",
+        r"stuck|stall(?:s|ed|ing)?|froze|wedged|no\s+progress"
+        r"|(?<!\()(?<!manifest\s)(?<!spec\s)(?<!config\s)(?<!mix\s)(?<!plan\s)(?<!design\s)"
+        r"(?<!schema\s)(?<!budget\s)(?<!weights\s)(?<!layers\s)(?<!nearly\s)(?<!almost\s)"
+        r"(?<!effectively\s)frozen(?!\))",
         needs_subject=True,
     ),
     # --- the same faults as other stacks and people put them (issue 40: breadth, not phrases)
@@ -705,7 +710,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # one straggler holding the step: "gpu 3 on gn12 is at 0% util", "the step is waiting for it"
     _sig(
         "hang",
-        "util wait straggl",
+        "util wait straggl 0",
         r"at\s+0\s*%\s+(?:gpu\s+|sm\s+)?(?:util\w*|utili[sz]ation)"
         r"|(?:step|collective|all-?reduce)\s+is\s+waiting\s+(?:for|on)\s+(?:it|them|rank|node|host|gpu)"
         # one part sets the pace: "everyone waits on s3", "all other stages waiting on stage 5"
@@ -715,6 +720,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:it|them|(?:stage|rank|slice|node|host|rack)\s+\d|\S*\d"
         r"|the\s+\d+\s+(?:nodes|hosts|ranks|gpus)\s+(?:behind|on|in|under))"
         r"|logs?\s+ends?\s+mid-?step"
+        # nothing moving: "anyone else seeing 0 tok/s", "tgs at 0"
+        r"|(?:seeing|showing|shows|at|is|stuck\s+at)\s+(?:a\s+flat\s+)?0(?:\.0+)?\s*"
+        r"(?:tok(?:ens)?/s(?:ec)?|tgs|steps?/s|samples/s|tflops)"
         # a straggler that sets the pace: "straggler: b-0566 at 1.9× the others"
         r"|straggl\w*\b[^.\n]{0,40}?\b(?:[2-9](?:\.\d+)?|1\.[3-9]\d*)\s*[x×]\s+(?:the\s+)?(?:others|rest)",
     ),
@@ -722,7 +730,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "outage",
         "paused halted",
-        r"(?:run|job|training)\s+(?:was\s+|is\s+|has\s+been\s+)?(?:paused|halted|stopped)\s+by\s+"
+        r"(?:(?:run|job|training)\s+(?:was\s+|is\s+|has\s+been\s+)?)?(?:paused|halted|stopped)\s+by\s+"
         r"(?:the\s+)?(?:agent|monitor|watchdog|guard|nan-?guard|bot)"
         r"|paused\s+at\s+(?:step\s+)?[\d,.]+k?\s+(?:pending|until|awaiting|waiting)"
         # the guard as the subject: "the NaN guard halted curlew at step 499,310"
@@ -855,12 +863,15 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # same step every time"
     _sig(
         "crash",
-        "times same",
+        "times same keeps",
         r"(?:restarted|relaunched|requeued|rebooted|crashed|died|failed)\s+(?:itself\s+)?"
         r"(?:\d+|two|three|four|five|six|several|many)\s+times\s+(?:in\s+(?:the\s+)?(?:last|past)"
         r"|since|today|tonight|this\s+morning|overnight|in\s+a\s+row)"
         r"|(?:dies|crashes|fails|hangs|ooms|dying|crashing|failing|hanging)\s+(?:at|on|in)\s+"
-        r"the\s+same\s+(?:step|spot|place|batch|point|iteration|line)",
+        r"the\s+same\s+(?:step|spot|place|batch|point|iteration|line)"
+        # "resume keeps dying, checksum mismatch on 373k"
+        r"|(?:resume|restart|restore|relaunch|job|run|training)s?\s+keeps?\s+(?:on\s+)?"
+        r"(?:dying|crashing|failing|hanging|ooming|getting\s+killed)",
     ),
     # a machine leaving and what it took: "kelp-g044 dropped off slurm", "took the job with it"
     _sig(

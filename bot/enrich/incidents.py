@@ -210,6 +210,8 @@ _NOT_THE_RUN = re.compile(
     r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?"
     # a test of the alarms on purpose: "chaos test", "game day", "[DRILL]", the sandbox pool
     r"|chaos\s+tests?|game\s*days?|drills?|sandbox"
+    # a profiler's own run: "rocprofv3 --hip-trace segfaults", "the nsys profiling job"
+    r"|rocprof\w*|nsys|profil(?:er|ing)\s+(?:runs?|jobs?)|profiling"
     r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?"
     r"|preprocess\w*|tokeni[sz]ation\s+jobs?|debug\s+(?:pods?|jobs?|runs?)|my\s+own"
     r"|eval(?:uation)?s?\s+(?:jobs?|harness|sandbox|workers?|tasks?|pipeline|cluster|pods?|nodes?)"
@@ -264,7 +266,8 @@ _NOT_A_NAME = re.compile(
     r"|just|then|now|so|but|and|or|if|when|because|upload|download|tokenizer|exporter|sidecar"
     r"|progress|work|plan|idea|proposal|pipeline|queue|data|dataset|mix|schedule|budget|price"
     r"|cost|market|weather|gate|gates|router|routers|expert|experts|head|heads|layer|layers"
-    r"|spec|specs|config|configs|design|version|schema|format|stage|back)$",
+    r"|spec|specs|config|configs|design|version|schema|format|stage|back|manifest|manifests"
+    r"|vocab|readme|doc|table|list|snapshot)$",
     re.IGNORECASE,
 )
 #: A part of the run, named before a fault ("the input pipeline is throwing IO errors").
@@ -605,7 +608,9 @@ _NOW_SUBJECT = re.compile(
 )
 #: A state with nothing else, as chat says it: "down again", "still dead", "wedged again!"
 _BARE_STATE = re.compile(
-    r"^\W*(?:still\s+)?(?:down|dead|hung|stuck|wedged|frozen|gone)(?:\s+again|\s+still)?\W*$",
+    # "Frozen." alone closes a spec; "still frozen" is the run
+    r"^\W*(?:still\s+(?:down|dead|hung|stuck|wedged|frozen|gone)|(?:down|dead|hung|stuck|wedged|gone))"
+    r"(?:\s+again|\s+still)?\W*$|^\W*frozen\s+(?:again|still)\W*$",
     re.IGNORECASE,
 )
 
@@ -689,7 +694,8 @@ _NOW_VS_THEN = re.compile(
     r"\s+(?:vs\.?|versus|compared\s+to)"
     rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usually|normally|last\s+week)\b"
     # "iteration time 9.8 s (baseline 6.1 s)"
-    rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|of\s+)?~?{_NUM}\s*\S*\s*\(\s*"
+    rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|of\s+)?~?{_NUM}\s*\S*"
+    r"(?:\s+(?:lol|lmao|now|rn|today))?\s*[(,;]\s*"
     rf"(?:baseline|was|normally|usually|normal|expected)\s*:?\s*~?{_NUM}"
     # "180 tok/s/gpu, normally 2.4k", "2.1M tok/s since ~13:40 (was 3.0M)"
     rf"|~?{_NUM}[kmb]?\s*(?P<metric3>{_TIME_METRIC}|{_RATE_METRIC})(?:/\w+)?"
@@ -711,7 +717,7 @@ _WORSE_WORD = re.compile(
 _STAYS = re.compile(
     r"\b(?:since|overnight|(?:has|have)\s+(?:stayed|been)|stays?|still|now|right\s+now|ago"
     r"|yesterday|(?:is|are)\s+(?:crawling|slow)|(?:over|in)\s+the\s+(?:last|past)|normally"
-    r"|usually|typically|at\s+~?\d{1,2}:\d\d"
+    r"|usually|typically|(?:at|around|from)\s+~?\d{1,2}:\d\d"
     r"|for\s+the\s+last|this\s+morning|tonight|hasn't\s+(?:come\s+back|recovered)"
     r"|(?:not|never)\s+(?:come|came|coming)\s+back)\b",
     re.IGNORECASE,

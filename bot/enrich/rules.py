@@ -31,6 +31,7 @@ from bot.enrich.conversations import summarize_burst
 from bot.enrich.incident_posts import (
     about_incident,
     asks_attention,
+    breaks_the_run,
     declares_incident,
     dismisses,
     fixes_a_told_failure,
@@ -64,7 +65,7 @@ from bot.enrich.learned import (
 )
 from bot.enrich.markdown import Document, clean_line, parse_post, relayed_words
 from bot.enrich.spam import is_spam
-from bot.enrich.summary import NO_TEXT, compose_summary, is_chitchat, words
+from bot.enrich.summary import NO_TEXT, compose_summary, is_chitchat, table_summary, words
 from bot.enrich.tags import choose_tag
 from bot.models import Event
 
@@ -112,7 +113,7 @@ def not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bo
     """About no incident of the run's whatever its words: a crash in an ablation, an issue or a
     post asking for a change, a post-mortem of a period, a reply dismissing an alert."""
     return (
-        thread_is_experiment(context)
+        (thread_is_experiment(context) and not breaks_the_run(doc.prose))
         or (
             title is not None
             and (names_a_change(title) or is_template(title) or is_test_report(title))
@@ -298,6 +299,8 @@ def enrich_text(
     summary = compose_summary(doc, own_title)
     if own_title is None and title and summary == NO_TEXT:
         summary = compose_summary(doc, title)
+    if summary == NO_TEXT:
+        summary = table_summary(body) or NO_TEXT  # a post that is only a table
 
     # a bridged chat message is judged by its speaker's words, summarised with their name
     judged = relayed_words(doc) if source == "discord" else doc

@@ -20,7 +20,8 @@ _PROMO = re.compile(
         check\s+out\s+(?:our|my|this)|visit\s+(?:our|my)|(?:our|my)\s+(?:platform|product|startup
           |service|tool|app|website|site|course|company|agency|team\s+offers)
       | sign\s+up|free\s+trial|(?:\d{1,2}\s?%|percent)\s+off|discount|promo(?:tion)?\s*code|coupon
-      | limited[- ]time|act\s+now|don't\s+miss|best\s+price|cheap(?:est)?|affordable|lowest\s+price
+      | limited[- ]time|act\s+now|don't\s+miss|best\s+prices?|cheap(?:est)?|affordable
+      | lowest\s+prices?|free\s+shipping
       | click\s+(?:here|the\s+link)|link\s+in\s+(?:my\s+)?(?:bio|profile)|dm\s+me|contact\s+me
       | hire\s+(?:me|us)
       | whats\s?app|telegram|wechat|airdrop|crypto(?:currency)?|token\s+sale|nfts?|giveaway|casino
@@ -29,7 +30,7 @@ _PROMO = re.compile(
       | boost\s+your|grow\s+your|we\s+offer|we\s+provide|i\s+offer|special\s+offer|buy\s+now
       | (?:rent|cheap|on-?demand)\s+(?:gpus?|h100s?|a100s?)\s+(?:at|from|for)
       | enrol(?:l|ment)?\s+(?:now|today)|register\s+(?:now|today)|early[- ]bird|bootcamp
-      | (?:this|today)\s+(?:week|month)?\s*only|only\s+today
+      | (?:this|today)\s+(?:week(?:end)?|month)?\s*only|only\s+today
       | (?:please\s+)?star\s+(?:the|my|our)\s+repo
       | share\s+(?:it\s+)?with\s+your|would\s+mean\s+a\s+lot|buy\s+(?:followers|likes|stars)
       | followers|top\s+\d+\s+(?:ai\s+)?tools|(?:discord\s+)?nitro|free\s+(?:\w+\s+){0,2}credits

@@ -288,6 +288,11 @@ def compose_summary(doc: Document, title: str | None, limit: int = 200) -> str:
     if text[:1].islower() and not text[1:2].isupper():
         text = text[0].upper() + text[1:]  # "the run…" after a stripped "TL;DR:" or greeting
     t = _one_line(clean_title(title))
+    if t and not text and not from_heading and (error := error_text(doc)):
+        # a description that is only a pasted log: its title, and the log's error if it fits
+        said = f"{t} — {error}"
+        if len(said) <= limit and error.lower() not in t.lower():
+            return said
     if t and (from_heading or not text):
         return truncate(t, limit)
     if t and text and not _standalone(text):
@@ -309,6 +314,41 @@ _ERROR_LINE = re.compile(
     r"(?:^|[\s\]:|])(?:[\w.]*(?:Error|Exception|Interrupt)\b|FATAL|ERROR|CRITICAL|Killed\b"
     r"|Segmentation fault|Out of memory|NCCL (?:WARN|error))"
 )
+# What starts the error in its line: "NCCL WARN NET/IB : … port error" after a host and pid.
+_ERROR_START = re.compile(
+    r"[\w.]*(?:Error|Exception)\b|FATAL|ERROR|CRITICAL|Killed\b|Segmentation fault|Out of memory"
+    r"|NCCL (?:WARN|error)"
+)
+
+
+#: A markdown table's header row and the separator under it.
+_TABLE_HEAD = re.compile(r"^\s*\|(?P<cells>.+)\|\s*\n\s*\|?\s*:?-{2,}", re.MULTILINE)
+
+
+def table_summary(body: str, limit: int = 200) -> str:
+    """A post that is only a table, said by its columns ("A table of phase, tokens, steps,
+    est. wall"), or empty when the body has no table."""
+    m = _TABLE_HEAD.search(body[:4000])
+    if m is None:
+        return ""
+    cells = [clean_line(c).strip(" *") for c in m.group("cells").split("|")]
+    cells = [c for c in cells if c]
+    if not cells:
+        return ""
+    said = "A table of " + ", ".join(cells)
+    return said if len(said) <= limit else truncate(said, limit)
+
+
+def error_text(doc: Document) -> str:
+    """The error of a pasted log from where it starts in its line (no host, pid or timestamp
+    before it), or empty when the log has none."""
+    for line in doc.code:
+        m = _ERROR_START.search(line) if _ERROR_LINE.search(line) else None
+        if m is not None:
+            return clean_line(line[m.start() :]).strip()
+    return ""
+
+
 _WORDY = re.compile(r"[A-Za-z]{3,}")
 
 

@@ -390,6 +390,16 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("gyrfalcon's been at the same step since 02:40, W&B flat, job still RUNNING", True),
     ("no new steps after 41,000 and the job says RUNNING", True),
     ("the eval has been at the same step since yesterday", False),
+    # zero throughput, a keeps-dying resume, a host that took the job down, a guard's halt
+    ("anyone else seeing 0 tok/s", True),
+    ("resume keeps dying, checksum mismatch on 373k shard 0412", True),
+    ("s2-w17 just took the job down: HBM uncorrectable ECC error on chip 3", True),
+    ("**CRIT** wren-400b · halted by nan-guard at 294,377 · last good ckpt 294,000", True),
+    ("why is mfu 31% lol, was 38 this morning", True),
+    ("grafana's dead for me", False),
+    ("mix-v4 is built, manifest frozen at mix-v4@e1c07d", False),
+    ("harmless. lldpd re-announces on the RoCE ports every few minutes", False),
+    ("rocprofv3 --hip-trace segfaults on 2 nodes at step 3", False),
     ("every rank waiting on the 32 nodes behind leaf switch L3-07", True),
     ("kiln is at 2.1M tok/s since ~13:40 (was 3.0M), step time 8.0s", True),
     ("we are at 2.9M tok/s since the restart (was 3.0M)", False),
@@ -457,3 +467,32 @@ def test_a_settled_spec_is_no_frozen_run() -> None:
     assert not enrich_text(
         title=test, body="Severity: None (test)", kind="issue", source="github"
     ).incident
+
+
+@pytest.mark.parametrize(
+    ("title", "kind", "body", "about"),
+    [
+        # a change whose description tells the failure it reverts or fixes, since when
+        ("Revert #831", "pull", "Revert #831: the main run OOMs since it landed.", True),
+        ("hotfix(ckpt): longer GCS write deadline", "pull",
+         "## Summary\nSaves on the main run have been failing since 03:10.", True),
+        ("ckpt: bigger write buffer", "pull", "Saves could fail if GCS is slow.", False),
+        ("retro: merlin-70b stage 1, June–July", "issue", "by cause: hardware 5, network 2", False),
+    ],
+)  # fmt: skip
+def test_a_change_that_tells_its_failure_and_a_periods_retro(
+    title: str, kind: str, body: str, about: bool
+) -> None:
+    e = enrich_text(title=title, body=body, kind=kind, source="github")
+    assert e.incident is about and not e.live_report
+
+
+def test_a_change_that_broke_the_run_is_the_runs_whatever_its_thread() -> None:
+    context = ThreadContext(title="evals: MMLU-Pro in the in-loop eval set", kind="pull")
+    said = "since this landed the train loop hangs at the in-loop eval, no steps since 06:00"
+    e = enrich_text(title=None, body=said, kind="comment", source="github", context=context)
+    assert e.live_report
+    plain = "the eval harness hangs on mmlu_pro shard 3, no results since 06:00"
+    assert not enrich_text(
+        title=None, body=plain, kind="comment", source="github", context=context
+    ).live_report

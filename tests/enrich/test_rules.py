@@ -744,3 +744,9 @@ def test_the_same_failure_on_another_attempt_goes_on_in_its_thread() -> None:
 def test_caveats_and_guards_are_read_as_reports(text: str, live: bool) -> None:
     e = enrich_text(title=None, body=text, kind="message", source="discord", learned=False)
     assert e.live_report is live
+
+
+def test_a_post_that_is_only_a_table_is_said_by_its_columns() -> None:
+    table = "| phase | tokens | steps |\n|---|---|---|\n| decay | 0.9T | 53,600 |"
+    e = enrich_text(title=None, body=table, kind="comment", source="github")
+    assert e.summary == "A table of phase, tokens, steps" and e.newsworthy

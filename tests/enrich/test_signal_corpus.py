@@ -32,11 +32,11 @@ SUMMARY_PROBLEMS_MAX = 0.05  # summaries a heading, a bare title, a cut phrase o
 # it) are harder: the floors below were lowered to what the corpus reads with them in. The
 # last batches were barely tuned on: their follow-ups ("restored from 63,000 at 07:48") are
 # often read as live reports, which costs live-report precision, not the 🚨's.
-SHOWN_TAG_FLOOR = 0.94  # reached 0.955 (2,367 of 2,478 tags shown, 3,879 entries)
-MARK_PRECISION_FLOOR = 0.93  # reached 0.950 (1,059 of 1,115 marks, 3,879 entries)
-RECALL_FLOOR = 0.93  # reached 0.945
-PRECISION_FLOOR = 0.77  # reached 0.790 (live reports flagged, 3,759 entries)
-KIND_FLOOR = 0.69  # of the incidents found, the share whose kind matches the label (0.710)
+SHOWN_TAG_FLOOR = 0.94  # reached 0.955 (2,730 of 2,860 tags shown, 4,479 entries)
+MARK_PRECISION_FLOOR = 0.93  # reached 0.955 (1,214 of 1,271 marks, 4,479 entries)
+RECALL_FLOOR = 0.93  # reached 0.935 (live reports flagged, 4,479 entries)
+PRECISION_FLOOR = 0.77  # reached 0.773 (live reports flagged, 4,479 entries)
+KIND_FLOOR = 0.69  # of the incidents found, the share whose kind matches the label (0.702)
 #: Incident events of the development corpus the rules and the scorer leave unmarked:
 #: - the only report of a fault inside a weekly digest, which the rules take as a review of its
 #:   week: c2232, c4073; a failure among an agent's routine lines: c3957;
@@ -50,13 +50,16 @@ KIND_FLOOR = 0.69  # of the incidents found, the share whose kind matches the la
 #:   (c2829);
 #: - a missing checkpoint marker raised in an eval thread after "Separate thing:" (c4194); a
 #:   question whose answers tell the incident in words the rules do not read (a grad-norm
-#:   saw-tooth from replayed data, c4266; a checkpoint with 0-byte shards, c4334).
+#:   saw-tooth from replayed data, c4266; a checkpoint with 0-byte shards, c4334);
+#: - "loss 🚀 again", where the same words a few days before were a spike that recovered
+#:   (c4535); two outages first told in reviews of unrelated pulls, which the rules never read
+#:   as reports (c4663, c4690).
 KNOWN_UNMARKED = frozenset(
     {
         *("c2232", "c4073", "c3957"),
         *("c2713", "c2782", "c4024", "c4055", "c4093"),
         *("c2369", "c2478", "c2522", "c2536", "c2829"),
-        *("c4194", "c4266", "c4334"),
+        *("c4194", "c4266", "c4334", "c4535", "c4663", "c4690"),
     }
 )
 

@@ -27,6 +27,7 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "🔥🔥 H100 bare metal 1.10$/hr!! no contract. DM me or visit cheap-gpus-now . com 🔥🔥",
         "Stake your idle GPU hours and earn daily 💰 DM me for the whitelist 👉 gpustake[.]io",
         "🎁 Free NVIDIA H200 credits for academic researchers!! Limited offer, claim before Friday",
+        "best prices on rgb gaming chairs this weekend only!!! free shipping at deals-4u dot biz",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:

@@ -192,6 +192,7 @@ CONFIRMED = "yes: the trainer died at 05:58 with an NCCL timeout on r12, restart
         (NOTICED, timedelta(minutes=12), True),
         (NOTICED, timedelta(minutes=45), False),  # another conversation by then
         ("what was the flat stretch in the loss curve around 20 Feb?", timedelta(minutes=5), False),
+        ("anyone grabbing lunch?", timedelta(minutes=2), False),  # nothing of a run in it
     ],
 )
 async def test_a_chat_message_is_the_first_word_of_the_incident_its_channel_tells(

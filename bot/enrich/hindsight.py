@@ -31,7 +31,7 @@ from bot.enrich.incident_posts import dismisses
 from bot.enrich.incidents import HISTORY, MONTHS, names_another_workload, signals_heard
 from bot.enrich.learned import features, load_model
 from bot.enrich.markdown import clean_line, parse_post, relayed_words
-from bot.enrich.rules import not_the_runs
+from bot.enrich.rules import names_the_run, not_the_runs
 from bot.models import Event
 
 #: How soon after the issue a reply must speak for the issue to be read again.
@@ -80,6 +80,8 @@ def hints_at_incident(post: Event) -> bool:
         return True
     if signals_heard(f"{clean_line(title)}\n{doc.prose}" if title else doc.prose):
         return True
+    if not names_the_run(f"{title or ''}\n{doc.prose}"):
+        return False  # the scorer leans towards any question ("anyone grabbing lunch?")
     return load_model().probability(features(doc, title, post.kind, post.source)) >= HINT
 
 

@@ -82,6 +82,17 @@ TITLED_KINDS: Final = frozenset({"issue", "pull"})
 _STATE_KINDS: Final = frozenset({"state", "restart"})
 _GIF_HOSTS: Final = ("tenor.com", "giphy.com", "gfycat.com")
 _SPEAKER = re.compile(r"^[^:\n]{1,80}:\s+")
+#: Something a report of the run names: a number, the run or a part of it, a metric, a tool
+#: that shows it, or a failure. A post with none of these is no report, whatever its words.
+_OF_A_RUN = re.compile(
+    r"\d|\b(?:run|job|train\w*|loss|step|node|gpu|tpu|host|rank|slice|rack|pod|nccl|rccl|ckpt"
+    r"|checkpoint|throughput|mfu|tok|tokens|tgs|goodput|util\w*|w&b|wandb|grafana|dashboard|panel"
+    r"|slurm|squeue|sacct|queue|oom\w*|nan|crash\w*|error\w*|fail\w*|dead|down|stuck|hang\w*"
+    r"|hung|stall\w*|slow\w*|broke\w*|died|dying|killed|preempt\w*|evict\w*|restart\w*"
+    r"|resum\w*|lost|disk|storage|bucket|network|ib|link|memory|hbm|ecc|xid|driver|kernel"
+    r"|[a-z]+-\d|pager|alert\w*|page[ds]?)\b|[📉📈💀🔥🚨]",
+    re.IGNORECASE,
+)
 #: A sentence that opens with a condition says what happens then, not what happened.
 _CONDITIONAL = re.compile(r"^\W*(?:if|when|whenever|unless|in\s+case|once)\b", re.IGNORECASE)
 # "Bump pyyaml from 6.0.1 to 6.0.2": an automated dependency bump (from an outside account)
@@ -183,6 +194,12 @@ def _judge(
     return False, about, None, None
 
 
+def names_the_run(text: str) -> bool:
+    """The text names something a report of the run would: a number, the run or a part of
+    it, a metric, a tool that shows it, or a failure."""
+    return _OF_A_RUN.search(text) is not None
+
+
 def _logs(doc: Document) -> str:
     """The log-looking lines, or for a post that is only a pasted log, its first lines."""
     return doc.logs or ("" if doc.prose else "\n".join(doc.code))
@@ -200,6 +217,8 @@ def _learned_report(
         return None
     if all(_CONDITIONAL.match(s) for s in SENTENCE_SPLIT.split(doc.prose.strip()) if s):
         return None  # "if the job is wedged we requeue it": a rule, not a report
+    if not names_the_run(f"{title or ''}\n{doc.prose}"):
+        return None  # "anyone grabbing lunch?": nothing of a run to report on
     model = load_model() if learned is True else learned
     heard = signals_heard(f"{title}\n{doc.prose}" if title else doc.prose)
     bar = model.over if heard else model.threshold

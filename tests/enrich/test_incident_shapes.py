@@ -392,6 +392,8 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("the eval has been at the same step since yesterday", False),
     # zero throughput, a keeps-dying resume, a host that took the job down, a guard's halt
     ("anyone else seeing 0 tok/s", True),
+    ("anyone grabbing lunch?", False),  # the scorer leans on "anyone …?"; nothing of a run
+    ("who is around this weekend?", False),
     ("resume keeps dying, checksum mismatch on 373k shard 0412", True),
     ("s2-w17 just took the job down: HBM uncorrectable ECC error on chip 3", True),
     ("**CRIT** wren-400b · halted by nan-guard at 294,377 · last good ckpt 294,000", True),

@@ -107,6 +107,9 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("copperline/wren", 4480, 4599),
     ("stonebridge/avocet", 4600, 4719),
     ("fieldnote/merlin", 4720, 4839),
+    ("brightwater/plover", 4840, 4959),
+    ("northgate/shearwater", 4960, 5079),
+    ("hollin/dunlin", 5080, 5199),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -161,6 +164,9 @@ BATCH_COMMITS: dict[str, str] = {
     "copperline/wren": "a27a362",
     "stonebridge/avocet": "50cd47f",
     "fieldnote/merlin": "b862838",
+    "brightwater/plover": "dcb4e75",
+    "northgate/shearwater": "70a0042",
+    "hollin/dunlin": "ebc6684",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

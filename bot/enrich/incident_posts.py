@@ -63,8 +63,8 @@ _RETROSPECTIVE = re.compile(
 #: prompts", "Benchmark: step time with FP8") or a proposal: its failures are not the run's.
 #: A period's review named: "October reliability review", "Retrospective: June", "Q3 uptime".
 _PERIOD_REVIEW = re.compile(
-    rf"\b(?:(?:reliability|uptime|availability|monthly|quarterly|{MONTHS}|q[1-4])\s+"
-    r"(?:review|report|recap|summary|retro(?:spective)?|reliability|uptime)"
+    rf"\b(?:(?:reliability|uptime|availability|monthly|quarterly|{MONTHS}|q[1-4])\s+(?:\d{{4}}\s+)?"
+    r"(?:incidents?\s+)?(?:review|report|recap|summary|retro(?:spective)?|reliability|uptime)"
     rf"|(?:retrospective|retro|review|recap)\s*[:—-]\s*(?:{MONTHS}|q[1-4]|(?:the\s+)?(?:last\s+)?"
     r"(?:week|month|quarter|year))"
     # "retro: merlin-70b stage 1, June–July": months from one to another
@@ -104,8 +104,15 @@ _OTHER_SUBJECT_TITLE = re.compile(
 #: attention", "Status: 🔴", "paging on-call", whose log excerpt says what broke.
 _ATTENTION = re.compile(
     r"\b(?:needs?\s+(?:attention|a\s+human|eyes|someone)|paging|paged|page\s+on-?call"
-    r"|(?:status|state)\s*[:=]\s*(?:[^\w\s]+\s*)?(?:red|error|attention|alert)\b)|🔴|🚨",
-    re.IGNORECASE,
+    r"|(?:status|state)\s*[:=]\s*(?:[^\w\s]+\s*)?(?:red|error|attention|alert)\b"
+    # a person asking whether the pasted log is a problem: "Is this something I should worry
+    # about?", "should we be worried?"
+    r"|something\s+(?:i|we)\s+should\s+worry\s+about|should\s+(?:i|we)\s+(?:be\s+)?worr(?:y|ied)"
+    r"|something\s+to\s+worry\s+about"
+    # an agent's alert: "🤖 plover-data · alert", "recommended action: check the loader" (not
+    # "recommended action: none")
+    r"|recommended\s+action\s*:\s*(?!none\b|no\s+action\b|n/a\b)\w)|·\s*alert\s*$|🔴|🚨",
+    re.IGNORECASE | re.MULTILINE,
 )
 
 
@@ -132,9 +139,25 @@ def thread_is_experiment(context: ThreadContext) -> bool:
 #: loop hangs", "after merging this, step 212k NaNs", "this broke the main run".
 _BROKE_THE_RUN = re.compile(
     r"\b(?:since\s+(?:this|it)\s+(?:landed|was\s+merged|merged|went\s+in)"
-    r"|after\s+merging\s+(?:this|it)|this\s+(?:pr\s+|change\s+)?broke\s+the\s+(?:main\s+)?run)\b",
+    r"|after\s+merging\s+(?:this|it)|this\s+(?:pr\s+|change\s+)?broke\s+the\s+(?:main\s+)?run)\b"
+    # a post that says it is about something else than its thread: "Unrelated to the
+    # proposal itself, but urgent: the step_260000 save just failed"
+    r"|^\W*(?:unrelated\s+to\s+(?:this|the)\b[^:\n]{0,40}?\bbut\b"
+    r"|off[- ]topic\b[^:\n]{0,30}?\bbut\b|(?:separate|different)\s+(?:thing|topic|issue)\s*:)",
     re.IGNORECASE,
 )
+#: A test of the alarms on purpose: "Game day 2033-01-07: simulated rack loss", "[GAME DAY —
+#: EXERCISE] SEV2 declared", "[DRY-RUN] node loss".
+_EXERCISE = re.compile(
+    r"\b(?:game[- ]?days?|exercise|drills?|dry[- ]run|simulated|chaos\s+tests?|tabletop)\b",
+    re.IGNORECASE,
+)
+
+
+def is_exercise(title: str, prose: str) -> bool:
+    """The post or its title opens by saying it is an exercise, a drill or a simulation: its
+    failures are make-believe."""
+    return bool(_EXERCISE.search(title) or _EXERCISE.search(prose.lstrip()[:120]))
 
 
 def breaks_the_run(prose: str) -> bool:
@@ -529,6 +552,8 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
         or reviews_a_period(prose, context.title)
         or dismisses(prose)
         or is_test_report(context.title)
+        or is_template(context.title)
+        or is_exercise(context.title, prose)
     ):
         return False
     text = f"{title}\n{prose}" if title else prose

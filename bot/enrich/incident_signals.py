@@ -298,9 +298,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "checkpoint-failed",
         "save",
-        # "the 64,000 save failed", "the hero save at 24k failed"
-        r"(?:the\s+)?(?:[\d,.]+k?\s+)?saves?\s+(?:at\s+(?:step\s+)?[\d,.]+k?\s+)?"
-        r"(?:failed|is\s+failing|errored|timed\s+out)",
+        # "the 64,000 save failed", "the hero save at 24k failed", "the step_260000 save just
+        # failed on every rank"
+        r"(?:the\s+)?(?:(?:[\d,.]+k?|step[_-]?\d+)\s+)?saves?\s+(?:at\s+(?:step\s+)?[\d,.]+k?\s+)?"
+        r"(?:just\s+|has\s+|have\s+|also\s+)?(?:failed|is\s+failing|errored|timed\s+out)",
     ),
     _sig(
         "checkpoint-failed",
@@ -533,9 +534,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "stuck stall froze wedged progress",
         # not a plan or a spec that is settled: "Spec v3 (frozen)", "the config is frozen"
         r"stuck|stall(?:s|ed|ing)?|froze|wedged|no\s+progress"
-        r"|(?<!\()(?<!manifest\s)(?<!spec\s)(?<!config\s)(?<!mix\s)(?<!plan\s)(?<!design\s)"
-        r"(?<!schema\s)(?<!budget\s)(?<!weights\s)(?<!layers\s)(?<!nearly\s)(?<!almost\s)"
-        r"(?<!effectively\s)frozen(?!\))",
+        # "frozen" only said of the run or a part of it: a spec, a table, a mixture, weights or
+        # an lr are "frozen" when settled ("Updated and frozen.", "the frozen table")
+        r"|(?:job|run|training|trainer|process|everything|it|rank\s*\d+|node\s+\S+|host\s+\S+)"
+        r"\s+(?:is\s+|was\s+|seems\s+|looks\s+|'s\s+)?(?:completely\s+|totally\s+)?frozen\b",
         needs_subject=True,
     ),
     # --- the same faults as other stacks and people put them (issue 40: breadth, not phrases)
@@ -863,7 +865,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # same step every time"
     _sig(
         "crash",
-        "times same keeps",
+        "times same keeps fails",
         r"(?:restarted|relaunched|requeued|rebooted|crashed|died|failed)\s+(?:itself\s+)?"
         r"(?:\d+|two|three|four|five|six|several|many)\s+times\s+(?:in\s+(?:the\s+)?(?:last|past)"
         r"|since|today|tonight|this\s+morning|overnight|in\s+a\s+row)"
@@ -871,7 +873,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"the\s+same\s+(?:step|spot|place|batch|point|iteration|line)"
         # "resume keeps dying, checksum mismatch on 373k"
         r"|(?:resume|restart|restore|relaunch|job|run|training)s?\s+keeps?\s+(?:on\s+)?"
-        r"(?:dying|crashing|failing|hanging|ooming|getting\s+killed)",
+        r"(?:dying|crashing|failing|hanging|ooming|getting\s+killed)"
+        # "Restart after last night's image bump fails at load"
+        r"|(?:restart|resume|restore|relaunch)s?\b[^.\n]{0,50}?\bfails\s+(?:at|on|to|with|every|again)",
     ),
     # a machine leaving and what it took: "kelp-g044 dropped off slurm", "took the job with it"
     _sig(
@@ -924,8 +928,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # name (the run's, a host's); common nouns and tools are ruled out when judged (_NOT_A_NAME)
     _sig(
         "hang",
-        "wedged hung hanging stuck stalled frozen paused halted",
-        rf"{_NAMED}(?:wedged|hung|hanging|stuck|stalled|frozen|paused|halted)\b"
+        "wedged hung hanging stuck stalled paused halted",
+        rf"{_NAMED}(?:wedged|hung|hanging|stuck|stalled|paused|halted)\b"
         r"(?!\s+(?:on|with|by|behind|waiting|until|for\s+(?:review|now)|at\s+(?:the\s+)?"
         r"(?:same|\d)))",
     ),

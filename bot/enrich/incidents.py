@@ -117,8 +117,11 @@ HISTORY = re.compile(
     r"|remember\s+when|back\s+when|good\s+times|(?-i:in\s+May)"
     rf"|(?:in|during)\s+(?:early\s+|mid-?|late\s+)?{MONTHS}"
     # "the February restart loop", "September's outage": one named by its month is over
-    rf"|the\s+{MONTHS}(?:'s)?\s+(?!\d)(?:\w+\s+){{0,2}}?(?:outages?|incidents?|loops?|crash(?:es)?"
-    r"|hangs?|failures?|restarts?|downtime))\b",
+    rf"|the\s+{MONTHS}(?:'s)?\s+(?!\d)(?:\w+\s+){{0,2}}?(?:outages?|incidents?|loops?"
+    r"|crash(?:es)?|hangs?|failures?|restarts?|downtime|preemptions?)"
+    # "the Dec 27 preemption" (not "since the Apr 6 restart", which is now)
+    rf"|(?<!since\s)the\s+{MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?\s+(?:\w+\s+){{0,2}}?(?:outages?"
+    r"|incidents?|crash(?:es)?|hangs?|failures?|downtime|preemptions?))\b",
     re.IGNORECASE,
 )
 # In the sentence: it was planned ("preempted on schedule, as expected", "drained for maintenance").
@@ -202,6 +205,7 @@ _NOT_THE_RUN = re.compile(
     # someone's own workload: "my interactive node got OOM killed", "my debug job"
     r"|my\s+(?:\S+\s+)?(?:interactive|debug|dev|test|personal|local)|interactive\s+(?:node|session|job|shell)s?"
     r"|dev\s+(?:vms?|box(?:es)?|tpus?|machines?|instances?)|arms?\s+(?:\d|[a-h]\b)"
+    r"|\d+\s*%\s+arm\b|\barms?\s+(?:fell|died|crashed|oom\w*)"
     r"|(?:smoke|canary|dry|test|debug|toy)[- ](?:runs?|tests?|jobs?)"
     # a job with another purpose: "the tokenizer job OOMed", "the export script died"
     r"|(?:tokeni[sz]\w*|preprocess\w*|download|upload|export|conversion|convert|dedup\w*"
@@ -432,7 +436,8 @@ ALL_FINE = re.compile(
     r"|(?:training|the\s+run|the\s+job|hero|it)"
     r"(?:\s+itself)?\s+(?:was|is|stays|stayed)\s+(?:fine|unaffected|healthy)|nothing\s+to\s+do"
     r"|no\s+action\s+(?:is\s+)?needed|(?<!raise\sa\s)(?<!sound\sa\s)false\s+alarm"
-    r"|not\s+an\s+incident)\b",
+    r"|not\s+an\s+incident|(?:is|was|are|were|stays?|stayed)\s+unaffected"
+    r"|no\s+action\s+(?:for\s+us|required))\b",
     re.IGNORECASE,
 )
 #: A note that the run came back after something was done about a fault: "Lowered num_workers
@@ -534,6 +539,8 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
         kinds.add(slower)
     if not kinds and not machine and loss_shift(text):
         kinds.add("outage")
+    if not kinds and not machine and checkpoint_behind(text):
+        kinds.add("checkpoint-failed")
     if not kinds and not machine:
         held = state_held(text)
         if held is not None:
@@ -683,7 +690,8 @@ _RATE_METRIC = (
 _NUM = r"(\d+(?:[.,]\d+)?)"
 _FROM_TO = re.compile(
     rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,40}}?"
-    rf"(?:(?:from|was)\s+~?{_NUM}[^\d\n]{{0,12}}?\s*(?:to|→|->)\s*~?{_NUM}"
+    rf"(?:(?:from|was)\s+(?:about\s+|around\s+|roughly\s+)?~?{_NUM}[^\d\n]{{0,12}}?\s*(?:to|→|->)\s*"
+    rf"(?:about\s+|around\s+|roughly\s+)?~?{_NUM}"
     rf"|~?{_NUM}[^\d\n]{{0,12}}?\s*(?:→|->|(?:down|dropped|fell)\s+to)\s*~?{_NUM}"
     rf"|(?:is|are|at|now|takes?|taking)\s+~?{_NUM}[^\d\n]{{0,12}}?\s*instead\s+of\s+~?{_NUM})",
     re.IGNORECASE,
@@ -699,7 +707,8 @@ _NOW_VS_THEN = re.compile(
     rf"(?:baseline|was|normally|usually|normal|expected)\s*:?\s*~?{_NUM}"
     # "180 tok/s/gpu, normally 2.4k", "2.1M tok/s since ~13:40 (was 3.0M)"
     rf"|~?{_NUM}[kmb]?\s*(?P<metric3>{_TIME_METRIC}|{_RATE_METRIC})(?:/\w+)?"
-    rf"(?:\s+since\s+~?[\d:]+)?\s*[,;(]\s*(?:normally|usually|typically|baseline|was)\s*:?\s*~?{_NUM}",
+    rf"(?:\s+since\s+(?:~?[\d:]+|the\s+\w+))?\s*[,;(]\s*(?:normally|usually|typically|baseline|was)"
+    rf"\s*:?\s*~?{_NUM}",
     re.IGNORECASE,
 )
 #: "2.4k": a figure in thousands, read as its value.
@@ -707,7 +716,7 @@ _THOUSANDS = re.compile(r"\b(\d+(?:\.\d+)?)k\b", re.IGNORECASE)
 _WORSE_WORD = re.compile(
     rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\b(?:(?:dropped|fell|tanked|sagg\w+"
     r"|collapsed|plummeted|cratered)|(?:halved|cut\s+in\s+half|dropped\s+by\s+half)"
-    r"|(?:doubled|tripled|quadrupled|\d+(?:\.\d+)?\s*(?:x|times)\s+(?:slower|longer|higher|what))"
+    r"|(?:doubled|tripled|quadrupled|\d+(?:\.\d+)?\s*(?:x|×|times)\s+(?:slower|longer|higher|what))"
     r"|(?:is|are)\s+(?:only\s+)?(?:a\s+(?:third|quarter|fraction)|half)\s+of"
     r"|(?:down|dropped)\s+(?:by\s+)?(?:a\s+third|a\s+quarter|half|(?:1[5-9]|[2-9]\d)\s*%)"
     r"|(?:went|dropped|fell)\s+to\s+(?:0|zero)\b|(?:is|are|at)\s+(?:0|zero)\b(?!\.\d)"
@@ -778,6 +787,40 @@ def slowdown(text: str) -> str | None:
                 return "network"
             return "storage" if _IO.search(text) else "outage"
     return None
+
+
+# --------------------------------------------------------------------------------------------
+# The newest checkpoint far behind the run: "newest thing in ckpt/ is step_150500 and W&B says
+# 154.3k", "the newest directory is step_232000, and the log says the run is at 234,6xx". Not
+# "the newest checkpoint is step_40000 and the run is at 40,1xx" (a save is due).
+
+_BEHIND = re.compile(
+    r"\b(?:newest|latest)\s+(?:thing|checkpoint|ckpt|dir(?:ectory)?|save)\b[^.\n]{0,80}?"
+    r"\bstep[_ ]?(?P<saved>\d[\d,]*)\b[^.\n]{0,30}?\b(?:and|but|while)\b[^.\n]{0,30}?"
+    r"\b(?:w&b|wandb|the\s+log|the\s+run|training|the\s+job)\b[^.\n]{0,30}?"
+    r"(?:says|shows|is\s+at|reports)\s+(?:the\s+run\s+is\s+at\s+|step\s+)?"
+    r"(?P<at>\d[\d,.]*)(?P<k>k|xx|x{3})?",
+    re.IGNORECASE,
+)
+#: How far behind the run its newest checkpoint must be, as a share of the step.
+BEHIND_SHARE: Final = 0.01
+
+
+def checkpoint_behind(text: str) -> bool:
+    """The text says the newest checkpoint is well behind the step the run is at."""
+    for m in _BEHIND.finditer(text[:DETECT_LIMIT]):
+        saved = float(m.group("saved").replace(",", ""))
+        at_text = m.group("at").replace(",", "")
+        suffix = (m.group("k") or "").lower()
+        try:
+            at = float(at_text) * 1000 if suffix == "k" else float(at_text)
+        except ValueError:
+            continue
+        if suffix.startswith("x"):
+            at *= 10 ** len(suffix)  # "234,6xx": the digits known, the rest unknown
+        if saved > 0 and at - saved >= BEHIND_SHARE * saved:
+            return True
+    return False
 
 
 # --------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from bot.enrich.incident_posts import (
     declares_incident,
     dismisses,
     fixes_a_told_failure,
+    is_exercise,
     is_recovery_note,
     is_retrospective,
     is_template,
@@ -125,6 +126,7 @@ def not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bo
     post asking for a change, a post-mortem of a period, a reply dismissing an alert."""
     return (
         (thread_is_experiment(context) and not breaks_the_run(doc.prose))
+        or is_exercise(title or "", doc.prose)
         or (
             title is not None
             and (names_a_change(title) or is_template(title) or is_test_report(title))
@@ -142,7 +144,8 @@ def _incident(
     if found is None and doc.code and (asks_attention(doc.prose) or len(words(doc.prose)) <= 8):
         # "needs attention. The last lines from rank 0 are:" and the log says what broke; a
         # pasted log with a few words of its own ("schist down", "second time tonight") too
-        found = find_incident("", "", "\n".join(doc.code))
+        # a machine's event names read as words: "loader_workers_oom_killed"
+        found = find_incident("", "", "\n".join(doc.code).replace("_", " "))
     if found is not None:
         kind, severity = found
         return True, severity, sharper_kind(kind, "\n".join(doc.code))

@@ -402,6 +402,24 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("mix-v4 is built, manifest frozen at mix-v4@e1c07d", False),
     ("harmless. lldpd re-announces on the RoCE ports every few minutes", False),
     ("rocprofv3 --hip-trace segfaults on 2 nodes at step 3", False),
+    # round three: a restart failing at load, a save that just failed, a slowdown told with
+    # "about", a question about a pasted log; a settled spec, a game day, an ablation's arm
+    ("Restart after last night's image bump fails at load, same shard every time", True),
+    ("Unrelated to the proposal itself, but urgent: the step_260000 save just failed", True),
+    ("the step time seems to have gone from about 18 seconds to about 29 since Thursday", True),
+    ("Updated and frozen. The decay is linear 3e-4 → 3e-5 from 400,000", False),
+    ("The frozen table is in #153", False),
+    ("the job is frozen since 02:10, no log lines", True),
+    ("[GAME DAY — EXERCISE] SEV2 declared — staging lost rack r22 (simulated)", False),
+    ("The 35% arm fell over with an OOM this morning", False),
+    ("INC-2437 is another team's feature store. sw480 is unaffected; no action for us.", False),
+    ("People keep referring to the Dec 27 preemption — what happened there?", False),
+    (
+        "is the hero writing checkpoints? newest thing in ckpt/ is step_150500 and W&B says 154.3k",
+        True,
+    ),
+    ("the newest directory is step_232000, and the log says the run is at 234,6xx", True),
+    ("the newest checkpoint is step_40000 and the run is at 40,1xx, all good", False),
     ("every rank waiting on the 32 nodes behind leaf switch L3-07", True),
     ("kiln is at 2.1M tok/s since ~13:40 (was 3.0M), step time 8.0s", True),
     ("we are at 2.9M tok/s since the restart (was 3.0M)", False),
@@ -498,3 +516,21 @@ def test_a_change_that_broke_the_run_is_the_runs_whatever_its_thread() -> None:
     assert not enrich_text(
         title=None, body=plain, kind="comment", source="github", context=context
     ).live_report
+
+
+def test_an_agents_alert_and_a_pasted_log_asked_about_are_read_through_the_log() -> None:
+    alert = (
+        "🤖 plover-data · alert\n```json\n"
+        '{"event": "loader_workers_oom_killed", "hosts": 9, "since": "07:48Z"}\n```\n'
+        "confidence: 0.9\nrecommended action: check shuffle buffer size in the v9 loader"
+    )
+    assert enrich_text(title=None, body=alert, kind="message", source="discord").live_report
+    calm = alert.replace("· alert", "· daily: the nightly shuffle finished on all 9 hosts")
+    calm = calm.replace("check shuffle buffer size in the v9 loader", "none")
+    assert not enrich_text(title=None, body=calm, kind="message", source="discord").live_report
+    asked = (
+        "The last two save attempts in the rank-0 log say:\n```\nWARNING save_checkpoint: "
+        "step 233000: OSError: [Errno 122] Disk quota exceeded\n```\n"
+        "Is this something I should worry about?"
+    )
+    assert enrich_text(title=None, body=asked, kind="message", source="discord").live_report

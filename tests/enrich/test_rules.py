@@ -414,7 +414,10 @@ def test_title_outweighs_body_mentions() -> None:
     # checkpointing once the body does not argue for another topic as much
     assert classify_tag(body, title="Save a permanent checkpoint at 55k") != "training-dynamics"
     quieter = "Router logits look fine; this PR only pins a checkpoint."
-    assert classify_tag(quieter, title="Save a permanent checkpoint at 55k") == "checkpointing"
+    title = "Save a permanent checkpoint at 55k"
+    chosen = enrich_text(title=title, body=quieter, kind="issue", source="github", tag_model=False)
+    assert chosen.tag == "checkpointing"  # the rules' choice; the learned check only takes away
+    assert classify_tag(quieter, title=title) in ("checkpointing", "other")
 
 
 def test_tag_tables_cover_the_shared_tag_list() -> None:

@@ -30,15 +30,16 @@ from bot.enrich.incidents import (
 #: "experiment" alone: a big run's own tracking issue is often labelled that way.
 _EXPERIMENT = re.compile(
     r"\b(?:ablat\w*|sweeps?|small[- ]scale|toy|proxy(?:\s+(?:runs?|models?))?"
-    r"|scaling\s+(?:ladder|laws?)|hparam\s+search|hyper-?parameter\s+search)\b",
+    r"|(?:scaling\s+)?ladder|scaling\s+laws?|hparam\s+search|hyper-?parameter\s+search)\b",
     re.IGNORECASE,
 )
 #: A week named by its dates: "week 09-22 → 09-28", "week of Sep 22 – 28" (its digest).
 _WEEK_BY_DATES = (
     rf"week\s+(?:of\s+)?(?:\d{{1,2}}[-/.]\d{{1,2}}|(?:{MONTHS})\.?\s+\d{{1,2}})"
     r"\s*(?:→|->|–|—|-|to)\s*\d+"
-    # "merlin-watch · weekly · 2032-07-06 → 07-12"
+    # "merlin-watch · weekly · 2032-07-06 → 07-12", "Week 26 recap:"
     r"|weekly\W{1,6}\d{4}-\d{2}-\d{2}\s*(?:→|->|–|—|to)\s*\d+"
+    r"|week\s+\d{1,2}\s+(?:recap|summary|review|notes|digest)"
 )
 #: Threads and posts that look back: post-mortems, retrospectives, write-ups.
 _RETROSPECTIVE = re.compile(
@@ -82,6 +83,30 @@ _TALLY = re.compile(
     r"|reclaims|evictions)\b",
     re.IGNORECASE,
 )
+#: A post that says the failure it tells is not the main run's: "cpt-32k is stuck … not main",
+#: "the eval OOMed; the main run is fine".
+_DISOWNED = re.compile(
+    r"\bnot\s+(?:the\s+)?main(?:\s+run)?\b|\bmain(?:\s+run)?\s+(?:is\s+|was\s+)?(?:not\s+affected"
+    r"|unaffected|fine|untouched)\b",
+    re.IGNORECASE,
+)
+#: A change that adds a safeguard: a watchdog, an alert, paging. It may cite the failure that
+#: moved it ("On 14 Sep the main run sat hung for 48 minutes"), and is no incident's fix.
+_SAFEGUARD = re.compile(
+    r"\b(?:watchdog|alert(?:s|ing)?|pag(?:e|ing)|monitor(?:s|ing)?|health[- ]?check)\b", re.I
+)
+
+
+def disowns(prose: str) -> bool:
+    """The post says the failure it tells is not the main run's."""
+    return bool(_DISOWNED.search(prose[:DETECT_LIMIT]))
+
+
+def adds_a_safeguard(title: str | None) -> bool:
+    """A change titled as adding a watchdog, an alert or paging."""
+    return bool(title and _SAFEGUARD.search(title))
+
+
 #: A title that names a change to make, as a pull's does: "Add a hang watchdog that kills the
 #: job", "Support resuming from a partial checkpoint". The thread is about the change.
 _CHANGE_TITLE = re.compile(
@@ -158,6 +183,21 @@ def is_exercise(title: str, prose: str) -> bool:
     """The post or its title opens by saying it is an exercise, a drill or a simulation: its
     failures are make-believe."""
     return bool(_EXERCISE.search(title) or _EXERCISE.search(prose.lstrip()[:120]))
+
+
+#: The main run named: "heads up: main's 847,500 save just failed", "the main run's loader".
+_MAIN_NAMED = re.compile(
+    r"\b(?<!not\s)(?:main's|(?:the\s+)?main\s+(?:run|job)(?:'s)?)\s+(?!is\s+fine|is\s+unaffected)",
+    re.IGNORECASE,
+)
+
+
+def speaks_of_the_main_run(prose: str, context: ThreadContext) -> bool:
+    """In an experiment's thread or channel ("#ladder", an ablation issue), a post about the
+    main run: its failure is the run's."""
+    return bool(
+        context.known and _EXPERIMENT.search(context.topic) and _MAIN_NAMED.search(prose[:300])
+    )
 
 
 def breaks_the_run(prose: str) -> bool:
@@ -444,6 +484,7 @@ _DATED = re.compile(
     r"\b(?:this\s+morning|last\s+night|yesterday(?:'s)?|tonight|overnight|earlier\s+today"
     r"|on\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day"
     r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b"
+    r"|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b"
     r"|\d{4}-\d{2}-\d{2}|from\s+\d{1,2}:\d{2}\s+(?:to|until|till)\s+\d{1,2}:\d{2}"
     # the hour it began, or the change it began with: "since 03:10", "since it landed"
     r"|since\s+~?\d{1,2}:\d{2}|since\s+(?:it|this|#\d+)\s+(?:landed|was\s+merged|merged))",
@@ -518,6 +559,7 @@ _DISMISSAL = re.compile(
     r"|that|this|it)\b)[a-z][\w-]*)\s*[:—–]"
     r"|warning\s+only|(?:just\s+)?(?:a\s+)?test\s+(?:page|alert|incident|notification)"
     r"|harmless|benign|(?:a\s+)?known[- ]harmless|nothing\s+to\s+worry\s+about"
+    r"|ignore\s+(?:the\s+|these\s+|this\s+|that\s+)?(?:alerts?|pages?|one|it)\b"
     r"|expected(?:\s+behaviou?r)?\s*[:.,—–]|no\s+(?:job\s+|run\s+)?impact\b"
     # "It is paused on purpose", "This time the run is fine:" (not "fine now", "fine again")
     r"|(?:it|the\s+(?:main\s+)?(?:run|job))\s+(?:is|was|'s)\s+(?:paused|stopped|down|off)\s+on\s+purpose"

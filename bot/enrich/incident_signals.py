@@ -436,10 +436,15 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig(
         "outage",
-        "down",
+        "down admitted readmitted pods jobset",
         # "Hero is down", "the run went down": an outage, not "loss is down 0.02"
         r"(?:is|'s|was|went|has\s+gone|are|were)\s+(?:hard\s+|completely\s+)?down"
         r"(?!\s*(?:~?\d|to\b|by\b|from\b|about\b|[\w.]*%|a\s+bit|slightly))"
+        # a scheduler that will not take the run back: "knot-300b not readmitted after the
+        # restart"; pods the cluster is taking away: "rj-d pods all Terminating, jobset
+        # restarting"
+        r"|(?:not|never)\s+(?:re-?)?admitted\b|pods?\s+(?:are\s+)?all\s+(?:terminating|evicted|pending)"
+        r"|jobset\s+(?:is\s+)?(?:restarting|looping)"
         # "s2-w17 just took the job down"
         r"|(?:just\s+)?took\s+(?:the\s+)?(?:whole\s+)?(?:job|run|training)\s+down",
     ),
@@ -865,7 +870,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # same step every time"
     _sig(
         "crash",
-        "times same keeps fails",
+        "times same keeps fails dies die crash restarts",
         r"(?:restarted|relaunched|requeued|rebooted|crashed|died|failed)\s+(?:itself\s+)?"
         r"(?:\d+|two|three|four|five|six|several|many)\s+times\s+(?:in\s+(?:the\s+)?(?:last|past)"
         r"|since|today|tonight|this\s+morning|overnight|in\s+a\s+row)"
@@ -874,6 +879,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         # "resume keeps dying, checksum mismatch on 373k"
         r"|(?:resume|restart|restore|relaunch|job|run|training)s?\s+keeps?\s+(?:on\s+)?"
         r"(?:dying|crashing|failing|hanging|ooming|getting\s+killed)"
+        # "every worker dies at restore", "two restarts in an hour, pods Evicted"
+        r"|(?:every|all)\s+(?:the\s+)?(?:workers?|ranks?|pods?|hosts?)\s+(?:dies?|die|crash(?:es)?|fails?)"
+        r"\s+(?:at|on|during|in)\b"
+        r"|(?:two|three|four|five|\d+)\s+restarts\s+in\s+(?:an?|the\s+last|\d+)\s+(?:hour|h|min)"
         # "Restart after last night's image bump fails at load"
         r"|(?:restart|resume|restore|relaunch)s?\b[^.\n]{0,50}?\bfails\s+(?:at|on|to|with|every|again)",
     ),

@@ -115,6 +115,7 @@ HISTORY = re.compile(
     r"(?:days?|weeks?|months?)\s+ago|last\s+(?:week|month|year)|back\s+in|in\s+the\s+past"
     r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like"
     r"|remember\s+when|back\s+when|good\s+times|(?-i:in\s+May)"
+    r"|what\s+happened\s+(?:around|on|in|during|at|there)|was\s+that\s+a\s+(?:crash|outage|restart)"
     rf"|(?:in|during)\s+(?:early\s+|mid-?|late\s+)?{MONTHS}"
     # "the February restart loop", "September's outage": one named by its month is over
     rf"|the\s+{MONTHS}(?:'s)?\s+(?!\d)(?:\w+\s+){{0,2}}?(?:outages?|incidents?|loops?"
@@ -214,6 +215,12 @@ _NOT_THE_RUN = re.compile(
     r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?"
     # a test of the alarms on purpose: "chaos test", "game day", "[DRILL]", the sandbox pool
     r"|chaos\s+tests?|game\s*days?|drills?|sandbox"
+    # side work named as such: "godwit-abl-e64", "godwit-240b-staging", "gke-knot-test",
+    # "knot-evals", "the 3B proxy's loss", "rung 5", a sidecar, an eval fleet, "not main"
+    r"|[a-z0-9][\w.-]*?-(?:abl|ablations?|staging|stg|test|dev|proxy|sweep|canary|smoke|evals?)"
+    r"(?:-[\w.-]+)?"
+    r"|proxy(?:'s)?|rungs?\s+\d+|sidecars?|eval-?\w*\s*fleet|eval-[\w-]+\s+(?:pods?|jobs?)"
+    r"|not\s+(?:the\s+)?main"
     # a profiler's own run: "rocprofv3 --hip-trace segfaults", "the nsys profiling job"
     r"|rocprof\w*|nsys|profil(?:er|ing)\s+(?:runs?|jobs?)|profiling"
     r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?"
@@ -437,7 +444,7 @@ ALL_FINE = re.compile(
     r"(?:\s+itself)?\s+(?:was|is|stays|stayed)\s+(?:fine|unaffected|healthy)|nothing\s+to\s+do"
     r"|no\s+action\s+(?:is\s+)?needed|(?<!raise\sa\s)(?<!sound\sa\s)false\s+alarm"
     r"|not\s+an\s+incident|(?:is|was|are|were|stays?|stayed)\s+unaffected"
-    r"|no\s+action\s+(?:for\s+us|required))\b",
+    r"|no\s+action\s+(?:for\s+us|required)|recommended\s+action\s*:\s*(?:none|no\s+action|n/a))\b",
     re.IGNORECASE,
 )
 #: A note that the run came back after something was done about a fault: "Lowered num_workers
@@ -483,7 +490,7 @@ _PAGE = re.compile(
 )
 #: A page that is not the run's emergency: low severity, a test, another service.
 _PAGE_NOISE = re.compile(
-    r"\bseverity\s*[:=]\s*(?:info|warning|warn|low|minor|p[3-5])\b"
+    r"\bseverity\s*[:=]\s*(?:info|warning|warn|low|minor|p[3-5])\b|\((?:info|warning|warn|low|minor)\)"
     r"|\b(?:test\s*alert|test\s+(?:page|notification)|please\s+(?:ignore|acknowledge)|TEST)\b"
     r"|\bservice\s*[:=]\s*(?:eval|monitoring|ci)|\b(?:staging|canary)\b",
     re.IGNORECASE,

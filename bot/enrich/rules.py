@@ -30,10 +30,12 @@ from bot.enrich.context import ThreadContext
 from bot.enrich.conversations import summarize_burst
 from bot.enrich.incident_posts import (
     about_incident,
+    adds_a_safeguard,
     asks_attention,
     breaks_the_run,
     declares_incident,
     dismisses,
+    disowns,
     fixes_a_told_failure,
     is_exercise,
     is_recovery_note,
@@ -44,6 +46,7 @@ from bot.enrich.incident_posts import (
     opens_with_proposal,
     reports_ongoing,
     settled,
+    speaks_of_the_main_run,
     thread_incident,
     thread_is_experiment,
 )
@@ -125,7 +128,11 @@ def not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bo
     """About no incident of the run's whatever its words: a crash in an ablation, an issue or a
     post asking for a change, a post-mortem of a period, a reply dismissing an alert."""
     return (
-        (thread_is_experiment(context) and not breaks_the_run(doc.prose))
+        (
+            thread_is_experiment(context)
+            and not breaks_the_run(doc.prose)
+            and not speaks_of_the_main_run(doc.prose, context)
+        )
         or is_exercise(title or "", doc.prose)
         or (
             title is not None
@@ -134,6 +141,7 @@ def not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bo
         or opens_with_proposal(doc.prose)
         or is_retrospective(doc.prose, context.title)
         or dismisses(doc.prose)
+        or disowns(doc.prose)
     )
 
 
@@ -191,6 +199,7 @@ def _judge(
         or (
             _a_change(kind, title)
             and not thread_is_experiment(context)
+            and not adds_a_safeguard(title or context.title)
             and fixes_a_told_failure(doc.prose)
         )
     )

@@ -22,7 +22,8 @@ _PROMO = re.compile(
       | sign\s+up|free\s+trial|(?:\d{1,2}\s?%|percent)\s+off|discount|promo(?:tion)?\s*code|coupon
       | limited[- ]time|act\s+now|don't\s+miss|best\s+prices?|cheap(?:est)?|affordable
       | lowest\s+prices?|free\s+shipping
-      | click\s+(?:here|the\s+link)|link\s+in\s+(?:my\s+)?(?:bio|profile)|dm\s+me|contact\s+me
+      | click\s+(?:here|the\s+link)|link\s+in\s+(?:my\s+)?(?:bio|profile)|dm\s+(?:me|us|for)
+      | contact\s+me
       | hire\s+(?:me|us)
       | whats\s?app|telegram|wechat|airdrop|crypto(?:currency)?|token\s+sale|nfts?|giveaway|casino
       | free\s+mint|mint(?:ing)?\s+(?:now|live|is\s+live)|connect\s+(?:your\s+)?wallet|wallets?
@@ -45,7 +46,7 @@ _PROMO = re.compile(
       | free\s+consultation|complimentary|real\s+(?:github\s+)?stars
       | (?:invite|referral|promo)\s+code
       | no\s+experience(?:\s+(?:needed|required))?|flexible\s+hours|work\s+from\s+home
-      | no\s+contract|instant\s+deploy|whitelist|earn\s+daily|stake\s+your
+      | no\s+contracts?|instant\s+(?:deploy|access)|whitelist|earn\s+daily|stake\s+your
       | (?:hiring|looking\s+for)\s+remote
     )\b""",
     re.IGNORECASE | re.VERBOSE,

@@ -420,6 +420,19 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ),
     ("the newest directory is step_232000, and the log says the run is at 234,6xx", True),
     ("the newest checkpoint is step_40000 and the run is at 40,1xx, all good", False),
+    # round four: side runs named as such, a warning in parentheses, pods the cluster takes
+    ("🔔 Run godwit-abl-e64-k4-s1 has crashed · state: crashed · last step 1,840", False),
+    ("🔔 Run godwit-240b-staging has crashed · runtime 0h 03m · last step 0", False),
+    ("**[FIRING:1] NodeExporterDown** (warning) node: h100-a-003 not scraped for 5m", False),
+    ("the 3B proxy's loss went NaN at 41k, rolling it back to 40k", False),
+    ("rung 5 OOMed at its first eval, fixing the micro-batch", False),
+    ("cpt-32k is stuck at 2,140, all ranks waiting in the CP ring. not main. looking", False),
+    ("heads up, the wandb-relay sidecar on rj-a-0-0 is in CrashLoopBackOff", False),
+    ("ignore the alerts from gke-knot-test tonight, that's me", False),
+    ("rj-d pods all Terminating, jobset restarting", True),
+    ("after the rj-d preemption every worker dies at restore, jobset looping", True),
+    ("two restarts in an hour, pods Evicted", True),
+    ("knot-300b not readmitted after the restart", True),
     ("every rank waiting on the 32 nodes behind leaf switch L3-07", True),
     ("kiln is at 2.1M tok/s since ~13:40 (was 3.0M), step time 8.0s", True),
     ("we are at 2.9M tok/s since the restart (was 3.0M)", False),
@@ -527,6 +540,7 @@ def test_an_agents_alert_and_a_pasted_log_asked_about_are_read_through_the_log()
     assert enrich_text(title=None, body=alert, kind="message", source="discord").live_report
     calm = alert.replace("· alert", "· daily: the nightly shuffle finished on all 9 hosts")
     calm = calm.replace("check shuffle buffer size in the v9 loader", "none")
+    calm = calm.replace("loader_workers_oom_killed", "shuffle_done")
     assert not enrich_text(title=None, body=calm, kind="message", source="discord").live_report
     asked = (
         "The last two save attempts in the rank-0 log say:\n```\nWARNING save_checkpoint: "
@@ -534,3 +548,23 @@ def test_an_agents_alert_and_a_pasted_log_asked_about_are_read_through_the_log()
         "Is this something I should worry about?"
     )
     assert enrich_text(title=None, body=asked, kind="message", source="discord").live_report
+
+
+def test_a_side_channel_post_about_the_main_run_is_the_runs() -> None:
+    ladder = ThreadContext(title="ladder", kind="channel")
+    main = "heads up: main's 847,500 save just failed with Disk quota exceeded on /weka"
+    rung = "heads up: rung 5's save just failed with Disk quota exceeded on /weka"
+    assert enrich_text(
+        title=None, body=main, kind="message", source="discord", context=ladder
+    ).live_report
+    assert not enrich_text(
+        title=None, body=rung, kind="message", source="discord", context=ladder
+    ).live_report
+
+
+def test_a_watchdog_that_cites_the_failure_that_moved_it_is_no_fix() -> None:
+    body = "## Summary\nOn 14 Sep the main run sat hung for 48 minutes before a person noticed."
+    title = "watchdog: page when the main run's step stops advancing"
+    assert not enrich_text(title=title, body=body, kind="pull", source="github").incident
+    fix = enrich_text(title="ckpt: retry stuck saves", body=body, kind="pull", source="github")
+    assert fix.incident

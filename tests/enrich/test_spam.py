@@ -28,6 +28,7 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "Stake your idle GPU hours and earn daily 💰 DM me for the whitelist 👉 gpustake[.]io",
         "🎁 Free NVIDIA H200 credits for academic researchers!! Limited offer, claim before Friday",
         "best prices on rgb gaming chairs this weekend only!!! free shipping at deals-4u dot biz",
+        "💸 TPU v5p and H200 hours at 70% off, instant access, no contracts!!! DM for invite link",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:

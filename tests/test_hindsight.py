@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from bot.enrich.hindsight import asks_about_now, reported_in_hindsight
+from bot.enrich.learned import LiveModel
 from bot.models import Event, RunInfo
 from bot.process.pipeline import enrich_pending
 from bot.store import Store
@@ -186,6 +187,16 @@ NOTICED = (
 CONFIRMED = "yes: the trainer died at 05:58 with an NCCL timeout on r12, restarting from 81k now"
 
 
+@pytest.fixture
+def rules_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The learned scorer out of the way (it never adds a report, and hints nothing), so what
+    is tested is the pass, not where a refit leaves the scorer on these sentences."""
+    silent = LiveModel(bias=-30.0, weights={}, threshold=0.55, over=0.95)
+    monkeypatch.setattr("bot.enrich.rules.load_model", lambda: silent)
+    monkeypatch.setattr("bot.enrich.hindsight.load_model", lambda: silent)
+
+
+@pytest.mark.usefixtures("rules_alone")
 @pytest.mark.parametrize(
     ("first", "later", "marked"),
     [

@@ -301,7 +301,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         # "the 64,000 save failed", "the hero save at 24k failed", "the step_260000 save just
         # failed on every rank"
         r"(?:the\s+)?(?:(?:[\d,.]+k?|step[_-]?\d+)\s+)?saves?\s+(?:at\s+(?:step\s+)?[\d,.]+k?\s+)?"
-        r"(?:just\s+|has\s+|have\s+|also\s+)?(?:failed|is\s+failing|errored|timed\s+out)",
+        r"(?:just\s+|has\s+|have\s+|also\s+)?(?:failed|is\s+failing|errored|timed\s+out)"
+        # "i think we haven't saved since 258k"
+        r"|(?:haven't|hasn't|have\s+not|has\s+not)\s+(?:been\s+)?sav(?:ed|ing)\s+(?:anything\s+)?since",
     ),
     _sig(
         "checkpoint-failed",

@@ -51,6 +51,8 @@ from bot.enrich.incident_posts import (
     thread_is_experiment,
 )
 from bot.enrich.incidents import (
+    CAME_BACK,
+    DETECT_LIMIT,
     SENTENCE_SPLIT,
     find_incident,
     severity_of,
@@ -231,6 +233,8 @@ def _learned_report(
         return None  # "if the job is wedged we requeue it": a rule, not a report
     if not names_the_run(f"{title or ''}\n{doc.prose}"):
         return None  # "anyone grabbing lunch?": nothing of a run to report on
+    if CAME_BACK.search(doc.prose[:DETECT_LIMIT]):
+        return None  # "evicted again around 14:20, it's back in the queue": told over
     model = load_model() if learned is True else learned
     heard = signals_heard(f"{title}\n{doc.prose}" if title else doc.prose)
     bar = model.over if heard else model.threshold

@@ -433,6 +433,7 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("after the rj-d preemption every worker dies at restore, jobset looping", True),
     ("two restarts in an hour, pods Evicted", True),
     ("knot-300b not readmitted after the restart", True),
+    ("training is still going but i think we haven't saved since 258k", True),
     ("every rank waiting on the 32 nodes behind leaf switch L3-07", True),
     ("kiln is at 2.1M tok/s since ~13:40 (was 3.0M), step time 8.0s", True),
     ("we are at 2.9M tok/s since the restart (was 3.0M)", False),

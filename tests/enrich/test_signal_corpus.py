@@ -32,11 +32,11 @@ SUMMARY_PROBLEMS_MAX = 0.05  # summaries a heading, a bare title, a cut phrase o
 # it) are harder: the floors below were lowered to what the corpus reads with them in. The
 # last batches were barely tuned on: their follow-ups ("restored from 63,000 at 07:48") are
 # often read as live reports, which costs live-report precision, not the 🚨's.
-SHOWN_TAG_FLOOR = 0.94  # reached 0.953 (3,168 of 3,323 tags shown, 5,199 entries)
-MARK_PRECISION_FLOOR = 0.93  # reached 0.959 (1,421 of 1,482 marks, 5,199 entries)
-RECALL_FLOOR = 0.93  # reached 0.936 (live reports flagged, 5,199 entries)
+SHOWN_TAG_FLOOR = 0.94  # reached 0.953 (3,166 of 3,321 tags shown, 5,199 entries)
+MARK_PRECISION_FLOOR = 0.93  # reached 0.959 (1,419 of 1,480 marks, 5,199 entries)
+RECALL_FLOOR = 0.93  # reached 0.935 (live reports flagged, 5,199 entries)
 PRECISION_FLOOR = 0.76  # reached 0.766 (live reports flagged, 5,199 entries)
-KIND_FLOOR = 0.68  # of the incidents found, the share whose kind matches the label (0.686)
+KIND_FLOOR = 0.68  # of the incidents found, the share whose kind matches the label (0.689)
 #: Incident events of the development corpus the rules and the scorer leave unmarked:
 #: - the only report of a fault inside a weekly digest, which the rules take as a review of its
 #:   week: c2232, c4073, c5132; a failure among an agent's routine lines: c3929, c3957, c4853;
@@ -46,8 +46,8 @@ KIND_FLOOR = 0.68  # of the incidents found, the share whose kind matches the la
 #:   shards (c4093);
 #: - a loss falling too fast after a resume (c2369);
 #: - three reports in Spanish (c2478, c2522, c2536);
-#: - a checkpoint upload at 3 MB/s told as a joke, which only the scorer reads, near its bar
-#:   (c2829);
+#: - posts only the scorer reads, near its bar: a checkpoint upload at 3 MB/s told as a joke
+#:   (c2829), a Grafana link and "📉📉" (c2881);
 #: - a missing checkpoint marker raised in an eval thread after "Separate thing:" (c4194); a
 #:   question whose answers tell the incident in words the rules do not read (a grad-norm
 #:   saw-tooth from replayed data, c4266; a checkpoint with 0-byte shards, c4334);
@@ -64,7 +64,7 @@ KNOWN_UNMARKED = frozenset(
         *("c2713", "c2782", "c4024", "c4055", "c4093"),
         *("c2369", "c2478", "c2522", "c2536", "c2829"),
         *("c4194", "c4266", "c4334", "c4535", "c4663", "c4690", "c4853", "c5124", "c5132"),
-        *("c5211", "c5276", "c5437", "c5443"),
+        *("c5211", "c5276", "c5437", "c5443", "c2881"),
     }
 )
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+from pathlib import Path
 
 import pytest
 
 from bench import bench_tag_gate
+from bench.bench_learned import group_of
 from bot.enrich.context import ThreadContext
 from bot.enrich.learned import (
     GATE_FLOOR,
@@ -103,10 +106,16 @@ def test_the_gate_never_touches_the_incident_tag(top: str) -> None:
     assert gate("incident", [(top, 0.999), ("incident", 0.0)]) == "incident"
 
 
-def test_the_bench_runs_on_a_tiny_slice() -> None:
+def test_the_bench_runs_on_a_tiny_slice(tmp_path: Path) -> None:
+    # four groups, a few entries each: one fit per group left out, not one per group of 56
+    groups = {"hero+northwind", "basalt", "hawk", "quarry-point/kiln"}
+    corpus = tmp_path / "slice.jsonl"
+    corpus.write_text(
+        "".join(json.dumps(e) + "\n" for e in load() if group_of(e) in groups), encoding="utf-8"
+    )
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert bench_tag_gate.main(["--limit", "2"]) == 0
+        assert bench_tag_gate.main(["--corpus", str(corpus), "--limit", "6"]) == 0
     text = out.getvalue()
     assert "rules alone" in text and "committed" in text
     assert "µs per event" in text

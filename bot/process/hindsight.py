@@ -8,7 +8,8 @@ is its own), and only the timeline's mark and tag change: no alert is raised or 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Sequence
 from datetime import datetime
 
 from bot.enrich.hindsight import (
@@ -26,9 +27,10 @@ from bot.store import Store
 _RULES = "rules"
 
 
-async def mark_reports_in_hindsight(store: Store, events: Iterable[Event]) -> int:
-    """Run the pass over the threads of freshly enriched GitHub issues and comments. Returns
-    how many issues it marked or unmarked."""
+async def mark_reports_in_hindsight(store: Store, events: Sequence[Event]) -> int:
+    """Run the pass over the threads of freshly enriched GitHub issues and comments, and the
+    channels of freshly enriched chat messages. Returns how many posts it marked or unmarked.
+    The reading is CPU work (parsing, the scorer): done in a worker thread, as the rules are."""
     threads = {
         (e.run_slug, e.thread)
         for e in events
@@ -49,20 +51,27 @@ async def mark_reports_in_hindsight(store: Store, events: Iterable[Event]) -> in
 async def _read_channel_again(
     store: Store, slug: str, thread: str, first: datetime, last: datetime
 ) -> int:
-    """Chat messages around `first`…`last` that hint at a failure and are followed within
-    `CHAT_HINDSIGHT` by one about an incident are marked as its first word."""
     found = await store.events.in_thread(
         slug, thread, since=first - CHAT_HINDSIGHT, until=last + CHAT_HINDSIGHT, kind="message"
     )
     messages = [m for m in found if not m.deleted and m.enriched_by]
     marked = 0
+    for message in await asyncio.to_thread(_first_words, messages):
+        marked += await _mark(store, message, "incident", incident=True)
+    return marked
+
+
+def _first_words(messages: Sequence[Event]) -> list[Event]:
+    """Of a channel's messages in time order, those the rules left unmarked that hint at a
+    failure and are followed within `CHAT_HINDSIGHT` by one about an incident."""
+    found = []
     for n, message in enumerate(messages):
         if message.incident or not message.newsworthy or message.enriched_by != _RULES:
             continue
         told = next((m for m in messages[n + 1 :] if m.incident and m.at > message.at), None)
         if told is not None and said_first(message, told):
-            marked += await _mark(store, message, "incident", incident=True)
-    return marked
+            found.append(message)
+    return found
 
 
 async def _read_thread_again(store: Store, slug: str, thread: str) -> bool:
@@ -76,14 +85,25 @@ async def _read_thread_again(store: Store, slug: str, thread: str) -> bool:
         slug, thread, since=issue.at, until=issue.at + HINDSIGHT, kind="comment"
     )
     replies = [r for r in replies if not r.deleted and r.enriched_by]
+    verdict = await asyncio.to_thread(_thread_verdict, issue, replies)
+    if verdict is None:
+        return False
+    tag, incident = verdict
+    return await _mark(store, issue, tag, incident=incident)
+
+
+def _thread_verdict(issue: Event, replies: Sequence[Event]) -> tuple[str, bool] | None:
+    """``(tag, incident)`` the issue shows once its replies are read, or None to leave it: a
+    marked issue a reply dismisses (and none tells an incident) shows its topic; an unmarked
+    one is marked when the first reply about an incident says it reported one."""
     told = [r for r in replies if r.incident]
     if issue.incident:
         if told or not any(dismissed_in_hindsight(issue, r) for r in replies):
-            return False
-        return await _mark(store, issue, topic_of(issue), incident=False)
-    if not told or not reported_in_hindsight(issue, told[0]):
-        return False
-    return await _mark(store, issue, "incident", incident=True)
+            return None
+        return topic_of(issue), False
+    if told and reported_in_hindsight(issue, told[0]):
+        return "incident", True
+    return None
 
 
 async def _mark(store: Store, issue: Event, tag: str, *, incident: bool) -> bool:

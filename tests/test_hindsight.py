@@ -165,6 +165,7 @@ async def test_a_dismissal_beside_a_reply_about_the_incident_changes_nothing(
         ("Should the run still be writing checkpoints? The newest one is step 300,000", True),
         ("Is the run paused for maintenance?", True),
         ("What happened in the December outage that cost three days?", False),
+        ("what happened 06-21? was that an outage?", False),
         ("Question: the restart loop mentioned in your blog post two weeks ago?", False),
         ("Checkpoint retention for stage 2", False),
     ],

@@ -29,7 +29,7 @@ from bot.enrich.incidents import (
 #: Threads about small experiments: a crash there is a result, not an outage of the run. Not
 #: "experiment" alone: a big run's own tracking issue is often labelled that way.
 _EXPERIMENT = re.compile(
-    r"\b(?:ablat\w*|sweeps?|small[- ]scale|toy|proxy(?:\s+(?:runs?|models?))?"
+    r"\b(?:abl(?:at\w*)?|sweeps?|small[- ]scale|toy|proxy(?:\s+(?:runs?|models?))?"
     r"|(?:scaling\s+)?ladder|scaling\s+laws?|hparam\s+search|hyper-?parameter\s+search)\b",
     re.IGNORECASE,
 )

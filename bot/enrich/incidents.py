@@ -115,14 +115,17 @@ HISTORY = re.compile(
     r"(?:days?|weeks?|months?)\s+ago|last\s+(?:week|month|year)|back\s+in|in\s+the\s+past"
     r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like"
     r"|remember\s+when|back\s+when|good\s+times|(?-i:in\s+May)"
-    r"|what\s+happened\s+(?:around|on|in|during|at|there)|was\s+that\s+a\s+(?:crash|outage|restart)"
+    r"|what\s+happened\s+(?:around|on|in|during|at|there|\d{1,2}[-/]\d{1,2}\b)"
+    r"|was\s+that\s+an?\s+(?:crash|outage|restart|incident)"
     rf"|(?:in|during)\s+(?:early\s+|mid-?|late\s+)?{MONTHS}"
     # "the February restart loop", "September's outage": one named by its month is over
     rf"|the\s+{MONTHS}(?:'s)?\s+(?!\d)(?:\w+\s+){{0,2}}?(?:outages?|incidents?|loops?"
     r"|crash(?:es)?|hangs?|failures?|restarts?|downtime|preemptions?)"
     # "the Dec 27 preemption" (not "since the Apr 6 restart", which is now)
-    rf"|(?<!since\s)the\s+{MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?\s+(?:\w+\s+){{0,2}}?(?:outages?"
-    r"|incidents?|crash(?:es)?|hangs?|failures?|downtime|preemptions?))\b",
+    # and "the 07-01 hang"
+    rf"|(?<!since\s)the\s+(?:{MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}[-/]\d{{1,2}})"
+    r"\s+(?:\w+\s+){0,2}?(?:outages?"
+    r"|incidents?|crash(?:es)?|hangs?|stalls?|failures?|downtime|preemptions?))\b",
     re.IGNORECASE,
 )
 # In the sentence: it was planned ("preempted on schedule, as expected", "drained for maintenance").

@@ -441,6 +441,8 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("false alarm, the exporter restarted and reported 0 GPUs for one scrape", False),
     ("not kiln: arm 4 seed 0 of the top-k ablation OOMed", False),
     ("Thank you, Oskar. It is paused on purpose: the centre's maintenance", False),
+    # round five: a past fault dated by numbers
+    ("we found the 07-01 hang after 50 min because someone happened to look", False),
 ]
 
 
@@ -569,3 +571,11 @@ def test_a_watchdog_that_cites_the_failure_that_moved_it_is_no_fix() -> None:
     assert not enrich_text(title=title, body=body, kind="pull", source="github").incident
     fix = enrich_text(title="ckpt: retry stuck saves", body=body, kind="pull", source="github")
     assert fix.incident
+
+
+def test_an_ablation_named_by_its_short_name_is_side_work() -> None:
+    context = ThreadContext(title="abl-b oom", kind="issue")
+    issue = enrich_text(
+        title="abl-b oom", body="arm 3 died", kind="issue", source="github", context=context
+    )
+    assert (issue.live_report, issue.incident) == (False, False)

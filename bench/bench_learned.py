@@ -113,6 +113,19 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("redfern/godwit", 5200, 5319),
     ("saltire/whimbrel", 5320, 5439),
     ("tarnbeck/knot", 5440, 5559),
+    ("terse-ops/teal", 5560, 5679),
+    ("hanbit-ai/lapwing", 5680, 5799),
+    ("driftwood-ml/sanderling", 5800, 5919),
+    ("quernstone/stint", 5920, 6039),
+    ("highmoor-ai/ruff", 6040, 6159),
+    ("fenwick-lm/garganey", 6160, 6279),
+    ("larchmont-ai/smew", 6280, 6399),
+    ("sablewood/pintail", 6400, 6519),
+    ("brackenfold/kittlitz", 6520, 6639),
+    ("wherry-labs/dotterel", 6640, 6759),
+    ("ironmere/stilt", 6760, 6879),
+    ("nightjar-ai/phalarope", 6880, 6999),
+    ("corrie-ml/turnstone", 7000, 7119),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -173,6 +186,19 @@ BATCH_COMMITS: dict[str, str] = {
     "redfern/godwit": "03f29b8",
     "saltire/whimbrel": "244e8cd",
     "tarnbeck/knot": "74da778",
+    "terse-ops/teal": "49f0be7",
+    "hanbit-ai/lapwing": "5d27234",
+    "driftwood-ml/sanderling": "67e269f",
+    "quernstone/stint": "ba4f705",
+    "highmoor-ai/ruff": "044997c",
+    "fenwick-lm/garganey": "d6e8780",
+    "larchmont-ai/smew": "0c40a0e",
+    "sablewood/pintail": "cd64bb9",
+    "brackenfold/kittlitz": "127ca44",
+    "wherry-labs/dotterel": "95d2783",
+    "ironmere/stilt": "046e660",
+    "nightjar-ai/phalarope": "1026928",
+    "corrie-ml/turnstone": "fa92663",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -87,7 +87,9 @@ _TALLY = re.compile(
 #: "the eval OOMed; the main run is fine".
 _DISOWNED = re.compile(
     r"\bnot\s+(?:the\s+)?main(?:\s+run)?\b|\bmain(?:\s+run)?\s+(?:is\s+|was\s+)?(?:not\s+affected"
-    r"|unaffected|fine|untouched)\b",
+    r"|unaffected|fine|untouched)\b"
+    # "nothing to do with the main run", "it's the eval node, not the run"
+    r"|\bnothing\s+to\s+do\s+with\s+(?:the\s+)?(?:main\s+)?run\b|,\s+not\s+the\s+(?:main\s+)?run\b(?!')",
     re.IGNORECASE,
 )
 #: A change that adds a safeguard: a watchdog, an alert, paging. It may cite the failure that

@@ -415,16 +415,22 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig(
         "crash",
-        "restart loop",
-        r"(?:keeps?|kept)\s+restarting|restart(?:ing)?\s+(?:in\s+a\s+loop|over\s+and\s+over)"
-        r"|restart[\s-]?loop\w*|boot[\s-]?loop\w*",
+        "restart loop respawning",
+        r"(?:keeps?|kept)\s+(?:restarting|respawning)|restart(?:ing)?\s+(?:in\s+a\s+loop|over\s+and\s+over)"
+        r"|(?:restart|restore)[\s-]?loop\w*|boot[\s-]?loop\w*",
     ),
     _sig("crash", "died", r"\bit\s+(?:just\s+)?died\b(?!\s+down)"),
+    # the scheduler forgot it: "big bird is not in squeue anymore", "job 962871 is gone from sacct"
     _sig(
         "outage",
-        "wrong",
-        r"something(?:'s|\s+is)?\s+(?:wrong|off|broken)\s+with\s+(?:the\s+)?(?:run|job|training"
-        r"|trainer|cluster|[a-z][\w-]*\s*(?:$|[,.;!?]))",
+        "squeue queue",
+        r"\b(?:not|no\s+longer)\s+in\s+(?:squeue|the\s+(?:slurm\s+)?queue)\s+(?:any\s*more|now)\b",
+    ),
+    _sig(
+        "outage",
+        "wrong up",
+        r"something(?:'s|\s+is)?\s+(?:wrong|off|broken|up)\s+with\s+(?:the\s+)?(?:run|job|training"
+        r"|trainer|cluster|saves|checkpoints|loader|[a-z][\w-]*\s*(?:$|[,.;!?]))",
     ),
     _sig(
         "outage",
@@ -529,7 +535,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "hang",
         "heartbeat",
-        r"heartbeats?\s+(?:stopped|missing|lost|timed\s+out)|stopped\s+sending\s+heartbeats",
+        r"heartbeats?\s+(?:stopped|missing|lost|timed\s+out)|stopped\s+(?:sending\s+heartbeats"
+        r"|heartbeating)",
     ),
     _sig(
         "hang",
@@ -783,6 +790,11 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "stalled stuck idle blocked",
         r"we(?:'re|\s+are)\s+(?:now\s+|still\s+)?(?:stalled|stuck|idle|blocked)\b(?!\s+(?:on|with|by))",
     ),
+    _sig(
+        "outage",
+        "down dead",
+        r"\bwe(?:'re|\s+are)\s+(?:now\s+|still\s+)?(?:down|dead)\b(?!\s+(?:to|by|from|on|with)\b)",
+    ),
     # the workload taken away: "the whole job was evicted by k8s", "job got terminated"
     _sig(
         "crash",
@@ -886,7 +898,15 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"\s+(?:at|on|during|in)\b"
         r"|(?:two|three|four|five|\d+)\s+restarts\s+in\s+(?:an?|the\s+last|\d+)\s+(?:hour|h|min)"
         # "Restart after last night's image bump fails at load"
-        r"|(?:restart|resume|restore|relaunch)s?\b[^.\n]{0,50}?\bfails\s+(?:at|on|to|with|every|again)",
+        r"|(?:restart|resume|restore|relaunch)s?\b[^.\n]{0,50}?\b(?:fails|dies|crashes)\s+(?:at|on|to|with"
+        r"|every|again)",
+    ),
+    # two named hosts down together: "qsn-0408 and qsn-0409 both down, same chassis"
+    _sig(
+        "node-loss",
+        "down dead notready",
+        r"\b[a-z][a-z0-9]*-[a-z0-9-]*\d\s+and\s+[a-z][a-z0-9]*-[a-z0-9-]*\d\s+(?:are\s+|went\s+)?"
+        r"(?:both\s+)?(?:down|dead|notready)\b",
     ),
     # a machine leaving and what it took: "kelp-g044 dropped off slurm", "took the job with it"
     _sig(
@@ -1011,7 +1031,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "hang",
         "step",
-        r"step\s*:?\s*(?P<step>\d[\d,.]*k?)\s*(?:→|->|=>|,|then)\s*(?P=step)(?![\d,.])",
+        # (not "step 240,240 → 244,700": a number's own comma)
+        r"step\s*:?\s*(?P<step>\d[\d,.]*k?)(?:\s*(?:→|->|=>|then)\s*|\s*,\s+)(?P=step)(?![\d,.])",
     ),
     # the alarm asked as who did it: "ok who killed the job?"
     _sig(

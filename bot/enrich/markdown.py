@@ -109,6 +109,9 @@ _EMPTY_BRACKETS = re.compile(r"\([ \t]*\)|\[[ \t]*\]|<[ \t]*>")
 _SPACE_BEFORE_PUNCT = re.compile(r" +([,.;:!?)])")
 _CONTROL = re.compile(f"[{CONTROL_CHARS}{INVISIBLE_CHARS}\u2028\u2029]")
 _WS = re.compile(r"[ \t\r\f\v\xa0]+")
+#: A phone's or a document's typographic quotes, read as the keyboard's: "we’re down" is
+#: "we're down".
+_TYPOGRAPHIC: Final = str.maketrans({"‘": "'", "’": "'", "‛": "'", "“": '"', "”": '"'})
 
 
 def _url_repl(match: re.Match[str]) -> str:
@@ -120,6 +123,7 @@ def _url_repl(match: re.Match[str]) -> str:
 
 def _clean_inline(text: str) -> str:
     """Inline markdown/HTML → plain words; newlines are preserved so blocks stay separate."""
+    text = text.translate(_TYPOGRAPHIC)
     if "`" in text:
         text = text.replace("`", "")
     for trigger, pattern, repl in _INLINE_RULES:

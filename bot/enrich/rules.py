@@ -54,6 +54,8 @@ from bot.enrich.incidents import (
     CAME_BACK,
     DETECT_LIMIT,
     SENTENCE_SPLIT,
+    alert_page,
+    all_checked,
     find_incident,
     severity_of,
     sharper_kind,
@@ -98,6 +100,13 @@ _OF_A_RUN = re.compile(
     r"|resum\w*|lost|disk|storage|bucket|network|ib|link|memory|hbm|ecc|xid|driver|kernel"
     r"|[a-z]+-\d|pager|alert\w*|page[ds]?)\b|[📉📈💀🔥🚨]",
     re.IGNORECASE,
+)
+#: A post that calls what it tells expected: "loss went up 0.02 since the mix change, expected",
+#: "that's by design." (not "expected?", a doubt).
+_CALLED_EXPECTED = re.compile(
+    r"(?:^|[,;:.—–-])\s*(?:(?:this|that|it)(?:'s|\s+is|\s+was)\s+)?(?:all\s+)?(?:expected|as\s+expected"
+    r"|intended|by\s+design|planned)\s*(?:[.!)]|$)",
+    re.IGNORECASE | re.MULTILINE,
 )
 #: A sentence that opens with a condition says what happens then, not what happened.
 _CONDITIONAL = re.compile(r"^\W*(?:if|when|whenever|unless|in\s+case|once)\b", re.IGNORECASE)
@@ -235,6 +244,12 @@ def _learned_report(
         return None  # "anyone grabbing lunch?": nothing of a run to report on
     if CAME_BACK.search(doc.prose[:DETECT_LIMIT]):
         return None  # "evicted again around 14:20, it's back in the queue": told over
+    if _CALLED_EXPECTED.search(doc.prose[:DETECT_LIMIT]):
+        return None  # "loss went up 0.02 since the mix change, expected"
+    if all_checked(doc.prose):
+        return None  # an agent's daily with every line ✅: the run is well
+    if alert_page(doc.prose) == "noise":
+        return None  # "[PagerDuty] TRIGGERED … run=abl-rope-yarn urgency: low": pages nobody
     model = load_model() if learned is True else learned
     heard = signals_heard(f"{title}\n{doc.prose}" if title else doc.prose)
     bar = model.over if heard else model.threshold

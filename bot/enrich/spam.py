@@ -35,14 +35,16 @@ _PROMO = re.compile(
       | (?:please\s+)?star\s+(?:the|my|our)\s+repo
       | share\s+(?:it\s+)?with\s+your|would\s+mean\s+a\s+lot|buy\s+(?:followers|likes|stars)
       | followers|top\s+\d+\s+(?:ai\s+)?tools|(?:discord\s+)?nitro|free\s+(?:\w+\s+){0,2}credits
-      | limited\s+offer|book\s+a\s+(?:call|demo|meeting)|no\s+minimum|flexible\s+terms
+      | limited\s+offer|book\s+a\s+(?:free\s+)?(?:call|demo|meeting)|no\s+minimum|flexible\s+terms
+      | \d+\s+(?:months?|weeks?)\s+free|zero\s+code\s+changes?|no\s+(?:credit\s+)?card(?:\s+needed)?
+      | free\s+(?:[\w-]+\s+){0,2}(?:hours|hrs|chip-hours|gpu-hours)|no\s+(?:waitlist|catch)
       | \d{1,2}\s?%\s+(?:below|under|cheaper\s+than)\s+(?:\w+\s+)?(?:pricing|prices?|market)
       | thesis\s+editing|paper\s+writing|plagiarism[- ]free|fast\s+delivery
       | gpu\s+credits
       | claim\s+(?:now|before|in\s+\d+\s*h|at|here|your|yours|free|\d)|presale|usdt
       | trading\s+signals
       | (?:spots?|slots?|seats?)\s+(?:are\s+)?limited|limited\s+(?:spots?|slots?|seats?)
-      | only\s+\d+\s*h(?:ours?)?\s+left|first\s+\d+\s+(?:wallets|members|users|signups)
+      | only\s+\d+\s*h(?:ours?)?\s+left|first\s+\d+\s+(?:wallets|members|users|signups|people)
       | free\s+consultation|complimentary|real\s+(?:github\s+)?stars
       | (?:invite|referral|promo)\s+code
       | no\s+experience(?:\s+(?:needed|required))?|flexible\s+hours|work\s+from\s+home

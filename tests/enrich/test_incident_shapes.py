@@ -443,6 +443,43 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("Thank you, Oskar. It is paused on purpose: the centre's maintenance", False),
     # round five: a past fault dated by numbers
     ("we found the 07-01 hang after 50 min because someone happened to look", False),
+    # round six: chat as typed (a phone's apostrophe, none at all, "??" as an alarm, millions)
+    ("we’re down. main-r3 got requeued after a node fail", True),
+    ("we're down to 3 spares, ordering more", False),
+    ("it's stuck at 52k?? w&b hasnt moved in 25 min", True),
+    ("tok/s halved?? 1.9M → 0.95M since like 12:40", True),
+    ("tok/s went 1.93M → 410k around 14:30.", True),
+    ("is tok/s halved? no, it's the same since 10:00", False),
+    ("tok/s down ~30% since 01:00, no alert", True),
+    ("that's a turnstone node, and the run's step time just doubled", True),
+    ("restore loop, it's on attempt 4", True),
+    ("nope. restart after the maintenance dies at load", True),
+    ("something's up with the saves. 220,000 took 19 minutes", True),
+    ("wait. rank 1862 stopped heartbeating", True),
+    ("hmm. loader workers on pn-0012 keep respawning", True),
+    ("qsn-0408 and qsn-0409 both down, same chassis. requeue is waiting on nodes", True),
+    ("Big bird is not in squeue anymore and nothing requeued her", True),
+    ("step 240,240 → 244,700 (+4,460)", False),
+    (
+        "the GPQA job failed, vllm died with CUDA out of memory. it's the eval node, not the run",
+        False,
+    ),
+    ("the 1e-2 arm crashed with an NCCL timeout. nothing to do with the main run", False),
+    # pages as the paging services and Grafana word them
+    (
+        "🚨 **[PagerDuty] TRIGGERED** #Q7W2K `RuffStepStalled` (ruff-main) step unchanged for 15m",
+        True,
+    ),
+    ("**[PagerDuty] TRIGGERED** #S1H7P `RuffStepStalled` (ruff-ablations) urgency: low", False),
+    ("📟 **[Opsgenie] P2** `RuffCkptSaveFailed` · mirror to s3 failed after 3 retries", True),
+    ("📟 **[Opsgenie] P3** `RuffEvalJobFailed` · exit 137 (OOMKilled) on hm-e012", False),
+    ('[Alerting] KZ node down\nup{instance="kz-b-041:9100"} = 0', True),
+    ('[Alerting] KZ node exporter down\nup{instance="kz-a-012:9100"} = 0', False),
+    ("[OK] KZ step time p95 high\nstep_time_p95 = 28.9s", False),
+    # an RL run's code sandbox is the run's own; a sandbox kept for trials, an eval's, is not
+    ("the sandbox pool is down since 03:10, every code reward is 0", True),
+    ("se cayó mi job del sandbox, exit code 137", False),
+    ("the HumanEval+ job for 60k died with exit 137 on the eval pool", False),
 ]
 
 
@@ -579,3 +616,14 @@ def test_an_ablation_named_by_its_short_name_is_side_work() -> None:
         title="abl-b oom", body="arm 3 died", kind="issue", source="github", context=context
     )
     assert (issue.live_report, issue.incident) == (False, False)
+
+
+def test_a_status_post_that_checks_every_line_off_reports_nothing() -> None:
+    daily = (
+        "🤖 **lapwing daily**\n\n### Progress\n- step 240,240 → 244,700 (+4,460)\n"
+        "- tok/s 1.95M, MFU 25.0%\n\n### Health\n- ✅ no restart since 07-16 (#161)\n"
+        "- ✅ ckpt 241000 … 244000 saved\n- ✅ grad norm 0.22–0.25"
+    )
+    assert not enrich_text(title=None, body=daily, kind="comment", source="github").live_report
+    flagged = daily.replace("✅ grad norm", "⚠️ job requeued at 03:12 after NODE_FAIL, grad norm")
+    assert enrich_text(title=None, body=flagged, kind="comment", source="github").live_report

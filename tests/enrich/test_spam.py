@@ -29,6 +29,9 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "🎁 Free NVIDIA H200 credits for academic researchers!! Limited offer, claim before Friday",
         "best prices on rgb gaming chairs this weekend only!!! free shipping at deals-4u dot biz",
         "💸 TPU v5p and H200 hours at 70% off, instant access, no contracts!!! DM for invite link",
+        "🔥 FREE H100 HOURS 🔥 sign up at gpu-deals .xyz, get 500 hrs free, no card needed!!",
+        "🔥 v5p & H200 by the hour, no quota, no waitlist 🔥 first 100 signups get free chip-hours",
+        "🎁 FREE 1000 GPU HOURS 🎁 first 50 people who join discord.gg/claim, no catch!!!",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
@@ -46,6 +49,7 @@ def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
         "$HOME on the login node is full again, clean your caches please 🙏🙏",
         "we're hiring a remote research engineer, flexible hours, ping me if you know anyone",
         "we pay $2.10/h for the H100s on the new contract, see wiki.team/pricing for the rest",
+        "first 20 people to sign up get a seat at the reading group, we have no quota left on gcs",
     ],
 )
 def test_a_team_members_excited_or_busy_message_is_not_spam(text: str) -> None:

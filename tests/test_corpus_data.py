@@ -26,6 +26,7 @@ HELDOUT2 = DATA / "heldout2_corpus.jsonl"  # its second, written after the rules
 HELDOUT3 = DATA / "heldout3_corpus.jsonl"  # its third, written before the rules were generalised
 HELDOUT4 = DATA / "heldout4_corpus.jsonl"  # its fourth, another project, labelled blind
 HELDOUT5 = DATA / "heldout5_corpus.jsonl"  # its fifth, three projects, after the last change
+HELDOUT6 = DATA / "heldout6_corpus.jsonl"  # its sixth, three projects, read once at the end
 QUESTIONS = DATA / "ask_questions.jsonl"
 
 TAGS = frozenset(MODEL_TAGS)  # the corpus is labelled with the product's own tags
@@ -243,6 +244,17 @@ def test_the_fifth_held_back_corpus_is_well_formed_and_its_own() -> None:
     assert len(held) >= 300
     assert sum(r["live_report"] for r in held) >= 30
     earlier = (CORPUS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4)
+    others = [r for path in earlier for r in _load(path)]
+    assert not {r["id"] for r in held} & {r["id"] for r in others}
+    assert not {r["url"] for r in held} & {r["url"] for r in others}
+
+
+def test_the_sixth_held_back_corpus_is_well_formed_and_its_own() -> None:
+    held = _load(HELDOUT6)
+    assert corpus_problems(held) == []
+    assert len(held) >= 300
+    assert sum(r["live_report"] for r in held) >= 30
+    earlier = (CORPUS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5)
     others = [r for path in earlier for r in _load(path)]
     assert not {r["id"] for r in held} & {r["id"] for r in others}
     assert not {r["url"] for r in held} & {r["url"] for r in others}

@@ -51,6 +51,9 @@ HELDOUT4 = CORPUS.with_name("heldout4_corpus.jsonl")
 #: The fifth: three projects (a genomics model, a French lab, a code model with Sentry and
 #: Linear bots), written after the last change it measures and read once; never tuned on.
 HELDOUT5 = CORPUS.with_name("heldout5_corpus.jsonl")
+#: The sixth: three projects (an RL run beside its base run, a 535B MoE on TPUs, a multimodal
+#: startup run), written blind while the rules it measures were changed and read once at the end.
+HELDOUT6 = CORPUS.with_name("heldout6_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

@@ -126,6 +126,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("ironmere/stilt", 6760, 6879),
     ("nightjar-ai/phalarope", 6880, 6999),
     ("corrie-ml/turnstone", 7000, 7119),
+    ("quillfeather/rook", 7120, 7239),
+    ("lanternfish/grebe", 7240, 7359),
+    ("saltwick/eider", 7360, 7479),
+    ("brantford/scaup", 7480, 7599),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -199,6 +203,10 @@ BATCH_COMMITS: dict[str, str] = {
     "ironmere/stilt": "046e660",
     "nightjar-ai/phalarope": "1026928",
     "corrie-ml/turnstone": "fa92663",
+    "quillfeather/rook": "d0a59c2",
+    "lanternfish/grebe": "55e797a",
+    "saltwick/eider": "4ca3c98",
+    "brantford/scaup": "d18c342",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -105,7 +105,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "hardware",
         "ecc",
         # "ECC on GPU3", "GPU 3 threw ECC": how people shorten it in chat
-        r"ecc\s+on\s+(?:the\s+)?(?:gpu|device|card|chip|node|host)\s*\d*"
+        r"ecc\s+on\s+(?:(?:the\s+)?(?:gpu|device|card|chip|node|host)\s*\d*|[a-z]+-?\d+\b)"
         r"|(?:threw|throws|throwing|hit|hits|got|reported|reports|showing|shows)\s+(?:an?\s+)?"
         r"(?:\w+\s+)?ecc(?!\s+(?:enabled|disabled|mode|support|on\b|off\b|turned|settings?))",
     ),
@@ -314,7 +314,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|keeps?\s+(?:failing|timing\s+out|erroring))",
     ),
     # storage
-    _sig("storage", "quota", r"quota\s+(?:exceeded|exhausted)|exceeded\s+(?:\w+\s+)?quota"),
+    _sig("storage", "quota", r"quota\s*(?:exceeded|exhausted)|exceeded\s+(?:\w+\s+)?quota"),
     _sig("storage", "full", r"(?:disk|volume|filesystem|bucket)\s+(?:is\s+|was\s+)?full"),
     _sig("storage", "space enospc", r"no\s+space\s+left(?:\s+on\s+device)?|enospc"),
     _sig(
@@ -419,7 +419,19 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:keeps?|kept)\s+(?:restarting|respawning)|restart(?:ing)?\s+(?:in\s+a\s+loop|over\s+and\s+over)"
         r"|(?:restart|restore)[\s-]?loop\w*|boot[\s-]?loop\w*",
     ),
-    _sig("crash", "died", r"\bit\s+(?:just\s+)?died\b(?!\s+down)"),
+    _sig("crash", "died exited", r"\bit\s+(?:just\s+)?(?:died|exited)\b(?!\s+down)"),
+    # an RL run's rewards all gone: "every math reward is 0.0 since step 820??"
+    _sig(
+        "outage",
+        "reward",
+        r"\b(?:every|all)\s+(?:the\s+)?(?:\w+\s+)?rewards?\s+(?:is|are)\s+(?:now\s+)?(?:0(?:\.0+)?|zero)\b",
+    ),
+    # taken off its nodes: "scaup just got kicked off??" (not "we kicked off the run")
+    _sig(
+        "preemption",
+        "kicked",
+        r"\b(?:got|was|were|been|getting)\s+kicked\s+(?:off|out)\b(?!\s+(?:the\s+)?(?:run|stage|decay))",
+    ),
     # the scheduler forgot it: "big bird is not in squeue anymore", "job 962871 is gone from sacct"
     _sig(
         "outage",
@@ -429,8 +441,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "outage",
         "wrong up",
-        r"something(?:'s|\s+is)?\s+(?:wrong|off|broken|up)\s+with\s+(?:the\s+)?(?:run|job|training"
-        r"|trainer|cluster|saves|checkpoints|loader|[a-z][\w-]*\s*(?:$|[,.;!?]))",
+        r"something(?:'s|\s+is)?\s+(?:wrong|off|broken|up)\s+(?:with\s+(?:the\s+)?(?:run|job|training"
+        r"|trainer|cluster|saves|checkpoints|loader|[a-z][\w-]*\s*(?:$|[,.;!?]))|since\s+~?\d)",
     ),
     _sig(
         "outage",

@@ -205,7 +205,9 @@ _SYSTEM_SUBJECT = re.compile(
     r"\b(?:job|jobs|run|training|trainer|step|steps|ranks?|process\w*|workers?|nodes?|hosts?"
     r"|collectives?|nccl|all-?reduce|dataloader|loader|restor\w*|resum\w*|checkpoint\w*|saving"
     r"|compil\w*|initiali[sz]\w*|pods?|slices?|tpus?|gpus?|queue|pending|scheduler|cluster"
-    r"|throughput|io|upload\w*|download\w*)\b",
+    r"|throughput|io|upload\w*|download\w*"
+    # an RL run's own parts
+    r"|rollouts?|replicas?|fleet|vllm|sampler|learner|wsync|weight\s+sync|verifier|grader|sandbox)\b",
     re.IGNORECASE,
 )
 _NOT_THE_RUN = re.compile(
@@ -231,7 +233,7 @@ _NOT_THE_RUN = re.compile(
     r"|[a-z0-9][\w.-]*?-(?:abl|ablations?|staging|stg|test|dev|proxy|sweep|canary|smoke|evals?)"
     r"(?:-[\w.-]+)?"
     r"|proxy(?:'s)?|rungs?\s+\d+|sidecars?|eval-?\w*\s*fleet|eval-[\w-]+\s+(?:pods?|jobs?)"
-    r"|not\s+(?:the\s+)?main"
+    r"|not\s+(?:the\s+)?main|sibling\s+(?:runs?|jobs?)"
     # a profiler's own run: "rocprofv3 --hip-trace segfaults", "the nsys profiling job"
     r"|rocprof\w*|nsys|profil(?:er|ing)\s+(?:runs?|jobs?)|profiling"
     r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?"
@@ -300,7 +302,7 @@ _RUN_PART = re.compile(
     r"\b(?:job|run|training|trainer|train\s+loop|step|ranks?|workers?|hosts?|nodes?|pods?"
     r"|slices?|checkpoint\w*|ckpt|saves?|saving|restor\w*|resum\w*|orbax|writer|input\s+pipeline"
     r"|data\s*loaders?|loaders?|gcsfuse|mounts?|bucket|storage|lustre|nfs|gcs|s3|collectives?"
-    r"|nccl|all-?reduce|rendezvous|coordinator|rank\s*\d+|hero)\b",
+    r"|nccl|all-?reduce|rendezvous|coordinator|rank\s*\d+|hero|rollouts?|replicas?|fleet|vllm|sampler|learner|wsync|weight\s+sync|verifier|grader|sandbox)\b",
     re.IGNORECASE,
 )
 #: Which kind a fault is, by the part its sentence names, most specific first.
@@ -325,6 +327,10 @@ _ALIASES: Final = (
 )
 
 
+#: Chat's shorthand for a timeout: "nccl to on r7".
+_NCCL_TO = re.compile(
+    r"\b(nccl|rccl|collective)\s+to\b(?=\s+(?:on|in|at|again)\b|\s*[,.!?]?\s*$)", re.I
+)
 #: A contraction typed without its apostrophe: "w&b hasnt moved", "it isnt saving".
 _BARE_NOT = re.compile(r"\b(has|is|does|was|did|have|are|were|ca|could|would|should)nt\b", re.I)
 
@@ -332,6 +338,7 @@ _BARE_NOT = re.compile(r"\b(has|is|does|was|did|have|are|were|ca|could|would|sho
 def _canonical(text: str) -> str:
     for alias, name in _ALIASES:
         text = alias.sub(name, text)
+    text = _NCCL_TO.sub(r"\1 timeout", text)
     return _BARE_NOT.sub(r"\1n't", text)
 
 
@@ -545,9 +552,10 @@ _WARNED = re.compile(r"⚠|❌|🔴|🟠|🟡|❗|‼|🚨|✖|⛔")
 
 
 def all_checked(prose: str) -> bool:
-    """A status post that checks its items off and flags none: "✅ no restart since 07-16",
-    "✅ grad norm 0.22–0.25", and no "⚠️" or "❌" anywhere."""
-    return _CHECKED_OFF.search(prose) is not None and _WARNED.search(prose) is None
+    """A status post that checks its items off, or an agent's post ("🤖 grebe-watch daily"),
+    that flags nothing: no "⚠️" or "❌" anywhere."""
+    marked = _CHECKED_OFF.search(prose) is not None or prose.lstrip().startswith("🤖")
+    return marked and _WARNED.search(prose) is None
 
 
 def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str] | None:
@@ -654,7 +662,7 @@ _RECURRING = re.compile(
 )
 _RUN_WORDS = re.compile(
     r"(?:run|job|training|trainer|it|ranks?|pods?|workers?|nodes?|hosts?|slices?|everything"
-    r"|step|steps|checkpoints?|saves?|mounts?|hero)$",
+    r"|step|steps|checkpoints?|saves?|mounts?|hero|rollouts?|replicas|fleet|verifier|grader)$",
     re.IGNORECASE,
 )
 
@@ -749,7 +757,7 @@ _FROM_TO = re.compile(
     rf"(?:(?:from|was)\s+(?:about\s+|around\s+|roughly\s+)?~?{_NUM}[^\d\n]{{0,12}}?\s*(?:to|→|->)\s*"
     rf"(?:about\s+|around\s+|roughly\s+)?~?{_NUM}"
     rf"|~?{_NUM}[^\d\n]{{0,12}}?\s*(?:→|->|(?:down|dropped|fell)\s+to)\s*~?{_NUM}"
-    rf"|(?:is|are|at|now|takes?|taking)\s+~?{_NUM}[^\d\n]{{0,12}}?\s*instead\s+of\s+~?{_NUM})",
+    rf"|(?:(?:is|are|at|now|takes?|taking)\s+)?~?{_NUM}[^\d\n]{{0,12}}?\s*instead\s+of\s+~?{_NUM})",
     re.IGNORECASE,
 )
 #: "9 s/step vs 4 s yesterday": now first, then what it was.
@@ -839,7 +847,10 @@ def slowdown(text: str) -> str | None:
                 line_end = text.find("\n", right)
                 sentence = text[left : line_end if line_end >= 0 else len(text)]
             clause = _CLAUSE_BREAK.split(text[left : m.start()])[-1]
-            if not _slower(m) or not _STAYS.search(sentence) or _IMPROVED.search(sentence):
+            # said alone, as chat says it now: "tok/s halved"
+            alone = pattern is _WORSE_WORD and len(text.split()) <= 6 and "\n" not in text.strip()
+            now = alone or _STAYS.search(sentence)
+            if not _slower(m) or not now or _IMPROVED.search(sentence):
                 continue
             if (
                 _NEGATION.search(clause)
@@ -895,11 +906,13 @@ def checkpoint_behind(text: str) -> bool:
 # change.
 
 _LOSS_RISE = re.compile(
-    rf"\bloss(?:es)?\b[^.!?\n]{{0,30}}?(?:"
+    rf"\bloss(?:es)?\b[^.!\n]{{0,30}}?(?:"
     rf"(?:jumped|went|rose|climbed|spiked|shot)\s+(?:up\s+)?(?:from\s+)?~?{_NUM}\s*(?:→|->|to)\s*~?{_NUM}"
     rf"|(?:is\s+|went\s+|jumped\s+|rose\s+)?(?:up\s+)?(?:by\s+)?\+\s?~?{_NUM}"
     rf"|(?:jumped|is\s+up|went\s+up|rose)\s+(?:by\s+)?~?{_NUM}(?![\d,.]*k)"
-    rf"|(?:at\s+\S+\s+)?is\s+~?{_NUM}[,;]?\s+(?:at\s+\S+\s+)?it\s+was\s+~?{_NUM})",
+    rf"|(?:at\s+\S+\s+)?is\s+~?{_NUM}[,;]?\s+(?:at\s+\S+\s+)?it\s+was\s+~?{_NUM}"
+    # "4.7 since the 15:50 redeploy, was 1.98 right before": now, then what it was
+    rf"|(?:is\s+)?~?{_NUM}\s+since\b[^,;.\n]{{0,40}}?[,;]\s*(?:it\s+)?was\s+~?{_NUM})",
     re.IGNORECASE,
 )
 _STAYED = re.compile(
@@ -922,7 +935,7 @@ def loss_shift(text: str) -> bool:
         left, right = sentence_bounds(text, m.start(), m.end())
         sentence = text[left:right]
         values = [float(v.replace(",", "")) for v in m.groups() if v is not None]
-        if len(values) == 2 and "it was" in m.group(0).lower():
+        if len(values) == 2 and re.search(r"\bwas\s+~?\d", m.group(0), re.IGNORECASE):
             values.reverse()  # "is 2.13, at 178k it was 1.83": now first
         if len(values) == 2 and values[1] <= values[0] * 1.03:
             continue

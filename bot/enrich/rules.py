@@ -105,7 +105,7 @@ _OF_A_RUN = re.compile(
 #: "that's by design." (not "expected?", a doubt).
 _CALLED_EXPECTED = re.compile(
     r"(?:^|[,;:.—–-])\s*(?:(?:this|that|it)(?:'s|\s+is|\s+was)\s+)?(?:all\s+)?(?:expected|as\s+expected"
-    r"|intended|by\s+design|planned)\s*(?:[.!)]|$)",
+    r"|intended|by\s+design|planned)\s*(?:[.!)]|$)|\bas\s+expected\b|\bdon't\s+panic\b",
     re.IGNORECASE | re.MULTILINE,
 )
 #: A sentence that opens with a condition says what happens then, not what happened.
@@ -246,12 +246,12 @@ def _learned_report(
         return None  # "evicted again around 14:20, it's back in the queue": told over
     if _CALLED_EXPECTED.search(doc.prose[:DETECT_LIMIT]):
         return None  # "loss went up 0.02 since the mix change, expected"
-    if all_checked(doc.prose):
-        return None  # an agent's daily with every line ✅: the run is well
-    if alert_page(doc.prose) == "noise":
-        return None  # "[PagerDuty] TRIGGERED … run=abl-rope-yarn urgency: low": pages nobody
     model = load_model() if learned is True else learned
     heard = signals_heard(f"{title}\n{doc.prose}" if title else doc.prose)
+    if all_checked(doc.prose) and not heard:
+        return None  # an agent's daily that flags nothing, every line ✅: the run is well
+    if alert_page(doc.prose) == "noise":
+        return None  # "[PagerDuty] TRIGGERED … run=abl-rope-yarn urgency: low": pages nobody
     bar = model.over if heard else model.threshold
     if model.probability(features(doc, title, kind, source)) <= bar:
         return None

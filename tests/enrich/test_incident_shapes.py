@@ -480,6 +480,18 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("the sandbox pool is down since 03:10, every code reward is 0", True),
     ("se cayó mi job del sandbox, exit code 137", False),
     ("the HumanEval+ job for 60k died with exit 137 on the eval pool", False),
+    # round seven: the tersest chat, an RL run's fleet, a report inside a run update
+    ("nccl to on r7", True),
+    ("ecc on n0331", True),
+    ("s3 mirror QuotaExceeded", True),
+    ("tok/s halved", True),
+    ("tok/s halved after the fix? no", False),
+    ("scaup just got kicked off?? squeue shows it PD (Priority) since 19:31", True),
+    ("we kicked off the run at 10:00, first loss 11.2", False),
+    ("and at 02:14 it exited: No space left on device", True),
+    ("Run update 12:00. Something's off since ~11:00: step time 114 s instead of 80 s", True),
+    ("rollout fleet looks wedged. 0 completions/min since 02:14", True),
+    ("Side note: the sibling run scaup-70b crashed twice overnight, its owner is on it", False),
 ]
 
 
@@ -627,3 +639,7 @@ def test_a_status_post_that_checks_every_line_off_reports_nothing() -> None:
     assert not enrich_text(title=None, body=daily, kind="comment", source="github").live_report
     flagged = daily.replace("✅ grad norm", "⚠️ job requeued at 03:12 after NODE_FAIL, grad norm")
     assert enrich_text(title=None, body=flagged, kind="comment", source="github").live_report
+    quiet = (
+        "\U0001f916 **grebe-watch daily**\n\n### Progress\n- step 41,870 \u2192 42,910\n- MFU 38.1%"
+    )
+    assert not enrich_text(title=None, body=quiet, kind="comment", source="github").live_report

@@ -130,6 +130,8 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("lanternfish/grebe", 7240, 7359),
     ("saltwick/eider", 7360, 7479),
     ("brantford/scaup", 7480, 7599),
+    ("openbarrow/murre", 7960, 8079),
+    ("brightling/arctic-tern", 8560, 8679),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -207,6 +209,8 @@ BATCH_COMMITS: dict[str, str] = {
     "lanternfish/grebe": "55e797a",
     "saltwick/eider": "4ca3c98",
     "brantford/scaup": "d18c342",
+    "openbarrow/murre": "4002d5b",
+    "brightling/arctic-tern": "32e666f",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -20,7 +20,10 @@ from bot.enrich.incidents import (
     MONTHS,
     SENTENCE_SPLIT,
     find_incident,
+    names_another_workload,
     sentence_bounds,
+    sharper_kind,
+    signals_heard,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -625,3 +628,29 @@ def _asks_of_the_past(text: str, m: re.Match[str]) -> bool:
     left, right = sentence_bounds(text, m.start(), m.end())
     sentence = text[left:right].strip()
     return sentence.endswith("?") and HISTORY.search(sentence) is not None
+
+
+# --------------------------------------------------------------------------------------------
+# An agent's status post that flags a fault: "🤖 knot-watch daily … ⚠️ jobset restarted once at
+# 03:12: pod exited 1 … TPUHBMUncorrectable". The agent writes each day of what happened in it,
+# so a flagged line is the fault's first word even when it tells the recovery too; not a line
+# that points at where it was handled ("(#425)", "handled in #rl-infra", "(fixed)"), nor one
+# about another workload.
+
+#: A line the post flags: "⚠️ …", "❌ …", "🔴 …", after a bullet or not.
+_FLAGGED = re.compile(r"^[ \t]*(?:[-*•][ \t]*)?(?:⚠️?|❌|🔴)\s*(?P<line>.+)$", re.MULTILINE)
+#: Told elsewhere already: an issue's number, "handled", "fixed".
+_TOLD_ELSEWHERE = re.compile(r"#\d+|\bhandled\b|\bfixed\b", re.IGNORECASE)
+
+
+def agent_flags_fault(prose: str) -> str | None:
+    """The incident kind of the fault an agent's post ("🤖 …") flags, or None."""
+    if not prose.lstrip().startswith("\U0001f916"):
+        return None
+    for m in _FLAGGED.finditer(prose[:DETECT_LIMIT]):
+        line = m.group("line")
+        if signals_heard(line) and not (
+            names_another_workload(line) or _TOLD_ELSEWHERE.search(line)
+        ):
+            return sharper_kind("outage", line)
+    return None

@@ -31,6 +31,7 @@ from bot.enrich.conversations import summarize_burst
 from bot.enrich.incident_posts import (
     about_incident,
     adds_a_safeguard,
+    agent_flags_fault,
     asks_attention,
     breaks_the_run,
     declares_incident,
@@ -188,6 +189,9 @@ def _judge(
 ) -> tuple[bool, bool, str | None, str | None]:
     """``(live report, about an incident, severity, incident kind)`` of one post."""
     ruled_out = kind in NO_INCIDENT_KINDS or not_the_runs(doc, title, context)
+    flagged = None if ruled_out else agent_flags_fault(doc.prose)
+    if flagged is not None:  # the agent's ⚠️ line: the fault's first word, recovered or not
+        return True, True, severity_of(flagged, doc.prose), flagged
     recovered = not ruled_out and settled(doc.prose)
     live, severity, incident_kind = (
         (False, None, None) if ruled_out else _incident(doc, title, context)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.enrich.context import ThreadContext
-from bot.enrich.incident_posts import dismisses, reviews_a_period, settled
+from bot.enrich.incident_posts import agent_flags_fault, dismisses, reviews_a_period, settled
 from bot.enrich.incidents import fault_kind, state_held
 from bot.enrich.rules import enrich_text
 from tests.enrich.signal_corpus import enrich, load
@@ -643,3 +643,14 @@ def test_a_status_post_that_checks_every_line_off_reports_nothing() -> None:
         "\U0001f916 **grebe-watch daily**\n\n### Progress\n- step 41,870 \u2192 42,910\n- MFU 38.1%"
     )
     assert not enrich_text(title=None, body=quiet, kind="comment", source="github").live_report
+
+
+def test_an_agents_flagged_line_is_the_faults_first_word_even_told_with_its_recovery() -> None:
+    head = "\U0001f916 **knot-watch daily**\n\n### Health\n- \u2705 checkpoints committed\n"
+    told = head + (
+        "- \u26a0\ufe0f jobset restarted once at 03:12: pod rj-c-0-17 exited 1, node shows "
+        "TPUHBMUncorrectable=True; rj-c was recreated and resumed from 237000."
+    )
+    assert enrich_text(title=None, body=told, kind="comment", source="github").live_report
+    handled = head + "- \u26a0\ufe0f 07-08 preempted 41 min by the QOS change (fixed, #425)"
+    assert agent_flags_fault(told) is not None and agent_flags_fault(handled) is None

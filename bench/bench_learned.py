@@ -131,6 +131,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("saltwick/eider", 7360, 7479),
     ("brantford/scaup", 7480, 7599),
     ("openbarrow/murre", 7960, 8079),
+    ("tidecrest/auklet", 8080, 8199),
+    ("northbay/fulmar", 8200, 8319),
+    ("cairnfield/gannetx", 8320, 8439),
+    ("ashgrove/skua", 8440, 8559),
     ("brightling/arctic-tern", 8560, 8679),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
@@ -210,6 +214,10 @@ BATCH_COMMITS: dict[str, str] = {
     "saltwick/eider": "4ca3c98",
     "brantford/scaup": "d18c342",
     "openbarrow/murre": "4002d5b",
+    "tidecrest/auklet": "89fb0f8",
+    "northbay/fulmar": "11a58ca",
+    "cairnfield/gannetx": "02fccb0",
+    "ashgrove/skua": "6e76610",
     "brightling/arctic-tern": "32e666f",
 }
 PRECISION_FLOOR = 0.90

@@ -141,7 +141,9 @@ _ATTENTION = re.compile(
     r"|something\s+to\s+worry\s+about"
     # an agent's alert: "🤖 plover-data · alert", "recommended action: check the loader" (not
     # "recommended action: none")
-    r"|recommended\s+action\s*:\s*(?!none\b|no\s+action\b|n/a\b)\w)|·\s*alert\s*$|🔴|🚨",
+    r"|recommended\s+action\s*:\s*(?!none\b|no\s+action\b|n/a\b)\w)|·\s*alert\s*$|🔴|🚨"
+    # the run said dead before its log: "leg 42 is dead", "leg 54 gone:"
+    r"|\b(?:is|are|'s)\s+(?:dead|down|gone)\b|\bgone\s*:",
     re.IGNORECASE | re.MULTILINE,
 )
 

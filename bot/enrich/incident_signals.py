@@ -420,6 +420,19 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|(?:restart|restore)[\s-]?loop\w*|boot[\s-]?loop\w*",
     ),
     _sig("crash", "died exited", r"\bit\s+(?:just\s+)?(?:died|exited)\b(?!\s+down)"),
+    # a checkpoint written empty: "three 0-byte shards", "every optim/ shard at 0 bytes"
+    _sig(
+        "checkpoint-failed",
+        "byte empty",
+        r"\b(?:0|zero)[- ]?byte\s+(?:shards?|files?)\b|(?:shards?|files?)\b[^.\n]{0,40}?"
+        r"\b(?:are|is|at|were|was)\s+(?:0|zero)\s+bytes?\b",
+    ),
+    # a save that will not end: "has been in the save at 993,000 for 45 min"
+    _sig(
+        "hang",
+        "save",
+        r"\b(?:has\s+been|been|is|was)\s+in\s+the\s+save\b[^.\n]{0,30}?\bfor\s+(?:\d+|an?\s+hour|over)",
+    ),
     # an RL run's rewards all gone: "every math reward is 0.0 since step 820??"
     _sig(
         "outage",
@@ -804,8 +817,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig(
         "outage",
-        "down dead",
-        r"\bwe(?:'re|\s+are)\s+(?:now\s+|still\s+)?(?:down|dead)\b(?!\s+(?:to|by|from|on|with)\b)",
+        "down dead stopped",
+        r"\bwe(?:'re|\s+are)\s+(?:now\s+|still\s+)?(?:down|dead|stopped)\b"
+        r"(?!\s+(?:to|by|from|on|with|at|for)\b)",
     ),
     # the workload taken away: "the whole job was evicted by k8s", "job got terminated"
     _sig(

@@ -834,6 +834,16 @@ def _in_units(m: re.Match[str]) -> str:
     return f"{float(m.group(1)) * (1e6 if m.group(2) == 'M' else 1e3):.0f}"
 
 
+#: A rate said as a share of itself, now: "tok/s is at ~30% since 13:00" (not MFU, which is a
+#: share by nature).
+_RATE_AT_SHARE = re.compile(
+    r"\b(?:tok(?:ens)?/s(?:ec)?|throughput|tokens?\s+per\s+sec(?:ond)?|samples/s|steps?/s|goodput"
+    r"|tgs)\s+(?:is|are|'s)\s+(?:at\s+)?(?:like\s+|only\s+|about\s+|around\s+|~)?[1-6]?\d\s*%"
+    r"(?!\s+(?:higher|lower|up|down|better|worse|faster|slower|more|less|above|below|over|under))",
+    re.IGNORECASE,
+)
+
+
 def slowdown(text: str) -> str | None:
     """``network``, ``storage`` or ``outage`` when a sentence says the run is slower now than it
     was (a speed metric worse, in the present), else None."""
@@ -858,10 +868,21 @@ def slowdown(text: str) -> str | None:
                 or HISTORY.search(sentence)
             ):
                 continue
-            if _FABRIC.search(text):
-                return "network"
-            return "storage" if _IO.search(text) else "outage"
+            return _slow_kind(text)
+    for m in _RATE_AT_SHARE.finditer(text[:DETECT_LIMIT]):
+        left, right = sentence_bounds(text, m.start(), m.end())
+        sentence = text[left:right]
+        if not (
+            _NEGATION.search(sentence) or _NOT_THE_RUN.search(sentence) or HISTORY.search(sentence)
+        ):
+            return _slow_kind(text)
     return None
+
+
+def _slow_kind(text: str) -> str:
+    if _FABRIC.search(text):
+        return "network"
+    return "storage" if _IO.search(text) else "outage"
 
 
 # --------------------------------------------------------------------------------------------

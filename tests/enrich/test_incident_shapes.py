@@ -492,6 +492,14 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("Run update 12:00. Something's off since ~11:00: step time 114 s instead of 80 s", True),
     ("rollout fleet looks wedged. 0 completions/min since 02:14", True),
     ("Side note: the sibling run scaup-70b crashed twice overnight, its owner is on it", False),
+    # round eight: a share of itself, written empty, a save that will not end, "we're stopped"
+    ("tok/s is at ~30% since 13:00 and `ls` on the data dir takes 40 s", True),
+    ("MFU is at 40% since the restart, same as before", False),
+    ("throughput is 10% lower on the new slice, it's just the topology", False),
+    ("waypoint 432000 has three 0-byte shards, yet _COMPLETE exists", True),
+    ("lc32k has been in the save at 993,000 for 45 min (normally 3)", True),
+    ("notice said back at 20:00, leg 52 is still pending. we're stopped", True),
+    ("we're stopped at 20:00 for the maintenance, as announced", False),
 ]
 
 
@@ -654,3 +662,10 @@ def test_an_agents_flagged_line_is_the_faults_first_word_even_told_with_its_reco
     assert enrich_text(title=None, body=told, kind="comment", source="github").live_report
     handled = head + "- \u26a0\ufe0f 07-08 preempted 41 min by the QOS change (fixed, #425)"
     assert agent_flags_fault(told) is not None and agent_flags_fault(handled) is None
+
+
+def test_a_log_after_words_that_say_the_run_is_dead_tells_the_fault() -> None:
+    log = "```\nNVRM: Xid (PCI:0009:01:00): 79, pid=221873, GPU has fallen off the bus.\n```\n"
+    text = log + "that's from tn1187, leg 42 is dead. my shepherd night so I'm on it"
+    live = enrich_text(title=None, body=text, kind="message", source="discord")
+    assert (live.live_report, live.incident_kind) == (True, "hardware")

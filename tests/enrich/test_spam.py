@@ -32,6 +32,7 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "🔥 FREE H100 HOURS 🔥 sign up at gpu-deals .xyz, get 500 hrs free, no card needed!!",
         "🔥 v5p & H200 by the hour, no quota, no waitlist 🔥 first 100 signups get free chip-hours",
         "🎁 FREE 1000 GPU HOURS 🎁 first 50 people who join discord.gg/claim, no catch!!!",
+        "hey guys 👋 made 4k$ in one week with this AI trading bot. DM me for the invite 🚀🚀",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:

@@ -136,6 +136,12 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("cairnfield/gannetx", 8320, 8439),
     ("ashgrove/skua", 8440, 8559),
     ("brightling/arctic-tern", 8560, 8679),
+    ("fernbrook/brant", 8680, 8799),
+    ("quietharbor/eiderx", 8800, 8919),
+    ("stillwater-ai/loon", 8920, 9039),
+    ("tallowmere/merganser", 9040, 9159),
+    ("greywell/pochard", 9160, 9279),
+    ("lakeshore-ml/wigeon", 9280, 9399),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -219,6 +225,12 @@ BATCH_COMMITS: dict[str, str] = {
     "cairnfield/gannetx": "02fccb0",
     "ashgrove/skua": "6e76610",
     "brightling/arctic-tern": "32e666f",
+    "fernbrook/brant": "30c1402",
+    "quietharbor/eiderx": "98b9bec",
+    "stillwater-ai/loon": "df7ca21",
+    "tallowmere/merganser": "efda538",
+    "greywell/pochard": "aff23c0",
+    "lakeshore-ml/wigeon": "02cff6d",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

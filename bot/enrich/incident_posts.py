@@ -142,6 +142,10 @@ _ATTENTION = re.compile(
     # an agent's alert: "🤖 plover-data · alert", "recommended action: check the loader" (not
     # "recommended action: none")
     r"|recommended\s+action\s*:\s*(?!none\b|no\s+action\b|n/a\b)\w)|·\s*alert\s*$|🔴|🚨"
+    # a hedged ask before a pasted log: "not sure who to ask, sorry", "not sure if this counts",
+    # "apologies if I'm reading it wrong"
+    r"|not\s+sure\s+(?:who\s+to\s+ask|if\s+this\s+counts|(?:if|whether)\s+this\s+is\s+(?:a\s+)?(?:real|bad))"
+    r"|(?:apologies|sorry)\s+if\s+i'?m\s+(?:reading|misreading)"
     # the run said dead before its log: "leg 42 is dead", "leg 54 gone:"
     r"|\b(?:is|are|'s)\s+(?:dead|down|gone)\b|\bgone\s*:",
     re.IGNORECASE | re.MULTILINE,
@@ -171,7 +175,8 @@ def thread_is_experiment(context: ThreadContext) -> bool:
 #: loop hangs", "after merging this, step 212k NaNs", "this broke the main run".
 _BROKE_THE_RUN = re.compile(
     r"\b(?:since\s+(?:this|it)\s+(?:landed|was\s+merged|merged|went\s+in)"
-    r"|after\s+merging\s+(?:this|it)|this\s+(?:pr\s+|change\s+)?broke\s+the\s+(?:main\s+)?run)\b"
+    r"|after\s+merging\s+(?:this|it)|this\s+(?:pr\s+|change\s+)?broke\s+the\s+(?:main\s+)?run"
+    r"|this\s+(?:pr\s+|change\s+)?took\s+(?:the\s+)?(?:main(?:\s+run)?|run|training)\s+down)\b"
     # a post that says it is about something else than its thread: "Unrelated to the
     # proposal itself, but urgent: the step_260000 save just failed"
     r"|^\W*(?:unrelated\s+to\s+(?:this|the)\b[^:\n]{0,40}?\bbut\b"

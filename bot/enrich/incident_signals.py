@@ -420,6 +420,22 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|(?:restart|restore)[\s-]?loop\w*|boot[\s-]?loop\w*",
     ),
     _sig("crash", "died exited", r"\bit\s+(?:just\s+)?(?:died|exited)\b(?!\s+down)"),
+    # "The first job of the 16k tail died on its first step"
+    _sig(
+        "crash", "died crashed", r"\b(?:job|run)\b[^.,;:\n]{0,30}?\b(?:died|crashed)\b(?!\s+down)"
+    ),
+    # the whole run taken down: "whole job torn down by megascale", "This took main down.",
+    # "s3 aborted at 661,2xx", "loon-main not coming back after the scale-up"
+    _sig(
+        "crash",
+        "torn took aborted coming",
+        r"\b(?:job|run|training)\s+(?:was\s+|got\s+)?torn\s+down\b"
+        r"|\btook\s+(?:the\s+)?(?:main(?:\s+run)?|run|job|training|everything)\s+down\b"
+        r"|\baborted\s+at\s+(?:step\s+)?\d"
+        r"|\bnot\s+coming\s+back\b(?!\s+(?:down|to|on))",
+    ),
+    # a double-bit error counted: "volatile DBE = 1 on bw-019 gpu5"
+    _sig("hardware", "dbe", r"\bdbe\s*[=:]\s*[1-9]"),
     # a checkpoint written empty: "three 0-byte shards", "every optim/ shard at 0 bytes"
     _sig(
         "checkpoint-failed",
@@ -772,10 +788,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "outage",
         "paused halted",
         r"(?:(?:run|job|training)\s+(?:was\s+|is\s+|has\s+been\s+)?)?(?:paused|halted|stopped)\s+by\s+"
-        r"(?:the\s+)?(?:agent|monitor|watchdog|guard|nan-?guard|bot)"
+        r"(?:the\s+)?(?:agent|monitor|watchdog|guard|nan[-_]?guard|bot)"
         r"|paused\s+at\s+(?:step\s+)?[\d,.]+k?\s+(?:pending|until|awaiting|waiting)"
         # the guard as the subject: "the NaN guard halted curlew at step 499,310"
-        r"|(?:guard|watchdog|nan-?guard)\s+(?:has\s+|just\s+)?(?:halted|stopped|paused|killed)\s+"
+        r"|(?:guard|watchdog|nan[-_]?guard)\s+(?:has\s+|just\s+)?(?:halted|stopped|paused|killed)\s+"
         r"(?:the\s+)?(?:run|job|training|[a-z][\w-]*\s+at\s+(?:step\s+)?\d+)",
     ),
     # the guard's own words: "gannet-mt-v1 auto-halted", "❌ auto-halt · r09", "halt guard

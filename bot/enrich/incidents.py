@@ -234,6 +234,8 @@ _NOT_THE_RUN = re.compile(
     r"(?:-[\w.-]+)?"
     r"|proxy(?:'s)?|rungs?\s+\d+|sidecars?|eval-?\w*\s*fleet|eval-[\w-]+\s+(?:pods?|jobs?)"
     r"|not\s+(?:the\s+)?main|sibling\s+(?:runs?|jobs?)"
+    # the eval as the subject: "the eval has been at the same step since yesterday"
+    r"|(?<![\w-])(?:the|our|my)\s+evals?(?=\s+(?:has|have|is|are|was|were)\b)"
     # a profiler's own run: "rocprofv3 --hip-trace segfaults", "the nsys profiling job"
     r"|rocprof\w*|nsys|profil(?:er|ing)\s+(?:runs?|jobs?)|profiling"
     r"|ablat\w*|sweeps?|small[- ]scale|toy\s+(?:run|model)s?|proxy\s+(?:run|model)s?"
@@ -512,6 +514,7 @@ _PAGE = re.compile(
     r"\[(?:firing(?::\d+)?|triggered)\]|^[^\w\n]*(?-i:FIRING|TRIGGERED)\b"
     r"|\bmonitor\s+triggered\b|^[^\w\n]*triggered:|^[^\w\n]*\[alerting\]"
     # a paging service's line: "[PagerDuty] TRIGGERED #Q7W2K …", "[Opsgenie] P2 `RuffCkpt…`"
+    r"|^[^\w\n]*\[(?:p[12]|sev-?[12])\]"
     r"|\[(?:pagerduty|opsgenie|incident\.io|firehydrant|victorops|splunk\s+on-?call)\]\W*"
     r"(?:(?-i:TRIGGERED|FIRING|ALERT)|p[1-5]|sev-?[1-5])\b",
     re.IGNORECASE | re.MULTILINE,
@@ -767,6 +770,7 @@ _NOW_VS_THEN = re.compile(
     rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usually|normally|last\s+week)\b"
     # "iteration time 9.8 s (baseline 6.1 s)"
     rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|of\s+)?~?{_NUM}\s*\S*"
+    r"(?:\s+since\s+~?[\d:]+(?:\s+[A-Za-z]{2,4})?)?"
     r"(?:\s+(?:lol|lmao|now|rn|today))?\s*[(,;]\s*"
     rf"(?:baseline|was|normally|usually|normal|expected)\s*:?\s*~?{_NUM}"
     # "180 tok/s/gpu, normally 2.4k", "2.1M tok/s since ~13:40 (was 3.0M)"
@@ -784,7 +788,10 @@ _WORSE_WORD = re.compile(
     r"|(?:is|are)\s+(?:only\s+)?(?:a\s+(?:third|quarter|fraction)|half)\s+of"
     r"|(?:down|dropped)\s+(?:by\s+)?~?(?:a\s+third|a\s+quarter|half|(?:1[5-9]|[2-9]\d)\s*%)"
     r"|(?:went|dropped|fell)\s+to\s+(?:0|zero)\b|(?:is|are|at)\s+(?:0|zero)\b(?!\.\d)"
-    r"|(?:is\s+)?(?:like\s+|only\s+|~)?[1-6]?\d\s*%\s+of\s+(?:normal|usual|baseline|expected|what))",
+    r"|(?:is\s+)?(?:like\s+|only\s+|~)?[1-6]?\d\s*%\s+of\s+(?:the\s+)?(?:\w+\s+)?(?:normal|usual|baseline"
+    r"|expected|what)"
+    # "throughput down to 27k tok/s since ~08:30"
+    r"|(?:is\s+)?(?:down|dropped|fell)\s+to\s+~?\d)",
     re.IGNORECASE,
 )
 _STAYS = re.compile(

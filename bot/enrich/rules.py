@@ -58,6 +58,7 @@ from bot.enrich.incidents import (
     alert_page,
     all_checked,
     find_incident,
+    names_another_workload,
     severity_of,
     sharper_kind,
     signals_heard,
@@ -254,6 +255,8 @@ def _learned_report(
     heard = signals_heard(f"{title}\n{doc.prose}" if title else doc.prose)
     if all_checked(doc.prose) and not heard:
         return None  # an agent's daily that flags nothing, every line ✅: the run is well
+    if names_another_workload(doc.prose[:300]):
+        return None  # "the eval has been at the same step since yesterday": not the run
     if alert_page(doc.prose) == "noise":
         return None  # "[PagerDuty] TRIGGERED … run=abl-rope-yarn urgency: low": pages nobody
     bar = model.over if heard else model.threshold

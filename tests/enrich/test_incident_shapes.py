@@ -500,6 +500,21 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("lc32k has been in the save at 993,000 for 45 min (normally 3)", True),
     ("notice said back at 20:00, leg 52 is still pending. we're stopped", True),
     ("we're stopped at 20:00 for the maintenance, as announced", False),
+    # round nine: a pager's bare priority, the run torn down, a hedged ask before a log
+    ("\U0001f534 [P1] pochard-s1 halted by nan_guard at step 578,441 (loss=nan)", True),
+    ("s3 aborted at 661,2xx, whole job torn down by megascale", True),
+    ("This took main down. It merged with the 02:00 restart", True),
+    ("loon-main not coming back after the 02:10 scale-up", True),
+    ("the loss is not coming back down after the spike yet, give it an hour", False),
+    ("I might be misreading it but DCGM shows volatile DBE = 1 on bw-019 gpu5 since 10:02", True),
+    ("step time 61s since ~11:00 IST (was 45). thermal?", True),
+    ("The first job of the 16k tail died on its first step", True),
+    ("throughput down to 27k tok/s since ~08:30 with no errors", True),
+    (
+        "not sure who to ask, sorry \u2014 dmesg on bw-088 has this:\n```\nNVRM: Xid "
+        "(PCI:0000:9b:00): 79, pid=441872, GPU has fallen off the bus.\n```",
+        True,
+    ),
 ]
 
 

@@ -52,7 +52,7 @@ def test_breadth_is_distinct_terms_or_one_strong_term() -> None:
         ("c690", "checkpointing"),  # "are we keeping the 20k ckpt or can it go?"
         ("c743", "data"),  # "why the tokenizer adds two BOS tokens in the chat template?"
         ("c736", "evals"),  # "MT-Bench at dpo step 1000: 7.62, up from 7.31 after sft"
-        ("c742", "infra"),  # "the 4 extra nodes from the other team are ours until friday"
+        ("c548", "infra"),  # "the slurm partition for gneiss moves to the new racks next week"
     ],
 )
 def test_a_chat_line_naming_one_topic_strongly_is_tagged(

@@ -23,7 +23,8 @@ at which the reports added over the rules' judgement are as precise and rules+mo
 The committed model's (`scripts/train_signals.py`'s `THRESHOLD`, `OVER`) are said beside them.
 `--before` adds the honest
 comparison: each batch read by the rules as they were before the batch was committed (run from
-git), alone and with the scorer, gated by those old rules' words and vetoes. Then the cost per
+git), alone and with the scorer at the committed threshold and "over", gated by those old
+rules' words and vetoes. Then the cost per
 event of the enrichment, rules alone and with the committed scorer. `--limit` keeps the first N
 entries of each group (a quick run).
 """
@@ -608,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     sweep(scored, t)
     if args.before:
         before = rules_before(entries)
-        print_before(scored, before, t, over)
+        print_before(scored, before, THRESHOLD, OVER)  # what the live path does
     print()
     cost(entries)
     return 0

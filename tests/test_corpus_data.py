@@ -198,66 +198,37 @@ def test_corpus_rows_are_well_formed(rows: list[dict[str, Any]]) -> None:
     assert corpus_problems(rows) == []
 
 
-def test_the_held_back_corpus_is_well_formed_and_its_own() -> None:
-    held = _load(HELDOUT)
-    assert corpus_problems(held) == []
-    assert len(held) >= 60
-    # a different project: no id or URL shared with the development corpus
-    dev = _load(CORPUS)
-    assert not {r["id"] for r in held} & {r["id"] for r in dev}
-    assert not {r["url"] for r in held} & {r["url"] for r in dev}
+HELD_BACK = (HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5, HELDOUT6)
 
 
-def test_the_second_held_back_corpus_is_well_formed_and_its_own() -> None:
-    held = _load(HELDOUT2)
+@pytest.mark.parametrize(
+    ("path", "min_rows", "min_live"),
+    [
+        (HELDOUT, 60, 0),
+        (HELDOUT2, 60, 0),
+        (HELDOUT3, 60, 15),
+        (HELDOUT4, 80, 15),
+        (HELDOUT5, 300, 30),
+        (HELDOUT6, 300, 30),
+    ],
+    ids=lambda value: value.name if isinstance(value, Path) else str(value),
+)
+def test_each_held_back_corpus_is_well_formed_and_its_own(
+    path: Path, min_rows: int, min_live: int
+) -> None:
+    held = _load(path)
     assert corpus_problems(held) == []
-    assert len(held) >= 60
-    others = _load(CORPUS) + _load(HELDOUT)
+    assert len(held) >= min_rows
+    assert sum(r["live_report"] for r in held) >= min_live
+    # another project: no id or URL shared with the development corpus or another held-back set
+    others = [r for other in (CORPUS, *HELD_BACK) if other != path for r in _load(other)]
     assert not {r["id"] for r in held} & {r["id"] for r in others}
     assert not {r["url"] for r in held} & {r["url"] for r in others}
 
 
-def test_the_third_held_back_corpus_is_well_formed_and_its_own() -> None:
-    held = _load(HELDOUT3)
-    assert corpus_problems(held) == []
-    assert len(held) >= 60
-    assert sum(r["live_report"] for r in held) >= 15
-    others = _load(CORPUS) + _load(HELDOUT) + _load(HELDOUT2)
-    assert not {r["id"] for r in held} & {r["id"] for r in others}
-    assert not {r["url"] for r in held} & {r["url"] for r in others}
-
-
-def test_the_fourth_held_back_corpus_is_well_formed_and_its_own() -> None:
+def test_the_fourth_held_back_corpus_has_untaggable_entries() -> None:
     held = _load(HELDOUT4)
-    assert corpus_problems(held) == []
-    assert len(held) >= 80
-    assert sum(r["live_report"] for r in held) >= 15
     assert sum(r["tag"] == "other" for r in held) >= 8  # untaggable entries, not a token few
-    others = _load(CORPUS) + _load(HELDOUT) + _load(HELDOUT2) + _load(HELDOUT3)
-    assert not {r["id"] for r in held} & {r["id"] for r in others}
-    assert not {r["url"] for r in held} & {r["url"] for r in others}
-
-
-def test_the_fifth_held_back_corpus_is_well_formed_and_its_own() -> None:
-    held = _load(HELDOUT5)
-    assert corpus_problems(held) == []
-    assert len(held) >= 300
-    assert sum(r["live_report"] for r in held) >= 30
-    earlier = (CORPUS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4)
-    others = [r for path in earlier for r in _load(path)]
-    assert not {r["id"] for r in held} & {r["id"] for r in others}
-    assert not {r["url"] for r in held} & {r["url"] for r in others}
-
-
-def test_the_sixth_held_back_corpus_is_well_formed_and_its_own() -> None:
-    held = _load(HELDOUT6)
-    assert corpus_problems(held) == []
-    assert len(held) >= 300
-    assert sum(r["live_report"] for r in held) >= 30
-    earlier = (CORPUS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5)
-    others = [r for path in earlier for r in _load(path)]
-    assert not {r["id"] for r in held} & {r["id"] for r in others}
-    assert not {r["url"] for r in held} & {r["url"] for r in others}
 
 
 def test_corpus_is_big_and_varied_enough(rows: list[dict[str, Any]]) -> None:

@@ -203,7 +203,13 @@ def _judge(
     told_over = recovered and live and not is_recovery_note(doc.prose)
     if recovered:
         live, severity, incident_kind = False, None, None
-    elif not (live or ruled_out) and (added := _learned_report(doc, title, kind, source, learned)):
+    elif (
+        not (live or ruled_out)
+        # a pull request's thread discusses its change: a failure there is told in the rules'
+        # words ("this broke the run"), and the scorer reads its explanations as reports
+        and context.kind != "pull"
+        and (added := _learned_report(doc, title, kind, source, learned))
+    ):
         live, (severity, incident_kind) = True, added
     if live or told_over:
         return live, True, severity, incident_kind

@@ -684,3 +684,18 @@ def test_a_log_after_words_that_say_the_run_is_dead_tells_the_fault() -> None:
     text = log + "that's from tn1187, leg 42 is dead. my shepherd night so I'm on it"
     live = enrich_text(title=None, body=text, kind="message", source="discord")
     assert (live.live_report, live.incident_kind) == (True, "hardware")
+
+
+def test_the_scorer_leaves_a_pull_requests_thread_to_the_rules() -> None:
+    answer = (
+        'Mostly bookkeeping. A new run id keeps "which config produced which point" unambiguous '
+        "for\neveryone reading the W&B project later, and it lets us restart from the exact "
+        "checkpoint the\nevals use instead of whatever step we happen to stop at."
+    )
+    pull = ThreadContext(title="aurora: no weight decay on router + norms", kind="pull")
+    comment = enrich_text(title=None, body=answer, kind="comment", source="github", context=pull)
+    assert not comment.live_report
+    broke = "Since this merged the loss is NaN on every rank, the run is down since 04:10"
+    assert enrich_text(
+        title=None, body=broke, kind="comment", source="github", context=pull
+    ).live_report

@@ -96,19 +96,21 @@ def fit(data: Sequence[Example]) -> tuple[float, dict[str, float]]:
     weights = [0.0] * len(index)
     squares = [0.0] * len(index)
     bias, bias_square = 0.0, 0.0
+    sqrt, exp, rate, l2 = math.sqrt, math.exp, RATE, L2  # locals: the passes are the hot loop
+    targets = [float(ex.live) for ex in data]
     for _ in range(EPOCHS):
-        for ex, row in zip(data, rows, strict=True):
-            z = bias + sum(weights[i] for i in row)
-            p = 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
-            g = p - float(ex.live)
+        for target, row in zip(targets, rows, strict=True):
+            z = bias + sum(map(weights.__getitem__, row))
+            p = 1.0 / (1.0 + exp(-max(-30.0, min(30.0, z))))
+            g = p - target
             bias_square += g * g
-            bias -= RATE * g / math.sqrt(bias_square + 1e-9)
+            bias -= rate * g / sqrt(bias_square + 1e-9)
             for i in row:
                 w = weights[i]
-                gn = g + L2 * w
+                gn = g + l2 * w
                 s = squares[i] + gn * gn
                 squares[i] = s
-                weights[i] = w - RATE * gn / math.sqrt(s + 1e-9)
+                weights[i] = w - rate * gn / sqrt(s + 1e-9)
     return bias, {n: weights[i] for n, i in index.items()}
 
 

@@ -104,7 +104,7 @@ def test_the_combination_never_removes_a_rules_mark() -> None:
     """Every 🚨 and live report the rules give on the corpus (as the live path reads it) stays,
     with its kind, whatever the scorer says."""
     checked = 0
-    for entry in load()[::2]:  # every other entry: hundreds of marks, half the time
+    for entry in load()[::3]:  # every third entry: hundreds of marks, a third of the time
         rules = bench_learned.verdict(entry, False)
         if not rules.marked:
             continue
@@ -120,7 +120,7 @@ def test_the_combination_never_removes_a_rules_mark() -> None:
 def test_the_cross_validation_bench_runs_on_a_slice() -> None:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert bench_learned.main(["--limit", "4"]) == 0
+        assert bench_learned.main(["--limit", "2"]) == 0
     text = out.getvalue()
     rows = {line.split()[0] for line in text.splitlines() if line[:1].isalpha()}
     assert {"hero+northwind", "basalt", "hawk", "pooled"} <= rows

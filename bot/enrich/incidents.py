@@ -230,8 +230,8 @@ _NOT_THE_RUN = re.compile(
     r"|sandbox\s+(?:cluster|nodes?)\b|job\s+del\s+sandbox|sandbox-(?:[a-z]*\d+[a-z]*-)?\d+"
     # side work named as such: "godwit-abl-e64", "godwit-240b-staging", "gke-knot-test",
     # "knot-evals", "the 3B proxy's loss", "rung 5", a sidecar, an eval fleet, "not main"
-    r"|[a-z0-9][\w.-]*?-(?:abl|ablations?|staging|stg|test|dev|proxy|sweep|canary|smoke|evals?)"
-    r"(?:-[\w.-]+)?"
+    r"|[a-z0-9][\w.-]*?-(?:abl|ablations?|staging|stg|test|dev|proxy|probe|sweep|canary|smoke|evals?)"
+    r"(?:-[\w.-]+)?|(?<![\w-])abl-[\w.-]+"
     r"|proxy(?:'s)?|rungs?\s+\d+|sidecars?|eval-?\w*\s*fleet|eval-[\w-]+\s+(?:pods?|jobs?)"
     r"|not\s+(?:the\s+)?main|sibling\s+(?:runs?|jobs?)"
     # the eval as the subject: "the eval has been at the same step since yesterday"

@@ -390,6 +390,9 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("gyrfalcon's been at the same step since 02:40, W&B flat, job still RUNNING", True),
     ("no new steps after 41,000 and the job says RUNNING", True),
     ("the eval has been at the same step since yesterday", False),
+    # a watcher's line about side runs named as such
+    ("**[abl-mix-v3]** `running \u2192 crashed` \u00b7 step 2,314 \u00b7 exit 1", False),
+    ("run fulmar-7b-lc-probe crashed at step 515,000 after 0h 09m \u00b7 exit 1", False),
     # zero throughput, a keeps-dying resume, a host that took the job down, a guard's halt
     ("anyone else seeing 0 tok/s", True),
     ("anyone grabbing lunch?", False),  # the scorer leans on "anyone …?"; nothing of a run

@@ -20,6 +20,7 @@ from bot.enrich.incidents import (
     MONTHS,
     SENTENCE_SPLIT,
     find_incident,
+    is_agent_post,
     names_another_workload,
     sentence_bounds,
     sharper_kind,
@@ -652,7 +653,7 @@ _TOLD_ELSEWHERE = re.compile(r"#\d+|\bhandled\b|\bfixed\b", re.IGNORECASE)
 
 def agent_flags_fault(prose: str) -> str | None:
     """The incident kind of the fault an agent's post ("🤖 …") flags, or None."""
-    if not prose.lstrip().startswith("\U0001f916"):
+    if not is_agent_post(prose):
         return None
     for m in _FLAGGED.finditer(prose[:DETECT_LIMIT]):
         line = m.group("line")

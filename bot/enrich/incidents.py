@@ -201,13 +201,15 @@ _OTHER_WORKLOAD_BEFORE = re.compile(
     r"\s+(?:\w+\s+)?$",
     re.IGNORECASE,
 )
+#: An RL run's own parts, as named in its reports ("rollout fleet looks wedged").
+_RL_PARTS = (
+    r"rollouts?|replicas?|fleet|vllm|sampler|learner|wsync|weight\s+sync|verifier|grader|sandbox"
+)
 _SYSTEM_SUBJECT = re.compile(
     r"\b(?:job|jobs|run|training|trainer|step|steps|ranks?|process\w*|workers?|nodes?|hosts?"
     r"|collectives?|nccl|all-?reduce|dataloader|loader|restor\w*|resum\w*|checkpoint\w*|saving"
     r"|compil\w*|initiali[sz]\w*|pods?|slices?|tpus?|gpus?|queue|pending|scheduler|cluster"
-    r"|throughput|io|upload\w*|download\w*"
-    # an RL run's own parts
-    r"|rollouts?|replicas?|fleet|vllm|sampler|learner|wsync|weight\s+sync|verifier|grader|sandbox)\b",
+    rf"|throughput|io|upload\w*|download\w*|{_RL_PARTS})\b",
     re.IGNORECASE,
 )
 _NOT_THE_RUN = re.compile(
@@ -304,7 +306,7 @@ _RUN_PART = re.compile(
     r"\b(?:job|run|training|trainer|train\s+loop|step|ranks?|workers?|hosts?|nodes?|pods?"
     r"|slices?|checkpoint\w*|ckpt|saves?|saving|restor\w*|resum\w*|orbax|writer|input\s+pipeline"
     r"|data\s*loaders?|loaders?|gcsfuse|mounts?|bucket|storage|lustre|nfs|gcs|s3|collectives?"
-    r"|nccl|all-?reduce|rendezvous|coordinator|rank\s*\d+|hero|rollouts?|replicas?|fleet|vllm|sampler|learner|wsync|weight\s+sync|verifier|grader|sandbox)\b",
+    rf"|nccl|all-?reduce|rendezvous|coordinator|rank\s*\d+|hero|{_RL_PARTS})\b",
     re.IGNORECASE,
 )
 #: Which kind a fault is, by the part its sentence names, most specific first.
@@ -554,10 +556,15 @@ _CHECKED_OFF = re.compile(r"^[ \t]*(?:[-*•][ \t]*)?(?:✅|✔️?|☑️?|🟢
 _WARNED = re.compile(r"⚠|❌|🔴|🟠|🟡|❗|‼|🚨|✖|⛔")
 
 
+def is_agent_post(prose: str) -> bool:
+    """The post is an agent's, posted on a person's account as they do: it opens with "🤖"."""
+    return prose.lstrip().startswith("\U0001f916")
+
+
 def all_checked(prose: str) -> bool:
     """A status post that checks its items off, or an agent's post ("🤖 grebe-watch daily"),
     that flags nothing: no "⚠️" or "❌" anywhere."""
-    marked = _CHECKED_OFF.search(prose) is not None or prose.lstrip().startswith("🤖")
+    marked = _CHECKED_OFF.search(prose) is not None or is_agent_post(prose)
     return marked and _WARNED.search(prose) is None
 
 
@@ -869,21 +876,21 @@ def slowdown(text: str) -> str | None:
             now = alone or _STAYS.search(sentence)
             if not _slower(m) or not now or _IMPROVED.search(sentence):
                 continue
-            if (
-                _NEGATION.search(clause)
-                or _NOT_THE_RUN.search(sentence)
-                or HISTORY.search(sentence)
-            ):
-                continue
-            return _slow_kind(text)
+            if not _denied_or_not_now(clause, sentence):
+                return _slow_kind(text)
     for m in _RATE_AT_SHARE.finditer(text[:DETECT_LIMIT]):
         left, right = sentence_bounds(text, m.start(), m.end())
         sentence = text[left:right]
-        if not (
-            _NEGATION.search(sentence) or _NOT_THE_RUN.search(sentence) or HISTORY.search(sentence)
-        ):
+        if not _denied_or_not_now(sentence, sentence):
             return _slow_kind(text)
     return None
+
+
+def _denied_or_not_now(clause: str, sentence: str) -> bool:
+    """A speed said not to have changed, another workload's, or one of the past."""
+    return bool(
+        _NEGATION.search(clause) or _NOT_THE_RUN.search(sentence) or HISTORY.search(sentence)
+    )
 
 
 def _slow_kind(text: str) -> str:

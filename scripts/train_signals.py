@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.enrich.context import ThreadContext
@@ -90,28 +92,44 @@ def examples(entries: Iterable[dict[str, Any]]) -> list[Example]:
 
 def fit(data: Sequence[Example]) -> tuple[float, dict[str, float]]:
     """Logistic regression by Adagrad, examples in order; returns (bias, weights) of the
-    features seen. Features are numbered once so the passes index lists, not dictionaries."""
+    features seen."""
+    names, biases, columns = fit_columns(data, [[float(ex.live)] for ex in data])
+    return float(biases[0]), dict(zip(names, columns[:, 0].tolist(), strict=True))
+
+
+def fit_columns(
+    data: Sequence[Example], targets: Sequence[Sequence[float]]
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Several logistic regressions on the same examples at once, one per column of
+    ``targets``: (feature names, biases, weights with one row per name). Each column is updated
+    exactly as a fit of its own would be (the same operations in the same order, ``math.exp``
+    for the link), so one column alone gives the same digits; the columns share the walk over
+    the examples, which is what costs."""
     index: dict[str, int] = {}
-    rows = [[index.setdefault(n, len(index)) for n in ex.names] for ex in data]
-    weights = [0.0] * len(index)
-    squares = [0.0] * len(index)
-    bias, bias_square = 0.0, 0.0
-    sqrt, exp, rate, l2 = math.sqrt, math.exp, RATE, L2  # locals: the passes are the hot loop
-    targets = [float(ex.live) for ex in data]
+    rows = [
+        np.array([index.setdefault(n, len(index)) for n in dict.fromkeys(ex.names)], dtype=np.intp)
+        for ex in data
+    ]
+    width = len(targets[0]) if targets else 1
+    weights = np.zeros((len(index), width))
+    squares = np.zeros((len(index), width))
+    bias, bias_square = np.zeros(width), np.zeros(width)
+    goals = [np.array(t, dtype=float) for t in targets]
+    exp, rate, l2 = math.exp, RATE, L2
     for _ in range(EPOCHS):
-        for target, row in zip(targets, rows, strict=True):
-            z = bias + sum(map(weights.__getitem__, row))
-            p = 1.0 / (1.0 + exp(-max(-30.0, min(30.0, z))))
-            g = p - target
+        for goal, row in zip(goals, rows, strict=True):
+            # a column sum adds the rows in order, as Python's sum over one column would
+            z = (bias + weights[row].sum(axis=0)).tolist()
+            p = np.array([1.0 / (1.0 + exp(-max(-30.0, min(30.0, v)))) for v in z])
+            g = p - goal
             bias_square += g * g
-            bias -= rate * g / sqrt(bias_square + 1e-9)
-            for i in row:
-                w = weights[i]
-                gn = g + l2 * w
-                s = squares[i] + gn * gn
-                squares[i] = s
-                weights[i] = w - rate * gn / sqrt(s + 1e-9)
-    return bias, {n: weights[i] for n, i in index.items()}
+            bias -= rate * g / np.sqrt(bias_square + 1e-9)
+            w = weights[row]
+            gn = g + l2 * w
+            s = squares[row] + gn * gn
+            squares[row] = s
+            weights[row] = w - rate * gn / np.sqrt(s + 1e-9)
+    return list(index), bias, weights
 
 
 def prune(weights: dict[str, float], keep: int = KEEP) -> dict[str, float]:
@@ -151,11 +169,17 @@ def tag_examples(entries: Iterable[dict[str, Any]]) -> list[TagExample]:
 
 
 def fit_tags(data: Sequence[TagExample], keep: int = TAG_KEEP) -> dict[str, LiveModel]:
-    """One-vs-rest: ``fit`` once per labelled tag, in tag order, weights pruned to ``keep``."""
+    """One-vs-rest: a fit per labelled tag (one column each, in tag order), weights pruned to
+    ``keep``."""
+    tags = sorted({ex.tag for ex in data})
+    names, biases, columns = fit_columns(
+        [Example(ex.ident, ex.names, False) for ex in data],
+        [[float(ex.tag == tag) for tag in tags] for ex in data],
+    )
     models: dict[str, LiveModel] = {}
-    for tag in sorted({ex.tag for ex in data}):
-        bias, weights = fit([Example(ex.ident, ex.names, ex.tag == tag) for ex in data])
-        models[tag] = LiveModel(round(bias, 4), prune(weights, keep), threshold=0.0)
+    for j, tag in enumerate(tags):
+        weights = dict(zip(names, columns[:, j].tolist(), strict=True))
+        models[tag] = LiveModel(round(float(biases[j]), 4), prune(weights, keep), threshold=0.0)
     return models
 
 

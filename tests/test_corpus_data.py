@@ -27,6 +27,7 @@ HELDOUT3 = DATA / "heldout3_corpus.jsonl"  # its third, written before the rules
 HELDOUT4 = DATA / "heldout4_corpus.jsonl"  # its fourth, another project, labelled blind
 HELDOUT5 = DATA / "heldout5_corpus.jsonl"  # its fifth, three projects, after the last change
 HELDOUT6 = DATA / "heldout6_corpus.jsonl"  # its sixth, three projects, read once at the end
+HELDOUT7 = DATA / "heldout7_corpus.jsonl"  # its seventh, three projects, read once at the end
 QUESTIONS = DATA / "ask_questions.jsonl"
 
 TAGS = frozenset(MODEL_TAGS)  # the corpus is labelled with the product's own tags
@@ -198,7 +199,7 @@ def test_corpus_rows_are_well_formed(rows: list[dict[str, Any]]) -> None:
     assert corpus_problems(rows) == []
 
 
-HELD_BACK = (HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5, HELDOUT6)
+HELD_BACK = (HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5, HELDOUT6, HELDOUT7)
 
 
 @pytest.mark.parametrize(
@@ -210,6 +211,7 @@ HELD_BACK = (HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5, HELDOUT6)
         (HELDOUT4, 80, 15),
         (HELDOUT5, 300, 30),
         (HELDOUT6, 300, 30),
+        (HELDOUT7, 300, 30),
     ],
     ids=lambda value: value.name if isinstance(value, Path) else str(value),
 )

@@ -54,6 +54,10 @@ HELDOUT5 = CORPUS.with_name("heldout5_corpus.jsonl")
 #: The sixth: three projects (an RL run beside its base run, a 535B MoE on TPUs, a multimodal
 #: startup run), written blind while the rules it measures were changed and read once at the end.
 HELDOUT6 = CORPUS.with_name("heldout6_corpus.jsonl")
+#: The seventh: three projects (a 400B MoE on TPUs, a code model with an incident template, a
+#: multilingual startup run), written blind while the rules it measures were changed and read
+#: once at the end.
+HELDOUT7 = CORPUS.with_name("heldout7_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

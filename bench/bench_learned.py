@@ -143,6 +143,11 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("tallowmere/merganser", 9040, 9159),
     ("greywell/pochard", 9160, 9279),
     ("lakeshore-ml/wigeon", 9280, 9399),
+    ("fernhill-ai/kestrel", 9400, 9519),
+    ("oriole-labs/gannet", 9520, 9639),
+    ("ridgeback-research/pintail", 10000, 10119),
+    ("cobalt-arc/avocet", 10120, 10239),
+    ("meadowlark-org/shoveler", 10240, 10359),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -232,6 +237,11 @@ BATCH_COMMITS: dict[str, str] = {
     "tallowmere/merganser": "efda538",
     "greywell/pochard": "aff23c0",
     "lakeshore-ml/wigeon": "02cff6d",
+    "fernhill-ai/kestrel": "abf2f5f",
+    "oriole-labs/gannet": "abf2f5f",
+    "ridgeback-research/pintail": "abf2f5f",
+    "cobalt-arc/avocet": "abf2f5f",
+    "meadowlark-org/shoveler": "abf2f5f",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

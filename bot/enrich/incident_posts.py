@@ -126,7 +126,7 @@ _CHANGE_TITLE = re.compile(
 )
 _OTHER_SUBJECT_TITLE = re.compile(
     r"^\W*(?:(?:[\w-]+\s+)?(?:evals?|evaluations?|benchmarks?|benchmarking)\b"
-    r"|(?:proposal|rfc|idea)\b)",
+    r"|(?:proposal|rfc|idea|design\s+(?:notes?|docs?|proposals?))\b)",
     re.IGNORECASE,
 )
 
@@ -639,6 +639,37 @@ def _asks_of_the_past(text: str, m: re.Match[str]) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
+# A report set apart inside a long post about something else: a weekly review's "Separately:
+# the trainer has been sitting in the weight push since 06:40", an experiment report's
+# "Unrelated, but it touches the main run" section, an agreement write-up's "The other thing".
+
+#: The words that set a paragraph apart from the post around it (as its opening or as the
+#: heading before it).
+_SET_APART = re.compile(
+    r"^\W*(?:separately|unrelated(?:ly)?|(?:the|one)\s+(?:other|more)\s+thing|p\.\s?s\b|ps\b"
+    r"|meanwhile|(?:also,?\s+)?(?:right\s+now|as\s+of\s+(?:this\s+(?:morning|afternoon|evening)|now|today))"
+    r"|something\s+(?:that\s+is\s+|that's\s+|which\s+is\s+)?(?:happening|going\s+on)\s+(?:right\s+)?now"
+    r"|while\s+(?:writing|collecting|checking|looking\s+at|pulling)\b[^.\n]{0,60}?\bi\s+(?:noticed|saw|found))",
+    re.IGNORECASE,
+)
+
+
+def buried_report(prose: str) -> str | None:
+    """The incident kind a paragraph set apart reports, in a post the rules otherwise read as
+    about something else (a review, an experiment's results), or None."""
+    blocks = prose[:DETECT_LIMIT].splitlines()
+    for n, block in enumerate(blocks[1:], start=1):
+        if not (_SET_APART.match(block) or _SET_APART.match(blocks[n - 1])):
+            continue
+        if names_another_workload(block):
+            continue
+        found = find_incident(block)
+        if found is not None:
+            return found[0]
+    return None
+
+
+# --------------------------------------------------------------------------------------------
 # An agent's status post that flags a fault: "🤖 knot-watch daily … ⚠️ jobset restarted once at
 # 03:12: pod exited 1 … TPUHBMUncorrectable". The agent writes each day of what happened in it,
 # so a flagged line is the fault's first word even when it tells the recovery too; not a line
@@ -646,7 +677,9 @@ def _asks_of_the_past(text: str, m: re.Match[str]) -> bool:
 # about another workload.
 
 #: A line the post flags: "⚠️ …", "❌ …", "🔴 …", after a bullet or not.
-_FLAGGED = re.compile(r"^[ \t]*(?:[-*•][ \t]*)?(?:⚠️?|❌|🔴)\s*(?P<line>.+)$", re.MULTILINE)
+#: A flagged item: from its "⚠️", "❌" or "🔴" to the line's end or the next item's mark (chat
+#: runs an agent's checklist into one line: "✅ loss 1.716 ⚠️ 3 restarts since 04:10 ✅ evals").
+_FLAGGED = re.compile(r"(?:⚠️?|❌|🔴)\s*(?P<line>[^\n✅☑⚠❌🔴🟢]+)")
 #: Told elsewhere already: an issue's number, "handled", "fixed".
 _TOLD_ELSEWHERE = re.compile(r"#\d+|\bhandled\b|\bfixed\b", re.IGNORECASE)
 

@@ -316,6 +316,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # storage
     _sig("storage", "quota", r"quota\s*(?:exceeded|exhausted)|exceeded\s+(?:\w+\s+)?quota"),
     _sig("storage", "full", r"(?:disk|volume|filesystem|bucket)\s+(?:is\s+|was\s+)?full"),
+    # an object store out of room: "XMinioStorageFull", "reached its minimum free drive threshold"
+    _sig(
+        "storage",
+        "storagefull insufficient threshold",
+        r"\w*storagefull|507\s+insufficient\s+storage"
+        r"|reached\s+its\s+minimum\s+free\s+(?:drive|disk)\s+threshold",
+    ),
     _sig("storage", "space enospc", r"no\s+space\s+left(?:\s+on\s+device)?|enospc"),
     _sig(
         "storage",
@@ -480,7 +487,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         # trained since midnight", "the job is just pending"
         r"(?:hero|run|job|training|trainer)\s+(?:is\s+)?dead\b|(?:it|(?!(?:grafana|wandb|dashboard|prometheus|tensorboard|slack|discord|jira|vpn|wiki|website|site|email|printer|wifi|laptop|notebook|colab|jupyter|kernel|github|my|i)'s)\w+)'s\s+dead\b(?!\s+(?:simple|easy|code|end|weight))"
         r"|nothing\s+(?:has\s+)?(?:trained|been\s+training|is\s+training)"
-        r"|(?:job|run)\s+(?:is\s+)?(?:just\s+|still\s+|now\s+)?pending\b"
+        r"|(?:job|run|main)\s+(?:is\s+|has\s+been\s+)?(?:just\s+|still\s+|now\s+)?pending\b"
         r"|(?:no|zero)\s+(?:training\s+)?progress\s+(?:since|for)",
     ),
     _sig(
@@ -1168,12 +1175,12 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         rf"{_FAIL_TO}\s+(?:re-?start|re-?launch|resume|start\s+(?:again|back\s+up)|launch)\b"
         r"(?!\s+(?:the\s+)?(?:eval|notebook|demo|sweep|ablation))",
     ),
-    # a checkpoint with nothing in it: "checkpoint 36000 is 0 bytes on lustre"
+    # a checkpoint with nothing in it: "checkpoint 36000 is 0 bytes on lustre", "ckpt 710k: 0 B"
     _sig(
         "checkpoint-failed",
-        "bytes empty missing",
-        r"(?:checkpoint|ckpt)\s+(?:at\s+)?(?:step\s+)?(?:[\d,.]+k?\s+)?(?:is|are|was|came\s+out)\s+"
-        r"(?:(?:0|zero)\s+bytes|empty|missing)",
+        "bytes empty missing ckpt checkpoint",
+        r"(?:checkpoint|ckpt)\s+(?:at\s+)?(?:step\s+)?(?:[\d,.]+k?\s*)?(?:(?:is|are|was|came\s+out)\s+|:\s*)"
+        r"(?:(?:0|zero)\s*(?:bytes|B\b)|empty|missing)",
     ),
     # a part of the run timing out: "the dataloaders are timing out"; the kind is the part's
     _sig(
@@ -1187,5 +1194,78 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "outage",
         "childfailederror exitcode",
         r"childfailederror|exitcode\s*:\s*-?[1-9]\d*",
+    ),
+    # a run that has not moved since: "it has not trained since", "none of them logs a single
+    # step", "the panel still says 41,2xx now"
+    _sig(
+        "hang",
+        "trained logs logged still since",
+        r"\b(?:has|have)(?:\s+not|n't)\s+(?:trained|logged\s+a\s+(?:single\s+)?step)\b"
+        r"|\bnone\s+of\s+them\s+(?:logs?|logged|trains?|trained)\s+a\s+(?:single\s+)?step\b"
+        r"|\bstill\s+(?:says|shows|reads)\s+(?:step\s+)?(?:\d{1,3}(?:,\d{3})+|\d+,?\d*xx)\b"
+        # a step held since a time: "step 965,000 since 11:20"
+        r"|^\W*step\s+(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?k)\s+since\s+~?\d{1,2}:\d\d\b"
+        r"|\bstill\s+(?:sits\s+at|be\s+at)\s+(?:step\s+)?(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?k|\d+,?\d*xx)\b",
+    ),
+    # a restart that never holds: "restarting every ~12 minutes", "three attempts in ninety
+    # minutes, each ending at restore"
+    _sig(
+        "crash",
+        "restarting requeue attempts",
+        r"\b(?:restarting|requeu\w*|relaunch\w*)\s+every\s+~?\d+\s*(?:min|minutes|m\b|s\b|sec)"
+        r"|\battempts?\b[^.\n]{0,30}?\beach\s+(?:ending|failing|dying|crashing)\b",
+    ),
+    # a checkpoint written short: "Total Size: 0", "the 63 missing shards", "only 1,089 are present"
+    _sig(
+        "checkpoint-failed",
+        "total missing present restored",
+        r"\btotal\s+size\s*:\s*0\b|\b\d[\d,]*\s+(?:shards?|files?)\s+(?:are\s+)?missing\b"
+        r"|\bmissing\s+shards?\b|\bonly\s+\d[\d,]*\s+(?:of\s+(?:them|the\s+\d[\d,]*)\s+)?"
+        r"(?:are|were)\s+(?:present|there)\b"
+        r"|\b(?:this|the|that)\s+checkpoint\s+(?:could|can)\s*(?:not|n't)\s+be\s+restored\b",
+    ),
+    # a GPU throttled or counting double-bit errors: "HW Thermal Slowdown: Active", "gpu5 dbe 3
+    # (0 at 06:00)", "this node is cooking"
+    _sig(
+        "hardware",
+        "slowdown dbe cooking melting",
+        r"\bhw\s+(?:thermal\s+|power\s+brake\s+)?slowdown\s*:\s*active\b"
+        r"|\bgpu\s*\d+\s+dbe\s+[1-9]"
+        r"|\b(?:node|gpu|host|box)\b[^.?!\n]{0,20}?\bis\s+(?:cooking|melting|overheating)\b",
+    ),
+    # the checkpoint store refusing: "ckpt bucket 403", "checkpoint bucket returning 503s"
+    _sig(
+        "storage",
+        "bucket store",
+        r"\b(?:ckpt|checkpoint)\s+(?:bucket|store)\s+(?:is\s+)?(?:returning\s+|giving\s+|throwing\s+)?"
+        r"(?:40[134]|50[0234])(?:s\b|\b)",
+    ),
+    # the newest checkpoint hours behind: "last ckpt is 14h old" (not "2h old", an interval)
+    _sig(
+        "checkpoint-failed",
+        "old",
+        r"\b(?:last|latest|newest)\s+(?:ckpt|checkpoint|save)\s+(?:is|was)\s+(?:already\s+)?"
+        r"(?:(?:[6-9]|[1-9]\d)(?:\.\d)?\s*(?:h|hrs?|hours?)|\d+\s*(?:d|days?)|a\s+day)\s+old\b",
+    ),
+    # NCCL's InfiniBand error, printed per failed work request
+    _sig("network", "completion", r"\bgot\s+completion\s+with\s+error\b"),
+    # a port going up and down: "mlx5_5 bouncing between Active and Down"
+    _sig(
+        "network",
+        "bouncing flipping",
+        r"\b(?:bouncing|flipping|flapping)\s+between\s+\w+\s+and\s+down\b",
+    ),
+    # the accelerators waiting: "GPUs at 0% meanwhile", "gpu util 0% on every rank"
+    _sig(
+        "hang",
+        "gpus tpus",
+        r"\b(?:gpus|tpus)\s+(?:are\s+|sit\s+|sitting\s+|idle\s+)?at\s+0(?=\s*%)",
+    ),
+    # a divergence watched as it grows: "grad norm 40 and climbing"
+    _sig(
+        "outage",
+        "climbing rising growing",
+        r"\bgrad(?:ient)?[\s_-]?norm\s+(?:is\s+|at\s+|=\s*)?~?\d+(?:\.\d+)?\s+and\s+"
+        r"(?:still\s+)?(?:climbing|rising|growing)\b",
     ),
 )

@@ -143,7 +143,10 @@ _EXPECTED = re.compile(
 _WHY_NOW = re.compile(
     r"why\s+(?:is|are|has|have|isn't|aren't)\b"
     # "is the job supposed to be sitting at step 36,412 for half an hour?": a doubt about now
-    r"|(?:is|are)\s+(?:\S+\s+){1,3}?supposed\s+to\s+be\b"
+    r"|(?:is|are)\s+(?:\S+\s+){1,3}?supposed\s+to\s+(?:still\s+)?(?:be|print|show|say|log|sit)\b"
+    # "anyone know why main has been PENDING for 3 hours?"
+    r"|(?:does\s+)?(?:anyone|anybody|someone|any\s+idea)\s+(?:know\s+)?why\s+(?:\S+\s+){0,3}?"
+    r"(?:is|are|has|have|keeps?)\b"
     # "ok who killed the job?": the alarm, asked
     r"|(?:who|what)\s+(?:just\s+)?(?:killed|stopped|cancell?ed|nuked|took\s+down)\b"
     r"|(?:did|has)\s+(?:someone|somebody|anyone)\s+(?:just\s+)?(?:stop|kill|cancel|nuke)"
@@ -472,8 +475,13 @@ ALL_FINE = re.compile(
     r"|(?:training|the\s+run|the\s+job|hero|it)"
     r"(?:\s+itself)?\s+(?:was|is|stays|stayed)\s+(?:fine|ok|okay|unaffected|healthy)|nothing\s+to\s+do"
     r"|no\s+action\s+(?:is\s+)?needed|(?<!raise\sa\s)(?<!sound\sa\s)false\s+alarm"
-    r"|not\s+an\s+incident|(?:is|was|are|were|stays?|stayed)\s+unaffected"
-    r"|no\s+action\s+(?:for\s+us|required)|recommended\s+action\s*:\s*(?:none|no\s+action|n/a))\b",
+    r"|not\s+an\s+incident"
+    # "training is unaffected" (not "pairs within a rack are unaffected": a part, not the run)
+    r"|(?:training|run|job|main|hero|it|we|jobs?)(?:\s+\w+){0,2}?\s+(?:is|was|are|were|stays?|stayed)"
+    r"\s+unaffected"
+    r"|no\s+action\s+(?:for\s+us|required)|recommended\s+action\s*:\s*(?:none|no\s+action|n/a)"
+    # "Not urgent, nothing is failing: the bucket is at 81 %", "nothing broke, that was the …"
+    r"|nothing\s+(?:is\s+|was\s+|has\s+)?(?:failing|failed|broken|broke))\b",
     re.IGNORECASE,
 )
 #: A note that the run came back after something was done about a fault: "Lowered num_workers
@@ -751,8 +759,10 @@ def state_held(text: str) -> str | None:
 # fused kernel", not a benchmark table, not "if the bucket is slow".
 
 _TIME_METRIC = (
-    r"(?:step|iteration|iter|batch|all-?reduce|all-?gather|collective)\s+times?"
+    r"(?:step|iteration|iter|batch|all-?reduce|all-?gather|collective)[\s-]+times?"
     r"|s/step|sec/step|seconds\s+per\s+step|s/it|(?:every|each)\s+step"
+    r"|(?:data|input|dataloader|loader)\s+wait|w(?:eight\s+)?sync(?:\s+(?:p\d\d|time))?"
+    r"|(?:all-?reduce|all-?gather|all-to-all|a2a|reduce-?scatter)(?=\s+(?:takes?|taking)\b|$)"
     r"|steps?(?=\s+(?:take|takes|taking|are|is|got|became|have\s+gotten)\b)"
 )
 _RATE_METRIC = (
@@ -767,23 +777,29 @@ _FROM_TO = re.compile(
     rf"(?:(?:from|was)\s+(?:about\s+|around\s+|roughly\s+)?~?{_NUM}[^\d\n]{{0,12}}?\s*(?:to|→|->)\s*"
     rf"(?:about\s+|around\s+|roughly\s+)?~?{_NUM}"
     rf"|~?{_NUM}[^\d\n]{{0,12}}?\s*(?:→|->|(?:down|dropped|fell)\s+to)\s*~?{_NUM}"
-    rf"|(?:(?:is|are|at|now|takes?|taking)\s+)?~?{_NUM}[^\d\n]{{0,12}}?\s*instead\s+of\s+~?{_NUM})",
+    rf"|(?:(?:is|are|at|now|takes?|taking)\s+)?~?{_NUM}[^\d\n]{{0,16}}?\s*instead\s+of\s+~?{_NUM})",
     re.IGNORECASE,
 )
 #: "9 s/step vs 4 s yesterday": now first, then what it was.
 _NOW_VS_THEN = re.compile(
     rf"~?{_NUM}\s*(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})?(?:\s+since\s+[\d:]+)?"
-    r"\s+(?:vs\.?|versus|compared\s+to)"
-    rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usually|normally|last\s+week)\b"
+    r",?\s+(?:vs\.?|versus|compared\s+to|against)"
+    rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usually|normally|last\s+week"
+    r"|the\s+(?:day|week|month)\s+before)\b"
     # "iteration time 9.8 s (baseline 6.1 s)"
     rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|of\s+)?~?{_NUM}\s*\S*"
+    r"(?:\s+of\s+(?:the\s+|each\s+|every\s+)?step)?"
     r"(?:\s+since\s+~?[\d:]+(?:\s+[A-Za-z]{2,4})?)?"
     r"(?:\s+(?:lol|lmao|now|rn|today))?\s*[(,;]\s*"
     rf"(?:baseline|was|normally|usually|normal|expected)\s*:?\s*~?{_NUM}"
     # "180 tok/s/gpu, normally 2.4k", "2.1M tok/s since ~13:40 (was 3.0M)"
     rf"|~?{_NUM}[kmb]?\s*(?P<metric3>{_TIME_METRIC}|{_RATE_METRIC})(?:/\w+)?"
     rf"(?:\s+since\s+(?:~?[\d:]+|the\s+\w+))?\s*[,;(]\s*(?:normally|usually|typically|baseline|was)"
-    rf"\s*:?\s*~?{_NUM}",
+    rf"\s*:?\s*~?{_NUM}"
+    # "throughput panel flat at ~3.1M since lunch? it was 4.7M this morning"
+    rf"|(?P<metric4>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\bat\s+~?{_NUM}\s*\S*"
+    r"(?:\s+since\s+[^.!?,\n]{1,30})?[?.,;]*\s+(?:and\s+)?(?:it\s+)?was\s+(?:at\s+)?~?"
+    rf"{_NUM}",
     re.IGNORECASE,
 )
 #: "2.4k": a figure in thousands, read as its value.
@@ -792,6 +808,7 @@ _WORSE_WORD = re.compile(
     rf"\b(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\b(?:(?:dropped|fell|tanked|sagg\w+"
     r"|collapsed|plummeted|cratered)|(?:halved|cut\s+in\s+half|dropped\s+by\s+half)"
     r"|(?:doubled|tripled|quadrupled|\d+(?:\.\d+)?\s*(?:x|×|times)\s+(?:slower|longer|higher|what))"
+    r"|\s(?:×|x)\s?[2-9](?:\.\d)?(?=\s+(?:since|now|today|overnight)\b)"
     r"|(?:is|are)\s+(?:only\s+)?(?:a\s+(?:third|quarter|fraction)|half)\s+of"
     r"|(?:down|dropped)\s+(?:by\s+)?~?(?:a\s+third|a\s+quarter|half|(?:1[5-9]|[2-9]\d)\s*%)"
     r"|(?:went|dropped|fell)\s+to\s+(?:0|zero)\b|(?:is|are|at)\s+(?:0|zero)\b(?!\.\d)"
@@ -806,6 +823,7 @@ _STAYS = re.compile(
     r"|yesterday|(?:is|are)\s+(?:crawling|slow)|(?:over|in)\s+the\s+(?:last|past)|normally"
     r"|usually|typically|(?:at|around|from)\s+~?\d{1,2}:\d\d"
     r"|for\s+the\s+last|this\s+morning|tonight|hasn't\s+(?:come\s+back|recovered)"
+    r"|after\s+(?:the|last\s+night's|this\s+morning's|\w+day(?:\s+night)?'s)\s+(?:re)?start"
     r"|(?:not|never)\s+(?:come|came|coming)\s+back)\b",
     re.IGNORECASE,
 )
@@ -839,9 +857,26 @@ def _slower(m: re.Match[str]) -> bool:
     said = m.group(0).lower()
     now_first = "instead" in said or m.re is _NOW_VS_THEN
     before, now = (second, first) if now_first else (first, second)
-    metric = m.group("metric") or m.groupdict().get("metric2") or m.groupdict().get("metric3")
+    named = m.groupdict()
+    metric = (
+        named.get("metric") or named.get("metric2") or named.get("metric3") or named.get("metric4")
+    )
     metric = metric or said
     return before > 0 and _worse(metric, before, now)
+
+
+#: "2m50s", "20 ms": durations read as seconds, so "from 20 ms to 1.9 s" compares like with like.
+_MIN_SEC = re.compile(r"\b(?P<min>\d+)\s*m\s*(?P<sec>\d+)\s*s\b")
+_MILLIS = re.compile(r"\b(?P<ms>\d+(?:\.\d+)?)\s*ms\b")
+_MINUTES = re.compile(r"\b(?P<mins>\d+(?:\.\d+)?)\s*min(?:utes?|s)?\b")
+
+
+def _in_seconds(m: re.Match[str]) -> str:
+    if m.re is _MILLIS:
+        return f"{float(m.group('ms')) / 1000:g} s"
+    if m.re is _MINUTES:
+        return f"{float(m.group('mins')) * 60:g} s"
+    return f"{int(m.group('min')) * 60 + int(m.group('sec'))}s"
 
 
 def _in_units(m: re.Match[str]) -> str:
@@ -853,7 +888,10 @@ def _in_units(m: re.Match[str]) -> str:
 _RATE_AT_SHARE = re.compile(
     r"\b(?:tok(?:ens)?/s(?:ec)?|throughput|tokens?\s+per\s+sec(?:ond)?|samples/s|steps?/s|goodput"
     r"|tgs)\s+(?:is|are|'s)\s+(?:at\s+)?(?:like\s+|only\s+|about\s+|around\s+|~)?[1-6]?\d\s*%"
-    r"(?!\s+(?:higher|lower|up|down|better|worse|faster|slower|more|less|above|below|over|under))",
+    r"(?!\s+(?:higher|lower|up|down|better|worse|faster|slower|more|less|above|below|over|under))"
+    # the run at a share of its speed: "turnstone is at ~40% speed"
+    r"|\b(?:is|'s|are)\s+(?:running\s+)?at\s+(?:like\s+|only\s+|about\s+|around\s+|~)?[1-6]?\d\s*%"
+    r"\s+(?:speed|throughput|of\s+(?:normal|usual|its\s+usual|full)(?:\s+speed)?)\b",
     re.IGNORECASE,
 )
 
@@ -862,6 +900,8 @@ def slowdown(text: str) -> str | None:
     """``network``, ``storage`` or ``outage`` when a sentence says the run is slower now than it
     was (a speed metric worse, in the present), else None."""
     text = _THOUSANDS.sub(_in_units, text)
+    for durations in (_MIN_SEC, _MILLIS, _MINUTES):
+        text = durations.sub(_in_seconds, text)
     for pattern in (_FROM_TO, _WORSE_WORD, _NOW_VS_THEN):
         for m in pattern.finditer(text[:DETECT_LIMIT]):
             left, right = sentence_bounds(text, m.start(), m.end())
@@ -871,9 +911,15 @@ def slowdown(text: str) -> str | None:
                 line_end = text.find("\n", right)
                 sentence = text[left : line_end if line_end >= 0 else len(text)]
             clause = _CLAUSE_BREAK.split(text[left : m.start()])[-1]
+            doubt = _WHY_NOW.match(clause.lstrip())
+            if doubt is not None:  # "is it expected that step time went …?": asked, not denied
+                clause = clause.lstrip()[doubt.end() :]
             # said alone, as chat says it now: "tok/s halved"
             alone = pattern is _WORSE_WORD and len(text.split()) <= 6 and "\n" not in text.strip()
-            now = alone or _STAYS.search(sentence)
+            # now against then says it is now: "data wait 38% of step (was 2%)", "is taking
+            # ~9 min per update instead of ~40 s"
+            against = pattern is _NOW_VS_THEN or "instead" in m.group(0).lower()
+            now = alone or against or _STAYS.search(sentence)
             if not _slower(m) or not now or _IMPROVED.search(sentence):
                 continue
             if not _denied_or_not_now(clause, sentence):
@@ -1039,7 +1085,7 @@ def live_question(text: str) -> str | None:
         return None
     sentences = SENTENCE_SPLIT.split(text)
     for n, sentence in enumerate(sentences):
-        sentence = sentence.strip()
+        sentence = _FILLER.sub("", sentence.strip(), count=1)  # "hey is sparrow down?"
         if n + 1 < len(sentences) and _ANSWERED_NO.match(sentences[n + 1]):
             continue
         # a short chat line asks without its question mark: "did the run die"

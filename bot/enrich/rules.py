@@ -34,6 +34,7 @@ from bot.enrich.incident_posts import (
     agent_flags_fault,
     asks_attention,
     breaks_the_run,
+    buried_report,
     declares_incident,
     dismisses,
     disowns,
@@ -103,11 +104,14 @@ _OF_A_RUN = re.compile(
     r"|[a-z]+-\d|pager|alert\w*|page[ds]?)\b|[📉📈💀🔥🚨]",
     re.IGNORECASE,
 )
-#: A post that calls what it tells expected: "loss went up 0.02 since the mix change, expected",
-#: "that's by design." (not "expected?", a doubt).
+#: A post that calls what it tells expected or normal: "loss went up 0.02 since the mix change,
+#: expected", "that's by design." (not "expected?", a doubt).
 _CALLED_EXPECTED = re.compile(
     r"(?:^|[,;:.—–-])\s*(?:(?:this|that|it)(?:'s|\s+is|\s+was)\s+)?(?:all\s+)?(?:expected|as\s+expected"
-    r"|intended|by\s+design|planned)\s*(?:[.!)]|$)|\bas\s+expected\b|\bdon't\s+panic\b",
+    r"|intended|by\s+design|planned|normal|nothing\s+to\s+worry\s+about)\s*(?:[.!)]|$)"
+    r"|\bas\s+expected\b|\bdon't\s+panic\b"
+    # or says the run is going well: "run's moving along nicely, 140k"
+    r"|\b(?:moving|going|chugging|humming|running|training)\s+(?:along\s+)?(?:nicely|smoothly|well)\b",
     re.IGNORECASE | re.MULTILINE,
 )
 #: A sentence that opens with a condition says what happens then, not what happened.
@@ -190,6 +194,9 @@ def _judge(
 ) -> tuple[bool, bool, str | None, str | None]:
     """``(live report, about an incident, severity, incident kind)`` of one post."""
     ruled_out = kind in NO_INCIDENT_KINDS or not_the_runs(doc, title, context)
+    if ruled_out and kind not in NO_INCIDENT_KINDS and (buried := buried_report(doc.prose)):
+        # a review or an experiment's report with a paragraph set apart that tells of now
+        return True, True, severity_of(buried, doc.prose), buried
     flagged = None if ruled_out else agent_flags_fault(doc.prose)
     if flagged is not None:  # the agent's ⚠️ line: the fault's first word, recovered or not
         return True, True, severity_of(flagged, doc.prose), flagged

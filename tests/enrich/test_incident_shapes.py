@@ -518,6 +518,33 @@ CHAT_LINES: list[tuple[str, bool]] = [
         "(PCI:0000:9b:00): 79, pid=441872, GPU has fallen off the bus.\n```",
         True,
     ),
+    # round ten: symptoms told as numbers, questions that presume the fault, a store refusing
+    ("weight sync p50 went from 3m10s to 35s after the fix", False),
+    ("weight sync p50 3m10s since 09:00, was 35s", True),
+    ("wsync takes ~8 min per update instead of ~45 s", True),
+    ("loader wait went from 30 ms to 25 ms after the prefetch fix", False),
+    ("data wait 41% of step (was 3%)", True),
+    ("all-to-all takes 4.1 s per step instead of 2.0 s since the switch update", True),
+    ("is the run supposed to still be at 88k? the panel said 88,1xx at lunch too", True),
+    ("is the eval supposed to still be at 88k?", False),
+    ("does anyone know why the job has been PENDING for 2 hours?", True),
+    ("does anyone know why we switched to 4k warmup?", False),
+    ("is NCCL supposed to print `NET/IB : Got completion with error 12` every few seconds?", True),
+    ("step 412,000 since 06:40", True),
+    ("step 412,000 at 06:40, loss 1.92", False),
+    ("last ckpt is 11h old, saves every 2h", True),
+    ("last ckpt is 2h old, on schedule", False),
+    ("ckpt bucket 403 on every put since 04:00", True),
+    ("grad norm 35 and climbing, 51,2xx", True),
+    ("grad norm 0.35, flat", False),
+    ("throughput panel flat at ~2.9M since lunch, it was 4.4M this morning", True),
+    ("throughput at ~4.4M since lunch, it was 4.3M this morning", False),
+    ("kn-017 gpu5 dbe 2 (0 at 06:00)", True),
+    ("nvidia-smi -q on kn-203: HW Thermal Slowdown: Active", True),
+    ("mlx5_3 on t-04 bouncing between Active and Down every few minutes", True),
+    ("main thread waits in the loader for minutes every ~40 steps, GPUs at 0% meanwhile", True),
+    ("run's moving along nicely, 212k", False),
+    ("loss went from 2.3 to 2.5 during the ramp, normal", False),
 ]
 
 
@@ -701,4 +728,41 @@ def test_the_scorer_leaves_a_pull_requests_thread_to_the_rules() -> None:
     broke = "Since this merged the loss is NaN on every rank, the run is down since 04:10"
     assert enrich_text(
         title=None, body=broke, kind="comment", source="github", context=pull
+    ).live_report
+
+
+def test_a_report_set_apart_inside_a_review_or_an_experiment_is_live() -> None:
+    review = (
+        "## Weekly review, week 3\n\nReward up 0.04, KL inside its band.\n\n"
+        "| | start | end |\n|---|---|---|\n| reward | 0.51 | 0.55 |\n\n"
+        "### Decisions\n\n- keep the KL coefficient at 0.002\n\n"
+        "### Something that is happening now\n\n"
+        "The trainer has been stuck in the weight broadcast since 06:40 UTC, three hours now; "
+        "nothing after the sync/started event."
+    )
+    context = ThreadContext(title="Stage 2: run log", kind="issue")
+    told = enrich_text(title=None, body=review, kind="comment", source="github", context=context)
+    assert told.live_report and told.incident_kind == "hang"
+    quiet = review.split("### Something")[0]
+    assert not enrich_text(
+        title=None, body=quiet, kind="comment", source="github", context=context
+    ).incident
+    # a past stop listed in the same review is history, set apart or not
+    past = quiet + "### Separately\n\nThe 14 Sep preemption cost 3 h; fixed by #447."
+    assert not enrich_text(
+        title=None, body=past, kind="comment", source="github", context=context
+    ).live_report
+    experiment = ThreadContext(title="Ablation: KL coefficient sweep", kind="issue")
+    results = (
+        "## Results at 600 iterations\n\nβ = 0 collapses, as expected; 0.002 stays the best.\n\n"
+        "Unrelated, but it touches the main run\n\n"
+        "While collecting these I noticed the main run's rollout fleet is one node short: r-17 "
+        "dropped out at 12:48 UTC today and Slurm has it DOWN."
+    )
+    assert enrich_text(
+        title=None, body=results, kind="comment", source="github", context=experiment
+    ).live_report
+    arm = results.split("Unrelated")[0] + "Unrelated: arm 3 crashed again, I'll rerun it."
+    assert not enrich_text(
+        title=None, body=arm, kind="comment", source="github", context=experiment
     ).live_report

@@ -1247,6 +1247,26 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"\b(?:last|latest|newest)\s+(?:ckpt|checkpoint|save)\s+(?:is|was)\s+(?:already\s+)?"
         r"(?:(?:[6-9]|[1-9]\d)(?:\.\d)?\s*(?:h|hrs?|hours?)|\d+\s*(?:d|days?)|a\s+day)\s+old\b",
     ),
+    # a resume from an older step than the newest save: "continuing from 226,000 rather than
+    # 228,000", "2,000 steps were recomputed", "did we go back in time at the 02:55 resume?"
+    _sig(
+        "restore-failed",
+        "rather recomputed redone back backwards overlaps",
+        r"\b(?:restarted|resumed|continuing|continued|picked\s+up|came\s+back)\s+from\s+(?:step\s+)?"
+        r"[\d,.]+k?\s+rather\s+than\s+(?:step\s+)?[\d,.]+k?"
+        r"|\b[\d,.]+k?\s+steps\s+(?:were|got|have\s+been)\s+(?:recomputed|redone|lost)\b"
+        r"|\b(?:go|went|gone|going)\s+back(?:wards)?\s+in\s+time\b"
+        r"|\bstep\s+counter\s+(?:went|jumped|is\s+going|has\s+gone)\s+backwards?\b"
+        r"|\bcurve\s+overlaps\s+itself\b",
+    ),
+    # the scheduler's own limit holding the run: "QOSMaxGRESPerUser", "reason QOSGrpGRES"
+    _sig("outage", "qos", r"\bqos(?:max|grp)\w+"),
+    # a run named by its id dying at a time: "main-r3 died 02:47"
+    _sig(
+        "crash",
+        "died crashed",
+        r"^\W*(?!(?:my|the|our|an?|this|it|evals?|abl\w*|tests?|dev|ci)\b)[a-z][\w-]*\d[\w-]*\s+(?:died|crashed)\s+(?:at\s+)?~?\d{1,2}:\d\d\b",
+    ),
     # NCCL's InfiniBand error, printed per failed work request
     _sig("network", "completion", r"\bgot\s+completion\s+with\s+error\b"),
     # a port going up and down: "mlx5_5 bouncing between Active and Down"

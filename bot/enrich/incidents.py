@@ -809,7 +809,7 @@ _WORSE_WORD = re.compile(
     r"|collapsed|plummeted|cratered)|(?:halved|cut\s+in\s+half|dropped\s+by\s+half)"
     r"|(?:doubled|tripled|quadrupled|\d+(?:\.\d+)?\s*(?:x|×|times)\s+(?:slower|longer|higher|what))"
     r"|\s(?:×|x)\s?[2-9](?:\.\d)?(?=\s+(?:since|now|today|overnight)\b)"
-    r"|(?:is|are)\s+(?:only\s+)?(?:a\s+(?:third|quarter|fraction)|half)\s+of"
+    r"|(?:is|are)\s+(?:only\s+)?(?:about\s+|roughly\s+|~)?(?:a\s+(?:third|quarter|fraction)|half)\s+of"
     r"|(?:down|dropped)\s+(?:by\s+)?~?(?:a\s+third|a\s+quarter|half|(?:1[5-9]|[2-9]\d)\s*%)"
     r"|(?:went|dropped|fell)\s+to\s+(?:0|zero)\b|(?:is|are|at)\s+(?:0|zero)\b(?!\.\d)"
     r"|(?:is\s+)?(?:like\s+|only\s+|~)?[1-6]?\d\s*%\s+of\s+(?:the\s+)?(?:\w+\s+)?(?:normal|usual|baseline"

@@ -545,6 +545,14 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("main thread waits in the loader for minutes every ~40 steps, GPUs at 0% meanwhile", True),
     ("run's moving along nicely, 212k", False),
     ("loss went from 2.3 to 2.5 during the ramp, normal", False),
+    # a resume from an older step, the scheduler's own limit, a run named by its id
+    ("after the requeue it's continuing from 118,000 rather than 120,000", True),
+    ("resumed from 120,050 instead of 120,000 thanks to the emergency save", False),
+    ("step counter went backwards after the 03:10 resume, loss curve overlaps itself", True),
+    ("we went back in time to 2019 for the reading group", False),
+    ("why is main PENDING? reason says QOSGrpGRES", True),
+    ("main-r4 died 03:12, rank 211, NCCL watchdog", True),
+    ("my-notebook-2 died 03:12, restarting the kernel", False),
 ]
 
 

@@ -44,9 +44,8 @@ KIND_FLOOR = 0.67  # of the incidents found, the share whose kind matches the la
 #:   agent's ⚠️ in words the rules do not hear (c8068); a ⚠️ line among an agent's data checks
 #:   (c5994);
 #: - issues titled by a symptom the rules do not read: a checkpoint missing from the run's
-#:   directory (c2713), a step counter that went backwards (in chat, c8192), one rack at a third
-#:   of the others' throughput (c4024), a restart from an older step (c4055), 0-byte shards a
-#:   pruning dry-run found (c8517), a hedged "Probably my fault?" about a save (c8819);
+#:   directory (c2713), 0-byte shards a pruning dry-run found (c8517), a hedged "Probably my
+#:   fault?" about a save (c8819);
 #: - a nightly CI job's issue about the run's checkpoints (c8349, c8412); an eval weekly whose
 #:   "Problems" section holds the report (c8899);
 #: - a loss falling too fast after a resume (c2369);
@@ -66,19 +65,17 @@ KIND_FLOOR = 0.67  # of the incidents found, the share whose kind matches the la
 #:   (c6189); half the rollout replicas reclaimed (c7205); a save still uploading 45 minutes
 #:   on, after a quoted line (c7591); "tok/s flat since 02:10", which reads as steady (c9403);
 #: - questions that presume the fault: "should the run have died at 02:04?" (c6480), "should the
-#:   new queued resource be stuck in WAITING_FOR_RESOURCES for 2h?" (c6506);
-#: - a run named only by its id ("main-r3 died 02:47", c6282); a requeue the QOS rejects
-#:   (c6622).
+#:   new queued resource be stuck in WAITING_FOR_RESOURCES for 2h?" (c6506).
 KNOWN_UNMARKED = frozenset(
     {
         *("c2232", "c4073", "c5132", "c3929", "c4853", "c10155", "c8068", "c5994"),
-        *("c2713", "c8192", "c4024", "c4055", "c8517", "c8819"),
+        *("c2713", "c8517", "c8819"),
         *("c8349", "c8412", "c8899", "c2369"),
         *("c2478", "c2522", "c2536", "c2446", "c2541", "c5784"),
         *("c2881", "c4431", "c7439", "c2147", "c2260", "c3023", "c7053"),
         *("c4194", "c4266", "c4663", "c4690", "c5124", "c5211", "c5276"),
         *("c5586", "c10126", "c10229", "c6189", "c7205", "c7591", "c9403"),
-        *("c6480", "c6506", "c6282", "c6622"),
+        *("c6480", "c6506"),
     }
 )
 

@@ -148,6 +148,11 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("ridgeback-research/pintail", 10000, 10119),
     ("cobalt-arc/avocet", 10120, 10239),
     ("meadowlark-org/shoveler", 10240, 10359),
+    ("saltgrass-ai/merganser", 10360, 10479),
+    ("northstar-labs/scoter", 10480, 10599),
+    ("halcyon-research/smew", 10600, 10719),
+    ("brightwater-ml/eider", 10720, 10839),
+    ("ashgrove-ai/garganey", 10840, 10959),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -242,6 +247,11 @@ BATCH_COMMITS: dict[str, str] = {
     "ridgeback-research/pintail": "abf2f5f",
     "cobalt-arc/avocet": "abf2f5f",
     "meadowlark-org/shoveler": "abf2f5f",
+    "saltgrass-ai/merganser": "e7c923b",
+    "northstar-labs/scoter": "e7c923b",
+    "halcyon-research/smew": "e7c923b",
+    "brightwater-ml/eider": "e7c923b",
+    "ashgrove-ai/garganey": "e7c923b",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -221,3 +221,49 @@ async def test_a_chat_message_is_the_first_word_of_the_incident_its_channel_tell
     after = await hero.events.get_by_external("hero", "discord", "msg:1")
     assert after is not None and after.incident is marked
     assert (after.tag == "incident") is marked and not after.live_report
+
+
+PAGE = (
+    "🔥 **[FIRING:4] NodeDown** (severity=page)\n> nodes `hx-r03n01`…`hx-r03n04` unreachable for 3m"
+)
+
+
+@pytest.mark.usefixtures("rules_alone")
+@pytest.mark.parametrize(
+    ("reply", "later", "marked"),
+    [
+        ("ignore, that's the planned drain. job is on the spares and moving", 3, False),
+        ("false alarm, the exporter restarted", 6, False),
+        ("ignore, that's the planned drain", 40, True),  # too late to be its reply
+        ("real, r03 lost power. restarting from 148k on the spares", 3, True),
+    ],
+)
+async def test_a_chat_alert_its_next_message_dismisses_loses_its_mark_not_its_alert(
+    hero: Store, now: datetime, reply: str, later: int, marked: bool
+) -> None:
+    await hero.events.upsert_many([chat(1, now, PAGE, "am-relay")])
+    await enrich_pending(hero)
+    before = await hero.events.get_by_external("hero", "discord", "msg:1")
+    assert before is not None and before.incident and before.live_report
+    await hero.events.upsert_many([chat(2, now + timedelta(minutes=later), reply, "tavi")])
+    await enrich_pending(hero)
+    after = await hero.events.get_by_external("hero", "discord", "msg:1")
+    assert after is not None and after.incident is marked
+    assert after.live_report  # the alert it raised stands; only the timeline's mark changes
+    assert (after.tag == "incident") is marked
+
+
+@pytest.mark.usefixtures("rules_alone")
+async def test_a_dismissal_after_another_message_is_not_the_alerts_reply(
+    hero: Store, now: datetime
+) -> None:
+    await hero.events.upsert_many(
+        [
+            chat(1, now, PAGE, "am-relay"),
+            chat(2, now + timedelta(minutes=1), "looking", "tavi"),
+            chat(3, now + timedelta(minutes=2), "false alarm, the exporter restarted", "bo"),
+        ]
+    )
+    await enrich_pending(hero)
+    alert = await hero.events.get_by_external("hero", "discord", "msg:1")
+    assert alert is not None and alert.incident

@@ -11,7 +11,8 @@ the next messages of its channel tell.
 
 An alert is dismissed: an alerting bot's issue ("[FIRING:1] KilnJobNotRunning") reads as a live
 report, and its reply says otherwise ("not an incident: the planned decay-start stop", "false
-alarm, the exporter restarted"): the timeline drops the 🚨 and shows the issue's topic.
+alarm, the exporter restarted"): the timeline drops the 🚨 and shows the issue's topic. In chat,
+the channel's next message within minutes is the reply ("ignore, that's the planned drain").
 
 Either way only the timeline's mark and tag change, never an alert. Only an issue whose own
 words hint at a failure is marked (incident signals the rules heard but did not count, the
@@ -39,6 +40,8 @@ HINDSIGHT: Final = timedelta(hours=12)
 #: How soon after a chat message the same channel must tell an incident for the message to be
 #: its first word ("wren's dead?" … "yes, NCCL timeout on r12, restarting from 81k").
 CHAT_HINDSIGHT: Final = timedelta(minutes=30)
+#: How soon the next message of a channel must dismiss a marked one to be its reply.
+CHAT_DISMISSAL: Final = timedelta(minutes=15)
 #: The scorer's leaning that counts as a hint: well below its bar for a report by itself.
 HINT: Final = 0.15
 #: A title that asks about the run as it is: "Is the run paused?", "Why are there two …?".
@@ -106,6 +109,19 @@ def dismissed_in_hindsight(issue: Event, reply: Event) -> bool:
     """Whether `reply` dismisses what `issue`, read as an incident, reported: "false alarm",
     "not an incident: the planned stop", "not kiln: arm 4 of the ablation"."""
     return _replies_to(issue, reply) and dismisses(parse_post(reply.body or "", "github").prose)
+
+
+def dismissed_in_chat(message: Event, reply: Event) -> bool:
+    """Whether chat `reply`, the next message of `message`'s channel, dismisses what `message`
+    (read as an incident) said: "ignore, that's the planned drain", "flaky exporter again"."""
+    return (
+        message.kind == "message"
+        and reply.kind == "message"
+        and message.source == reply.source
+        and message.thread == reply.thread
+        and timedelta(0) < reply.at - message.at <= CHAT_DISMISSAL
+        and dismisses(relayed_words(parse_post(reply.body or "", reply.source)).prose)
+    )
 
 
 def said_first(message: Event, later: Event) -> bool:

@@ -573,6 +573,11 @@ _DISMISSAL = re.compile(
     r"|warning\s+only|(?:just\s+)?(?:a\s+)?test\s+(?:page|alert|incident|notification)"
     r"|harmless|benign|(?:a\s+)?known[- ]harmless|nothing\s+to\s+worry\s+about"
     r"|ignore\s+(?:the\s+|these\s+|this\s+|that\s+)?(?:alerts?|pages?|one|it)\b"
+    # in chat, the alert's next message: "ignore, that's the planned drain", "flaky exporter
+    # again", "mine, not the run"
+    r"|ignore\s*[,:.!—–-]|(?:that's|this\s+is|it's)\s+(?:just\s+)?(?:the|a|our)\s+planned\b"
+    r"|flaky\s+(?:\w+\s+)?(?:exporter|alert|check|probe|monitor)\b"
+    r"|mine\s*[,:—–]\s*not\s+the\s+(?:main\s+)?run"
     r"|expected(?:\s+behaviou?r)?\s*[:.,—–]|no\s+(?:job\s+|run\s+)?impact\b"
     # "It is paused on purpose", "This time the run is fine:" (not "fine now", "fine again")
     r"|(?:it|the\s+(?:main\s+)?(?:run|job))\s+(?:is|was|'s)\s+(?:paused|stopped|down|off)\s+on\s+purpose"

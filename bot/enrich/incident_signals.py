@@ -301,7 +301,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         # "the 64,000 save failed", "the hero save at 24k failed", "the step_260000 save just
         # failed on every rank"
         r"(?:the\s+)?(?:(?:[\d,.]+k?|step[_-]?\d+)\s+)?saves?\s+(?:at\s+(?:step\s+)?[\d,.]+k?\s+)?"
-        r"(?:just\s+|has\s+|have\s+|also\s+)?(?:failed|is\s+failing|errored|timed\s+out)"
+        r"(?:just\s+|has\s+|have\s+|also\s+|are\s+|all\s+)?(?:failed|failing|is\s+failing|errored|timed\s+out)"
+        # "Saves of 32k steps 2,850, 3,000 and 3,150 all failed"
+        r"|saves\s+of\s+[^.;\n]{0,50}?\ball\s+(?:failed|errored|timed\s+out)"
         # "i think we haven't saved since 258k"
         r"|(?:haven't|hasn't|have\s+not|has\s+not)\s+(?:been\s+)?sav(?:ed|ing)\s+(?:anything\s+)?since",
     ),
@@ -669,7 +671,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         rf"(?:{_SUBJ}|it)\s+(?:is\s+|are\s+|has\s+)?(?:not|no\s+longer|isn't|stopped)\s+"
         r"(?:moving|progressing|advancing|updating)\b"
         r"|(?:training|run|job)\s+is\s+stop\b"
-        r"|\d[\d,.]*k?\s+(?:and\s+)?(?:then\s+)?nothing\s+(?:after|since|else)"
+        r"|\d(?:[\d,]|\.\d)*k?\s+(?:and\s+)?(?:then\s+)?nothing\s+(?:after|since|else)"
         r"|nothing\s+(?:new\s+)?(?:logged\s+)?(?:in|on|from)\s+(?:the\s+)?"
         r"(?:wandb|w&b|tensorboard|logs?|dashboard|metrics)\s+(?:since|for)\b"
         r"|(?:tensorboard|wandb|w&b|charts?|graphs?|curves?|plots?|dashboard)\s+(?:is\s+|are\s+"
@@ -1267,6 +1269,16 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "died crashed",
         r"^\W*(?!(?:my|the|our|an?|this|it|evals?|abl\w*|tests?|dev|ci)\b)[a-z][\w-]*\d[\w-]*\s+(?:died|crashed)\s+(?:at\s+)?~?\d{1,2}:\d\d\b",
     ),
+    # the cloud taking the run's machines: "billing account has been suspended", "all 64 VMs are
+    # STOPPED", "All 32 p5 instances went to `shutting-down`", "32k job killed at 10:58"
+    _sig(
+        "outage",
+        "billing vms instances nodes killed",
+        r"\bbilling\s+account\s+(?:has\s+been\s+|was\s+|is\s+)?(?:suspended|disabled|closed)\b"
+        r"|\b(?:all\s+)?(?:\d+\s+)?(?:\w+\s+)?(?:vms|instances|nodes)\s+(?:are|were|went)\s+(?:all\s+)?"
+        r"(?:to\s+)?`?(?:stopped|terminated|shutting[- ]down|shut\s+down)\b"
+        r"|\b(?:job|run|training)\s+(?:was\s+|got\s+)?killed\s+at\s+~?\d{1,2}:\d\d\b",
+    ),
     # NCCL's InfiniBand error, printed per failed work request
     _sig("network", "completion", r"\bgot\s+completion\s+with\s+error\b"),
     # a port going up and down: "mlx5_5 bouncing between Active and Down"
@@ -1281,11 +1293,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "gpus tpus",
         r"\b(?:gpus|tpus)\s+(?:are\s+|sit\s+|sitting\s+|idle\s+)?at\s+0(?=\s*%)",
     ),
-    # a divergence watched as it grows: "grad norm 40 and climbing"
+    # a divergence watched as it grows: "grad norm 40 and climbing", "grad norm is doubling"
     _sig(
         "outage",
-        "climbing rising growing",
+        "climbing rising growing doubling exploding",
         r"\bgrad(?:ient)?[\s_-]?norm\s+(?:is\s+|at\s+|=\s*)?~?\d+(?:\.\d+)?\s+and\s+"
-        r"(?:still\s+)?(?:climbing|rising|growing)\b",
+        r"(?:still\s+)?(?:climbing|rising|growing)\b"
+        # "grad norm is roughly doubling every 150 steps"
+        r"|\bgrad(?:ient)?[\s_-]?norm\s+(?:is\s+)?(?:roughly\s+|about\s+|now\s+)?(?:doubling|exploding)\b",
     ),
 )

@@ -124,13 +124,14 @@ HISTORY = re.compile(
     # "the Dec 27 preemption" (not "since the Apr 6 restart", which is now)
     # and "the 07-01 hang"
     rf"|(?<!since\s)the\s+(?:{MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}[-/]\d{{1,2}})"
-    r"\s+(?:\w+\s+){0,2}?(?:outages?"
-    r"|incidents?|crash(?:es)?|hangs?|stalls?|failures?|downtime|preemptions?))\b",
+    r"\s+(?:\w+\s+){0,3}?(?:outages?"
+    r"|incidents?|crash(?:es)?|hangs?|stalls?|failures?|downtime|preemptions?|issues?|timeouts?))\b",
     re.IGNORECASE,
 )
 # In the sentence: it was planned ("preempted on schedule, as expected", "drained for maintenance").
 _EXPECTED = re.compile(
     r"\b(?:as\s+expected|on\s+schedule|as\s+planned|as\s+scheduled|planned\s+maintenance"
+    r"|(?<=\()(?:as\s+)?(?:expected|planned)(?=\))"
     r"|end\s+of\s+(?:the\s+)?(?:stage|phase|schedule|training|run)|reached\s+the\s+end"
     # "hero paused for the driver upgrade": stopped on purpose, for work on the cluster
     r"|for\s+(?:the\s+|a\s+)?(?:scheduled\s+|planned\s+)?(?:[\w-]+\s+){0,2}?(?:upgrade|maintenance"
@@ -389,6 +390,8 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
     asked = _FILLER.sub("", sentence, count=1)
     if asked.endswith("?") and _QUESTION_START.match(asked) and not _WHY_NOW.match(asked):
         return False
+    if asked.endswith("?") and _ANSWERED_NO.match(text[right:].lstrip(" \t\n.…")):
+        return False  # "billing account suspended? no, that was the sandbox project"
     if signal.kind == FAULT and not _RUN_PART.search(text, left, end):
         return False  # "the download script is getting 429s": not a part of the run
     if "name" in m.groupdict() and m.group("name") and _NOT_A_NAME.match(m.group("name")):
@@ -481,7 +484,10 @@ ALL_FINE = re.compile(
     r"\s+unaffected"
     r"|no\s+action\s+(?:for\s+us|required)|recommended\s+action\s*:\s*(?:none|no\s+action|n/a)"
     # "Not urgent, nothing is failing: the bucket is at 81 %", "nothing broke, that was the …"
-    r"|nothing\s+(?:is\s+|was\s+|has\s+)?(?:failing|failed|broken|broke))\b",
+    r"|nothing\s+(?:is\s+|was\s+|has\s+)?(?:failing|failed|broken|broke)"
+    # "speed has been normal since", "recovered without intervention"
+    r"|(?:speed|throughput|step\s+time|training|everything)\s+(?:has\s+been|is)\s+(?:back\s+to\s+)?normal"
+    r"\s+(?:since|again)|recovered\s+(?:without|with\s+no)\s+(?:intervention|action|help|a\s+restart))\b",
     re.IGNORECASE,
 )
 #: A note that the run came back after something was done about a fault: "Lowered num_workers
@@ -618,12 +624,50 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
     if not kinds and page == "page":
         kinds.add("outage")
     if not kinds:
-        asked = live_question(text)
+        asked = live_question(text) or emoji_alarm(text)
         if asked is None:
             return None
         kinds.add(asked)
     kind = next(k for k in KIND_PRIORITY if k in kinds)
     return kind, severity_of(kind, text)
+
+
+# --------------------------------------------------------------------------------------------
+# An alarm said with an emoji and the part it is about, nothing more: "🔥 main", "☠️ r3 again",
+# "🚑 ckpt", "📉📉 tok/s", "🐢 data wait 41%". Not a cheer ("🔥🔥 mmlu 74.9", "🚀 450k!"), a trend
+# ("📈 spike") or a side run ("☠️ arm C").
+
+_ALARM_EMOJI = re.compile(r"☠|💀|🚑|🧯|🔥|🛑|⛔|💥|🆘|📉|🐌|🐢|❌")
+_ALARMED_PARTS: Final = (
+    ("checkpoint-failed", r"ckpts?|checkpoints?|saves?"),
+    ("storage", r"/\S+|mirror|bucket|s3|gcs|lustre|scratch|storage|disks?|nfs"),
+    ("network", r"all-?reduce|all-?gather|all-to-all|nccl|ib|network|fabric|links?"),
+    (
+        "outage",
+        r"main|(?:the\s+)?(?:run|job|training|trainer)|tok/s|throughput|mfu|step\s+time"
+        r"|data\s+wait(?:\s+\d+\s*%)?|loader",
+    ),
+    ("node-loss", r"[a-z]{1,8}-?\d{1,4}[a-z]?"),
+)
+_ALARMED = re.compile(
+    r"^(?:" + "|".join(f"(?P<k{n}>{p})" for n, (_, p) in enumerate(_ALARMED_PARTS)) + r")"
+    r"(?:\s+(?:again|down|dead|gone|too))?$",
+    re.IGNORECASE,
+)
+
+
+def emoji_alarm(text: str) -> str | None:
+    """The incident kind a bare alarm emoji and a part of the run name, or None."""
+    said = text.strip()
+    if len(said.split()) > 5 or _ALARM_EMOJI.search(said) is None:
+        return None
+    rest = re.sub(r"[^\w\s/%.-]+", " ", _ALARM_EMOJI.sub(" ", said)).strip(" .")
+    rest = re.sub(r"\s+", " ", rest)
+    m = _ALARMED.match(rest)
+    if m is None or _NOT_THE_RUN.search(rest):
+        return None
+    group = next(n for n in range(len(_ALARMED_PARTS)) if m.group(f"k{n}"))
+    return _ALARMED_PARTS[group][0]
 
 
 # --------------------------------------------------------------------------------------------

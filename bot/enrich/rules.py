@@ -108,7 +108,8 @@ _OF_A_RUN = re.compile(
 #: expected", "that's by design." (not "expected?", a doubt).
 _CALLED_EXPECTED = re.compile(
     r"(?:^|[,;:.—–-])\s*(?:(?:this|that|it)(?:'s|\s+is|\s+was)\s+)?(?:all\s+)?(?:expected|as\s+expected"
-    r"|intended|by\s+design|planned|normal|nothing\s+to\s+worry\s+about)\s*(?:[.!)]|$)"
+    r"|intended|by\s+design|planned|normal|nothing\s+to\s+worry\s+about|on\s+schedule|as\s+scheduled)"
+    r"\s*(?:[.!)]|$)"
     r"|\bas\s+expected\b|\bdon't\s+panic\b"
     # or says the run is going well: "run's moving along nicely, 140k"
     r"|\b(?:moving|going|chugging|humming|running|training)\s+(?:along\s+)?(?:nicely|smoothly|well)\b",
@@ -116,6 +117,12 @@ _CALLED_EXPECTED = re.compile(
 )
 #: A sentence that opens with a condition says what happens then, not what happened.
 _CONDITIONAL = re.compile(r"^\W*(?:if|when|whenever|unless|in\s+case|once)\b", re.IGNORECASE)
+#: A question about what to do next asks for a plan, not about a fault: "are we keeping the 20k
+#: ckpt or can it go?", "should we move the eval to Friday?" (not "should we be worried …").
+_ASKS_A_PLAN = re.compile(
+    r"^\W*(?:are|should|can|could|do|shall|will|would)\s+we\b(?![^?]*\bworr(?:y|ied)\b)[^?]*\?\s*$",
+    re.IGNORECASE,
+)
 # "Bump pyyaml from 6.0.1 to 6.0.2": an automated dependency bump (from an outside account)
 _DEPENDENCY_BUMP = re.compile(
     r"\s*(?:build\(deps\):\s*|chore\(deps\):\s*)?bump\s+\S+\s+from\s+\S+\s+to\s+\S+\s*$",
@@ -258,6 +265,8 @@ def _learned_report(
         return None
     if all(_CONDITIONAL.match(s) for s in SENTENCE_SPLIT.split(doc.prose.strip()) if s):
         return None  # "if the job is wedged we requeue it": a rule, not a report
+    if all(_ASKS_A_PLAN.match(s) for s in SENTENCE_SPLIT.split(doc.prose.strip()) if s):
+        return None  # "are we keeping the 20k ckpt or can it go?": a plan asked about
     if not names_the_run(f"{title or ''}\n{doc.prose}"):
         return None  # "anyone grabbing lunch?": nothing of a run to report on
     if CAME_BACK.search(doc.prose[:DETECT_LIMIT]):

@@ -3,7 +3,8 @@ its thread is enriched, the issue's 🚨 is read again from the replies soon aft
 was stored first. An unmarked question is marked when a reply is about an incident; a marked
 alert is unmarked when a reply dismisses it and none is about an incident. Chat is read the
 same way around freshly enriched messages: one that hints at a failure is marked when its
-channel tells an incident within half an hour. Only the rules' reading is revisited (a model's
+channel tells an incident within half an hour, and a marked one is unmarked when the channel's
+next message, within minutes, dismisses it. Only the rules' reading is revisited (a model's
 is its own), and only the timeline's mark and tag change: no alert is raised or withdrawn."""
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import datetime
+from itertools import pairwise
 
 from bot.enrich.hindsight import (
     CHAT_HINDSIGHT,
     HINDSIGHT,
+    dismissed_in_chat,
     dismissed_in_hindsight,
     reported_in_hindsight,
     said_first,
@@ -58,7 +61,19 @@ async def _read_channel_again(
     marked = 0
     for message in await asyncio.to_thread(_first_words, messages):
         marked += await _mark(store, message, "incident", incident=True)
+    for message, tag in await asyncio.to_thread(_dismissed, messages):
+        marked += await _mark(store, message, tag, incident=False)
     return marked
+
+
+def _dismissed(messages: Sequence[Event]) -> list[tuple[Event, str]]:
+    """Of a channel's messages in time order, those the rules marked whose next message
+    dismisses them, with the topic each then shows."""
+    return [
+        (message, topic_of(message))
+        for message, reply in pairwise(messages)
+        if message.incident and message.enriched_by == _RULES and dismissed_in_chat(message, reply)
+    ]
 
 
 def _first_words(messages: Sequence[Event]) -> list[Event]:

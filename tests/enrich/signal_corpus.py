@@ -15,11 +15,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from bot.enrich.hindsight import (
     HINDSIGHT,
+    dismissed_in_chat,
     dismissed_in_hindsight,
     reported_in_hindsight,
     said_first,
@@ -326,6 +328,10 @@ def _chat_in_hindsight(entries: list[dict[str, Any]], verdicts: dict[str, Verdic
             )
             if told is not None and said_first(message, told):
                 verdicts[ident] = replace(verdict, marked=True, tag="incident")
+        for (message, ident), (reply, _) in pairwise(members):
+            verdict = verdicts[ident]
+            if verdict.marked and verdict.shown and dismissed_in_chat(message, reply):
+                verdicts[ident] = replace(verdict, marked=False, tag=_shown(topic_of(message)))
 
 
 def reported_window(issue: Event, reply: Event) -> bool:

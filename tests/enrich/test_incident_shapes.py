@@ -553,6 +553,24 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("why is main PENDING? reason says QOSGrpGRES", True),
     ("main-r4 died 03:12, rank 211, NCCL watchdog", True),
     ("my-notebook-2 died 03:12, restarting the kernel", False),
+    # round eleven: an emoji and a part, the cloud taking the machines, saves that fail
+    ("🔥 main", True),
+    ("🚑 ckpt", True),
+    ("🐌 allreduce", True),
+    ("☠️ n112 again", True),
+    ("🔥🔥 mmlu 74.9", False),
+    ("🔥 lunch", False),
+    ("☠️ arm C", False),
+    ("cp2 ☠️ oom (expected)", False),
+    ("all 48 VMs are STOPPED, the console says the billing account has been suspended", True),
+    ("All 16 p5 instances went to `shutting-down` at 10:58, mid-save", True),
+    ("billing account has been suspended? no, that was the sandbox project", False),
+    ("32k saves failing since 21:24: ExpiredToken on every PutObject", True),
+    ("Saves of steps 2,850, 3,000 and 3,150 all failed; training continues", True),
+    ("grad norm is roughly doubling every 150 steps since the LR change", True),
+    ("β2 stays 0.95. nothing else changes until the decay", False),
+    ("are we keeping the 210k ckpt or can it go?", False),
+    ("should we restart main? it has been stuck at 41k for an hour", True),
 ]
 
 

@@ -651,7 +651,8 @@ def _asks_of_the_past(text: str, m: re.Match[str]) -> bool:
 #: The words that set a paragraph apart from the post around it (as its opening or as the
 #: heading before it).
 _SET_APART = re.compile(
-    r"^\W*(?:separately|unrelated(?:ly)?|(?:the|one)\s+(?:other|more)\s+thing|p\.\s?s\b|ps\b"
+    r"^\W*(?:(?:but|and|oh|also)\W+)?(?:separately|separate\s+(?:thing|note|issue)|unrelated(?:ly)?|fyi"
+    r"|(?:the|one)\s+(?:other|more)\s+thing|p\.\s?s\b|ps\b"
     r"|meanwhile|(?:also,?\s+)?(?:right\s+now|as\s+of\s+(?:this\s+(?:morning|afternoon|evening)|now|today))"
     r"|something\s+(?:that\s+is\s+|that's\s+|which\s+is\s+)?(?:happening|going\s+on)\s+(?:right\s+)?now"
     r"|while\s+(?:writing|collecting|checking|looking\s+at|pulling)\b[^.\n]{0,60}?\bi\s+(?:noticed|saw|found))",
@@ -659,16 +660,27 @@ _SET_APART = re.compile(
 )
 
 
+#: What sets apart even a post's opening: "Unrelated to this PR but urgent: …".
+_UNRELATED = re.compile(r"^\W*unrelated\b", re.IGNORECASE)
+
+
 def buried_report(prose: str) -> str | None:
     """The incident kind a paragraph set apart reports, in a post the rules otherwise read as
-    about something else (a review, an experiment's results), or None."""
+    about something else (a review, an experiment's results), or None. The words that set it
+    apart open the paragraph, a sentence in it ("Approving, the design is fine. But FYI: the
+    main run has been down since 06:20"), or the heading before it."""
     blocks = prose[:DETECT_LIMIT].splitlines()
-    for n, block in enumerate(blocks[1:], start=1):
-        if not (_SET_APART.match(block) or _SET_APART.match(blocks[n - 1])):
+    for n, block in enumerate(blocks):
+        if n > 0 and _SET_APART.match(blocks[n - 1]):
+            told = block
+        else:
+            starts = [0] + [m.end() for m in SENTENCE_SPLIT.finditer(block)]
+            told = next((block[i:] for i in starts if _SET_APART.match(block[i:])), "")
+            if told is block and n == 0 and not _UNRELATED.match(told):
+                continue  # "fyi the arm died overnight" opens the post: its subject, not aside
+        if not told or names_another_workload(told) or ALL_FINE.search(told):
             continue
-        if names_another_workload(block):
-            continue
-        found = find_incident(block)
+        found = find_incident(told)
         if found is not None:
             return found[0]
     return None

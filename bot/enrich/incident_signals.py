@@ -316,7 +316,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|keeps?\s+(?:failing|timing\s+out|erroring))",
     ),
     # storage
-    _sig("storage", "quota", r"quota\s*(?:exceeded|exhausted)|exceeded\s+(?:\w+\s+)?quota"),
+    _sig("storage", "quota", r"quota[\s_]*(?:exceeded|exhausted)|exceeded\s+(?:\w+\s+)?quota"),
     _sig("storage", "full", r"(?:disk|volume|filesystem|bucket)\s+(?:is\s+|was\s+)?full"),
     # an object store out of room: "XMinioStorageFull", "reached its minimum free drive threshold"
     _sig(
@@ -1278,6 +1278,18 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|\b(?:all\s+)?(?:\d+\s+)?(?:\w+\s+)?(?:vms|instances|nodes)\s+(?:are|were|went)\s+(?:all\s+)?"
         r"(?:to\s+)?`?(?:stopped|terminated|shutting[- ]down|shut\s+down)\b"
         r"|\b(?:job|run|training)\s+(?:was\s+|got\s+)?killed\s+at\s+~?\d{1,2}:\d\d\b",
+    ),
+    # capacity taken back: "spot pool B just got reclaimed", "48 of 96 rollout replicas gone"
+    _sig(
+        "preemption",
+        "reclaimed gone",
+        r"\b(?:just\s+)?got\s+reclaimed\b|\b\d+\s+of\s+\d+\s+(?:\w+\s+)?(?:replicas|nodes|hosts|vms)\s+gone\b",
+    ),
+    # a save whose upload stopped: "1,214 of 1,280 shards done, the rest not moving"
+    _sig(
+        "hang",
+        "moving",
+        r"\b(?:the\s+rest|the\s+remaining\s+\w+|shards?|uploads?)\s+(?:are\s+|is\s+)?not\s+moving\b",
     ),
     # NCCL's InfiniBand error, printed per failed work request
     _sig("network", "completion", r"\bgot\s+completion\s+with\s+error\b"),

@@ -485,6 +485,7 @@ ALL_FINE = re.compile(
     r"|no\s+action\s+(?:for\s+us|required)|recommended\s+action\s*:\s*(?:none|no\s+action|n/a)"
     # "Not urgent, nothing is failing: the bucket is at 81 %", "nothing broke, that was the …"
     r"|nothing\s+(?:is\s+|was\s+|has\s+)?(?:failing|failed|broken|broke)"
+    r"|(?:main(?:\s+run)?|the\s+run|training)\s+(?:was\s+|is\s+)?not\s+affected"
     # "speed has been normal since", "recovered without intervention"
     r"|(?:speed|throughput|step\s+time|training|everything)\s+(?:has\s+been|is)\s+(?:back\s+to\s+)?normal"
     r"\s+(?:since|again)|recovered\s+(?:without|with\s+no)\s+(?:intervention|action|help|a\s+restart))\b",

@@ -201,8 +201,9 @@ def _judge(
 ) -> tuple[bool, bool, str | None, str | None]:
     """``(live report, about an incident, severity, incident kind)`` of one post."""
     ruled_out = kind in NO_INCIDENT_KINDS or not_the_runs(doc, title, context)
-    if ruled_out and kind not in NO_INCIDENT_KINDS and (buried := buried_report(doc.prose)):
-        # a review or an experiment's report with a paragraph set apart that tells of now
+    if ruled_out and kind != "pull" and (buried := buried_report(doc.prose)):
+        # a weekly review, an experiment's report or a code review with a paragraph set apart
+        # that tells of now ("Unrelated to this PR but urgent: the restore … fails")
         return True, True, severity_of(buried, doc.prose), buried
     flagged = None if ruled_out else agent_flags_fault(doc.prose)
     if flagged is not None:  # the agent's ⚠️ line: the fault's first word, recovered or not

@@ -571,6 +571,9 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("β2 stays 0.95. nothing else changes until the decay", False),
     ("are we keeping the 210k ckpt or can it go?", False),
     ("should we restart main? it has been stuck at 41k for an hour", True),
+    ("rook got requeued after the maintenance but can't come back: QUOTA_EXCEEDED", True),
+    ("spot pool B just got reclaimed, 40 of 80 rollout replicas gone at 13:02", True),
+    ("save 65,400 still uploading at 02:35: 1,214 of 1,280 shards done, the rest not moving", True),
 ]
 
 
@@ -791,4 +794,24 @@ def test_a_report_set_apart_inside_a_review_or_an_experiment_is_live() -> None:
     arm = results.split("Unrelated")[0] + "Unrelated: arm 3 crashed again, I'll rerun it."
     assert not enrich_text(
         title=None, body=arm, kind="comment", source="github", context=experiment
+    ).live_report
+
+
+def test_a_code_review_that_sets_a_live_fault_apart_reports_it() -> None:
+    pull = ThreadContext(title="proposal: step-progress watchdog", kind="pull")
+    review = (
+        "Approving, the design is fine. But FYI, and a perfect example: the main run has been "
+        "down since 06:20, the coordinator pod is in CrashLoopBackOff."
+    )
+    told = enrich_text(title=None, body=review, kind="review", source="github", context=pull)
+    assert told.live_report
+    plain = "Approving, the design is fine. Two nits inline about the page's wording."
+    assert not enrich_text(
+        title=None, body=plain, kind="review", source="github", context=pull
+    ).incident
+    # a note that opens with "fyi" is about its own subject: an ablation arm, here
+    arm = ThreadContext(title="Ablation: warmup length", kind="issue")
+    note = "fyi the 8k-warmup arm died overnight with CUDA OOM. main run not affected."
+    assert not enrich_text(
+        title=None, body=note, kind="comment", source="github", context=arm
     ).live_report

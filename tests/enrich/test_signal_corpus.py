@@ -51,21 +51,20 @@ KIND_FLOOR = 0.67  # of the incidents found, the share whose kind matches the la
 #: - a loss falling too fast after a resume (c2369);
 #: - reports in Spanish and Portuguese (c2478, c2522, c2536, c2446, c2541);
 #: - posts only the scorer reads, near its bar, that its refits move: a Grafana link and "📉📉"
-#:   (c2881), c4431, a step time 17 % longer (c2147, under the rules' quarter), "tgs very low"
+#:   (c2881), a step time 17 % longer (c2147, under the rules' quarter), "tgs very low"
 #:   (c3023), c7053, a question for the infra folks after a day's observations (c8750);
 #: - a warning-level step-time alert, which the rules read as noise, its reply calling it real
 #:   (c10944); a loss "dead flat … for 6h" after a shard refresh (c10641);
 #: - a question whose answers tell the incident in words the rules do not read (a grad-norm
 #:   saw-tooth from replayed data, c4266); a missing checkpoint marker raised in an eval thread
 #:   after "Separate thing:" (c4194);
-#: - two outages first told in reviews of unrelated pulls, which the rules never read as
-#:   reports (c4663, c4690, c5124);
+#: - an outage first told in a review of an unrelated pull, after its verdict (c5124), and one
+#:   opening a review whose restore failed after a planned restart (c4663);
 #: - health-check comments by github-actions[bot], which the GitHub source leaves out as it
 #:   leaves out every bot's comment (c5211, c5276);
 #: - a link with a word: a W&B link and "👀" (c5586), "uhh" and a Grafana link (c10126), a W&B
 #:   panel and "wtf" (c10229); an issue titled "slow" whose body is a screenshot's caption
-#:   (c6189); half the rollout replicas reclaimed (c7205); a save still uploading 45 minutes
-#:   on, after a quoted line (c7591); "tok/s flat since 02:10", which reads as steady (c9403);
+#:   (c6189); "tok/s flat since 02:10", which reads as steady (c9403);
 #: - questions that presume the fault: "should the run have died at 02:04?" (c6480), "should the
 #:   new queued resource be stuck in WAITING_FOR_RESOURCES for 2h?" (c6506).
 KNOWN_UNMARKED = frozenset(
@@ -74,9 +73,9 @@ KNOWN_UNMARKED = frozenset(
         *("c2713", "c8517", "c8819"),
         *("c8349", "c8412", "c8899", "c2369"),
         *("c2478", "c2522", "c2536", "c2446", "c2541"),
-        *("c2881", "c4431", "c2147", "c3023", "c7053", "c8750", "c10944", "c10641"),
-        *("c4194", "c4266", "c4663", "c4690", "c5124", "c5211", "c5276"),
-        *("c5586", "c10126", "c10229", "c6189", "c7205", "c7591", "c9403"),
+        *("c2881", "c2147", "c3023", "c7053", "c8750", "c10944", "c10641"),
+        *("c4194", "c4266", "c4663", "c5124", "c5211", "c5276"),
+        *("c5586", "c10126", "c10229", "c6189", "c9403"),
         *("c6480", "c6506"),
     }
 )

@@ -300,7 +300,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "save",
         # "the 64,000 save failed", "the hero save at 24k failed", "the step_260000 save just
         # failed on every rank"
-        r"(?:the\s+)?(?:(?:[\d,.]+k?|step[_-]?\d+)\s+)?saves?\s+(?:at\s+(?:step\s+)?[\d,.]+k?\s+)?"
+        r"(?:the\s+)?(?:(?:[\d,.]+k?|step[_-]?\d+)\s+)?saves?\s+(?:at\s+(?:step\s+)?(?:\d{1,2}:\d\d|[\d,.]+k?)\s+)?"
         r"(?:just\s+|has\s+|have\s+|also\s+|are\s+|all\s+)?(?:failed|failing|is\s+failing|errored|timed\s+out)"
         # "Saves of 32k steps 2,850, 3,000 and 3,150 all failed"
         r"|saves\s+of\s+[^.;\n]{0,50}?\ball\s+(?:failed|errored|timed\s+out)"
@@ -425,7 +425,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "crash",
         "restart loop respawning",
-        r"(?:keeps?|kept)\s+(?:restarting|respawning)|restart(?:ing)?\s+(?:in\s+a\s+loop|over\s+and\s+over)"
+        r"(?:keeps?|kept)\s+(?:restarting|respawning)"
+        r"|restart(?:ing)?\s+(?:from\s+(?:step\s+)?[\d,.]+k?\s+)?(?:in\s+a\s+loop|over\s+and\s+over)"
         r"|(?:restart|restore)[\s-]?loop\w*|boot[\s-]?loop\w*",
     ),
     _sig("crash", "died exited", r"\bit\s+(?:just\s+)?(?:died|exited)\b(?!\s+down)"),
@@ -462,7 +463,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "outage",
         "reward",
-        r"\b(?:every|all)\s+(?:the\s+)?(?:\w+\s+)?rewards?\s+(?:is|are)\s+(?:now\s+)?(?:0(?:\.0+)?|zero)\b",
+        r"\b(?:every|all)\s+(?:the\s+)?(?:\w+\s+)?rewards?\s+(?:is|are)\s+(?:now\s+)?(?:0(?:\.0+)?|zero)\b"
+        r"|\brewards\s+are\s+(?:exactly\s+|all\s+)(?:0(?:\.0+)?|zero)\b",
     ),
     # taken off its nodes: "scaup just got kicked off??" (not "we kicked off the run")
     _sig(
@@ -1232,6 +1234,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "hardware",
         "slowdown dbe cooking melting",
         r"\bhw\s+(?:thermal\s+|power\s+brake\s+)?slowdown\s*:\s*active\b"
+        r"|\b(?:showing|shows|reports?|reporting)\s+hw\s+(?:thermal\s+)?slowdown\b"
         r"|\bgpu\s*\d+\s+dbe\s+[1-9]"
         r"|\b(?:node|gpu|host|box)\b[^.?!\n]{0,20}?\bis\s+(?:cooking|melting|overheating)\b",
     ),
@@ -1267,7 +1270,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "crash",
         "died crashed",
-        r"^\W*(?!(?:my|the|our|an?|this|it|evals?|abl\w*|tests?|dev|ci)\b)[a-z][\w-]*\d[\w-]*\s+(?:died|crashed)\s+(?:at\s+)?~?\d{1,2}:\d\d\b",
+        r"^\W*(?!(?:my|the|our|an?|this|it|evals?|abl\w*|tests?|dev|ci)\b)(?:[a-z][\w-]*\d[\w-]*\s+(?:died|crashed)"
+        r"\s+(?:at\s+)?~?\d{1,2}:\d\d\b|[a-z][\w-]*\s+(?:died|crashed)\s+at\s+step\s+[\d,.]+k?\b)",
     ),
     # the cloud taking the run's machines: "billing account has been suspended", "all 64 VMs are
     # STOPPED", "All 32 p5 instances went to `shutting-down`", "32k job killed at 10:58"
@@ -1278,6 +1282,38 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|\b(?:all\s+)?(?:\d+\s+)?(?:\w+\s+)?(?:vms|instances|nodes)\s+(?:are|were|went)\s+(?:all\s+)?"
         r"(?:to\s+)?`?(?:stopped|terminated|shutting[- ]down|shut\s+down)\b"
         r"|\b(?:job|run|training)\s+(?:was\s+|got\s+)?killed\s+at\s+~?\d{1,2}:\d\d\b",
+    ),
+    # the room itself failing: "PDU B3 tripped in row 7", "r7n17–r7n24 are dark", "CRAH-2 ALARM",
+    # "LEAK DETECT — CDU-3"
+    _sig(
+        "hardware",
+        "tripped dark alarm leak",
+        r"\b(?:pdu|breaker|psu|ups|rpp)\b[\w\s-]{0,12}?\b(?:tripped|trip)\b"
+        r"|\b(?:nodes?|hosts?|racks?|rows?|\w*\d+(?:[–-]\w*\d+)?)\s+(?:are|is|went|gone)\s+dark\b"
+        r"|\b(?:crah|crac|cdu|chiller|cooling)[\w-]*\s+(?:unit\s+)?(?:alarm|failure|fault)\b"
+        r"|\bleak\s+(?:detect\w*|alarm)\b",
+    ),
+    # a model that stopped learning, seen from its checkpoints: "step_0291250 is at chance",
+    # "nine checkpoints score identical", "the run diverged after the decay started"
+    _sig(
+        "outage",
+        "chance identical diverged",
+        r"\bstep[_\s-]?\d[\d,]*\s+(?:is|scores?|scored)\s+at\s+chance\b"
+        r"|\b(?:checkpoints|steps)\s+score\s+identical(?:ly)?\b"
+        r"|\b(?:the|our)\s+(?:main\s+)?(?:run|training)\s+has\s+diverged\b|\bmain\s+(?:has\s+)?diverged\b"
+        r"|\b(?:the|our)\s+(?:main\s+)?(?:run|training)\s+diverged\s+(?:after|since|at)\b",
+    ),
+    # steps stopped: "no new steps after 41,000 and the job says RUNNING"
+    _sig(
+        "hang",
+        "steps step",
+        r"\bno\s+(?:new\s+)?steps?\s+(?:after|since)\s+(?:step\s+)?\d[\d,.]*k?\b",
+    ),
+    # saves stopped: "no checkpoint since step_0271750", "no new ckpt since 02:41"
+    _sig(
+        "checkpoint-failed",
+        "checkpoint ckpt save",
+        r"\bno\s+(?:new\s+)?(?:checkpoints?|ckpts?|saves?)\s+since\s+(?:step[_\s-]?)?\d",
     ),
     # capacity taken back: "spot pool B just got reclaimed", "48 of 96 rollout replicas gone"
     _sig(
@@ -1290,6 +1326,21 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "hang",
         "moving",
         r"\b(?:the\s+rest|the\s+remaining\s+\w+|shards?|uploads?)\s+(?:are\s+|is\s+)?not\s+moving\b",
+    ),
+    # more of the run's own words for a fault: "s3 403 on save??", "503 SlowDown" from the object
+    # store, "Failed to connect to 2 of 512 hosts", "run fulmar-7b-main failed at step 545,881",
+    # "GXDoubleBitECC", "worker pod evicted"
+    _sig(
+        "storage", "403 401", r"\b40[13]\s+on\s+(?:the\s+|every\s+)?(?:save|upload|put|write)s?\b"
+    ),
+    _sig("storage", "slowdown", r"\b503\s+slow\s?down\b"),
+    _sig("node-loss", "connect", r"\bfailed\s+to\s+connect\s+to\s+\d+\s+of\s+\d+\s+hosts\b"),
+    _sig("crash", "failed crashed", r"\brun\s+[\w.-]+\s+(?:failed|crashed)\s+at\s+step\s+[\d,]+"),
+    _sig("hardware", "doublebit", r"\w*doublebit(?:ecc)?\w*"),
+    _sig(
+        "preemption",
+        "evicted",
+        r"\b(?:worker|trainer|leader)\s+pods?\s+(?:got\s+|was\s+|were\s+)?evicted\b",
     ),
     # NCCL's InfiniBand error, printed per failed work request
     _sig("network", "completion", r"\bgot\s+completion\s+with\s+error\b"),
@@ -1308,10 +1359,12 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # a divergence watched as it grows: "grad norm 40 and climbing", "grad norm is doubling"
     _sig(
         "outage",
-        "climbing rising growing doubling exploding",
+        "climbing rising growing doubling exploding went climbed jumped",
         r"\bgrad(?:ient)?[\s_-]?norm\s+(?:is\s+|at\s+|=\s*)?~?\d+(?:\.\d+)?\s+and\s+"
         r"(?:still\s+)?(?:climbing|rising|growing)\b"
         # "grad norm is roughly doubling every 150 steps"
-        r"|\bgrad(?:ient)?[\s_-]?norm\s+(?:is\s+)?(?:roughly\s+|about\s+|now\s+)?(?:doubling|exploding)\b",
+        r"|\bgrad(?:ient)?[\s_-]?norm\s+(?:is\s+)?(?:roughly\s+|about\s+|now\s+)?(?:doubling|exploding)\b"
+        # climbing in steps: "grad norm went 0.9 → 14 → 31"
+        r"|\bgrad(?:ient)?[\s_-]?norm\s+(?:went|climbed|jumped)\s+(?:from\s+)?[\d.]+\s*(?:→|->)\s*[\d.]+\s*(?:→|->)\s*\d+",
     ),
 )

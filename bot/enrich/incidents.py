@@ -148,6 +148,9 @@ _WHY_NOW = re.compile(
     # "anyone know why main has been PENDING for 3 hours?"
     r"|(?:does\s+)?(?:anyone|anybody|someone|any\s+idea)\s+(?:know\s+)?why\s+(?:\S+\s+){0,3}?"
     r"(?:is|are|has|have|keeps?)\b"
+    # "is the run restarting from 352,000 in a loop?"
+    r"|(?:is|are)\s+(?:it|the\s+(?:run|job|training)|main|[a-z][\w-]*)\s+(?:restarting|crashing)\b[^?]*"
+    r"\bin\s+a\s+loop"
     # "ok who killed the job?": the alarm, asked
     r"|(?:who|what)\s+(?:just\s+)?(?:killed|stopped|cancell?ed|nuked|took\s+down)\b"
     r"|(?:did|has)\s+(?:someone|somebody|anyone)\s+(?:just\s+)?(?:stop|kill|cancel|nuke)"
@@ -221,14 +224,17 @@ _NOT_THE_RUN = re.compile(
     r"|jenkins|buildkite|circleci|travis|gitlab\s+runners?|merges?|merge\s+queue|pull\s+requests?"
     # someone's own workload: "my interactive node got OOM killed", "my debug job"
     r"|my\s+(?:\S+\s+)?(?:interactive|debug|dev|test|personal|local)|interactive\s+(?:node|session|job|shell)s?"
-    r"|dev\s*(?:vms?|box(?:es)?|tpus?|machines?|instances?)|arms?\s+(?:\d|[a-h]\b)"
+    r"|dev\s*(?:vms?|box(?:es)?|tpus?|machines?|instances?)|arms?\s+(?:\d|[a-h]\b|seed\s+\d)"
     r"|\d+\s*%\s+arm\b|\barms?\s+(?:fell|died|crashed|oom\w*)"
     r"|(?:smoke|canary|dry|test|debug|toy)[- ](?:runs?|tests?|jobs?)"
     # a job with another purpose: "the tokenizer job OOMed", "the export script died"
     r"|(?:tokeni[sz]\w*|preprocess\w*|download|upload|export|conversion|convert|dedup\w*"
     r"|filter\w*|scrap\w*|crawl\w*|sampling|inference|serving)\s+(?:jobs?|scripts?|pods?|tasks?"
     r"|workers?|runs?)"
-    r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebook|colab|on\s+mac(?:os)?"
+    r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebooks?|jupyter|colab|on\s+mac(?:os)?"
+    # another namespace's or an eval's pod: "in the `eval` namespace", "eval-v48-209k-longctx"
+    r"|(?:eval|notebooks?|dev|staging|sandbox)\s+namespace|(?<![\w-])eval-[\w.-]*\d[\w.-]*"
+    r"|stress\s+arm|arm\s+[`'\"]?[a-z][\w.]*-[\w.-]+"
     # a test of the alarms on purpose: "chaos test", "game day", "[DRILL]"; a sandbox cluster
     # kept for trials ("the 2-node sandbox", "mi job del sandbox"), not an RL run's code
     # sandbox, which is the run's own ("sandbox-svc ingress cert expired")
@@ -308,7 +314,7 @@ _NOT_A_NAME = re.compile(
 #: A part of the run, named before a fault ("the input pipeline is throwing IO errors").
 _RUN_PART = re.compile(
     r"\b(?:job|run|training|trainer|train\s+loop|step|ranks?|workers?|hosts?|nodes?|pods?"
-    r"|slices?|checkpoint\w*|ckpt|saves?|saving|restor\w*|resum\w*|orbax|writer|input\s+pipeline"
+    r"|slices?|checkpoint\w*|ckpt|saves?|saving|restor\w*|resum\w*|orbax|writer|input\s+pipeline|mirror"
     r"|data\s*loaders?|loaders?|gcsfuse|mounts?|bucket|storage|lustre|nfs|gcs|s3|collectives?"
     rf"|nccl|all-?reduce|rendezvous|coordinator|rank\s*\d+|hero|{_RL_PARTS})\b",
     re.IGNORECASE,
@@ -320,7 +326,7 @@ _FAULT_PARTS: Final = (
     (
         "storage",
         re.compile(
-            r"\b(?:gcsfuse|mounts?|bucket|storage|lustre|nfs|gcs|s3|disk|io|filesystem"
+            r"\b(?:gcsfuse|mounts?|bucket|storage|lustre|nfs|gcs|s3|disk|io|filesystem|mirror"
             r"|input\s+pipeline|data\s*loaders?|loaders?)\b",
             re.I,
         ),
@@ -583,13 +589,21 @@ def all_checked(prose: str) -> bool:
     return marked and _WARNED.search(prose) is None
 
 
+#: A standup's labels ("Yesterday", "Stuck", "Blockers: —"): headings, not states of the run.
+_STANDUP_LABEL = re.compile(
+    r"^\W*(?:yesterday|today|done|doing|stuck|blockers?|blocked|next)\s*[:-]?\s*(?:[-—–]|none|n/?a)?\s*$"
+    r"|(?<=\s)(?-i:Stuck|Blockers?|Doing|Done|Today|Next):\s*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
 def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str] | None:
     """``(kind, severity)`` of the incident reported by already-cleaned text, or None.
 
     ``prose`` is cleaned body text (one block per line), ``title`` an issue title, ``logs`` the
     log-looking lines, used only when there is no prose at all.
     """
-    prose = _CHECKED_OFF.sub("", prose)
+    prose = _STANDUP_LABEL.sub("", _CHECKED_OFF.sub("", prose))
     text = f"{title}\n{prose}" if title else prose
     machine = not text.strip()
     if machine:
@@ -807,6 +821,7 @@ _TIME_METRIC = (
     r"(?:step|iteration|iter|batch|all-?reduce|all-?gather|collective)[\s-]+times?"
     r"|s/step|sec/step|seconds\s+per\s+step|s/it|(?:every|each)\s+step"
     r"|(?:data|input|dataloader|loader)\s+wait|w(?:eight\s+)?sync(?:\s+(?:p\d\d|time))?"
+    r"|(?:checkpoints?|ckpts?|saves?)\s+(?:are\s+)?(?:arriving|landing|coming)"
     r"|(?:all-?reduce|all-?gather|all-to-all|a2a|reduce-?scatter)(?=\s+(?:takes?|taking)\b|$)"
     r"|steps?(?=\s+(?:take|takes|taking|are|is|got|became|have\s+gotten)\b)"
 )
@@ -914,6 +929,9 @@ def _slower(m: re.Match[str]) -> bool:
 _MIN_SEC = re.compile(r"\b(?P<min>\d+)\s*m\s*(?P<sec>\d+)\s*s\b")
 _MILLIS = re.compile(r"\b(?P<ms>\d+(?:\.\d+)?)\s*ms\b")
 _MINUTES = re.compile(r"\b(?P<mins>\d+(?:\.\d+)?)\s*min(?:utes?|s)?\b")
+_HOURS = re.compile(
+    r"\b(?P<hours>\d+(?:\.\d+)?)\s*h(?:rs?|ours?)?(?:\s*(?P<hmin>\d{1,2})(?:\s*m(?:in)?)?)?\b"
+)
 
 
 def _in_seconds(m: re.Match[str]) -> str:
@@ -921,6 +939,8 @@ def _in_seconds(m: re.Match[str]) -> str:
         return f"{float(m.group('ms')) / 1000:g} s"
     if m.re is _MINUTES:
         return f"{float(m.group('mins')) * 60:g} s"
+    if m.re is _HOURS:
+        return f"{float(m.group('hours')) * 3600 + int(m.group('hmin') or 0) * 60:g} s"
     return f"{int(m.group('min')) * 60 + int(m.group('sec'))}s"
 
 
@@ -945,7 +965,7 @@ def slowdown(text: str) -> str | None:
     """``network``, ``storage`` or ``outage`` when a sentence says the run is slower now than it
     was (a speed metric worse, in the present), else None."""
     text = _THOUSANDS.sub(_in_units, text)
-    for durations in (_MIN_SEC, _MILLIS, _MINUTES):
+    for durations in (_MIN_SEC, _MILLIS, _MINUTES, _HOURS):
         text = durations.sub(_in_seconds, text)
     for pattern in (_FROM_TO, _WORSE_WORD, _NOW_VS_THEN):
         for m in pattern.finditer(text[:DETECT_LIMIT]):

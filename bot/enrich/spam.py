@@ -51,6 +51,8 @@ _PROMO = re.compile(
       | no\s+experience(?:\s+(?:needed|required))?|flexible\s+hours|work\s+from\s+home
       | no\s+contracts?|instant\s+(?:deploy|access)|whitelist|earn\s+daily|stake\s+your
       | (?:hiring|looking\s+for)\s+remote
+      | free\s+(?:audit|strategy\s+call)|done[- ]for[- ]you|\d+x\s+(?:your|their)\s+\w+
+      | first\s+\d+\s+get
     )\b""",
     re.IGNORECASE | re.VERBOSE,
 )

@@ -574,6 +574,26 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("rook got requeued after the maintenance but can't come back: QUOTA_EXCEEDED", True),
     ("spot pool B just got reclaimed, 40 of 80 rollout replicas gone at 13:02", True),
     ("save 65,400 still uploading at 02:35: 1,214 of 1,280 shards done, the rest not moving", True),
+    # round twelve: the room, the eval team's view, a standup's labels, kubectl's words
+    ("PDU B3 tripped in row 7, r7n17–r7n24 are dark", True),
+    ("🚨 LEAK DETECT — CDU-3 zone 2, isolation valves closed at 16:21", True),
+    ("the PDU swap on row 3 is planned for Friday, tour at 10:00", False),
+    ("step_0291250 is at chance on everything, greedy decode is `the the the`", True),
+    (
+        "we got step_0352250 twice and no 352500. is the run restarting from 352,000 in a loop?",
+        True,
+    ),
+    ("this is not a bad save, the run diverged after the decay started", True),
+    ("Their run diverged and had to be rolled back by 60B tokens, says the paper", False),
+    ("Done\nβ2 proxy sweep finished\nDoing\nwrite-up\nStuck\n—", False),
+    ("Stuck: arm `zl-1e-3` NaN'd at 3.2k steps; it's the stress arm", False),
+    ("my jupyter pod in `notebooks` keeps getting OOMKilled on the shard index", False),
+    ("eval-v48-209k-longctx is in CrashLoopBackOff in the `eval` namespace", False),
+    ("worker pod evicted, run restarting: low on ephemeral-storage", True),
+    ("launch-c died at step 500, right at the first eval hook", True),
+    ("grad norm went 0.9 → 14 → 31 between step 180 and 240", True),
+    ("s3 403 on save?? ExpiredToken, 484k uncommitted", True),
+    ("rewards are exactly 0.000 for the last 3 steps, math and code both", True),
 ]
 
 
@@ -814,4 +834,18 @@ def test_a_code_review_that_sets_a_live_fault_apart_reports_it() -> None:
     note = "fyi the 8k-warmup arm died overnight with CUDA OOM. main run not affected."
     assert not enrich_text(
         title=None, body=note, kind="comment", source="github", context=arm
+    ).live_report
+
+
+def test_a_standup_that_names_a_dry_run_among_its_tasks_is_no_exercise() -> None:
+    standup = (
+        "**Yesterday**\n- HF export dry-run on 320k started\n\n**Today**\n- retention PR\n\n"
+        "**Blockers**\n- the 326k save at 02:14 failed: Disk quota exceeded on /lustre"
+    )
+    context = ThreadContext(title="Shelduck-140B stage 2: tracking + daily standups", kind="issue")
+    told = enrich_text(title=None, body=standup, kind="comment", source="github", context=context)
+    assert told.live_report
+    drill = "[DRY-RUN] node loss on r7, the alert should page on-call"
+    assert not enrich_text(
+        title=None, body=drill, kind="comment", source="github", context=context
     ).live_report

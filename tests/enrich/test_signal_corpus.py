@@ -46,13 +46,22 @@ KIND_FLOOR = 0.67  # of the incidents found, the share whose kind matches the la
 #: - issues titled by a symptom the rules do not read: a checkpoint missing from the run's
 #:   directory (c2713), 0-byte shards a pruning dry-run found (c8517), a hedged "Probably my
 #:   fault?" about a save (c8819);
-#: - a nightly CI job's issue about the run's checkpoints (c8349, c8412); an eval weekly whose
+#: - a nightly CI job's issue about the run's checkpoints (c8349); an eval weekly whose
 #:   "Problems" section holds the report (c8899);
 #: - a loss falling too fast after a resume (c2369);
-#: - reports in Spanish and Portuguese (c2478, c2522, c2536, c2446, c2541);
+#: - reports in Spanish and Portuguese (c2478, c2522, c2536, c2446, c2541, c5784);
 #: - posts only the scorer reads, near its bar, that its refits move: a Grafana link and "📉📉"
 #:   (c2881), a step time 17 % longer (c2147, under the rules' quarter), "tgs very low"
-#:   (c3023), c7053, a question for the infra folks after a day's observations (c8750);
+#:   (c3023), c7053, a question for the infra folks after a day's observations (c8750), "a bit
+#:   uneven since the maintenance" (c2260), replay-writer errors under a ⚠️ (c3111), a dedup job
+#:   deleting the run's prefix (c6007), an agent's "⚠️ 2 nodes lost" (c7439), "wandb last point
+#:   03:12" (c9433), a loader cursor gone back after a resume (c11296), a step time creeping 14 %
+#:   (c11162);
+#: - what an eval team sees the rules do not read: a tokenizer hash changed (c11242), nine
+#:   checkpoints scoring identical (c11256), checkpoints arriving 2 h apart instead of ~70 min
+#:   (c11311), an "[evals]" issue about the run's missing checkpoints (c11207);
+#: - a wrong warmup measured against the dry runs (c10974); a DCGM alert whose fault is only in
+#:   its pasted block (c8405); "did the staging dir just fill up?" over a pasted log (c9605);
 #: - a warning-level step-time alert, which the rules read as noise, its reply calling it real
 #:   (c10944); a loss "dead flat … for 6h" after a shard refresh (c10641);
 #: - a question whose answers tell the incident in words the rules do not read (a grad-norm
@@ -71,12 +80,13 @@ KNOWN_UNMARKED = frozenset(
     {
         *("c2232", "c4073", "c5132", "c3929", "c4853", "c10155", "c8068", "c5994"),
         *("c2713", "c8517", "c8819"),
-        *("c8349", "c8412", "c8899", "c2369"),
-        *("c2478", "c2522", "c2536", "c2446", "c2541"),
+        *("c8349", "c8899", "c2369"),
+        *("c2478", "c2522", "c2536", "c2446", "c2541", "c5784"),
         *("c2881", "c2147", "c3023", "c7053", "c8750", "c10944", "c10641"),
         *("c4194", "c4266", "c4663", "c5124", "c5211", "c5276"),
         *("c5586", "c10126", "c10229", "c6189", "c9403"),
-        *("c6480", "c6506"),
+        *("c6480", "c6506", "c2260", "c3111", "c6007", "c7439", "c9433", "c11296", "c11162"),
+        *("c11242", "c11256", "c11311", "c11207", "c10974", "c8405", "c9605"),
     }
 )
 

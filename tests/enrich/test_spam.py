@@ -33,6 +33,7 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "🔥 v5p & H200 by the hour, no quota, no waitlist 🔥 first 100 signups get free chip-hours",
         "🎁 FREE 1000 GPU HOURS 🎁 first 50 people who join discord.gg/claim, no catch!!!",
         "hey guys 👋 made 4k$ in one week with this AI trading bot. DM me for the invite 🚀🚀",
+        "hi all!! I help founders 10x their stars with done-for-you threads, first 5 get an audit",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
@@ -51,6 +52,7 @@ def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
         "we're hiring a remote research engineer, flexible hours, ping me if you know anyone",
         "we pay $2.10/h for the H100s on the new contract, see wiki.team/pricing for the rest",
         "first 20 people to sign up get a seat at the reading group, we have no quota left on gcs",
+        "the new loader is 3x their baseline on our shards, first 2 get the review slots tomorrow",
     ],
 )
 def test_a_team_members_excited_or_busy_message_is_not_spam(text: str) -> None:

@@ -111,27 +111,26 @@ def dismissed_in_hindsight(issue: Event, reply: Event) -> bool:
     return _replies_to(issue, reply) and dismisses(parse_post(reply.body or "", "github").prose)
 
 
+def _later_in_channel(message: Event, later: Event, window: timedelta) -> bool:
+    """Two chat messages of one channel, `later` after `message` within `window`."""
+    return (
+        message.kind == "message"
+        and later.kind == "message"
+        and message.source == later.source
+        and message.thread == later.thread
+        and timedelta(0) < later.at - message.at <= window
+    )
+
+
 def dismissed_in_chat(message: Event, reply: Event) -> bool:
     """Whether chat `reply`, the next message of `message`'s channel, dismisses what `message`
     (read as an incident) said: "ignore, that's the planned drain", "flaky exporter again"."""
-    return (
-        message.kind == "message"
-        and reply.kind == "message"
-        and message.source == reply.source
-        and message.thread == reply.thread
-        and timedelta(0) < reply.at - message.at <= CHAT_DISMISSAL
-        and dismisses(relayed_words(parse_post(reply.body or "", reply.source)).prose)
+    return _later_in_channel(message, reply, CHAT_DISMISSAL) and dismisses(
+        relayed_words(parse_post(reply.body or "", reply.source)).prose
     )
 
 
 def said_first(message: Event, later: Event) -> bool:
     """Whether chat `message`, not itself about an incident, is the first word of the incident
     `later` (about one) tells in the same channel soon after."""
-    return (
-        message.kind == "message"
-        and later.kind == "message"
-        and message.source == later.source
-        and message.thread == later.thread
-        and timedelta(0) < later.at - message.at <= CHAT_HINDSIGHT
-        and hints_at_incident(message)
-    )
+    return _later_in_channel(message, later, CHAT_HINDSIGHT) and hints_at_incident(message)

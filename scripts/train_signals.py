@@ -118,13 +118,13 @@ def fit_columns(
     exp, rate, l2 = math.exp, RATE, L2
     for _ in range(EPOCHS):
         for goal, row in zip(goals, rows, strict=True):
+            w = weights[row]
             # a column sum adds the rows in order, as Python's sum over one column would
-            z = (bias + weights[row].sum(axis=0)).tolist()
+            z = (bias + w.sum(axis=0)).tolist()
             p = np.array([1.0 / (1.0 + exp(-max(-30.0, min(30.0, v)))) for v in z])
             g = p - goal
             bias_square += g * g
             bias -= rate * g / np.sqrt(bias_square + 1e-9)
-            w = weights[row]
             gn = g + l2 * w
             s = squares[row] + gn * gn
             squares[row] = s

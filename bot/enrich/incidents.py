@@ -961,9 +961,20 @@ _RATE_AT_SHARE = re.compile(
 )
 
 
+#: What every speed comparison names: a metric, a "vs", or a share of a speed. Text without
+#: any is not read further (the comparisons are the rules' costliest patterns).
+_SPEED_SAID = re.compile(
+    rf"(?:{_TIME_METRIC}|{_RATE_METRIC})|\b(?:vs|versus|compared\s+to|against)\b"
+    r"|%\s+(?:speed|throughput|of)\b",
+    re.IGNORECASE,
+)
+
+
 def slowdown(text: str) -> str | None:
     """``network``, ``storage`` or ``outage`` when a sentence says the run is slower now than it
     was (a speed metric worse, in the present), else None."""
+    if _SPEED_SAID.search(text) is None:
+        return None
     text = _THOUSANDS.sub(_in_units, text)
     for durations in (_MIN_SEC, _MILLIS, _MINUTES, _HOURS):
         text = durations.sub(_in_seconds, text)

@@ -681,8 +681,7 @@ def emoji_alarm(text: str) -> str | None:
     m = _ALARMED.match(rest)
     if m is None or _NOT_THE_RUN.search(rest):
         return None
-    group = next(n for n in range(len(_ALARMED_PARTS)) if m.group(f"k{n}"))
-    return _ALARMED_PARTS[group][0]
+    return _ALARMED_PARTS[int(str(m.lastgroup)[1:])][0]  # the part's group, "k<n>"
 
 
 # --------------------------------------------------------------------------------------------
@@ -925,23 +924,24 @@ def _slower(m: re.Match[str]) -> bool:
     return before > 0 and _worse(metric, before, now)
 
 
-#: "2m50s", "20 ms": durations read as seconds, so "from 20 ms to 1.9 s" compares like with like.
-_MIN_SEC = re.compile(r"\b(?P<min>\d+)\s*m\s*(?P<sec>\d+)\s*s\b")
-_MILLIS = re.compile(r"\b(?P<ms>\d+(?:\.\d+)?)\s*ms\b")
-_MINUTES = re.compile(r"\b(?P<mins>\d+(?:\.\d+)?)\s*min(?:utes?|s)?\b")
-_HOURS = re.compile(
-    r"\b(?P<hours>\d+(?:\.\d+)?)\s*h(?:rs?|ours?)?(?:\s*(?P<hmin>\d{1,2})(?:\s*m(?:in)?)?)?\b"
+#: "2m50s", "20 ms", "9 min", "2 h 05": durations read as seconds, so "from 20 ms to 1.9 s"
+#: compares like with like.
+_DURATION = re.compile(
+    r"\b(?P<min>\d+)\s*m\s*(?P<sec>\d+)\s*s\b"
+    r"|\b(?P<ms>\d+(?:\.\d+)?)\s*ms\b"
+    r"|\b(?P<mins>\d+(?:\.\d+)?)\s*min(?:utes?|s)?\b"
+    r"|\b(?P<hours>\d+(?:\.\d+)?)\s*h(?:rs?|ours?)?(?:\s*(?P<hmin>\d{1,2})(?:\s*m(?:in)?)?)?\b"
 )
 
 
 def _in_seconds(m: re.Match[str]) -> str:
-    if m.re is _MILLIS:
+    if m.group("min"):
+        return f"{int(m.group('min')) * 60 + int(m.group('sec'))}s"
+    if m.group("ms"):
         return f"{float(m.group('ms')) / 1000:g} s"
-    if m.re is _MINUTES:
+    if m.group("mins"):
         return f"{float(m.group('mins')) * 60:g} s"
-    if m.re is _HOURS:
-        return f"{float(m.group('hours')) * 3600 + int(m.group('hmin') or 0) * 60:g} s"
-    return f"{int(m.group('min')) * 60 + int(m.group('sec'))}s"
+    return f"{float(m.group('hours')) * 3600 + int(m.group('hmin') or 0) * 60:g} s"
 
 
 def _in_units(m: re.Match[str]) -> str:
@@ -975,9 +975,7 @@ def slowdown(text: str) -> str | None:
     was (a speed metric worse, in the present), else None."""
     if _SPEED_SAID.search(text) is None:
         return None
-    text = _THOUSANDS.sub(_in_units, text)
-    for durations in (_MIN_SEC, _MILLIS, _MINUTES, _HOURS):
-        text = durations.sub(_in_seconds, text)
+    text = _DURATION.sub(_in_seconds, _THOUSANDS.sub(_in_units, text))
     for pattern in (_FROM_TO, _WORSE_WORD, _NOW_VS_THEN):
         for m in pattern.finditer(text[:DETECT_LIMIT]):
             left, right = sentence_bounds(text, m.start(), m.end())

@@ -264,9 +264,10 @@ def _learned_report(
     (unjudged: the scorer has judged it a report), else ``outage``."""
     if learned is False or kind not in LEARNED_KINDS or not doc.prose.strip():
         return None
-    if all(_CONDITIONAL.match(s) for s in SENTENCE_SPLIT.split(doc.prose.strip()) if s):
+    sentences = [s for s in SENTENCE_SPLIT.split(doc.prose.strip()) if s]
+    if all(_CONDITIONAL.match(s) for s in sentences):
         return None  # "if the job is wedged we requeue it": a rule, not a report
-    if all(_ASKS_A_PLAN.match(s) for s in SENTENCE_SPLIT.split(doc.prose.strip()) if s):
+    if all(_ASKS_A_PLAN.match(s) for s in sentences):
         return None  # "are we keeping the 20k ckpt or can it go?": a plan asked about
     if not names_the_run(f"{title or ''}\n{doc.prose}"):
         return None  # "anyone grabbing lunch?": nothing of a run to report on

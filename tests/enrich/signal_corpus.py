@@ -60,6 +60,10 @@ HELDOUT6 = CORPUS.with_name("heldout6_corpus.jsonl")
 #: multilingual startup run), written blind while the rules it measures were changed and read
 #: once at the end.
 HELDOUT7 = CORPUS.with_name("heldout7_corpus.jsonl")
+#: The eighth: three projects (a 300B MoE with an on-call rotation, a 220B run on TPU slices
+#: under Ray, a 90B run told in terse shorthand), written blind while the rules it measures were
+#: changed and read once at the end.
+HELDOUT8 = CORPUS.with_name("heldout8_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

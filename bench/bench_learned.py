@@ -158,6 +158,11 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("quarry-research/gadwall", 11200, 11319),
     ("fieldfare-ml/shelduck", 11320, 11439),
     ("cormorant-ai/velvet", 11440, 11559),
+    ("pinecrest-ai/shrike", 11800, 11919),
+    ("halyard-research/lapwing", 11920, 12039),
+    ("ironbark-ml/whimbrel", 12040, 12159),
+    ("cobalt-systems/pipit", 12280, 12399),
+    ("sedgewick-labs/garganey", 12400, 12519),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -262,6 +267,11 @@ BATCH_COMMITS: dict[str, str] = {
     "quarry-research/gadwall": "d641335",
     "fieldfare-ml/shelduck": "fdb43b4",
     "cormorant-ai/velvet": "7e98ddc",
+    "pinecrest-ai/shrike": "2bc0385",
+    "halyard-research/lapwing": "dba07f8",
+    "ironbark-ml/whimbrel": "b9be964",
+    "cobalt-systems/pipit": "3773b92",
+    "sedgewick-labs/garganey": "7ec1c28",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -147,6 +147,8 @@ _ATTENTION = re.compile(
     # "apologies if I'm reading it wrong"
     r"|not\s+sure\s+(?:who\s+to\s+ask|if\s+this\s+counts|(?:if|whether)\s+this\s+is\s+(?:a\s+)?(?:real|bad))"
     r"|(?:apologies|sorry)\s+if\s+i'?m\s+(?:reading|misreading)"
+    # the log said to be the run's own: "I'm seeing this in main's log from 21:14"
+    r"|\b(?:in|from)\s+(?:main|the\s+run|the\s+job|the\s+trainer)(?:'s)?\s+(?:logs?|stderr)\b"
     # the run said dead before its log: "leg 42 is dead", "leg 54 gone:"
     r"|\b(?:is|are|'s)\s+(?:dead|down|gone)\b|\bgone\s*:",
     re.IGNORECASE | re.MULTILINE,

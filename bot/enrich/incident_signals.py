@@ -464,7 +464,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "outage",
         "reward",
         r"\b(?:every|all)\s+(?:the\s+)?(?:\w+\s+)?rewards?\s+(?:is|are)\s+(?:now\s+)?(?:0(?:\.0+)?|zero)\b"
-        r"|\brewards\s+are\s+(?:exactly\s+|all\s+)(?:0(?:\.0+)?|zero)\b",
+        r"|\brewards\s+are\s+(?:exactly\s+|all\s+)(?:0(?:\.0+)?|zero)\b"
+        # "reward/mean is exactly 0.000 since iter 836"
+        r"|\breward(?:/\w+)?\s+(?:is|has\s+been)\s+exactly\s+(?:0(?:\.0+)?|zero)\s+since\b",
     ),
     # taken off its nodes: "scaup just got kicked off??" (not "we kicked off the run")
     _sig(
@@ -476,7 +478,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "outage",
         "squeue queue",
-        r"\b(?:not|no\s+longer)\s+in\s+(?:squeue|the\s+(?:slurm\s+)?queue)\s+(?:any\s*more|now)\b",
+        r"\b(?:not|no\s+longer)\s+in\s+(?:squeue|the\s+(?:slurm\s+)?queue)\s+(?:any\s*more|now)\b"
+        # "squeue doesn't show 88412 any more"
+        r"|\bsqueue\s+(?:doesn't|does\s+not|no\s+longer)\s+(?:show|list)s?\b[^.\n]{0,30}?\bany\s*more\b",
     ),
     _sig(
         "outage",
@@ -957,9 +961,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # two named hosts down together: "qsn-0408 and qsn-0409 both down, same chassis"
     _sig(
         "node-loss",
-        "down dead notready",
+        "down dead notready not_responding",
         r"\b[a-z][a-z0-9]*-[a-z0-9-]*\d\s+and\s+[a-z][a-z0-9]*-[a-z0-9-]*\d\s+(?:are\s+|went\s+)?"
-        r"(?:both\s+)?(?:down|dead|notready)\b",
+        r"(?:both\s+)?(?:down|dead|notready|not_responding)\b",
     ),
     # a machine leaving and what it took: "kelp-g044 dropped off slurm", "took the job with it"
     _sig(
@@ -1216,7 +1220,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "crash",
         "restarting requeue attempts",
-        r"\b(?:restarting|requeu\w*|relaunch\w*)\s+every\s+~?\d+\s*(?:min|minutes|m\b|s\b|sec)"
+        r"\b(?:restarting|requeu\w*|relaunch\w*)\s+every\s+(?:~?\d+|few|couple\s+of)\s*"
+        r"(?:min|minutes|m\b|s\b|sec)"
         r"|\battempts?\b[^.\n]{0,30}?\beach\s+(?:ending|failing|dying|crashing)\b",
     ),
     # a checkpoint written short: "Total Size: 0", "the 63 missing shards", "only 1,089 are present"
@@ -1256,9 +1261,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # 228,000", "2,000 steps were recomputed", "did we go back in time at the 02:55 resume?"
     _sig(
         "restore-failed",
-        "rather recomputed redone back backwards overlaps",
+        "rather instead recomputed redone back backwards overlaps",
         r"\b(?:restarted|resumed|continuing|continued|picked\s+up|came\s+back)\s+from\s+(?:step\s+)?"
-        r"[\d,.]+k?\s+rather\s+than\s+(?:step\s+)?[\d,.]+k?"
+        r"(?:(?:waypoint|checkpoint|ckpt)\s+)?[\d,.]+k?\s+(?:rather\s+than|instead\s+of)\s+"
+        r"(?:(?:step\s+)?[\d,.]+k?|(?:from\s+)?the\s+(?:newest|latest|last)\b)"
         r"|\b[\d,.]+k?\s+steps\s+(?:were|got|have\s+been)\s+(?:recomputed|redone|lost)\b"
         r"|\b(?:go|went|gone|going)\s+back(?:wards)?\s+in\s+time\b"
         r"|\bstep\s+counter\s+(?:went|jumped|is\s+going|has\s+gone)\s+backwards?\b"
@@ -1277,8 +1283,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # STOPPED", "All 32 p5 instances went to `shutting-down`", "32k job killed at 10:58"
     _sig(
         "outage",
-        "billing vms instances nodes killed",
+        "billing vms instances nodes killed reservation",
         r"\bbilling\s+account\s+(?:has\s+been\s+|was\s+|is\s+)?(?:suspended|disabled|closed)\b"
+        r"|\breservation\s+(?:shows\s+as|is|was|has\s+been|got)\s+['\"]?suspended\b"
         r"|\b(?:all\s+)?(?:\d+\s+)?(?:\w+\s+)?(?:vms|instances|nodes)\s+(?:are|were|went)\s+(?:all\s+)?"
         r"(?:to\s+)?`?(?:stopped|terminated|shutting[- ]down|shut\s+down)\b"
         r"|\b(?:job|run|training)\s+(?:was\s+|got\s+)?killed\s+at\s+~?\d{1,2}:\d\d\b",
@@ -1366,5 +1373,57 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|\bgrad(?:ient)?[\s_-]?norm\s+(?:is\s+)?(?:roughly\s+|about\s+|now\s+)?(?:doubling|exploding)\b"
         # climbing in steps: "grad norm went 0.9 → 14 → 31"
         r"|\bgrad(?:ient)?[\s_-]?norm\s+(?:went|climbed|jumped)\s+(?:from\s+)?[\d.]+\s*(?:→|->)\s*[\d.]+\s*(?:→|->)\s*\d+",
+    ),
+    # the run's log gone quiet at a time: "main's log stopped at 09:41"; its last step old:
+    # "the last step in the metrics file is from 02:17"
+    _sig(
+        "hang",
+        "log last",
+        r"\b(?:main|the\s+run|the\s+job|trainer|training)(?:'s)?\s+logs?\s+"
+        r"(?:stopped|stops|ended|ends|went\s+quiet)\s+(?:at\s+|around\s+|~\s*)?\d{1,2}:\d\d\b"
+        r"|\blast\s+(?:step|heartbeat|log\s+line|point)\b[^.\n]{0,40}?\b(?:is|was)\s+from\s+"
+        r"(?:~?\d{1,2}:\d\d|yesterday|last\s+night)\b",
+    ),
+    # a restart that keeps coming: "restarted about a dozen times since 03:00", "5 restarts
+    # since 09:41"
+    _sig(
+        "crash",
+        "times restarts requeues",
+        r"\b(?:restarted|requeued|relaunched|crashed|died)\s+(?:about\s+|roughly\s+|~\s*|some\s+)?"
+        r"(?:a\s+dozen|\d+|several|many)\s+times\s+(?:since|in\s+the\s+last|overnight|today)\b"
+        r"|\b\d+\s+(?:restarts|requeues|relaunches)\s+since\s+~?\d{1,2}:\d\d\b",
+    ),
+    # dead at once: "the 32k stage launched at 10:05 and has died on its first step"
+    _sig(
+        "crash",
+        "died crashed",
+        r"\b(?:died|crashed)\s+(?:on|at)\s+(?:its|the)\s+(?:very\s+)?first\s+step\b",
+    ),
+    # the scheduler ending the job: "slurm killed 880213 at step 413,497"
+    _sig(
+        "crash",
+        "killed",
+        r"\b(?:slurm|the\s+scheduler|kueue)\s+killed\s+(?:job\s+)?(?:\d{4,}|main|the\s+(?:run|job))\b",
+    ),
+    # a machine's state said outright: "went NOT_RESPONDING", "is NOT_RESPONDING"
+    _sig("node-loss", "not_responding", r"\b(?:went|is|are|now)\s+not_responding\b"),
+    # a number held where it should move: "it's been 1.684 on the nose for the last hour"
+    _sig(
+        "hang",
+        "nose unchanged",
+        r"\b(?:it's|it\s+has|has|have)\s+been\s+(?:at\s+)?~?\d[\d,.]*\s+(?:on\s+the\s+nose|unchanged)"
+        r"\s+for\b",
+    ),
+    # minutes gone and no step made: "sitting in spout init for 38 min, 0 steps"
+    _sig(
+        "hang",
+        "steps",
+        r"\bfor\s+~?\d+\s*(?:min\w*|m|h|hrs?|hours?)[,;]\s+(?:0|zero|no)\s+(?:new\s+)?steps\b",
+    ),
+    # the checkpoint's copy failing: "the S3 mirror upload failed on every shard"
+    _sig(
+        "checkpoint-failed",
+        "upload",
+        r"\b(?:mirror|s3|gcs|checkpoint|ckpt)\s+(?:mirror\s+)?uploads?\s+(?:has\s+)?failed\b",
     ),
 )

@@ -182,7 +182,8 @@ _CLAUSE_BREAK = re.compile(
     r"|\band\s+(?=(?:the|then|so|now|our|its|it|we|hero)\b)"
 )
 _DYNAMICS_BEFORE = re.compile(
-    r"\b(?:loss|losses|gates?|routers?|norms?|gradients?|grads?|weights?|logits?|experts?"
+    r"\b(?:loss|losses|gates?|routers?|norms?|gradients?|grads?|weights?(?!\s+(?:sync|transfer|push))"
+    r"|logits?|experts?"
     r"|accuracy|perplexity|evals?|metrics?|embeddings?|activations?|lr|learning\s+rate|heads?"
     r"|sigmoid|softmax|curve|scores?|plateau|mfu|throughput|speed|utili[sz]ation|tokens?"
     r"|latency|memory|usage|cost|rate|count|bpb|val(?:idation)?)\b[^.!?\n,;]{0,20}$",
@@ -349,10 +350,23 @@ _NCCL_TO = re.compile(
 _BARE_NOT = re.compile(r"\b(has|is|does|was|did|have|are|were|ca|could|would|should)nt\b", re.I)
 
 
+#: A hedge on a verb, read as the verb: "the run may have stopped", "seems to have died",
+#: "appears to be hanging". The hedge is the writer's manners; what they saw is the report.
+_HEDGED = re.compile(
+    r"\b(?:seems?|appears?)\s+to\s+(have|be)\b|\b(?:may|might)\s+(have|be)\b(?=\s+(?!(?:no|some|any)thing\b)\w+(?:ed|en|ing)\b)",
+    re.IGNORECASE,
+)
+
+
+def _unhedged(m: re.Match[str]) -> str:
+    return "has" if (m.group(1) or m.group(2)).lower() == "have" else "is"
+
+
 def _canonical(text: str) -> str:
     for alias, name in _ALIASES:
         text = alias.sub(name, text)
     text = _NCCL_TO.sub(r"\1 timeout", text)
+    text = _HEDGED.sub(_unhedged, text)
     return _BARE_NOT.sub(r"\1n't", text)
 
 
@@ -404,7 +418,9 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
         return False  # "loss stuck at 2.1", "grafana down", "everything down?": not the run
     if _SETTLED.search(text, end, right):
         return False  # "crashed at startup with a cuBLASLt error, fixed by #1009"
-    if _NOT_THE_RUN.search(sentence) or HISTORY.search(sentence) or _EXPECTED.search(sentence):
+    if _NOT_THE_RUN.search(_own_part(text, left, start, right)):
+        return False
+    if HISTORY.search(sentence) or _EXPECTED.search(sentence):
         return False
     if _HYPOTHETICAL.search(before):
         return False  # "should be 48, otherwise a partial gang starts and then hangs"
@@ -413,6 +429,17 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
     if signal.kind in ("hang", "crash", "outage") and _DYNAMICS_BEFORE.search(before[-40:]):
         return False
     return not (signal.needs_subject and not _SYSTEM_SUBJECT.search(sentence))
+
+
+#: The main run named after a colon: "sweep postponed: main NaN'd at 517,310".
+_MAIN_AFTER_COLON = re.compile(r"[:;]\s*(?:the\s+)?(?:main|prod\s+run|big\s+run)\b", re.IGNORECASE)
+
+
+def _own_part(text: str, left: int, start: int, right: int) -> str:
+    """The part of the sentence a match is about: after a colon that names the main run
+    ("sweep postponed: main NaN'd"), else the whole sentence."""
+    named = list(_MAIN_AFTER_COLON.finditer(text, left, start))
+    return text[named[-1].start() : right] if named else text[left:right]
 
 
 def _annotation(text: str, start: int, end: int) -> bool:
@@ -1027,8 +1054,8 @@ def _slow_kind(text: str) -> str:
 _BEHIND = re.compile(
     r"\b(?:newest|latest)\s+(?:thing|checkpoint|ckpt|dir(?:ectory)?|save)\b[^.\n]{0,80}?"
     r"\bstep[_ ]?(?P<saved>\d[\d,]*)\b[^.\n]{0,30}?\b(?:and|but|while)\b[^.\n]{0,30}?"
-    r"\b(?:w&b|wandb|the\s+log|the\s+run|training|the\s+job)\b[^.\n]{0,30}?"
-    r"(?:says|shows|is\s+at|reports)\s+(?:the\s+run\s+is\s+at\s+|step\s+)?"
+    r"\b(?:w&b|wandb|the\s+log|the\s+run|main|training|the\s+job)\b[^.\n]{0,30}?"
+    r"(?:says|shows|is\s+at|reports)\s+(?:the\s+run\s+is\s+at\s+|step\s+)?(?:about\s+|~\s*)?"
     r"(?P<at>\d[\d,.]*)(?P<k>k|xx|x{3})?",
     re.IGNORECASE,
 )

@@ -53,6 +53,9 @@ _PROMO = re.compile(
       | (?:hiring|looking\s+for)\s+remote
       | free\s+(?:audit|strategy\s+call)|done[- ]for[- ]you|\d+x\s+(?:your|their)\s+\w+
       | first\s+\d+\s+get
+      | we\s+guarantee|\d+k?\s+github\s+stars|packages?\s+(?:from|starting\s+at)\s+\$
+      | sells?\s+out|sold\s+out|(?:zero|no)\s+paperwork|unused\s+(?:cloud\s+)?credits
+      | reply\s+['"]\w+['"]
     )\b""",
     re.IGNORECASE | re.VERBOSE,
 )
@@ -63,7 +66,7 @@ _LINK: Final = re.compile(
     r"|\b[a-z0-9-]+\.(?:xyz|biz|top|click|shop|online|site|live|info)\b"
     r"|\b[a-z0-9-]+\.[a-z]{2,10}/\w"
     r"|\bdot\s+(?:com|io|biz|xyz|net|org|ai)\b|\b[a-z0-9-]+\s+\.\s+(?:com|io|biz|xyz|net|ai)\b"
-    r"|\b[a-z0-9-]+\[\.\][a-z]{2,6}\b",
+    r"|\b[a-z0-9-]+\[\.\][a-z]{2,6}\b|\b[a-z0-9-]+\s*\(dot\)\s*[a-z]{2,6}\b",
     re.IGNORECASE,
 )
 #: A coin's ticker dropped ("$EDEL token") or a price by the hour ("$0.39/h"): one cue each.

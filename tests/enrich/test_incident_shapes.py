@@ -594,6 +594,26 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("grad norm went 0.9 → 14 → 31 between step 180 and 240", True),
     ("s3 403 on save?? ExpiredToken, 484k uncommitted", True),
     ("rewards are exactly 0.000 for the last 3 steps, math and code both", True),
+    # round thirteen: hedged reports, a reply that carries the fault, RL, the data path
+    ("sorry if this is old news, but the trainer may have stopped? nothing since 04:10", True),
+    ("might be nothing, but the run seems to have restarted from 88k instead of 91k", True),
+    ("might be nothing, but the eval dashboard is grey for me", False),
+    ("probably me, but it's been 2.031 on the nose for the last hour", True),
+    ("trainer log stopped at 03:12, no traceback", True),
+    ("the last step in W&B is from 02:17 and the job shows PD (Resources)", True),
+    ("main restarted about a dozen times since 03:00, dies right after the restore", True),
+    ("we restarted it twice this week for the config change, as planned", False),
+    ("3 restarts since 09:41, no steps in between", True),
+    ("slurm killed 771204 at step 90,112 when g-0311 and g-0312 went NOT_RESPONDING", True),
+    ("g-0311 is in DRAIN for the BIOS update, back tomorrow", False),
+    ("resume after the node swap has been in loader init for 25 min, 0 steps", True),
+    ("reward/mean is exactly 0.000 since iter 412, is the RM server ok?", True),
+    ("the weight sync to the rollout fleet is stuck at 40/64 replicas since 05:38", True),
+    ("sweep paused: main NaN'd at 61,200 and the guard halted it at 06:42", True),
+    ("sweep paused: arm b3 NaN'd at 6,200, rerunning it with a lower LR", False),
+    ("the reservation shows as 'suspended' this morning, does that stop the run?", True),
+    ("the newest checkpoint I can see is step_628000, and main is at about 643,300", True),
+    ("the 32k stage launched at 10:05 and seems to have died on its first step", True),
 ]
 
 

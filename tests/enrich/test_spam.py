@@ -34,6 +34,7 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "🎁 FREE 1000 GPU HOURS 🎁 first 50 people who join discord.gg/claim, no catch!!!",
         "hey guys 👋 made 4k$ in one week with this AI trading bot. DM me for the invite 🚀🚀",
         "hi all!! I help founders 10x their stars with done-for-you threads, first 5 get an audit",
+        "yo 👋 we resell unused cloud credits, H200 at 60% off, reply 'h200' or see credz(dot)shop",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
@@ -53,6 +54,7 @@ def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
         "we pay $2.10/h for the H100s on the new contract, see wiki.team/pricing for the rest",
         "first 20 people to sign up get a seat at the reading group, we have no quota left on gcs",
         "the new loader is 3x their baseline on our shards, first 2 get the review slots tomorrow",
+        "the H200 slots sold out for May, so reply 'yes' in the thread if you can take June",
     ],
 )
 def test_a_team_members_excited_or_busy_message_is_not_spam(text: str) -> None:

@@ -163,6 +163,11 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("ironbark-ml/whimbrel", 12040, 12159),
     ("cobalt-systems/pipit", 12280, 12399),
     ("sedgewick-labs/garganey", 12400, 12519),
+    ("orchid-labs/tern", 12520, 12639),
+    ("drumlin-ai/avocet", 12640, 12759),
+    ("saltmarsh-ml/phalarope", 12760, 12879),
+    ("ridgeback-research/stint", 12880, 12999),
+    ("copperline-ai/knot", 13000, 13119),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -272,6 +277,11 @@ BATCH_COMMITS: dict[str, str] = {
     "ironbark-ml/whimbrel": "b9be964",
     "cobalt-systems/pipit": "3773b92",
     "sedgewick-labs/garganey": "7ec1c28",
+    "orchid-labs/tern": "15f6157",
+    "drumlin-ai/avocet": "f73791d",
+    "saltmarsh-ml/phalarope": "80ceaf9",
+    "ridgeback-research/stint": "8441f0e",
+    "copperline-ai/knot": "c066214",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -189,7 +189,8 @@ _BROKE_THE_RUN = re.compile(
 #: A test of the alarms on purpose: "Game day 2033-01-07: simulated rack loss", "[GAME DAY —
 #: EXERCISE] SEV2 declared", "[DRY-RUN] node loss".
 _EXERCISE = re.compile(
-    r"\b(?:game[- ]?days?|exercise|drills?|dry[- ]run|simulated|chaos\s+tests?|tabletop)\b",
+    r"\b(?:game[- ]?days?|(?<!\bmy\s)(?<!onboarding\s)exercise|drills?|dry[- ]run|simulated"
+    r"|chaos\s+tests?|tabletop)\b",
     re.IGNORECASE,
 )
 
@@ -704,11 +705,13 @@ _FLAGGED = re.compile(r"(?:⚠️?|❌|🔴)\s*(?P<line>[^\n✅☑⚠❌🔴🟢
 _TOLD_ELSEWHERE = re.compile(r"#\d+|\bhandled\b|\bfixed\b", re.IGNORECASE)
 
 
-def agent_flags_fault(prose: str) -> str | None:
-    """The incident kind of the fault an agent's post ("🤖 …") flags, or None."""
+def agent_flags_fault(prose: str, rows: tuple[str, ...] = ()) -> str | None:
+    """The incident kind of the fault an agent's post ("🤖 …") flags in a line or in a table
+    row (``Document.flagged_rows``), or None."""
     if not is_agent_post(prose):
         return None
-    for m in _FLAGGED.finditer(prose[:DETECT_LIMIT]):
+    flagged = "\n".join((prose[:DETECT_LIMIT], *rows))
+    for m in _FLAGGED.finditer(flagged):
         line = m.group("line")
         if signals_heard(line) and not (
             names_another_workload(line) or _TOLD_ELSEWHERE.search(line)

@@ -534,7 +534,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig(
         "hang",
-        "heartbeat step point metric log idle",
+        "heartbeat step point metric log idle trained",
         # "no heartbeat from hero since 3am", "hasn't logged a step in 30 min", "step hasn't
         # moved since 84,310": what a stopped run does not do
         r"no\s+(?:new\s+)?(?:heartbeats?|steps?|points?|metrics?|log\s+lines?|logs)\s+"
@@ -547,7 +547,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|(?:has\s+been|have\s+been|is|are|sitting|sat)\s+idle\s+(?:on\s+\w+\s+\w+\s+)?"
         r"(?:since|for\s+(?:the\s+last\s+|over\s+)?(?:an?|\d+)\s*(?:min|mins|minutes|h|hrs?|hours?)"
         r"\b(?!\s+(?:per|a|each|every)\b))|all\s+(?:ranks|gpus|nodes|hosts)\s+(?:are\s+)?idle"
-        r"|(?:step|steps|step\s+counter|iteration|global\s+step)\s+(?:hasn't|hasnt|has\s+not"
+        r"|(?:step|steps|step\s+counter|iteration|global\s+step|tokens\s+trained['\"]?\s+number)"
+        r"\s+(?:on\s+the\s+\w+\s+)?(?:hasn't|hasnt|has\s+not"
         r"|didn't|isn't|is\s+not)\s+(?:moved|changed|advanced|budged|progressed|increased"
         r"|moving|advancing|progressing)",
     ),
@@ -1186,15 +1187,21 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # a checkpoint with nothing in it: "checkpoint 36000 is 0 bytes on lustre", "ckpt 710k: 0 B"
     _sig(
         "checkpoint-failed",
-        "bytes empty missing ckpt checkpoint",
-        r"(?:checkpoint|ckpt)\s+(?:at\s+)?(?:step\s+)?(?:[\d,.]+k?\s*)?(?:(?:is|are|was|came\s+out)\s+|:\s*)"
-        r"(?:(?:0|zero)\s*(?:bytes|B\b)|empty|missing)",
+        "bytes empty missing ckpt checkpoint every all",
+        r"(?:checkpoint|ckpt)\s+(?:at\s+)?(?:step\s+)?(?:[\d,.]+k?\s*)?"
+        r"(?:in\s+the\s+[\w-]+\s+(?:mirror|bucket)\s+)?"
+        r"(?:(?:is|are|was|came\s+out)\s+|:\s*)(?:(?:0|zero)\s*(?:bytes|B\b)|empty|missing)"
+        # "every file in it is 0 bytes"
+        r"|\b(?:every|all\s+the)\s+(?:files?|shards?|objects?)\s+(?:in\s+\S+\s+)?(?:is|are)\s+"
+        r"0\s*(?:bytes|B\b)",
     ),
     # a part of the run timing out: "the dataloaders are timing out"; the kind is the part's
     _sig(
         FAULT,
-        "timing erroring",
-        r"(?:is|are|keeps?|kept)\s+(?:timing\s+out|erroring(?:\s+out)?)",
+        "timing erroring failing",
+        r"(?:is|are|keeps?|kept)\s+(?:timing\s+out|erroring(?:\s+out)?)"
+        # "s3 mirror has been failing since midnight"
+        r"|(?:has|have)\s+been\s+(?:failing|erroring|timing\s+out)\s+since\b",
     ),
     # what torch's launcher prints when a rank dies, cause unsaid: "ChildFailedError",
     # "exitcode : -9"
@@ -1254,7 +1261,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "checkpoint-failed",
         "old",
-        r"\b(?:last|latest|newest)\s+(?:ckpt|checkpoint|save)\s+(?:is|was)\s+(?:already\s+)?"
+        r"\b(?:last|latest|newest)\s+(?:ckpt|checkpoint|save)\s+(?:is|was)\s+(?:already\s+)?(?:[\w.-]+,\s+)?"
         r"(?:(?:[6-9]|[1-9]\d)(?:\.\d)?\s*(?:h|hrs?|hours?)|\d+\s*(?:d|days?)|a\s+day)\s+old\b",
     ),
     # a resume from an older step than the newest save: "continuing from 226,000 rather than
@@ -1295,7 +1302,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "hardware",
         "tripped dark alarm leak",
-        r"\b(?:pdu|breaker|psu|ups|rpp)\b[\w\s-]{0,12}?\b(?:tripped|trip)\b"
+        r"\b(?:pdu|breaker|psu|ups|rpp)\b[\w\s-]{0,30}?\b(?:tripped|trip)\b"
         r"|\b(?:nodes?|hosts?|racks?|rows?|\w*\d+(?:[–-]\w*\d+)?)\s+(?:are|is|went|gone)\s+dark\b"
         r"|\b(?:crah|crac|cdu|chiller|cooling)[\w-]*\s+(?:unit\s+)?(?:alarm|failure|fault)\b"
         r"|\bleak\s+(?:detect\w*|alarm)\b",
@@ -1378,9 +1385,15 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # "the last step in the metrics file is from 02:17"
     _sig(
         "hang",
-        "log last",
+        "log last chart curve graph panel line",
         r"\b(?:main|the\s+run|the\s+job|trainer|training)(?:'s)?\s+logs?\s+"
         r"(?:stopped|stops|ended|ends|went\s+quiet)\s+(?:at\s+|around\s+|~\s*)?\d{1,2}:\d\d\b"
+        # "the wandb chart for main stops at 09:12"
+        r"|\b(?:chart|curve|graph|panel)s?\s+for\s+(?:main|the\s+run)\s+(?:stopped|stops|ends|ended)\s+"
+        r"(?:at\s+|around\s+)?\d{1,2}:\d\d\b"
+        # "the loss line just stops at step 506,290"
+        r"|\b(?:loss|step)\s+(?:line|chart|curve|graph)\s+(?:just\s+)?(?:stops|stopped|ends)\s+at\s+"
+        r"(?:step\s+)?\d[\d,.]*k?\b"
         r"|\blast\s+(?:step|heartbeat|log\s+line|point)\b[^.\n]{0,40}?\b(?:is|was)\s+from\s+"
         r"(?:~?\d{1,2}:\d\d|yesterday|last\s+night)\b",
     ),
@@ -1398,6 +1411,15 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "crash",
         "died crashed",
         r"\b(?:died|crashed)\s+(?:on|at)\s+(?:its|the)\s+(?:very\s+)?first\s+step\b",
+    ),
+    # a job said gone by its number: "job 8931008 exited 11:24"; a run not running from a
+    # time: "training not running from 10:20 KST"
+    _sig(
+        "crash",
+        "exited running",
+        r"\bjob\s+\d{4,}\s+(?:exited|died|failed)\s+(?:at\s+)?~?\d{1,2}:\d\d\b"
+        r"|\b(?:training|the\s+run|the\s+job|main)\s+(?:is\s+)?not\s+running\s+(?:since|from)\s+"
+        r"~?\d{1,2}:\d\d\b(?!\s*(?:to|until|till|[-–])\s*~?\d)",
     ),
     # the scheduler ending the job: "slurm killed 880213 at step 413,497"
     _sig(
@@ -1420,6 +1442,22 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "steps",
         r"\bfor\s+~?\d+\s*(?:min\w*|m|h|hrs?|hours?)[,;]\s+(?:0|zero|no)\s+(?:new\s+)?steps\b",
     ),
+    # the loader holding the run: "data_wait 60% since restart"
+    _sig(
+        "hang",
+        "wait",
+        r"\b(?:data|loader|input)[\s_]wait\s+(?:is\s+|at\s+)?~?(?:[3-9]\d|100)(?:\.\d+)?\s*%\s+"
+        r"(?:since|after|for|and\s+(?:still\s+)?(?:climbing|rising))\b",
+    ),
+    # a save pointed at and not there: "the latest pointer says step 637000 but fetching it
+    # gives NoSuchKey"
+    _sig(
+        "checkpoint-failed",
+        "nosuchkey",
+        r"\b(?:gives|gave|returns|returned|throws|getting|get)\s+`?nosuchkey\b",
+    ),
+    # a run that trains nothing: "lr 0.0 since the 08:37 restart"
+    _sig("outage", "lr", r"\blr\s+(?:is\s+|at\s+|=\s*)?0(?:\.0+)?\s+since\b"),
     # the checkpoint's copy failing: "the S3 mirror upload failed on every shard"
     _sig(
         "checkpoint-failed",

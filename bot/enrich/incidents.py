@@ -68,6 +68,23 @@ _CRITICAL_KINDS: Final = frozenset(
 DETECT_LIMIT: Final = 12_000
 
 _COMPILED: Final = tuple((s, s.compile()) for s in SIGNALS)
+#: Each anchor once, with the signals (their places in ``_COMPILED``) it lets run.
+_BY_ANCHOR: Final = tuple(
+    (anchor, frozenset(n for n, (s, _) in enumerate(_COMPILED) if anchor in s.anchors))
+    for anchor in dict.fromkeys(a for s, _ in _COMPILED for a in s.anchors)
+)
+
+
+def _listening(lowered: str) -> list[tuple[Signal, re.Pattern[str]]]:
+    """The signals with an anchor in ``lowered``, in the table's order (each anchor is looked
+    for once, however many signals share it)."""
+    heard: set[int] = set()
+    for anchor, which in _BY_ANCHOR:
+        if anchor in lowered:
+            heard |= which
+    return [_COMPILED[n] for n in sorted(heard)]
+
+
 #: At most this many matches are judged per text (a wall of "no crash" is not worth more).
 MAX_JUDGED: Final = 64
 
@@ -162,7 +179,10 @@ _WHY_NOW = re.compile(
     # a doubt that presumes the fault: "should the run have died at 02:04?", "should the new
     # queued resource be stuck in WAITING_FOR_RESOURCES for 2h?"
     r"|should\s+(?:\S+\s+){1,5}?(?:have\s+(?:died|crashed|stopped|failed)"
-    r"|be\s+(?:stuck|dead|down|hanging|hung|failing|crashing))\b",
+    r"|be\s+(?:stuck|dead|down|hanging|hung|failing|crashing))\b"
+    # "has main actually been stuck since 09:12?": a stop dated, asked
+    r"|(?:has|have)\s+(?:it|the\s+(?:run|job|training)|main)\s+(?:actually\s+|really\s+)?been\s+"
+    r"(?:stuck|down|dead|hung|stalled)\s+since\b",
     re.IGNORECASE,
 )
 _QUESTION_START = re.compile(
@@ -420,8 +440,10 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
         return False  # "crashed at startup with a cuBLASLt error, fixed by #1009"
     if _NOT_THE_RUN.search(_own_part(text, left, start, right)):
         return False
-    if HISTORY.search(sentence) or _EXPECTED.search(sentence):
-        return False
+    contrast = _BUT.search(before)
+    said = text[left + contrast.end() : right] if contrast else sentence
+    if HISTORY.search(said) or _EXPECTED.search(said):
+        return False  # not "the folder was created on schedule, but every file in it is 0 bytes"
     if _HYPOTHETICAL.search(before):
         return False  # "should be 48, otherwise a partial gang starts and then hangs"
     if _OTHER_WORKLOAD_BEFORE.search(before[-40:]):
@@ -431,6 +453,9 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
     return not (signal.needs_subject and not _SYSTEM_SUBJECT.search(sentence))
 
 
+#: A contrast before a match: what came before it ("on schedule", "last week") is not what
+#: the match tells.
+_BUT = re.compile(r"^.*,\s+but\s+", re.DOTALL)
 #: The main run named after a colon: "sweep postponed: main NaN'd at 517,310".
 _MAIN_AFTER_COLON = re.compile(r"[:;]\s*(?:the\s+)?(?:main|prod\s+run|big\s+run)\b", re.IGNORECASE)
 
@@ -493,9 +518,8 @@ def sharper_kind(kind: str, logs: str) -> str:
     lowered = logs.lower()
     named = [
         _kind(signal, logs, m)
-        for signal, pattern in _COMPILED
-        if any(a in lowered for a in signal.anchors)
-        and (m := pattern.search(logs[:DETECT_LIMIT])) is not None
+        for signal, pattern in _listening(lowered)
+        if (m := pattern.search(logs[:DETECT_LIMIT])) is not None
     ]
     # a log is machine text: "Detected 1 oom_kill event" is no negation
     return min([kind, *named], key=KIND_PRIORITY.index)
@@ -549,13 +573,12 @@ def signals_heard(text: str) -> bool:
     26 s") and a run come back or fine ("requeued from 44,000", "no impact")."""
     text = _canonical(text[:DETECT_LIMIT])
     lowered = text.lower()
-    shapes = (_STATE_WORD, _FROM_TO, _WORSE_WORD, _NOW_VS_THEN, CAME_BACK, ALL_FINE)
+    shapes: tuple[re.Pattern[str], ...] = (_STATE_WORD, CAME_BACK, ALL_FINE)
+    if _SPEED_SAID.search(text):  # the speed shapes each need a metric or a "vs"
+        shapes = (*shapes, _FROM_TO, _WORSE_WORD, _NOW_VS_THEN)
     if any(shape.search(text) for shape in shapes):
         return True
-    return any(
-        any(a in lowered for a in signal.anchors) and pattern.search(text) is not None
-        for signal, pattern in _COMPILED
-    )
+    return any(pattern.search(text) is not None for _, pattern in _listening(lowered))
 
 
 #: An alerting system's page: "[FIRING:1] TrainingStalled …", "[TRIGGERED] #4821 …", a
@@ -642,8 +665,8 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
     lowered = text.lower()
     kinds: set[str] = set()
     judged = 0
-    for signal, pattern in _COMPILED:
-        if signal.kind in kinds or not any(a in lowered for a in signal.anchors):
+    for signal, pattern in _listening(lowered):
+        if signal.kind in kinds:
             continue
         for m in pattern.finditer(text):
             judged += 1
@@ -1017,6 +1040,8 @@ def slowdown(text: str) -> str | None:
                 clause = clause.lstrip()[doubt.end() :]
             # said alone, as chat says it now: "tok/s halved"
             alone = pattern is _WORSE_WORD and len(text.split()) <= 6 and "\n" not in text.strip()
+            # or a sentence of its own that is only the change: "tok/s 835k → 455k."
+            alone = alone or (pattern is _FROM_TO and len(sentence.split()) <= 5)
             # now against then says it is now: "data wait 38% of step (was 2%)", "is taking
             # ~9 min per update instead of ~40 s"
             against = pattern is _NOW_VS_THEN or "instead" in m.group(0).lower()

@@ -50,6 +50,9 @@ class Document:
     blocks: tuple[Block, ...]
     had_code: bool
     code: tuple[str, ...] = ()
+    #: Table rows with a warning mark ("| DCGM | ❌ | 1 uncorrectable ECC |"), cells joined:
+    #: an agent's status table flags a fault in a row, which prose never holds.
+    flagged_rows: tuple[str, ...] = ()
 
     @property
     def prose(self) -> str:
@@ -305,6 +308,7 @@ class _Scanner:
         self.had_code = False
         self.folded = 0  # depth of <details> around the current line
         self.code: list[str] = []  # first lines of dropped code
+        self.flagged_rows: list[str] = []  # table rows with a warning mark
 
     def flush(self) -> None:
         if self.para:
@@ -396,6 +400,8 @@ class _Scanner:
                 continue
             if in_table:
                 if "|" in stripped:
+                    if _ROW_FLAG.search(stripped) and len(self.flagged_rows) < CODE_LINES:
+                        self.flagged_rows.append(" ".join(stripped.replace("|", " ").split()))
                     continue
                 in_table = False
             if "|" in stripped:
@@ -481,7 +487,7 @@ def relayed_words(doc: Document) -> Document:
         if m is None or m.end() == len(block.text):
             return doc
         blocks = (*doc.blocks[:n], Block(block.kind, block.text[m.end() :]), *doc.blocks[n + 1 :])
-        return Document(blocks, doc.had_code, doc.code)
+        return Document(blocks, doc.had_code, doc.code, doc.flagged_rows)
     return doc
 
 
@@ -513,7 +519,11 @@ def parse(text: str, limit: int | None = SCAN_LIMIT, *, lazy_quotes: bool = True
             and (i + 1 == len(blocks) or blocks[i + 1].kind == HEADING)
         )
     ]
-    return Document(tuple(kept), scanner.had_code, tuple(scanner.code))
+    return Document(tuple(kept), scanner.had_code, tuple(scanner.code), tuple(scanner.flagged_rows))
+
+
+#: The warning marks a status table flags a row with.
+_ROW_FLAG = re.compile(r"⚠|❌|🔴")
 
 
 def wordset(text: str) -> frozenset[str]:

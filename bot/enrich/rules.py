@@ -205,7 +205,7 @@ def _judge(
         # a weekly review, an experiment's report or a code review with a paragraph set apart
         # that tells of now ("Unrelated to this PR but urgent: the restore … fails")
         return True, True, severity_of(buried, doc.prose), buried
-    flagged = None if ruled_out else agent_flags_fault(doc.prose)
+    flagged = None if ruled_out else agent_flags_fault(doc.prose, doc.flagged_rows)
     if flagged is not None:  # the agent's ⚠️ line: the fault's first word, recovered or not
         return True, True, severity_of(flagged, doc.prose), flagged
     recovered = not ruled_out and settled(doc.prose)

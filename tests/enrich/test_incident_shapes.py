@@ -614,6 +614,26 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("the reservation shows as 'suspended' this morning, does that stop the run?", True),
     ("the newest checkpoint I can see is step_628000, and main is at about 643,300", True),
     ("the 32k stage launched at 10:05 and seems to have died on its first step", True),
+    # outsiders, late finds, sparse titles, pasted dashboards
+    ("the loss line just stops at step 506,290 and there's a red triangle", True),
+    ("the wandb chart for main stops at 09:12 today", True),
+    ("wandb is fine for my runs. has main actually been stuck since 09:12?", True),
+    ("the 'tokens trained' number on the wiki hasn't moved since Saturday evening", True),
+    ("the latest pointer says step 637000 but fetching it gives NoSuchKey for half of it", True),
+    ("the PDU feeding row D in Hall 2 tripped at 03:12, machines in row D rebooted", True),
+    ("this week's mirror folder was created on schedule, but every file in it is 0 bytes", True),
+    ("s3 mirror has been failing since midnight, last mirrored save is 500k", True),
+    ("the flaky test has been failing since Tuesday, quarantined it", False),
+    ("data_wait 38 % and climbing since the cache change", True),
+    ("data_wait 3 % since the cache change, nice", False),
+    ("lr 0.0 since the 08:37 restart??", True),
+    ("tok/s 835k → 455k. reads from lustre are taking 2–9 s", True),
+    ("tok/s 455k → 835k. the cache fix worked", False),
+    ("for my onboarding exercise: the step line just stops at 506,290 since 07:00", True),
+    ("game day exercise: the step line just stops at 506,290, as scripted", False),
+    ("🔴 DCGM · n06 GPU 5 · job 8931008 exited 11:24 · step 396,8xx", True),
+    ("training not running from 10:20 KST after the requeue", True),
+    ("training not running from 10:20 to 12:00 tomorrow, the planned drain", False),
 ]
 
 
@@ -855,6 +875,18 @@ def test_a_code_review_that_sets_a_live_fault_apart_reports_it() -> None:
     assert not enrich_text(
         title=None, body=note, kind="comment", source="github", context=arm
     ).live_report
+
+
+def test_an_agents_status_table_flags_a_fault_in_one_row() -> None:
+    table = (
+        "🤖 **watch · daily**\n\n### Health\n| check | status | detail |\n|---|---|---|\n"
+        "| nodes | ✅ | 320/320 |\n"
+        "| DCGM | {mark} | n09 GPU 2: 1 uncorrectable ECC error at 21:14 |\n"
+    )
+    flagged = enrich_text(title=None, body=table.format(mark="❌"), kind="comment", source="github")
+    assert flagged.live_report and flagged.incident_kind == "hardware"
+    fine = enrich_text(title=None, body=table.format(mark="✅"), kind="comment", source="github")
+    assert not fine.live_report
 
 
 def test_a_standup_that_names_a_dry_run_among_its_tasks_is_no_exercise() -> None:

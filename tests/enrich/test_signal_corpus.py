@@ -32,10 +32,10 @@ SUMMARY_PROBLEMS_MAX = 0.05  # summaries a heading, a bare title, a cut phrase o
 # it) are harder: the floors below were lowered to what the corpus reads with them in. The
 # last batches were barely tuned on: their follow-ups ("restored from 63,000 at 07:48") are
 # often read as live reports, which costs live-report precision, not the 🚨's.
-SHOWN_TAG_FLOOR = 0.94  # reached 0.945 (5,171 of 5,472 tags shown, 8,679 entries)
-MARK_PRECISION_FLOOR = 0.93  # reached 0.944 (2,360 of 2,500 marks, 8,679 entries)
-RECALL_FLOOR = 0.92  # reached 0.932 (live reports flagged, 8,679 entries)
-PRECISION_FLOOR = 0.71  # reached 0.725 (live reports flagged, 8,679 entries)
+SHOWN_TAG_FLOOR = 0.935  # reached 0.940 (6,995 of 7,445 tags shown, 11,679 entries)
+MARK_PRECISION_FLOOR = 0.93  # reached 0.942 (marks on incident entries, 11,679 entries)
+RECALL_FLOOR = 0.93  # reached 0.938 (live reports flagged, 11,679 entries)
+PRECISION_FLOOR = 0.70  # reached 0.707 (live reports flagged, 11,679 entries)
 KIND_FLOOR = 0.67  # of the incidents found, the share whose kind matches the label (0.681)
 #: Incident events of the development corpus the rules and the scorer leave unmarked:
 #: - the only report of a fault inside a weekly digest, which the rules take as a review of its
@@ -53,17 +53,17 @@ KIND_FLOOR = 0.67  # of the incidents found, the share whose kind matches the la
 #: - posts only the scorer reads, near its bar, that its refits move: a Grafana link and "📉📉"
 #:   (c2881), a step time 17 % longer (c2147, under the rules' quarter), "tgs very low"
 #:   (c3023), c7053, a question for the infra folks after a day's observations (c8750), "a bit
-#:   uneven since the maintenance" (c2260), replay-writer errors under a ⚠️ (c3111), a dedup job
-#:   deleting the run's prefix (c6007), an agent's "⚠️ 2 nodes lost" (c7439), "wandb last point
-#:   03:12" (c9433), a loader cursor gone back after a resume (c11296), a step time creeping 14 %
-#:   (c11162);
-#: - what an eval team sees the rules do not read: a tokenizer hash changed (c11242), nine
-#:   checkpoints scoring identical (c11256), checkpoints arriving 2 h apart instead of ~70 min
-#:   (c11311), an "[evals]" issue about the run's missing checkpoints (c11207);
-#: - a wrong warmup measured against the dry runs (c10974); a DCGM alert whose fault is only in
-#:   its pasted block (c8405); "did the staging dir just fill up?" over a pasted log (c9605);
+#:   uneven since the maintenance" (c2260), "wandb last point 03:12" (c9433), a step time
+#:   creeping 14 % (c11162);
+#: - what an eval team sees the rules do not read: a tokenizer hash changed (c11242),
+#:   checkpoints arriving 2 h apart instead of ~70 min (c11311), an "[evals]" issue about the
+#:   run's missing checkpoints (c11207);
+#: - a wrong warmup measured against the dry runs (c10974); "did the staging dir just fill up?"
+#:   over a pasted log (c9605);
+#: - an outsider's "it's still serving the one from Sunday evening. Did you stop making them?"
+#:   about a demo box's nightly checkpoint (c12532);
 #: - a warning-level step-time alert, which the rules read as noise, its reply calling it real
-#:   (c10944); a loss "dead flat … for 6h" after a shard refresh (c10641);
+#:   (c10944);
 #: - a question whose answers tell the incident in words the rules do not read (a grad-norm
 #:   saw-tooth from replayed data, c4266); a missing checkpoint marker raised in an eval thread
 #:   after "Separate thing:" (c4194);
@@ -82,11 +82,11 @@ KNOWN_UNMARKED = frozenset(
         *("c2713", "c8517", "c8819"),
         *("c8349", "c8899", "c2369"),
         *("c2478", "c2522", "c2536", "c2446", "c2541", "c5784"),
-        *("c2881", "c2147", "c3023", "c7053", "c8750", "c10944", "c10641"),
+        *("c2881", "c2147", "c3023", "c7053", "c8750", "c10944"),
         *("c4194", "c4266", "c4663", "c5124", "c5211", "c5276"),
         *("c5586", "c10126", "c10229", "c6189", "c9403"),
-        *("c6480", "c6506", "c2260", "c3111", "c6007", "c7439", "c9433", "c11296", "c11162"),
-        *("c11242", "c11256", "c11311", "c11207", "c10974", "c8405", "c9605"),
+        *("c6480", "c6506", "c2260", "c9433", "c11162"),
+        *("c11242", "c11311", "c11207", "c10974", "c9605", "c12532"),
     }
 )
 

@@ -168,6 +168,12 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("saltmarsh-ml/phalarope", 12760, 12879),
     ("ridgeback-research/stint", 12880, 12999),
     ("copperline-ai/knot", 13000, 13119),
+    ("beacon-works/skua", 13120, 13239),
+    ("hollow-pine/curlew", 13240, 13359),
+    ("ferrous-ml/godwit", 13360, 13479),
+    ("lattice-ops/tattler", 13480, 13599),
+    ("quiet-harbor/knot-b", 13600, 13719),
+    ("twin-rivers/dunlin", 13720, 13839),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -282,6 +288,12 @@ BATCH_COMMITS: dict[str, str] = {
     "saltmarsh-ml/phalarope": "80ceaf9",
     "ridgeback-research/stint": "8441f0e",
     "copperline-ai/knot": "c066214",
+    "beacon-works/skua": "04db738",
+    "hollow-pine/curlew": "661ea11",
+    "ferrous-ml/godwit": "49dae65",
+    "lattice-ops/tattler": "a30421e",
+    "quiet-harbor/knot-b": "3ffa8b9",
+    "twin-rivers/dunlin": "777b4f1",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -22,6 +22,7 @@ from bot.enrich.incidents import (
     find_incident,
     is_agent_post,
     names_another_workload,
+    said_planned,
     sentence_bounds,
     sharper_kind,
     signals_heard,
@@ -150,7 +151,11 @@ _ATTENTION = re.compile(
     # the log said to be the run's own: "I'm seeing this in main's log from 21:14"
     r"|\b(?:in|from)\s+(?:main|the\s+run|the\s+job|the\s+trainer)(?:'s)?\s+(?:logs?|stderr)\b"
     # the run said dead before its log: "leg 42 is dead", "leg 54 gone:"
-    r"|\b(?:is|are|'s)\s+(?:dead|down|gone)\b|\bgone\s*:",
+    r"|\b(?:is|are|'s)\s+(?:dead|down|gone)\b|\bgone\s*:"
+    # a line that introduces the alert it pastes: "DCGM alert:"
+    r"|^\W*[\w-]+\s+alert\s*:\s*$"
+    # said in two words: "rank 1642 gone, job down 06:49"
+    r"|\b(?:job|run|main|rank\s*\d+)\s+(?:down|dead|gone)\b",
     re.IGNORECASE | re.MULTILINE,
 )
 
@@ -202,10 +207,12 @@ def is_exercise(title: str, prose: str) -> bool:
     return bool(_EXERCISE.search(title) or _EXERCISE.search(opening))
 
 
-#: The main run named: "heads up: main's 847,500 save just failed", "the main run's loader".
+#: The main run named: "heads up: main's 847,500 save just failed", "the main run's loader",
+#: a sentence about it ("Main is in a restart loop since 05:50").
 _MAIN_NAMED = re.compile(
-    r"\b(?<!not\s)(?:main's|(?:the\s+)?main\s+(?:run|job)(?:'s)?)\s+(?!is\s+fine|is\s+unaffected)",
-    re.IGNORECASE,
+    r"\b(?<!not\s)(?:main's|(?:the\s+)?main\s+(?:run|job)(?:'s)?)\s+(?!is\s+fine|is\s+unaffected)"
+    r"|(?:^|[.!?]\s+)(?-i:Main)\s+(?:is|has|was)\s+(?!fine|unaffected|ok\b)",
+    re.IGNORECASE | re.MULTILINE,
 )
 
 
@@ -714,7 +721,7 @@ def agent_flags_fault(prose: str, rows: tuple[str, ...] = ()) -> str | None:
     for m in _FLAGGED.finditer(flagged):
         line = m.group("line")
         if signals_heard(line) and not (
-            names_another_workload(line) or _TOLD_ELSEWHERE.search(line)
+            names_another_workload(line) or _TOLD_ELSEWHERE.search(line) or said_planned(line)
         ):
             return sharper_kind("outage", line)
     return None

@@ -538,7 +538,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         # "no heartbeat from hero since 3am", "hasn't logged a step in 30 min", "step hasn't
         # moved since 84,310": what a stopped run does not do
         r"no\s+(?:new\s+)?(?:heartbeats?|steps?|points?|metrics?|log\s+lines?|logs)\s+"
-        r"(?:(?:from|logged|reported|written|on)\s+(?:\w+\s+){0,2})?(?:since|for"
+        r"(?:(?:from|logged|reported|written|on)\s+(?:\w+\s+){0,3})?(?:since|for"
         r"|in\s+(?:the\s+last\s+)?(?:\d|an?\s+(?:hour|while)|over))\b"
         r"|(?:hasn't|hasnt|has\s+not|haven't|have\s+not)\s+(?:logged|reported|written|had|printed"
         r"|emitted|produced|sent)\s+(?:a\s+|any\s+|one\s+)?(?:new\s+|single\s+)?(?:steps?"
@@ -1198,10 +1198,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # a part of the run timing out: "the dataloaders are timing out"; the kind is the part's
     _sig(
         FAULT,
-        "timing erroring failing",
+        "timing erroring failing ing since",
         r"(?:is|are|keeps?|kept)\s+(?:timing\s+out|erroring(?:\s+out)?)"
         # "s3 mirror has been failing since midnight"
-        r"|(?:has|have)\s+been\s+(?:failing|erroring|timing\s+out)\s+since\b",
+        r"|(?:has|have)\s+been\s+(?:failing|erroring|timing\s+out|[45]\d\ding)\s+since\b",
     ),
     # what torch's launcher prints when a rank dies, cause unsaid: "ChildFailedError",
     # "exitcode : -9"
@@ -1455,6 +1455,45 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "checkpoint-failed",
         "nosuchkey",
         r"\b(?:gives|gave|returns|returned|throws|getting|get)\s+`?nosuchkey\b",
+    ),
+    # a save not where it should be, said plainly: "checkpoint of this night is not there",
+    # "folder step_348000 has only 37 of 320 files"
+    _sig(
+        "checkpoint-failed",
+        "there only",
+        r"\b(?:checkpoint|ckpt|save)\s+(?:of\s+(?:this|last|the)\s+\w+\s+|from\s+\w+\s+)?"
+        r"(?:is|was)\s*(?:not|n't)\s+there\b"
+        r"|\bhas\s+only\s+\d+\s+of\s+(?:the\s+)?\d+\s+(?:files|shards|objects)\b",
+    ),
+    # a guard that stopped the run: "the nan-guard stop the job by itself", "then is NaN"
+    _sig(
+        "outage",
+        "guard nan",
+        r"\b(?:nan[- ]?guard|the\s+guard)\s+(?:stop|stops|stopped|halt|halts|halted|killed)\s+"
+        r"(?:the\s+)?(?:job|run|training|main)\b"
+        r"|\band\s+then\s+(?:is|it's|it\s+is|goes|went)\s+nan\b",
+    ),
+    # a watcher's structured line about a run that says it is not well: "run=tt-280
+    # state=PENDING … ok=false why=step_not_advancing", {"run": "tt-280", "status": "ERROR"}
+    _sig(
+        "outage",
+        "false status",
+        r"\brun\"?\s*[=:]\s*\"?[\w.-]+\"?[^`]{0,400}?(?:\bok\"?\s*[=:]\s*false\b"
+        r"|\b(?:status|state)\"?\s*[=:]\s*\"?(?:error|failed|stalled|crashed|hung|halted)\b)",
+    ),
+    # a watcher repeating itself: "tickbird has said step=473604 in its last 3 posts"
+    _sig(
+        "hang",
+        "said shown reported",
+        r"\b(?:said|shown|reported|logged)\s+(?:the\s+same\s+step|step\s*[=:]?\s*\d[\d,]*)\s+"
+        r"(?:in\s+its\s+last|for\s+the\s+last)\s+(?:\d+|few|several)\b",
+    ),
+    # machines counted gone: "2 nodes lost 02:10", "3 hosts gone since the PDU trip"
+    _sig(
+        "node-loss",
+        "lost gone dropped",
+        r"\b\d+\s+(?:nodes|hosts|gpus|slices|machines)\s+(?:lost|gone|dropped)\s+"
+        r"(?:at\s+|since\s+)?(?:~?\d{1,2}:\d\d|overnight|this\s+morning)",
     ),
     # a run that trains nothing: "lr 0.0 since the 08:37 restart"
     _sig("outage", "lr", r"\blr\s+(?:is\s+|at\s+|=\s*)?0(?:\.0+)?\s+since\b"),

@@ -150,8 +150,9 @@ _EXPECTED = re.compile(
     r"\b(?:as\s+expected|on\s+schedule|as\s+planned|as\s+scheduled|planned\s+maintenance"
     r"|(?<=\()(?:as\s+)?(?:expected|planned)(?=\))"
     r"|end\s+of\s+(?:the\s+)?(?:stage|phase|schedule|training|run)|reached\s+the\s+end"
-    # "hero paused for the driver upgrade": stopped on purpose, for work on the cluster
-    r"|for\s+(?:the\s+|a\s+)?(?:scheduled\s+|planned\s+)?(?:[\w-]+\s+){0,2}?(?:upgrade|maintenance"
+    # "hero paused for the driver upgrade": stopped on purpose, for work on the cluster (not
+    # slurm's reason "Reserved for maintenance", which names a reservation, planned or not)
+    r"|(?<!reserved\s)for\s+(?:the\s+|a\s+)?(?:scheduled\s+|planned\s+)?(?:[\w-]+\s+){0,2}?(?:upgrade|maintenance"
     r"|migration|firmware\s+update)(?![^.]*\b(?:didn't|did\s+not|unannounced|unplanned|unexpected"
     r"|nobody|no\s+one|not\s+told|without\s+(?:notice|warning))\b))\b",
     re.I,
@@ -335,7 +336,7 @@ _NOT_A_NAME = re.compile(
 #: A part of the run, named before a fault ("the input pipeline is throwing IO errors").
 _RUN_PART = re.compile(
     r"\b(?:job|run|training|trainer|train\s+loop|step|ranks?|workers?|hosts?|nodes?|pods?"
-    r"|slices?|checkpoint\w*|ckpt|saves?|saving|restor\w*|resum\w*|orbax|writer|input\s+pipeline|mirror"
+    r"|slices?|checkpoint\w*|ckpt|saves?|saving|restor\w*|resum\w*|orbax|writer|input\s+pipeline|mirror|uploads?"
     r"|data\s*loaders?|loaders?|gcsfuse|mounts?|bucket|storage|lustre|nfs|gcs|s3|collectives?"
     rf"|nccl|all-?reduce|rendezvous|coordinator|rank\s*\d+|hero|{_RL_PARTS})\b",
     re.IGNORECASE,
@@ -600,6 +601,12 @@ _PAGE_NOISE = re.compile(
     r"|\]\W*(?:p|sev-?)[3-5]\b|\b(?:node[_\s-]?)?exporter\s+down\b",
     re.IGNORECASE,
 )
+
+
+def said_planned(text: str) -> bool:
+    """The text says what it tells is expected or planned ("as planned", "for the firmware
+    update")."""
+    return _EXPECTED.search(text) is not None
 
 
 def names_another_workload(text: str) -> bool:

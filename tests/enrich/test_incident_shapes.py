@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from bot.enrich.context import ThreadContext
-from bot.enrich.incident_posts import agent_flags_fault, dismisses, reviews_a_period, settled
+from bot.enrich.incident_posts import (
+    agent_flags_fault,
+    dismisses,
+    reviews_a_period,
+    settled,
+    speaks_of_the_main_run,
+)
 from bot.enrich.incidents import fault_kind, state_held
 from bot.enrich.rules import enrich_text
 from tests.enrich.signal_corpus import enrich, load
@@ -634,6 +640,34 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("🔴 DCGM · n06 GPU 5 · job 8931008 exited 11:24 · step 396,8xx", True),
     ("training not running from 10:20 KST after the requeue", True),
     ("training not running from 10:20 to 12:00 tomorrow, the planned drain", False),
+    # round fourteen: SEV talk, second-language English, watchers' structured lines, notebooks
+    ("uploads to coldbox have been 403ing since 00:00, saves to weka look ok", True),
+    ("checkpoint of this night is not there, latest still point to 346000", True),
+    ("folder step_348000 has only 37 of 320 files", True),
+    ("the loss makes a jump to 4.2 at step 397,310 and then is NaN", True),
+    ("the nan-guard stop the job by itself at 397,314", True),
+    ("run=tt-280 state=PENDING step=504420 tok_s=0.00M nodes=0/768 ok=false", True),
+    ("run=tt-280 state=RUNNING step=504512 tok_s=1.21M nodes=768/768 ok=true", False),
+    ('{"run": "tt-280", "event": "restore", "status": "ERROR", "missing_shards": [3071]}', True),
+    ('{"sweep": "decay-len", "arm": "d15", "status": "DONE", "final_loss": 2.42}', False),
+    ("tickbird has said step=473604 in its last 3 posts", True),
+    ("run: tt-280\nstate: HALTED\nstep: 459,871\nloss: nan", True),
+    ("run: tt-280\nstate: RUNNING\nstep: 459,990\nok: true", False),
+    ("no heartbeat from the dunlin job since 02:41, can't ssh to the login nodes", True),
+    ("main is PENDING since 05:00: (ReqNodeNotAvail, Reserved for maintenance)", True),
+    ("main is paused since 05:00 for the driver upgrade, back at 09:00", False),
+    (
+        "kn-r02-n13\n```\n[Wed Feb  8 06:48:31 2045] Out of memory: Killed process 221871 "
+        "(python)\n```\nrank 1642 gone, job down 06:49",
+        True,
+    ),
+    (
+        "DCGM alert:\n```\n[FIRING] GXDoubleBitECC gx-n033 gpu5 DBE_VOL_TOTAL=1\n```\n"
+        "the run's still stepping, draining n033 at the next save",
+        True,
+    ),
+    ("🤖 watch daily\n- ✅ saves ok\n- ⚠️ 2 nodes lost 02:10, requeued on 62 nodes", True),
+    ("🤖 watch daily\n- ✅ saves ok\n- ⚠️ 2 nodes drained for the planned firmware update", False),
 ]
 
 
@@ -887,6 +921,15 @@ def test_an_agents_status_table_flags_a_fault_in_one_row() -> None:
     assert flagged.live_report and flagged.incident_kind == "hardware"
     fine = enrich_text(title=None, body=table.format(mark="✅"), kind="comment", source="github")
     assert not fine.live_report
+
+
+def test_a_notebook_in_an_experiments_thread_that_says_main_is_down_is_the_runs() -> None:
+    context = ThreadContext(title="Lab notebook (ablations, optimizers)", kind="issue")
+    told = "2045-07-17. Notes.\n\nMain is in a restart loop since 05:50: every requeue dies."
+    fine = "2045-07-18. Notes.\n\nMain is fine. Arm 3 is in a restart loop since 05:50."
+    assert speaks_of_the_main_run(told, context)
+    assert not speaks_of_the_main_run(fine, context)
+    assert not speaks_of_the_main_run("the main branch is in a restart loop", context)
 
 
 def test_a_standup_that_names_a_dry_run_among_its_tasks_is_no_exercise() -> None:

@@ -49,19 +49,20 @@ KIND_FLOOR = 0.67  # of the incidents found, the share whose kind matches the la
 #: - a nightly CI job's issue about the run's checkpoints (c8349); an eval weekly whose
 #:   "Problems" section holds the report (c8899);
 #: - a loss falling too fast after a resume (c2369);
-#: - reports in Spanish and Portuguese (c2478, c2522, c2536, c2446, c2541, c5784);
+#: - reports in Spanish and Portuguese (c2478, c2522, c2536, c2446, c2541, c5784, c2549);
 #: - posts only the scorer reads, near its bar, that its refits move: a Grafana link and "📉📉"
 #:   (c2881), a step time 17 % longer (c2147, under the rules' quarter), "tgs very low"
-#:   (c3023), c7053, a question for the infra folks after a day's observations (c8750), "a bit
-#:   uneven since the maintenance" (c2260), "wandb last point 03:12" (c9433), a step time
-#:   creeping 14 % (c11162);
+#:   (c3023), c7053, "a bit uneven since the maintenance" (c2260), "wandb last point 03:12"
+#:   (c9433), a step time creeping 14 % (c11162), a dedup job deleting the run's prefix
+#:   (c6007), loader errors after "also:" in an evals note (c2168);
 #: - what an eval team sees the rules do not read: a tokenizer hash changed (c11242),
 #:   checkpoints arriving 2 h apart instead of ~70 min (c11311), an "[evals]" issue about the
 #:   run's missing checkpoints (c11207);
 #: - a wrong warmup measured against the dry runs (c10974); "did the staging dir just fill up?"
 #:   over a pasted log (c9605);
-#: - an outsider's "it's still serving the one from Sunday evening. Did you stop making them?"
-#:   about a demo box's nightly checkpoint (c12532);
+#: - IB retry errors and a wobbling step time asked about as "is that fine?" (c13271); a
+#:   checkpoint sync a day behind under an agent's ⚠️ (c13754); a failback that would resume
+#:   from days back, told as a plan held (c13811);
 #: - a warning-level step-time alert, which the rules read as noise, its reply calling it real
 #:   (c10944);
 #: - a question whose answers tell the incident in words the rules do not read (a grad-norm
@@ -70,7 +71,8 @@ KIND_FLOOR = 0.67  # of the incidents found, the share whose kind matches the la
 #: - an outage first told in a review of an unrelated pull, after its verdict (c5124), and one
 #:   opening a review whose restore failed after a planned restart (c4663);
 #: - health-check comments by github-actions[bot], which the GitHub source leaves out as it
-#:   leaves out every bot's comment (c5211, c5276);
+#:   leaves out every bot's comment (c5211, c5276), and a watcher bot's status blocks
+#:   (c13509, c13595);
 #: - a link with a word: a W&B link and "👀" (c5586), "uhh" and a Grafana link (c10126), a W&B
 #:   panel and "wtf" (c10229); an issue titled "slow" whose body is a screenshot's caption
 #:   (c6189); "tok/s flat since 02:10", which reads as steady (c9403);
@@ -82,11 +84,12 @@ KNOWN_UNMARKED = frozenset(
         *("c2713", "c8517", "c8819"),
         *("c8349", "c8899", "c2369"),
         *("c2478", "c2522", "c2536", "c2446", "c2541", "c5784"),
-        *("c2881", "c2147", "c3023", "c7053", "c8750", "c10944"),
+        *("c2881", "c2147", "c3023", "c7053", "c10944", "c6007", "c2168", "c2549"),
         *("c4194", "c4266", "c4663", "c5124", "c5211", "c5276"),
         *("c5586", "c10126", "c10229", "c6189", "c9403"),
         *("c6480", "c6506", "c2260", "c9433", "c11162"),
-        *("c11242", "c11311", "c11207", "c10974", "c9605", "c12532"),
+        *("c11242", "c11311", "c11207", "c10974", "c9605"),
+        *("c13271", "c13754", "c13811", "c13509", "c13595"),
     }
 )
 

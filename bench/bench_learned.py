@@ -174,6 +174,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("lattice-ops/tattler", 13480, 13599),
     ("quiet-harbor/knot-b", 13600, 13719),
     ("twin-rivers/dunlin", 13720, 13839),
+    ("glasswing-ai/pipit-b", 13840, 13959),
+    ("meridian-lab/stilt", 13960, 14079),
+    ("pallid-systems/wryneck", 14080, 14199),
+    ("north-fen/ruff-b", 14200, 14319),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -294,6 +298,10 @@ BATCH_COMMITS: dict[str, str] = {
     "lattice-ops/tattler": "a30421e",
     "quiet-harbor/knot-b": "3ffa8b9",
     "twin-rivers/dunlin": "777b4f1",
+    "glasswing-ai/pipit-b": "d33e041",
+    "meridian-lab/stilt": "160db73",
+    "pallid-systems/wryneck": "cbf7c2d",
+    "north-fen/ruff-b": "c403489",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -223,6 +223,35 @@ async def test_a_chat_message_is_the_first_word_of_the_incident_its_channel_tell
     assert (after.tag == "incident") is marked and not after.live_report
 
 
+@pytest.mark.usefixtures("rules_alone")
+@pytest.mark.parametrize(
+    ("first", "later", "shown"),
+    [
+        # told after a pause (within a burst the two are one conversation with its report)
+        ("uhh https://grafana.lab.dev/d/hero/fleet?r=31", 12, "uhh — grafana.lab.dev/d/hero/fleet"),
+        ("👀 https://wandb.ai/lab/hero/runs/main?p=1", 14, "👀 — wandb.ai/lab/hero/runs/main"),
+        ("https://grafana.lab.dev/d/hero/fleet", 12, None),  # a bare link says nothing
+        ("uhh https://grafana.lab.dev/d/hero/fleet", 45, None),  # another conversation by then
+        ("lol https://www.youtube.com/watch?v=x", 12, None),  # no panel of the run
+    ],
+)
+async def test_a_link_to_the_runs_panels_with_a_word_is_the_first_word_once_told(
+    hero: Store, now: datetime, first: str, later: int, shown: str | None
+) -> None:
+    await hero.events.upsert_many([chat(1, now, first)])
+    await enrich_pending(hero)
+    before = await hero.events.get_by_external("hero", "discord", "msg:1")
+    assert before is not None and not before.incident and not before.newsworthy  # too short
+    await hero.events.upsert_many([chat(2, now + timedelta(minutes=later), CONFIRMED, "bo")])
+    await enrich_pending(hero)
+    after = await hero.events.get_by_external("hero", "discord", "msg:1")
+    assert after is not None and after.incident is (shown is not None)
+    if shown is not None:  # on the timeline now, with its words and the panel, never bare
+        assert after.newsworthy and after.tag == "incident" and after.summary == shown
+    else:
+        assert not after.newsworthy
+
+
 PAGE = (
     "🔥 **[FIRING:4] NodeDown** (severity=page)\n> nodes `hx-r03n01`…`hx-r03n04` unreachable for 3m"
 )

@@ -33,6 +33,7 @@ from bot.enrich.incidents import HISTORY, MONTHS, names_another_workload, signal
 from bot.enrich.learned import features, load_model
 from bot.enrich.markdown import clean_line, parse_post, relayed_words
 from bot.enrich.rules import names_the_run, not_the_runs
+from bot.enrich.summary import link_line
 from bot.models import Event
 
 #: How soon after the issue a reply must speak for the issue to be read again.
@@ -60,6 +61,40 @@ _OF_THE_PAST = re.compile(
 )
 
 
+#: A link to the run's instruments: a dashboard, a W&B run or panel, the scheduler's queue.
+_PANEL_LINK = re.compile(
+    r"https?://(?=\S*(?:grafana|wandb\.ai|/d/|dashboard|prometheus|kibana|datadog|slurm|/queue"
+    r"|/job/))[^\s<>)\]]+",
+    re.IGNORECASE,
+)
+#: At most this many words beside such a link make it a pointer ("uhh <link>", "save? <link>").
+POINTER_WORDS: Final = 5
+
+
+def points_at_a_panel(message: Event) -> bool:
+    """A chat message that is a link to the run's dashboards with a word or two: it points at
+    something the writer saw there."""
+    if message.kind != "message" or not _PANEL_LINK.search((message.body or "")[:2000]):
+        return False
+    said = parse_post(message.body or "", message.source).prose.split()
+    return 0 < len(said) <= POINTER_WORDS  # a bare link says nothing: it stays hidden
+
+
+def pointer_summary(message: Event) -> str:
+    """What a pointer shows on the timeline once it is read as an incident's first word: its
+    words and the panel it points at ("Uhh — grafana.lab.dev/d/run/fleet"), not a bare link."""
+    body = message.body or ""
+    link = _PANEL_LINK.search(body)
+    said = parse_post(body, message.source).prose
+    return link_line(said, body, link.group(0) if link else None)
+
+
+def may_be_first_word(message: Event, shown: bool) -> bool:
+    """A chat message the chat pass may mark: one the timeline shows, or a pointer at the
+    run's panels it hides as too short to show by itself."""
+    return shown or points_at_a_panel(message)
+
+
 def asks_about_now(title: str) -> bool:
     """The title is a question about the run as it is, not about a past incident ("What
     happened in the December outage?")."""
@@ -80,6 +115,8 @@ def hints_at_incident(post: Event) -> bool:
     if post.kind == "message" and (_OF_THE_PAST.search(head) or names_another_workload(head)):
         return False  # in chat, a dated question looks back; an issue dates what it reports
     if title and asks_about_now(title):
+        return True
+    if points_at_a_panel(post):
         return True
     if signals_heard(f"{clean_line(title)}\n{doc.prose}" if title else doc.prose):
         return True

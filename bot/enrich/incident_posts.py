@@ -152,6 +152,8 @@ _ATTENTION = re.compile(
     r"|\b(?:in|from)\s+(?:main|the\s+run|the\s+job|the\s+trainer)(?:'s)?\s+(?:logs?|stderr)\b"
     # the run said dead before its log: "leg 42 is dead", "leg 54 gone:"
     r"|\b(?:is|are|'s)\s+(?:dead|down|gone)\b|\bgone\s*:"
+    # a fault found late, its log pasted: "sorry, saw this at 11 but was out all day:"
+    r"|(?:sorry|apologies),?\s+(?:i\s+)?(?:only\s+(?:just\s+)?)?(?:saw|found|noticed)\s+this\b"
     # a line that introduces the alert it pastes: "DCGM alert:"
     r"|^\W*[\w-]+\s+alert\s*:\s*$"
     # said in two words: "rank 1642 gone, job down 06:49"

@@ -962,9 +962,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # two named hosts down together: "qsn-0408 and qsn-0409 both down, same chassis"
     _sig(
         "node-loss",
-        "down dead notready not_responding",
+        "down dead notready not_responding gone answering",
         r"\b[a-z][a-z0-9]*-[a-z0-9-]*\d\s+and\s+[a-z][a-z0-9]*-[a-z0-9-]*\d\s+(?:are\s+|went\s+)?"
-        r"(?:both\s+)?(?:down|dead|notready|not_responding)\b",
+        r"(?:both\s+)?(?:down|dead|notready|not_responding|gone\s+from\s+the\s+job"
+        r"|stopped\s+answering)\b",
     ),
     # a machine leaving and what it took: "kelp-g044 dropped off slurm", "took the job with it"
     _sig(
@@ -1394,7 +1395,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         # "the loss line just stops at step 506,290"
         r"|\b(?:loss|step)\s+(?:line|chart|curve|graph)\s+(?:just\s+)?(?:stops|stopped|ends)\s+at\s+"
         r"(?:step\s+)?\d[\d,.]*k?\b"
-        r"|\blast\s+(?:step|heartbeat|log\s+line|point)\b[^.\n]{0,40}?\b(?:is|was)\s+from\s+"
+        r"|\blast\s+(?:step|heartbeat|log\s+line|point)\b[^.\n]{0,40}?\b(?:is|was)\s+(?:from\s+)?"
         r"(?:~?\d{1,2}:\d\d|yesterday|last\s+night)\b",
     ),
     # a restart that keeps coming: "restarted about a dozen times since 03:00", "5 restarts
@@ -1447,7 +1448,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "hang",
         "wait",
         r"\b(?:data|loader|input)[\s_]wait\s+(?:is\s+|at\s+)?~?(?:[3-9]\d|100)(?:\.\d+)?\s*%\s+"
-        r"(?:since|after|for|and\s+(?:still\s+)?(?:climbing|rising))\b",
+        r"(?:since|after|for|of\s+(?:the\s+)?step|and\s+(?:still\s+)?(?:climbing|rising))\b",
     ),
     # a save pointed at and not there: "the latest pointer says step 637000 but fetching it
     # gives NoSuchKey"
@@ -1494,6 +1495,42 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "lost gone dropped",
         r"\b\d+\s+(?:nodes|hosts|gpus|slices|machines)\s+(?:lost|gone|dropped)\s+"
         r"(?:at\s+|since\s+)?(?:~?\d{1,2}:\d\d|overnight|this\s+morning)",
+    ),
+    # a GPU's double-bit error counter above zero: "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL=2"
+    _sig("hardware", "dbe", r"\b\w*ecc_dbe\w*\s*[=:]\s*[1-9]"),
+    # a metric summary's number that says the run barely trains: "mfu 8%", "tok/s 0 · mfu 0%"
+    _sig(
+        "hang",
+        "mfu tok/s",
+        r"\bmfu\s*[=:]?\s*(?:\d|1[0-2])(?:\.\d+)?(?=\s*%)"
+        r"|\btok/s\s*[=:]?\s*0(?:\.0+)?\s*[mk]?(?![\d.])(?!\s*from\s+\d{1,2}:\d\d\s+to\b)",
+    ),
+    # a save cut short: "250k save: 3 of 768 shards written"; a run stopped at a step: "It
+    # stopped at 258,9xx and squeue shows (Resources)"
+    _sig(
+        "checkpoint-failed",
+        "shards",
+        r"\b\d+\s+of\s+\d+\s+shards\s+(?:written|uploaded|saved|committed)\b",
+    ),
+    _sig(
+        "crash",
+        "stopped",
+        r"\b(?:it|the\s+job|the\s+run|training|main)\s+stopped\s+at\s+(?:step\s+)?"
+        r"\d[\d,.]*(?:k|x{2,3})?(?![\d:])(?!\s*\(?\s*(?:clean|on\s+purpose|as\s+planned))",
+    ),
+    # a machine leaving its pool: "node s-r12n05 left the Nomad pool at 02:14"
+    _sig(
+        "node-loss",
+        "left",
+        r"\bnode\s+\S+\s+(?:left|dropped\s+out\s+of|fell\s+out\s+of)\s+the\s+(?:\w+\s+)?"
+        r"(?:pool|cluster|job|partition)\b",
+    ),
+    # a run said much slower, no metric named: "it's 40% slower"
+    _sig(
+        "outage",
+        "slower",
+        r"\b(?:it's|it\s+is|(?:the\s+)?(?:run|job|training|main)\s+is|now)\s+(?:about\s+|~)?"
+        r"(?:[3-9]\d|1\d\d)\s*%\s+slower\b",
     ),
     # a run that trains nothing: "lr 0.0 since the 08:37 restart"
     _sig("outage", "lr", r"\blr\s+(?:is\s+|at\s+|=\s*)?0(?:\.0+)?\s+since\b"),

@@ -898,7 +898,10 @@ _FROM_TO = re.compile(
 )
 #: "9 s/step vs 4 s yesterday": now first, then what it was.
 _NOW_VS_THEN = re.compile(
-    rf"~?{_NUM}\s*(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})?(?:\s+since\s+[\d:]+)?"
+    # the metric said before the number too: "step time 3.1 s since this morning vs 2.6 s"
+    rf"(?:(?P<metric0>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|at\s+)?)?"
+    rf"~?{_NUM}\s*(?:(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})|(?:s|sec|ms)\b)?"
+    r"(?:\s+since\s+(?:[\d:]+|this\s+morning|yesterday|last\s+night|lunch))?"
     r",?\s+(?:vs\.?|versus|compared\s+to|against)"
     rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usually|normally|last\s+week"
     r"|the\s+(?:day|week|month)\s+before)\b"
@@ -975,7 +978,11 @@ def _slower(m: re.Match[str]) -> bool:
     before, now = (second, first) if now_first else (first, second)
     named = m.groupdict()
     metric = (
-        named.get("metric") or named.get("metric2") or named.get("metric3") or named.get("metric4")
+        named.get("metric0")
+        or named.get("metric")
+        or named.get("metric2")
+        or named.get("metric3")
+        or named.get("metric4")
     )
     metric = metric or said
     return before > 0 and _worse(metric, before, now)
@@ -1055,6 +1062,9 @@ def slowdown(text: str) -> str | None:
             now = alone or against or _STAYS.search(sentence)
             if not _slower(m) or not now or _IMPROVED.search(sentence):
                 continue
+            if against and pattern is _NOW_VS_THEN:
+                # "vs 7.1 s last week" is the baseline it is compared to, not when it happened
+                sentence = sentence.replace(m.group(0), " ")
             if not _denied_or_not_now(clause, sentence):
                 return _slow_kind(text)
     for m in _RATE_AT_SHARE.finditer(text[:DETECT_LIMIT]):

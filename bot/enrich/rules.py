@@ -76,7 +76,14 @@ from bot.enrich.learned import (
 )
 from bot.enrich.markdown import Document, clean_line, parse_post, relayed_words
 from bot.enrich.spam import is_spam
-from bot.enrich.summary import NO_TEXT, compose_summary, is_chitchat, table_summary, words
+from bot.enrich.summary import (
+    NO_TEXT,
+    compose_summary,
+    is_chitchat,
+    link_line,
+    table_summary,
+    words,
+)
 from bot.enrich.tags import choose_tag
 from bot.models import Event
 
@@ -390,6 +397,9 @@ def enrich_text(
     )
     tag = "incident" if incident else _topic(doc, own_title, kind, source, context, tag_model)
     newsworthy = _newsworthy(doc, body, kind, tag, live) and summary != NO_TEXT
+    if summary == NO_TEXT and kind == "message":
+        # "👀 <link>": hidden as too short to show, yet said by its emoji and its link
+        summary = link_line(doc.prose, body) or NO_TEXT
     if newsworthy and _junk(title, own_title, body, kind, context):
         newsworthy = incident = live = False
         severity = incident_kind = None

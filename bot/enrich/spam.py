@@ -41,7 +41,7 @@ _PROMO = re.compile(
       | \d{1,2}\s?%\s+(?:below|under|cheaper\s+than)\s+(?:\w+\s+)?(?:pricing|prices?|market)
       | thesis\s+editing|paper\s+writing|plagiarism[- ]free|fast\s+delivery
       | gpu\s+credits
-      | claim\s+(?:now|before|in\s+\d+\s*h|at|here|your|yours|free|\d)|presale|usdt
+      | claim\s+(?:now|before|in\s+\d+\s*h|at|here|your|yours|free|\d[\d,.]*)|presale|usdt
       | trading\s+(?:signals|bots?)
       | made\s+\$?\d[\d,.]*k?\s*\$?\s+in\s+(?:one|a|\d+)\s+(?:days?|weeks?|months?)
       | (?:spots?|slots?|seats?)\s+(?:are\s+)?limited|limited\s+(?:spots?|slots?|seats?)
@@ -56,6 +56,7 @@ _PROMO = re.compile(
       | we\s+guarantee|\d+k?\s+github\s+stars|packages?\s+(?:from|starting\s+at)\s+\$
       | sells?\s+out|sold\s+out|(?:zero|no)\s+paperwork|unused\s+(?:cloud\s+)?credits
       | reply\s+['"]\w+['"]
+      | \d+\s*%\s+apy|staking|dm\s+now|\d[\d,]*\s+(?:free\s+)?(?:h100|h200|a100|b200|gpu)\s+hours
     )\b""",
     re.IGNORECASE | re.VERBOSE,
 )

@@ -257,6 +257,20 @@ def _first_meaningful(blocks: Iterable[Block], limit: int) -> str:
     return ""
 
 
+_A_LINK = re.compile(r"https?://[^\s<>)\]]+")
+
+
+def link_line(said: str, body: str, link: str | None = None) -> str:
+    """A post that is a link and a word or an emoji ("👀 <W&B panel>"), said by both: "👀 —
+    wandb.ai/lab/run/main", never a bare link (the query left out). Empty without words or a
+    link. ``link`` picks which link (else the body's first)."""
+    said = " ".join(said.split())
+    link = link or next((m.group(0) for m in _A_LINK.finditer(body[:2000])), None)
+    if not said or not link:
+        return ""
+    return f"{said} — {re.sub(r'^https?://', '', link.split('?')[0])}"
+
+
 def _one_line(text: str) -> str:
     return " ".join(strip_mentions(text).split())
 

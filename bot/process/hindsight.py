@@ -19,6 +19,8 @@ from bot.enrich.hindsight import (
     HINDSIGHT,
     dismissed_in_chat,
     dismissed_in_hindsight,
+    may_be_first_word,
+    pointer_summary,
     reported_in_hindsight,
     said_first,
 )
@@ -81,7 +83,12 @@ def _first_words(messages: Sequence[Event]) -> list[Event]:
     failure and are followed within `CHAT_HINDSIGHT` by one about an incident."""
     found = []
     for n, message in enumerate(messages):
-        if message.incident or not message.newsworthy or message.enriched_by != _RULES:
+        if (
+            message.incident
+            or not may_be_first_word(message, message.newsworthy)
+            # the rules' reading, alone or folded into a conversation (a pointer is chit-chat)
+            or not (message.enriched_by or "").startswith(_RULES)
+        ):
             continue
         told = next((m for m in messages[n + 1 :] if m.incident and m.at > message.at), None)
         if told is not None and said_first(message, told):
@@ -122,9 +129,11 @@ def _thread_verdict(issue: Event, replies: Sequence[Event]) -> tuple[str, bool] 
 
 
 async def _mark(store: Store, issue: Event, tag: str, *, incident: bool) -> bool:
+    # a pointer at the run's panels, hidden until now, shows its words and the panel
+    summary = issue.summary if issue.newsworthy else pointer_summary(issue)
     return await store.events.set_enrichment(
         issue,
-        summary=issue.summary or "",
+        summary=summary or "",
         tag=tag,
         incident=incident,
         severity=issue.severity,

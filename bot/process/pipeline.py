@@ -222,8 +222,11 @@ def _fold(messages: Sequence[Event], thread: str, fresh: set[int | None]) -> _Fo
         for group in groups
         if len(group) > 1
         for m in group
-        # a member folded in before and unchanged since keeps its enrichment
-        if (m.id in fresh or m.enriched_by != IN_CONVERSATION) and folds(m)
+        # a member folded in before and unchanged since keeps its enrichment, and one the
+        # thread pass marked since (a pointer at a panel, then the incident) keeps its mark
+        if (m.id in fresh or m.enriched_by != IN_CONVERSATION)
+        and not (m.id not in fresh and m.incident)
+        and folds(m)
     ]
     alone = [
         m.id

@@ -23,6 +23,8 @@ from bot.enrich.hindsight import (
     HINDSIGHT,
     dismissed_in_chat,
     dismissed_in_hindsight,
+    may_be_first_word,
+    pointer_summary,
     reported_in_hindsight,
     said_first,
 )
@@ -324,14 +326,17 @@ def _chat_in_hindsight(entries: list[dict[str, Any]], verdicts: dict[str, Verdic
         members.sort(key=lambda pair: pair[0].at)
         for n, (message, ident) in enumerate(members):
             verdict = verdicts[ident]
-            if verdict.marked or not verdict.shown:
+            if verdict.marked or not may_be_first_word(message, verdict.shown):
                 continue
             told = next(
                 (m for m, i in members[n + 1 :] if _marked(verdicts[i]) and m.at > message.at),
                 None,
             )
             if told is not None and said_first(message, told):
-                verdicts[ident] = replace(verdict, marked=True, tag="incident")
+                summary = verdict.summary if verdict.shown else pointer_summary(message)
+                verdicts[ident] = replace(
+                    verdict, marked=True, tag="incident", shown=True, summary=summary
+                )
         for (message, ident), (reply, _) in pairwise(members):
             verdict = verdicts[ident]
             if verdict.marked and verdict.shown and dismissed_in_chat(message, reply):

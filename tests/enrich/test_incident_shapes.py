@@ -668,6 +668,19 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ),
     ("🤖 watch daily\n- ✅ saves ok\n- ⚠️ 2 nodes lost 02:10, requeued on 62 nodes", True),
     ("🤖 watch daily\n- ✅ saves ok\n- ⚠️ 2 nodes drained for the planned firmware update", False),
+    # round fifteen: metric summaries, a run log's many hands, a skeleton crew
+    ("step 421.9k · loss 2.282 · gn 0.20 · tok/s 0.31M · mfu 11%", True),
+    ("step 422.3k · loss 2.281 · gn 0.20 · tok/s 1.21M · mfu 41% — all nominal", False),
+    ("step 491.3k · loss 2.236 · tok/s 0 · mfu 0%", True),
+    ("tok/s 0 from 05:41 to 08:09, the Lustre window", False),
+    ("dcgm: DCGM_FI_DEV_ECC_DBE_VOL_TOTAL=2 on nj-r17-n05 gpu3, pulling it at next save", True),
+    ("step time 9.6 s since this morning vs 7.1 s last week", True),
+    ("It stopped at 258,9xx and squeue shows (Resources) with a reservation", True),
+    ("⏸️ main stopped at 498k (clean) for the driver window", False),
+    ("is the loss plot frozen for anyone else? last point is 03:52, step 462,310", True),
+    ("sorry, I think I broke it: my config push restarted the job and it's 40% slower", True),
+    ("r31-n07 and r31-n08 gone from the job, 2 of 96 nodes", True),
+    ("❌ 250k save: 3 of 768 shards written, the writer reports SlowDown", True),
 ]
 
 

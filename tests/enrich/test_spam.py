@@ -35,6 +35,8 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "hey guys 👋 made 4k$ in one week with this AI trading bot. DM me for the invite 🚀🚀",
         "hi all!! I help founders 10x their stars with done-for-you threads, first 5 get an audit",
         "yo 👋 we resell unused cloud credits, H200 at 60% off, reply 'h200' or see credz(dot)shop",
+        "🚀 Earn 35% APY staking GPU tokens!!! limited spots, DM now 🚀",
+        "🚀 FREE compute 🚀 5,000 free H200 hours, claim now at https://free-h200.example/x",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:

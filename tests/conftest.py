@@ -24,6 +24,20 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
 
+#: Modules with one long piece each (the rules over the whole corpus, the models' refits):
+#: handed out first, so the other worker takes the many short tests meanwhile and neither
+#: waits for the other at the end.
+_LONG_FIRST = (
+    "tests/enrich/test_signal_corpus.py",
+    "tests/enrich/test_tag_gate.py",
+    "tests/enrich/test_learned.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not item.nodeid.startswith(_LONG_FIRST))  # stable otherwise
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "runscribe.db"

@@ -33,7 +33,6 @@ from bot.enrich.incidents import HISTORY, MONTHS, names_another_workload, signal
 from bot.enrich.learned import features, load_model
 from bot.enrich.markdown import clean_line, parse_post, relayed_words
 from bot.enrich.rules import names_the_run, not_the_runs
-from bot.enrich.summary import link_line
 from bot.models import Event
 
 #: How soon after the issue a reply must speak for the issue to be read again.
@@ -78,15 +77,6 @@ def points_at_a_panel(message: Event) -> bool:
         return False
     said = parse_post(message.body or "", message.source).prose.split()
     return 0 < len(said) <= POINTER_WORDS  # a bare link says nothing: it stays hidden
-
-
-def pointer_summary(message: Event) -> str:
-    """What a pointer shows on the timeline once it is read as an incident's first word: its
-    words and the panel it points at ("Uhh — grafana.lab.dev/d/run/fleet"), not a bare link."""
-    body = message.body or ""
-    link = _PANEL_LINK.search(body)
-    said = parse_post(body, message.source).prose
-    return link_line(said, body, link.group(0) if link else None)
 
 
 def may_be_first_word(message: Event, shown: bool) -> bool:

@@ -397,9 +397,10 @@ def enrich_text(
     )
     tag = "incident" if incident else _topic(doc, own_title, kind, source, context, tag_model)
     newsworthy = _newsworthy(doc, body, kind, tag, live) and summary != NO_TEXT
-    if summary == NO_TEXT and kind == "message":
-        # "👀 <link>": hidden as too short to show, yet said by its emoji and its link
-        summary = link_line(doc.prose, body) or NO_TEXT
+    if not newsworthy and kind == "message":
+        # "👀 <link>", "uhh <link>": hidden as too short to show, yet said by its words and
+        # its link (what the timeline shows should the chat pass mark it)
+        summary = link_line(doc.prose, body) or summary
     if newsworthy and _junk(title, own_title, body, kind, context):
         newsworthy = incident = live = False
         severity = incident_kind = None

@@ -260,12 +260,12 @@ def _first_meaningful(blocks: Iterable[Block], limit: int) -> str:
 _A_LINK = re.compile(r"https?://[^\s<>)\]]+")
 
 
-def link_line(said: str, body: str, link: str | None = None) -> str:
+def link_line(said: str, body: str) -> str:
     """A post that is a link and a word or an emoji ("👀 <W&B panel>"), said by both: "👀 —
     wandb.ai/lab/run/main", never a bare link (the query left out). Empty without words or a
-    link. ``link`` picks which link (else the body's first)."""
+    link."""
     said = " ".join(said.split())
-    link = link or next((m.group(0) for m in _A_LINK.finditer(body[:2000])), None)
+    link = next((m.group(0) for m in _A_LINK.finditer(body[:2000])), None)
     if not said or not link:
         return ""
     return f"{said} — {re.sub(r'^https?://', '', link.split('?')[0])}"

@@ -20,7 +20,6 @@ from bot.enrich.hindsight import (
     dismissed_in_chat,
     dismissed_in_hindsight,
     may_be_first_word,
-    pointer_summary,
     reported_in_hindsight,
     said_first,
 )
@@ -129,11 +128,9 @@ def _thread_verdict(issue: Event, replies: Sequence[Event]) -> tuple[str, bool] 
 
 
 async def _mark(store: Store, issue: Event, tag: str, *, incident: bool) -> bool:
-    # a pointer at the run's panels, hidden until now, shows its words and the panel
-    summary = issue.summary if issue.newsworthy else pointer_summary(issue)
     return await store.events.set_enrichment(
         issue,
-        summary=summary or "",
+        summary=issue.summary or "",
         tag=tag,
         incident=incident,
         severity=issue.severity,

@@ -24,7 +24,6 @@ from bot.enrich.hindsight import (
     dismissed_in_chat,
     dismissed_in_hindsight,
     may_be_first_word,
-    pointer_summary,
     reported_in_hindsight,
     said_first,
 )
@@ -333,10 +332,8 @@ def _chat_in_hindsight(entries: list[dict[str, Any]], verdicts: dict[str, Verdic
                 None,
             )
             if told is not None and said_first(message, told):
-                summary = verdict.summary if verdict.shown else pointer_summary(message)
-                verdicts[ident] = replace(
-                    verdict, marked=True, tag="incident", shown=True, summary=summary
-                )
+                # a pointer hidden until now shows too, said by its words and its link
+                verdicts[ident] = replace(verdict, marked=True, tag="incident", shown=True)
         for (message, ident), (reply, _) in pairwise(members):
             verdict = verdicts[ident]
             if verdict.marked and verdict.shown and dismissed_in_chat(message, reply):

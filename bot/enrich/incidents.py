@@ -45,6 +45,7 @@ used when a message has no prose at all, or when its prose asks for a human ("ne
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
@@ -75,14 +76,15 @@ _BY_ANCHOR: Final = tuple(
 )
 
 
-def _listening(lowered: str) -> list[tuple[Signal, re.Pattern[str]]]:
+@functools.lru_cache(maxsize=256)
+def _listening(lowered: str) -> tuple[tuple[Signal, re.Pattern[str]], ...]:
     """The signals with an anchor in ``lowered``, in the table's order (each anchor is looked
-    for once, however many signals share it)."""
+    for once, however many signals share it; a text asked about again is not read again)."""
     heard: set[int] = set()
     for anchor, which in _BY_ANCHOR:
         if anchor in lowered:
             heard |= which
-    return [_COMPILED[n] for n in sorted(heard)]
+    return tuple(_COMPILED[n] for n in sorted(heard))
 
 
 #: At most this many matches are judged per text (a wall of "no crash" is not worth more).
@@ -654,8 +656,10 @@ _STANDUP_LABEL = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str] | None:
-    """``(kind, severity)`` of the incident reported by already-cleaned text, or None.
+    """``(kind, severity)`` of the incident reported by already-cleaned text, or None (a pure
+    function of its text, so a thread's title read for each of its replies is judged once).
 
     ``prose`` is cleaned body text (one block per line), ``title`` an issue title, ``logs`` the
     log-looking lines, used only when there is no prose at all.

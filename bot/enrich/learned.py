@@ -111,7 +111,7 @@ class LiveModel:
     over: float = math.inf
 
     def probability(self, names: list[str]) -> float:
-        z = self.bias + sum(self.weights.get(name, 0.0) for name in names)
+        z = self.bias + sum(map(self.weights.get, names, itertools.repeat(0.0)))
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
     @classmethod

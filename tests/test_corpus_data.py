@@ -29,6 +29,7 @@ HELDOUT5 = DATA / "heldout5_corpus.jsonl"  # its fifth, three projects, after th
 HELDOUT6 = DATA / "heldout6_corpus.jsonl"  # its sixth, three projects, read once at the end
 HELDOUT7 = DATA / "heldout7_corpus.jsonl"  # its seventh, three projects, read once at the end
 HELDOUT8 = DATA / "heldout8_corpus.jsonl"  # its eighth, three projects, read once at the end
+HELDOUT9 = DATA / "heldout9_corpus.jsonl"  # its ninth, three projects, read once at the end
 QUESTIONS = DATA / "ask_questions.jsonl"
 
 TAGS = frozenset(MODEL_TAGS)  # the corpus is labelled with the product's own tags
@@ -200,7 +201,10 @@ def test_corpus_rows_are_well_formed(rows: list[dict[str, Any]]) -> None:
     assert corpus_problems(rows) == []
 
 
-HELD_BACK = (HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5, HELDOUT6, HELDOUT7, HELDOUT8)
+HELD_BACK = (
+    *(HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5, HELDOUT6, HELDOUT7, HELDOUT8),
+    HELDOUT9,
+)
 
 
 @pytest.mark.parametrize(
@@ -214,6 +218,7 @@ HELD_BACK = (HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5, HELDOUT6, HELDOUT7
         (HELDOUT6, 300, 30),
         (HELDOUT7, 300, 30),
         (HELDOUT8, 300, 30),
+        (HELDOUT9, 300, 30),
     ],
     ids=lambda value: value.name if isinstance(value, Path) else str(value),
 )

@@ -65,6 +65,10 @@ HELDOUT7 = CORPUS.with_name("heldout7_corpus.jsonl")
 #: under Ray, a 90B run told in terse shorthand), written blind while the rules it measures were
 #: changed and read once at the end.
 HELDOUT8 = CORPUS.with_name("heldout8_corpus.jsonl")
+#: The ninth: three projects (a 120B MoE told from phones, a 150B run on a shared university
+#: cluster, a 200B code model whose news arrives relayed from Slack, email and pagers), written
+#: blind while the rules it measures were changed and read once at the end.
+HELDOUT9 = CORPUS.with_name("heldout9_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

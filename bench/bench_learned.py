@@ -178,6 +178,11 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("meridian-lab/stilt", 13960, 14079),
     ("pallid-systems/wryneck", 14080, 14199),
     ("north-fen/ruff-b", 14200, 14319),
+    ("thistledown-ai/bunting", 14320, 14439),
+    ("coldharbour-ml/crake", 14560, 14679),
+    ("saltings-ai/twite", 14680, 14799),
+    ("pennant-research/siskin", 14800, 14919),
+    ("hollowmere-lm/firecrest", 15160, 15279),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -302,6 +307,11 @@ BATCH_COMMITS: dict[str, str] = {
     "meridian-lab/stilt": "160db73",
     "pallid-systems/wryneck": "cbf7c2d",
     "north-fen/ruff-b": "c403489",
+    "thistledown-ai/bunting": "c5cdefb",
+    "coldharbour-ml/crake": "67d5a9d",
+    "saltings-ai/twite": "6354913",
+    "pennant-research/siskin": "0041029",
+    "hollowmere-lm/firecrest": "c98e095",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -201,11 +201,20 @@ _EXERCISE = re.compile(
     re.IGNORECASE,
 )
 
+#: A post that says its failure is real, in a week of drills.
+_NOT_EXERCISE = re.compile(
+    r"\bnot\s+a\s+(?:drill|test|exercise)\b|\breal\s+(?:page|alert|incident|outage)\b"
+    r"|\bthis\s+is\s+real\b",
+    re.IGNORECASE,
+)
+
 
 def is_exercise(title: str, prose: str) -> bool:
     """The post or its title opens by saying it is an exercise, a drill or a simulation: its
     failures are make-believe."""
     opening = prose.lstrip()[:120].split("\n", 1)[0]  # not a task listed later ("export dry-run")
+    if _NOT_EXERCISE.search(opening):
+        return False  # "NOT A DRILL. real page just now: …"
     return bool(_EXERCISE.search(title) or _EXERCISE.search(opening))
 
 

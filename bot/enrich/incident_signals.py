@@ -811,14 +811,14 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:the\s+)?(?:run|job|training|[a-z][\w-]*\s+at\s+(?:step\s+)?\d+)",
     ),
     # the guard's own words: "gannet-mt-v1 auto-halted", "❌ auto-halt · r09", "halt guard
-    # fired", "Guard stopped the job before the optimizer step"
+    # fired", "Guard stopped the job before the optimizer step", "spikeguard halted the job"
     _sig(
         "outage",
         "halt guard watchdog",
         r"auto-?halt(?:ed)?"
         r"(?!\s*(?:-|guard|check|hook|logic|flag|feature|threshold|test|on|when|if|for)\b)"
         r"|(?:halt\s+guard|auto-?halt)\s+(?:fired|tripped|triggered)"
-        r"|(?:guard|watchdog|nan-?guard)\s+(?:stopped|halted|killed)\s+(?:the\s+)?"
+        r"|(?:\w*guard|watchdog)\s+(?:stopped|halted|killed)\s+(?:the\s+)?"
         r"(?:job|run|training)",
     ),
     # machines a health check refused: "2 nodes failed health checks", "failing dcgm diag"
@@ -1539,5 +1539,61 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "checkpoint-failed",
         "upload",
         r"\b(?:mirror|s3|gcs|checkpoint|ckpt)\s+(?:mirror\s+)?uploads?\s+(?:has\s+)?failed\b",
+    ),
+    # a heartbeat gone stale, said with how long: "heartbeat stale 25 min", "last beat 40 min
+    # ago" (not a rule's "stale > 20 min", nor "last beat 2 min ago")
+    _sig(
+        "hang",
+        "stale beat",
+        r"\bheartbeat\s+(?:has\s+been\s+|is\s+|went\s+)?stale\s+(?:for\s+)?~?\d+\s*(?:min|m|h)\b"
+        r"|\blast\s+(?:heart)?beat\s+(?:was\s+)?(?:(?:1[5-9]|[2-9]\d|\d{3})\s*(?:min|minutes|m)"
+        r"|\d+\s*(?:h|hours?))\s+ago\b",
+    ),
+    # the run's charts ending at a time: "W&B stopped at 15:31", "nothing plotted after about
+    # 02:10", "the last W&B point is 07:31"
+    _sig(
+        "hang",
+        "w&b wandb nothing last",
+        r"\b(?:w&b|wandb)\s+(?:just\s+)?(?:stopped|stops|ends|ended)\s+at\s+~?\d{1,2}:\d\d\b"
+        r"|\bnothing\s+(?:plotted|logged|new\s+(?:plotted|logged))\s+(?:after|since)\s+"
+        r"(?:about\s+|around\s+|~\s*)?\d{1,2}:\d\d\b"
+        r"|\blast\s+(?:w&b|wandb|logged)\s+(?:point|step)\s+(?:is|was)\s+(?:from\s+)?~?\d{1,2}:\d\d\b",
+    ),
+    # a watcher that has seen nothing come: "evalwatch has seen NOTHING since the 421k save"
+    _sig(
+        "hang",
+        "nothing",
+        r"\b(?:seen|got|gotten|received)\s+nothing\s+(?:new\s+)?since\s+(?:the\s+)?"
+        r"(?:\d[\d,.]*k?\s+(?:save|checkpoint|ckpt)|~?\d{1,2}:\d\d)\b",
+    ),
+    # a run making nothing: "doing 0 tok/s for 20 min", "GPU util 0 % on every node"
+    _sig(
+        "hang",
+        "tok/s util",
+        r"\b(?:doing|making|pushing|getting)\s+0(?:\.0+)?\s*(?:tok(?:ens)?/s|steps?/s|samples/s)"
+        r"|\bgpu\s+util(?:i[sz]ation)?\s+(?:is\s+|at\s+)?0\s*%\s+(?:on|across)\s+(?:every|all)\b",
+    ),
+    # a run diverging now: "we're diverging and the guard hasn't fired", "Divergence from
+    # ~176.4k", "the loss is 2.6 and not coming down"
+    _sig(
+        "outage",
+        "diverg coming recovering",
+        r"\b(?:we(?:'re|\s+are)|the\s+run\s+is|main\s+is|training\s+is)\s+(?:slowly\s+|now\s+|still\s+)?"
+        r"diverging\b"
+        r"|(?m:^)divergence\s+(?:from|since|at)\s+(?:step\s+)?~?\d[\d,.]*k?\b"
+        r"|\bloss\s+(?:is\s+)?[\d.]+\s+and\s+not\s+(?:recovering|coming\s+(?:back\s+)?down)\b"
+        r"|\bloss\s+not\s+recovering\b",
+    ),
+    # the scheduler taking the job away: "all 160 nodes went to DRAIN", "job killed mid-step"
+    _sig(
+        "node-loss",
+        "drain",
+        r"\ball\s+\d+\s+nodes\s+(?:went|are|got)\s+(?:to\s+|into\s+)?drain(?:ed|ing)?\b",
+    ),
+    _sig(
+        "crash",
+        "killed",
+        r"\b(?:job|run|training|trainer)\s+(?:was\s+|got\s+)?killed\s+(?:mid-?step|mid-?save"
+        r"|by\s+(?:slurm|the\s+scheduler|the\s+provider))\b",
     ),
 )

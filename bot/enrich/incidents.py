@@ -131,7 +131,7 @@ MONTHS: Final = (
 )
 HISTORY = re.compile(
     r"\b(?:(?:\d+|a\s+few|a\s+couple\s+of|couple\s+of|two|three|four|several|many)\s+"
-    r"(?:days?|weeks?|months?)\s+ago|last\s+(?:week|month|year)|back\s+in|in\s+the\s+past"
+    r"(?:days?|weeks?|months?)\s+ago(?!\s+(?:just|has\s+just|finally|actually)\s+happened)|last\s+(?:week|month|year)|back\s+in|in\s+the\s+past"
     r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like"
     r"|remember\s+when|back\s+when|good\s+times|(?-i:in\s+May)"
     r"|what\s+happened\s+(?:around|on|in|during|at|there|\d{1,2}[-/]\d{1,2}\b)"
@@ -365,6 +365,8 @@ _ALIASES: Final = (
 )
 
 
+#: An emphasis that says nothing of its own: "NOT A DRILL: r4-n12 Xid 79" tells the Xid.
+_EMPHATIC = re.compile(r"\b(?:this\s+is\s+)?not\s+a\s+(?:drill|test)\b[.:!,]*", re.IGNORECASE)
 #: Chat's shorthand for a timeout: "nccl to on r7".
 _NCCL_TO = re.compile(
     r"\b(nccl|rccl|collective)\s+to\b(?=\s+(?:on|in|at|again)\b|\s*[,.!?]?\s*$)", re.I
@@ -388,7 +390,7 @@ def _unhedged(m: re.Match[str]) -> str:
 def _canonical(text: str) -> str:
     for alias, name in _ALIASES:
         text = alias.sub(name, text)
-    text = _NCCL_TO.sub(r"\1 timeout", text)
+    text = _NCCL_TO.sub(r"\1 timeout", _EMPHATIC.sub("", text))
     text = _HEDGED.sub(_unhedged, text)
     return _BARE_NOT.sub(r"\1n't", text)
 

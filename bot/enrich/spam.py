@@ -57,6 +57,7 @@ _PROMO = re.compile(
       | sells?\s+out|sold\s+out|(?:zero|no)\s+paperwork|unused\s+(?:cloud\s+)?credits
       | reply\s+['"]\w+['"]
       | \d+\s*%\s+apy|staking|dm\s+now|\d[\d,]*\s+(?:free\s+)?(?:h100|h200|a100|b200|gpu)\s+hours
+      | claim\s+(?:in\s+the\s+next|within)\s+\d+\s*h(?:ours?)?|before\s+the\s+snapshot
     )\b""",
     re.IGNORECASE | re.VERBOSE,
 )

@@ -681,6 +681,24 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("sorry, I think I broke it: my config push restarted the job and it's 40% slower", True),
     ("r31-n07 and r31-n08 gone from the job, 2 of 96 nodes", True),
     ("❌ 250k save: 3 of 768 shards written, the writer reports SlowDown", True),
+    # round sixteen: runbook words, a newcomer's question, a slow divergence, the eval watcher
+    ("on-call step 2: heartbeat stale 30 min on main, last step 91,204 at 03:10, paging", True),
+    ("alert rule: heartbeat stale > 20 min pages the primary", False),
+    ("the heartbeat panel says last beat 55 min ago, is that expected?", True),
+    ("last beat 2 min ago, all fine", False),
+    ("W&B stopped at 04:12 and the trainer log ends there too", True),
+    ("nothing plotted after ~01:40 on the main loss chart, am I reading it wrong?", True),
+    ("the checkpoint watcher has got nothing since the 310k save at 06:15", True),
+    ("why is main doing 0 tok/s for 20 min?? the job says RUNNING", True),
+    ("if we ever see 0 tok/s for ten minutes the watchdog should page", False),
+    ("we're diverging: loss 1.92 → 2.40 in 300 steps and the guard is silent", True),
+    ("if we're diverging after the switch, rewind to 120k", False),
+    ("loss is 2.4 and not coming down since the resume", True),
+    ("all 96 nodes went to DRAIN at 02:00 (reservation over), job killed mid-step", True),
+    ("NOT A DRILL: r4-n12 Xid 79 at 10:02, the job is dead", True),
+    ("drill at 14:00: pretend r4-n12 Xid 79 and the job is dead. who pages?", False),
+    ("the what-if from three weeks ago just happened: the 88k save failed, bucket full", True),
+    ("the 88k save failed three weeks ago, bucket full; the runbook covers it now", False),
 ]
 
 

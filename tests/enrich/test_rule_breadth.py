@@ -22,7 +22,7 @@ def corpus() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize(
     ("entry_id", "kind"),
     [
-        ("c334", "outage"),  # an ops agent's "Condition: UNHEALTHY" with the job still queued
+        ("c334", "hang"),  # an ops agent's "Condition: UNHEALTHY": the job running, every GPU at 0%
         ("c337", "oom"),  # the same field over a pasted slurm log naming the oom_kill
         ("c340", "network"),  # "Condition: DEGRADED" and an iteration time worse than baseline
         ("c355", "hang"),  # a fragment question: "basalt stuck?"

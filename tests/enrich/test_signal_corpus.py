@@ -80,7 +80,11 @@ KIND_FLOOR = 0.67  # of the incidents found, the share whose kind matches the la
 #: - a metric summary whose only wrong number needs the one before it (a step unchanged,
 #:   c13982), or sits after the MFU (c13988); a step time 19 % longer "vs last week" (c13892);
 #: - questions that presume the fault: "should the run have died at 02:04?" (c6480), "should the
-#:   new queued resource be stuck in WAITING_FOR_RESOURCES for 2h?" (c6506).
+#:   new queued resource be stuck in WAITING_FOR_RESOURCES for 2h?" (c6506);
+#: - a provider's status post about its storage in our zone, which names no run (c14589); an
+#:   eval job that cannot load the run's newest checkpoint, read as the eval's (c14699);
+#:   generations "at chance" told in the eval channel (c14716); spikes traced to one replica's
+#:   node (c14863); a loader's wait in seconds asked about with a bucket (c15267).
 KNOWN_UNMARKED = frozenset(
     {
         *("c2232", "c4073", "c5132", "c3929", "c4853", "c10155", "c8068", "c5994"),
@@ -94,6 +98,7 @@ KNOWN_UNMARKED = frozenset(
         *("c11242", "c11311", "c11207", "c10974", "c9605"),
         *("c13271", "c13754", "c13811", "c13509", "c13595"),
         *("c14178", "c13982", "c13988", "c13892"),
+        *("c14589", "c14699", "c14716", "c14863", "c15267"),
     }
 )
 

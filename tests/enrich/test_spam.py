@@ -37,6 +37,7 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "yo 👋 we resell unused cloud credits, H200 at 60% off, reply 'h200' or see credz(dot)shop",
         "🚀 Earn 35% APY staking GPU tokens!!! limited spots, DM now 🚀",
         "🚀 FREE compute 🚀 5,000 free H200 hours, claim now at https://free-h200.example/x",
+        "🪙 free $ORCA tokens!! claim in the next 48h before the snapshot → orca-drop.example/c",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
@@ -57,6 +58,7 @@ def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
         "first 20 people to sign up get a seat at the reading group, we have no quota left on gcs",
         "the new loader is 3x their baseline on our shards, first 2 get the review slots tomorrow",
         "the H200 slots sold out for May, so reply 'yes' in the thread if you can take June",
+        "merge the dedup fix before the snapshot, and claim in the next 24h the shards you take",
     ],
 )
 def test_a_team_members_excited_or_busy_message_is_not_spam(text: str) -> None:

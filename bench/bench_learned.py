@@ -183,6 +183,11 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("saltings-ai/twite", 14680, 14799),
     ("pennant-research/siskin", 14800, 14919),
     ("hollowmere-lm/firecrest", 15160, 15279),
+    ("larchgate-ml/nuthatch", 15280, 15399),
+    ("sierra-alta/zorzal", 15400, 15519),
+    ("prismhollow/jackdaw", 15520, 15639),
+    ("stillmeadow-ai/goldcrest", 15640, 15759),
+    ("keystone-lm/stonechat", 15760, 15879),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -312,6 +317,11 @@ BATCH_COMMITS: dict[str, str] = {
     "saltings-ai/twite": "6354913",
     "pennant-research/siskin": "0041029",
     "hollowmere-lm/firecrest": "c98e095",
+    "larchgate-ml/nuthatch": "13f3005",
+    "sierra-alta/zorzal": "aa79cd4",
+    "prismhollow/jackdaw": "8be5642",
+    "stillmeadow-ai/goldcrest": "7bdc3e7",
+    "keystone-lm/stonechat": "d1d2fe3",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -1584,6 +1584,27 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|\bloss\s+(?:is\s+)?[\d.]+\s+and\s+not\s+(?:recovering|coming\s+(?:back\s+)?down)\b"
         r"|\bloss\s+not\s+recovering\b",
     ),
+    # a panel or a run state that says it: "grad norm panel shows NaN at 296,518", "the run
+    # state went to \"halted\""
+    _sig(
+        "outage",
+        "nan state",
+        r"\b(?:loss|grad(?:ient)?[\s_-]?norm)\s+(?:panel\s+|chart\s+|plot\s+)?shows\s+nan\b"
+        r"|\b(?:run|job)(?:'s)?\s+state\s+(?:went\s+to|is|changed\s+to|flipped\s+to)\s+[\"'`]?"
+        r"(?:halted|failed|crashed|stopped|error)\b",
+    ),
+    # a run held stopped: "the run has been stopped since 00:00 UTC today"
+    _sig(
+        "outage",
+        "stopped",
+        r"\b(?:the\s+)?(?:run|job|training|main)\s+(?:has\s+been|is|was)\s+stopped\s+since\b",
+    ),
+    # a machine that keeps falling over: "gc-c210 (node panics, reboots itself …)"
+    _sig(
+        "node-loss",
+        "panic reboot",
+        r"\b(?:node|host)\s+(?:\S+\s+)?(?:keeps\s+panicking|panics)\b|\breboots\s+itself\b",
+    ),
     # the scheduler taking the job away: "all 160 nodes went to DRAIN", "job killed mid-step"
     _sig(
         "node-loss",
@@ -1595,5 +1616,41 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "killed",
         r"\b(?:job|run|training|trainer)\s+(?:was\s+|got\s+)?killed\s+(?:mid-?step|mid-?save"
         r"|by\s+(?:slurm|the\s+scheduler|the\s+provider))\b",
+    ),
+    # the same said in Spanish, as a bilingual team's chat says it: "el run se cayó otra vez",
+    # "se quedó en 117,548", "loss en NaN desde el step 102,317", "perdimos el rack R07"
+    _sig(
+        "crash",
+        "cayó cae murió crasheó petó mataron",
+        r"\b(?:el\s+|la\s+)?(?:run|job|entrenamiento|training|main)\s+(?:se\s+)?(?:nos\s+)?"
+        r"(?:cayó|murió|crasheó|petó|reventó)"
+        r"|\bse\s+(?:nos\s+)?(?:cayó|murió)\s+(?:el\s+)?(?:run|job|entrenamiento|training|main)\b"
+        r"|\b(?:lo|la)\s+mataron\b|\bmataron\s+(?:el|al)\s+(?:job|run|entrenamiento)\b",
+    ),
+    _sig(
+        "hang",
+        "corriendo avanza mueve parado colgado atorado congelado quedó",
+        r"\b(?:el\s+)?(?:run|job|entrenamiento|training|main|step)\s+(?:no\s+(?:está\s+corriendo"
+        r"|avanza|se\s+mueve|entrena)|está\s+(?:parado|colgado|atorado|congelado|trabado))"
+        r"|\bno\s+avanza\s+el\s+(?:step|run|job|entrenamiento)"
+        r"|\bse\s+quedó\s+(?:en\s+(?:el\s+step\s+)?\d|pegado|colgado|atorado|trabado)",
+    ),
+    _sig(
+        "outage",
+        "nan guard",
+        r"\bloss\s+(?:en|es|está\s+en)\s+nan\b"
+        r"|\b\w*guard\s+(?:paró|detuvo|mató)\s+(?:el\s+)?(?:job|run|entrenamiento)\b",
+    ),
+    _sig(
+        "checkpoint-failed",
+        "falló",
+        r"\b(?:save|checkpoint|ckpt|guardado)\s+(?:del?\s+(?:step\s+)?[\d,.]+k?\s+)?falló\b"
+        r"|\bfalló\s+el\s+(?:save|checkpoint|guardado)\b",
+    ),
+    _sig(
+        "node-loss",
+        "perdimos nodos",
+        r"\bperdimos\s+(?:el\s+rack|el\s+nodo|\d+\s+nodos|los\s+nodos|dos\s+nodos)\b"
+        r"|\b\d+\s+nodos\s+(?:\([^)]*\)\s+)?(?:sin\s+corriente|caídos|muertos)\b",
     ),
 )

@@ -104,6 +104,7 @@ _NEGATION = re.compile(
       |hopefully|hope|unlikely|simulat\w*|inject\w*|test|tests|testing|tested|postmortem
       |post-mortem|retro|lessons?|rare|rarely|occasional\s+false|false\s+positive\w*
       |propos\w*|suggest\w*|consider\w*|plan\s+to|planning\s+to|let's|lets|e\.g|i\.e|example
+      |si|cuando|nunca|sin|podría|en\s+caso\s+de|por\s+si|ejemplo
       )\b""",
     re.IGNORECASE | re.VERBOSE,
 )
@@ -129,10 +130,19 @@ MONTHS: Final = (
     r"(?:january|february|march|april|june|july|august|september|october|november|december"
     r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
 )
+_NOT_SINCE: Final = r"(?<!since\s)" + "".join(
+    rf"(?<!since\s{day}day\s)" for day in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")
+)
 HISTORY = re.compile(
     r"\b(?:(?:\d+|a\s+few|a\s+couple\s+of|couple\s+of|two|three|four|several|many)\s+"
-    r"(?:days?|weeks?|months?)\s+ago(?!\s+(?:just|has\s+just|finally|actually)\s+happened)|last\s+(?:week|month|year)|back\s+in|in\s+the\s+past"
+    r"(?:days?|weeks?|months?)\s+ago(?!\s+(?:just|has\s+just|finally|actually)\s+happened)|"
+    # "last week" (not "since tuesday last week": a start, and it has gone on since)
+    + _NOT_SINCE
+    + r"last\s+(?:week|month|year)|back\s+in|in\s+the\s+past"
     r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like"
+    # and in Spanish: "hace dos semanas", "la semana pasada", "el mes pasado"
+    r"|hace\s+(?:\d+|dos|tres|unos|unas)\s+(?:días|semanas|meses)|la\s+semana\s+pasada"
+    r"|el\s+mes\s+pasado"
     r"|remember\s+when|back\s+when|good\s+times|(?-i:in\s+May)"
     r"|what\s+happened\s+(?:around|on|in|during|at|there|\d{1,2}[-/]\d{1,2}\b)"
     r"|was\s+that\s+an?\s+(?:crash|outage|restart|incident)"
@@ -189,7 +199,7 @@ _WHY_NOW = re.compile(
     re.IGNORECASE,
 )
 _QUESTION_START = re.compile(
-    r"(?:did|does|do|is|are|was|were|has|have|had|could|can|would|will|should|any|anyone"
+    r"(?:¿|did|does|do|is|are|was|were|has|have|had|could|can|would|will|should|any|anyone"
     r"|anybody|how|why|what|when|where|which|who|whether|shall)\b",
     re.IGNORECASE,
 )
@@ -912,10 +922,11 @@ _NOW_VS_THEN = re.compile(
     rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usually|normally|last\s+week"
     r"|the\s+(?:day|week|month)\s+before)\b"
     # "iteration time 9.8 s (baseline 6.1 s)"
-    rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|of\s+)?~?{_NUM}\s*\S*"
+    # "W&B step time says 31s since about 14:00, it was 17s all week"
+    rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|of\s+|says\s+)?~?{_NUM}\s*\S*"
     r"(?:\s+of\s+(?:the\s+|each\s+|every\s+)?step)?"
-    r"(?:\s+since\s+~?[\d:]+(?:\s+[A-Za-z]{2,4})?)?"
-    r"(?:\s+(?:lol|lmao|now|rn|today))?\s*[(,;]\s*"
+    r"(?:\s+since\s+(?:about\s+|around\s+)?~?[\d:]+(?:\s+[A-Za-z]{2,4})?)?"
+    r"(?:\s+(?:lol|lmao|now|rn|today))?\s*[(,;]\s*(?:it\s+)?"
     rf"(?:baseline|was|normally|usually|normal|expected)\s*:?\s*~?{_NUM}"
     # "180 tok/s/gpu, normally 2.4k", "2.1M tok/s since ~13:40 (was 3.0M)"
     rf"|~?{_NUM}[kmb]?\s*(?P<metric3>{_TIME_METRIC}|{_RATE_METRIC})(?:/\w+)?"
@@ -940,7 +951,9 @@ _WORSE_WORD = re.compile(
     r"|(?:is\s+)?(?:like\s+|only\s+|~)?[1-6]?\d\s*%\s+of\s+(?:the\s+)?(?:\w+\s+)?(?:normal|usual|baseline"
     r"|expected|what)"
     # "throughput down to 27k tok/s since ~08:30"
-    r"|(?:is\s+)?(?:down|dropped|fell)\s+to\s+~?\d)",
+    r"|(?:is\s+)?(?:down|dropped|fell)\s+to\s+~?\d"
+    # a slope told with its start: "tok/s has been drifting down since tuesday"
+    r"|(?:drifting|sliding|creeping|slipping)\s+down\s+since)",
     re.IGNORECASE,
 )
 _STAYS = re.compile(
@@ -949,7 +962,9 @@ _STAYS = re.compile(
     r"|usually|typically|(?:at|around|from)\s+~?\d{1,2}:\d\d"
     r"|for\s+the\s+last|this\s+morning|tonight|hasn't\s+(?:come\s+back|recovered)"
     r"|after\s+(?:the|last\s+night's|this\s+morning's|\w+day(?:\s+night)?'s)\s+(?:re)?start"
-    r"|(?:not|never)\s+(?:come|came|coming)\s+back)\b",
+    r"|(?:not|never)\s+(?:come|came|coming)\s+back"
+    r"|in\s+(?:the\s+last\s+)?(?:\d+|two|five|ten|fifteen|twenty|thirty|a\s+few)\s+min(?:ute)?s"
+    r"|and\s+(?:still\s+)?(?:dropping|falling|climbing|rising))\b",
     re.IGNORECASE,
 )
 _IMPROVED = re.compile(

@@ -699,6 +699,22 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("drill at 14:00: pretend r4-n12 Xid 79 and the job is dead. who pages?", False),
     ("the what-if from three weeks ago just happened: the 88k save failed, bucket full", True),
     ("the 88k save failed three weeks ago, bucket full; the runbook covers it now", False),
+    ("samples/s went from 400 to 130 in ten minutes, the decode workers are dying", True),
+    ("the run has been stopped since 00:00 UTC and nobody knows why", True),
+    ("the run has been stopped since 08:00 for the planned driver upgrade", False),
+    ("tok/s has been drifting down since tuesday, now 20% under the median", True),
+    ("W&B step time says 31s since about 14:00, it was 17s all week", True),
+    ('the grad norm panel shows NaN at 296,518 and the run state went to "halted"', True),
+    ('the ablation\'s run state went to "halted" as planned, arm B is done', False),
+    # and in a bilingual team's Spanish
+    ("el run se cayó otra vez a las 04:10, ya lo estoy mirando", True),
+    ("desde las 03:10 no avanza el step, se quedó en 88,412", True),
+    ("perdimos 4 nodos del rack R2 y el job murió con ellos", True),
+    ("el save del 95,000 falló y el último bueno es el 94,000", True),
+    ("ojo: loss en NaN desde el step 64,210", True),
+    ("si el run se cae el finde, ¿quién está de guardia?", False),
+    ("el run se cayó hace dos semanas por la PDU, ya está documentado", False),
+    ("¿se cayó el run? a mí W&B no me carga", False),
 ]
 
 

@@ -84,7 +84,12 @@ KIND_FLOOR = 0.67  # of the incidents found, the share whose kind matches the la
 #: - a provider's status post about its storage in our zone, which names no run (c14589); an
 #:   eval job that cannot load the run's newest checkpoint, read as the eval's (c14699);
 #:   generations "at chance" told in the eval channel (c14716); spikes traced to one replica's
-#:   node (c14863); a loader's wait in seconds asked about with a bucket (c15267).
+#:   node (c14863); a loader's wait in seconds asked about with a bucket (c15267);
+#: - a quiet stretch's slow faults: a node lost under a ⚠️ in an agent's weekly summary
+#:   (c15644), a loss under its forecast from replayed data (c15671), a step time 7 % longer
+#:   (c15720), a mirror falling behind its local copy (c15728), "is the loss panel supposed to
+#:   be flat since 03:40?" (c15733), an afternoon hump of 12 % (c15741), a node that panics
+#:   told inside a parenthesis (c15747).
 KNOWN_UNMARKED = frozenset(
     {
         *("c2232", "c4073", "c5132", "c3929", "c4853", "c10155", "c8068", "c5994"),
@@ -99,6 +104,7 @@ KNOWN_UNMARKED = frozenset(
         *("c13271", "c13754", "c13811", "c13509", "c13595"),
         *("c14178", "c13982", "c13988", "c13892"),
         *("c14589", "c14699", "c14716", "c14863", "c15267"),
+        *("c15644", "c15671", "c15720", "c15728", "c15733", "c15741", "c15747"),
     }
 )
 

@@ -38,6 +38,8 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "🚀 Earn 35% APY staking GPU tokens!!! limited spots, DM now 🚀",
         "🚀 FREE compute 🚀 5,000 free H200 hours, claim now at https://free-h200.example/x",
         "🪙 free $ORCA tokens!! claim in the next 48h before the snapshot → orca-drop.example/c",
+        "🔥 earn $$$ renting your idle GPUs!! join now → t.me/idle-gpu-cash 🔥",
+        "💰💰 GANA $300 USD al día con bots de trading, sin experiencia 👉 t.me/ganancias_ya",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
@@ -59,6 +61,8 @@ def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
         "the new loader is 3x their baseline on our shards, first 2 get the review slots tomorrow",
         "the H200 slots sold out for May, so reply 'yes' in the thread if you can take June",
         "merge the dedup fix before the snapshot, and claim in the next 24h the shards you take",
+        "join now if you want a seat at the reading group, the slides are at wiki.team/rg/12",
+        "el grupo de evals ya tiene cupo limitado para el hackathon, apúntate en el doc",
     ],
 )
 def test_a_team_members_excited_or_busy_message_is_not_spam(text: str) -> None:

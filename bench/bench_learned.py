@@ -188,6 +188,11 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("prismhollow/jackdaw", 15520, 15639),
     ("stillmeadow-ai/goldcrest", 15640, 15759),
     ("keystone-lm/stonechat", 15760, 15879),
+    ("wychwood-ai/pratincole", 15880, 15999),
+    ("emberfell-compute/whinchat", 16000, 16119),
+    ("tarnside-lm/dipper", 16120, 16239),
+    ("corvidae-labs/cuckoo", 16240, 16359),
+    ("quarrymoor-ai/bullfinch", 16360, 16479),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -322,6 +327,11 @@ BATCH_COMMITS: dict[str, str] = {
     "prismhollow/jackdaw": "8be5642",
     "stillmeadow-ai/goldcrest": "7bdc3e7",
     "keystone-lm/stonechat": "d1d2fe3",
+    "wychwood-ai/pratincole": "3ffbc94",
+    "emberfell-compute/whinchat": "4fce474",
+    "tarnside-lm/dipper": "95b5449",
+    "corvidae-labs/cuckoo": "6b97941",
+    "quarrymoor-ai/bullfinch": "9e1f1d3",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

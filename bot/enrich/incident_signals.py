@@ -235,7 +235,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "oom",
         "137 memoryerror allocate",
-        r"exit\s+code\s+137|memoryerror"
+        r"exit\s+(?:code\s+)?137|memoryerror"
         r"|cannot\s+allocate\s+memory",
     ),
     # restore / checkpoint failures
@@ -1190,7 +1190,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "checkpoint-failed",
         "bytes empty missing ckpt checkpoint every all",
         r"(?:checkpoint|ckpt)\s+(?:at\s+)?(?:step\s+)?(?:[\d,.]+k?\s*)?"
-        r"(?:in\s+the\s+[\w-]+\s+(?:mirror|bucket)\s+)?"
+        r"(?:in\s+(?:the\s+[\w-]+\s+(?:mirror|bucket)|s3|gcs|the\s+bucket)\s+)?"
         r"(?:(?:is|are|was|came\s+out)\s+|:\s*)(?:(?:0|zero)\s*(?:bytes|B\b)|empty|missing)"
         # "every file in it is 0 bytes"
         r"|\b(?:every|all\s+the)\s+(?:files?|shards?|objects?)\s+(?:in\s+\S+\s+)?(?:is|are)\s+"
@@ -1593,6 +1593,42 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|\b(?:run|job)(?:'s)?\s+state\s+(?:went\s+to|is|changed\s+to|flipped\s+to)\s+[\"'`]?"
         r"(?:halted|failed|crashed|stopped|error)\b",
     ),
+    # a save said failed by its step: "❌ save 90k failed on all ranks at upload"
+    _sig(
+        "checkpoint-failed",
+        "save",
+        r"\bsave\s+(?:of\s+)?(?:step\s+)?~?\d[\d,.]*k?\s+(?:has\s+)?failed\b",
+    ),
+    # nothing new for hours: "newest dir is step_262000 … nothing since, ~30h"
+    _sig("hang", "nothing", r"\bnothing\s+(?:new\s+)?since\s*,?\s*~?\d+\s*h\b"),
+    # a run-state bot's answer pasted: "/runstate → FAILED (NCCL watchdog timeout) · since 22:14"
+    _sig(
+        "crash",
+        "failed crashed halted",
+        r"(?:(?<=→\s)|(?<=->\s)|(?<=state:\s)|(?<=state=))(?-i:FAILED|CRASHED|HALTED)\b",
+    ),
+    # a rack gone, or a job that will not come back: "whole rack 5 gone", "the job won't come
+    # back: RuntimeError … on restore of 223,000"
+    _sig(
+        "node-loss",
+        "rack",
+        r"\b(?:whole|entire)\s+rack\s+\w+\s+(?:is\s+)?(?:gone|down|dead|lost|offline)\b",
+    ),
+    _sig(
+        "restore-failed",
+        "come",
+        r"\b(?:job|run|training|main)\s+(?:won't|will\s+not|doesn't|does\s+not|can't|cannot)\s+"
+        r"come\s+back\b",
+    ),
+    # a rank far behind the others: "rank 311 is 2.3× the median step time"
+    _sig(
+        "hang",
+        "rank",
+        r"\brank\s+\d+\s+(?:is|at)\s+(?:[2-9](?:\.\d+)?|1\.[3-9]\d*)\s*[x×]\s+(?:the\s+)?"
+        r"(?:median|others|rest)\b",
+    ),
+    # a job the orchestrator gave up on: "knot-300b is Failed, out of restarts"
+    _sig("crash", "restarts", r"\bout\s+of\s+restarts\b|\bran\s+out\s+of\s+(?:retries|restarts)\b"),
     # a run held stopped: "the run has been stopped since 00:00 UTC today"
     _sig(
         "outage",

@@ -173,6 +173,8 @@ _EXPECTED = re.compile(
 #: it reports (not "why did the job crash?", which looks back).
 _WHY_NOW = re.compile(
     r"why\s+(?:is|are|has|have|isn't|aren't)\b"
+    # "is it just me or has the step counter been stuck since 03:40?": an alarm, asked
+    r"|is\s+it\s+just\s+me\s+or\b"
     # "is the job supposed to be sitting at step 36,412 for half an hour?": a doubt about now
     r"|(?:is|are)\s+(?:\S+\s+){1,3}?supposed\s+to\s+(?:still\s+)?(?:be|print|show|say|log|sit)\b"
     # "anyone know why main has been PENDING for 3 hours?"
@@ -348,7 +350,8 @@ _NOT_A_NAME = re.compile(
 #: A part of the run, named before a fault ("the input pipeline is throwing IO errors").
 _RUN_PART = re.compile(
     r"\b(?:job|run|training|trainer|train\s+loop|step|ranks?|workers?|hosts?|nodes?|pods?"
-    r"|slices?|checkpoint\w*|ckpt|saves?|saving|restor\w*|resum\w*|orbax|writer|input\s+pipeline|mirror|uploads?"
+    r"|slices?|checkpoint\w*|ckpt|saves?|saving|restor\w*|resum\w*|orbax|writer|input\s+pipeline|mirror"
+    r"|uploads?|uploaders?"
     r"|data\s*loaders?|loaders?|gcsfuse|mounts?|bucket|storage|lustre|nfs|gcs|s3|collectives?"
     rf"|nccl|all-?reduce|rendezvous|coordinator|rank\s*\d+|hero|{_RL_PARTS})\b",
     re.IGNORECASE,
@@ -946,6 +949,7 @@ _WORSE_WORD = re.compile(
     r"|(?:doubled|tripled|quadrupled|\d+(?:\.\d+)?\s*(?:x|×|times)\s+(?:slower|longer|higher|what))"
     r"|\s(?:×|x)\s?[2-9](?:\.\d)?(?=\s+(?:since|now|today|overnight)\b)"
     r"|(?:is|are)\s+(?:only\s+)?(?:about\s+|roughly\s+|~)?(?:a\s+(?:third|quarter|fraction)|half)\s+of"
+    r"|(?:is|are)\s+(?:only\s+)?(?:about\s+|roughly\s+|~)?(?:a\s+(?:third|quarter)|half)\s+what\s+it\s+was"
     r"|(?:down|dropped)\s+(?:by\s+)?~?(?:a\s+third|a\s+quarter|half|(?:1[5-9]|[2-9]\d)\s*%)"
     r"|(?:went|dropped|fell)\s+to\s+(?:0|zero)\b|(?:is|are|at)\s+(?:0|zero)\b(?!\.\d)"
     r"|(?:is\s+)?(?:like\s+|only\s+|~)?[1-6]?\d\s*%\s+of\s+(?:the\s+)?(?:\w+\s+)?(?:normal|usual|baseline"

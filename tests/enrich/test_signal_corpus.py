@@ -49,7 +49,8 @@ KIND_FLOOR = 0.67  # of the incidents found, the share whose kind matches the la
 #: - a nightly CI job's issue about the run's checkpoints (c8349); an eval weekly whose
 #:   "Problems" section holds the report (c8899);
 #: - a loss falling too fast after a resume (c2369);
-#: - reports in Spanish and Portuguese (c2478, c2522, c2536, c2446, c5784, c2549);
+#: - reports in Portuguese, and Spanish the Spanish rules do not read (c2478, c2522, c2536, c5784,
+#:   c2549);
 #: - posts only the scorer reads, near its bar, that its refits move: a Grafana link and "📉📉"
 #:   (c2881), a step time 17 % longer (c2147, under the rules' quarter), "tgs very low"
 #:   (c3023), c7053, "a bit uneven since the maintenance" (c2260), "wandb last point 03:12"
@@ -89,13 +90,17 @@ KIND_FLOOR = 0.67  # of the incidents found, the share whose kind matches the la
 #:   (c15644), a loss under its forecast from replayed data (c15671), a step time 7 % longer
 #:   (c15720), a mirror falling behind its local copy (c15728), "is the loss panel supposed to
 #:   be flat since 03:40?" (c15733), an afternoon hump of 12 % (c15741), a node that panics
-#:   told inside a parenthesis (c15747).
+#:   told inside a parenthesis (c15747);
+#: - a DCGM alert pasted in a code block under "alert on a run node:" (c16035); a step time 24 %
+#:   over its plan, asked (c16218); an export failing on the run's shard, titled by the export
+#:   (c16249); checkpoints byte-identical to older ones (c16348); a step time 18 % longer from
+#:   one hot node (c16467).
 KNOWN_UNMARKED = frozenset(
     {
         *("c2232", "c4073", "c5132", "c3929", "c4853", "c10155", "c8068", "c5994"),
         *("c2713", "c8517", "c8819"),
         *("c8349", "c8899", "c2369"),
-        *("c2478", "c2522", "c2536", "c2446", "c5784"),
+        *("c2478", "c2522", "c2536", "c5784"),
         *("c2881", "c2147", "c3023", "c7053", "c10944", "c2549", "c5805", "c10337", "c10641"),
         *("c4194", "c4266", "c4663", "c5124", "c5211", "c5276"),
         *("c6189", "c9403"),
@@ -105,6 +110,7 @@ KNOWN_UNMARKED = frozenset(
         *("c14178", "c13982", "c13988", "c13892"),
         *("c14589", "c14699", "c14716", "c14863", "c15267"),
         *("c15644", "c15671", "c15720", "c15728", "c15733", "c15741", "c15747"),
+        *("c16035", "c16218", "c16249", "c16348", "c16467"),
     }
 )
 

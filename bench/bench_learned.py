@@ -193,6 +193,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("tarnside-lm/dipper", 16120, 16239),
     ("corvidae-labs/cuckoo", 16240, 16359),
     ("quarrymoor-ai/bullfinch", 16360, 16479),
+    ("saltcote-ai/brambling", 16480, 16599),
+    ("hollowell-ml/serinx", 16600, 16719),
+    ("kestrelmoor/fenwren", 16720, 16839),
+    ("cirl-labs/yellowhammer", 16840, 16959),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -332,6 +336,10 @@ BATCH_COMMITS: dict[str, str] = {
     "tarnside-lm/dipper": "95b5449",
     "corvidae-labs/cuckoo": "6b97941",
     "quarrymoor-ai/bullfinch": "9e1f1d3",
+    "saltcote-ai/brambling": "7b0258b",
+    "hollowell-ml/serinx": "b8f0877",
+    "kestrelmoor/fenwren": "d393c52",
+    "cirl-labs/yellowhammer": "4e320fb",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

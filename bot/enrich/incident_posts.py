@@ -493,6 +493,26 @@ _CHOSEN = re.compile(
 )
 
 
+#: Hours lost: "5h39m down", "down for 3 hours".
+_HOURS_DOWN = re.compile(
+    r"\b\d+\s*h(?:ours?)?\s*(?:\d+\s*m(?:in)?\s*)?(?:down|lost)\b|\bdown\s+(?:for\s+)?\d+\s*h",
+    re.IGNORECASE,
+)
+
+
+def routine_preemption(prose: str) -> bool:
+    """A line that tells a preemption the run came back from by itself ("preempted in us-east
+    · recovering in eu-west · resumed at 182,000 after 9 min"): a spot run's routine, not an
+    incident, unless it says what was wrong and changed."""
+    head = prose[:DETECT_LIMIT]
+    if len(head.split()) > 40 or not CAME_BACK.search(head) or _REMEDY.search(head):
+        return False
+    if _HOURS_DOWN.search(head):
+        return False  # "… resumed from 236,900 at 08:51. 5h39m down": no routine
+    found = find_incident(head)
+    return found is not None and found[0] == "preemption"
+
+
 def came_back_after_fault(prose: str) -> bool:
     """The post says the run came back after a fault was dealt with (and not by choice)."""
     head = prose[:DETECT_LIMIT]
@@ -643,6 +663,8 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
         return bool(prose.strip())
     if _RETROSPECTIVE.search(context.title) and mentions_failure(context.title):
         return True  # the post-mortem of one incident, named in its title
+    if routine_preemption(prose):
+        return False
     if came_back_after_fault(prose) or counts_its_downtime(prose):
         return True
     if _ON_IT.search(prose[:300]) and (mentions_failure(text) or find_incident(prose) is not None):
@@ -675,6 +697,7 @@ def _asks_of_the_past(text: str, m: re.Match[str]) -> bool:
 _SET_APART = re.compile(
     r"^\W*(?:(?:but|and|oh|also)\W+)?(?:separately|separate\s+(?:thing|note|issue)|unrelated(?:ly)?|fyi"
     r"|(?:the|one)\s+(?:other|more)\s+thing|p\.\s?s\b|ps\b"
+    r"|not\s+(?:part\s+of|about)\s+(?:the|this)\s+(?:review|pr|pull\s+request|postmortem|change)"
     r"|meanwhile|(?:also,?\s+)?(?:right\s+now|as\s+of\s+(?:this\s+(?:morning|afternoon|evening)|now|today))"
     r"|something\s+(?:that\s+is\s+|that's\s+|which\s+is\s+)?(?:happening|going\s+on)\s+(?:right\s+)?now"
     r"|while\s+(?:writing|collecting|checking|looking\s+at|pulling)\b[^.\n]{0,60}?\bi\s+(?:noticed|saw|found))",
@@ -682,8 +705,13 @@ _SET_APART = re.compile(
 )
 
 
-#: What sets apart even a post's opening: "Unrelated to this PR but urgent: …".
-_UNRELATED = re.compile(r"^\W*unrelated\b", re.IGNORECASE)
+#: What sets apart even a post's opening: "Unrelated to this PR but urgent: …", "Not part of
+#: the review, but …".
+_UNRELATED = re.compile(
+    r"^\W*(?:unrelated\b|not\s+(?:part\s+of|about)\s+(?:the|this)\s+(?:review|pr|pull\s+request"
+    r"|postmortem|change)\b)",
+    re.IGNORECASE,
+)
 
 
 def buried_report(prose: str) -> str | None:

@@ -1202,7 +1202,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "timing erroring failing ing since",
         r"(?:is|are|keeps?|kept)\s+(?:timing\s+out|erroring(?:\s+out)?)"
         # "s3 mirror has been failing since midnight"
-        r"|(?:has|have)\s+been\s+(?:failing|erroring|timing\s+out|[45]\d\ding)\s+since\b",
+        r"|(?:has|have)\s+been\s+(?:failing|erroring|timing\s+out|[45]\d\ding)\s+since\b"
+        # "the loader is already failing on some ranks"
+        r"|(?:is|are)\s+(?:already\s+|now\s+)?failing\s+on\s+(?:some|several|many|all|every|\d+)\b",
     ),
     # what torch's launcher prints when a rank dies, cause unsaid: "ChildFailedError",
     # "exitcode : -9"
@@ -1557,7 +1559,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"\b(?:w&b|wandb)\s+(?:just\s+)?(?:stopped|stops|ends|ended)\s+at\s+~?\d{1,2}:\d\d\b"
         r"|\bnothing\s+(?:plotted|logged|new\s+(?:plotted|logged))\s+(?:after|since)\s+"
         r"(?:about\s+|around\s+|~\s*)?\d{1,2}:\d\d\b"
-        r"|\blast\s+(?:w&b|wandb|logged)\s+(?:point|step)\s+(?:is|was)\s+(?:from\s+)?~?\d{1,2}:\d\d\b",
+        r"|\blast\s+(?:w&b|wandb|logged)\s+(?:point|step)\s+(?:on\s+(?:w&b|wandb)\s+)?(?:is|was)\s+"
+        r"(?:from\s+)?(?:(?:step\s+)?\d[\d,.]*k?\s+at\s+)?~?\d{1,2}:\d\d\b",
     ),
     # a watcher that has seen nothing come: "evalwatch has seen NOTHING since the 421k save"
     _sig(
@@ -1629,6 +1632,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     # a job the orchestrator gave up on: "knot-300b is Failed, out of restarts"
     _sig("crash", "restarts", r"\bout\s+of\s+restarts\b|\bran\s+out\s+of\s+(?:retries|restarts)\b"),
+    # a restart that does not take: "restart after the node swap is failing: FileNotFoundError"
+    _sig(
+        "restore-failed",
+        "failing",
+        r"\b(?:restart|resume|relaunch|requeue)s?\s+(?:after\s+[^,.:;\n]{1,40}?\s+)?(?:is|are|keeps?)\s+"
+        r"failing\b",
+    ),
     # a run held stopped: "the run has been stopped since 00:00 UTC today"
     _sig(
         "outage",
@@ -1657,9 +1667,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # "se quedó en 117,548", "loss en NaN desde el step 102,317", "perdimos el rack R07"
     _sig(
         "crash",
-        "cayó cae murió crasheó petó mataron",
-        r"\b(?:el\s+|la\s+)?(?:run|job|entrenamiento|training|main)\s+(?:se\s+)?(?:nos\s+)?"
-        r"(?:cayó|murió|crasheó|petó|reventó)"
+        "cayó cae murió crasheó petó mataron muriendo",
+        r"\b(?:el\s+|la\s+)?(?:run|job|entrenamiento|training|main|loader)\s+(?:se\s+)?(?:nos\s+)?"
+        r"(?:cayó|murió|crasheó|petó|reventó|está\s+muriendo)"
         r"|\bse\s+(?:nos\s+)?(?:cayó|murió)\s+(?:el\s+)?(?:run|job|entrenamiento|training|main)\b"
         r"|\b(?:lo|la)\s+mataron\b|\bmataron\s+(?:el|al)\s+(?:job|run|entrenamiento)\b",
     ),

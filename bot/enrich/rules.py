@@ -47,6 +47,7 @@ from bot.enrich.incident_posts import (
     names_a_change,
     opens_with_proposal,
     reports_ongoing,
+    routine_preemption,
     settled,
     speaks_of_the_main_run,
     thread_incident,
@@ -222,7 +223,9 @@ def _judge(
     # "slice 2 went away at 119.3k, back at 04:05, resumed from 119k": the fault it came back
     # from is told, so it is about that incident, and no alert (it is over). A note that opens
     # with the run back up is the run log's ("Back up from 15,000 on r11n2. …").
-    told_over = recovered and live and not is_recovery_note(doc.prose)
+    told_over = (
+        recovered and live and not is_recovery_note(doc.prose) and not routine_preemption(doc.prose)
+    )
     if recovered:
         live, severity, incident_kind = False, None, None
     elif (

@@ -720,12 +720,16 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("🔴 main-r3: job restarted · exit 137 on w-03 · last step 137,912", True),
     ("knot-300b is Failed, out of restarts", True),
     ("throughput is about a third what it was at noon, and has been since 14:10", True),
+    ("tokens/s for the whole job is 3,310, down from ~3,940, since roughly 11:30", True),
+    ("restart after the node swap is failing: FileNotFoundError on step_536000 at load", True),
+    ("the last logged step on W&B is 548,120 at 04:31 and it's 10:10", True),
     # and in a bilingual team's Spanish
     ("el run se cayó otra vez a las 04:10, ya lo estoy mirando", True),
     ("desde las 03:10 no avanza el step, se quedó en 88,412", True),
     ("perdimos 4 nodos del rack R2 y el job murió con ellos", True),
     ("el save del 95,000 falló y el último bueno es el 94,000", True),
     ("ojo: loss en NaN desde el step 64,210", True),
+    ("el loader se está muriendo, workers con Killed en zr-gpu-061", True),
     ("si el run se cae el finde, ¿quién está de guardia?", False),
     ("el run se cayó hace dos semanas por la PDU, ya está documentado", False),
     ("¿se cayó el run? a mí W&B no me carga", False),
@@ -1004,4 +1008,26 @@ def test_a_standup_that_names_a_dry_run_among_its_tasks_is_no_exercise() -> None
     drill = "[DRY-RUN] node loss on r7, the alert should page on-call"
     assert not enrich_text(
         title=None, body=drill, kind="comment", source="github", context=context
+    ).live_report
+
+
+def test_a_spot_launchers_routine_move_is_no_incident() -> None:
+    routine = "⛴️ preempted in us-east · recovering in eu-west · resumed at 182,000 after 9 min"
+    told = enrich_text(title=None, body=routine, kind="message", source="discord")
+    assert not told.incident and not told.live_report
+    hours = "preempted at 03:09, nobody resumed anything. resumed from 236,900 at 08:51. 5h39m down"
+    assert enrich_text(title=None, body=hours, kind="message", source="discord").incident
+
+
+def test_a_review_that_opens_by_setting_a_live_fault_apart_reports_it() -> None:
+    review = ThreadContext(title="postmortems: PM-212 NCCL timeouts", kind="pull")
+    aside = (
+        "Not part of the review, but you'll enjoy this: main just went down at 10:23, Xid 79 on "
+        "yh-gpu-254, NCCL timeout on rank 2045, job exited."
+    )
+    told = enrich_text(title=None, body=aside, kind="review", source="github", context=review)
+    assert told.live_report
+    plain = "Timeline reads well. Xid 79 on yh-gpu-254 at 10:21 led to the NCCL timeout at 10:23."
+    assert not enrich_text(
+        title=None, body=plain, kind="review", source="github", context=review
     ).live_report

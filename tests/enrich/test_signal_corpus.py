@@ -94,7 +94,11 @@ KIND_FLOOR = 0.67  # of the incidents found, the share whose kind matches the la
 #: - a DCGM alert pasted in a code block under "alert on a run node:" (c16035); a step time 24 %
 #:   over its plan, asked (c16218); an export failing on the run's shard, titled by the export
 #:   (c16249); checkpoints byte-identical to older ones (c16348); a step time 18 % longer from
-#:   one hot node (c16467).
+#:   one hot node (c16467);
+#: - a loss too good after a resume, from replayed data (c16508); an egress bill twenty times a
+#:   normal day's (c16627); NCCL errors every four minutes since a resume, told over a log
+#:   (c16632); a straggler an agent calls informational (c16831); a long post of observations
+#:   whose question at its end tells the fault (c8750).
 KNOWN_UNMARKED = frozenset(
     {
         *("c2232", "c4073", "c5132", "c3929", "c4853", "c10155", "c8068", "c5994"),
@@ -111,6 +115,7 @@ KNOWN_UNMARKED = frozenset(
         *("c14589", "c14699", "c14716", "c14863", "c15267"),
         *("c15644", "c15671", "c15720", "c15728", "c15733", "c15741", "c15747"),
         *("c16035", "c16218", "c16249", "c16348", "c16467"),
+        *("c16508", "c16627", "c16632", "c16831", "c8750"),
     }
 )
 

@@ -968,6 +968,16 @@ def test_a_code_review_that_sets_a_live_fault_apart_reports_it() -> None:
     assert not enrich_text(
         title=None, body=plain, kind="review", source="github", context=pull
     ).incident
+    # set apart even as the review's opening; the review's own words about the fault are not
+    postmortem = ThreadContext(title="postmortems: PM-212 NCCL timeouts", kind="pull")
+    for body, live in (
+        ("Not part of the review, but you'll enjoy this: main just went down at 10:23.", True),
+        ("Timeline reads well. Xid 79 at 10:21 led to the NCCL timeout at 10:23.", False),
+    ):
+        said = enrich_text(
+            title=None, body=body, kind="review", source="github", context=postmortem
+        )
+        assert said.live_report is live
     # a note that opens with "fyi" is about its own subject: an ablation arm, here
     arm = ThreadContext(title="Ablation: warmup length", kind="issue")
     note = "fyi the 8k-warmup arm died overnight with CUDA OOM. main run not affected."
@@ -1017,17 +1027,3 @@ def test_a_spot_launchers_routine_move_is_no_incident() -> None:
     assert not told.incident and not told.live_report
     hours = "preempted at 03:09, nobody resumed anything. resumed from 236,900 at 08:51. 5h39m down"
     assert enrich_text(title=None, body=hours, kind="message", source="discord").incident
-
-
-def test_a_review_that_opens_by_setting_a_live_fault_apart_reports_it() -> None:
-    review = ThreadContext(title="postmortems: PM-212 NCCL timeouts", kind="pull")
-    aside = (
-        "Not part of the review, but you'll enjoy this: main just went down at 10:23, Xid 79 on "
-        "yh-gpu-254, NCCL timeout on rank 2045, job exited."
-    )
-    told = enrich_text(title=None, body=aside, kind="review", source="github", context=review)
-    assert told.live_report
-    plain = "Timeline reads well. Xid 79 on yh-gpu-254 at 10:21 led to the NCCL timeout at 10:23."
-    assert not enrich_text(
-        title=None, body=plain, kind="review", source="github", context=review
-    ).live_report

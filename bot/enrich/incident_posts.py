@@ -18,6 +18,7 @@ from bot.enrich.incidents import (
     DETECT_LIMIT,
     HISTORY,
     MONTHS,
+    NOT_A_DRILL,
     SENTENCE_SPLIT,
     find_incident,
     is_agent_post,
@@ -203,8 +204,7 @@ _EXERCISE = re.compile(
 
 #: A post that says its failure is real, in a week of drills.
 _NOT_EXERCISE = re.compile(
-    r"\bnot\s+a\s+(?:drill|test|exercise)\b|\breal\s+(?:page|alert|incident|outage)\b"
-    r"|\bthis\s+is\s+real\b",
+    rf"{NOT_A_DRILL}|\breal\s+(?:page|alert|incident|outage)\b|\bthis\s+is\s+real\b",
     re.IGNORECASE,
 )
 
@@ -692,12 +692,16 @@ def _asks_of_the_past(text: str, m: re.Match[str]) -> bool:
 # the trainer has been sitting in the weight push since 06:40", an experiment report's
 # "Unrelated, but it touches the main run" section, an agreement write-up's "The other thing".
 
+#: "Not part of the review, but …": what the post is there for, set aside.
+_NOT_PART_OF = (
+    r"not\s+(?:part\s+of|about)\s+(?:the|this)\s+(?:review|pr|pull\s+request|postmortem|change)"
+)
 #: The words that set a paragraph apart from the post around it (as its opening or as the
 #: heading before it).
 _SET_APART = re.compile(
     r"^\W*(?:(?:but|and|oh|also)\W+)?(?:separately|separate\s+(?:thing|note|issue)|unrelated(?:ly)?|fyi"
     r"|(?:the|one)\s+(?:other|more)\s+thing|p\.\s?s\b|ps\b"
-    r"|not\s+(?:part\s+of|about)\s+(?:the|this)\s+(?:review|pr|pull\s+request|postmortem|change)"
+    rf"|{_NOT_PART_OF}"
     r"|meanwhile|(?:also,?\s+)?(?:right\s+now|as\s+of\s+(?:this\s+(?:morning|afternoon|evening)|now|today))"
     r"|something\s+(?:that\s+is\s+|that's\s+|which\s+is\s+)?(?:happening|going\s+on)\s+(?:right\s+)?now"
     r"|while\s+(?:writing|collecting|checking|looking\s+at|pulling)\b[^.\n]{0,60}?\bi\s+(?:noticed|saw|found))",
@@ -707,11 +711,7 @@ _SET_APART = re.compile(
 
 #: What sets apart even a post's opening: "Unrelated to this PR but urgent: …", "Not part of
 #: the review, but …".
-_UNRELATED = re.compile(
-    r"^\W*(?:unrelated\b|not\s+(?:part\s+of|about)\s+(?:the|this)\s+(?:review|pr|pull\s+request"
-    r"|postmortem|change)\b)",
-    re.IGNORECASE,
-)
+_UNRELATED = re.compile(rf"^\W*(?:unrelated\b|{_NOT_PART_OF}\b)", re.IGNORECASE)
 
 
 def buried_report(prose: str) -> str | None:

@@ -379,7 +379,8 @@ _ALIASES: Final = (
 
 
 #: An emphasis that says nothing of its own: "NOT A DRILL: r4-n12 Xid 79" tells the Xid.
-_EMPHATIC = re.compile(r"\b(?:this\s+is\s+)?not\s+a\s+(?:drill|test)\b[.:!,]*", re.IGNORECASE)
+NOT_A_DRILL: Final = r"\bnot\s+a\s+(?:drill|test|exercise)\b"
+_EMPHATIC = re.compile(rf"(?:\bthis\s+is\s+)?{NOT_A_DRILL}[.:!,]*", re.IGNORECASE)
 #: Chat's shorthand for a timeout: "nccl to on r7".
 _NCCL_TO = re.compile(
     r"\b(nccl|rccl|collective)\s+to\b(?=\s+(?:on|in|at|again)\b|\s*[,.!?]?\s*$)", re.I

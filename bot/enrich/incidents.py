@@ -672,7 +672,7 @@ _STANDUP_LABEL = re.compile(
 )
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=512)
 def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str] | None:
     """``(kind, severity)`` of the incident reported by already-cleaned text, or None (a pure
     function of its text, so a thread's title read for each of its replies is judged once).

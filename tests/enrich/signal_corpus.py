@@ -69,6 +69,10 @@ HELDOUT8 = CORPUS.with_name("heldout8_corpus.jsonl")
 #: cluster, a 200B code model whose news arrives relayed from Slack, email and pagers), written
 #: blind while the rules it measures were changed and read once at the end.
 HELDOUT9 = CORPUS.with_name("heldout9_corpus.jsonl")
+#: The tenth: three projects (an open lab's MoE on TPU slices whose experiments are issues, a
+#: 175B run through a stretch of instability, the final weeks of a 535B MoE with its export),
+#: written blind while the rules it measures were changed and read once at the end.
+HELDOUT10 = CORPUS.with_name("heldout10_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.enrich.hindsight import asks_about_now, reported_in_hindsight
+from bot.enrich.hindsight import asks_about_now, names_a_day_gone, reported_in_hindsight
 from bot.enrich.learned import LiveModel
 from bot.models import Event, RunInfo
 from bot.process.pipeline import enrich_pending
@@ -174,6 +174,20 @@ def test_a_question_about_the_run_now_hints_at_a_report(title: str, asks: bool) 
     assert asks_about_now(title) is asks
 
 
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        ("There's a flat stretch in the loss plot on Sep 12 around step 245k", True),
+        ("the loss curve has a gap around 1 Jan 03:00–05:00 UTC. Was that planned?", True),
+        ("stuck since Sep 19 22:40, nothing logged", False),  # the evening before: now
+        ("the run is stuck since 20 sept", False),
+        ("no day named at all, just the step 245k", False),
+    ],
+)
+def test_a_post_that_names_a_day_gone_by_asks_about_the_past(text: str, gone: bool) -> None:
+    assert names_a_day_gone(text, datetime(2048, 9, 20, 9, 30, tzinfo=UTC)) is gone
+
+
 def chat(i: int, at: datetime, text: str, author: str = "ana") -> Event:
     return Event(
         "hero", "discord", f"msg:{i}", "message", at, author=author, ref="#hero-run",
@@ -205,6 +219,13 @@ def rules_alone(monkeypatch: pytest.MonkeyPatch) -> None:
         (NOTICED, timedelta(minutes=45), False),  # another conversation by then
         ("what was the flat stretch in the loss curve around 20 Feb?", timedelta(minutes=5), False),
         ("anyone grabbing lunch?", timedelta(minutes=2), False),  # nothing of a run in it
+        # the run said to be well: no first word of what comes next
+        (
+            "i have the pager till 09:00, handoff says nothing pending, run at 208.6k",
+            timedelta(minutes=9),
+            False,
+        ),
+        ("main or px3? main looks fine from here", timedelta(minutes=3), False),
     ],
 )
 async def test_a_chat_message_is_the_first_word_of_the_incident_its_channel_tells(

@@ -24,7 +24,7 @@ proposal or a spec whose thread later hosts an incident stays what it is.
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import date, datetime, timedelta
 from typing import Final
 
 from bot.enrich.context import ThreadContext
@@ -58,6 +58,46 @@ _OF_THE_PAST = re.compile(
     r"|\b(?:around|on|since)\s+\d{1,2}[-/]\d{1,2}\b",
     re.IGNORECASE,
 )
+
+
+#: A day named by its month: "the gap around Sep 12", "on 3 October".
+_DAY_NAMED = re.compile(
+    rf"\b(?P<m1>{MONTHS})\.?\s+(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\b"
+    rf"|\b(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s*(?P<m2>{MONTHS})\b",
+    re.IGNORECASE,
+)
+_MONTH_NUMBER: Final = {
+    name: n
+    for n, name in enumerate(
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1
+    )
+}
+#: How long before its post a named day must be to be one gone by (a report opened after
+#: midnight tells of the evening before).
+DAYS_GONE: Final = 2
+#: A post that says the run is well: "handoff says nothing pending", "main looks fine from here".
+_WELL = re.compile(
+    r"\bnothing\s+(?:pending|to\s+report|going\s+on)\b"
+    r"|\b(?:main|the\s+run|training|everything|it)\s+(?:looks?|seems?)\s+(?:fine|ok|okay|good|healthy"
+    r"|normal)\b|\ball\s+(?:quiet|green)\b",
+    re.IGNORECASE,
+)
+
+
+def names_a_day_gone(text: str, at: datetime) -> bool:
+    """The text names a day at least `DAYS_GONE` before `at` ("what's the gap around Sep 12?"
+    asked on the 20th): it asks about the past, whatever its tense."""
+    for m in _DAY_NAMED.finditer(text):
+        month = _MONTH_NUMBER[(m.group("m1") or m.group("m2"))[:3].lower()]
+        day = int(m.group("d1") or m.group("d2"))
+        year = at.year if (month, day) <= (at.month, at.day) else at.year - 1
+        try:
+            named = date(year, month, day)
+        except ValueError:
+            continue  # "Feb 30": not a day
+        if (at.date() - named).days >= DAYS_GONE:
+            return True
+    return False
 
 
 #: A link to the run's instruments: a dashboard, a W&B run or panel, the scheduler's queue.
@@ -102,6 +142,8 @@ def hints_at_incident(post: Event) -> bool:
     head = doc.prose[:300]
     if not_the_runs(doc, title, ThreadContext.of(post)) or HISTORY.search(head):
         return False
+    if _WELL.search(head) or names_a_day_gone(f"{title or ''}\n{head}", post.at):
+        return False  # the run is well, or the post asks about a day gone by
     if post.kind == "message" and (_OF_THE_PAST.search(head) or names_another_workload(head)):
         return False  # in chat, a dated question looks back; an issue dates what it reports
     if title and asks_about_now(title):

@@ -340,7 +340,11 @@ _DONE = re.compile(
 #: What puts a failure after a recovery in time: "; by 199,040 the loss is nan", "then".
 _LATER = re.compile(
     r"^[^.!?\n]{0,40}?(?:[;,]\s*|\.\s+)(?:by\s+(?:step\s+)?[\d,.]+k?|then|but|and\s+then"
-    r"|within|after\s+(?:\d+|a\s+few|an?)\s+\w+|\d+\s+\w+\s+later)\b",
+    r"|within|after\s+(?:\d+|a\s+few|an?)\s+\w+|\d+\s+\w+\s+later)\b"
+    # the same sentence going on: "relaunched for mix v3.2 (#1450) and rank 0 OOMs on step 1"
+    r"|^(?:[^.!?\n]|\.(?=\S)){0,80}?\s+and\s+(?:(?:it|the\s+job|the\s+run|rank\s*\d+)\s+)?"
+    r"(?:immediately\s+|instantly\s+|promptly\s+)?(?:ooms?|oom'?(?:ed|d)|crash(?:es|ed)|died|dies"
+    r"|fails?|failed|hangs?|hung|segfaults?|segfaulted)\b(?!\s+again)",
     re.IGNORECASE,
 )
 
@@ -439,7 +443,9 @@ _IN_PASSING = re.compile(
     r"|crashes))\b",
     re.IGNORECASE,
 )
-_TEMPLATE = re.compile(r"\b(?:templates?|issue_template)\b", re.IGNORECASE)
+_TEMPLATE = re.compile(
+    r"\b(?:templates?|issue_template|(?:incident|issue|report(?:ing)?)\s+forms?)\b", re.IGNORECASE
+)
 #: A thread about a test, not the run: "CI: test_packer is flaky", "[ci] …", "Flaky test: …",
 #: "INC-TEST-3 · Test incident (alert routing)".
 _TEST_TITLE = re.compile(

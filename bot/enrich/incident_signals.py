@@ -1630,6 +1630,35 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"\brank\s+\d+\s+(?:is|at)\s+(?:[2-9](?:\.\d+)?|1\.[3-9]\d*)\s*[x×]\s+(?:the\s+)?"
         r"(?:median|others|rest)\b",
     ),
+    # a rank slow once more, told as the straggler it is: "rank 611 slow again", "rank 88 is
+    # lagging again since 06:20"
+    _sig(
+        "hang",
+        "slow lagging straggling",
+        r"\brank\s*\d+\s+(?:is\s+|'s\s+)?(?:slow|lagging|straggling)\s+again\b",
+    ),
+    # the run called "main" in chat: "main died at 11:02", "main crashed", "main is down"
+    _sig(
+        "crash",
+        "main",
+        r"\bmain(?:\s+run)?\s+(?:just\s+|has\s+)?(?:died|crashed|(?:is|went)\s+down\b(?!\s+(?:by\s+)?~?\d))",
+    ),
+    # a named host that stopped answering: "hx-r11-03 unresponsive, BMC reports CPU IERR"
+    _sig(
+        "node-loss",
+        "unresponsive responding",
+        # (not an NFS client's "server fs-02 not responding": the storage's hang)
+        rf"(?<!server\s)(?<![\w-]){_HOST}\s+(?:is\s+|went\s+|became\s+|has\s+become\s+)?"
+        r"(?:unresponsive|not\s+responding)\b",
+    ),
+    # an alert's condition met, with its value: "`perf/tokens_per_sec` = 1.31M < 1.5M for 15 min"
+    _sig(
+        "outage",
+        "< >",
+        r"(?:tok(?:en)?s?[_/]?(?:per[_/]?)?s(?:ec)?|throughput|mfu|samples[_/]?per[_/]?s(?:ec)?"
+        r"|step[_ ]?time|steps?[_/]?per[_/]?s(?:ec)?)\S*\s*=\s*~?[\d.,]+\s*[kmb]?\s*[<>]=?\s*"
+        r"[\d.,]+\s*[kmb]?\s+for\s+(?:the\s+last\s+)?\d+\s*(?:min(?:utes?)?|m|h|hours?|s)\b",
+    ),
     # a job the orchestrator gave up on: "knot-300b is Failed, out of restarts"
     _sig("crash", "restarts", r"\bout\s+of\s+restarts\b|\bran\s+out\s+of\s+(?:retries|restarts)\b"),
     # a restart that does not take: "restart after the node swap is failing: FileNotFoundError"

@@ -615,6 +615,8 @@ _PAGE = re.compile(
 _PAGE_NOISE = re.compile(
     r"\bseverity\s*[:=]\s*(?:info|warning|warn|low|minor|p[3-5])\b|\((?:info|warning|warn|low|minor)\)"
     r"|\b(?:test\s*alert|test\s+(?:page|notification)|please\s+(?:ignore|acknowledge)|TEST)\b"
+    # an alert rule named as a test: "RedwingWatchdogTestPage", "NcclDrillAlert"
+    r"|(?-i:[A-Za-z]*(?:Test|Drill)(?:Page|Alert|Notification)\w*)"
     r"|\bservice\s*[:=]\s*(?:eval|monitoring|ci)|\b(?:staging|canary)\b|\burgency\s*[:=]\s*low\b"
     r"|\]\W*(?:p|sev-?)[3-5]\b|\b(?:node[_\s-]?)?exporter\s+down\b",
     re.IGNORECASE,
@@ -779,7 +781,7 @@ _STATES: Final = (
     ),
     (
         "hang",
-        r"quiet|silent|stuck|sitting|idle|frozen|flat|wedged|hung|hanging|stalled|pending"
+        r"(?<!first\s)quiet|silent|stuck|sitting|idle|frozen|flat|wedged|hung|hanging|stalled|pending"
         r"|not\s+(?:moving|stepping|training|logging|saving|progressing|running|doing\s+anything)"
         r"|nothing\s+(?:logged|new)",
     ),
@@ -904,7 +906,7 @@ _TIME_METRIC = (
 _RATE_METRIC = (
     r"(?:all-?reduce|all-?gather|all-to-all|collective|ici|dcn|network|nccl)\s+(?:bw|bandwidth|busbw)"
     r"|throughput|mfu|tflops(?:/gpu|\s+per\s+gpu)?|tok(?:ens)?/s(?:ec)?|tokens?\s+per\s+sec(?:ond)?"
-    r"|samples/s|bandwidth|bw|tgs"
+    r"|samples/s|bandwidth|bw|busbw|algbw|tgs"
     r"|(?:gpu|tpu|sm)\s+util\w*|goodput|steps?/s"
 )
 _NUM = r"(\d+(?:[.,]\d+)?)"
@@ -920,10 +922,10 @@ _FROM_TO = re.compile(
 _NOW_VS_THEN = re.compile(
     # the metric said before the number too: "step time 3.1 s since this morning vs 2.6 s"
     rf"(?:(?P<metric0>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|at\s+)?)?"
-    rf"~?{_NUM}\s*(?:(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})|(?:s|sec|ms)\b)?"
+    rf"~?{_NUM}\s*(?:(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})|(?:s|sec|ms|[kmgt]i?b/s|[kmgt]bps)\b)?"
     r"(?:\s+since\s+(?:[\d:]+|this\s+morning|yesterday|last\s+night|lunch))?"
     r",?\s+(?:vs\.?|versus|compared\s+to|against)"
-    rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usually|normally|last\s+week"
+    rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usual(?:ly)?|normally|last\s+week"
     r"|the\s+(?:day|week|month)\s+before)\b"
     # "iteration time 9.8 s (baseline 6.1 s)"
     # "W&B step time says 31s since about 14:00, it was 17s all week"
@@ -963,6 +965,13 @@ _WORSE_WORD = re.compile(
     r"|(?:drifting|sliding|creeping|slipping)\s+down\s+since)",
     re.IGNORECASE,
 )
+#: A step time said to climb, which a rate's words cannot say: "step time creeping up every
+#: day since the 8k switch?".
+_TIME_CREEP = re.compile(
+    rf"\b(?P<metric>{_TIME_METRIC})\b[^.!?\n]{{0,20}}?\b(?:creeping|drifting|inching|ticking"
+    r"|climbing|crawling)\s+up\b",
+    re.IGNORECASE,
+)
 _STAYS = re.compile(
     r"\b(?:since|overnight|(?:has|have)\s+(?:stayed|been)|stays?|still|now|right\s+now|ago|just"
     r"|yesterday|(?:is|are)\s+(?:crawling|slow)|(?:over|in)\s+the\s+(?:last|past)|normally"
@@ -989,14 +998,31 @@ _IO = re.compile(
 )
 
 
-def _worse(metric: str, before: float, now: float) -> bool:
-    """Worse by more than a day's noise: a step a quarter longer, a rate 15 % lower."""
+#: How much worse a speed must be to be a report by its numbers alone (a step a quarter
+#: longer, a rate 15 % lower), and when the writer says it worries them ("something in the
+#: fabric?", "anyone else seeing slower jobs?"): then a few per cent beyond a day's noise.
+PLAIN_MARGIN: Final = 0.25
+WORRIED_MARGIN: Final = 0.04
+#: The writer's worry about a speed: a cause asked for, others asked whether they see it.
+_WORRIED = re.compile(
+    r"\bsomething(?:'s|\s+is|\s+seems)?\s+(?:off|wrong|weird|fishy)\b"
+    r"|\banyone\s+(?:else\s+)?(?:\w+\s+){0,3}?(?:see|seeing|notice|noticed|touch|touched"
+    r"|change|changed)\b"
+    r"|\bis\s+(?:it\s+)?just\s+me\b|\bwhat\s+changed\b"
+    r"|\b(?:did|has)\s+(?:someone|anyone|somebody)\s+(?:change|changed|touch|touched|push|pushed)\b"
+    r"|\bsomething\s+(?:in|with)\s+the\s+(?:fabric|network|storage|switch|filesystem)\b",
+    re.IGNORECASE,
+)
+
+
+def _worse(metric: str, before: float, now: float, margin: float = PLAIN_MARGIN) -> bool:
+    """Worse by more than ``margin``: a step that much longer, a rate 0.6 of it lower."""
     if re.search(_TIME_METRIC, metric, re.IGNORECASE):
-        return now >= 1.25 * before
-    return now <= 0.85 * before
+        return now >= (1 + margin) * before
+    return now <= (1 - 0.6 * margin) * before
 
 
-def _slower(m: re.Match[str]) -> bool:
+def _slower(m: re.Match[str], margin: float = PLAIN_MARGIN) -> bool:
     values = [g for g in m.groups() if g is not None and g[0].isdigit()]
     if len(values) != 2:
         return True  # a word said it: "dropped", "halved", "3x slower"
@@ -1013,7 +1039,7 @@ def _slower(m: re.Match[str]) -> bool:
         or named.get("metric4")
     )
     metric = metric or said
-    return before > 0 and _worse(metric, before, now)
+    return before > 0 and _worse(metric, before, now, margin)
 
 
 #: "2m50s", "20 ms", "9 min", "2 h 05": durations read as seconds, so "from 20 ms to 1.9 s"
@@ -1068,7 +1094,8 @@ def slowdown(text: str) -> str | None:
     if _SPEED_SAID.search(text) is None:
         return None
     text = _DURATION.sub(_in_seconds, _THOUSANDS.sub(_in_units, text))
-    for pattern in (_FROM_TO, _WORSE_WORD, _NOW_VS_THEN):
+    worried = _WORRIED.search(text[:DETECT_LIMIT]) is not None
+    for pattern in (_FROM_TO, _WORSE_WORD, _TIME_CREEP, _NOW_VS_THEN):
         for m in pattern.finditer(text[:DETECT_LIMIT]):
             left, right = sentence_bounds(text, m.start(), m.end())
             sentence = text[left:right]
@@ -1088,7 +1115,8 @@ def slowdown(text: str) -> str | None:
             # ~9 min per update instead of ~40 s"
             against = pattern is _NOW_VS_THEN or "instead" in m.group(0).lower()
             now = alone or against or _STAYS.search(sentence)
-            if not _slower(m) or not now or _IMPROVED.search(sentence):
+            slower = _slower(m) or (worried and _slower(m, WORRIED_MARGIN))
+            if not slower or not now or _IMPROVED.search(sentence):
                 continue
             if against and pattern is _NOW_VS_THEN:
                 # "vs 7.1 s last week" is the baseline it is compared to, not when it happened

@@ -733,6 +733,18 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("si el run se cae el finde, ¿quién está de guardia?", False),
     ("el run se cayó hace dos semanas por la PDU, ya está documentado", False),
     ("¿se cayó el run? a mí W&B no me carga", False),
+    # round seventeen: slow faults told with a worry, "main", a host that stopped answering
+    ("MFU 43.1 % (was 44.8 before). is anyone else on heron seeing slower jobs?", True),
+    ("MFU 43.1 % (was 44.8 before), within noise after the driver bump", False),
+    ("is it just me or is step time creeping up every day since the 8k switch?", True),
+    ("rank 611 slow again. hrn-0077 gpu3, 4.6 s steps since 06:20", True),
+    ("main died at 11:02, host-side oom on hrn-0089", True),
+    ("main exited cleanly at the end of the decay", False),
+    ("Ticket NG-451877: hx-r11-03 unresponsive, BMC reports CPU IERR. Power cycling.", True),
+    ("throughput_low: `perf/tokens_per_sec` = 1.31M < 1.5M for 15 min (step 445,902)", True),
+    ("relaunched for mix v3.2 + micro_bs 2 (#1450) and rank 0 OOMs on step 1", True),
+    ("relaunched for mix v3.2 from 208k and it's stepping fine", False),
+    ("thanks all for July. first quiet 24h since the start of the month 🎉", False),
 ]
 
 
@@ -760,6 +772,9 @@ def test_a_template_and_a_weekly_run_summary_report_nothing() -> None:
         ("[Datadog] Monitor triggered: trainer step rate = 0", "Value: 0.0 steps/s", True),
         ("[Datadog] Monitor triggered: step rate = 0 (staging)", "Scope: cluster:staging", False),
         ("CI: test_packer is flaky", "test_packer failed on main and passed on retry.", False),
+        # an alert rule named as a test pages nobody
+        ("[FIRING:1] RedwingWatchdogTestPage (severity=page)", "weekly test, please ack", False),
+        ("[FIRING:1] RedwingStepStalled (severity=page)", "no step for 20 min", True),
     ],
 )
 def test_a_monitors_issue_and_a_flaky_tests(title: str, body: str, live: bool) -> None:

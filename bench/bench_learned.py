@@ -197,6 +197,11 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("hollowell-ml/serinx", 16600, 16719),
     ("kestrelmoor/fenwren", 16720, 16839),
     ("cirl-labs/yellowhammer", 16840, 16959),
+    ("mossgate-ml/goosander", 17080, 17199),
+    ("quillmere/redwing", 17320, 17439),
+    ("harrowby-ai/chiffchaff", 17440, 17559),
+    ("salterns-lab/ortolan", 17560, 17679),
+    ("brackwater-ai/blackcap", 17800, 17919),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -340,6 +345,11 @@ BATCH_COMMITS: dict[str, str] = {
     "hollowell-ml/serinx": "b8f0877",
     "kestrelmoor/fenwren": "d393c52",
     "cirl-labs/yellowhammer": "4e320fb",
+    "mossgate-ml/goosander": "7b2d3fd",
+    "quillmere/redwing": "0776cd8",
+    "harrowby-ai/chiffchaff": "a242c02",
+    "salterns-lab/ortolan": "d33e7e6",
+    "brackwater-ai/blackcap": "a1b8d3d",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -246,6 +246,26 @@ async def test_a_chat_message_is_the_first_word_of_the_incident_its_channel_tell
 
 @pytest.mark.usefixtures("rules_alone")
 @pytest.mark.parametrize(
+    ("later", "author", "marked"),
+    [
+        (timedelta(minutes=1), "ana", True),  # its writer's next bubble tells what
+        (timedelta(minutes=1), "bo", False),  # someone else's report: not its words
+        (timedelta(minutes=6), "ana", False),  # a bubble is sent within a minute or two
+    ],
+)
+async def test_a_bare_alarm_is_the_first_word_of_its_writers_next_bubble(
+    hero: Store, now: datetime, later: timedelta, author: str, marked: bool
+) -> None:
+    await hero.events.upsert_many([chat(1, now, "uh oh"), chat(2, now + later, CONFIRMED, author)])
+    await enrich_pending(hero)
+    told = await hero.events.get_by_external("hero", "discord", "msg:2")
+    assert told is not None and told.incident
+    alarm = await hero.events.get_by_external("hero", "discord", "msg:1")
+    assert alarm is not None and alarm.incident is marked and not alarm.live_report
+
+
+@pytest.mark.usefixtures("rules_alone")
+@pytest.mark.parametrize(
     ("first", "later", "shown"),
     [
         # told after a pause (within a burst the two are one conversation with its report)

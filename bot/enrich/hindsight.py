@@ -119,10 +119,23 @@ def points_at_a_panel(message: Event) -> bool:
     return 0 < len(said) <= POINTER_WORDS  # a bare link says nothing: it stays hidden
 
 
+#: An alarm said before its words, its next bubble telling what: "uh oh", "oh no", "welp".
+_ALARM_SAID = re.compile(
+    r"^\W*(?:uh+[\s-]*oh+|oh+\s+no+|welp|oh\s+(?:shit|crap|god)|wtf|f+u+c+k+)\W*$", re.IGNORECASE
+)
+#: How soon the same writer's next bubble must tell the incident for its alarm to be its first.
+BUBBLE: Final = timedelta(minutes=3)
+
+
+def alarm_said(message: Event) -> bool:
+    """A chat message that is only an alarm, before the words: "uh oh"."""
+    return message.kind == "message" and bool(_ALARM_SAID.match(message.body or ""))
+
+
 def may_be_first_word(message: Event, shown: bool) -> bool:
-    """A chat message the chat pass may mark: one the timeline shows, or a pointer at the
-    run's panels it hides as too short to show by itself."""
-    return shown or points_at_a_panel(message)
+    """A chat message the chat pass may mark: one the timeline shows, a pointer at the run's
+    panels or a bare alarm ("uh oh") it hides as too short to show by itself."""
+    return shown or points_at_a_panel(message) or alarm_said(message)
 
 
 def asks_about_now(title: str) -> bool:
@@ -202,4 +215,6 @@ def dismissed_in_chat(message: Event, reply: Event) -> bool:
 def said_first(message: Event, later: Event) -> bool:
     """Whether chat `message`, not itself about an incident, is the first word of the incident
     `later` (about one) tells in the same channel soon after."""
+    if alarm_said(message):  # "uh oh", then its writer's next bubble: "loss nan at 233,412"
+        return _later_in_channel(message, later, BUBBLE) and later.author == message.author
     return _later_in_channel(message, later, CHAT_HINDSIGHT) and hints_at_incident(message)

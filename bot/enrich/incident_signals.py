@@ -1206,6 +1206,22 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         # "the loader is already failing on some ranks"
         r"|(?:is|are)\s+(?:already\s+|now\s+)?failing\s+on\s+(?:some|several|many|all|every|\d+)\b",
     ),
+    # something amiss with a part of the run, said as such: "something's off with lustre
+    # metadata: `ls` takes 38 s"; the kind is the part's
+    _sig(
+        FAULT,
+        "something",
+        r"^\W*something(?:'s|\s+is|\s+seems)\s+(?:off|wrong|broken|weird|up)\s+with\s+(?:the\s+)?"
+        r"[\w/-]+(?:\s+[\w/-]+)?",
+    ),
+    # a slope in what the run does, told as one: "are saves getting slower each time?"
+    _sig(
+        "checkpoint-failed",
+        "getting",
+        r"\b(?:saves?|checkpoints?|ckpts?)\s+(?:are\s+|is\s+|keep\s+)?getting\s+(?:slower|longer)\b",
+    ),
+    # a store on one leg: "storage array HB-STOR-2 … running in degraded mode"
+    _sig("storage", "degraded", r"\bin\s+(?:a\s+)?degraded\s+(?:mode|state)\b"),
     # what torch's launcher prints when a rank dies, cause unsaid: "ChildFailedError",
     # "exitcode : -9"
     _sig(

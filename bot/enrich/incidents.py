@@ -447,7 +447,11 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
         return False  # an aside: "(relaunched after the second NVLink fault)"; not a
         # parenthesis that runs on past its sentence ("(On another topic: our job was …")
     asked = _FILLER.sub("", sentence, count=1)
-    if asked.endswith("?") and _QUESTION_START.match(asked) and not _WHY_NOW.match(asked):
+    if (
+        asked.endswith("?")
+        and _QUESTION_START.match(asked)
+        and not (_WHY_NOW.match(asked) or _OR_IMAGINED.search(asked))
+    ):
         return False
     if asked.endswith("?") and _ANSWERED_NO.match(text[right:].lstrip(" \t\n.…")):
         return False  # "billing account suspended? no, that was the sandbox project"
@@ -472,6 +476,13 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
     return not (signal.needs_subject and not _SYSTEM_SUBJECT.search(sentence))
 
 
+#: A question that doubts the asker, not the fault: "are saves getting slower each time or am I
+#: imagining it?" is an alarm asked.
+_OR_IMAGINED = re.compile(
+    r"\bor\s+(?:am\s+i\s+(?:imagining|seeing|making|misreading)|is\s+it\s+(?:just\s+me|my\s+eyes))"
+    r"\b[^?]*\?$",
+    re.IGNORECASE,
+)
 #: A contrast before a match: what came before it ("on schedule", "last week") is not what
 #: the match tells.
 _BUT = re.compile(r"^.*,\s+but\s+", re.DOTALL)

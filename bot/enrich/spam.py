@@ -58,7 +58,8 @@ _PROMO = re.compile(
       | reply\s+['"]\w+['"]
       | \d+\s*%\s+apy|staking|dm\s+now|\d[\d,]*\s+(?:free\s+)?(?:h100|h200|a100|b200|gpu)\s+hours
       | claim\s+(?:in\s+the\s+next|within)\s+\d+\s*h(?:ours?)?|before\s+the\s+snapshot
-      | join\s+now|rent(?:ing)?\s+(?:out\s+)?your\s+(?:idle\s+)?gpus?
+      | join\s+now|rent(?:ing)?\s+(?:out\s+)?your\s+(?:idle\s+)?(?:gpus?|[ahb]\d{2,3}s?|tpus?)
+      | mining\s+pool|\d+(?:\.\d+)?\s*(?:eth|btc|usdt)\s*/\s*(?:day|week|month)
       | gana(?:r)?\s+\$?\d[\d,.]*|sin\s+experiencia|cupos?\s+limitados?|grupo\s+vip
       | únete\s+(?:al|a)\s+(?:grupo|canal)|trading\s+de\s+ia
     )\b""",

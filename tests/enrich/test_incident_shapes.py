@@ -745,6 +745,12 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("relaunched for mix v3.2 + micro_bs 2 (#1450) and rank 0 OOMs on step 1", True),
     ("relaunched for mix v3.2 from 208k and it's stepping fine", False),
     ("thanks all for July. first quiet 24h since the start of the month 🎉", False),
+    ("something's off with lustre metadata: `ls` takes 38 s, the 1.96M save is at 11 min", True),
+    ("something is off with the eval numbers, mmlu 12 points down", False),
+    ("are saves getting slower each time or am I imagining it? 6m10s, 9m40s, 14m05s", True),
+    ("are saves getting slower now that they carry the optimizer state?", False),
+    ("storage array HB-STOR-2 is running in degraded mode until the board arrives", True),
+    ("if the array goes into degraded mode we lose half the bandwidth", False),
 ]
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from bot.enrich.incidents import sharper_kind, slowdown
-from bot.enrich.rules import enrich_text
-from tests.enrich.signal_corpus import enrich, load
+from bot.enrich.rules import enrich_event, enrich_text
+from tests.enrich.signal_corpus import enrich, load, to_event
 
 
 @pytest.fixture(scope="module")
@@ -323,4 +323,7 @@ def test_closing_and_root_cause_posts_are_about_the_incident(
 def test_two_numbers_set_against_each_other_are_a_comparison(
     corpus: dict[str, dict[str, Any]],
 ) -> None:
-    assert enrich(corpus["c639"]).tag == "ablation"  # "HumanEval 31.1 vs 27.4, MBPP 40.2 vs 37.9"
+    # the rules' reading ("HumanEval 31.1 vs 27.4, MBPP 40.2 vs 37.9"); the tag gate may then
+    # hide it, as it hides any tag its classifier doubts (tests/enrich/test_tag_gate.py)
+    entry = to_event(corpus["c639"])
+    assert enrich_event(entry, tag_model=False).tag == "ablation"

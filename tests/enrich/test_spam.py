@@ -39,6 +39,7 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "🚀 FREE compute 🚀 5,000 free H200 hours, claim now at https://free-h200.example/x",
         "🪙 free $ORCA tokens!! claim in the next 48h before the snapshot → orca-drop.example/c",
         "🔥 earn $$$ renting your idle GPUs!! join now → t.me/idle-gpu-cash 🔥",
+        "GPU OWNERS: rent your idle H100 to our AI mining pool, 4.2 ETH/week → t.me/h100pool",
         "💰💰 GANA $300 USD al día con bots de trading, sin experiencia 👉 t.me/ganancias_ya",
     ],
 )

@@ -202,6 +202,14 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("harrowby-ai/chiffchaff", 17440, 17559),
     ("salterns-lab/ortolan", 17560, 17679),
     ("brackwater-ai/blackcap", 17800, 17919),
+    ("thornwick-ai/stoat", 17920, 18039),
+    ("wrenmoor-lab/weasel", 18040, 18159),
+    ("hazelrig-ml/polecat", 18160, 18279),
+    ("gullane-research/marten", 18280, 18399),
+    ("fellside-ai/ptarmigan", 18400, 18519),
+    ("tarnhow-labs/capercaillie", 18520, 18639),
+    ("linthwaite-ai/dotterel", 18640, 18759),
+    ("bittercress/teal", 18760, 18879),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -350,6 +358,14 @@ BATCH_COMMITS: dict[str, str] = {
     "harrowby-ai/chiffchaff": "a242c02",
     "salterns-lab/ortolan": "d33e7e6",
     "brackwater-ai/blackcap": "a1b8d3d",
+    "thornwick-ai/stoat": "cb34375",
+    "wrenmoor-lab/weasel": "681148f",
+    "hazelrig-ml/polecat": "a84d008",
+    "gullane-research/marten": "fb351db",
+    "fellside-ai/ptarmigan": "c967a77",
+    "tarnhow-labs/capercaillie": "fdbbe0a",
+    "linthwaite-ai/dotterel": "15c945a",
+    "bittercress/teal": "6419e68",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -449,7 +449,9 @@ _TEMPLATE = re.compile(
 #: A thread about a test, not the run: "CI: test_packer is flaky", "[ci] …", "Flaky test: …",
 #: "INC-TEST-3 · Test incident (alert routing)".
 _TEST_TITLE = re.compile(
-    r"^\W*ci\b\W|\bflaky\b|\bflakes?\b|\btest\s+(?:incident|page|alert|notification)s?\b",
+    r"^\W*ci\b\W|\bflaky\b|\bflakes?\b|\btest\s+(?:incident|page|alert|notification)s?\b"
+    # a test named: "Hang in unit test test_dataloader", "test_packer fails on 3.12"
+    r"|\bunit\s+tests?\b|\btest_\w+",
     re.IGNORECASE,
 )
 

@@ -365,7 +365,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "crash",
         "crash",
-        r"(?<!pre-)(?<!post-)(?<!pre)crash(?:ed|es|ing)?(?![\s-]+(?:course|courses|test|tests|cart))"
+        # (not crashes in general: "on every crash", "restarts after crashes", "the crashes")
+        r"(?<!pre-)(?<!post-)(?<!pre)(?<!every\s)(?<!each\s)(?<!any\s)crash(?:ed|ing)?"
+        r"(?![\s-]+(?:course|courses|test|tests|cart))"
+        r"|(?<!after\s)(?<!the\s)(?<!of\s)(?<!any\s)crashes(?![\s-]+(?:courses|tests|carts))"
         r"|crashloop\w*",
     ),
     # what a dead process prints: "CUDA error: an illegal memory access", "ncclSystemError"
@@ -437,7 +440,12 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|restart(?:ing)?\s+(?:from\s+(?:step\s+)?[\d,.]+k?\s+)?(?:in\s+a\s+loop|over\s+and\s+over)"
         r"|(?:restart|restore)[\s-]?loop\w*|boot[\s-]?loop\w*",
     ),
-    _sig("crash", "died exited", r"\bit\s+(?:just\s+)?(?:died|exited)\b(?!\s+down)"),
+    _sig(
+        "crash",
+        "died exited",
+        r"\bit\s+(?:just\s+)?(?:died|exited)\b(?!\s+(?:down|0\b|cleanly|normally|successfully"
+        r"|with\s+(?:exit\s+)?(?:code\s+|status\s+)?0\b))",
+    ),
     # "The first job of the 16k tail died on its first step"
     _sig(
         "crash", "died crashed", r"\b(?:job|run)\b[^.,;:\n]{0,30}?\b(?:died|crashed)\b(?!\s+down)"
@@ -1219,7 +1227,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         FAULT,
         "something",
-        r"^\W*something(?:'s|\s+is|\s+seems)\s+(?:off|wrong|broken|weird|up)\s+with\s+(?:the\s+)?"
+        r"^\W*something(?:'s|\s+is|\s+seems)\s+(?:off|wrong|broken|weird|up)\s+(?:with|on|in)\s+"
+        r"(?:the\s+)?"
         r"[\w/-]+(?:\s+[\w/-]+)?",
     ),
     # a slope in what the run does, told as one: "are saves getting slower each time?"
@@ -1620,11 +1629,12 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|\b(?:run|job)(?:'s)?\s+state\s+(?:went\s+to|is|changed\s+to|flipped\s+to)\s+[\"'`]?"
         r"(?:halted|failed|crashed|stopped|error)\b",
     ),
-    # a save said failed by its step: "❌ save 90k failed on all ranks at upload"
+    # a save said failed by its step: "❌ save 90k failed on all ranks at upload", "save
+    # step_348000 FAILED verification"
     _sig(
         "checkpoint-failed",
         "save",
-        r"\bsave\s+(?:of\s+)?(?:step\s+)?~?\d[\d,.]*k?\s+(?:has\s+)?failed\b",
+        r"\bsave\s+(?:of\s+)?(?:step\s+|step_)?~?\d[\d,.]*k?\s+(?:has\s+)?failed\b",
     ),
     # nothing new for hours: "newest dir is step_262000 … nothing since, ~30h"
     _sig("hang", "nothing", r"\bnothing\s+(?:new\s+)?since\s*,?\s*~?\d+\s*h\b"),
@@ -1678,10 +1688,14 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # an alert's condition met, with its value: "`perf/tokens_per_sec` = 1.31M < 1.5M for 15 min"
     _sig(
         "outage",
-        "< >",
+        "< > below under less",
         r"(?:tok(?:en)?s?[_/]?(?:per[_/]?)?s(?:ec)?|throughput|mfu|samples[_/]?per[_/]?s(?:ec)?"
         r"|step[_ ]?time|steps?[_/]?per[_/]?s(?:ec)?)\S*\s*=\s*~?[\d.,]+\s*[kmb]?\s*[<>]=?\s*"
-        r"[\d.,]+\s*[kmb]?\s+for\s+(?:the\s+last\s+)?\d+\s*(?:min(?:utes?)?|m|h|hours?|s)\b",
+        r"[\d.,]+\s*[kmb]?\s+for\s+(?:the\s+last\s+)?\d+\s*(?:min(?:utes?)?|m|h|hours?|s)\b"
+        # in words: "perf/tokens_per_s = 0.97M, below 1.10M for 10 minutes"
+        r"|(?:tok(?:en)?s?[_/]?(?:per[_/]?)?s(?:ec)?|throughput|mfu)\S*\s*=\s*~?[\d.,]+\s*[kmb]?,?\s+"
+        r"(?:below|under|less\s+than)\s+[\d.,]+\s*[kmb]?\s+for\s+(?:the\s+last\s+)?\d+\s*"
+        r"(?:min(?:utes?)?|m|h|hours?)\b",
     ),
     # a job the orchestrator gave up on: "knot-300b is Failed, out of restarts"
     _sig("crash", "restarts", r"\bout\s+of\s+restarts\b|\bran\s+out\s+of\s+(?:retries|restarts)\b"),

@@ -1035,7 +1035,7 @@ _WORRIED = re.compile(
     r"\bsomething(?:'s|\s+is|\s+seems)?\s+(?:off|wrong|weird|fishy)\b"
     r"|\banyone\s+(?:else\s+)?(?:\w+\s+){0,3}?(?:see|seeing|notice|noticed|touch|touched"
     r"|change|changed)\b"
-    r"|\bis\s+(?:it\s+)?just\s+me\b|\bwhat\s+changed\b"
+    r"|\bis\s+(?:it\s+)?just\s+me\b|\bwhat\s+changed\b|^\W*(?:uh+|hm+|huh)\b"
     r"|\b(?:did|has)\s+(?:someone|anyone|somebody)\s+(?:change|changed|touch|touched|push|pushed)\b"
     r"|\bsomething\s+(?:in|with)\s+the\s+(?:fabric|network|storage|switch|filesystem)\b",
     re.IGNORECASE,
@@ -1142,7 +1142,8 @@ def slowdown(text: str) -> str | None:
             # now against then says it is now: "data wait 38% of step (was 2%)", "is taking
             # ~9 min per update instead of ~40 s"
             against = pattern is _NOW_VS_THEN or "instead" in m.group(0).lower()
-            now = alone or against or _STAYS.search(sentence)
+            # a worry is about now: "is it just me or is main slower? step time 34 s → 47 s"
+            now = alone or against or worried or _STAYS.search(sentence)
             slower = _slower(m) or (worried and _slower(m, WORRIED_MARGIN))
             if not slower or not now or _IMPROVED.search(sentence):
                 continue

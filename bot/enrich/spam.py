@@ -37,8 +37,9 @@ _PROMO = re.compile(
       | followers|top\s+\d+\s+(?:ai\s+)?tools|(?:discord\s+)?nitro|free\s+(?:\w+\s+){0,2}credits
       | limited\s+offer|book\s+a\s+(?:free\s+)?(?:call|demo|meeting)|no\s+minimum|flexible\s+terms
       | \d+\s+(?:months?|weeks?)\s+free|zero\s+code\s+changes?|no\s+(?:credit\s+)?card(?:\s+needed)?
-      | free\s+(?:[\w-]+\s+){0,2}(?:hours|hrs|chip-hours|gpu-hours)|no\s+(?:waitlist|catch)
+      | free\s+(?:[\w-]+\s+){0,2}(?:hours|hrs|chip-hours|gpu-hours?)|no\s+(?:waitlist|catch)
       | \d{1,2}\s?%\s+(?:below|under|cheaper\s+than)\s+(?:\w+\s+)?(?:pricing|prices?|market)
+      | \d{1,2}\s?%\s+cheaper\s+than\s+(?:the\s+)?(?:hyperscalers|aws|gcp|azure|big\s+clouds?)
       | thesis\s+editing|paper\s+writing|plagiarism[- ]free|fast\s+delivery
       | gpu\s+credits
       | claim\s+(?:now|before|in\s+\d+\s*h|at|here|your|yours|free|\d[\d,.]*)|presale|usdt
@@ -49,14 +50,15 @@ _PROMO = re.compile(
       | free\s+consultation|complimentary|real\s+(?:github\s+)?stars
       | (?:invite|referral|promo)\s+code
       | no\s+experience(?:\s+(?:needed|required))?|flexible\s+hours|work\s+from\s+home
-      | no\s+contracts?|instant\s+(?:deploy|access)|whitelist|earn\s+daily|stake\s+your
+      | no\s+contracts?|instant\s+(?:deploy|access|availability)|whitelist|earn\s+daily|stake\s+your
       | (?:hiring|looking\s+for)\s+remote
       | free\s+(?:audit|strategy\s+call)|done[- ]for[- ]you|\d+x\s+(?:your|their)\s+\w+
       | first\s+\d+\s+get
       | we\s+guarantee|\d+k?\s+github\s+stars|packages?\s+(?:from|starting\s+at)\s+\$
       | sells?\s+out|sold\s+out|(?:zero|no)\s+paperwork|unused\s+(?:cloud\s+)?credits
       | reply\s+['"]\w+['"]
-      | \d+\s*%\s+apy|staking|dm\s+now|\d[\d,]*\s+(?:free\s+)?(?:h100|h200|a100|b200|gpu)\s+hours
+      | \d+\s*%\s+apy|staking|dm\s+(?:now|(?:me\s+|us\s+)?for\s+(?:a|an|the|your)\s+free)
+      | \d[\d,]*\s+(?:free\s+)?(?:h100|h200|a100|b200|gpu)\s+hours
       | claim\s+(?:in\s+the\s+next|within)\s+\d+\s*h(?:ours?)?|before\s+the\s+snapshot
       | join\s+now|rent(?:ing)?\s+(?:out\s+)?your\s+(?:idle\s+)?(?:gpus?|[ahb]\d{2,3}s?|tpus?)
       | mining\s+pool|\d+(?:\.\d+)?\s*(?:eth|btc|usdt)\s*/\s*(?:day|week|month)

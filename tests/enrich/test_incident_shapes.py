@@ -751,6 +751,13 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("are saves getting slower now that they carry the optimizer state?", False),
     ("storage array HB-STOR-2 is running in degraded mode until the board arrives", True),
     ("if the array goes into degraded mode we lose half the bandwidth", False),
+    # round eighteen: crashes in general, a clean exit, an alert in words, a save by its dir
+    ("Restarts, including after crashes, use resume='must' on its run id", False),
+    ("fork on every crash and we are back to a chart nobody can read", False),
+    ("W&B shows the run as finished because it exited 0, ignore that", False),
+    ("perf/tokens_per_s = 0.97M, below 1.10M for 10 minutes (step 309,166)", True),
+    ("❌ save step_348000 FAILED verification: 1533/1536 shards present after COMMIT", True),
+    ("is it just me or is main slower since ~14:00? W&B step time 34 s → 47 s", True),
 ]
 
 
@@ -778,6 +785,7 @@ def test_a_template_and_a_weekly_run_summary_report_nothing() -> None:
         ("[Datadog] Monitor triggered: trainer step rate = 0", "Value: 0.0 steps/s", True),
         ("[Datadog] Monitor triggered: step rate = 0 (staging)", "Scope: cluster:staging", False),
         ("CI: test_packer is flaky", "test_packer failed on main and passed on retry.", False),
+        ("Hang in unit test test_dataloader", "it hangs until the 6h timeout, a deadlock", False),
         # an alert rule named as a test pages nobody
         ("[FIRING:1] RedwingWatchdogTestPage (severity=page)", "weekly test, please ack", False),
         ("[FIRING:1] RedwingStepStalled (severity=page)", "no step for 20 min", True),

@@ -76,3 +76,15 @@ def test_a_stranger_on_github_needs_fewer_cues_and_a_member_none() -> None:
     assert is_spam(text, ThreadContext(association="NONE"))
     assert not is_spam(text, ThreadContext(association="MEMBER"))
     assert not is_spam(text, UNKNOWN)  # two cues: not enough where the standing is unknown
+
+
+def test_a_strangers_cloud_pitch_on_github_is_spam() -> None:
+    pitch = (
+        "Great project! If you are looking to cut training cost, our H200 cloud is 40% cheaper "
+        "than hyperscalers with instant availability. DM for a free 500 GPU-hour trial 🚀"
+    )
+    assert is_spam(pitch, ThreadContext(association="NONE")), promo_cues(pitch)
+    assert not is_spam(pitch, ThreadContext(association="MEMBER"))
+    # a member comparing clouds in the same words is not advertising
+    note = "the new reservation is 40% cheaper than the on-demand price we paid in March"
+    assert not is_spam(note, ThreadContext(association="NONE"))

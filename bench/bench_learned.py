@@ -210,6 +210,12 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("tarnhow-labs/capercaillie", 18520, 18639),
     ("linthwaite-ai/dotterel", 18640, 18759),
     ("bittercress/teal", 18760, 18879),
+    ("quernmoor-ai/ringtail", 18880, 18999),
+    ("brackenby-lab/wheatear", 19000, 19119),
+    ("elsdon-compute/ousel", 19120, 19239),
+    ("yarrowby-ml/siskinby", 19240, 19359),
+    ("kettlesing-ai/snipe", 19360, 19479),
+    ("scarth-labs/rookhope", 19480, 19599),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -366,6 +372,12 @@ BATCH_COMMITS: dict[str, str] = {
     "tarnhow-labs/capercaillie": "fdbbe0a",
     "linthwaite-ai/dotterel": "15c945a",
     "bittercress/teal": "6419e68",
+    "quernmoor-ai/ringtail": "9b4fb47",
+    "brackenby-lab/wheatear": "dbfdaed",
+    "elsdon-compute/ousel": "f563377",
+    "yarrowby-ml/siskinby": "9e4e145",
+    "kettlesing-ai/snipe": "8347c2f",
+    "scarth-labs/rookhope": "7c35428",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

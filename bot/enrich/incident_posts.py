@@ -95,7 +95,9 @@ _DISOWNED = re.compile(
     r"\bnot\s+(?:the\s+)?main(?:\s+run)?\b|\bmain(?:\s+run)?\s+(?:is\s+|was\s+)?(?:not\s+affected"
     r"|unaffected|fine|untouched)\b"
     # "nothing to do with the main run", "it's the eval node, not the run"
-    r"|\bnothing\s+to\s+do\s+with\s+(?:the\s+)?(?:main\s+)?run\b|,\s+not\s+the\s+(?:main\s+)?run\b(?!')",
+    r"|\bnothing\s+to\s+do\s+with\s+(?:the\s+)?(?:main\s+)?run\b|,\s+not\s+the\s+(?:main\s+)?run\b(?!')"
+    # "Eval infra issue, the hero run is not involved"
+    r"|\b(?:hero|main|training|the)\s+run\s+(?:is|was)\s+not\s+(?:involved|affected|impacted|touched)\b",
     re.IGNORECASE,
 )
 #: A change that adds a safeguard: a watchdog, an alert, paging. It may cite the failure that
@@ -128,7 +130,10 @@ _CHANGE_TITLE = re.compile(
 )
 _OTHER_SUBJECT_TITLE = re.compile(
     r"^\W*(?:(?:[\w-]+\s+)?(?:evals?|evaluations?|benchmarks?|benchmarking)\b"
-    r"|(?:proposal|rfc|idea|design\s+(?:notes?|docs?|proposals?))\b)",
+    r"|(?:proposal|rfc|idea|design\s+(?:notes?|docs?|proposals?))\b"
+    # a benchmark named first, after a bracketed tag: "[exp] MMLU 5-shot vs 0-shot CoT"
+    r"|(?:\[[^\]]{1,20}\]\s*)?(?:mmlu|gsm8k|humaneval|mbpp|hellaswag|arc-[ce]|gpqa|ifeval|ruler"
+    r"|needle|longbench|bbh|math-?500)\b)",
     re.IGNORECASE,
 )
 
@@ -560,6 +565,13 @@ _FAILED = re.compile(
 )
 #: How far into a change's description its motivation is told: its first blocks.
 _MOTIVE_BLOCKS = 2
+#: The run's failure at an hour of today, or the run down now: "main crashed at 02:14", "main
+#: lost rkh-n0417 at 04:47", "main is down." (a hotfix opened while the run waits for it).
+_FAILED_AT = re.compile(
+    r"\b(?:crashed|died|oom'?e?d|hung|exited|went\s+down|failed|lost\s+\S+)\s+at\s+~?\d{1,2}:\d{2}\b"
+    r"|^\W*(?:main|the\s+(?:main\s+)?run|training|the\s+job)\s+is\s+(?:down|dead)\b",
+    re.IGNORECASE,
+)
 
 
 def fixes_a_told_failure(prose: str) -> bool:
@@ -569,9 +581,11 @@ def fixes_a_told_failure(prose: str) -> bool:
     node dies") is no incident's."""
     head = "\n".join(prose[:DETECT_LIMIT].splitlines()[:_MOTIVE_BLOCKS])
     for sentence in SENTENCE_SPLIT.split(head):
-        if not _DATED.search(sentence) or HISTORY.search(sentence):
+        if HISTORY.search(sentence):
             continue
-        if mentions_failure(sentence) or _FAILED.search(sentence):
+        if _FAILED_AT.search(sentence):
+            return True
+        if _DATED.search(sentence) and (mentions_failure(sentence) or _FAILED.search(sentence)):
             return True
     return False
 

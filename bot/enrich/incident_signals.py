@@ -818,7 +818,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # a run its guard stopped: "Run paused by the agent", "paused at 41,088 pending a human"
     _sig(
         "outage",
-        "paused halted",
+        "paused halted guard watchdog",
         r"(?:(?:run|job|training)\s+(?:was\s+|is\s+|has\s+been\s+)?)?(?:paused|halted|stopped)\s+by\s+"
         r"(?:the\s+)?(?:agent|monitor|watchdog|guard|nan[-_]?guard|bot)"
         r"|paused\s+at\s+(?:step\s+)?[\d,.]+k?\s+(?:pending|until|awaiting|waiting)"

@@ -189,6 +189,8 @@ _EXPECTED = re.compile(
 #: it reports (not "why did the job crash?", which looks back).
 _WHY_NOW = re.compile(
     r"why\s+(?:is|are|has|have|isn't|aren't)\b"
+    # "why did ousel just lose 8 nodes?": what just happened, asked
+    r"|why\s+did\s+(?:\S+\s+){1,3}?just\b"
     # "is it just me or has the step counter been stuck since 03:40?": an alarm, asked
     r"|is\s+it\s+just\s+me\s+or\b"
     # "is the job supposed to be sitting at step 36,412 for half an hour?": a doubt about now
@@ -284,6 +286,8 @@ _NOT_THE_RUN = re.compile(
     r"|filter\w*|scrap\w*|crawl\w*|sampling|inference|serving)\s+(?:jobs?|scripts?|pods?|tasks?"
     r"|workers?|runs?)"
     r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebooks?|jupyter|colab|on\s+mac(?:os)?"
+    # a pipeline's job array: "18 of the 212 array tasks … died with the Slurm OOM kill"
+    r"|array\s+tasks?|job\s+arrays?"
     # another namespace's or an eval's pod: "in the `eval` namespace", "eval-v48-209k-longctx"
     r"|(?:eval|notebooks?|dev|staging|sandbox)\s+namespace|(?<![\w-])eval-[\w.-]*\d[\w.-]*"
     r"|stress\s+arm|arm\s+[`'\"]?[a-z][\w.]*-[\w.-]+"

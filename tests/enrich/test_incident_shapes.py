@@ -758,6 +758,9 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("perf/tokens_per_s = 0.97M, below 1.10M for 10 minutes (step 309,166)", True),
     ("❌ save step_348000 FAILED verification: 1533/1536 shards present after COMMIT", True),
     ("is it just me or is main slower since ~14:00? W&B step time 34 s → 47 s", True),
+    ("🛑 nanguard stopped rt-70b-h1 at step 222,455 (06:41 UTC)", True),
+    ("18 of the 212 array tasks for the tok-v3 code slice died with the Slurm OOM kill", False),
+    ("the CoT job for 240000 died with a CUDA OOM at load. the hero run is not involved", False),
 ]
 
 
@@ -832,6 +835,10 @@ def test_a_settled_spec_is_no_frozen_run() -> None:
         ("hotfix(ckpt): longer GCS write deadline", "pull",
          "## Summary\nSaves on the main run have been failing since 03:10.", True),
         ("ckpt: bigger write buffer", "pull", "Saves could fail if GCS is slow.", False),
+        # a hotfix opened while the run waits for it: the failure at an hour of today
+        ("hotfix: exclude rkh-n0288", "pull", "## What broke\nmain crashed at 02:14: ECC", True),
+        ("hotfix: restore of 88k", "pull", "main is down. The relaunch can't restore 88k.", True),
+        ("cron: prune at 03:00", "pull", "Saves fail when the prune runs at 03:00.", False),
         ("retro: merlin-70b stage 1, June–July", "issue", "by cause: hardware 5, network 2", False),
     ],
 )  # fmt: skip

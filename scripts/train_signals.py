@@ -134,8 +134,23 @@ def fit_columns(
 
 def prune(weights: dict[str, float], keep: int = KEEP) -> dict[str, float]:
     """The ``keep`` largest weights (ties by name), rounded, in name order."""
-    ranked = sorted(weights.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[:keep]
-    return {n: round(w, 4) for n, w in sorted(ranked) if round(w, 4) != 0.0}
+    values = np.fromiter(weights.values(), dtype=float, count=len(weights))
+    return prune_column(list(weights), values, keep)
+
+
+def prune_column(names: Sequence[str], values: np.ndarray, keep: int = KEEP) -> dict[str, float]:
+    """``prune`` of the weights ``values`` of ``names``: the largest ``keep`` by magnitude found
+    by a partition rather than a sort of every feature (those tied at the bar by name)."""
+    size = len(names)
+    chosen: Iterable[int] = range(size)
+    if size > keep:
+        magnitudes = np.abs(values)
+        bar = np.partition(magnitudes, size - keep)[size - keep]
+        above = np.flatnonzero(magnitudes > bar).tolist()
+        tied = sorted(np.flatnonzero(magnitudes == bar).tolist(), key=names.__getitem__)
+        chosen = [*above, *tied[: keep - len(above)]]
+    kept = {names[i]: round(float(values[i]), 4) for i in chosen}
+    return {n: w for n, w in sorted(kept.items()) if w != 0.0}
 
 
 def model_json(data: Sequence[Example], threshold: float = THRESHOLD, over: float = OVER) -> str:
@@ -178,8 +193,8 @@ def fit_tags(data: Sequence[TagExample], keep: int = TAG_KEEP) -> dict[str, Live
     )
     models: dict[str, LiveModel] = {}
     for j, tag in enumerate(tags):
-        weights = dict(zip(names, columns[:, j].tolist(), strict=True))
-        models[tag] = LiveModel(round(float(biases[j]), 4), prune(weights, keep), threshold=0.0)
+        weights = prune_column(names, columns[:, j], keep)
+        models[tag] = LiveModel(round(float(biases[j]), 4), weights, threshold=0.0)
     return models
 
 

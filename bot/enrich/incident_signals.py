@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from bot.enrich.lowered import lowered
+
 #: Incident kinds, most specific (root cause) first: "crashed after an OOM" is an OOM.
 #: "crash" and "hang" say least about the cause, so they come last.
 KIND_PRIORITY: Final[tuple[str, ...]] = (
@@ -50,12 +52,9 @@ class Signal:
         return re.compile(rf"\b(?:{self.pattern})\b", re.IGNORECASE)
 
     def compile_lowered(self) -> re.Pattern[str] | None:
-        """The pattern for lowercased text, which matches without folding case (several times
-        faster), or None when its words tell cases apart ("(?-i:FAILED)", "[A-Z]")."""
-        bare = re.sub(r"\\.", "", self.pattern)  # "\S", "\W" are classes, not capitals
-        if "(?-i" in self.pattern or any(c.isupper() for c in bare):
-            return None
-        return re.compile(rf"\b(?:{self.pattern})\b")
+        """The pattern for lowercased text (``bot.enrich.lowered``), or None when its words
+        tell cases apart."""
+        return lowered(self.compile())
 
 
 def _sig(kind: str, anchors: str, pattern: str, *, needs_subject: bool = False) -> Signal:

@@ -58,6 +58,7 @@ from bot.enrich.incident_signals import (
     STALL,
     Signal,
 )
+from bot.enrich.lowered import aligned, must_lower
 
 CRITICAL: Final = "critical"
 WARNING: Final = "warning"
@@ -1053,13 +1054,15 @@ def _worse(metric: str, before: float, now: float, margin: float = PLAIN_MARGIN)
     return now <= (1 - 0.6 * margin) * before
 
 
-def _slower(m: re.Match[str], margin: float = PLAIN_MARGIN) -> bool:
+def _slower(m: re.Match[str], margin: float = PLAIN_MARGIN, *, now_first: bool = False) -> bool:
+    """Whether the match says a speed got worse by more than ``margin`` (``now_first``: the
+    figure now is said before the one it is held against, as "now vs then" says it)."""
     values = [g for g in m.groups() if g is not None and g[0].isdigit()]
     if len(values) != 2:
         return True  # a word said it: "dropped", "halved", "3x slower"
     first, second = (float(v.replace(",", "")) for v in values)
     said = m.group(0).lower()
-    now_first = "instead" in said or m.re is _NOW_VS_THEN
+    now_first = now_first or "instead" in said
     before, now = (second, first) if now_first else (first, second)
     named = m.groupdict()
     metric = (
@@ -1127,8 +1130,11 @@ def slowdown(text: str) -> str | None:
         return None
     text = _DURATION.sub(_in_seconds, _THOUSANDS.sub(_in_units, text))
     worried = _WORRIED.search(text[:DETECT_LIMIT]) is not None
-    for pattern in (_FROM_TO, _WORSE_WORD, _TIME_CREEP, _NOW_VS_THEN):
-        for m in pattern.finditer(text[:DETECT_LIMIT]):
+    head = text[:DETECT_LIMIT]
+    low = head.lower()
+    fast = aligned(head, low)
+    for pattern, quick in _SPEED_SHAPES:
+        for m in quick.finditer(low) if fast else pattern.finditer(head):
             left, right = sentence_bounds(text, m.start(), m.end())
             sentence = text[left:right]
             if sentence.rstrip().endswith("?") and not _QUESTION_START.match(sentence):
@@ -1148,12 +1154,15 @@ def slowdown(text: str) -> str | None:
             against = pattern is _NOW_VS_THEN or "instead" in m.group(0).lower()
             # a worry is about now: "is it just me or is main slower? step time 34 s → 47 s"
             now = alone or against or worried or _STAYS.search(sentence)
-            slower = _slower(m) or (worried and _slower(m, WORRIED_MARGIN))
+            then = pattern is _NOW_VS_THEN
+            slower = _slower(m, now_first=then) or (
+                worried and _slower(m, WORRIED_MARGIN, now_first=then)
+            )
             if not slower or not now or _IMPROVED.search(sentence):
                 continue
             if against and pattern is _NOW_VS_THEN:
                 # "vs 7.1 s last week" is the baseline it is compared to, not when it happened
-                sentence = sentence.replace(m.group(0), " ")
+                sentence = sentence.replace(text[m.start() : m.end()], " ")
             if not _denied_or_not_now(clause, sentence):
                 return _slow_kind(text)
     for m in _RATE_AT_SHARE.finditer(text[:DETECT_LIMIT]):
@@ -1162,6 +1171,12 @@ def slowdown(text: str) -> str | None:
         if not _denied_or_not_now(sentence, sentence):
             return _slow_kind(text)
     return None
+
+
+#: The comparisons, each with its twin for lowercased text.
+_SPEED_SHAPES: Final = tuple(
+    (p, must_lower(p)) for p in (_FROM_TO, _WORSE_WORD, _TIME_CREEP, _NOW_VS_THEN)
+)
 
 
 def _denied_or_not_now(clause: str, sentence: str) -> bool:

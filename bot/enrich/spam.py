@@ -13,6 +13,7 @@ import re
 from typing import Final
 
 from bot.enrich.context import ThreadContext
+from bot.enrich.lowered import aligned, must_lower
 
 #: Promotional phrases; each distinct match is one cue.
 _PROMO = re.compile(
@@ -67,6 +68,7 @@ _PROMO = re.compile(
     )\b""",
     re.IGNORECASE | re.VERBOSE,
 )
+_PROMO_LOWER: Final = must_lower(_PROMO)
 #: A link, spelled out or not: "https://", "www.", "bit.ly/…", "deals.xyz", "gift.gg/k2",
 #: "site dot io".
 _LINK: Final = re.compile(
@@ -94,7 +96,9 @@ def promo_cues(text: str) -> int:
     """Distinct promotional phrases in ``text`` (a link and a shouted emoji count as one more
     each, beside a phrase)."""
     head = text[:4000]
-    found = {m.group(0).lower() for m in _PROMO.finditer(head)}
+    low = head.lower()
+    phrases = _PROMO_LOWER.finditer(low) if aligned(head, low) else _PROMO.finditer(head)
+    found = {m.group(0).lower() for m in phrases}
     found.update(m.group(0) for pattern in _MONEY for m in pattern.finditer(head))
     if not found:
         return 0

@@ -1,0 +1,44 @@
+"""Patterns that read lowercased text.
+
+Python's engine folds case as it matches, which costs several times as much as matching text
+that is already lower case. A pattern whose words are all lower case matches the same spans of
+``text.lower()`` without IGNORECASE, wherever lowering keeps every character in its place
+(``aligned``), so a match there points into the original text too.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Escapes ("\S", "\W") and group names ("(?P<metric>") name no letter to match.
+_NOT_WORDS = re.compile(r"\\.|\(\?P(?:<\w+>|=\w+\))")
+#: A character class: "[A-Za-z]" reads lowered text as it read any text, "[A-Z]" alone not.
+_CLASS = re.compile(r"\[(?:\\.|[^\]])*\]")
+
+
+def _reads_lowered(class_: str) -> bool:
+    return not any(c.isupper() for c in (class_.replace("A-Z", "") if "a-z" in class_ else class_))
+
+
+def lowered(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+    """``pattern`` without IGNORECASE, for lowercased text; None when its words tell cases apart
+    ("(?-i:FAILED)", a capital outside a class, a class of capitals only)."""
+    text = _NOT_WORDS.sub("", pattern.pattern)
+    if "(?-i" in pattern.pattern or not all(map(_reads_lowered, _CLASS.findall(text))):
+        return None
+    if any(c.isupper() for c in _CLASS.sub("", text)):
+        return None
+    return re.compile(pattern.pattern, pattern.flags & ~re.IGNORECASE)
+
+
+def must_lower(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """``lowered`` of a pattern written all in lower case (an error at import if it is not)."""
+    fast = lowered(pattern)
+    if fast is None:
+        raise ValueError(f"a pattern with capitals cannot read lowercased text: {pattern.pattern}")
+    return fast
+
+
+def aligned(text: str, lowered_text: str) -> bool:
+    """Lowering kept every character in its place ("İ" becomes two)."""
+    return len(text) == len(lowered_text)

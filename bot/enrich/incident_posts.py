@@ -10,6 +10,7 @@ what a post as a whole is about, over the same cleaned text. ``bot.enrich.rules`
 from __future__ import annotations
 
 import re
+from typing import Final
 
 from bot.enrich.context import ThreadContext
 from bot.enrich.incidents import (
@@ -28,6 +29,7 @@ from bot.enrich.incidents import (
     sharper_kind,
     signals_heard,
 )
+from bot.enrich.lowered import aligned, must_lower
 
 # --------------------------------------------------------------------------------------------
 # Where incident words do not report an incident of the run
@@ -64,6 +66,17 @@ _RETROSPECTIVE = re.compile(
     r"|(?:this|last)\s+(?:month|quarter|year)))\b",
     re.IGNORECASE,
 )
+
+
+_RETROSPECTIVE_LOWER: Final = must_lower(_RETROSPECTIVE)
+
+
+def _retrospective(text: str) -> bool:
+    """Whether ``text`` looks back (``_RETROSPECTIVE``), read lowercased where that is exact."""
+    low = text.lower()
+    if aligned(text, low):
+        return _RETROSPECTIVE_LOWER.search(low) is not None
+    return _RETROSPECTIVE.search(text) is not None
 
 
 #: A thread whose title opens with an eval or a benchmark ("Long-context eval OOMs on 64k
@@ -261,9 +274,7 @@ def is_retrospective(prose: str, thread_title: str = "") -> bool:
     tally of failures by kind: "4 halts, 2 preemptions, goodput 91%"."""
     head = prose[:300]
     return bool(
-        _RETROSPECTIVE.search(thread_title)
-        or _RETROSPECTIVE.search(head)
-        or len(_TALLY.findall(head)) >= 2
+        _retrospective(thread_title) or _retrospective(head) or len(_TALLY.findall(head)) >= 2
     )
 
 
@@ -298,7 +309,7 @@ def thread_incident(context: ThreadContext) -> str | None:
     or None when the thread is not an incident's own."""
     if not context.known or thread_is_experiment(context):
         return None
-    if _RETROSPECTIVE.search(context.title):
+    if _retrospective(context.title):
         return None
     if (context.kind == "pull" or names_a_change(context.title)) and not declares_incident(context):
         return None  # a pull's title names a change ("lower the NCCL timeout"), not an outage
@@ -683,7 +694,7 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
     text = f"{title}\n{prose}" if title else prose
     if thread_incident(context) is not None or declares_incident(context):
         return bool(prose.strip())
-    if _RETROSPECTIVE.search(context.title) and mentions_failure(context.title):
+    if _retrospective(context.title) and mentions_failure(context.title):
         return True  # the post-mortem of one incident, named in its title
     if routine_preemption(prose):
         return False

@@ -624,10 +624,12 @@ def signals_heard(text: str) -> bool:
     26 s") and a run come back or fine ("requeued from 44,000", "no impact")."""
     text = _canonical(text[:DETECT_LIMIT])
     lowered = text.lower()
-    shapes: tuple[re.Pattern[str], ...] = (_STATE_WORD, CAME_BACK, ALL_FINE)
+    fast = aligned(text, lowered)
+    said = lowered if fast else text
+    shapes = _HEARD_LOWER if fast else _HEARD
     if _SPEED_SAID.search(lowered):  # the speed shapes each need a metric or a "vs"
-        shapes = (*shapes, _FROM_TO, _WORSE_WORD, _NOW_VS_THEN)
-    if any(shape.search(text) for shape in shapes):
+        shapes += _SPEED_LOWER if fast else _SPEED
+    if any(shape.search(said) for shape in shapes):
         return True
     return any(pattern.search(said) is not None for _, pattern, said in _listening(text, lowered))
 
@@ -1177,6 +1179,11 @@ def slowdown(text: str) -> str | None:
 _SPEED_SHAPES: Final = tuple(
     (p, must_lower(p)) for p in (_FROM_TO, _WORSE_WORD, _TIME_CREEP, _NOW_VS_THEN)
 )
+#: What ``signals_heard`` listens for besides the signals, and the same for lowercased text.
+_HEARD: Final = (_STATE_WORD, CAME_BACK, ALL_FINE)
+_HEARD_LOWER: Final = tuple(must_lower(p) for p in _HEARD)
+_SPEED: Final = (_FROM_TO, _WORSE_WORD, _NOW_VS_THEN)
+_SPEED_LOWER: Final = tuple(must_lower(p) for p in _SPEED)
 
 
 def _denied_or_not_now(clause: str, sentence: str) -> bool:

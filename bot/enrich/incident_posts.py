@@ -29,7 +29,7 @@ from bot.enrich.incidents import (
     sharper_kind,
     signals_heard,
 )
-from bot.enrich.lowered import aligned, must_lower
+from bot.enrich.lowered import Words, aligned, must_lower
 
 # --------------------------------------------------------------------------------------------
 # Where incident words do not report an incident of the run
@@ -95,6 +95,7 @@ _PERIOD_REVIEW = re.compile(
     rf"|{_WEEK_BY_DATES})\b",
     re.IGNORECASE,
 )
+_PERIOD_REVIEW_WORDS: Final = Words(_PERIOD_REVIEW)
 #: One count of a tally: "4 halts", "two NODE_FAILs", "three preemptions".
 _TALLY = re.compile(
     r"\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:halts|interruptions|incidents"
@@ -102,6 +103,7 @@ _TALLY = re.compile(
     r"|reclaims|evictions)\b",
     re.IGNORECASE,
 )
+_TALLY_WORDS: Final = Words(_TALLY)
 #: A post that says the failure it tells is not the main run's: "cpt-32k is stuck … not main",
 #: "the eval OOMed; the main run is fine".
 _DISOWNED = re.compile(
@@ -113,6 +115,7 @@ _DISOWNED = re.compile(
     r"|\b(?:hero|main|training|the)\s+run\s+(?:is|was)\s+not\s+(?:involved|affected|impacted|touched)\b",
     re.IGNORECASE,
 )
+_DISOWNED_WORDS: Final = Words(_DISOWNED)
 #: A change that adds a safeguard: a watchdog, an alert, paging. It may cite the failure that
 #: moved it ("On 14 Sep the main run sat hung for 48 minutes"), and is no incident's fix.
 _SAFEGUARD = re.compile(
@@ -122,7 +125,7 @@ _SAFEGUARD = re.compile(
 
 def disowns(prose: str) -> bool:
     """The post says the failure it tells is not the main run's."""
-    return bool(_DISOWNED.search(prose[:DETECT_LIMIT]))
+    return _DISOWNED_WORDS.found(prose[:DETECT_LIMIT])
 
 
 def adds_a_safeguard(title: str | None) -> bool:
@@ -219,6 +222,7 @@ _EXERCISE = re.compile(
     r"|chaos\s+tests?|tabletop)\b",
     re.IGNORECASE,
 )
+_EXERCISE_WORDS: Final = Words(_EXERCISE)
 
 #: A post that says its failure is real, in a week of drills.
 _NOT_EXERCISE = re.compile(
@@ -233,7 +237,7 @@ def is_exercise(title: str, prose: str) -> bool:
     opening = prose.lstrip()[:120].split("\n", 1)[0]  # not a task listed later ("export dry-run")
     if _NOT_EXERCISE.search(opening):
         return False  # "NOT A DRILL. real page just now: …"
-    return bool(_EXERCISE.search(title) or _EXERCISE.search(opening))
+    return _EXERCISE_WORDS.found(title) or _EXERCISE_WORDS.found(opening)
 
 
 #: The main run named: "heads up: main's 847,500 save just failed", "the main run's loader",
@@ -263,9 +267,9 @@ def reviews_a_period(prose: str, thread_title: str = "") -> bool:
     """A review of a period, not of one incident: "Retrospective: June", "October reliability
     review", "4 halts, 2 preemptions, goodput 91%"."""
     return bool(
-        _PERIOD_REVIEW.search(thread_title)
-        or _PERIOD_REVIEW.search(prose[:300])
-        or len(_TALLY.findall(prose[:300])) >= 2
+        _PERIOD_REVIEW_WORDS.found(thread_title)
+        or _PERIOD_REVIEW_WORDS.found(prose[:300])
+        or _TALLY_WORDS.count(prose[:300]) >= 2
     )
 
 
@@ -274,7 +278,7 @@ def is_retrospective(prose: str, thread_title: str = "") -> bool:
     tally of failures by kind: "4 halts, 2 preemptions, goodput 91%"."""
     head = prose[:300]
     return bool(
-        _retrospective(thread_title) or _retrospective(head) or len(_TALLY.findall(head)) >= 2
+        _retrospective(thread_title) or _retrospective(head) or _TALLY_WORDS.count(head) >= 2
     )
 
 
@@ -414,6 +418,7 @@ _FAILURE_WORDS = re.compile(
     r"|(?:health|nhc)\w*\s*:?\s*\w*\s+fail(?:ed|s|ure)?|made\s+no\s+progress)\b",
     re.IGNORECASE,
 )
+_FAILURE_WORDS_LOWER: Final = Words(_FAILURE_WORDS)
 #: Words that tie a post to one incident: its diagnosis, fix, recovery or post-mortem.
 _ABOUT_ONE = re.compile(
     r"\b(?:root[- ]?caus\w*|caused\s+by|(?:was|were)\s+caused|the\s+cause\s+(?:of|was|is)"
@@ -437,7 +442,7 @@ _ABOUT_ONE = re.compile(
 
 
 def mentions_failure(text: str) -> bool:
-    return bool(_FAILURE_WORDS.search(text[:DETECT_LIMIT]))
+    return _FAILURE_WORDS_LOWER.found(text[:DETECT_LIMIT])
 
 
 #: A post that opens by proposing a general change: "We should add a watchdog", "Proposal:

@@ -58,7 +58,7 @@ from bot.enrich.incident_signals import (
     STALL,
     Signal,
 )
-from bot.enrich.lowered import aligned, must_lower
+from bot.enrich.lowered import Words, aligned, must_lower
 
 CRITICAL: Final = "critical"
 WARNING: Final = "warning"
@@ -317,6 +317,7 @@ _NOT_THE_RUN = re.compile(
     r"|eval(?:uation)?s?\s+(?:on|of)\s+(?:the\s+)?(?:ckpt\s+|checkpoint\s+|step\s+)?\d[\d,.]*k?)\b",
     re.IGNORECASE,
 )
+_NOT_THE_RUN_WORDS: Final = Words(_NOT_THE_RUN)
 _RECOVERED = re.compile(
     r"\b(?:resumed|resuming|recovered|auto-?(?:resumed|restarted|recovered)|back\s+up"
     r"|back\s+online|running\s+again|reporting\s+again|healthy\s+again|training\s+again"
@@ -452,7 +453,7 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
     sentence = text[left:right].strip()
     before = text[left:start]
     if machine:
-        return not (_NOT_THE_RUN.search(sentence) or _EXPECTED.search(sentence))
+        return not (_NOT_THE_RUN_WORDS.found(sentence) or _EXPECTED.search(sentence))
     clause = _CLAUSE_BREAK.split(before)[-1][-80:] if before else ""
     if _NEGATION.search(clause) or _NEAR_CUE.search(before[-40:]):
         return False
@@ -482,7 +483,7 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
         return False  # "loss stuck at 2.1", "grafana down", "everything down?": not the run
     if _SETTLED.search(text, end, right):
         return False  # "crashed at startup with a cuBLASLt error, fixed by #1009"
-    if _NOT_THE_RUN.search(_own_part(text, left, start, right)):
+    if _NOT_THE_RUN_WORDS.found(_own_part(text, left, start, right)):
         return False
     contrast = _BUT.search(before)
     said = text[left + contrast.end() : right] if contrast else sentence
@@ -666,7 +667,7 @@ def said_planned(text: str) -> bool:
 def names_another_workload(text: str) -> bool:
     """The text names a workload that is not the run: a test, a sandbox, an eval job, an
     ablation, someone's own job ("se cayó mi job del sandbox")."""
-    return _NOT_THE_RUN.search(text[:DETECT_LIMIT]) is not None
+    return _NOT_THE_RUN_WORDS.found(text[:DETECT_LIMIT])
 
 
 def alert_page(text: str) -> str | None:
@@ -677,7 +678,7 @@ def alert_page(text: str) -> str | None:
         return None
     line_end = text.find("\n\n", m.end())
     page = text[m.start() : line_end if line_end > 0 else len(text)]
-    return "noise" if _PAGE_NOISE.search(page) or _NOT_THE_RUN.search(page) else "page"
+    return "noise" if _PAGE_NOISE.search(page) or _NOT_THE_RUN_WORDS.found(page) else "page"
 
 
 #: A line a status post checks off as fine: "✅ no restart since 07-16 (#161)", "✅ the NaN from
@@ -792,7 +793,7 @@ def emoji_alarm(text: str) -> str | None:
     rest = re.sub(r"[^\w\s/%.-]+", " ", _ALARM_EMOJI.sub(" ", said)).strip(" .")
     rest = re.sub(r"\s+", " ", rest)
     m = _ALARMED.match(rest)
-    if m is None or _NOT_THE_RUN.search(rest):
+    if m is None or _NOT_THE_RUN_WORDS.found(rest):
         return None
     return _ALARMED_PARTS[int(str(m.lastgroup)[1:])][0]  # the part's group, "k<n>"
 
@@ -1189,7 +1190,7 @@ _SPEED_LOWER: Final = tuple(must_lower(p) for p in _SPEED)
 def _denied_or_not_now(clause: str, sentence: str) -> bool:
     """A speed said not to have changed, another workload's, or one of the past."""
     return bool(
-        _NEGATION.search(clause) or _NOT_THE_RUN.search(sentence) or HISTORY.search(sentence)
+        _NEGATION.search(clause) or _NOT_THE_RUN_WORDS.found(sentence) or HISTORY.search(sentence)
     )
 
 
@@ -1354,7 +1355,7 @@ def live_question(text: str) -> str | None:
         asked_of = sentence[: m.start("state")]
         if _NOT_A_RUN_SUBJECT.match(subject) or _DYNAMICS_BEFORE.search(asked_of):
             continue  # "is wandb down?", "is loss stuck?"
-        if _NOT_THE_RUN.search(sentence) or HISTORY.search(sentence):
+        if _NOT_THE_RUN_WORDS.found(sentence) or HISTORY.search(sentence):
             continue
         state = m.group("state").lower()
         if state.startswith("oom"):

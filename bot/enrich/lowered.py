@@ -42,3 +42,26 @@ def must_lower(pattern: re.Pattern[str]) -> re.Pattern[str]:
 def aligned(text: str, lowered_text: str) -> bool:
     """Lowering kept every character in its place ("İ" becomes two)."""
     return len(text) == len(lowered_text)
+
+
+class Words:
+    """A pattern and its twin for lowercased text: asks whether, or how often, the pattern
+    occurs, reading lowercased text wherever that is exact."""
+
+    __slots__ = ("lower", "pattern")
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.lower = must_lower(pattern)
+
+    def _read(self, text: str) -> tuple[re.Pattern[str], str]:
+        low = text.lower()
+        return (self.lower, low) if aligned(text, low) else (self.pattern, text)
+
+    def found(self, text: str) -> bool:
+        pattern, said = self._read(text)
+        return pattern.search(said) is not None
+
+    def count(self, text: str) -> int:
+        pattern, said = self._read(text)
+        return len(pattern.findall(said))

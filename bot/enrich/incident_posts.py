@@ -15,7 +15,7 @@ from typing import Final
 from bot.enrich.context import ThreadContext
 from bot.enrich.incidents import (
     ALL_FINE,
-    CAME_BACK,
+    CAME_BACK_WORDS,
     DETECT_LIMIT,
     HISTORY,
     MONTHS,
@@ -534,7 +534,7 @@ def routine_preemption(prose: str) -> bool:
     · recovering in eu-west · resumed at 182,000 after 9 min"): a spot run's routine, not an
     incident, unless it says what was wrong and changed."""
     head = prose[:DETECT_LIMIT]
-    if len(head.split()) > 40 or not CAME_BACK.search(head) or _REMEDY.search(head):
+    if len(head.split()) > 40 or not CAME_BACK_WORDS.found(head) or _REMEDY.search(head):
         return False
     if _HOURS_DOWN.search(head):
         return False  # "… resumed from 236,900 at 08:51. 5h39m down": no routine
@@ -545,7 +545,7 @@ def routine_preemption(prose: str) -> bool:
 def came_back_after_fault(prose: str) -> bool:
     """The post says the run came back after a fault was dealt with (and not by choice)."""
     head = prose[:DETECT_LIMIT]
-    return bool(CAME_BACK.search(head) and _REMEDY.search(head) and not _CHOSEN.search(head))
+    return bool(CAME_BACK_WORDS.found(head) and _REMEDY.search(head) and not _CHOSEN.search(head))
 
 
 #: The people on it, or the agent, speaking of one incident: "Ack. R7's switch is rebooting",
@@ -709,7 +709,7 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
         return True
     if _CLOSED_OR_CAUSED.search(prose[:300]):
         return True  # "incident resolved", "Root cause from the network team: …"
-    if CAME_BACK.search(prose[:DETECT_LIMIT]) and mentions_failure(prose):
+    if CAME_BACK_WORDS.found(prose[:DETECT_LIMIT]) and mentions_failure(prose):
         # a post that names the failure the run recovered from: "had a GPU fall off the bus
         # (Xid 79) …; training again from 17,000", an agent's daily recapping a lost node
         return True

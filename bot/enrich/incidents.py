@@ -615,6 +615,8 @@ CAME_BACK = re.compile(
     r"|(?:step\s+time|throughput|mfu)\s+(?:is\s+)?(?:back\s+to\s+)?[\d.,]+\s*\S*\s+again)",
     re.IGNORECASE,
 )
+#: ``CAME_BACK`` asked yes or no, on lowercased text where that is exact.
+CAME_BACK_WORDS: Final = Words(CAME_BACK)
 
 
 def signals_heard(text: str) -> bool:

@@ -54,7 +54,7 @@ from bot.enrich.incident_posts import (
     thread_is_experiment,
 )
 from bot.enrich.incidents import (
-    CAME_BACK,
+    CAME_BACK_WORDS,
     DETECT_LIMIT,
     SENTENCE_SPLIT,
     alert_page,
@@ -281,7 +281,7 @@ def _learned_report(
         return None  # "are we keeping the 20k ckpt or can it go?": a plan asked about
     if not names_the_run(f"{title or ''}\n{doc.prose}"):
         return None  # "anyone grabbing lunch?": nothing of a run to report on
-    if CAME_BACK.search(doc.prose[:DETECT_LIMIT]):
+    if CAME_BACK_WORDS.found(doc.prose[:DETECT_LIMIT]):
         return None  # "evicted again around 14:20, it's back in the queue": told over
     if _CALLED_EXPECTED.search(doc.prose[:DETECT_LIMIT]):
         return None  # "loss went up 0.02 since the mix change, expected"

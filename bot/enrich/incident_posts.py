@@ -29,7 +29,7 @@ from bot.enrich.incidents import (
     sharper_kind,
     signals_heard,
 )
-from bot.enrich.lowered import Words, aligned, must_lower
+from bot.enrich.lowered import Words
 
 # --------------------------------------------------------------------------------------------
 # Where incident words do not report an incident of the run
@@ -68,15 +68,7 @@ _RETROSPECTIVE = re.compile(
 )
 
 
-_RETROSPECTIVE_LOWER: Final = must_lower(_RETROSPECTIVE)
-
-
-def _retrospective(text: str) -> bool:
-    """Whether ``text`` looks back (``_RETROSPECTIVE``), read lowercased where that is exact."""
-    low = text.lower()
-    if aligned(text, low):
-        return _RETROSPECTIVE_LOWER.search(low) is not None
-    return _RETROSPECTIVE.search(text) is not None
+_RETROSPECTIVE_WORDS: Final = Words(_RETROSPECTIVE)
 
 
 #: A thread whose title opens with an eval or a benchmark ("Long-context eval OOMs on 64k
@@ -277,8 +269,10 @@ def is_retrospective(prose: str, thread_title: str = "") -> bool:
     """A post-mortem or retrospective (said in the thread title or the post's opening), or a
     tally of failures by kind: "4 halts, 2 preemptions, goodput 91%"."""
     head = prose[:300]
-    return bool(
-        _retrospective(thread_title) or _retrospective(head) or _TALLY_WORDS.count(head) >= 2
+    return (
+        _RETROSPECTIVE_WORDS.found(thread_title)
+        or _RETROSPECTIVE_WORDS.found(head)
+        or _TALLY_WORDS.count(head) >= 2
     )
 
 
@@ -313,7 +307,7 @@ def thread_incident(context: ThreadContext) -> str | None:
     or None when the thread is not an incident's own."""
     if not context.known or thread_is_experiment(context):
         return None
-    if _retrospective(context.title):
+    if _RETROSPECTIVE_WORDS.found(context.title):
         return None
     if (context.kind == "pull" or names_a_change(context.title)) and not declares_incident(context):
         return None  # a pull's title names a change ("lower the NCCL timeout"), not an outage
@@ -418,7 +412,7 @@ _FAILURE_WORDS = re.compile(
     r"|(?:health|nhc)\w*\s*:?\s*\w*\s+fail(?:ed|s|ure)?|made\s+no\s+progress)\b",
     re.IGNORECASE,
 )
-_FAILURE_WORDS_LOWER: Final = Words(_FAILURE_WORDS)
+_FAILURES: Final = Words(_FAILURE_WORDS)
 #: Words that tie a post to one incident: its diagnosis, fix, recovery or post-mortem.
 _ABOUT_ONE = re.compile(
     r"\b(?:root[- ]?caus\w*|caused\s+by|(?:was|were)\s+caused|the\s+cause\s+(?:of|was|is)"
@@ -442,7 +436,7 @@ _ABOUT_ONE = re.compile(
 
 
 def mentions_failure(text: str) -> bool:
-    return _FAILURE_WORDS_LOWER.found(text[:DETECT_LIMIT])
+    return _FAILURES.found(text[:DETECT_LIMIT])
 
 
 #: A post that opens by proposing a general change: "We should add a watchdog", "Proposal:
@@ -699,7 +693,7 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
     text = f"{title}\n{prose}" if title else prose
     if thread_incident(context) is not None or declares_incident(context):
         return bool(prose.strip())
-    if _retrospective(context.title) and mentions_failure(context.title):
+    if _RETROSPECTIVE_WORDS.found(context.title) and mentions_failure(context.title):
         return True  # the post-mortem of one incident, named in its title
     if routine_preemption(prose):
         return False

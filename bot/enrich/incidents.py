@@ -58,7 +58,7 @@ from bot.enrich.incident_signals import (
     STALL,
     Signal,
 )
-from bot.enrich.lowered import Words, aligned, must_lower
+from bot.enrich.lowered import Words, aligned
 
 CRITICAL: Final = "critical"
 WARNING: Final = "warning"
@@ -95,10 +95,10 @@ def _listening(text: str, lowered: str) -> Iterator[tuple[Signal, re.Pattern[str
     """The signals with an anchor in the text, each with the pattern to run and the text to run
     it on: lowercased where the signal allows and lowering kept every place (matches then point
     into ``text`` as well)."""
-    aligned = len(lowered) == len(text)
+    exact = aligned(text, lowered)
     for n in _anchored(lowered):
         signal, pattern, fast = _COMPILED[n]
-        if aligned and fast is not None:
+        if exact and fast is not None:
             yield signal, fast, lowered
         else:
             yield signal, pattern, text
@@ -627,12 +627,10 @@ def signals_heard(text: str) -> bool:
     26 s") and a run come back or fine ("requeued from 44,000", "no impact")."""
     text = _canonical(text[:DETECT_LIMIT])
     lowered = text.lower()
-    fast = aligned(text, lowered)
-    said = lowered if fast else text
-    shapes = _HEARD_LOWER if fast else _HEARD
+    shapes: tuple[Words, ...] = _HEARD
     if _SPEED_SAID.search(lowered):  # the speed shapes each need a metric or a "vs"
-        shapes += _SPEED_LOWER if fast else _SPEED
-    if any(shape.search(said) for shape in shapes):
+        shapes += _SPEED_HEARD
+    if any(shape.found(text, lowered) for shape in shapes):
         return True
     return any(pattern.search(said) is not None for _, pattern, said in _listening(text, lowered))
 
@@ -1134,12 +1132,12 @@ def slowdown(text: str) -> str | None:
     if _SPEED_SAID.search(text.lower()) is None:
         return None
     text = _DURATION.sub(_in_seconds, _THOUSANDS.sub(_in_units, text))
-    worried = _WORRIED.search(text[:DETECT_LIMIT]) is not None
     head = text[:DETECT_LIMIT]
+    worried = _WORRIED.search(head) is not None
     low = head.lower()
-    fast = aligned(head, low)
-    for pattern, quick in _SPEED_SHAPES:
-        for m in quick.finditer(low) if fast else pattern.finditer(head):
+    for shape in _SPEED_SHAPES:
+        pattern = shape.pattern
+        for m in shape.finditer(head, low):
             left, right = sentence_bounds(text, m.start(), m.end())
             sentence = text[left:right]
             if sentence.rstrip().endswith("?") and not _QUESTION_START.match(sentence):
@@ -1178,15 +1176,12 @@ def slowdown(text: str) -> str | None:
     return None
 
 
-#: The comparisons, each with its twin for lowercased text.
-_SPEED_SHAPES: Final = tuple(
-    (p, must_lower(p)) for p in (_FROM_TO, _WORSE_WORD, _TIME_CREEP, _NOW_VS_THEN)
-)
-#: What ``signals_heard`` listens for besides the signals, and the same for lowercased text.
-_HEARD: Final = (_STATE_WORD, CAME_BACK, ALL_FINE)
-_HEARD_LOWER: Final = tuple(must_lower(p) for p in _HEARD)
-_SPEED: Final = (_FROM_TO, _WORSE_WORD, _NOW_VS_THEN)
-_SPEED_LOWER: Final = tuple(must_lower(p) for p in _SPEED)
+#: The comparisons, read on lowercased text where that is exact.
+_SPEED_SHAPES: Final = tuple(Words(p) for p in (_FROM_TO, _WORSE_WORD, _TIME_CREEP, _NOW_VS_THEN))
+#: What ``signals_heard`` listens for besides the signals (the speed shapes only where a speed
+#: is said).
+_HEARD: Final = (Words(_STATE_WORD), CAME_BACK_WORDS, Words(ALL_FINE))
+_SPEED_HEARD: Final = tuple(w for w in _SPEED_SHAPES if w.pattern is not _TIME_CREEP)
 
 
 def _denied_or_not_now(clause: str, sentence: str) -> bool:

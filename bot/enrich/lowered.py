@@ -9,6 +9,7 @@ that is already lower case. A pattern whose words are all lower case matches the
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 #: Escapes ("\S", "\W") and group names ("(?P<metric>") name no letter to match.
 _NOT_WORDS = re.compile(r"\\.|\(\?P(?:<\w+>|=\w+\))")
@@ -45,8 +46,9 @@ def aligned(text: str, lowered_text: str) -> bool:
 
 
 class Words:
-    """A pattern and its twin for lowercased text: asks whether, or how often, the pattern
-    occurs, reading lowercased text wherever that is exact."""
+    """A pattern and its twin for lowercased text: asks whether, how often or where the pattern
+    occurs, reading lowercased text wherever that is exact (``low``: the text lowercased, when
+    the caller has it already)."""
 
     __slots__ = ("lower", "pattern")
 
@@ -54,14 +56,19 @@ class Words:
         self.pattern = pattern
         self.lower = must_lower(pattern)
 
-    def _read(self, text: str) -> tuple[re.Pattern[str], str]:
-        low = text.lower()
+    def _read(self, text: str, low: str | None) -> tuple[re.Pattern[str], str]:
+        low = text.lower() if low is None else low
         return (self.lower, low) if aligned(text, low) else (self.pattern, text)
 
-    def found(self, text: str) -> bool:
-        pattern, said = self._read(text)
+    def found(self, text: str, low: str | None = None) -> bool:
+        pattern, said = self._read(text, low)
         return pattern.search(said) is not None
 
     def count(self, text: str) -> int:
-        pattern, said = self._read(text)
+        pattern, said = self._read(text, None)
         return len(pattern.findall(said))
+
+    def finditer(self, text: str, low: str | None = None) -> Iterator[re.Match[str]]:
+        """The matches, their places in ``text`` (their groups lowercased where read so)."""
+        pattern, said = self._read(text, low)
+        return pattern.finditer(said)

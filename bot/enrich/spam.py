@@ -13,7 +13,7 @@ import re
 from typing import Final
 
 from bot.enrich.context import ThreadContext
-from bot.enrich.lowered import aligned, must_lower
+from bot.enrich.lowered import Words
 
 #: Promotional phrases; each distinct match is one cue.
 _PROMO = re.compile(
@@ -68,7 +68,7 @@ _PROMO = re.compile(
     )\b""",
     re.IGNORECASE | re.VERBOSE,
 )
-_PROMO_LOWER: Final = must_lower(_PROMO)
+_PROMO_WORDS: Final = Words(_PROMO)
 #: A link, spelled out or not: "https://", "www.", "bit.ly/…", "deals.xyz", "gift.gg/k2",
 #: "site dot io".
 _LINK: Final = re.compile(
@@ -96,9 +96,7 @@ def promo_cues(text: str) -> int:
     """Distinct promotional phrases in ``text`` (a link and a shouted emoji count as one more
     each, beside a phrase)."""
     head = text[:4000]
-    low = head.lower()
-    phrases = _PROMO_LOWER.finditer(low) if aligned(head, low) else _PROMO.finditer(head)
-    found = {m.group(0).lower() for m in phrases}
+    found = {m.group(0).lower() for m in _PROMO_WORDS.finditer(head)}
     found.update(m.group(0) for pattern in _MONEY for m in pattern.finditer(head))
     if not found:
         return 0

@@ -40,11 +40,14 @@ TEXTS = (
 
 
 @pytest.mark.parametrize("text", TEXTS)
-def test_words_find_and_count_what_the_pattern_does(text: str) -> None:
+def test_words_find_count_and_place_what_the_pattern_does(text: str) -> None:
     for pattern in (incidents._NOT_THE_RUN, incidents._FROM_TO, incidents.ALL_FINE):
         words = Words(pattern)
         assert words.found(text) is (pattern.search(text) is not None)
         assert words.count(text) == len(pattern.findall(text))
+        spans = [m.span() for m in pattern.finditer(text)]
+        assert [m.span() for m in words.finditer(text)] == spans
+        assert [m.span() for m in words.finditer(text, text.lower())] == spans
 
 
 def test_lowering_that_moves_characters_is_not_aligned() -> None:

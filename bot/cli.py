@@ -784,16 +784,19 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
             from bot.hooks.routes import HookEndpoints
             from bot.web.server import serve
 
-            await stack.enter_async_context(
+            host = settings.runscribe_web_host
+            _, bound = await stack.enter_async_context(
                 serve(
                     runtime.store.reader,  # pages read like commands: never behind the poll cycle
-                    settings.runscribe_web_host,
+                    host,
                     settings.runscribe_web_port,
                     poll_interval=settings.runscribe_poll_interval,
                     # pushes are stored through the writer and wake the bot's hooks loop
                     hooks=HookEndpoints.from_settings(runtime.store, settings, runtime.doorbell),
                 )
             )
+            # The bound port, for RUNSCRIBE_WEB_PORT=0 (the system picks a free one).
+            print(f"serving the status page on http://{host}:{bound}/", flush=True)
         await run_bot(runtime)
     return EXIT_OK
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -38,3 +40,24 @@ async def until(
         if loop.time() > deadline:
             raise AssertionError(f"{what}: not met after waiting {within:g} s")
         await asyncio.sleep(every)
+
+
+_SERVING = re.compile(rb"serving the status page on http://[^/]+:(\d+)/")
+
+
+def served_port(output: bytes) -> int | None:
+    """The port a process last said it serves on. Processes under test are started with port 0
+    so the system picks a free one: a port probed and released here could be taken by anyone
+    before the process binds it."""
+    ports = _SERVING.findall(output)
+    return int(ports[-1]) if ports else None
+
+
+async def port_in_log(log: Path, process: asyncio.subprocess.Process) -> int:
+    """The port `process` (writing to `log`, started with port 0) says it bound."""
+
+    def said() -> int | None:
+        assert process.returncode is None, log.read_text()[-3000:]  # it ended before serving
+        return served_port(log.read_bytes())
+
+    return await until(said, "the bound port in the log")

@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -26,7 +25,7 @@ from bot.render.cards import Card
 from bot.store import Database, Store
 from tests.bot.conftest import Seed, StartBot, digest_due_now
 from tests.fakes.discord import FakeDiscord, Recorded, snowflake
-from tests.waiting import PATIENCE, until
+from tests.waiting import PATIENCE, port_in_log, until
 
 MESSAGE_CONTENT = 1 << 15
 HOSTILE = "@everyone @here <@&1> <@123456789012345678> [totally safe](https://evil.example/x)"
@@ -437,12 +436,10 @@ async def test_process_answers_and_survives_kill_9_between_send_and_mark(
         assert item is not None and item.status == "queued"  # sent, never marked
 
     # This time the bot also serves the status page (RUNSCRIBE_WEB_PORT).
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env["RUNSCRIBE_WEB_PORT"] = str(port)
+    env["RUNSCRIBE_WEB_PORT"] = "0"  # the system picks a free port; the process logs it
     process = await _spawn(env, log)
     try:
+        port = await port_in_log(log, process)
 
         async def sent() -> OutboxItem | None:
             async with Database.open(db_file) as db:

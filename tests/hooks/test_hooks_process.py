@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -26,7 +25,7 @@ from bot.store import Database, Store
 from tests.fakes.alertmanager import Alert, message, post
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.github import FakeGitHub, signed_delivery
-from tests.waiting import PATIENCE, until
+from tests.waiting import PATIENCE, port_in_log, served_port, until
 
 pytestmark = pytest.mark.timeout(600)  # real processes on a possibly loaded machine
 
@@ -34,12 +33,6 @@ SECRET = "webhook-secret-for-the-test"
 TOKEN = "alertmanager-bearer-for-the-test"
 ALERTS = 1_300_000_000_000_000_001
 REPO = "lab/hero"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def eventually(check: Callable[[], Awaitable[Any]], what: str) -> Any:
@@ -57,7 +50,6 @@ async def comment_rows(db_file: Path, external_id: str) -> list[tuple[int, str]]
 
 
 async def test_pushes_reach_the_running_bot_within_its_poll_interval(tmp_path: Path) -> None:
-    port = free_port()
     db_file = tmp_path / "runscribe.db"
     runs_path = tmp_path / "runscribe.toml"
     runs_path.write_text(
@@ -83,7 +75,7 @@ async def test_pushes_reach_the_running_bot_within_its_poll_interval(tmp_path: P
             RUNSCRIBE_CONFIG=str(runs_path),
             GITHUB_API_URL=gh.url,
             RUNSCRIBE_POLL_INTERVAL="3600",
-            RUNSCRIBE_WEB_PORT=str(port),
+            RUNSCRIBE_WEB_PORT="0",
             GITHUB_WEBHOOK_SECRET=SECRET,
             RUNSCRIBE_HOOK_TOKEN=TOKEN,
         )
@@ -93,8 +85,9 @@ async def test_pushes_reach_the_running_bot_within_its_poll_interval(tmp_path: P
                 sys.executable, "-m", "bot", "run", env=env, stdout=out, stderr=out,
                 cwd=str(tmp_path),
             )  # fmt: skip
-        base = f"http://127.0.0.1:{port}"
         try:
+            base = f"http://127.0.0.1:{await port_in_log(log, process)}"
+
             # The bot's one poll at start is done: from now on only pushes bring anything.
             async def first_cycle() -> dict[str, Any] | None:
                 try:
@@ -195,7 +188,6 @@ async def test_pushes_reach_the_running_bot_within_its_poll_interval(tmp_path: P
 async def test_runscribe_web_takes_pushes_without_the_bot(tmp_path: Path) -> None:
     """`runscribe web` with the hooks enabled reads pushes into the store by itself (posting
     stays with `runscribe run`): a tracked comment is stored, an alert opens its incident."""
-    port = free_port()
     db_file = tmp_path / "runscribe.db"
     runs_path = tmp_path / "runscribe.toml"
     runs_path.write_text(
@@ -215,16 +207,16 @@ async def test_runscribe_web_takes_pushes_without_the_bot(tmp_path: Path) -> Non
             RUNSCRIBE_HOOK_TOKEN=TOKEN,
         )
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", "web", "--port", str(port), env=env, cwd=str(tmp_path),
+            sys.executable, "-m", "bot", "web", "--port", "0", env=env, cwd=str(tmp_path),
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         )  # fmt: skip
-        base = f"http://127.0.0.1:{port}"
         try:
             assert process.stdout is not None
             lines: list[bytes] = []
-            while not lines or b"serving the status page" not in lines[-1]:
+            while not lines or served_port(lines[-1]) is None:
                 lines.append(await asyncio.wait_for(process.stdout.readline(), PATIENCE))
                 assert lines[-1], b"".join(lines)  # the process ended before serving
+            base = f"http://127.0.0.1:{served_port(lines[-1])}"
             number = repo.add_issue("Hero run: storage", labels=["hero-run"])
             comment = repo.add_comment(number, "The 54k checkpoint is on the new bucket.")
             payload = repo.delivery("issue_comment", "created", number=number, comment_id=comment)

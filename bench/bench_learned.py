@@ -602,7 +602,8 @@ def shape(name):
 def heard(text):
     text = getattr(inc, "_canonical", str)(text[: inc.DETECT_LIMIT])
     low = text.lower()
-    if any(any(a in low for a in s.anchors) and p.search(text) for s, p, *_ in inc._COMPILED):
+    table = getattr(inc, "_COMPILED", None) or [(s, s.compile()) for s in inc.SIGNALS]
+    if any(any(a in low for a in s.anchors) and p.search(text) for s, p, *_ in table):
         return True
     shapes = ("_STATE_WORD", "_FROM_TO", "_WORSE_WORD", "_NOW_VS_THEN", "_CAME_BACK", "_ALL_FINE")
     return any(shape(n) and shape(n).search(text) for n in shapes)

@@ -70,18 +70,25 @@ _CRITICAL_KINDS: Final = frozenset(
 #: How much prose is examined (a long comment's incident report is near its top).
 DETECT_LIMIT: Final = 12_000
 
-#: Each signal with its pattern, and the same for lowercased text where its words allow.
-_COMPILED: Final = tuple((s, s.compile(), s.compile_lowered()) for s in SIGNALS)
-#: Each anchor once, with the signals (their places in ``_COMPILED``) it lets run.
+#: Each anchor once, with the signals (their places in ``SIGNALS``) it lets run.
 _BY_ANCHOR: Final = tuple(
-    (anchor, frozenset(n for n, (s, _, _) in enumerate(_COMPILED) if anchor in s.anchors))
-    for anchor in dict.fromkeys(a for s, _, _ in _COMPILED for a in s.anchors)
+    (anchor, frozenset(n for n, s in enumerate(SIGNALS) if anchor in s.anchors))
+    for anchor in dict.fromkeys(a for s in SIGNALS for a in s.anchors)
 )
+
+
+@functools.cache
+def compiled(n: int) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
+    """Signal ``n``'s pattern and its twin for lowercased text (None where its words tell cases
+    apart), compiled when first heard: the table is most of this module's import, and most
+    processes (a CLI command, the chart drawer) never read a post."""
+    signal = SIGNALS[n]
+    return signal.compile(), signal.compile_lowered()
 
 
 @functools.lru_cache(maxsize=256)
 def _anchored(lowered: str) -> tuple[int, ...]:
-    """The places in ``_COMPILED`` of the signals with an anchor in ``lowered``, in order (each
+    """The places in ``SIGNALS`` of the signals with an anchor in ``lowered``, in order (each
     anchor is looked for once, however many signals share it; a text asked about again is not
     read again)."""
     heard: set[int] = set()
@@ -97,7 +104,7 @@ def _listening(text: str, lowered: str) -> Iterator[tuple[Signal, re.Pattern[str
     into ``text`` as well)."""
     exact = aligned(text, lowered)
     for n in _anchored(lowered):
-        signal, pattern, fast = _COMPILED[n]
+        signal, (pattern, fast) = SIGNALS[n], compiled(n)
         if exact and fast is not None:
             yield signal, fast, lowered
         else:

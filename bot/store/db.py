@@ -367,12 +367,22 @@ class Database:
         await self.conn.execute("RELEASE runscribe_step")
 
     async def fetchall(self, sql: str, params: Any = ()) -> list[aiosqlite.Row]:
-        async with self.conn.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+        return await _fetchall(self.conn, sql, params)
 
     async def fetchone(self, sql: str, params: Any = ()) -> aiosqlite.Row | None:
-        async with self.conn.execute(sql, params) as cursor:
-            return await cursor.fetchone()
+        """The first row of a query of one row (by a key, an aggregate, LIMIT 1)."""
+        return await _fetchone(self.conn, sql, params)
+
+
+async def _fetchall(conn: aiosqlite.Connection, sql: str, params: Any) -> list[aiosqlite.Row]:
+    # One trip to the connection's thread. A cursor (execute, fetch, close) is three, and each
+    # trip is a hand-over between threads that costs more than a small query itself.
+    return list(await conn.execute_fetchall(sql, params))
+
+
+async def _fetchone(conn: aiosqlite.Connection, sql: str, params: Any) -> aiosqlite.Row | None:
+    rows = await _fetchall(conn, sql, params)
+    return rows[0] if rows else None
 
 
 # The writer's page cache. Its pages stay valid across its own commits, so the cache only
@@ -441,9 +451,10 @@ class ReadOnlyDatabase(Database):
             self._free.put_nowait(conn)
 
     async def fetchall(self, sql: str, params: Any = ()) -> list[aiosqlite.Row]:
-        async with self._connection() as conn, conn.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+        async with self._connection() as conn:
+            return await _fetchall(conn, sql, params)
 
     async def fetchone(self, sql: str, params: Any = ()) -> aiosqlite.Row | None:
-        async with self._connection() as conn, conn.execute(sql, params) as cursor:
-            return await cursor.fetchone()
+        """The first row of a query of one row (by a key, an aggregate, LIMIT 1)."""
+        async with self._connection() as conn:
+            return await _fetchone(conn, sql, params)

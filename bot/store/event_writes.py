@@ -134,13 +134,13 @@ class EventWrites:
             by_run_source.setdefault((event.run_slug, event.source), []).append(event.external_id)
         for (run_slug, source), ids in by_run_source.items():
             marks = ",".join("?" * len(ids))
-            async with conn.execute(
+            rows = await conn.execute_fetchall(
                 "SELECT id, external_id, content_hash, updated_at FROM events "
                 f"WHERE run_slug = ? AND source = ? AND external_id IN ({marks})",
                 (run_slug, source, *ids),
-            ) as cursor:
-                async for row in cursor:
-                    found[(run_slug, source, row[1])] = (row[0], row[2], row[3])
+            )
+            for row in rows:
+                found[(run_slug, source, row[1])] = (row[0], row[2], row[3])
         return found
 
     async def mark_deleted(self, run_slug: str, source: str, external_id: str) -> bool:

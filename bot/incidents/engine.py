@@ -38,7 +38,6 @@ queues the posts (step 5, `IncidentDelivery.deliver`); `bot.incidents.steps` iso
 from __future__ import annotations
 
 import asyncio
-import copy
 from dataclasses import replace
 from datetime import datetime
 
@@ -48,7 +47,7 @@ from bot.incidents.delivery import IncidentDelivery, IncidentWords
 from bot.incidents.detectors import CRASH, DETECTORS, Finding, is_alert, is_report, where
 from bot.incidents.lifecycle import Policy
 from bot.incidents.matching import match
-from bot.incidents.rounds import Cycle, RoundReader, restore_incident
+from bot.incidents.rounds import Cycle, RoundReader, replica, restore_incident
 from bot.incidents.steps import Failures, Steps, record_health
 from bot.incidents.writeup import WriteupPen
 from bot.models import Event, Incident, IncidentDetails, IncidentSignal, RunInfo
@@ -127,7 +126,7 @@ class IncidentEngine:
         if not await steps.run("who acted", self._people_acting(repo, cycle)):
             cycle.restore(saved)
         for incident in cycle.incidents:
-            was = copy.deepcopy(incident)
+            was = replica(incident)
             if not await steps.run(
                 f"incident #{incident.id}'s posts",
                 self._deliver_and_write(store, cycle, incident, as_read.get(incident.id)),

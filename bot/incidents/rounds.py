@@ -5,10 +5,11 @@ the events the registered detectors declare they read) and what it plans to writ
 
 from __future__ import annotations
 
-import copy
+import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from bot.config.runsfile import Thresholds
 from bot.incidents.detectors import CRASH, DETECTORS, RunData, spec_for
@@ -17,6 +18,8 @@ from bot.incidents.lifecycle import Judgement, Policy
 from bot.incidents.steps import Failures
 from bot.models import Event, Incident, RunInfo, Silence
 from bot.store import Store
+
+T = TypeVar("T")
 
 #: the most events of one declared (source, kind) a cycle reads for a run (the newest)
 READ_LIMIT = 1000
@@ -54,10 +57,18 @@ class Cycle:
 
     def saved(self) -> Saved:
         """The round's incidents and plans as they are, to go back to when a step fails."""
-        return copy.deepcopy((self.incidents, self.updates, self.new_ids, self.resolved_now))
+        return replica((self.incidents, self.updates, self.new_ids, self.resolved_now))
 
     def restore(self, saved: Saved) -> None:
         self.incidents, self.updates, self.new_ids, self.resolved_now = saved
+
+
+def replica(value: T) -> T:
+    """A deep copy of plain data (incidents, their details, dates, numbers, strings): a pickle
+    round trip, several times faster than ``copy.deepcopy`` on these and with the same result.
+    Every round saves its incidents before each step, so the copy is on the engine's path."""
+    copied: T = pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+    return copied
 
 
 def restore_incident(incident: Incident, was: Incident) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -212,6 +213,19 @@ def _compile(
 
 _WORDS, _PREFIXES, _PHRASES = _compile(TERMS)
 _PREFIX_TUPLE: Final = tuple(_PREFIXES)
+#: The phrases in table order, and the places of those each first word starts: a post is only
+#: searched for the phrases whose first word it has.
+_PHRASE_ITEMS: Final = tuple(_PHRASES.items())
+
+
+def _places_by_first_word(phrases: Iterable[str]) -> dict[str, tuple[int, ...]]:
+    places: dict[str, list[int]] = {}
+    for n, phrase in enumerate(phrases):
+        places.setdefault(phrase.split()[0], []).append(n)
+    return {word: tuple(found) for word, found in places.items()}
+
+
+_PHRASES_FROM: Final = _places_by_first_word(_PHRASES)
 _TOKEN = re.compile(r"[a-z0-9]+")
 _RANK: Final = {tag: i for i, tag in enumerate(PRIORITY)}
 
@@ -261,9 +275,11 @@ def _score_part(text: str, factor: float, evidence: Evidence) -> None:
             for prefix, pterms in _PREFIXES.items():
                 if token.startswith(prefix):
                     _add(evidence, pterms, n, factor)
-    if len(tokens) > 1:
+    starts = counts.keys() & _PHRASES_FROM.keys()
+    if len(tokens) > 1 and starts:
         joined = f" {' '.join(tokens)} "
-        for phrase, terms in _PHRASES.items():
+        for place in sorted(n for word in starts for n in _PHRASES_FROM[word]):
+            phrase, terms = _PHRASE_ITEMS[place]
             n = joined.count(phrase)
             if n:
                 _add(evidence, terms, n, factor)

@@ -76,6 +76,11 @@ _FAIL_TO = (
 #: A fault (an error stream) takes its incident kind from its sentence (``fault_kind``); a
 #: stall (a phase never left: a save, a barrier) is a hang whatever the phase.
 FAULT: Final = "fault"
+#: Since the run's own restart: "since at least the Mar 20 restart", "since the 600 relaunch".
+SINCE_RESTART: Final = (
+    r"since\s+(?:at\s+least\s+)?(?:the|yesterday's|today's|this\s+morning's|last\s+night's)\s+"
+    r"(?:[\w:.,-]+\s+){0,2}?(?:re-?start|re-?launch|resume|requeue|redeploy)\w*"
+)
 STALL: Final = "stall"
 #: The run, a state and a word for now in one clause; its kind is the state's.
 NOW_STATE: Final = "now-state"
@@ -1221,14 +1226,16 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         # "the loader is already failing on some ranks"
         r"|(?:is|are)\s+(?:already\s+|now\s+)?failing\s+on\s+(?:some|several|many|all|every|\d+)\b",
     ),
-    # something amiss with a part of the run, said as such: "something's off with lustre
-    # metadata: `ls` takes 38 s"; the kind is the part's
+    # something amiss with a part of the run, or since the run's restart, said as such at the
+    # start of a sentence: "something's off with lustre metadata: `ls` takes 38 s", "⚠️
+    # something is off with the data since the Mar 20 restart", "something is off since the
+    # 600 restart"; the kind is the part's
     _sig(
         FAULT,
         "something",
-        r"^\W*something(?:'s|\s+is|\s+seems)\s+(?:off|wrong|broken|weird|up)\s+(?:with|on|in)\s+"
-        r"(?:the\s+)?"
-        r"[\w/-]+(?:\s+[\w/-]+)?",
+        r"(?<!\w[ \t])something(?:'s|\s+is|\s+seems)\s+(?:off|wrong|broken|weird|up)\s+"
+        r"(?:(?:with|on|in)\s+(?:the\s+)?[\w/-]+(?:\s+[\w/-]+)?"
+        rf"|{SINCE_RESTART})",
     ),
     # a slope in what the run does, told as one: "are saves getting slower each time?"
     _sig(

@@ -55,6 +55,7 @@ from bot.enrich.incident_signals import (
     KIND_PRIORITY,
     NOW_STATE,
     SIGNALS,
+    SINCE_RESTART,
     STALL,
     Signal,
 )
@@ -385,6 +386,7 @@ _RUN_PART = re.compile(
     rf"|nccl|all-?reduce|rendezvous|coordinator|rank\s*\d+|hero|{_RL_PARTS})\b",
     re.IGNORECASE,
 )
+_SINCE_RESTART = re.compile(rf"\b{SINCE_RESTART}\b", re.IGNORECASE)
 #: Which kind a fault is, by the part its sentence names, most specific first.
 _FAULT_PARTS: Final = (
     ("checkpoint-failed", re.compile(r"\b(?:checkpoint\w*|ckpt|saves?|saving|orbax)\b", re.I)),
@@ -484,7 +486,9 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
         return False
     if asked.endswith("?") and _ANSWERED_NO.match(text[right:].lstrip(" \t\n.…")):
         return False  # "billing account suspended? no, that was the sandbox project"
-    if signal.kind == FAULT and not _RUN_PART.search(text, left, end):
+    if signal.kind == FAULT and not (
+        _RUN_PART.search(text, left, end) or _SINCE_RESTART.search(text, left, right)
+    ):
         return False  # "the download script is getting 429s": not a part of the run
     if "name" in m.groupdict() and m.group("name") and _NOT_A_NAME.match(m.group("name")):
         return False  # "loss stuck at 2.1", "grafana down", "everything down?": not the run
@@ -555,7 +559,12 @@ def _kind(signal: Signal, text: str, m: re.Match[str]) -> str:
     if signal.kind != FAULT:
         return signal.kind
     left, right = sentence_bounds(text, m.start(), m.end())
-    return fault_kind(text[left:right])
+    sentence = text[left:right]
+    part = _SINCE_RESTART.sub("", sentence)  # "since the 441k resume" names no faulty part
+    if part == sentence:
+        return fault_kind(sentence)
+    kind = fault_kind(part)
+    return "outage" if kind == "crash" else kind  # "off since the 600 restart": running, wrong
 
 
 def severity_of(kind: str, context: str) -> str:
@@ -1245,6 +1254,11 @@ def checkpoint_behind(text: str) -> bool:
 # level, a rise, and something that says it stayed; not a spike that recovered or an expected
 # change.
 
+#: After the run's own restart: a level that moved there moved with it, not a spike.
+_AFTER_RESTART = (
+    r"(?:after|since)\s+(?:the|yesterday's|today's|this\s+morning's|last\s+night's)\s+"
+    r"(?:[\w:.,-]+\s+){0,2}?(?:re-?start|re-?launch|resume|redeploy)\w*(?:\s+at\s+[\d:.,k]+)?"
+)
 _LOSS_RISE = re.compile(
     rf"\bloss(?:es)?\b[^.!\n]{{0,30}}?(?:"
     rf"(?:jumped|went|rose|climbed|spiked|shot)\s+(?:up\s+)?(?:from\s+)?~?{_NUM}\s*(?:→|->|to)\s*~?{_NUM}"
@@ -1252,11 +1266,13 @@ _LOSS_RISE = re.compile(
     rf"|(?:jumped|is\s+up|went\s+up|rose)\s+(?:by\s+)?~?{_NUM}(?![\d,.]*k)"
     rf"|(?:at\s+\S+\s+)?is\s+~?{_NUM}[,;]?\s+(?:at\s+\S+\s+)?it\s+was\s+~?{_NUM}"
     # "4.7 since the 15:50 redeploy, was 1.98 right before": now, then what it was
-    rf"|(?:is\s+)?~?{_NUM}\s+since\b[^,;.\n]{{0,40}}?[,;]\s*(?:it\s+)?was\s+~?{_NUM})",
+    rf"|(?:is\s+)?~?{_NUM}\s+since\b[^,;.\n]{{0,40}}?[,;]\s*(?:it\s+)?was\s+~?{_NUM}"
+    # "is 6.9 after the relaunch at 14:00 😬 it was 2.21 before"
+    rf"|is\s+~?{_NUM}\s+{_AFTER_RESTART}[^.!?\n]{{0,25}}?\bit\s+was\s+~?{_NUM})",
     re.IGNORECASE,
 )
 _STAYED = re.compile(
-    r"\b(?:since|still|later|stay(?:s|ed)?|hasn't\s+(?:come\s+back|recovered|moved)"
+    rf"\b(?:since|still|later|stay(?:s|ed)?|hasn't\s+(?:come\s+back|recovered|moved)|{_AFTER_RESTART}"
     r"|not\s+(?:recovering|coming\s+back|one\s+of\s+the\s+spikes)|isn't\s+one\s+of\s+the\s+spikes"
     r"|(?:at|from)\s+the\s+(?:last|latest)\s+checkpoint)\b",
     re.IGNORECASE,

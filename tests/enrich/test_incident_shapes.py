@@ -107,6 +107,11 @@ def test_a_fault_takes_its_kind_from_the_part_it_names() -> None:
     assert fault_kind("gcsfuse on half the hosts is throwing IO errors") == "storage"
     assert fault_kind("the rendezvous keeps returning errors") == "network"
     assert fault_kind("the trainer is throwing exceptions") == "crash"
+    # a restart dates the fault and names no part: running, but wrong
+    since = enrich_text(
+        title=None, body="something is off since the 600 restart", kind="message", source="discord"
+    )
+    assert (since.live_report, since.incident_kind) == (True, "outage")
 
 
 def test_a_fault_counts_only_after_a_part_of_the_run() -> None:
@@ -761,6 +766,13 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("🛑 nanguard stopped rt-70b-h1 at step 222,455 (06:41 UTC)", True),
     ("18 of the 212 array tasks for the tok-v3 code slice died with the Slurm OOM kill", False),
     ("the CoT job for 240000 died with a CUDA OOM at load. the hero run is not involved", False),
+    # round nineteen: a run that came back wrong from its own restart
+    ("⚠️ something is off with the data since at least the Mar 20 restart. code share 17.9%", True),
+    ("something is off since the 600 restart. ratio mean is 1.7, should be ~1.0", True),
+    ("I think something is off with the data since the restart, can someone look", False),
+    ("if something is off since the restart, ping the on-call", False),
+    ("loss is 6.9 after the relaunch at 14:00 😬 it was 2.21 before. did anything change?", True),
+    ("loss is 2.05 after the restart, it was 2.04 before", False),
 ]
 
 

@@ -994,7 +994,10 @@ _NOW_VS_THEN = re.compile(
     # "throughput panel flat at ~3.1M since lunch? it was 4.7M this morning"
     rf"|(?P<metric4>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\bat\s+~?{_NUM}\s*\S*"
     r"(?:\s+since\s+[^.!?,\n]{1,30})?[?.,;]*\s+(?:and\s+)?(?:it\s+)?was\s+(?:at\s+)?~?"
-    rf"{_NUM}",
+    rf"{_NUM}"
+    # dated, then now against then: "bad since last night though, 24.8 s/step vs 21.1"
+    rf"|\bsince\s+[^.!?\n]{{1,30}}?[,;]?\s+~?{_NUM}\s*(?P<metric5>{_TIME_METRIC}|{_RATE_METRIC})"
+    rf"\s+(?:vs\.?|versus|against)\s+~?{_NUM}\b(?!\s*(?:%|x\b|×))",
     re.IGNORECASE,
 )
 #: "2.4k": a figure in thousands, read as its value.
@@ -1054,6 +1057,14 @@ _IO = re.compile(
 #: fabric?", "anyone else seeing slower jobs?"): then a few per cent beyond a day's noise.
 PLAIN_MARGIN: Final = 0.25
 WORRIED_MARGIN: Final = 0.04
+#: And when the writer dates its start to a time of day ("since ~09:00", "since last night"):
+#: a day's noise has no start, a level that moved does.
+ONSET_MARGIN: Final = 0.10
+_ONSET = re.compile(
+    r"\bsince\s+(?:~\s*|about\s+|around\s+|roughly\s+)?(?:\d{1,2}:\d\d(?:\s*(?:utc|z))?"
+    r"|\d{1,2}\s*(?:am|pm)|last\s+night|this\s+morning|lunch|midnight|noon)\b",
+    re.IGNORECASE,
+)
 #: The writer's worry about a speed: a cause asked for, others asked whether they see it.
 _WORRIED = re.compile(
     r"\bsomething(?:'s|\s+is|\s+seems)?\s+(?:off|wrong|weird|fishy)\b"
@@ -1061,7 +1072,10 @@ _WORRIED = re.compile(
     r"|change|changed)\b"
     r"|\bis\s+(?:it\s+)?just\s+me\b|\bwhat\s+changed\b|^\W*(?:uh+|hm+|huh)\b"
     r"|\b(?:did|has)\s+(?:someone|anyone|somebody)\s+(?:change|changed|touch|touched|push|pushed)\b"
-    r"|\bsomething\s+(?:in|with)\s+the\s+(?:fabric|network|storage|switch|filesystem)\b",
+    r"|\bsomething\s+(?:in|with)\s+the\s+(?:fabric|network|storage|switch|filesystem)\b"
+    # a cause asked for in a word or two: "any idea?", "network?", "is pip slower to you?"
+    r"|\bany\s+ideas?\b|\b(?:network|fabric|storage|lustre|nccl|ib|io)\s*\?"
+    r"|\bslower\s+to\s+you\b",
     re.IGNORECASE,
 )
 
@@ -1090,6 +1104,7 @@ def _slower(m: re.Match[str], margin: float = PLAIN_MARGIN, *, now_first: bool =
         or named.get("metric2")
         or named.get("metric3")
         or named.get("metric4")
+        or named.get("metric5")
     )
     metric = metric or said
     return before > 0 and _worse(metric, before, now, margin)
@@ -1172,10 +1187,13 @@ def slowdown(text: str) -> str | None:
             # ~9 min per update instead of ~40 s"
             against = pattern is _NOW_VS_THEN or "instead" in m.group(0).lower()
             # a worry is about now: "is it just me or is main slower? step time 34 s → 47 s"
-            now = alone or against or worried or _STAYS.search(sentence)
+            onset = _ONSET.search(sentence) is not None
+            now = alone or against or worried or onset or _STAYS.search(sentence)
             then = pattern is _NOW_VS_THEN
-            slower = _slower(m, now_first=then) or (
-                worried and _slower(m, WORRIED_MARGIN, now_first=then)
+            slower = (
+                _slower(m, now_first=then)
+                or (worried and _slower(m, WORRIED_MARGIN, now_first=then))
+                or (onset and _slower(m, ONSET_MARGIN, now_first=then))
             )
             if not slower or not now or _IMPROVED.search(sentence):
                 continue

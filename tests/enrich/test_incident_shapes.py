@@ -773,6 +773,13 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("if something is off since the restart, ping the on-call", False),
     ("loss is 6.9 after the relaunch at 14:00 😬 it was 2.21 before. did anything change?", True),
     ("loss is 2.05 after the restart, it was 2.04 before", False),
+    # a slow fault dated to a time of day, or its cause asked in a word
+    ("throughput has been bad since last night though, 24.8 s/step vs 21.1. any idea?", True),
+    ("step time creeping 49 → 56 s since ~09:00, all-reduce bound in the profile. network?", True),
+    ("Is pip slower to you? step time 3.1 s since this morning vs 2.6 s last week.", True),
+    ("step time 10.5 s since 09:00 vs 10.2 s yesterday", False),
+    ("since the 32k switch, 24.8 s/step vs 21.1 as planned", False),
+    ("arm A 3.1 s/step vs 2.4 for arm B", False),
 ]
 
 

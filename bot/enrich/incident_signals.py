@@ -330,6 +330,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # storage
     _sig("storage", "quota", r"quota[\s_]*(?:exceeded|exhausted)|exceeded\s+(?:\w+\s+)?quota"),
     _sig("storage", "full", r"(?:disk|volume|filesystem|bucket)\s+(?:is\s+|was\s+)?full"),
+    # "did the staging dir just fill up?", "/scratch filled up overnight"
+    _sig(
+        "storage",
+        "fill filled filling",
+        r"(?:dir|directory|disk|volume|filesystem|fs|partition|bucket|scratch|staging|/[\w/.-]+)"
+        r"\s+(?:just\s+|has\s+|is\s+)?(?:fill|filled|filling)\s+up\b",
+    ),
     # an object store out of room: "XMinioStorageFull", "reached its minimum free drive threshold"
     _sig(
         "storage",
@@ -609,6 +616,18 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:operations?\s+)?(?:time[d -]?outs?|timed\s+out)",
     ),
     _sig("hang", "watchdog", r"watchdog\s+(?:caught|timeout|timed\s+out|fired)"),
+    # an on-call's shorthand for a run gone quiet: "hb stale", "wandb last point 03:12", "tok/s
+    # flat since 02:10"
+    _sig(
+        "hang",
+        "stale last flat",
+        r"(?:hb|heartbeats?)\s+(?:is\s+|are\s+|went\s+|gone\s+)?stale(?!\s*(?:>|over\s+\d))"
+        r"|(?:w&b|wandb|tensorboard)\s+last\s+(?:point|step|log|update)\s+(?:at\s+)?~?\d{1,2}:\d\d"
+        r"|(?:tok(?:ens)?/s|throughput|step\s+count(?:er)?)\s+(?:is\s+|has\s+been\s+)?(?:dead\s+)?"
+        r"flat(?:lined)?\s+since\s+~?\d{1,2}:\d\d",
+    ),
+    # the fabric's retry errors as a process prints them: "ibv_poll_cq: RETRY_EXC_ERR"
+    _sig("network", "retry_exc_err", r"(?:ibv_wc_)?retry_exc_err"),
     _sig(
         "hang",
         "heartbeat",

@@ -200,6 +200,8 @@ _WHY_NOW = re.compile(
     r"why\s+(?:is|are|has|have|isn't|aren't)\b"
     # "why did ousel just lose 8 nodes?": what just happened, asked
     r"|why\s+did\s+(?:\S+\s+){1,3}?just\b"
+    # "did the staging dir just fill up?": what just happened, asked as a guess
+    r"|did\s+(?:\S+\s+){1,3}?just\b"
     # "is it just me or has the step counter been stuck since 03:40?": an alarm, asked
     r"|is\s+it\s+just\s+me\s+or\b"
     # "is the job supposed to be sitting at step 36,412 for half an hour?": a doubt about now

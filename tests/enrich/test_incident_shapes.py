@@ -780,6 +780,15 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("step time 10.5 s since 09:00 vs 10.2 s yesterday", False),
     ("since the 32k switch, 24.8 s/step vs 21.1 as planned", False),
     ("arm A 3.1 s/step vs 2.4 for arm B", False),
+    # an on-call's shorthand, a guess at what just happened, the fabric's retry errors
+    ("hb stale", True),
+    ("wandb last point 03:12", True),
+    ("tok/s flat since 02:10", True),
+    ("tok/s flat since 02:10 is expected, the evals are paused", False),
+    ("did the staging dir just fill up? rank 0 log shows ENOSPC on the save", True),
+    ("if the disk fills up we lose the save", False),
+    ("did you just push to main?", False),
+    ("seeing ibv_poll_cq: RETRY_EXC_ERR lines from est-r03-n07 every minute since ~08:30", True),
 ]
 
 

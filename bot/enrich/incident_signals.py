@@ -327,6 +327,21 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:\s+\S+){0,4}?\s+(?:failed|failing|errored|timed\s+out"
         r"|keeps?\s+(?:failing|timing\s+out|erroring))",
     ),
+    # a saved checkpoint found broken by what reads it (an export, a restore test, a verifier,
+    # an eval's load): "Export of step_248000 fails: shard … is short", "ckpt-verify failed on
+    # gx70-s1 step_171000", "step_0117500 incomplete: 61/64 shards", "can't load step 412000"
+    _sig(
+        "restore-failed",
+        "step_ incomplete truncated mismatch 0-byte fails failed load",
+        r"(?:step[_-]?\d{4,}|step\s+\d[\d,]{3,})\b[^.\n?]{0,30}?(?:\b(?:is\s+|are\s+)?"
+        r"(?:incomplete|truncated|checksum\s+mismatch|0-byte\s+shards?)\b"
+        r"|:\s+(?:shard|manifest|metadata)\b[^.\n]{0,40}?\b(?:is\s+short|truncated|missing|mismatch)\b)"
+        r"|(?:export|restore\s+test|ckpt-verify|verif(?:y|ication))\s+(?:of\s+|on\s+|for\s+)?"
+        r"(?:\S+\s+){0,2}?(?:step[_-]?\d{4,}|\d{2,4}k)\b[^.\n]{0,12}?\bfail(?:s|ed)\b"
+        r"|(?:ckpt-verify|verif(?:y|ication))\s+failed\s+on\s+(?:\S+\s+)?step[_-]?\d{4,}"
+        r"|(?:can't|cannot|couldn't|fails?\s+to|failed\s+to)\s+load\s+(?:the\s+)?"
+        r"(?:checkpoint\s+)?step[_-]?\s?\d{4,}",
+    ),
     # storage
     _sig("storage", "quota", r"quota[\s_]*(?:exceeded|exhausted)|exceeded\s+(?:\w+\s+)?quota"),
     _sig("storage", "full", r"(?:disk|volume|filesystem|bucket)\s+(?:is\s+|was\s+)?full"),

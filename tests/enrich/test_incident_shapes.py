@@ -789,6 +789,12 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("if the disk fills up we lose the save", False),
     ("did you just push to main?", False),
     ("seeing ibv_poll_cq: RETRY_EXC_ERR lines from est-r03-n07 every minute since ~08:30", True),
+    # a saved checkpoint found broken by what reads it
+    ("Export of step_248000 fails: shard __17_0.distcp is short", True),
+    ("ckpt-verify failed on gx70-s1 step_171000: shard checksum mismatch", True),
+    ("[ckpt-verify] step_0117500 incomplete: 61/64 shards, no COMMIT", True),
+    ("the export of step_248000 will fail if the shard is short", False),
+    ("evals for step 412000 failed on MMLU", False),
 ]
 
 

@@ -984,6 +984,8 @@ _NOW_VS_THEN = re.compile(
     # "W&B step time says 31s since about 14:00, it was 17s all week"
     # "tokens/s for the whole job is 3,310, down from ~3,940"
     rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:for\s+the\s+(?:whole\s+)?(?:job|run)\s+)?"
+    # "MFU since the 04:38 relaunch is 38.2%, was 41.3 before"
+    r"(?:since\s+(?:the\s+)?[\w:.~-]+(?:\s+(?:re-?start|re-?launch|resume|redeploy))?\s+)?"
     rf"(?:is\s+|of\s+|says\s+)?~?{_NUM}\s*\S*"
     r"(?:\s+of\s+(?:the\s+|each\s+|every\s+)?step)?"
     r"(?:\s+since\s+(?:about\s+|around\s+)?~?[\d:]+(?:\s+[A-Za-z]{2,4})?)?"
@@ -1019,6 +1021,12 @@ _WORSE_WORD = re.compile(
     r"|(?:is\s+)?(?:down|dropped|fell)\s+to\s+~?\d"
     # a slope told with its start: "tok/s has been drifting down since tuesday"
     r"|(?:drifting|sliding|creeping|slipping)\s+down\s+since)",
+    re.IGNORECASE,
+)
+#: A step a tenth longer or more, dated to a time of day: "step time +18% since 09:30".
+_TIME_PLUS = re.compile(
+    rf"\b(?P<metric>{_TIME_METRIC})\s+(?:is\s+|went\s+)?(?:up\s+)?\+\s?(?:1\d|[2-9]\d|\d{{3}})"
+    r"(?:\.\d+)?\s*%\s+since\s+~?\s*\d{1,2}:\d\d\b",
     re.IGNORECASE,
 )
 #: A step time said to climb, which a rate's words cannot say: "step time creeping up every
@@ -1213,11 +1221,13 @@ def slowdown(text: str) -> str | None:
 
 
 #: The comparisons, read on lowercased text where that is exact.
-_SPEED_SHAPES: Final = tuple(Words(p) for p in (_FROM_TO, _WORSE_WORD, _TIME_CREEP, _NOW_VS_THEN))
+_SPEED_SHAPES: Final = tuple(
+    Words(p) for p in (_FROM_TO, _WORSE_WORD, _TIME_CREEP, _NOW_VS_THEN, _TIME_PLUS)
+)
 #: What ``signals_heard`` listens for besides the signals (the speed shapes only where a speed
 #: is said).
 _HEARD: Final = (Words(_STATE_WORD), CAME_BACK_WORDS, Words(ALL_FINE))
-_SPEED_HEARD: Final = tuple(w for w in _SPEED_SHAPES if w.pattern is not _TIME_CREEP)
+_SPEED_HEARD: Final = tuple(w for w in _SPEED_SHAPES if w.pattern not in (_TIME_CREEP, _TIME_PLUS))
 
 
 def _denied_or_not_now(clause: str, sentence: str) -> bool:

@@ -795,6 +795,11 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("[ckpt-verify] step_0117500 incomplete: 61/64 shards, no COMMIT", True),
     ("the export of step_248000 will fail if the shard is short", False),
     ("evals for step 412000 failed on MMLU", False),
+    ("uh. MFU since the 04:38 relaunch is 38.2%, was 41.3 before.", True),
+    ("MFU since the relaunch is 41.2%, was 41.3 before", False),
+    ("step time +18% since 09:30. one hot node dragging 2,304 ranks", True),
+    ("step time +4% since 09:30", False),
+    ("step time +18% in the 32k stage, as expected", False),
 ]
 
 

@@ -35,11 +35,11 @@ SUMMARY_PROBLEMS_MAX = 0.05  # summaries a heading, a bare title, a cut phrase o
 # twenty-two batches c17080-c19599 (slow faults, outsiders, bots and run logs, panels pointed
 # at, an RL stage, fixes forward) lowered shown tags, recall and precision again; their misses
 # are listed below.
-SHOWN_TAG_FLOOR = 0.92  # reached 0.922 (17,439 entries; 0.940 at 12,879)
-MARK_PRECISION_FLOOR = 0.93  # reached 0.931 (marks on incident entries, 17,439 entries)
-RECALL_FLOOR = 0.90  # reached 0.904 (live reports flagged, 17,439 entries)
-PRECISION_FLOOR = 0.675  # reached 0.676 (live reports flagged, 17,439 entries; 0.703 at 12,879)
-KIND_FLOOR = 0.665  # of the incidents found, the share whose kind matches the label (0.670)
+SHOWN_TAG_FLOOR = 0.92  # reached 0.923 (17,439 entries; 0.940 at 12,879)
+MARK_PRECISION_FLOOR = 0.93  # reached 0.932 (marks on incident entries, 17,439 entries)
+RECALL_FLOOR = 0.905  # reached 0.910 (live reports flagged, 17,439 entries)
+PRECISION_FLOOR = 0.675  # reached 0.678 (live reports flagged, 17,439 entries; 0.703 at 12,879)
+KIND_FLOOR = 0.665  # of the incidents found, the share whose kind matches the label (0.671)
 #: Incident events of the development corpus the rules and the scorer leave unmarked:
 #: - the only report of a fault inside a weekly digest, which the rules take as a review of its
 #:   week: c2232, c4073, c5132; a failure among an agent's routine lines: c3929, c4853, and a
@@ -49,24 +49,17 @@ KIND_FLOOR = 0.665  # of the incidents found, the share whose kind matches the l
 #: - issues titled by a symptom the rules do not read: a checkpoint missing from the run's
 #:   directory (c2713), 0-byte shards a pruning dry-run found (c8517), a hedged "Probably my
 #:   fault?" about a save (c8819);
-#: - a nightly CI job's issue about the run's checkpoints (c8349); an eval weekly whose
-#:   "Problems" section holds the report (c8899);
+#: - an eval weekly whose "Problems" section holds the report (c8899);
 #: - a loss falling too fast after a resume (c2369);
-#: - reports in Portuguese, and Spanish the Spanish rules do not read (c2478, c2522, c2536, c5784,
-#:   c2549);
-#: - posts only the scorer reads, near its bar, that its refits move: a Grafana link and "📉📉"
-#:   (c2881), a step time 17 % longer (c2147, under the rules' quarter), "tgs very low"
-#:   (c3023), c7053, "a bit uneven since the maintenance" (c2260), "wandb last point 03:12"
-#:   (c9433), a step time creeping 14 % (c11162), a router-load alert under a ⚠️ (c5805), a
-#:   restore reading at 10 MB/s
-#:   (c10337), a loss "dead flat … for 6h" after a shard refresh (c10641);
+#: - Spanish the Spanish rules do not read (c2478, c2522, c2536, c2549);
+#: - posts only the scorer reads, near its bar, that its refits move: "tgs very low" (c3023),
+#:   c7053, "a bit uneven since the maintenance" (c2260), a router-load alert under a ⚠️
+#:   (c5805), a loss "dead flat … for 6h" after a shard refresh (c10641);
 #: - what an eval team sees the rules do not read: a tokenizer hash changed (c11242),
 #:   checkpoints arriving 2 h apart instead of ~70 min (c11311), an "[evals]" issue about the
 #:   run's missing checkpoints (c11207);
-#: - a wrong warmup measured against the dry runs (c10974); "did the staging dir just fill up?"
-#:   over a pasted log (c9605);
-#: - IB retry errors and a wobbling step time asked about as "is that fine?" (c13271); a
-#:   checkpoint sync a day behind under an agent's ⚠️ (c13754); a failback that would resume
+#: - a wrong warmup measured against the dry runs (c10974);
+#: - a checkpoint sync a day behind under an agent's ⚠️ (c13754); a failback that would resume
 #:   from days back, told as a plan held (c13811);
 #: - a warning-level step-time alert, which the rules read as noise, its reply calling it real
 #:   (c10944);
@@ -80,9 +73,9 @@ KIND_FLOOR = 0.665  # of the incidents found, the share whose kind matches the l
 #:   (c13509, c13595);
 #: - a link with a word whose channel says nothing marked within half an hour ("anyone?" and a
 #:   fabric panel, c14178); an issue titled "slow" whose body is a screenshot's caption
-#:   (c6189); "tok/s flat since 02:10", which reads as steady (c9403);
+#:   (c6189);
 #: - a metric summary whose only wrong number needs the one before it (a step unchanged,
-#:   c13982), or sits after the MFU (c13988); a step time 19 % longer "vs last week" (c13892);
+#:   c13982), or sits after the MFU (c13988);
 #: - questions that presume the fault: "should the run have died at 02:04?" (c6480), "should the
 #:   new queued resource be stuck in WAITING_FOR_RESOURCES for 2h?" (c6506);
 #: - a provider's status post about its storage in our zone, which names no run (c14589); an
@@ -94,41 +87,34 @@ KIND_FLOOR = 0.665  # of the incidents found, the share whose kind matches the l
 #:   (c15720), a mirror falling behind its local copy (c15728), "is the loss panel supposed to
 #:   be flat since 03:40?" (c15733), an afternoon hump of 12 % (c15741), a node that panics
 #:   told inside a parenthesis (c15747);
-#: - a DCGM alert pasted in a code block under "alert on a run node:" (c16035); a step time 24 %
-#:   over its plan, asked (c16218); an export failing on the run's shard, titled by the export
-#:   (c16249); checkpoints byte-identical to older ones (c16348); a step time 18 % longer from
-#:   one hot node (c16467);
+#: - a step time 24 % over its plan, asked (c16218); checkpoints byte-identical to older ones
+#:   (c16348);
 #: - a loss too good after a resume, from replayed data (c16508); an egress bill twenty times a
-#:   normal day's (c16627); NCCL errors every four minutes since a resume, told over a log
-#:   (c16632); a straggler an agent calls informational (c16831); a long post of observations
-#:   whose question at its end tells the fault (c8750);
+#:   normal day's (c16627); a straggler an agent calls informational (c16831);
 #: - a nightly restore test failing on the run's newest save, which says the run itself is fine
 #:   (c17626); a side job's NCCL timeout that was the first sign of a switch taking main down
 #:   (c17845);
-#: - slow faults a few per cent deep told without a worry the rules hear: a step time 14 %
-#:   longer (c17082), a hunch about the all-reduce (c17098), a sawtooth (c17145), a detector's
-#:   warning over nccl-tests on spares (c17167), a nightly 15-minute slowdown asked about
-#:   (c17173);
+#: - slow faults a few per cent deep told without a worry the rules hear: a hunch about the
+#:   all-reduce (c17098), a sawtooth (c17145), a detector's warning over nccl-tests on spares
+#:   (c17167), a nightly 15-minute slowdown asked about (c17173);
 #: - what outsiders see in their own words: finance's budget overrun (c17505), a data team's
 #:   question about the prefix the job reads (c17526), a rack's cooling alarm before any
 #:   power-down (c17530);
 #: - a run bot's comments in a run-log issue and a digest bot's, which the GitHub source leaves
-#:   out with every bot's comment (c18164, c18183, c18210, c18235, c18270, c18274, c18305); a
-#:   checkpoint verifier's issue listing missing shards (c18469);
+#:   out with every bot's comment (c18164, c18183, c18210, c18235, c18270, c18274, c18305);
 #: - a watcher's NCCL warning whose step took 58 s against a p50 of 15 (c18046); an alert whose
 #:   condition is set in a quote (c18347);
-#: - slow faults in tables and canaries: a loader's p99 (c18058), MFU "since the relaunch"
-#:   (c18084), a rail's busbw on the spares' canary (c18123);
+#: - slow faults in tables and canaries: a loader's p99 (c18058), a rail's busbw on the spares'
+#:   canary (c18123);
 #: - a level that moved and stayed: a loss jump after a mix switch or a resume (c18000,
-#:   c18362), a code share off (c18247), the wrong mixture in a W&B config (c18378), tokens per
+#:   c18362), the wrong mixture in a W&B config (c18378), tokens per
 #:   step halved (c18851); a month's GPU-hours over the allocation (c18381);
-#: - pointers at panels whose screenshot caption tells the fault (c18543, c18589, c18597,
-#:   c18615, c18632); "hb stale" alone (c18448); a node that failed its health check and was
+#: - pointers at panels whose screenshot caption tells the fault (c18543, c18615, c18632); a node that failed its health check and was
 #:   requeued by the scheduler itself, told over (c18518);
 #: - a first sign inside another topic: "after the thing at 03:00" (c18227), an eval harness
 #:   fix (c18486), an ablation's write-up (c18771), an eval report (c18811);
-#: - posts the scorer marked before the refit on 16,719 entries and not after: c2052, c6268,
-#:   c9447, c14609, c17180; and on 17,439: c6503, c6888, c18748; and those between its old
+#: - posts the scorer marked before the refit on 16,719 entries and not after: c2052, c14609;
+#:   and on 17,439: c6503, c6888, c18748; and those between its old
 #:   bar (0.45) and the one the cross-validation now puts it at (0.50): c6939, c9469, c11296,
 #:   c18434;
 #: - agents' and bots' posts in forms the rules do not read: an agent's report burying a fault
@@ -137,41 +123,41 @@ KIND_FLOOR = 0.665  # of the incidents found, the share whose kind matches the l
 #: - an allocation at 97 % (c18981); a nightly eval failing to load the run's save (c19007); an
 #:   ablation's results with a fault at their end (c19074), an eval report's end (c19203); saves
 #:   arriving slower, seen by an eval watcher (c19195);
-#: - a loss far off after a relaunch, asked (c19085); a relaunch on a wrong config (c19221);
+#: - a relaunch on a wrong config (c19221);
 #:   the run reading a staging prefix, asked (c19280); "why did ousel just lose 8 nodes?" over
 #:   a requeue (c19158);
 #: - an RL stage's faults in its own words: reward timeouts, a reward model scoring 0.0, a
-#:   sampler reset, a ratio off (c19364, c19442, c19451, c19458);
+#:   sampler reset (c19364, c19442, c19451);
 #: - reviews that tell the run down, which the rules leave to the pull's thread (c19488,
 #:   c19550), and fix pulls whose "What broke" names no hour (c19528, c19552, c19590).
 KNOWN_UNMARKED = frozenset(
     {
         *("c2232", "c4073", "c5132", "c3929", "c4853", "c10155", "c8068", "c5994"),
         *("c2713", "c8517", "c8819"),
-        *("c8349", "c8899", "c2369"),
-        *("c2478", "c2522", "c2536", "c5784"),
-        *("c2881", "c2147", "c3023", "c7053", "c10944", "c2549", "c5805", "c10337", "c10641"),
+        *("c8899", "c2369"),
+        *("c2478", "c2522", "c2536"),
+        *("c3023", "c7053", "c10944", "c2549", "c5805", "c10641"),
         *("c4194", "c4266", "c4663", "c5124", "c5211", "c5276"),
-        *("c6189", "c9403"),
-        *("c6480", "c6506", "c2260", "c9433", "c11162"),
-        *("c11242", "c11311", "c11207", "c10974", "c9605"),
-        *("c13271", "c13754", "c13811", "c13509", "c13595"),
-        *("c14178", "c13982", "c13988", "c13892"),
+        "c6189",
+        *("c6480", "c6506", "c2260"),
+        *("c11242", "c11311", "c11207", "c10974"),
+        *("c13754", "c13811", "c13509", "c13595"),
+        *("c14178", "c13982", "c13988"),
         *("c14589", "c14699", "c14716", "c14863", "c15267"),
         *("c15644", "c15671", "c15720", "c15728", "c15733", "c15741", "c15747"),
-        *("c16035", "c16218", "c16249", "c16348", "c16467"),
-        *("c16508", "c16627", "c16632", "c16831", "c8750"),
-        *("c17626", "c17845", "c17082", "c17098", "c17145", "c17167", "c17173"),
+        *("c16218", "c16348"),
+        *("c16508", "c16627", "c16831"),
+        *("c17626", "c17845", "c17098", "c17145", "c17167", "c17173"),
         *("c17505", "c17526", "c17530"),
-        *("c18164", "c18183", "c18210", "c18235", "c18270", "c18274", "c18305", "c18469"),
-        *("c18046", "c18347", "c18058", "c18084", "c18123"),
-        *("c18000", "c18362", "c18247", "c18378", "c18851", "c18381"),
-        *("c18543", "c18589", "c18597", "c18615", "c18632", "c18448", "c18518"),
+        *("c18164", "c18183", "c18210", "c18235", "c18270", "c18274", "c18305"),
+        *("c18046", "c18347", "c18058", "c18123"),
+        *("c18000", "c18362", "c18378", "c18851", "c18381"),
+        *("c18543", "c18615", "c18632", "c18518"),
         *("c18227", "c18486", "c18771", "c18811"),
-        *("c2052", "c6268", "c9447", "c14609", "c17180", "c6503", "c6888", "c18748"),
+        *("c2052", "c14609", "c6503", "c6888", "c18748"),
         *("c18901", "c18968", "c19585", "c18974", "c19183", "c18981", "c19007", "c19074"),
-        *("c19203", "c19195", "c19085", "c19221", "c19280", "c19158"),
-        *("c19364", "c19442", "c19451", "c19458", "c19488", "c19550", "c19528", "c19552"),
+        *("c19203", "c19195", "c19221", "c19280", "c19158"),
+        *("c19364", "c19442", "c19451", "c19488", "c19550", "c19528", "c19552"),
         *("c19590", "c6939", "c9469", "c11296", "c18434"),
     }
 )
@@ -201,7 +187,10 @@ def test_shown_tags_agree_and_cover_half_the_timeline(rules: Scores) -> None:
 def test_the_incident_mark_is_sure_and_on_every_incident_event(rules: Scores) -> None:
     assert rules.mark_precision >= MARK_PRECISION_TARGET
     assert rules.mark_precision >= MARK_PRECISION_FLOOR
-    assert set(rules.unmarked_live) <= KNOWN_UNMARKED, rules.unmarked_live
+    missed = set(rules.unmarked_live)
+    assert missed <= KNOWN_UNMARKED, sorted(missed - KNOWN_UNMARKED)
+    # and the list holds no report the rules now mark: it stays the truth about what they miss
+    assert KNOWN_UNMARKED <= missed, sorted(KNOWN_UNMARKED - missed)
 
 
 def test_summaries_are_ones_a_lead_would_keep(rules: Scores) -> None:

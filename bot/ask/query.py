@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from bot.core.errors import UserFacingError
 from bot.core.mentions import INVISIBLE_CHARS
+from bot.core.months import MONTH_NAMES, MONTH_NUMBERS, month_number
 
 _UCD = unicodedata.ucd_3_2_0
 
@@ -57,28 +58,7 @@ _GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+")
 _SCALED = re.compile(r"(\d+)[kK]")
 
 
-_MONTHS = {
-    m: i
-    for i, names in enumerate(
-        (
-            ("jan", "january"),
-            ("feb", "february"),
-            ("mar", "march"),
-            ("apr", "april"),
-            ("may",),
-            ("jun", "june"),
-            ("jul", "july"),
-            ("aug", "august"),
-            ("sep", "sept", "september"),
-            ("oct", "october"),
-            ("nov", "november"),
-            ("dec", "december"),
-        ),
-        1,
-    )
-    for m in names
-}
-_MONTH = r"(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_MONTH = rf"(?P<mon>{MONTH_NAMES})\.?"
 _DAY_PATTERNS = (
     re.compile(r"\b(?P<year>20\d\d)-(?P<mnum>\d\d)-(?P<day>\d\d)\b"),
     re.compile(
@@ -107,7 +87,7 @@ def named_days(text: str) -> tuple[tuple[Day, ...], str]:
             if groups.get("mnum"):
                 month: int | None = int(groups["mnum"])
             elif groups.get("mon"):
-                month = _MONTHS[groups["mon"].lower().rstrip(".")]
+                month = month_number(groups["mon"])
             else:
                 month = None
             year = int(groups["year"]) if groups.get("year") else None
@@ -276,7 +256,7 @@ def parse_question(question: str) -> Query:
             previous = (lower, match.end())
     for day in days:  # "Sep 9" written in someone's text: the exact phrase, as one term
         if day.month is not None:
-            month = next(name for name, number in _MONTHS.items() if number == day.month)
+            month = next(name for name, number in MONTH_NUMBERS.items() if number == day.month)
             add(words, Term(f"{month} {day.day}", (f"{month} {day.day}",)), MAX_WORDS)
     if not words and not days:
         raise BadQuestion(

@@ -27,6 +27,7 @@ import re
 from datetime import date, datetime, timedelta
 from typing import Final
 
+from bot.core.months import month_number
 from bot.enrich.context import ThreadContext
 from bot.enrich.incident_posts import dismisses
 from bot.enrich.incidents import HISTORY, MONTHS, names_another_workload, signals_heard
@@ -66,12 +67,6 @@ _DAY_NAMED = re.compile(
     rf"|\b(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s*(?P<m2>{MONTHS})\b",
     re.IGNORECASE,
 )
-_MONTH_NUMBER: Final = {
-    name: n
-    for n, name in enumerate(
-        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1
-    )
-}
 #: How long before its post a named day must be to be one gone by (a report opened after
 #: midnight tells of the evening before).
 DAYS_GONE: Final = 2
@@ -88,7 +83,7 @@ def names_a_day_gone(text: str, at: datetime) -> bool:
     """The text names a day at least `DAYS_GONE` before `at` ("what's the gap around Sep 12?"
     asked on the 20th): it asks about the past, whatever its tense."""
     for m in _DAY_NAMED.finditer(text):
-        month = _MONTH_NUMBER[(m.group("m1") or m.group("m2"))[:3].lower()]
+        month = month_number(m.group("m1") or m.group("m2"))
         day = int(m.group("d1") or m.group("d2"))
         year = at.year if (month, day) <= (at.month, at.day) else at.year - 1
         try:

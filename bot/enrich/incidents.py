@@ -50,6 +50,7 @@ import re
 from collections.abc import Iterator
 from typing import Final
 
+from bot.core.months import MONTH_NAMES_BUT_MAY
 from bot.enrich.incident_signals import (
     FAULT,
     KIND_PRIORITY,
@@ -151,10 +152,7 @@ _AFTER_CUE = re.compile(
 )
 # Anywhere in the sentence: it is about the past ("two weeks ago", "back in August").
 #: Months by name (not "may": a verb more often than a month).
-MONTHS: Final = (
-    r"(?:january|february|march|april|june|july|august|september|october|november|december"
-    r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
-)
+MONTHS: Final = MONTH_NAMES_BUT_MAY  # "may" is the verb far more often
 _NOT_SINCE: Final = r"(?<!since\s)" + "".join(
     rf"(?<!since\s{day}day\s)" for day in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")
 )

@@ -67,26 +67,10 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 
+from bot.core.months import MONTH_NAMES, month_number
 from bot.llm.safety import URL_RE, normalise_url
 
-_MONTHS = {
-    "jan": 1,
-    "feb": 2,
-    "mar": 3,
-    "apr": 4,
-    "may": 5,
-    "jun": 6,
-    "jul": 7,
-    "aug": 8,
-    "sep": 9,
-    "oct": 10,
-    "nov": 11,
-    "dec": 12,
-}
-_MONTH = (
-    r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
-)
+_MONTH = rf"(?P<mon>{MONTH_NAMES})\.?"
 _ORD = r"(?:st|nd|rd|th)?"
 _DATE_PATTERNS = (
     re.compile(r"(?<!\d)(?P<year>\d{4})-(?P<mnum>\d{2})-(?P<day>\d{2})(?!\d)"),
@@ -100,10 +84,7 @@ _DATE_PATTERNS = (
     ),
 )
 # A month on its own: capitalised (never the verb "may" or "march"), optionally with a part of it.
-_MONTH_NAMES = (
-    r"(?P<mon>Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
-    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\b\.?"
-)
+_MONTH_NAMES = rf"(?P<mon>{MONTH_NAMES})\b\.?"
 _MONTH_ONLY = re.compile(
     r"(?<![\w-])(?:(?P<part>early|mid|late|end\s+of|start\s+of|beginning\s+of|middle\s+of)[\s-]*(?:of\s+)?)?"
     rf"{_MONTH_NAMES}(?:,?\s+(?P<year>\d{{4}})(?!\d))?",
@@ -488,7 +469,7 @@ def _clock(match: re.Match[str]) -> Clock | None:
 
 def _date_of(groups: dict[str, str | None]) -> tuple[int | None, int, int] | None:
     mnum, mon = groups.get("mnum"), groups.get("mon")
-    month = int(mnum) if mnum else _MONTHS[(mon or "")[:3].lower()]
+    month = int(mnum) if mnum else month_number(mon or "")
     day = int(groups["day"] or 0)
     if not 1 <= month <= 12 or not 1 <= day <= 31:
         return None
@@ -634,7 +615,7 @@ def _take_months(out: Extracted, work: str) -> str:
             ):
                 continue  # "May" is a verb more often than a month
         year = int(match.group("year")) if match.group("year") else None
-        out.months.append((match.group(0), year, _MONTHS[mon[:3].lower()], part))
+        out.months.append((match.group(0), year, month_number(mon), part))
         work = _blank(work, match.span())
     return work
 

@@ -345,6 +345,14 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # storage
     _sig("storage", "quota", r"quota[\s_]*(?:exceeded|exhausted)|exceeded\s+(?:\w+\s+)?quota"),
     _sig("storage", "full", r"(?:disk|volume|filesystem|bucket)\s+(?:is\s+|was\s+)?full"),
+    # the input starving the run, as a share of its step: "loader wait 48% of step time" (a
+    # healthy loader waits a few per cent at most)
+    _sig(
+        "storage",
+        "wait",
+        r"(?:data|input|dataloader|data\s+loader|loader)\s+wait\s+(?:is\s+|at\s+|of\s+)?~?"
+        r"(?:1[5-9]|[2-9]\d)(?:\.\d+)?\s*%\s+of\s+(?:the\s+|each\s+|every\s+)?step",
+    ),
     # "did the staging dir just fill up?", "/scratch filled up overnight"
     _sig(
         "storage",

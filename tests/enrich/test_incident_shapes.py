@@ -800,6 +800,9 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("step time +18% since 09:30. one hot node dragging 2,304 ranks", True),
     ("step time +4% since 09:30", False),
     ("step time +18% in the 32k stage, as expected", False),
+    ("step 473.2k · loss 2.245 · tok/s 0.6M · mfu 20% — loader wait 48% of step time", True),
+    ("data wait 3% of step time, fine", False),
+    ("if data wait goes over 20% of step time we should add workers", False),
 ]
 
 

@@ -75,7 +75,7 @@ KIND_FLOOR = 0.665  # of the incidents found, the share whose kind matches the l
 #:   fabric panel, c14178); an issue titled "slow" whose body is a screenshot's caption
 #:   (c6189);
 #: - a metric summary whose only wrong number needs the one before it (a step unchanged,
-#:   c13982), or sits after the MFU (c13988);
+#:   c13982);
 #: - questions that presume the fault: "should the run have died at 02:04?" (c6480), "should the
 #:   new queued resource be stuck in WAITING_FOR_RESOURCES for 2h?" (c6506);
 #: - a provider's status post about its storage in our zone, which names no run (c14589); an
@@ -143,7 +143,7 @@ KNOWN_UNMARKED = frozenset(
         *("c6480", "c6506", "c2260"),
         *("c11242", "c11311", "c11207", "c10974"),
         *("c13754", "c13811", "c13509", "c13595"),
-        *("c14178", "c13982", "c13988"),
+        *("c14178", "c13982"),
         *("c14589", "c14699", "c14716", "c14863", "c15267"),
         *("c15644", "c15671", "c15720", "c15728", "c15733", "c15741", "c15747"),
         *("c16218", "c16348"),

@@ -184,8 +184,10 @@ def _incident(
     if found is None and doc.code and (asks_attention(doc.prose) or len(words(doc.prose)) <= 8):
         # "needs attention. The last lines from rank 0 are:" and the log says what broke; a
         # pasted log with a few words of its own ("schist down", "second time tonight") too
-        # a machine's event names read as words: "loader_workers_oom_killed"
-        found = find_incident("", "", "\n".join(doc.code).replace("_", " "))
+        # a machine's event names as they are ("state=NODE_FAIL"), and read as words:
+        # "loader_workers_oom_killed"
+        code = "\n".join(doc.code)
+        found = find_incident("", "", code) or find_incident("", "", code.replace("_", " "))
     if found is not None:
         kind, severity = found
         return True, severity, sharper_kind(kind, "\n".join(doc.code))

@@ -803,6 +803,9 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("step 473.2k · loss 2.245 · tok/s 0.6M · mfu 20% — loader wait 48% of step time", True),
     ("data wait 3% of step time, fine", False),
     ("if data wait goes over 20% of step time we should add workers", False),
+    # a scheduler's alert pasted as it came, and a word of its own
+    ("```\n[slurm-alert] JOB 4471203 (rt-70b-h1) state=NODE_FAIL node=fw-a01-09\n```\non it", True),
+    ("```\n[slurm-alert] JOB 4471203 (rt-70b-h1) state=COMPLETED exit=0:0\n```\nnice", False),
 ]
 
 

@@ -119,8 +119,7 @@ KIND_FLOOR = 0.665  # of the incidents found, the share whose kind matches the l
 #:   bar (0.45) and the one the cross-validation now puts it at (0.50): c6939, c9469, c11296,
 #:   c18434;
 #: - agents' and bots' posts in forms the rules do not read: an agent's report burying a fault
-#:   (c18901), a pasted scheduler alert with "on it" whose line says it requeued (c18968,
-#:   c19585), a replica check's gradient-norm mismatch (c18974), a daily bot's line (c19183);
+#:   (c18901), a replica check's gradient-norm mismatch (c18974), a daily bot's line (c19183);
 #: - an allocation at 97 % (c18981); a nightly eval failing to load the run's save (c19007); an
 #:   ablation's results with a fault at their end (c19074), an eval report's end (c19203); saves
 #:   arriving slower, seen by an eval watcher (c19195);
@@ -156,7 +155,7 @@ KNOWN_UNMARKED = frozenset(
         *("c18543", "c18615", "c18632", "c18518"),
         *("c18227", "c18486", "c18771", "c18811"),
         *("c2052", "c14609", "c6503", "c6888", "c18748"),
-        *("c18901", "c18968", "c19585", "c18974", "c19183", "c18981", "c19007", "c19074"),
+        *("c18901", "c18974", "c19183", "c18981", "c19007", "c19074"),
         *("c19203", "c19195", "c19221", "c19280", "c19158"),
         *("c19364", "c19442", "c19451", "c19488", "c19550", "c19528", "c19552"),
         *("c19590", "c6939", "c9469", "c11296", "c18434"),

@@ -216,6 +216,9 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("yarrowby-ml/siskinby", 19240, 19359),
     ("kettlesing-ai/snipe", 19360, 19479),
     ("scarth-labs/rookhope", 19480, 19599),
+    ("tallowmere-ai/osprey-535b", 19600, 19719),
+    ("brackenfold/grebe-70b", 19720, 19839),
+    ("corvane-ai/kestrel-vl-90b", 20080, 20199),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

@@ -13,7 +13,7 @@ title, a table row, a bare link, a cut phrase or empty). Issue 40's targets are 
 them.
 
 The held-back corpora (`tests/data/heldout_corpus.jsonl`, `heldout2_corpus.jsonl` … up to
-`heldout10_corpus.jsonl`) were written and labelled before the rules ran on them and are never
+`heldout11_corpus.jsonl`) were written and labelled before the rules ran on them and are never
 tuned on: their figures are the honest ones. The second was committed on its own after the rule
 changes it measures and before they ran on it; the third before the rules were generalised; the
 fourth (another project) was written, labelled and committed on its own before the rules ran on
@@ -43,6 +43,7 @@ from tests.enrich.signal_corpus import (
     HELDOUT8,
     HELDOUT9,
     HELDOUT10,
+    HELDOUT11,
     Scores,
     in_threads,
     load,
@@ -88,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         "held-back 8": HELDOUT8,
         "held-back 9": HELDOUT9,
         "held-back 10": HELDOUT10,
+        "held-back 11": HELDOUT11,
     }
     scores = {}
     for name, path in corpora.items():

@@ -31,6 +31,7 @@ HELDOUT7 = DATA / "heldout7_corpus.jsonl"  # its seventh, three projects, read o
 HELDOUT8 = DATA / "heldout8_corpus.jsonl"  # its eighth, three projects, read once at the end
 HELDOUT9 = DATA / "heldout9_corpus.jsonl"  # its ninth, three projects, read once at the end
 HELDOUT10 = DATA / "heldout10_corpus.jsonl"  # its tenth, three projects, read once at the end
+HELDOUT11 = DATA / "heldout11_corpus.jsonl"  # its eleventh, likewise
 QUESTIONS = DATA / "ask_questions.jsonl"
 
 TAGS = frozenset(MODEL_TAGS)  # the corpus is labelled with the product's own tags
@@ -204,7 +205,7 @@ def test_corpus_rows_are_well_formed(rows: list[dict[str, Any]]) -> None:
 
 HELD_BACK = (
     *(HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5, HELDOUT6, HELDOUT7, HELDOUT8),
-    *(HELDOUT9, HELDOUT10),
+    *(HELDOUT9, HELDOUT10, HELDOUT11),
 )
 
 
@@ -221,6 +222,7 @@ HELD_BACK = (
         (HELDOUT8, 300, 30),
         (HELDOUT9, 300, 30),
         (HELDOUT10, 300, 30),
+        (HELDOUT11, 300, 30),
     ],
     ids=lambda value: value.name if isinstance(value, Path) else str(value),
 )

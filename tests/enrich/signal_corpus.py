@@ -73,6 +73,10 @@ HELDOUT9 = CORPUS.with_name("heldout9_corpus.jsonl")
 #: 175B run through a stretch of instability, the final weeks of a 535B MoE with its export),
 #: written blind while the rules it measures were changed and read once at the end.
 HELDOUT10 = CORPUS.with_name("heldout10_corpus.jsonl")
+#: The eleventh: three projects (a national supercomputer's consortium run, a code model fixed
+#: forward in pull requests, an RL post-training stage), written blind while the rules it
+#: measures were changed and read once at the end.
+HELDOUT11 = CORPUS.with_name("heldout11_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

@@ -381,6 +381,9 @@ BATCH_COMMITS: dict[str, str] = {
     "yarrowby-ml/siskinby": "9e4e145",
     "kettlesing-ai/snipe": "8347c2f",
     "scarth-labs/rookhope": "7c35428",
+    "tallowmere-ai/osprey-535b": "a213540",
+    "brackenfold/grebe-70b": "a213540",
+    "corvane-ai/kestrel-vl-90b": "a213540",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -236,7 +236,9 @@ def is_exercise(title: str, prose: str) -> bool:
 #: a sentence about it ("Main is in a restart loop since 05:50").
 _MAIN_NAMED = re.compile(
     r"\b(?<!not\s)(?:main's|(?:the\s+)?main\s+(?:run|job)(?:'s)?)\s+(?!is\s+fine|is\s+unaffected)"
-    r"|(?:^|[.!?]\s+)(?-i:Main)\s+(?:is|has|was)\s+(?!fine|unaffected|ok\b)",
+    r"|(?:^|[.!?]\s+)(?-i:Main)\s+(?:is|has|was)\s+(?!fine|unaffected|ok\b)"
+    # after a colon that sets it apart: "fyi unrelated to the proxy: main is crawling"
+    r"|[:;]\s*main\s+(?:is|has|was|just)\s+(?!fine|unaffected|ok\b)",
     re.IGNORECASE | re.MULTILINE,
 )
 

@@ -649,6 +649,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|(?:tok(?:ens)?/s|throughput|step\s+count(?:er)?)\s+(?:is\s+|has\s+been\s+)?(?:dead\s+)?"
         r"flat(?:lined)?\s+since\s+~?\d{1,2}:\d\d",
     ),
+    # the run said to crawl: "main is crawling since 13:40 (~6x slower steps)"
+    _sig(
+        "outage",
+        "crawling",
+        r"(?:main|hero|training|the\s+(?:main\s+)?(?:run|job))\s+(?:is\s+|has\s+been\s+)?"
+        r"(?:just\s+|now\s+)?crawling\b",
+    ),
     # the fabric's retry errors as a process prints them: "ibv_poll_cq: RETRY_EXC_ERR"
     _sig("network", "retry_exc_err", r"(?:ibv_wc_)?retry_exc_err"),
     _sig(

@@ -523,11 +523,23 @@ _BUT = re.compile(r"^.*,\s+but\s+", re.DOTALL)
 _MAIN_AFTER_COLON = re.compile(r"[:;]\s*(?:the\s+)?(?:main|prod\s+run|big\s+run)\b", re.IGNORECASE)
 
 
+#: A consequence told after the fault: "…, so the 259k ckpt for the eval will be late".
+_CONSEQUENCE = re.compile(r"\s(?:so|which\s+means)\s+(?:the|we|i|it|our|my)\b", re.IGNORECASE)
+
+
 def _own_part(text: str, left: int, start: int, right: int) -> str:
     """The part of the sentence a match is about: after a colon that names the main run
-    ("sweep postponed: main NaN'd"), else the whole sentence."""
-    named = list(_MAIN_AFTER_COLON.finditer(text, left, start))
-    return text[named[-1].start() : right] if named else text[left:right]
+    ("sweep postponed: main NaN'd"), else the whole sentence; before a consequence it goes on
+    to ("main is crawling, so the ckpt for the eval baseline will be late")."""
+    # the colon before the match, the main run's name at its start or before it
+    named = [
+        m
+        for m in _MAIN_AFTER_COLON.finditer(text, left, min(right, start + 12))
+        if m.start() < start
+    ]
+    consequence = _CONSEQUENCE.search(text, start, right)
+    end = consequence.start() if consequence else right
+    return text[named[-1].start() : end] if named else text[left:end]
 
 
 def _annotation(text: str, start: int, end: int) -> bool:
@@ -664,13 +676,24 @@ _PAGE = re.compile(
 )
 #: A page that is not the run's emergency: low severity, a test, another service.
 _PAGE_NOISE = re.compile(
-    r"\bseverity\s*[:=]\s*(?:info|warning|warn|low|minor|p[3-5])\b|\((?:info|warning|warn|low|minor)\)"
-    r"|\b(?:test\s*alert|test\s+(?:page|notification)|please\s+(?:ignore|acknowledge)|TEST)\b"
+    r"\b(?:test\s*alert|test\s+(?:page|notification)|please\s+(?:ignore|acknowledge)|TEST)\b"
     # an alert rule named as a test: "RedwingWatchdogTestPage", "NcclDrillAlert"
     r"|(?-i:[A-Za-z]*(?:Test|Drill)(?:Page|Alert|Notification)\w*)"
-    r"|\bservice\s*[:=]\s*(?:eval|monitoring|ci)|\b(?:staging|canary)\b|\burgency\s*[:=]\s*low\b"
-    r"|\]\W*(?:p|sev-?)[3-5]\b|\b(?:node[_\s-]?)?exporter\s+down\b",
+    r"|\bservice\s*[:=]\s*(?:eval|monitoring|ci)|\b(?:staging|canary)\b"
+    r"|\b(?:node[_\s-]?)?exporter\s+down\b",
     re.IGNORECASE,
+)
+#: A page of low severity: noise, unless its name says the run's part failed or is full.
+_LOW_SEVERITY = re.compile(
+    r"\bseverity\s*[:=]\s*(?:info|warning|warn|low|minor|p[3-5])\b|\((?:info|warning|warn|low|minor)\)"
+    r"|\burgency\s*[:=]\s*low\b|\]\W*(?:p|sev-?)[3-5]\b",
+    re.IGNORECASE,
+)
+#: An alert named for a failure or a full store: "GrebeCheckpointUploadFailed",
+#: "ScratchVolumeAlmostFull" (not "NodeExporterDown", "StepTimeHigh").
+_GRAVE_ALERT = re.compile(
+    r"\b(?![A-Za-z]*(?:Eval|Ablation|Sandbox|Dev|Ci|Test)[A-Z])[A-Z][A-Za-z]*(?:Failed|Failure|Full"
+    r"|OutOfSpace)\b"
 )
 
 
@@ -694,7 +717,9 @@ def alert_page(text: str) -> str | None:
         return None
     line_end = text.find("\n\n", m.end())
     page = text[m.start() : line_end if line_end > 0 else len(text)]
-    return "noise" if _PAGE_NOISE.search(page) or _NOT_THE_RUN_WORDS.found(page) else "page"
+    if _PAGE_NOISE.search(page) or _NOT_THE_RUN_WORDS.found(page):
+        return "noise"
+    return "noise" if _LOW_SEVERITY.search(page) and not _GRAVE_ALERT.search(page) else "page"
 
 
 #: A line a status post checks off as fine: "✅ no restart since 07-16 (#161)", "✅ the NaN from
@@ -1042,7 +1067,9 @@ _STAYS = re.compile(
     r"|after\s+(?:the|last\s+night's|this\s+morning's|\w+day(?:\s+night)?'s)\s+(?:re)?start"
     r"|(?:not|never)\s+(?:come|came|coming)\s+back"
     r"|in\s+(?:the\s+last\s+)?(?:\d+|two|five|ten|fifteen|twenty|thirty|a\s+few)\s+min(?:ute)?s"
-    r"|and\s+(?:still\s+)?(?:dropping|falling|climbing|rising))\b",
+    r"|and\s+(?:still\s+)?(?:dropping|falling|climbing|rising)"
+    # a cause going on as it is told: "GPUs at 84-88C and throttling, step time 54.6 → 83s"
+    r"|(?:and|are|is)\s+throttling)\b",
     re.IGNORECASE,
 )
 _IMPROVED = re.compile(

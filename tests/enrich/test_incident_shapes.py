@@ -806,6 +806,14 @@ CHAT_LINES: list[tuple[str, bool]] = [
     # a scheduler's alert pasted as it came, and a word of its own
     ("```\n[slurm-alert] JOB 4471203 (rt-70b-h1) state=NODE_FAIL node=fw-a01-09\n```\non it", True),
     ("```\n[slurm-alert] JOB 4471203 (rt-70b-h1) state=COMPLETED exit=0:0\n```\nnice", False),
+    # an alert of low severity named for a failure or a full store pages; others do not
+    ("[FIRING:1] ScratchVolumeAlmostFull (mount=/scratch/grebe severity=warning) used 97.2%", True),
+    ("[FIRING:1] GrebeCheckpointUploadFailed (step=305000 severity=warning) after 5 retries", True),
+    ("🔥 **[FIRING:1] EvalPoolJobFailed** (severity=warning) pool=eval-b exit_code=1", False),
+    ("[FIRING:1] GPUTempHigh (severity=warning) on r12n4", False),
+    # the main run after a colon, and the consequence its fault has for someone else's work
+    ("fyi unrelated to the proxy: main is crawling since 13:40 so the eval baseline is late", True),
+    ("my dedup job is crawling, and the bucket is slow", False),
 ]
 
 

@@ -128,7 +128,8 @@ def adds_a_safeguard(title: str | None) -> bool:
 #: A title that names a change to make, as a pull's does: "Add a hang watchdog that kills the
 #: job", "Support resuming from a partial checkpoint". The thread is about the change.
 _CHANGE_TITLE = re.compile(
-    r"^\W*(?:\[[^\]]*\]\s*)?(?:\w+(?:\([^)]*\))?:\s*)?(?:add|implement|support|enable|introduce"
+    r"^\W*(?:\[[^\]]*\]\s*)?(?:\w+(?:[ -]\w+){0,2}(?:\([^)]*\))?:\s*)?(?:auto-?)?"
+    r"(?:add|implement|support|enable|introduce|overlap|stripe|split|speed\s+up"
     r"|allow|refactor|document|automate|build|create|write|set\s+up|wire\s+up|expose|rename"
     r"|remove|clean\s+up|make|use|switch|upgrade|bump|migrate|port|drain|retry|requeue|alert"
     r"|detect|handle|catch|warn|avoid|prevent|reduce|increase|decrease|limit|cap|pin|replace"
@@ -221,6 +222,23 @@ _NOT_EXERCISE = re.compile(
     rf"{NOT_A_DRILL}|\breal\s+(?:page|alert|incident|outage)\b|\bthis\s+is\s+real\b",
     re.IGNORECASE,
 )
+
+
+#: An announcement of planned work ahead: "heads up: planned maintenance on spine switches sp-2
+#: and sp-3 thu jun 19 02:00-03:30 UTC", "scheduled downtime for the Lustre upgrade on Monday".
+#: What it warns may happen ("a few link flaps") is the plan's, not a fault.
+_ANNOUNCED = re.compile(
+    r"^\W*(?:(?:heads[\s-]up|fyi|reminder|notice|announcement|psa)\s*[:,!-]*\s*)?"
+    r"(?:(?:a|the|our|next\s+week's|tomorrow's)\s+)?(?:planned|scheduled)\s+(?:\w+\s+){0,2}?"
+    r"(?:maintenance|downtime|outage|window|upgrade|swap|reboot)\s+(?:on|for|of|at|in)\b",
+    re.IGNORECASE,
+)
+
+
+def announces_planned_work(prose: str) -> bool:
+    """The post opens by announcing planned work on the cluster, ahead of it."""
+    opening = prose.lstrip()[:200].split("\n", 1)[0]
+    return _ANNOUNCED.search(opening) is not None and not _NOT_EXERCISE.search(opening)
 
 
 def is_exercise(title: str, prose: str) -> bool:

@@ -32,6 +32,7 @@ from bot.enrich.incident_posts import (
     about_incident,
     adds_a_safeguard,
     agent_flags_fault,
+    announces_planned_work,
     asks_attention,
     breaks_the_run,
     buried_report,
@@ -166,6 +167,7 @@ def not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bo
             and not speaks_of_the_main_run(doc.prose, context)
         )
         or is_exercise(title or "", doc.prose)
+        or announces_planned_work(doc.prose)
         or (
             title is not None
             and (names_a_change(title) or is_template(title) or is_test_report(title))

@@ -12,7 +12,9 @@ import pytest
 from bot.enrich.context import ThreadContext
 from bot.enrich.incident_posts import (
     agent_flags_fault,
+    announces_planned_work,
     dismisses,
+    names_a_change,
     reviews_a_period,
     settled,
     speaks_of_the_main_run,
@@ -814,6 +816,12 @@ CHAT_LINES: list[tuple[str, bool]] = [
     # the main run after a colon, and the consequence its fault has for someone else's work
     ("fyi unrelated to the proxy: main is crawling since 13:40 so the eval baseline is late", True),
     ("my dedup job is crawling, and the bucket is slow", False),
+    # planned work announced ahead, and what it warns may happen
+    (
+        "heads up: planned maintenance on spine switches sp-2 and sp-3 thu 02:00–03:30 UTC. we "
+        "expect no impact but there may be a few link flaps",
+        False,
+    ),
 ]
 
 
@@ -1116,3 +1124,24 @@ def test_a_spot_launchers_routine_move_is_no_incident() -> None:
     assert not told.incident and not told.live_report
     hours = "preempted at 03:09, nobody resumed anything. resumed from 236,900 at 08:51. 5h39m down"
     assert enrich_text(title=None, body=hours, kind="message", source="discord").incident
+
+
+@pytest.mark.parametrize(
+    ("title", "change"),
+    [
+        ("Proposal: auto-drain nodes on Xid 48/63/79/94 from the slurm healthcheck", True),
+        ("Async checkpoint: overlap the D2H copy with the next step's forward", True),
+        ("fix: loader crash on empty shard", False),
+        ("main: restore fails on step_52000", False),
+        ("Hero run: node failures", False),
+    ],
+)
+def test_an_issue_titled_by_the_change_it_asks_for(title: str, change: bool) -> None:
+    assert names_a_change(title) is change
+
+
+def test_planned_work_announced_ahead_is_not_planned_work_gone_wrong() -> None:
+    assert announces_planned_work("heads up: planned maintenance on spine sp-2 thu 02:00 UTC")
+    assert announces_planned_work("Scheduled downtime for the Lustre upgrade on Monday 09:00")
+    assert not announces_planned_work("planned maintenance went wrong: r12 never came back")
+    assert not announces_planned_work("main is down since the planned maintenance on r12")

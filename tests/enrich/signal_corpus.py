@@ -310,8 +310,13 @@ def in_threads(entries: Iterable[dict[str, Any]], method: Method) -> Method:
             continue
         ident, issue = str(issues[0]["id"]), to_event(issues[0])
         comments = [e for e in members if e.get("kind") == "comment"]
-        replies = sorted((to_event(e) for e in comments), key=lambda r: r.at)
-        marked = {to_event(e).external_id for e in comments if _marked(verdicts[str(e["id"])])}
+        events = [to_event(e) for e in comments]  # each once: a thread's replies are read twice
+        replies = sorted(events, key=lambda r: r.at)
+        marked = {
+            event.external_id
+            for event, e in zip(events, comments, strict=True)
+            if _marked(verdicts[str(e["id"])])
+        }
         told = [r for r in replies if r.external_id in marked and r.at >= issue.at]
         opener = verdicts[ident]
         if opener.marked:

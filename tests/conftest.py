@@ -25,8 +25,8 @@ sys.dont_write_bytecode = False
 
 
 #: Modules with one long piece each (the rules over the whole corpus, the models' refits):
-#: handed out first, so the other worker takes the many short tests meanwhile and neither
-#: waits for the other at the end.
+#: handed out first, so the other workers take the many short tests meanwhile and none waits
+#: for another at the end.
 _LONG_FIRST = (
     "tests/enrich/test_signal_corpus.py",
     "tests/enrich/test_tag_gate.py",

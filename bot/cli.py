@@ -795,10 +795,15 @@ async def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
                     hooks=HookEndpoints.from_settings(runtime.store, settings, runtime.doorbell),
                 )
             )
-            # The bound port, for RUNSCRIBE_WEB_PORT=0 (the system picks a free one).
-            print(f"serving the status page on http://{host}:{bound}/", flush=True)
+            say_serving(host, bound)
         await run_bot(runtime)
     return EXIT_OK
+
+
+def say_serving(host: str, port: int) -> None:
+    """The line a served status page announces, with the port bound (port 0 picks a free one,
+    and tests and operators read which from here)."""
+    print(f"serving the status page on http://{host}:{port}/", flush=True)
 
 
 async def cmd_page(settings: Settings, args: argparse.Namespace) -> int:
@@ -836,7 +841,7 @@ async def cmd_web(settings: Settings, args: argparse.Namespace) -> int:
         serve(Store(db), host, port, poll_interval=settings.runscribe_poll_interval) as (_, bound),
     ):
         with stop_signals() as stop:
-            print(f"serving the status page on http://{host}:{bound}/", flush=True)
+            say_serving(host, bound)
             await stop.wait()
     return EXIT_OK
 
@@ -898,7 +903,7 @@ async def _web_with_hooks(settings: Settings, host: str, port: int) -> int:
         ):
             reader = group.create_task(woken())
             with stop_signals() as stop:
-                print(f"serving the status page on http://{host}:{bound}/", flush=True)
+                say_serving(host, bound)
                 for hook, on in hooks.enabled.items():
                     print(f"  POST /hooks/{hook}: {'enabled' if on else 'off'}", flush=True)
                 await stop.wait()

@@ -24,11 +24,10 @@ MONTH_NUMBERS: Final[dict[str, int]] = {
     name: number for number, names in enumerate(_NAMES, 1) for name in names
 }
 #: The names as a pattern's alternatives (a group that captures nothing), longest first.
-MONTH_NAMES: Final = "(?:" + "|".join(sorted(MONTH_NUMBERS, key=len, reverse=True)) + ")"
+_LONGEST_FIRST: Final = sorted(MONTH_NUMBERS, key=len, reverse=True)
+MONTH_NAMES: Final = "(?:" + "|".join(_LONGEST_FIRST) + ")"
 #: The same without "may", which in a post is far more often the verb.
-MONTH_NAMES_BUT_MAY: Final = (
-    "(?:" + "|".join(n for n in sorted(MONTH_NUMBERS, key=len, reverse=True) if n != "may") + ")"
-)
+MONTH_NAMES_BUT_MAY: Final = "(?:" + "|".join(n for n in _LONGEST_FIRST if n != "may") + ")"
 
 
 def month_number(name: str) -> int:

@@ -561,12 +561,16 @@ def print_table(scored: Sequence[Scored], t: float, over: float) -> None:
 
 
 def sweep(scored: Sequence[Scored], chosen: float) -> None:
-    print("\nthreshold sweep (pooled): model-alone recall, model precision, rules+model 🚨 prec")
+    print(
+        "\nthreshold sweep (pooled): model-alone recall, model precision, rules+model recall"
+        " and 🚨 prec"
+    )
     for t in GRID:
         r = rows(scored, t)["pooled"]
         print(
             f"  {t:4.2f}  model {_pct(r.model_live, r.live)}  prec "
-            f"{_pct(r.model_right, r.model_found)}  both prec {_pct(r.both_right, r.both_marked)}"
+            f"{_pct(r.model_right, r.model_found)}  both {_pct(r.both_live, r.live)}"
+            f"  prec {_pct(r.both_right, r.both_marked)}"
         )
     print(f"\nover sweep at threshold {chosen} (pooled): rules+model recall and 🚨 precision,")
     print("and the reports added over the rules' judgement, with their precision")

@@ -235,10 +235,23 @@ _ANNOUNCED = re.compile(
 )
 
 
+#: The planned work told as past: "planned maintenance on r12 is done but 3 nodes did not come
+#: back" is no announcement ahead of it.
+_WORK_DONE = re.compile(
+    r"\b(?:(?:is|was|are|were)\s+(?:done|over|finished|complete[d]?)|finished|completed|went"
+    r"|overran|wrapped\s+up|ended)\b",
+    re.IGNORECASE,
+)
+
+
 def announces_planned_work(prose: str) -> bool:
     """The post opens by announcing planned work on the cluster, ahead of it."""
     opening = prose.lstrip()[:200].split("\n", 1)[0]
-    return _ANNOUNCED.search(opening) is not None and not _NOT_EXERCISE.search(opening)
+    return (
+        _ANNOUNCED.search(opening) is not None
+        and not _NOT_EXERCISE.search(opening)
+        and not _WORK_DONE.search(opening)
+    )
 
 
 def is_exercise(title: str, prose: str) -> bool:

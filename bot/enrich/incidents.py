@@ -182,7 +182,10 @@ HISTORY = re.compile(
 )
 # In the sentence: it was planned ("preempted on schedule, as expected", "drained for maintenance").
 _EXPECTED = re.compile(
-    r"\b(?:as\s+expected|on\s+schedule|as\s+planned|as\s+scheduled|planned\s+maintenance"
+    r"\b(?:as\s+expected|on\s+schedule|as\s+planned|as\s+scheduled"
+    # "planned maintenance went wrong: r12 never came back": planned, and it broke the run
+    r"|planned\s+maintenance(?![^.]*\b(?:went\s+wrong|overran|over-?ran|ran\s+over|broke"
+    r"|never\s+(?:came\s+back|restarted|came\s+up)|did(?:n't|\s+not)\s+come\s+back)\b)"
     r"|(?<=\()(?:as\s+)?(?:expected|planned)(?=\))"
     r"|end\s+of\s+(?:the\s+)?(?:stage|phase|schedule|training|run)|reached\s+the\s+end"
     # "hero paused for the driver upgrade": stopped on purpose, for work on the cluster (not

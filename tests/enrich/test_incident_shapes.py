@@ -1145,3 +1145,22 @@ def test_planned_work_announced_ahead_is_not_planned_work_gone_wrong() -> None:
     assert announces_planned_work("Scheduled downtime for the Lustre upgrade on Monday 09:00")
     assert not announces_planned_work("planned maintenance went wrong: r12 never came back")
     assert not announces_planned_work("main is down since the planned maintenance on r12")
+    assert not announces_planned_work("planned maintenance on r12 is done but 3 nodes are gone")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "planned maintenance went wrong: r12 never came back and main is down",
+        "the planned maintenance overran and the job never restarted, main down since 06:00",
+        "planned maintenance on r12 is done but 3 nodes did not come back, main is stuck at 41,200",
+    ],
+)
+def test_planned_work_that_broke_the_run_is_a_live_report(text: str) -> None:
+    assert enrich_text(title=None, body=text, kind="message", source="discord").live_report
+    assert not enrich_text(
+        title=None,
+        body="planned maintenance on r12 went as planned, main resumed from 41,000",
+        kind="message",
+        source="discord",
+    ).incident

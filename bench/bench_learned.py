@@ -219,6 +219,9 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("tallowmere-ai/osprey-535b", 19600, 19719),
     ("brackenfold/grebe-70b", 19720, 19839),
     ("corvane-ai/kestrel-vl-90b", 20080, 20199),
+    ("ferncliff-ai/petrel-moe-1t", 20440, 20559),
+    ("marram-research/shag-240b", 20680, 20799),
+    ("glenrock-ai/dipper-400b", 20800, 20919),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

@@ -33,6 +33,7 @@ HELDOUT8 = DATA / "heldout8_corpus.jsonl"  # its eighth, three projects, read on
 HELDOUT9 = DATA / "heldout9_corpus.jsonl"  # its ninth, three projects, read once at the end
 HELDOUT10 = DATA / "heldout10_corpus.jsonl"  # its tenth, three projects, read once at the end
 HELDOUT11 = DATA / "heldout11_corpus.jsonl"  # its eleventh, likewise
+HELDOUT12 = DATA / "heldout12_corpus.jsonl"  # its twelfth, likewise
 QUESTIONS = DATA / "ask_questions.jsonl"
 
 TAGS = frozenset(MODEL_TAGS)  # the corpus is labelled with the product's own tags
@@ -214,7 +215,7 @@ def test_corpus_rows_are_well_formed(rows: list[dict[str, Any]]) -> None:
 
 HELD_BACK = (
     *(HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5, HELDOUT6, HELDOUT7, HELDOUT8),
-    *(HELDOUT9, HELDOUT10, HELDOUT11),
+    *(HELDOUT9, HELDOUT10, HELDOUT11, HELDOUT12),
 )
 
 
@@ -232,6 +233,7 @@ HELD_BACK = (
         (HELDOUT9, 300, 30),
         (HELDOUT10, 300, 30),
         (HELDOUT11, 300, 30),
+        (HELDOUT12, 300, 30),
     ],
     ids=lambda value: value.name if isinstance(value, Path) else str(value),
 )

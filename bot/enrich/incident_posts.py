@@ -81,6 +81,11 @@ _PERIOD_REVIEW = re.compile(
     r"(?:week|month|quarter|year))"
     # "retro: merlin-70b stage 1, June–July": months from one to another
     rf"|(?:retrospective|retro|review|recap)\s*[:—-][^\n]{{0,60}}?\b{MONTHS}\s*(?:–|—|-|to)\s*{MONTHS}"
+    # a look back over a stretch, all its incidents rolled up: "A look back over the last month
+    # of stage 1", "Stage 1 lost time, all incidents together", "this is the roll-up"
+    r"|look(?:ing)?\s+back\s+(?:over|at|on)\s+(?:the\s+)?(?:last|past)\s+(?:\w+\s+)?(?:week|month"
+    r"|quarter|stage|phase|year)|(?:the|a)\s+roll-?up|all\s+(?:the\s+)?incidents\s+together"
+    r"|lost[- ]time\s+(?:total|tally|report|summary|by\s+cause)"
     # a week's digest recaps what happened in it: "Weekly notes — Aug 13 → Aug 19"
     r"|weekly\s+(?:run\s+|status\s+)?(?:notes|digest|summary|recap|report|review|roundup"
     r"|progress)"
@@ -671,6 +676,9 @@ _DISMISSAL = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|so|fyi|ah|nope|no)\W+)?(?:(?:this\s+(?:is|was)\s+|it\s+(?:is|was)\s+|it's\s+)?"
     r"(?:a\s+|just\s+a\s+)?false\s+(?:alarm|positive)"
     r"|not\s+an?\s+(?:real\s+)?(?:incident|outage|issue\s+for\s+the\s+run)"
+    # "That's not this PR — gpu-ci-07 has been timing out all week", "not about the stall but:"
+    r"|(?:that's|that\s+is|it's|this\s+is)\s+not\s+(?:this|the|your)\s+(?:pr|change|patch|diff)\b"
+    r"|not\s+about\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?\s+but\b"
     # "not kiln:", "not ours:"; not "not us:" (we did not stop it: a diagnosis)
     r"|not\s+(?:ours|our\s+run|the\s+(?:main\s+)?run"
     r"|(?!(?:sure|yet|really|quite|much|great|good|ideal|certain|only|exactly|entirely|now|bad"
@@ -699,12 +707,38 @@ _COURTESY = re.compile(
 )
 
 
+#: A post that says near its start that it is about no incident: "Planned fleet maintenance,
+#: not tied to an incident.", "this is the roll-up, not a new incident".
+_NO_INCIDENT = re.compile(
+    r"\b(?:not\s+(?:tied|related|linked|due)\s+to\s+(?:an?|any)\s+(?:incident|outage)"
+    r"|unrelated\s+to\s+any\s+(?:incident|outage)|not\s+a\s+new\s+(?:incident|outage))\b",
+    re.IGNORECASE,
+)
+
+
+#: A question asked for a runbook, a checklist or the docs, not about the run now: "asking
+#: because I'm writing the stage 2 launch checklist", "Writing the stage 2 runbook — are …".
+_FOR_THE_DOCS = re.compile(
+    r"\b(?:writing|drafting|updating|preparing)\s+(?:the\s+|a\s+|our\s+|my\s+)?(?:[\w-]+\s+){0,3}?"
+    r"(?:runbooks?|checklists?|playbooks?|wiki|docs|documentation|onboarding\s+\w+|faq)\b"
+    r"|\bnewbie\s+question\b|\bhypothetical(?:ly)?\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_the_docs(prose: str) -> bool:
+    """The post asks its question for a runbook, a checklist or the docs: what it names is a
+    case to write down, not the run's state."""
+    return _FOR_THE_DOCS.search(prose[:300]) is not None
+
+
 def dismisses(prose: str) -> bool:
     """The post opens (after a courtesy) by dismissing what was reported: a false alarm, not an
-    incident, not the run's, a warning, a test, a pause on purpose. About no incident of the
-    run, whatever thread it is in."""
+    incident, not the run's, a warning, a test, a pause on purpose; or says near its start that
+    it is about no incident. About no incident of the run, whatever thread it is in."""
     courtesy = _COURTESY.match(prose)
-    return bool(_DISMISSAL.match(prose[courtesy.end() :] if courtesy else prose))
+    opening = prose[courtesy.end() :] if courtesy else prose
+    return bool(_DISMISSAL.match(opening) or _NO_INCIDENT.search(opening[:200]))
 
 
 def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
@@ -811,6 +845,8 @@ def buried_report(prose: str) -> str | None:
 #: A line the post flags: "⚠️ …", "❌ …", "🔴 …", after a bullet or not.
 #: A flagged item: from its "⚠️", "❌" or "🔴" to the line's end or the next item's mark (chat
 #: runs an agent's checklist into one line: "✅ loss 1.716 ⚠️ 3 restarts since 04:10 ✅ evals").
+#: A flagged line this short is a heading over the paragraph that tells the fault.
+_HEADING_WORDS: Final = 8
 _FLAGGED = re.compile(r"(?:⚠️?|❌|🔴)\s*(?P<line>[^\n✅☑⚠❌🔴🟢]+)")
 #: Told elsewhere already: an issue's number, "handled", "fixed".
 _TOLD_ELSEWHERE = re.compile(r"#\d+|\bhandled\b|\bfixed\b", re.IGNORECASE)
@@ -824,6 +860,9 @@ def agent_flags_fault(prose: str, rows: tuple[str, ...] = ()) -> str | None:
     flagged = "\n".join((prose[:DETECT_LIMIT], *rows))
     for m in _FLAGGED.finditer(flagged):
         line = m.group("line")
+        if len(line.split()) <= _HEADING_WORDS:
+            # a flagged heading ("⚠️ Data order after the Jul 7 restart"): its paragraph tells
+            line += " " + flagged[m.end() :].lstrip("\n").split("\n", 1)[0]
         if signals_heard(line) and not (
             names_another_workload(line) or _TOLD_ELSEWHERE.search(line) or said_planned(line)
         ):

@@ -207,6 +207,20 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|tokens?|gpus?))",
     ),
     _sig("node-loss", "pingable powered", r"not\s+pingable|powered\s+(?:off|down)\b"),
+    # "rank 4411 gone", "ranks 512-519 dropped": a rank named and lost
+    _sig(
+        "node-loss",
+        "gone dropped died dead lost",
+        r"ranks?\s+\d+(?:\s*[–-]\s*\d+)?\s+(?:(?:is|are|just|has|have)\s+)?"
+        r"(?:gone|dropped(?:\s+out)?|died|dead|lost)(?!\s+(?:from|in)\s+the\s+(?:log|plot|panel))",
+    ),
+    # "why are 128 of our trn2 nodes in shutting-down??", "nodes terminating"
+    _sig(
+        "node-loss",
+        "shutting terminating terminated",
+        rf"{_NODE}\s+(?:are\s+|is\s+|were\s+)?(?:in\s+|being\s+)?(?:shutting[\s-]down|terminating"
+        r"|terminated)",
+    ),
     _sig(
         "node-loss",
         "died dead gone down",
@@ -326,6 +340,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:checkpoint|ckpt)\s+(?:[\d,.]+k?\s+)?(?:save|write|upload|commit)s?\s+(?:to|into|on)\b"
         r"(?:\s+\S+){0,4}?\s+(?:failed|failing|errored|timed\s+out"
         r"|keeps?\s+(?:failing|timing\s+out|erroring))",
+    ),
+    # "checkpoint save for step 318,000 exceeded save_timeout (1800s)"
+    _sig(
+        "checkpoint-failed",
+        "exceeded",
+        r"(?:checkpoint|ckpt)\s+(?:save|write|upload)\s+(?:for|of|at)\s+(?:step\s+)?[\d,.]+k?\s+"
+        r"(?:exceeded|hit|blew\s+(?:past|through))\s+(?:the\s+|its\s+)?\w*time-?out",
     ),
     # a saved checkpoint found broken by what reads it (an export, a restore test, a verifier,
     # an eval's load): "Export of step_248000 fails: shard … is short", "ckpt-verify failed on
@@ -1188,6 +1209,33 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "diverg",
         r"(?:loss|training|run)\s+(?:is\s+|has\s+|started\s+)?diverg\w*\s+(?:after|since)\s+"
         r"(?:the\s+|this\s+morning's\s+|today's\s+|yesterday's\s+)?(?:re-?start|resume|relaunch|restore)",
+    ),
+    # back on the wrong settings: "the run is training on a different config than intended",
+    # "the restart loaded the wrong RoPE base", "has been training on mix-v6 instead of v7"
+    _sig(
+        "outage",
+        "different wrong stale",
+        r"(?:training|running|trains|runs|resumed|relaunched|restarted|launched|came\s+back|is|are)"
+        r"\s+(?:on|with|from)\s+(?:a\s+|the\s+)?(?:different|wrong|stale)\s+(?:\w+\s+)?"
+        r"(?:config\w*|settings|mix\w*|tokenizer|data|yaml|rope|overlay|base)"
+        r"|(?:loaded|picked\s+up|used|resolved)\s+(?:the\s+|a\s+)?(?:wrong|stale)"
+        r"\s+(?:\w+\s+)?(?:config\w*|tokenizer|mix\w*|yaml|rope|checkpoint|ckpt|data|settings|base)",
+    ),
+    _sig(
+        "outage",
+        "instead",
+        r"(?:has|have)\s+been\s+(?:training|running)\s+on\s+[\w.-]+\s+instead\s+of\b",
+    ),
+    # data read again after a resume: "re-reading the beginning of the mix since then", "the
+    # loader is re-serving something", "~2.6M sequences seen twice"
+    _sig(
+        "outage",
+        "reading serving replaying feeding twice replayed",
+        r"(?:re-?reading|re-?serving|replaying|re-?feeding)\s+(?:the\s+)?(?:same\s+|old\s+)?"
+        r"(?:beginning|start|first|data|shards?|batches|samples|sequences|something|tokens|epoch)"
+        r"|(?:sequences|samples|tokens|batches|shards|documents|data)\s+(?:\w+\s+){0,2}?"
+        r"(?:seen|read|served|trained\s+on)\s+twice"
+        r"|steps\s+of\s+replayed\s+data",
     ),
     # the newest sign of life is old: "the run's last checkpoint is from 14 hours ago", "the
     # last logged step is 212,340 at 01:29 UTC and nothing since"

@@ -293,6 +293,9 @@ _NOT_THE_RUN = re.compile(
     r"|dev\s*(?:vms?|box(?:es)?|tpus?|machines?|instances?)|arms?\s+(?:\d|[a-h]\b|seed\s+\d)"
     r"|\d+\s*%\s+arm\b|\barms?\s+(?:fell|died|crashed|oom\w*)"
     r"|(?:smoke|canary|dry|test|debug|toy)[- ](?:runs?|tests?|jobs?)"
+    # "tokenizer side job for longdoc v2 (not the one training uses)", "32k bench on the spares"
+    r"|side\s+(?:jobs?|runs?|tasks?)|not\s+the\s+one\s+(?:the\s+)?(?:training|main|run)\s+uses"
+    r"|bench(?:mark)?s?\s+on\s+(?:the\s+)?spares?"
     # a job with another purpose: "the tokenizer job OOMed", "the export script died"
     r"|(?:tokeni[sz]\w*|preprocess\w*|download|upload|export|conversion|convert|dedup\w*"
     r"|filter\w*|scrap\w*|crawl\w*|sampling|inference|serving)\s+(?:jobs?|scripts?|pods?|tasks?"
@@ -310,7 +313,8 @@ _NOT_THE_RUN = re.compile(
     r"|sandbox\s+(?:cluster|nodes?)\b|job\s+del\s+sandbox|sandbox-(?:[a-z]*\d+[a-z]*-)?\d+"
     # side work named as such: "godwit-abl-e64", "godwit-240b-staging", "gke-knot-test",
     # "knot-evals", "the 3B proxy's loss", "rung 5", a sidecar, an eval fleet, "not main"
-    r"|[a-z0-9][\w.-]*?-(?:abl|ablations?|staging|stg|test|dev|proxy|probe|sweep|canary|smoke|evals?)"
+    r"|[a-z0-9][\w.-]*?-(?:abl|ablations?|staging|stg|test|dev|proxy|probe|sweep|canary|smoke|evals?"
+    r"|ruler\w*|needle\w*|mmlu\w*|gsm8k\w*|humaneval\w*|mbpp\w*)"
     r"(?:-[\w.-]+)?|(?<![\w-])abl-[\w.-]+"
     r"|proxy(?:'s)?|rungs?\s+\d+|sidecars?|eval-?\w*\s*fleet|eval-[\w-]+\s+(?:pods?|jobs?)"
     r"|not\s+(?:the\s+)?main|sibling\s+(?:runs?|jobs?)"
@@ -377,7 +381,9 @@ _NOT_A_NAME = re.compile(
     r"|progress|work|plan|idea|proposal|pipeline|queue|data|dataset|mix|schedule|budget|price"
     r"|cost|market|weather|gate|gates|router|routers|expert|experts|head|heads|layer|layers"
     r"|spec|specs|config|configs|design|version|schema|format|stage|back|manifest|manifests"
-    r"|vocab|readme|doc|table|list|snapshot)$",
+    r"|vocab|readme|doc|table|list|snapshot"
+    # a benchmark's score held flat: "humaneval flat-ish at 270→280"
+    r"|humaneval\S*|mbpp|mmlu\S*|gsm8k|gpqa|hellaswag|arc|ruler|needle|ifeval|bbh|math|code)$",
     re.IGNORECASE,
 )
 #: A part of the run, named before a fault ("the input pipeline is throwing IO errors").
@@ -673,6 +679,9 @@ _PAGE = re.compile(
     r"|\bmonitor\s+triggered\b|^[^\w\n]*triggered:|^[^\w\n]*\[alerting\]"
     # a paging service's line: "[PagerDuty] TRIGGERED #Q7W2K …", "[Opsgenie] P2 `RuffCkpt…`"
     r"|^[^\w\n]*\[(?:p[12]|sev-?[12])\]"
+    # a status bot's line: "🔴 **CRIT** `petrel-main` checkpoint save …", "⚠️ **WARN** …", and a
+    # cloud monitor's "**ALARM** `dipper-efa-errors` entered ALARM at …"
+    r"|^[^\w\n]*(?-i:CRIT|CRITICAL|WARN)\b(?=[^\w\n]*\s[^\n]*\d)|\bentered\s+(?-i:ALARM)\b"
     r"|\[(?:pagerduty|opsgenie|incident\.io|firehydrant|victorops|splunk\s+on-?call)\]\W*"
     r"(?:(?-i:TRIGGERED|FIRING|ALERT)|p[1-5]|sev-?[1-5])\b",
     re.IGNORECASE | re.MULTILINE,
@@ -1314,12 +1323,14 @@ def checkpoint_behind(text: str) -> bool:
 
 #: After the run's own restart: a level that moved there moved with it, not a spike.
 _AFTER_RESTART = (
-    r"(?:after|since)\s+(?:the|yesterday's|today's|this\s+morning's|last\s+night's)\s+"
-    r"(?:[\w:.,-]+\s+){0,2}?(?:re-?start|re-?launch|resume|redeploy)\w*(?:\s+at\s+[\d:.,k]+)?"
+    r"(?:after|since)\s+(?:(?:the|yesterday's|today's|this\s+morning's|last\s+night's)\s+"
+    r"(?:[\w:.,-]+\s+){0,2}?)?(?:re-?start|re-?launch|resume|redeploy)\w*(?:\s+at\s+[\d:.,k]+)?"
 )
 _LOSS_RISE = re.compile(
     rf"\bloss(?:es)?\b[^.!\n]{{0,30}}?(?:"
     rf"(?:jumped|went|rose|climbed|spiked|shot)\s+(?:up\s+)?(?:from\s+)?~?{_NUM}\s*(?:→|->|to)\s*~?{_NUM}"
+    # "after restart loss 1.826 → 2.071 at 441,0xx and not come down": the two levels alone
+    rf"|~?{_NUM}\s*(?:→|->)\s*~?{_NUM}"
     rf"|(?:is\s+|went\s+|jumped\s+|rose\s+)?(?:up\s+)?(?:by\s+)?\+\s?~?{_NUM}"
     rf"|(?:jumped|is\s+up|went\s+up|rose)\s+(?:by\s+)?~?{_NUM}(?![\d,.]*k)"
     rf"|(?:at\s+\S+\s+)?is\s+~?{_NUM}[,;]?\s+(?:at\s+\S+\s+)?it\s+was\s+~?{_NUM}"
@@ -1332,6 +1343,7 @@ _LOSS_RISE = re.compile(
 _STAYED = re.compile(
     rf"\b(?:since|still|later|stay(?:s|ed)?|hasn't\s+(?:come\s+back|recovered|moved)|{_AFTER_RESTART}"
     r"|not\s+(?:recovering|coming\s+back|one\s+of\s+the\s+spikes)|isn't\s+one\s+of\s+the\s+spikes"
+    r"|(?:not|hasn't|has\s+not|didn't|did\s+not)\s+(?:come|coming|came|going|gone)\s+(?:back\s+)?down"
     r"|(?:at|from)\s+the\s+(?:last|latest)\s+checkpoint)\b",
     re.IGNORECASE,
 )

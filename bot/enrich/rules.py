@@ -34,6 +34,7 @@ from bot.enrich.incident_posts import (
     agent_flags_fault,
     announces_planned_work,
     asks_attention,
+    asks_for_the_docs,
     breaks_the_run,
     buried_report,
     declares_incident,
@@ -176,6 +177,7 @@ def not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bo
         or is_retrospective(doc.prose, context.title)
         or dismisses(doc.prose)
         or disowns(doc.prose)
+        or asks_for_the_docs(doc.prose)
     )
 
 

@@ -77,6 +77,10 @@ HELDOUT10 = CORPUS.with_name("heldout10_corpus.jsonl")
 #: forward in pull requests, an RL post-training stage), written blind while the rules it
 #: measures were changed and read once at the end.
 HELDOUT11 = CORPUS.with_name("heldout11_corpus.jsonl")
+#: The twelfth: three projects (a monitoring agent that opens issues itself, a scaling-law
+#: team's sweeps beside one main run, a MoE told in replies to an alert bot), written blind
+#: while the rules it measures were changed and read once at the end.
+HELDOUT12 = CORPUS.with_name("heldout12_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

@@ -822,6 +822,38 @@ CHAT_LINES: list[tuple[str, bool]] = [
         "expect no impact but there may be a few link flaps",
         False,
     ),
+    # a status bot's line at its own severity, and a cloud monitor's alarm
+    ("🔴 **CRIT** `kite-main` heartbeat missing for 12m · step 88,410 · paging on-call", True),
+    ("⚠️ **WARN** `kite-main` tokens/s = 0.61M (baseline 1.02M) for 15m · step 90,112", True),
+    ("⚠️ **WARN** `kite-eval-fleet` queue depth 41 (threshold 30) for 10m", False),
+    (
+        "**ALARM** `kite-train-healthy-hosts` entered ALARM at 2051-09-02T04:10:00Z · current 60",
+        True,
+    ),
+    ("WARNING: don't merge #512 before the 14:00 save lands", False),
+    # a rank named and lost; nodes a cloud shut down
+    ("03:17 rank 1022 gone, and 1016-1023 with it. whole host", True),
+    ("rank 7 dropped from the log panel after the refactor, cosmetic", False),
+    ("why are 64 of our nodes terminating?? nobody touched the nodegroup", True),
+    # a save that blew its timeout
+    ("checkpoint save for step 91,000 exceeded save_timeout (1200s), job exited 87", True),
+    # back on the wrong settings, or reading old data, since a restart
+    ("heads up: since the 04:10 relaunch main is training on the wrong tokenizer, tok-v1", True),
+    ("main resumed with a stale config after the requeue, lr schedule is the old one", True),
+    ("the loader has been re-reading shards 0-900 since the resume, ~1.1B tokens seen twice", True),
+    ("we should make sure a resume never ends up re-reading shards", False),
+    ("if a failover happens mid-decay it could read the wrong mix", False),
+    ("loss after resume 2.04 → 2.31 and not coming down", True),
+    ("loss after resume 2.04 → 2.06 then back down in 40 steps", False),
+    # side work, said so
+    ("the dedup side job OOMed on a 3GB file, rerunning with a cap", False),
+    ("🔴 job 77120 `kite-needle64k` → FAILED rc=137 on kt-a03", False),
+    ("ruler 32k bench on the spares died with a NCCL timeout, my hostfile", False),
+    # asked for a runbook or a checklist: a case to write down, not the run now
+    ("writing the on-call runbook: does the trainer crash when the bucket times out?", False),
+    ("newbie question: what happens when a node dies mid-save?", False),
+    # a benchmark's score held flat is no hang
+    ("code evals still climbing since v3, mbpp flat-ish at 300→310", False),
 ]
 
 
@@ -1164,3 +1196,51 @@ def test_planned_work_that_broke_the_run_is_a_live_report(text: str) -> None:
         kind="message",
         source="discord",
     ).incident
+
+
+def test_a_reply_or_a_pull_that_says_it_is_about_no_incident_is_not() -> None:
+    incident_thread = ThreadContext(title="Incident: main down after the 03:00 save", kind="issue")
+    for text in (
+        "That's not this PR — ci-runner-3 has timed out on the fp8 tests all week.",
+        "not about the outage but: do we keep the 80k checkpoint after the decay?",
+    ):
+        assert dismisses(text)
+        assert not enrich_text(
+            title=None, body=text, kind="comment", source="github", context=incident_thread
+        ).incident
+    pull = "Routine firmware bump, not tied to an incident.\n\n## Why\nThe vendor supports it."
+    assert not enrich_text(
+        title="NIC firmware 28.41", body=pull, kind="pull", source="github"
+    ).incident
+
+
+def test_a_roll_up_of_a_stages_incidents_is_a_review_of_a_period() -> None:
+    title = "Stage 2 interruptions retro: 09-01 → 10-02"
+    context = ThreadContext(title, "stage 2 interruptions retro", ("retro",), "issue")
+    rows = "\n\n| date | what | down |\n|---|---|---|\n| 09-04 | leaf flaps, NCCL timeout | 40m |"
+    for text in (
+        "A look back over the last month of stage 2. Post-mortems are linked; this is the roll-up.",
+        "Stage 2 lost time, all incidents together:",
+    ):
+        assert reviews_a_period(text)
+        text += rows
+        issue = enrich_text(title=title, body=text, kind="issue", source="github", context=context)
+        assert not issue.incident
+    # the post-mortem of one incident, named so in its title, stays about that incident
+    one = "Post-mortem: the 03:10 save timeout"
+    context = ThreadContext(title=one, kind="issue", labels=("retro",))
+    body = "Timeline, impact and root cause of the save that timed out at 03:10."
+    assert enrich_text(
+        title=one, body=body, kind="issue", source="github", context=context
+    ).incident
+
+
+def test_an_agents_flagged_heading_is_read_with_its_paragraph() -> None:
+    daily = (
+        "🤖 **Daily status — Sep 3**\n\n### Progress\n- Steps 90,000 → 90,600\n\n"
+        "### ⚠️ Data order after the restart\nThe loader has been re-reading the start of the "
+        "mix since the 02:10 restart, about 300 steps so far.\n\n### Next steps\n- flag to leads"
+    )
+    assert enrich_text(title=None, body=daily, kind="comment", source="github").live_report
+    quiet = daily.replace("has been re-reading the start of the mix", "resumed at the right cursor")
+    assert not enrich_text(title=None, body=quiet, kind="comment", source="github").live_report

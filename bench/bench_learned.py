@@ -387,6 +387,9 @@ BATCH_COMMITS: dict[str, str] = {
     "tallowmere-ai/osprey-535b": "a213540",
     "brackenfold/grebe-70b": "a213540",
     "corvane-ai/kestrel-vl-90b": "a213540",
+    "ferncliff-ai/petrel-moe-1t": "55239bd",
+    "marram-research/shag-240b": "55239bd",
+    "glenrock-ai/dipper-400b": "55239bd",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -681,7 +681,9 @@ _PAGE = re.compile(
     r"|^[^\w\n]*\[(?:p[12]|sev-?[12])\]"
     # a status bot's line: "🔴 **CRIT** `petrel-main` checkpoint save …", "⚠️ **WARN** …", and a
     # cloud monitor's "**ALARM** `dipper-efa-errors` entered ALARM at …"
-    r"|^[^\w\n]*(?-i:CRIT|CRITICAL|WARN)\b(?=[^\w\n]*\s[^\n]*\d)|\bentered\s+(?-i:ALARM)\b"
+    # (not a log level's "CRITICAL: please review #123 before 5pm")
+    r"|^[^\w\n]*(?-i:CRIT|CRITICAL|WARN)\b(?![^\w\n]*:)(?=[^\w\n]*\s[^\n]*\d)"
+    r"|\bentered\s+(?-i:ALARM)\b"
     r"|\[(?:pagerduty|opsgenie|incident\.io|firehydrant|victorops|splunk\s+on-?call)\]\W*"
     r"(?:(?-i:TRIGGERED|FIRING|ALERT)|p[1-5]|sev-?[1-5])\b",
     re.IGNORECASE | re.MULTILINE,

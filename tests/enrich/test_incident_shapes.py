@@ -831,6 +831,7 @@ CHAT_LINES: list[tuple[str, bool]] = [
         True,
     ),
     ("WARNING: don't merge #512 before the 14:00 save lands", False),
+    ("CRITICAL: please review #530 before the 17:00 freeze", False),
     # a rank named and lost; nodes a cloud shut down
     ("03:17 rank 1022 gone, and 1016-1023 with it. whole host", True),
     ("rank 7 dropped from the log panel after the refactor, cosmetic", False),

@@ -222,6 +222,12 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("ferncliff-ai/petrel-moe-1t", 20440, 20559),
     ("marram-research/shag-240b", 20680, 20799),
     ("glenrock-ai/dipper-400b", 20800, 20919),
+    ("fallowfield-lab/hero-480b", 21040, 21159),
+    ("shirakawa-ml/tsubame-130b", 21160, 21279),
+    ("cinderpeak-ai/wren-v6e", 21280, 21399),
+    ("mossgill-uni/ptero-13b", 21400, 21519),
+    ("brindle-ai/curlew-200b", 21520, 21639),
+    ("tamarisk-labs/oriole-post", 21640, 21759),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

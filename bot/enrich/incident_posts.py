@@ -83,8 +83,8 @@ _PERIOD_REVIEW = re.compile(
     rf"|(?:retrospective|retro|review|recap)\s*[:—-][^\n]{{0,60}}?\b{MONTHS}\s*(?:–|—|-|to)\s*{MONTHS}"
     # a look back over a stretch, all its incidents rolled up: "A look back over the last month
     # of stage 1", "Stage 1 lost time, all incidents together", "this is the roll-up"
-    r"|look(?:ing)?\s+back\s+(?:over|at|on)\s+(?:the\s+)?(?:last|past)\s+(?:\w+\s+)?(?:week|month"
-    r"|quarter|stage|phase|year)|(?:the|a)\s+roll-?up|all\s+(?:the\s+)?incidents\s+together"
+    r"|look(?:ing)?\s+back\s+(?:over|at|on)\s+(?:the\s+)?(?:(?:last|past)\s+(?:\w+\s+)?)?(?:week"
+    r"|month|quarter|stage|phase|year|run)|(?:the|a)\s+roll-?up|all\s+(?:the\s+)?incidents\s+together"
     r"|lost[- ]time\s+(?:total|tally|report|summary|by\s+cause)"
     # a week's digest recaps what happened in it: "Weekly notes — Aug 13 → Aug 19"
     r"|weekly\s+(?:run\s+|status\s+)?(?:notes|digest|summary|recap|report|review|roundup"
@@ -156,6 +156,11 @@ _OTHER_SUBJECT_TITLE = re.compile(
 #: attention", "Status: 🔴", "paging on-call", whose log excerpt says what broke.
 _ATTENTION = re.compile(
     r"\b(?:needs?\s+(?:attention|a\s+human|eyes|someone)|paging|paged|page\s+on-?call"
+    # an alert passed on: "wren-watch sent me this, … can someone look"
+    r"|(?:can|could)\s+(?:someone|anyone|somebody)\s+(?:please\s+|pls\s+)?(?:look|check"
+    r"|take\s+a\s+look|have\s+a\s+look)|sent\s+me\s+this"
+    # the pasted fault back: "again. 099 is behind leaf-14, same as 09-08"
+    r"|^\W*(?:and\s+|here\s+we\s+go\s+)?again\b"
     r"|(?:status|state)\s*[:=]\s*(?:[^\w\s]+\s*)?(?:red|error|attention|alert)\b"
     # a person asking whether the pasted log is a problem: "Is this something I should worry
     # about?", "should we be worried?"
@@ -711,7 +716,11 @@ _COURTESY = re.compile(
 #: not tied to an incident.", "this is the roll-up, not a new incident".
 _NO_INCIDENT = re.compile(
     r"\b(?:not\s+(?:tied|related|linked|due)\s+to\s+(?:an?|any)\s+(?:incident|outage)"
-    r"|unrelated\s+to\s+any\s+(?:incident|outage)|not\s+a\s+new\s+(?:incident|outage))\b",
+    r"|unrelated\s+to\s+any\s+(?:incident|outage)|not\s+a\s+new\s+(?:incident|outage)"
+    # "Not about one incident; the details are in the linked issues", "Not a postmortem of
+    # any one thing (those are linked)"
+    r"|not\s+about\s+(?:one|a\s+single|any\s+one)\s+(?:incident|outage)"
+    r"|not\s+a\s+post-?mortem\s+of\s+(?:any\s+)?one)\b",
     re.IGNORECASE,
 )
 
@@ -755,6 +764,7 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
         or is_test_report(context.title)
         or is_template(context.title)
         or is_exercise(context.title, prose)
+        or asks_for_the_docs(prose)
     ):
         return False
     text = f"{title}\n{prose}" if title else prose

@@ -207,6 +207,19 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|tokens?|gpus?))",
     ),
     _sig("node-loss", "pingable powered", r"not\s+pingable|powered\s+(?:off|down)\b"),
+    # ECC errors on the rise: "correctable HBM ECC counts climbing, 4,812 now"
+    _sig(
+        "hardware",
+        "climbing rising increasing growing",
+        r"(?:ecc|sbe|dbe|xid)\s+(?:error\s+)?(?:counts?|errors?)\s+(?:\w+\s+){0,2}?(?:climbing|rising"
+        r"|increasing|growing)",
+    ),
+    # a shared store too slow to list: "ls /lustre/tsubame/ckpt hangs on the login node"
+    _sig(
+        "storage",
+        "hangs hung hanging",
+        r"\b(?:ls|df|du|stat)\s+(?:-\w+\s+)?/\S+\s+(?:\w+\s+){0,2}?(?:hangs|hung|is\s+hanging|just\s+hangs)",
+    ),
     # "rank 4411 gone", "ranks 512-519 dropped": a rank named and lost
     _sig(
         "node-loss",
@@ -610,7 +623,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         # moved since 84,310": what a stopped run does not do
         r"no\s+(?:new\s+)?(?:heartbeats?|steps?|points?|metrics?|log\s+lines?|logs)\s+"
         r"(?:(?:from|logged|reported|written|on)\s+(?:\w+\s+){0,3})?(?:since|for"
-        r"|in\s+(?:the\s+last\s+)?(?:\d|an?\s+(?:hour|while)|over))\b"
+        r"|in\s+(?:the\s+last\s+)?(?:\d+|an?\s+(?:hour|while)|over))\b"
         r"|(?:hasn't|hasnt|has\s+not|haven't|have\s+not)\s+(?:logged|reported|written|had|printed"
         r"|emitted|produced|sent)\s+(?:a\s+|any\s+|one\s+)?(?:new\s+|single\s+)?(?:steps?"
         r"|points?|metrics?|heartbeats?|log\s+lines?|logs?|data|anything)\b"
@@ -782,7 +795,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "storage",
         "full slow starv crawl",
         r"(?:disk|pd|volume|filesystem|fs|bucket|lustre|nfs|storage|gcs|s3)\s+(?:\S+\s+){0,4}?"
-        r"(?:is\s+|are\s+)?(?:\d+%\s+)?full\b"
+        r"(?:is\s+|are\s+)?(?:\d+%\s+)?full\b(?!\s+(?:text|name|paper|stack|precision|set|list|run"
+        r"|sweep|attention|context|batch|width|rank|model|weights))"
         # not "when the bucket is slow": a condition, not a report
         r"|(?<!when\sthe\s)(?:storage|lustre|nfs|gcs|s3|filesystem|bucket|disk|io)\s+(?:is\s+|are\s+)?"
         r"(?:(?:very|so|really|painfully)\s+)?(?:slow|crawling|unresponsive)\b"
@@ -1195,7 +1209,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "outage",
         "won't can't cannot couldn't refuses fails",
         r"(?P<name>[a-z][\w-]*)\s+(?:won't|can't|cannot|couldn't|refuses\s+to|fails\s+to)\s+"
-        r"(?:schedule|start|launch|come\s+up|be\s+scheduled)\b",
+        r"(?:schedule|start|launch|come\s+up|be\s+scheduled)\b"
+        # not the scheduler's rule: "Slurm won't start (or requeue) a job that would overlap it"
+        r"(?!\s+(?:\([^)]{0,30}\)\s+)?(?:a|an|any|new|jobs?)\b)",
     ),
     # the run held up by its own machinery, or gone the wrong way since it came back:
     # "training is blocked because save is sync", "loss diverging after restart"
@@ -1230,12 +1246,81 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # loader is re-serving something", "~2.6M sequences seen twice"
     _sig(
         "outage",
-        "reading serving replaying feeding twice replayed",
+        "reading serving replaying feeding twice replayed started restarted went",
         r"(?:re-?reading|re-?serving|replaying|re-?feeding)\s+(?:the\s+)?(?:same\s+|old\s+)?"
         r"(?:beginning|start|first|data|shards?|batches|samples|sequences|something|tokens|epoch)"
         r"|(?:sequences|samples|tokens|batches|shards|documents|data)\s+(?:\w+\s+){0,2}?"
         r"(?:seen|read|served|trained\s+on)\s+twice"
-        r"|steps\s+of\s+replayed\s+data",
+        r"|steps\s+of\s+replayed\s+data|(?:has|have)\s+been\s+(?:replaying|re-?reading|re-?serving)\b"
+        r"|(?:loader|sampler)\s+(?:\w+\s+){0,2}?(?:started|restarted|went\s+back)\s+(?:from|to)\s+the\s+"
+        r"(?:beginning|start)\s+of\s+(?:the\s+)?(?:epoch|data|mix|dataset|shards?)",
+    ),
+    # since a restart the run is not where it was: "a fresh warmup after this morning's
+    # restart", "loss since the restart too good?", "started Sat 03:10 from random init",
+    # "the loss went back up to 10.9??"
+    _sig(
+        "outage",
+        "warmup warm-up",
+        r"(?:fresh|new|second|another)\s+(?:lr\s+)?warm-?up\s+(?:after|since)\s+(?:the\s+|this\s+"
+        r"morning's\s+|today's\s+|last\s+night's\s+)?(?:[\w:.,-]+\s+)?(?:re-?start|resume|relaunch"
+        r"|requeue)",
+    ),
+    _sig(
+        "outage",
+        "good",
+        r"loss\s+(?:since|after)\s+the\s+(?:[\w:.,-]+\s+)?(?:re-?start|resume|relaunch)\w*\s+(?:is\s+)?"
+        r"(?:too|suspiciously)\s+good|loss\s+(?:is\s+)?(?:too|suspiciously)\s+good\s+(?:since|after)"
+        r"\s+the\s+(?:[\w:.,-]+\s+)?(?:re-?start|resume|relaunch)",
+    ),
+    _sig(
+        "outage",
+        "scratch init counter back",
+        # (not "relaunched with CP 4 from scratch", a choice)
+        r"(?:started|resumed|came\s+(?:back|up)|began)\s+(?:\w+\s+){0,4}?from\s+(?:random\s+init\w*"
+        r"|scratch|step\s+0\b)|(?:restarted|relaunched)\s+(?:\w+\s+){0,4}?from\s+random\s+init\w*"
+        r"|step\s+counter\s+(?:is\s+)?(?:at|back\s+to|reset\s+to)\s+0\b"
+        r"|loss\s+(?:went\s+|is\s+)?back\s+(?:up\s+)?to\s+(?:9|1[0-2])(?:\.\d+)?\b",
+    ),
+    # what the run reads is gone: "the run is training without arxiv right now"
+    _sig(
+        "outage",
+        "without",
+        r"(?:training|running)\s+without\s+(?:the\s+|any\s+)?[\w-]+(?:\s+(?:data|source|shards?"
+        r"|split))?\s+(?:right\s+now|now|since)\b",
+    ),
+    # a compile that should take minutes: "it's been in compile for 45 min"
+    _sig(
+        "hang",
+        "compil",
+        r"(?:been|still|stuck)\s+(?:in\s+)?compil(?:e|ing|ation)\s+for\s+(?:\d+|an?)\s*"
+        r"(?:min|mins|minutes|h|hrs?|hours?)\b",
+    ),
+    # a scheduler watcher's line: "🔴 [slurm-watch] job 88911 (curlew-200b-s1) FAILED exit=1"
+    _sig(
+        "crash",
+        "failed timeout out_of_memory",
+        r"job\s+\d{3,}\s+(?:\([\w.-]+\)\s+|`?[\w.-]+`?\s+)?(?:→\s*|->\s*|is\s+|was\s+)?"
+        r"(?-i:FAILED|OUT_OF_MEMORY|NODE_FAIL)\b",
+    ),
+    # an RL run's rewards missing: "rewards coming back null for ~40% of groups"
+    _sig(
+        "outage",
+        "null none nan empty missing",
+        r"rewards?\s+(?:are\s+|is\s+)?(?:coming\s+back\s+|come\s+back\s+|returning\s+)?(?:null|none"
+        r"|nan|empty|missing)\s+for\s+~?\d+(?=\s*%)",
+    ),
+    # "~2% packet loss in mtr"
+    _sig(
+        "network",
+        "packet",
+        r"~?\d+(?:\.\d+)?\s*%\s+packet\s+loss|packet\s+loss\s+(?:of\s+|at\s+|is\s+)?~?\d+(?:\.\d+)?(?=\s*%)",
+    ),
+    # the cluster kept from the run: "All partitions remain unavailable"
+    _sig(
+        "outage",
+        "unavailable offline",
+        r"(?:partitions?|the\s+cluster|nodes|filesystems?)\s+(?:remain|are\s+still|still|stay)\s+"
+        r"(?:unavailable|offline)",
     ),
     # the newest sign of life is old: "the run's last checkpoint is from 14 hours ago", "the
     # last logged step is 212,340 at 01:29 UTC and nothing since"

@@ -138,8 +138,12 @@ _NEGATION = re.compile(
 _NEAR_CUE = re.compile(
     r"\b(?:any(?:\s+(?:more|further|new|other))?|past|previous|prior|earlier|last|potential|their"
     r"|yesterday's|(?:last|previous|past)\s+(?:week|night|month|year|time)(?:'s)?"
-    r"|possible|known|hypothetical|future|(?:as|like)\s+(?:a|an|the)"
-    r"|(?:after|since|before)\s+(?:the|that|this|a|an)(?:\s+[\w-]+){0,2})\s+$",
+    # "like a crash" compares; "looks like a fresh warmup" hedges a report
+    r"|possible|known|hypothetical|future|as\s+(?:a|an|the)"
+    r"|(?<!looks\s)(?<!seems\s)(?<!smells\s)(?<!sounds\s)like\s+(?:a|an|the)"
+    r"|(?:after|since|before)\s+(?:the|that|this|a|an)(?:\s+[\w-]+){0,2}"
+    # a count of none: "spot: 0 preemptions so far" (not "rank 0 stuck")
+    r"|(?:^|(?<=[:,;(•*-])|(?<=[:,;(•*-]\s)|(?<=\bwith\s)|(?<=\bhad\s)|(?<=\bsaw\s)|(?<=\band\s))0)\s+$",
     re.IGNORECASE,
 )
 # Words right after a signal that make it a topic, not an event ("OOM risk", "crash handler").
@@ -295,10 +299,17 @@ _NOT_THE_RUN = re.compile(
     r"|(?:smoke|canary|dry|test|debug|toy)[- ](?:runs?|tests?|jobs?)"
     # "tokenizer side job for longdoc v2 (not the one training uses)", "32k bench on the spares"
     r"|side\s+(?:jobs?|runs?|tasks?)|not\s+the\s+one\s+(?:the\s+)?(?:training|main|run)\s+uses"
-    r"|bench(?:mark)?s?\s+on\s+(?:the\s+)?spares?"
+    r"|bench(?:mark)?s?\s+on\s+(?:the\s+)?spares?|spare[- ]pool\s+(?:tests?|runs?|jobs?)"
+    r"|tests?\s+on\s+(?:the\s+)?spares?|(?:\d+b\s+)?ladder\s+runs?|ladder-v?\d+"
+    # an eval's suite, a student's homework, someone's small run, a prep job, a dev replica:
+    # "OOM on the 64k needle suite", "my 124M run for the NLP assignment"
+    r"|(?:needle|ruler|eval|benchmark|mmlu|gsm8k|humaneval)\s+suites?|homework|assignments?"
+    r"|course\s*work|class\s+project|my\s+\d+(?:\.\d+)?[mb]\s+(?:run|model|job)"
+    r"|not\s+the\s+training\s+(?:mix|run|job|data)|prep\s+jobs?|dev\s+replicas?"
+    r"|just\s+a\s+probe|nothing\s+prod(?:uction)?\s+(?:was\s+)?touched"
     # a job with another purpose: "the tokenizer job OOMed", "the export script died"
     r"|(?:tokeni[sz]\w*|preprocess\w*|download|upload|export|conversion|convert|dedup\w*"
-    r"|filter\w*|scrap\w*|crawl\w*|sampling|inference|serving)\s+(?:jobs?|scripts?|pods?|tasks?"
+    r"|filter\w*|scrap\w*|crawl\w*|sampling|inference|serving)(?:-[\w-]+)?\s+(?:jobs?|scripts?|pods?|tasks?"
     r"|workers?|runs?)"
     r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebooks?|jupyter|colab|on\s+mac(?:os)?"
     # a pipeline's job array: "18 of the 212 array tasks … died with the Slurm OOM kill"
@@ -355,7 +366,7 @@ _STOPPED = re.compile(
     r"|no\s+steps?\s+(?:logged|since|for)|not\s+training|zero\s+throughput)\b",
     re.IGNORECASE,
 )
-_SENTENCE_BOUNDARY = re.compile(r"[.!?](?=\s)|\n")
+_SENTENCE_BOUNDARY = re.compile(r"[.!?…](?=\s)|\n")
 #: A chat line's lead-in before the question it asks: "btw was the outage in march …?"
 _FILLER = re.compile(
     r"^\W*(?:btw|by\s+the\s+way|hey|ok(?:ay)?|so|also|quick\s+q(?:uestion)?|q|sorry|hmm+|oh"
@@ -381,7 +392,8 @@ _NOT_A_NAME = re.compile(
     r"|progress|work|plan|idea|proposal|pipeline|queue|data|dataset|mix|schedule|budget|price"
     r"|cost|market|weather|gate|gates|router|routers|expert|experts|head|heads|layer|layers"
     r"|spec|specs|config|configs|design|version|schema|format|stage|back|manifest|manifests"
-    r"|vocab|readme|doc|table|list|snapshot"
+    r"|vocab|readme|doc|table|list|snapshot|dedup|filter|trending|drifting|ticking|going|heading"
+    r"|sloping|creeping"
     # a benchmark's score held flat: "humaneval flat-ish at 270→280"
     r"|humaneval\S*|mbpp|mmlu\S*|gsm8k|gpqa|hellaswag|arc|ruler|needle|ifeval|bbh|math|code)$",
     re.IGNORECASE,
@@ -884,7 +896,7 @@ _HELD_FOR = re.compile(
     r"\b(?:for\s+(?:about\s+|over\s+|almost\s+|nearly\s+|the\s+(?:last|past)\s+|~)?(?:\d+|an?"
     r"|half|two|three|several|hours|ages)\b|since\s+(?:~?\d|step|the\s+\w+|we\b|this|last)"
     r"|and\s+counting|all\s+(?:morning|night|day|weekend)|forever|ever\s+since"
-    r"|(?:right\s+)?now\b|still\b|again\b|after\s+that\b)",
+    r"|(?:right\s+)?now\b|currently\b|at\s+the\s+moment\b|still\b|again\b|after\s+that\b)",
     re.IGNORECASE,
 )
 #: A run held at a step: "it's stuck at 52k", "sitting at step 88,000" (not "loss stuck at
@@ -1339,7 +1351,8 @@ _LOSS_RISE = re.compile(
     # "4.7 since the 15:50 redeploy, was 1.98 right before": now, then what it was
     rf"|(?:is\s+)?~?{_NUM}\s+since\b[^,;.\n]{{0,40}}?[,;]\s*(?:it\s+)?was\s+~?{_NUM}"
     # "is 6.9 after the relaunch at 14:00 😬 it was 2.21 before"
-    rf"|is\s+~?{_NUM}\s+{_AFTER_RESTART}[^.!?\n]{{0,25}}?\bit\s+was\s+~?{_NUM})",
+    # "supposed to be ~2.31 after the restart? it was 2.05 before"
+    rf"|(?:is|be)\s+~?{_NUM}\s+{_AFTER_RESTART}[^.!\n]{{0,25}}?\bit\s+was\s+~?{_NUM})",
     re.IGNORECASE,
 )
 _STAYED = re.compile(

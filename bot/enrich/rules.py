@@ -185,7 +185,15 @@ def _incident(
     doc: Document, title: str | None, context: ThreadContext
 ) -> tuple[bool, str | None, str | None]:
     found = find_incident(doc.prose, clean_line(title) if title else "", _logs(doc))
-    if found is None and doc.code and (asks_attention(doc.prose) or len(words(doc.prose)) <= 8):
+    if (
+        found is None
+        and doc.code
+        and (
+            asks_attention(doc.prose)
+            # not "❌ CI failed on a91f2c0": the log is that workload's
+            or (len(words(doc.prose)) <= 8 and not names_another_workload(doc.prose))
+        )
+    ):
         # "needs attention. The last lines from rank 0 are:" and the log says what broke; a
         # pasted log with a few words of its own ("schist down", "second time tonight") too
         # a machine's event names as they are ("state=NODE_FAIL"), and read as words:

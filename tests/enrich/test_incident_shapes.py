@@ -855,6 +855,43 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("newbie question: what happens when a node dies mid-save?", False),
     # a benchmark's score held flat is no hang
     ("code evals still climbing since v3, mbpp flat-ish at 300→310", False),
+    # a greeting and an ellipsis before the report; a count of minutes after "in"
+    ("morning… the job is not running. 991203 shows TIMEOUT and squeue has nothing", True),
+    ("looking. no step logged in 45 min, rank 0 last printed 77,310", True),
+    ("the run is currently not training, the chain has no next job queued", True),
+    # an alert passed on, or pasted back with "again"
+    ("kite-watch sent me this, can someone look\n```\n🔴 kite-main step stalled 31m\n```", True),
+    ("again.\n```\nncclSystemError: unhandled system error, NET/IB status=12 on kt-a09\n```", True),
+    (
+        "❌ CI failed on 9ab31c0\n```\nFAILED tests/test_nccl.py::test_timeout - TimeoutError\n```",
+        False,
+    ),
+    # since a restart the run is not where it was
+    ("looks like a fresh warmup after the 02:00 restart? lr went to ~0 and is ramping", True),
+    ("loss after the resume is too good, 1.80 → 1.71 in 1k steps, val flat", True),
+    ("rank 0 stuck in the barrier since 03:10, the others wait on it", True),
+    ("the loss went back up to 11.2?? step counter says 900. did someone restart it", True),
+    ("uh is loss supposed to be ~2.4 after the restart? it was 2.1 before", True),
+    ("the run is training without the code split right now, it's been 0 since step 9000", True),
+    ("we relaunched the yarn probe with CP 4 from scratch, nothing worth keeping", False),
+    ("someone asked why the r1 run was restarted from scratch back in july", False),
+    # what a run's machinery shows
+    ("ls /lustre/kite/ckpt hangs on the login node since 09:10, anyone else?", True),
+    ("it's been in compile for 50 min, with the cache this takes 5", True),
+    ("correctable ECC counts climbing on kt-a07 gpu 3, 2,100 now", True),
+    ("All partitions remain unavailable while the firmware rollback runs.", True),
+    ("🔴 [slurm-watch] job 55120 (kite-main) FAILED exit=1 after 2:10:00", True),
+    ("rewards coming back null for ~30% of groups since step 400", True),
+    ("~3% packet loss between zones b and c since 10:20", True),
+    ("spot pool: 0 preemptions so far this week", False),
+    ("books 30%, arxiv full text 20%, code 25% for the long-doc mix", False),
+    ("HumanEval margin is +0.2, trending down slowly, worth watching", False),
+    ("Slurm won't start a job that overlaps the reservation, so we save before 07:00", False),
+    # side work named as such
+    ("gm. 12T tokens 🎉 past where the 30B ladder run stopped", False),
+    ("OOM on the 128k ruler suite, my batch was too big", False),
+    ("my 350M run for the class project OOMs on one GPU?? how does main fit", False),
+    ("tokenize-web job has been stuck at 90% for 3h, killing it", False),
 ]
 
 

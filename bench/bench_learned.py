@@ -396,6 +396,12 @@ BATCH_COMMITS: dict[str, str] = {
     "ferncliff-ai/petrel-moe-1t": "55239bd",
     "marram-research/shag-240b": "55239bd",
     "glenrock-ai/dipper-400b": "55239bd",
+    "fallowfield-lab/hero-480b": "daec6d3",
+    "shirakawa-ml/tsubame-130b": "daec6d3",
+    "cinderpeak-ai/wren-v6e": "daec6d3",
+    "mossgill-uni/ptero-13b": "daec6d3",
+    "brindle-ai/curlew-200b": "daec6d3",
+    "tamarisk-labs/oriole-post": "daec6d3",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

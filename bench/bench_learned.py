@@ -228,6 +228,12 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("mossgill-uni/ptero-13b", 21400, 21519),
     ("brindle-ai/curlew-200b", 21520, 21639),
     ("tamarisk-labs/oriole-post", 21640, 21759),
+    ("quarrybank-ai/nuthatch-300b", 21760, 21879),
+    ("lindqvist-ml/skua-220b", 21880, 21999),
+    ("ostrava-lm/kite-175b", 22000, 22119),
+    ("mistral-bay/gannet-moe-90b", 22120, 22239),
+    ("cormorant-labs/sight-70b-video", 22240, 22359),
+    ("heatherfold/plover-400b", 22360, 22479),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

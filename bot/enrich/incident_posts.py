@@ -83,8 +83,11 @@ _PERIOD_REVIEW = re.compile(
     rf"|(?:retrospective|retro|review|recap)\s*[:—-][^\n]{{0,60}}?\b{MONTHS}\s*(?:–|—|-|to)\s*{MONTHS}"
     # a look back over a stretch, all its incidents rolled up: "A look back over the last month
     # of stage 1", "Stage 1 lost time, all incidents together", "this is the roll-up"
-    r"|look(?:ing)?\s+back\s+(?:over|at|on)\s+(?:the\s+)?(?:(?:last|past)\s+(?:\w+\s+)?)?(?:week"
-    r"|month|quarter|stage|phase|year|run)|(?:the|a)\s+roll-?up|all\s+(?:the\s+)?incidents\s+together"
+    rf"|look(?:ing)?\s+back\s+(?:over|at|on)\s+(?:the\s+)?(?:(?:last|past)\s+(?:\w+\s+)?)?(?:week"
+    rf"|month|quarter|stage|phase|year|run|{MONTHS})"
+    # "All restarts of the main run, 2052-07-14 → 2052-12-16"
+    r"|all\s+(?:the\s+)?(?:restarts|incidents|outages|interruptions|failures)\s+of\s+(?:the\s+)?"
+    r"(?:main\s+)?run|(?:the|a)\s+roll-?up|all\s+(?:the\s+)?incidents\s+together"
     r"|lost[- ]time\s+(?:total|tally|report|summary|by\s+cause)"
     # a week's digest recaps what happened in it: "Weekly notes — Aug 13 → Aug 19"
     r"|weekly\s+(?:run\s+|status\s+)?(?:notes|digest|summary|recap|report|review|roundup"
@@ -104,10 +107,13 @@ _TALLY_WORDS: Final = Words(_TALLY)
 #: A post that says the failure it tells is not the main run's: "cpt-32k is stuck … not main",
 #: "the eval OOMed; the main run is fine".
 _DISOWNED = re.compile(
-    r"\bnot\s+(?:the\s+)?main(?:\s+run)?\b|\bmain(?:\s+run)?\s+(?:is\s+|was\s+)?(?:not\s+affected"
+    r"\bnot\s+(?:the\s+)?main(?:\s+run)?\b|\bmain(?:\s+run)?\s+(?:is\s+|was\s+)?(?:obviously\s+|clearly\s+)?(?:not\s+affected"
     r"|unaffected|fine|untouched)\b"
     # "nothing to do with the main run", "it's the eval node, not the run"
     r"|\bnothing\s+to\s+do\s+with\s+(?:the\s+)?(?:main\s+)?run\b|,\s+not\s+the\s+(?:main\s+)?run\b(?!')"
+    # a provider's notice of another pod: "Pod P4 is … not affected", "No P4 nodes are involved"
+    r"|\b(?:pod|pool|cluster|partition|rack|row|hall|zone)\s+[\w-]*\d[\w-]*\s+(?:is|are)\s+(?:on\s+[^.\n]{0,40}"
+    r"\s+and\s+is\s+)?(?:not\s+affected|unaffected)\b|\bno\s+[\w-]+\s+nodes\s+are\s+involved\b"
     # "Eval infra issue, the hero run is not involved"
     r"|\b(?:hero|main|training|the)\s+run\s+(?:is|was)\s+not\s+(?:involved|affected|impacted|touched)\b",
     re.IGNORECASE,
@@ -730,6 +736,8 @@ _NO_INCIDENT = re.compile(
 _FOR_THE_DOCS = re.compile(
     r"\b(?:writing|drafting|updating|preparing)\s+(?:the\s+|a\s+|our\s+|my\s+)?(?:[\w-]+\s+){0,3}?"
     r"(?:runbooks?|checklists?|playbooks?|wiki|docs|documentation|onboarding\s+\w+|faq)\b"
+    # "for the on-call runbook I'm writing: …"
+    r"|\bfor\s+the\s+(?:[\w-]+\s+){0,2}(?:runbook|checklist|playbook|wiki|docs)\s+i'?m\s+writing\b"
     r"|\bnewbie\s+question\b|\bhypothetical(?:ly)?\b",
     re.IGNORECASE,
 )
@@ -765,6 +773,7 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
         or is_template(context.title)
         or is_exercise(context.title, prose)
         or asks_for_the_docs(prose)
+        or disowns(prose)
     ):
         return False
     text = f"{title}\n{prose}" if title else prose
@@ -857,6 +866,7 @@ def buried_report(prose: str) -> str | None:
 #: runs an agent's checklist into one line: "✅ loss 1.716 ⚠️ 3 restarts since 04:10 ✅ evals").
 #: A flagged line this short is a heading over the paragraph that tells the fault.
 _HEADING_WORDS: Final = 8
+_ROW_MARKS = re.compile(r"⚠️?|❌|🔴")
 _FLAGGED = re.compile(r"(?:⚠️?|❌|🔴)\s*(?P<line>[^\n✅☑⚠❌🔴🟢]+)")
 #: Told elsewhere already: an issue's number, "handled", "fixed".
 _TOLD_ELSEWHERE = re.compile(r"#\d+|\bhandled\b|\bfixed\b", re.IGNORECASE)
@@ -867,12 +877,17 @@ def agent_flags_fault(prose: str, rows: tuple[str, ...] = ()) -> str | None:
     row (``Document.flagged_rows``), or None."""
     if not is_agent_post(prose):
         return None
-    flagged = "\n".join((prose[:DETECT_LIMIT], *rows))
-    for m in _FLAGGED.finditer(flagged):
+    head = prose[:DETECT_LIMIT]
+    lines = []
+    for m in _FLAGGED.finditer(head):
         line = m.group("line")
         if len(line.split()) <= _HEADING_WORDS:
             # a flagged heading ("⚠️ Data order after the Jul 7 restart"): its paragraph tells
-            line += " " + flagged[m.end() :].lstrip("\n").split("\n", 1)[0]
+            line += " " + head[m.end() :].lstrip("\n").split("\n", 1)[0]
+        lines.append(line)
+    # a table row, its mark in any cell: "| save step 70000 | failed after 3 retries | ❌ |"
+    lines.extend(_ROW_MARKS.sub(" ", row) for row in rows)
+    for line in lines:
         if signals_heard(line) and not (
             names_another_workload(line) or _TOLD_ELSEWHERE.search(line) or said_planned(line)
         ):

@@ -122,6 +122,15 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:\w+\s+)?ecc(?!\s+(?:enabled|disabled|mode|support|on\b|off\b|turned|settings?))",
     ),
     _sig("hardware", "bus", r"(?:fell|fallen|falls|dropped)\s+off\s+the\s+(?:pcie\s+)?bus"),
+    # a GPU the host no longer sees: "GPU 2 doesn't come back after a reset", "lspci doesn't
+    # see it"
+    _sig(
+        "hardware",
+        "lspci come",
+        r"lspci\s+(?:doesn't|does\s+not|no\s+longer|can't|cannot)\s+(?:see|show|list)"
+        r"|gpu\s*\d*\s+(?:doesn't|does\s+not|won't|didn't|did\s+not)\s+come\s+back\s+after\s+(?:a\s+|the\s+)?"
+        r"(?:reset|reboot|power[\s-]cycle)",
+    ),
     # network: the fabric between machines
     _sig(
         "network",
@@ -130,6 +139,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:faults?|failures?|failed|flap\w*|down|errors?|went\s+down|dropp\w*|bounc\w*)",
     ),
     _sig("network", "flap", r"(?:link|port)s?\s+(?:kept\s+|keeps\s+|started\s+)?flap\w*"),
+    # "IB on rack r14 is flapping", "rail 3 keeps flapping"
+    _sig(
+        "network",
+        "flapping",
+        r"(?:infiniband|ib|roce|nic|hca|rail\s+\d+|mlx5_\d+|ib\d+)\s+(?:on\s+(?:rack\s+|leaf\s+)?[\w-]+\s+)?"
+        r"(?:is\s+|are\s+|keeps\s+|kept\s+)flapping",
+    ),
     _sig("network", "symbol", r"symbol\s+errors?|link\s+(?:down|errors?)\s+on\s+(?:leaf|spine)"),
     _sig(
         "network",
@@ -207,12 +223,29 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|tokens?|gpus?))",
     ),
     _sig("node-loss", "pingable powered", r"not\s+pingable|powered\s+(?:off|down)\b"),
-    # ECC errors on the rise: "correctable HBM ECC counts climbing, 4,812 now"
+    # ECC errors on the rise: "correctable HBM ECC counts climbing, 4,812 now", "a rising
+    # correctable ECC rate"
     _sig(
         "hardware",
         "climbing rising increasing growing",
         r"(?:ecc|sbe|dbe|xid)\s+(?:error\s+)?(?:counts?|errors?)\s+(?:\w+\s+){0,2}?(?:climbing|rising"
-        r"|increasing|growing)",
+        r"|increasing|growing)|(?:climbing|rising|increasing|growing)\s+(?:\w+\s+){0,2}?(?:ecc|sbe|dbe)"
+        r"\s+(?:error\s+)?(?:rates?|counts?|errors?)",
+    ),
+    # "restart onto the async-ckpt build is failing: resume from 104000 →"
+    _sig(
+        "restore-failed",
+        "failing",
+        r"(?:restart|resume|restore|relaunch)\s+(?:onto|from|of|to)\s+(?:[\w.-]+\s+){0,4}?(?:is|keeps)\s+"
+        r"failing",
+    ),
+    # a checkpoint that will not load, its error beside it: "load ckpt 104000
+    # FileNotFoundError: …"
+    _sig(
+        "restore-failed",
+        "error failed fails",
+        r"(?:load(?:ing)?|restor(?:e|ing)|resum(?:e|ing))\s+(?:from\s+)?(?:the\s+)?(?:ckpt|checkpoint)\s+"
+        r"(?:step[_\s]?)?\d[\d,.]*k?\s+[^\n]{0,20}?(?:\w*Error|failed|fails)",
     ),
     # a shared store too slow to list: "ls /lustre/tsubame/ckpt hangs on the login node"
     _sig(

@@ -171,6 +171,8 @@ HISTORY = re.compile(
     r"|hace\s+(?:\d+|dos|tres|unos|unas)\s+(?:días|semanas|meses)|la\s+semana\s+pasada"
     r"|el\s+mes\s+pasado"
     r"|remember\s+when|back\s+when|good\s+times|(?-i:in\s+May)"
+    # another place and time: "at my last job a fabric upgrade gave us two NCCL timeouts"
+    r"|at\s+my\s+(?:last|previous|old)\s+(?:job|company|lab|place|employer)"
     r"|what\s+happened\s+(?:around|on|in|during|at|there|\d{1,2}[-/]\d{1,2}\b)"
     r"|was\s+that\s+an?\s+(?:crash|outage|restart|incident)"
     rf"|(?:in|during)\s+(?:early\s+|mid-?|late\s+)?{MONTHS}"
@@ -304,12 +306,17 @@ _NOT_THE_RUN = re.compile(
     # an eval's suite, a student's homework, someone's small run, a prep job, a dev replica:
     # "OOM on the 64k needle suite", "my 124M run for the NLP assignment"
     r"|(?:needle|ruler|eval|benchmark|mmlu|gsm8k|humaneval)\s+suites?|homework|assignments?"
+    r"|dev\s+(?:runs?|nodes?|jobs?|pool)|harness\s+(?:checks?|tests?|runs?)"
+    r"|not\s+what\s+(?:the\s+)?(?:run|training|main)\s+(?:reads|uses|trains\s+on)|not\s+ours\b"
+    # life outside the run: "my home NAS", "my phone", "the canteen dosa machine"
+    r"|my\s+(?:home|phone|house|car)\b|wedding|family\s+drive|canteen|coffee\s+machine"
     r"|course\s*work|class\s+project|my\s+\d+(?:\.\d+)?[mb]\s+(?:run|model|job)"
     r"|not\s+the\s+training\s+(?:mix|run|job|data)|prep\s+jobs?|dev\s+replicas?"
     r"|just\s+a\s+probe|nothing\s+prod(?:uction)?\s+(?:was\s+)?touched"
     # a job with another purpose: "the tokenizer job OOMed", "the export script died"
     r"|(?:tokeni[sz]\w*|preprocess\w*|download|upload|export|conversion|convert|dedup\w*"
-    r"|filter\w*|scrap\w*|crawl\w*|sampling|inference|serving)(?:-[\w-]+)?\s+(?:jobs?|scripts?|pods?|tasks?"
+    r"|filter\w*|scrap\w*|crawl\w*|sampling|inference|serving|reshard\w*|transcod\w*)(?:-[\w-]+)?"
+    r"\s+(?:jobs?|scripts?|pods?|tasks?"
     r"|workers?|runs?)"
     r"|github\s+actions|locally|my\s+laptop|my\s+machine|notebooks?|jupyter|colab|on\s+mac(?:os)?"
     # a pipeline's job array: "18 of the 212 array tasks … died with the Slurm OOM kill"
@@ -393,6 +400,7 @@ _NOT_A_NAME = re.compile(
     r"|cost|market|weather|gate|gates|router|routers|expert|experts|head|heads|layer|layers"
     r"|spec|specs|config|configs|design|version|schema|format|stage|back|manifest|manifests"
     r"|vocab|readme|doc|table|list|snapshot|dedup|filter|trending|drifting|ticking|going|heading"
+    r"|hf|huggingface|hub|pypi"
     r"|sloping|creeping"
     # a benchmark's score held flat: "humaneval flat-ish at 270→280"
     r"|humaneval\S*|mbpp|mmlu\S*|gsm8k|gpqa|hellaswag|arc|ruler|needle|ifeval|bbh|math|code)$",
@@ -902,7 +910,7 @@ _HELD_FOR = re.compile(
 #: A run held at a step: "it's stuck at 52k", "sitting at step 88,000" (not "loss stuck at
 #: 2.1", nor "frozen at 714,000": a spec's, nor "GSM8K down at step 230,000": a benchmark's).
 _HELD_AT_STEP = re.compile(
-    r"\b(?:stuck|sitting|hung|hanging|stalled|wedged)\s+(?:again\s+)?(?:at|on)\s+"
+    r"\b(?:stuck|sitting|hung|hanging|stalled|wedged)\s+(?:again\s+|paused\s+|idle\s+)?(?:at|on)\s+"
     r"(?:step\s+\d|\d[\d,.]*k\b|\d{1,3}(?:,\d{3})+\b)",
     re.IGNORECASE,
 )
@@ -1002,6 +1010,7 @@ _TIME_METRIC = (
     r"|s/step|sec/step|seconds\s+per\s+step|s/it|(?:every|each)\s+step"
     r"|(?:data|input|dataloader|loader)\s+wait|w(?:eight\s+)?sync(?:\s+(?:p\d\d|time))?"
     r"|(?:checkpoints?|ckpts?|saves?)\s+(?:are\s+)?(?:arriving|landing|coming)"
+    r"|(?:checkpoint\s+|ckpt\s+)?saves?\s+(?:took|takes|taking)"
     r"|(?:all-?reduce|all-?gather|all-to-all|a2a|reduce-?scatter)(?=\s+(?:takes?|taking)\b|$)"
     r"|steps?(?=\s+(?:take|takes|taking|are|is|got|became|have\s+gotten)\b)"
 )
@@ -1027,19 +1036,24 @@ _NOW_VS_THEN = re.compile(
     rf"~?{_NUM}\s*(?:(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})|(?:s|sec|ms|[kmgt]i?b/s|[kmgt]bps)\b)?"
     r"(?:\s+since\s+(?:[\d:]+|this\s+morning|yesterday|last\s+night|lunch))?"
     r",?\s+(?:vs\.?|versus|compared\s+to|against)"
-    rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usual(?:ly)?|normally|last\s+week"
+    rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usual(?:ly)?|normal(?:ly)?|last\s+week"
     r"|the\s+(?:day|week|month)\s+before)\b"
     # "iteration time 9.8 s (baseline 6.1 s)"
     # "W&B step time says 31s since about 14:00, it was 17s all week"
     # "tokens/s for the whole job is 3,310, down from ~3,940"
-    rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:for\s+the\s+(?:whole\s+)?(?:job|run)\s+)?"
+    # an agent's table row: "step time p50 (last 2h) 51.8 s (7-day median 37.2 s, +39%)"
+    rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:p\d\d\s+)?(?:\([^()\n]{{1,20}}\)\s+)?"
+    r"(?:for\s+the\s+(?:whole\s+)?(?:job|run)\s+)?"
     # "MFU since the 04:38 relaunch is 38.2%, was 41.3 before"
     r"(?:since\s+(?:the\s+)?[\w:.~-]+(?:\s+(?:re-?start|re-?launch|resume|redeploy))?\s+)?"
     rf"(?:is\s+|of\s+|says\s+)?~?{_NUM}\s*\S*"
     r"(?:\s+of\s+(?:the\s+|each\s+|every\s+)?step)?"
     r"(?:\s+since\s+(?:about\s+|around\s+)?~?[\d:]+(?:\s+[A-Za-z]{2,4})?)?"
     r"(?:\s+(?:lol|lmao|now|rn|today))?\s*[(,;]\s*(?:it\s+)?"
-    rf"(?:baseline|was|normally|usually|normal|expected|down\s+from)\s*:?\s*~?{_NUM}"
+    r"(?:baseline|was|normally|usually|normal|expected|down\s+from"
+    r"|(?:\d+-day\s+)?(?:median|p50|average|avg|mean|typical)(?:\s+over\s+(?:the\s+)?last\s+\d+)?"
+    r"|\d+-day)"
+    rf"\s*:?\s*~?{_NUM}"
     # "180 tok/s/gpu, normally 2.4k", "2.1M tok/s since ~13:40 (was 3.0M)"
     rf"|~?{_NUM}[kmb]?\s*(?P<metric3>{_TIME_METRIC}|{_RATE_METRIC})(?:/\w+)?"
     rf"(?:\s+since\s+(?:~?[\d:]+|the\s+\w+))?\s*[,;(]\s*(?:normally|usually|typically|baseline|was)"
@@ -1074,8 +1088,8 @@ _WORSE_WORD = re.compile(
 )
 #: A step a tenth longer or more, dated to a time of day: "step time +18% since 09:30".
 _TIME_PLUS = re.compile(
-    rf"\b(?P<metric>{_TIME_METRIC})\s+(?:is\s+|went\s+)?(?:up\s+)?\+\s?(?:1\d|[2-9]\d|\d{{3}})"
-    r"(?:\.\d+)?\s*%\s+since\s+~?\s*\d{1,2}:\d\d\b",
+    rf"\b(?P<metric>{_TIME_METRIC})\s+(?:is\s+|went\s+)?(?:up\s+(?:by\s+)?~?|\+\s?)(?:1\d|[2-9]\d|\d{{3}})"
+    r"(?:\.\d+)?\s*%\s+since\s+(?:around\s+|about\s+)?~?\s*\d{1,2}:\d\d\b",
     re.IGNORECASE,
 )
 #: A step time said to climb, which a rate's words cannot say: "step time creeping up every
@@ -1416,7 +1430,8 @@ _LIVE_QUESTION = re.compile(
     re.IGNORECASE,
 )
 _NOT_A_RUN_SUBJECT = re.compile(
-    r"^(?:wandb|w&b|github|discord|slack|ci|jira|colab|notebook|grafana|dashboard|prometheus)$",
+    r"^(?:wandb|w&b|github|discord|slack|ci|jira|colab|notebook|grafana|dashboard|prometheus|hf"
+    r"|huggingface|hub|pypi)$",
     re.IGNORECASE,
 )
 _QUESTION_KINDS: Final = {

@@ -20,7 +20,10 @@ _PROMO = re.compile(
     r"""\b(?:
         check\s+out\s+(?:our|my|this)|visit\s+(?:our|my)|(?:our|my)\s+(?:platform|product|startup
           |service|tool|app|website|site|course|company|agency|team\s+offers)
-      | sign\s+up|free\s+trial|(?:\d{1,2}\s?%|percent)\s+off|discount|promo(?:tion)?\s*code|coupon
+      | sign\s+up|free\s+(?:\d+[- ]day\s+)?trial|(?:\d{1,2}\s?%|percent)\s+off|discount
+      | promo(?:tion)?\s*code|coupon
+      | use\s+(?:the\s+)?code|\d+x\s+cheaper|free\s+\d[\d,.]*k?\s+(?:minutes|credits)
+      | save\s+\d{1,2}\s?%\s+on\s+(?:your\s+)?(?:gpu|compute|cloud)\s+(?:spend|costs?|bills?)
       | limited[- ]time|act\s+now|don't\s+miss|best\s+prices?|cheap(?:est)?|affordable
       | lowest\s+prices?|free\s+shipping
       | click\s+(?:here|the\s+link)|link\s+in\s+(?:my\s+)?(?:bio|profile)|dm\s+(?:me|us|for)

@@ -892,6 +892,28 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("OOM on the 128k ruler suite, my batch was too big", False),
     ("my 350M run for the class project OOMs on one GPU?? how does main fit", False),
     ("tokenize-web job has been stuck at 90% for 3h, killing it", False),
+    # the round of c21760-c22479: what a provider, a profiler and a host say
+    ("DCGM on gpu-q2-17 GPU 5 shows a rising correctable ECC rate since 04:00", True),
+    ("214 is gone — GPU 1 doesn't come back after a reboot, lspci doesn't see it", True),
+    ("IB on rack r09 is flapping since 15:10, allreduce p99 doubled", True),
+    ("step time is up ~22% since around 11:00, one rail looks bad", True),
+    ("restart onto the new build is failing: resume from 88000 dies in the loader", True),
+    ("512 → 496 nodes at 09:12, so it's sitting paused at 41,220 until HPC answers", True),
+    ("⚠️ checkpoint slow · kite-main · save took 28m40s (p50 over last 20: 5m10s)", True),
+    (
+        "⚠️ Heads-up: a power fault in hall C, rows 3–4 (pod P6). Some tenants lost nodes. "
+        "Pod P2 is on separate PDUs and is not affected.",
+        False,
+    ),
+    (
+        "fyi muon-350m died on an NCCL timeout on the abl pool, main run obviously not affected",
+        False,
+    ),
+    ("at my last job a rolling spine upgrade gave us two NCCL timeouts in one night", False),
+    ("my home NAS just mailed me: array degraded, 1 disk failed. thought it was ours 😅", False),
+    ("for the on-call runbook I'm writing: Xid 79 vs 48, what do we do for each?", False),
+    ("16k dev run OOM at the first bwd on 2 dev nodes, forgot ring attention", False),
+    ("is HF down? the model page gives me a 500", False),
 ]
 
 
@@ -1282,3 +1304,17 @@ def test_an_agents_flagged_heading_is_read_with_its_paragraph() -> None:
     assert enrich_text(title=None, body=daily, kind="comment", source="github").live_report
     quiet = daily.replace("has been re-reading the start of the mix", "resumed at the right cursor")
     assert not enrich_text(title=None, body=quiet, kind="comment", source="github").live_report
+
+
+def test_an_agents_table_row_flags_its_fault_whichever_cell_holds_the_mark() -> None:
+    table = (
+        "🤖 run-watch · ckpt (posting as Ana)\n\n| | | |\n|---|---|---|\n"
+        "| save step 64000 | failed after 3 retries | {mark} |\n"
+        "| step time p50 (last 2h) | 48.1 s (7-day median 36.0 s, +34%) | {mark} |\n"
+    )
+    flagged = enrich_text(
+        title=None, body=table.format(mark="❌"), kind="message", source="discord"
+    )
+    assert flagged.live_report
+    fine = enrich_text(title=None, body=table.format(mark="✅"), kind="message", source="discord")
+    assert not fine.live_report

@@ -88,3 +88,20 @@ def test_a_strangers_cloud_pitch_on_github_is_spam() -> None:
     # a member comparing clouds in the same words is not advertising
     note = "the new reservation is 40% cheaper than the on-demand price we paid in March"
     assert not is_spam(note, ThreadContext(association="NONE"))
+
+
+@pytest.mark.parametrize(
+    "pitch",
+    [
+        "Nice run logs! Teams like yours save 25% on GPU spend with TraceDash. Free 30-day trial "
+        "at tracedash dot io, use code RUN25",
+        "Awesome repo!! Need transcripts at scale? check out SubtitleForge, 8x cheaper than "
+        "doing it in-house, free 20k minutes for open-source teams. Link in bio!",
+    ],
+)
+def test_a_strangers_pitch_with_a_trial_or_a_code_on_github_is_spam(pitch: str) -> None:
+    assert is_spam(pitch, ThreadContext(association="NONE")), promo_cues(pitch)
+    assert not is_spam(pitch, ThreadContext(association="MEMBER"))
+    # a member who says what a change saves is not advertising
+    note = "the fused kernel should save 12% on step time; free 2k hours on the spares to test"
+    assert not is_spam(note, ThreadContext(association="NONE")), promo_cues(note)

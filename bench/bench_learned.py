@@ -408,6 +408,12 @@ BATCH_COMMITS: dict[str, str] = {
     "mossgill-uni/ptero-13b": "daec6d3",
     "brindle-ai/curlew-200b": "daec6d3",
     "tamarisk-labs/oriole-post": "daec6d3",
+    "quarrybank-ai/nuthatch-300b": "a765017",
+    "lindqvist-ml/skua-220b": "a765017",
+    "ostrava-lm/kite-175b": "a765017",
+    "mistral-bay/gannet-moe-90b": "a765017",
+    "cormorant-labs/sight-70b-video": "a765017",
+    "heatherfold/plover-400b": "a765017",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -234,6 +234,12 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("mistral-bay/gannet-moe-90b", 22120, 22239),
     ("cormorant-labs/sight-70b-video", 22240, 22359),
     ("heatherfold/plover-400b", 22360, 22479),
+    ("natlab-ai/osprey-gov-250b", 22480, 22599),
+    ("brightfin-ai/marlin-34b", 22600, 22719),
+    ("ringfort-lm/longtail-1m", 22720, 22839),
+    ("harbourline-ai/tern-gaudi-120b", 22840, 22959),
+    ("pelagic-labs/shearwater-moe-400b", 22960, 23079),
+    ("opencommons-ml/chorus-multilingual-176b", 23080, 23199),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

@@ -75,8 +75,8 @@ _RETROSPECTIVE_WORDS: Final = Words(_RETROSPECTIVE)
 #: prompts", "Benchmark: step time with FP8") or a proposal: its failures are not the run's.
 #: A period's review named: "October reliability review", "Retrospective: June", "Q3 uptime".
 _PERIOD_REVIEW = re.compile(
-    rf"\b(?:(?:reliability|uptime|availability|monthly|quarterly|{MONTHS}|q[1-4])\s+(?:\d{{4}}\s+)?"
-    r"(?:incidents?\s+)?(?:review|report|recap|summary|retro(?:spective)?|reliability|uptime)"
+    rf"\b(?:(?:reliability|uptime|availability|monthly|quarterly|{MONTHS}|q[1-4])\s+(?:\d{{4}}\s+|fy\d+\s+)?"
+    r"(?:incidents?\s+|program\s+)?(?:review|report|recap|summary|retro(?:spective)?|reliability|uptime)"
     rf"|(?:retrospective|retro|review|recap)\s*[:—-]\s*(?:{MONTHS}|q[1-4]|(?:the\s+)?(?:last\s+)?"
     r"(?:week|month|quarter|year))"
     # "retro: merlin-70b stage 1, June–July": months from one to another
@@ -158,6 +158,19 @@ _OTHER_SUBJECT_TITLE = re.compile(
 )
 
 
+#: A benchmark's name at the start of a table row: "MMLU        62.4   63.1".
+_SCORE_ROW = re.compile(
+    r"^\W*(?:mmlu[\w-]*|gsm8k|humaneval\+?|mbpp|hellaswag|arc-?[ce]|gpqa|ifeval|ruler|needle"
+    r"|longbench|bbh|math(?:-?500)?|piqa|winogrande|triviaqa|belebele|xnli|flores|lambada)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def reports_scores(code: str) -> bool:
+    """Pasted rows that are benchmark scores, two or more: an eval's table."""
+    return len(_SCORE_ROW.findall(code)) >= 2
+
+
 #: A post that asks for a human without naming the failure in its prose: an agent's "needs
 #: attention", "Status: 🔴", "paging on-call", whose log excerpt says what broke.
 _ATTENTION = re.compile(
@@ -187,6 +200,8 @@ _ATTENTION = re.compile(
     r"|(?:sorry|apologies),?\s+(?:i\s+)?(?:only\s+(?:just\s+)?)?(?:saw|found|noticed)\s+this\b"
     # a line that introduces the alert it pastes: "DCGM alert:"
     r"|^\W*[\w-]+\s+alert\s*:\s*$"
+    # or the log: "from nid000233 dmesg:"
+    r"|^\W*(?:from\s+)?[\w.-]+(?:'s)?\s+(?:dmesg|logs?|stderr|journal(?:ctl)?|syslog)\s*:\s*$"
     # said in two words: "rank 1642 gone, job down 06:49"
     r"|\b(?:job|run|main|rank\s*\d+)\s+(?:down|dead|gone)\b",
     re.IGNORECASE | re.MULTILINE,
@@ -245,8 +260,8 @@ _NOT_EXERCISE = re.compile(
 #: What it warns may happen ("a few link flaps") is the plan's, not a fault.
 _ANNOUNCED = re.compile(
     r"^\W*(?:(?:heads[\s-]up|fyi|reminder|notice|announcement|psa)\s*[:,!-]*\s*)?"
-    r"(?:(?:a|the|our|next\s+week's|tomorrow's)\s+)?(?:planned|scheduled)\s+(?:\w+\s+){0,2}?"
-    r"(?:maintenance|downtime|outage|window|upgrade|swap|reboot)\s+(?:on|for|of|at|in)\b",
+    r"(?:(?:a|the|our|next\s+week's|tomorrow's)\s+)?(?:planned|scheduled)\s*[—–:-]?\s+(?:\w+\s+){0,2}?"
+    r"(?:maintenance|downtime|outage|window|upgrade|swap|reboot|migration)\s+(?:on|for|of|at|in|fn-|wave)\b",
     re.IGNORECASE,
 )
 

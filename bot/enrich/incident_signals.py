@@ -655,7 +655,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         # "no heartbeat from hero since 3am", "hasn't logged a step in 30 min", "step hasn't
         # moved since 84,310": what a stopped run does not do
         r"no\s+(?:new\s+)?(?:heartbeats?|steps?|points?|metrics?|log\s+lines?|logs)\s+"
-        r"(?:(?:from|logged|reported|written|on)\s+(?:\w+\s+){0,3})?(?:since|for"
+        r"(?:(?:from|logged|reported|written|on)\s+(?:[\w.-]+\s+){0,3})?(?:since|for"
         r"|in\s+(?:the\s+last\s+)?(?:\d+|an?\s+(?:hour|while)|over))\b"
         r"|(?:hasn't|hasnt|has\s+not|haven't|have\s+not)\s+(?:logged|reported|written|had|printed"
         r"|emitted|produced|sent)\s+(?:a\s+|any\s+|one\s+)?(?:new\s+|single\s+)?(?:steps?"
@@ -1348,6 +1348,28 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "packet",
         r"~?\d+(?:\.\d+)?\s*%\s+packet\s+loss|packet\s+loss\s+(?:of\s+|at\s+|is\s+)?~?\d+(?:\.\d+)?(?=\s*%)",
     ),
+    # a store's own words: "LustreError: … operation ost_write … failed: rc = -107",
+    # "/lustre/scr2 degraded", "OST index 42 (scr2-OST002a) is unavailable"
+    _sig("storage", "lustreerror", r"lustreerror"),
+    _sig(
+        "storage",
+        "degraded unavailable",
+        r"(?<=/)[\w.-]+\s+(?:is\s+)?degraded"
+        r"|\b(?:ost|mdt|oss|mds)\s+(?:index\s+\d+\s+)?(?:\([\w-]+\)\s+)?(?:is|are)\s+(?:unavailable"
+        r"|down|offline)",
+    ),
+    # the chart went flat: "the line stopped moving ~20 min ago"
+    _sig(
+        "hang",
+        "stopped",
+        r"(?:line|chart|graph|curve|plot|panel)s?\s+(?:has\s+)?stopped\s+(?:moving|updating|going)",
+    ),
+    # a cloud's scheduled stop of one of the run's hosts: "instance-stop at 10:40 UTC today"
+    _sig(
+        "node-loss",
+        "instance",
+        r"instance[-_ ](?:stop|terminat\w*|retire\w*)\s+(?:at|in|on|scheduled)\s+(?:\*\*)?\d",
+    ),
     # the cluster kept from the run: "All partitions remain unavailable"
     _sig(
         "outage",
@@ -1963,10 +1985,14 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig(
         "hang",
-        "corriendo avanza mueve parado colgado atorado congelado quedó",
+        "corriendo avanza mueve parado colgado atorado congelado quedó hay sigue parou",
         r"\b(?:el\s+)?(?:run|job|entrenamiento|training|main|step)\s+(?:no\s+(?:está\s+corriendo"
         r"|avanza|se\s+mueve|entrena)|está\s+(?:parado|colgado|atorado|congelado|trabado))"
         r"|\bno\s+avanza\s+el\s+(?:step|run|job|entrenamiento)"
+        # "no hay ningún paso nuevo, sigue en 87,500"; in Portuguese "de novo parado?", "o
+        # gráfico parou em 118,1xx"
+        r"|\bno\s+hay\s+(?:ningún\s+)?pasos?\s+nuevos?|\bsigue\s+en\s+(?:el\s+step\s+)?\d"
+        r"|\b(?:de\s+novo|está|tá)\s+parad[oa]\b|\bparou\s+em\s+\d"
         r"|\bse\s+quedó\s+(?:en\s+(?:el\s+step\s+)?\d|pegado|colgado|atorado|trabado)",
     ),
     _sig(

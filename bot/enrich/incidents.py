@@ -171,6 +171,9 @@ HISTORY = re.compile(
     r"|hace\s+(?:\d+|dos|tres|unos|unas)\s+(?:días|semanas|meses)|la\s+semana\s+pasada"
     r"|el\s+mes\s+pasado"
     r"|remember\s+when|back\s+when|good\s+times|(?-i:in\s+May)"
+    # a month named: "the outage on the gannet run in march" (not "in May", a verb's tense)
+    r"|\bin\s+(?:january|february|march|april|june|july|august|september|october|november"
+    r"|december)\b(?!\s+\d)"
     # another place and time: "at my last job a fabric upgrade gave us two NCCL timeouts"
     r"|at\s+my\s+(?:last|previous|old)\s+(?:job|company|lab|place|employer)"
     r"|what\s+happened\s+(?:around|on|in|during|at|there|\d{1,2}[-/]\d{1,2}\b)"
@@ -197,7 +200,7 @@ _EXPECTED = re.compile(
     # "hero paused for the driver upgrade": stopped on purpose, for work on the cluster (not
     # slurm's reason "Reserved for maintenance", which names a reservation, planned or not)
     r"|(?<!reserved\s)for\s+(?:the\s+|a\s+)?(?:scheduled\s+|planned\s+)?(?:[\w-]+\s+){0,2}?(?:upgrade|maintenance"
-    r"|migration|firmware\s+update)(?![^.]*\b(?:didn't|did\s+not|unannounced|unplanned|unexpected"
+    r"|migration|firmware\s+update|window)(?![^.]*\b(?:didn't|did\s+not|unannounced|unplanned|unexpected"
     r"|nobody|no\s+one|not\s+told|without\s+(?:notice|warning))\b))\b",
     re.I,
 )
@@ -264,7 +267,7 @@ _DYNAMICS_BEFORE = re.compile(
 _FIRING = re.compile(r"\[firing(?::\d+)?\]", re.IGNORECASE)
 #: Earlier in the sentence: what would happen, not what did.
 _HYPOTHETICAL = re.compile(
-    r"\b(?:otherwise|or\s+else|by\s+design|in\s+theory)\b"
+    r"\b(?:otherwise|or\s+else|by\s+design|in\s+theory|nightmare|worst\s+case|what\s+if)\b"
     # "64k needs ring attention or we OOM": what would happen without it
     r"|\bor\s+(?:we|it|you|they)\s+(?:will\s+|would\s+|'ll\s+)?$",
     re.IGNORECASE,
@@ -329,6 +332,8 @@ _NOT_THE_RUN = re.compile(
     # sandbox, which is the run's own ("sandbox-svc ingress cert expired")
     r"|chaos\s+tests?|game\s*days?|drills?|(?:\d+-node|test|dev|staging)\s+sandbox"
     r"|sandbox\s+(?:cluster|nodes?)\b|job\s+del\s+sandbox|sandbox-(?:[a-z]*\d+[a-z]*-)?\d+"
+    r"|probe\s+(?:jobs?|runs?)"
+    r"|on\s+my\s+(?:\d+\s*x\s*)?(?:\d{4}s?|rtx\s*\d+|laptop|desktop|mac\w*)\b"
     # side work named as such: "godwit-abl-e64", "godwit-240b-staging", "gke-knot-test",
     # "knot-evals", "the 3B proxy's loss", "rung 5", a sidecar, an eval fleet, "not main"
     r"|[a-z0-9][\w.-]*?-(?:abl|ablations?|staging|stg|test|dev|proxy|probe|sweep|canary|smoke|evals?"
@@ -644,7 +649,7 @@ ALL_FINE = re.compile(
     r"|(?:training|the\s+run|the\s+job|hero|it)"
     r"(?:\s+itself)?\s+(?:was|is|stays|stayed)\s+(?:fine|ok|okay|unaffected|healthy)|nothing\s+to\s+do"
     r"|no\s+action\s+(?:is\s+)?needed|(?<!raise\sa\s)(?<!sound\sa\s)false\s+alarm"
-    r"|not\s+an\s+incident"
+    r"|not\s+an\s+incident|not\s+a\s+(?:fault|real\s+(?:problem|issue))"
     # "training is unaffected" (not "pairs within a rack are unaffected": a part, not the run)
     r"|(?:training|run|job|main|hero|it|we|jobs?)(?:\s+\w+){0,2}?\s+(?:is|was|are|were|stays?|stayed)"
     r"\s+unaffected"
@@ -705,7 +710,9 @@ _PAGE = re.compile(
     r"|^[^\w\n]*(?-i:CRIT|CRITICAL|WARN)\b(?![^\w\n]*:)(?=[^\w\n]*\s[^\n]*\d)"
     r"|\bentered\s+(?-i:ALARM)\b"
     r"|\[(?:pagerduty|opsgenie|incident\.io|firehydrant|victorops|splunk\s+on-?call)\]\W*"
-    r"(?:(?-i:TRIGGERED|FIRING|ALERT)|p[1-5]|sev-?[1-5])\b",
+    r"(?:(?-i:TRIGGERED|FIRING|ALERT)|p[1-5]|sev-?[1-5])\b"
+    # a bridge bot's line: "[Datadog] Triggered: step_rate < 0.05", "[PagerDuty] #4417 triggered:"
+    r"|\[(?:pagerduty|opsgenie|datadog|grafana|new\s*relic|sentry)\]\s*(?:#\d+\s+)?triggered\b",
     re.IGNORECASE | re.MULTILINE,
 )
 #: A page that is not the run's emergency: low severity, a test, another service.
@@ -714,13 +721,15 @@ _PAGE_NOISE = re.compile(
     # an alert rule named as a test: "RedwingWatchdogTestPage", "NcclDrillAlert"
     r"|(?-i:[A-Za-z]*(?:Test|Drill)(?:Page|Alert|Notification)\w*)"
     r"|\bservice\s*[:=]\s*(?:eval|monitoring|ci)|\b(?:staging|canary)\b"
-    r"|\b(?:node[_\s-]?)?exporter\s+down\b",
+    r"|\b(?:node[_\s-]?)?exporter\s+down\b"
+    # a temperature threshold: a warning, whatever its bridge calls it
+    r"|\bgpu[_.]?temp\w*\s*>",
     re.IGNORECASE,
 )
 #: A page of low severity: noise, unless its name says the run's part failed or is full.
 _LOW_SEVERITY = re.compile(
     r"\bseverity\s*[:=]\s*(?:info|warning|warn|low|minor|p[3-5])\b|\((?:info|warning|warn|low|minor)\)"
-    r"|\burgency\s*[:=]\s*low\b|\]\W*(?:p|sev-?)[3-5]\b",
+    r"|\burgency\s*[:=]\s*low\b|\blow\s+urgency\b|\]\W*(?:p|sev-?)[3-5]\b",
     re.IGNORECASE,
 )
 #: An alert named for a failure or a full store: "GrebeCheckpointUploadFailed",
@@ -756,6 +765,10 @@ def alert_page(text: str) -> str | None:
     return "noise" if _LOW_SEVERITY.search(page) and not _GRAVE_ALERT.search(page) else "page"
 
 
+#: A reply that says the alert above it is real, or back: "^ real", "^ again".
+_CONFIRMS_ABOVE = re.compile(
+    r"^\W{0,3}\^+\s*(?:real|again|this\s+is\s+real|confirmed|not\s+a\s+flap)\b", re.IGNORECASE
+)
 #: A line a status post checks off as fine: "✅ no restart since 07-16 (#161)", "✅ the NaN from
 #: yesterday: resumed fine". What it names is well; the lines around it may not be.
 _CHECKED_OFF = re.compile(r"^[ \t]*(?:[-*•][ \t]*)?(?:✅|✔️?|☑️?|🟢).*$", re.MULTILINE)
@@ -827,6 +840,8 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
             kinds.add(held)
     if not kinds and page == "page":
         kinds.add("outage")
+    if not kinds and not machine and _CONFIRMS_ABOVE.match(text):
+        kinds.add("outage")  # "^ real.", "^ again, different node this time"
     if not kinds:
         asked = live_question(text) or emoji_alarm(text)
         if asked is None:
@@ -1049,7 +1064,7 @@ _NOW_VS_THEN = re.compile(
     rf"(?:is\s+|of\s+|says\s+)?~?{_NUM}\s*\S*"
     r"(?:\s+of\s+(?:the\s+|each\s+|every\s+)?step)?"
     r"(?:\s+since\s+(?:about\s+|around\s+)?~?[\d:]+(?:\s+[A-Za-z]{2,4})?)?"
-    r"(?:\s+(?:lol|lmao|now|rn|today))?\s*[(,;]\s*(?:it\s+)?"
+    r"(?:\s+(?:lol|lmao|now|rn|today))?\s*[(,;]\s*(?:[^()\n;]{1,20};\s*)?(?:it\s+)?"
     r"(?:baseline|was|normally|usually|normal|expected|down\s+from"
     r"|(?:\d+-day\s+)?(?:median|p50|average|avg|mean|typical)(?:\s+over\s+(?:the\s+)?last\s+\d+)?"
     r"|\d+-day)"
@@ -1136,7 +1151,7 @@ WORRIED_MARGIN: Final = 0.04
 #: a day's noise has no start, a level that moved does.
 ONSET_MARGIN: Final = 0.10
 _ONSET = re.compile(
-    r"\bsince\s+(?:~\s*|about\s+|around\s+|roughly\s+)?(?:\d{1,2}:\d\d(?:\s*(?:utc|z))?"
+    r"\bsince\s+(?:~\s*|about\s+|around\s+|roughly\s+|the\s+)?(?:\d{1,2}:\d\d(?:\s*(?:utc|z))?"
     r"|\d{1,2}\s*(?:am|pm)|last\s+night|this\s+morning|lunch|midnight|noon)\b",
     re.IGNORECASE,
 )
@@ -1232,6 +1247,13 @@ _SPEED_SAID = re.compile(
 )
 
 
+def _lead_in(text: str, left: int) -> str:
+    """The line before ``text[left:]`` when it introduces what follows (ends with a colon)."""
+    before = text[:left].rstrip(" \t\n")
+    line = before.rsplit("\n", 1)[-1]
+    return line if line.endswith(":") else ""
+
+
 def slowdown(text: str) -> str | None:
     """``network``, ``storage`` or ``outage`` when a sentence says the run is slower now than it
     was (a speed metric worse, in the present), else None."""
@@ -1262,7 +1284,8 @@ def slowdown(text: str) -> str | None:
             # ~9 min per update instead of ~40 s"
             against = pattern is _NOW_VS_THEN or "instead" in m.group(0).lower()
             # a worry is about now: "is it just me or is main slower? step time 34 s → 47 s"
-            onset = _ONSET.search(sentence) is not None
+            # or under a line that dates what follows: "since the 03:10 rollover:"
+            onset = bool(_ONSET.search(sentence) or _ONSET.search(_lead_in(text, left)))
             now = alone or against or worried or onset or _STAYS.search(sentence)
             then = pattern is _NOW_VS_THEN
             slower = (

@@ -49,6 +49,7 @@ from bot.enrich.incident_posts import (
     names_a_change,
     opens_with_proposal,
     reports_ongoing,
+    reports_scores,
     routine_preemption,
     settled,
     speaks_of_the_main_run,
@@ -305,6 +306,8 @@ def _learned_report(
         return None  # an agent's daily that flags nothing, every line ✅: the run is well
     if names_another_workload(doc.prose[:300]):
         return None  # "the eval has been at the same step since yesterday": not the run
+    if not heard and reports_scores("\n".join(doc.code)):
+        return None  # "80k:" and a table of MMLU, GSM8K …: an eval's numbers
     if alert_page(doc.prose) == "noise":
         return None  # "[PagerDuty] TRIGGERED … run=abl-rope-yarn urgency: low": pages nobody
     bar = model.over if heard else model.threshold

@@ -47,7 +47,8 @@ _PROMO = re.compile(
       | thesis\s+editing|paper\s+writing|plagiarism[- ]free|fast\s+delivery
       | gpu\s+credits
       | claim\s+(?:now|before|in\s+\d+\s*h|at|here|your|yours|free|\d[\d,.]*)|presale|usdt
-      | trading\s+(?:signals|bots?)
+      | trading\s+(?:signals|bots?)|\d{2}\s?%\s+win\s+rate|vip\s+group
+      | before\s+(?:the\s+)?slots\s+close
       | made\s+\$?\d[\d,.]*k?\s*\$?\s+in\s+(?:one|a|\d+)\s+(?:days?|weeks?|months?)
       | (?:spots?|slots?|seats?)\s+(?:are\s+)?limited|limited\s+(?:spots?|slots?|seats?)
       | only\s+\d+\s*h(?:ours?)?\s+left|first\s+\d+\s+(?:wallets|members|users|signups|people)

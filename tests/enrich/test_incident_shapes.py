@@ -914,6 +914,32 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("for the on-call runbook I'm writing: Xid 79 vs 48, what do we do for each?", False),
     ("16k dev run OOM at the first bwd on 2 dev nodes, forgot ring attention", False),
     ("is HF down? the model page gives me a 500", False),
+    # the round of c22480-c23199: bridges, a store's own words, an alert confirmed
+    ("[Datadog] Triggered: kite.train.step_rate < 0.05 steps/s for 10m (env:prod)", True),
+    ("[PagerDuty] #812 triggered: kite-gpu-041 unreachable (high urgency)", True),
+    ("[PagerDuty] #813 triggered: ckpt upload lag > 30m (low urgency)", False),
+    ("[Datadog] Triggered: kite.node.gpu_temp > 87°C on kite-gpu-12 (gpu:3)", False),
+    ("^ real. job died at 41,200, NCCL errors on every rank talking to 088", True),
+    ("^ again, a different node this time (r03-n11)", True),
+    (
+        "from kt-a09 dmesg:\n```\nLustreError: 11-0: scr-OST0007: ost_write failed: rc = -107\n```",
+        True,
+    ),
+    (
+        "**INCIDENT** /lustre/scr degraded: OST index 7 is unavailable after a controller failure",
+        True,
+    ),
+    ("my boss is asking: the line stopped moving ~30 min ago?? is training broken", True),
+    ("¿está corriendo? no hay ningún paso nuevo desde las 14:30, sigue en 87,500", True),
+    ("de novo parado? o gráfico parou em 118,100 faz uma hora", True),
+    # and what is not the run's now
+    ("**SCHEDULED — Filesystem migration FN-2053-011, wave 2** starts Monday 06:00", False),
+    ("run stopped for the FN-2053-011 window, manual save verified, see you at 14:00", False),
+    ("demo is monday. my nightmare: training crashes in the middle of it 😅", False),
+    ("80k:\n```\nMMLU        62.4   63.1\nGSM8K       51.0   52.2\n```", False),
+    ("loss spike, back to 1.93 by 77,890, grad clip held. not a fault.", False),
+    ("one of my probe jobs OOMed at 640k with cp=8, forgot activation checkpointing", False),
+    ("trying a tiny replica on my 2x3090 and it OOMs at seq 2048", False),
 ]
 
 

@@ -41,6 +41,7 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "🔥 earn $$$ renting your idle GPUs!! join now → t.me/idle-gpu-cash 🔥",
         "GPU OWNERS: rent your idle H100 to our AI mining pool, 4.2 ETH/week → t.me/h100pool",
         "💰💰 GANA $300 USD al día con bots de trading, sin experiencia 👉 t.me/ganancias_ya",
+        "📊 AI signals with a 93% win rate, join the VIP group before slots close 👉 t.me/x-vip",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:

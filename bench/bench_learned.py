@@ -420,6 +420,12 @@ BATCH_COMMITS: dict[str, str] = {
     "mistral-bay/gannet-moe-90b": "a765017",
     "cormorant-labs/sight-70b-video": "a765017",
     "heatherfold/plover-400b": "a765017",
+    "natlab-ai/osprey-gov-250b": "38e08a8",
+    "brightfin-ai/marlin-34b": "38e08a8",
+    "ringfort-lm/longtail-1m": "38e08a8",
+    "harbourline-ai/tern-gaudi-120b": "38e08a8",
+    "pelagic-labs/shearwater-moe-400b": "38e08a8",
+    "opencommons-ml/chorus-multilingual-176b": "38e08a8",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

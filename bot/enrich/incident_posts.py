@@ -15,6 +15,7 @@ from typing import Final
 from bot.enrich.context import ThreadContext
 from bot.enrich.incidents import (
     ALL_FINE,
+    BENCHMARKS,
     CAME_BACK_WORDS,
     DETECT_LIMIT,
     HISTORY,
@@ -152,16 +153,14 @@ _OTHER_SUBJECT_TITLE = re.compile(
     r"^\W*(?:(?:[\w-]+\s+)?(?:evals?|evaluations?|benchmarks?|benchmarking)\b"
     r"|(?:proposal|rfc|idea|design\s+(?:notes?|docs?|proposals?))\b"
     # a benchmark named first, after a bracketed tag: "[exp] MMLU 5-shot vs 0-shot CoT"
-    r"|(?:\[[^\]]{1,20}\]\s*)?(?:mmlu|gsm8k|humaneval|mbpp|hellaswag|arc-[ce]|gpqa|ifeval|ruler"
-    r"|needle|longbench|bbh|math-?500)\b)",
+    rf"|(?:\[[^\]]{{1,20}}\]\s*)?{BENCHMARKS}\b)",
     re.IGNORECASE,
 )
 
 
 #: A benchmark's name at the start of a table row: "MMLU        62.4   63.1".
 _SCORE_ROW = re.compile(
-    r"^\W*(?:mmlu[\w-]*|gsm8k|humaneval\+?|mbpp|hellaswag|arc-?[ce]|gpqa|ifeval|ruler|needle"
-    r"|longbench|bbh|math(?:-?500)?|piqa|winogrande|triviaqa|belebele|xnli|flores|lambada)\b",
+    rf"^\W*(?:{BENCHMARKS}[\w+-]*|math|piqa|winogrande|triviaqa|belebele|xnli|flores|lambada)\b",
     re.IGNORECASE | re.MULTILINE,
 )
 

@@ -62,6 +62,11 @@ from bot.enrich.incident_signals import (
 )
 from bot.enrich.lowered import Words, aligned
 
+#: The benchmarks an eval team names, as a pattern: "MMLU", "GSM8K", "RULER", "needle".
+BENCHMARKS: Final = (
+    r"(?:mmlu|gsm8k|humaneval|mbpp|hellaswag|arc-?[ce]|gpqa|ifeval|ruler|needle|longbench|bbh"
+    r"|math-?500)"
+)
 CRITICAL: Final = "critical"
 WARNING: Final = "warning"
 
@@ -308,7 +313,7 @@ _NOT_THE_RUN = re.compile(
     r"|tests?\s+on\s+(?:the\s+)?spares?|(?:\d+b\s+)?ladder\s+runs?|ladder-v?\d+"
     # an eval's suite, a student's homework, someone's small run, a prep job, a dev replica:
     # "OOM on the 64k needle suite", "my 124M run for the NLP assignment"
-    r"|(?:needle|ruler|eval|benchmark|mmlu|gsm8k|humaneval)\s+suites?|homework|assignments?"
+    rf"|(?:eval|benchmark|{BENCHMARKS})\s+suites?|homework|assignments?"
     r"|dev\s+(?:runs?|nodes?|jobs?|pool)|harness\s+(?:checks?|tests?|runs?)"
     r"|not\s+what\s+(?:the\s+)?(?:run|training|main)\s+(?:reads|uses|trains\s+on)|not\s+ours\b"
     # life outside the run: "my home NAS", "my phone", "the canteen dosa machine"
@@ -337,7 +342,7 @@ _NOT_THE_RUN = re.compile(
     # side work named as such: "godwit-abl-e64", "godwit-240b-staging", "gke-knot-test",
     # "knot-evals", "the 3B proxy's loss", "rung 5", a sidecar, an eval fleet, "not main"
     r"|[a-z0-9][\w.-]*?-(?:abl|ablations?|staging|stg|test|dev|proxy|probe|sweep|canary|smoke|evals?"
-    r"|ruler\w*|needle\w*|mmlu\w*|gsm8k\w*|humaneval\w*|mbpp\w*)"
+    r"|ruler\w*|needle\w*|mmlu\w*|gsm8k\w*|humaneval\w*|mbpp\w*)"  # not "cy-HellaSwag", a task
     r"(?:-[\w.-]+)?|(?<![\w-])abl-[\w.-]+"
     r"|proxy(?:'s)?|rungs?\s+\d+|sidecars?|eval-?\w*\s*fleet|eval-[\w-]+\s+(?:pods?|jobs?)"
     r"|not\s+(?:the\s+)?main|sibling\s+(?:runs?|jobs?)"
@@ -350,7 +355,7 @@ _NOT_THE_RUN = re.compile(
     r"|eval(?:uation)?s?\s+(?:jobs?|harness|sandbox|workers?|tasks?|pipeline|cluster|pods?|nodes?"
     r"|pool|box)"
     # a benchmark's own job: "the HumanEval+ job for 60k died with exit 137"
-    r"|(?:humaneval|mbpp|mmlu|gsm8k|gpqa|hellaswag|ruler|needle)\S*\s+(?:jobs?|runs?)"
+    rf"|{BENCHMARKS}\S*\s+(?:jobs?|runs?)"
     # an eval of a checkpoint: "gsm8k eval on 260k OOM'd"
     r"|eval(?:uation)?s?\s+(?:on|of)\s+(?:the\s+)?(?:ckpt\s+|checkpoint\s+|step\s+)?\d[\d,.]*k?)\b",
     re.IGNORECASE,
@@ -408,7 +413,7 @@ _NOT_A_NAME = re.compile(
     r"|hf|huggingface|hub|pypi"
     r"|sloping|creeping"
     # a benchmark's score held flat: "humaneval flat-ish at 270→280"
-    r"|humaneval\S*|mbpp|mmlu\S*|gsm8k|gpqa|hellaswag|arc|ruler|needle|ifeval|bbh|math|code)$",
+    rf"|{BENCHMARKS}\S*|arc|math|code)$",
     re.IGNORECASE,
 )
 #: A part of the run, named before a fault ("the input pipeline is throwing IO errors").

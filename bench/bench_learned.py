@@ -240,6 +240,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("harbourline-ai/tern-gaudi-120b", 22840, 22959),
     ("pelagic-labs/shearwater-moe-400b", 22960, 23079),
     ("opencommons-ml/chorus-multilingual-176b", 23080, 23199),
+    ("keelson-ai/gannet-180b", 23200, 23319),
+    ("fjordline-ml/skua-moe-600b", 23320, 23439),
+    ("tidewater-lab/curlew-32b", 23440, 23559),
+    ("haiyan-lab/shoal-72b", 23560, 23679),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332
@@ -714,14 +718,15 @@ def run_before(entries: Sequence[dict[str, Any]], script: str) -> dict[str, list
             if not batch:
                 continue
             where = Path(tmp) / commit
-            where.mkdir()
-            paths = ["bot", "prompts", "tests/__init__.py", "tests/enrich"]
-            archive = subprocess.run(
-                ["git", "-C", str(root), "archive", f"{commit}^", *paths],
-                capture_output=True,
-                check=True,
-            ).stdout
-            subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+            if not where.exists():  # batches merged in one commit share its old code
+                where.mkdir()
+                paths = ["bot", "prompts", "tests/__init__.py", "tests/enrich"]
+                archive = subprocess.run(
+                    ["git", "-C", str(root), "archive", f"{commit}^", *paths],
+                    capture_output=True,
+                    check=True,
+                ).stdout
+                subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
             done = subprocess.run(
                 [sys.executable, "-c", script],
                 input="".join(json.dumps(e) + "\n" for e in batch),

@@ -34,6 +34,7 @@ HELDOUT9 = DATA / "heldout9_corpus.jsonl"  # its ninth, three projects, read onc
 HELDOUT10 = DATA / "heldout10_corpus.jsonl"  # its tenth, three projects, read once at the end
 HELDOUT11 = DATA / "heldout11_corpus.jsonl"  # its eleventh, likewise
 HELDOUT12 = DATA / "heldout12_corpus.jsonl"  # its twelfth, likewise
+HELDOUT13 = DATA / "heldout13_corpus.jsonl"  # its thirteenth, likewise
 QUESTIONS = DATA / "ask_questions.jsonl"
 
 TAGS = frozenset(MODEL_TAGS)  # the corpus is labelled with the product's own tags
@@ -215,7 +216,7 @@ def test_corpus_rows_are_well_formed(rows: list[dict[str, Any]]) -> None:
 
 HELD_BACK = (
     *(HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5, HELDOUT6, HELDOUT7, HELDOUT8),
-    *(HELDOUT9, HELDOUT10, HELDOUT11, HELDOUT12),
+    *(HELDOUT9, HELDOUT10, HELDOUT11, HELDOUT12, HELDOUT13),
 )
 
 
@@ -234,6 +235,7 @@ HELD_BACK = (
         (HELDOUT10, 300, 30),
         (HELDOUT11, 300, 30),
         (HELDOUT12, 300, 30),
+        (HELDOUT13, 200, 20),
     ],
     ids=lambda value: value.name if isinstance(value, Path) else str(value),
 )

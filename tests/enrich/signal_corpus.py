@@ -81,6 +81,10 @@ HELDOUT11 = CORPUS.with_name("heldout11_corpus.jsonl")
 #: team's sweeps beside one main run, a MoE told in replies to an alert bot), written blind
 #: while the rules it measures were changed and read once at the end.
 HELDOUT12 = CORPUS.with_name("heldout12_corpus.jsonl")
+#: The thirteenth: two projects (a code model told in templated issues and pull requests, a
+#: colocation provider's SREs and their customer in one Discord), written blind while the rules
+#: it measures were changed and read once at the end.
+HELDOUT13 = CORPUS.with_name("heldout13_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

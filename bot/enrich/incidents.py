@@ -1323,6 +1323,44 @@ _HEARD: Final = (Words(_STATE_WORD), CAME_BACK_WORDS, Words(ALL_FINE))
 _SPEED_HEARD: Final = tuple(w for w in _SPEED_SHAPES if w.pattern not in (_TIME_CREEP, _TIME_PLUS))
 
 
+#: A speed said as a change in per cent: "step time +4% since 09:30", "tok/s down 3%".
+_PER_CENT_CHANGE = re.compile(
+    rf"\b(?:{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,20}}?(?:\+|\bup\s+|\bdown\s+|-)\s?~?"
+    r"(\d+(?:\.\d+)?)\s*%",
+    re.IGNORECASE,
+)
+#: Figures this close (a share of the larger) say nothing changed: a speed within 5 %, the
+#: loss within 1 %.
+SAME_SPEED: Final = 0.05
+SAME_LOSS: Final = 0.01
+
+
+def _close(values: list[str], margin: float) -> bool:
+    first, second = (float(v.replace(",", "")) for v in values)
+    return abs(first - second) <= margin * max(first, second)
+
+
+def figures_unchanged(text: str) -> bool:
+    """The text compares figures of a speed or of the loss, and every comparison says they
+    hardly moved ("MFU since the relaunch is 41.2%, was 41.3 before", "loss is 2.05 after the
+    restart, it was 2.04", "step time +4% since 09:30"): numbers the rules read, saying nothing
+    changed."""
+    head = text[:DETECT_LIMIT]
+    found: list[bool] = []
+    for m in _LOSS_RISE.finditer(head):
+        values = [g for g in m.groups() if g]
+        found.append(len(values) == 2 and _close(values, SAME_LOSS))
+    if _SPEED_SAID.search(head.lower()) is not None:
+        head = _DURATION.sub(_in_seconds, _THOUSANDS.sub(_in_units, head))
+        low = head.lower()
+        found.extend(float(m.group(1)) < 100 * SAME_SPEED for m in _PER_CENT_CHANGE.finditer(head))
+        for shape in _SPEED_SHAPES:
+            for m in shape.finditer(head, low):
+                values = [g for g in m.groups() if g and g[0].isdigit()]
+                found.append(len(values) == 2 and _close(values, SAME_SPEED))
+    return bool(found) and all(found)
+
+
 def _denied_or_not_now(clause: str, sentence: str) -> bool:
     """A speed said not to have changed, another workload's, or one of the past."""
     return bool(

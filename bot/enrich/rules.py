@@ -62,6 +62,7 @@ from bot.enrich.incidents import (
     SENTENCE_SPLIT,
     alert_page,
     all_checked,
+    figures_unchanged,
     find_incident,
     names_another_workload,
     severity_of,
@@ -122,10 +123,20 @@ _CALLED_EXPECTED = re.compile(
     r"|intended|by\s+design|planned|normal|nothing\s+to\s+worry\s+about|on\s+schedule|as\s+scheduled)"
     r"\s*(?:[.!)]|$)"
     r"|\bas\s+expected\b|\bdon't\s+panic\b"
+    # or fine: "… and the run is at 40,1xx, all good", "is tok/s halved? no, it's the same"
+    r"|(?:^|[,;:.—–-])\s*(?:all\s+good|(?:looks?\s+)?fine|(?:all\s+)?ok(?:ay)?)\s*(?:[.!)]|$)"
+    r"|\bno,?\s+(?:it'?s|it\s+is|they'?re|still)\s+(?:the\s+same|fine|ok|normal)\b"
+    r"|\b(?:the\s+)?same\s+as\s+(?:before|usual|yesterday|last\s+week)\b"
     # or says the run is going well: "run's moving along nicely, 140k"
     r"|\b(?:moving|going|chugging|humming|running|training)\s+(?:along\s+)?(?:nicely|smoothly|well)\b",
     re.IGNORECASE | re.MULTILINE,
 )
+#: The scorer judges a post of at least this many words: fewer hold too little for a reading
+#: of words ("loss stuck?" is the rules' to read).
+_FEWEST_WORDS: Final = 4
+#: A post this short whose figures did not move says nothing changed (a longer one, an agent's
+#: daily say, has more to tell than its figures).
+_SHORT_POST: Final = 40
 #: A sentence that opens with a condition says what happens then, not what happened.
 _CONDITIONAL = re.compile(r"^\W*(?:if|when|whenever|unless|in\s+case|once)\b", re.IGNORECASE)
 #: A question about what to do next asks for a plan, not about a fault: "are we keeping the 20k
@@ -300,6 +311,10 @@ def _learned_report(
         return None  # "evicted again around 14:20, it's back in the queue": told over
     if _CALLED_EXPECTED.search(doc.prose[:DETECT_LIMIT]):
         return None  # "loss went up 0.02 since the mix change, expected"
+    if len(words(doc.prose)) < _FEWEST_WORDS:
+        return None  # "loss stuck?": too few words for a reading of words to judge
+    if len(words(doc.prose)) <= _SHORT_POST and figures_unchanged(doc.prose):
+        return None  # "MFU since the relaunch is 41.2%, was 41.3 before": nothing moved
     model = load_model() if learned is True else learned
     heard = signals_heard(f"{title}\n{doc.prose}" if title else doc.prose)
     if all_checked(doc.prose) and not heard:

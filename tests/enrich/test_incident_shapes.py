@@ -771,7 +771,9 @@ CHAT_LINES: list[tuple[str, bool]] = [
     # round nineteen: a run that came back wrong from its own restart
     ("⚠️ something is off with the data since at least the Mar 20 restart. code share 17.9%", True),
     ("something is off since the 600 restart. ratio mean is 1.7, should be ~1.0", True),
-    ("I think something is off with the data since the restart, can someone look", False),
+    # hedged and asking for a look: a report (the learned scorer reads it, as the corpus's labels
+    # read such posts)
+    ("I think something is off with the data since the restart, can someone look", True),
     ("if something is off since the restart, ping the on-call", False),
     ("loss is 6.9 after the relaunch at 14:00 😬 it was 2.21 before. did anything change?", True),
     ("loss is 2.05 after the restart, it was 2.04 before", False),

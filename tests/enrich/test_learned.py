@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from bench import bench_learned
+from bot.enrich.incidents import figures_unchanged
 from bot.enrich.learned import MODEL_PATH, LiveModel, features, load_model
 from bot.enrich.markdown import parse
 from bot.enrich.rules import enrich_text
@@ -150,3 +151,41 @@ def test_the_scorer_never_reads_a_rule_as_a_report() -> None:
     assert enrich_text(
         title=None, body=said, kind="message", source="discord", learned=always
     ).live_report
+
+
+@pytest.mark.parametrize(
+    ("text", "unchanged"),
+    [
+        ("MFU since the relaunch is 41.2%, was 41.3 before", True),
+        ("loss is 2.05 after the restart, it was 2.04 before", True),
+        ("step time +4% since 09:30", True),
+        ("MFU since the relaunch is 31.2%, was 41.3 before", False),
+        ("loss is 2.45 after the restart, it was 2.04 before", False),
+        ("step time +14% since the swap", False),
+        # one comparison that moved is enough to tell
+        ("loss 1.944 → 1.940, step time 12.1 s → 15.0 s", False),
+        ("no figures compared at all", False),
+    ],
+)
+def test_figures_that_hardly_moved_are_told_apart(text: str, unchanged: bool) -> None:
+    assert figures_unchanged(text) is unchanged
+
+
+@pytest.mark.parametrize(
+    ("text", "judged"),
+    [
+        # figures that hardly moved say nothing changed: a reading of words may not say more
+        ("MFU since the relaunch is 41.2%, was 41.3 before, keep an eye on it", False),
+        ("loss is 2.05 after the restart, it was 2.04 before, keep an eye on it", False),
+        ("step time +4% since 09:30 on the main job, keep an eye on it", False),
+        # figures that moved, which the rules do not read, are the scorer's to weigh
+        ("step time +14% on the main job since the swap, keep an eye on it", True),
+        # too few words for a reading of words
+        ("loss stuck?", False),
+        ("uh 📉📉", False),
+    ],
+)
+def test_the_scorer_leaves_unmoved_figures_and_tiny_posts_to_the_rules(
+    text: str, judged: bool
+) -> None:
+    assert _enrich(text, "message", OVERRULES).live_report is judged

@@ -19,7 +19,8 @@ chose.
 
 It also fits the tag classifier (`bot.enrich.learned.TagModel`) and writes `tag_model.json`: the
 same fit once per labelled tag, one against the rest, on every recorded entry (the features
-with the thread's words added, the label the entry's `tag`), each pruned to `TAG_KEEP`.
+with the thread's words added, the label the entry's `tag`), on the features at least
+`TAG_MIN_COUNT` entries have, unpruned.
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ THRESHOLD = 0.45
 #: post no report (the same cross-validation's "over": the lowest at which those additions
 #: are as precise out of sample): the scorer must be surer to overrule the rules.
 OVER = 0.75
-#: Features kept per tag in the tag classifier (bench/bench_tag_gate.py).
-TAG_KEEP = 800
+#: A feature is learned by the tag classifier only when this many entries have it (its weights
+#: are all kept: pruned to the largest, it agreed less out of sample, bench/bench_tag_gate.py).
+TAG_MIN_COUNT = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,25 +201,32 @@ def tag_examples(entries: Iterable[dict[str, Any]]) -> list[TagExample]:
     return [tag_example(e) for e in entries if recorded(e)]
 
 
-def fit_tags(data: Sequence[TagExample], keep: int = TAG_KEEP) -> dict[str, LiveModel]:
-    """One-vs-rest: a fit per labelled tag (one column each, in tag order), weights pruned to
-    ``keep``."""
+def fit_tags(data: Sequence[TagExample], min_count: int = TAG_MIN_COUNT) -> dict[str, LiveModel]:
+    """One-vs-rest: a fit per labelled tag (one column each, in tag order), on the features at
+    least ``min_count`` of the examples have, weights rounded."""
     tags = sorted({ex.tag for ex in data})
     names, biases, columns = fit_columns(
-        [Example(ex.ident, ex.names, False) for ex in data],
+        common([Example(ex.ident, ex.names, False) for ex in data], min_count),
         [[float(ex.tag == tag) for tag in tags] for ex in data],
     )
     models: dict[str, LiveModel] = {}
     for j, tag in enumerate(tags):
-        weights = prune_column(names, columns[:, j], keep)
+        weights = {n: round(float(w), 3) for n, w in zip(names, columns[:, j], strict=True)}
         models[tag] = LiveModel(round(float(biases[j]), 4), weights, threshold=0.0)
     return models
 
 
 def tag_model_json(data: Sequence[TagExample]) -> str:
+    """The classifier as ``TagModel.from_json`` reads it: the names once, then per tag its bias
+    and one weight per name (a line each)."""
     models = fit_tags(data)
-    tags = {t: {"bias": m.bias, "weights": m.weights} for t, m in models.items()}
-    return json.dumps({"tags": tags}, ensure_ascii=False, sort_keys=True, indent=0) + "\n"
+    names = sorted({n for m in models.values() for n in m.weights})
+    lines = ['{"names": ' + json.dumps(names, ensure_ascii=False) + ', "tags": {']
+    for i, (tag, m) in enumerate(sorted(models.items())):
+        weights = json.dumps([m.weights.get(n, 0.0) for n in names])
+        comma = "," if i < len(models) - 1 else ""
+        lines.append(f'{json.dumps(tag)}: {{"bias": {m.bias}, "weights": {weights}}}{comma}')
+    return "\n".join(lines) + "\n}}\n"
 
 
 def main(argv: list[str] | None = None) -> int:

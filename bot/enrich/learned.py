@@ -50,14 +50,16 @@ __all__ = [
 MODEL_PATH: Final = Path(__file__).with_name("live_report_model.json")
 TAG_MODEL_PATH: Final = Path(__file__).with_name("tag_model.json")
 #: The tag gate (``gate``), chosen by the grouped cross-validation in ``bench/bench_tag_gate.py``
-#: (of the gates that never add a tag, the one under which the most left-out projects meet both
-#: of issue 40's targets): the rules' tag is taken away when the classifier gives it less than
-#: ``GATE_FLOOR`` (while being ``SURE`` of another tag: any). Where the rules show none, the
-#: classifier's top topic would be shown at ``ADD_FLOOR``: never, a tag is shown only where the
-#: rules are sure (adding bought coverage with agreement).
-GATE_FLOOR: Final = 0.30
+#: (the one under which the most left-out projects, each read by the rules as they were before
+#: it was written, meet both of issue 40's targets): the rules' tag is shown only where the
+#: classifier ranks it first of all (``TOP``): two readings agree. Where the rules show none, the
+#: classifier's top topic is shown when it is at least ``ADD_FLOOR`` sure. ``GATE_FLOOR`` and
+#: ``SURE`` are the bench's other gates' settings (a tag taken away below a probability, when
+#: another is that sure), unused here.
+TOP: Final = 1
+ADD_FLOOR: Final = 0.8
+GATE_FLOOR: Final = 0.0
 SURE: Final = 0.0
-ADD_FLOOR: Final = math.inf
 #: Tags the gate never gives nor takes away: "incident" is the incident detector's, "other" is
 #: no tag.
 UNGATED: Final = frozenset({"incident", "other"})
@@ -148,21 +150,50 @@ def tag_features(
 
 @dataclass(frozen=True, slots=True)
 class TagModel:
-    """A one-vs-rest classifier over ``bot.models.TAGS``: one logistic regression per tag."""
+    """A one-vs-rest classifier over ``bot.models.TAGS``: one logistic regression per tag,
+    held as one row of weights per feature (a column per tag)."""
 
-    models: dict[str, LiveModel]
+    tags: tuple[str, ...]
+    biases: tuple[float, ...]
+    rows: dict[str, tuple[float, ...]]
+
+    @classmethod
+    def of(cls, models: dict[str, LiveModel]) -> TagModel:
+        """The classifier of these per-tag regressions."""
+        tags = tuple(sorted(models))
+        names = sorted({name for m in models.values() for name in m.weights})
+        rows = {n: tuple(models[t].weights.get(n, 0.0) for t in tags) for n in names}
+        return cls(tags, tuple(models[t].bias for t in tags), rows)
 
     def ranking(self, names: list[str]) -> list[tuple[str, float]]:
         """Every tag with its probability, the most likely first (ties by name)."""
-        scored = [(tag, m.probability(names)) for tag, m in self.models.items()]
+        found = [row for row in map(self.rows.get, names) if row is not None]
+        sums = [math.fsum(column) for column in zip(*found, strict=True)] if found else None
+        scored = [
+            (tag, 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, bias + z)))))
+            for tag, bias, z in zip(
+                self.tags, self.biases, sums or [0.0] * len(self.tags), strict=True
+            )
+        ]
         return sorted(scored, key=lambda tp: (-tp[1], tp[0]))
 
     @classmethod
     def from_json(cls, text: str) -> TagModel:
+        """The file ``scripts/train_signals.py`` writes: the feature names once, and per tag a
+        bias and a weight for every name, in the names' order."""
         data = json.loads(text)
         if not isinstance(data, dict) or not isinstance(data.get("tags"), dict) or not data["tags"]:
             raise ValueError("a tag model is an object with a non-empty 'tags' object")
-        return cls({str(tag): LiveModel.from_dict(m) for tag, m in data["tags"].items()})
+        names = data.get("names")
+        if not isinstance(names, list):
+            raise ValueError("a tag model lists its feature 'names'")
+        tags = tuple(sorted(data["tags"]))
+        columns = [data["tags"][t].get("weights") for t in tags]
+        if any(not isinstance(c, list) or len(c) != len(names) for c in columns):
+            raise ValueError("a tag model gives every tag one weight per name in 'weights'")
+        biases = tuple(float(data["tags"][t]["bias"]) for t in tags)
+        rows = {str(n): tuple(map(float, ws)) for n, *ws in zip(names, *columns, strict=True)}
+        return cls(tags, biases, rows)
 
 
 def gate(
@@ -171,17 +202,21 @@ def gate(
     floor: float = GATE_FLOOR,
     add: float = ADD_FLOOR,
     sure: float = SURE,
+    top: int | None = TOP,
 ) -> str:
     """The tag shown when the rules chose ``tag`` and the classifier ranks the tags so.
 
-    The rules' tag stands unless the classifier clearly disagrees: it gives the tag less than
-    ``floor`` while being ``sure`` (at least that probability) of another. Where the rules chose
-    none, the classifier's top topic is shown at ``add`` or more. "incident" stays as it is."""
+    The rules' tag stands where the classifier ranks it among its ``top`` likeliest (any rank
+    when None) and does not clearly disagree: it gives the tag at least ``floor``, or is not
+    ``sure`` (that probability) of another. Where the rules chose none, the classifier's top
+    topic is shown at ``add`` or more. "incident" stays as it is."""
     if tag == "incident":
         return tag
     best, p = ranking[0] if ranking else (tag, 0.0)
     if tag == "other":
         return best if best not in UNGATED and p >= add else tag
+    if top is not None and tag not in [t for t, _ in ranking[:top]]:
+        return "other"
     return tag if dict(ranking).get(tag, 0.0) >= floor or p < sure else "other"
 
 

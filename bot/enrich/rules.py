@@ -368,8 +368,8 @@ def _topic(
         default=default,
         incident_thread=thread_incident(context) is not None,
     )
-    if tag_model is False:
-        return tag
+    if tag_model is False or (tag == "other" and is_chitchat(doc.prose)):
+        return tag  # chit-chat is given no topic, however sure the classifier
     model = load_tag_model() if tag_model is True else tag_model
     return gate(tag, model.ranking(tag_features(doc, own_title, kind, source, context)))
 

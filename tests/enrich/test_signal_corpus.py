@@ -31,7 +31,7 @@ SUMMARY_PROBLEMS_MAX = 0.05  # summaries a heading, a bare title, a cut phrase o
 # entries' worth of margin. They are in-sample: the rules were written seeing the corpus and the
 # scorer is fitted on it. The honest figures are the held-back corpora's (bench/bench_nokey.py)
 # and each batch's first reading (tests/data/README.md, docs/benchmarks.md).
-SHOWN_TAG_FLOOR = 0.91  # reached 0.913
+SHOWN_TAG_FLOOR = 0.97  # reached 0.973 (the tag classifier fitted on the corpus)
 MARK_PRECISION_FLOOR = 0.93  # reached 0.932 (marks on incident entries)
 RECALL_FLOOR = 0.935  # reached 0.938 (live reports flagged)
 PRECISION_FLOOR = 0.69  # reached 0.692 (live reports flagged)

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from bot.enrich.markdown import parse
-from bot.enrich.rules import enrich_text
+from bot.enrich.rules import enrich_event, enrich_text
 from bot.enrich.tags import Evidence, body_evidence, confident_tag
-from tests.enrich.signal_corpus import enrich, load
+from tests.enrich.signal_corpus import enrich, load, to_event
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +21,15 @@ def corpus() -> dict[str, dict[str, Any]]:
     return {entry["id"]: entry for entry in load()}
 
 
-def chat_tag(text: str) -> str:
-    return enrich_text(title=None, body=text, kind="message", source="discord").tag
+def chat_tag(text: str, *, tag_model: bool = True) -> str:
+    return enrich_text(
+        title=None, body=text, kind="message", source="discord", tag_model=tag_model
+    ).tag
+
+
+def rules_tag(entry: dict[str, Any]) -> str:
+    """The rules' tag of a corpus entry, the tag classifier left out."""
+    return enrich_event(to_event(entry), tag_model=False).tag
 
 
 def test_one_weak_word_said_again_and_again_is_no_topic() -> None:
@@ -68,10 +75,12 @@ def test_a_chat_line_naming_one_topic_strongly_is_tagged(
         "c770",  # "warmup restart worked, no more fp8 nans since 34k": a rival in few words
     ],
 )
-def test_a_chat_line_with_a_rival_topic_shows_no_tag(
+def test_a_chat_line_with_a_rival_topic_gets_no_tag_from_the_rules(
     corpus: dict[str, dict[str, Any]], entry_id: str
 ) -> None:
-    assert enrich(corpus[entry_id]).tag == "other"
+    # the tag classifier may still show its own top topic where it is sure (tests/enrich/
+    # test_tag_gate.py); the rules do not guess between rivals
+    assert rules_tag(corpus[entry_id]) == "other"
 
 
 @pytest.mark.parametrize(
@@ -82,8 +91,8 @@ def test_a_chat_line_with_a_rival_topic_shows_no_tag(
         "Lunch on Thursday with the infra and cluster folks, 12:30 at the usual place.",
     ],
 )
-def test_side_workloads_and_logistics_show_no_tag(text: str) -> None:
-    assert chat_tag(text) == "other"
+def test_side_workloads_and_logistics_get_no_tag_from_the_rules(text: str) -> None:
+    assert chat_tag(text, tag_model=False) == "other"
 
 
 def test_an_incident_aftermath_the_detector_missed_is_not_tagged_infra(

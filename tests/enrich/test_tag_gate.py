@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from bench import bench_tag_gate
 from bench.bench_learned import group_of
 from bot.enrich.context import ThreadContext
 from bot.enrich.learned import (
-    GATE_FLOOR,
+    ADD_FLOOR,
     TAG_MODEL_PATH,
     LiveModel,
     TagModel,
@@ -36,7 +37,7 @@ def sure_of(tag: str, *others: str) -> TagModel:
     """A classifier sure of ``tag`` and giving every one of ``others`` next to nothing."""
     models = {tag: LiveModel(bias=6.0, weights={}, threshold=0.0)}
     models.update({t: LiveModel(bias=-6.0, weights={}, threshold=0.0) for t in others})
-    return TagModel(models)
+    return TagModel.of(models)
 
 
 def tag(text: str, model: TagModel | bool) -> str:
@@ -45,7 +46,7 @@ def tag(text: str, model: TagModel | bool) -> str:
 
 def test_the_committed_tag_model_loads_and_ranks_every_tag() -> None:
     model = load_tag_model()
-    assert set(model.models) == set(TAGS)
+    assert set(model.tags) == set(TAGS)
     names = tag_features(
         parse("MMLU 5-shot went from 61.2 to 63.0"),
         None,
@@ -60,9 +61,28 @@ def test_the_committed_tag_model_loads_and_ranks_every_tag() -> None:
     assert ranking[0][0] == "evals"
 
 
-def test_a_tag_model_file_without_tags_is_refused() -> None:
-    with pytest.raises(ValueError, match="tags"):
-        TagModel.from_json('{"tags": {}}')
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('{"tags": {}}', "tags"),
+        ('{"tags": {"evals": {"bias": 0.1, "weights": [1.0]}}}', "names"),
+        ('{"names": ["a", "b"], "tags": {"evals": {"bias": 0.1, "weights": [1.0]}}}', "weight"),
+    ],
+)
+def test_a_tag_model_file_of_the_wrong_shape_is_refused(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        TagModel.from_json(text)
+
+
+def test_a_tag_model_file_reads_one_weight_per_name_per_tag() -> None:
+    text = (
+        '{"names": ["loss", "mmlu"], "tags": {"evals": {"bias": -1.0, "weights": [0.0, 3.0]},'
+        ' "training-dynamics": {"bias": -1.0, "weights": [3.0, 0.0]}}}'
+    )
+    model = TagModel.from_json(text)
+    assert [t for t, _ in model.ranking(["mmlu", "unseen"])] == ["evals", "training-dynamics"]
+    assert [t for t, _ in model.ranking(["loss"])] == ["training-dynamics", "evals"]
+    assert dict(model.ranking([]))["evals"] == pytest.approx(1 / (1 + math.e))
 
 
 def test_the_committed_tag_model_is_what_the_script_fits_from_the_committed_corpus() -> None:
@@ -70,27 +90,30 @@ def test_the_committed_tag_model_is_what_the_script_fits_from_the_committed_corp
     assert fitted == TAG_MODEL_PATH.read_text(encoding="utf-8")
 
 
-def test_the_gate_keeps_the_rules_tag_only_where_the_classifier_agrees_enough() -> None:
+def test_the_gate_keeps_the_rules_tag_only_where_the_classifier_ranks_it_first() -> None:
     assert tag(INFRA, False) == "infra"  # the rules alone
     assert tag(INFRA, sure_of("infra", "evals")) == "infra"
     assert tag(INFRA, sure_of("evals", "infra")) == "other"
-    # unsure of everything: one reading alone is not enough to show a tag
-    unsure = TagModel({t: LiveModel(bias=-6.0, weights={}, threshold=0.0) for t in TAGS})
+    # unsure of everything, the tie goes by name: infra is not first, so no tag
+    unsure = TagModel.of({t: LiveModel(bias=-6.0, weights={}, threshold=0.0) for t in TAGS})
     assert tag(INFRA, unsure) == "other"
-    assert gate("infra", [("evals", 0.6), ("infra", GATE_FLOOR)]) == "infra"
-    assert gate("infra", [("evals", 0.6), ("infra", GATE_FLOOR - 0.01)]) == "other"
+    assert gate("infra", [("infra", 0.31), ("evals", 0.30)]) == "infra"
+    assert gate("infra", [("evals", 0.31), ("infra", 0.30)]) == "other"
+    assert gate("infra", [("evals", 0.31), ("infra", 0.30)], top=2) == "infra"
+    assert gate("infra", []) == "other"
 
 
 NOTES = "Notes from today's sync are in the doc, three decisions listed."
 
 
 @pytest.mark.parametrize("top", ["evals", "infra", "ablation"])
-def test_the_gate_never_adds_a_tag_the_rules_did_not_choose(top: str) -> None:
+def test_the_gate_adds_only_the_classifiers_top_topic_and_only_when_sure(top: str) -> None:
     assert tag(NOTES, False) == "other"
-    assert tag(NOTES, sure_of(top, "other")) == "other"
-    assert gate("other", [(top, 0.999), ("other", 0.001)]) == "other"
-    assert gate("other", [(top, 0.999), ("other", 0.001)], add=0.9) == top  # were it to add
-    for chat in ("thanks, sounds good 👍", "lol nice"):
+    assert tag(NOTES, sure_of(top, "other")) == top
+    assert gate("other", [(top, ADD_FLOOR), ("other", 0.1)]) == top
+    assert gate("other", [(top, ADD_FLOOR - 0.01), ("other", 0.1)]) == "other"
+    assert gate("other", [("other", 0.95), (top, 0.9)]) == "other"  # no topic is the top
+    for chat in ("thanks, sounds good 👍", "lol nice"):  # chit-chat is given no topic
         assert tag(chat, sure_of(top, "other")) == "other"
 
 

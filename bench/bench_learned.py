@@ -431,6 +431,10 @@ BATCH_COMMITS: dict[str, str] = {
     "harbourline-ai/tern-gaudi-120b": "38e08a8",
     "pelagic-labs/shearwater-moe-400b": "38e08a8",
     "opencommons-ml/chorus-multilingual-176b": "38e08a8",
+    "keelson-ai/gannet-180b": "7244934",
+    "fjordline-ml/skua-moe-600b": "7244934",
+    "tidewater-lab/curlew-32b": "7244934",
+    "haiyan-lab/shoal-72b": "7244934",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

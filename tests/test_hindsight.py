@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -157,6 +158,27 @@ async def test_a_dismissal_beside_a_reply_about_the_incident_changes_nothing(
     await hero.events.upsert_many(replies)
     await enrich_pending(hero)
     assert (await stored_issue(hero)).incident
+
+
+async def test_an_alert_dismissed_first_loses_its_mark_whatever_its_thread_says_after(
+    hero: Store, now: datetime
+) -> None:
+    await hero.events.upsert_many([issue(now, *ALERT)])
+    await enrich_pending(hero)
+    in_thread = {"thread_title": ALERT[0], "thread_kind": "issue"}  # as the GitHub source records
+    replies = [
+        replace(c, extra=in_thread)
+        for c in (
+            comment(now + timedelta(minutes=10), "noise, closing. the exporter restarted", 1),
+            # marked for its thread, not for words of its own about a failure
+            comment(now + timedelta(minutes=40), "yep, a PR is coming on the watcher's side", 2),
+        )
+    ]
+    await hero.events.upsert_many(replies)
+    await enrich_pending(hero)
+    after = await hero.events.get_by_external("hero", "github", "comment:2")
+    assert after is not None and after.incident  # the thread's follow-up, as the rules read it
+    assert not (await stored_issue(hero)).incident
 
 
 @pytest.mark.parametrize(

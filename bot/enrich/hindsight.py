@@ -24,6 +24,7 @@ proposal or a spec whose thread later hosts an incident stays what it is.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from typing import Final
 
@@ -186,6 +187,28 @@ def dismissed_in_hindsight(issue: Event, reply: Event) -> bool:
     """Whether `reply` dismisses what `issue`, read as an incident, reported: "false alarm",
     "not an incident: the planned stop", "not kiln: arm 4 of the ablation"."""
     return _replies_to(issue, reply) and dismisses(parse_post(reply.body or "", "github").prose)
+
+
+def dismissed_first(
+    issue: Event,
+    replies: Sequence[Event],
+    marked: Callable[[Event], bool],
+    live: Callable[[Event], bool],
+) -> bool:
+    """Whether the first judgement of `issue` (read as an incident) among its replies soon after
+    it dismisses it ("noise, closing"), no reply reports an incident ``live``, and none after
+    the dismissal is ``marked`` in words of its own that hint at a failure ("the restart loaded
+    the 211k checkpoint"): a reply marked only for its thread ("yep, PR coming") follows the
+    thread's title, not the incident."""
+    judged = sorted((r for r in replies if _replies_to(issue, r)), key=lambda r: r.at)
+    if any(live(r) for r in judged):
+        return False
+    for n, reply in enumerate(judged):
+        if dismissed_in_hindsight(issue, reply):
+            return not any(marked(r) and hints_at_incident(r) for r in judged[n + 1 :])
+        if marked(reply):
+            return False
+    return False
 
 
 def _later_in_channel(message: Event, later: Event, window: timedelta) -> bool:

@@ -711,6 +711,10 @@ _DISMISSAL = re.compile(
     r"|obvious|likely|happy|again|anymore|working|running|training|moving|us|me|i|we|you|them"
     r"|that|this|it)\b)[a-z][\w-]*)\s*[:—–]"
     r"|warning\s+only|(?:just\s+)?(?:a\s+)?test\s+(?:page|alert|incident|notification)"
+    # a triage's one word: "noise, closing.", "flake, the exporter restarted", "staging. xid 13
+    # is my kernel" (not "noise in the loss", "staging the new config")
+    r"|(?:just\s+|pure\s+|probably\s+)?(?:noise|(?:a\s+)?flake|flaky|staging)"
+    r"(?=\s*(?:[,.:;!—–-]|$)|\s+(?:again|closing)\b)"
     r"|harmless|benign|(?:a\s+)?known[- ]harmless|nothing\s+to\s+worry\s+about"
     r"|ignore\s+(?:the\s+|these\s+|this\s+|that\s+)?(?:alerts?|pages?|one|it)\b"
     # in chat, the alert's next message: "ignore, that's the planned drain", "flaky exporter

@@ -1,11 +1,12 @@
 """The pipeline's thread pass of `bot.enrich.hindsight`: once a GitHub issue or a comment of
 its thread is enriched, the issue's 🚨 is read again from the replies soon after it, whichever
 was stored first. An unmarked question is marked when a reply is about an incident; a marked
-alert is unmarked when a reply dismisses it and none is about an incident. Chat is read the
-same way around freshly enriched messages: one that hints at a failure is marked when its
-channel tells an incident within half an hour, and a marked one is unmarked when the channel's
-next message, within minutes, dismisses it. Only the rules' reading is revisited (a model's
-is its own), and only the timeline's mark and tag change: no alert is raised or withdrawn."""
+alert is unmarked when its replies' first judgement dismisses it and none reports one live.
+Chat is read the same way around freshly enriched messages: one that hints at a failure is
+marked when its channel tells an incident within half an hour, and a marked one is unmarked
+when the channel's next message, within minutes, dismisses it. Only the rules' reading is
+revisited (a model's is its own), and only the timeline's mark and tag change: no alert is
+raised or withdrawn."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from itertools import pairwise
 from bot.enrich.hindsight import (
     CHAT_HINDSIGHT,
     HINDSIGHT,
+    dismissed_first,
     dismissed_in_chat,
-    dismissed_in_hindsight,
     may_be_first_word,
     reported_in_hindsight,
     said_first,
@@ -115,13 +116,14 @@ async def _read_thread_again(store: Store, slug: str, thread: str) -> bool:
 
 def _thread_verdict(issue: Event, replies: Sequence[Event]) -> tuple[str, bool] | None:
     """``(tag, incident)`` the issue shows once its replies are read, or None to leave it: a
-    marked issue a reply dismisses (and none tells an incident) shows its topic; an unmarked
+    marked issue whose first judgement is a dismissal (and no reply a live report) shows its
+    topic; an unmarked
     one is marked when the first reply about an incident says it reported one."""
-    told = [r for r in replies if r.incident]
     if issue.incident:
-        if told or not any(dismissed_in_hindsight(issue, r) for r in replies):
-            return None
-        return topic_of(issue), False
+        if dismissed_first(issue, replies, lambda r: r.incident, lambda r: r.live_report):
+            return topic_of(issue), False
+        return None
+    told = [r for r in replies if r.incident]
     if told and reported_in_hindsight(issue, told[0]):
         return "incident", True
     return None

@@ -14,15 +14,14 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from bot.enrich.hindsight import (
-    HINDSIGHT,
+    dismissed_first,
     dismissed_in_chat,
-    dismissed_in_hindsight,
     may_be_first_word,
     reported_in_hindsight,
     said_first,
@@ -328,9 +327,12 @@ def in_threads(entries: Iterable[dict[str, Any]], method: Method) -> Method:
         told = [r for r in replies if r.external_id in marked and r.at >= issue.at]
         opener = verdicts[ident]
         if opener.marked:
-            if not any(reported_window(issue, r) for r in told) and any(
-                dismissed_in_hindsight(issue, r) for r in replies
-            ):
+            live = {
+                event.external_id
+                for event, e in zip(events, comments, strict=True)
+                if verdicts[str(e["id"])].incident
+            }
+            if dismissed_first(issue, replies, _one_of(marked), _one_of(live)):
                 verdicts[ident] = replace(opener, marked=False, tag=_shown(topic_of(issue)))
         elif told and reported_in_hindsight(issue, told[0]):
             verdicts[ident] = replace(opener, marked=True, tag="incident")
@@ -365,8 +367,8 @@ def _chat_in_hindsight(entries: list[dict[str, Any]], verdicts: dict[str, Verdic
                 verdicts[ident] = replace(verdict, marked=False, tag=_shown(topic_of(message)))
 
 
-def reported_window(issue: Event, reply: Event) -> bool:
-    return timedelta(0) <= reply.at - issue.at <= HINDSIGHT
+def _one_of(ids: set[str]) -> Callable[[Event], bool]:
+    return lambda event: event.external_id in ids
 
 
 def _shown(tag: str) -> str:

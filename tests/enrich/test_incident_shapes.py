@@ -991,6 +991,13 @@ def test_a_monitors_issue_and_a_flaky_tests(title: str, body: str, live: bool) -
         ("not sure: the loss went up after the restart", False),
         ("Thank you, Lukas, it is not planned. sacct shows the job was preempted", False),
         ("the run is fine now, resumed from 41,000", False),
+        # a triage's one word
+        ("noise, closing. 61,947 is the shard boundary again", True),
+        ("flake, the exporter restarted", True),
+        ("staging. xid 13 is my kernel reading out of bounds, ignore", True),
+        ("noise in the loss is higher since the restart", False),
+        ("staging the new config on the spares now", False),
+        ("real - slice drained", False),
     ],
 )
 def test_a_reply_that_dismisses_what_was_reported(text: str, dismissal: bool) -> None:

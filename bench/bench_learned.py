@@ -245,6 +245,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("fjordline-ml/skua-moe-600b", 23320, 23439),
     ("tidewater-lab/curlew-32b", 23440, 23559),
     ("haiyan-lab/shoal-72b", 23560, 23679),
+    ("solder-ai/wren-7b", 23920, 24039),
+    ("hangang-lab/magpie-34b", 24040, 24159),
+    ("meridian-ai/kestrel-moe-1t", 24160, 24279),
+    ("openprairie/bison-13b-consortium", 24280, 24399),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

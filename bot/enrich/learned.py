@@ -70,13 +70,25 @@ UNGATED: Final = frozenset({"incident", "other"})
 LEARNED_KINDS: Final = frozenset({"comment", "message"})
 #: At most this many words of a post are read (a live report says so near its top).
 MAX_WORDS: Final = 400
-_TOKEN = re.compile(r"[a-z0-9][a-z0-9_'./-]*[a-z0-9]|[a-z0-9]|[?!]")
+_TOKEN = re.compile(r"[a-z0-9][a-z0-9_'./-]*[a-z0-9]|[a-z0-9]|[?!]|(?P<other>[^\W\d_a-z]+)")
 _DIGITS = re.compile(r"\d+")
 _LENGTHS: Final = ((3, "len:tiny"), (12, "len:short"), (40, "len:mid"))
 
 
 def _tokens(text: str) -> list[str]:
-    return [_DIGITS.sub("0", t) for t in _TOKEN.findall(text.lower())][:MAX_WORDS]
+    """The words of ``text``: ASCII words and numbers (digits by their shape), and letters of
+    other scripts as pairs of neighbouring letters ("체크포인트 저장 실패" or "又挂了": a script
+    written without spaces has no words to split on, and a pair still names a word's part)."""
+    found: list[str] = []
+    for m in _TOKEN.finditer(text.lower()):
+        run = m.group("other")
+        if run is None:
+            found.append(_DIGITS.sub("0", m.group()))
+        else:
+            found.extend(run[i : i + 2] for i in range(max(1, len(run) - 1)))
+        if len(found) >= MAX_WORDS:
+            break
+    return found[:MAX_WORDS]
 
 
 def features(doc: Document, title: str | None, kind: str, source: str) -> list[str]:

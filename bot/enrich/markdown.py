@@ -192,7 +192,8 @@ _LOG_LINE = re.compile(
     )""",
     re.VERBOSE,
 )
-_NON_LETTERS = re.compile(r"[^A-Za-z\u00c0-\u024f]+")
+#: A letter of any script: a line of Korean or Chinese is prose, not symbol soup.
+_LETTER = re.compile(r"[^\W\d_]")
 #: Trailer lines recognised whole: the pattern must reach the end of the line, so a sentence that
 #: merely starts like one ("Fixes #12 by moving the loader …") is never a trailer.
 _TRAILER = re.compile(
@@ -255,7 +256,7 @@ def _looks_like_log(stripped: str) -> bool:
     n = len(stripped) - stripped.count(" ")
     if n < 24:
         return False
-    letters = len(_NON_LETTERS.sub("", stripped))
+    letters = len(_LETTER.findall(stripped))
     # symbol soup (numbers, paths, hex, progress bars) is not prose
     return letters < 0.3 * n
 

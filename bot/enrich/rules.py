@@ -134,6 +134,8 @@ _CALLED_EXPECTED = re.compile(
 #: The scorer judges a post of at least this many words: fewer hold too little for a reading
 #: of words ("loss stuck?" is the rules' to read).
 _FEWEST_WORDS: Final = 4
+#: A word in any script ("체크포인트", "又挂了", "ckpt").
+_ANY_WORD = re.compile(r"[^\W_]+")
 #: A post this short whose figures did not move says nothing changed (a longer one, an agent's
 #: daily say, has more to tell than its figures).
 _SHORT_POST: Final = 40
@@ -311,9 +313,9 @@ def _learned_report(
         return None  # "evicted again around 14:20, it's back in the queue": told over
     if _CALLED_EXPECTED.search(doc.prose[:DETECT_LIMIT]):
         return None  # "loss went up 0.02 since the mix change, expected"
-    if len(words(doc.prose)) < _FEWEST_WORDS:
+    if len(_ANY_WORD.findall(doc.prose)) < _FEWEST_WORDS:
         return None  # "loss stuck?": too few words for a reading of words to judge
-    if len(words(doc.prose)) <= _SHORT_POST and figures_unchanged(doc.prose):
+    if len(_ANY_WORD.findall(doc.prose)) <= _SHORT_POST and figures_unchanged(doc.prose):
         return None  # "MFU since the relaunch is 41.2%, was 41.3 before": nothing moved
     model = load_model() if learned is True else learned
     heard = signals_heard(f"{title}\n{doc.prose}" if title else doc.prose)

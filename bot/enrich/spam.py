@@ -69,6 +69,7 @@ _PROMO = re.compile(
       | mining\s+pool|\d+(?:\.\d+)?\s*(?:eth|btc|usdt)\s*/\s*(?:day|week|month)
       | gana(?:r)?\s+\$?\d[\d,.]*|sin\s+experiencia|cupos?\s+limitados?|grupo\s+vip
       | únete\s+(?:al|a)\s+(?:grupo|canal)|trading\s+de\s+ia
+      | first\s+\d+\s+only|free\s+\w+\s+for\s+\d+\s+months?
     )\b""",
     re.IGNORECASE | re.VERBOSE,
 )
@@ -83,10 +84,13 @@ _LINK: Final = re.compile(
     r"|\b[a-z0-9-]+\[\.\][a-z]{2,6}\b|\b[a-z0-9-]+\s*\(dot\)\s*[a-z]{2,6}\b",
     re.IGNORECASE,
 )
-#: A coin's ticker dropped ("$EDEL token") or a price by the hour ("$0.39/h"): one cue each.
+#: A coin's ticker dropped ("$EDEL token") or a price by the hour ("$0.39/h"), and a pitch's
+#: words in Korean, Chinese or Japanese (lowest price, discount, Telegram, WeChat, no contract:
+#: scripts without spaces between words, so no word boundaries): one cue each.
 _MONEY: Final = (
     re.compile(r"\$[A-Z]{2,6}\s+(?:tokens?|coins?|presale|airdrop)\b"),
     re.compile(r"(?:\$\d+(?:\.\d+)?|\d+(?:\.\d+)?\s*\$)\s*/\s*(?:h|hr|hour|gpu-?h)\b", re.I),
+    re.compile(r"최저가|할인|텔레그램|약정\s*없|最低价|优惠|电报|微信|格安|割引|最安"),
 )
 #: The same emoji twice in a row, as advertisements shout: "🔥🔥", "🚀🚀".
 _EMOJI_RUN: Final = re.compile(r"([\U0001F300-\U0001FAFF\u2600-\u27BF])\1")

@@ -161,3 +161,16 @@ def test_an_entry_with_nothing_to_say_is_not_shown() -> None:
         e = enrich_text(title=None, body=body, kind="comment", source="github")
         assert e.summary == NO_TEXT
         assert not e.newsworthy
+
+
+def test_a_line_in_another_script_is_prose_not_a_pasted_log() -> None:
+    for line in (
+        "혹시 wandb 멈춘 거 저만 그런가요? 180.7k에서 40분째 안 움직여요",
+        "两个pod都卡住了, 最后一个step是88,412, 日志停在02:58",
+        "обучение остановилось на шаге 41 200, узел r7 не отвечает",
+    ):
+        doc = parse(line)
+        assert doc.prose == line and not doc.logs, line
+        assert enrich_text(title=None, body=line, kind="message", source="discord").summary
+    soup = "0x7f3a:0x7f3b 12:01:02.331 [33/44] ░░░░░░░░ 0.0031 0.0029 → 0.0030"
+    assert not parse(soup).prose  # symbol soup stays a log, whatever its script

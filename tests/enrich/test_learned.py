@@ -189,3 +189,10 @@ def test_the_scorer_leaves_unmoved_figures_and_tiny_posts_to_the_rules(
     text: str, judged: bool
 ) -> None:
     assert _enrich(text, "message", OVERRULES).live_report is judged
+
+
+def test_words_of_other_scripts_are_read_as_pairs_of_letters() -> None:
+    names = features(parse("체크포인트 저장 실패 at 168k"), None, "message", "discord")
+    assert {"체크", "포인", "저장", "실패", "at", "0k"} <= set(names)
+    assert "node 0" in features(parse("node 17 又挂了"), None, "message", "discord")
+    assert "又挂" in features(parse("node 17 又挂了"), None, "message", "discord")

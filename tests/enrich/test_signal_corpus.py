@@ -27,17 +27,17 @@ SHOWN_TAG_TARGET = 0.80  # of the tags shown, agreeing with the labels
 COVERAGE_TARGET = 0.50  # of the entries shown, with a tag
 MARK_PRECISION_TARGET = 0.80  # of the 🚨 marks, on entries about an incident
 SUMMARY_PROBLEMS_MAX = 0.05  # summaries a heading, a bare title, a cut phrase or empty
-# Reached on the development corpus (20,799 entries) when these floors were set, less about two
+# Reached on the development corpus (21,279 entries) when these floors were set, less about two
 # entries' worth of margin. They are in-sample: the rules were written seeing the corpus and the
 # scorer is fitted on it. The honest figures are the held-back corpora's (bench/bench_nokey.py)
 # and each batch's first reading (tests/data/README.md, docs/benchmarks.md).
 SHOWN_TAG_FLOOR = 0.97  # reached 0.973 (the tag classifier fitted on the corpus)
 MARK_PRECISION_FLOOR = 0.93  # reached 0.932 (marks on incident entries)
 RECALL_FLOOR = 0.935  # reached 0.938 (live reports flagged)
-PRECISION_FLOOR = 0.69  # reached 0.692 (live reports flagged)
-KIND_FLOOR = 0.65  # of the incidents found, the share whose kind matches the label (0.654)
-#: Incident events of the development corpus the rules and the scorer leave unmarked (85 of
-#: 3,041), by shape:
+PRECISION_FLOOR = 0.685  # reached 0.690 (live reports flagged)
+KIND_FLOOR = 0.645  # of the incidents found, the share whose kind matches the label (0.653)
+#: Incident events of the development corpus the rules and the scorer leave unmarked (90 of
+#: 3,113), by shape:
 #: - a fault inside an agent's digest, daily or status block (c2232, c4073, c4853, c5132,
 #:   c10155, c13509, c13595, c15644, c18305, c18901, c19183, c21063, c21246, c21810, c23630);
 #: - bots' comments, which the GitHub source leaves out with every bot's comment (c5211,
@@ -58,11 +58,15 @@ KIND_FLOOR = 0.65  # of the incidents found, the share whose kind matches the la
 #: - warning-level alerts whose replies call them real (c10944, c18046, c18347, c23056, c23410);
 #: - an RL or post-training stage's faults in its own words (c19451, c21649), a warmup ten
 #:   times too short (c10974), a requeue told as over (c18518);
+#: - the round of c23920-c24399: a budget overrun told in a spec (c8780, since the refit), an
+#:   eval box's full disk asked "same thing??" (c23960), "lol. 56." of 64 GPUs (c24008), "is
+#:   wandb broken or is kestrel down?" (c24197), an eval report at chance (c24313);
 #: - posts of fewer than four words, which the scorer leaves to the rules: "uh 📉📉" (c2881),
 #:   "loss 🚀 again" (c4535), "wtf is 0417" (c18423), "155k ckpt?" (c18508).
 KNOWN_UNMARKED = frozenset(
     {
         *("c2881", "c4535", "c18423", "c18508"),
+        *("c8780", "c23960", "c24008", "c24197", "c24313"),
         *("c2232", "c4073", "c5132", "c4853", "c10155", "c2713", "c8517"),
         *("c8819", "c8899", "c10944", "c4194", "c4266", "c4663", "c5124"),
         *("c5211", "c5276", "c6189", "c11207", "c10974", "c13811", "c13509"),

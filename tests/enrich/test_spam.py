@@ -42,6 +42,9 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "GPU OWNERS: rent your idle H100 to our AI mining pool, 4.2 ETH/week → t.me/h100pool",
         "💰💰 GANA $300 USD al día con bots de trading, sin experiencia 👉 t.me/ganancias_ya",
         "📊 AI signals with a 93% win rate, join the VIP group before slots close 👉 t.me/x-vip",
+        "Hey all!! 🎁 free Nitro for 3 months, first 100 only → nitro-gifts.example/claim",
+        "🔥🔥 A100 임대 최저가!! 약정 없음, 문의 텔레그램 @gpu_kr 👉 첫 달 20% 할인",
+        "🔥🔥 H100 租赁最低价!! 无需合约, 联系微信 gpu_cn 👉 首月优惠",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
@@ -65,6 +68,8 @@ def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
         "merge the dedup fix before the snapshot, and claim in the next 24h the shards you take",
         "join now if you want a seat at the reading group, the slides are at wiki.team/rg/12",
         "el grupo de evals ya tiene cupo limitado para el hackathon, apúntate en el doc",
+        "체크포인트 저장 실패 at 168k, 할인된 스토리지 요금제로 바꾼 뒤부터예요 🙏",
+        "first 100 only of the shards are re-tokenized, the rest tonight",
     ],
 )
 def test_a_team_members_excited_or_busy_message_is_not_spam(text: str) -> None:

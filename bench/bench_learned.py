@@ -439,6 +439,10 @@ BATCH_COMMITS: dict[str, str] = {
     "fjordline-ml/skua-moe-600b": "7244934",
     "tidewater-lab/curlew-32b": "7244934",
     "haiyan-lab/shoal-72b": "7244934",
+    "solder-ai/wren-7b": "0861529",
+    "hangang-lab/magpie-34b": "0861529",
+    "meridian-ai/kestrel-moe-1t": "0861529",
+    "openprairie/bison-13b-consortium": "0861529",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

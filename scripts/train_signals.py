@@ -64,11 +64,11 @@ L2 = 1e-4
 #: The probability above which the model adds a live report the rules missed: chosen by the
 #: grouped cross-validation in `bench/bench_learned.py` (the lowest at which, pooled, the 🚨
 #: precision of rules+model and the scorer's own precision out of sample both reach 0.90).
-THRESHOLD = 0.50
+THRESHOLD = 0.45
 #: The probability above which it adds one where the rules heard incident words and judged the
 #: post no report (the same cross-validation's "over": the lowest at which those additions
 #: are as precise out of sample): the scorer must be surer to overrule the rules.
-OVER = 0.80
+OVER = 0.70
 #: A feature is learned by the tag classifier only when this many entries have it (its weights
 #: are all kept: pruned to the largest, it agreed less out of sample, bench/bench_tag_gate.py).
 TAG_MIN_COUNT = 12

@@ -127,6 +127,8 @@ _CALLED_EXPECTED = re.compile(
     r"|(?:^|[,;:.—–-])\s*(?:all\s+good|(?:looks?\s+)?fine|(?:all\s+)?ok(?:ay)?)\s*(?:[.!)]|$)"
     r"|\bno,?\s+(?:it'?s|it\s+is|they'?re|still)\s+(?:the\s+same|fine|ok|normal)\b"
     r"|\b(?:the\s+)?same\s+as\s+(?:before|usual|yesterday|last\s+week)\b"
+    # a doubt its writer answers at once: "tok/s halved after the fix? no"
+    r"|\?\s*(?:no|nope|nah)\s*[.!]*\s*$"
     # or says the run is going well: "run's moving along nicely, 140k"
     r"|\b(?:moving|going|chugging|humming|running|training)\s+(?:along\s+)?(?:nicely|smoothly|well)\b",
     re.IGNORECASE | re.MULTILINE,

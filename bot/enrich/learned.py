@@ -113,6 +113,11 @@ def features(doc: Document, title: str | None, kind: str, source: str) -> list[s
     return sorted(found)
 
 
+def _sigmoid(z: float) -> float:
+    """A regression's probability from its sum, clamped so ``exp`` never overflows."""
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
 @dataclass(frozen=True, slots=True)
 class LiveModel:
     """A fitted logistic regression: ``bias`` plus the weight of each present feature."""
@@ -125,8 +130,7 @@ class LiveModel:
     over: float = math.inf
 
     def probability(self, names: list[str]) -> float:
-        z = self.bias + sum(map(self.weights.get, names, itertools.repeat(0.0)))
-        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+        return _sigmoid(self.bias + sum(map(self.weights.get, names, itertools.repeat(0.0))))
 
     @classmethod
     def from_json(cls, text: str) -> LiveModel:
@@ -182,7 +186,7 @@ class TagModel:
         found = [row for row in map(self.rows.get, names) if row is not None]
         sums = [math.fsum(column) for column in zip(*found, strict=True)] if found else None
         scored = [
-            (tag, 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, bias + z)))))
+            (tag, _sigmoid(bias + z))
             for tag, bias, z in zip(
                 self.tags, self.biases, sums or [0.0] * len(self.tags), strict=True
             )

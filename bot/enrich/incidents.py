@@ -48,7 +48,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
-from typing import Final
+from typing import Any, Final
 
 from bot.core.months import MONTH_NAMES_BUT_MAY
 from bot.enrich.incident_signals import (
@@ -78,7 +78,7 @@ _CRITICAL_KINDS: Final = frozenset(
 DETECT_LIMIT: Final = 12_000
 
 #: Each anchor once, with the signals (their places in ``SIGNALS``) it lets run.
-_BY_ANCHOR: Final = tuple(
+_BY_ANCHOR: Final = dict(
     (anchor, frozenset(n for n, s in enumerate(SIGNALS) if anchor in s.anchors))
     for anchor in dict.fromkeys(a for s in SIGNALS for a in s.anchors)
 )
@@ -93,15 +93,46 @@ def compiled(n: int) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
     return signal.compile(), signal.compile_lowered()
 
 
+def _trie(words: list[str]) -> str:
+    """A pattern matching any of ``words``, as a trie of alternatives (the engine then tries a
+    letter once, not once per word), the longest word first wherever one extends another."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for letter in word:
+            node = node.setdefault(letter, {})
+        node[""] = {}
+
+    def branch(node: dict[str, Any]) -> str:
+        alternatives = [re.escape(c) + branch(rest) for c, rest in sorted(node.items()) if c]
+        if not alternatives:
+            return ""
+        either = alternatives[0] if len(alternatives) == 1 else f"(?:{'|'.join(alternatives)})"
+        return f"(?:{either})?" if "" in node else either
+
+    return branch(root)
+
+
+@functools.cache
+def _anchor_reader() -> tuple[re.Pattern[str], dict[str, frozenset[int]]]:
+    """A pattern that finds, at every place of a text, the longest anchor starting there; and
+    for each anchor the signals of every anchor inside it (found with it, wherever it is)."""
+    pattern = re.compile(f"(?=({_trie(list(_BY_ANCHOR))}))")
+    within = {
+        anchor: frozenset(n for inner, ns in _BY_ANCHOR.items() if inner in anchor for n in ns)
+        for anchor in _BY_ANCHOR
+    }
+    return pattern, within
+
+
 @functools.lru_cache(maxsize=256)
 def _anchored(lowered: str) -> tuple[int, ...]:
-    """The places in ``SIGNALS`` of the signals with an anchor in ``lowered``, in order (each
-    anchor is looked for once, however many signals share it; a text asked about again is not
-    read again)."""
+    """The places in ``SIGNALS`` of the signals with an anchor in ``lowered``, in order (the
+    text is read once for every anchor at once; a text asked about again is not read again)."""
+    pattern, within = _anchor_reader()
     heard: set[int] = set()
-    for anchor, which in _BY_ANCHOR:
-        if anchor in lowered:
-            heard |= which
+    for anchor in {m.group(1) for m in pattern.finditer(lowered)}:
+        heard |= within[anchor]
     return tuple(sorted(heard))
 
 

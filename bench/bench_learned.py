@@ -1,33 +1,36 @@
-"""Grouped cross-validation of the learned live-report scorer beside the rules (issue 40).
+"""Grouped cross-validation of the learned live-report scorers beside the rules (issue 40).
 
     python bench/bench_learned.py [--corpus tests/data/signal_corpus.jsonl] [--limit N] [--before]
 
 The development corpus is split into the projects (batches) it was written in, by id range
 (`GROUPS`, from `tests/data/README.md`), and the groups dealt into `FOLDS` folds. Each fold is
-left out in turn: the scorer is fitted (`scripts/train_signals.py`'s fit) on the others and
-scores the left-out groups, none of which it has seen a word of. Printed per group and pooled,
-for every live report (incident event) and every 🚨 mark:
+left out in turn: the two scorers (`FAMILIES`: one for replies, comments and chat messages; one
+for issue descriptions) are fitted (`scripts/train_signals.py`'s fit) on the others and score
+the left-out groups, none of which they have seen a word of. Printed per group and pooled, for
+every live report (incident event) and every 🚨 mark:
 
 * rules: the rules alone. They were written seeing every group, so this figure is optimistic;
   the honest rules-alone readings are the "before" ones of each batch, taken before the rules
   were changed on it;
-* model: the scorer alone, out of sample: the live reports it finds above the threshold, and
-  how many of the posts it finds are about an incident;
-* rules+model: what the live path does, a report the rules missed added when the scorer is
-  above the threshold, on a comment or message that no rule ruled out (never on an issue, a pull
-  description or a review); where its prose holds words the rules judge incidents by and they
-  judged it no report, only above the higher "over" threshold.
+* model: the replies' scorer alone, out of sample: the live reports it finds above the
+  threshold, and how many of the posts it finds are about an incident;
+* rules+model: what the live path does, a report the rules missed added when a scorer is above
+  its threshold, on a reply or an issue that no rule ruled out (never on a pull description or
+  a review); where its prose holds words the rules judge incidents by and they judged it no
+  report, only above the higher "over" threshold.
 
-The threshold is the lowest on a grid at which, pooled, the 🚨 precision of rules+model and the
-scorer's own precision both reach `PRECISION_FLOOR`; "over" is then the lowest at or above it
-at which the reports added over the rules' judgement are as precise and rules+model still is.
-The committed model's (`scripts/train_signals.py`'s `THRESHOLD`, `OVER`) are said beside them.
-`--before` adds the honest
-comparison: each batch read by the rules as they were before the batch was committed (run from
-git), alone and with the scorer at the committed threshold and "over", gated by those old
-rules' words and vetoes. Then the cost per
-event of the enrichment, rules alone and with the committed scorer. `--limit` keeps the first N
-entries of each group (a quick run).
+The replies' threshold is the lowest on a grid at which, pooled, the 🚨 precision of
+rules+model and the scorer's own precision both reach `PRECISION_FLOOR`; "over" is then the
+lowest at or above it at which the reports added over the rules' judgement are as precise and
+rules+model still is. Today's rules were written seeing every issue of the corpus and leave the
+issue scorer almost nothing to add there, so its bars are chosen on the honest reading instead
+(`--before`, `choose_before`): the lowest at which the reports it adds to the rules-before are
+as precise as the floor. The committed bars (`scripts/train_signals.py`'s `THRESHOLD`, `OVER`,
+`ISSUE_THRESHOLD`, `ISSUE_OVER`) are said beside them. `--before` adds the honest comparison:
+each batch read by the rules as they were before the batch was committed (run from git), alone
+and with the scorers at the committed bars, gated by those old rules' words and vetoes. Then
+the cost per event of the enrichment, rules alone and with the committed scorers. `--limit`
+keeps the first N entries of each group (a quick run).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +57,19 @@ from bot.enrich.learned import LiveModel, TagModel
 from bot.enrich.markdown import parse_post
 from bot.enrich.rules import TITLED_KINDS, enrich_event
 from bot.enrich.spam import is_spam
-from scripts.train_signals import OVER, THRESHOLD, eligible, example, fit, prune
+from scripts.train_signals import (
+    ISSUE_OVER,
+    ISSUE_THRESHOLD,
+    OVER,
+    THRESHOLD,
+    Example,
+    eligible,
+    example,
+    fit,
+    issue_eligible,
+    issue_example,
+    prune,
+)
 from tests.enrich.signal_corpus import CORPUS, KIND_NAMES, Verdict, load, recorded, to_event
 
 #: The corpus's projects and batches by id range (tests/data/README.md and the corpus's history).
@@ -447,6 +462,16 @@ BATCH_COMMITS: dict[str, str] = {
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)
 ALWAYS = LiveModel(bias=0.0, weights={}, threshold=-1.0, over=-1.0)  # adds wherever it may
+#: The two scorers: replies (comments and chat messages) and issue descriptions, each with the
+#: entries it may judge, how it reads one, and its committed threshold and "over".
+FAMILIES: dict[str, tuple[Callable[[dict[str, Any]], bool], Callable[[dict[str, Any]], Example]]]
+FAMILIES = {"replies": (eligible, example), "issues": (issue_eligible, issue_example)}
+COMMITTED: dict[str, tuple[float, float]] = {
+    "replies": (THRESHOLD, OVER),
+    "issues": (ISSUE_THRESHOLD, ISSUE_OVER),
+}
+#: Each scorer's (threshold, over); a scorer not named adds nothing.
+Bars = dict[str, tuple[float, float]]
 
 
 #: The cross-validations' folds: every group is left out once, with the others of its fold
@@ -492,10 +517,17 @@ class Scored:
     p: float | None
     junk: bool  # a stranger's advertisement: never marked
     heard: bool  # the rules heard incident words in its prose (the scorer needs ``over``)
+    family: str | None = None  # the scorer that gave ``p``
 
-    def combined(self, t: float, over: float = math.inf) -> Verdict:
-        found = self.p is not None and self.p > (over if self.heard else t)
-        return self.added if found else self.rules
+    def adds(self, bars: Bars) -> bool:
+        """Whether the scorer adds a report here, at these bars."""
+        if self.p is None or self.family not in bars:
+            return False
+        t, over = bars[self.family]
+        return self.p > (over if self.heard else t)
+
+    def combined(self, bars: Bars) -> Verdict:
+        return self.added if self.adds(bars) else self.rules
 
 
 def junk(entry: dict[str, Any]) -> bool:
@@ -513,17 +545,25 @@ def heard(entry: dict[str, Any]) -> bool:
 
 
 def cross_validate(entries: Sequence[dict[str, Any]]) -> list[Scored]:
-    data = {str(e["id"]): example(e) for e in entries if eligible(e)}
+    """Every entry of the left-out groups, scored by the scorer of its family fitted on the
+    other folds."""
+    data: dict[str, tuple[str, Example]] = {}
+    for name, (may, read) in FAMILIES.items():
+        data.update((str(e["id"]), (name, read(e))) for e in entries if may(e))
     out: list[Scored] = []
     for fold in folds(entries):
         held = [e for e in entries if group_of(e) in fold]
-        train = [
-            data[str(e["id"])] for e in entries if group_of(e) not in fold and str(e["id"]) in data
-        ]
-        bias, weights = fit(train)
-        model = LiveModel(bias=bias, weights=prune(weights), threshold=0.0)
+        models: dict[str, LiveModel] = {}
+        for name in FAMILIES:
+            train = [
+                data[str(e["id"])][1]
+                for e in entries
+                if group_of(e) not in fold and data.get(str(e["id"]), ("",))[0] == name
+            ]
+            bias, weights = fit(train)
+            models[name] = LiveModel(bias=bias, weights=prune(weights), threshold=0.0)
         for e in held:
-            ex = data.get(str(e["id"]))
+            family, ex = data.get(str(e["id"]), (None, None))
             out.append(
                 Scored(
                     str(e["id"]),
@@ -532,9 +572,10 @@ def cross_validate(entries: Sequence[dict[str, Any]]) -> list[Scored]:
                     bool(e.get("incident")),
                     verdict(e, False),
                     verdict(e, ALWAYS),
-                    model.probability(list(ex.names)) if ex else None,
+                    models[family].probability(list(ex.names)) if family and ex else None,
                     junk(e),
                     heard(e) if ex else False,
+                    family,
                 )
             )
     return out
@@ -555,16 +596,17 @@ class Row:
     over_added: int = 0  # reports added over the rules' judgement of words they heard
     over_right: int = 0
 
-    def add(self, s: Scored, t: float, over: float = math.inf) -> None:
-        both = s.combined(t, over)
-        overruled = s.heard and both.marked and not s.rules.marked
+    def add(self, s: Scored, bars: Bars, focus: str) -> None:
+        """Count ``s``: rules+model at ``bars``, and the ``focus`` scorer's own findings."""
+        both = s.combined(bars)
+        overruled = s.family == focus and s.heard and both.marked and not s.rules.marked
         self.over_added += overruled
         self.over_right += overruled and s.about
         self.live += s.live
         self.rules_live += s.live and s.rules.marked
         self.rules_marked += s.rules.marked
         self.rules_right += s.rules.marked and s.about
-        found = s.p is not None and s.p > t
+        found = s.family == focus and s.p is not None and s.p > bars[focus][0]
         self.model_found += found
         self.model_live += found and s.live
         self.model_right += found and s.about
@@ -573,23 +615,24 @@ class Row:
         self.both_right += both.marked and s.about
 
 
-def rows(scored: Sequence[Scored], t: float, over: float = math.inf) -> dict[str, Row]:
+def rows(scored: Sequence[Scored], bars: Bars, focus: str = "replies") -> dict[str, Row]:
     table: dict[str, Row] = {}
     for s in scored:
-        table.setdefault(s.group, Row()).add(s, t, over)
+        table.setdefault(s.group, Row()).add(s, bars, focus)
     pooled = Row()
     for s in scored:
-        pooled.add(s, t, over)
+        pooled.add(s, bars, focus)
     table["pooled"] = pooled
     return table
 
 
-def choose_threshold(scored: Sequence[Scored]) -> float:
-    """The lowest threshold on the grid at which, pooled, both the 🚨 precision of rules+model
-    and the scorer's own out-of-sample precision reach the floor (the rules' share of the
-    first is in-sample, so the second keeps the scorer's additions honest by themselves)."""
+def choose_threshold(scored: Sequence[Scored], family: str, others: Bars) -> float:
+    """The lowest threshold on the grid for ``family``'s scorer (the scorers before it at
+    ``others``) at which, pooled, both the 🚨 precision of rules+model and the scorer's own
+    out-of-sample precision reach the floor (the rules' share of the first is in-sample, so
+    the second keeps the scorer's additions honest by themselves)."""
     for t in GRID:
-        r = rows(scored, t)["pooled"]
+        r = rows(scored, {**others, family: (t, math.inf)}, family)["pooled"]
         if (
             r.both_marked
             and r.both_right >= PRECISION_FLOOR * r.both_marked
@@ -599,12 +642,12 @@ def choose_threshold(scored: Sequence[Scored]) -> float:
     return GRID[-1]
 
 
-def choose_over(scored: Sequence[Scored], t: float) -> float:
-    """The lowest "over" on the grid, at or above ``t``, at which the reports the scorer adds
-    over the rules' judgement are out of sample as precise as the floor and rules+model still
-    reaches it; never (infinity) when none is."""
+def choose_over(scored: Sequence[Scored], family: str, t: float, others: Bars) -> float:
+    """The lowest "over" on the grid, at or above ``t``, at which the reports ``family``'s
+    scorer adds over the rules' judgement are out of sample as precise as the floor and
+    rules+model still reaches it; never (infinity) when none is."""
     for over in (o for o in GRID if o >= t):
-        r = rows(scored, t, over)["pooled"]
+        r = rows(scored, {**others, family: (t, over)}, family)["pooled"]
         if (
             r.both_right >= PRECISION_FLOOR * r.both_marked
             and r.over_right >= PRECISION_FLOOR * r.over_added
@@ -617,11 +660,13 @@ def _pct(n: int, d: int) -> str:
     return f"{n:>3}/{d:<3} {100 * n / d:5.1f}%" if d else f"{'-':>14}"
 
 
-def print_table(scored: Sequence[Scored], t: float, over: float) -> None:
-    print(f"threshold {t}, over {over}: live-report recall (🚨 on incident events), 🚨 precision")
+def print_table(scored: Sequence[Scored], bars: Bars) -> None:
+    said = ", ".join(f"{family} {t}/{over}" for family, (t, over) in bars.items())
+    print(f"threshold/over {said}: live-report recall (🚨 on incident events), 🚨 precision")
+    print("(model: the replies' scorer alone)")
     head = f"{'group':<26} {'live':>4}  {'rules recall':>14} {'rules prec':>14}"
     print(f"{head}  {'model recall':>14} {'model prec':>14}  {'both recall':>14} {'both prec':>14}")
-    for name, r in rows(scored, t, over).items():
+    for name, r in rows(scored, bars).items():
         print(
             f"{name:<26} {r.live:>4}  {_pct(r.rules_live, r.live)} "
             f"{_pct(r.rules_right, r.rules_marked)}  {_pct(r.model_live, r.live)} "
@@ -630,22 +675,22 @@ def print_table(scored: Sequence[Scored], t: float, over: float) -> None:
         )
 
 
-def sweep(scored: Sequence[Scored], chosen: float) -> None:
+def sweep(scored: Sequence[Scored], family: str, chosen: float, others: Bars) -> None:
     print(
-        "\nthreshold sweep (pooled): model-alone recall, model precision, rules+model recall"
-        " and 🚨 prec"
+        f"\n{family}: threshold sweep (pooled): model-alone recall, model precision,"
+        " rules+model recall and 🚨 prec"
     )
     for t in GRID:
-        r = rows(scored, t)["pooled"]
+        r = rows(scored, {**others, family: (t, math.inf)}, family)["pooled"]
         print(
             f"  {t:4.2f}  model {_pct(r.model_live, r.live)}  prec "
             f"{_pct(r.model_right, r.model_found)}  both {_pct(r.both_live, r.live)}"
             f"  prec {_pct(r.both_right, r.both_marked)}"
         )
-    print(f"\nover sweep at threshold {chosen} (pooled): rules+model recall and 🚨 precision,")
-    print("and the reports added over the rules' judgement, with their precision")
+    print(f"\n{family}: over sweep at threshold {chosen} (pooled): rules+model recall and 🚨")
+    print("precision, and the reports added over the rules' judgement, with their precision")
     for over in (o for o in GRID if o >= chosen):
-        r = rows(scored, chosen, over)["pooled"]
+        r = rows(scored, {**others, family: (chosen, over)}, family)["pooled"]
         print(
             f"  {over:4.2f}  both {_pct(r.both_live, r.live)}  prec "
             f"{_pct(r.both_right, r.both_marked)}  over {_pct(r.over_right, r.over_added)}"
@@ -766,10 +811,47 @@ def run_before(entries: Sequence[dict[str, Any]], script: str) -> dict[str, list
     return found
 
 
-def print_before(scored: Sequence[Scored], before: Before, t: float, over: float) -> None:
+def added_before(s: Scored, before: Before, bars: Bars) -> bool:
+    """Whether the scorer adds a report to the rules' reading before the batch was written:
+    above its bar, where those rules' vetoes let it and they found no report."""
+    live, _, gate, said_heard = before[s.ident]
+    return (
+        s.family in bars
+        and s.p is not None
+        and s.p > bars[s.family][1 if said_heard else 0]
+        and gate
+        and not live
+        and not s.junk
+    )
+
+
+def choose_before(scored: Sequence[Scored], before: Before, family: str) -> tuple[float, float]:
+    """``family``'s bars chosen on the honest reading: the lowest threshold on the grid at which
+    the reports its scorer adds to the rules-before (where they had no 🚨) are, out of sample,
+    as precise as the floor; then the lowest "over" at or above it at which those it adds over
+    the rules' judgement of words they heard are too (infinity when none is)."""
+
+    def precise(bars: Bars, heard_only: bool) -> bool:
+        added = [
+            s
+            for s in scored
+            if s.ident in before
+            and not before[s.ident][1]
+            and (before[s.ident][3] or not heard_only)
+            and added_before(s, before, bars)
+        ]
+        return sum(s.about for s in added) >= PRECISION_FLOOR * len(added)
+
+    t = next((t for t in GRID if precise({family: (t, math.inf)}, False)), GRID[-1])
+    over = next((o for o in GRID if o >= t and precise({family: (t, o)}, True)), math.inf)
+    return t, over
+
+
+def print_before(scored: Sequence[Scored], before: Before, bars: Bars) -> None:
     """The honest comparison: each batch by the rules before they saw it, alone and with the
-    scorer fitted without it."""
-    print(f"\nrules before each batch (out of sample), alone and with the scorer at {t}/{over}")
+    scorers fitted without it."""
+    said = ", ".join(f"{family} {t}/{over}" for family, (t, over) in bars.items())
+    print(f"\nrules before each batch (out of sample), alone and with the scorers at {said}")
     print(
         f"{'group':<26} {'live':>4}  {'before recall':>14} {'before prec':>14}  "
         f"{'+model recall':>14} {'+model prec':>14}"
@@ -778,10 +860,8 @@ def print_before(scored: Sequence[Scored], before: Before, t: float, over: float
     for s in scored:
         if s.ident not in before:
             continue
-        live, marked, gate, said_heard = before[s.ident]
-        bar = over if said_heard else t
-        added = s.p is not None and s.p > bar and gate and not live and not s.junk
-        both = marked or added
+        marked = before[s.ident][1]
+        both = marked or added_before(s, before, bars)
         for key in (s.group, "pooled"):
             r = table.setdefault(key, [0] * 7)
             r[0] += s.live
@@ -829,15 +909,23 @@ def corpus_args(
 def main(argv: list[str] | None = None) -> int:
     args, entries = corpus_args(__doc__, argv)
     scored = cross_validate(entries)
-    t = choose_threshold(scored)
-    over = choose_over(scored, t)
-    print_table(scored, t, over)
-    print(f"committed threshold: {THRESHOLD}" + ("" if t == THRESHOLD else " (differs!)"))
-    print(f"committed over: {OVER}" + ("" if over == OVER else " (differs!)"))
-    sweep(scored, t)
+    chosen: Bars = {}
+    for family in FAMILIES:  # the replies' bars first, then the issues' beside them
+        t = choose_threshold(scored, family, chosen)
+        chosen[family] = (t, choose_over(scored, family, t, chosen))
+    print_table(scored, chosen)
+    for family, bars in chosen.items():
+        said = "" if bars == COMMITTED[family] else " (differs!)"
+        print(f"{family}: chosen {bars[0]}/{bars[1]}, committed {COMMITTED[family]}{said}")
+    for family, (t, _) in chosen.items():
+        sweep(scored, family, t, {f: b for f, b in chosen.items() if f != family})
     if args.before:
         before = rules_before(entries)
-        print_before(scored, before, THRESHOLD, OVER)  # what the live path does
+        print_before(scored, before, COMMITTED)  # what the live path does
+        for family in FAMILIES:
+            honest = choose_before(scored, before, family)
+            said = "" if honest == COMMITTED[family] else " (differs)"
+            print(f"{family}: chosen on the reading before each batch {honest}{said}")
     print()
     cost(entries, repeat=1 if args.limit else 3)  # a slice is a smoke run, not a figure
     return 0

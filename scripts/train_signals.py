@@ -1,7 +1,7 @@
 """Fit the live-report scorer (`bot.enrich.learned`) from the development corpus and write it.
 
     python scripts/train_signals.py [--corpus tests/data/signal_corpus.jsonl] [--out PATH]
-        [--tags-out PATH]
+        [--issues-out PATH] [--tags-out PATH]
 
 Each corpus entry becomes the event the live source stores (`tests.enrich.signal_corpus`), its
 text is cleaned by the same `parse` the rules use, and `bot.enrich.learned.features` reads it.
@@ -16,6 +16,10 @@ byte for byte. Features seen in fewer than `MIN_COUNT` of the examples are left 
 largest and rounded. The threshold
 written with them is `THRESHOLD`, the one `bench/bench_learned.py`'s grouped cross-validation
 chose.
+
+The issue scorer (`issue_report_model.json`) is the same fit on the recorded issue descriptions
+(their title and prose, and their labels: `bot.enrich.learned.issue_features`), with its own
+`ISSUE_THRESHOLD` and `ISSUE_OVER` from the same cross-validation.
 
 It also fits the tag classifier (`bot.enrich.learned.TagModel`) and writes `tag_model.json`: the
 same fit once per labelled tag, one against the rest, on every recorded entry (the features
@@ -41,11 +45,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.enrich.context import ThreadContext
 from bot.enrich.learned import (
+    ISSUE_MODEL_PATH,
     LEARNED_KINDS,
     MODEL_PATH,
     TAG_MODEL_PATH,
     LiveModel,
     features,
+    issue_features,
     tag_features,
 )
 from bot.enrich.markdown import parse_post
@@ -69,6 +75,10 @@ THRESHOLD = 0.45
 #: post no report (the same cross-validation's "over": the lowest at which those additions
 #: are as precise out of sample): the scorer must be surer to overrule the rules.
 OVER = 0.70
+#: The issue scorer's: chosen by the same rule on the same cross-validation, among issue
+#: descriptions (a fifth of them live reports, where a fifth of replies are).
+ISSUE_THRESHOLD = 0.9
+ISSUE_OVER = 0.9
 #: A feature is learned by the tag classifier only when this many entries have it (its weights
 #: are all kept: pruned to the largest, it agreed less out of sample, bench/bench_tag_gate.py).
 TAG_MIN_COUNT = 12
@@ -96,6 +106,23 @@ def example(entry: dict[str, Any]) -> Example:
 
 def examples(entries: Iterable[dict[str, Any]]) -> list[Example]:
     return [example(e) for e in entries if eligible(e)]
+
+
+def issue_eligible(entry: dict[str, Any]) -> bool:
+    """Whether the live path could let the issue scorer mark this entry: a recorded issue
+    description."""
+    return recorded(entry) and to_event(entry).kind == "issue"
+
+
+def issue_example(entry: dict[str, Any]) -> Example:
+    event = to_event(entry)
+    doc = parse_post(event.body or "", event.source)
+    names = issue_features(doc, event.title, ThreadContext.of(event))
+    return Example(str(entry["id"]), tuple(names), bool(entry.get("live_report")))
+
+
+def issue_examples(entries: Iterable[dict[str, Any]]) -> list[Example]:
+    return [issue_example(e) for e in entries if issue_eligible(e)]
 
 
 def common(data: Sequence[Example], min_count: int = MIN_COUNT) -> list[Example]:
@@ -172,6 +199,7 @@ def prune_column(names: Sequence[str], values: np.ndarray, keep: int = KEEP) -> 
 
 
 def model_json(data: Sequence[Example], threshold: float = THRESHOLD, over: float = OVER) -> str:
+    """A scorer as ``LiveModel.from_json`` reads it (the issue scorer's with its own bars)."""
     bias, weights = fit(data)
     body: dict[str, object] = {"bias": round(bias, 4), "threshold": threshold}
     if math.isfinite(over):
@@ -233,11 +261,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--out", type=Path, default=MODEL_PATH)
+    parser.add_argument("--issues-out", type=Path, default=ISSUE_MODEL_PATH)
     parser.add_argument("--tags-out", type=Path, default=TAG_MODEL_PATH)
     args = parser.parse_args(argv)
     entries = load(args.corpus)
+    issues = issue_examples(entries)
     for out, text in (
         (args.out, model_json(examples(entries))),
+        (args.issues_out, model_json(issues, ISSUE_THRESHOLD, ISSUE_OVER)),
         (args.tags_out, tag_model_json(tag_examples(entries))),
     ):
         out.write_text(text, encoding="utf-8")

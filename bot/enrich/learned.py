@@ -7,7 +7,9 @@ event's cleaned text (its own title and prose, as ``bot.enrich.markdown.parse`` 
 no code fences, no quoted replies), their pairs, and a few facts about the post (its kind and
 source, whether it pasted code or a log, how long it is). ``scripts/train_signals.py`` fits it
 from the development corpus and writes ``live_report_model.json`` beside this module; it is
-read once, on first use.
+read once, on first use. An issue's description is scored by a second regression of its own
+(``issue_report_model.json``): an issue opened to report a fault is a different shape from a
+reply, and a reply's scorer reads proposals and plans as reports.
 
 Scoring is a dictionary look-up per feature. Digits are reduced to their shape ("step 41,200"
 gives ``step 0``; "gpu-a17" gives ``gpu-a0``), so a step or a host's index counts as a kind of
@@ -35,6 +37,7 @@ from bot.enrich.context import ThreadContext
 from bot.enrich.markdown import Document
 
 __all__ = [
+    "ISSUE_MODEL_PATH",
     "LEARNED_KINDS",
     "MODEL_PATH",
     "TAG_MODEL_PATH",
@@ -42,6 +45,8 @@ __all__ = [
     "TagModel",
     "features",
     "gate",
+    "issue_features",
+    "load_issue_model",
     "load_model",
     "load_tag_model",
     "tag_features",
@@ -49,6 +54,7 @@ __all__ = [
 
 MODEL_PATH: Final = Path(__file__).with_name("live_report_model.json")
 TAG_MODEL_PATH: Final = Path(__file__).with_name("tag_model.json")
+ISSUE_MODEL_PATH: Final = Path(__file__).with_name("issue_report_model.json")
 #: The tag gate (``gate``), chosen by the grouped cross-validation in ``bench/bench_tag_gate.py``
 #: (the one under which the most left-out projects, each read by the rules as they were before
 #: it was written, meet both of issue 40's targets): the rules' tag is shown only where the
@@ -63,10 +69,11 @@ SURE: Final = 0.0
 #: Tags the gate never gives nor takes away: "incident" is the incident detector's, "other" is
 #: no tag.
 UNGATED: Final = frozenset({"incident", "other"})
-#: The kinds of post the scorer learns from and judges: replies that can be live reports. Never
-#: a pull description or a review (they describe changes), nor an issue description: an issue
-#: says what its thread is for, and its title is what the rules read a report by (out of sample
-#: every issue the scorer added was a proposal or a plan). Never a run's state, a fact.
+#: The kinds of post the replies' scorer learns from and judges: replies that can be live
+#: reports. Never a pull description or a review (they describe changes), nor an issue
+#: description: an issue says what its thread is for (out of sample every issue this scorer
+#: added was a proposal or a plan); the issue scorer (``load_issue_model``), fitted on issues
+#: alone, reads those. Never a run's state, a fact.
 LEARNED_KINDS: Final = frozenset({"comment", "message"})
 #: At most this many words of a post are read (a live report says so near its top).
 MAX_WORDS: Final = 400
@@ -152,6 +159,20 @@ class LiveModel:
 def load_model(path: Path = MODEL_PATH) -> LiveModel:
     """The committed model, read once."""
     return LiveModel.from_json(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def load_issue_model(path: Path = ISSUE_MODEL_PATH) -> LiveModel:
+    """The committed scorer of issue descriptions, read once."""
+    return LiveModel.from_json(path.read_text(encoding="utf-8"))
+
+
+def issue_features(doc: Document, title: str | None, context: ThreadContext) -> list[str]:
+    """``features`` of an issue's description and title, and its labels (``label:``): a
+    monitor's issue is labelled as one."""
+    found = set(features(doc, title, "issue", "github"))
+    found.update(f"label:{t}" for label in context.labels for t in _tokens(label))
+    return sorted(found)
 
 
 def tag_features(

@@ -75,6 +75,8 @@ from bot.enrich.learned import (
     TagModel,
     features,
     gate,
+    issue_features,
+    load_issue_model,
     load_model,
     load_tag_model,
     tag_features,
@@ -263,7 +265,7 @@ def _judge(
         # a pull request's thread discusses its change: a failure there is told in the rules'
         # words ("this broke the run"), and the scorer reads its explanations as reports
         and context.kind != "pull"
-        and (added := _learned_report(doc, title, kind, source, learned))
+        and (added := _learned_report(doc, title, kind, source, context, learned))
     ):
         live, (severity, incident_kind) = True, added
     if live or told_over:
@@ -295,14 +297,22 @@ def _logs(doc: Document) -> str:
 
 
 def _learned_report(
-    doc: Document, title: str | None, kind: str, source: str, learned: LiveModel | bool
+    doc: Document,
+    title: str | None,
+    kind: str,
+    source: str,
+    context: ThreadContext,
+    learned: LiveModel | bool,
 ) -> tuple[str, str] | None:
     """``(severity, kind)`` of a live report the learned scorer finds in a post the rules did
-    not rule out, or None. Where the rules heard incident words and judged them no report,
-    the scorer must be surer to overrule them (``over``, not ``threshold``). Its kind is the
-    most specific one the rules' signals name anywhere in the post, its pasted log included
-    (unjudged: the scorer has judged it a report), else ``outage``."""
-    if learned is False or kind not in LEARNED_KINDS or not doc.prose.strip():
+    not rule out, or None: a reply by the replies' scorer, an issue's description by the
+    issues' (``learned`` True; a model given is used for both). Where the rules heard incident
+    words and judged them no report, the scorer must be surer to overrule them (``over``, not
+    ``threshold``). Its kind is the most specific one the rules' signals name anywhere in the
+    post, its pasted log included (unjudged: the scorer has judged it a report), else
+    ``outage``."""
+    issue = kind == "issue" and source == "github" and bool(title)  # as the scorer learned it
+    if learned is False or not (issue or kind in LEARNED_KINDS) or not doc.prose.strip():
         return None
     sentences = [s for s in SENTENCE_SPLIT.split(doc.prose.strip()) if s]
     if all(_CONDITIONAL.match(s) for s in sentences):
@@ -319,7 +329,7 @@ def _learned_report(
         return None  # "loss stuck?": too few words for a reading of words to judge
     if len(_ANY_WORD.findall(doc.prose)) <= _SHORT_POST and figures_unchanged(doc.prose):
         return None  # "MFU since the relaunch is 41.2%, was 41.3 before": nothing moved
-    model = load_model() if learned is True else learned
+    model = learned if learned is not True else load_issue_model() if issue else load_model()
     heard = signals_heard(f"{title}\n{doc.prose}" if title else doc.prose)
     if all_checked(doc.prose) and not heard:
         return None  # an agent's daily that flags nothing, every line ✅: the run is well
@@ -330,7 +340,8 @@ def _learned_report(
     if alert_page(doc.prose) == "noise":
         return None  # "[PagerDuty] TRIGGERED … run=abl-rope-yarn urgency: low": pages nobody
     bar = model.over if heard else model.threshold
-    if model.probability(features(doc, title, kind, source)) <= bar:
+    names = issue_features(doc, title, context) if issue else features(doc, title, kind, source)
+    if model.probability(names) <= bar:
         return None
     text = "\n".join(part for part in (title or "", doc.prose, *doc.code) if part)
     found = sharper_kind("outage", text)

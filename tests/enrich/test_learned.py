@@ -12,8 +12,17 @@ from typing import Any
 import pytest
 
 from bench import bench_learned
+from bot.enrich.context import ThreadContext
 from bot.enrich.incidents import figures_unchanged
-from bot.enrich.learned import MODEL_PATH, LiveModel, features, load_model
+from bot.enrich.learned import (
+    ISSUE_MODEL_PATH,
+    MODEL_PATH,
+    LiveModel,
+    features,
+    issue_features,
+    load_issue_model,
+    load_model,
+)
 from bot.enrich.markdown import parse
 from bot.enrich.rules import enrich_text
 from scripts import train_signals
@@ -49,6 +58,56 @@ def test_a_model_file_without_weights_is_refused() -> None:
 def test_the_committed_model_is_what_the_script_fits_from_the_committed_corpus() -> None:
     fitted = train_signals.model_json(train_signals.examples(load()))
     assert fitted == MODEL_PATH.read_text(encoding="utf-8")
+
+
+def test_the_committed_issue_model_is_what_the_script_fits_from_the_committed_corpus() -> None:
+    fitted = train_signals.model_json(
+        train_signals.issue_examples(load()),
+        train_signals.ISSUE_THRESHOLD,
+        train_signals.ISSUE_OVER,
+    )
+    assert fitted == ISSUE_MODEL_PATH.read_text(encoding="utf-8")
+
+
+def _issue(title: str, body: str, learned: LiveModel | bool, labels: tuple[str, ...] = ()) -> Any:
+    context = ThreadContext(title=title, labels=labels, kind="issue")
+    return enrich_text(
+        title=title, body=body, kind="issue", source="github", context=context, learned=learned
+    )
+
+
+#: An issue opened to report a fault, in words the rules do not judge incidents by.
+UNHEARD_ISSUE = (
+    "Grad norm panel looks odd since the relaunch",
+    "Since Tuesday's relaunch the grad norm panel shows a sawtooth every 500 steps that wasn't "
+    "there before. Loss looks normal so far. Is this expected?",
+)
+
+
+def test_an_issue_description_is_scored_by_the_issue_scorer() -> None:
+    title, body = UNHEARD_ISSUE
+    assert not _issue(title, body, False).live_report  # the rules alone miss it
+    e = _issue(title, body, ALWAYS)
+    assert e.live_report and e.incident and e.tag == "incident"
+    assert not _issue(title, body, NEVER).live_report
+    assert not _issue("", body, ALWAYS).live_report  # it learned descriptions with their titles
+    # the committed issue scorer reads it as the report it is, and a plan as none
+    assert _issue(title, body, True).live_report
+    plan = "The next eval sweep will pull step_220000 on Monday; owners please confirm tasks."
+    assert not _issue("Eval sweep at 220k", plan, True).live_report
+
+
+def test_the_issue_scorer_reads_the_labels_and_never_a_proposal() -> None:
+    doc = parse(UNHEARD_ISSUE[1])
+    context = ThreadContext(title=UNHEARD_ISSUE[0], labels=("monitor: alert",), kind="issue")
+    names = issue_features(doc, UNHEARD_ISSUE[0], context)
+    assert {"label:monitor", "label:alert", "kind:issue"} <= set(names)
+    model = load_issue_model()
+    assert 0.5 < model.threshold < 1.0 and model.over >= model.threshold
+    assert model.probability(names) != model.probability(issue_features(doc, None, context))
+    # an issue asking for a change says what to do, whatever a scorer would say
+    ask = "Proposal: pin the eval harness to the trainer's tokenizer revision"
+    assert not _issue(ask, UNHEARD_ISSUE[1], OVERRULES).live_report
 
 
 def _enrich(body: str, kind: str, learned: LiveModel | bool, title: str | None = None) -> Any:

@@ -28,13 +28,16 @@ def summarize(body: str, title: str | None = None, limit: int = 200) -> str:
 def detect_incident(
     text: str, title: str | None = None, context: ThreadContext | None = None
 ) -> tuple[bool, str | None, str | None]:
-    """`(live report, severity, kind)` the rules read in markdown `text` (and an issue title)."""
-    e = enrich_text(title=title, body=text, kind="issue", source="github", context=context)
+    """`(live report, severity, kind)` the rules read in markdown `text` (and an issue title):
+    the rules alone, without the issue scorer (`tests/enrich/test_learned.py`)."""
+    e = enrich_text(
+        title=title, body=text, kind="issue", source="github", context=context, learned=False
+    )
     return e.live_report, e.severity, e.incident_kind
 
 
 def classify_tag(text: str, title: str | None = None) -> str:
-    return enrich_text(title=title, body=text, kind="issue", source="github").tag
+    return enrich_text(title=title, body=text, kind="issue", source="github", learned=False).tag
 
 
 def is_newsworthy(body: str, kind: str = "message") -> bool:

@@ -27,7 +27,6 @@ from pydantic import SecretStr
 from bot.config.runsfile import RunConfig, RunsFile
 from bot.config.settings import Settings
 from bot.incidents.engine import IncidentEngine
-from bot.incidents.rounds import replica
 from bot.incidents.writeup import latest_prose
 from bot.llm.client import LLMClient
 from bot.llm.writeup import ModelPen
@@ -40,11 +39,11 @@ from bot.store import Database, Store
 from tests.cli.inprocess import run_main
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.github import FakeGitHub
-from tests.incidents.scenario import Scenario, content
+from tests.incidents.scenario import Saved, Scenario, content, save
 from tests.incidents.test_ops_log import comments, log_issue
 from tests.incidents.test_writeup import issue
 from tests.llm.conftest import MODEL
-from tests.llm.writeup_corpus import DEV, NOW, load, outage
+from tests.llm.writeup_corpus import DEV, load, outage
 
 ANSWERS = {a["id"]: a for a in load(DEV)}
 WRONG = [a for a in load(DEV) if a["error"] is not None]
@@ -72,24 +71,10 @@ def edits(items: list[OutboxItem], incident_id: int) -> list[OutboxItem]:
 
 @dataclass(frozen=True)
 class Resolved:
-    """The outage with a model key, as `outage` leaves it: its database file, the scenario's
-    state and the engine's memory (what it judged and logged), to resume from in each test."""
+    """The outage with a model key, as `outage` leaves it (`saved`), and its incident."""
 
-    path: Path
+    saved: Saved
     incident_id: int
-    scenario: dict[str, Any]
-    engine: dict[str, Any]
-
-    def resume(self, store: Store, pen: ModelPen) -> Scenario:
-        """The scenario and its engine (with `pen`) as they were when the outage resolved, over
-        `store` opened on a copy of `path`."""
-        engine = IncidentEngine(IncidentPosts(), pen=pen)
-        engine.reader._judged_through, engine._logged = replica(
-            (self.engine["judged_through"], self.engine["logged"])
-        )
-        sc = Scenario(store, NOW, engine=engine)
-        vars(sc).update(replica(self.scenario))
-        return sc
 
 
 @pytest.fixture(scope="module")
@@ -97,27 +82,23 @@ def resolved(tmp_path_factory: pytest.TempPathFactory, empty_database: Path) -> 
     """The outage driven once per module through the real store, rules and engine with a model
     key (the same replay for every test: each resumes from a copy of it). The pen has no server
     behind it: the alert and the resolution never wait on it, so it is never called."""
+
+    async def drive(store: Store) -> tuple[Scenario, int]:
+        llm = LLMClient(store, api_key="sk-test", base_url="http://127.0.0.1:9", model=MODEL)
+        sc, incident_id = await outage(
+            store, engine=IncidentEngine(IncidentPosts(), pen=ModelPen(llm))
+        )
+        assert llm._sdk is None  # the alert and the resolution never waited on the model
+        return sc, incident_id
+
     path = tmp_path_factory.mktemp("outage") / "outage.db"
-    shutil.copy(empty_database, path)
-
-    async def build() -> Resolved:
-        async with Database.open(path) as db:
-            store = Store(db)
-            llm = LLMClient(store, api_key="sk-test", base_url="http://127.0.0.1:9", model=MODEL)
-            engine = IncidentEngine(IncidentPosts(), pen=ModelPen(llm))
-            sc, incident_id = await outage(store, engine=engine)
-            assert llm._sdk is None  # the alert and the resolution never waited on the model
-            state = {k: v for k, v in vars(sc).items() if k not in ("store", "engine")}
-            memory = {"judged_through": engine.reader._judged_through, "logged": engine._logged}
-            return Resolved(path, incident_id, replica(state), replica(memory))
-
-    return asyncio.run(build())
+    return Resolved(*save(path, empty_database, drive))
 
 
 @pytest.fixture
 async def store(db_path: Path, resolved: Resolved) -> AsyncIterator[Store]:
     """A store holding the resolved outage (a copy of `resolved`'s database)."""
-    shutil.copy(resolved.path, db_path)
+    shutil.copy(resolved.saved.path, db_path)
     async with Database.open(db_path) as db:
         yield Store(db)
 
@@ -131,7 +112,8 @@ async def resolved_with_model(
     store: Store, pen: ModelPen, fake: FakeAnthropic, resolved: Resolved
 ) -> tuple[Scenario, int]:
     """The outage with a model key: resolved, its resolution queued, and no request made."""
-    sc, incident_id = resolved.resume(store, pen), resolved.incident_id
+    engine = IncidentEngine(IncidentPosts(), pen=pen)
+    sc, incident_id = resolved.saved.resume(store, engine), resolved.incident_id
     assert fake.message_requests == []  # the alert and the resolution never waited on it
     items = await sc.outbox()
     assert any(i.dedup_key == f"incident:{incident_id}:resolved" for i in items)

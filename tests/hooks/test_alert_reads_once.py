@@ -12,7 +12,7 @@ from bot.incidents.service import acknowledge
 from bot.incidents.silences import add_silence
 from bot.models import OutboxItem
 from tests.fakes.alertmanager import Alert
-from tests.hooks.test_alertmanager_hook import Receiver, receiver, xid  # noqa: F401
+from tests.hooks.test_alertmanager_hook import Receiver, healthy, receiver, xid  # noqa: F401
 
 RUNBOOK = "https://runbooks.example/gpu-xid"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -21,10 +22,10 @@ from bot.core.errors import UserFacingError
 from bot.hooks.routes import ALERTMANAGER_MAX_BODY, HookEndpoints
 from bot.incidents.silences import add_silence
 from bot.models import RunInfo
-from bot.store import Store
+from bot.store import Database, Store
 from bot.web.server import serve
 from tests.fakes.alertmanager import Alert, message, post
-from tests.incidents.scenario import CHANNEL, MIN, Scenario, content
+from tests.incidents.scenario import CHANNEL, MIN, Saved, Scenario, content, save
 
 TOKEN = "alertmanager-token-0123456789"
 T0 = datetime(2026, 9, 2, 12, 0, tzinfo=UTC)
@@ -44,17 +45,33 @@ class Receiver:
         return await post(self.http, self.url, message(list(alerts)), token)
 
 
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory: pytest.TempPathFactory, empty_database: Path) -> Saved:
+    """The run after 30 minutes of training, healthy: driven once per module, resumed from a
+    copy by each test's `receiver`."""
+
+    async def drive(store: Store) -> tuple[Scenario, None]:
+        run = Scenario(store, T0)
+        await run.start()
+        await run.run_for(30)  # training, healthy
+        return run, None
+
+    saved, _ = save(tmp_path_factory.mktemp("healthy") / "healthy.db", empty_database, drive)
+    return saved
+
+
 @pytest.fixture
-async def receiver(store: Store) -> AsyncIterator[Receiver]:
-    run = Scenario(store, T0)
-    await run.start()
-    await run.run_for(30)  # training, healthy
-    hooks = HookEndpoints(store, github_secret=None, token=TOKEN)
-    async with (
-        serve(store, "127.0.0.1", 0, poll_interval=60.0, hooks=hooks) as (_, port),
-        aiohttp.ClientSession() as http,
-    ):
-        yield Receiver(f"http://127.0.0.1:{port}/hooks/alertmanager", http, store, run, hooks)
+async def receiver(healthy: Saved, db_path: Path) -> AsyncIterator[Receiver]:
+    shutil.copy(healthy.path, db_path)
+    async with Database.open(db_path) as db:
+        store = Store(db)
+        run = healthy.resume(store)
+        hooks = HookEndpoints(store, github_secret=None, token=TOKEN)
+        async with (
+            serve(store, "127.0.0.1", 0, poll_interval=60.0, hooks=hooks) as (_, port),
+            aiohttp.ClientSession() as http,
+        ):
+            yield Receiver(f"http://127.0.0.1:{port}/hooks/alertmanager", http, store, run, hooks)
 
 
 def xid(at: datetime, **labels: str) -> Alert:

@@ -4,20 +4,26 @@ poll cycle at a time, and runs the engine after each cycle."""
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import Callable
+import shutil
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from bot.analysis.forecast import SeriesPoint
 from bot.config.settings import parse_runs
 from bot.incidents.engine import IncidentEngine
+from bot.incidents.rounds import replica
 from bot.models import NEW_RUN, Event, MetricPoint, OutboxItem, Restart, RunSnapshot
 from bot.posts.incidents import IncidentPosts
 from bot.process.pipeline import enrich_pending
 from bot.process.runtime import record_runs
-from bot.store import Store
+from bot.store import Database, Store
+
+T = TypeVar("T")
 
 CHANNEL = 1213463398226931745
 RUN_A = "lab/pretrain/hero-a"
@@ -299,3 +305,39 @@ def content(item: OutboxItem) -> str:
 
 def finite(value: float) -> bool:
     return math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class Saved:
+    """A scenario as it stood at one moment: its database (a closed file), its own state and
+    its engine's memory (what the reader judged through, the failures it logged). A test that
+    starts from that moment resumes from a copy instead of replaying the minutes before it."""
+
+    path: Path
+    state: dict[str, Any]
+    memory: tuple[dict[str, datetime], dict[str, dict[str, int]]]
+
+    def resume(self, store: Store, engine: IncidentEngine | None = None) -> Scenario:
+        """The scenario at that moment over `store` (opened on a copy of `path`), its engine
+        `engine` (default: a plain one, as `Scenario` builds) with the saved memory."""
+        sc = Scenario(store, FAR, engine=engine)
+        vars(sc).update(replica(self.state))
+        sc.engine.reader._judged_through, sc.engine._logged = replica(self.memory)
+        return sc
+
+
+def save(
+    path: Path, empty_database: Path, drive: Callable[[Store], Awaitable[tuple[Scenario, T]]]
+) -> tuple[Saved, T]:
+    """`drive` run once over a new store at `path` (a copy of `empty_database`, as every
+    test's store is), saved as it left the scenario; with what `drive` returned besides."""
+    shutil.copy(empty_database, path)
+
+    async def build() -> tuple[Saved, T]:
+        async with Database.open(path) as db:
+            sc, extra = await drive(Store(db))
+            state = {k: v for k, v in vars(sc).items() if k not in ("store", "engine")}
+            memory = (sc.engine.reader._judged_through, sc.engine._logged)
+            return Saved(path, replica(state), replica(memory)), extra
+
+    return asyncio.run(build())

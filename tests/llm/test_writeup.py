@@ -14,6 +14,9 @@ whose facts change after it resolved is written again and edited in, never poste
 from __future__ import annotations
 
 import asyncio
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +39,7 @@ from bot.store import Database, Store
 from tests.cli.inprocess import run_main
 from tests.fakes.anthropic import FakeAnthropic, Reply, text
 from tests.fakes.github import FakeGitHub
-from tests.incidents.scenario import Scenario, content
+from tests.incidents.scenario import Saved, Scenario, content, save
 from tests.incidents.test_ops_log import comments, log_issue
 from tests.incidents.test_writeup import issue
 from tests.llm.conftest import MODEL
@@ -66,16 +69,51 @@ def edits(items: list[OutboxItem], incident_id: int) -> list[OutboxItem]:
     return [i for i in items if i.dedup_key.startswith(f"incident:{incident_id}:writeup:edit:")]
 
 
+@dataclass(frozen=True)
+class Resolved:
+    """The outage with a model key, as `outage` leaves it (`saved`), and its incident."""
+
+    saved: Saved
+    incident_id: int
+
+
+@pytest.fixture(scope="module")
+def resolved(tmp_path_factory: pytest.TempPathFactory, empty_database: Path) -> Resolved:
+    """The outage driven once per module through the real store, rules and engine with a model
+    key (the same replay for every test: each resumes from a copy of it). The pen has no server
+    behind it: the alert and the resolution never wait on it, so it is never called."""
+
+    async def drive(store: Store) -> tuple[Scenario, int]:
+        llm = LLMClient(store, api_key="sk-test", base_url="http://127.0.0.1:9", model=MODEL)
+        sc, incident_id = await outage(
+            store, engine=IncidentEngine(IncidentPosts(), pen=ModelPen(llm))
+        )
+        assert llm._sdk is None  # the alert and the resolution never waited on the model
+        return sc, incident_id
+
+    path = tmp_path_factory.mktemp("outage") / "outage.db"
+    return Resolved(*save(path, empty_database, drive))
+
+
+@pytest.fixture
+async def store(db_path: Path, resolved: Resolved) -> AsyncIterator[Store]:
+    """A store holding the resolved outage (a copy of `resolved`'s database)."""
+    shutil.copy(resolved.saved.path, db_path)
+    async with Database.open(db_path) as db:
+        yield Store(db)
+
+
 @pytest.fixture
 def pen(make_llm: Any) -> ModelPen:
     return ModelPen(make_llm())
 
 
 async def resolved_with_model(
-    store: Store, pen: ModelPen, fake: FakeAnthropic
+    store: Store, pen: ModelPen, fake: FakeAnthropic, resolved: Resolved
 ) -> tuple[Scenario, int]:
     """The outage with a model key: resolved, its resolution queued, and no request made."""
-    sc, incident_id = await outage(store, engine=IncidentEngine(IncidentPosts(), pen=pen))
+    engine = IncidentEngine(IncidentPosts(), pen=pen)
+    sc, incident_id = resolved.saved.resume(store, engine), resolved.incident_id
     assert fake.message_requests == []  # the alert and the resolution never waited on it
     items = await sc.outbox()
     assert any(i.dedup_key == f"incident:{incident_id}:resolved" for i in items)
@@ -84,9 +122,9 @@ async def resolved_with_model(
 
 
 async def test_the_model_writes_it_after_the_resolution_and_it_is_posted_once(
-    store: Store, pen: ModelPen, fake: FakeAnthropic
+    store: Store, pen: ModelPen, fake: FakeAnthropic, resolved: Resolved
 ) -> None:
-    sc, incident_id = await resolved_with_model(store, pen, fake)
+    sc, incident_id = await resolved_with_model(store, pen, fake, resolved)
     fake.push(text(GOOD))
     assert await runtime(store, pen).write_writeups(sc.now) == 1
     [request] = fake.message_requests
@@ -129,9 +167,9 @@ async def test_the_model_writes_it_after_the_resolution_and_it_is_posted_once(
 
 @pytest.mark.parametrize("wrong", WRONG, ids=[a["id"] for a in WRONG])
 async def test_a_wrong_answer_is_refused_and_the_template_posted(
-    store: Store, pen: ModelPen, fake: FakeAnthropic, wrong: dict[str, Any]
+    store: Store, pen: ModelPen, fake: FakeAnthropic, wrong: dict[str, Any], resolved: Resolved
 ) -> None:
-    sc, incident_id = await resolved_with_model(store, pen, fake)
+    sc, incident_id = await resolved_with_model(store, pen, fake, resolved)
     fake.push(text(wrong["text"]), text(wrong["text"]))  # the same mistake after the retry
     await runtime(store, pen).write_writeups(sc.now)
     assert len(fake.message_requests) == 2
@@ -146,9 +184,9 @@ async def test_a_wrong_answer_is_refused_and_the_template_posted(
 
 
 async def test_a_retry_that_fixes_the_mistake_is_posted(
-    store: Store, pen: ModelPen, fake: FakeAnthropic
+    store: Store, pen: ModelPen, fake: FakeAnthropic, resolved: Resolved
 ) -> None:
-    sc, incident_id = await resolved_with_model(store, pen, fake)
+    sc, incident_id = await resolved_with_model(store, pen, fake, resolved)
     fake.push(text(ANSWERS["dev-w1"]["text"]), text(GOOD))
     await runtime(store, pen).write_writeups(sc.now)
     [_, retry] = fake.message_requests
@@ -167,9 +205,9 @@ async def test_a_retry_that_fixes_the_mistake_is_posted(
     ids=["error", "overloaded"],
 )
 async def test_a_failing_model_gives_the_template(
-    store: Store, pen: ModelPen, fake: FakeAnthropic, failure: Reply
+    store: Store, pen: ModelPen, fake: FakeAnthropic, failure: Reply, resolved: Resolved
 ) -> None:
-    sc, incident_id = await resolved_with_model(store, pen, fake)
+    sc, incident_id = await resolved_with_model(store, pen, fake, resolved)
     fake.push(failure, failure, failure)  # every attempt of the client's
     await runtime(store, pen).write_writeups(sc.now)
     await sc.tick()
@@ -178,10 +216,10 @@ async def test_a_failing_model_gives_the_template(
 
 
 async def test_a_slow_model_gives_the_template(
-    store: Store, make_llm: Any, fake: FakeAnthropic
+    store: Store, make_llm: Any, fake: FakeAnthropic, resolved: Resolved
 ) -> None:
     slow = ModelPen(make_llm(timeout=30.0, max_retries=0), deadline=0.2)
-    sc, incident_id = await resolved_with_model(store, slow, fake)
+    sc, incident_id = await resolved_with_model(store, slow, fake, resolved)
     fake.push(Reply(content=[{"type": "text", "text": GOOD}], delay=5.0))
     await runtime(store, slow).write_writeups(sc.now)
     await sc.tick()
@@ -192,9 +230,9 @@ async def test_a_slow_model_gives_the_template(
 
 
 async def test_changed_facts_are_written_again_and_edited_in(
-    store: Store, pen: ModelPen, fake: FakeAnthropic
+    store: Store, pen: ModelPen, fake: FakeAnthropic, resolved: Resolved
 ) -> None:
-    sc, incident_id = await resolved_with_model(store, pen, fake)
+    sc, incident_id = await resolved_with_model(store, pen, fake, resolved)
     fake.push(text(GOOD))
     await runtime(store, pen).write_writeups(sc.now)
     await sc.tick()
@@ -225,9 +263,9 @@ async def test_changed_facts_are_written_again_and_edited_in(
 
 
 async def test_the_ops_log_gets_the_models_writeup_as_one_comment_edited_in_place(
-    store: Store, pen: ModelPen, fake: FakeAnthropic
+    store: Store, pen: ModelPen, fake: FakeAnthropic, resolved: Resolved
 ) -> None:
-    sc, _ = await resolved_with_model(store, pen, fake)
+    sc, _ = await resolved_with_model(store, pen, fake, resolved)
     async with FakeGitHub() as github, httpx.AsyncClient() as client:
         repo, number = await log_issue(store, github)
         writer = OpsLogWriter(client, github.url, SecretStr("token"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from bot.core.mentions import CONTROL_CHARS, INVISIBLE_CHARS, drop_discord_tokens
@@ -53,15 +53,15 @@ class Document:
     #: Table rows with a warning mark ("| DCGM | ❌ | 1 uncorrectable ECC |"), cells joined:
     #: an agent's status table flags a fault in a row, which prose never holds.
     flagged_rows: tuple[str, ...] = ()
+    #: Paragraphs, list items and headings, one per line; joined once, as every rule reads it.
+    prose: str = field(init=False, repr=False, compare=False)
+    #: The log-looking lines, one per line.
+    logs: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def prose(self) -> str:
-        """Paragraphs, list items and headings, one per line."""
-        return "\n".join(b.text for b in self.blocks if b.kind in PROSE_KINDS)
-
-    @property
-    def logs(self) -> str:
-        return "\n".join(b.text for b in self.blocks if b.kind == LOG)
+    def __post_init__(self) -> None:
+        prose = "\n".join(b.text for b in self.blocks if b.kind in PROSE_KINDS)
+        object.__setattr__(self, "prose", prose)
+        object.__setattr__(self, "logs", "\n".join(b.text for b in self.blocks if b.kind == LOG))
 
 
 # --------------------------------------------------------------------------------------------

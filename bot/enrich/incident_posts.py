@@ -9,6 +9,7 @@ what a post as a whole is about, over the same cleaned text. ``bot.enrich.rules`
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
@@ -217,9 +218,11 @@ def names_a_change(title: str) -> bool:
     return bool(_CHANGE_TITLE.match(title))
 
 
+@functools.lru_cache(maxsize=256)
 def thread_is_experiment(context: ThreadContext) -> bool:
     """The thread is about an experiment (by its title prefix, labels or title), an eval or a
-    benchmark named first in its title, or a proposal."""
+    benchmark named first in its title, or a proposal (a pure function of the thread, asked
+    about for each of its posts by several rules, so judged once)."""
     return bool(
         context.known
         and (_EXPERIMENT.search(context.topic) or _OTHER_SUBJECT_TITLE.match(context.title))
@@ -365,9 +368,11 @@ _BACK = re.compile(
 _INCIDENT_LABEL = re.compile(r"\b(?:incidents?|outages?|sev\s*\d|p0|firefight\w*)\b", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=256)
 def thread_incident(context: ThreadContext) -> str | None:
     """The incident kind a thread is about (its labels, prefix or a live report in its title),
-    or None when the thread is not an incident's own."""
+    or None when the thread is not an incident's own (judged once per thread, as
+    ``thread_is_experiment``)."""
     if not context.known or thread_is_experiment(context):
         return None
     if _RETROSPECTIVE_WORDS.found(context.title):

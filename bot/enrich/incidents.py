@@ -502,7 +502,10 @@ def _unhedged(m: re.Match[str]) -> str:
     return "has" if (m.group(1) or m.group(2)).lower() == "have" else "is"
 
 
+@functools.lru_cache(maxsize=256)
 def _canonical(text: str) -> str:
+    """``text`` with aliases, emphasis and hedges said one way (a pure function of its text:
+    ``find_incident`` and ``signals_heard`` rewrite the same post)."""
     for alias, name in _ALIASES:
         text = alias.sub(name, text)
     text = _NCCL_TO.sub(r"\1 timeout", _EMPHATIC.sub("", text))

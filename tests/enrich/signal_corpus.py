@@ -190,9 +190,29 @@ def to_event(entry: dict[str, Any]) -> Event:
     return comment_event(SLUG, REPO, number, comment, "open", context)
 
 
+#: The events made of the entries read last, by entry: ``in_threads`` reads an entry's event
+#: again after its method has, and each is made once. An entry is held with its event, so its
+#: id is never another's while it is here.
+_MADE: dict[int, tuple[dict[str, Any], Event]] = {}
+#: Entries remembered at most (a corpus and then some; the memory is dropped when full).
+MADE_MOST = 40_000
+
+
+def event_of(entry: dict[str, Any]) -> Event:
+    """``to_event(entry)``, made once per entry."""
+    made = _MADE.get(id(entry))
+    if made is not None and made[0] is entry:
+        return made[1]
+    if len(_MADE) >= MADE_MOST:
+        _MADE.clear()
+    event = to_event(entry)
+    _MADE[id(entry)] = (entry, event)
+    return event
+
+
 def enrich(entry: dict[str, Any]) -> Enrichment:
     """The live path's deterministic enrichment of one entry."""
-    return rules_enrichment(to_event(entry))
+    return rules_enrichment(event_of(entry))
 
 
 # --- scoring ----------------------------------------------------------------------------------
@@ -315,9 +335,9 @@ def in_threads(entries: Iterable[dict[str, Any]], method: Method) -> Method:
         issues = [e for e in members if e.get("kind") == "issue"]
         if len(issues) != 1 or not verdicts[str(issues[0]["id"])].shown:
             continue
-        ident, issue = str(issues[0]["id"]), to_event(issues[0])
+        ident, issue = str(issues[0]["id"]), event_of(issues[0])
         comments = [e for e in members if e.get("kind") == "comment"]
-        events = [to_event(e) for e in comments]  # each once: a thread's replies are read twice
+        events = [event_of(e) for e in comments]
         replies = sorted(events, key=lambda r: r.at)
         marked = {
             event.external_id
@@ -346,7 +366,7 @@ def _chat_in_hindsight(entries: list[dict[str, Any]], verdicts: dict[str, Verdic
     channels: dict[str, list[tuple[Event, str]]] = {}
     for entry in entries:
         if entry.get("source") == "discord":
-            event = to_event(entry)
+            event = event_of(entry)
             channels.setdefault(str(event.thread), []).append((event, str(entry["id"])))
     for members in channels.values():
         members.sort(key=lambda pair: pair[0].at)

@@ -196,19 +196,23 @@ class Scenario:
         number: int = 42,
         author: str = "amara",
         title: str | None = None,
+        kind: str = "comment",
     ) -> Event:
-        """A person reports something; enrichment (rules) flags it as it would in the bot."""
+        """A person reports something (on GitHub a comment, or with ``kind="issue"`` the
+        description of an issue they open); enrichment flags it as it would in the bot."""
         self._github_ids += 1
         if source == "github":
+            issue = kind == "issue"
+            url = f"https://github.com/lab/hero/issues/{number}"
             event = Event(
                 run_slug="hero",
                 source="github",
-                external_id=f"comment:{self._github_ids}",
-                kind="comment",
+                external_id=f"issue:{number}" if issue else f"comment:{self._github_ids}",
+                kind=kind,
                 at=self.now,
                 author=author,
                 ref=f"#{number}",
-                url=f"https://github.com/lab/hero/issues/{number}#issuecomment-{self._github_ids}",
+                url=url if issue else f"{url}#issuecomment-{self._github_ids}",
                 state="open",
                 title=title,
                 body=body,

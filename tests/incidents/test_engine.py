@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
+from bot.enrich.rules import enrich_event
 from bot.incidents.engine import IncidentEngine
 from bot.incidents.service import acknowledge, incident_stats, list_incidents
 from bot.incidents.silences import add_silence
@@ -190,6 +191,28 @@ async def test_node_loss_reported_in_github_then_wandb_crash_is_one_incident(
     assert any("crashed" in content(u) for u in updates)
     alert_id = (await sc.alerts_posted())[0].id
     assert all(u.reply_to == alert_id for u in updates)
+
+
+async def test_an_issue_only_the_issue_scorer_reads_as_a_report_pages_once(
+    store: Store, now: datetime
+) -> None:
+    sc = Scenario(store, now)
+    await sc.start()
+    await sc.run_for(30)
+    title = "Grad norm panel looks odd since the relaunch"
+    body = (
+        "Since Tuesday's relaunch the grad norm panel shows a sawtooth every 500 steps that "
+        "wasn't there before. Loss looks normal so far. Is this expected?"
+    )
+    report = await sc.report(body, title=title, kind="issue", number=2210)
+    assert report.incident and report.tag == "incident"
+    assert not enrich_event(report, learned=False).live_report  # the rules alone: no report
+    await sc.tick()
+    alerts = await sc.alerts_posted()
+    assert len(alerts) == 1
+    assert "issues/2210" in content(alerts[0])
+    await sc.run_for(10)
+    assert len(await sc.alerts_posted()) == 1
 
 
 async def test_new_comments_on_the_reported_thread_go_to_the_alert_thread(

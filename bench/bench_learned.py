@@ -550,20 +550,16 @@ def heard(entry: dict[str, Any]) -> bool:
 def cross_validate(entries: Sequence[dict[str, Any]]) -> list[Scored]:
     """Every entry of the left-out groups, scored by the scorer of its family fitted on the
     other folds."""
-    data: dict[str, tuple[str, Example]] = {}
-    for name, (may, read) in FAMILIES.items():
-        data.update((str(e["id"]), (name, read(e))) for e in entries if may(e))
+    read_by = {
+        name: [(e, read(e)) for e in entries if may(e)] for name, (may, read) in FAMILIES.items()
+    }
+    data = {str(e["id"]): (name, ex) for name, read in read_by.items() for e, ex in read}
     out: list[Scored] = []
     for fold in folds(entries):
         held = [e for e in entries if group_of(e) in fold]
         models: dict[str, LiveModel] = {}
-        for name in FAMILIES:
-            train = [
-                data[str(e["id"])][1]
-                for e in entries
-                if group_of(e) not in fold and data.get(str(e["id"]), ("",))[0] == name
-            ]
-            bias, weights = fit(train)
+        for name, read in read_by.items():
+            bias, weights = fit([ex for e, ex in read if group_of(e) not in fold])
             models[name] = LiveModel(bias=bias, weights=prune(weights), threshold=0.0)
         for e in held:
             family, ex = data.get(str(e["id"]), (None, None))

@@ -161,10 +161,9 @@ def load_model(path: Path = MODEL_PATH) -> LiveModel:
     return LiveModel.from_json(path.read_text(encoding="utf-8"))
 
 
-@functools.cache
-def load_issue_model(path: Path = ISSUE_MODEL_PATH) -> LiveModel:
-    """The committed scorer of issue descriptions, read once."""
-    return LiveModel.from_json(path.read_text(encoding="utf-8"))
+def load_issue_model() -> LiveModel:
+    """The committed scorer of issue descriptions, read once (``load_model`` of its file)."""
+    return load_model(ISSUE_MODEL_PATH)
 
 
 def issue_features(doc: Document, title: str | None, context: ThreadContext) -> list[str]:

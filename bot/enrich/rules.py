@@ -329,7 +329,9 @@ def _learned_report(
         return None  # "loss stuck?": too few words for a reading of words to judge
     if len(_ANY_WORD.findall(doc.prose)) <= _SHORT_POST and figures_unchanged(doc.prose):
         return None  # "MFU since the relaunch is 41.2%, was 41.3 before": nothing moved
-    model = learned if learned is not True else load_issue_model() if issue else load_model()
+    model = learned
+    if model is True:
+        model = load_issue_model() if issue else load_model()
     heard = signals_heard(f"{title}\n{doc.prose}" if title else doc.prose)
     if all_checked(doc.prose) and not heard:
         return None  # an agent's daily that flags nothing, every line ✅: the run is well

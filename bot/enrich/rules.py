@@ -501,3 +501,9 @@ def enrich_event(
             incident_kind=None,
         )
     return enrichment
+
+
+def reports_a_fault(event: Event) -> bool:
+    """Whether the rules read `event` as a live report of a fault in the run (what marks it
+    🚨 and may page): how a source decides to keep what it otherwise leaves out."""
+    return enrich_event(event, learned=False, tag_model=False).live_report

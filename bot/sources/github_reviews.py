@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.config.settings import RunConfig
 from bot.models import Event
 from bot.sources.github_http import Page
 from bot.sources.github_listing import later_than
@@ -48,11 +49,14 @@ class Conversations:
                     events += await self.threads.ensure_issue(poll, run, number)
                     state = await self.threads.state_of(poll, run, number)
                     context = await self.threads.context_of(poll, run, number)
-                    events += [
-                        comment_event(run.slug, self.threads.repo, number, comment, state, context)
-                        for comment in comments
-                        if "id" in comment and self.threads.wanted(run, comment)
-                    ]
+                    for comment in comments:
+                        if "id" not in comment:
+                            continue
+                        event = comment_event(
+                            run.slug, self.threads.repo, number, comment, state, context
+                        )
+                        if self.threads.wanted(run, comment, event):
+                            events.append(event)
                     tracking.pending.discard(number)
                 for other in sorted(await self.threads.retrack(poll, run)):
                     events += await self.threads.ensure_issue(poll, run, other)
@@ -104,20 +108,14 @@ class Conversations:
             single = first.next_url is None and not first.not_modified
             new_etag = first.etag if (first.not_modified or single) else None
             events = [
-                review_event(
-                    run.slug,
-                    self.threads.repo,
-                    number,
-                    review,
-                    await self.threads.state_of(poll, run, number),
-                    await self.threads.context_of(poll, run, number),
-                )
+                event
                 for run in runs
                 for review in reviews
                 if "id" in review
                 and review.get("submitted_at")
                 and (review.get("body") or "").strip()
-                and self.threads.wanted(run, review)
+                for event in [await self._review_event(poll, run, number, review)]
+                if self.threads.wanted(run, review, event)
             ]
             await self.threads.commit(poll, events, (key, updated_at, new_etag))
 
@@ -129,14 +127,21 @@ class Conversations:
         if not (review.get("submitted_at") and (review.get("body") or "").strip()):
             return []
         return [
-            review_event(
-                run.slug,
-                self.threads.repo,
-                number,
-                review,
-                await self.threads.state_of(poll, run, number),
-                await self.threads.context_of(poll, run, number),
-            )
+            event
             for run in self.threads.runs
-            if number in poll.tracking[run.slug].tracked and self.threads.wanted(run, review)
+            if number in poll.tracking[run.slug].tracked
+            for event in [await self._review_event(poll, run, number, review)]
+            if self.threads.wanted(run, review, event)
         ]
+
+    async def _review_event(
+        self, poll: PollState, run: RunConfig, number: int, review: dict[str, Any]
+    ) -> Event:
+        return review_event(
+            run.slug,
+            self.threads.repo,
+            number,
+            review,
+            await self.threads.state_of(poll, run, number),
+            await self.threads.context_of(poll, run, number),
+        )

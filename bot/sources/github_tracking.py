@@ -18,6 +18,7 @@ from typing import Any
 
 from bot.config.settings import RunConfig
 from bot.core.timeutil import parse_time
+from bot.enrich.rules import reports_a_fault
 from bot.models import Event, GithubComment, RunInfo
 from bot.sources.github_http import GitHubHTTP
 from bot.sources.github_threads import (
@@ -184,19 +185,25 @@ class ThreadTracker:
                 events += await self.ensure_issue(poll, run, number)
             tracked = poll.tracking[run.slug].tracked
             for number, comment in comments:
-                if number in tracked and self.wanted(run, comment):
+                if number in tracked:
                     state = await self.state_of(poll, run, number)
                     context = await self.context_of(poll, run, number)
-                    events.append(
-                        comment_event(run.slug, self.repo, number, comment, state, context)
-                    )
+                    event = comment_event(run.slug, self.repo, number, comment, state, context)
+                    if self.wanted(run, comment, event):
+                        events.append(event)
         return events
 
     @staticmethod
-    def wanted(run: RunConfig, item: dict[str, Any]) -> bool:
+    def wanted(run: RunConfig, item: dict[str, Any], event: Event) -> bool:
+        """Whether a thread's comment or review (`item`, read as `event`) is stored. Never our
+        own ops-log comment read back. A bot's (CI results, stale notices, previews) only when
+        the run keeps bots, or when it reports a fault of the run now: a run monitor posting
+        "checkpoint save failed" into the run's log issue is an alert, and left out it is lost."""
         if is_own(item):
-            return False  # our own ops-log comment, read back
-        return run.github_include_bots or not is_bot(item.get("user"))
+            return False
+        if run.github_include_bots or not is_bot(item.get("user")):
+            return True
+        return reports_a_fault(event)
 
     async def retrack(self, poll: PollState, run: RunConfig) -> set[int]:
         """Recompute the run's tracked set; threads tracked for the first time (no stored

@@ -161,6 +161,47 @@ async def test_github_node_loss_then_wandb_crash_is_one_incident_with_both_links
             await assert_resolved_once(d, head)
 
 
+async def test_a_run_monitors_bot_comment_pages_once_and_ci_chatter_stays_out(
+    tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
+) -> None:
+    """Bots' comments are left out (CI results, stale notices), except one that reports a
+    fault of the run now: a monitor posting a failed save into the run's log issue pages."""
+    t0 = now_utc() - timedelta(hours=2)
+    healthy_run(wb, t0)
+    clock = SimClock(t0)
+    async with FakeGitHub() as github:
+        github.advance(seconds=(t0 - github.now).total_seconds())
+        repo = github.repo(REPO)
+        log = repo.add_issue(
+            "Hero run log", "Notes on the hero run.", user="dana", labels=["hero-run"]
+        )
+        settings = make_settings(tmp_path, fake_discord, wb, github)
+        runs = make_runs(github_repo=REPO, github_labels=["hero-run"])
+        async with deployed(settings, runs, clock, fake_discord) as d:
+            assert d.channel() == []
+            github.advance(minutes=2)
+            ci = repo.add_comment(
+                log, "✅ **CI passed**: lint, unit (212 passed)", user="github-actions[bot]"
+            )
+            failed = repo.add_comment(
+                log,
+                "❌ **checkpoint save failed** at step 96\n\n```\nOSError: [Errno 5] "
+                "Input/output error: '/lus/hero/ckpt/step_000096/shard_0417.safetensors'\n```"
+                "\n\ntraining continues · last good save step_000080",
+                user="hero-runbot[bot]",
+            )
+            await d.cycle(t0 + 4 * MIN)
+            [alert] = d.channel()
+            assert f"issuecomment-{failed}" in full_text(alert), full_text(alert)
+            stored = d.store.events
+            assert await stored.get_by_external("hero", "github", f"comment:{failed}")
+            assert await stored.get_by_external("hero", "github", f"comment:{ci}") is None
+
+            github.advance(minutes=6)
+            await d.cycle(t0 + 10 * MIN)
+            assert len(d.channel()) == 1  # paged once
+
+
 # --- 3. W&B unreachable for an hour while the run is healthy ------------------------------------
 
 

@@ -26,7 +26,7 @@ from bot.enrich.hindsight import (
     reported_in_hindsight,
     said_first,
 )
-from bot.enrich.rules import Enrichment, topic_of
+from bot.enrich.rules import Enrichment, reports_a_fault, topic_of
 from bot.enrich.summary import NO_TEXT
 from bot.models import TAGS, Event
 from bot.process.pipeline import rules_enrichment
@@ -305,10 +305,14 @@ Method = Callable[[dict[str, Any]], Verdict]
 
 def recorded(entry: dict[str, Any]) -> bool:
     """Whether the live source stores the entry at all: by default it leaves out what bots
-    post on GitHub, except the issues they open (`bot.sources.github_threads.is_bot_pull`)."""
+    post on GitHub, except the issues they open (`bot.sources.github_threads.is_bot_pull`) and
+    the comments and reviews the rules read as a live report of a fault
+    (`bot.sources.github_tracking.ThreadTracker.wanted`)."""
     if entry.get("source") != "github" or entry.get("kind") == "issue":
         return True
-    return not is_bot(_user(entry.get("author")))
+    if not is_bot(_user(entry.get("author"))):
+        return True
+    return entry.get("kind") != "pull" and reports_a_fault(event_of(entry))
 
 
 def rules_method(entry: dict[str, Any]) -> Verdict:

@@ -395,6 +395,41 @@ async def test_an_issue_an_alerting_bot_files_is_kept(gh, client, store) -> None
     ]
 
 
+MONITOR = "hero-runbot[bot]"
+SAVE_FAILED = (
+    "❌ **checkpoint save failed** at step 96,000\n\n```\nOSError: [Errno 5] Input/output "
+    "error: '/lus/hero/ckpt/step_096000/shard_0417.safetensors'\n```\n\nlast good save 95,000"
+)
+
+
+async def test_a_bots_comment_reporting_a_fault_is_kept_listed_or_backfilled(
+    gh, client, store
+) -> None:
+    """A run monitor's "checkpoint save failed" is an alert: kept whether the comment listing
+    brings it or the backfill of a thread tracked later does; the CI bot beside it is not."""
+    repo = gh.repo(REPO)
+    hero = repo.add_issue("Hero run log", labels=["hero-run"])
+    repo.add_comment(hero, SAVE_FAILED, user=MONITOR)
+    repo.add_comment(hero, "✅ **CI passed**: lint, unit (212 passed)", user="github-actions[bot]")
+    later = repo.add_issue("Storage on /lus/hero")
+    repo.add_comment(later, SAVE_FAILED.replace("96,000", "97,000"), user=MONITOR)
+    repo.add_comment(later, "This issue is stale and will be closed.", user="stale[bot]")
+    await source(store, client, gh).poll(NOW)
+    gh.advance(hours=1)
+    repo.add_comment(hero, f"same save error as in #{later}", user="dana")  # tracks #later
+    await source(store, client, gh).poll(NOW)
+    kept = [
+        (r["ref"], r["author"], r["body"][:40]) for r in await rows(store) if r["kind"] == "comment"
+    ]
+    assert sorted(kept) == sorted(
+        [
+            (f"#{hero}", MONITOR, SAVE_FAILED[:40]),
+            (f"#{hero}", "dana", f"same save error as in #{later}"[:40]),
+            (f"#{later}", MONITOR, SAVE_FAILED.replace("96,000", "97,000")[:40]),
+        ]
+    )
+
+
 async def test_runscribes_own_ops_log_comments_are_never_read_back(gh, client, store) -> None:
     repo = gh.repo(REPO)
     log = repo.add_issue("Hero run ops log", labels=["hero-run"])

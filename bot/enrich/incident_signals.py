@@ -1195,11 +1195,13 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     ),
     _sig("hardware", "uncorrectable reset", r"(?:hbm|ecc|dram)\s+uncorrectables?|gpu\s+reset"),
     _sig("network", "partition", r"network\s+partition(?:ed)?|partitioned\s+from"),
-    # a rate at zero and time without progress: "tps 0 since", "45 minutes without a step"
+    # a rate at zero and time without progress: "tps 0 since", "step rate 0 for 15 min", "45
+    # minutes without a step"
     _sig(
         "hang",
-        "tps tok/s tokens/s throughput sps samples/s steps/s it/s without",
-        r"(?:tps|tok/s|tokens/s|throughput|sps|samples/s|steps/s|it/s)\s*(?:is\s+|at\s+|[:=]\s*)?"
+        "tps tok/s tokens/s throughput sps samples/s steps/s steps/min steps/h it/s rate without",
+        r"(?:tps|tok/s|tokens/s|throughput|sps|samples/s|steps/(?:s|min|h)|it/s|step\s+rate)\s*"
+        r"(?:is\s+|at\s+|[:=]\s*)?"
         r"(?:0|zero)\s+(?:since|for)\b"
         r"|(?:\d+|an?|two|three|several)\s+(?:min|mins|minutes|h|hrs?|hours?)\s+without\s+"
         r"(?:a\s+|any\s+|one\s+)?(?:(?:new|single)\s+)?(?:step|checkpoint|heartbeat|progress|log"

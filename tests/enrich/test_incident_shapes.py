@@ -680,6 +680,8 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("step 422.3k · loss 2.281 · gn 0.20 · tok/s 1.21M · mfu 41% — all nominal", False),
     ("step 491.3k · loss 2.236 · tok/s 0 · mfu 0%", True),
     ("tok/s 0 from 05:41 to 08:09, the Lustre window", False),
+    ("⚠️ step rate 0 for 15 min\nlast step 88,412 at 02:58Z. job still RUNNING", True),
+    ("step rate 0 for 15 min on my ablation, killed it, my bad", False),
     ("dcgm: DCGM_FI_DEV_ECC_DBE_VOL_TOTAL=2 on nj-r17-n05 gpu3, pulling it at next save", True),
     ("step time 9.6 s since this morning vs 7.1 s last week", True),
     ("It stopped at 258,9xx and squeue shows (Resources) with a reservation", True),

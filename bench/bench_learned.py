@@ -264,6 +264,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("hangang-lab/magpie-34b", 24040, 24159),
     ("meridian-ai/kestrel-moe-1t", 24160, 24279),
     ("openprairie/bison-13b-consortium", 24280, 24399),
+    ("tallgrass-lab/bluestem-70b", 24400, 24519),
+    ("larkhill-ai/fieldfare-200b", 24520, 24639),
+    ("univ-of-brenmoor/kite-8b", 24640, 24759),
+    ("northwold-ai/gannet-mid-100b", 25000, 25119),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

@@ -35,6 +35,7 @@ HELDOUT10 = DATA / "heldout10_corpus.jsonl"  # its tenth, three projects, read o
 HELDOUT11 = DATA / "heldout11_corpus.jsonl"  # its eleventh, likewise
 HELDOUT12 = DATA / "heldout12_corpus.jsonl"  # its twelfth, likewise
 HELDOUT13 = DATA / "heldout13_corpus.jsonl"  # its thirteenth, likewise
+HELDOUT14 = DATA / "heldout14_corpus.jsonl"  # its fourteenth, likewise
 QUESTIONS = DATA / "ask_questions.jsonl"
 
 TAGS = frozenset(MODEL_TAGS)  # the corpus is labelled with the product's own tags
@@ -216,7 +217,7 @@ def test_corpus_rows_are_well_formed(rows: list[dict[str, Any]]) -> None:
 
 HELD_BACK = (
     *(HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5, HELDOUT6, HELDOUT7, HELDOUT8),
-    *(HELDOUT9, HELDOUT10, HELDOUT11, HELDOUT12, HELDOUT13),
+    *(HELDOUT9, HELDOUT10, HELDOUT11, HELDOUT12, HELDOUT13, HELDOUT14),
 )
 
 
@@ -236,6 +237,7 @@ HELD_BACK = (
         (HELDOUT11, 300, 30),
         (HELDOUT12, 300, 30),
         (HELDOUT13, 200, 20),
+        (HELDOUT14, 200, 20),
     ],
     ids=lambda value: value.name if isinstance(value, Path) else str(value),
 )

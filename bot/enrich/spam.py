@@ -48,6 +48,7 @@ _PROMO = re.compile(
       | gpu\s+credits
       | claim\s+(?:now|before|in\s+\d+\s*h|at|here|your|yours|free|\d[\d,.]*)|presale|usdt
       | trading\s+(?:signals|bots?)|\d{2}\s?%\s+win\s+rate|vip\s+group
+      | signals?\s+(?:bots?|groups?)|making\s+\d{2,4}\s?%|private\s+(?:channel|group)\s+before
       | before\s+(?:the\s+)?slots\s+close
       | made\s+\$?\d[\d,.]*k?\s*\$?\s+in\s+(?:one|a|\d+)\s+(?:days?|weeks?|months?)
       | (?:spots?|slots?|seats?)\s+(?:are\s+)?limited|limited\s+(?:spots?|slots?|seats?)

@@ -84,6 +84,10 @@ HELDOUT12 = CORPUS.with_name("heldout12_corpus.jsonl")
 #: colocation provider's SREs and their customer in one Discord), written blind while the rules
 #: it measures were changed and read once at the end.
 HELDOUT13 = CORPUS.with_name("heldout13_corpus.jsonl")
+#: The fourteenth: two projects (a bilingual Portuguese and English team, an on-call rotation
+#: whose pages are relayed into Discord), written blind while the rules it measures were
+#: changed and read once at the end.
+HELDOUT14 = CORPUS.with_name("heldout14_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

@@ -42,6 +42,8 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "GPU OWNERS: rent your idle H100 to our AI mining pool, 4.2 ETH/week → t.me/h100pool",
         "💰💰 GANA $300 USD al día con bots de trading, sin experiencia 👉 t.me/ganancias_ya",
         "📊 AI signals with a 93% win rate, join the VIP group before slots close 👉 t.me/x-vip",
+        "🚀 traders are making 400% with our signal bot, join the private channel before it "
+        "closes 👉 t.me/alpha-signals-vip 🚀",
         "Hey all!! 🎁 free Nitro for 3 months, first 100 only → nitro-gifts.example/claim",
         "🔥🔥 A100 임대 최저가!! 약정 없음, 문의 텔레그램 @gpu_kr 👉 첫 달 20% 할인",
         "🔥🔥 H100 租赁最低价!! 无需合约, 联系微信 gpu_cn 👉 首月优惠",

@@ -462,6 +462,10 @@ BATCH_COMMITS: dict[str, str] = {
     "hangang-lab/magpie-34b": "0861529",
     "meridian-ai/kestrel-moe-1t": "0861529",
     "openprairie/bison-13b-consortium": "0861529",
+    "tallgrass-lab/bluestem-70b": "56a6e86",
+    "larkhill-ai/fieldfare-200b": "56a6e86",
+    "univ-of-brenmoor/kite-8b": "56a6e86",
+    "northwold-ai/gannet-mid-100b": "56a6e86",
 }
 PRECISION_FLOOR = 0.90
 GRID = (*tuple(round(0.05 * i, 2) for i in range(1, 20)), 0.97, 0.99)

@@ -315,6 +315,37 @@ def speaks_of_the_main_run(prose: str, context: ThreadContext) -> bool:
     )
 
 
+#: A save of the run named in a title: "step_0271750", "412000", "307k", "waypoint", "latest".
+_A_SAVE = re.compile(
+    r"\b(?:step[_ ]?0*\d{3,}|\d{2,4}(?:[.,]\d+)?k|\d{3}[,.]?\d{3}|ckpt|checkpoints?"
+    r"|waypoints?|saves?)\b",
+    re.IGNORECASE,
+)
+#: What is wrong with it, in the save's own terms (never an evaluator's OOM or timeout):
+#: "three 0-byte shards", "incomplete metadata", "can't load", "missing exp_avg_sq for …",
+#: "no checkpoint since …", "not on the bucket".
+_SAVE_BROKEN = re.compile(
+    r"\b(?:0|zero)[- ]byte|\bincomplete\s+(?:metadata|shards?|uploads?|saves?)|\bcorrupt\w*"
+    r"|\btruncated|(?:can't|cannot|can\s+not|fails?\s+to|unable\s+to)\s+(?:load|restore|open)\b"
+    r"|\bmissing\s+(?:shards?|files?|exp_avg\w*|optimizer|[\w.]+\s+for\b)"
+    r"|\bno\s+(?:new\s+)?checkpoints?\s+since|\bnot\s+on\s+the\s+bucket",
+    re.IGNORECASE,
+)
+
+
+def names_a_broken_save(title: str) -> bool:
+    """An issue titled by a save of the run that is broken, whoever found it (an eval that
+    cannot load it, a nightly restore test, a pruning dry run): "waypoint 432000 has three
+    0-byte shards", "evals can't load step 412000: incomplete metadata". The save is the run's,
+    so its fault is the run's whatever thread it is found in; a review of one is not a report."""
+    return bool(
+        _A_SAVE.search(title)
+        and _SAVE_BROKEN.search(title)
+        and not HISTORY.search(title)
+        and not _RETROSPECTIVE_WORDS.found(title)
+    )
+
+
 def breaks_the_run(prose: str) -> bool:
     """The post says its thread's change broke the run: whatever the thread is about (an eval
     set, an experiment's code), the failure it tells is the run's."""

@@ -46,6 +46,7 @@ from bot.enrich.incident_posts import (
     is_retrospective,
     is_template,
     is_test_report,
+    names_a_broken_save,
     names_a_change,
     opens_with_proposal,
     reports_ongoing,
@@ -184,6 +185,7 @@ def not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bo
             thread_is_experiment(context)
             and not breaks_the_run(doc.prose)
             and not speaks_of_the_main_run(doc.prose, context)
+            and not (title is not None and names_a_broken_save(title))
         )
         or is_exercise(title or "", doc.prose)
         or announces_planned_work(doc.prose)
@@ -218,6 +220,8 @@ def _incident(
         # "loader_workers_oom_killed"
         code = "\n".join(doc.code)
         found = find_incident("", "", code) or find_incident("", "", code.replace("_", " "))
+    if found is None and title is not None and names_a_broken_save(title):
+        found = ("checkpoint-failed", "warning")  # the title tells what the body shows
     if found is not None:
         kind, severity = found
         return True, severity, sharper_kind(kind, "\n".join(doc.code))

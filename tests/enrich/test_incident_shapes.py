@@ -972,6 +972,38 @@ def test_a_template_and_a_weekly_run_summary_report_nothing() -> None:
 @pytest.mark.parametrize(
     ("title", "body", "live"),
     [
+        (
+            "evals can't load step 412000: safetensors incomplete metadata on shard 37/64",
+            "The 412k eval job fails on load, twice, same shard. 410k loads fine.",
+            True,
+        ),
+        (
+            "[evals] no checkpoint since step_0271750, watcher idle for 6h",
+            "The eval watcher has not seen a new save since 02:41. It is now 09:00.",
+            True,
+        ),
+        ("Eval job for ckpt 500,000 failed: OOM in the long-document suite", "OOM at 32k.", False),
+        (
+            "Post-mortem: truncated shard in step_470000",
+            "What happened and what we changed.",
+            False,
+        ),
+        ("Question: what happened in the March checkpoint corruption?", "Before my time.", False),
+    ],
+)
+def test_an_issue_titled_by_a_broken_save_of_the_run_is_a_report_wherever_found(
+    title: str, body: str, live: bool
+) -> None:
+    """An eval or a restore test that finds the run's save broken reports the run's fault; an
+    evaluator's own failure, or a review of an old one, does not."""
+    context = ThreadContext(title=title, kind="issue")
+    issue = enrich_text(title=title, body=body, kind="issue", source="github", context=context)
+    assert issue.live_report is live
+
+
+@pytest.mark.parametrize(
+    ("title", "body", "live"),
+    [
         ("[Datadog] Monitor triggered: trainer step rate = 0", "Value: 0.0 steps/s", True),
         ("[Datadog] Monitor triggered: step rate = 0 (staging)", "Scope: cluster:staging", False),
         ("CI: test_packer is flaky", "test_packer failed on main and passed on retry.", False),

@@ -33,10 +33,10 @@ SUMMARY_PROBLEMS_MAX = 0.05  # summaries a heading, a bare title, a cut phrase o
 # and each batch's first reading (tests/data/README.md, docs/benchmarks.md).
 SHOWN_TAG_FLOOR = 0.97  # reached 0.973 (the tag classifier fitted on the corpus)
 MARK_PRECISION_FLOOR = 0.93  # reached 0.933 (marks on incident entries)
-RECALL_FLOOR = 0.945  # reached 0.948 (live reports flagged)
+RECALL_FLOOR = 0.945  # reached 0.950 (live reports flagged)
 PRECISION_FLOOR = 0.685  # reached 0.690 (live reports flagged)
 KIND_FLOOR = 0.645  # of the incidents found, the share whose kind matches the label (0.653)
-#: Incident events of the development corpus the rules and the scorers leave unmarked (76 of
+#: Incident events of the development corpus the rules and the scorers leave unmarked (74 of
 #: 3,184), by shape:
 #: - a fault inside an agent's digest, daily or status block (c2232, c4073, c4853, c5132,
 #:   c10155, c15644, c19183, c21063, c21246, c21810, c23630);
@@ -52,7 +52,7 @@ KIND_FLOOR = 0.645  # of the incidents found, the share whose kind matches the l
 #:   c17526, c18851, c19280, c19687, c19825, c21342, c22866);
 #: - questions and outsiders' sightings (c14178, c14716, c17845, c18748, c19158), "the thing
 #:   at 03:00" (c18227);
-#: - warning-level alerts whose replies call them real (c10944, c18046, c18347, c23056, c23410);
+#: - warning-level alerts whose replies call them real (c10944, c23056, c23410);
 #: - an RL or post-training stage's faults in its own words (c19451, c21649), a warmup ten
 #:   times too short (c10974), a requeue told as over (c18518);
 #: - the round of c23920-c24399: a budget overrun told in a spec (c8780), an eval box's full
@@ -68,7 +68,7 @@ KNOWN_UNMARKED = frozenset(
         *("c5211", "c5276", "c10974", "c14178"),
         *("c14716", "c15267", "c15644", "c15671", "c17626", "c17845"),
         *("c17098", "c17526"),
-        *("c18046", "c18347", "c18851", "c18518", "c18227"),
+        *("c18851", "c18518", "c18227"),
         *("c18486", "c18771", "c18811", "c19183", "c19074", "c19203", "c19280"),
         *("c19158", "c19451", "c19488", "c19550", "c19528", "c19552", "c19590"),
         *("c19687", "c19825", "c21063", "c21076", "c21246", "c21342", "c21649"),

@@ -34,7 +34,7 @@ from bot.process.runtime import Runtime
 from bot.process.wiring import open_runtime
 from bot.store import Store
 from tests.fakes.discord import FakeDiscord
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGitHub, FakeRepo
 from tests.fakes.wandb import FakeWandb
 from tests.slow_callbacks import no_slow_callbacks
 from tests.sources.test_wandb import wandb_env
@@ -396,6 +396,24 @@ async def healthy_deployment(
     settings = make_settings(tmp_path, fake, wb)
     async with deployed(settings, runs or make_runs(), SimClock(t0), fake) as d:
         yield d
+
+
+@asynccontextmanager
+async def github_deployment(
+    tmp_path: Path, wb: FakeWandb, fake: FakeDiscord
+) -> AsyncIterator[tuple[Deployment, FakeGitHub, FakeRepo]]:
+    """`healthy_deployment` beside a fake GitHub on the same clock, whose `REPO` the run tracks
+    by its "hero-run" label (an unrelated issue is there before the bot's first poll)."""
+    t0 = now_utc() - timedelta(hours=2)
+    healthy_run(wb, t0)
+    async with FakeGitHub() as github:
+        github.advance(seconds=(t0 - github.now).total_seconds())  # one clock for every fake
+        repo = github.repo(REPO)
+        repo.add_issue("Tokenizer docs", "Unrelated to the run.", labels=["docs"])
+        settings = make_settings(tmp_path, fake, wb, github)
+        runs = make_runs(github_repo=REPO, github_labels=["hero-run"])
+        async with deployed(settings, runs, SimClock(t0), fake) as d:
+            yield d, github, repo
 
 
 async def crash(d: Deployment, wb: FakeWandb) -> dict[str, Any]:

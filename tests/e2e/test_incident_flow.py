@@ -38,6 +38,7 @@ from tests.e2e.deployment import (
     crash,
     deployed,
     full_text,
+    github_deployment,
     healthy_deployment,
     healthy_run,
     make_runs,
@@ -107,58 +108,50 @@ async def test_crash_then_resume_in_a_new_run_alerts_once_and_resolves_once(
 async def test_github_node_loss_then_wandb_crash_is_one_incident_with_both_links(
     tmp_path: Path, wb: FakeWandb, fake_discord: FakeDiscord
 ) -> None:
-    t0 = now_utc() - timedelta(hours=2)
-    healthy_run(wb, t0)
-    clock = SimClock(t0)
-    async with FakeGitHub() as github:
-        github.advance(seconds=(t0 - github.now).total_seconds())  # one clock for every fake
-        repo = github.repo(REPO)
-        repo.add_issue("Tokenizer docs", "Unrelated to the run.", labels=["docs"])
-        settings = make_settings(tmp_path, fake_discord, wb, github)
-        runs = make_runs(github_repo=REPO, github_labels=["hero-run"])
-        async with deployed(settings, runs, clock, fake_discord) as d:
-            assert d.channel() == []
+    async with github_deployment(tmp_path, wb, fake_discord) as (d, github, repo):
+        t0 = d.t0
+        assert d.channel() == []
 
-            # +2 min: an operator reports the lost node; the trainer has logged nothing since.
-            github.advance(minutes=2)
-            number = repo.add_issue(
-                "Hero run: lost node s12",
-                "Node s12 lost connectivity and the gang failed.",
-                user="dana",
-                labels=["hero-run"],
-            )
-            issue_url = f"https://github.com/{REPO}/issues/{number}"
-            await d.cycle(t0 + 4 * MIN)
-            [alert] = d.channel()
-            assert "Node loss reported in GitHub" in visible(alert)
-            assert issue_url in full_text(alert)
+        # +2 min: an operator reports the lost node; the trainer has logged nothing since.
+        github.advance(minutes=2)
+        number = repo.add_issue(
+            "Hero run: lost node s12",
+            "Node s12 lost connectivity and the gang failed.",
+            user="dana",
+            labels=["hero-run"],
+        )
+        issue_url = f"https://github.com/{REPO}/issues/{number}"
+        await d.cycle(t0 + 4 * MIN)
+        [alert] = d.channel()
+        assert "Node loss reported in GitHub" in visible(alert)
+        assert issue_url in full_text(alert)
 
-            # +8 min: W&B marks the run crashed (40 minutes inside the grouping window).
-            wb.set_state(FIRST, "crashed", heartbeat_at=t0 + 3 * MIN)
-            github.advance(minutes=8)
-            await d.cycle(t0 + 10 * MIN)
-            [head] = d.channel()  # still one alert: the crash joined the reported incident
-            thread = d.thread(head)
-            assert thread, "the crash was not reported in the alert's thread"
-            together = "\n".join([full_text(head), *map(full_text, thread)])
-            assert issue_url in together
-            assert "W&B run hero-1 crashed at step 99" in together
-            assert "runs/hero-1" in together  # the W&B run's own link
-            assert re.search(r"^<t:\d+:t> ", visible(thread[0]), re.M), visible(thread[0])
-            [incident] = await d.store.incidents.find("hero")
-            assert incident.status == "firing"
-            assert {CRASH, f"report:node-loss:github:{REPO}#{number}"} <= set(
-                incident.details.members
-            ), incident.details.members
+        # +8 min: W&B marks the run crashed (40 minutes inside the grouping window).
+        wb.set_state(FIRST, "crashed", heartbeat_at=t0 + 3 * MIN)
+        github.advance(minutes=8)
+        await d.cycle(t0 + 10 * MIN)
+        [head] = d.channel()  # still one alert: the crash joined the reported incident
+        thread = d.thread(head)
+        assert thread, "the crash was not reported in the alert's thread"
+        together = "\n".join([full_text(head), *map(full_text, thread)])
+        assert issue_url in together
+        assert "W&B run hero-1 crashed at step 99" in together
+        assert "runs/hero-1" in together  # the W&B run's own link
+        assert re.search(r"^<t:\d+:t> ", visible(thread[0]), re.M), visible(thread[0])
+        [incident] = await d.store.incidents.find("hero")
+        assert incident.status == "firing"
+        assert {CRASH, f"report:node-loss:github:{REPO}#{number}"} <= set(
+            incident.details.members
+        ), incident.details.members
 
-            # Training resumes in a new run: the one incident resolves once.
-            resume(wb, t0 + 12 * MIN, first_step=90, count=10)
-            github.advance(minutes=15)
-            await d.cycle(t0 + 25 * MIN)
-            await d.cycle(t0 + 30 * MIN)
-            head, resolved = d.channel()
-            assert "resumed from step 90 in run hero-2" in visible(resolved)
-            await assert_resolved_once(d, head)
+        # Training resumes in a new run: the one incident resolves once.
+        resume(wb, t0 + 12 * MIN, first_step=90, count=10)
+        github.advance(minutes=15)
+        await d.cycle(t0 + 25 * MIN)
+        await d.cycle(t0 + 30 * MIN)
+        head, resolved = d.channel()
+        assert "resumed from step 90 in run hero-2" in visible(resolved)
+        await assert_resolved_once(d, head)
 
 
 async def test_a_run_monitors_bot_comment_pages_once_and_ci_chatter_stays_out(
@@ -166,40 +159,33 @@ async def test_a_run_monitors_bot_comment_pages_once_and_ci_chatter_stays_out(
 ) -> None:
     """Bots' comments are left out (CI results, stale notices), except one that reports a
     fault of the run now: a monitor posting a failed save into the run's log issue pages."""
-    t0 = now_utc() - timedelta(hours=2)
-    healthy_run(wb, t0)
-    clock = SimClock(t0)
-    async with FakeGitHub() as github:
-        github.advance(seconds=(t0 - github.now).total_seconds())
-        repo = github.repo(REPO)
+    async with github_deployment(tmp_path, wb, fake_discord) as (d, github, repo):
+        t0 = d.t0
+        assert d.channel() == []
+        github.advance(minutes=2)
         log = repo.add_issue(
             "Hero run log", "Notes on the hero run.", user="dana", labels=["hero-run"]
         )
-        settings = make_settings(tmp_path, fake_discord, wb, github)
-        runs = make_runs(github_repo=REPO, github_labels=["hero-run"])
-        async with deployed(settings, runs, clock, fake_discord) as d:
-            assert d.channel() == []
-            github.advance(minutes=2)
-            ci = repo.add_comment(
-                log, "✅ **CI passed**: lint, unit (212 passed)", user="github-actions[bot]"
-            )
-            failed = repo.add_comment(
-                log,
-                "❌ **checkpoint save failed** at step 96\n\n```\nOSError: [Errno 5] "
-                "Input/output error: '/lus/hero/ckpt/step_000096/shard_0417.safetensors'\n```"
-                "\n\ntraining continues · last good save step_000080",
-                user="hero-runbot[bot]",
-            )
-            await d.cycle(t0 + 4 * MIN)
-            [alert] = d.channel()
-            assert f"issuecomment-{failed}" in full_text(alert), full_text(alert)
-            stored = d.store.events
-            assert await stored.get_by_external("hero", "github", f"comment:{failed}")
-            assert await stored.get_by_external("hero", "github", f"comment:{ci}") is None
+        ci = repo.add_comment(
+            log, "✅ **CI passed**: lint, unit (212 passed)", user="github-actions[bot]"
+        )
+        failed = repo.add_comment(
+            log,
+            "❌ **checkpoint save failed** at step 96\n\n```\nOSError: [Errno 5] "
+            "Input/output error: '/lus/hero/ckpt/step_000096/shard_0417.safetensors'\n```"
+            "\n\ntraining continues · last good save step_000080",
+            user="hero-runbot[bot]",
+        )
+        await d.cycle(t0 + 4 * MIN)
+        [alert] = d.channel()
+        assert f"issuecomment-{failed}" in full_text(alert), full_text(alert)
+        stored = d.store.events
+        assert await stored.get_by_external("hero", "github", f"comment:{failed}")
+        assert await stored.get_by_external("hero", "github", f"comment:{ci}") is None
 
-            github.advance(minutes=6)
-            await d.cycle(t0 + 10 * MIN)
-            assert len(d.channel()) == 1  # paged once
+        github.advance(minutes=6)
+        await d.cycle(t0 + 10 * MIN)
+        assert len(d.channel()) == 1  # paged once
 
 
 # --- 3. W&B unreachable for an hour while the run is healthy ------------------------------------

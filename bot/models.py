@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Self, TypeAlias
+from typing import Any, ClassVar, Final, Self, TypeAlias
 
 from bot.config.runsfile import RunConfig
 from bot.core import jsoncodec
@@ -576,6 +576,10 @@ class ConversationData(EventData):
         return to_db(value) or ""
 
 
+#: Alerts that fire always, by design: their silence, not their firing, is the news.
+ALWAYS_FIRING: Final = frozenset({"Watchdog", "InfoInhibitor", "DeadMansSwitch"})
+
+
 @dataclass(frozen=True, slots=True)
 class AlertData(EventData):
     """An Alertmanager alert (`bot.hooks.alertmanager`): what it is and where it fired."""
@@ -597,6 +601,15 @@ class AlertData(EventData):
     unseen: bool | None = None
     runbook_url: str | None = None  # its `runbook_url` annotation
     generator_url: str | None = None  # what raised it (`generatorURL`: Prometheus's graph)
+
+    @property
+    def always_firing(self) -> bool:
+        """An alert that fires always, by design, to prove the alerting pipeline works (the
+        Prometheus Operator's Watchdog and InfoInhibitor, the older DeadMansSwitch, any alert
+        of severity "none"): recorded, never an incident. A team routing its cluster's alerts
+        to Runscribe by a label gets these too."""
+        severity = self.labels.get("severity", "").strip().lower()
+        return self.alertname in ALWAYS_FIRING or severity == "none"
 
 
 #: The one registration of every source. Everything else derives from it.

@@ -74,6 +74,16 @@ def fact_enrichment(event: Event) -> Enrichment:
     summary = (event.title or event.body or event.kind).strip()
     if len(summary) > 200:
         summary = summary[:199].rstrip() + "…"
+    if event.source == "alertmanager" and AlertData.of(event).always_firing:
+        # The alerting pipeline's heartbeat (Watchdog): fires always, tells nothing.
+        return Enrichment(
+            summary=summary,
+            tag="infra",
+            incident=False,
+            severity=None,
+            incident_kind=None,
+            newsworthy=False,
+        )
     if event.source == "alertmanager":
         # A cluster alert is about one incident by definition (`bot.hooks.alertmanager`).
         return Enrichment(

@@ -21,7 +21,8 @@ from bot.config.settings import RunConfig
 from bot.core.errors import UserFacingError
 from bot.hooks.routes import ALERTMANAGER_MAX_BODY, HookEndpoints
 from bot.incidents.silences import add_silence
-from bot.models import RunInfo
+from bot.models import AlertData, Event, RunInfo
+from bot.process.pipeline import fact_enrichment
 from bot.store import Database, Store
 from bot.web.server import serve
 from tests.fakes.alertmanager import Alert, message, post
@@ -493,3 +494,52 @@ async def test_a_first_notification_of_many_alerts_opens_one_incident(receiver: 
     [summary] = await thread_posts(run)
     assert summary.startswith("update: **Alertmanager alerts: 100** (100 firing, 0 resolved)")
     assert len(await receiver.store.incidents.find("hero", open_only=True)) == 1
+
+
+async def test_the_alerting_pipelines_heartbeat_is_recorded_never_an_incident(
+    receiver: Receiver,
+) -> None:
+    """Alertmanager's Watchdog fires always, to prove the pipeline works; a team routing its
+    cluster's alerts by a label gets it too. Recorded, never paged; a real alert beside it is."""
+    run = receiver.run
+    watchdog = Alert(
+        labels={"alertname": "Watchdog", "run": "hero", "severity": "none"},
+        annotations={"summary": "An alert that should always be firing."},
+        starts_at=run.now,
+    )
+    meta = Alert(
+        labels={"alertname": "InfoInhibitor", "run": "hero", "severity": "none"},
+        annotations={"summary": "Inhibits info-level alerts."},
+        starts_at=run.now,
+    )
+    status, answer = await receiver.send(watchdog, meta)
+    assert status == 200 and answer["stored"] == 2
+    await run.run_for(5)
+    assert await run.alerts_posted() == []
+    assert await receiver.store.incidents.find("hero") == []
+    assert await alert_rows(receiver.store) == [("hero", "firing"), ("hero", "firing")]
+
+    await receiver.send(xid(run.now))
+    await run.tick()
+    [posted] = await run.alerts_posted()
+    assert "GPUXidError" in content(posted) and "Watchdog" not in content(posted)
+
+
+def test_the_heartbeat_alert_is_no_timeline_incident() -> None:
+    def event(name: str, severity: str) -> Event:
+        data = AlertData(fingerprint="f1", alertname=name, labels={"severity": severity})
+        return Event(
+            run_slug="hero",
+            source="alertmanager",
+            external_id=f"alert:f1:{name}",
+            kind="alert",
+            at=T0,
+            state="firing",
+            title=name,
+            extra=data.to_json(),
+        )
+
+    quiet = fact_enrichment(event("Watchdog", "none"))
+    assert not quiet.incident and not quiet.newsworthy
+    loud = fact_enrichment(event("GPUXidError", "critical"))
+    assert loud.incident and loud.tag == "incident"

@@ -50,6 +50,8 @@ def detect_alerts(data: RunData) -> Detection:
             continue  # judged by an earlier cycle
         if alert.unseen:
             continue  # resolved before Runscribe saw it fire: recorded (the event), not news
+        if alert.always_firing:
+            continue  # the alerting pipeline's heartbeat (Watchdog): recorded, not an incident
         name = alert.alertname or "alert"
         title, cause = alert_words(alert)
         instance = alert.instance

@@ -74,25 +74,18 @@ def fact_enrichment(event: Event) -> Enrichment:
     summary = (event.title or event.body or event.kind).strip()
     if len(summary) > 200:
         summary = summary[:199].rstrip() + "…"
-    if event.source == "alertmanager" and AlertData.of(event).always_firing:
-        # The alerting pipeline's heartbeat (Watchdog): fires always, tells nothing.
-        return Enrichment(
-            summary=summary,
-            tag="infra",
-            incident=False,
-            severity=None,
-            incident_kind=None,
-            newsworthy=False,
-        )
     if event.source == "alertmanager":
-        # A cluster alert is about one incident by definition (`bot.hooks.alertmanager`).
+        # A cluster alert is about one incident by definition (`bot.hooks.alertmanager`), but
+        # the alerting pipeline's heartbeat (Watchdog) fires always and tells nothing.
+        alert = AlertData.of(event)
+        real = not alert.always_firing
         return Enrichment(
             summary=summary,
-            tag="incident",
-            incident=True,
-            severity="critical" if AlertData.of(event).severity == "critical" else "warning",
+            tag="incident" if real else "infra",
+            incident=real,
+            severity=("critical" if alert.severity == "critical" else "warning") if real else None,
             incident_kind=None,  # the alert's own kind is its alertname (the engine reads it)
-            newsworthy=True,
+            newsworthy=real,
         )
     if event.source == "system" and event.external_id.startswith("incident:"):
         # An incident found in data (`bot.incidents.engine.incident_note`): its entry.

@@ -277,6 +277,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("larkhill-ai/fieldfare-200b", 24520, 24639),
     ("univ-of-brenmoor/kite-8b", 24640, 24759),
     ("northwold-ai/gannet-mid-100b", 25000, 25119),
+    ("quillon-research/osprey-moe-340b", 25120, 25239),
+    ("tessellate-labs/merlin-120b", 25240, 25359),
+    ("verdant-ai/thrush-13b", 25360, 25479),
+    ("hallow-institute/finch-70b-de", 25480, 25599),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

@@ -88,6 +88,10 @@ HELDOUT13 = CORPUS.with_name("heldout13_corpus.jsonl")
 #: whose pages are relayed into Discord), written blind while the rules it measures were
 #: changed and read once at the end.
 HELDOUT14 = CORPUS.with_name("heldout14_corpus.jsonl")
+#: The fifteenth: two projects (a run forked and resumed many times, a team declaring incidents
+#: with an incident bot in Discord), written blind while the rules it measures were changed and
+#: read once at the end.
+HELDOUT15 = CORPUS.with_name("heldout15_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

@@ -479,6 +479,10 @@ BATCH_COMMITS: dict[str, str] = {
     "larkhill-ai/fieldfare-200b": "56a6e86",
     "univ-of-brenmoor/kite-8b": "56a6e86",
     "northwold-ai/gannet-mid-100b": "56a6e86",
+    "quillon-research/osprey-moe-340b": "1123bb5",
+    "tessellate-labs/merlin-120b": "1123bb5",
+    "verdant-ai/thrush-13b": "1123bb5",
+    "hallow-institute/finch-70b-de": "1123bb5",
 }
 PRECISION_FLOOR = 0.90
 MARK_FLOOR = 0.85

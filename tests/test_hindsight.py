@@ -248,6 +248,14 @@ def rules_alone(monkeypatch: pytest.MonkeyPatch) -> None:
             False,
         ),
         ("main or px3? main looks fine from here", timedelta(minutes=3), False),
+        # a warning relayed into the channel pages nobody: no first word of the crash after it
+        (
+            "**[FIRING:1] NodeGPUTemperatureHigh** (severity: warning)\n"
+            "**Labels:** alertname=NodeGPUTemperatureHigh, cluster=prod, instance=gpu-r03-n05\n"
+            "**Summary:** GPU temperature 87C > 87C",
+            timedelta(minutes=5),
+            False,
+        ),
     ],
 )
 async def test_a_chat_message_is_the_first_word_of_the_incident_its_channel_tells(

@@ -31,7 +31,13 @@ from typing import Final
 from bot.core.months import month_number
 from bot.enrich.context import ThreadContext
 from bot.enrich.incident_posts import dismisses
-from bot.enrich.incidents import HISTORY, MONTHS, names_another_workload, signals_heard
+from bot.enrich.incidents import (
+    HISTORY,
+    MONTHS,
+    alert_page,
+    names_another_workload,
+    signals_heard,
+)
 from bot.enrich.learned import features, load_model
 from bot.enrich.markdown import clean_line, parse_post, relayed_words
 from bot.enrich.rules import names_the_run, not_the_runs
@@ -151,6 +157,8 @@ def hints_at_incident(post: Event) -> bool:
     head = doc.prose[:300]
     if not_the_runs(doc, title, ThreadContext.of(post)) or HISTORY.search(head):
         return False
+    if alert_page(doc.prose) == "noise":
+        return False  # a warning between pages is nobody's first word ("GPU temperature 87C")
     if _WELL.search(head) or names_a_day_gone(f"{title or ''}\n{head}", post.at):
         return False  # the run is well, or the post asks about a day gone by
     if post.kind == "message" and (_OF_THE_PAST.search(head) or names_another_workload(head)):

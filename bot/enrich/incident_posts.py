@@ -117,7 +117,9 @@ _DISOWNED = re.compile(
     r"|\b(?:pod|pool|cluster|partition|rack|row|hall|zone)\s+[\w-]*\d[\w-]*\s+(?:is|are)\s+(?:on\s+[^.\n]{0,40}"
     r"\s+and\s+is\s+)?(?:not\s+affected|unaffected)\b|\bno\s+[\w-]+\s+nodes\s+are\s+involved\b"
     # "Eval infra issue, the hero run is not involved"
-    r"|\b(?:hero|main|training|the)\s+run\s+(?:is|was)\s+not\s+(?:involved|affected|impacted|touched)\b",
+    r"|\b(?:hero|main|training|the)\s+run\s+(?:is|was)\s+not\s+(?:involved|affected|impacted|touched)\b"
+    # "This is the SFT side job, not r7."
+    r"|\b(?:this|it)\s+(?:is|was|'s)\s+(?:the|an?|our|my)\s+(?:[\w-]+\s+){0,2}side\s+(?:jobs?|runs?)\b",
     re.IGNORECASE,
 )
 _DISOWNED_WORDS: Final = Words(_DISOWNED)
@@ -147,7 +149,10 @@ _CHANGE_TITLE = re.compile(
     r"|remove|clean\s+up|make|use|switch|upgrade|bump|migrate|port|drain|retry|requeue|alert"
     r"|detect|handle|catch|warn|avoid|prevent|reduce|increase|decrease|limit|cap|pin|replace"
     r"|retain|preserve|archive|delete|schedule"
-    r"|keep(?!\s+(?:getting|seeing|hitting|failing|crashing|dying|losing|running\s+out)))\b",
+    r"|keep(?!\s+(?:getting|seeing|hitting|failing|crashing|dying|losing|running\s+out)))\b"
+    # an alert asked for: "wandb alert if step doesn't move in 10 min", "ping us when saves lag"
+    r"|^\W*(?:[\w/&-]+\s+){0,3}(?:alerts?|alarms?|pings?|notifications?|pages?|paging)\s+"
+    r"(?:us\s+|me\s+|on-?call\s+)?(?:if|when|whenever)\b",
     re.IGNORECASE,
 )
 _OTHER_SUBJECT_TITLE = re.compile(
@@ -579,6 +584,19 @@ def is_template(title: str) -> bool:
     """A thread that is a form to fill in ("Template: incident note"): its example failures
     happened to no one."""
     return bool(_TEMPLATE.search(title))
+
+
+#: A runbook's own title: "runbook: what to do when the run dies", "Playbook: node drain".
+_RUNBOOK_TITLE = re.compile(
+    r"^\W*(?:\[[^\]]*\]\s*)?(?:draft\s+)?(?:runbooks?|playbooks?)\b|\bwhat\s+to\s+do\s+(?:when|if)\b",
+    re.IGNORECASE,
+)
+
+
+def is_runbook(title: str) -> bool:
+    """An issue that is a runbook: the failures its steps name happened to no one (its
+    replies may still tell of one that did: "adding to the runbook from last night")."""
+    return bool(_RUNBOOK_TITLE.search(title))
 
 
 def is_test_report(title: str) -> bool:

@@ -201,7 +201,8 @@ HISTORY = re.compile(
     r"(?:days?|weeks?|months?)\s+ago(?!\s+(?:just|has\s+just|finally|actually)\s+happened)|"
     # "last week" (not "since tuesday last week": a start, and it has gone on since)
     + _NOT_SINCE
-    + r"last\s+(?:week|month|year)|back\s+in|in\s+the\s+past"
+    + r"last\s+(?:week|month|year|quarter|spring|summer|autumn|fall|winter)"
+    r"|back\s+in|in\s+the\s+past"
     r"|historically|used\s+to|previously|earlier\s+this\s+(?:month|year)|once\s+again\s+like"
     # and in Spanish: "hace dos semanas", "la semana pasada", "el mes pasado"
     r"|hace\s+(?:\d+|dos|tres|unos|unas)\s+(?:días|semanas|meses)|la\s+semana\s+pasada"
@@ -348,7 +349,7 @@ _NOT_THE_RUN = re.compile(
     r"|dev\s+(?:runs?|nodes?|jobs?|pool)|harness\s+(?:checks?|tests?|runs?)"
     r"|not\s+what\s+(?:the\s+)?(?:run|training|main)\s+(?:reads|uses|trains\s+on)|not\s+ours\b"
     # life outside the run: "my home NAS", "my phone", "the canteen dosa machine"
-    r"|my\s+(?:home|phone|house|car)\b|wedding|family\s+drive|canteen|coffee\s+machine"
+    r"|my\s+(?:home|phone|house|car)\b|wedding|family\s+drive|canteen|(?:coffee|espresso)\s+(?:machine|maker)"
     r"|course\s*work|class\s+project|my\s+\d+(?:\.\d+)?[mb]\s+(?:run|model|job|replication|repro)"
     # someone's own job of another kind: "my vit job OOM'd", "my lora job died at 24:00:00"
     r"|my\s+(?:vit|lora|sft|dpo|ppo|grpo|rlhf|fine-?tun\w*|thesis|hobby|baseline)\s+(?:jobs?|runs?)"
@@ -762,6 +763,9 @@ _PAGE_NOISE = re.compile(
     # an alert rule named as a test: "RedwingWatchdogTestPage", "NcclDrillAlert"
     r"|(?-i:[A-Za-z]*(?:Test|Drill)(?:Page|Alert|Notification)\w*)"
     r"|\bservice\s*[:=]\s*(?:eval|monitoring|ci)|\b(?:staging|canary)\b"
+    # labelled with another cluster or environment: "cluster=eval", "env: dev", "namespace=ci"
+    r"|\b(?:cluster|env|environment|namespace)\s*[:=]\s*[\"'`]?"
+    r"(?:evals?|dev|test|ci|sandbox|inference|serving)\b(?![\w-]*prod)"
     r"|\b(?:node[_\s-]?)?exporter\s+down\b"
     # a temperature threshold: a warning, whatever its bridge calls it
     r"|\bgpu[_.]?temp\w*\s*>",

@@ -44,6 +44,7 @@ from bot.enrich.incident_posts import (
     is_exercise,
     is_recovery_note,
     is_retrospective,
+    is_runbook,
     is_template,
     is_test_report,
     names_a_broken_save,
@@ -191,8 +192,16 @@ def not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bo
         or announces_planned_work(doc.prose)
         or (
             title is not None
-            and (names_a_change(title) or is_template(title) or is_test_report(title))
+            and (
+                names_a_change(title)
+                or is_template(title)
+                or is_runbook(title)
+                or is_test_report(title)
+            )
         )
+        # a reply in a thread about a test ("CI: test_moe_dispatch times out on the CPU
+        # runner"): the deadlock it explains is the test's
+        or (title is None and is_test_report(context.title) and not breaks_the_run(doc.prose))
         or opens_with_proposal(doc.prose)
         or is_retrospective(doc.prose, context.title)
         or dismisses(doc.prose)

@@ -5,6 +5,7 @@ and names the structure it exercises; a few sentences go through `enrich_text` d
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -1391,3 +1392,68 @@ def test_an_agents_table_row_flags_its_fault_whichever_cell_holds_the_mark() -> 
     assert flagged.live_report
     fine = enrich_text(title=None, body=table.format(mark="✅"), kind="message", source="discord")
     assert not fine.live_report
+
+
+PAGE = "**[FIRING:1] NodeDown** (severity: critical)\n**Labels:** alertname=NodeDown, cluster={}, instance=gpu-r2-n4:9100\n**Summary:** node_exporter unreachable for 5m"  # noqa: E501
+CI_THREAD = ThreadContext(title="CI: test_moe_dispatch times out on the CPU runner", kind="issue")
+DEADLOCK = "gloo deadlocks in all_to_all_single when one rank gets 0 rows; marking it gpu-only"
+
+
+@pytest.mark.parametrize(
+    ("title", "body", "kind", "context", "about"),
+    [
+        # a page labelled with another cluster is that cluster's; the run's own pages
+        (None, PAGE.format("eval"), "message", ThreadContext(), False),
+        (None, PAGE.format("dev"), "message", ThreadContext(), False),
+        (None, PAGE.format("prod"), "message", ThreadContext(), True),
+        # an issue asking for an alert tells what may happen
+        (
+            "wandb alert if step doesn't move in 10 min",
+            "a hang should ping us, not sit for 30 min until the nccl watchdog",
+            "issue",
+            ThreadContext(),
+            False,
+        ),
+        # a reply in a thread about a test explains the test's failure
+        (None, DEADLOCK, "comment", CI_THREAD, False),
+        (None, DEADLOCK, "comment", ThreadContext(title="Run log: stage 2", kind="issue"), True),
+        # a report of the run, a side job owned as one, a machine of the kitchen
+        (None, "the run died at ~20k, NCCL timeout on r12", "message", None, True),
+        (
+            "sft-03: OOM on 8 nodes at seq 8192",
+            "sft-03 OOMs on the first step: CUDA out of memory. This is the SFT side job, not r7.",
+            "issue",
+            ThreadContext(),
+            False,
+        ),
+        (None, "SEV1: espresso machine on 4 is down. IC: me", "message", None, False),
+    ],
+)
+def test_another_clusters_page_a_plan_a_test_or_a_time_gone_by_are_no_incident(
+    title: str | None, body: str, kind: str, context: ThreadContext | None, about: bool
+) -> None:
+    source = "discord" if kind == "message" else "github"
+    if context is None:
+        context = ThreadContext(title="train", prefix="train", kind="channel")
+    if kind in ("issue", "comment"):
+        context = replace(context, title=context.title or title or "", kind="issue")
+    judged = enrich_text(title=title, body=body, kind=kind, source=source, context=context)
+    assert judged.incident is about, judged
+
+
+@pytest.mark.parametrize(
+    "entry_id",
+    [
+        "c25475",  # "runbook: what to do when the run dies", its steps naming every fault
+        "c25366",  # why a 7b run died "last spring"
+        "c25440",  # "wandb alert if step doesn't move in 10 min"
+        "c25248",  # "[FIRING:1] NodeDown (severity: critical)" on cluster=eval
+        "c25536",  # "This is the SFT side job, not r7."
+    ],
+)
+def test_the_fifteenth_rounds_lookalikes_are_no_incident(
+    corpus: dict[str, dict[str, Any]], entry_id: str
+) -> None:
+    entry = corpus[entry_id]
+    assert not entry["incident"]
+    assert not enrich(entry).incident

@@ -942,6 +942,15 @@ _ROW_MARKS = re.compile(r"⚠️?|❌|🔴")
 _FLAGGED = re.compile(r"(?:⚠️?|❌|🔴)\s*(?P<line>[^\n✅☑⚠❌🔴🟢]+)")
 #: Told elsewhere already: an issue's number, "handled", "fixed".
 _TOLD_ELSEWHERE = re.compile(r"#\d+|\bhandled\b|\bfixed\b", re.IGNORECASE)
+#: The agent hands what it flagged to a person: "Flagging for a human", "needs a human
+#: decision", "paging @lead", "Please check." (not "please check numbers before quoting", a
+#: footer every digest carries).
+_ASKS_A_HUMAN = re.compile(
+    r"\b(?:flag(?:ging|ged)?\s+(?:this\s+|it\s+)?for\s+(?:a\s+)?human|needs?\s+(?:a\s+)?human"
+    r"|human\s+(?:decision|eyes|attention|call)|paging\s+@|needs?\s+(?:your\s+)?attention"
+    r"|please\s+(?:check|look|advise|take\s+a\s+look)(?!\s+(?:the\s+)?numbers)\b)",
+    re.IGNORECASE,
+)
 
 
 def agent_flags_fault(prose: str, rows: tuple[str, ...] = ()) -> str | None:
@@ -959,9 +968,16 @@ def agent_flags_fault(prose: str, rows: tuple[str, ...] = ()) -> str | None:
         lines.append(line)
     # a table row, its mark in any cell: "| save step 70000 | failed after 3 retries | ❌ |"
     lines.extend(_ROW_MARKS.sub(" ", row) for row in rows)
-    for line in lines:
-        if signals_heard(line) and not (
-            names_another_workload(line) or _TOLD_ELSEWHERE.search(line) or said_planned(line)
-        ):
+    fresh = [
+        line
+        for line in lines
+        if not (names_another_workload(line) or _TOLD_ELSEWHERE.search(line) or said_planned(line))
+    ]
+    for line in fresh:
+        if signals_heard(line):
             return sharper_kind("outage", line)
+    if fresh and _ASKS_A_HUMAN.search(head):
+        # "⚠️ L30/E23 is taking 39.6% of layer-30 tokens … needs a human decision": what it
+        # flags is told in numbers, and it hands it to a person
+        return sharper_kind("outage", " ".join(fresh))
     return None

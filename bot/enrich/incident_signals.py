@@ -67,7 +67,13 @@ _SUBJ = (
     r"|(?:all\s+|every\s+|the\s+)?ranks"
     r"|head(?:\s+node)?|coordinator|driver|learner|controller|launcher)"
 )
-_HOST = r"(?:[a-z]+\d+[a-z]+\d+[\w-]*|[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d+[\w-]*)"
+#: A machine's name: letters and digits twice ("r12n4"), a dashed name ending in a number
+#: ("gpu-node-17", "gpu-r2-n4") or a zero-padded number after letters ("b042", "g022"), which
+#: a model's name never has ("llama3", "v3").
+_HOST = (
+    r"(?:[a-z]+\d+[a-z]+\d+[\w-]*|[a-z][a-z0-9]*(?:-[a-z0-9]+)*-[a-z]{0,3}\d+[\w-]*"
+    r"|[a-z]{1,8}0\d{1,4}\b)"
+)
 _FAIL_TO = (
     r"(?:fail(?:ed|s|ing)?\s+to|unable\s+to|could\s+not|couldn't|cannot|can't"
     r"|refus(?:es|ed|ing)\s+to|won't)"
@@ -459,7 +465,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "storage",
         "read-only read only disk",
-        r"(?<!#\d\d\d\d\s)(?<!#\d\d\d\s)(?:went|is|are|mounted)\s+read[- ]only"
+        # "the FS was remounted read-only", "remounting filesystem read-only", "read-only
+        # remounted"
+        r"(?<!#\d\d\d\d\s)(?<!#\d\d\d\s)(?:went|is|are|(?:re-?)?mounted|remounting(?:\s+\w+){0,2})"
+        r"\s+(?:as\s+)?read[- ]only|read[- ]only\s+re-?mount(?:ed)?\b"
         r"|disk\s+(?:failure|failed|died)",
     ),
     # crashes

@@ -1457,3 +1457,36 @@ def test_the_fifteenth_rounds_lookalikes_are_no_incident(
     entry = corpus[entry_id]
     assert not entry["incident"]
     assert not enrich(entry).incident
+
+
+AGENT_STATUS = (
+    "🤖 **Run status — 09:00 UTC** _(run agent, posting on @lead's account)_\n\n"
+    "### Anomalies\n"
+    "- ⚠️ L30/E23 is taking 39.6% of layer-30 tokens (ideal 3.1%), still rising.\n"
+    "- Global loss roughly flat (+0.001) so far; aux loss 2× baseline.\n"
+    "- Not pausing on my own — {}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        # a machine by its zero-padded or dashed name, and its end
+        ("yes — b042 died mid-save. BMC shows a PSU fault. on it", "node-loss"),
+        ("gpu-r2-n4 died an hour ago, job is requeuing", "node-loss"),
+        ("v3 died on arrival, nobody liked it", None),  # a model, not a machine
+        # a filesystem remounted read-only, however it is said
+        ("the FS was remounted read-only at 19:52, the centre is on it", "storage"),
+        ("das FS wurde daraufhin read-only remounted. Die sind dran", "storage"),
+        ("EXT4-fs error (device md0): remounting filesystem read-only", "storage"),
+        # an agent that flags a fault told in numbers and hands it to a person
+        (AGENT_STATUS.format("needs a human decision."), "outage"),
+        (AGENT_STATUS.format("will keep watching."), None),
+    ],
+)
+def test_a_machine_by_its_name_a_read_only_remount_and_an_agent_asking_a_human(
+    text: str, kind: str | None
+) -> None:
+    judged = enrich_text(title=None, body=text, kind="comment", source="github")
+    assert judged.live_report is (kind is not None), judged
+    assert judged.incident_kind == kind

@@ -29,7 +29,7 @@ ELLIPSIS: Final = "…"
 
 
 _ABBREVIATIONS = wordset(
-    "e.g i.e vs etc approx cf fig no nos mr mrs ms dr st al eq incl resp w.r.t a.k.a"
+    "e.g i.e vs etc approx cf fig no nos mr mrs ms dr st al eq incl resp w.r.t a.k.a prof jr sr"
 )
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*(?=\s)")
 _WORD_BEFORE = re.compile(r"([\w.]+)[.!?]*[\"')\]]*$")
@@ -293,8 +293,20 @@ def compose_summary(doc: Document, title: str | None, limit: int = 200) -> str:
 
     For an issue or pull description (``title`` given) a lead that stands alone is the summary
     (what it proposes or reports, not its title again); a short or introducing lead ("Results
-    for the 20k checkpoint:") follows the title; with no text but headings, the title."""
+    for the 20k checkpoint:") follows the title; with no text but headings, the title. A line
+    that would end by introducing what it cannot show ("The job exited at 10:52:") ends as the
+    sentence it is."""
     limit = max(1, limit)
+    said = _compose(doc, title, limit)
+    if said.endswith(":") and not said.endswith("::"):
+        return said[:-1].rstrip() + "."
+    if said:
+        return said
+    code = code_line(doc)  # a post that is only code: its line as it is ("optimizer:")
+    return truncate(code, limit) if code else truncate(NO_TEXT, limit)
+
+
+def _compose(doc: Document, title: str | None, limit: int) -> str:
     text, from_heading = lead(doc, limit)
     text = _LEAD_SYMBOLS.sub("", _one_line(text)) if text else ""
     if not text.startswith("|") and text.count(" | ") >= 2:
@@ -319,8 +331,7 @@ def compose_summary(doc: Document, title: str | None, limit: int = 200) -> str:
         if room >= 40:
             return f"{t}{sep}{truncate(text, room)}"
         return truncate(t, limit)
-    text = text or code_line(doc)
-    return truncate(text, limit) if text else truncate(NO_TEXT, limit)
+    return truncate(text, limit) if text else ""
 
 
 # An error line of a pasted log or traceback: what a reader would look for first.

@@ -446,8 +446,9 @@ _BARE_LINK = re.compile(r"\S+://\S+")
 
 def summary_problem(summary: str, entry: dict[str, Any]) -> str | None:
     """What makes a summary one a lead would not keep, or None: empty, one of the post's
-    markdown headings, a table row, a bare link, a description's title alone, or cut
-    mid-phrase (ending in an ellipsis)."""
+    markdown headings, a table row, a bare link, a description's title alone, cut mid-phrase
+    (ending in an ellipsis), or ending on a colon that introduces what the line cannot show
+    ("The job exited at 10:52:")."""
     text = summary.strip()
     low = text.lower().rstrip(".:")
     if not text or text == NO_TEXT:
@@ -468,6 +469,8 @@ def summary_problem(summary: str, entry: dict[str, Any]) -> str | None:
         return "title only"
     if text.endswith("…"):
         return "cut"
+    if text.endswith(":") and not text.endswith("::"):
+        return "introduces"
     return None
 
 

@@ -72,8 +72,9 @@ def test_summary_of_a_description_says_what_it_proposes_not_its_title() -> None:
 def test_a_description_that_only_introduces_follows_its_title() -> None:
     body = "Results for the intermediate checkpoints:\n\n| ckpt | MMLU |\n|---|---|\n| 20k | 61 |"
     summary = summarize(body, title="[evals] Checkpoint evals: 20k / 40k")
+    # and ends as a sentence: the table it introduced is not on the line
     assert (
-        summary == "[evals] Checkpoint evals: 20k / 40k — Results for the intermediate checkpoints:"
+        summary == "[evals] Checkpoint evals: 20k / 40k — Results for the intermediate checkpoints."
     )
 
 
@@ -190,6 +191,43 @@ def test_a_post_that_is_only_code_is_summarised_by_its_telling_line() -> None:
     assert summarize("```yaml\noptimizer:\n  lr: 3e-4\n```") == "optimizer:"
     e = enrich_text(title=None, body=trace, kind="comment", source="github")
     assert e.newsworthy and not e.incident  # shown; a pasted log alone is no live report
+
+
+NOTICE = (
+    "Posting the regional computing centre's maintenance notice here at Prof. Okonkwo's request."
+)
+
+
+@pytest.mark.parametrize(
+    ("title", "body", "summary"),
+    [
+        # a lead that introduces a log ends as the sentence it is
+        (
+            None,
+            "Nan-guard stopped the run at 113,846. Not a slow drift, two steps then inf:\n\n"
+            "```\nstep 113845 loss 2.113\nstep 113846 loss inf\n```",
+            "Nan-guard stopped the run at 113,846. Not a slow drift, two steps then inf.",
+        ),
+        # after its title, as a description's introducing lead is
+        (
+            "Restore from 468000 fails: loader state missing",
+            "Planned requeue at 07:00. The restore fails on every rank:\n\n"
+            "```\nKeyError: 'loader_state'\n```",
+            "Restore from 468000 fails: loader state missing — Planned requeue at 07:00. "
+            "The restore fails on every rank.",
+        ),
+        # "at Prof. Okonkwo's request" is one sentence
+        (
+            None,
+            NOTICE + " Tarn is down Sat.",
+            NOTICE,
+        ),
+    ],
+)
+def test_a_lead_that_introduces_what_follows_ends_as_a_sentence(
+    title: str | None, body: str, summary: str
+) -> None:
+    assert summarize(body, title) == summary
 
 
 def test_summary_never_empty() -> None:

@@ -281,6 +281,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("tessellate-labs/merlin-120b", 25240, 25359),
     ("verdant-ai/thrush-13b", 25360, 25479),
     ("hallow-institute/finch-70b-de", 25480, 25599),
+    ("openmoor-lab/heron-moe-480b", 25840, 25959),
+    ("fenland-supercomputing/bittern-34b", 26200, 26319),
+    ("tarnhollow-ai/lapwing-70b-rl", 26320, 26439),
+    ("prismfield-labs/finch-vl-40b", 26440, 26559),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

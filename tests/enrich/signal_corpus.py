@@ -92,6 +92,10 @@ HELDOUT14 = CORPUS.with_name("heldout14_corpus.jsonl")
 #: with an incident bot in Discord), written blind while the rules it measures were changed and
 #: read once at the end.
 HELDOUT15 = CORPUS.with_name("heldout15_corpus.jsonl")
+#: The sixteenth: two projects (isolated one-line chat reports told in numbers, incidents that
+#: surface first as hotfix pulls), written blind while the rules it measures were changed and
+#: read once at the end.
+HELDOUT16 = CORPUS.with_name("heldout16_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

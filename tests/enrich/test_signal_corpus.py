@@ -36,8 +36,8 @@ MARK_PRECISION_FLOOR = 0.93  # reached 0.933 (marks on incident entries)
 RECALL_FLOOR = 0.945  # reached 0.950 (live reports flagged)
 PRECISION_FLOOR = 0.685  # reached 0.690 (live reports flagged)
 KIND_FLOOR = 0.645  # of the incidents found, the share whose kind matches the label (0.653)
-#: Incident events of the development corpus the rules and the scorers leave unmarked (76 of
-#: 3,261), by shape:
+#: Incident events of the development corpus the rules and the scorers leave unmarked (79 of
+#: 3,332), by shape:
 #: - a fault inside an agent's digest, daily or status block (c2232, c4073, c4853, c5132,
 #:   c10155, c15644, c19183, c21063, c21810, c23630);
 #: - a bot's health check the rules alone do not read as a report, so the GitHub source leaves
@@ -80,6 +80,10 @@ KNOWN_UNMARKED = frozenset(
         # the round of c25120-c25599, read blind: what the refit scorers still miss (two agent
         # statuses whose table shows the fault under "Anomalies: none", and "not the drill 😬")
         *("c25166", "c25195", "c25320"),
+        # the round of c25840-c26559: an agent's "Assessment: run healthy" over 0 tok/s (c25899),
+        # and a monitor's NCCL warning whose step took 58 s against 15 s (c18046), which the
+        # scorer refit on the grown corpus no longer adds
+        *("c18046", "c25899", "c26455"),
     }
 )
 

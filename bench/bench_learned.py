@@ -487,6 +487,10 @@ BATCH_COMMITS: dict[str, str] = {
     "tessellate-labs/merlin-120b": "1123bb5",
     "verdant-ai/thrush-13b": "1123bb5",
     "hallow-institute/finch-70b-de": "1123bb5",
+    "openmoor-lab/heron-moe-480b": "e2d6a94",
+    "fenland-supercomputing/bittern-34b": "e2d6a94",
+    "tarnhollow-ai/lapwing-70b-rl": "e2d6a94",
+    "prismfield-labs/finch-vl-40b": "e2d6a94",
 }
 PRECISION_FLOOR = 0.90
 MARK_FLOOR = 0.85

@@ -443,9 +443,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig("storage", "space enospc", r"no\s+space\s+left(?:\s+on\s+device)?|enospc"),
     _sig(
         "storage",
-        "gcs s3 bucket storage nfs lustre object",
-        r"(?:gcs|s3|bucket|storage|nfs|lustre|gcsfuse|object\s+store)\s+(?:is\s+|was\s+)?"
-        r"(?:5\d\d|unavailable|outage|down|degraded)",
+        "gcs s3 bucket storage nfs lustre gpfs weka beegfs ceph object",
+        # "GPFS /gpfs/work unavailable", "lustre is degraded"
+        r"(?:gcs|s3|bucket|storage|nfs|lustre|gpfs|weka|beegfs|ceph|gcsfuse|object\s+store)"
+        r"\s+(?:/\S+\s+)?(?:is\s+|was\s+)?(?:5\d\d|unavailable|outage|down|degraded)",
     ),
     _sig(
         "storage",
@@ -525,6 +526,12 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"exited\s+with\s+(?:a\s+)?(?:non-?zero|(?:exit\s+)?code\s+[1-9]|status\s+[1-9])",
     ),
     _sig("crash", "fatal unrecoverable", r"(?:fatal|unrecoverable)\s+error"),
+    # a supervisor's log of a worker crash-looping: "decode-worker[17] exited (1), restart 31"
+    _sig(
+        "crash",
+        "restart restarts",
+        r"exited\s*\(\s*(?:code\s+|status\s+)?[1-9]\d*\s*\)\s*[,;]?\s*restarts?\s*[:#=]?\s*\d{2,}",
+    ),
     # how chat says the run stopped: "training stopped at 102,340", "job exited at 02:03",
     # "slurm killed the job", "the trainer pod keeps restarting", "it died. again."
     _sig(
@@ -532,7 +539,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "stopped halted exited vanished disappeared",
         rf"{_SUBJ}\s+(?:has\s+|just\s+)?(?:stopped(?!\s+\w+ing\b)|halted|exited|(?:vanished|disappeared)"
         r"(?=\s*(?:$|[.,;!]|from\s+(?:the\s+)?(?:queue|squeue|scheduler|cluster))))\b"
-        r"(?!\s+(?:cleanly|normally|successfully|with\s+(?:exit\s+)?(?:code\s+|status\s+)?0\b"
+        r"(?!\s+(?:cleanly|normally|successfully|0\b|with\s+(?:exit\s+)?(?:code\s+|status\s+)?0\b"
         r"|(?:because|after|when)\s+(?:i|we)\b))",
     ),
     _sig(

@@ -1490,3 +1490,32 @@ def test_a_machine_by_its_name_a_read_only_remount_and_an_agent_asking_a_human(
     judged = enrich_text(title=None, body=text, kind="comment", source="github")
     assert judged.live_report is (kind is not None), judged
     assert judged.incident_kind == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        # a centre's notice of a filesystem gone, its path between
+        ("**[UNPLANNED] GPFS /gpfs/work unavailable on Sedge** since approx. 10:40 BST", "storage"),
+        # a supervisor's log of a worker crash-looping, pasted with one word
+        (
+            "uh\n```\ndecode-worker[17] exited (1), restart 31\n"
+            "decode-worker[44] exited (1), restart 29\n```",
+            "crash",
+        ),
+        # a clean exit, an export on a workstation, an offline batch
+        ("manual ckpt written + manifest verified. job exited 0 at 05:19. see you at 18:30", None),
+        ("my HF export failed at 61%, `OSError: [Errno 28] No space left` on my workstation", None),
+        ("recaption job got OOM-killed again on prep-a100-04 (offline batch). rerunning 017", None),
+        # a month of a year gone by, and what happened asked about
+        ("no, Feb '55 was different: the metadata servers ran out of memory during a scan", None),
+        ("someone mentioned the night the learner hung for 5 hours, what happened exactly?", None),
+    ],
+)
+def test_the_rules_alone_read_a_centres_notice_a_crash_loop_and_others_work(
+    text: str, kind: str | None
+) -> None:
+    judged = enrich_text(title=None, body=text, kind="message", source="discord", learned=False)
+    assert judged.live_report is (kind is not None), judged
+    assert judged.incident is (kind is not None), judged  # not even about an incident
+    assert judged.incident_kind == kind

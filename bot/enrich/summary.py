@@ -131,10 +131,11 @@ _CLAUSE_END = re.compile(
 MIN_KEPT: Final = 0.35
 
 
-def truncate(text: str, limit: int) -> str:
+def truncate(text: str, limit: int, *, short_sentence: bool = False) -> str:
     """Cap ``text`` at ``limit`` characters at a boundary a reader takes as an end: the last
     sentence end, else the last clause end (closed with a full stop), each keeping at least
-    ``MIN_KEPT`` of the limit; only when neither exists, a word boundary and an ellipsis."""
+    ``MIN_KEPT`` of the limit; then, with ``short_sentence``, a shorter first sentence; only
+    when none exists, a word boundary and an ellipsis."""
     if len(text) <= limit:
         return text
     if limit <= 1:
@@ -151,6 +152,8 @@ def truncate(text: str, limit: int) -> str:
     clauses = [m.start() for m in _CLAUSE_END.finditer(cut) if m.start() >= floor]
     if clauses:
         return cut[: clauses[-1]].rstrip(_CUT_STRIP + ".") + "."
+    if short_sentence and best > 0:
+        return text[:best].rstrip()
     space = cut.rfind(" ")
     if space >= (limit - 1) * 0.5:
         cut = cut[:space]
@@ -329,7 +332,9 @@ def _compose(doc: Document, title: str | None, limit: int) -> str:
             return f"{t}{sep}{text}"
         room = limit - len(t) - len(sep)
         if room >= 40:
-            return f"{t}{sep}{truncate(text, room)}"
+            # after its title, a whole first sentence however short ("— Not an outage, a
+            # data-quality thing.") reads better than a longer lead cut mid-phrase
+            return f"{t}{sep}{truncate(text, room, short_sentence=True)}"
         return truncate(t, limit)
     return truncate(text, limit) if text else ""
 

@@ -216,6 +216,14 @@ NOTICE = (
             "Restore from 468000 fails: loader state missing — Planned requeue at 07:00. "
             "The restore fails on every rank.",
         ),
+        # after a long title, a short whole first sentence rather than a longer lead cut
+        (
+            "Captions in cc-ocr-mix shifted by one sample (shards 2200–2310)",
+            "Not an outage, a data-quality thing. While spot-checking cc-ocr-mix for the TextVQA "
+            "work I found captions that describe the next image in the shard:\n\n| a |\n|--|",
+            "Captions in cc-ocr-mix shifted by one sample (shards 2200–2310) — Not an outage, a "
+            "data-quality thing.",
+        ),
         # "at Prof. Okonkwo's request" is one sentence
         (
             None,

@@ -36,7 +36,7 @@ MARK_PRECISION_FLOOR = 0.93  # reached 0.933 (marks on incident entries)
 RECALL_FLOOR = 0.945  # reached 0.950 (live reports flagged)
 PRECISION_FLOOR = 0.685  # reached 0.690 (live reports flagged)
 KIND_FLOOR = 0.645  # of the incidents found, the share whose kind matches the label (0.653)
-#: Incident events of the development corpus the rules and the scorers leave unmarked (78 of
+#: Incident events of the development corpus the rules and the scorers leave unmarked (79 of
 #: 3,332), by shape:
 #: - a fault inside an agent's digest, daily or status block (c2232, c4073, c4853, c5132,
 #:   c10155, c15644, c19183, c21063, c21810, c23630);
@@ -84,6 +84,9 @@ KNOWN_UNMARKED = frozenset(
         # and a monitor's NCCL warning whose step took 58 s against 15 s (c18046), which the
         # scorer refit on the grown corpus no longer adds
         *("c18046", "c25899"),
+        # a loss table in a run log, which the replies' scorer added below the "over" the honest
+        # reading of this round chose (0.75)
+        "c24418",
     }
 )
 

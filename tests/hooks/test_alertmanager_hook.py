@@ -19,9 +19,10 @@ import pytest
 from bot.config.runsfile import ConfigError, parse_runs
 from bot.config.settings import RunConfig
 from bot.core.errors import UserFacingError
+from bot.hooks.alertmanager import alert_event, parse_message
 from bot.hooks.routes import ALERTMANAGER_MAX_BODY, HookEndpoints
 from bot.incidents.silences import add_silence
-from bot.models import AlertData, Event, RunInfo
+from bot.models import Event, RunInfo
 from bot.process.pipeline import fact_enrichment
 from bot.store import Database, Store
 from bot.web.server import serve
@@ -527,17 +528,9 @@ async def test_the_alerting_pipelines_heartbeat_is_recorded_never_an_incident(
 
 def test_the_heartbeat_alert_is_no_timeline_incident() -> None:
     def event(name: str, severity: str) -> Event:
-        data = AlertData(fingerprint="f1", alertname=name, labels={"severity": severity})
-        return Event(
-            run_slug="hero",
-            source="alertmanager",
-            external_id=f"alert:f1:{name}",
-            kind="alert",
-            at=T0,
-            state="firing",
-            title=name,
-            extra=data.to_json(),
-        )
+        body = json.dumps(message([xid(T0, alertname=name, severity=severity)])).encode()
+        [alert] = parse_message(body)
+        return alert_event("hero", alert)  # as the hook stores it
 
     quiet = fact_enrichment(event("Watchdog", "none"))
     assert not quiet.incident and not quiet.newsworthy

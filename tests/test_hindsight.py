@@ -367,3 +367,59 @@ async def test_a_dismissal_after_another_message_is_not_the_alerts_reply(
     await enrich_pending(hero)
     alert = await hero.events.get_by_external("hero", "discord", "msg:1")
     assert alert is not None and alert.incident
+
+
+WARNING = (
+    "🔥 **[FIRING:1] HeroStepTimeHigh** (severity=warning)\n"
+    "> p50 step time 22.8s > 20s for 5m\n> job=hero-main"
+)
+REAL = (
+    "real, and not the save pause this time: one straggler. hx-r05n08 gpu3 sits at 88°C and "
+    "clocks down to 1.1 GHz, swapping it at the next save"
+)
+
+
+@pytest.mark.usefixtures("rules_alone")
+@pytest.mark.parametrize(
+    ("reply", "author", "later", "marked"),
+    [
+        (REAL, "tavi", 4, True),
+        ("^ confirmed, tok/s is down a third on the main run", "tavi", 12, True),
+        ("this one's real. draining r05n08", "bo", 20, True),
+        (REAL, "tavi", 45, False),  # another conversation by then
+        (REAL, "am-relay", 4, False),  # the relay's own next line answers nothing
+        ("real quick question: who has the pager tonight?", "tavi", 4, False),
+        ("real? looks like the save pause to me", "tavi", 4, False),
+        ("not real, that's the 20k save pause", "tavi", 4, False),
+    ],
+)
+async def test_a_warning_another_writer_calls_real_is_marked_with_its_answer(
+    hero: Store, now: datetime, reply: str, author: str, later: int, marked: bool
+) -> None:
+    await hero.events.upsert_many([chat(1, now, WARNING, "am-relay")])
+    await enrich_pending(hero)
+    before = await hero.events.get_by_external("hero", "discord", "msg:1")
+    assert before is not None and not before.incident and before.newsworthy  # a warning
+    await hero.events.upsert_many([chat(2, now + timedelta(minutes=later), reply, author)])
+    await enrich_pending(hero)
+    alert = await hero.events.get_by_external("hero", "discord", "msg:1")
+    answer = await hero.events.get_by_external("hero", "discord", "msg:2")
+    assert alert is not None and answer is not None
+    assert alert.incident is marked and (alert.tag == "incident") is marked
+    assert not alert.live_report  # the timeline's mark, never an alert after the fact
+    if marked:
+        assert answer.incident and answer.tag == "incident"
+
+
+@pytest.mark.usefixtures("rules_alone")
+async def test_only_the_channels_next_message_answers_an_alert(hero: Store, now: datetime) -> None:
+    await hero.events.upsert_many(
+        [
+            chat(1, now, WARNING, "am-relay"),
+            chat(2, now + timedelta(minutes=3), "looking", "tavi"),
+            chat(4, now + timedelta(minutes=5), REAL, "bo"),
+        ]
+    )
+    await enrich_pending(hero)
+    alert = await hero.events.get_by_external("hero", "discord", "msg:1")
+    assert alert is not None and not alert.incident  # its answer was "looking", no verdict

@@ -13,6 +13,9 @@ An alert is dismissed: an alerting bot's issue ("[FIRING:1] KilnJobNotRunning") 
 report, and its reply says otherwise ("not an incident: the planned decay-start stop", "false
 alarm, the exporter restarted"): the timeline drops the 🚨 and shows the issue's topic. In chat,
 the channel's next message within minutes is the reply ("ignore, that's the planned drain").
+And an alert is confirmed: a warning the rules leave unmarked ("StepTimeHigh (severity=warning)")
+is marked, with its answer, when the channel's next message, another writer's, says it is real
+("real, and not the save pause this time: one straggler").
 
 Either way only the timeline's mark and tag change, never an alert. Only an issue whose own
 words hint at a failure is marked (incident signals the rules heard but did not count, the
@@ -30,7 +33,7 @@ from typing import Final
 
 from bot.core.months import month_number
 from bot.enrich.context import ThreadContext
-from bot.enrich.incident_posts import dismisses
+from bot.enrich.incident_posts import confirms, dismisses
 from bot.enrich.incidents import (
     HISTORY,
     MONTHS,
@@ -236,6 +239,18 @@ def dismissed_in_chat(message: Event, reply: Event) -> bool:
     return _later_in_channel(message, reply, CHAT_DISMISSAL) and dismisses(
         relayed_words(parse_post(reply.body or "", reply.source)).prose
     )
+
+
+def confirmed_in_chat(message: Event, reply: Event) -> bool:
+    """Whether chat `reply`, the next message of `message`'s channel, another writer's, within
+    `CHAT_HINDSIGHT`, says the alert `message` relays is real ("real, and not the save pause
+    this time: one straggler"): a warning the rules leave unmarked was then an incident's first
+    report, and the answer is about that incident."""
+    if not _later_in_channel(message, reply, CHAT_HINDSIGHT) or reply.author == message.author:
+        return False
+    alert = relayed_words(parse_post(message.body or "", message.source)).prose
+    answer = relayed_words(parse_post(reply.body or "", reply.source)).prose
+    return alert_page(alert) is not None and confirms(answer)
 
 
 def said_first(message: Event, later: Event) -> bool:

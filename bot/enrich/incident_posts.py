@@ -821,6 +821,23 @@ def asks_for_the_docs(prose: str) -> bool:
     return _FOR_THE_DOCS.search(prose[:300]) is not None
 
 
+#: A person's answer that the alert above is real: "real, and not the save pause this time",
+#: "this one's real", "^ confirmed", "ack. real:", "yep, legit" (not "real quick question", not
+#: "real?", not "really?").
+_CONFIRMS = re.compile(
+    r"^\W{0,3}(?:\^+\s*)?(?:(?:ack|yep|yes|yeah|yup)\b[,.!:]?\s*)?"
+    r"(?:(?:this|that)(?:\s+one)?(?:'s|\s+is)\s+|it(?:'s|\s+is)\s+)?"
+    r"(?:real|legit|confirmed)\b(?!\s*\?|\s+(?:quick|fast|talk|question|data|run|test))"
+    r"|^\W{0,3}not\s+a\s+(?:false\s+alarm|flap|drill)\b",
+    re.IGNORECASE,
+)
+
+
+def confirms(prose: str) -> bool:
+    """The post opens by saying that what was reported above it is real."""
+    return _CONFIRMS.match(prose) is not None and not dismisses(prose)
+
+
 def dismisses(prose: str) -> bool:
     """The post opens (after a courtesy) by dismissing what was reported: a false alarm, not an
     incident, not the run's, a warning, a test, a pause on purpose; or says near its start that

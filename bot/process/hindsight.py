@@ -3,7 +3,8 @@ its thread is enriched, the issue's 🚨 is read again from the replies soon aft
 was stored first. An unmarked question is marked when a reply is about an incident; a marked
 alert is unmarked when its replies' first judgement dismisses it and none reports one live.
 Chat is read the same way around freshly enriched messages: one that hints at a failure is
-marked when its channel tells an incident within half an hour, and a marked one is unmarked
+marked when its channel tells an incident within half an hour; an alert, with its answer, when
+the channel's next message (another writer's) says it is real; and a marked one is unmarked
 when the channel's next message, within minutes, dismisses it. Only the rules' reading is
 revisited (a model's is its own), and only the timeline's mark and tag change: no alert is
 raised or withdrawn."""
@@ -18,6 +19,7 @@ from itertools import pairwise
 from bot.enrich.hindsight import (
     CHAT_HINDSIGHT,
     HINDSIGHT,
+    confirmed_in_chat,
     dismissed_first,
     dismissed_in_chat,
     may_be_first_word,
@@ -63,6 +65,8 @@ async def _read_channel_again(
     marked = 0
     for message in await asyncio.to_thread(_first_words, messages):
         marked += await _mark(store, message, "incident", incident=True)
+    for message in await asyncio.to_thread(_confirmed, messages):
+        marked += await _mark(store, message, "incident", incident=True)
     for message, tag in await asyncio.to_thread(_dismissed, messages):
         marked += await _mark(store, message, tag, incident=False)
     return marked
@@ -76,6 +80,20 @@ def _dismissed(messages: Sequence[Event]) -> list[tuple[Event, str]]:
         for message, reply in pairwise(messages)
         if message.incident and message.enriched_by == _RULES and dismissed_in_chat(message, reply)
     ]
+
+
+def _confirmed(messages: Sequence[Event]) -> list[Event]:
+    """Of a channel's messages in time order, the alerts the rules left unmarked whose next
+    message, another writer's, says they are real, and those answers (unless marked already)."""
+    found: list[Event] = []
+    for message, reply in pairwise(messages):
+        if message.incident or not message.newsworthy or message.enriched_by != _RULES:
+            continue
+        if confirmed_in_chat(message, reply):
+            found.append(message)
+            if not reply.incident and (reply.enriched_by or "").startswith(_RULES):
+                found.append(reply)
+    return found
 
 
 def _first_words(messages: Sequence[Event]) -> list[Event]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.enrich.hindsight import (
+    confirmed_in_chat,
     dismissed_first,
     dismissed_in_chat,
     may_be_first_word,
@@ -397,6 +398,15 @@ def _chat_in_hindsight(entries: list[dict[str, Any]], verdicts: dict[str, Verdic
             if told is not None and said_first(message, told):
                 # a pointer hidden until now shows too, said by its words and its link
                 verdicts[ident] = replace(verdict, marked=True, tag="incident", shown=True)
+        for n, (message, ident) in enumerate(members):
+            verdict = verdicts[ident]
+            if verdict.marked or not verdict.shown:
+                continue
+            answer = members[n + 1] if n + 1 < len(members) else None
+            if answer is not None and confirmed_in_chat(message, answer[0]):
+                verdicts[ident] = replace(verdict, marked=True, tag="incident")
+                if verdicts[answer[1]].shown and not verdicts[answer[1]].marked:
+                    verdicts[answer[1]] = replace(verdicts[answer[1]], marked=True, tag="incident")
         for (message, ident), (reply, _) in pairwise(members):
             verdict = verdicts[ident]
             if verdict.marked and verdict.shown and dismissed_in_chat(message, reply):

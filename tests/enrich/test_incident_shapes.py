@@ -909,6 +909,9 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("restart onto the new build is failing: resume from 88000 dies in the loader", True),
     ("512 → 496 nodes at 09:12, so it's sitting paused at 41,220 until HPC answers", True),
     ("⚠️ checkpoint slow · kite-main · save took 28m40s (p50 over last 20: 5m10s)", True),
+    # a monitor's line for one step against its median
+    ("step 233,412 took 58.3s (p50 15.4s). run continuing.", True),
+    ("step 233,412 took 15.9s (p50 15.4s).", False),
     (
         "⚠️ Heads-up: a power fault in hall C, rows 3–4 (pod P6). Some tenants lost nodes. "
         "Pod P2 is on separate PDUs and is not affected.",

@@ -36,7 +36,7 @@ MARK_PRECISION_FLOOR = 0.93  # reached 0.933 (marks on incident entries)
 RECALL_FLOOR = 0.945  # reached 0.950 (live reports flagged)
 PRECISION_FLOOR = 0.685  # reached 0.690 (live reports flagged)
 KIND_FLOOR = 0.645  # of the incidents found, the share whose kind matches the label (0.653)
-#: Incident events of the development corpus the rules and the scorers leave unmarked (79 of
+#: Incident events of the development corpus the rules and the scorers leave unmarked (76 of
 #: 3,332), by shape:
 #: - a fault inside an agent's digest, daily or status block (c2232, c4073, c4853, c5132,
 #:   c10155, c15644, c19183, c21063, c21810, c23630);
@@ -52,7 +52,7 @@ KIND_FLOOR = 0.645  # of the incidents found, the share whose kind matches the l
 #:   c17526, c18851, c19280, c19687, c19825, c21342, c22866);
 #: - questions and outsiders' sightings (c14178, c14716, c17845, c18748, c19158), "the thing
 #:   at 03:00" (c18227);
-#: - warning-level alerts whose replies call them real (c10944, c23056, c23410);
+#: - a warning-level alert answered by a fix, not called real (c23410);
 #: - an RL or post-training stage's faults in its own words (c19451, c21649), a warmup ten
 #:   times too short (c10974), a requeue told as over (c18518);
 #: - the round of c23920-c24399: a budget overrun told in a spec (c8780), an eval box's full
@@ -64,7 +64,7 @@ KNOWN_UNMARKED = frozenset(
     {
         *("c2881", "c4535", "c18423", "c18508", "c8780", "c23960", "c24008"),
         *("c24197", "c24313", "c2232", "c4073", "c5132", "c4853", "c10155"),
-        *("c2713", "c8517", "c8899", "c10944", "c4194", "c4663", "c5124"),
+        *("c2713", "c8517", "c8899", "c4194", "c4663", "c5124"),
         *("c5211", "c5276", "c10974", "c14178"),
         *("c14716", "c15267", "c15644", "c15671", "c17626", "c17845"),
         *("c17098", "c17526"),
@@ -72,7 +72,7 @@ KNOWN_UNMARKED = frozenset(
         *("c18486", "c18771", "c18811", "c19183", "c19074", "c19203", "c19280"),
         *("c19158", "c19451", "c19488", "c19550", "c19528", "c19552", "c19590"),
         *("c19687", "c19825", "c21063", "c21076", "c21342", "c21649"),
-        *("c21810", "c22866", "c23056", "c23192", "c23287", "c23410", "c23630"),
+        *("c21810", "c22866", "c23192", "c23287", "c23410", "c23630"),
         "c18748",
         # the round of c24400-c25119, read blind: what the refit scorers still miss
         *("c24565", "c24583", "c24680", "c24726", "c25068", "c25070", "c25078"),
@@ -80,10 +80,8 @@ KNOWN_UNMARKED = frozenset(
         # the round of c25120-c25599, read blind: what the refit scorers still miss (two agent
         # statuses whose table shows the fault under "Anomalies: none", and "not the drill 😬")
         *("c25166", "c25195", "c25320"),
-        # the round of c25840-c26559: an agent's "Assessment: run healthy" over 0 tok/s (c25899),
-        # and a monitor's NCCL warning whose step took 58 s against 15 s (c18046), which the
-        # scorer refit on the grown corpus no longer adds
-        *("c18046", "c25899"),
+        # the round of c25840-c26559: an agent's "Assessment: run healthy" over 0 tok/s
+        "c25899",
         # a loss table in a run log, which the replies' scorer added below the "over" the honest
         # reading of this round chose (0.75)
         "c24418",

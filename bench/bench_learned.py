@@ -285,6 +285,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("fenland-supercomputing/bittern-34b", 26200, 26319),
     ("tarnhollow-ai/lapwing-70b-rl", 26320, 26439),
     ("prismfield-labs/finch-vl-40b", 26440, 26559),
+    ("ashgrove-lab/kestrel-moe-535b", 26560, 26679),
+    ("cobaltfen-research/teal-180b", 26800, 26919),
+    ("glenbrook-ml/petrel-400b", 27040, 27159),
+    ("harrowgate-labs/grebe-24b", 27160, 27279),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

@@ -20,7 +20,8 @@ _PROMO = re.compile(
     r"""\b(?:
         check\s+out\s+(?:our|my|this)|visit\s+(?:our|my)|(?:our|my)\s+(?:platform|product|startup
           |service|tool|app|website|site|course|company|agency|team\s+offers)
-      | sign\s+up|free\s+(?:\d+[- ]day\s+)?trial|(?:\d{1,2}\s?%|percent)\s+off|discount
+      | sign\s+up|free\s+(?:\d+\s*(?:-?\s*days?|h|hrs?|hours?)[- ]?\s*)?trial
+      | (?:\d{1,2}\s?%|percent)\s+off|discount
       | promo(?:tion)?\s*code|coupon
       | use\s+(?:the\s+)?code|\d+x\s+cheaper|free\s+\d[\d,.]*k?\s+(?:minutes|credits)
       | save\s+\d{1,2}\s?%\s+on\s+(?:your\s+)?(?:gpu|compute|cloud)\s+(?:spend|costs?|bills?)
@@ -42,7 +43,7 @@ _PROMO = re.compile(
       | limited\s+offer|book\s+a\s+(?:free\s+)?(?:call|demo|meeting)|no\s+minimum|flexible\s+terms
       | \d+\s+(?:months?|weeks?)\s+free|zero\s+code\s+changes?|no\s+(?:credit\s+)?card(?:\s+needed)?
       | free\s+(?:[\w-]+\s+){0,2}(?:hours|hrs|chip-hours|gpu-hours?)|no\s+(?:waitlist|catch)
-      | \d{1,2}\s?%\s+(?:below|under|cheaper\s+than)\s+(?:\w+\s+)?(?:pricing|prices?|market)
+      | \d{1,2}\s?%\s+(?:below|under|cheaper\s+than)\s+(?:\w+\s+)?(?:pricing|prices?|market|list)
       | \d{1,2}\s?%\s+cheaper\s+than\s+(?:the\s+)?(?:hyperscalers|aws|gcp|azure|big\s+clouds?)
       | thesis\s+editing|paper\s+writing|plagiarism[- ]free|fast\s+delivery
       | gpu\s+credits
@@ -81,7 +82,7 @@ _LINK: Final = re.compile(
     r"https?://|www\.|\b(?:bit\.ly|t\.me|tinyurl\.com)/"
     r"|\b[a-z0-9-]+\.(?:xyz|biz|top|click|shop|online|site|live|info)\b"
     r"|\b[a-z0-9-]+\.[a-z]{2,10}/\w"
-    r"|\bdot\s+(?:com|io|biz|xyz|net|org|ai)\b|\b[a-z0-9-]+\s+\.\s+(?:com|io|biz|xyz|net|ai)\b"
+    r"|\bdot\s+(?:com|io|biz|xyz|net|org|ai)\b|\b[a-z0-9-]+\s+\.\s*(?:com|io|biz|xyz|net|ai)\b"
     r"|\b[a-z0-9-]+\[\.\][a-z]{2,6}\b|\b[a-z0-9-]+\s*\(dot\)\s*[a-z]{2,6}\b",
     re.IGNORECASE,
 )

@@ -97,6 +97,10 @@ HELDOUT15 = CORPUS.with_name("heldout15_corpus.jsonl")
 #: surface first as hotfix pulls), written blind while the rules it measures were changed and
 #: read once at the end.
 HELDOUT16 = CORPUS.with_name("heldout16_corpus.jsonl")
+#: The seventeenth: two projects (W&B alerts relayed into chat and triaged there, a bilingual
+#: Chinese-English team), written blind while the rules it measures were changed and read once
+#: at the end.
+HELDOUT17 = CORPUS.with_name("heldout17_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

@@ -105,6 +105,8 @@ def test_a_strangers_cloud_pitch_on_github_is_spam() -> None:
         "at tracedash dot io, use code RUN25",
         "Awesome repo!! Need transcripts at scale? check out SubtitleForge, 8x cheaper than "
         "doing it in-house, free 20k minutes for open-source teams. Link in bio!",
+        "Tired of eval jobs failing? 🚀 SpectraCompute offers dedicated TPU v5e & H200 at 60% "
+        "below list with ZERO egress fees. DM for a free 72h trial → spectra-compute .io/petrel",
     ],
 )
 def test_a_strangers_pitch_with_a_trial_or_a_code_on_github_is_spam(pitch: str) -> None:

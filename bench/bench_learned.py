@@ -495,6 +495,10 @@ BATCH_COMMITS: dict[str, str] = {
     "fenland-supercomputing/bittern-34b": "e2d6a94",
     "tarnhollow-ai/lapwing-70b-rl": "e2d6a94",
     "prismfield-labs/finch-vl-40b": "e2d6a94",
+    "ashgrove-lab/kestrel-moe-535b": "8d4ca0a",
+    "cobaltfen-research/teal-180b": "8d4ca0a",
+    "glenbrook-ml/petrel-400b": "8d4ca0a",
+    "harrowgate-labs/grebe-24b": "8d4ca0a",
 }
 PRECISION_FLOOR = 0.90
 MARK_FLOOR = 0.85

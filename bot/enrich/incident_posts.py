@@ -119,7 +119,12 @@ _DISOWNED = re.compile(
     # "Eval infra issue, the hero run is not involved"
     r"|\b(?:hero|main|training|the)\s+run\s+(?:is|was)\s+not\s+(?:involved|affected|impacted|touched)\b"
     # "This is the SFT side job, not r7."
-    r"|\b(?:this|it)\s+(?:is|was|'s)\s+(?:the|an?|our|my)\s+(?:[\w-]+\s+){0,2}side\s+(?:jobs?|runs?)\b",
+    r"|\b(?:this|it)\s+(?:is|was|'s)\s+(?:the|an?|our|my)\s+(?:[\w-]+\s+){0,2}side\s+(?:jobs?|runs?)\b"
+    # a teaching cluster's outage, a product's: "the teaching cluster is down", "chat API 5xx",
+    # "stalls for EU users, ~12% of sessions", "failed over EU traffic"
+    r"|\b(?:teaching|student|class|course)\s+(?:cluster|partition|nodes?)\b"
+    r"|\b(?:eu|us|apac|end|paying|api|chat)\s+(?:users|customers)\b|\b(?:of|for)\s+(?:user\s+)?sessions\b"
+    r"|\b(?:chat|completions?|public)\s+api\b|\b(?:eu|us|user|customer)\s+traffic\b",
     re.IGNORECASE,
 )
 _DISOWNED_WORDS: Final = Words(_DISOWNED)
@@ -152,7 +157,10 @@ _CHANGE_TITLE = re.compile(
     r"|keep(?!\s+(?:getting|seeing|hitting|failing|crashing|dying|losing|running\s+out)))\b"
     # an alert asked for: "wandb alert if step doesn't move in 10 min", "ping us when saves lag"
     r"|^\W*(?:[\w/&-]+\s+){0,3}(?:alerts?|alarms?|pings?|notifications?|pages?|paging)\s+"
-    r"(?:us\s+|me\s+|on-?call\s+)?(?:if|when|whenever)\b",
+    r"(?:us\s+|me\s+|on-?call\s+)?(?:if|when|whenever)\b"
+    # a setting moved for what comes next: "Adam eps 1e-8 → 1e-6 for phase 2?"
+    r"|^\W*(?:[\w.-]+\s+){1,3}\S*\d\S*\s*(?:→|->)\s*\S*\d\S*\s+(?:for|in|from)\s+"
+    r"(?:phase|stage|the\s+next|next|round|step)\b",
     re.IGNORECASE,
 )
 _OTHER_SUBJECT_TITLE = re.compile(
@@ -268,7 +276,9 @@ _NOT_EXERCISE = re.compile(
 _ANNOUNCED = re.compile(
     r"^\W*(?:(?:heads[\s-]up|fyi|reminder|notice|announcement|psa)\s*[:,!-]*\s*)?"
     r"(?:(?:a|the|our|next\s+week's|tomorrow's)\s+)?(?:planned|scheduled)\s*[—–:-]?\s+(?:\w+\s+){0,2}?"
-    r"(?:maintenance|downtime|outage|window|upgrade|swap|reboot|migration)\s+(?:on|for|of|at|in|fn-|wave)\b",
+    r"(?:maintenance|downtime|outage|window|upgrade|swap|reboot|migration)\s+(?:on|for|of|at|in|fn-|wave"
+    # dated: "planned provider maintenance Sat 04-26 02:00–04:00 UTC"
+    r"|(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*|\d{1,2}[-/.:]\d\d)\b",
     re.IGNORECASE,
 )
 
@@ -863,6 +873,7 @@ def about_incident(prose: str, title: str, context: ThreadContext) -> bool:
         or is_exercise(context.title, prose)
         or asks_for_the_docs(prose)
         or disowns(prose)
+        or announces_planned_work(prose)
     ):
         return False
     text = f"{title}\n{prose}" if title else prose

@@ -670,7 +670,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "heartbeat step point metric log idle trained",
         # "no heartbeat from hero since 3am", "hasn't logged a step in 30 min", "step hasn't
         # moved since 84,310": what a stopped run does not do
-        r"no\s+(?:new\s+)?(?:heartbeats?|steps?|points?|metrics?|log\s+lines?|logs)\s+"
+        r"no\s+(?:new\s+)?(?:heartbeats?|steps?|step\s+progress|points?|metrics?|log\s+lines?|logs)\s+"
         r"(?:(?:from|logged|reported|written|on)\s+(?:[\w.-]+\s+){0,3})?(?:since|for"
         r"|in\s+(?:the\s+last\s+)?(?:\d+|an?\s+(?:hour|while)|over))\b"
         r"|(?:hasn't|hasnt|has\s+not|haven't|have\s+not)\s+(?:logged|reported|written|had|printed"

@@ -190,6 +190,10 @@ _AFTER_CUE = re.compile(
     r"|retr(?:y|ies)|rates?|budget|analysis|bug|fix|report|stats|counts?|probability)\b",
     re.IGNORECASE,
 )
+#: A figure of the fault, then what it became: "stall 95 s → 11 s".
+_MEASURED = re.compile(
+    r"\s*(?:time|duration)?\s*[:=]?\s*~?(\d+(?:\.\d+)?)\s*[a-z]{0,3}\s*(?:→|->)\s*~?(\d+(?:\.\d+)?)"
+)
 # Anywhere in the sentence: it is about the past ("two weeks ago", "back in August").
 #: Months by name (not "may": a verb more often than a month).
 MONTHS: Final = MONTH_NAMES_BUT_MAY  # "may" is the verb far more often
@@ -356,6 +360,8 @@ _NOT_THE_RUN = re.compile(
     r"|course\s*work|class\s+project|my\s+\d+(?:\.\d+)?[mb]\s+(?:run|model|job|replication|repro)"
     # someone's own job of another kind: "my vit job OOM'd", "my lora job died at 24:00:00"
     r"|my\s+(?:vit|lora|sft|dpo|ppo|grpo|rlhf|fine-?tun\w*|thesis|hobby|baseline)\s+(?:jobs?|runs?)"
+    # "my ASR finetune has been pending since 9am", "my thesis chapter 3 has fallen off the bus"
+    r"|my\s+(?:[\w-]+\s+)?(?:fine-?tun(?:e|ing)|thesis)\b"
     r"|not\s+the\s+training\s+(?:mix|run|job|data)|prep\s+jobs?|dev\s+replicas?"
     r"|just\s+a\s+probe|nothing\s+prod(?:uction)?\s+(?:was\s+)?touched"
     # a job with another purpose: "the tokenizer job OOMed", "the export script died"
@@ -552,6 +558,9 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
         return False  # "when the run hangs we lose hours"; not "when its port kept flapping"
     if _AFTER_CUE.match(text, end, min(len(text), end + 30)):
         return False
+    fell = _MEASURED.match(text, end, min(len(text), end + 40))
+    if fell is not None and float(fell.group(2)) < float(fell.group(1)):
+        return False  # the fault measured and smaller: "stall 95 s → 11 s" (a fix's result)
     if (
         before.count("(") > before.count(")")
         and ")" in text[end:right]
@@ -1100,17 +1109,20 @@ _FROM_TO = re.compile(
 #: "9 s/step vs 4 s yesterday": now first, then what it was.
 _NOW_VS_THEN = re.compile(
     # the metric said before the number too: "step time 3.1 s since this morning vs 2.6 s"
-    rf"(?:(?P<metric0>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:is\s+|at\s+)?)?"
+    rf"(?:(?P<metric0>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:p\d\d\s+)?(?:\([^()\n]{{1,20}}\):?\s+)?"
+    r"(?:is\s+|at\s+)?)?"
     rf"~?{_NUM}\s*(?:(?P<metric>{_TIME_METRIC}|{_RATE_METRIC})|(?:s|sec|ms|[kmgt]i?b/s|[kmgt]bps)\b)?"
     r"(?:\s+since\s+(?:[\d:]+|this\s+morning|yesterday|last\s+night|lunch))?"
     r",?\s+(?:vs\.?|versus|compared\s+to|against)"
-    rf"\s+~?{_NUM}\s*\S*\s+(?:yesterday|before|earlier|usual(?:ly)?|normal(?:ly)?|last\s+week"
+    rf"\s+~?{_NUM}\s*\S*\s+(?:(?:yesterday|before|earlier|usual(?:ly)?|normal(?:ly)?|last\s+week"
     r"|the\s+(?:day|week|month)\s+before)\b"
+    # a monitor's window for what it compares with: "vs 22.4s (24h p50)"
+    r"|\([^()\n]{0,12}?(?:p50|median|avg|average|mean|baseline)\))"
     # "iteration time 9.8 s (baseline 6.1 s)"
     # "W&B step time says 31s since about 14:00, it was 17s all week"
     # "tokens/s for the whole job is 3,310, down from ~3,940"
     # an agent's table row: "step time p50 (last 2h) 51.8 s (7-day median 37.2 s, +39%)"
-    rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:p\d\d\s+)?(?:\([^()\n]{{1,20}}\)\s+)?"
+    rf"|(?P<metric2>{_TIME_METRIC}|{_RATE_METRIC})\s+(?:p\d\d\s+)?(?:\([^()\n]{{1,20}}\):?\s+)?"
     r"(?:for\s+the\s+(?:whole\s+)?(?:job|run)\s+)?"
     # "MFU since the 04:38 relaunch is 38.2%, was 41.3 before"
     r"(?:since\s+(?:the\s+)?[\w:.~-]+(?:\s+(?:re-?start|re-?launch|resume|redeploy))?\s+)?"
@@ -1124,12 +1136,15 @@ _NOW_VS_THEN = re.compile(
     rf"\s*:?\s*~?{_NUM}"
     # "180 tok/s/gpu, normally 2.4k", "2.1M tok/s since ~13:40 (was 3.0M)"
     rf"|~?{_NUM}[kmb]?\s*(?P<metric3>{_TIME_METRIC}|{_RATE_METRIC})(?:/\w+)?"
-    rf"(?:\s+since\s+(?:~?[\d:]+|the\s+\w+))?\s*[,;(]\s*(?:normally|usually|typically|baseline|was)"
+    rf"(?:\s+since\s+(?:~?[\d:]+|the\s+\w+))?(?:\s*\([^()\n]{{1,20}}\))?"
+    r"\s*[,;(]\s*(?:normally|usually|typically|baseline|was)"
     rf"\s*:?\s*~?{_NUM}"
     # "throughput panel flat at ~3.1M since lunch? it was 4.7M this morning"
     rf"|(?P<metric4>{_TIME_METRIC}|{_RATE_METRIC})\b[^.!?\n]{{0,30}}?\bat\s+~?{_NUM}\s*\S*"
     r"(?:\s+since\s+[^.!?,\n]{1,30})?[?.,;]*\s+(?:and\s+)?(?:it\s+)?was\s+(?:at\s+)?~?"
     rf"{_NUM}"
+    # asked, then what it was: "MFU 32%?? it was 38 before the bump"
+    rf"|(?P<metric6>{_TIME_METRIC}|{_RATE_METRIC})\s+~?{_NUM}\s*%?\s*\?+\s*(?:it\s+)?was\s+~?{_NUM}"
     # dated, then now against then: "bad since last night though, 24.8 s/step vs 21.1"
     rf"|\bsince\s+[^.!?\n]{{1,30}}?[,;]?\s+~?{_NUM}\s*(?P<metric5>{_TIME_METRIC}|{_RATE_METRIC})"
     rf"\s+(?:vs\.?|versus|against)\s+~?{_NUM}\b(?!\s*(?:%|x\b|×))",
@@ -1248,6 +1263,7 @@ def _slower(m: re.Match[str], margin: float = PLAIN_MARGIN, *, now_first: bool =
         or named.get("metric3")
         or named.get("metric4")
         or named.get("metric5")
+        or named.get("metric6")
     )
     metric = metric or said
     return before > 0 and _worse(metric, before, now, margin)

@@ -952,6 +952,19 @@ CHAT_LINES: list[tuple[str, bool]] = [
     ("loss spike, back to 1.93 by 77,890, grad clip held. not a fault.", False),
     ("one of my probe jobs OOMed at 640k with cp=8, forgot activation checkpointing", False),
     ("trying a tiny replica on my 2x3090 and it OOMs at seq 2048", False),
+    # numbers a monitor compares with its own baseline
+    ("⚠️ grebe throughput — 41.2 s/step (1h median), baseline 18.5 s/step", True),
+    ("⚠️ grebe throughput — 19.0 s/step (1h median), baseline 18.5 s/step", False),
+    ("step time p50 (1h): 29.4s vs 22.4s (24h p50), +31%", True),
+    ("step time p50 (1h): 22.9s vs 22.4s (24h p50), +2%", False),
+    ("MFU 32%?? it was 38 before the bump", True),
+    # a fault measured and smaller: a fix's result
+    ("async ckpt on staging: stall 95 s → 11 s, upload finishes in ~4 min", False),
+    ("loader stall 11 s → 95 s since 09:00, data wait climbing", True),
+    # a product's incident, a teaching cluster's, someone's own finetune
+    ("declaring inc-13: teal-chat API 5xx at 8% since 09:02, all regions. IC: @callum", False),
+    ("declaring inc-16: streaming stalls for EU users, ~12% of sessions hang since 07:50", False),
+    ("PSA: the teaching cluster is completely down, a storage controller died", False),
 ]
 
 
@@ -1303,6 +1316,8 @@ def test_a_spot_launchers_routine_move_is_no_incident() -> None:
         ("fix: loader crash on empty shard", False),
         ("main: restore fails on step_52000", False),
         ("Hero run: node failures", False),
+        ("Adam eps 1e-8 → 1e-6 for phase 2?", True),  # a setting moved for what comes next
+        ("tok/s 1.9M → 1.2M since 14:10", False),  # a level that moved: a symptom
     ],
 )
 def test_an_issue_titled_by_the_change_it_asks_for(title: str, change: bool) -> None:
@@ -1315,6 +1330,13 @@ def test_planned_work_announced_ahead_is_not_planned_work_gone_wrong() -> None:
     assert not announces_planned_work("planned maintenance went wrong: r12 never came back")
     assert not announces_planned_work("main is down since the planned maintenance on r12")
     assert not announces_planned_work("planned maintenance on r12 is done but 3 nodes are gone")
+    # dated by its day or its hours, and not about an incident either
+    dated = (
+        "heads up: planned provider maintenance Sat 04-26 02:00–04:00 UTC on all blocks. we'll "
+        "save at the nearest 500, stop the run and resume after. no incident will be declared"
+    )
+    assert announces_planned_work(dated)
+    assert not enrich_text(title=None, body=dated, kind="message", source="discord").incident
 
 
 @pytest.mark.parametrize(
@@ -1522,3 +1544,28 @@ def test_the_rules_alone_read_a_centres_notice_a_crash_loop_and_others_work(
     assert judged.live_report is (kind is not None), judged
     assert judged.incident is (kind is not None), judged  # not even about an incident
     assert judged.incident_kind == kind
+
+
+@pytest.mark.parametrize(
+    ("product", "run"),
+    [
+        (
+            "declaring inc-13: teal-chat API 5xx at 8% since 09:02, all regions. IC: @callum",
+            "declaring inc-13: main down since 09:02, NCCL timeout on r12. IC: @callum",
+        ),
+        (
+            "inc-13 resolved 10:15. 73 min of elevated errors for chat API customers.",
+            "inc-13 resolved 10:15. main was down 73 min after the NCCL timeout, resumed from 41k.",
+        ),
+        (
+            "inc-16 update 1: LB health checks flapping. failed over EU traffic to eu-central",
+            "inc-16 update 1: IB links flapping on r12. main restarted from 41,000 on the spares",
+        ),
+    ],
+)
+def test_a_products_incident_told_beside_the_run_is_not_about_the_runs(
+    product: str, run: str
+) -> None:
+    told = enrich_text(title=None, body=product, kind="message", source="discord")
+    assert not told.incident and told.tag != "incident"
+    assert enrich_text(title=None, body=run, kind="message", source="discord").incident

@@ -423,3 +423,19 @@ async def test_only_the_channels_next_message_answers_an_alert(hero: Store, now:
     await enrich_pending(hero)
     alert = await hero.events.get_by_external("hero", "discord", "msg:1")
     assert alert is not None and not alert.incident  # its answer was "looking", no verdict
+
+
+@pytest.mark.usefixtures("rules_alone")
+@pytest.mark.parametrize(("reply", "marked"), [(REAL, True), ("noise, that's the sweep", False)])
+async def test_a_wandb_alert_another_writer_calls_real_is_marked(
+    hero: Store, now: datetime, reply: str, marked: bool
+) -> None:
+    alert = "🔔 **W&B Alert · hero-main · train/loss > 1.95 for 200 steps**\ncurrent 1.987"
+    await hero.events.upsert_many([chat(1, now, alert, "wandb-relay")])
+    await enrich_pending(hero)
+    before = await hero.events.get_by_external("hero", "discord", "msg:1")
+    assert before is not None and not before.incident
+    await hero.events.upsert_many([chat(2, now + timedelta(minutes=3), reply, "tavi")])
+    await enrich_pending(hero)
+    after = await hero.events.get_by_external("hero", "discord", "msg:1")
+    assert after is not None and after.incident is marked

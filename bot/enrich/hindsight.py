@@ -241,6 +241,11 @@ def dismissed_in_chat(message: Event, reply: Event) -> bool:
     )
 
 
+#: A W&B alert as its integrations and relays post it: "W&B Alert: loss is NaN in run …",
+#: "🔔 **W&B Alert · godwit-240b-s2 · train/loss > 1.95 for 200 steps**".
+_WANDB_ALERT = re.compile(r"^[^\w\n]*(?:w&b|wandb|weights\s*&\s*biases)\s+alert\b", re.I | re.M)
+
+
 def confirmed_in_chat(message: Event, reply: Event) -> bool:
     """Whether chat `reply`, the next message of `message`'s channel, another writer's, within
     `CHAT_HINDSIGHT`, says the alert `message` relays is real ("real, and not the save pause
@@ -250,7 +255,9 @@ def confirmed_in_chat(message: Event, reply: Event) -> bool:
         return False
     alert = relayed_words(parse_post(message.body or "", message.source)).prose
     answer = relayed_words(parse_post(reply.body or "", reply.source)).prose
-    return alert_page(alert) is not None and confirms(answer)
+    return (alert_page(alert) is not None or _WANDB_ALERT.search(alert) is not None) and confirms(
+        answer
+    )
 
 
 def said_first(message: Event, later: Event) -> bool:

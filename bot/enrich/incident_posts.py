@@ -981,6 +981,15 @@ _ASKS_A_HUMAN = re.compile(
 )
 
 
+#: An agent's heading that names an alert or an anomaly: "run-watch alert — loss spike …".
+_AGENT_ALERT = re.compile(r"\b(?:alert|anomal(?:y|ies))\b.*", re.IGNORECASE)
+#: An agent's field naming an anomaly, not "Anomalies: none".
+_ANOMALY_FIELD = re.compile(
+    r"(?:^|[.!?]\s+)\W*anomal(?:y|ies)\W*:\W*(?!none|n/?a\b|nothing|no\b|—|-)\w.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
 def agent_flags_fault(prose: str, rows: tuple[str, ...] = ()) -> str | None:
     """The incident kind of the fault an agent's post ("🤖 …") flags in a line or in a table
     row (``Document.flagged_rows``), or None."""
@@ -1004,8 +1013,17 @@ def agent_flags_fault(prose: str, rows: tuple[str, ...] = ()) -> str | None:
     for line in fresh:
         if signals_heard(line):
             return sharper_kind("outage", line)
-    if fresh and _ASKS_A_HUMAN.search(head):
+    if not _ASKS_A_HUMAN.search(head):
+        return None
+    if fresh:
         # "⚠️ L30/E23 is taking 39.6% of layer-30 tokens … needs a human decision": what it
         # flags is told in numbers, and it hands it to a person
         return sharper_kind("outage", " ".join(fresh))
+    # its heading an alert ("run-watch alert — loss spike not recovering … Paging @lead"), or
+    # a field of the post an anomaly ("**Anomaly:** tokens_counted per step dropped …")
+    first = head.split("\n", 1)[0]
+    alerted = _AGENT_ALERT.search(first) or _ANOMALY_FIELD.search(head)
+    if alerted is None or names_another_workload(alerted.group(0)):
+        return None
+    return None if find_incident(prose) is not None else sharper_kind("outage", alerted.group(0))
     return None

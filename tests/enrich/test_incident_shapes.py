@@ -1493,6 +1493,17 @@ AGENT_STATUS = (
 )
 
 
+AGENT_ALERT = (
+    "🤖 **run-watch alert — loss spike not recovering** (run-watch agent)\n\n"
+    "| step | loss | grad norm |\n|---|---|---|\n| 140,400 | 1.722 | 1.9 |\n"
+    "| 140,652 | 4.87 | 61.3 |\n\nThe job is still training. {}\n"
+)
+AGENT_DAILY = (
+    "🤖 grebe-agent daily — 2057-08-11\n\n**Progress:** step 134,750, MFU 42%.\n"
+    "**Anomaly:** {}.\n**Flagging for a human:** I'm not confident what it is.\n"
+)
+
+
 @pytest.mark.parametrize(
     ("text", "kind"),
     [
@@ -1507,6 +1518,11 @@ AGENT_STATUS = (
         # an agent that flags a fault told in numbers and hands it to a person
         (AGENT_STATUS.format("needs a human decision."), "outage"),
         (AGENT_STATUS.format("will keep watching."), None),
+        # an agent's alert, or an anomaly it names, handed to a person
+        (AGENT_ALERT.format("Paging @treuel."), "outage"),
+        (AGENT_ALERT.format("Will post again at 141k."), None),
+        (AGENT_DAILY.format("tokens_counted per step dropped 0.28% after the restart"), "outage"),
+        (AGENT_DAILY.format("none"), None),
     ],
 )
 def test_a_machine_by_its_name_a_read_only_remount_and_an_agent_asking_a_human(

@@ -36,7 +36,7 @@ MARK_PRECISION_FLOOR = 0.93  # reached 0.933 (marks on incident entries)
 RECALL_FLOOR = 0.945  # reached 0.950 (live reports flagged)
 PRECISION_FLOOR = 0.685  # reached 0.690 (live reports flagged)
 KIND_FLOOR = 0.645  # of the incidents found, the share whose kind matches the label (0.653)
-#: Incident events of the development corpus the rules and the scorers leave unmarked (82 of
+#: Incident events of the development corpus the rules and the scorers leave unmarked (80 of
 #: 3,399), by shape:
 #: - a fault inside an agent's digest, daily or status block (c2232, c4073, c4853, c5132,
 #:   c10155, c15644, c19183, c21063, c21810, c23630);
@@ -85,13 +85,12 @@ KNOWN_UNMARKED = frozenset(
         # a loss table in a run log, which the replies' scorer added below the "over" the honest
         # reading of this round chose (0.75)
         "c24418",
-        # the round of c26560-c27279, read blind: agents' dailies burying a replayed shard
-        # (c26590) and a loss drifting above its fit (c27229), a monitor's loss against its EMA
-        # with "anyone around?" (c26617), an agent's "loss spike not recovering" table (c26618);
-        # and two the scorers refit on the grown corpus no longer add: a queued resource
-        # waiting for 2 h asked as a question (c6506), a loss jump after a planned restart an
-        # agent calls expected (c25563)
-        *("c6506", "c25563", "c26590", "c26617", "c26618", "c27229"),
+        # the round of c26560-c27279, read blind: an agent's daily burying a replayed shard
+        # (c26590), a monitor's loss against its EMA with "anyone around?" (c26617); and two
+        # the scorers refit on the grown corpus no longer add: a queued resource waiting for
+        # 2 h asked as a question (c6506), a loss jump after a planned restart an agent calls
+        # expected (c25563)
+        *("c6506", "c25563", "c26590", "c26617"),
     }
 )
 

@@ -289,6 +289,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("cobaltfen-research/teal-180b", 26800, 26919),
     ("glenbrook-ml/petrel-400b", 27040, 27159),
     ("harrowgate-labs/grebe-24b", 27160, 27279),
+    ("kiritani-lab/tsubame-110b", 27280, 27399),
+    ("brackwater-labs/shrike-180b-spot", 27640, 27759),
+    ("cinderbrook-ml/wryneck-400b", 27760, 27879),
+    ("larchmont-ai/kittiwake-300b", 27880, 27999),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

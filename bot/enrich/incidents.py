@@ -403,7 +403,7 @@ _NOT_THE_RUN = re.compile(
     # a benchmark's own job: "the HumanEval+ job for 60k died with exit 137"
     rf"|{BENCHMARKS}\S*\s+(?:jobs?|runs?)"
     # an eval of a checkpoint: "gsm8k eval on 260k OOM'd"
-    r"|eval(?:uation)?s?\s+(?:on|of)\s+(?:the\s+)?(?:ckpt\s+|checkpoint\s+|step\s+)?\d[\d,.]*k?)\b",
+    r"|eval(?:uation)?s?\s+(?:on|of|for)\s+(?:the\s+)?(?:ckpt\s+|checkpoint\s+|step\s+)?\d[\d,.]*k?)\b",
     re.IGNORECASE,
 )
 _NOT_THE_RUN_WORDS: Final = Words(_NOT_THE_RUN)

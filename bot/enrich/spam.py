@@ -71,7 +71,7 @@ _PROMO = re.compile(
       | mining\s+pool|\d+(?:\.\d+)?\s*(?:eth|btc|usdt)\s*/\s*(?:day|week|month)
       | gana(?:r)?\s+\$?\d[\d,.]*|sin\s+experiencia|cupos?\s+limitados?|grupo\s+vip
       | únete\s+(?:al|a)\s+(?:grupo|canal)|trading\s+de\s+ia
-      | first\s+\d+\s+only|free\s+\w+\s+for\s+\d+\s+months?
+      | first\s+\d+\s+only|free\s+\w+\s+for\s+\d+\s+months?|first\s+come,?\s+first\s+served
     )\b""",
     re.IGNORECASE | re.VERBOSE,
 )

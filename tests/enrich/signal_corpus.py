@@ -101,6 +101,10 @@ HELDOUT16 = CORPUS.with_name("heldout16_corpus.jsonl")
 #: Chinese-English team), written blind while the rules it measures were changed and read once
 #: at the end.
 HELDOUT17 = CORPUS.with_name("heldout17_corpus.jsonl")
+#: The eighteenth: two projects (silent faults found later in curves and evals, a Slack bridged
+#: into Discord), written blind while the rules it measures were changed and read once at the
+#: end.
+HELDOUT18 = CORPUS.with_name("heldout18_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

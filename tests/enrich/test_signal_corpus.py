@@ -36,8 +36,8 @@ MARK_PRECISION_FLOOR = 0.93  # reached 0.933 (marks on incident entries)
 RECALL_FLOOR = 0.945  # reached 0.950 (live reports flagged)
 PRECISION_FLOOR = 0.685  # reached 0.690 (live reports flagged)
 KIND_FLOOR = 0.645  # of the incidents found, the share whose kind matches the label (0.653)
-#: Incident events of the development corpus the rules and the scorers leave unmarked (80 of
-#: 3,399), by shape:
+#: Incident events of the development corpus the rules and the scorers leave unmarked (87 of
+#: 3,469), by shape:
 #: - a fault inside an agent's digest, daily or status block (c2232, c4073, c4853, c5132,
 #:   c10155, c15644, c19183, c21063, c21810, c23630);
 #: - a bot's health check the rules alone do not read as a report, so the GitHub source leaves
@@ -91,6 +91,11 @@ KNOWN_UNMARKED = frozenset(
         # 2 h asked as a question (c6506), a loss jump after a planned restart an agent calls
         # expected (c25563)
         *("c6506", "c25563", "c26590", "c26617"),
+        # the round of c27280-c27999, read blind: a resume that restored the wrong step told in
+        # a replica's loss and a log (c27651), an orchestrator's restart line (c27689), an
+        # agent's daily (c27703, c27829), an eval bot's skipped eval for a missing checkpoint
+        # (c27761), its regression table over a broken checkpoint (c27804, c27830)
+        *("c27651", "c27689", "c27703", "c27761", "c27804", "c27829", "c27830"),
     }
 )
 

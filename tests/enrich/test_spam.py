@@ -47,6 +47,8 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "Hey all!! 🎁 free Nitro for 3 months, first 100 only → nitro-gifts.example/claim",
         "🔥🔥 A100 임대 최저가!! 약정 없음, 문의 텔레그램 @gpu_kr 👉 첫 달 20% 할인",
         "🔥🔥 H100 租赁最低价!! 无需合约, 联系微信 gpu_cn 👉 首月优惠",
+        "🔥 FREE H100 credits for AI teams 🔥 no preemption no waiting, DM me for a code, first "
+        "come first served!!",
     ],
 )
 def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:

@@ -503,6 +503,10 @@ BATCH_COMMITS: dict[str, str] = {
     "cobaltfen-research/teal-180b": "8d4ca0a",
     "glenbrook-ml/petrel-400b": "8d4ca0a",
     "harrowgate-labs/grebe-24b": "8d4ca0a",
+    "kiritani-lab/tsubame-110b": "ac522e0",
+    "brackwater-labs/shrike-180b-spot": "ac522e0",
+    "cinderbrook-ml/wryneck-400b": "ac522e0",
+    "larchmont-ai/kittiwake-300b": "ac522e0",
 }
 PRECISION_FLOOR = 0.90
 MARK_FLOOR = 0.85

@@ -94,6 +94,8 @@ _PERIOD_REVIEW = re.compile(
     # a week's digest recaps what happened in it: "Weekly notes — Aug 13 → Aug 19"
     r"|weekly\s+(?:run\s+|status\s+)?(?:notes|digest|summary|recap|report|review|roundup"
     r"|progress)"
+    # a week by its number: "Week 10: where kittiwake stands", "week 14 update"
+    r"|^\W*week\s+\d{1,3}(?:(?=\s*[:—–-])|\s+(?:update|status|digest|summary|notes|recap))"
     rf"|{_WEEK_BY_DATES})\b",
     re.IGNORECASE,
 )
@@ -343,7 +345,10 @@ _SAVE_BROKEN = re.compile(
     r"\b(?:0|zero)[- ]byte|\bincomplete\s+(?:metadata|shards?|uploads?|saves?)|\bcorrupt\w*"
     r"|\btruncated|(?:can't|cannot|can\s+not|fails?\s+to|unable\s+to)\s+(?:load|restore|open)\b"
     r"|\bmissing\s+(?:shards?|files?|exp_avg\w*|optimizer|[\w.]+\s+for\b)"
-    r"|\bno\s+(?:new\s+)?checkpoints?\s+since|\bnot\s+on\s+the\s+bucket",
+    r"|\bno\s+(?:new\s+)?checkpoints?\s+since|\bnot\s+on\s+the\s+bucket"
+    # "checkpoint step_300000 missing", "something is wrong with the checkpoint"
+    r"|\b(?:checkpoint|ckpt)\s+(?:step[_\s-]?)?\d[\d,]*k?\s+(?:is\s+)?missing\b"
+    r"|\bsomething(?:'s|\s+is)\s+wrong\s+with\s+(?:the\s+|this\s+)?(?:checkpoint|ckpt|save)",
     re.IGNORECASE,
 )
 
@@ -807,7 +812,8 @@ _NO_INCIDENT = re.compile(
     r"|unrelated\s+to\s+any\s+(?:incident|outage)|not\s+a\s+new\s+(?:incident|outage)"
     # "Not about one incident; the details are in the linked issues", "Not a postmortem of
     # any one thing (those are linked)"
-    r"|not\s+about\s+(?:one|a\s+single|any\s+one)\s+(?:incident|outage)"
+    r"|not\s+about\s+(?:one|a\s+single|any\s+one|any\s+(?:particular|specific)|a\s+(?:particular"
+    r"|specific))\s+(?:incident|outage|breakage|failure|fault)"
     r"|not\s+a\s+post-?mortem\s+of\s+(?:any\s+)?one)\b",
     re.IGNORECASE,
 )

@@ -288,12 +288,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"[a-z][a-z-]*\d[\w-]*\s+(?:is|was|got|has\s+been|stays)\s+(?:cordoned|drained)",
     ),
     _sig("node-loss", "gang", r"gang(?:\s+scheduling)?\s+(?:failed|failures?|broke|broken)"),
-    _sig(
-        "node-loss",
-        "spot maintenance",
-        r"spot\s+(?:reclaim\w*|interruptions?)"
-        r"|host\s+maintenance\s+event",
-    ),
+    # the provider taking spot capacity back: a preemption, however many machines it names
+    _sig("preemption", "spot", r"spot\s+(?:reclaim\w*|interruptions?)"),
+    _sig("node-loss", "maintenance", r"host\s+maintenance\s+event"),
     _sig(
         "node-loss",
         "unhealthy notready",
@@ -907,7 +904,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "checkpoint-failed",
         "incomplete partial truncated corrupt missing died",
         r"(?:checkpoint|ckpt)\s+(?:[\d,.]+k?\s+)?(?:seems|is|looks)\s+(?:\w+\s+)?(?:incomplete|partial"
-        r"|truncated|missing)|saves?\s+(?:must\s+have\s+|has\s+|have\s+)?(?:died|crashed)",
+        r"|truncated|missing)|saves?\s+(?:must\s+have\s+|has\s+|have\s+)?(?:died|crashed)"
+        # as a title names it: "checkpoint step_300000 missing"
+        r"|(?:checkpoint|ckpt)\s+(?:step[_\s-]?)?\d[\d,]*k?\s+missing",
     ),
     _sig("crash", "reboot", r"reboot(?:ing|s)?\s+in\s+a\s+loop"),
     # a quota or a lease run out: "hit its inode quota", "our allocation expired at midnight"
@@ -1967,6 +1966,15 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"\b(?:restart|resume|relaunch|requeue)s?\s+(?:after\s+[^,.:;\n]{1,40}?\s+)?(?:is|are|keeps?)\s+"
         r"failing\b",
     ),
+    # a part of the run slowing since a time: "checkpoint saves have been getting slower since
+    # ~06:00", "steps got way slower since the 14:00 restart"
+    _sig(
+        "outage",
+        "slower",
+        r"\b(?:saves?|checkpoints?|ckpts?|steps?|step\s+times?|the\s+run|training|loader|uploads?"
+        r"|throughput|all-?reduces?)\s+(?:ha(?:s|ve)\s+been\s+|is\s+|are\s+)?(?:getting|got|gotten)"
+        r"\s+(?:much\s+|a\s+lot\s+|way\s+|steadily\s+)?slower\s+since\b",
+    ),
     # a run held stopped: "the run has been stopped since 00:00 UTC today"
     _sig(
         "outage",
@@ -2024,6 +2032,26 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "falló",
         r"\b(?:save|checkpoint|ckpt|guardado)\s+(?:del?\s+(?:step\s+)?[\d,.]+k?\s+)?falló\b"
         r"|\bfalló\s+el\s+(?:save|checkpoint|guardado)\b",
+    ),
+    # the same said in Japanese, mixed into English as such a team writes it: "jobがまた止まっ
+    # た", "step 94,213 から進んでない", "run 落ちてません？", "ckpt保存失敗 at 88k". Kana run on
+    # without spaces, so each pattern takes the whole run of letters around its words.
+    _sig(
+        "hang",
+        "止まっ 止まる 進んで 進まな",
+        r"\w*?(?:step|run|job|ジョブ|学習|グラフ|wandb)[^\n。]{0,30}?(?:止まっ|止まる|進んで(?:い)?な"
+        r"|進まな)\w*",
+    ),
+    _sig(
+        "crash",
+        "落ち",
+        r"\w*?(?:job|run|ジョブ|学習)\s*(?:が|は|も)?\s*(?:また)?落ち(?:ました|た|てる|てます|てません"
+        r"|てない)\w*",
+    ),
+    _sig(
+        "checkpoint-failed",
+        "失敗 保存でき",
+        r"\w*?(?:ckpt|checkpoint|save|保存)\w*?失敗\w*|\w*?保存でき(?:な|ませ)\w*",
     ),
     _sig(
         "node-loss",

@@ -240,6 +240,8 @@ _EXPECTED = re.compile(
     r"|planned\s+maintenance(?![^.]*\b(?:went\s+wrong|overran|over-?ran|ran\s+over|broke"
     r"|never\s+(?:came\s+back|restarted|came\s+up)|did(?:n't|\s+not)\s+come\s+back)\b)"
     r"|(?<=\()(?:as\s+)?(?:expected|planned)(?=\))"
+    # "64 nodes terminated (host maintenance, scheduled)"
+    r"|(?<=\()(?:[\w-]+\s+){0,2}maintenance,\s+(?:scheduled|planned)(?=\))"
     r"|end\s+of\s+(?:the\s+)?(?:stage|phase|schedule|training|run)|reached\s+the\s+end"
     # "hero paused for the driver upgrade": stopped on purpose, for work on the cluster (not
     # slurm's reason "Reserved for maintenance", which names a reservation, planned or not)
@@ -705,7 +707,7 @@ ALL_FINE = re.compile(
     r"|recovered\s+(?:by\s+(?:step\s+)?[\d,.]+k?|within\s+\d+|on\s+its\s+own|by\s+itself)"
     r"|(?:training|the\s+run|the\s+job|hero|it)"
     r"(?:\s+itself)?\s+(?:was|is|stays|stayed)\s+(?:fine|ok|okay|unaffected|healthy)|nothing\s+to\s+do"
-    r"|no\s+action\s+(?:is\s+)?needed|(?<!raise\sa\s)(?<!sound\sa\s)false\s+alarm"
+    r"|no\s+action\s+(?:is\s+)?needed(?!\s+from\s+(?:anyone|anybody)\s+else)|(?<!raise\sa\s)(?<!sound\sa\s)false\s+alarm"
     r"|not\s+an\s+incident|not\s+a\s+(?:fault|real\s+(?:problem|issue))"
     # "training is unaffected" (not "pairs within a rack are unaffected": a part, not the run)
     r"|(?:training|run|job|main|hero|it|we|jobs?)(?:\s+\w+){0,2}?\s+(?:is|was|are|were|stays?|stayed)"
@@ -825,6 +827,8 @@ def alert_page(text: str) -> str | None:
     return "noise" if _LOW_SEVERITY.search(page) and not _GRAVE_ALERT.search(page) else "page"
 
 
+#: A post that pages a person: "paging @infra-oncall", "paged @mira" (not "don't page @oncall").
+_PAGES_SOMEONE = re.compile(r"\b(?:paging|paged)\s+@\w", re.IGNORECASE)
 #: A reply that says the alert above it is real, or back: "^ real", "^ again".
 _CONFIRMS_ABOVE = re.compile(
     r"^\W{0,3}\^+\s*(?:real|again|this\s+is\s+real|confirmed|not\s+a\s+flap)\b", re.IGNORECASE
@@ -902,6 +906,8 @@ def find_incident(prose: str, title: str = "", logs: str = "") -> tuple[str, str
         kinds.add("outage")
     if not kinds and not machine and _CONFIRMS_ABOVE.match(text):
         kinds.add("outage")  # "^ real.", "^ again, different node this time"
+    if not kinds and not machine and _PAGES_SOMEONE.search(text):
+        kinds.add("outage")  # "⚠️ eu-west4 capacity unavailable for 3h00m … paging @oncall"
     if not kinds:
         asked = live_question(text) or emoji_alarm(text)
         if asked is None:

@@ -52,6 +52,7 @@ from bot.enrich.incident_posts import (
     opens_with_proposal,
     reports_ongoing,
     reports_scores,
+    reviews_a_period,
     routine_preemption,
     settled,
     speaks_of_the_main_run,
@@ -204,6 +205,9 @@ def not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bo
         or (title is None and is_test_report(context.title) and not breaks_the_run(doc.prose))
         or opens_with_proposal(doc.prose)
         or is_retrospective(doc.prose, context.title)
+        # a week's or a month's review tells what happened in it; what is happening now it sets
+        # apart ("## Right now"), and that part is read as a report (``buried_report``)
+        or reviews_a_period(doc.prose, context.title)
         or dismisses(doc.prose)
         or disowns(doc.prose)
         or asks_for_the_docs(doc.prose)

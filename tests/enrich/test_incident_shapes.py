@@ -1585,3 +1585,92 @@ def test_a_products_incident_told_beside_the_run_is_not_about_the_runs(
     told = enrich_text(title=None, body=product, kind="message", source="discord")
     assert not told.incident and told.tag != "incident"
     assert enrich_text(title=None, body=run, kind="message", source="discord").incident
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        # said in Japanese, mixed into English
+        ("止まってる？ step 94,213 から進んでないように見えます", "hang"),
+        ("schistのjobがまた止まった", "hang"),
+        ("run 落ちてません？ wandb で crashed になってます、106.6k", "crash"),
+        ("ckpt保存失敗 at 88k, quota? lfs quota 見ます", "checkpoint-failed"),
+        ("1.3B proxy の 32k context ablation、OOM で落ちました…", None),  # an ablation's
+        ("loss が下がってるのを見ると落ち着く", None),  # "calms me down"
+        # a page to a person
+        ("⚠️ eu-west4 capacity unavailable for 3h00m · paging @infra-oncall", "outage"),
+        ("the gap in the charts is on purpose, please don't page @oncall for it", None),
+        # a part of the run slowing since a time
+        ("checkpoint saves have been getting slower since ~06:00: 48 s, 3m10s, 6m40s", "outage"),
+        ("saves got faster since the 06:00 restart", None),
+    ],
+)
+def test_japanese_words_a_page_and_a_part_getting_slower(text: str, kind: str | None) -> None:
+    judged = enrich_text(title=None, body=text, kind="message", source="discord")
+    assert judged.live_report is (kind is not None), judged
+    if kind is not None:
+        assert judged.incident_kind == kind
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "spot reclaim: 4 nodes in us-west2, job rescheduled, resumed at 58,600 after 7m",
+        "us-east5: 64 nodes terminated (host maintenance, scheduled), sync continues on two",
+    ],
+)
+def test_an_orchestrators_routine_reclaim_or_scheduled_maintenance_is_no_incident(
+    text: str,
+) -> None:
+    judged = enrich_text(title=None, body=text, kind="message", source="discord")
+    assert not judged.incident and not judged.live_report
+    # a reclaim the run did not come back from is one
+    gone = "spot reclaim: 12 nodes in eu-west4, job waiting for capacity"
+    assert enrich_text(title=None, body=gone, kind="message", source="discord").live_report
+
+
+def test_a_missing_checkpoint_found_by_an_eval_is_the_runs() -> None:
+    context = ThreadContext(
+        title="[eval] 300k: skipped, checkpoint step_300000 missing", labels=("eval",), kind="issue"
+    )
+    body = "**Status:** skipped\n**Reason:** `.metadata` not present after 36 polls"
+    judged = enrich_text(
+        title=context.title, body=body, kind="issue", source="github", context=context
+    )
+    assert judged.live_report and judged.incident_kind == "checkpoint-failed"
+    fine = ThreadContext(title="[eval] 300k: MMLU 63.0, GSM8K 51.2", labels=("eval",), kind="issue")
+    table = "| task | 300k |\n|---|---|\n| MMLU | 63.0 |"
+    assert not enrich_text(
+        title=fine.title, body=table, kind="issue", source="github", context=fine
+    ).live_report
+
+
+WEEKLY = (
+    "## Where we are\n- Step 44,200, 6,240 steps this week.\n\n## What happened\n"
+    "- **Tuesday's hang** (#418): one rank stuck on a Lustre lock, ~3.5h lost. Closed.\n"
+    "{}\n## Risks\n- Spare pool 10 nodes.\n"
+)
+
+
+def test_a_weekly_digest_recaps_its_week_and_reports_only_what_it_sets_apart() -> None:
+    context = ThreadContext(title="Week 10: where kittiwake stands", kind="issue")
+    recap = WEEKLY.format("")
+    told = enrich_text(
+        title=context.title, body=recap, kind="issue", source="github", context=context
+    )
+    assert not told.incident and not told.live_report
+    now = WEEKLY.format(
+        "\n## Right now\nCheckpoint saves have been getting slower since ~06:00. Tuomas is "
+        "looking; no action needed from anyone else yet.\n"
+    )
+    assert enrich_text(
+        title=context.title, body=now, kind="issue", source="github", context=context
+    ).live_report
+
+
+def test_a_design_doc_about_no_particular_breakage_is_about_no_incident() -> None:
+    doc = (
+        "Status: draft. This is about how the launcher and on-call should behave when something "
+        "breaks, not about any particular breakage. Today an Xid 79 on one node becomes a page."
+    )
+    assert not enrich_text(title=None, body=doc, kind="comment", source="github").incident

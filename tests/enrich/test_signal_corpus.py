@@ -36,7 +36,7 @@ MARK_PRECISION_FLOOR = 0.93  # reached 0.933 (marks on incident entries)
 RECALL_FLOOR = 0.945  # reached 0.950 (live reports flagged)
 PRECISION_FLOOR = 0.685  # reached 0.690 (live reports flagged)
 KIND_FLOOR = 0.645  # of the incidents found, the share whose kind matches the label (0.653)
-#: Incident events of the development corpus the rules and the scorers leave unmarked (87 of
+#: Incident events of the development corpus the rules and the scorers leave unmarked (84 of
 #: 3,469), by shape:
 #: - a fault inside an agent's digest, daily or status block (c2232, c4073, c4853, c5132,
 #:   c10155, c15644, c19183, c21063, c21810, c23630);
@@ -77,9 +77,9 @@ KNOWN_UNMARKED = frozenset(
         # the round of c24400-c25119, read blind: what the refit scorers still miss
         *("c24565", "c24583", "c24680", "c24726", "c25068", "c25070", "c25078"),
         *("c25088", "c25089"),
-        # the round of c25120-c25599, read blind: what the refit scorers still miss (two agent
-        # statuses whose table shows the fault under "Anomalies: none", and "not the drill 😬")
-        *("c25166", "c25195", "c25320"),
+        # the round of c25120-c25599, read blind: what the refit scorers still miss (an agent's
+        # status whose table shows the fault under "Anomalies: none", and "not the drill 😬")
+        *("c25195", "c25320"),
         # the round of c25840-c26559: an agent's "Assessment: run healthy" over 0 tok/s
         "c25899",
         # a loss table in a run log, which the replies' scorer added below the "over" the honest
@@ -93,9 +93,9 @@ KNOWN_UNMARKED = frozenset(
         *("c6506", "c25563", "c26590", "c26617"),
         # the round of c27280-c27999, read blind: a resume that restored the wrong step told in
         # a replica's loss and a log (c27651), an orchestrator's restart line (c27689), an
-        # agent's daily (c27703, c27829), an eval bot's skipped eval for a missing checkpoint
-        # (c27761), its regression table over a broken checkpoint (c27804, c27830)
-        *("c27651", "c27689", "c27703", "c27761", "c27804", "c27829", "c27830"),
+        # agent's daily (c27703, c27829), an eval bot's regression table over a broken
+        # checkpoint (c27830)
+        *("c27651", "c27689", "c27703", "c27829", "c27830"),
     }
 )
 

@@ -124,9 +124,9 @@ _DISOWNED = re.compile(
     r"|\b(?:this|it)\s+(?:is|was|'s)\s+(?:the|an?|our|my)\s+(?:[\w-]+\s+){0,2}side\s+(?:jobs?|runs?)\b"
     # a teaching cluster's outage, a product's: "the teaching cluster is down", "chat API 5xx",
     # "stalls for EU users, ~12% of sessions", "failed over EU traffic"
-    r"|\b(?:teaching|student|class|course)\s+(?:cluster|partition|nodes?)\b"
-    r"|\b(?:eu|us|apac|end|paying|api|chat)\s+(?:users|customers)\b|\b(?:of|for)\s+(?:user\s+)?sessions\b"
-    r"|\b(?:chat|completions?|public)\s+api\b|\b(?:eu|us|user|customer)\s+traffic\b",
+    r"|\b(?:(?:teaching|student|class|course)\s+(?:cluster|partition|nodes?)"
+    r"|(?:eu|us|apac|end|paying|api|chat)\s+(?:users|customers)|(?:of|for)\s+(?:user\s+)?sessions"
+    r"|(?:chat|completions?|public)\s+api|(?:eu|us|user|customer)\s+traffic)\b",
     re.IGNORECASE,
 )
 _DISOWNED_WORDS: Final = Words(_DISOWNED)

@@ -1317,7 +1317,8 @@ _RATE_AT_SHARE = re.compile(
 #: all lower case and it reads lowercased text: folding case as it matches costs several times
 #: as much.
 _SPEED_SAID = re.compile(
-    rf"(?:{_TIME_METRIC}|{_RATE_METRIC})|\b(?:vs|versus|compared\s+to|against)\b"
+    # never inside a word: the engine then tries the metrics' many words only where one starts
+    rf"(?<![^\W\d_])(?:{_TIME_METRIC}|{_RATE_METRIC})|\b(?:vs|versus|compared\s+to|against)\b"
     r"|%\s+(?:speed|throughput|of)\b"
 )
 

@@ -79,7 +79,7 @@ THRESHOLD = 0.3
 #: The probability above which it adds one where the rules heard incident words and judged the
 #: post no report (the same reading's "over": the lowest at which those additions are 80 % about
 #: incidents): the scorer must be surer to overrule the rules.
-OVER = 0.75
+OVER = 0.80
 #: The issue scorer's: the lowest at which, each batch read by the rules before it was written,
 #: the reports it adds are 90 % about incidents (today's rules, written seeing every issue of
 #: the corpus, leave it nothing to add in sample, so the replies' rule cannot choose).

@@ -36,7 +36,7 @@ MARK_PRECISION_FLOOR = 0.93  # reached 0.933 (marks on incident entries)
 RECALL_FLOOR = 0.945  # reached 0.950 (live reports flagged)
 PRECISION_FLOOR = 0.685  # reached 0.690 (live reports flagged)
 KIND_FLOOR = 0.645  # of the incidents found, the share whose kind matches the label (0.653)
-#: Incident events of the development corpus the rules and the scorers leave unmarked (84 of
+#: Incident events of the development corpus the rules and the scorers leave unmarked (85 of
 #: 3,469), by shape:
 #: - a fault inside an agent's digest, daily or status block (c2232, c4073, c4853, c5132,
 #:   c10155, c15644, c19183, c21063, c21810, c23630);
@@ -96,6 +96,8 @@ KNOWN_UNMARKED = frozenset(
         # agent's daily (c27703, c27829), an eval bot's regression table over a broken
         # checkpoint (c27830)
         *("c27651", "c27689", "c27703", "c27829", "c27830"),
+        # one the replies' scorer added below the "over" this round's honest reading chose (0.80)
+        "c13754",
     }
 )
 

@@ -439,3 +439,32 @@ async def test_a_wandb_alert_another_writer_calls_real_is_marked(
     await enrich_pending(hero)
     after = await hero.events.get_by_external("hero", "discord", "msg:1")
     assert after is not None and after.incident is marked
+
+
+REPORT = "r12n4 died, NCCL timeout on every rank talking to it. job is down at 41,220"
+
+
+@pytest.mark.usefixtures("rules_alone")
+@pytest.mark.parametrize(
+    ("later", "text", "marked"),
+    [
+        (10, "swapped r12n4 for a spare, it came up clean", True),  # names the machine
+        (20, "on it, pulling the nccl logs", True),  # a responder's first words
+        (25, "anyone grabbing lunch?", False),  # nothing of it
+        (12, "false alarm on my side, that was the eval box", False),  # dismissed
+        (90, "swapped r12n4 for a spare, it came up clean", False),  # after the hour
+    ],
+)
+async def test_a_message_that_follows_up_a_live_report_is_about_its_incident(
+    hero: Store, now: datetime, later: int, text: str, marked: bool
+) -> None:
+    await hero.events.upsert_many([chat(1, now, REPORT, "ana")])
+    await enrich_pending(hero)
+    report = await hero.events.get_by_external("hero", "discord", "msg:1")
+    assert report is not None and report.live_report and report.incident
+    await hero.events.upsert_many([chat(2, now + timedelta(minutes=later), text, "bo")])
+    await enrich_pending(hero)
+    after = await hero.events.get_by_external("hero", "discord", "msg:2")
+    assert after is not None and after.incident is marked
+    assert (after.tag == "incident") is marked
+    assert not after.live_report  # the timeline's mark, never an alert

@@ -13,7 +13,9 @@ An alert is dismissed: an alerting bot's issue ("[FIRING:1] KilnJobNotRunning") 
 report, and its reply says otherwise ("not an incident: the planned decay-start stop", "false
 alarm, the exporter restarted"): the timeline drops the 🚨 and shows the issue's topic. In chat,
 the channel's next message within minutes is the reply ("ignore, that's the planned drain").
-And an alert is confirmed: a warning the rules leave unmarked ("StepTimeHigh (severity=warning)")
+A live report's channel follows it up: a message within the hour that names what it named (a
+machine, a step) or answers it ("on it", "restarting from 41k") is about its incident. And an
+alert is confirmed: a warning the rules leave unmarked ("StepTimeHigh (severity=warning)")
 is marked, with its answer, when the channel's next message, another writer's, says it is real
 ("real, and not the save pause this time: one straggler").
 
@@ -33,8 +35,9 @@ from typing import Final
 
 from bot.core.months import month_number
 from bot.enrich.context import ThreadContext
-from bot.enrich.incident_posts import confirms, dismisses
+from bot.enrich.incident_posts import confirms, dismisses, disowns
 from bot.enrich.incidents import (
+    ALL_FINE,
     HISTORY,
     MONTHS,
     alert_page,
@@ -258,6 +261,40 @@ def confirmed_in_chat(message: Event, reply: Event) -> bool:
     return (alert_page(alert) is not None or _WANDB_ALERT.search(alert) is not None) and confirms(
         answer
     )
+
+
+#: How long after a live report in chat its channel's messages may follow it up.
+FOLLOW_UP: Final = timedelta(minutes=60)
+#: What ties a later message to the report: a machine's name ("r12n4", "gpu-077"), a step
+#: ("41,220", "88k").
+_SALIENT = re.compile(
+    r"\b(?:[a-z]+-?\d+[a-z]*\d*[\w-]*|\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?k)\b", re.IGNORECASE
+)
+#: A responder's first words: "ack", "on it", "restarting from 41k", "draining r12".
+_RESPONDS = re.compile(
+    r"^\W*(?:ack|on\s+it|looking|restart\w*|relaunch\w*|drain\w*|cordon\w*|resum\w*|back\s+up"
+    r"|root\s+cause|fixed|rolled\s+back|swapp\w*|excluded?|confirmed|same|yep|yeah|found\s+it"
+    r"|it'?s\s+(?:the|a|an)\b)",
+    re.IGNORECASE,
+)
+
+
+def follows_up(report: Event, later: Event) -> bool:
+    """Whether chat `later`, in `report`'s channel within `FOLLOW_UP` after a live report, is
+    about its incident: it names what the report named (a machine, a step) or answers it as a
+    responder does ("on it", "restarting from 41k"), and neither dismisses nor disowns it nor
+    calls all well nor names another workload."""
+    if not _later_in_channel(report, later, FOLLOW_UP):
+        return False
+    said = relayed_words(parse_post(later.body or "", later.source)).prose
+    if not said or dismisses(said) or disowns(said) or ALL_FINE.search(said):
+        return False
+    if names_another_workload(said):
+        return False
+    if _RESPONDS.match(said):
+        return True
+    named = {t.lower() for t in _SALIENT.findall(report.body or "")}
+    return bool(named & {t.lower() for t in _SALIENT.findall(later.body or "")})
 
 
 def said_first(message: Event, later: Event) -> bool:

@@ -3,7 +3,8 @@ its thread is enriched, the issue's 🚨 is read again from the replies soon aft
 was stored first. An unmarked question is marked when a reply is about an incident; a marked
 alert is unmarked when its replies' first judgement dismisses it and none reports one live.
 Chat is read the same way around freshly enriched messages: one that hints at a failure is
-marked when its channel tells an incident within half an hour; an alert, with its answer, when
+marked when its channel tells an incident within half an hour; one that follows up a live
+report within the hour (``follows_up``); an alert, with its answer, when
 the channel's next message (another writer's) says it is real; and a marked one is unmarked
 when the channel's next message, within minutes, dismisses it. Only the rules' reading is
 revisited (a model's is its own), and only the timeline's mark and tag change: no alert is
@@ -18,10 +19,12 @@ from itertools import pairwise
 
 from bot.enrich.hindsight import (
     CHAT_HINDSIGHT,
+    FOLLOW_UP,
     HINDSIGHT,
     confirmed_in_chat,
     dismissed_first,
     dismissed_in_chat,
+    follows_up,
     may_be_first_word,
     reported_in_hindsight,
     said_first,
@@ -58,14 +61,17 @@ async def mark_reports_in_hindsight(store: Store, events: Sequence[Event]) -> in
 async def _read_channel_again(
     store: Store, slug: str, thread: str, first: datetime, last: datetime
 ) -> int:
+    window = max(CHAT_HINDSIGHT, FOLLOW_UP)
     found = await store.events.in_thread(
-        slug, thread, since=first - CHAT_HINDSIGHT, until=last + CHAT_HINDSIGHT, kind="message"
+        slug, thread, since=first - window, until=last + window, kind="message"
     )
     messages = [m for m in found if not m.deleted and m.enriched_by]
     marked = 0
     for message in await asyncio.to_thread(_first_words, messages):
         marked += await _mark(store, message, "incident", incident=True)
     for message in await asyncio.to_thread(_confirmed, messages):
+        marked += await _mark(store, message, "incident", incident=True)
+    for message in await asyncio.to_thread(_follow_ups, messages):
         marked += await _mark(store, message, "incident", incident=True)
     for message, tag in await asyncio.to_thread(_dismissed, messages):
         marked += await _mark(store, message, tag, incident=False)
@@ -94,6 +100,28 @@ def _confirmed(messages: Sequence[Event]) -> list[Event]:
             if not reply.incident and (reply.enriched_by or "").startswith(_RULES):
                 found.append(reply)
     return found
+
+
+def _follow_ups(messages: Sequence[Event]) -> list[Event]:
+    """Of a channel's messages in time order, those the rules left unmarked that follow up a
+    live report before them (``follows_up``)."""
+    found: dict[str, Event] = {}
+    for n, report in enumerate(messages):
+        if not (report.incident and report.live_report):
+            continue
+        for later in messages[n + 1 :]:
+            if later.at - report.at > FOLLOW_UP:
+                break
+            if (
+                later.incident
+                or not later.newsworthy
+                or not (later.enriched_by or "").startswith(_RULES)
+                or later.external_id in found
+            ):
+                continue
+            if follows_up(report, later):
+                found[later.external_id] = later
+    return list(found.values())
 
 
 def _first_words(messages: Sequence[Event]) -> list[Event]:

@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from bot.enrich.hindsight import (
+    FOLLOW_UP,
     confirmed_in_chat,
     dismissed_first,
     dismissed_in_chat,
+    follows_up,
     may_be_first_word,
     reported_in_hindsight,
     said_first,
@@ -415,6 +417,16 @@ def _chat_in_hindsight(entries: list[dict[str, Any]], verdicts: dict[str, Verdic
                 verdicts[ident] = replace(verdict, marked=True, tag="incident")
                 if verdicts[answer[1]].shown and not verdicts[answer[1]].marked:
                     verdicts[answer[1]] = replace(verdicts[answer[1]], marked=True, tag="incident")
+        for n, (report, ident) in enumerate(members):
+            verdict = verdicts[ident]
+            if not (verdict.incident and verdict.marked and verdict.shown):
+                continue
+            for later, other in members[n + 1 :]:
+                if later.at - report.at > FOLLOW_UP:
+                    break
+                then = verdicts[other]
+                if then.shown and not then.marked and follows_up(report, later):
+                    verdicts[other] = replace(then, marked=True, tag="incident")
         for (message, ident), (reply, _) in pairwise(members):
             verdict = verdicts[ident]
             if verdict.marked and verdict.shown and dismissed_in_chat(message, reply):

@@ -269,14 +269,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=MODEL_PATH)
     parser.add_argument("--issues-out", type=Path, default=ISSUE_MODEL_PATH)
     parser.add_argument("--tags-out", type=Path, default=TAG_MODEL_PATH)
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 naming each model file that differs from the fit (CI)",
+    )
     args = parser.parse_args(argv)
     entries = load(args.corpus)
-    issues = issue_examples(entries)
-    for out, text in (
+    fitted = (
         (args.out, model_json(examples(entries))),
-        (args.issues_out, model_json(issues, ISSUE_THRESHOLD, ISSUE_OVER)),
+        (args.issues_out, model_json(issue_examples(entries), ISSUE_THRESHOLD, ISSUE_OVER)),
         (args.tags_out, tag_model_json(tag_examples(entries))),
-    ):
+    )
+    if args.check:
+        stale = [
+            out
+            for out, text in fitted
+            if not out.exists() or out.read_text(encoding="utf-8") != text
+        ]
+        for out in stale:
+            print(f"stale: {out} is not what this script fits from {args.corpus}", file=sys.stderr)
+        if not stale:
+            print("the committed models are what this script fits from the committed corpus")
+        return 1 if stale else 0
+    for out, text in fitted:
         out.write_text(text, encoding="utf-8")
         print(f"wrote {out} ({len(text.encode())} bytes)")
     return 0

@@ -16,7 +16,6 @@ from bench.bench_learned import group_of
 from bot.enrich.context import ThreadContext
 from bot.enrich.learned import (
     ADD_FLOOR,
-    TAG_MODEL_PATH,
     LiveModel,
     TagModel,
     gate,
@@ -26,7 +25,6 @@ from bot.enrich.learned import (
 from bot.enrich.markdown import parse
 from bot.enrich.rules import enrich_text
 from bot.models import TAGS
-from scripts import train_signals
 from tests.enrich.signal_corpus import load
 
 INFRA = "The cluster scheduler drained two racks for the firmware maintenance on the TPU pool."
@@ -83,11 +81,6 @@ def test_a_tag_model_file_reads_one_weight_per_name_per_tag() -> None:
     assert [t for t, _ in model.ranking(["mmlu", "unseen"])] == ["evals", "training-dynamics"]
     assert [t for t, _ in model.ranking(["loss"])] == ["training-dynamics", "evals"]
     assert dict(model.ranking([]))["evals"] == pytest.approx(1 / (1 + math.e))
-
-
-def test_the_committed_tag_model_is_what_the_script_fits_from_the_committed_corpus() -> None:
-    fitted = train_signals.tag_model_json(train_signals.tag_examples(load()))
-    assert fitted == TAG_MODEL_PATH.read_text(encoding="utf-8")
 
 
 def test_the_gate_keeps_the_rules_tag_only_where_the_classifier_ranks_it_first() -> None:

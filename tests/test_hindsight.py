@@ -369,6 +369,20 @@ async def test_a_dismissal_after_another_message_is_not_the_alerts_reply(
     assert alert is not None and alert.incident
 
 
+async def said_then_answered(store: Store, first: Event, then: Event) -> tuple[Event, Event, Event]:
+    """`first` stored and enriched alone, then `then`: `first` as it was read before the
+    answer, and both as the pass leaves them after it."""
+    await store.events.upsert_many([first])
+    await enrich_pending(store)
+    before = await store.events.get_by_external("hero", "discord", first.external_id)
+    await store.events.upsert_many([then])
+    await enrich_pending(store)
+    after = await store.events.get_by_external("hero", "discord", first.external_id)
+    answer = await store.events.get_by_external("hero", "discord", then.external_id)
+    assert before is not None and after is not None and answer is not None
+    return before, after, answer
+
+
 WARNING = (
     "🔥 **[FIRING:1] HeroStepTimeHigh** (severity=warning)\n"
     "> p50 step time 22.8s > 20s for 5m\n> job=hero-main"
@@ -396,15 +410,12 @@ REAL = (
 async def test_a_warning_another_writer_calls_real_is_marked_with_its_answer(
     hero: Store, now: datetime, reply: str, author: str, later: int, marked: bool
 ) -> None:
-    await hero.events.upsert_many([chat(1, now, WARNING, "am-relay")])
-    await enrich_pending(hero)
-    before = await hero.events.get_by_external("hero", "discord", "msg:1")
-    assert before is not None and not before.incident and before.newsworthy  # a warning
-    await hero.events.upsert_many([chat(2, now + timedelta(minutes=later), reply, author)])
-    await enrich_pending(hero)
-    alert = await hero.events.get_by_external("hero", "discord", "msg:1")
-    answer = await hero.events.get_by_external("hero", "discord", "msg:2")
-    assert alert is not None and answer is not None
+    before, alert, answer = await said_then_answered(
+        hero,
+        chat(1, now, WARNING, "am-relay"),
+        chat(2, now + timedelta(minutes=later), reply, author),
+    )
+    assert not before.incident and before.newsworthy  # a warning
     assert alert.incident is marked and (alert.tag == "incident") is marked
     assert not alert.live_report  # the timeline's mark, never an alert after the fact
     if marked:
@@ -431,14 +442,11 @@ async def test_a_wandb_alert_another_writer_calls_real_is_marked(
     hero: Store, now: datetime, reply: str, marked: bool
 ) -> None:
     alert = "🔔 **W&B Alert · hero-main · train/loss > 1.95 for 200 steps**\ncurrent 1.987"
-    await hero.events.upsert_many([chat(1, now, alert, "wandb-relay")])
-    await enrich_pending(hero)
-    before = await hero.events.get_by_external("hero", "discord", "msg:1")
-    assert before is not None and not before.incident
-    await hero.events.upsert_many([chat(2, now + timedelta(minutes=3), reply, "tavi")])
-    await enrich_pending(hero)
-    after = await hero.events.get_by_external("hero", "discord", "msg:1")
-    assert after is not None and after.incident is marked
+    before, after, _ = await said_then_answered(
+        hero, chat(1, now, alert, "wandb-relay"), chat(2, now + timedelta(minutes=3), reply, "tavi")
+    )
+    assert not before.incident
+    assert after.incident is marked
 
 
 REPORT = "r12n4 died, NCCL timeout on every rank talking to it. job is down at 41,220"
@@ -458,13 +466,10 @@ REPORT = "r12n4 died, NCCL timeout on every rank talking to it. job is down at 4
 async def test_a_message_that_follows_up_a_live_report_is_about_its_incident(
     hero: Store, now: datetime, later: int, text: str, marked: bool
 ) -> None:
-    await hero.events.upsert_many([chat(1, now, REPORT, "ana")])
-    await enrich_pending(hero)
-    report = await hero.events.get_by_external("hero", "discord", "msg:1")
-    assert report is not None and report.live_report and report.incident
-    await hero.events.upsert_many([chat(2, now + timedelta(minutes=later), text, "bo")])
-    await enrich_pending(hero)
-    after = await hero.events.get_by_external("hero", "discord", "msg:2")
-    assert after is not None and after.incident is marked
+    report, _, after = await said_then_answered(
+        hero, chat(1, now, REPORT, "ana"), chat(2, now + timedelta(minutes=later), text, "bo")
+    )
+    assert report.live_report and report.incident
+    assert after.incident is marked
     assert (after.tag == "incident") is marked
     assert not after.live_report  # the timeline's mark, never an alert

@@ -288,9 +288,9 @@ def follows_up(report: Event, later: Event) -> bool:
         return False
     said = relayed_words(parse_post(later.body or "", later.source)).prose
     if not said or dismisses(said) or disowns(said) or ALL_FINE.search(said):
-        return False
+        return False  # "false alarm", "not main", "main is fine"
     if names_another_workload(said):
-        return False
+        return False  # "the eval box OOMed too"
     if _RESPONDS.match(said):
         return True
     named = {t.lower() for t in _SALIENT.findall(report.body or "")}

@@ -17,6 +17,7 @@ from bot.enrich.context import ThreadContext
 from bot.enrich.incidents import (
     ALL_FINE,
     BENCHMARKS,
+    CALLED_REAL,
     CAME_BACK_WORDS,
     DETECT_LIMIT,
     HISTORY,
@@ -837,16 +838,9 @@ def asks_for_the_docs(prose: str) -> bool:
     return _FOR_THE_DOCS.search(prose[:300]) is not None
 
 
-#: A person's answer that the alert above is real: "real, and not the save pause this time",
-#: "this one's real", "^ confirmed", "ack. real:", "yep, legit" (not "real quick question", not
-#: "real?", not "really?").
-_CONFIRMS = re.compile(
-    r"^\W{0,3}(?:\^+\s*)?(?:(?:ack|yep|yes|yeah|yup)\b[,.!:]?\s*)?"
-    r"(?:(?:this|that)(?:\s+one)?(?:'s|\s+is)\s+|it(?:'s|\s+is)\s+)?"
-    r"(?:real|legit|confirmed)\b(?!\s*\?|\s+(?:quick|fast|talk|question|data|run|test))"
-    r"|^\W{0,3}not\s+a\s+(?:false\s+alarm|flap|drill)\b",
-    re.IGNORECASE,
-)
+#: A person's answer that what is above is real, its caret or not: "^ confirmed", "real, and
+#: not the save pause this time".
+_CONFIRMS = re.compile(rf"^\W{{0,3}}(?:\^+\s*)?(?:{CALLED_REAL})", re.IGNORECASE)
 
 
 def confirms(prose: str) -> bool:

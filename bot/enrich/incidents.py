@@ -829,10 +829,17 @@ def alert_page(text: str) -> str | None:
 
 #: A post that pages a person: "paging @infra-oncall", "paged @mira" (not "don't page @oncall").
 _PAGES_SOMEONE = re.compile(r"\b(?:paging|paged)\s+@\w", re.IGNORECASE)
-#: A reply that says the alert above it is real, or back: "^ real", "^ again".
-_CONFIRMS_ABOVE = re.compile(
-    r"^\W{0,3}\^+\s*(?:real|again|this\s+is\s+real|confirmed|not\s+a\s+flap)\b", re.IGNORECASE
+#: What a person says of a report above to call it real: "real, and not the save pause this
+#: time", "this one's real", "ack. real:", "yep, legit", "not a flap" (not "real quick
+#: question", not "real?").
+CALLED_REAL: Final = (
+    r"(?:(?:ack|yep|yes|yeah|yup)\b[,.!:]?\s*)?"
+    r"(?:(?:this|that)(?:\s+one)?(?:'s|\s+is)\s+|it(?:'s|\s+is)\s+)?"
+    r"(?:real|legit|confirmed)\b(?!\s*\?|\s+(?:quick|fast|talk|question|data|run|test))"
+    r"|not\s+a\s+(?:false\s+alarm|flap|drill)\b"
 )
+#: A reply that says the alert above it is real, or back: "^ real", "^ again".
+_CONFIRMS_ABOVE = re.compile(rf"^\W{{0,3}}\^+\s*(?:again\b|{CALLED_REAL})", re.IGNORECASE)
 #: A line a status post checks off as fine: "✅ no restart since 07-16 (#161)", "✅ the NaN from
 #: yesterday: resumed fine". What it names is well; the lines around it may not be.
 _CHECKED_OFF = re.compile(r"^[ \t]*(?:[-*•][ \t]*)?(?:✅|✔️?|☑️?|🟢).*$", re.MULTILINE)

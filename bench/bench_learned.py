@@ -293,6 +293,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("brackwater-labs/shrike-180b-spot", 27640, 27759),
     ("cinderbrook-ml/wryneck-400b", 27760, 27879),
     ("larchmont-ai/kittiwake-300b", 27880, 27999),
+    ("quillhaven-ai/grebe-moe-640b", 28000, 28119),
+    ("emberlin-research/dunlin-45b", 28240, 28359),
+    ("kestrelhof-ki/milan-120b", 28360, 28479),
+    ("brindle-data/sanderling-200b", 28600, 28719),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

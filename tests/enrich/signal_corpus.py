@@ -107,6 +107,10 @@ HELDOUT17 = CORPUS.with_name("heldout17_corpus.jsonl")
 #: into Discord), written blind while the rules it measures were changed and read once at the
 #: end.
 HELDOUT18 = CORPUS.with_name("heldout18_corpus.jsonl")
+#: The nineteenth: two projects (an on-call rotation's hand-offs and pages, a lab whose side jobs
+#: share the hero run's channels), written blind while the rules it measures were changed and read
+#: once at the end.
+HELDOUT19 = CORPUS.with_name("heldout19_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

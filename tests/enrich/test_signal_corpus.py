@@ -37,7 +37,7 @@ RECALL_FLOOR = 0.945  # reached 0.950 (live reports flagged)
 PRECISION_FLOOR = 0.685  # reached 0.690 (live reports flagged)
 KIND_FLOOR = 0.645  # of the incidents found, the share whose kind matches the label (0.653)
 #: Incident events of the development corpus the rules and the scorers leave unmarked (85 of
-#: 3,469), by shape:
+#: 3,543), by shape:
 #: - a fault inside an agent's digest, daily or status block (c2232, c4073, c4853, c5132,
 #:   c10155, c15644, c19183, c21063, c21810, c23630);
 #: - a bot's health check the rules alone do not read as a report, so the GitHub source leaves
@@ -86,18 +86,19 @@ KNOWN_UNMARKED = frozenset(
         # reading of this round chose (0.75)
         "c24418",
         # the round of c26560-c27279, read blind: an agent's daily burying a replayed shard
-        # (c26590), a monitor's loss against its EMA with "anyone around?" (c26617); and two
-        # the scorers refit on the grown corpus no longer add: a queued resource waiting for
-        # 2 h asked as a question (c6506), a loss jump after a planned restart an agent calls
-        # expected (c25563)
-        *("c6506", "c25563", "c26590", "c26617"),
+        # (c26590), a monitor's loss against its EMA with "anyone around?" (c26617); and one
+        # the scorers refit on the grown corpus no longer add: a loss jump after a planned
+        # restart an agent calls expected (c25563)
+        *("c25563", "c26590", "c26617"),
         # the round of c27280-c27999, read blind: a resume that restored the wrong step told in
         # a replica's loss and a log (c27651), an orchestrator's restart line (c27689), an
         # agent's daily (c27703, c27829), an eval bot's regression table over a broken
         # checkpoint (c27830)
         *("c27651", "c27689", "c27703", "c27829", "c27830"),
-        # one the replies' scorer added below the "over" this round's honest reading chose (0.80)
-        "c13754",
+        # the round of c28000-c28719, read blind: a drop rate that rose at a requeue, told in
+        # numbers and asked as a question (c28061); old checkpoints missing, found by an eval
+        # job's NoSuchKey (c28696)
+        *("c28061", "c28696"),
     }
 )
 

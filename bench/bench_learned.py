@@ -511,6 +511,10 @@ BATCH_COMMITS: dict[str, str] = {
     "brackwater-labs/shrike-180b-spot": "ac522e0",
     "cinderbrook-ml/wryneck-400b": "ac522e0",
     "larchmont-ai/kittiwake-300b": "ac522e0",
+    "quillhaven-ai/grebe-moe-640b": "330d9b1",
+    "emberlin-research/dunlin-45b": "330d9b1",
+    "kestrelhof-ki/milan-120b": "330d9b1",
+    "brindle-data/sanderling-200b": "330d9b1",
 }
 PRECISION_FLOOR = 0.90
 MARK_FLOOR = 0.85

@@ -83,11 +83,14 @@ _PERIOD_REVIEW = re.compile(
     rf"|(?:retrospective|retro|review|recap)\s*[:—-]\s*(?:{MONTHS}|q[1-4]|(?:the\s+)?(?:last\s+)?"
     r"(?:week|month|quarter|year))"
     # "retro: merlin-70b stage 1, June–July": months from one to another
-    rf"|(?:retrospective|retro|review|recap)\s*[:—-][^\n]{{0,60}}?\b{MONTHS}\s*(?:–|—|-|to)\s*{MONTHS}"
+    rf"|(?:retrospective|retro|review|recap)\s*[:—-][^\n]{{0,60}}?\b{MONTHS}(?:\s+\d{{1,2}})?\s*"
+    rf"(?:–|—|-|to)\s*{MONTHS}"
+    # a stage's: "Stage 2 retrospective: what kept going wrong"
+    r"|(?:stage|phase)\s+\d+\s+(?:retrospective|retro|review|recap)"
     # a look back over a stretch, all its incidents rolled up: "A look back over the last month
     # of stage 1", "Stage 1 lost time, all incidents together", "this is the roll-up"
-    rf"|look(?:ing)?\s+back\s+(?:over|at|on)\s+(?:the\s+)?(?:(?:last|past)\s+(?:\w+\s+)?)?(?:week"
-    rf"|month|quarter|stage|phase|year|run|{MONTHS})"
+    rf"|look(?:ing)?\s+back\s+(?:over|at|on)\s+(?:the\s+)?(?:(?:last|past)\s+(?:\w+\s+)?)?(?:weeks?"
+    rf"|months?|quarters?|stages?|phases?|years?|run|{MONTHS})"
     # "All restarts of the main run, 2052-07-14 → 2052-12-16"
     r"|all\s+(?:the\s+)?(?:restarts|incidents|outages|interruptions|failures)\s+of\s+(?:the\s+)?"
     r"(?:main\s+)?run|(?:the|a)\s+roll-?up|all\s+(?:the\s+)?incidents\s+together"
@@ -563,7 +566,9 @@ def mentions_failure(text: str) -> bool:
 #: requeue on Xid 79", "Let's put reservation end dates into the dashboard".
 _PROPOSAL_LEAD = re.compile(
     r"^\W*(?:proposal\b|i\s+(?:propose|suggest)|we\s+(?:should|could|ought\s+to)|let's\b"
-    r"|lets\s|suggest\w*|how\s+about|maybe\s+we|what\s+if\s+we|idea\b)",
+    r"|lets\s|suggest\w*|how\s+about|maybe\s+we|what\s+if\s+we|idea\b"
+    # a question past the incident at hand: "General question, not just about this one: …"
+    r"|(?:a\s+)?(?:more\s+)?general\s+(?:question|point|thought)\b|more\s+generally\b)",
     re.IGNORECASE,
 )
 #: A routine update ("Daily update", "Weekly summary") that mentions faults in passing: "no
@@ -968,6 +973,14 @@ def buried_report(prose: str) -> str | None:
 _HEADING_WORDS: Final = 8
 _ROW_MARKS = re.compile(r"⚠️?|❌|🔴")
 _FLAGGED = re.compile(r"(?:⚠️?|❌|🔴)\s*(?P<line>[^\n✅☑⚠❌🔴🟢]+)")
+#: A line that says what the marks mean, not what they flag: "Legend: 🔴 straggler = rank …".
+_LEGEND = re.compile(r"\W*(?:legend|key|marks|symbols|icons)\s*:", re.IGNORECASE)
+#: An agent's status field marked as not well: "Status: 🔴 1 straggler", "Status: 💾 disk — next
+#: save will not fit", "Status: ⏸ stalled" (not "✅ all green", nor "🟡 1 possible straggler").
+_STATUS_FLAGGED = re.compile(
+    r"^\W*(?:status|state|health)\s*:\s*(?:🔴|❌|⚠️?|🟠|⏸️?|💾|❗|‼️?|🚨|⛔)\s*(?P<line>[^\n]+)",
+    re.IGNORECASE | re.MULTILINE,
+)
 #: Told elsewhere already: an issue's number, "handled", "fixed".
 _TOLD_ELSEWHERE = re.compile(r"#\d+|\bhandled\b|\bfixed\b", re.IGNORECASE)
 #: The agent hands what it flagged to a person: "Flagging for a human", "needs a human
@@ -998,6 +1011,8 @@ def agent_flags_fault(prose: str, rows: tuple[str, ...] = ()) -> str | None:
     head = prose[:DETECT_LIMIT]
     lines = []
     for m in _FLAGGED.finditer(head):
+        if _LEGEND.match(head, head.rfind("\n", 0, m.start()) + 1):
+            continue  # "Legend: 🔴 straggler = … · ⚠️ loss spike = …": what a mark would mean
         line = m.group("line")
         if len(line.split()) <= _HEADING_WORDS:
             # a flagged heading ("⚠️ Data order after the Jul 7 restart"): its paragraph tells
@@ -1005,6 +1020,13 @@ def agent_flags_fault(prose: str, rows: tuple[str, ...] = ()) -> str | None:
         lines.append(line)
     # a table row, its mark in any cell: "| save step 70000 | failed after 3 retries | ❌ |"
     lines.extend(_ROW_MARKS.sub(" ", row) for row in rows)
+    status = _STATUS_FLAGGED.search(head)
+    if status is not None and not (
+        names_another_workload(status.group(0)) or said_planned(status.group(0))
+    ):
+        # the agent's own verdict, of the kind its lines tell
+        told = find_incident(prose)
+        return sharper_kind(told[0] if told else "outage", status.group("line"))
     fresh = [
         line
         for line in lines

@@ -753,7 +753,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "hang",
         "stuck stall froze wedged progress",
         # not a plan or a spec that is settled: "Spec v3 (frozen)", "the config is frozen"
-        r"stuck|stall(?:s|ed|ing)?|froze|wedged|no\s+progress"
+        # (not a save's pause measured: "38s / 41s stall", "stall per save 15 s")
+        r"stuck|(?<![\d.]s\s)(?<![\d.]\ss\s)stall(?:s|ed|ing)?(?!\s+(?:per|time|duration)\b)"
+        r"|froze|wedged|no\s+progress"
         # "frozen" only said of the run or a part of it: a spec, a table, a mixture, weights or
         # an lr are "frozen" when settled ("Updated and frozen.", "the frozen table")
         r"|(?:job|run|training|trainer|process|everything|it|rank\s*\d+|node\s+\S+|host\s+\S+)"

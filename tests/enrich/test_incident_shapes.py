@@ -1674,3 +1674,82 @@ def test_a_design_doc_about_no_particular_breakage_is_about_no_incident() -> Non
         "breaks, not about any particular breakage. Today an Xid 79 on one node becomes a page."
     )
     assert not enrich_text(title=None, body=doc, kind="comment", source="github").incident
+
+
+HEALTH_CHECK = (
+    "🤖 **watchbird** · hero health check · step 212,000\n"
+    "_automated check, posted from @ana's account._\n\n**Status: {}**\n\n"
+    "| metric | last 6h |\n|---|---|\n| tok/s | 1.41M |\n| stragglers | 0 / 512 |\n\n"
+    "<sub>Legend: 🔴 straggler = rank slower than 1.2× the median · ⚠️ loss spike = a jump "
+    "not recovered in 200 steps · ⏸ stalled = no new step for 20 min.</sub>\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "live"),
+    [
+        # a legend says what the marks would mean: it flags nothing
+        ("✅ all green", False),
+        ("🟡 1 possible straggler", False),  # a maybe, not the agent's verdict
+        ("⏸ stalled — planned maintenance", False),
+        # the agent's own verdict in its status field, however the lines below tell it
+        ("🔴 1 straggler", True),
+        ("💾 disk — next save will not fit", True),
+        ("⚠️ loss spike, not recovering", True),
+    ],
+)
+def test_an_agents_status_field_is_its_verdict_and_a_legend_flags_nothing(
+    status: str, live: bool
+) -> None:
+    text = HEALTH_CHECK.format(status)
+    judged = enrich_text(title="[health] hero", body=text, kind="issue", source="github")
+    assert judged.live_report is live, judged
+    assert judged.incident is live
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Saves at 90k and 91k: 256/256 shards, 33s / 36s stall.",
+        "Async save is live since 88k; training stall per save is 12 s now.",
+    ],
+)
+def test_a_saves_pause_measured_is_no_stall_of_the_run(text: str) -> None:
+    judged = enrich_text(title=None, body=text, kind="message", source="discord", learned=False)
+    assert not judged.live_report, judged
+    # the word itself still reports: "stalled since 04:10"
+    stalled = "training stalled since 04:10, no new step for 40 min"
+    assert enrich_text(
+        title=None, body=stalled, kind="message", source="discord", learned=False
+    ).live_report
+
+
+@pytest.mark.parametrize(
+    ("title", "opening"),
+    [
+        ("Stage 1 retrospective: what kept breaking", "Seven faults, each with its own issue."),
+        ("Retro: hero ops, Mar 3 – Apr 14", "What cost us time, in one table."),
+        ("Where the time went", "Looking back over the last six weeks of the run."),
+    ],
+)
+def test_a_retrospective_over_a_stretch_is_about_no_one_incident(title: str, opening: str) -> None:
+    body = (
+        f"{opening} The two NCCL hangs (#212, #230) cost the most: 9h between them, and the "
+        "03-05 one was found in chat, not by the alert."
+    )
+    assert reviews_a_period(opening, title)
+    context = ThreadContext(title=title, kind="issue")
+    judged = enrich_text(title=title, body=body, kind="issue", source="github", context=context)
+    assert not judged.incident, judged
+
+
+def test_a_general_question_in_an_incidents_thread_is_not_that_incident() -> None:
+    context = ThreadContext(title="r7n3: uncorrectable ECC, job died at 88,012", kind="issue")
+    ask = "General question, not just about this one: should we save every 500 steps from now on?"
+    assert not enrich_text(
+        title=None, body=ask, kind="comment", source="github", context=context
+    ).incident
+    follow_up = "Drained r7n3 and restarted from 88,000; the job is stepping again."
+    assert enrich_text(
+        title=None, body=follow_up, kind="comment", source="github", context=context
+    ).incident

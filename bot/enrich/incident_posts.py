@@ -141,6 +141,7 @@ _SAFEGUARD = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=256)
 def disowns(prose: str) -> bool:
     """The post says the failure it tells is not the main run's."""
     return _DISOWNED_WORDS.found(prose[:DETECT_LIMIT])
@@ -298,6 +299,7 @@ _WORK_DONE = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=256)
 def announces_planned_work(prose: str) -> bool:
     """The post opens by announcing planned work on the cluster, ahead of it."""
     opening = prose.lstrip()[:200].split("\n", 1)[0]
@@ -308,6 +310,7 @@ def announces_planned_work(prose: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=256)
 def is_exercise(title: str, prose: str) -> bool:
     """The post or its title opens by saying it is an exercise, a drill or a simulation: its
     failures are make-believe."""
@@ -376,6 +379,7 @@ def breaks_the_run(prose: str) -> bool:
     return bool(_BROKE_THE_RUN.search(prose[:DETECT_LIMIT]))
 
 
+@functools.lru_cache(maxsize=256)
 def reviews_a_period(prose: str, thread_title: str = "") -> bool:
     """A review of a period, not of one incident: "Retrospective: June", "October reliability
     review", "4 halts, 2 preemptions, goodput 91%"."""
@@ -601,6 +605,7 @@ def opens_with_proposal(prose: str) -> bool:
     return bool(_PROPOSAL_LEAD.match(prose.lstrip()))
 
 
+@functools.lru_cache(maxsize=256)
 def is_template(title: str) -> bool:
     """A thread that is a form to fill in ("Template: incident note"): its example failures
     happened to no one."""
@@ -620,6 +625,7 @@ def is_runbook(title: str) -> bool:
     return bool(_RUNBOOK_TITLE.search(title))
 
 
+@functools.lru_cache(maxsize=256)
 def is_test_report(title: str) -> bool:
     """A thread about a failing or flaky test ("CI: test_segment_ids_roundtrip is flaky") or a
     test of the alerting ("Test incident"): its failures are the test's, never the run's."""
@@ -837,6 +843,7 @@ _FOR_THE_DOCS = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=256)
 def asks_for_the_docs(prose: str) -> bool:
     """The post asks its question for a runbook, a checklist or the docs: what it names is a
     case to write down, not the run's state."""
@@ -853,6 +860,7 @@ def confirms(prose: str) -> bool:
     return _CONFIRMS.match(prose) is not None and not dismisses(prose)
 
 
+@functools.lru_cache(maxsize=256)
 def dismisses(prose: str) -> bool:
     """The post opens (after a courtesy) by dismissing what was reported: a false alarm, not an
     incident, not the run's, a warning, a test, a pause on purpose; or says near its start that

@@ -172,7 +172,7 @@ def test_the_combination_never_removes_a_rules_mark() -> None:
     """Every 🚨 and live report the rules give on the corpus (as the live path reads it) stays,
     with its kind, whatever the scorer says."""
     checked = 0
-    for entry in load()[::10]:  # every tenth entry: hundreds of marks, a tenth of the time
+    for entry in load()[::20]:  # every twentieth entry: hundreds of marks, a twentieth of the time
         rules = bench_learned.verdict(entry, False)
         if not rules.marked:
             continue
@@ -182,7 +182,7 @@ def test_the_combination_never_removes_a_rules_mark() -> None:
             assert v.marked and v.incident >= rules.incident, entry["id"]
             if rules.incident:
                 assert v.kind == rules.kind, entry["id"]
-    assert checked > 250
+    assert checked > 250  # 324 when written
 
 
 def test_the_cross_validation_bench_runs_on_a_slice(tmp_path: Path) -> None:

@@ -18,9 +18,11 @@ synchronous read) count. The waits taken off, none of which code of ours causes:
   process's other threads, up to that off-CPU time: a worker preempted while it holds the GIL
   stalls the loop until the worker gets a CPU again.
 
-The callback's own CPU time is never taken off. A callback whose wall time reached the bound
-but which held the loop for less is printed with its figures, not failed. The loop is not put
-in asyncio's debug mode (its per-callback tracebacks cost the whole suite CPU time); the
+The run queue is read once a callback has run for a moment (`_Before`), not before every
+callback: the waits before that reading are not taken off, so the check is stricter by at most
+that moment. The callback's own CPU time is never taken off. A callback whose wall time reached
+the bound but which held the loop for less is printed with its figures, not failed. The loop is
+not put in asyncio's debug mode (its per-callback tracebacks cost the whole suite CPU time); the
 wrapper around `Handle._run` sees every callback itself.
 
 `RUNSCRIBE_LOOP_STACKS=1` samples the loop thread's stack during slow callbacks and prints it,
@@ -104,6 +106,7 @@ class RunQueue:
         self.own = threading.get_native_id()
         self._fds: dict[int, int] = {}
         self._count = -1
+        self._lock = threading.Lock()
         self.available = os.path.exists(f"/proc/self/task/{self.own}/schedstat")
         self._refresh()
 
@@ -125,16 +128,16 @@ class RunQueue:
                 pass
 
     def read(self) -> dict[int, bytes]:
-        """Each thread's schedstat as read, unparsed: a callback reads it before it runs, and
-        almost every callback ends too soon for the figures to matter (see `_measured`)."""
-        self._refresh()
-        readings: dict[int, bytes] = {}
-        for tid, fd in self._fds.items():
-            try:
-                readings[tid] = os.pread(fd, 128, 0)
-            except OSError:
-                continue  # the thread has ended
-        return readings
+        """Each thread's schedstat as read, unparsed (the loop thread and `_Before` both read)."""
+        with self._lock:
+            self._refresh()
+            readings: dict[int, bytes] = {}
+            for tid, fd in self._fds.items():
+                try:
+                    readings[tid] = os.pread(fd, 128, 0)
+                except OSError:
+                    continue  # the thread has ended
+            return readings
 
     @staticmethod
     def times(readings: dict[int, bytes]) -> dict[int, tuple[float, float]]:
@@ -170,9 +173,37 @@ class RunQueue:
         )
 
     def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
+        with self._lock:
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
+
+
+class _Before(threading.Thread):
+    """The readings before a callback, taken only for one that runs long: every `every`
+    seconds, the first time it sees a callback still running, it reads the run queue. That
+    reading comes after the callback began, so the waits it leaves out count as held: the check
+    is stricter by at most `every`, never lenient. Reading before every callback instead cost
+    the suite about 10 µs of CPU per callback; almost all of them end within a millisecond."""
+
+    def __init__(self, queue: RunQueue, every: float) -> None:
+        super().__init__(daemon=True)
+        self.queue = queue
+        self.every = every
+        self.running: float | None = None  # when the callback running now began
+        self.readings: tuple[float, dict[int, bytes]] | None = None  # (its start, the reading)
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(self.every):
+            began = self.running
+            if began is not None and (self.readings is None or self.readings[0] != began):
+                self.readings = (began, self.queue.read())
+
+    def since(self, began: float) -> dict[int, bytes] | None:
+        """The reading taken while the callback that began at `began` ran, if any."""
+        readings = self.readings
+        return readings[1] if readings is not None and readings[0] == began else None
 
 
 class SlowCallbacks:
@@ -232,7 +263,11 @@ def _measured(
     thread: int,
     queue: RunQueue,
     sampler: _Sampler | None,
+    before: _Before | None,
 ) -> Callable[[asyncio.Handle], None]:
+    """`before` None: the run queue is read before every callback (the benchmark records every
+    cost); else only while a callback runs long (`_Before`)."""
+
     def _run(handle: asyncio.Handle) -> None:
         if threading.get_ident() != thread:
             run(handle)
@@ -243,19 +278,28 @@ def _measured(
         # The wall clock outermost: a wait for a CPU between two readings counts as held, never
         # the other way round (the check may be strict by a few microseconds, never lenient).
         wall = time.perf_counter()
-        waits, cpu = queue.read(), time.thread_time()
+        waits = queue.read() if before is None else None
+        cpu = time.thread_time()
         collecting, starting = handler.gc_time, handler.start_wait
+        if before is not None:
+            before.running = wall
         try:
             run(handle)
         finally:
             took = time.perf_counter() - wall
+            if before is not None:
+                before.running = None
+                waits = before.since(wall)
             # A callback holds the loop for at most its wall time (`Cost.held`), so one shorter
             # than the threshold is neither blocked nor starved: unless every cost is recorded,
             # its figures are not worked out (the readings after it and the parsing are most
             # of what the check costs the suite).
             if handler.costs is not None or took >= handler.threshold:
                 cpu = time.thread_time() - cpu
-                waited, others, others_ran = queue.since(waits)
+                # no reading while it ran: no wait known, none taken off
+                waited, others, others_ran = (
+                    queue.since(waits) if waits is not None else (0.0, 0.0, 0.0)
+                )
                 cost = Cost(
                     wall=time.perf_counter() - wall,
                     cpu=cpu,
@@ -309,8 +353,11 @@ async def no_slow_callbacks(
     if sampler is not None:
         sampler.start()
     queue = RunQueue()
+    before = None if record else _Before(queue, every=min(0.1, threshold / 20))
+    if before is not None:
+        before.start()
     loop_thread = threading.get_ident()
-    asyncio.Handle._run = _measured(original, handler, loop_thread, queue, sampler)  # type: ignore[method-assign]
+    asyncio.Handle._run = _measured(original, handler, loop_thread, queue, sampler, before)  # type: ignore[method-assign]
     thread_start, spawn = threading.Thread.start, subprocess.Popen._execute_child  # type: ignore[attr-defined]
     threading.Thread.start = _starts(  # type: ignore[method-assign]
         thread_start, handler, loop_thread, lambda t: f"/proc/self/task/{t.native_id}/schedstat"
@@ -326,6 +373,9 @@ async def no_slow_callbacks(
         asyncio.Handle._run = original  # type: ignore[method-assign]
         threading.Thread.start = thread_start  # type: ignore[method-assign]
         subprocess.Popen._execute_child = spawn  # type: ignore[attr-defined]
+        if before is not None:
+            before.done.set()
+            before.join()
         queue.close()
         if sampler is not None:
             sampler.done.set()

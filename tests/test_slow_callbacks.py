@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.slow_callbacks import THRESHOLD, Cost, no_slow_callbacks
+from tests.slow_callbacks import THRESHOLD, Cost, RunQueue, _Before, no_slow_callbacks
 
 
 def burn(seconds: float) -> None:
@@ -74,3 +74,21 @@ def test_only_the_wait_for_a_cpu_is_excused() -> None:
     assert Cost(wall=0.3, cpu=0.15, waited=0.0, others=0.3).blocked_loop(0.1)
     # off-CPU for 290 ms while the other threads hardly waited: a sleep or a blocking call
     assert Cost(wall=0.3, cpu=0.01, waited=0.0, others=0.02).blocked_loop(0.1)
+
+
+def test_the_reading_before_a_long_callback_is_its_own() -> None:
+    queue = RunQueue()
+    before = _Before(queue, every=0.001)
+    before.start()
+    try:
+        before.running = 1.0  # a callback that began at 1.0 runs long: it is read while it runs
+        until = time.monotonic() + 10
+        while before.since(1.0) is None and time.monotonic() < until:
+            time.sleep(0.001)
+        assert before.since(1.0) is not None
+        assert before.since(2.0) is None  # never another callback's reading
+        before.running = None
+    finally:
+        before.done.set()
+        before.join()
+        queue.close()

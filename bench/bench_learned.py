@@ -297,6 +297,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("emberlin-research/dunlin-45b", 28240, 28359),
     ("kestrelhof-ki/milan-120b", 28360, 28479),
     ("brindle-data/sanderling-200b", 28600, 28719),
+    ("brightwater-ml/plover-70b", 28960, 29079),
+    ("quarrystone-ai/linnet-150b", 29080, 29199),
+    ("lanterne-ia/mesange-90b", 29200, 29319),
+    ("saltire-labs/kestrel-480b", 29320, 29439),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

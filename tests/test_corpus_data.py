@@ -41,6 +41,7 @@ HELDOUT16 = DATA / "heldout16_corpus.jsonl"  # its sixteenth, likewise
 HELDOUT17 = DATA / "heldout17_corpus.jsonl"  # its seventeenth, likewise
 HELDOUT18 = DATA / "heldout18_corpus.jsonl"  # its eighteenth, likewise
 HELDOUT19 = DATA / "heldout19_corpus.jsonl"  # its nineteenth, likewise
+HELDOUT20 = DATA / "heldout20_corpus.jsonl"  # its twentieth, likewise
 QUESTIONS = DATA / "ask_questions.jsonl"
 
 TAGS = frozenset(MODEL_TAGS)  # the corpus is labelled with the product's own tags
@@ -223,7 +224,7 @@ def test_corpus_rows_are_well_formed(rows: list[dict[str, Any]]) -> None:
 HELD_BACK = (
     *(HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5, HELDOUT6, HELDOUT7, HELDOUT8),
     *(HELDOUT9, HELDOUT10, HELDOUT11, HELDOUT12, HELDOUT13, HELDOUT14, HELDOUT15),
-    *(HELDOUT16, HELDOUT17, HELDOUT18, HELDOUT19),
+    *(HELDOUT16, HELDOUT17, HELDOUT18, HELDOUT19, HELDOUT20),
 )
 
 
@@ -249,6 +250,7 @@ HELD_BACK = (
         (HELDOUT17, 200, 20),
         (HELDOUT18, 200, 20),
         (HELDOUT19, 200, 20),
+        (HELDOUT20, 200, 20),
     ],
     ids=lambda value: value.name if isinstance(value, Path) else str(value),
 )

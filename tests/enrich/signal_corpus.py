@@ -111,6 +111,10 @@ HELDOUT18 = CORPUS.with_name("heldout18_corpus.jsonl")
 #: share the hero run's channels), written blind while the rules it measures were changed and read
 #: once at the end.
 HELDOUT19 = CORPUS.with_name("heldout19_corpus.jsonl")
+#: The twentieth: two projects (a JAX run on TPU pods under Ray, a lab that keeps one issue per
+#: experiment or run phase), written blind while the rules it measures were changed and read
+#: once at the end.
+HELDOUT20 = CORPUS.with_name("heldout20_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

@@ -25,6 +25,8 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "🚀🚀 FREE AIRDROP for AI devs!! claim 3000 $GPU tokens, link in my bio 💰💰",
         "hiring remote AI annotators 💸 $40/hr, no experience needed, DM me for the form",
         "🔥🔥 H100 bare metal 1.10$/hr!! no contract. DM me or visit cheap-gpus-now . com 🔥🔥",
+        # the price by the hour in euros, with a decimal comma: the pitch's only phrase
+        "🚀🚀 A100 à 0,65€/h, sans engagement !!! réservez sur loue-gpu .io 🚀🚀",
         "Stake your idle GPU hours and earn daily 💰 DM me for the whitelist 👉 gpustake[.]io",
         "🎁 Free NVIDIA H200 credits for academic researchers!! Limited offer, claim before Friday",
         "best prices on rgb gaming chairs this weekend only!!! free shipping at deals-4u dot biz",

@@ -519,6 +519,10 @@ BATCH_COMMITS: dict[str, str] = {
     "emberlin-research/dunlin-45b": "330d9b1",
     "kestrelhof-ki/milan-120b": "330d9b1",
     "brindle-data/sanderling-200b": "330d9b1",
+    "brightwater-ml/plover-70b": "b19d0bc",
+    "quarrystone-ai/linnet-150b": "b19d0bc",
+    "lanterne-ia/mesange-90b": "b19d0bc",
+    "saltire-labs/kestrel-480b": "b19d0bc",
 }
 PRECISION_FLOOR = 0.90
 MARK_FLOOR = 0.85

@@ -989,8 +989,14 @@ _STATUS_FLAGGED = re.compile(
     r"^\W*(?:status|state|health)\s*:\s*(?:🔴|❌|⚠️?|🟠|⏸️?|💾|❗|‼️?|🚨|⛔)\s*(?P<line>[^\n]+)",
     re.IGNORECASE | re.MULTILINE,
 )
-#: Told elsewhere already: an issue's number, "handled", "fixed".
-_TOLD_ELSEWHERE = re.compile(r"#\d+|\bhandled\b|\bfixed\b", re.IGNORECASE)
+#: Told elsewhere already: where it is handled ("(#425)", "(Xid 79 on r09, #363)", "see
+#: #425", "tracked in #425"), "handled", "fixed"; not an issue named for what it holds ("the
+#: config in #19 has …").
+_TOLD_ELSEWHERE = re.compile(
+    r"\(\s*#\d+|#\d+\s*\)|(?:see|tracked\s+in|handled\s+in|filed\s+(?:as|in)|opened|→|->)\s*#\d+"
+    r"|\bhandled\b|\bfixed\b",
+    re.IGNORECASE,
+)
 #: The agent hands what it flagged to a person: "Flagging for a human", "needs a human
 #: decision", "paging @lead", "Please check." (not "please check numbers before quoting", a
 #: footer every digest carries).

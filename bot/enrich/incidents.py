@@ -448,7 +448,7 @@ _PAST = re.compile(
 _NOT_A_NAME = re.compile(
     r"(?:i|you|he|she|they|this|that|these|those|what|which|who|something|nothing|everything"
     r"|anything|one|some|all|both|each|either|neither|loss|losses|grads?|gradients?|norms?|lr"
-    r"|mfu|throughput|tok|tokens|tps|speed|samples|bandwidth|bw|memory|util|utili[sz]ation|accuracy|perplexity|curve|chart|plots?|metrics?"
+    r"|mfu|throughput|tok|tokens|tps|speed|samples|bandwidth|bw|busbw|algbw|memory|util|utili[sz]ation|accuracy|perplexity|curve|chart|plots?|metrics?"
     r"|evals?|evaluation|benchmarks?|ci|tests?|lint|docs?|wandb|w&b|grafana|prometheus"
     r"|tensorboard|dashboard|github|discord|slack|jira|notebook|colab|jupyter|kernel|demo"
     r"|inference|sweep|ablation|arm|pr|branch|review|merge|deploy|website|site|api|vpn|email"
@@ -563,6 +563,10 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
     fell = _MEASURED.match(text, end, min(len(text), end + 40))
     if fell is not None and float(fell.group(2)) < float(fell.group(1)):
         return False  # the fault measured and smaller: "stall 95 s → 11 s" (a fix's result)
+    if _PAUSE_WORD.search(m.group(0)) and _BRIEF.match(text, end, min(len(text), end + 20)):
+        return False  # a pause measured in seconds: "train paused 14 s" while a save committed
+    if _THEN_DO.search(text, end, right) or _PROPOSED.match(sentence):
+        return False  # a rule or a plan: "job exited / any Xid → page me", "Proposal: if …"
     if (
         before.count("(") > before.count(")")
         and ")" in text[end:right]
@@ -609,6 +613,18 @@ _OR_IMAGINED = re.compile(
     r"\b[^?]*\?$",
     re.IGNORECASE,
 )
+#: A pause counted in seconds right after the word: "paused 14 s", "stalled 0.8 s".
+#: (not a pause that grew: "stall 11 s → 95 s")
+_BRIEF = re.compile(
+    r"\s*~?\d+(?:\.\d+)?\s*(?:ms|s|secs?|seconds)\b(?!\s*(?:→|->|to\b))", re.IGNORECASE
+)
+_PAUSE_WORD = re.compile(r"paus|stall", re.IGNORECASE)
+#: What to do when it happens, a runbook's arrow: "NCCL timeout → page me", "-> ignore".
+_THEN_DO = re.compile(
+    r"(?:→|->|=>)\s*(?:page|ping|call|wake|escalate|ignore|restart|requeue)\b", re.IGNORECASE
+)
+#: A sentence that proposes: "Proposal: if a run's step has not moved, post …".
+_PROPOSED = re.compile(r"^\W*(?:proposal|proposed|suggestion|idea)\s*:", re.IGNORECASE)
 #: A contrast before a match: what came before it ("on schedule", "last week") is not what
 #: the match tells.
 _BUT = re.compile(r"^.*,\s+but\s+", re.DOTALL)
@@ -1046,7 +1062,8 @@ def _held_subject(clause: str, *, near: int = 6) -> bool:
         bool(words)
         and len(words) <= 4
         and not words[0].isdigit()  # "#2117 is read-only now": an issue, not the run
-        and not _NOT_A_NAME.match(words[0])
+        # nor a metric anywhere in it: "LR: hold active, 1.7e-4 flat", "per-leaf busbw flat"
+        and not any(_NOT_A_NAME.match(w) for w in words)
         and not (_DETERMINER.match(words[0]))
     )
 
@@ -1191,8 +1208,8 @@ _TIME_PLUS = re.compile(
 #: A step time said to climb, which a rate's words cannot say: "step time creeping up every
 #: day since the 8k switch?".
 _TIME_CREEP = re.compile(
-    rf"\b(?P<metric>{_TIME_METRIC})\b[^.!?\n]{{0,20}}?\b(?:creeping|drifting|inching|ticking"
-    r"|climbing|crawling)\s+up\b",
+    rf"\b(?P<metric>{_TIME_METRIC})\b[^.!?\n]{{0,20}}?\b(?:creeping|crept|drifting|drifted|inching"
+    r"|inched|ticking|ticked|climbing|climbed|crawling|crawled)\s+up\b",
     re.IGNORECASE,
 )
 _STAYS = re.compile(

@@ -1400,7 +1400,9 @@ def test_an_agents_flagged_heading_is_read_with_its_paragraph() -> None:
         "### ⚠️ Data order after the restart\nThe loader has been re-reading the start of the "
         "mix since the 02:10 restart, about 300 steps so far.\n\n### Next steps\n- flag to leads"
     )
-    assert enrich_text(title=None, body=daily, kind="comment", source="github").live_report
+    assert enrich_text(
+        title=None, body=daily, kind="comment", source="github", learned=False
+    ).live_report
     quiet = daily.replace("has been re-reading the start of the mix", "resumed at the right cursor")
     assert not enrich_text(title=None, body=quiet, kind="comment", source="github").live_report
 
@@ -1753,3 +1755,62 @@ def test_a_general_question_in_an_incidents_thread_is_not_that_incident() -> Non
     assert enrich_text(
         title=None, body=follow_up, kind="comment", source="github", context=context
     ).incident
+
+
+@pytest.mark.parametrize(
+    ("channel", "live"),
+    [("infra-lounge", False), ("random", False), ("cantine", False), ("hero-train", True)],
+)
+def test_a_joke_in_a_channel_for_chatter_reports_nothing(channel: str, live: bool) -> None:
+    context = ThreadContext.of_channel(f"#{channel}")
+    joke = "my kombucha crashed at step 3 with NaN, restarting from the last checkpoint tomorrow"
+    judged = enrich_text(
+        title=None, body=joke, kind="message", source="discord", context=context, learned=False
+    )
+    assert judged.live_report is live, judged
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        # a pause measured in seconds while a save committed
+        ("checkpoint 1,500 committed in the background, training paused 9 s, all shards OK", False),
+        # a runbook's rules: what to do when it happens
+        ("on-call cheat sheet: `job exited` / any Xid / NCCL timeout → page me", False),
+        ("Proposal: post `run X: step stalled at N since HH:MM` when two polls agree.", False),
+        # the same words as a report
+        ("training paused 40 min ago and has not resumed, NCCL timeout on rank 12", True),
+        ("step time crept up overnight, 56 s now. is anyone touching the fabric?", True),
+    ],
+)
+def test_a_measured_pause_a_runbooks_rule_and_a_proposal_are_no_report(
+    text: str, live: bool
+) -> None:
+    judged = enrich_text(title=None, body=text, kind="message", source="discord", learned=False)
+    assert judged.live_report is live, judged
+
+
+def test_an_agents_anomaly_naming_the_issue_of_a_config_is_handed_to_a_person() -> None:
+    daily = (
+        "🤖 Daily run log, day 4\n\n**Progress:** step 6,100 → 7,700\n\n"
+        "**⚠️ Anomaly — please check:** `optim/lr` is 31% of the configured peak and still "
+        "rising. The config in #21 has `warmup_steps: 20000`; the run card says 2,000.\n"
+    )
+    assert enrich_text(
+        title=None, body=daily, kind="comment", source="github", learned=False
+    ).live_report
+    # a flag that points where it is handled is told elsewhere
+    handled = daily.replace("The config in #21 has", "(#21) has")
+    assert not enrich_text(
+        title=None, body=handled, kind="comment", source="github", learned=False
+    ).live_report
+
+
+def test_a_metric_held_flat_is_no_run_held() -> None:
+    for text in (
+        "Network: per-leaf busbw flat since the optic swap on the 5th.",
+        "LR: hold active, 1.7e-4 flat until 152,000.",
+    ):
+        assert not enrich_text(
+            title=None, body=text, kind="message", source="discord", learned=False
+        ).live_report

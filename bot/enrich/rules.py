@@ -154,11 +154,6 @@ _ASKS_A_PLAN = re.compile(
     r"^\W*(?:are|should|can|could|do|shall|will|would)\s+we\b(?![^?]*\bworr(?:y|ied)\b)[^?]*\?\s*$",
     re.IGNORECASE,
 )
-#: A chat channel named for chatter, not for the run: "brightwater lounge", "random", "cantine".
-_OFF_TOPIC_CHANNEL = re.compile(
-    r"\b(?:lounge|random|off\s?topic|cantine|canteen|feierabend|water\s?cooler|memes|banter"
-    r"|kitchen|coffee|lunch)\b"
-)
 # "Bump pyyaml from 6.0.1 to 6.0.2": an automated dependency bump (from an outside account)
 _DEPENDENCY_BUMP = re.compile(
     r"\s*(?:build\(deps\):\s*|chore\(deps\):\s*)?bump\s+\S+\s+from\s+\S+\s+to\s+\S+\s*$",
@@ -188,9 +183,7 @@ def not_the_runs(doc: Document, title: str | None, context: ThreadContext) -> bo
     """About no incident of the run's whatever its words: a crash in an ablation, an issue or a
     post asking for a change, a post-mortem of a period, a reply dismissing an alert."""
     return (
-        # a channel for chatter ("#lounge", "#random", "#cantine"): jokes borrow the run's words
-        (context.kind == "channel" and _OFF_TOPIC_CHANNEL.search(context.prefix) is not None)
-        or (
+        (
             thread_is_experiment(context)
             and not breaks_the_run(doc.prose)
             and not speaks_of_the_main_run(doc.prose, context)

@@ -1758,19 +1758,6 @@ def test_a_general_question_in_an_incidents_thread_is_not_that_incident() -> Non
 
 
 @pytest.mark.parametrize(
-    ("channel", "live"),
-    [("infra-lounge", False), ("random", False), ("cantine", False), ("hero-train", True)],
-)
-def test_a_joke_in_a_channel_for_chatter_reports_nothing(channel: str, live: bool) -> None:
-    context = ThreadContext.of_channel(f"#{channel}")
-    joke = "my kombucha crashed at step 3 with NaN, restarting from the last checkpoint tomorrow"
-    judged = enrich_text(
-        title=None, body=joke, kind="message", source="discord", context=context, learned=False
-    )
-    assert judged.live_report is live, judged
-
-
-@pytest.mark.parametrize(
     ("text", "live"),
     [
         # a pause measured in seconds while a save committed

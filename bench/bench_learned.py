@@ -301,6 +301,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("quarrystone-ai/linnet-150b", 29080, 29199),
     ("lanterne-ia/mesange-90b", 29200, 29319),
     ("saltire-labs/kestrel-480b", 29320, 29439),
+    ("hanul-ai/gaemi-200b", 29440, 29559),
+    ("arkwright-labs/nuthatch-60b", 29680, 29799),
+    ("meadowlark-ai/finch-vl-110b", 29920, 30039),
+    ("thornbury-labs/gannet-400b", 30040, 30159),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

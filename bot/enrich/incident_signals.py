@@ -438,6 +438,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"|reached\s+its\s+minimum\s+free\s+(?:drive|disk)\s+threshold",
     ),
     _sig("storage", "space enospc", r"no\s+space\s+left(?:\s+on\s+device)?|enospc"),
+    # a pasted `df` line of a full mount: "weka-ckpt  400T  400T     0 100% /ckpt"
+    _sig(
+        "storage", "100%", r"\d[\d.]*[kmgtpe]i?\s+\d[\d.]*[kmgtpe]i?\s+0[kmgtpe]?i?\s+100%\s+/\S*"
+    ),
     _sig(
         "storage",
         "gcs s3 bucket storage nfs lustre gpfs weka beegfs ceph object",

@@ -88,13 +88,16 @@ _LINK: Final = re.compile(
 )
 #: A coin's ticker dropped ("$EDEL token") or a price by the hour ("$0.39/h", "0,89€/h"), and a
 #: pitch's words in Korean, Chinese or Japanese (lowest price, discount, Telegram, WeChat, no
-#: contract: scripts without spaces between words, so no word boundaries): one cue each.
+#: contract, free, airdrop, first come first served: scripts without spaces between words, so no
+#: word boundaries): one cue each.
 _MONEY: Final = (
     re.compile(r"\$[A-Z]{2,6}\s+(?:tokens?|coins?|presale|airdrop)\b"),
     re.compile(
         r"(?:[$€£]\s?\d+(?:[.,]\d+)?|\d+(?:[.,]\d+)?\s*[$€£])\s*/\s*(?:h|hr|hour|gpu-?h)\b", re.I
     ),
-    re.compile(r"최저가|할인|텔레그램|약정\s*없|最低价|优惠|电报|微信|格安|割引|最安"),
+    re.compile(
+        r"최저가|할인|텔레그램|약정\s*없|무료|에어드[랍롭]|선착순|最低价|优惠|电报|微信|格安|割引|最安"
+    ),
 )
 #: The same emoji twice in a row, as advertisements shout: "🔥🔥", "🚀🚀".
 _EMOJI_RUN: Final = re.compile(r"([\U0001F300-\U0001FAFF\u2600-\u27BF])\1")

@@ -1801,3 +1801,16 @@ def test_a_metric_held_flat_is_no_run_held() -> None:
         assert not enrich_text(
             title=None, body=text, kind="message", source="discord", learned=False
         ).live_report
+
+
+def test_a_pasted_df_of_a_full_mount_is_a_full_disk() -> None:
+    full = (
+        "꽉 찼어요\n```\n$ df -h /ckpt\nFilesystem  Size  Used Avail Use% Mounted on\n"
+        "vast-ckpt  800T  800T     0 100% /ckpt\n```"
+    )
+    judged = enrich_text(title=None, body=full, kind="message", source="discord", learned=False)
+    assert judged.live_report and judged.incident_kind == "storage", judged
+    roomy = full.replace("800T     0 100%", "612T  188T  77%")
+    assert not enrich_text(
+        title=None, body=roomy, kind="message", source="discord", learned=False
+    ).live_report

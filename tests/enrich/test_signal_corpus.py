@@ -36,8 +36,8 @@ MARK_PRECISION_FLOOR = 0.93  # reached 0.933 (marks on incident entries)
 RECALL_FLOOR = 0.945  # reached 0.950 (live reports flagged)
 PRECISION_FLOOR = 0.685  # reached 0.690 (live reports flagged)
 KIND_FLOOR = 0.645  # of the incidents found, the share whose kind matches the label (0.653)
-#: Incident events of the development corpus the rules and the scorers leave unmarked (88 of
-#: 3,613), by shape:
+#: Incident events of the development corpus the rules and the scorers leave unmarked (90 of
+#: 3,687), by shape:
 #: - a fault inside an agent's digest, daily or status block (c2232, c4073, c4853, c5132,
 #:   c10155, c15644, c19183, c21063, c21810, c23630);
 #: - a bot's health check the rules alone do not read as a report, so the GitHub source leaves
@@ -99,10 +99,15 @@ KNOWN_UNMARKED = frozenset(
         # numbers and asked as a question (c28061); old checkpoints missing, found by an eval
         # job's NoSuchKey (c28696)
         *("c28061", "c28696"),
-        # three the scorers refit on the corpus of c28960-c29439 no longer add: a queued
-        # resource waiting for 2 h asked as a question (c6506), a reply below the replies'
-        # "over" (c13754), a bucket's delete markers found in a listing (c28697)
-        *("c6506", "c13754", "c28697"),
+        # one the scorers refit on the corpus of c28960-c29439 no longer add: a reply below
+        # the replies' "over" (c13754)
+        "c13754",
+        # the round of c29440-c30159, read blind: an anomaly bot's issue whose only sign is a
+        # z-score or a throughput against its baseline, which its false alarms share (c29703,
+        # c29737), a W&B bot's "running at step N" repeated hours later (c29013); and one the
+        # scorers refit on the grown corpus no longer add: an agent's daily whose run was
+        # preempted and requeued, told as events in numbers (c24377)
+        *("c24377", "c29013", "c29703", "c29737"),
     }
 )
 

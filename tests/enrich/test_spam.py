@@ -27,6 +27,8 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "🔥🔥 H100 bare metal 1.10$/hr!! no contract. DM me or visit cheap-gpus-now . com 🔥🔥",
         # the price by the hour in euros, with a decimal comma: the pitch's only phrase
         "🚀🚀 A100 à 0,65€/h, sans engagement !!! réservez sur loue-gpu .io 🚀🚀",
+        # a pitch in Korean: free credits, an airdrop, first come first served
+        "🎁🎁 무료 H200 크레딧 에어드랍!! 선착순 300명 👉 h200-free .xyz",
         "Stake your idle GPU hours and earn daily 💰 DM me for the whitelist 👉 gpustake[.]io",
         "🎁 Free NVIDIA H200 credits for academic researchers!! Limited offer, claim before Friday",
         "best prices on rgb gaming chairs this weekend only!!! free shipping at deals-4u dot biz",

@@ -527,6 +527,10 @@ BATCH_COMMITS: dict[str, str] = {
     "quarrystone-ai/linnet-150b": "b19d0bc",
     "lanterne-ia/mesange-90b": "b19d0bc",
     "saltire-labs/kestrel-480b": "b19d0bc",
+    "hanul-ai/gaemi-200b": "a92c65c",
+    "arkwright-labs/nuthatch-60b": "a92c65c",
+    "meadowlark-ai/finch-vl-110b": "a92c65c",
+    "thornbury-labs/gannet-400b": "a92c65c",
 }
 PRECISION_FLOOR = 0.90
 MARK_FLOOR = 0.85

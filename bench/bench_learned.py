@@ -305,6 +305,10 @@ GROUPS: tuple[tuple[str, int, int], ...] = (
     ("arkwright-labs/nuthatch-60b", 29680, 29799),
     ("meadowlark-ai/finch-vl-110b", 29920, 30039),
     ("thornbury-labs/gannet-400b", 30040, 30159),
+    ("altiplano-ia/suri-110b", 30160, 30279),
+    ("brackenridge-ai/ouzel-rl", 30280, 30399),
+    ("bramblecroft-ai/dunlin-45b", 30640, 30759),
+    ("farrow-collective/godwit-100b", 30760, 30879),
 )
 #: The commit that added each batch, written and labelled before the rules ran on it: its
 #: parent holds the rules as they were before they saw the batch (`--before`). The first 332

@@ -43,6 +43,7 @@ HELDOUT18 = DATA / "heldout18_corpus.jsonl"  # its eighteenth, likewise
 HELDOUT19 = DATA / "heldout19_corpus.jsonl"  # its nineteenth, likewise
 HELDOUT20 = DATA / "heldout20_corpus.jsonl"  # its twentieth, likewise
 HELDOUT21 = DATA / "heldout21_corpus.jsonl"  # its twenty-first, likewise
+HELDOUT22 = DATA / "heldout22_corpus.jsonl"  # its twenty-second, likewise
 QUESTIONS = DATA / "ask_questions.jsonl"
 
 TAGS = frozenset(MODEL_TAGS)  # the corpus is labelled with the product's own tags
@@ -226,6 +227,7 @@ HELD_BACK = (
     *(HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5, HELDOUT6, HELDOUT7, HELDOUT8),
     *(HELDOUT9, HELDOUT10, HELDOUT11, HELDOUT12, HELDOUT13, HELDOUT14, HELDOUT15),
     *(HELDOUT16, HELDOUT17, HELDOUT18, HELDOUT19, HELDOUT20, HELDOUT21),
+    HELDOUT22,
 )
 
 
@@ -253,6 +255,7 @@ HELD_BACK = (
         (HELDOUT19, 200, 20),
         (HELDOUT20, 200, 20),
         (HELDOUT21, 200, 20),
+        (HELDOUT22, 200, 20),
     ],
     ids=lambda value: value.name if isinstance(value, Path) else str(value),
 )

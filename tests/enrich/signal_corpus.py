@@ -119,6 +119,10 @@ HELDOUT20 = CORPUS.with_name("heldout20_corpus.jsonl")
 #: an academic group on a university Slurm cluster), written blind while the rules it measures
 #: were changed and read once at the end.
 HELDOUT21 = CORPUS.with_name("heldout21_corpus.jsonl")
+#: The twenty-second: two projects (a run trained in FP8 whose talk is mostly numerics, a run on a
+#: national supercomputer whose centre's notices are relayed into its channels), written blind
+#: while the rules it measures were changed and read once at the end.
+HELDOUT22 = CORPUS.with_name("heldout22_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

@@ -535,6 +535,10 @@ BATCH_COMMITS: dict[str, str] = {
     "arkwright-labs/nuthatch-60b": "a92c65c",
     "meadowlark-ai/finch-vl-110b": "a92c65c",
     "thornbury-labs/gannet-400b": "a92c65c",
+    "altiplano-ia/suri-110b": "f52fa5e",
+    "brackenridge-ai/ouzel-rl": "f52fa5e",
+    "bramblecroft-ai/dunlin-45b": "f52fa5e",
+    "farrow-collective/godwit-100b": "f52fa5e",
 }
 PRECISION_FLOOR = 0.90
 MARK_FLOOR = 0.85

@@ -85,6 +85,11 @@ _PERIOD_REVIEW = re.compile(
     # "retro: merlin-70b stage 1, June–July": months from one to another
     rf"|(?:retrospective|retro|review|recap)\s*[:—-][^\n]{{0,60}}?\b{MONTHS}(?:\s+\d{{1,2}})?\s*"
     rf"(?:–|—|-|to)\s*{MONTHS}"
+    # "Retro over all of May, not any single incident", "May retro: 5 interruptions" (May by
+    # itself is a verb too often)
+    r"|may\s+(?:retro(?:spective)?|recap)"
+    rf"|(?:retrospective|retro|review|recap)\s+(?:over|of|for)\s+(?:all\s+of\s+)?(?:{MONTHS}|may"
+    r"|the\s+(?:last\s+|past\s+)?(?:week|month|quarter))\b"
     # a stage's: "Stage 2 retrospective: what kept going wrong"
     r"|(?:stage|phase)\s+\d+\s+(?:retrospective|retro|review|recap)"
     # a look back over a stretch, all its incidents rolled up: "A look back over the last month

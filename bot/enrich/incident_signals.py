@@ -148,9 +148,12 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     # "IB on rack r14 is flapping", "rail 3 keeps flapping"
     _sig(
         "network",
-        "flapping",
+        "flapping flapped",
         r"(?:infiniband|ib|roce|nic|hca|rail\s+\d+|mlx5_\d+|ib\d+)\s+(?:on\s+(?:rack\s+|leaf\s+)?[\w-]+\s+)?"
-        r"(?:is\s+|are\s+|keeps\s+|kept\s+)flapping",
+        r"(?:is\s+|are\s+|keeps\s+|kept\s+)flapping"
+        # "spine-3 in hall B is flapping", "n3↔brd flapped twice, 02:14 and 02:16"
+        r"|\b(?:spine|leaf|tor|uplink)[\w-]*\s+(?:in\s+\w+(?:\s+\w)?\s+)?(?:is\s+|are\s+|keeps\s+)flapping"
+        r"|[\w-]+\s*(?:↔|<->)\s*[\w-]+\s+(?:link\s+)?(?:is\s+|keeps\s+)?(?:flapping|flapped)\b",
     ),
     _sig("network", "symbol", r"symbol\s+errors?|link\s+(?:down|errors?)\s+on\s+(?:leaf|spine)"),
     _sig(
@@ -379,6 +382,8 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:just\s+|has\s+|have\s+|also\s+|are\s+|all\s+)?(?:failed|failing|is\s+failing|errored|timed\s+out)"
         # "Saves of 32k steps 2,850, 3,000 and 3,150 all failed"
         r"|saves\s+of\s+[^.;\n]{0,50}?\ball\s+(?:failed|errored|timed\s+out)"
+        # "save to n3 replica + cold bucket failed (403)": a destination in between
+        r"|saves?\s+(?:to|into|on)\s+(?:[^\s.;:,]+\s+){1,5}?(?:failed|errored|timed\s+out)\b"
         # "i think we haven't saved since 258k"
         r"|(?:haven't|hasn't|have\s+not|has\s+not)\s+(?:been\s+)?sav(?:ed|ing)\s+(?:anything\s+)?since",
     ),
@@ -447,7 +452,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "gcs s3 bucket storage nfs lustre gpfs weka beegfs ceph object",
         # "GPFS /gpfs/work unavailable", "lustre is degraded"
         r"(?:gcs|s3|bucket|storage|nfs|lustre|gpfs|weka|beegfs|ceph|gcsfuse|object\s+store)"
-        r"\s+(?:/\S+\s+)?(?:is\s+|was\s+)?(?:5\d\d|unavailable|outage|down|degraded)",
+        r"\s+(?:/\S+\s+)?(?:is\s+|was\s+)?(?:5\d\d|unavailable|outage|down|degraded)"
+        # and in Spanish: "el MDS0 de lustre está degradado desde ~01:20"
+        r"|(?:lustre|gpfs|weka|nfs|storage|bucket)\s+está\s+(?:degradad[oa]|caíd[oa])",
     ),
     _sig(
         "storage",
@@ -745,8 +752,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "hang",
         "heartbeat",
-        r"heartbeats?\s+(?:stopped|missing|lost|timed\s+out)|stopped\s+(?:sending\s+heartbeats"
-        r"|heartbeating)",
+        r"heartbeats?\s+(?:stopped|missing|missed|lost|timed\s+out)|stopped\s+(?:sending\s+heartbeats"
+        r"|heartbeating)"
+        # "site hlx missed outer heartbeat ×3" (not "treats a missed heartbeat as a hang": any)
+        r"|(?<!\ba\s)missed\s+(?:\w+\s+)?heartbeats?\b",
     ),
     _sig(
         "hang",
@@ -1369,7 +1378,9 @@ SIGNALS: Final[tuple[Signal, ...]] = (
     _sig(
         "network",
         "packet",
-        r"~?\d+(?:\.\d+)?\s*%\s+packet\s+loss|packet\s+loss\s+(?:of\s+|at\s+|is\s+)?~?\d+(?:\.\d+)?(?=\s*%)",
+        r"~?\d+(?:\.\d+)?\s*%\s+packet\s+loss|packet\s+loss\s+(?:of\s+|at\s+|is\s+)?~?\d+(?:\.\d+)?(?=\s*%)"
+        # "hlx↔n3 is dropping packets, ~3% loss since around 06:10"
+        r"|(?:is|are|keeps|started|been)\s+dropping\s+packets\b",
     ),
     # a store's own words: "LustreError: … operation ost_write … failed: rc = -107",
     # "/lustre/scr2 degraded", "OST index 42 (scr2-OST002a) is unavailable"
@@ -2020,7 +2031,7 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "corriendo avanza mueve parado colgado atorado congelado quedó hay sigue parou",
         r"\b(?:el\s+)?(?:run|job|entrenamiento|training|main|step)\s+(?:no\s+(?:está\s+corriendo"
         r"|avanza|se\s+mueve|entrena)|está\s+(?:parado|colgado|atorado|congelado|trabado))"
-        r"|\bno\s+avanza\s+el\s+(?:step|run|job|entrenamiento)"
+        r"|\bno\s+avanza\s+el\s+(?:step|run|job|entrenamiento)|\bno\s+avanza\s+(?:nada|para\s+nada)\b"
         # "no hay ningún paso nuevo, sigue en 87,500"; in Portuguese "de novo parado?", "o
         # gráfico parou em 118,1xx"
         r"|\bno\s+hay\s+(?:ningún\s+)?pasos?\s+nuevos?|\bsigue\s+en\s+(?:el\s+step\s+)?\d"

@@ -170,6 +170,11 @@ _NEGATION = re.compile(
       )\b""",
     re.IGNORECASE | re.VERBOSE,
 )
+#: An alarm named by what is missing, just before the signal: "🔴 [main] No heartbeat / No
+#: metrics logged for 15 minutes" is the alert's name and its line, not a denial.
+_ALARM_NAMED = re.compile(
+    r"\bno\s+(?:heartbeats?|metrics|progress|steps?|data|logs?)\W*$", re.IGNORECASE
+)
 # Cues right before a signal ("any OOMs", "the last crash", "after the crash").
 _NEAR_CUE = re.compile(
     r"\b(?:any(?:\s+(?:more|further|new|other))?|past|previous|prior|earlier|last|potential|their"
@@ -178,6 +183,9 @@ _NEAR_CUE = re.compile(
     r"|possible|known|hypothetical|future|as\s+(?:a|an|the)"
     r"|(?<!looks\s)(?<!seems\s)(?<!smells\s)(?<!sounds\s)like\s+(?:a|an|the)"
     r"|(?:after|since|before)\s+(?:the|that|this|a|an)(?:\s+[\w-]+){0,2}"
+    # a setting changed: "Separate NCCL timeouts for learner collectives", "raise the NCCL
+    # timeout to 30 min"
+    r"|(?:separate|split|raise|increase|bump|lower|shorten|lengthen|tune)(?:\s+(?:the|our|all))?"
     # a count of none: "spot: 0 preemptions so far" (not "rank 0 stuck")
     r"|(?:^|(?<=[:,;(•*-])|(?<=[:,;(•*-]\s)|(?<=\bwith\s)|(?<=\bhad\s)|(?<=\bsaw\s)|(?<=\band\s))0)\s+$",
     re.IGNORECASE,
@@ -212,6 +220,9 @@ HISTORY = re.compile(
     r"|hace\s+(?:\d+|dos|tres|unos|unas)\s+(?:días|semanas|meses)|la\s+semana\s+pasada"
     r"|el\s+mes\s+pasado"
     r"|remember\s+when|back\s+when|good\s+times|(?-i:in\s+May)"
+    # a count over months: "a117 has died 3 times since november", "twice this quarter"
+    rf"|\b(?:\d+|two|three|four|five|several|many)\s+times\s+(?:since\s+{MONTHS}\b"
+    r"|this\s+(?:month|quarter|year)|in\s+the\s+(?:last|past)\s+(?:\w+\s+)?(?:weeks|months))"
     # a month named: "the outage on the gannet run in march" (not "in May", a verb's tense)
     r"|\bin\s+(?:january|february|march|april|june|july|august|september|october|november"
     r"|december)\b(?!\s+\d)"
@@ -265,6 +276,8 @@ _WHY_NOW = re.compile(
     # "anyone know why main has been PENDING for 3 hours?"
     r"|(?:does\s+)?(?:anyone|anybody|someone|any\s+idea)\s+(?:know\s+)?why\s+(?:\S+\s+){0,3}?"
     r"(?:is|are|has|have|keeps?)\b"
+    # and in Spanish: "¿alguien sabe por qué el job aparece como PREEMPTED en sacct?"
+    r"|¿?\s*(?:alguien\s+sabe\s+)?por\s*qu[eé]\s+(?:\S+\s+){0,4}?(?:está|aparece|sigue|se\s+cayó)\b"
     # "is the run restarting from 352,000 in a loop?"
     r"|(?:is|are)\s+(?:it|the\s+(?:run|job|training)|main|[a-z][\w-]*)\s+(?:restarting|crashing)\b[^?]*"
     r"\bin\s+a\s+loop"
@@ -554,7 +567,7 @@ def _counts(text: str, m: re.Match[str], signal: Signal, *, machine: bool = Fals
     if machine:
         return not (_NOT_THE_RUN_WORDS.found(sentence) or _EXPECTED.search(sentence))
     clause = _CLAUSE_BREAK.split(before)[-1][-80:] if before else ""
-    if _NEGATION.search(clause) or _NEAR_CUE.search(before[-40:]):
+    if _NEGATION.search(_ALARM_NAMED.sub("", clause)) or _NEAR_CUE.search(before[-40:]):
         return False
     if _WHEN.search(clause) and not _PAST.search(m.group(0)):
         return False  # "when the run hangs we lose hours"; not "when its port kept flapping"
@@ -1125,6 +1138,8 @@ _RATE_METRIC = (
     r"(?:all-?reduce|all-?gather|all-to-all|collective|ici|dcn|network|nccl)\s+(?:bw|bandwidth|busbw)"
     r"|throughput|mfu|tflops(?:/gpu|\s+per\s+gpu)?|tok(?:ens)?/s(?:ec)?|tokens?\s+per\s+sec(?:ond)?"
     r"|samples/s|bandwidth|bw|busbw|algbw|tgs"
+    # as a monitor names them: "rollout/samples_per_sec dropped 68%"
+    r"|(?:tokens?|tok|samples?|sequences|seqs)_per_s(?:ec(?:ond)?)?"
     r"|(?:gpu|tpu|sm)\s+util\w*|goodput|steps?/s"
 )
 _NUM = r"(\d+(?:[.,]\d+)?)"
@@ -1222,7 +1237,9 @@ _STAYS = re.compile(
     r"|in\s+(?:the\s+last\s+)?(?:\d+|two|five|ten|fifteen|twenty|thirty|a\s+few)\s+min(?:ute)?s"
     r"|and\s+(?:still\s+)?(?:dropping|falling|climbing|rising)"
     # a cause going on as it is told: "GPUs at 84-88C and throttling, step time 54.6 → 83s"
-    r"|(?:and|are|is)\s+throttling)\b",
+    r"|(?:and|are|is)\s+throttling)\b"
+    # an alert's window: "samples_per_sec dropped 68% (15 min window)"
+    r"|\(\s*\d+\s*-?\s*(?:min(?:ute)?s?|s|h)\s+window\s*\)",
     re.IGNORECASE,
 )
 _IMPROVED = re.compile(
@@ -1616,7 +1633,8 @@ SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n")
 
 #: The asker's own answer right after the question: "is the run down? nope, just wandb".
 _ANSWERED_NO = re.compile(
-    r"^\W*(?:no(?:pe|t\s+really)?|nah|never\s*mind|nvm|false\s+alarm|all\s+good"
+    # (not Spanish "no" before its verb: "¿…PREEMPTED? no teníamos nada agendado")
+    r"^\W*(?:no(?:pe|t\s+really)?(?!\s+(?:hay|había|hubo|ten[eí]\w*|est[aá]\w*|sé|sabemos)\b)|nah|never\s*mind|nvm|false\s+alarm|all\s+good"
     r"|(?:it's|its)\s+(?:fine|ok|okay))\b",
     re.IGNORECASE,
 )

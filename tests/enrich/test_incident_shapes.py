@@ -1814,3 +1814,83 @@ def test_a_pasted_df_of_a_full_mount_is_a_full_disk() -> None:
     assert not enrich_text(
         title=None, body=roomy, kind="message", source="discord", learned=False
     ).live_report
+
+
+def _live(text: str, *, title: str | None = None, kind: str = "message") -> bool:
+    source = "discord" if kind == "message" else "github"
+    return enrich_text(title=title, body=text, kind=kind, source=source, learned=False).live_report
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        # an alert named by what is missing, then its line: the name is no denial
+        ("🔴 **[dunlin-45b/main-r3] No heartbeat**\nNo metrics logged for 15 minutes.", True),
+        ("No metrics logged for 15 minutes on main.", True),
+        ("we have never had no metrics logged for 15 minutes on main", False),
+        # a heartbeat missed, as a sync monitor says it
+        ("⚠ site hlx missed outer heartbeat ×3 (outer 1,576), relays unreachable", True),
+        ("a health check treats a missed heartbeat as a hang and restarts it", False),
+    ],
+)
+def test_an_alert_named_by_what_is_missing(text: str, live: bool) -> None:
+    assert _live(text) is live
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        ("hlx↔n3 is dropping packets, ~3% loss since around 06:10.", True),
+        ("n3↔brd flapped twice, 02:14 and 02:16, ~40s each. retried once and went through", True),
+        ("heads up: spine-3 in hall B is flapping, CRC errors on 6 uplinks since ~02:50.", True),
+        ("the bandwidth test is planned for 02:00; if a link flaps we stop it", False),
+        ("we should alert when a spine is flapping for more than a minute", False),
+    ],
+)
+def test_a_link_dropping_packets_or_flapping(text: str, live: bool) -> None:
+    assert _live(text) is live
+
+
+def test_a_save_to_a_destination_that_failed() -> None:
+    title = "outer ckpt 1,730: save to n3 replica + cold bucket failed (403)"
+    assert _live("1,730 only exists on hlx and brd right now", title=title, kind="issue")
+    fine = "outer ckpt 1,730: save to n3 replica + cold bucket verified"
+    assert not _live("1,730 exists on all four targets", title=fine, kind="issue")
+
+
+def test_a_rate_dropped_in_an_alerts_window_is_now() -> None:
+    alert = "🔔 **[ouzel] `rollout/samples_per_sec` dropped 68% (15 min window)**\nValue: 41.2"
+    assert _live(alert)
+    # a rate named as a monitor names it, told without a window or a time: not dated to now
+    assert not _live("in the ablation, samples_per_sec dropped 68% with the longer prompts")
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        ("aviso: el MDS0 de lustre está degradado desde ~01:20, latencias de 20–30 s", True),
+        ('el job sigue en "building GPT dataset index" hace 50 min. no avanza nada.', True),
+        (
+            "¿alguien sabe por qué el job 4452210 aparece como PREEMPTED en sacct a las 02:13? "
+            "no teníamos nada agendado",
+            True,
+        ),
+        ("¿preempted? no, fue el sandbox de bio", False),
+    ],
+)
+def test_spanish_reports_and_a_question_that_presumes_the_fault(text: str, live: bool) -> None:
+    assert _live(text) is live
+
+
+def test_a_tally_over_months_and_a_setting_changed_are_no_reports() -> None:
+    assert not _live("a117 has died 3 times since november. it's a pet now")
+    assert _live("a117 has died 3 times since 02:00, draining it")
+    title = "Separate NCCL timeouts for learner collectives and the weight broadcast"
+    assert not _live("Right now one timeout covers everything.", title=title, kind="issue")
+    assert _live("seeing NCCL timeouts on rank 12 since 03:10, job is stuck")
+
+
+def test_a_months_retro_by_its_name() -> None:
+    assert reviews_a_period("Retro over all of May, not any single incident.")
+    assert reviews_a_period("", "May retro: 5 interruptions, ~11h lost")
+    assert not reviews_a_period("we may review the save path after this one")

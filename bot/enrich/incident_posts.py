@@ -191,9 +191,21 @@ _SCORE_ROW = re.compile(
 )
 
 
+#: A table's header naming a benchmark among its columns: "ckpt  asr-read  MMLU  tts-intel".
+_SCORE_HEADER = re.compile(rf"^\W*\w[^\n]*?(?:\s|\|){BENCHMARKS}\b", re.IGNORECASE | re.MULTILINE)
+#: A row of a checkpoint's scores: its step, then figures only ("700k  5.6  11.5  50.3").
+_FIGURES_ROW = re.compile(
+    r"^\W*(?:step[\s_]*)?\d[\d,.]*k?\b(?:[\s|]+[-+]?~?\d+(?:[.,]\d+)?%?){2,}[\s|]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
 def reports_scores(code: str) -> bool:
-    """Pasted rows that are benchmark scores, two or more: an eval's table."""
-    return len(_SCORE_ROW.findall(code)) >= 2
+    """Pasted rows that are benchmark scores, two or more: an eval's table, a benchmark a row
+    or a column (checkpoints down the side, figures only)."""
+    if len(_SCORE_ROW.findall(code)) >= 2:
+        return True
+    return bool(_SCORE_HEADER.search(code)) and len(_FIGURES_ROW.findall(code)) >= 2
 
 
 #: A post that asks for a human without naming the failure in its prose: an agent's "needs
@@ -938,7 +950,7 @@ _SET_APART = re.compile(
     r"^\W*(?:(?:but|and|oh|also)\W+)?(?:separately|separate\s+(?:thing|note|issue)|unrelated(?:ly)?|fyi"
     r"|(?:the|one)\s+(?:other|more)\s+thing|p\.\s?s\b|ps\b"
     rf"|{_NOT_PART_OF}"
-    r"|meanwhile|(?:also,?\s+)?(?:right\s+now|as\s+of\s+(?:this\s+(?:morning|afternoon|evening)|now|today))"
+    r"|meanwhile|(?:also,?\s+)?(?:right\s+now(?=\s*(?:[:,—–-]|$))|as\s+of\s+(?:this\s+(?:morning|afternoon|evening)|now|today))"
     r"|something\s+(?:that\s+is\s+|that's\s+|which\s+is\s+)?(?:happening|going\s+on)\s+(?:right\s+)?now"
     r"|while\s+(?:writing|collecting|checking|looking\s+at|pulling)\b[^.\n]{0,60}?\bi\s+(?:noticed|saw|found))",
     re.IGNORECASE,

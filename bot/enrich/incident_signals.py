@@ -195,6 +195,12 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:lost|down|dead|gone|offline|unreachable)",
     ),
     _sig("node-loss", "connectivity", r"lost\s+(?:network\s+)?connectivity"),
+    # a count of the fleet gone, as a health agent says it: "64/64 nodes unreachable"
+    _sig(
+        "node-loss",
+        "unreachable offline",
+        rf"\b[1-9]\d*\s*/\s*\d+\s+{_NODE}\s+(?:are\s+|went\s+)?(?:unreachable|offline)\b",
+    ),
     _sig(
         "node-loss",
         "lost state",
@@ -701,7 +707,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         r"(?:dropped|fell|went|is|at|down)\s+(?:to\s+)?(?:zero|0(?![.,]?\d))"
         # "no tokens/s on the board", "zero throughput"
         r"|(?:no|zero)\s+(?:tokens/s|tok/s|throughput|samples/s|steps/s)\b"
-        r"(?!\s+(?:loss|regression|change|difference|drop|impact|hit|penalty|cost|gain))",
+        r"(?!\s+(?:loss|regression|change|difference|drop|impact|hit|penalty|cost|gain))"
+        # a status line's field at zero, dated: "throughput: 0 tok/s since 03:12 UTC",
+        # "pipeline egress 0 tok/s for 10m"
+        r"|(?:throughput|egress|ingest)\s*[:=]?\s*0\s*(?:tok(?:ens)?/s|samples/s)\s+(?:since|for)\b",
     ),
     _sig(
         "outage",
@@ -2049,6 +2058,21 @@ SIGNALS: Final[tuple[Signal, ...]] = (
         "falló",
         r"\b(?:save|checkpoint|ckpt|guardado)\s+(?:del?\s+(?:step\s+)?[\d,.]+k?\s+)?falló\b"
         r"|\bfalló\s+el\s+(?:save|checkpoint|guardado)\b",
+    ),
+    # the same said in Hinglish (Hindi in Latin letters or Devanagari, mixed into English): "bhai
+    # run gir gaya", "node mar gaya lagta hai", "रन फिर से गिर गया", "gpu-a03-09 ping nahi ho raha"
+    _sig(
+        "crash",
+        "gir gaya mar gaya band ho gaya गिर गया रुक गया",
+        r"\b(?:run|job|training|main|node|trainer)\s+(?:phir\s+se\s+|fir\s+se\s+|wapas\s+)?"
+        r"(?:gir|mar|crash\s+ho|band\s+ho)\s+(?:gaya|gayi|gya)\b"
+        # (a vowel sign is no word character: the match ends before the last one)
+        r"|(?:रन|जॉब|नोड)\s+(?:फिर\s+से\s+)?(?:गिर|मर|बंद\s+हो|रुक)\s+गय(?=ा)",
+    ),
+    _sig(
+        "node-loss",
+        "ping nahi",
+        rf"\b{_NODE}?[\w-]*\d[\w-]*\s+(?:ka\s+)?ping\s+nahi\s+(?:ho\s+raha|aa\s+raha|lag\s+raha)",
     ),
     # the same said in Japanese, mixed into English as such a team writes it: "jobがまた止まっ
     # た", "step 94,213 から進んでない", "run 落ちてません？", "ckpt保存失敗 at 88k". Kana run on

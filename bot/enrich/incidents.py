@@ -158,6 +158,7 @@ _NEGATION = re.compile(
       |avoid\w*|prevent\w*|fix|fixes|fixed|fixing|resolv\w*|mitigat\w*|reduc\w*|workaround\w*
       |(?:guard|guards|guarding|protect\w*|safe|robust|resilient)\s+against|handl\w*|detect\w*
       |recover(?:s|ing)?\s+from|retry\s+on|survive[sd]?
+      |(?:acts?|reacts?|triggers?|alerts?|pages?)\s+(?:only\s+)?(?:on|to)
       |if|unless|whether|in\s+case|whenever|each\s+time|every\s+time|in\s+the\s+event
       |when\s+(?:\w+\s+){0,3}?(?:shows|is|are|gets|hits|goes|has|happens|fails|dies|crashes)
       |would|could|might(?!\s+(?:have|be|well)\b)|may(?!\s+(?:have|be|well)\b)|should|shall|will|gonna|going\s+to|about\s+to|wouldn't|couldn't|shouldn't|won't|cannot|can't
@@ -246,7 +247,7 @@ HISTORY = re.compile(
 )
 # In the sentence: it was planned ("preempted on schedule, as expected", "drained for maintenance").
 _EXPECTED = re.compile(
-    r"\b(?:as\s+expected|on\s+schedule|as\s+planned|as\s+scheduled"
+    r"\b(?:as\s+expected|on\s+schedule|as\s+planned|as\s+scheduled|is\s+expected(?!\s+to\b)"
     # "planned maintenance went wrong: r12 never came back": planned, and it broke the run
     r"|planned\s+maintenance(?![^.]*\b(?:went\s+wrong|overran|over-?ran|ran\s+over|broke"
     r"|never\s+(?:came\s+back|restarted|came\s+up)|did(?:n't|\s+not)\s+come\s+back)\b)"
@@ -254,6 +255,8 @@ _EXPECTED = re.compile(
     # "64 nodes terminated (host maintenance, scheduled)"
     r"|(?<=\()(?:[\w-]+\s+){0,2}maintenance,\s+(?:scheduled|planned)(?=\))"
     r"|end\s+of\s+(?:the\s+)?(?:stage|phase|schedule|training|run)|reached\s+the\s+end"
+    # an alert muted for work someone is doing: "alerts muted until 12:00 UTC by tobi"
+    r"|alerts?\s+(?:are\s+|is\s+)?(?:muted|silenced)\s+(?:until|till|for|by)"
     # "hero paused for the driver upgrade": stopped on purpose, for work on the cluster (not
     # slurm's reason "Reserved for maintenance", which names a reservation, planned or not)
     r"|(?<!reserved\s)for\s+(?:the\s+|a\s+)?(?:scheduled\s+|planned\s+)?(?:[\w-]+\s+){0,2}?(?:upgrade|maintenance"
@@ -1238,6 +1241,8 @@ _STAYS = re.compile(
     r"|and\s+(?:still\s+)?(?:dropping|falling|climbing|rising)"
     # a cause going on as it is told: "GPUs at 84-88C and throttling, step time 54.6 → 83s"
     r"|(?:and|are|is)\s+throttling)\b"
+    # a monitor's own span: "step time 4.0s → 9.6s (last 50 steps)"
+    r"|\(\s*(?:over\s+the\s+)?last\s+\d+\s+steps\s*\)"
     # an alert's window: "samples_per_sec dropped 68% (15 min window)"
     r"|\(\s*\d+\s*-?\s*(?:min(?:ute)?s?|s|h)\s+window\s*\)",
     re.IGNORECASE,
@@ -1364,6 +1369,22 @@ _SPEED_SAID = re.compile(
 )
 
 
+_METRIC_NAME = re.compile(rf"(?<![^\W\d_])(?:{_TIME_METRIC}|{_RATE_METRIC})", re.IGNORECASE)
+
+
+def _nearest_metric(pattern: re.Pattern[str], text: str, m: re.Match[str]) -> re.Match[str]:
+    """``m``, or where the figures it reads belong to a metric named after the one it starts
+    at, the match from that one: in "egress 402k tok/s · step time 4.0s → 9.6s" the figures
+    are the step time's, not the rate's."""
+    if "metric" not in pattern.groupindex or m.group("metric") is None:
+        return m
+    for later in reversed(list(_METRIC_NAME.finditer(text, m.end("metric"), m.end()))):
+        again = pattern.match(text, later.start())
+        if again is not None:
+            return again  # the last metric named before the figures that still reads them
+    return m
+
+
 def _lead_in(text: str, left: int) -> str:
     """The line before ``text[left:]`` when it introduces what follows (ends with a colon)."""
     before = text[:left].rstrip(" \t\n")
@@ -1382,7 +1403,8 @@ def slowdown(text: str) -> str | None:
     low = head.lower()
     for shape in _SPEED_SHAPES:
         pattern = shape.pattern
-        for m in shape.finditer(head, low):
+        for found in shape.finditer(head, low):
+            m = _nearest_metric(shape.pattern, head, found)
             left, right = sentence_bounds(text, m.start(), m.end())
             sentence = text[left:right]
             if sentence.rstrip().endswith("?") and not _QUESTION_START.match(sentence):

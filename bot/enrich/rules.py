@@ -135,7 +135,9 @@ _CALLED_EXPECTED = re.compile(
     # a doubt its writer answers at once: "tok/s halved after the fix? no"
     r"|\?\s*(?:no|nope|nah)\s*[.!]*\s*$"
     # or says the run is going well: "run's moving along nicely, 140k"
-    r"|\b(?:moving|going|chugging|humming|running|training)\s+(?:along\s+)?(?:nicely|smoothly|well)\b",
+    r"|\b(?:moving|going|chugging|humming|running|training)\s+(?:along\s+)?(?:nicely|smoothly|well)\b"
+    # an alert that says it is muted for work someone is doing: "alerts muted until 12:00 UTC"
+    r"|\balerts?\s+(?:are\s+|is\s+)?(?:muted|silenced)\s+(?:until|till|for|by)\b",
     re.IGNORECASE | re.MULTILINE,
 )
 #: The scorer judges a post of at least this many words: fewer hold too little for a reading

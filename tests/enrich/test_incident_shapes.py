@@ -14,8 +14,10 @@ from bot.enrich.context import ThreadContext
 from bot.enrich.incident_posts import (
     agent_flags_fault,
     announces_planned_work,
+    buried_report,
     dismisses,
     names_a_change,
+    reports_scores,
     reviews_a_period,
     settled,
     speaks_of_the_main_run,
@@ -1894,3 +1896,57 @@ def test_a_months_retro_by_its_name() -> None:
     assert reviews_a_period("Retro over all of May, not any single incident.")
     assert reviews_a_period("", "May retro: 5 interruptions, ~11h lost")
     assert not reviews_a_period("we may review the save path after this one")
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        ("bhai run gir gaya. gpu-a03-09 ping nahi ho raha, node mar gaya lagta hai", True),
+        ("रन फिर से गिर गया 😩 slurm me DOWN dikha raha hai", True),
+        ("gpu-b12-01 ping nahi ho raha since 02:10", True),
+        # cricket, not the run: "RCB ka run rate gir gaya"
+        ("RCB ka run rate gir gaya yaar, match dekh rahe ho?", False),
+    ],
+)
+def test_hinglish_reports(text: str, live: bool) -> None:
+    assert _live(text) is live
+
+
+@pytest.mark.parametrize(
+    ("text", "live"),
+    [
+        ("⚠️ **64/64 nodes unreachable** — instance state `shutting-down`", True),
+        ("0/64 nodes unreachable, deep check green", False),
+        ("throughput: 0 tok/s since 03:12 UTC; heartbeat 128/128 ranks", True),
+        # the same field at zero while the writer's own work runs, the alert muted for it
+        (
+            "🔴 pipemon · egress\npipeline egress 0 tok/s for 10m\n_alerts muted until 12:00_",
+            False,
+        ),
+        # the figures belong to the metric nearest them, here the step time
+        (
+            "pipemon\negress 402k tok/s · demand 1.04M tok/s\n"
+            "step time 4.0s → 9.6s (last 50 steps)",
+            True,
+        ),
+        ("all nodes sitting in neuronx-cc for the next hour is expected, planned recompile", False),
+    ],
+)
+def test_a_monitors_fields_and_what_it_says_is_expected(text: str, live: bool) -> None:
+    assert _live(text) is live
+
+
+def test_an_eval_table_with_checkpoints_down_the_side() -> None:
+    table = "ckpt  asr-read  MMLU  tts\n680k   5.7  45.0  8.4\n700k   5.6  45.2  8.3"
+    assert reports_scores(table)
+    assert not reports_scores("step   loss   gnorm\n680k   2.1  0.3\n700k   2.2  0.4")
+
+
+def test_right_now_sets_apart_a_lead_in_not_the_status_quo() -> None:
+    proposal = (
+        "Not for this week. Right now the health agent only acts on uncorrected ECC events.\n"
+        "Proposal: page on the corrected rate."
+    )
+    assert buried_report(proposal) is None
+    review = "Approving, the design is fine.\nRight now: the main run has been down since 06:20"
+    assert buried_report(review) is not None

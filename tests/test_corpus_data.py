@@ -44,6 +44,7 @@ HELDOUT19 = DATA / "heldout19_corpus.jsonl"  # its nineteenth, likewise
 HELDOUT20 = DATA / "heldout20_corpus.jsonl"  # its twentieth, likewise
 HELDOUT21 = DATA / "heldout21_corpus.jsonl"  # its twenty-first, likewise
 HELDOUT22 = DATA / "heldout22_corpus.jsonl"  # its twenty-second, likewise
+HELDOUT23 = DATA / "heldout23_corpus.jsonl"  # its twenty-third, likewise
 QUESTIONS = DATA / "ask_questions.jsonl"
 
 TAGS = frozenset(MODEL_TAGS)  # the corpus is labelled with the product's own tags
@@ -228,6 +229,7 @@ HELD_BACK = (
     *(HELDOUT9, HELDOUT10, HELDOUT11, HELDOUT12, HELDOUT13, HELDOUT14, HELDOUT15),
     *(HELDOUT16, HELDOUT17, HELDOUT18, HELDOUT19, HELDOUT20, HELDOUT21),
     HELDOUT22,
+    HELDOUT23,
 )
 
 
@@ -256,6 +258,7 @@ HELD_BACK = (
         (HELDOUT20, 200, 20),
         (HELDOUT21, 200, 20),
         (HELDOUT22, 200, 20),
+        (HELDOUT23, 200, 20),
     ],
     ids=lambda value: value.name if isinstance(value, Path) else str(value),
 )

@@ -72,6 +72,7 @@ _PROMO = re.compile(
       | gana(?:r)?\s+\$?\d[\d,.]*|sin\s+experiencia|cupos?\s+limitados?|grupo\s+vip
       | únete\s+(?:al|a)\s+(?:grupo|canal)|trading\s+de\s+ia
       | first\s+\d+\s+only|free\s+\w+\s+for\s+\d+\s+months?|first\s+come,?\s+first\s+served
+      | (?:for\s+)?(?:just|only)\s+[$€£]\s?\d+
     )\b""",
     re.IGNORECASE | re.VERBOSE,
 )

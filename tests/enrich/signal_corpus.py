@@ -123,6 +123,10 @@ HELDOUT21 = CORPUS.with_name("heldout21_corpus.jsonl")
 #: national supercomputer whose centre's notices are relayed into its channels), written blind
 #: while the rules it measures were changed and read once at the end.
 HELDOUT22 = CORPUS.with_name("heldout22_corpus.jsonl")
+#: The twenty-third: two projects (a run on a cluster shared with production inference, a run
+#: whose repository is mostly bots' issues and comments), written blind while the rules it
+#: measures were changed and read once at the end.
+HELDOUT23 = CORPUS.with_name("heldout23_corpus.jsonl")
 SLUG = "hero"
 REPO = "lab/model"
 _NUMBER = re.compile(r"#(\d{1,7})\b")

@@ -29,6 +29,8 @@ UNKNOWN = ThreadContext()  # a Discord message: the author's standing is not kno
         "🚀🚀 A100 à 0,65€/h, sans engagement !!! réservez sur loue-gpu .io 🚀🚀",
         # a pitch in Korean: free credits, an airdrop, first come first served
         "🎁🎁 무료 H200 크레딧 에어드랍!! 선착순 300명 👉 h200-free .xyz",
+        # a price said as a bargain ("for just $99"), an offer and a link
+        "🔥 Transcribe 10,000 h of audio for just $99!! limited offer → voxscribe.example/promo",
         "Stake your idle GPU hours and earn daily 💰 DM me for the whitelist 👉 gpustake[.]io",
         "🎁 Free NVIDIA H200 credits for academic researchers!! Limited offer, claim before Friday",
         "best prices on rgb gaming chairs this weekend only!!! free shipping at deals-4u dot biz",
@@ -78,6 +80,7 @@ def test_chat_advertisements_are_spam_and_not_news(text: str) -> None:
         "el grupo de evals ya tiene cupo limitado para el hackathon, apúntate en el doc",
         "체크포인트 저장 실패 at 168k, 할인된 스토리지 요금제로 바꾼 뒤부터예요 🙏",
         "first 100 only of the shards are re-tokenized, the rest tonight",
+        "spot H100s are only $2 an hour this week 🔥 grabbing 32 for ablations, see wiki.team/spot",
     ],
 )
 def test_a_team_members_excited_or_busy_message_is_not_spam(text: str) -> None:

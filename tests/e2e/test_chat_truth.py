@@ -9,7 +9,8 @@ What it must say: the report opens the incident in the cycle after it is written
 shows the crash), quoting it and linked to it; each report and action is its own timeline entry,
 at its own time, linked to its own message, with its author, never glued to the other channel's
 unrelated note; the requeue is credited to the crash and only to it. And a report only the model
-reads as live ("two GPUs overheating, step time 17 s to 26 s") opens an incident with a key."""
+reads as live ("two GPUs at 91C, fans maxed; the whole job feels sluggish") opens an incident with
+a key."""
 
 from __future__ import annotations
 
@@ -52,7 +53,9 @@ SEC = timedelta(seconds=1)
 FAULT = "node lost, ECC errors on host 12"
 REQUEUE = "drained host 12 and requeued from the last checkpoint"
 ROTATE = "we'll rotate the spare pool this afternoon"
-HOT = "two GPUs on gb-r14-n3 overheating, step time 17 s -> 26 s"
+#: A live report the deterministic path (the rules and their scorers) does not read as one: the
+#: no-key half of the test below asserts it, so a refit that learns it asks for another message.
+HOT = "gb-r14-n3 has two GPUs at 91C, fans maxed; the whole job feels sluggish"
 ASIDE = "bob, can you check the node dashboard after lunch?"  # context, no report
 _FENCE = re.compile(r'<untrusted_data [^>]*\bid="(\d+)"[^>]*>\n(.*?)\n</untrusted_data>', re.S)
 
@@ -67,7 +70,7 @@ def capable_model(request: Recorded) -> Reply:
     items = []
     for local, text in _FENCE.findall(request.user_text):
         own = text.split("(this message)\n", 1)[-1]
-        live = any(word in own for word in ("ECC errors", "overheating"))
+        live = any(word in own for word in ("ECC errors", "91C"))
         items.append(
             {
                 "id": int(local),
@@ -215,8 +218,9 @@ async def test_a_report_only_the_model_reads_as_live_opens_an_incident(
     tmp_path: Path, wb: FakeWandb, watched_discord: FakeDiscord, model: FakeAnthropic | None
 ) -> None:
     """The model's verdict on a chat message is the one the engine reads: the overheating report
-    (which the rules read as infra talk) opens an incident in the cycle it arrives, quoting the
-    message and linked to it. Without a key the rules' verdict stands and nothing opens."""
+    (which the rules and their scorers read as talk) opens an incident in the cycle it arrives,
+    quoting the message and linked to it. Without a key the rules' verdict stands and nothing
+    opens."""
     fake = watched_discord
     t0 = now_utc() - timedelta(hours=3)
     step = start(wb, t0)
@@ -239,9 +243,9 @@ async def test_a_report_only_the_model_reads_as_live_opens_an_incident(
         assert await d.store.incidents.linked_ids(incident.id or 0) == {hot.id}
         cause = incident.details.reported_cause
         assert cause is not None and (cause.author, cause.url) == ("bob", hot.url)
-        assert "overheating" in cause.text
+        assert "91C" in cause.text
         [head] = d.channel()
-        assert "overheating" in full_text(head)
+        assert "91C" in full_text(head)
         # The model read bob's message with alice's line before it as context.
         enrichments = [
             r.user_text

@@ -245,6 +245,8 @@ HISTORY = re.compile(
     r"|incidents?|crash(?:es)?|hangs?|stalls?|failures?|downtime|preemptions?|issues?|timeouts?))\b",
     re.IGNORECASE,
 )
+#: An alert muted for work someone is doing: "alerts muted until 12:00 UTC by tobi".
+ALERT_MUTED: Final = r"alerts?\s+(?:are\s+|is\s+)?(?:muted|silenced)\s+(?:until|till|for|by)"
 # In the sentence: it was planned ("preempted on schedule, as expected", "drained for maintenance").
 _EXPECTED = re.compile(
     r"\b(?:as\s+expected|on\s+schedule|as\s+planned|as\s+scheduled|is\s+expected(?!\s+to\b)"
@@ -255,8 +257,7 @@ _EXPECTED = re.compile(
     # "64 nodes terminated (host maintenance, scheduled)"
     r"|(?<=\()(?:[\w-]+\s+){0,2}maintenance,\s+(?:scheduled|planned)(?=\))"
     r"|end\s+of\s+(?:the\s+)?(?:stage|phase|schedule|training|run)|reached\s+the\s+end"
-    # an alert muted for work someone is doing: "alerts muted until 12:00 UTC by tobi"
-    r"|alerts?\s+(?:are\s+|is\s+)?(?:muted|silenced)\s+(?:until|till|for|by)"
+    rf"|{ALERT_MUTED}"
     # "hero paused for the driver upgrade": stopped on purpose, for work on the cluster (not
     # slurm's reason "Reserved for maintenance", which names a reservation, planned or not)
     r"|(?<!reserved\s)for\s+(?:the\s+|a\s+)?(?:scheduled\s+|planned\s+)?(?:[\w-]+\s+){0,2}?(?:upgrade|maintenance"
@@ -1362,14 +1363,16 @@ _RATE_AT_SHARE = re.compile(
 #: any is not read further (the comparisons are the rules' costliest patterns). Its words are
 #: all lower case and it reads lowercased text: folding case as it matches costs several times
 #: as much.
+#: A speed metric's name, never inside a word.
+_METRIC = rf"(?<![^\W\d_])(?:{_TIME_METRIC}|{_RATE_METRIC})"
 _SPEED_SAID = re.compile(
     # never inside a word: the engine then tries the metrics' many words only where one starts
-    rf"(?<![^\W\d_])(?:{_TIME_METRIC}|{_RATE_METRIC})|\b(?:vs|versus|compared\s+to|against)\b"
+    rf"{_METRIC}|\b(?:vs|versus|compared\s+to|against)\b"
     r"|%\s+(?:speed|throughput|of)\b"
 )
 
 
-_METRIC_NAME = re.compile(rf"(?<![^\W\d_])(?:{_TIME_METRIC}|{_RATE_METRIC})", re.IGNORECASE)
+_METRIC_NAME = re.compile(_METRIC, re.IGNORECASE)
 
 
 def _nearest_metric(pattern: re.Pattern[str], text: str, m: re.Match[str]) -> re.Match[str]:

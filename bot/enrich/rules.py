@@ -60,6 +60,7 @@ from bot.enrich.incident_posts import (
     thread_is_experiment,
 )
 from bot.enrich.incidents import (
+    ALERT_MUTED,
     CAME_BACK_WORDS,
     DETECT_LIMIT,
     SENTENCE_SPLIT,
@@ -136,8 +137,8 @@ _CALLED_EXPECTED = re.compile(
     r"|\?\s*(?:no|nope|nah)\s*[.!]*\s*$"
     # or says the run is going well: "run's moving along nicely, 140k"
     r"|\b(?:moving|going|chugging|humming|running|training)\s+(?:along\s+)?(?:nicely|smoothly|well)\b"
-    # an alert that says it is muted for work someone is doing: "alerts muted until 12:00 UTC"
-    r"|\balerts?\s+(?:are\s+|is\s+)?(?:muted|silenced)\s+(?:until|till|for|by)\b",
+    # an alert that says it is muted for work someone is doing
+    rf"|\b{ALERT_MUTED}\b",
     re.IGNORECASE | re.MULTILINE,
 )
 #: The scorer judges a post of at least this many words: fewer hold too little for a reading
